@@ -1,0 +1,1 @@
+//! Test and bench harness package; see tests/ and benches/.

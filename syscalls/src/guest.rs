@@ -1,0 +1,99 @@
+//! The narrow interface between handlers and the trapped guest thread.
+//!
+//! A handler sees one syscall of one guest thread: its number and raw
+//! arguments ([`SyscallArgs`]), and a [`Guest`] through which it may read
+//! and write that thread's memory and borrow its file descriptors. It
+//! answers with a [`Reply`]. Guest memory and arguments are hostile: every
+//! accessor returns `Result`, never panics.
+
+use std::os::fd::OwnedFd;
+
+use nix::errno::Errno;
+
+/// Longest path the guest may pass, including the terminating NUL (PATH_MAX).
+pub const PATH_MAX: usize = 4096;
+
+/// The raw registers of one trapped system call.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SyscallArgs {
+    /// The x86_64 syscall number.
+    pub nr: i64,
+    /// The six argument registers, unfiltered.
+    pub args: [u64; 6],
+}
+
+impl SyscallArgs {
+    /// Argument `i` as the kernel's `int` (low 32 bits, sign-extended).
+    pub fn int(&self, i: usize) -> i32 {
+        self.args[i] as u32 as i32
+    }
+    /// Argument `i` as the kernel's `unsigned int` (low 32 bits).
+    pub fn uint(&self, i: usize) -> u32 {
+        self.args[i] as u32
+    }
+}
+
+/// What the supervisor answers for one serviced call.
+#[derive(Debug)]
+pub enum Reply {
+    /// The call returns this (non-negative) value.
+    Value(i64),
+    /// The call fails with this errno.
+    Error(Errno),
+    /// Install `fd` in the guest (lowest free number, atomically with the
+    /// answer: `SECCOMP_ADDFD_FLAG_SEND`); the call returns its number.
+    InstallFd { fd: OwnedFd, cloexec: bool },
+    /// Let the kernel run the call as the guest made it. Only for calls
+    /// whose effect is harmless whatever the guest's memory holds by then.
+    Continue,
+}
+
+impl From<Result<i64, Errno>> for Reply {
+    fn from(r: Result<i64, Errno>) -> Self {
+        match r {
+            Ok(v) => Reply::Value(v),
+            Err(e) => Reply::Error(e),
+        }
+    }
+}
+
+/// The trapped guest thread, as handlers may touch it.
+pub trait Guest {
+    /// Host thread id of the caller.
+    fn tid(&self) -> i32;
+
+    /// Read `buf.len()` bytes of guest memory at `addr` (EFAULT when any
+    /// byte is unmapped or unreadable).
+    fn read_mem(&self, addr: u64, buf: &mut [u8]) -> Result<(), Errno>;
+
+    /// Write `data` into guest memory at `addr`, honouring page
+    /// protections (EFAULT on an unmapped or read-only page).
+    fn write_mem(&self, addr: u64, data: &[u8]) -> Result<(), Errno>;
+
+    /// Read a NUL-terminated path at `addr`, without the NUL: EFAULT for a
+    /// bad pointer, ENAMETOOLONG when no NUL comes within PATH_MAX bytes.
+    fn read_path(&self, addr: u64) -> Result<Vec<u8>, Errno>;
+
+    /// Whether the notification is still live: the thread is still
+    /// blocked in this very call (`SECCOMP_IOCTL_NOTIF_ID_VALID`). Check it
+    /// after reading guest memory and before acting on what was read.
+    fn still_valid(&self) -> bool;
+
+    /// An `O_PATH` descriptor for the guest's file descriptor `fd` (a new
+    /// open of the same file, for use as a directory to resolve from).
+    /// EBADF when the guest has no such fd.
+    fn fd_path(&self, fd: i32) -> Result<OwnedFd, Errno>;
+
+    /// The guest's own open file description behind `fd`
+    /// (`pidfd_getfd`): shares offset and status flags with the guest.
+    fn dup_fd(&self, fd: i32) -> Result<OwnedFd, Errno>;
+
+    /// An `O_PATH` descriptor for the guest thread's working directory.
+    fn cwd(&self) -> Result<OwnedFd, Errno>;
+
+    /// The guest process's umask.
+    fn umask(&self) -> Result<u32, Errno>;
+
+    /// The caller's (tgid, tid) as the sandbox's pid namespace numbers them.
+    fn ns_ids(&self) -> Result<(i32, i32), Errno>;
+}

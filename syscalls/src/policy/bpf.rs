@@ -1,0 +1,342 @@
+//! Compiles the policy table into a classic-BPF seccomp program.
+//!
+//! Layout: check the architecture (anything but x86_64 is killed), kill
+//! x32 numbers, then a binary search over ranges of syscall numbers that
+//! share a rule, so any call is classified in about ten comparisons. Far
+//! jumps go through `ja`, whose offset is 32 bits; conditional jumps stay
+//! within a leaf, well under their 8-bit limit.
+
+use std::collections::HashMap;
+
+use syscalls::Sysno;
+
+use super::{rule_for, Cond, Fallback, Op, Rule};
+
+/// One classic-BPF instruction, laid out as `struct sock_filter`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Insn {
+    pub code: u16,
+    pub jt: u8,
+    pub jf: u8,
+    pub k: u32,
+}
+
+// BPF opcodes (linux/bpf_common.h) and seccomp return values.
+const LD_W_ABS: u16 = 0x00 | 0x00 | 0x20; // BPF_LD | BPF_W | BPF_ABS
+const JMP_JA: u16 = 0x05;
+const JMP_JEQ_K: u16 = 0x15;
+const JMP_JGE_K: u16 = 0x35;
+const JMP_JSET_K: u16 = 0x45;
+const RET_K: u16 = 0x06;
+const ALU_AND_K: u16 = 0x54;
+
+pub const SECCOMP_RET_KILL_PROCESS: u32 = 0x8000_0000;
+pub const SECCOMP_RET_USER_NOTIF: u32 = 0x7fc0_0000;
+pub const SECCOMP_RET_ALLOW: u32 = 0x7fff_0000;
+pub const AUDIT_ARCH_X86_64: u32 = 0xc000_003e;
+const X32_SYSCALL_BIT: u32 = 0x4000_0000;
+
+// Offsets into struct seccomp_data.
+const OFF_NR: u32 = 0;
+const OFF_ARCH: u32 = 4;
+fn off_arg_lo(arg: u8) -> u32 {
+    16 + 8 * u32::from(arg)
+}
+fn off_arg_hi(arg: u8) -> u32 {
+    off_arg_lo(arg) + 4
+}
+
+/// The filter for the guest, from the policy table.
+pub fn compile() -> Vec<Insn> {
+    compile_ranges(&ranges())
+}
+
+/// Contiguous ranges `[lo, hi]` of syscall numbers sharing a rule, covering
+/// every number from 0 to just below the x32 bit.
+pub fn ranges() -> Vec<(u32, u32, Rule)> {
+    let last = Sysno::last().id() as u32;
+    let mut out: Vec<(u32, u32, Rule)> = Vec::new();
+    for nr in 0..=last {
+        let rule = usize::try_from(nr)
+            .ok()
+            .and_then(Sysno::new)
+            .map(rule_for)
+            .unwrap_or(Rule::Deny(nix::errno::Errno::ENOSYS));
+        match out.last_mut() {
+            Some((_, hi, r)) if *r == rule => *hi = nr,
+            _ => out.push((nr, nr, rule)),
+        }
+    }
+    let beyond = Rule::Deny(nix::errno::Errno::ENOSYS);
+    match out.last_mut() {
+        Some((_, hi, r)) if *r == beyond => *hi = X32_SYSCALL_BIT - 1,
+        _ => out.push((last + 1, X32_SYSCALL_BIT - 1, beyond)),
+    }
+    out
+}
+
+/// A jump target, resolved to an instruction index once laid out.
+type Label = usize;
+
+enum Item {
+    Op(Insn),
+    /// Conditional jump to labels (true, false).
+    Jump { code: u16, k: u32, t: Label, f: Label },
+    Ja(Label),
+    Mark(Label),
+}
+
+#[derive(Default)]
+struct Builder {
+    items: Vec<Item>,
+    labels: usize,
+}
+
+impl Builder {
+    fn label(&mut self) -> Label {
+        self.labels += 1;
+        self.labels - 1
+    }
+    fn op(&mut self, code: u16, k: u32) {
+        self.items.push(Item::Op(Insn { code, jt: 0, jf: 0, k }));
+    }
+    fn jump(&mut self, code: u16, k: u32, t: Label, f: Label) {
+        self.items.push(Item::Jump { code, k, t, f });
+    }
+    fn mark(&mut self, l: Label) {
+        self.items.push(Item::Mark(l));
+    }
+    fn ret(&mut self, k: u32) {
+        self.op(RET_K, k);
+    }
+
+    fn finish(self) -> Vec<Insn> {
+        let mut at: HashMap<Label, usize> = HashMap::new();
+        let mut pc = 0;
+        for item in &self.items {
+            match item {
+                Item::Mark(l) => {
+                    at.insert(*l, pc);
+                }
+                _ => pc += 1,
+            }
+        }
+        let mut out = Vec::with_capacity(pc);
+        for item in self.items {
+            let here = out.len();
+            let rel = |l: Label| at[&l] - here - 1;
+            match item {
+                Item::Op(i) => out.push(i),
+                Item::Jump { code, k, t, f } => {
+                    let (jt, jf) = (rel(t), rel(f));
+                    assert!(jt < 256 && jf < 256, "BPF conditional jump out of range");
+                    out.push(Insn { code, jt: jt as u8, jf: jf as u8, k });
+                }
+                Item::Ja(l) => out.push(Insn { code: JMP_JA, jt: 0, jf: 0, k: rel(l) as u32 }),
+                Item::Mark(_) => {}
+            }
+        }
+        out
+    }
+}
+
+fn compile_ranges(ranges: &[(u32, u32, Rule)]) -> Vec<Insn> {
+    let mut b = Builder::default();
+    let (arch_ok, kill, nr_ok) = (b.label(), b.label(), b.label());
+    b.op(LD_W_ABS, OFF_ARCH);
+    b.jump(JMP_JEQ_K, AUDIT_ARCH_X86_64, arch_ok, kill);
+    b.mark(kill);
+    b.ret(SECCOMP_RET_KILL_PROCESS);
+    b.mark(arch_ok);
+    b.op(LD_W_ABS, OFF_NR);
+    let kill_x32 = b.label();
+    b.jump(JMP_JGE_K, X32_SYSCALL_BIT, kill_x32, nr_ok);
+    b.mark(kill_x32);
+    b.ret(SECCOMP_RET_KILL_PROCESS);
+    b.mark(nr_ok);
+    tree(&mut b, ranges);
+    b.finish()
+}
+
+/// Binary search over `ranges`, with the syscall number in A.
+fn tree(b: &mut Builder, ranges: &[(u32, u32, Rule)]) {
+    if let [(_, _, rule)] = ranges {
+        return leaf(b, *rule);
+    }
+    let mid = ranges.len() / 2;
+    let (tramp, left, right) = (b.label(), b.label(), b.label());
+    b.jump(JMP_JGE_K, ranges[mid].0, tramp, left);
+    b.mark(tramp);
+    b.items.push(Item::Ja(right));
+    b.mark(left);
+    tree(b, &ranges[..mid]);
+    b.mark(right);
+    tree(b, &ranges[mid..]);
+}
+
+fn leaf(b: &mut Builder, rule: Rule) {
+    match rule {
+        Rule::Pass => b.ret(SECCOMP_RET_ALLOW),
+        Rule::Service | Rule::Deny(_) => b.ret(SECCOMP_RET_USER_NOTIF),
+        Rule::Kill => b.ret(SECCOMP_RET_KILL_PROCESS),
+        Rule::PassIf(conds, fallback) => {
+            let fail = b.label();
+            for cond in conds {
+                test(b, cond, fail);
+            }
+            b.ret(SECCOMP_RET_ALLOW);
+            b.mark(fail);
+            b.ret(match fallback {
+                Fallback::Service | Fallback::Deny(_) => SECCOMP_RET_USER_NOTIF,
+            });
+        }
+    }
+}
+
+/// Falls through when `cond` holds; jumps to `fail` otherwise.
+fn test(b: &mut Builder, cond: &Cond, fail: Label) {
+    let ok = b.label();
+    b.op(LD_W_ABS, off_arg_lo(cond.arg));
+    match cond.op {
+        Op::MaskClear(m) => b.jump(JMP_JSET_K, m, fail, ok),
+        Op::MaskSet(m) => {
+            b.op(ALU_AND_K, m);
+            b.jump(JMP_JEQ_K, m, ok, fail);
+        }
+        Op::MaskedIn(m, values) => {
+            if m != u32::MAX {
+                b.op(ALU_AND_K, m);
+            }
+            for v in values {
+                let next = b.label();
+                b.jump(JMP_JEQ_K, *v, ok, next);
+                b.mark(next);
+            }
+            b.items.push(Item::Ja(fail));
+        }
+        Op::NotIn(values) => {
+            for v in values {
+                let next = b.label();
+                b.jump(JMP_JEQ_K, *v, fail, next);
+                b.mark(next);
+            }
+        }
+        Op::IsNull => {
+            let hi = b.label();
+            b.jump(JMP_JEQ_K, 0, hi, fail);
+            b.mark(hi);
+            b.op(LD_W_ABS, off_arg_hi(cond.arg));
+            b.jump(JMP_JEQ_K, 0, ok, fail);
+        }
+    }
+    b.mark(ok);
+}
+
+/// Runs `prog` on a syscall the way the kernel would, for tests and for
+/// the policy table in ARCHITECTURE.md: returns the seccomp action.
+pub fn evaluate(prog: &[Insn], arch: u32, nr: u32, args: [u64; 6]) -> u32 {
+    let mut data = [0u32; 16];
+    data[0] = nr;
+    data[1] = arch;
+    for (i, a) in args.iter().enumerate() {
+        data[4 + 2 * i] = *a as u32;
+        data[5 + 2 * i] = (*a >> 32) as u32;
+    }
+    let (mut a, mut pc) = (0u32, 0usize);
+    loop {
+        let Some(i) = prog.get(pc) else { return SECCOMP_RET_KILL_PROCESS };
+        pc += 1;
+        match i.code {
+            LD_W_ABS => a = data.get(i.k as usize / 4).copied().unwrap_or(0),
+            ALU_AND_K => a &= i.k,
+            RET_K => return i.k,
+            JMP_JA => pc += i.k as usize,
+            JMP_JEQ_K | JMP_JGE_K | JMP_JSET_K => {
+                let hit = match i.code {
+                    JMP_JEQ_K => a == i.k,
+                    JMP_JGE_K => a >= i.k,
+                    _ => a & i.k != 0,
+                };
+                pc += usize::from(if hit { i.jt } else { i.jf });
+            }
+            _ => return SECCOMP_RET_KILL_PROCESS,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(nr: u32, args: [u64; 6]) -> u32 {
+        evaluate(&compile(), AUDIT_ARCH_X86_64, nr, args)
+    }
+
+    #[test]
+    fn every_number_gets_its_rule() {
+        let prog = compile();
+        for s in Sysno::iter() {
+            let got = evaluate(&prog, AUDIT_ARCH_X86_64, s.id() as u32, [0; 6]);
+            let want = match rule_for(s) {
+                Rule::Pass => SECCOMP_RET_ALLOW,
+                Rule::Service | Rule::Deny(_) => SECCOMP_RET_USER_NOTIF,
+                Rule::Kill => SECCOMP_RET_KILL_PROCESS,
+                Rule::PassIf(..) => continue,
+            };
+            assert_eq!(got, want, "{}", s.name());
+        }
+    }
+
+    #[test]
+    fn foreign_arch_and_x32_are_killed() {
+        let prog = compile();
+        assert_eq!(evaluate(&prog, 0x4000_0003, 0, [0; 6]), SECCOMP_RET_KILL_PROCESS);
+        assert_eq!(run(0x4000_0000, [0; 6]), SECCOMP_RET_KILL_PROCESS);
+        assert_eq!(run(0x4000_0001, [0; 6]), SECCOMP_RET_KILL_PROCESS);
+    }
+
+    #[test]
+    fn unknown_numbers_are_trapped_for_denial() {
+        assert_eq!(run(1000, [0; 6]), SECCOMP_RET_USER_NOTIF);
+        assert_eq!(run(0x3fff_ffff, [0; 6]), SECCOMP_RET_USER_NOTIF);
+    }
+
+    #[test]
+    fn argument_checks() {
+        let clone = Sysno::clone.id() as u32;
+        assert_eq!(run(clone, [libc::SIGCHLD as u64, 0, 0, 0, 0, 0]), SECCOMP_RET_ALLOW);
+        let ns = (libc::CLONE_NEWUSER | libc::SIGCHLD) as u64;
+        assert_eq!(run(clone, [ns, 0, 0, 0, 0, 0]), SECCOMP_RET_USER_NOTIF);
+
+        let ioctl = Sysno::ioctl.id() as u32;
+        assert_eq!(run(ioctl, [0, libc::TCGETS as u64, 0, 0, 0, 0]), SECCOMP_RET_ALLOW);
+        assert_eq!(run(ioctl, [0, libc::TIOCSTI as u64, 0, 0, 0, 0]), SECCOMP_RET_USER_NOTIF);
+        // The kernel reads the request as 32 bits: high garbage must not help.
+        let sneaky = (1u64 << 32) | libc::TIOCSTI as u64;
+        assert_eq!(run(ioctl, [0, sneaky, 0, 0, 0, 0]), SECCOMP_RET_USER_NOTIF);
+
+        let socket = Sysno::socket.id() as u32;
+        let inet_stream = [libc::AF_INET as u64, (libc::SOCK_STREAM | libc::SOCK_CLOEXEC) as u64, 0, 0, 0, 0];
+        assert_eq!(run(socket, inet_stream), SECCOMP_RET_ALLOW);
+        let raw = [libc::AF_INET as u64, libc::SOCK_RAW as u64, 1, 0, 0, 0];
+        assert_eq!(run(socket, raw), SECCOMP_RET_USER_NOTIF);
+        let packet = [libc::AF_PACKET as u64, libc::SOCK_DGRAM as u64, 0, 0, 0, 0];
+        assert_eq!(run(socket, packet), SECCOMP_RET_USER_NOTIF);
+
+        let fstatat = Sysno::newfstatat.id() as u32;
+        let empty = libc::AT_EMPTY_PATH as u64;
+        assert_eq!(run(fstatat, [3, 0x1000, 0x2000, empty, 0, 0]), SECCOMP_RET_ALLOW);
+        assert_eq!(run(fstatat, [3, 0x1000, 0x2000, 0, 0, 0]), SECCOMP_RET_USER_NOTIF);
+
+        let utimensat = Sysno::utimensat.id() as u32;
+        assert_eq!(run(utimensat, [3, 0, 0, 0, 0, 0]), SECCOMP_RET_ALLOW);
+        assert_eq!(run(utimensat, [3, 1 << 32, 0, 0, 0, 0]), SECCOMP_RET_USER_NOTIF);
+        assert_eq!(run(utimensat, [3, 0x1000, 0, 0, 0, 0]), SECCOMP_RET_USER_NOTIF);
+    }
+
+    #[test]
+    fn filter_is_small() {
+        let prog = compile();
+        assert!(prog.len() < 4096, "BPF_MAXINSNS exceeded: {}", prog.len());
+    }
+}

@@ -1,0 +1,218 @@
+//! The table itself: one `match` over every syscall, grouped by family.
+//!
+//! Reading guide: a call passes only when it acts on memory, time,
+//! signals, futexes, scheduling, or descriptors the guest already holds,
+//! or when the kernel resolves it inside the guest's own mount, pid, user,
+//! uts and ipc namespaces, which hold nothing the guest may not see (see
+//! ARCHITECTURE.md, "Why some path calls pass"). Every path-taking call
+//! that the VFS must answer is serviced. Everything else is denied, and
+//! any number not named here is denied with ENOSYS.
+
+use nix::errno::Errno::{self, EAFNOSUPPORT, ENOSYS, EOPNOTSUPP, EPERM};
+use syscalls::Sysno as S;
+
+use super::{Cond, Fallback, Op, Rule};
+
+/// Clone flags that would create namespaces (the guest gets none).
+pub const NS_CLONE_FLAGS: u32 = (libc::CLONE_NEWNS
+    | libc::CLONE_NEWCGROUP
+    | libc::CLONE_NEWUTS
+    | libc::CLONE_NEWIPC
+    | libc::CLONE_NEWUSER
+    | libc::CLONE_NEWPID
+    | libc::CLONE_NEWNET) as u32;
+
+const AT_EMPTY_PATH: u32 = libc::AT_EMPTY_PATH as u32;
+
+/// Terminal ioctls that inject input or take over a terminal.
+const TERMINAL_INJECTION: &[u32] = &[
+    libc::TIOCSTI as u32,
+    libc::TIOCLINUX as u32,
+    libc::TIOCSETD as u32,
+    libc::TIOCCONS as u32,
+];
+
+/// Socket domains the guest may create: local, IPv4, IPv6. Until the
+/// netstack lands, IP sockets live in the guest's own, empty network
+/// namespace (loopback only).
+const SOCKET_DOMAINS: &[u32] = &[libc::AF_UNIX as u32, libc::AF_INET as u32, libc::AF_INET6 as u32];
+/// Socket types (low four bits): stream, datagram, seqpacket. Not raw.
+const SOCKET_TYPES: &[u32] = &[
+    libc::SOCK_STREAM as u32,
+    libc::SOCK_DGRAM as u32,
+    libc::SOCK_SEQPACKET as u32,
+];
+
+const CLONE_WITHOUT_NS: &[Cond] = &[Cond { arg: 0, op: Op::MaskClear(NS_CLONE_FLAGS) }];
+const IOCTL_SAFE: &[Cond] = &[Cond { arg: 1, op: Op::NotIn(TERMINAL_INJECTION) }];
+const SOCKET_SAFE: &[Cond] = &[
+    Cond { arg: 0, op: Op::MaskedIn(u32::MAX, SOCKET_DOMAINS) },
+    Cond { arg: 1, op: Op::MaskedIn(0xf, SOCKET_TYPES) },
+];
+/// `fstat` in glibc is `newfstatat(fd, "", buf, AT_EMPTY_PATH)`.
+const EMPTY_PATH_AT_ARG3: &[Cond] = &[Cond { arg: 3, op: Op::MaskSet(AT_EMPTY_PATH) }];
+/// `statx(fd, "", AT_EMPTY_PATH, ...)`.
+const EMPTY_PATH_AT_ARG2: &[Cond] = &[Cond { arg: 2, op: Op::MaskSet(AT_EMPTY_PATH) }];
+/// `utimensat(fd, NULL, times, 0)` is `futimens(fd, times)`.
+const NULL_PATH_ARG1: &[Cond] = &[Cond { arg: 1, op: Op::IsNull }];
+
+const fn deny(e: Errno) -> Rule {
+    Rule::Deny(e)
+}
+
+/// The rule for one syscall.
+pub fn rule_for(nr: S) -> Rule {
+    use Rule::{Pass, PassIf, Service};
+    match nr {
+        // ---- Paths: serviced against the VFS. ----------------------------
+        S::open | S::openat | S::openat2 | S::creat => Service,
+        S::stat | S::lstat => Service,
+        S::newfstatat => PassIf(EMPTY_PATH_AT_ARG3, Fallback::Service),
+        S::statx => PassIf(EMPTY_PATH_AT_ARG2, Fallback::Service),
+        S::access | S::faccessat | S::faccessat2 => Service,
+        S::readlink | S::readlinkat => Service,
+        S::mkdir | S::mkdirat | S::mknod | S::mknodat => Service,
+        S::unlink | S::unlinkat | S::rmdir => Service,
+        S::rename | S::renameat | S::renameat2 => Service,
+        S::link | S::linkat | S::symlink | S::symlinkat => Service,
+        S::chmod | S::fchmodat | S::fchmodat2 => Service,
+        S::chown | S::lchown | S::fchownat => Service,
+        S::utime | S::utimes | S::futimesat => Service,
+        S::utimensat => PassIf(NULL_PATH_ARG1, Fallback::Service),
+        S::truncate | S::statfs => Service,
+        S::inotify_add_watch => Service,
+
+        // ---- Paths the kernel resolves in the guest's own view. ----------
+        // exec, chdir and getcwd need the real view anyway (ELF
+        // interpreter, #! lines), and a decision taken before CONTINUE
+        // could not be trusted; see ARCHITECTURE.md.
+        S::execve | S::execveat | S::chdir | S::fchdir | S::getcwd => Pass,
+
+        // Extended attributes by path: not supported in the sandbox.
+        S::setxattr | S::lsetxattr | S::getxattr | S::lgetxattr => deny(EOPNOTSUPP),
+        S::listxattr | S::llistxattr | S::removexattr | S::lremovexattr => deny(EOPNOTSUPP),
+
+        // ---- Descriptors the guest holds. --------------------------------
+        S::read | S::write | S::close | S::fstat | S::lseek | S::pread64 | S::pwrite64 => Pass,
+        S::readv | S::writev | S::preadv | S::pwritev | S::preadv2 | S::pwritev2 => Pass,
+        S::dup | S::dup2 | S::dup3 | S::fcntl | S::flock | S::close_range => Pass,
+        S::fsync | S::fdatasync | S::syncfs | S::sync | S::sync_file_range => Pass,
+        S::ftruncate | S::fallocate | S::fadvise64 | S::readahead => Pass,
+        S::fchmod | S::fchown | S::fstatfs | S::getdents64 => Pass,
+        S::fsetxattr | S::fgetxattr | S::flistxattr | S::fremovexattr => Pass,
+        S::sendfile | S::splice | S::tee | S::vmsplice | S::copy_file_range => Pass,
+        S::pipe | S::pipe2 | S::memfd_create | S::eventfd | S::eventfd2 => Pass,
+        S::signalfd | S::signalfd4 | S::timerfd_create | S::timerfd_settime => Pass,
+        S::timerfd_gettime | S::inotify_init | S::inotify_init1 | S::inotify_rm_watch => Pass,
+        S::ioctl => PassIf(IOCTL_SAFE, Fallback::Deny(EPERM)),
+        S::getdents => deny(ENOSYS),
+
+        // ---- Polling and waiting. ----------------------------------------
+        S::poll | S::ppoll | S::select | S::pselect6 => Pass,
+        S::epoll_create | S::epoll_create1 | S::epoll_ctl | S::epoll_wait => Pass,
+        S::epoll_pwait | S::epoll_pwait2 => Pass,
+        S::io_setup | S::io_destroy | S::io_getevents | S::io_submit | S::io_cancel => Pass,
+        S::io_pgetevents => Pass,
+
+        // ---- Sockets (guest's own empty network namespace until netstack). --
+        S::socket => PassIf(SOCKET_SAFE, Fallback::Deny(EAFNOSUPPORT)),
+        S::socketpair | S::connect | S::accept | S::accept4 | S::bind | S::listen => Pass,
+        S::sendto | S::recvfrom | S::sendmsg | S::recvmsg | S::sendmmsg | S::recvmmsg => Pass,
+        S::shutdown | S::getsockname | S::getpeername | S::setsockopt | S::getsockopt => Pass,
+
+        // ---- Memory. -----------------------------------------------------
+        S::mmap | S::mprotect | S::munmap | S::brk | S::mremap | S::msync => Pass,
+        S::mincore | S::madvise | S::mlock | S::mlock2 | S::munlock => Pass,
+        S::mlockall | S::munlockall | S::remap_file_pages | S::membarrier => Pass,
+        S::mbind | S::set_mempolicy | S::get_mempolicy | S::set_mempolicy_home_node => Pass,
+        S::pkey_mprotect | S::pkey_alloc | S::pkey_free | S::map_shadow_stack => Pass,
+        S::cachestat => Pass,
+
+        // ---- Signals. ----------------------------------------------------
+        S::rt_sigaction | S::rt_sigprocmask | S::rt_sigreturn | S::rt_sigpending => Pass,
+        S::rt_sigtimedwait | S::rt_sigqueueinfo | S::rt_sigsuspend | S::sigaltstack => Pass,
+        S::rt_tgsigqueueinfo | S::kill | S::tkill | S::tgkill | S::pause => Pass,
+        S::pidfd_open | S::pidfd_send_signal => Pass,
+
+        // ---- Time and timers. --------------------------------------------
+        S::nanosleep | S::clock_nanosleep | S::clock_gettime | S::clock_getres => Pass,
+        S::gettimeofday | S::time | S::times | S::getitimer | S::setitimer | S::alarm => Pass,
+        S::timer_create | S::timer_settime | S::timer_gettime | S::timer_getoverrun => Pass,
+        S::timer_delete => Pass,
+
+        // ---- Futexes and threads. ----------------------------------------
+        S::futex | S::futex_waitv | S::futex_wake | S::futex_wait | S::futex_requeue => Pass,
+        S::set_tid_address | S::set_robust_list | S::get_robust_list | S::rseq => Pass,
+        S::arch_prctl | S::prctl | S::gettid | S::restart_syscall => Pass,
+
+        // ---- Processes. --------------------------------------------------
+        S::clone => PassIf(CLONE_WITHOUT_NS, Fallback::Deny(EPERM)),
+        // ENOSYS: libc then falls back to clone, whose flags BPF can see.
+        S::clone3 => deny(ENOSYS),
+        S::fork | S::vfork | S::exit | S::exit_group | S::wait4 | S::waitid => Pass,
+        S::seccomp => Pass,
+        S::landlock_create_ruleset | S::landlock_add_rule | S::landlock_restrict_self => Pass,
+
+        // ---- Identity and limits: answered by the guest's user, uts and
+        // pid namespaces, which hold the sandbox's own ids and names. -----
+        S::getpid | S::getppid | S::getuid | S::geteuid | S::getgid | S::getegid => Pass,
+        S::getresuid | S::getresgid | S::getgroups | S::getpgrp | S::getpgid => Pass,
+        S::getsid | S::setsid | S::setpgid | S::uname | S::umask | S::personality => Pass,
+        S::setuid | S::setgid | S::setreuid | S::setregid | S::setresuid | S::setresgid => Pass,
+        S::setfsuid | S::setfsgid | S::setgroups | S::capget | S::capset => Pass,
+        S::getrlimit | S::setrlimit | S::prlimit64 | S::getrusage | S::sysinfo => Pass,
+        S::getpriority | S::setpriority | S::getcpu | S::getrandom => Pass,
+        S::sched_yield | S::sched_setparam | S::sched_getparam => Pass,
+        S::sched_setscheduler | S::sched_getscheduler | S::sched_get_priority_max => Pass,
+        S::sched_get_priority_min | S::sched_rr_get_interval => Pass,
+        S::sched_setaffinity | S::sched_getaffinity | S::sched_setattr | S::sched_getattr => Pass,
+        S::ioprio_set | S::ioprio_get => Pass,
+        S::sethostname | S::setdomainname => deny(EPERM),
+
+        // ---- System V and POSIX IPC: the guest's own ipc namespace. ------
+        S::shmget | S::shmat | S::shmctl | S::shmdt => Pass,
+        S::semget | S::semop | S::semctl | S::semtimedop => Pass,
+        S::msgget | S::msgsnd | S::msgrcv | S::msgctl => Pass,
+        S::mq_open | S::mq_unlink | S::mq_timedsend | S::mq_timedreceive => Pass,
+        S::mq_notify | S::mq_getsetattr => Pass,
+
+        // ---- Denied: mounts and namespaces. ------------------------------
+        S::mount | S::umount2 | S::pivot_root | S::chroot => deny(EPERM),
+        S::open_tree | S::move_mount | S::fsopen | S::fsconfig | S::fsmount => deny(EPERM),
+        S::fspick | S::mount_setattr | S::statmount | S::listmount => deny(EPERM),
+        S::unshare | S::setns => deny(EPERM),
+        S::name_to_handle_at | S::open_by_handle_at => deny(EPERM),
+
+        // ---- Denied: reaching into other processes. ----------------------
+        S::ptrace | S::process_vm_readv | S::process_vm_writev | S::kcmp => deny(EPERM),
+        S::pidfd_getfd | S::process_madvise | S::process_mrelease => deny(EPERM),
+        S::migrate_pages | S::move_pages => deny(EPERM),
+
+        // ---- Denied: kernel attack surface with no place in a sandbox. ---
+        S::bpf | S::perf_event_open | S::userfaultfd => deny(EPERM),
+        S::io_uring_setup | S::io_uring_enter | S::io_uring_register => deny(ENOSYS),
+        S::keyctl | S::add_key | S::request_key => deny(ENOSYS),
+        S::fanotify_init | S::fanotify_mark => deny(EPERM),
+        S::memfd_secret => deny(ENOSYS),
+        S::lsm_get_self_attr | S::lsm_set_self_attr | S::lsm_list_modules => deny(EOPNOTSUPP),
+
+        // ---- Denied: the machine itself. ---------------------------------
+        S::kexec_load | S::kexec_file_load | S::init_module | S::finit_module => deny(EPERM),
+        S::delete_module | S::create_module | S::query_module => deny(EPERM),
+        S::get_kernel_syms => deny(ENOSYS),
+        S::reboot | S::swapon | S::swapoff | S::acct | S::quotactl | S::quotactl_fd => deny(EPERM),
+        S::syslog => deny(EPERM),
+        S::iopl | S::ioperm | S::modify_ldt => deny(EPERM),
+        S::settimeofday | S::clock_settime | S::clock_adjtime | S::adjtimex => deny(EPERM),
+        S::vhangup | S::lookup_dcookie | S::nfsservctl | S::uselib => deny(EPERM),
+        S::_sysctl | S::sysfs | S::ustat => deny(ENOSYS),
+        S::set_thread_area | S::get_thread_area => deny(ENOSYS),
+        S::epoll_ctl_old | S::epoll_wait_old => deny(ENOSYS),
+        S::vserver | S::tuxcall | S::security | S::afs_syscall => deny(ENOSYS),
+        S::getpmsg | S::putpmsg => deny(ENOSYS),
+
+        // Anything else, present or future, is denied.
+        _ => deny(ENOSYS),
+    }
+}
+
