@@ -1,1 +1,399 @@
-fn main(){}
+//! Per-syscall overhead and startup benchmarks (`cargo bench`).
+//!
+//! Owns: the criterion suite. It does not own the guest program it drives
+//! (tests/c/bench_guest.c, compiled here with `cc -O2`) beyond its protocol.
+//!
+//! Per-call costs are measured INSIDE one long-lived guest process: one copy of
+//! bench_guest runs natively and one under `supervisor run`; criterion's
+//! `iter_custom` sends "NAME N" on the guest's stdin and the guest answers with
+//! the nanoseconds N iterations took (CLOCK_MONOTONIC around the loop). So no
+//! sandbox start-up and no pipe traffic enter a per-call figure. Startup is
+//! measured separately by spawning `/bin/true` natively and supervised.
+//!
+//! The bare notification round trip (`notify_roundtrip/supervised`) is a
+//! DENIED call, `acct(NULL)`: the supervisor answers EPERM without any work.
+//!
+//! Stable benchmark ids (group/function): openat_close, newfstatat,
+//! newfstatat_miss, readlinkat, faccessat, getdents64_100, getcwd (serviced or
+//! as the policy decides), read_4k, write_4k, getpid (passthrough), each with
+//! `native` and `supervised`; notify_roundtrip/supervised; startup/true_native
+//! and startup/true_supervised. A summary of medians and ratios (to native and
+//! to the round trip) is printed at the end.
+//!
+//! Environment: SUPERVISOR_BIN overrides the supervisor binary (default: the
+//! one cargo built); BENCH_NO_SUPERVISED=1 runs the native halves only.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::fs::symlink;
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc::{self, Receiver};
+use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use criterion::measurement::WallTime;
+use criterion::{BenchmarkGroup, Criterion};
+
+type Group<'a> = BenchmarkGroup<'a, WallTime>;
+
+/// Where the bench tree appears inside the sandbox (`--ro TMP:/bench`).
+const GUEST_ROOT: &str = "/bench";
+const ANSWER_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// (criterion group, guest command, has a native half).
+const CALLS: &[(&str, &str, bool)] = &[
+    ("openat_close", "openat_close", true),
+    ("newfstatat", "newfstatat", true),
+    ("newfstatat_miss", "stat_miss", true),
+    ("readlinkat", "readlinkat", true),
+    ("faccessat", "faccessat", true),
+    ("getdents64_100", "getdents64", true),
+    ("getcwd", "getcwd", true),
+    ("read_4k", "read4k", true),
+    ("write_4k", "write4k", true),
+    ("getpid", "getpid", true),
+    // Never native: acct(NULL) as root would really switch accounting off.
+    ("notify_roundtrip", "roundtrip", false),
+];
+
+/// Nanoseconds per iteration, by "group/function", from every call criterion
+/// makes (warm-up included). The summary prefers criterion's own median
+/// estimate and falls back to the median of these.
+type Samples = Arc<Mutex<BTreeMap<String, Vec<f64>>>>;
+
+/// One long-lived bench_guest process and its command pipe.
+struct Guest {
+    label: &'static str,
+    child: Child,
+    stdin: Option<ChildStdin>,
+    answers: Receiver<String>,
+}
+
+impl Guest {
+    fn spawn(label: &'static str, mut cmd: Command) -> Result<Guest, String> {
+        cmd.stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit());
+        let mut child = cmd
+            .spawn()
+            .map_err(|e| format!("spawn {label} guest: {e}"))?;
+        let stdin = child.stdin.take().ok_or("no stdin")?;
+        let stdout = child.stdout.take().ok_or("no stdout")?;
+        let (tx, answers) = mpsc::channel();
+        thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let mut guest = Guest {
+            label,
+            child,
+            stdin: Some(stdin),
+            answers,
+        };
+        guest.run("ping", 0)?;
+        Ok(guest)
+    }
+
+    /// Runs `name n` in the guest; the time the n iterations took.
+    fn run(&mut self, name: &str, n: u64) -> Result<Duration, String> {
+        let label = self.label;
+        let stdin = self.stdin.as_mut().ok_or("guest stdin closed")?;
+        writeln!(stdin, "{name} {n}")
+            .and_then(|_| stdin.flush())
+            .map_err(|e| format!("{label} guest: write: {e}"))?;
+        let line = self
+            .answers
+            .recv_timeout(ANSWER_TIMEOUT)
+            .map_err(|_| format!("{label} guest: no answer to `{name} {n}` (exited or hung)"))?;
+        let ns: u64 = line
+            .trim()
+            .parse()
+            .map_err(|_| format!("{label} guest: `{name}`: {}", line.trim()))?;
+        Ok(Duration::from_nanos(ns))
+    }
+}
+
+impl Drop for Guest {
+    fn drop(&mut self) {
+        // EOF on stdin ends the guest; kill it if it does not go.
+        drop(self.stdin.take());
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            thread::sleep(Duration::from_millis(20));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The bench tree: bin/bench_guest and data/ with exactly 100 entries.
+fn make_tree(root: &Path) -> Result<(), String> {
+    let err = |what: &str, e: std::io::Error| format!("bench tree: {what}: {e}");
+    let data = root.join("data");
+    fs::create_dir_all(root.join("bin")).map_err(|e| err("mkdir bin", e))?;
+    fs::create_dir_all(data.join("sub")).map_err(|e| err("mkdir data/sub", e))?;
+    fs::write(data.join("f000"), vec![b'x'; 4096]).map_err(|e| err("f000", e))?;
+    for i in 1..98 {
+        fs::write(data.join(format!("f{i:03}")), b"bench\n").map_err(|e| err("file", e))?;
+    }
+    symlink("f000", data.join("link")).map_err(|e| err("link", e))?;
+    let n = fs::read_dir(&data).map_err(|e| err("list", e))?.count();
+    if n != 100 {
+        return Err(format!("bench tree: data/ has {n} entries, want 100"));
+    }
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c/bench_guest.c");
+    let out = root.join("bin/bench_guest");
+    let status = Command::new("cc")
+        .args(["-O2", "-Wall", "-o"])
+        .arg(&out)
+        .arg(&src)
+        .status()
+        .map_err(|e| format!("cannot run cc (install gcc): {e}"))?;
+    if !status.success() {
+        return Err(format!("cc -O2 {} failed: {status}", src.display()));
+    }
+    Ok(())
+}
+
+fn supervisor_bin() -> PathBuf {
+    std::env::var_os("SUPERVISOR_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_supervisor")))
+}
+
+/// `supervisor run --ro ROOT:/bench [EXTRA] -- CMD...` as a Command.
+fn supervised(root: &Path, extra: &[&str], cmd: &[&str]) -> Command {
+    let mut c = Command::new(supervisor_bin());
+    c.arg("run")
+        .arg("--ro")
+        .arg(format!("{}:{GUEST_ROOT}", root.display()));
+    c.args(extra).arg("--").args(cmd);
+    c
+}
+
+/// True when `supervisor run -- /bin/true` works; prints why not otherwise.
+fn supervisor_works(root: &Path) -> bool {
+    if std::env::var_os("BENCH_NO_SUPERVISED").is_some() {
+        eprintln!("note: BENCH_NO_SUPERVISED set: native halves only");
+        return false;
+    }
+    match supervised(root, &[], &["/bin/true"])
+        .stdout(Stdio::null())
+        .status()
+    {
+        Ok(s) if s.success() => true,
+        Ok(s) => {
+            eprintln!("note: `supervisor run -- /bin/true` failed ({s}): native halves only");
+            false
+        }
+        Err(e) => {
+            eprintln!(
+                "note: cannot run {}: {e}: native halves only",
+                supervisor_bin().display()
+            );
+            false
+        }
+    }
+}
+
+/// Registers `label` in `group` for guest command `call`, after probing it
+/// once in the guest (a call the supervisor cannot serve yet is skipped).
+fn bench_call(g: &mut Group, group: &str, samples: &Samples, guest: &mut Guest, call: &str) {
+    let id = format!("{group}/{}", guest.label);
+    if let Err(e) = guest.run(call, 1) {
+        eprintln!("note: skipping {id}: {e}");
+        return;
+    }
+    let samples = Arc::clone(samples);
+    g.bench_function(guest.label, move |b| {
+        b.iter_custom(|iters| {
+            let d = guest.run(call, iters).unwrap_or_else(|e| panic!("{e}"));
+            record(&samples, &id, d, iters);
+            d
+        })
+    });
+}
+
+fn bench_startup(g: &mut Group, samples: &Samples, name: &str, mut make: impl FnMut() -> Command) {
+    let samples = Arc::clone(samples);
+    let key = format!("startup/{name}");
+    g.bench_function(name, move |b| {
+        b.iter_custom(|iters| {
+            let start = Instant::now();
+            for _ in 0..iters {
+                let status = make().stdout(Stdio::null()).status().expect("spawn");
+                assert!(status.success(), "{key}: {status}");
+            }
+            let d = start.elapsed();
+            record(&samples, &key, d, iters);
+            d
+        })
+    });
+}
+
+fn record(samples: &Samples, key: &str, d: Duration, iters: u64) {
+    let per = d.as_nanos() as f64 / iters.max(1) as f64;
+    if let Ok(mut map) = samples.lock() {
+        map.entry(key.to_string()).or_default().push(per);
+    }
+}
+
+fn median(v: &[f64]) -> Option<f64> {
+    let mut v = v.to_vec();
+    v.sort_by(|a, b| a.total_cmp(b));
+    let n = v.len();
+    match n {
+        0 => None,
+        _ if n % 2 == 1 => Some(v[n / 2]),
+        _ => Some((v[n / 2 - 1] + v[n / 2]) / 2.0),
+    }
+}
+
+fn fmt_ns(ns: f64) -> String {
+    if ns >= 1e6 {
+        format!("{:.2} ms", ns / 1e6)
+    } else if ns >= 1e3 {
+        format!("{:.2} µs", ns / 1e3)
+    } else {
+        format!("{ns:.0} ns")
+    }
+}
+
+/// The directory criterion writes to, found the way criterion finds it:
+/// $CRITERION_HOME, $CARGO_TARGET_DIR/criterion, else <target>/criterion
+/// from this executable's path (<target>/release/deps/syscalls-HASH).
+fn criterion_dir() -> Option<PathBuf> {
+    if let Some(home) = std::env::var_os("CRITERION_HOME") {
+        return Some(PathBuf::from(home));
+    }
+    if let Some(target) = std::env::var_os("CARGO_TARGET_DIR") {
+        return Some(Path::new(&target).join("criterion"));
+    }
+    let exe = std::env::current_exe().ok()?;
+    Some(exe.parent()?.parent()?.parent()?.join("criterion"))
+}
+
+/// Criterion's median estimate (ns) for `id` = "group/function".
+fn criterion_median(dir: Option<&Path>, id: &str) -> Option<f64> {
+    let path = dir?.join(id).join("new/estimates.json");
+    let json: serde_json::Value = serde_json::from_slice(&fs::read(path).ok()?).ok()?;
+    json.get("median")?.get("point_estimate")?.as_f64()
+}
+
+/// Markdown table: medians, supervised/native, supervised/round trip.
+fn print_summary(samples: &Samples) {
+    let map = match samples.lock() {
+        Ok(m) => m.clone(),
+        Err(_) => return,
+    };
+    let dir = criterion_dir();
+    let get = |k: &str| {
+        let own = map.get(k)?;
+        criterion_median(dir.as_deref(), k).or_else(|| median(own))
+    };
+    let rt = get("notify_roundtrip/supervised");
+    println!("\nSummary (criterion's median per call; round trip = denied acct(NULL)):\n");
+    println!("| bench | native | supervised | sup/native | sup/round trip |");
+    println!("|---|---:|---:|---:|---:|");
+    let mut rows: Vec<(String, &str, &str)> = CALLS
+        .iter()
+        .map(|(g, _, _)| (g.to_string(), "native", "supervised"))
+        .collect();
+    rows.push(("startup".into(), "true_native", "true_supervised"));
+    for (group, nat, sup) in rows {
+        let n = get(&format!("{group}/{nat}"));
+        let s = get(&format!("{group}/{sup}"));
+        if n.is_none() && s.is_none() {
+            continue;
+        }
+        let cell = |x: Option<f64>| x.map(fmt_ns).unwrap_or_else(|| "–".into());
+        let ratio = |a: Option<f64>, b: Option<f64>| match (a, b) {
+            (Some(a), Some(b)) if b > 0.0 => format!("{:.2}x", a / b),
+            _ => "–".into(),
+        };
+        let vs_rt = if group == "startup" {
+            "–".into()
+        } else {
+            ratio(s, rt)
+        };
+        println!(
+            "| {group} | {} | {} | {} | {vs_rt} |",
+            cell(n),
+            cell(s),
+            ratio(s, n)
+        );
+    }
+}
+
+fn main() {
+    let mut c = Criterion::default()
+        .sample_size(20)
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(3))
+        .configure_from_args();
+    let tmp = tempfile::Builder::new()
+        .prefix("supervisor-bench")
+        .tempdir()
+        .expect("tempdir");
+    let root = tmp.path().to_path_buf();
+    make_tree(&root).unwrap_or_else(|e| panic!("{e}"));
+    let samples: Samples = Arc::default();
+
+    let mut native = Command::new(root.join("bin/bench_guest"));
+    native.arg(root.join("data"));
+    let mut native = Guest::spawn("native", native).unwrap_or_else(|e| panic!("{e}"));
+
+    let mut sup = None;
+    if supervisor_works(&root) {
+        let guest_bin = format!("{GUEST_ROOT}/bin/bench_guest");
+        let guest_data = format!("{GUEST_ROOT}/data");
+        let env = ["--env", "BENCH_GUEST_SUPERVISED=1"];
+        let cmd = supervised(&root, &env, &[&guest_bin, &guest_data]);
+        match Guest::spawn("supervised", cmd) {
+            Ok(g) => sup = Some(g),
+            Err(e) => eprintln!("note: supervised guest did not start: {e}: native halves only"),
+        }
+    }
+
+    for &(group, call, has_native) in CALLS {
+        let mut g = c.benchmark_group(group);
+        if has_native {
+            bench_call(&mut g, group, &samples, &mut native, call);
+        }
+        if let Some(guest) = sup.as_mut() {
+            bench_call(&mut g, group, &samples, guest, call);
+        }
+        g.finish();
+    }
+    drop(native);
+    drop(sup);
+
+    let mut g = c.benchmark_group("startup");
+    bench_startup(&mut g, &samples, "true_native", || {
+        Command::new("/bin/true")
+    });
+    if supervisor_works(&root) {
+        bench_startup(&mut g, &samples, "true_supervised", || {
+            let mut cmd = Command::new(supervisor_bin());
+            cmd.args(["run", "--", "/bin/true"]);
+            cmd
+        });
+    }
+    g.finish();
+
+    c.final_summary();
+    // `cargo test --benches` runs each bench once (no --bench flag): no figures.
+    if std::env::args().any(|a| a == "--bench") {
+        print_summary(&samples);
+    }
+}

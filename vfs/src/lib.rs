@@ -1,1 +1,20 @@
+//! The sandbox's filesystem.
+//!
+//! Owns: resolution of guest paths confined to the view ([`Resolver`]:
+//! `openat2` fast paths, the component walk for magic links, the
+//! `/proc/self` family), lexical path utilities ([`path`]), the id mapping
+//! of stat results and chown ([`IdMap`]), the host calls the file handlers
+//! make ([`sys`]), and the mount specs of the view ([`mounts`]).
+//!
+//! Does not own: seccomp, guest memory or the syscall ABI (the `syscalls`
+//! crate), nor doing the mounts (the supervisor's launch module).
 
+pub mod idmap;
+pub mod mounts;
+pub mod path;
+pub mod resolve;
+pub mod sys;
+mod walk;
+
+pub use idmap::IdMap;
+pub use resolve::{At, Caller, Dir, Parent, Resolver};

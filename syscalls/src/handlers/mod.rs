@@ -1,3 +1,228 @@
-//! handlers
-pub struct Context;
-pub fn dispatch(_c: &Context, _g: &dyn crate::Guest, _a: &crate::SyscallArgs) -> crate::Reply { crate::Reply::Error(nix::errno::Errno::ENOSYS) }
+//! The handlers of serviced file calls, one module per family in the
+//! manner of gVisor's `sys_*.go`: [`open`] (open, openat, openat2, creat),
+//! [`stat`] (stat family, statx, statfs), [`attr`] (access, chmod, chown,
+//! utimes, truncate), [`namei`] (mkdir, mknod, unlink, rename, link,
+//! symlink, readlink) and [`notify`] (inotify_add_watch).
+//!
+//! Owns: decoding each call's arguments from registers and guest memory,
+//! checking them in the order the kernel does (so errnos match), resolving
+//! paths through [`vfs::Resolver`], doing the work on host descriptors, and
+//! writing results back. Does not own: which calls are serviced (the
+//! policy table), the notification loop, or guest memory access (the
+//! [`Guest`] implementation).
+//!
+//! Rules kept by every handler: guest memory is read once, then
+//! [`Guest::still_valid`] is checked before anything with a side effect;
+//! a final component is handed to an `*at` call with its parent directory
+//! only where that call does not follow a final symlink, and everything
+//! that follows is done on an `O_PATH` descriptor of the resolved file;
+//! creation modes get the guest's umask (the supervisor's is 0).
+
+mod abi;
+mod attr;
+mod namei;
+mod notify;
+mod open;
+mod stat;
+#[cfg(test)]
+mod tests;
+
+use std::ffi::CString;
+use std::os::fd::{AsFd, OwnedFd};
+
+use libc::c_long;
+use nix::errno::Errno;
+use vfs::{IdMap, Resolver};
+
+use crate::guest::{Guest, Reply, SyscallArgs};
+
+/// What the handlers share: the view's resolver and the id mapping.
+/// Immutable after construction, so `&Context` serves many workers.
+#[derive(Debug)]
+pub struct Context {
+    pub(crate) fs: Resolver,
+    pub(crate) ids: IdMap,
+}
+
+impl Context {
+    /// `root`: an `O_PATH` descriptor of the guest's root
+    /// (`/proc/<init>/root`). `host_uid`/`host_gid`: the invoker's ids,
+    /// which are also the guest's.
+    pub fn new(root: OwnedFd, host_uid: u32, host_gid: u32) -> Context {
+        Context {
+            fs: Resolver::new(root),
+            ids: IdMap::new(host_uid, host_gid),
+        }
+    }
+}
+
+/// A handler's answer.
+pub(crate) type Res = Result<Reply, Errno>;
+
+/// Service one trapped call whose policy rule is Service. Safe to call
+/// from several threads at once with the same `&Context`.
+pub fn dispatch(ctx: &Context, guest: &dyn Guest, call: &SyscallArgs) -> Reply {
+    route(ctx, guest, call).unwrap_or_else(Reply::Error)
+}
+
+fn route(ctx: &Context, g: &dyn Guest, c: &SyscallArgs) -> Res {
+    const CWD: i32 = libc::AT_FDCWD;
+    let a = &c.args;
+    match c.nr as c_long {
+        libc::SYS_open => open::openat(ctx, g, CWD, a[0], c.uint(1), c.uint(2)),
+        libc::SYS_openat => open::openat(ctx, g, c.int(0), a[1], c.uint(2), c.uint(3)),
+        libc::SYS_creat => {
+            let flags = (libc::O_CREAT | libc::O_WRONLY | libc::O_TRUNC) as u32;
+            open::openat(ctx, g, CWD, a[0], flags, c.uint(1))
+        }
+        libc::SYS_openat2 => open::openat2(ctx, g, c.int(0), a[1], a[2], a[3]),
+
+        libc::SYS_stat => stat::fstatat(ctx, g, CWD, a[0], a[1], 0),
+        libc::SYS_lstat => stat::fstatat(ctx, g, CWD, a[0], a[1], libc::AT_SYMLINK_NOFOLLOW),
+        libc::SYS_newfstatat => stat::fstatat(ctx, g, c.int(0), a[1], a[2], c.int(3)),
+        libc::SYS_statx => stat::statx(ctx, g, c.int(0), a[1], c.int(2), c.uint(3), a[4]),
+        libc::SYS_statfs => stat::statfs(ctx, g, a[0], a[1]),
+
+        libc::SYS_access => attr::faccessat(ctx, g, CWD, a[0], c.int(1), 0),
+        libc::SYS_faccessat => attr::faccessat(ctx, g, c.int(0), a[1], c.int(2), 0),
+        libc::SYS_faccessat2 => attr::faccessat(ctx, g, c.int(0), a[1], c.int(2), c.int(3)),
+        libc::SYS_chmod => attr::fchmodat(ctx, g, CWD, a[0], c.uint(1), 0),
+        libc::SYS_fchmodat => attr::fchmodat(ctx, g, c.int(0), a[1], c.uint(2), 0),
+        libc::SYS_fchmodat2 => attr::fchmodat(ctx, g, c.int(0), a[1], c.uint(2), c.int(3)),
+        libc::SYS_chown => attr::fchownat(ctx, g, CWD, a[0], c.uint(1), c.uint(2), 0),
+        libc::SYS_lchown => attr::fchownat(
+            ctx,
+            g,
+            CWD,
+            a[0],
+            c.uint(1),
+            c.uint(2),
+            libc::AT_SYMLINK_NOFOLLOW,
+        ),
+        libc::SYS_fchownat => {
+            attr::fchownat(ctx, g, c.int(0), a[1], c.uint(2), c.uint(3), c.int(4))
+        }
+        libc::SYS_utime => attr::utime(ctx, g, a[0], a[1]),
+        libc::SYS_utimes => attr::futimesat(ctx, g, CWD, a[0], a[1]),
+        libc::SYS_futimesat => attr::futimesat(ctx, g, c.int(0), a[1], a[2]),
+        libc::SYS_utimensat => attr::utimensat(ctx, g, c.int(0), a[1], a[2], c.int(3)),
+        libc::SYS_truncate => attr::truncate(ctx, g, a[0], a[1] as i64),
+
+        libc::SYS_mkdir => namei::mkdirat(ctx, g, CWD, a[0], c.uint(1)),
+        libc::SYS_mkdirat => namei::mkdirat(ctx, g, c.int(0), a[1], c.uint(2)),
+        libc::SYS_mknod => namei::mknodat(ctx, g, CWD, a[0], c.uint(1)),
+        libc::SYS_mknodat => namei::mknodat(ctx, g, c.int(0), a[1], c.uint(2)),
+        libc::SYS_unlink => namei::unlinkat(ctx, g, CWD, a[0], 0),
+        libc::SYS_rmdir => namei::unlinkat(ctx, g, CWD, a[0], libc::AT_REMOVEDIR),
+        libc::SYS_unlinkat => namei::unlinkat(ctx, g, c.int(0), a[1], c.int(2)),
+        libc::SYS_rename => namei::renameat2(ctx, g, [CWD, CWD], [a[0], a[1]], 0),
+        libc::SYS_renameat => namei::renameat2(ctx, g, [c.int(0), c.int(2)], [a[1], a[3]], 0),
+        libc::SYS_renameat2 => {
+            namei::renameat2(ctx, g, [c.int(0), c.int(2)], [a[1], a[3]], c.uint(4))
+        }
+        libc::SYS_link => namei::linkat(ctx, g, [CWD, CWD], [a[0], a[1]], 0),
+        libc::SYS_linkat => namei::linkat(ctx, g, [c.int(0), c.int(2)], [a[1], a[3]], c.int(4)),
+        libc::SYS_symlink => namei::symlinkat(ctx, g, a[0], CWD, a[1]),
+        libc::SYS_symlinkat => namei::symlinkat(ctx, g, a[0], c.int(1), a[2]),
+        libc::SYS_readlink => namei::readlinkat(ctx, g, CWD, a[0], a[1], c.int(2)),
+        libc::SYS_readlinkat => namei::readlinkat(ctx, g, c.int(0), a[1], a[2], c.int(3)),
+
+        libc::SYS_inotify_add_watch => notify::inotify_add_watch(ctx, g, c.int(0), a[1], c.uint(2)),
+        _ => Err(Errno::ENOSYS),
+    }
+}
+
+// ---- Helpers the families share. ------------------------------------------
+
+/// Adapts the guest to what the resolver asks of a caller.
+pub(crate) struct Caller<'g>(pub &'g dyn Guest);
+
+impl vfs::Caller for Caller<'_> {
+    fn proc_ids(&self) -> Result<(i32, i32), Errno> {
+        self.0.ns_ids()
+    }
+}
+
+/// A value answer.
+pub(crate) fn value(v: i64) -> Res {
+    Ok(Reply::Value(v))
+}
+
+/// Read a guest path (EFAULT, ENAMETOOLONG), NUL-terminated for the host.
+pub(crate) fn read_path(g: &dyn Guest, addr: u64) -> Result<CString, Errno> {
+    let v = g.read_path(addr)?;
+    // read_path stops at the first NUL, so there is none inside.
+    CString::new(v).map_err(|_| Errno::EINVAL)
+}
+
+/// ENOENT unless the notification is still live: checked after reading
+/// guest memory and before any side effect.
+pub(crate) fn live(g: &dyn Guest) -> Result<(), Errno> {
+    if g.still_valid() {
+        Ok(())
+    } else {
+        Err(Errno::ENOENT)
+    }
+}
+
+/// The directory a path starts from: `None` for absolute paths (the
+/// view's root; the dirfd is then ignored, as the kernel ignores it),
+/// the guest's cwd for `AT_FDCWD`, else its descriptor `dirfd` (EBADF).
+pub(crate) fn start(g: &dyn Guest, dirfd: i32, path: &[u8]) -> Result<Option<OwnedFd>, Errno> {
+    if vfs::path::is_abs(path) {
+        return Ok(None);
+    }
+    dir_itself(g, dirfd).map(Some)
+}
+
+/// The file `dirfd` names itself (`AT_EMPTY_PATH` with an empty path):
+/// the cwd for `AT_FDCWD`.
+pub(crate) fn dir_itself(g: &dyn Guest, dirfd: i32) -> Result<OwnedFd, Errno> {
+    if dirfd == libc::AT_FDCWD {
+        g.cwd()
+    } else if dirfd < 0 {
+        Err(Errno::EBADF)
+    } else {
+        g.fd_path(dirfd)
+    }
+}
+
+/// Resolve the path at `addr` (from `dirfd`) to an `O_PATH` descriptor,
+/// for calls that act on the file itself. An empty path names `dirfd`
+/// when `empty_ok` (AT_EMPTY_PATH), else is ENOENT. `follow`: follow a
+/// final symlink.
+pub(crate) fn lookup_at(
+    ctx: &Context,
+    g: &dyn Guest,
+    dirfd: i32,
+    addr: u64,
+    empty_ok: bool,
+    follow: bool,
+) -> Result<OwnedFd, Errno> {
+    let path = read_path(g, addr)?;
+    lookup_path(ctx, g, dirfd, &path, empty_ok, follow)
+}
+
+/// [`lookup_at`] for a path already read.
+pub(crate) fn lookup_path(
+    ctx: &Context,
+    g: &dyn Guest,
+    dirfd: i32,
+    path: &std::ffi::CStr,
+    empty_ok: bool,
+    follow: bool,
+) -> Result<OwnedFd, Errno> {
+    if path.is_empty() {
+        return if empty_ok {
+            dir_itself(g, dirfd)
+        } else {
+            Err(Errno::ENOENT)
+        };
+    }
+    let dir = start(g, dirfd, path.to_bytes())?;
+    let at = vfs::At {
+        dir: dir.as_ref().map(AsFd::as_fd),
+        caller: &Caller(g),
+    };
+    ctx.fs.lookup(&at, path, follow)
+}

@@ -7,6 +7,7 @@
 //! [`crate::handlers`]).
 
 pub mod bpf;
+pub mod doc;
 mod table;
 
 pub use table::{rule_for, NS_CLONE_FLAGS};

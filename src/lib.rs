@@ -1,1 +1,0 @@
-//! Test and bench harness package; see tests/ and benches/.

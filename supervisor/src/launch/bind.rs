@@ -1,0 +1,198 @@
+//! Mounts at paths the user chose, inside the view under construction:
+//! the `--ro`/`--rw`/`--tmpfs` mounts and the host's current directory.
+//!
+//! Owns: opening bind sources (before the host's paths go away),
+//! creating mount points confined to the new root (`openat2` with
+//! `RESOLVE_IN_ROOT`, so a symlink in the view cannot send a mount
+//! elsewhere), bind + remount with the flags the kernel locks, and tmpfs
+//! mounts. Mounts go through `/proc/self/fd/N` of the host's procfs,
+//! reachable at /oldroot/proc while the view is built. Does not own the
+//! fixed parts of the view (`view.rs`).
+
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
+use std::path::{Path, PathBuf};
+
+use nix::errno::Errno;
+use nix::fcntl::OFlag;
+use nix::mount::{mount, MsFlags};
+use nix::sys::stat::{mkdirat, Mode};
+use nix::sys::statvfs::{fstatvfs, FsFlags};
+
+use super::plan::{MountWhat, PlannedMount};
+use crate::sys::fd::{open_at, open_in_root};
+
+/// Our descriptors as paths, through the host's procfs under the layer.
+const PROC_FD: &str = "/oldroot/proc/self/fd";
+
+type Result<T> = std::result::Result<T, String>;
+
+fn proc_fd(fd: BorrowedFd<'_>) -> String {
+    format!("{PROC_FD}/{}", fd.as_raw_fd())
+}
+
+pub fn open_source(path: &Path, dir: bool) -> nix::Result<OwnedFd> {
+    let flags = if dir {
+        OFlag::O_PATH | OFlag::O_DIRECTORY
+    } else {
+        OFlag::O_PATH
+    };
+    open_at(None, path, flags, Mode::empty())
+}
+
+pub fn open_mount_source(m: &PlannedMount) -> Result<Option<OwnedFd>> {
+    match &m.what {
+        MountWhat::Bind { host, .. } => open_source(host, false)
+            .map(Some)
+            .map_err(|e| format!("{}: {}: {}", m.label, host.display(), e.desc())),
+        MountWhat::Tmpfs { .. } => Ok(None),
+    }
+}
+
+pub fn add_user_mount(root: BorrowedFd<'_>, m: &PlannedMount, src: Option<&OwnedFd>) -> Result<()> {
+    match (&m.what, src) {
+        (
+            MountWhat::Bind {
+                writable, is_dir, ..
+            },
+            Some(src),
+        ) => {
+            let mut flags = MsFlags::MS_NOSUID | MsFlags::MS_NODEV;
+            if !writable {
+                flags |= MsFlags::MS_RDONLY;
+            }
+            bind(root, src.as_fd(), &m.guest, *is_dir, flags)
+        }
+        (MountWhat::Tmpfs { size }, _) => {
+            let target =
+                ensure_in_root(root, &m.guest, true).map_err(|e| mount_point_error(&m.guest, e))?;
+            let opts = format!("size={size},mode=0755");
+            let flags = MsFlags::MS_NOSUID | MsFlags::MS_NODEV;
+            let r = mount(
+                Some("tmpfs"),
+                proc_fd(target.as_fd()).as_str(),
+                Some("tmpfs"),
+                flags,
+                Some(opts.as_str()),
+            );
+            r.map_err(|e| format!("cannot mount: {}", e.desc()))
+        }
+        (MountWhat::Bind { .. }, None) => Err("no source".into()),
+    }
+}
+
+fn mount_point_error(guest: &Path, e: Errno) -> String {
+    format!(
+        "cannot create mount point {}: {}",
+        guest.display(),
+        e.desc()
+    )
+}
+
+/// Bind-mounts `src` at `guest` (inside `root`), then remounts it with
+/// `flags` plus the flags the source mount has and we may not clear.
+pub fn bind(
+    root: BorrowedFd<'_>,
+    src: BorrowedFd<'_>,
+    guest: &Path,
+    dir: bool,
+    flags: MsFlags,
+) -> Result<()> {
+    let target = ensure_in_root(root, guest, dir).map_err(|e| mount_point_error(guest, e))?;
+    let r = mount(
+        Some(proc_fd(src).as_str()),
+        proc_fd(target.as_fd()).as_str(),
+        None::<&str>,
+        MsFlags::MS_BIND,
+        None::<&str>,
+    );
+    r.map_err(|e| format!("cannot mount: {}", e.desc()))?;
+    // Reopen: `target` still names the directory under the new mount.
+    let mounted = open_in_root(root, guest, OFlag::O_PATH)
+        .map_err(|e| format!("cannot reopen: {}", e.desc()))?;
+    let flags = MsFlags::MS_REMOUNT | MsFlags::MS_BIND | flags | locked_flags(src);
+    let r = mount(
+        None::<&str>,
+        proc_fd(mounted.as_fd()).as_str(),
+        None::<&str>,
+        flags,
+        None::<&str>,
+    );
+    r.map_err(|e| format!("cannot remount: {}", e.desc()))
+}
+
+/// Flags of the mount holding `fd` that a remount must keep: the kernel
+/// locks them on mounts inherited from a more privileged namespace.
+fn locked_flags(fd: BorrowedFd<'_>) -> MsFlags {
+    let Ok(st) = fstatvfs(fd) else {
+        return MsFlags::empty();
+    };
+    let f = st.flags();
+    let mut out = MsFlags::empty();
+    for (st_flag, ms_flag) in [
+        (FsFlags::ST_RDONLY, MsFlags::MS_RDONLY),
+        (FsFlags::ST_NOSUID, MsFlags::MS_NOSUID),
+        (FsFlags::ST_NODEV, MsFlags::MS_NODEV),
+        (FsFlags::ST_NOEXEC, MsFlags::MS_NOEXEC),
+        (FsFlags::ST_NOATIME, MsFlags::MS_NOATIME),
+        (FsFlags::ST_NODIRATIME, MsFlags::MS_NODIRATIME),
+        (FsFlags::ST_RELATIME, MsFlags::MS_RELATIME),
+    ] {
+        if f.contains(st_flag) {
+            out |= ms_flag;
+        }
+    }
+    if !f.intersects(FsFlags::ST_NOATIME | FsFlags::ST_RELATIME) {
+        out |= MsFlags::MS_STRICTATIME;
+    }
+    out
+}
+
+/// Opens `guest` inside `root` (O_PATH), creating what is missing:
+/// directories along the way, and a directory or empty file at the end.
+pub fn ensure_in_root(
+    root: BorrowedFd<'_>,
+    guest: &Path,
+    dir: bool,
+) -> std::result::Result<OwnedFd, Errno> {
+    let rel = guest.strip_prefix("/").unwrap_or(guest);
+    let comps: Vec<_> = rel.components().collect();
+    let mut parent = open_in_root(root, Path::new("/"), OFlag::O_PATH | OFlag::O_DIRECTORY)?;
+    let mut so_far = PathBuf::from("/");
+    for (i, c) in comps.iter().enumerate() {
+        so_far.push(c);
+        let want_dir = dir || i + 1 < comps.len();
+        let flags = if want_dir {
+            OFlag::O_PATH | OFlag::O_DIRECTORY
+        } else {
+            OFlag::O_PATH
+        };
+        let fd = match open_in_root(root, &so_far, flags) {
+            Err(Errno::ENOENT) => {
+                let name = Path::new(c.as_os_str());
+                let made = if want_dir {
+                    mkdirat(
+                        Some(parent.as_raw_fd()),
+                        name,
+                        Mode::from_bits_truncate(0o755),
+                    )
+                } else {
+                    let create = OFlag::O_CREAT | OFlag::O_EXCL | OFlag::O_WRONLY;
+                    open_at(
+                        Some(parent.as_fd()),
+                        name,
+                        create,
+                        Mode::from_bits_truncate(0o644),
+                    )
+                    .map(drop)
+                };
+                match made {
+                    Ok(()) | Err(Errno::EEXIST) => open_in_root(root, &so_far, flags)?,
+                    Err(e) => return Err(e),
+                }
+            }
+            r => r?,
+        };
+        parent = fd;
+    }
+    Ok(parent)
+}

@@ -1,0 +1,106 @@
+//! The control channel between the supervisor and the sandbox's init: a
+//! `SOCK_SEQPACKET` socketpair, one message per event.
+//!
+//! supervisor → init: `Go` once the id maps are written.
+//! init → supervisor: `Failed(msg)` if setting up failed; `Ready` with the
+//! seccomp listener attached (SCM_RIGHTS) once the view is entered and
+//! the filter installed; `Status(raw wait status)` when the guest's main
+//! process has ended. The end of the stream means the other side died.
+//! sendmsg/recvmsg pass the guest's filter, so init can still talk here
+//! after installing it.
+
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+
+use nix::sys::socket::{socketpair, AddressFamily, SockFlag, SockType};
+
+use crate::sys::fd::{recv_with_fd, send_with_fd};
+
+const GO: u8 = b'G';
+const READY: u8 = b'R';
+const FAILED: u8 = b'E';
+const STATUS: u8 = b'S';
+
+/// One message on the channel.
+pub enum Msg {
+    Go,
+    Ready(OwnedFd),
+    Failed(String),
+    Status(i32),
+}
+
+/// One end of the channel.
+pub struct Channel(OwnedFd);
+
+/// A connected pair: (supervisor's end, init's end). Both close on exec.
+pub fn pair() -> nix::Result<(Channel, Channel)> {
+    let (a, b) = socketpair(
+        AddressFamily::Unix,
+        SockType::SeqPacket,
+        None,
+        SockFlag::SOCK_CLOEXEC,
+    )?;
+    Ok((Channel(a), Channel(b)))
+}
+
+impl Channel {
+    pub fn send(&self, msg: &Msg) -> nix::Result<()> {
+        let sock = self.0.as_fd();
+        match msg {
+            Msg::Go => send_with_fd(sock, &[GO], None),
+            Msg::Ready(fd) => send_with_fd(sock, &[READY], Some(fd.as_fd())),
+            Msg::Failed(text) => {
+                let mut buf = vec![FAILED];
+                buf.extend_from_slice(text.as_bytes());
+                send_with_fd(sock, &buf, None)
+            }
+            Msg::Status(status) => {
+                let mut buf = vec![STATUS];
+                buf.extend_from_slice(&status.to_le_bytes());
+                send_with_fd(sock, &buf, None)
+            }
+        }
+    }
+
+    /// The next message; `None` at the end of the stream (or on a
+    /// message that makes no sense, which only a dying peer sends).
+    pub fn recv(&self) -> nix::Result<Option<Msg>> {
+        let mut buf = [0u8; 4096];
+        let (n, fd) = recv_with_fd(self.0.as_fd(), &mut buf)?;
+        let body = &buf[1..n.max(1)];
+        Ok(match (buf[0], n, fd) {
+            (_, 0, _) => None,
+            (GO, _, _) => Some(Msg::Go),
+            (READY, _, Some(fd)) => Some(Msg::Ready(fd)),
+            (FAILED, _, _) => Some(Msg::Failed(String::from_utf8_lossy(body).into_owned())),
+            (STATUS, 5, _) => Some(Msg::Status(i32::from_le_bytes([
+                body[0], body[1], body[2], body[3],
+            ]))),
+            _ => None,
+        })
+    }
+
+    pub fn fd(&self) -> BorrowedFd<'_> {
+        self.0.as_fd()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trip() {
+        let (a, b) = pair().unwrap();
+        a.send(&Msg::Go).unwrap();
+        assert!(matches!(b.recv().unwrap(), Some(Msg::Go)));
+        b.send(&Msg::Failed("--ro x: bad".into())).unwrap();
+        assert!(matches!(a.recv().unwrap(), Some(Msg::Failed(m)) if m == "--ro x: bad"));
+        b.send(&Msg::Status(3 << 8)).unwrap();
+        assert!(matches!(a.recv().unwrap(), Some(Msg::Status(s)) if s == 3 << 8));
+        let (r, _w) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).unwrap();
+        b.send(&Msg::Ready(r)).unwrap();
+        assert!(matches!(a.recv().unwrap(), Some(Msg::Ready(_))));
+        drop(b);
+        assert!(a.recv().unwrap().is_none());
+    }
+}

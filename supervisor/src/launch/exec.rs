@@ -1,0 +1,240 @@
+//! The guest's main process: waits for the supervisor's go-ahead, then
+//! executes the command; and the supervisor's reading of how that went.
+//!
+//! Owns: the PATH search (done here, with plain execve, so the guest
+//! makes only passed calls between the filter and exec), the exec-error
+//! pipe (close-on-exec: end of stream = exec succeeded, four bytes = the
+//! errno it failed with), and turning that errno into exit code and
+//! message (127 not found, 126 cannot execute). Everything the child
+//! needs is prepared before fork; it allocates nothing it could avoid.
+
+use std::ffi::{CString, OsStr, OsString};
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+use nix::errno::Errno;
+use nix::unistd::{execve, read, write};
+
+use super::LaunchError;
+use crate::sys::process::{exit_now, reset_signals};
+
+/// PATH when the guest's environment has none.
+pub const DEFAULT_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
+
+/// The command, ready to execute.
+#[derive(Clone, Debug)]
+pub struct ExecPlan {
+    /// argv[0] as the user wrote it, for messages.
+    pub name: String,
+    pub has_slash: bool,
+    candidates: Vec<CString>,
+    argv: Vec<CString>,
+    envp: Vec<CString>,
+}
+
+impl ExecPlan {
+    pub fn new(
+        command: &[OsString],
+        env: &[(OsString, OsString)],
+    ) -> Result<ExecPlan, LaunchError> {
+        let bad = |what: String| LaunchError {
+            exit_code: 125,
+            message: what,
+        };
+        let first = command
+            .first()
+            .ok_or_else(|| bad("no command given".into()))?;
+        let cstring = |s: &OsStr| {
+            CString::new(s.as_bytes()).map_err(|_| bad(format!("{s:?} contains a NUL byte")))
+        };
+        let argv = command
+            .iter()
+            .map(|a| cstring(a))
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut envp = Vec::with_capacity(env.len());
+        for (k, v) in env {
+            if k.is_empty() || k.as_bytes().contains(&b'=') {
+                return Err(bad(format!("invalid environment variable name {k:?}")));
+            }
+            let mut kv = k.clone();
+            kv.push("=");
+            kv.push(v);
+            envp.push(cstring(&kv)?);
+        }
+        let path = env
+            .iter()
+            .rev()
+            .find(|(k, _)| k == "PATH")
+            .map(|(_, v)| v.as_os_str());
+        let candidates = candidates(first, path)
+            .iter()
+            .map(|p| cstring(p.as_os_str()))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(ExecPlan {
+            name: first.to_string_lossy().into_owned(),
+            has_slash: first.as_bytes().contains(&b'/'),
+            candidates,
+            argv,
+            envp,
+        })
+    }
+}
+
+/// The paths to try, in order, as execvp would: the command itself if
+/// it has a slash, else each PATH entry (empty = current directory).
+pub fn candidates(cmd: &OsStr, path: Option<&OsStr>) -> Vec<PathBuf> {
+    if cmd.as_bytes().contains(&b'/') {
+        return vec![PathBuf::from(cmd)];
+    }
+    if cmd.is_empty() {
+        return Vec::new();
+    }
+    let path = path.unwrap_or(OsStr::new(DEFAULT_PATH));
+    path.as_bytes()
+        .split(|&b| b == b':')
+        .map(|dir| {
+            if dir.is_empty() {
+                Path::new(".")
+            } else {
+                Path::new(OsStr::from_bytes(dir))
+            }
+        })
+        .map(|dir| dir.join(cmd))
+        .collect()
+}
+
+/// Runs in the guest's main process (a child of init, filter installed):
+/// waits for one byte on `start`, then executes the command. On failure
+/// the errno goes to `report` and the process exits 126 or 127.
+pub(super) fn run_guest(plan: &ExecPlan, start: OwnedFd, report: OwnedFd) -> ! {
+    let mut byte = [0u8; 1];
+    let got = loop {
+        match read(start.as_raw_fd(), &mut byte) {
+            Err(Errno::EINTR) => continue,
+            r => break r,
+        }
+    };
+    if got != Ok(1) {
+        // The supervisor went away (or dropped the sandbox) before start.
+        exit_now(125);
+    }
+    drop(start);
+    reset_signals();
+    let err = exec_first(plan);
+    let _ = write(&report, &(err as i32).to_le_bytes());
+    exit_now(exit_code_for(err))
+}
+
+/// Tries each candidate; returns the errno to report, execvp-style:
+/// EACCES from any candidate wins over "not found".
+fn exec_first(plan: &ExecPlan) -> Errno {
+    let mut result = Errno::ENOENT;
+    let mut denied = false;
+    for path in &plan.candidates {
+        match execve(path, &plan.argv, &plan.envp) {
+            Err(Errno::EACCES) => denied = true,
+            Err(
+                e @ (Errno::ENOENT
+                | Errno::ENOTDIR
+                | Errno::ESTALE
+                | Errno::ENODEV
+                | Errno::ETIMEDOUT),
+            ) => result = e,
+            Err(e) => return e,
+            Ok(never) => match never {},
+        }
+    }
+    if denied {
+        Errno::EACCES
+    } else {
+        result
+    }
+}
+
+/// The exit status of a guest whose exec failed with `e`.
+pub fn exit_code_for(e: Errno) -> i32 {
+    if e == Errno::ENOENT {
+        127
+    } else {
+        126
+    }
+}
+
+/// The error the supervisor reports for an exec that failed with `e`.
+pub fn exec_error(plan_name: &str, has_slash: bool, e: Errno) -> LaunchError {
+    let message = if e == Errno::ENOENT && !has_slash {
+        format!("{plan_name}: command not found")
+    } else {
+        format!("{plan_name}: {}", e.desc())
+    };
+    LaunchError {
+        exit_code: exit_code_for(e),
+        message,
+    }
+}
+
+/// Reads the exec-error pipe: `None` if exec succeeded (or the guest died
+/// before trying), else the errno.
+pub fn read_exec_error(pipe: &OwnedFd) -> Option<Errno> {
+    let mut buf = [0u8; 4];
+    let mut got = 0;
+    while got < buf.len() {
+        match read(pipe.as_raw_fd(), &mut buf[got..]) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(Errno::EINTR) => continue,
+            Err(_) => break,
+        }
+    }
+    (got == 4).then(|| Errno::from_raw(i32::from_le_bytes(buf)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn path_search() {
+        let c = candidates(OsStr::new("ls"), Some(OsStr::new("/a::/b")));
+        assert_eq!(c, [PathBuf::from("/a/ls"), "./ls".into(), "/b/ls".into()]);
+        assert_eq!(
+            candidates(OsStr::new("./x"), Some(OsStr::new("/a"))),
+            [PathBuf::from("./x")]
+        );
+        assert_eq!(candidates(OsStr::new("ls"), None).len(), 3);
+        assert!(candidates(OsStr::new(""), None).is_empty());
+    }
+
+    #[test]
+    fn messages() {
+        let e = exec_error("nope", false, Errno::ENOENT);
+        assert_eq!(
+            (e.exit_code, e.message.as_str()),
+            (127, "nope: command not found")
+        );
+        let e = exec_error("./nope", true, Errno::ENOENT);
+        assert_eq!(
+            (e.exit_code, e.message.as_str()),
+            (127, "./nope: No such file or directory")
+        );
+        let e = exec_error("/etc/passwd", true, Errno::EACCES);
+        assert_eq!(
+            (e.exit_code, e.message.as_str()),
+            (126, "/etc/passwd: Permission denied")
+        );
+        assert_eq!(exec_error("x", true, Errno::ENOEXEC).exit_code, 126);
+    }
+
+    #[test]
+    fn plan_checks() {
+        assert_eq!(ExecPlan::new(&[], &[]).unwrap_err().exit_code, 125);
+        let env = [("A=B".into(), "c".into())];
+        assert!(ExecPlan::new(&["x".into()], &env).is_err());
+        let env = [("PATH".into(), "/p".into()), ("A".into(), "1".into())];
+        let p = ExecPlan::new(&["x".into(), "y".into()], &env).unwrap();
+        assert_eq!(p.candidates, [CString::new("/p/x").unwrap()]);
+        assert_eq!(p.envp[1], CString::new("A=1").unwrap());
+        assert!(!p.has_slash);
+    }
+}

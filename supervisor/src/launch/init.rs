@@ -1,0 +1,164 @@
+//! The sandbox's init: pid 1 of the new pid namespace, the first process
+//! inside all the new namespaces.
+//!
+//! Owns, in order: dying with the supervisor (PDEATHSIG), waiting for the
+//! id maps, hostname, loopback, the view (`view.rs`), the working
+//! directory, closing inherited descriptors, dropping privileges and
+//! installing the filter (`privs.rs`), handing the listener to the
+//! supervisor, forking the guest's main process (`exec.rs`), and then the
+//! pid-1 loop: forward signals, reap, and report the main process's wait
+//! status. When init exits, the kernel kills everything left in the
+//! namespace. Setup errors go back to the supervisor as one line.
+//!
+//! After the filter is installed, init makes only calls the filter
+//! passes (sendmsg, close, clone without namespace flags, signal calls,
+//! wait4, kill, write, exit): nothing serves notifications yet.
+
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::path::Path;
+
+use nix::errno::Errno;
+use nix::sys::prctl::set_pdeathsig;
+use nix::sys::signal::{kill, SigSet, Signal};
+use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
+use nix::unistd::{chdir, sethostname, Pid};
+
+use super::channel::{Channel, Msg};
+use super::exec::{self, ExecPlan};
+use super::plan::ViewPlan;
+use super::{privs, view};
+use crate::sys::fd::close_all_except;
+use crate::sys::net::set_link_up;
+use crate::sys::process::{
+    exit_now as _exit, fork_single_threaded, reset_signal_dispositions, sigwaitinfo, Forked,
+};
+
+/// Signals init passes on to the guest's main process.
+pub const FORWARDED: &[Signal] = &[
+    Signal::SIGINT,
+    Signal::SIGTERM,
+    Signal::SIGHUP,
+    Signal::SIGQUIT,
+    Signal::SIGUSR1,
+    Signal::SIGUSR2,
+    Signal::SIGWINCH,
+];
+
+/// What init is given by `launch` (its half of every pipe, and the plans).
+pub(super) struct InitArgs<'a> {
+    pub channel: Channel,
+    pub start: OwnedFd,
+    pub exec_report: OwnedFd,
+    pub plan: &'a ViewPlan,
+    pub exec: &'a ExecPlan,
+    pub filter: &'a [libc::sock_filter],
+    pub hostname: &'a str,
+    pub workdir: &'a Path,
+}
+
+/// Runs init; never returns.
+pub(super) fn run(args: InitArgs<'_>) -> ! {
+    // If the supervisor died before this line, the channel is at its end.
+    if set_pdeathsig(Signal::SIGKILL).is_err() {
+        _exit(125);
+    }
+    if !matches!(args.channel.recv(), Ok(Some(Msg::Go))) {
+        _exit(125);
+    }
+    // Whatever the supervisor ignores, init must see SIGCHLD.
+    reset_signal_dispositions();
+    let listener = match setup(&args) {
+        Ok(listener) => listener,
+        Err(msg) => fail(&args.channel, msg),
+    };
+    let mut signals = SigSet::empty();
+    FORWARDED
+        .iter()
+        .chain([&Signal::SIGCHLD])
+        .for_each(|s| signals.add(*s));
+    if signals.thread_block().is_err() || args.channel.send(&Msg::Ready(listener)).is_err() {
+        _exit(125);
+    }
+    // `listener` was moved into the message and is closed here: the guest
+    // must never hold it.
+    let InitArgs {
+        channel,
+        start,
+        exec_report,
+        exec: plan,
+        ..
+    } = args;
+    let main = match fork_single_threaded() {
+        Ok(Forked::Child) => {
+            drop(channel);
+            exec::run_guest(plan, start, exec_report)
+        }
+        Ok(Forked::Parent(pid)) => pid,
+        Err(e) => fail(&channel, format!("starting the guest: {}", e.desc())),
+    };
+    drop(start);
+    drop(exec_report);
+    supervise(main, &channel, &signals)
+}
+
+fn fail(channel: &Channel, msg: String) -> ! {
+    let _ = channel.send(&Msg::Failed(msg));
+    _exit(125)
+}
+
+/// Everything up to and including the filter; returns the listener.
+fn setup(args: &InitArgs<'_>) -> Result<OwnedFd, String> {
+    sethostname(args.hostname)
+        .map_err(|e| format!("--hostname {}: {}", args.hostname, e.desc()))?;
+    // Loopback only matters to programs that use it; no reason to fail.
+    let _ = set_link_up("lo");
+    view::build(args.plan)?;
+    chdir(args.workdir).map_err(|e| format!("workdir {}: {}", args.workdir.display(), e.desc()))?;
+    let keep = [
+        args.channel.fd().as_raw_fd(),
+        args.start.as_raw_fd(),
+        args.exec_report.as_raw_fd(),
+    ];
+    close_all_except(&keep).map_err(|e| format!("closing descriptors: {}", e.desc()))?;
+    privs::drop_privileges()?;
+    privs::install_filter(args.filter)
+}
+
+/// The pid-1 loop: forwards signals that a process sent (si_code <= 0;
+/// a terminal's Ctrl-C reaches the guest directly, through the process
+/// group, and is not doubled), reaps every child, and ends when the main
+/// process does.
+fn supervise(main: Pid, channel: &Channel, signals: &SigSet) -> ! {
+    loop {
+        let info = match sigwaitinfo(signals) {
+            Ok(info) => info,
+            Err(Errno::EINTR) => continue,
+            Err(_) => _exit(125),
+        };
+        if info.signo == Signal::SIGCHLD as i32 {
+            if let Some(status) = reap(main) {
+                let _ = channel.send(&Msg::Status(status));
+                _exit(0);
+            }
+        } else if info.code <= 0 {
+            if let Ok(sig) = Signal::try_from(info.signo) {
+                let _ = kill(main, sig);
+            }
+        }
+    }
+}
+
+/// Reaps every child that has ended; the raw wait status of `main` if it
+/// was among them.
+fn reap(main: Pid) -> Option<i32> {
+    loop {
+        match waitpid(None, Some(WaitPidFlag::WNOHANG)) {
+            Ok(WaitStatus::Exited(pid, code)) if pid == main => return Some((code & 0xff) << 8),
+            Ok(WaitStatus::Signaled(pid, sig, core)) if pid == main => {
+                return Some(sig as i32 | if core { 0x80 } else { 0 })
+            }
+            Ok(WaitStatus::StillAlive) | Err(_) => return None,
+            Ok(_) => continue,
+        }
+    }
+}

@@ -1,0 +1,371 @@
+//! Launching the sandbox: namespaces, the guest's view, init (pid 1),
+//! privileges, the seccomp filter, the listener hand-off, the guest's
+//! exec, and its exit status.
+//!
+//! Owns: the API the rest of the supervisor uses ([`launch`], [`Sandbox`])
+//! and the order of the steps. Does not own: serving notifications (the
+//! trap), the guest's environment or the filter's contents (given in
+//! [`LaunchConfig`]), or the CLI.
+//!
+//! How a run goes:
+//! 1. [`launch`] (called while the supervisor is still single-threaded)
+//!    plans the view, then `clone`s init into new user, mount, pid, net,
+//!    ipc and uts namespaces and writes its id maps (`userns.rs`).
+//! 2. Init (`init.rs`) builds the view (`plan.rs`, `view.rs`), drops
+//!    every privilege, installs the filter (`privs.rs`) and sends the
+//!    listener back over the control channel (`channel.rs`). `launch`
+//!    returns with the listener and a descriptor of the view's root.
+//! 3. The caller starts serving the listener, then calls
+//!    [`Sandbox::start`]: the guest's main process, paused before execve,
+//!    executes the command (`exec.rs`). It must not exec earlier: its
+//!    first serviced call would block with nobody to answer.
+//! 4. [`Sandbox::wait`] returns when the main process ends; init then
+//!    exits, and the kernel kills whatever else ran in the sandbox. If
+//!    the supervisor dies, init gets SIGKILL (PDEATHSIG), with the same
+//!    effect: no guest process outlives its supervisor.
+
+mod bind;
+mod channel;
+mod exec;
+mod init;
+mod plan;
+mod privs;
+mod userns;
+mod view;
+
+pub use exec::DEFAULT_PATH;
+pub use init::FORWARDED;
+pub use plan::ViewPlan;
+
+use std::ffi::OsString;
+use std::fmt;
+use std::fs::OpenOptions;
+use std::os::fd::OwnedFd;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use nix::errno::Errno;
+use nix::fcntl::OFlag;
+use nix::sched::CloneFlags;
+use nix::sys::signal::{kill, Signal};
+use nix::sys::wait::{waitpid, WaitStatus};
+use nix::unistd::{getgid, getuid, pipe2, write, Pid};
+use sandbox_syscalls::policy::bpf::Insn;
+
+use crate::sys::process::{clone_process, Forked};
+use channel::{Channel, Msg};
+use exec::ExecPlan;
+use plan::PlanInput;
+
+/// Size of the writable layer when none is given: 1 GiB.
+pub const DEFAULT_DISK_SIZE: u64 = 1 << 30;
+/// The guest's hostname when none is given.
+pub const DEFAULT_HOSTNAME: &str = "sandbox";
+
+/// What to run, and in what sandbox.
+#[derive(Clone, Debug)]
+pub struct LaunchConfig {
+    /// argv; argv[0] is searched in the guest's PATH if it has no '/'.
+    pub command: Vec<OsString>,
+    /// The guest's complete environment.
+    pub env: Vec<(OsString, OsString)>,
+    /// Starting directory; default: the host's current directory, which
+    /// is then bound read-only at the same path.
+    pub workdir: Option<PathBuf>,
+    pub hostname: String,
+    /// `--ro`, `--rw` and `--tmpfs` mounts (applied parents first).
+    pub mounts: Vec<vfs::mounts::MountSpec>,
+    /// Size of the writable layer (tmpfs) in bytes.
+    pub disk_size: u64,
+    /// The seccomp program to install.
+    pub filter: Vec<Insn>,
+}
+
+impl LaunchConfig {
+    /// A config with the defaults and the given command and filter.
+    pub fn new(command: Vec<OsString>, filter: Vec<Insn>) -> Self {
+        LaunchConfig {
+            command,
+            env: Vec::new(),
+            workdir: None,
+            hostname: DEFAULT_HOSTNAME.into(),
+            mounts: Vec::new(),
+            disk_size: DEFAULT_DISK_SIZE,
+            filter,
+        }
+    }
+}
+
+/// A filter that allows every call: for tests of the launch alone (the
+/// guest then makes no notification at all).
+pub fn allow_all_filter() -> Vec<Insn> {
+    vec![Insn {
+        code: 0x06,
+        jt: 0,
+        jf: 0,
+        k: sandbox_syscalls::policy::bpf::SECCOMP_RET_ALLOW,
+    }]
+}
+
+/// How the guest's main process ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    Exited(i32),
+    Signaled(i32),
+}
+
+/// A launch failure: the exit code to use (125 setup, 126 cannot
+/// execute, 127 not found) and one line without the "supervisor: " prefix.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LaunchError {
+    pub exit_code: i32,
+    pub message: String,
+}
+
+impl LaunchError {
+    fn setup(message: impl Into<String>) -> Self {
+        LaunchError {
+            exit_code: 125,
+            message: message.into(),
+        }
+    }
+}
+
+impl fmt::Display for LaunchError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for LaunchError {}
+
+/// A launched sandbox whose guest waits, just before execve, for [`Sandbox::start`].
+pub struct Sandbox {
+    /// Init, pid 1 inside; its pid here.
+    pub init_pid: Pid,
+    /// The seccomp notification listener of the guest's filter.
+    pub listener: OwnedFd,
+    /// `/proc/<init>/root` (O_PATH): the root of the guest's view.
+    pub root: OwnedFd,
+    channel: Channel,
+    start: OwnedFd,
+    exec_report: OwnedFd,
+    command: String,
+    command_has_slash: bool,
+    started: AtomicBool,
+    reaped: bool,
+}
+
+const NAMESPACES: CloneFlags = CloneFlags::CLONE_NEWUSER
+    .union(CloneFlags::CLONE_NEWNS)
+    .union(CloneFlags::CLONE_NEWPID)
+    .union(CloneFlags::CLONE_NEWNET)
+    .union(CloneFlags::CLONE_NEWIPC)
+    .union(CloneFlags::CLONE_NEWUTS);
+
+/// Creates the sandbox and returns once the guest is ready to exec.
+/// Call it while the process has a single thread: it forks.
+pub fn launch(cfg: &LaunchConfig) -> Result<Sandbox, LaunchError> {
+    let exec = ExecPlan::new(&cfg.command, &cfg.env)?;
+    let host_cwd = std::env::current_dir().ok();
+    let workdir = match (&cfg.workdir, &host_cwd) {
+        (Some(w), _) => w.clone(),
+        (None, Some(cwd)) => cwd.clone(),
+        (None, None) => {
+            return Err(LaunchError::setup(
+                "the current directory is gone; give --workdir",
+            ))
+        }
+    };
+    if !workdir.is_absolute() {
+        return Err(LaunchError::setup(format!(
+            "workdir {}: must be an absolute path",
+            workdir.display()
+        )));
+    }
+    let (uid, gid) = (getuid().as_raw(), getgid().as_raw());
+    let plan = ViewPlan::new(&PlanInput {
+        mounts: &cfg.mounts,
+        env: &cfg.env,
+        hostname: &cfg.hostname,
+        workdir: &workdir,
+        host_cwd: host_cwd.as_deref(),
+        layer_size: cfg.disk_size,
+        uid,
+        gid,
+    })
+    .map_err(LaunchError::setup)?;
+    let filter = privs::to_sock_filter(&cfg.filter);
+    let os_err = |what: &str, e: Errno| LaunchError::setup(format!("{what}: {}", e.desc()));
+    let (ours, theirs) = channel::pair().map_err(|e| os_err("creating the control channel", e))?;
+    let (start_rx, start_tx) = pipe2(OFlag::O_CLOEXEC).map_err(|e| os_err("creating a pipe", e))?;
+    let (exec_rx, exec_tx) = pipe2(OFlag::O_CLOEXEC).map_err(|e| os_err("creating a pipe", e))?;
+
+    match clone_process(NAMESPACES) {
+        Err(e) => Err(LaunchError::setup(format!(
+            "cannot create the sandbox's namespaces: {} (are unprivileged user namespaces allowed? \
+             see sysctl user.max_user_namespaces, kernel.unprivileged_userns_clone, \
+             kernel.apparmor_restrict_unprivileged_userns)",
+            e.desc()
+        ))),
+        Ok(Forked::Child) => {
+            drop((ours, start_tx, exec_rx));
+            init::run(init::InitArgs {
+                channel: theirs,
+                start: start_rx,
+                exec_report: exec_tx,
+                plan: &plan,
+                exec: &exec,
+                filter: &filter,
+                hostname: &cfg.hostname,
+                workdir: &workdir,
+            })
+        }
+        Ok(Forked::Parent(pid)) => {
+            drop((theirs, start_rx, exec_tx));
+            let mut sandbox = Sandbox {
+                init_pid: pid,
+                listener: placeholder_fd()?,
+                root: placeholder_fd()?,
+                channel: ours,
+                start: start_tx,
+                exec_report: exec_rx,
+                command: exec.name.clone(),
+                command_has_slash: exec.has_slash,
+                started: AtomicBool::new(false),
+                reaped: false,
+            };
+            // On any error below, dropping `sandbox` kills and reaps init.
+            sandbox.finish_launch(uid, gid)?;
+            Ok(sandbox)
+        }
+    }
+}
+
+/// A descriptor to stand in until the real one arrives.
+fn placeholder_fd() -> Result<OwnedFd, LaunchError> {
+    OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_PATH)
+        .open("/")
+        .map(OwnedFd::from)
+        .map_err(|e| LaunchError::setup(format!("opening /: {e}")))
+}
+
+impl Sandbox {
+    /// The supervisor's side of setup: id maps, go, listener, root.
+    fn finish_launch(&mut self, uid: u32, gid: u32) -> Result<(), LaunchError> {
+        let pid = self.init_pid;
+        userns::write_maps(pid, uid, gid)
+            .map_err(|m| LaunchError::setup(format!("cannot set up the user namespace: {m}")))?;
+        self.channel
+            .send(&Msg::Go)
+            .map_err(|e| LaunchError::setup(format!("starting init: {}", e.desc())))?;
+        self.listener = match self.channel.recv() {
+            Ok(Some(Msg::Ready(fd))) => fd,
+            Ok(Some(Msg::Failed(msg))) => return Err(LaunchError::setup(msg)),
+            _ => {
+                return Err(LaunchError::setup(
+                    "the sandbox's init died while setting up",
+                ))
+            }
+        };
+        self.root = OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_PATH | libc::O_DIRECTORY)
+            .open(format!("/proc/{pid}/root"))
+            .map(OwnedFd::from)
+            .map_err(|e| LaunchError::setup(format!("opening the sandbox's root: {e}")))?;
+        Ok(())
+    }
+
+    /// Lets the guest's main process execute the command. Call it once
+    /// the listener is being served.
+    pub fn start(&self) -> Result<(), LaunchError> {
+        self.started.store(true, Ordering::SeqCst);
+        match write(&self.start, &[1]) {
+            // EPIPE: the guest is already gone; wait() will say why.
+            Ok(_) | Err(Errno::EPIPE) => Ok(()),
+            Err(e) => Err(LaunchError::setup(format!(
+                "starting the guest: {}",
+                e.desc()
+            ))),
+        }
+    }
+
+    /// Blocks until the guest's main process ends; init then exits and
+    /// the kernel kills the rest. A failed exec of the command comes back
+    /// as `Err` (126 or 127).
+    pub fn wait(mut self) -> Result<Outcome, LaunchError> {
+        if !self.started.load(Ordering::SeqCst) {
+            self.kill();
+            self.reap();
+            return Err(LaunchError::setup("the sandbox was never started"));
+        }
+        let exec_error = exec::read_exec_error(&self.exec_report);
+        let status = loop {
+            match self.channel.recv() {
+                Ok(Some(Msg::Status(s))) => break Ok(Some(s)),
+                Ok(Some(Msg::Failed(msg))) => break Err(msg),
+                Ok(Some(_)) => continue,
+                Ok(None) | Err(_) => break Ok(None),
+            }
+        };
+        let init_status = self.reap();
+        if let Some(e) = exec_error {
+            return Err(exec::exec_error(&self.command, self.command_has_slash, e));
+        }
+        match status {
+            Err(msg) => Err(LaunchError::setup(msg)),
+            Ok(Some(s)) if libc::WIFEXITED(s) => Ok(Outcome::Exited(libc::WEXITSTATUS(s))),
+            Ok(Some(s)) => Ok(Outcome::Signaled(libc::WTERMSIG(s))),
+            // Init died without a word: it was killed, and so was the guest.
+            Ok(None) => Ok(Outcome::Signaled(match init_status {
+                Some(WaitStatus::Signaled(_, sig, _)) => sig as i32,
+                _ => Signal::SIGKILL as i32,
+            })),
+        }
+    }
+
+    /// SIGKILL to init: everything in the sandbox dies.
+    pub fn kill(&self) {
+        let _ = kill(self.init_pid, Signal::SIGKILL);
+    }
+
+    /// Sends `sig` to init, which passes the forwarded ones
+    /// ([`FORWARDED`]) on to the guest's main process.
+    pub fn forward_signal(&self, sig: i32) {
+        if let Ok(sig) = Signal::try_from(sig) {
+            let _ = kill(self.init_pid, sig);
+        }
+    }
+
+    /// Waits for init to end (once).
+    fn reap(&mut self) -> Option<WaitStatus> {
+        if self.reaped {
+            return None;
+        }
+        loop {
+            match waitpid(self.init_pid, None) {
+                Err(Errno::EINTR) => continue,
+                r => {
+                    self.reaped = true;
+                    return r.ok();
+                }
+            }
+        }
+    }
+}
+
+impl Drop for Sandbox {
+    fn drop(&mut self) {
+        if !self.reaped {
+            self.kill();
+            self.reap();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

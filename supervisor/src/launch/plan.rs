@@ -1,0 +1,433 @@
+//! The plan of the guest's view: plain data computed in the supervisor
+//! before the sandbox exists, from the launch config and a look at the
+//! host. `view.rs` carries it out inside the new mount namespace.
+//!
+//! Owns: deciding what the view contains (which host directories, which
+//! /etc entries to hide, the sandbox's passwd/group/hosts, whether the
+//! host's current directory is bound, the user's mounts in order) and
+//! checking that the user's host paths exist. Does not own: mounting.
+
+use std::ffi::OsStr;
+use std::fs;
+use std::io;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+use nix::errno::Errno;
+use vfs::mounts::{MountKind, MountSpec, ETC_HIDDEN, HOST_DIRS, RESERVED};
+
+/// Everything `view::build` needs, decided up front.
+#[derive(Clone, Debug, Default)]
+pub struct ViewPlan {
+    /// Size of the writable layer (tmpfs) in bytes.
+    pub layer_size: u64,
+    /// Top-level host directories shown in the view.
+    pub top_dirs: Vec<TopDir>,
+    /// Entries of /etc (relative) that exist on the host and are hidden.
+    pub etc_hidden: Vec<PathBuf>,
+    /// Files written into the view's /etc: (name relative to /etc, contents).
+    pub etc_files: Vec<(PathBuf, Vec<u8>)>,
+    /// Host device nodes bound into the view's /dev.
+    pub dev_nodes: Vec<&'static str>,
+    /// The host's current directory, bound read-only at the same path.
+    pub cwd_bind: Option<PathBuf>,
+    /// The guest's $HOME, created in the layer if missing.
+    pub home: Option<PathBuf>,
+    /// The user's mounts, parents before children.
+    pub mounts: Vec<PlannedMount>,
+}
+
+/// A top-level directory of the host (`/usr`, `/bin`, ...).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TopDir {
+    /// Name without the slash: "usr".
+    pub name: String,
+    pub kind: TopKind,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TopKind {
+    /// A real directory: shown as an overlay whose upper layer is in the layer.
+    Overlay,
+    /// A symlink on the host (merged /usr): recreated with this target.
+    Symlink(PathBuf),
+}
+
+/// One user mount, checked against the host.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PlannedMount {
+    /// `--ro /a:/b`, to prefix error messages.
+    pub label: String,
+    pub guest: PathBuf,
+    pub what: MountWhat,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum MountWhat {
+    Bind {
+        host: PathBuf,
+        writable: bool,
+        is_dir: bool,
+    },
+    Tmpfs {
+        size: u64,
+    },
+}
+
+/// Device nodes of the host that the view's /dev binds when present.
+const DEV_NODES: &[&str] = &["null", "zero", "full", "random", "urandom", "tty"];
+
+/// The inputs of a plan that do not come from looking at the host.
+pub struct PlanInput<'a> {
+    pub mounts: &'a [MountSpec],
+    pub env: &'a [(std::ffi::OsString, std::ffi::OsString)],
+    pub hostname: &'a str,
+    pub workdir: &'a Path,
+    pub host_cwd: Option<&'a Path>,
+    pub layer_size: u64,
+    pub uid: u32,
+    pub gid: u32,
+}
+
+impl ViewPlan {
+    /// Builds the plan, looking at the host. Errors are one line, ready
+    /// for the user (`--ro /nope:/data: /nope: No such file or directory`).
+    pub fn new(input: &PlanInput<'_>) -> Result<ViewPlan, String> {
+        let home = guest_home(input.env);
+        let top_dirs = HOST_DIRS
+            .iter()
+            .filter_map(|d| inspect_top_dir(d))
+            .collect();
+        let mut mounts = Vec::new();
+        for m in input.mounts {
+            mounts.push(plan_mount(m)?);
+        }
+        // Parents before children; the sort is stable, so equal depths
+        // keep the user's order.
+        mounts.sort_by_key(|m: &PlannedMount| m.guest.components().count());
+        let cwd_bind = input
+            .host_cwd
+            .filter(|cwd| cwd_needs_bind(cwd, input.workdir, &mounts));
+        let home_for_passwd = home.clone().unwrap_or_else(|| default_home(input.uid));
+        Ok(ViewPlan {
+            layer_size: input.layer_size,
+            top_dirs,
+            etc_hidden: hidden_etc_entries(Path::new("/etc")),
+            etc_files: vec![
+                (
+                    "passwd".into(),
+                    passwd(input.uid, input.gid, &home_for_passwd).into_bytes(),
+                ),
+                ("group".into(), group(input.gid).into_bytes()),
+                (
+                    "hostname".into(),
+                    format!("{}\n", input.hostname).into_bytes(),
+                ),
+                ("hosts".into(), hosts(input.hostname).into_bytes()),
+            ],
+            dev_nodes: DEV_NODES
+                .iter()
+                .copied()
+                .filter(|n| Path::new("/dev").join(n).exists())
+                .collect(),
+            cwd_bind: cwd_bind.map(Path::to_path_buf),
+            home,
+            mounts,
+        })
+    }
+
+    /// The top-level directories that hold host content (overlays).
+    pub fn overlaid(&self) -> impl Iterator<Item = &TopDir> {
+        self.top_dirs.iter().filter(|t| t.kind == TopKind::Overlay)
+    }
+}
+
+fn inspect_top_dir(path: &str) -> Option<TopDir> {
+    let meta = fs::symlink_metadata(path).ok()?;
+    let name = path.trim_start_matches('/').to_string();
+    if meta.file_type().is_symlink() {
+        let target = fs::read_link(path).ok()?;
+        Some(TopDir {
+            name,
+            kind: TopKind::Symlink(target),
+        })
+    } else if meta.is_dir() {
+        Some(TopDir {
+            name,
+            kind: TopKind::Overlay,
+        })
+    } else {
+        None
+    }
+}
+
+/// The ETC_HIDDEN entries present under `etc`, `*` patterns expanded.
+pub fn hidden_etc_entries(etc: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for pattern in ETC_HIDDEN {
+        let rel = Path::new(pattern);
+        let name = rel.file_name().map(OsStr::as_bytes).unwrap_or_default();
+        let parent = rel.parent().unwrap_or(Path::new(""));
+        match name.strip_suffix(b"*") {
+            Some(prefix) => {
+                let Ok(dir) = fs::read_dir(etc.join(parent)) else {
+                    continue;
+                };
+                let mut found: Vec<PathBuf> = dir
+                    .filter_map(Result::ok)
+                    .filter(|e| e.file_name().as_bytes().starts_with(prefix))
+                    .map(|e| parent.join(e.file_name()))
+                    .collect();
+                found.sort();
+                out.extend(found);
+            }
+            None => {
+                if fs::symlink_metadata(etc.join(rel)).is_ok() {
+                    out.push(rel.to_path_buf());
+                }
+            }
+        }
+    }
+    out
+}
+
+fn plan_mount(m: &MountSpec) -> Result<PlannedMount, String> {
+    let label = m.label();
+    let what = match (&m.kind, &m.host) {
+        (MountKind::Tmpfs { size }, _) => MountWhat::Tmpfs { size: *size },
+        (kind, Some(host)) => {
+            let meta = fs::metadata(host)
+                .map_err(|e| format!("{label}: {}: {}", host.display(), describe(&e)))?;
+            MountWhat::Bind {
+                host: host.clone(),
+                writable: *kind == MountKind::ReadWrite,
+                is_dir: meta.is_dir(),
+            }
+        }
+        (_, None) => return Err(format!("{label}: no host path")),
+    };
+    Ok(PlannedMount {
+        label,
+        guest: m.guest.clone(),
+        what,
+    })
+}
+
+/// Whether the host's current directory must be bound into the view: only
+/// when it is the starting directory, and not already visible there.
+pub fn cwd_needs_bind(cwd: &Path, workdir: &Path, mounts: &[PlannedMount]) -> bool {
+    // /tmp itself is the view's own (writable, empty) /tmp; binding the
+    // host's over it would also show other programs' files and sockets.
+    let visible_anyway = HOST_DIRS.iter().chain(RESERVED).any(|d| cwd.starts_with(d))
+        || cwd == Path::new("/tmp")
+        || mounts.iter().any(|m| cwd.starts_with(&m.guest));
+    cwd == workdir && cwd != Path::new("/") && !visible_anyway
+}
+
+/// $HOME of the guest environment, when it is a usable absolute path.
+fn guest_home(env: &[(std::ffi::OsString, std::ffi::OsString)]) -> Option<PathBuf> {
+    let (_, v) = env.iter().rev().find(|(k, _)| k == "HOME")?;
+    let home = vfs::mounts::guest_path(v.to_str()?).ok()?;
+    Some(home)
+}
+
+fn default_home(uid: u32) -> PathBuf {
+    if uid == 0 {
+        "/root".into()
+    } else {
+        "/home/sandbox".into()
+    }
+}
+
+/// The sandbox's /etc/passwd: root, the sandbox user (when not root) and
+/// nobody, who owns every host file whose owner has no id inside.
+pub fn passwd(uid: u32, gid: u32, home: &Path) -> String {
+    let home = home.display();
+    let mut s = String::new();
+    if uid == 0 {
+        s.push_str(&format!("root:x:0:{gid}:root:{home}:/bin/sh\n"));
+    } else {
+        s.push_str("root:x:0:0:root:/root:/bin/sh\n");
+        s.push_str(&format!("sandbox:x:{uid}:{gid}:sandbox:{home}:/bin/sh\n"));
+    }
+    s.push_str("nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n");
+    s
+}
+
+/// The sandbox's /etc/group.
+pub fn group(gid: u32) -> String {
+    let mut s = String::from("root:x:0:\n");
+    if gid != 0 {
+        s.push_str(&format!("sandbox:x:{gid}:\n"));
+    }
+    s.push_str("nogroup:x:65534:\n");
+    s
+}
+
+/// The sandbox's /etc/hosts.
+pub fn hosts(hostname: &str) -> String {
+    format!(
+        "127.0.0.1\tlocalhost\n127.0.1.1\t{hostname}\n::1\tlocalhost ip6-localhost ip6-loopback\n"
+    )
+}
+
+/// An I/O error as the C library words it, without Rust's "(os error N)".
+pub fn describe(e: &io::Error) -> String {
+    match e.raw_os_error() {
+        Some(n) => Errno::from_raw(n).desc().to_string(),
+        None => e.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn input<'a>(
+        mounts: &'a [MountSpec],
+        env: &'a [(std::ffi::OsString, std::ffi::OsString)],
+    ) -> PlanInput<'a> {
+        PlanInput {
+            mounts,
+            env,
+            hostname: "box",
+            workdir: Path::new("/work/x"),
+            host_cwd: Some(Path::new("/work/x")),
+            layer_size: 1 << 20,
+            uid: 1000,
+            gid: 1000,
+        }
+    }
+
+    #[test]
+    fn missing_host_path_is_named() {
+        let m = [MountSpec::parse_ro("/nope-xyz:/data").unwrap()];
+        let e = ViewPlan::new(&input(&m, &[])).unwrap_err();
+        assert_eq!(
+            e,
+            "--ro /nope-xyz:/data: /nope-xyz: No such file or directory"
+        );
+    }
+
+    #[test]
+    fn mounts_parents_first() {
+        let m = [
+            MountSpec::parse_tmpfs("/data/sub/x").unwrap(),
+            MountSpec::parse_ro("/usr:/data").unwrap(),
+            MountSpec::parse_tmpfs("/data/sub").unwrap(),
+        ];
+        let plan = ViewPlan::new(&input(&m, &[])).unwrap();
+        let order: Vec<_> = plan.mounts.iter().map(|m| m.guest.clone()).collect();
+        assert_eq!(
+            order,
+            [
+                PathBuf::from("/data"),
+                "/data/sub".into(),
+                "/data/sub/x".into()
+            ]
+        );
+        assert_eq!(
+            plan.mounts[0].what,
+            MountWhat::Bind {
+                host: "/usr".into(),
+                writable: false,
+                is_dir: true
+            }
+        );
+    }
+
+    #[test]
+    fn cwd_binding() {
+        let none: &[PlannedMount] = &[];
+        assert!(cwd_needs_bind(
+            Path::new("/work/x"),
+            Path::new("/work/x"),
+            none
+        ));
+        assert!(!cwd_needs_bind(Path::new("/"), Path::new("/"), none));
+        assert!(!cwd_needs_bind(
+            Path::new("/usr/share"),
+            Path::new("/usr/share"),
+            none
+        ));
+        assert!(!cwd_needs_bind(
+            Path::new("/etcetera"),
+            Path::new("/data"),
+            none
+        ));
+        assert!(cwd_needs_bind(
+            Path::new("/etcetera"),
+            Path::new("/etcetera"),
+            none
+        ));
+        assert!(!cwd_needs_bind(Path::new("/tmp"), Path::new("/tmp"), none));
+        assert!(cwd_needs_bind(
+            Path::new("/tmp/a"),
+            Path::new("/tmp/a"),
+            none
+        ));
+        let covered = [PlannedMount {
+            label: String::new(),
+            guest: "/work".into(),
+            what: MountWhat::Tmpfs { size: 1 },
+        }];
+        assert!(!cwd_needs_bind(
+            Path::new("/work/x"),
+            Path::new("/work/x"),
+            &covered
+        ));
+    }
+
+    #[test]
+    fn home_and_passwd() {
+        let env = [("HOME".into(), "/home/alice".into())];
+        let plan = ViewPlan::new(&input(&[], &env)).unwrap();
+        assert_eq!(plan.home.as_deref(), Some(Path::new("/home/alice")));
+        let passwd = String::from_utf8(plan.etc_files[0].1.clone()).unwrap();
+        assert!(
+            passwd.contains("sandbox:x:1000:1000:sandbox:/home/alice:/bin/sh\n"),
+            "{passwd}"
+        );
+        assert!(passwd.starts_with("root:x:0:0:root:/root:/bin/sh\n"));
+        assert_eq!(group(0), "root:x:0:\nnogroup:x:65534:\n");
+        assert!(group(5).contains("sandbox:x:5:\n"));
+        assert!(passwd_for_root_uses_home());
+        let plan = ViewPlan::new(&input(&[], &[])).unwrap();
+        assert_eq!(plan.home, None);
+        assert!(String::from_utf8_lossy(&plan.etc_files[0].1).contains(":/home/sandbox:"));
+        assert!(hosts("box").contains("127.0.1.1\tbox\n"));
+    }
+
+    fn passwd_for_root_uses_home() -> bool {
+        passwd(0, 0, Path::new("/tmp")).starts_with("root:x:0:0:root:/tmp:/bin/sh\n")
+    }
+
+    #[test]
+    fn hidden_etc() {
+        let dir = std::env::temp_dir().join(format!("plan-test-{}", std::process::id()));
+        let etc = dir.as_path();
+        fs::create_dir_all(etc.join("ssh")).unwrap();
+        for f in [
+            "shadow",
+            "ssh/ssh_host_rsa_key",
+            "ssh/ssh_host_rsa_key.pub",
+            "ssh/ssh_config",
+            "passwd",
+        ] {
+            fs::write(etc.join(f), "").unwrap();
+        }
+        fs::create_dir(etc.join("sudoers.d")).unwrap();
+        let hidden = hidden_etc_entries(etc);
+        let want: Vec<PathBuf> = [
+            "shadow",
+            "sudoers.d",
+            "ssh/ssh_host_rsa_key",
+            "ssh/ssh_host_rsa_key.pub",
+        ]
+        .iter()
+        .map(PathBuf::from)
+        .collect();
+        fs::remove_dir_all(etc).unwrap();
+        assert_eq!(hidden, want);
+    }
+}

@@ -1,0 +1,329 @@
+//! Building the guest's view: runs in the sandbox's init, inside its new
+//! user and mount namespaces, before any privilege is dropped.
+//!
+//! Owns: the mounts of the view and the two pivots. Does not own: what
+//! the view contains (decided in `plan.rs`), or anything after the final
+//! pivot (init chdirs and drops privileges).
+//!
+//! The steps, as bubblewrap does them:
+//! 1. Make every mount private, so nothing we do propagates to the host.
+//! 2. Open the user's bind sources (and the host cwd) while the host's
+//!    paths still mean what the user meant.
+//! 3. Mount the layer (a tmpfs of `--disk` size) on /tmp and pivot into
+//!    it: the layer becomes `/`, the host's root `/oldroot`.
+//! 4. In the layer: `/newroot` (bind-mounted on itself, so it can be
+//!    pivoted into), and `/upper`, `/work` (overlay upper and work dirs)
+//!    and `/shm`, which the guest can never reach.
+//! 5. Fill /newroot: overlays of the host's /usr, /etc, ... (secrets
+//!    whited out, passwd and friends written in the upper layer), /tmp,
+//!    a fresh /proc, a small /dev, an empty /sys, the host cwd, the
+//!    user's mounts, $HOME.
+//! 6. Pivot into /newroot and detach the old root (layer and host).
+//!
+//! The mounts at paths the user chose (step 5's cwd, user mounts, $HOME)
+//! are in `bind.rs`.
+
+use std::fs;
+use std::os::fd::{AsFd, OwnedFd};
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+use nix::errno::Errno;
+use nix::fcntl::OFlag;
+use nix::mount::{mount, umount2, MntFlags, MsFlags};
+use nix::sys::stat::{mknod, umask, Mode, SFlag};
+use nix::unistd::{chdir, mkdir, pivot_root, symlinkat};
+
+use super::bind::{add_user_mount, bind, ensure_in_root, open_mount_source, open_source};
+use super::plan::{TopKind, ViewPlan};
+use crate::sys::fd::open_at;
+
+/// Where the layer is mounted before the first pivot. Any host directory
+/// would do: / is private by then, so the host never sees this mount.
+const STAGING: &str = "/tmp";
+/// Paths inside the layer, once it is `/`.
+const OLD_ROOT: &str = "/oldroot";
+const NEW_ROOT: &str = "/newroot";
+const UPPER: &str = "/upper";
+const WORK: &str = "/work";
+const SHM: &str = "/shm";
+
+type Result<T> = std::result::Result<T, String>;
+
+/// Builds the view and pivots into it. Errors are one line for the user.
+pub fn build(plan: &ViewPlan) -> Result<()> {
+    // Modes below are meant exactly; the guest gets the old umask back.
+    let umask_before = umask(Mode::empty());
+    let private = MsFlags::MS_REC | MsFlags::MS_PRIVATE;
+    check(
+        mount(None::<&str>, "/", None::<&str>, private, None::<&str>),
+        || "making mounts private".into(),
+    )?;
+    let cwd_src = match &plan.cwd_bind {
+        Some(cwd) => Some(
+            open_source(cwd, true)
+                .map_err(|e| format!("current directory {}: {}", cwd.display(), e.desc()))?,
+        ),
+        None => None,
+    };
+    let mount_srcs = plan
+        .mounts
+        .iter()
+        .map(open_mount_source)
+        .collect::<Result<Vec<_>>>()?;
+
+    enter_layer(plan.layer_size)?;
+    make_new_root()?;
+    for top in &plan.top_dirs {
+        let path = new_root(&top.name);
+        match &top.kind {
+            TopKind::Symlink(target) => check(symlinkat(target, None, &path), || {
+                format!("creating /{}", top.name)
+            })?,
+            TopKind::Overlay => add_overlay(plan, &top.name)?,
+        }
+    }
+    make_dir(&new_root("tmp"), 0o1777)?;
+    make_dir(&new_root("sys"), 0o555)?;
+    mount_proc()?;
+    build_dev(plan)?;
+
+    let root = fd_of_path(NEW_ROOT)?;
+    if let (Some(cwd), Some(src)) = (&plan.cwd_bind, &cwd_src) {
+        let flags = MsFlags::MS_RDONLY | MsFlags::MS_NOSUID | MsFlags::MS_NODEV;
+        bind(root.as_fd(), src.as_fd(), cwd, true, flags)
+            .map_err(|e| format!("current directory {}: {e}", cwd.display()))?;
+    }
+    for (m, src) in plan.mounts.iter().zip(&mount_srcs) {
+        add_user_mount(root.as_fd(), m, src.as_ref()).map_err(|e| format!("{}: {e}", m.label))?;
+    }
+    if let Some(home) = &plan.home {
+        // A HOME we cannot create is not worth failing the run for.
+        let _ = ensure_in_root(root.as_fd(), home, true);
+    }
+    drop(root);
+    enter_new_root()?;
+    umask(umask_before);
+    Ok(())
+}
+
+fn check<T>(r: nix::Result<T>, what: impl FnOnce() -> String) -> Result<T> {
+    r.map_err(|e| format!("{}: {}", what(), e.desc()))
+}
+
+fn new_root(rel: &str) -> PathBuf {
+    Path::new(NEW_ROOT).join(rel)
+}
+
+fn fd_of_path(path: &str) -> Result<OwnedFd> {
+    open_at(
+        None,
+        Path::new(path),
+        OFlag::O_PATH | OFlag::O_DIRECTORY,
+        Mode::empty(),
+    )
+    .map_err(|e| format!("opening {path}: {}", e.desc()))
+}
+
+fn make_dir(path: &Path, mode: u32) -> Result<()> {
+    match mkdir(path, Mode::from_bits_truncate(mode)) {
+        Ok(()) | Err(Errno::EEXIST) => Ok(()),
+        Err(e) => Err(format!("creating {}: {}", path.display(), e.desc())),
+    }
+}
+
+/// Steps 3: the layer becomes `/`, the host's root `/oldroot`.
+fn enter_layer(size: u64) -> Result<()> {
+    let opts = format!("size={size},mode=0755");
+    let flags = MsFlags::MS_NOSUID | MsFlags::MS_NODEV;
+    check(
+        mount(
+            Some("tmpfs"),
+            STAGING,
+            Some("tmpfs"),
+            flags,
+            Some(opts.as_str()),
+        ),
+        || "mounting the layer".into(),
+    )?;
+    check(chdir(STAGING), || format!("entering {STAGING}"))?;
+    make_dir(Path::new("oldroot"), 0o755)?;
+    check(pivot_root(".", "oldroot"), || {
+        "pivoting into the layer".into()
+    })?;
+    check(chdir("/"), || "entering the layer".into())
+}
+
+/// Step 4.
+fn make_new_root() -> Result<()> {
+    make_dir(Path::new(NEW_ROOT), 0o755)?;
+    check(
+        mount(
+            Some(NEW_ROOT),
+            NEW_ROOT,
+            None::<&str>,
+            MsFlags::MS_BIND,
+            None::<&str>,
+        ),
+        || "binding the new root".into(),
+    )?;
+    make_dir(Path::new(UPPER), 0o700)?;
+    make_dir(Path::new(WORK), 0o700)?;
+    make_dir(Path::new(SHM), 0o1777)
+}
+
+/// An overlay of the host's `/name`, writes going to the layer.
+fn add_overlay(plan: &ViewPlan, name: &str) -> Result<()> {
+    let lower = Path::new(OLD_ROOT).join(name);
+    let upper = Path::new(UPPER).join(name);
+    let work = Path::new(WORK).join(name);
+    make_dir(&upper, mode_of(&lower))?;
+    make_dir(&work, 0o700)?;
+    make_dir(&new_root(name), 0o755)?;
+    if name == "etc" {
+        prepare_etc(plan, &upper)?;
+    }
+    let opts = format!(
+        "lowerdir={},upperdir={},workdir={},userxattr",
+        lower.display(),
+        upper.display(),
+        work.display()
+    );
+    let flags = MsFlags::MS_NOSUID | MsFlags::MS_NODEV;
+    let target = new_root(name);
+    check(
+        mount(
+            Some("overlay"),
+            &target,
+            Some("overlay"),
+            flags,
+            Some(opts.as_str()),
+        ),
+        || format!("mounting the overlay on /{name}"),
+    )
+}
+
+fn mode_of(path: &Path) -> u32 {
+    fs::metadata(path)
+        .map(|m| m.permissions().mode() & 0o7777)
+        .unwrap_or(0o755)
+}
+
+/// Whiteouts for the hidden /etc entries and the sandbox's own files, in
+/// the upper layer before the overlay is mounted.
+fn prepare_etc(plan: &ViewPlan, upper: &Path) -> Result<()> {
+    let lower = Path::new(OLD_ROOT).join("etc");
+    for rel in &plan.etc_hidden {
+        for parent in rel
+            .ancestors()
+            .skip(1)
+            .collect::<Vec<_>>()
+            .into_iter()
+            .rev()
+        {
+            if !parent.as_os_str().is_empty() {
+                make_dir(&upper.join(parent), mode_of(&lower.join(parent)))?;
+            }
+        }
+        // A whiteout: a character device 0:0, which overlayfs shows as absent.
+        let r = mknod(&upper.join(rel), SFlag::S_IFCHR, Mode::empty(), 0);
+        check(r, || format!("hiding /etc/{}", rel.display()))?;
+    }
+    for (rel, data) in &plan.etc_files {
+        let path = upper.join(rel);
+        fs::write(&path, data).map_err(|e| format!("writing /etc/{}: {e}", rel.display()))?;
+        fs::set_permissions(&path, fs::Permissions::from_mode(0o644))
+            .map_err(|e| format!("writing /etc/{}: {e}", rel.display()))?;
+    }
+    Ok(())
+}
+
+fn mount_proc() -> Result<()> {
+    let target = new_root("proc");
+    make_dir(&target, 0o555)?;
+    let flags = MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC;
+    check(
+        mount(Some("proc"), &target, Some("proc"), flags, None::<&str>),
+        || "mounting /proc".into(),
+    )
+}
+
+/// /dev: a small read-only tmpfs with the host's harmless devices bound
+/// in, a private devpts, shm from the layer, and the usual symlinks.
+fn build_dev(plan: &ViewPlan) -> Result<()> {
+    let dev = new_root("dev");
+    make_dir(&dev, 0o755)?;
+    let flags = MsFlags::MS_NOSUID | MsFlags::MS_NOEXEC;
+    let r = mount(
+        Some("tmpfs"),
+        &dev,
+        Some("tmpfs"),
+        flags,
+        Some("size=64k,nr_inodes=256,mode=0755"),
+    );
+    check(r, || "mounting /dev".into())?;
+    for name in &plan.dev_nodes {
+        let target = dev.join(name);
+        fs::write(&target, b"").map_err(|e| format!("creating /dev/{name}: {e}"))?;
+        let host = Path::new(OLD_ROOT).join("dev").join(name);
+        check(
+            mount(
+                Some(&host),
+                &target,
+                None::<&str>,
+                MsFlags::MS_BIND,
+                None::<&str>,
+            ),
+            || format!("binding /dev/{name}"),
+        )?;
+    }
+    let pts = dev.join("pts");
+    make_dir(&pts, 0o755)?;
+    let r = mount(
+        Some("devpts"),
+        &pts,
+        Some("devpts"),
+        flags,
+        Some("newinstance,ptmxmode=0666,mode=0620"),
+    );
+    check(r, || "mounting /dev/pts".into())?;
+    let shm = dev.join("shm");
+    make_dir(&shm, 0o1777)?;
+    check(
+        mount(
+            Some(SHM),
+            &shm,
+            None::<&str>,
+            MsFlags::MS_BIND,
+            None::<&str>,
+        ),
+        || "binding /dev/shm".into(),
+    )?;
+    for (name, target) in [
+        ("ptmx", "pts/ptmx"),
+        ("fd", "/proc/self/fd"),
+        ("stdin", "/proc/self/fd/0"),
+        ("stdout", "/proc/self/fd/1"),
+        ("stderr", "/proc/self/fd/2"),
+    ] {
+        check(symlinkat(target, None, &dev.join(name)), || {
+            format!("creating /dev/{name}")
+        })?;
+    }
+    let ro = MsFlags::MS_REMOUNT | MsFlags::MS_BIND | MsFlags::MS_RDONLY | flags;
+    check(
+        mount(None::<&str>, &dev, None::<&str>, ro, None::<&str>),
+        || "making /dev read-only".into(),
+    )
+}
+
+/// Step 6: `/newroot` becomes `/`; the layer's root and the host's root
+/// under it are detached, unreachable from now on.
+fn enter_new_root() -> Result<()> {
+    check(chdir(NEW_ROOT), || "entering the new root".into())?;
+    check(pivot_root(".", "."), || "pivoting into the new root".into())?;
+    check(umount2(".", MntFlags::MNT_DETACH), || {
+        "detaching the old root".into()
+    })?;
+    check(chdir("/"), || "entering the new root".into())
+}

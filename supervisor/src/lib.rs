@@ -1,0 +1,27 @@
+//! The `supervisor` binary's code: CLI, sandbox launch, the seccomp
+//! notification loop, guest memory access, and the run report.
+//!
+//! The binary target itself is a two-line shim in the workspace's root
+//! package (`src/main.rs`), so that the integration tests in `tests/` get
+//! `CARGO_BIN_EXE_supervisor` and `cargo test` builds it first.
+
+pub mod cli;
+pub mod launch;
+pub mod report;
+pub mod run;
+pub mod sys;
+pub mod trap;
+
+/// Entry point of the command; returns the process exit code.
+pub fn main() -> i32 {
+    match cli::parse() {
+        Ok(cli) => match cli.command {
+            cli::Command::Run(args) => run::run(args),
+            cli::Command::Policy => {
+                print!("{}", sandbox_syscalls::policy::doc::markdown());
+                0
+            }
+        },
+        Err(code) => code,
+    }
+}

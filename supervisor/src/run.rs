@@ -1,0 +1,175 @@
+//! `supervisor run`: launch the sandbox, serve its trapped calls, wait for
+//! it, and turn the outcome into an exit code, a line on stderr, and the
+//! report.
+//!
+//! Owns the order of things (launch before any thread exists; workers
+//! serving before the guest may exec) and the guest's environment. Does
+//! not own any of the steps themselves.
+
+use std::ffi::OsString;
+use std::thread;
+use std::time::Instant;
+
+use nix::sys::resource::{getrusage, UsageWho};
+use nix::sys::signal::{kill, SigSet, Signal};
+use nix::sys::signalfd::SignalFd;
+use nix::sys::stat::{umask, Mode};
+use nix::unistd::{getgid, getuid, Pid};
+use sandbox_syscalls::policy::bpf;
+use sandbox_syscalls::Context;
+
+use crate::cli::RunArgs;
+use crate::launch::{self, LaunchConfig, LaunchError, Outcome};
+use crate::report::{Reason, Report};
+use crate::trap;
+
+/// Host variables the guest inherits when they are set.
+const INHERITED_ENV: &[&str] = &["PATH", "HOME", "LANG", "TERM"];
+
+/// Signals the supervisor passes on to the guest (through its init).
+const FORWARDED: &[Signal] = &[
+    Signal::SIGINT,
+    Signal::SIGTERM,
+    Signal::SIGHUP,
+    Signal::SIGQUIT,
+    Signal::SIGUSR1,
+    Signal::SIGUSR2,
+    Signal::SIGWINCH,
+];
+
+/// Runs the sandbox described by `args`; returns the exit code.
+pub fn run(args: RunArgs) -> i32 {
+    let started = Instant::now();
+    let mut report = Report::new(Reason::SupervisorError);
+    let code = match execute(&args, &mut report) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("supervisor: {}", e.message);
+            report.message = Some(e.message);
+            e.exit_code
+        }
+    };
+    report.wall_time_s = started.elapsed().as_secs_f64();
+    if let Ok(usage) = getrusage(UsageWho::RUSAGE_CHILDREN) {
+        report.cpu_time_s.user = secs(usage.user_time());
+        report.cpu_time_s.system = secs(usage.system_time());
+    }
+    if let Some(path) = &args.report {
+        if let Err(e) = report.write(path) {
+            eprintln!("supervisor: cannot write report {}: {e}", path.display());
+            return if code == 0 { 125 } else { code };
+        }
+    }
+    code
+}
+
+fn execute(args: &RunArgs, report: &mut Report) -> Result<i32, LaunchError> {
+    let config = launch_config(args)?;
+    let forwarded = block_forwarded_signals()?;
+    // Launch forks: it must happen before this process has any thread.
+    let sandbox = launch::launch(&config)?;
+    umask(Mode::empty()); // handlers apply the guest's own umask
+    let workers = args.workers.unwrap_or_else(default_workers);
+    let listener = sandbox.listener.try_clone().map_err(supervisor_error)?;
+    let root = sandbox.root.try_clone().map_err(supervisor_error)?;
+    let ctx = Context::new(root, getuid().as_raw(), getgid().as_raw());
+    let trap = match trap::serve(listener, ctx, workers) {
+        Ok(t) => t,
+        Err(e) => {
+            sandbox.kill();
+            return Err(supervisor_error(e));
+        }
+    };
+    forward_signals(forwarded, sandbox.init_pid);
+    sandbox.start()?;
+    let outcome = sandbox.wait()?;
+    report.syscalls.serviced = trap.counters.serviced().into_iter().collect();
+    report.syscalls.denied = trap.counters.denied().into_iter().collect();
+    Ok(match outcome {
+        Outcome::Exited(code) => {
+            report.reason = Reason::Exited;
+            report.exit_code = Some(code);
+            code
+        }
+        Outcome::Signaled(sig) => {
+            report.reason = Reason::Signaled;
+            report.signal = Some(sig);
+            128 + sig
+        }
+    })
+}
+
+fn launch_config(args: &RunArgs) -> Result<LaunchConfig, LaunchError> {
+    let mut mounts: Vec<_> = args.ro.iter().chain(&args.rw).chain(&args.tmpfs).cloned().collect();
+    // Parents before children, whatever the flag order.
+    mounts.sort_by_key(|m| m.guest.components().count());
+    Ok(LaunchConfig {
+        command: args.command.clone(),
+        env: guest_env(&args.env)?,
+        workdir: args.workdir.clone(),
+        hostname: args.hostname.clone(),
+        mounts,
+        disk_size: args.disk,
+        filter: bpf::compile(),
+    })
+}
+
+/// The guest's whole environment: a few host variables and `--env`.
+fn guest_env(extra: &[String]) -> Result<Vec<(OsString, OsString)>, LaunchError> {
+    let mut env: Vec<(OsString, OsString)> = INHERITED_ENV
+        .iter()
+        .filter_map(|k| std::env::var_os(k).map(|v| (OsString::from(k), v)))
+        .collect();
+    for item in extra {
+        let (k, v) = match item.split_once('=') {
+            Some((k, v)) => (k.to_string(), OsString::from(v)),
+            None => match std::env::var_os(item) {
+                Some(v) => (item.clone(), v),
+                None => continue,
+            },
+        };
+        if k.is_empty() || k.contains('\0') {
+            return Err(LaunchError { exit_code: 125, message: format!("--env {item}: invalid variable name") });
+        }
+        env.retain(|(old, _)| old != k.as_str());
+        env.push((k.into(), v));
+    }
+    Ok(env)
+}
+
+fn block_forwarded_signals() -> Result<SigSet, LaunchError> {
+    let mut set = SigSet::empty();
+    FORWARDED.iter().for_each(|s| set.add(*s));
+    set.thread_block().map_err(supervisor_error)?;
+    Ok(set)
+}
+
+/// Passes signals that another process sent us on to the guest's init.
+/// Signals from the terminal (Ctrl-C) already reach the guest, which
+/// shares our process group, so they are not sent twice.
+fn forward_signals(set: SigSet, init: Pid) {
+    let Ok(sfd) = SignalFd::new(&set) else { return };
+    let _ = thread::Builder::new().name("signals".into()).spawn(move || loop {
+        match sfd.read_signal() {
+            Ok(Some(info)) if info.ssi_code <= 0 => {
+                if let Ok(sig) = Signal::try_from(info.ssi_signo as i32) {
+                    let _ = kill(init, sig);
+                }
+            }
+            Ok(_) => {}
+            Err(_) => return,
+        }
+    });
+}
+
+fn default_workers() -> usize {
+    thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
+}
+
+fn supervisor_error(e: impl std::fmt::Display) -> LaunchError {
+    LaunchError { exit_code: 125, message: e.to_string() }
+}
+
+fn secs(t: nix::sys::time::TimeVal) -> f64 {
+    t.tv_sec() as f64 + t.tv_usec() as f64 / 1e6
+}

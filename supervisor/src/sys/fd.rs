@@ -1,0 +1,116 @@
+//! File descriptors: closing all but a few, opening confined to a root,
+//! and passing a descriptor over a unix socket.
+
+use std::io::{IoSlice, IoSliceMut};
+use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
+use std::path::Path;
+
+use nix::errno::Errno;
+use nix::fcntl::{OFlag, OpenHow, ResolveFlag};
+use nix::sys::socket::{recvmsg, sendmsg, ControlMessage, ControlMessageOwned, MsgFlags};
+use nix::sys::stat::Mode;
+
+/// Closes every descriptor from 3 up, except those in `keep`.
+pub fn close_all_except(keep: &[RawFd]) -> nix::Result<()> {
+    let mut keep: Vec<u32> = keep
+        .iter()
+        .filter_map(|&fd| u32::try_from(fd).ok())
+        .collect();
+    keep.sort_unstable();
+    let mut first = 3u32;
+    for fd in keep.into_iter().filter(|&fd| fd >= 3) {
+        if fd > first {
+            close_range(first, fd - 1)?;
+        }
+        first = fd + 1;
+    }
+    close_range(first, u32::MAX)
+}
+
+fn close_range(first: u32, last: u32) -> nix::Result<()> {
+    // SAFETY: close_range takes plain integers and touches no memory of
+    // ours; the caller decided these descriptors are no longer used.
+    let ret = unsafe { libc::syscall(libc::SYS_close_range, first, last, 0u32) };
+    Errno::result(ret).map(drop)
+}
+
+/// `openat2(root, path, flags, RESOLVE_IN_ROOT)`: `path` is resolved as if
+/// `root` were `/`, so `..` and absolute symlinks stay beneath it.
+pub fn open_in_root(root: BorrowedFd<'_>, path: &Path, flags: OFlag) -> nix::Result<OwnedFd> {
+    let how = OpenHow::new()
+        .flags(flags | OFlag::O_CLOEXEC)
+        .resolve(ResolveFlag::RESOLVE_IN_ROOT | ResolveFlag::RESOLVE_NO_MAGICLINKS);
+    let fd = nix::fcntl::openat2(root.as_raw_fd(), path, how)?;
+    // SAFETY: openat2 just returned this descriptor; nothing else owns it.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// `openat(dir, path, flags, mode)` returning an owned descriptor.
+pub fn open_at(
+    dir: Option<BorrowedFd<'_>>,
+    path: &Path,
+    flags: OFlag,
+    mode: Mode,
+) -> nix::Result<OwnedFd> {
+    let fd = nix::fcntl::openat(
+        dir.map(|d| d.as_raw_fd()),
+        path,
+        flags | OFlag::O_CLOEXEC,
+        mode,
+    )?;
+    // SAFETY: openat just returned this descriptor; nothing else owns it.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// Sends `data` on a unix socket, with `fd` attached (SCM_RIGHTS) if given.
+pub fn send_with_fd(
+    sock: BorrowedFd<'_>,
+    data: &[u8],
+    fd: Option<BorrowedFd<'_>>,
+) -> nix::Result<()> {
+    let raw = fd.map(|f| [f.as_raw_fd()]);
+    let cmsg: Vec<ControlMessage> = raw
+        .as_ref()
+        .map(|r| ControlMessage::ScmRights(r))
+        .into_iter()
+        .collect();
+    let iov = [IoSlice::new(data)];
+    loop {
+        match sendmsg::<()>(sock.as_raw_fd(), &iov, &cmsg, MsgFlags::MSG_NOSIGNAL, None) {
+            Err(Errno::EINTR) => continue,
+            r => return r.map(drop),
+        }
+    }
+}
+
+/// Receives one message from a unix socket: its length (0 at end of
+/// stream) and the descriptor it carried, if any (close-on-exec).
+pub fn recv_with_fd(sock: BorrowedFd<'_>, buf: &mut [u8]) -> nix::Result<(usize, Option<OwnedFd>)> {
+    let mut space = nix::cmsg_space!([RawFd; 1]);
+    let mut iov = [IoSliceMut::new(buf)];
+    let msg = loop {
+        match recvmsg::<()>(
+            sock.as_raw_fd(),
+            &mut iov,
+            Some(&mut space),
+            MsgFlags::MSG_CMSG_CLOEXEC,
+        ) {
+            Err(Errno::EINTR) => continue,
+            r => break r?,
+        }
+    };
+    let mut received = None;
+    for c in msg.cmsgs()? {
+        if let ControlMessageOwned::ScmRights(fds) = c {
+            for fd in fds {
+                // SAFETY: the kernel just installed this descriptor in our
+                // table for this message; we are its only owner.
+                let owned = unsafe { OwnedFd::from_raw_fd(fd) };
+                if received.is_none() {
+                    received = Some(owned);
+                }
+            }
+        }
+    }
+    Ok((msg.bytes, received))
+}

@@ -1,0 +1,15 @@
+//! Small wrappers around host calls that nix does not wrap (or wraps only
+//! as `unsafe fn`): raw `clone` into new namespaces, `sigwaitinfo`,
+//! `close_range`, `openat2` returning an owned fd, descriptor passing,
+//! capabilities and securebits, `seccomp(SET_MODE_FILTER)`, bringing a
+//! network link up.
+//!
+//! Owns: every `unsafe` block the launch code needs, each with a
+//! `// SAFETY:` comment. Does not own: policy; callers decide what to call
+//! and when.
+
+pub mod caps;
+pub mod fd;
+pub mod net;
+pub mod process;
+pub mod seccomp;

@@ -1,0 +1,105 @@
+//! Process creation and signal waiting.
+
+use nix::errno::Errno;
+use nix::sched::CloneFlags;
+use nix::sys::signal::SigSet;
+use nix::unistd::{ForkResult, Pid};
+
+/// Which side of a fork-like call we are on.
+pub enum Forked {
+    Parent(Pid),
+    Child,
+}
+
+/// `clone(flags | SIGCHLD)` without a new stack: like `fork`, but the
+/// child starts in the namespaces `flags` asks for.
+///
+/// The child runs on a copy of the caller's memory. Only the calling
+/// thread exists in it, so the caller should be single-threaded: a lock
+/// another thread held at the time (in the allocator, say) would stay
+/// locked in the child.
+pub fn clone_process(flags: CloneFlags) -> nix::Result<Forked> {
+    let flags = flags.bits() as libc::c_ulong | libc::SIGCHLD as libc::c_ulong;
+    // SAFETY: without CLONE_VM and with a null stack pointer the kernel
+    // gives the child a private copy of the address space and of the
+    // caller's stack, exactly as fork() does; no memory is shared, so
+    // neither side can observe the other's writes. The remaining pointer
+    // arguments (parent_tid, child_tid, tls) are unused without the
+    // matching flags and are passed as null.
+    let ret = unsafe {
+        libc::syscall(
+            libc::SYS_clone,
+            flags,
+            std::ptr::null_mut::<libc::c_void>(),
+            std::ptr::null_mut::<libc::c_int>(),
+            std::ptr::null_mut::<libc::c_int>(),
+            0 as libc::c_ulong,
+        )
+    };
+    match Errno::result(ret)? {
+        0 => Ok(Forked::Child),
+        pid => Ok(Forked::Parent(Pid::from_raw(pid as libc::pid_t))),
+    }
+}
+
+/// Plain `fork()`, for a process known to be single-threaded (the
+/// sandbox's init).
+pub fn fork_single_threaded() -> nix::Result<Forked> {
+    // SAFETY: callers only use this in the sandbox's init, which never
+    // starts threads, so the child inherits no lock held by another thread.
+    match unsafe { nix::unistd::fork() }? {
+        ForkResult::Parent { child } => Ok(Forked::Parent(child)),
+        ForkResult::Child => Ok(Forked::Child),
+    }
+}
+
+/// The part of a `siginfo_t` that signal forwarding needs.
+#[derive(Clone, Copy, Debug)]
+pub struct SigInfo {
+    pub signo: i32,
+    /// `si_code`: <= 0 when a process sent it (kill, sigqueue, tgkill),
+    /// > 0 when the kernel did (a terminal's Ctrl-C, a child's exit).
+    pub code: i32,
+}
+
+/// Waits for one of the (blocked) signals in `set`.
+pub fn sigwaitinfo(set: &SigSet) -> nix::Result<SigInfo> {
+    // SAFETY: siginfo_t is plain data for which all-zero is a valid value.
+    let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+    // SAFETY: `set` is a valid sigset_t for the duration of the call and
+    // `info` a valid, writable siginfo_t.
+    let ret = unsafe { libc::sigwaitinfo(set.as_ref(), &mut info) };
+    Errno::result(ret)?;
+    Ok(SigInfo {
+        signo: info.si_signo,
+        code: info.si_code,
+    })
+}
+
+/// Resets every standard signal to its default disposition: an ignored
+/// signal would otherwise stay ignored across fork and execve (an ignored
+/// SIGCHLD would even make children reap themselves).
+pub fn reset_signal_dispositions() {
+    use nix::sys::signal::{sigaction, SaFlags, SigAction, SigHandler, Signal};
+    let default = SigAction::new(SigHandler::SigDfl, SaFlags::empty(), SigSet::empty());
+    for sig in Signal::iterator().filter(|s| !matches!(s, Signal::SIGKILL | Signal::SIGSTOP)) {
+        // SAFETY: SIG_DFL installs no handler, so no code of ours can run
+        // in signal context as a result.
+        let _ = unsafe { sigaction(sig, &default) };
+    }
+}
+
+/// Default dispositions and an empty signal mask, as a fresh program expects.
+pub fn reset_signals() {
+    use nix::sys::signal::{sigprocmask, SigmaskHow};
+    reset_signal_dispositions();
+    let _ = sigprocmask(SigmaskHow::SIG_SETMASK, Some(&SigSet::empty()), None);
+}
+
+/// Ends this process at once with `code`: no atexit handlers, no stdio
+/// flush (a forked child must not flush its parent's buffers).
+pub fn exit_now(code: i32) -> ! {
+    // SAFETY: _exit takes an integer and never returns; it runs no code
+    // of this process.
+    unsafe { libc::_exit(code) }
+}

@@ -1,0 +1,40 @@
+//! Installing a seccomp filter with a notification listener.
+
+use std::os::fd::{FromRawFd, OwnedFd};
+
+use nix::errno::Errno;
+
+pub const SECCOMP_SET_MODE_FILTER: libc::c_uint = 1;
+pub const FLAG_NEW_LISTENER: libc::c_uint = 1 << 3;
+pub const FLAG_WAIT_KILLABLE_RECV: libc::c_uint = 1 << 5;
+
+/// `seccomp(SECCOMP_SET_MODE_FILTER, flags, prog)`; with
+/// `FLAG_NEW_LISTENER` the kernel returns the listener descriptor.
+/// The caller must have set no_new_privs (or hold CAP_SYS_ADMIN).
+pub fn install_filter(
+    prog: &[libc::sock_filter],
+    flags: libc::c_uint,
+) -> nix::Result<Option<OwnedFd>> {
+    let len = u16::try_from(prog.len()).map_err(|_| Errno::E2BIG)?;
+    let fprog = libc::sock_fprog {
+        len,
+        filter: prog.as_ptr() as *mut libc::sock_filter,
+    };
+    // SAFETY: fprog points at `len` valid instructions that outlive the
+    // call; the kernel copies the program before returning.
+    let ret = unsafe {
+        libc::syscall(
+            libc::SYS_seccomp,
+            SECCOMP_SET_MODE_FILTER,
+            flags,
+            &fprog as *const libc::sock_fprog,
+        )
+    };
+    let ret = Errno::result(ret)?;
+    if flags & FLAG_NEW_LISTENER == 0 {
+        return Ok(None);
+    }
+    // SAFETY: with NEW_LISTENER the return value is a fresh descriptor
+    // that nothing else owns.
+    Ok(Some(unsafe { OwnedFd::from_raw_fd(ret as libc::c_int) }))
+}

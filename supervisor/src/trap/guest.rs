@@ -1,0 +1,113 @@
+//! [`Guest`] over one seccomp notification: the trapped thread as the
+//! handlers see it.
+//!
+//! Owns: mapping each `Guest` method onto host calls against the
+//! caller's tid — guest memory through `memory`, descriptors through
+//! `/proc/<tid>/fd` and `pidfd_getfd`, ids and umask from
+//! `/proc/<tid>/status`. Does not own: what the handlers do with them.
+
+use std::fs::{self, OpenOptions};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::os::unix::fs::OpenOptionsExt;
+
+use nix::errno::Errno;
+use sandbox_syscalls::guest::PATH_MAX;
+use sandbox_syscalls::Guest;
+
+use super::{ioctl, memory, pidfd};
+
+/// One trapped call of one guest thread.
+pub struct NotifGuest<'a> {
+    pub listener: BorrowedFd<'a>,
+    pub id: u64,
+    pub tid: i32,
+}
+
+impl Guest for NotifGuest<'_> {
+    fn tid(&self) -> i32 {
+        self.tid
+    }
+
+    fn read_mem(&self, addr: u64, buf: &mut [u8]) -> Result<(), Errno> {
+        memory::read(self.tid, addr, buf)
+    }
+
+    fn write_mem(&self, addr: u64, data: &[u8]) -> Result<(), Errno> {
+        memory::write(self.tid, addr, data)
+    }
+
+    fn read_path(&self, addr: u64) -> Result<Vec<u8>, Errno> {
+        memory::read_cstr(self.tid, addr, PATH_MAX)
+    }
+
+    fn still_valid(&self) -> bool {
+        ioctl::id_valid(self.listener, self.id)
+    }
+
+    fn fd_path(&self, fd: i32) -> Result<OwnedFd, Errno> {
+        if fd < 0 {
+            return Err(Errno::EBADF);
+        }
+        open_proc(&format!("/proc/{}/fd/{fd}", self.tid), 0).map_err(|e| match e {
+            Errno::ENOENT => Errno::EBADF,
+            e => e,
+        })
+    }
+
+    fn dup_fd(&self, fd: i32) -> Result<OwnedFd, Errno> {
+        if fd < 0 {
+            return Err(Errno::EBADF);
+        }
+        let pidfd = pidfd_of_thread(self.tid)?;
+        pidfd::getfd(pidfd.as_fd(), fd)
+    }
+
+    fn cwd(&self) -> Result<OwnedFd, Errno> {
+        open_proc(&format!("/proc/{}/cwd", self.tid), libc::O_DIRECTORY)
+    }
+
+    fn umask(&self) -> Result<u32, Errno> {
+        let v = status_field(self.tid, "Umask:")?;
+        u32::from_str_radix(v.trim(), 8).map_err(|_| Errno::EIO)
+    }
+
+    fn ns_ids(&self) -> Result<(i32, i32), Errno> {
+        let last = |field: &str| -> Result<i32, Errno> {
+            let v = status_field(self.tid, field)?;
+            v.split_whitespace().last().and_then(|s| s.parse().ok()).ok_or(Errno::EIO)
+        };
+        Ok((last("NStgid:")?, last("NSpid:")?))
+    }
+}
+
+/// An `O_PATH` descriptor for a `/proc/<tid>/...` magic link (std adds
+/// `O_CLOEXEC`).
+fn open_proc(path: &str, extra: i32) -> Result<OwnedFd, Errno> {
+    OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_PATH | extra)
+        .open(path)
+        .map(OwnedFd::from)
+        .map_err(|e| Errno::from_raw(e.raw_os_error().unwrap_or(libc::EIO)))
+}
+
+/// A pidfd for the thread's process: `PIDFD_THREAD` (Linux 6.9) names the
+/// thread directly; older kernels need the thread-group leader.
+fn pidfd_of_thread(tid: i32) -> Result<OwnedFd, Errno> {
+    match pidfd::open(tid, true) {
+        Err(Errno::EINVAL) => {
+            let tgid = status_field(tid, "Tgid:")?.trim().parse().map_err(|_| Errno::EIO)?;
+            pidfd::open(tgid, false)
+        }
+        r => r,
+    }
+}
+
+/// The value of one `Field:` line of `/proc/<tid>/status`.
+fn status_field(tid: i32, field: &str) -> Result<String, Errno> {
+    let text = fs::read_to_string(format!("/proc/{tid}/status")).map_err(|_| Errno::ESRCH)?;
+    text.lines()
+        .find_map(|l| l.strip_prefix(field))
+        .map(str::to_string)
+        .ok_or(Errno::EIO)
+}

@@ -1,0 +1,76 @@
+//! Reading and writing a trapped thread's memory.
+//!
+//! Owns: `process_vm_readv`/`process_vm_writev` on the guest, with the
+//! rules that make a hostile pointer harmless: any short transfer is
+//! EFAULT, strings are read page by page so an unmapped page after the NUL
+//! does not fail the read, and writes honour page protections (unlike
+//! `/proc/<pid>/mem`). Does not own: checking that the thread is still in
+//! the call (see `NotifGuest::still_valid`).
+
+use std::io::{IoSlice, IoSliceMut};
+
+use nix::errno::Errno;
+use nix::sys::uio::{process_vm_readv, process_vm_writev, RemoteIoVec};
+use nix::unistd::Pid;
+
+const PAGE: u64 = 4096;
+
+/// Reads exactly `buf.len()` bytes at `addr` of thread `tid`.
+pub fn read(tid: i32, addr: u64, buf: &mut [u8]) -> Result<(), Errno> {
+    if buf.is_empty() {
+        return Ok(());
+    }
+    addr.checked_add(buf.len() as u64).ok_or(Errno::EFAULT)?;
+    let remote = [RemoteIoVec { base: addr as usize, len: buf.len() }];
+    let want = buf.len();
+    let n = process_vm_readv(Pid::from_raw(tid), &mut [IoSliceMut::new(buf)], &remote).map_err(fault)?;
+    if n == want {
+        Ok(())
+    } else {
+        Err(Errno::EFAULT)
+    }
+}
+
+/// Writes all of `data` at `addr` of thread `tid`.
+pub fn write(tid: i32, addr: u64, data: &[u8]) -> Result<(), Errno> {
+    if data.is_empty() {
+        return Ok(());
+    }
+    addr.checked_add(data.len() as u64).ok_or(Errno::EFAULT)?;
+    let remote = [RemoteIoVec { base: addr as usize, len: data.len() }];
+    let n = process_vm_writev(Pid::from_raw(tid), &[IoSlice::new(data)], &remote).map_err(fault)?;
+    if n == data.len() {
+        Ok(())
+    } else {
+        Err(Errno::EFAULT)
+    }
+}
+
+/// Reads a NUL-terminated string of at most `max` bytes (NUL included).
+/// EFAULT for a bad pointer, ENAMETOOLONG when no NUL comes in time.
+pub fn read_cstr(tid: i32, addr: u64, max: usize) -> Result<Vec<u8>, Errno> {
+    let mut out = Vec::with_capacity(256);
+    let mut chunk = [0u8; PAGE as usize];
+    let mut at = addr;
+    while out.len() < max {
+        let to_page_end = (PAGE - at % PAGE) as usize;
+        let len = to_page_end.min(max - out.len());
+        read(tid, at, &mut chunk[..len])?;
+        if let Some(nul) = chunk[..len].iter().position(|&b| b == 0) {
+            out.extend_from_slice(&chunk[..nul]);
+            return Ok(out);
+        }
+        out.extend_from_slice(&chunk[..len]);
+        at = at.checked_add(len as u64).ok_or(Errno::EFAULT)?;
+    }
+    Err(Errno::ENAMETOOLONG)
+}
+
+/// A vanished thread (ESRCH) or unreadable page both mean the pointer is
+/// unusable; the notification check decides which.
+fn fault(e: Errno) -> Errno {
+    match e {
+        Errno::ESRCH | Errno::EPERM => Errno::ESRCH,
+        _ => Errno::EFAULT,
+    }
+}

@@ -1,0 +1,33 @@
+//! `pidfd_open` and `pidfd_getfd`, which libc and nix do not wrap.
+//!
+//! Owns only these two raw syscalls. Each `unsafe` block is a syscall
+//! with integer arguments whose returned descriptor we take ownership of.
+
+use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
+
+use nix::errno::Errno;
+
+/// `PIDFD_THREAD` (Linux 6.9): the pidfd refers to one thread.
+const PIDFD_THREAD: libc::c_long = libc::O_EXCL as libc::c_long;
+
+/// A pidfd for `pid`; with `thread`, for that thread (Linux 6.9+, else EINVAL).
+pub fn open(pid: i32, thread: bool) -> Result<OwnedFd, Errno> {
+    let flags = if thread { PIDFD_THREAD } else { 0 };
+    // SAFETY: plain integer arguments; on success the kernel returns a new
+    // descriptor that nothing else owns.
+    let r = unsafe { libc::syscall(libc::SYS_pidfd_open, pid as libc::c_long, flags) };
+    let fd = Errno::result(r)? as i32;
+    // SAFETY: `fd` is a fresh descriptor returned by the kernel just now.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// A copy of descriptor `fd` of the process behind `pidfd`: the same open
+/// file description (offset, status flags). Ours is close-on-exec.
+pub fn getfd(pidfd: BorrowedFd<'_>, fd: i32) -> Result<OwnedFd, Errno> {
+    // SAFETY: plain integer arguments on a live pidfd; on success the
+    // kernel returns a new descriptor that nothing else owns.
+    let r = unsafe { libc::syscall(libc::SYS_pidfd_getfd, pidfd.as_raw_fd() as libc::c_long, fd as libc::c_long, 0) };
+    let new = Errno::result(r)? as i32;
+    // SAFETY: `new` is a fresh descriptor returned by the kernel just now.
+    Ok(unsafe { OwnedFd::from_raw_fd(new) })
+}

@@ -1,0 +1,277 @@
+//! mkdir(at), mknod(at), unlink(at), rmdir, rename(at)(2), link(at),
+//! symlink(at), readlink(at): the calls that act on a name in a directory.
+//!
+//! Owns: their argument checks in kernel order. Each resolves the parent
+//! directory of the final component (following everything before it) and
+//! hands the component, exactly as the guest wrote it (`.`, `..`, `/`,
+//! trailing slashes included), to the matching `*at` call, which does not
+//! follow a final symlink, so the kernel gives the native answer for every
+//! odd case. The two lookups that would follow a final component — link
+//! with AT_SYMLINK_FOLLOW (or a trailing slash) and readlink with a
+//! trailing slash — resolve the whole path in the view instead.
+
+use std::ffi::CString;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+
+use nix::errno::Errno;
+use vfs::{sys, At, Parent};
+
+use super::{dir_itself, live, read_path, start, value, Caller, Context, Res};
+use crate::guest::Guest;
+
+/// A path argument and the directory it starts from.
+struct Operand {
+    path: CString,
+    start: Option<OwnedFd>,
+}
+
+impl Operand {
+    /// Read the path at `addr` (ENOENT when empty) and its start (EBADF).
+    fn read(g: &dyn Guest, dirfd: i32, addr: u64) -> Result<Operand, Errno> {
+        let path = read_path(g, addr)?;
+        if path.is_empty() {
+            return Err(Errno::ENOENT);
+        }
+        let start = start(g, dirfd, path.to_bytes())?;
+        Ok(Operand { path, start })
+    }
+
+    fn at<'a>(&'a self, caller: &'a Caller<'_>) -> At<'a> {
+        At {
+            dir: self.start.as_ref().map(AsFd::as_fd),
+            caller,
+        }
+    }
+
+    fn parent<'a>(
+        &'a self,
+        ctx: &'a Context,
+        caller: &'a Caller<'_>,
+    ) -> Result<Parent<'a, 'a>, Errno> {
+        ctx.fs.parent(&self.at(caller), &self.path)
+    }
+}
+
+/// mkdirat (and mkdir).
+pub fn mkdirat(ctx: &Context, g: &dyn Guest, dirfd: i32, addr: u64, mode: u32) -> Res {
+    let caller = Caller(g);
+    let op = Operand::read(g, dirfd, addr)?;
+    let p = op.parent(ctx, &caller)?;
+    let umask = g.umask()?;
+    live(g)?;
+    sys::mkdirat(p.dir.as_fd(), p.name, (mode & 0xffff) & !umask)?;
+    value(0)
+}
+
+/// mknodat (and mknod): regular files and FIFOs only. Device nodes and
+/// sockets are EPERM (devices are EPERM natively too, without
+/// CAP_MKNOD); a directory type is EPERM and an unknown type EINVAL
+/// before anything else, as in the kernel.
+pub fn mknodat(ctx: &Context, g: &dyn Guest, dirfd: i32, addr: u64, mode: u32) -> Res {
+    let mode = mode & 0xffff;
+    let kind = mode & libc::S_IFMT;
+    match kind {
+        libc::S_IFDIR => return Err(Errno::EPERM),
+        0 | libc::S_IFREG | libc::S_IFIFO | libc::S_IFCHR | libc::S_IFBLK | libc::S_IFSOCK => {}
+        _ => return Err(Errno::EINVAL),
+    }
+    let caller = Caller(g);
+    let op = Operand::read(g, dirfd, addr)?;
+    let p = op.parent(ctx, &caller)?;
+    if !matches!(kind, 0 | libc::S_IFREG | libc::S_IFIFO) {
+        return match sys::fstatat(p.dir.as_fd(), p.name, libc::AT_SYMLINK_NOFOLLOW) {
+            Ok(_) => Err(Errno::EEXIST),
+            Err(_) => Err(Errno::EPERM),
+        };
+    }
+    let umask = g.umask()?;
+    live(g)?;
+    sys::mknodat(p.dir.as_fd(), p.name, mode & !umask, 0)?;
+    value(0)
+}
+
+/// unlinkat (and unlink, rmdir with AT_REMOVEDIR).
+pub fn unlinkat(ctx: &Context, g: &dyn Guest, dirfd: i32, addr: u64, flags: i32) -> Res {
+    if flags & !libc::AT_REMOVEDIR != 0 {
+        return Err(Errno::EINVAL);
+    }
+    let caller = Caller(g);
+    let op = Operand::read(g, dirfd, addr)?;
+    let p = op.parent(ctx, &caller)?;
+    live(g)?;
+    sys::unlinkat(p.dir.as_fd(), p.name, flags)?;
+    value(0)
+}
+
+/// renameat2 (and rename, renameat with flags 0).
+pub fn renameat2(
+    ctx: &Context,
+    g: &dyn Guest,
+    dirfds: [i32; 2],
+    addrs: [u64; 2],
+    flags: u32,
+) -> Res {
+    const NOREPLACE: u32 = libc::RENAME_NOREPLACE;
+    const EXCHANGE: u32 = libc::RENAME_EXCHANGE;
+    const WHITEOUT: u32 = libc::RENAME_WHITEOUT;
+    if flags & !(NOREPLACE | EXCHANGE | WHITEOUT) != 0
+        || (flags & (NOREPLACE | WHITEOUT) != 0 && flags & EXCHANGE != 0)
+    {
+        return Err(Errno::EINVAL);
+    }
+    let caller = Caller(g);
+    let old = Operand::read(g, dirfds[0], addrs[0])?;
+    let op = old.parent(ctx, &caller)?;
+    let new = Operand::read(g, dirfds[1], addrs[1])?;
+    let np = new.parent(ctx, &caller)?;
+    live(g)?;
+    sys::renameat2(op.dir.as_fd(), op.name, np.dir.as_fd(), np.name, flags)?;
+    value(0)
+}
+
+/// What a hard link is made from.
+enum Source<'a> {
+    /// A name in a directory, not followed.
+    Name(Parent<'a, 'a>),
+    /// The file behind a descriptor (followed path, or AT_EMPTY_PATH).
+    File(OwnedFd),
+}
+
+/// linkat (and link). With AT_EMPTY_PATH the guest's descriptor is linked
+/// whoever opened it (the kernel would ask that the caller opened it, and
+/// every guest descriptor from a serviced open was opened by a worker).
+pub fn linkat(ctx: &Context, g: &dyn Guest, dirfds: [i32; 2], addrs: [u64; 2], flags: i32) -> Res {
+    if flags & !(libc::AT_SYMLINK_FOLLOW | libc::AT_EMPTY_PATH) != 0 {
+        return Err(Errno::EINVAL);
+    }
+    let caller = Caller(g);
+    let old_path = read_path(g, addrs[0])?;
+    let old;
+    let src = if old_path.is_empty() {
+        if flags & libc::AT_EMPTY_PATH == 0 {
+            return Err(Errno::ENOENT);
+        }
+        Source::File(dir_itself(g, dirfds[0])?)
+    } else {
+        old = Operand {
+            start: start(g, dirfds[0], old_path.to_bytes())?,
+            path: old_path,
+        };
+        let follow = flags & libc::AT_SYMLINK_FOLLOW != 0 || old.path.to_bytes().ends_with(b"/");
+        if follow {
+            Source::File(ctx.fs.lookup(&old.at(&caller), &old.path, true)?)
+        } else {
+            Source::Name(old.parent(ctx, &caller)?)
+        }
+    };
+    let new = Operand::read(g, dirfds[1], addrs[1])?;
+    let np = new.parent(ctx, &caller)?;
+    live(g)?;
+    match src {
+        Source::Name(p) => sys::linkat(p.dir.as_fd(), p.name, np.dir.as_fd(), np.name, 0)?,
+        Source::File(fd) => sys::link_fd(fd.as_fd(), np.dir.as_fd(), np.name)?,
+    }
+    value(0)
+}
+
+/// symlinkat (and symlink).
+pub fn symlinkat(ctx: &Context, g: &dyn Guest, target: u64, dirfd: i32, addr: u64) -> Res {
+    let target = read_path(g, target)?;
+    if target.is_empty() {
+        return Err(Errno::ENOENT);
+    }
+    let caller = Caller(g);
+    let op = Operand::read(g, dirfd, addr)?;
+    let p = op.parent(ctx, &caller)?;
+    live(g)?;
+    sys::symlinkat(&target, p.dir.as_fd(), p.name)?;
+    value(0)
+}
+
+/// readlinkat (and readlink): truncated to `bufsiz` without a NUL, as the
+/// kernel does. An empty path reads the link `dirfd` itself is.
+pub fn readlinkat(
+    ctx: &Context,
+    g: &dyn Guest,
+    dirfd: i32,
+    addr: u64,
+    buf: u64,
+    bufsiz: i32,
+) -> Res {
+    if bufsiz <= 0 {
+        return Err(Errno::EINVAL);
+    }
+    let path = read_path(g, addr)?;
+    let mut out = [0u8; libc::PATH_MAX as usize];
+    let (n, procfs) = if path.is_empty() {
+        let fd = dir_itself(g, dirfd)?;
+        (
+            sys::readlinkat(fd.as_fd(), c"", &mut out)?,
+            in_procfs(ctx, fd.as_fd()),
+        )
+    } else {
+        let caller = Caller(g);
+        let op = Operand {
+            start: start(g, dirfd, path.to_bytes())?,
+            path,
+        };
+        if op.path.to_bytes().ends_with(b"/") {
+            // The trailing slash makes the lookup follow: a directory.
+            ctx.fs.lookup(&op.at(&caller), &op.path, true)?;
+            return Err(Errno::EINVAL);
+        }
+        let p = op.parent(ctx, &caller)?;
+        if let Some(own) = proc_self_link(g, p.dir.as_fd(), p.name.to_bytes())? {
+            let len = own.len().min(bufsiz as usize);
+            g.write_mem(buf, &own.as_bytes()[..len])?;
+            return value(len as i64);
+        }
+        (
+            sys::readlinkat(p.dir.as_fd(), p.name, &mut out)?,
+            in_procfs(ctx, p.dir.as_fd()),
+        )
+    };
+    let target = out.get(..n).unwrap_or(&[]);
+    // A magic link prints a host path; show it as a view path.
+    let target = if procfs {
+        ctx.fs.strip_root(target).unwrap_or(target)
+    } else {
+        target
+    };
+    let len = target.len().min(bufsiz as usize);
+    g.write_mem(buf, &target[..len])?;
+    value(len as i64)
+}
+
+/// procfs' magic number and the inode number of its root.
+const PROC_SUPER_MAGIC: i64 = 0x9fa0;
+const PROC_ROOT_INO: u64 = 1;
+
+/// `self` and `thread-self` in procfs' root name the caller, not the
+/// supervisor (for which they name nothing): their targets for the guest.
+fn proc_self_link(
+    g: &dyn Guest,
+    dir: BorrowedFd<'_>,
+    name: &[u8],
+) -> Result<Option<String>, Errno> {
+    if name != b"self" && name != b"thread-self" {
+        return Ok(None);
+    }
+    let is_proc_root = sys::fstatfs(dir).is_ok_and(|s| s.f_type == PROC_SUPER_MAGIC)
+        && sys::fstat(dir).is_ok_and(|s| s.st_ino == PROC_ROOT_INO);
+    if !is_proc_root {
+        return Ok(None);
+    }
+    let (tgid, tid) = g.ns_ids()?;
+    Ok(Some(if name == b"self" {
+        tgid.to_string()
+    } else {
+        format!("{tgid}/task/{tid}")
+    }))
+}
+
+/// Whether `dir` is in procfs, where link targets are printed host paths.
+/// Only asked when the view's root is not what the host prints as `/`.
+fn in_procfs(ctx: &Context, dir: BorrowedFd<'_>) -> bool {
+    !ctx.fs.root_is_slash() && sys::fstatfs(dir).is_ok_and(|s| s.f_type == PROC_SUPER_MAGIC)
+}

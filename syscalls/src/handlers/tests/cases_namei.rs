@@ -1,0 +1,359 @@
+//! mkdir, mknod, unlink, rmdir, rename, link, symlink, readlink against
+//! the kernel.
+
+use super::cases_stat::tree;
+use super::*;
+
+/// Final components and paths with every odd ending.
+const NAMES: &[&str] = &[
+    "new",
+    "new/",
+    "new//",
+    "file",
+    "file/",
+    "link",
+    "link/",
+    "dlink",
+    "dlink/",
+    "dangling",
+    "dangling/",
+    "dir",
+    "dir/",
+    "empty",
+    "empty/",
+    "dir/sub",
+    "dir/inner",
+    "dir/inner/",
+    "missing/x",
+    "file/x",
+    ".",
+    "..",
+    "dir/.",
+    "dir/..",
+    "empty/.",
+    "loop1",
+    "loop1/",
+    "dlink/new",
+    "dlink/inner",
+];
+
+#[test]
+fn mkdir_and_mknod() {
+    for &rel in NAMES {
+        twin(&std_tree, &format!("mkdir {rel}"), &|s| {
+            (libc::SYS_mkdir, [s.path(rel), 0o777, 0, 0, 0, 0], vec![])
+        });
+        for mode in [0u32, libc::S_IFREG | 0o640, libc::S_IFIFO | 0o600] {
+            twin(&std_tree, &format!("mknod {rel} {mode:o}"), &|s| {
+                (
+                    libc::SYS_mknod,
+                    [s.path(rel), mode as u64, 0, 0, 0, 0],
+                    vec![],
+                )
+            });
+        }
+    }
+    for &p in &[P::Raw("/"), P::Raw(""), P::Bad, P::Long(4096)] {
+        twin(&std_tree, &format!("mkdir {p:?}"), &|s| {
+            (libc::SYS_mkdir, [pa(s, p), 0o750, 0, 0, 0, 0], vec![])
+        });
+    }
+    for &d in &[D::Cwd, D::Fd("dir"), D::Fd("file"), D::Bad] {
+        for &p in &[
+            P::Rel("new"),
+            P::Rel("sub"),
+            P::Rel("../new"),
+            P::Rel(""),
+            P::Abs("new2"),
+        ] {
+            twin(&std_tree, &format!("mkdirat {d:?} {p:?}"), &|s| {
+                let (d, p) = (da(s, d), pa(s, p));
+                (libc::SYS_mkdirat, [d, p, 0o1777, 0, 0, 0], vec![])
+            });
+            twin(&std_tree, &format!("mknodat {d:?} {p:?}"), &|s| {
+                let (d, p) = (da(s, d), pa(s, p));
+                (
+                    libc::SYS_mknodat,
+                    [d, p, (libc::S_IFIFO | 0o666) as u64, 0, 0, 0],
+                    vec![],
+                )
+            });
+        }
+    }
+    // Types: a directory is EPERM and garbage EINVAL before the path is read.
+    for mode in [libc::S_IFDIR, 0o170000, 0o110000] {
+        twin(&std_tree, &format!("mknod bad type {mode:o}"), &|_| {
+            (libc::SYS_mknod, [1, mode as u64, 0, 0, 0, 0], vec![])
+        });
+    }
+}
+
+#[test]
+fn mknod_devices_are_refused() {
+    let t = tree();
+    let mut f = Fake::new(t.path());
+    for kind in [libc::S_IFCHR, libc::S_IFBLK, libc::S_IFSOCK] {
+        let p = f.path("dev");
+        assert_eq!(
+            f.call(libc::SYS_mknod, [p, (kind | 0o600) as u64, 0x0103, 0, 0, 0]),
+            Outcome::Err(Errno::EPERM)
+        );
+        let p = f.path("file");
+        assert_eq!(
+            f.call(libc::SYS_mknod, [p, (kind | 0o600) as u64, 0, 0, 0, 0]),
+            Outcome::Err(Errno::EEXIST)
+        );
+    }
+    assert!(!t.path().join("dev").exists());
+}
+
+#[test]
+fn unlink_and_rmdir() {
+    for &rel in NAMES {
+        for nr in [libc::SYS_unlink, libc::SYS_rmdir] {
+            twin(&std_tree, &format!("{nr} {rel}"), &|s| {
+                (nr, [s.path(rel), 0, 0, 0, 0, 0], vec![])
+            });
+        }
+    }
+    for &p in &[P::Raw("/"), P::Raw(""), P::Bad] {
+        for nr in [libc::SYS_unlink, libc::SYS_rmdir] {
+            twin(&std_tree, &format!("{nr} {p:?}"), &|s| {
+                (nr, [pa(s, p), 0, 0, 0, 0, 0], vec![])
+            });
+        }
+    }
+    for f in [0, libc::AT_REMOVEDIR, 0x1] {
+        for &d in &[D::Cwd, D::Fd("dir"), D::Bad] {
+            for &p in &[
+                P::Rel("file"),
+                P::Rel("inner"),
+                P::Rel("sub"),
+                P::Rel("../empty"),
+                P::Rel("."),
+                P::Rel(""),
+            ] {
+                twin(&std_tree, &format!("unlinkat {d:?} {p:?} {f:#x}"), &|s| {
+                    let (d, p) = (da(s, d), pa(s, p));
+                    (libc::SYS_unlinkat, [d, p, f as u64, 0, 0, 0], vec![])
+                });
+            }
+        }
+    }
+}
+
+#[test]
+fn rename_family() {
+    let ends = [
+        "file",
+        "link",
+        "dir",
+        "empty",
+        "new",
+        "dir/inner",
+        "file/",
+        "dir/",
+        "dangling",
+        ".",
+        "..",
+        "dir/sub/",
+        "missing/x",
+    ];
+    for &a in &ends {
+        for &b in &ends {
+            twin(&std_tree, &format!("rename {a} {b}"), &|s| {
+                (libc::SYS_rename, [s.path(a), s.path(b), 0, 0, 0, 0], vec![])
+            });
+        }
+    }
+    for flags in [1u64, 2, 4, 3, 6, 8] {
+        for (a, b) in [
+            ("file", "new"),
+            ("file", "link"),
+            ("dir", "empty"),
+            ("file", "missing"),
+        ] {
+            twin(&std_tree, &format!("renameat2 {a} {b} {flags}"), &|s| {
+                let (d1, p1, d2, p2) = (
+                    da(s, D::Cwd),
+                    s.s(a),
+                    da(s, D::Fd("dir")),
+                    s.s(&format!("../{b}")),
+                );
+                (libc::SYS_renameat2, [d1, p1, d2, p2, flags, 0], vec![])
+            });
+        }
+    }
+    twin(&std_tree, "renameat bad dirfd", &|s| {
+        let (p1, p2) = (s.s("file"), s.path("x"));
+        (
+            libc::SYS_renameat,
+            [9999, p1, libc::AT_FDCWD as i64 as u64, p2, 0, 0],
+            vec![],
+        )
+    });
+    twin(&std_tree, "rename bad new", &|s| {
+        (libc::SYS_rename, [s.path("file"), 1, 0, 0, 0, 0], vec![])
+    });
+    twin(&std_tree, "rename missing, bad new", &|s| {
+        (
+            libc::SYS_rename,
+            [s.path("missing/x"), 1, 0, 0, 0, 0],
+            vec![],
+        )
+    });
+}
+
+#[test]
+fn link_family() {
+    let olds = [
+        "file", "link", "dangling", "dir", "file/", "dlink/", "missing", "dir/up",
+    ];
+    let news = ["new", "file", "dir/new", "new/", "missing/new"];
+    for &a in &olds {
+        for &b in &news {
+            twin(&std_tree, &format!("link {a} {b}"), &|s| {
+                (libc::SYS_link, [s.path(a), s.path(b), 0, 0, 0, 0], vec![])
+            });
+            for f in [libc::AT_SYMLINK_FOLLOW, 0x1] {
+                twin(&std_tree, &format!("linkat {a} {b} {f:#x}"), &|s| {
+                    let (d, p1, p2) = (da(s, D::Cwd), s.s(a), s.path(b));
+                    (libc::SYS_linkat, [d, p1, d, p2, f as u64, 0], vec![])
+                });
+            }
+        }
+    }
+    // AT_EMPTY_PATH on a descriptor of a regular file (root may link it natively).
+    if nix::unistd::getuid().is_root() {
+        twin(&std_tree, "linkat AT_EMPTY_PATH", &|s| {
+            let (d, e, p2) = (da(s, D::Fd("file")), s.s(""), s.path("new"));
+            (
+                libc::SYS_linkat,
+                [
+                    d,
+                    e,
+                    libc::AT_FDCWD as i64 as u64,
+                    p2,
+                    libc::AT_EMPTY_PATH as u64,
+                    0,
+                ],
+                vec![],
+            )
+        });
+    }
+    twin(&std_tree, "linkat empty without AT_EMPTY_PATH", &|s| {
+        let (d, e, p2) = (da(s, D::Fd("file")), s.s(""), s.path("new"));
+        (
+            libc::SYS_linkat,
+            [d, e, libc::AT_FDCWD as i64 as u64, p2, 0, 0],
+            vec![],
+        )
+    });
+}
+
+#[test]
+fn link_through_proc_self_fd() {
+    // The documented way to give an O_TMPFILE a name.
+    let t = tree();
+    let mut f = Fake::new(t.path());
+    let p = f.path("dir");
+    let Outcome::Fd { .. } = f.call(
+        libc::SYS_open,
+        [p, (libc::O_TMPFILE | libc::O_RDWR) as u64, 0o600, 0, 0, 0],
+    ) else {
+        panic!("O_TMPFILE")
+    };
+    // The handler kept no copy; open one natively and hand it to the guest.
+    let tmp = open_path(&t.path().join("dir"), libc::O_TMPFILE | libc::O_RDWR);
+    let src = format!("/proc/self/fd/{}", tmp.as_raw_fd());
+    let (a, b) = (f.s(&src), f.path("named"));
+    let r = f.call(
+        libc::SYS_linkat,
+        [
+            libc::AT_FDCWD as i64 as u64,
+            a,
+            libc::AT_FDCWD as i64 as u64,
+            b,
+            libc::AT_SYMLINK_FOLLOW as u64,
+            0,
+        ],
+    );
+    assert_eq!(r, Outcome::Val(0));
+    assert!(t.path().join("named").is_file());
+}
+
+#[test]
+fn symlink_family() {
+    let targets = ["file", "/etc/passwd", "../x", "a/b/c", ""];
+    for &tg in &targets {
+        for &b in &["new", "file", "dangling", "new/", "missing/x", "dir/sub/x"] {
+            twin(&std_tree, &format!("symlink {tg} {b}"), &|s| {
+                (libc::SYS_symlink, [s.s(tg), s.path(b), 0, 0, 0, 0], vec![])
+            });
+        }
+    }
+    for &d in &[D::Cwd, D::Fd("dir"), D::Bad] {
+        twin(&std_tree, &format!("symlinkat {d:?}"), &|s| {
+            let (t, d, p) = (s.s("x"), da(s, d), s.s("l"));
+            (libc::SYS_symlinkat, [t, d, p, 0, 0, 0], vec![])
+        });
+    }
+    twin(&std_tree, "symlink bad target", &|s| {
+        (libc::SYS_symlink, [1, s.path("x"), 0, 0, 0, 0], vec![])
+    });
+    twin(&std_tree, "symlink long target", &|s| {
+        (
+            libc::SYS_symlink,
+            [s.s(&long_path(4096)), s.path("x"), 0, 0, 0, 0],
+            vec![],
+        )
+    });
+}
+
+#[test]
+fn readlink_family() {
+    let t = tree();
+    for &rel in NAMES.iter().chain(&["dir/up", ""]) {
+        for size in [0i64, 1, 3, 100, -1] {
+            same(t.path(), &format!("readlink {rel} {size}"), &|s| {
+                let (p, b) = (s.path(rel), s.buf(128));
+                (
+                    libc::SYS_readlink,
+                    [p, b, size as u64, 0, 0, 0],
+                    vec![(b, 128)],
+                )
+            });
+        }
+    }
+    for &d in &[D::Cwd, D::Fd("dir"), D::Fd("link"), D::Bad] {
+        for &p in &[
+            P::Rel("up"),
+            P::Rel("link"),
+            P::Rel(""),
+            P::Raw("/"),
+            P::Bad,
+        ] {
+            same(t.path(), &format!("readlinkat {d:?} {p:?}"), &|s| {
+                let (d, p, b) = (da(s, d), pa(s, p), s.buf(64));
+                (libc::SYS_readlinkat, [d, p, b, 64, 0, 0], vec![(b, 64)])
+            });
+        }
+    }
+    same(t.path(), "readlink to a bad buffer", &|s| {
+        (libc::SYS_readlink, [s.path("link"), 1, 10, 0, 0, 0], vec![])
+    });
+    // Magic links and /proc/self.
+    let f = fs::File::open(t.path().join("file")).unwrap();
+    for p in [
+        format!("/proc/self/fd/{}", f.as_raw_fd()),
+        "/proc/self/exe".into(),
+        "/proc/self/cwd".into(),
+        "/dev/stdin".into(),
+        "/proc/self".into(),
+    ] {
+        same(t.path(), &format!("readlink {p}"), &|s| {
+            let (a, b) = (s.s(&p), s.buf(256));
+            (libc::SYS_readlink, [a, b, 256, 0, 0, 0], vec![(b, 256)])
+        });
+    }
+}

@@ -1,0 +1,219 @@
+//! Escapes stay inside: with a tempdir as the view's root, no handler
+//! reaches or changes anything outside it, whatever the guest names.
+
+use std::os::unix::fs::symlink;
+
+use super::*;
+
+struct View {
+    _t: tempfile::TempDir,
+    outside: PathBuf,
+    view: PathBuf,
+}
+
+fn view() -> View {
+    process_umask();
+    let t = tempfile::tempdir().unwrap();
+    let outside = t.path().join("outside");
+    let view = outside.join("view");
+    fs::create_dir_all(view.join("sub/deeper")).unwrap();
+    fs::write(outside.join("secret"), b"secret").unwrap();
+    fs::create_dir(outside.join("outdir")).unwrap();
+    fs::write(view.join("file"), b"inside").unwrap();
+    symlink("/", view.join("toroot")).unwrap();
+    symlink("../../../..", view.join("up")).unwrap();
+    symlink("/../secret", view.join("abs")).unwrap();
+    symlink(&outside, view.join("hostpath")).unwrap();
+    symlink("../secret", view.join("dangling")).unwrap();
+    View {
+        _t: t,
+        outside,
+        view,
+    }
+}
+
+fn call(f: &Fake, nr: i64, a: [u64; 6]) -> Outcome {
+    match dispatch(&f.ctx, &f.g, &SyscallArgs { nr, args: a }) {
+        Reply::Value(v) => Outcome::Val(v),
+        Reply::Error(e) => Outcome::Err(e),
+        Reply::InstallFd { fd, cloexec } => fd_outcome(fd, cloexec),
+        Reply::Continue => panic!("Continue"),
+    }
+}
+
+/// The printed path of the file an open answered must be in the view.
+fn opened_inside(f: &Fake, v: &View, p: &str, flags: i32) -> Result<(), Errno> {
+    let a = f.g.put(&[p.as_bytes(), &[0]].concat());
+    match dispatch(
+        &f.ctx,
+        &f.g,
+        &SyscallArgs {
+            nr: libc::SYS_open,
+            args: [a, flags as u64, 0o600, 0, 0, 0],
+        },
+    ) {
+        Reply::InstallFd { fd, .. } => {
+            let target = fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd())).unwrap();
+            assert!(target.starts_with(&v.view), "{p} opened {target:?}");
+            Ok(())
+        }
+        Reply::Error(e) => Err(e),
+        r => panic!("{r:?}"),
+    }
+}
+
+#[test]
+fn escapes_stay_inside() {
+    let v = view();
+    let before = snapshot(&v.outside.join("outdir"));
+    let secret_meta = fs::metadata(v.outside.join("secret")).unwrap();
+    let mut f = Fake::new(&v.view.join("sub/deeper"));
+    f.ctx = ctx_root(&v.view);
+
+    for p in [
+        "/../secret",
+        "/toroot/../secret",
+        "/up/secret",
+        "/abs",
+        "/dangling",
+        "/hostpath/secret",
+        "../../../secret",
+        "/sub/../../secret",
+    ] {
+        assert_eq!(
+            opened_inside(&f, &v, p, libc::O_RDONLY),
+            Err(Errno::ENOENT),
+            "{p}"
+        );
+    }
+    assert!(opened_inside(&f, &v, "/toroot/file", libc::O_RDONLY).is_ok());
+    assert!(opened_inside(&f, &v, "../../up/up/file", libc::O_RDONLY).is_ok());
+    // Creating through escaping links lands inside.
+    assert!(opened_inside(&f, &v, "/abs", libc::O_WRONLY | libc::O_CREAT).is_ok());
+    assert!(v.view.join("secret").exists());
+    fs::remove_file(v.view.join("secret")).unwrap();
+    assert!(opened_inside(&f, &v, "/up/outdir", libc::O_PATH).is_err());
+
+    let s = |f: &Fake, x: &str| f.g.put(&[x.as_bytes(), &[0]].concat());
+    let at = libc::AT_FDCWD as i64 as u64;
+    let st = f.g.put(&[0u8; 256]);
+    let cases: Vec<(i64, [u64; 6])> = vec![
+        (libc::SYS_stat, [s(&f, "/up/secret"), st, 0, 0, 0, 0]),
+        (
+            libc::SYS_mkdir,
+            [s(&f, "/toroot/../outdir/x"), 0o777, 0, 0, 0, 0],
+        ),
+        (
+            libc::SYS_mkdir,
+            [s(&f, "../../../outdir/y"), 0o777, 0, 0, 0, 0],
+        ),
+        (libc::SYS_unlink, [s(&f, "/up/secret"), 0, 0, 0, 0, 0]),
+        (
+            libc::SYS_rename,
+            [s(&f, "/file"), s(&f, "/up/outdir/stolen"), 0, 0, 0, 0],
+        ),
+        (
+            libc::SYS_link,
+            [s(&f, "/up/secret"), s(&f, "/x"), 0, 0, 0, 0],
+        ),
+        (
+            libc::SYS_linkat,
+            [
+                at,
+                s(&f, "/abs"),
+                at,
+                s(&f, "/y"),
+                libc::AT_SYMLINK_FOLLOW as u64,
+                0,
+            ],
+        ),
+        (
+            libc::SYS_symlink,
+            [s(&f, "/"), s(&f, "/hostpath/outdir/l"), 0, 0, 0, 0],
+        ),
+        (libc::SYS_chmod, [s(&f, "/abs"), 0o777, 0, 0, 0, 0]),
+        (
+            libc::SYS_chmod,
+            [s(&f, "/hostpath/secret"), 0o777, 0, 0, 0, 0],
+        ),
+        (
+            libc::SYS_truncate,
+            [s(&f, "/toroot/../secret"), 0, 0, 0, 0, 0],
+        ),
+        (libc::SYS_utimensat, [at, s(&f, "/up/secret"), 0, 0, 0, 0]),
+        (libc::SYS_readlink, [s(&f, "/up/secret"), st, 100, 0, 0, 0]),
+        (
+            libc::SYS_access,
+            [s(&f, "../../../../secret"), 0, 0, 0, 0, 0],
+        ),
+        (libc::SYS_statfs, [s(&f, "/hostpath"), st, 0, 0, 0, 0]),
+        (
+            libc::SYS_mknod,
+            [
+                s(&f, "/up/outdir/fifo"),
+                (libc::S_IFIFO | 0o600) as u64,
+                0,
+                0,
+                0,
+                0,
+            ],
+        ),
+    ];
+    for (nr, a) in cases {
+        let r = call(&f, nr, a);
+        assert!(matches!(r, Outcome::Err(Errno::ENOENT)), "{nr}: {r:?}");
+    }
+    // The readlink of an escaping link itself is harmless: it is its text.
+    assert_eq!(
+        call(&f, libc::SYS_readlink, [s(&f, "/abs"), st, 100, 0, 0, 0]),
+        Outcome::Val(10)
+    );
+    assert_eq!(snapshot(&v.outside.join("outdir")), before);
+    let after = fs::metadata(v.outside.join("secret")).unwrap();
+    assert_eq!(
+        (after.mode(), after.len(), after.mtime()),
+        (secret_meta.mode(), secret_meta.len(), secret_meta.mtime())
+    );
+    assert_eq!(fs::read(v.outside.join("secret")).unwrap(), b"secret");
+}
+
+#[test]
+fn dead_notifications_change_nothing() {
+    let v = view();
+    let mut f = Fake::new(&v.view);
+    f.ctx = ctx_root(&v.view);
+    let before = snapshot(&v.view);
+    f.g.valid.set(false);
+    let s = |f: &Fake, x: &str| f.g.put(&[x.as_bytes(), &[0]].concat());
+    let at = libc::AT_FDCWD as i64 as u64;
+    let cases: Vec<(i64, [u64; 6])> = vec![
+        (libc::SYS_mkdir, [s(&f, "/d"), 0o777, 0, 0, 0, 0]),
+        (libc::SYS_mknod, [s(&f, "/n"), 0o600, 0, 0, 0, 0]),
+        (libc::SYS_unlink, [s(&f, "/file"), 0, 0, 0, 0, 0]),
+        (
+            libc::SYS_rename,
+            [s(&f, "/file"), s(&f, "/moved"), 0, 0, 0, 0],
+        ),
+        (libc::SYS_link, [s(&f, "/file"), s(&f, "/hard"), 0, 0, 0, 0]),
+        (libc::SYS_symlink, [s(&f, "x"), s(&f, "/sym"), 0, 0, 0, 0]),
+        (libc::SYS_chmod, [s(&f, "/file"), 0o777, 0, 0, 0, 0]),
+        (libc::SYS_truncate, [s(&f, "/file"), 0, 0, 0, 0, 0]),
+        (libc::SYS_utimensat, [at, s(&f, "/file"), 0, 0, 0, 0]),
+        (
+            libc::SYS_open,
+            [
+                s(&f, "/file"),
+                (libc::O_WRONLY | libc::O_TRUNC) as u64,
+                0,
+                0,
+                0,
+                0,
+            ],
+        ),
+        (libc::SYS_creat, [s(&f, "/new"), 0o600, 0, 0, 0, 0]),
+    ];
+    for (nr, a) in cases {
+        assert_eq!(call(&f, nr, a), Outcome::Err(Errno::ENOENT), "{nr}");
+    }
+    assert_eq!(snapshot(&v.view), before);
+}

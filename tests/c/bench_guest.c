@@ -1,0 +1,221 @@
+/*
+ * bench_guest: a long-lived guest for benches/syscalls.rs.
+ *
+ * It measures per-call cost INSIDE one process, so the cost of starting a
+ * sandbox never enters a per-call figure. The bench starts one copy natively
+ * and one under `supervisor run`, then drives both over stdin/stdout:
+ *
+ *   usage: bench_guest DIR
+ *     DIR holds the bench tree: 98 regular files f000..f097 (f000 is 4096
+ *     bytes), one symlink `link` -> f000 and one directory `sub` = 100 entries.
+ *
+ *   stdin, one command a line:   NAME N
+ *   stdout, one answer a line:   <nanoseconds for N iterations>
+ *                           or:  ERR <what went wrong>
+ *
+ * Commands (each iteration = the calls listed; time from CLOCK_MONOTONIC,
+ * which is read through the vDSO and never reaches the kernel):
+ *   openat_close  openat(AT_FDCWD, DIR/f001, O_RDONLY) + close        [serviced + pass]
+ *   newfstatat    fstatat(AT_FDCWD, DIR/f001, &st, 0)                 [serviced]
+ *   stat_miss     fstatat(AT_FDCWD, DIR/missing, &st, 0) -> ENOENT    [serviced]
+ *   readlinkat    readlinkat(AT_FDCWD, DIR/link, buf, sizeof buf)     [serviced]
+ *   faccessat     faccessat(AT_FDCWD, DIR/f001, R_OK, 0)              [serviced]
+ *   getdents64    lseek(dirfd, 0) + getdents64 until all 102 records
+ *                 (100 entries + . and ..) are read; one getdents64 call
+ *                 with a 64 KiB buffer normally returns them all       [as the policy says]
+ *   read4k        pread64(fd of DIR/f000, buf, 4096, 0)               [pass]
+ *   write4k       write(fd of /dev/null, buf, 4096)                   [pass]
+ *   getpid        syscall(SYS_getpid)                                 [pass]
+ *   getcwd        getcwd(buf, sizeof buf)                             [as the policy says]
+ *   roundtrip     syscall(SYS_acct, NULL): a DENIED call, which the supervisor
+ *                 answers EPERM without doing any work — the bare
+ *                 notification round trip. NEVER run natively (as root it
+ *                 would really switch process accounting off); the guest
+ *                 refuses it unless started with BENCH_GUEST_SUPERVISED=1.
+ *   ping 0        answers 0 (readiness check)
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#define DIR_RECORDS 102 /* 100 entries + "." + ".." */
+
+static char path_file[4096], path_big[4096], path_miss[4096], path_link[4096];
+static int dir_fd = -1, big_fd = -1, null_fd = -1;
+static char buf[65536] __attribute__((aligned(4096)));
+static int supervised;
+
+static uint64_t now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Each bench body returns 0, or -1 with errno set for the first failure. */
+static int b_openat_close(long n) {
+    for (long i = 0; i < n; i++) {
+        int fd = openat(AT_FDCWD, path_file, O_RDONLY | O_CLOEXEC);
+        if (fd < 0) return -1;
+        close(fd);
+    }
+    return 0;
+}
+
+static int b_newfstatat(long n) {
+    struct stat st;
+    for (long i = 0; i < n; i++)
+        if (fstatat(AT_FDCWD, path_file, &st, 0) != 0) return -1;
+    return 0;
+}
+
+static int b_stat_miss(long n) {
+    struct stat st;
+    for (long i = 0; i < n; i++) {
+        if (fstatat(AT_FDCWD, path_miss, &st, 0) == 0) { errno = EEXIST; return -1; }
+        if (errno != ENOENT) return -1;
+    }
+    return 0;
+}
+
+static int b_readlinkat(long n) {
+    for (long i = 0; i < n; i++)
+        if (readlinkat(AT_FDCWD, path_link, buf, sizeof buf) != 4) return -1;
+    return 0;
+}
+
+static int b_faccessat(long n) {
+    for (long i = 0; i < n; i++)
+        if (faccessat(AT_FDCWD, path_file, R_OK, 0) != 0) return -1;
+    return 0;
+}
+
+static int count_records(long len) {
+    int count = 0;
+    for (long off = 0; off < len;) {
+        unsigned short reclen;
+        memcpy(&reclen, buf + off + 16, sizeof reclen); /* d_reclen after d_ino, d_off */
+        if (reclen == 0) break;
+        off += reclen;
+        count++;
+    }
+    return count;
+}
+
+static int b_getdents64(long n) {
+    for (long i = 0; i < n; i++) {
+        if (lseek(dir_fd, 0, SEEK_SET) != 0) return -1;
+        int seen = 0;
+        while (seen < DIR_RECORDS) {
+            long got = syscall(SYS_getdents64, dir_fd, buf, sizeof buf);
+            if (got < 0) return -1;
+            if (got == 0) { errno = ENODATA; return -1; }
+            seen += count_records(got);
+        }
+    }
+    return 0;
+}
+
+static int b_read4k(long n) {
+    for (long i = 0; i < n; i++)
+        if (pread(big_fd, buf, 4096, 0) != 4096) return -1;
+    return 0;
+}
+
+static int b_write4k(long n) {
+    for (long i = 0; i < n; i++)
+        if (write(null_fd, buf, 4096) != 4096) return -1;
+    return 0;
+}
+
+static int b_getpid(long n) {
+    for (long i = 0; i < n; i++) syscall(SYS_getpid);
+    return 0;
+}
+
+static int b_getcwd(long n) {
+    for (long i = 0; i < n; i++)
+        if (getcwd(buf, sizeof buf) == NULL) return -1;
+    return 0;
+}
+
+static int b_roundtrip(long n) {
+    if (!supervised) { errno = EPERM; return -1; }
+    for (long i = 0; i < n; i++) {
+        if (syscall(SYS_acct, NULL) == 0) { errno = EEXIST; return -1; }
+        if (errno != EPERM) return -1;
+    }
+    return 0;
+}
+
+static int b_ping(long n) { (void)n; return 0; }
+
+static const struct { const char *name; int (*fn)(long); } benches[] = {
+    {"openat_close", b_openat_close}, {"newfstatat", b_newfstatat},
+    {"stat_miss", b_stat_miss},       {"readlinkat", b_readlinkat},
+    {"faccessat", b_faccessat},       {"getdents64", b_getdents64},
+    {"read4k", b_read4k},             {"write4k", b_write4k},
+    {"getpid", b_getpid},             {"getcwd", b_getcwd},
+    {"roundtrip", b_roundtrip},       {"ping", b_ping},
+};
+
+static void join(char *out, const char *dir, const char *name) {
+    snprintf(out, 4096, "%s/%s", dir, name);
+}
+
+int main(int argc, char **argv) {
+    if (argc != 2) {
+        fprintf(stderr, "usage: bench_guest DIR\n");
+        return 2;
+    }
+    const char *dir = argv[1];
+    const char *sv = getenv("BENCH_GUEST_SUPERVISED");
+    supervised = sv && strcmp(sv, "1") == 0;
+    join(path_file, dir, "f001");
+    join(path_big, dir, "f000");
+    join(path_miss, dir, "missing");
+    join(path_link, dir, "link");
+    dir_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    big_fd = open(path_big, O_RDONLY | O_CLOEXEC);
+    null_fd = open("/dev/null", O_WRONLY | O_CLOEXEC);
+    if (dir_fd < 0 || big_fd < 0 || null_fd < 0) {
+        fprintf(stderr, "bench_guest: cannot open %s: %s\n", dir, strerror(errno));
+        return 1;
+    }
+    memset(buf, 'x', sizeof buf);
+
+    char line[256];
+    while (fgets(line, sizeof line, stdin)) {
+        char name[64];
+        long n = 0;
+        if (sscanf(line, "%63s %ld", name, &n) != 2 || n < 0) {
+            printf("ERR bad command\n");
+            fflush(stdout);
+            continue;
+        }
+        int (*fn)(long) = NULL;
+        for (size_t i = 0; i < sizeof benches / sizeof benches[0]; i++)
+            if (strcmp(benches[i].name, name) == 0) fn = benches[i].fn;
+        if (!fn) {
+            printf("ERR unknown bench %s\n", name);
+        } else {
+            uint64_t t0 = now_ns();
+            int rc = fn(n);
+            uint64_t t1 = now_ns();
+            if (rc != 0)
+                printf("ERR %s: %s\n", name, strerror(errno));
+            else
+                printf("%llu\n", (unsigned long long)(t1 - t0));
+        }
+        fflush(stdout);
+    }
+    return 0;
+}

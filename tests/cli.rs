@@ -1,0 +1,431 @@
+//! The command line and the guest's surroundings: bad input (exit 125/126/127
+//! with one "supervisor: " line), `--help`, exit-status and signal
+//! passthrough, stdio passthrough, the clean environment, --hostname,
+//! --workdir, --tmpfs, --report, the default view (/etc/shadow absent, host
+//! dirs hidden), and the guest's uid.
+
+mod common;
+use common::*;
+
+fn sup(args: &[&str]) -> Out {
+    Run::new(&["unused"]).supervisor_raw(args)
+}
+
+#[test]
+fn bad_flags_exit_125() {
+    let missing = "/nonexistent-sbx-host-path";
+    let cases: &[(&str, &[&str])] = &[
+        (
+            "unknown flag",
+            &["run", "--no-such-flag", "--", "/bin/true"],
+        ),
+        ("unknown subcommand", &["frobnicate"]),
+        ("no command at all", &["run"]),
+        ("no command after --", &["run", "--"]),
+        ("ro empty host", &["run", "--ro", ":/x", "--", "/bin/true"]),
+        (
+            "ro empty guest",
+            &["run", "--ro", "/usr:", "--", "/bin/true"],
+        ),
+        (
+            "ro relative guest",
+            &["run", "--ro", "/usr:relative/x", "--", "/bin/true"],
+        ),
+        (
+            "rw missing host",
+            &["run", "--rw", &format!("{missing}:/x"), "--", "/bin/true"],
+        ),
+        (
+            "ro missing host",
+            &["run", "--ro", &format!("{missing}:/x"), "--", "/bin/true"],
+        ),
+        (
+            "tmpfs bad size",
+            &["run", "--tmpfs", "/scratch:lots", "--", "/bin/true"],
+        ),
+        (
+            "tmpfs relative",
+            &["run", "--tmpfs", "scratch", "--", "/bin/true"],
+        ),
+        (
+            "disk bad size",
+            &["run", "--disk", "huge", "--", "/bin/true"],
+        ),
+        ("env empty name", &["run", "--env", "=x", "--", "/bin/true"]),
+        (
+            "workdir missing",
+            &[
+                "run",
+                "--workdir",
+                "/nonexistent-sbx-dir",
+                "--",
+                "/bin/true",
+            ],
+        ),
+    ];
+    let mut bad = Vec::new();
+    for (what, args) in cases {
+        let out = sup(args);
+        let lines: Vec<&str> = out.stderr.lines().collect();
+        if out.code != Some(125) || lines.len() != 1 || !lines[0].starts_with("supervisor: ") {
+            bad.push(format!(
+                "{what} {args:?}: expected 125 and one \"supervisor: \" line, got\n{}",
+                out.dump()
+            ));
+        }
+    }
+    assert!(bad.is_empty(), "{}", bad.join("\n\n"));
+    // No arguments at all: usage (several lines allowed), and 125.
+    let out = sup(&[]);
+    assert_eq!(out.code, Some(125), "no arguments:\n{}", out.dump());
+}
+
+#[test]
+fn command_not_found_127_and_not_executable_126() {
+    let t = Tree::new();
+    let noexec = t.file("noexec.sh", "#!/bin/sh\necho hi\n");
+    let badinterp = t.file("badinterp.sh", "#!/nonexistent/interp\n");
+    std::fs::set_permissions(
+        &badinterp,
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let r = Run::new(&["x"]).cwd(t.path());
+    let cases: &[(&str, &str, i32)] = &[
+        ("missing absolute", "/nonexistent/cmd", 127),
+        ("missing in PATH", "no-such-command-sbx", 127),
+        ("not executable", noexec.to_str().unwrap(), 126),
+        ("a directory", "/usr", 126),
+        ("bad #! interpreter", badinterp.to_str().unwrap(), 127),
+    ];
+    let mut bad = Vec::new();
+    for (what, cmd, code) in cases {
+        let out = r.supervisor_raw(&["run", "--", cmd]);
+        let lines: Vec<&str> = out.stderr.lines().collect();
+        if out.code != Some(*code) || lines.len() != 1 || !lines[0].starts_with("supervisor: ") {
+            bad.push(format!(
+                "{what} ({cmd}): expected {code} and one \"supervisor: \" line, got\n{}",
+                out.dump()
+            ));
+        }
+    }
+    assert!(bad.is_empty(), "{}", bad.join("\n\n"));
+}
+
+#[test]
+fn help_lists_every_flag() {
+    let out = sup(&["run", "--help"]);
+    assert_eq!(out.code, Some(0), "{}", out.dump());
+    for flag in [
+        "--ro",
+        "--rw",
+        "--tmpfs",
+        "--workdir",
+        "--env",
+        "--hostname",
+        "--disk",
+        "--report",
+    ] {
+        assert!(
+            out.stdout.contains(flag),
+            "`run --help` does not mention {flag}:\n{}",
+            out.stdout
+        );
+    }
+    let top = sup(&["--help"]);
+    assert_eq!(top.code, Some(0), "{}", top.dump());
+    assert!(
+        top.stdout.contains("run"),
+        "`--help` does not mention `run`:\n{}",
+        top.stdout
+    );
+}
+
+#[test]
+fn exit_codes_pass_through() {
+    for code in [0, 1, 3, 42, 125, 126, 127, 255] {
+        let out = Run::sh(&format!("exit {code}"), &[]).supervised();
+        assert_eq!(out.code, Some(code), "exit {code}:\n{}", out.dump());
+        assert!(
+            out.stderr.is_empty(),
+            "a normal exit must not add to stderr:\n{}",
+            out.dump()
+        );
+    }
+}
+
+#[test]
+fn signal_death_is_128_plus_n() {
+    for (sig, name) in [(9, "KILL"), (15, "TERM"), (6, "ABRT"), (11, "SEGV")] {
+        let out = Run::sh(&format!("kill -{name} $$"), &[]).supervised();
+        assert_eq!(out.code, Some(128 + sig), "kill -{name}:\n{}", out.dump());
+        assert!(
+            out.stderr.lines().any(|l| l.starts_with("supervisor: ")),
+            "death by signal must be explained in one \"supervisor: \" line:\n{}",
+            out.dump()
+        );
+    }
+}
+
+#[test]
+fn stdio_passes_through() {
+    let data: Vec<u8> = (0..1_000_000u32).map(|i| (i % 251) as u8).collect();
+    let out = Run::new(&["cat"]).stdin(&data).supervised();
+    assert_eq!(out.code, Some(0), "{}", out.dump());
+    assert!(
+        out.stdout_bytes == data,
+        "cat changed {} bytes of stdin into {} bytes",
+        data.len(),
+        out.stdout_bytes.len()
+    );
+    let out = Run::sh("echo to-out; echo to-err >&2; read x; echo got $x", &[])
+        .stdin(b"line\n")
+        .supervised();
+    assert_eq!(
+        (out.stdout.as_str(), out.stderr.as_str()),
+        ("to-out\ngot line\n", "to-err\n"),
+        "{}",
+        out.dump()
+    );
+    let out = Run::sh("cat >/dev/null; echo eof", &[]).supervised();
+    assert_eq!(out.stdout, "eof\n", "stdin EOF: {}", out.dump());
+}
+
+#[test]
+fn environment_is_clean() {
+    let r = Run::new(&["/usr/bin/env"])
+        .env("PATH", "/usr/bin:/bin:/opt/sbx-test")
+        .env("LANG", "C")
+        .env("TERM", "xterm-sbx")
+        .env("HOME", "/root")
+        .env("SECRET_TOKEN", "leak")
+        .env("COPY_ME", "copied")
+        .env("LD_PRELOAD", "/nonexistent.so")
+        .sup(&[
+            "--env",
+            "ADDED=1",
+            "--env",
+            "COPY_ME",
+            "--env",
+            "WITH_EQ=a=b",
+        ]);
+    let out = r.supervised();
+    assert_eq!(out.code, Some(0), "{}", out.dump());
+    let vars: std::collections::BTreeMap<&str, &str> = out
+        .stdout
+        .lines()
+        .filter_map(|l| l.split_once('='))
+        .collect();
+    let allowed = [
+        "PATH", "HOME", "LANG", "TERM", "ADDED", "COPY_ME", "WITH_EQ",
+    ];
+    for k in vars.keys() {
+        assert!(
+            allowed.contains(k),
+            "host variable {k} reached the guest:\n{}",
+            out.stdout
+        );
+    }
+    assert_eq!(
+        vars.get("PATH"),
+        Some(&"/usr/bin:/bin:/opt/sbx-test"),
+        "PATH comes from the host"
+    );
+    assert_eq!(vars.get("LANG"), Some(&"C"));
+    assert_eq!(vars.get("TERM"), Some(&"xterm-sbx"));
+    assert_eq!(vars.get("ADDED"), Some(&"1"));
+    assert_eq!(vars.get("COPY_ME"), Some(&"copied"));
+    assert_eq!(vars.get("WITH_EQ"), Some(&"a=b"));
+    // TERM only when set.
+    let out = Run::new(&["/usr/bin/env"]).supervised();
+    assert!(
+        !out.stdout.contains("TERM="),
+        "TERM set although the host has none:\n{}",
+        out.stdout
+    );
+}
+
+#[test]
+fn hostname_default_and_flag() {
+    let out = Run::new(&["uname", "-n"]).supervised();
+    assert_eq!(out.stdout, "sandbox\n", "{}", out.dump());
+    let out = Run::sh("hostname; cat /proc/sys/kernel/hostname", &[])
+        .sup(&["--hostname", "grader-7"])
+        .supervised();
+    assert_eq!(out.stdout, "grader-7\ngrader-7\n", "{}", out.dump());
+}
+
+#[test]
+fn guest_ids_are_the_invokers() {
+    let (uid, gid) = ids();
+    let out = Run::sh("id -u; id -g", &[]).supervised();
+    assert_eq!(out.stdout, format!("{uid}\n{gid}\n"), "{}", out.dump());
+}
+
+#[test]
+fn default_view() {
+    let script = "ls /; echo ==; ls /etc | grep -E '^(shadow|gshadow|sudoers|sudoers.d|passwd|group)$'; \
+                  echo ==; for p in /etc/shadow /etc/gshadow /etc/sudoers /root /home /var /run /srv /mnt /opt; do \
+                  test -e $p && echo present $p; done; echo ==; ls /dev; echo ==; ls /sys | wc -l; \
+                  readlink /bin /lib /lib64 /sbin; echo ==; pwd; touch /tmp/x && echo tmp-writable; \
+                  touch /usr/x && echo usr-writable; echo ==; ls /proc/self/ >/dev/null && echo proc-ok";
+    let t = Tree::new();
+    let out = Run::sh(&(guard() + script), &[]).cwd(t.path()).supervised();
+    assert_eq!(out.code, Some(0), "{}", out.dump());
+    let parts: Vec<&str> = out.stdout.split("==\n").collect();
+    assert_eq!(parts.len(), 7, "{}", out.dump());
+    let allowed = [
+        "bin", "dev", "etc", "lib", "lib32", "lib64", "libx32", "proc", "sbin", "sys", "tmp", "usr",
+    ];
+    for name in parts[0].lines() {
+        assert!(
+            allowed.contains(&name),
+            "/{name} is visible in the sandbox; / is:\n{}",
+            parts[0]
+        );
+    }
+    for name in ["usr", "etc", "tmp", "proc", "dev"] {
+        assert!(
+            parts[0].lines().any(|l| l == name),
+            "/{name} missing; / is:\n{}",
+            parts[0]
+        );
+    }
+    assert_eq!(
+        parts[1], "group\npasswd\n",
+        "secrets in /etc (or passwd/group missing)"
+    );
+    assert_eq!(parts[2], "", "these must be absent:\n{}", parts[2]);
+    for dev in [
+        "null", "zero", "full", "random", "urandom", "tty", "pts", "shm", "fd",
+    ] {
+        assert!(
+            parts[3].lines().any(|l| l == dev),
+            "/dev/{dev} missing; /dev is:\n{}",
+            parts[3]
+        );
+    }
+    let cwd = t.path().display().to_string();
+    assert_eq!(parts[4].lines().next(), Some("0"), "/sys must be empty");
+    assert_eq!(
+        parts[5],
+        format!("{cwd}\ntmp-writable\nusr-writable\n"),
+        "cwd, /tmp and /usr writes:\n{}",
+        out.dump()
+    );
+    assert_eq!(parts[6], "proc-ok\n", "{}", out.dump());
+    // /bin, /lib, /lib64, /sbin look as on the host (symlinks on merged-usr).
+    let host: Vec<String> = ["/bin", "/lib", "/lib64", "/sbin"]
+        .iter()
+        .filter_map(|p| std::fs::read_link(p).ok().map(|t| t.display().to_string()))
+        .collect();
+    let guest: Vec<&str> = parts[4].lines().skip(1).collect();
+    assert_eq!(guest, host, "readlink /bin /lib /lib64 /sbin");
+}
+
+#[test]
+fn cwd_is_read_only_and_workdir_moves_start() {
+    let t = Tree::new();
+    t.file("input.txt", "data\n");
+    let out = Run::sh("cat input.txt; pwd; touch new.txt", &[])
+        .cwd(t.path())
+        .supervised();
+    assert_eq!(
+        out.code,
+        Some(1),
+        "writing into the read-only cwd must fail:\n{}",
+        out.dump()
+    );
+    assert!(
+        out.stdout.starts_with(&format!("data\n{}\n", t.s())),
+        "{}",
+        out.dump()
+    );
+    assert!(!t.join("new.txt").exists(), "write reached the host cwd");
+    let out = Run::new(&["pwd"])
+        .cwd(t.path())
+        .sup(&["--workdir", "/usr/share"])
+        .supervised();
+    assert_eq!(out.stdout, "/usr/share\n", "{}", out.dump());
+    // A cwd inside a --rw mount is writable.
+    let out = Run::sh("echo hi > made.txt", &[])
+        .cwd(t.path())
+        .rw(t.path())
+        .supervised();
+    assert_eq!(out.code, Some(0), "{}", out.dump());
+    assert_eq!(
+        std::fs::read_to_string(t.join("made.txt")).ok().as_deref(),
+        Some("hi\n")
+    );
+}
+
+#[test]
+fn mounts_ro_rw_tmpfs() {
+    let (ro, rw) = (Tree::new(), Tree::new());
+    ro.file("in.txt", "input\n");
+    let script = "cat /data/in.txt; echo x > /data/new 2>/dev/null || echo ro-denied; \
+                  echo result > /out/res.txt; echo y > /scratch/s && cat /scratch/s; \
+                  df -k /scratch | tail -1 | awk '{print $2}'";
+    let out = Run::sh(script, &[])
+        .sup(&[
+            "--ro",
+            &format!("{}:/data", ro.s()),
+            "--rw",
+            &format!("{}:/out", rw.s()),
+            "--tmpfs",
+            "/scratch:8m",
+        ])
+        .supervised();
+    assert_eq!(out.code, Some(0), "{}", out.dump());
+    assert_eq!(out.stdout, "input\nro-denied\ny\n8192\n", "{}", out.dump());
+    assert_eq!(
+        listing(ro.path()),
+        vec!["in.txt"],
+        "the --ro mount was written to"
+    );
+    assert_eq!(
+        std::fs::read_to_string(rw.join("res.txt")).ok().as_deref(),
+        Some("result\n")
+    );
+}
+
+#[test]
+fn report_contents() {
+    let t = Tree::new();
+    let rep = t.join("r.json");
+    let rep_s = rep.display().to_string();
+    let out = Run::sh("cat /etc/hostname >/dev/null; exit 3", &[])
+        .sup(&["--report", &rep_s])
+        .supervised();
+    assert_eq!(out.code, Some(3), "{}", out.dump());
+    let r = read_report(&rep);
+    assert_eq!(r["version"], 1, "{r}");
+    assert_eq!(r["exit_code"], 3, "{r}");
+    assert!(r["signal"].is_null(), "{r}");
+    assert_eq!(r["reason"], "exited", "{r}");
+    assert!(r["wall_time_s"].as_f64().is_some_and(|w| w >= 0.0), "{r}");
+    assert!(
+        r["cpu_time_s"]["user"].as_f64().is_some_and(|w| w >= 0.0),
+        "{r}"
+    );
+    assert!(
+        r["cpu_time_s"]["system"].as_f64().is_some_and(|w| w >= 0.0),
+        "{r}"
+    );
+    assert!(
+        r["syscalls"]["serviced"]["openat"]
+            .as_u64()
+            .is_some_and(|n| n >= 1),
+        "no openat serviced: {r}"
+    );
+    assert!(r["syscalls"]["denied"].is_object(), "{r}");
+
+    let out = Run::sh("kill -9 $$", &[])
+        .sup(&["--report", &rep_s])
+        .supervised();
+    assert_eq!(out.code, Some(137), "{}", out.dump());
+    let r = read_report(&rep);
+    assert!(r["exit_code"].is_null(), "{r}");
+    assert_eq!(r["signal"], 9, "{r}");
+    assert_eq!(r["reason"], "signaled", "{r}");
+}

@@ -1,0 +1,77 @@
+//! The C programs of tests/c/*.c, built once per test binary with `cc` into
+//! `$CARGO_TARGET_TMPDIR/cprogs` (world-readable, so the unprivileged tests
+//! can run them), and the mount that makes them visible in the sandbox.
+
+use super::*;
+
+/// Directory holding the built C programs (all built on first use; one
+/// program failing to compile fails only the tests that use it).
+pub fn c_dir() -> &'static Path {
+    &c_built().0
+}
+
+type Built = (PathBuf, BTreeMap<String, Result<(), String>>);
+
+fn c_built() -> &'static Built {
+    static BUILT: OnceLock<Built> = OnceLock::new();
+    BUILT.get_or_init(build_c)
+}
+
+/// Path of the built `tests/c/NAME.c` (panics with cc's message if it failed).
+pub fn c_prog(name: &str) -> PathBuf {
+    let (dir, res) = c_built();
+    match res.get(name) {
+        Some(Ok(())) => dir.join(name),
+        Some(Err(e)) => panic!("building tests/c/{name}.c failed: {e}"),
+        None => panic!("no tests/c/{name}.c (or no `cc`)"),
+    }
+}
+
+/// Supervisor options that make the C programs visible inside (read-only,
+/// same path).
+pub fn c_mounts() -> Vec<String> {
+    let d = c_dir().display().to_string();
+    vec!["--ro".into(), format!("{d}:{d}")]
+}
+
+fn build_c() -> Built {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c");
+    let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("cprogs");
+    let mut res = BTreeMap::new();
+    std::fs::create_dir_all(&out).expect("create cprogs dir");
+    // World-readable, for the unprivileged tests.
+    let _ = std::fs::set_permissions(&out, std::fs::Permissions::from_mode(0o755));
+    if !have("cc") {
+        return (out, res);
+    }
+    let mut srcs: Vec<PathBuf> = std::fs::read_dir(&src)
+        .expect("tests/c")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().and_then(|e| e.to_str()) == Some("c"))
+        .collect();
+    srcs.sort();
+    for p in srcs {
+        let name = p.file_stem().unwrap().to_str().unwrap().to_owned();
+        res.insert(name.clone(), build_one(&p, &out, &name));
+    }
+    (out, res)
+}
+
+fn build_one(src: &Path, out: &Path, name: &str) -> Result<(), String> {
+    // Build under a private name, then rename: concurrent test binaries never
+    // see a half-written program.
+    let tmp = out.join(format!("{name}.{}.tmp", std::process::id()));
+    let st = Command::new("cc")
+        .args(["-O1", "-Wall", "-Wno-unused-result", "-pthread", "-o"])
+        .arg(&tmp)
+        .arg(src)
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| e.to_string())?;
+    if !st.status.success() {
+        return Err(String::from_utf8_lossy(&st.stderr).into_owned());
+    }
+    std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o755))
+        .map_err(|e| e.to_string())?;
+    std::fs::rename(&tmp, out.join(name)).map_err(|e| e.to_string())
+}

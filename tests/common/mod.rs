@@ -1,0 +1,318 @@
+//! Shared helpers of the integration tests (each `tests/*.rs` does `mod common;`).
+//!
+//! What is here:
+//! - [`bin`]: the `supervisor` binary cargo built for this test run.
+//! - [`Run`]: one command, run natively or under `supervisor run` with the same
+//!   argv, cwd, environment and stdin, with a timeout on every child (killed by
+//!   its process group after [`Run::timeout`], and the test fails).
+//! - [`c_prog`]: the C programs of `tests/c/*.c`, built once per test binary
+//!   with `cc` into `$CARGO_TARGET_TMPDIR/cprogs` (visible in the sandbox
+//!   through [`c_mounts`]).
+//! - [`Tree`]: temp trees, and [`snapshot`] of a tree for comparing results.
+//! - [`normalize`]: the only differences between a native and a supervised
+//!   output that a test may erase; each one is documented there.
+//! - [`skip!`]: skipping with a printed reason when a tool is missing.
+//!
+//! Not here: what any single test expects.
+#![allow(dead_code)]
+
+mod cprogs;
+pub mod probes;
+mod tree;
+
+pub use cprogs::*;
+pub use tree::*;
+
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::io::{Read, Write};
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::{mpsc, OnceLock};
+use std::time::{Duration, Instant};
+
+/// Print why a test is skipped, then return from it. Never a silent pass.
+#[macro_export]
+macro_rules! skip {
+    ($($arg:tt)*) => {{
+        eprintln!("SKIPPED {}: {}", module_path!(), format!($($arg)*));
+        return;
+    }};
+}
+
+/// Path of the supervisor binary under test.
+pub fn bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_supervisor"))
+}
+
+/// The PATH every test child gets, natively and (passed through) supervised.
+pub const PATH: &str = "/usr/local/bin:/usr/bin:/bin";
+
+/// Default per-child timeout.
+pub const TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Is `tool` an executable file (absolute) or found in [`PATH`]?
+pub fn have(tool: &str) -> bool {
+    let is_exe = |p: &Path| {
+        p.metadata()
+            .map(|m| m.is_file() && m.mode() & 0o111 != 0)
+            .unwrap_or(false)
+    };
+    if tool.contains('/') {
+        return is_exe(Path::new(tool));
+    }
+    PATH.split(':').any(|d| is_exe(&Path::new(d).join(tool)))
+}
+
+/// The result of one child.
+#[derive(Debug, Clone)]
+pub struct Out {
+    /// Exit code, or `None` when killed by a signal.
+    pub code: Option<i32>,
+    /// Signal that killed it.
+    pub signal: Option<i32>,
+    pub stdout_bytes: Vec<u8>,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Out {
+    /// A short dump for assertion messages.
+    pub fn dump(&self) -> String {
+        format!(
+            "code={:?} signal={:?}\n--- stdout ---\n{}\n--- stderr ---\n{}",
+            self.code, self.signal, self.stdout, self.stderr
+        )
+    }
+    /// Assert exit code 0 (with the dump on failure).
+    pub fn ok(self, what: &str) -> Self {
+        assert_eq!(self.code, Some(0), "{what} failed:\n{}", self.dump());
+        self
+    }
+}
+
+/// One command to run natively or supervised.
+#[derive(Debug, Clone)]
+pub struct Run {
+    pub argv: Vec<OsString>,
+    /// Working directory of the child (natively) and of the supervisor (so also
+    /// the guest's starting directory unless `--workdir` says otherwise).
+    pub cwd: PathBuf,
+    /// The child's whole environment (the host environment is cleared first).
+    pub env: Vec<(String, String)>,
+    pub stdin: Vec<u8>,
+    pub timeout: Duration,
+    /// Run as this (uid, gid) instead of the test's own (needs root).
+    pub user: Option<(u32, u32)>,
+    /// Options of `supervisor run` placed before `--`.
+    pub sup: Vec<OsString>,
+    /// Which supervisor binary (default [`bin`]).
+    pub bin: PathBuf,
+    /// A host fd to hand to the child as its fd 3 (inherited, not CLOEXEC).
+    pub pass_fd: Option<i32>,
+}
+
+impl Run {
+    pub fn new<S: AsRef<std::ffi::OsStr>>(argv: &[S]) -> Run {
+        Run {
+            argv: argv.iter().map(|s| s.as_ref().to_owned()).collect(),
+            cwd: PathBuf::from("/"),
+            env: vec![("PATH".into(), PATH.into()), ("LANG".into(), "C".into())],
+            stdin: Vec::new(),
+            timeout: TIMEOUT,
+            user: None,
+            sup: Vec::new(),
+            bin: bin(),
+            pass_fd: None,
+        }
+    }
+    /// `sh -c SCRIPT sh ARGS...`
+    pub fn sh(script: &str, args: &[&str]) -> Run {
+        let mut v = vec!["/bin/sh", "-c", script, "sh"];
+        v.extend_from_slice(args);
+        Run::new(&v)
+    }
+    pub fn cwd(mut self, p: impl AsRef<Path>) -> Run {
+        self.cwd = p.as_ref().to_owned();
+        self
+    }
+    pub fn env(mut self, k: &str, v: &str) -> Run {
+        self.env.retain(|(kk, _)| kk != k);
+        self.env.push((k.into(), v.into()));
+        self
+    }
+    pub fn stdin(mut self, data: &[u8]) -> Run {
+        self.stdin = data.to_vec();
+        self
+    }
+    pub fn user(mut self, uid: u32, gid: u32) -> Run {
+        self.user = Some((uid, gid));
+        self
+    }
+    pub fn bin(mut self, p: impl AsRef<Path>) -> Run {
+        self.bin = p.as_ref().to_owned();
+        self
+    }
+    /// Add supervisor options (before `--`).
+    pub fn sup<S: AsRef<std::ffi::OsStr>>(mut self, opts: &[S]) -> Run {
+        self.sup.extend(opts.iter().map(|s| s.as_ref().to_owned()));
+        self
+    }
+    /// `--rw P:P` (same path inside).
+    pub fn rw(self, p: impl AsRef<Path>) -> Run {
+        let p = p.as_ref().display().to_string();
+        self.sup(&["--rw".to_string(), format!("{p}:{p}")])
+    }
+    /// `--ro P:P` (same path inside).
+    pub fn ro(self, p: impl AsRef<Path>) -> Run {
+        let p = p.as_ref().display().to_string();
+        self.sup(&["--ro".to_string(), format!("{p}:{p}")])
+    }
+
+    /// Run argv directly.
+    pub fn native(&self) -> Out {
+        let mut c = Command::new(&self.argv[0]);
+        c.args(&self.argv[1..]);
+        self.spawn(c)
+    }
+    /// Run `supervisor run SUP... -- argv`.
+    pub fn supervised(&self) -> Out {
+        let mut c = Command::new(&self.bin);
+        c.arg("run").args(&self.sup).arg("--").args(&self.argv);
+        self.spawn(c)
+    }
+    /// Run `supervisor ARGS...` exactly (for the CLI tests); argv is ignored.
+    pub fn supervisor_raw<S: AsRef<std::ffi::OsStr>>(&self, args: &[S]) -> Out {
+        let mut c = Command::new(&self.bin);
+        c.args(args);
+        self.spawn(c)
+    }
+
+    fn spawn(&self, mut c: Command) -> Out {
+        c.env_clear()
+            .envs(self.env.iter().cloned())
+            .current_dir(&self.cwd);
+        c.stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        // Own process group, so a timeout kills grandchildren too.
+        c.process_group(0);
+        if let Some((uid, gid)) = self.user {
+            // std drops supplementary groups when root changes uid.
+            c.uid(uid).gid(gid);
+        }
+        if let Some(fd) = self.pass_fd {
+            // SAFETY: dup2 is async-signal-safe; runs in the child before exec.
+            unsafe {
+                c.pre_exec(move || {
+                    if libc::dup2(fd, 3) < 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                    Ok(())
+                });
+            }
+        }
+        let desc = format!("{:?}", c);
+        let mut child = c.spawn().unwrap_or_else(|e| panic!("spawn {desc}: {e}"));
+        let pid = child.id() as i32;
+        let mut sin = child.stdin.take().unwrap();
+        let data = self.stdin.clone();
+        std::thread::spawn(move || {
+            let _ = sin.write_all(&data);
+        });
+        let rx_out = reader(child.stdout.take().unwrap());
+        let rx_err = reader(child.stderr.take().unwrap());
+        let deadline = Instant::now() + self.timeout;
+        let status = loop {
+            if let Some(st) = child.try_wait().expect("try_wait") {
+                break st;
+            }
+            if Instant::now() > deadline {
+                // SAFETY: signalling our own child's process group.
+                unsafe { libc::kill(-pid, libc::SIGKILL) };
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("timeout after {:?}: {desc}", self.timeout);
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        };
+        let left = deadline.saturating_duration_since(Instant::now()) + Duration::from_secs(5);
+        let get = |rx: mpsc::Receiver<Vec<u8>>, name: &str| {
+            rx.recv_timeout(left).unwrap_or_else(|_| {
+                // SAFETY: as above; something still holds the pipe open.
+                unsafe { libc::kill(-pid, libc::SIGKILL) };
+                panic!("{name} still open after exit (a process outlived the command): {desc}")
+            })
+        };
+        let stdout_bytes = get(rx_out, "stdout");
+        let stderr = get(rx_err, "stderr");
+        Out {
+            code: status.code(),
+            signal: status.signal(),
+            stdout: String::from_utf8_lossy(&stdout_bytes).into_owned(),
+            stdout_bytes,
+            stderr: String::from_utf8_lossy(&stderr).into_owned(),
+        }
+    }
+}
+
+fn reader(mut r: impl Read + Send + 'static) -> mpsc::Receiver<Vec<u8>> {
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let mut buf = Vec::new();
+        let _ = r.read_to_end(&mut buf);
+        let _ = tx.send(buf);
+    });
+    rx
+}
+
+// ---- safety guard --------------------------------------------------------
+
+/// A host file no sandbox may show (host /tmp is never in the view).
+pub const HOST_MARKER: &str = "/tmp/.sbx-tests-host-marker";
+
+/// Shell prefix for every guest script that would harm the host if it ran
+/// unsandboxed (a broken or fake supervisor, a native run): it exits 99 at
+/// once when the host marker or /root is visible. Creates the marker.
+pub fn guard() -> String {
+    if !Path::new(HOST_MARKER).exists() {
+        std::fs::write(HOST_MARKER, "host\n").expect("create host marker");
+    }
+    format!(
+        "if [ -e {HOST_MARKER} ] || [ -e /root ]; then echo 'NOT SANDBOXED: refusing to run' >&2; exit 99; fi; "
+    )
+}
+
+// ---- reports and host state ----------------------------------------------
+
+/// Parse a JSON report file.
+pub fn read_report(p: &Path) -> serde_json::Value {
+    let s = std::fs::read_to_string(p)
+        .unwrap_or_else(|e| panic!("report {} not written: {e}", p.display()));
+    serde_json::from_str(&s).unwrap_or_else(|e| panic!("report is not JSON ({e}):\n{s}"))
+}
+
+/// The invoker's uid and gid.
+pub fn ids() -> (u32, u32) {
+    // SAFETY: getuid/getgid cannot fail.
+    unsafe { (libc::getuid(), libc::getgid()) }
+}
+
+pub fn is_root() -> bool {
+    ids().0 == 0
+}
+
+/// Names in a directory (sorted; empty when unreadable).
+pub fn listing(p: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(p)
+        .map(|r| {
+            r.filter_map(|e| e.ok())
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    v.sort();
+    v
+}

@@ -1,0 +1,87 @@
+//! User and group ids between the host and the guest.
+//!
+//! The guest's user namespace maps exactly one id: the invoker's uid (and
+//! gid) to itself. Files of any other host id show as the overflow id
+//! 65534, as the kernel shows them to the guest in `fstat`; a guest
+//! `chown` to an id without a mapping fails with EINVAL, as it does in
+//! the kernel. Owns the arithmetic only; no host calls.
+
+use nix::errno::Errno;
+
+/// The kernel's default overflow uid and gid (/proc/sys/kernel/overflowuid).
+pub const OVERFLOW_ID: u32 = 65534;
+
+/// The id value that means "leave unchanged" in chown.
+pub const UNCHANGED: u32 = u32::MAX;
+
+/// The one-id mapping of the sandbox's user namespace.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct IdMap {
+    uid: u32,
+    gid: u32,
+}
+
+impl IdMap {
+    /// `uid`/`gid`: the invoker's host ids, which the guest sees unchanged.
+    pub fn new(uid: u32, gid: u32) -> IdMap {
+        IdMap { uid, gid }
+    }
+
+    /// A host uid as the guest sees it.
+    pub fn uid_to_guest(&self, host: u32) -> u32 {
+        if host == self.uid {
+            host
+        } else {
+            OVERFLOW_ID
+        }
+    }
+
+    /// A host gid as the guest sees it.
+    pub fn gid_to_guest(&self, host: u32) -> u32 {
+        if host == self.gid {
+            host
+        } else {
+            OVERFLOW_ID
+        }
+    }
+
+    /// A guest uid for chown: `UNCHANGED` stays, the mapped id maps to
+    /// itself, anything else is EINVAL.
+    pub fn uid_to_host(&self, guest: u32) -> Result<u32, Errno> {
+        Self::to_host(guest, self.uid)
+    }
+
+    /// A guest gid for chown, as [`IdMap::uid_to_host`].
+    pub fn gid_to_host(&self, guest: u32) -> Result<u32, Errno> {
+        Self::to_host(guest, self.gid)
+    }
+
+    fn to_host(guest: u32, mapped: u32) -> Result<u32, Errno> {
+        if guest == UNCHANGED || guest == mapped {
+            Ok(guest)
+        } else {
+            Err(Errno::EINVAL)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn maps_one_id() {
+        let m = IdMap::new(1000, 100);
+        assert_eq!(m.uid_to_guest(1000), 1000);
+        assert_eq!(m.uid_to_guest(0), OVERFLOW_ID);
+        assert_eq!(m.gid_to_guest(100), 100);
+        assert_eq!(m.gid_to_guest(1000), OVERFLOW_ID);
+        assert_eq!(m.uid_to_host(1000), Ok(1000));
+        assert_eq!(m.uid_to_host(UNCHANGED), Ok(UNCHANGED));
+        assert_eq!(m.uid_to_host(0), Err(Errno::EINVAL));
+        assert_eq!(m.gid_to_host(100), Ok(100));
+        let root = IdMap::new(0, 0);
+        assert_eq!(root.uid_to_guest(0), 0);
+        assert_eq!(root.uid_to_guest(1000), OVERFLOW_ID);
+    }
+}

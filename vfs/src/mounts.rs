@@ -1,0 +1,362 @@
+//! Mount specifications of the sandbox's view: what the user asked for
+//! with `--ro`, `--rw` and `--tmpfs`, checked and normalised, and the fixed
+//! parts of the default view (which host directories show, which /etc
+//! entries are hidden).
+//!
+//! Owns: parsing and validating mount specs and sizes ("64m", "1.5G").
+//! Does not own: doing the mounts (the supervisor's `launch` module) or
+//! resolving guest paths later (the rest of this crate).
+//!
+//! Checks made here, at parse time: the guest path is absolute, is
+//! normalised lexically (`.` and `//` dropped, `..` folded, never above
+//! `/`), is not `/` and not under /proc, /dev or /sys (the sandbox owns
+//! those). A relative host path is made absolute against the current
+//! directory (canonicalised when it exists). Whether the host path exists
+//! is checked at launch, which names the spec in its error.
+
+use std::fmt;
+use std::path::{Component, Path, PathBuf};
+
+/// Host directories of the default view, each shown through an overlay
+/// whose writes land in the sandbox's layer (or recreated as a symlink
+/// when the host has a symlink there, as merged-/usr systems do).
+pub const HOST_DIRS: &[&str] = &["/usr", "/etc", "/bin", "/sbin", "/lib", "/lib64"];
+
+/// Entries of the host's /etc that the guest must not see (relative to
+/// /etc; a trailing `*` matches any suffix). passwd and group are
+/// rewritten for the sandbox, so their backups go too.
+pub const ETC_HIDDEN: &[&str] = &[
+    "shadow",
+    "shadow-",
+    "gshadow",
+    "gshadow-",
+    "passwd-",
+    "group-",
+    "sudoers",
+    "sudoers.d",
+    "ssh/ssh_host_*",
+    "security/opasswd",
+];
+
+/// Guest directories the sandbox provides itself; user mounts may not
+/// cover them.
+pub const RESERVED: &[&str] = &["/proc", "/dev", "/sys"];
+
+/// Size of a `--tmpfs` mount when the spec names none.
+pub const DEFAULT_TMPFS_SIZE: u64 = 64 << 20;
+
+/// What kind of mount a spec asks for.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum MountKind {
+    /// `--ro HOST:GUEST`: a read-only bind mount of a host path.
+    ReadOnly,
+    /// `--rw HOST:GUEST`: a writable bind mount; writes reach the host.
+    ReadWrite,
+    /// `--tmpfs GUEST[:SIZE]`: an empty scratch filesystem of this size.
+    Tmpfs { size: u64 },
+}
+
+/// One checked mount request.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MountSpec {
+    pub kind: MountKind,
+    /// The host path (absolute); `None` for tmpfs.
+    pub host: Option<PathBuf>,
+    /// Where the guest sees it (absolute, normalised).
+    pub guest: PathBuf,
+    /// The spec as the user wrote it, for error messages.
+    pub spec: String,
+}
+
+/// A bad mount spec or size; the message names the spec.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SpecError(pub String);
+
+impl fmt::Display for SpecError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for SpecError {}
+
+impl MountSpec {
+    /// `--ro HOST:GUEST` or `--ro PATH` (same path on both sides).
+    pub fn parse_ro(s: &str) -> Result<MountSpec, SpecError> {
+        parse_bind(s, MountKind::ReadOnly)
+    }
+
+    /// `--rw HOST:GUEST` or `--rw PATH`.
+    pub fn parse_rw(s: &str) -> Result<MountSpec, SpecError> {
+        parse_bind(s, MountKind::ReadWrite)
+    }
+
+    /// `--tmpfs GUEST[:SIZE]`, size defaulting to 64 MiB.
+    pub fn parse_tmpfs(s: &str) -> Result<MountSpec, SpecError> {
+        let bad = |why: String| SpecError(format!("--tmpfs {s}: {why}"));
+        let (guest, size) = match s.rsplit_once(':') {
+            Some((g, sz)) => (g, parse_size(sz).map_err(|e| bad(e.0))?),
+            None => (s, DEFAULT_TMPFS_SIZE),
+        };
+        let guest = guest_path(guest).map_err(bad)?;
+        Ok(MountSpec {
+            kind: MountKind::Tmpfs { size },
+            host: None,
+            guest,
+            spec: s.to_string(),
+        })
+    }
+
+    /// The flag this spec came from: `--ro`, `--rw` or `--tmpfs`.
+    pub fn flag(&self) -> &'static str {
+        match self.kind {
+            MountKind::ReadOnly => "--ro",
+            MountKind::ReadWrite => "--rw",
+            MountKind::Tmpfs { .. } => "--tmpfs",
+        }
+    }
+
+    /// `--ro /a:/b` as the user wrote it, to prefix error messages.
+    pub fn label(&self) -> String {
+        format!("{} {}", self.flag(), self.spec)
+    }
+}
+
+fn parse_bind(s: &str, kind: MountKind) -> Result<MountSpec, SpecError> {
+    let flag = if kind == MountKind::ReadOnly {
+        "--ro"
+    } else {
+        "--rw"
+    };
+    let bad = |why: String| SpecError(format!("{flag} {s}: {why}"));
+    let (host, guest) = match s.split_once(':') {
+        Some((h, g)) => (h, Some(g)),
+        None => (s, None),
+    };
+    if host.is_empty() {
+        return Err(bad("empty host path (expected HOST:GUEST)".into()));
+    }
+    let host = host_path(host).map_err(bad)?;
+    // `--ro PATH`: the guest sees it where the host has it.
+    let guest = match guest {
+        Some(g) => guest_path(g),
+        None => guest_path(&host.to_string_lossy()),
+    }
+    .map_err(bad)?;
+    Ok(MountSpec {
+        kind,
+        host: Some(host),
+        guest,
+        spec: s.to_string(),
+    })
+}
+
+/// Makes a host path absolute: relative ones against the current
+/// directory, canonicalised when they exist.
+fn host_path(s: &str) -> Result<PathBuf, String> {
+    let p = Path::new(s);
+    if p.is_absolute() {
+        return normalise(p).ok_or_else(|| format!("host path {s} climbs above /"));
+    }
+    if let Ok(real) = std::fs::canonicalize(p) {
+        return Ok(real);
+    }
+    let cwd = std::env::current_dir().map_err(|e| {
+        format!("host path {s} is relative and the current directory is unknown: {e}")
+    })?;
+    normalise(&cwd.join(p)).ok_or_else(|| format!("host path {s} climbs above /"))
+}
+
+/// Checks and normalises a guest path.
+pub fn guest_path(s: &str) -> Result<PathBuf, String> {
+    if s.is_empty() {
+        return Err("empty guest path".into());
+    }
+    if s.contains('\0') {
+        return Err("guest path contains a NUL byte".into());
+    }
+    let p = Path::new(s);
+    if !p.is_absolute() {
+        return Err(format!("guest path {s} must be absolute"));
+    }
+    let n = normalise(p).ok_or_else(|| format!("guest path {s} climbs above /"))?;
+    if n == Path::new("/") {
+        return Err("cannot mount over the guest's /".into());
+    }
+    if let Some(r) = RESERVED.iter().find(|r| n.starts_with(r)) {
+        return Err(format!(
+            "guest path {} is inside {r}, which the sandbox provides",
+            n.display()
+        ));
+    }
+    Ok(n)
+}
+
+/// Lexical normalisation of an absolute path: drops `.` and empty
+/// components, folds `..`; `None` when `..` would climb above `/`.
+pub fn normalise(p: &Path) -> Option<PathBuf> {
+    let mut out = PathBuf::from("/");
+    for c in p.components() {
+        match c {
+            Component::RootDir | Component::CurDir | Component::Prefix(_) => {}
+            Component::ParentDir => {
+                if !out.pop() {
+                    return None;
+                }
+            }
+            Component::Normal(n) => out.push(n),
+        }
+    }
+    Some(out)
+}
+
+/// Parses a size: a number (decimal fractions allowed) and an optional
+/// binary unit: `512`, `64k`, `64m`, `1g`, `1.5G`, `64MiB`, `2TB`.
+pub fn parse_size(s: &str) -> Result<u64, SpecError> {
+    let bad = |why: &str| SpecError(format!("size {s:?}: {why}"));
+    let t = s.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let shift = match unit.to_ascii_lowercase().as_str() {
+        "" | "b" => 0,
+        "k" | "kb" | "kib" => 10,
+        "m" | "mb" | "mib" => 20,
+        "g" | "gb" | "gib" => 30,
+        "t" | "tb" | "tib" => 40,
+        _ => return Err(bad("unknown unit (use k, m, g or t)")),
+    };
+    let (whole, frac) = num.split_once('.').unwrap_or((num, ""));
+    if whole.is_empty() && frac.is_empty() {
+        return Err(bad("expected a number, as in 64m or 1.5g"));
+    }
+    if frac.contains('.') || frac.len() > 9 {
+        return Err(bad("malformed number"));
+    }
+    let whole: u128 = if whole.is_empty() {
+        0
+    } else {
+        whole.parse().map_err(|_| bad("number too large"))?
+    };
+    let frac_den = 10u128.pow(frac.len() as u32);
+    let frac_num: u128 = if frac.is_empty() {
+        0
+    } else {
+        frac.parse().map_err(|_| bad("malformed number"))?
+    };
+    let bytes = (whole << shift) + ((frac_num << shift) / frac_den);
+    if bytes == 0 {
+        return Err(bad("must be greater than zero"));
+    }
+    u64::try_from(bytes).map_err(|_| bad("too large"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes() {
+        assert_eq!(parse_size("512").unwrap(), 512);
+        assert_eq!(parse_size("64k").unwrap(), 64 << 10);
+        assert_eq!(parse_size("64m").unwrap(), 64 << 20);
+        assert_eq!(parse_size("64M").unwrap(), 64 << 20);
+        assert_eq!(parse_size("64MiB").unwrap(), 64 << 20);
+        assert_eq!(parse_size("64MB").unwrap(), 64 << 20);
+        assert_eq!(parse_size("1g").unwrap(), 1 << 30);
+        assert_eq!(parse_size("1.5G").unwrap(), 3 << 29);
+        assert_eq!(parse_size("0.5k").unwrap(), 512);
+        assert_eq!(parse_size("2t").unwrap(), 2 << 40);
+        for bad in [
+            "",
+            "m",
+            "0",
+            "0k",
+            "-1",
+            "1x",
+            "1.2.3",
+            "64 m",
+            "99999999999999999999999t",
+            "1..5g",
+        ] {
+            let e = parse_size(bad).unwrap_err();
+            assert!(e.0.contains("size"), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn ro_and_rw() {
+        let m = MountSpec::parse_ro("/srv/data:/data").unwrap();
+        assert_eq!(m.kind, MountKind::ReadOnly);
+        assert_eq!(m.host.as_deref(), Some(Path::new("/srv/data")));
+        assert_eq!(m.guest, Path::new("/data"));
+        assert_eq!(m.label(), "--ro /srv/data:/data");
+
+        let m = MountSpec::parse_rw("/srv/data").unwrap();
+        assert_eq!(m.kind, MountKind::ReadWrite);
+        assert_eq!(m.guest, Path::new("/srv/data"));
+
+        let m = MountSpec::parse_ro("/a/./b//c/../d:/x/./y/").unwrap();
+        assert_eq!(m.host.as_deref(), Some(Path::new("/a/b/d")));
+        assert_eq!(m.guest, Path::new("/x/y"));
+    }
+
+    #[test]
+    fn relative_host_paths_become_absolute() {
+        let cwd = std::env::current_dir().unwrap();
+        let m = MountSpec::parse_ro("no-such-dir-xyz:/data").unwrap();
+        assert_eq!(m.host.unwrap(), cwd.join("no-such-dir-xyz"));
+        let m = MountSpec::parse_ro(".:/data").unwrap();
+        assert_eq!(m.host.unwrap(), std::fs::canonicalize(&cwd).unwrap());
+        // `--ro data` mounts it at the same (absolute) place.
+        let m = MountSpec::parse_rw("no-such-dir-xyz").unwrap();
+        assert_eq!(m.guest, cwd.join("no-such-dir-xyz"));
+    }
+
+    #[test]
+    fn bad_guest_paths() {
+        for (spec, why) in [
+            ("/a:data", "must be absolute"),
+            ("/a:/", "guest's /"),
+            ("/a:/x/../..", "climbs above"),
+            ("/a:/proc", "/proc"),
+            ("/a:/dev/shm", "/dev"),
+            ("/a:/sys/x", "/sys"),
+            ("/a:", "empty guest path"),
+            (":/a", "empty host path"),
+            ("/", "guest's /"),
+        ] {
+            let e = MountSpec::parse_ro(spec).unwrap_err();
+            assert!(e.0.starts_with(&format!("--ro {spec}: ")), "{e}");
+            assert!(e.0.contains(why), "{spec}: {e}");
+        }
+        // /procfoo is not /proc.
+        assert!(MountSpec::parse_ro("/a:/procfoo").is_ok());
+    }
+
+    #[test]
+    fn tmpfs() {
+        let m = MountSpec::parse_tmpfs("/scratch").unwrap();
+        assert_eq!(
+            m.kind,
+            MountKind::Tmpfs {
+                size: DEFAULT_TMPFS_SIZE
+            }
+        );
+        assert_eq!(m.host, None);
+        let m = MountSpec::parse_tmpfs("/scratch:1.5g").unwrap();
+        assert_eq!(m.kind, MountKind::Tmpfs { size: 3 << 29 });
+        let e = MountSpec::parse_tmpfs("/scratch:lots").unwrap_err();
+        assert!(e.0.starts_with("--tmpfs /scratch:lots: size"), "{e}");
+        assert!(MountSpec::parse_tmpfs("scratch").is_err());
+        assert!(MountSpec::parse_tmpfs("/dev/x:1m").is_err());
+    }
+
+    #[test]
+    fn normalise_paths() {
+        assert_eq!(normalise(Path::new("/a/../b")).unwrap(), Path::new("/b"));
+        assert_eq!(normalise(Path::new("/..")), None);
+        assert_eq!(normalise(Path::new("/")).unwrap(), Path::new("/"));
+    }
+}

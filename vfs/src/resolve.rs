@@ -1,0 +1,352 @@
+//! Resolution of guest paths, confined to the view.
+//!
+//! Owns: turning a guest path (absolute, or relative to a directory the
+//! guest names) into a host descriptor without ever leaving the view.
+//! Does not own: what the path is then used for (the handlers), nor the
+//! component walk for magic links (see [`crate::walk`]).
+//!
+//! The fast path is one `openat2`: absolute paths from the view's root
+//! with `RESOLVE_IN_ROOT` (the kernel keeps `..` and absolute symlinks
+//! inside the root and crosses the view's mounts), relative paths from
+//! the start directory with `RESOLVE_BENEATH`. A relative path that climbs
+//! out of its start (EXDEV) is joined to the start's view path (what the
+//! kernel prints for it, minus the root's own prefix) and resolved as an
+//! absolute path. Scoped resolution refuses magic links (`/proc/N/fd/M`,
+//! `/proc/N/cwd`, ...) with EXDEV; those paths take the component walk.
+//! `/proc/self` names the supervisor, not the guest, so the prefixes that
+//! go through it (`/proc/self`, `/proc/thread-self`, `/dev/fd`,
+//! `/dev/stdin`...) are rewritten lexically to `/proc/<tgid>[/task/<tid>]`
+//! first, asking the caller for its ids only then.
+
+use std::ffi::{CStr, CString};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+
+use nix::errno::Errno;
+
+use crate::path::{self, Split};
+use crate::sys;
+use crate::walk::{self, Last};
+
+/// openat2 `RESOLVE_*` flags (linux/openat2.h).
+pub mod flags {
+    pub const NO_XDEV: u64 = 0x01;
+    pub const NO_MAGICLINKS: u64 = 0x02;
+    pub const NO_SYMLINKS: u64 = 0x04;
+    pub const BENEATH: u64 = 0x08;
+    pub const IN_ROOT: u64 = 0x10;
+    pub const CACHED: u64 = 0x20;
+    /// Every flag this kernel ABI defines.
+    pub const VALID: u64 = NO_XDEV | NO_MAGICLINKS | NO_SYMLINKS | BENEATH | IN_ROOT | CACHED;
+}
+use flags::*;
+
+/// How many times a scoped lookup is retried when the kernel reports a
+/// concurrent rename or mount (EAGAIN).
+const EAGAIN_RETRIES: usize = 4;
+
+/// The caller of a resolution, for the prefixes that name it.
+pub trait Caller {
+    /// The caller's (tgid, tid) as the view's pid namespace numbers them.
+    fn proc_ids(&self) -> Result<(i32, i32), Errno>;
+}
+
+/// Where a resolution starts.
+#[derive(Clone, Copy)]
+pub struct At<'a> {
+    /// The directory a relative path starts from (the guest's cwd or
+    /// dirfd). `None`: the view's root.
+    pub dir: Option<BorrowedFd<'a>>,
+    pub caller: &'a dyn Caller,
+}
+
+/// A directory descriptor that is either borrowed or owned.
+#[derive(Debug)]
+pub enum Dir<'a> {
+    Borrowed(BorrowedFd<'a>),
+    Owned(OwnedFd),
+}
+
+impl AsFd for Dir<'_> {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        match self {
+            Dir::Borrowed(b) => *b,
+            Dir::Owned(o) => o.as_fd(),
+        }
+    }
+}
+
+/// The directory holding a path's final component, and that component as
+/// the guest wrote it (trailing slashes kept; `.`, `..`, or `/` for the
+/// root), for the `*at` calls that do not follow a final symlink.
+#[derive(Debug)]
+pub struct Parent<'a, 'p> {
+    pub dir: Dir<'a>,
+    pub name: &'p CStr,
+}
+
+impl Parent<'_, '_> {
+    /// Whether the final component ends with a slash.
+    pub fn trailing_slash(&self) -> bool {
+        self.name.to_bytes().last() == Some(&b'/')
+    }
+}
+
+/// Resolves guest paths against the view's root.
+#[derive(Debug)]
+pub struct Resolver {
+    root: OwnedFd,
+    root_id: (u64, u64),
+    /// How the kernel prints the root for this process ("/" in the
+    /// sandbox, whose view root is its mount namespace's root).
+    root_printed: Vec<u8>,
+}
+
+impl Resolver {
+    /// `root`: an `O_PATH` descriptor of the view's root directory.
+    pub fn new(root: OwnedFd) -> Resolver {
+        let root_id = sys::fstat(root.as_fd()).map_or((0, 0), |st| (st.st_dev, st.st_ino));
+        let mut buf = [0u8; 4096];
+        let root_printed = match sys::fd_path(root.as_fd(), &mut buf) {
+            Ok(n) if n < buf.len() && n > 0 => buf[..n].to_vec(),
+            _ => b"/".to_vec(),
+        };
+        Resolver {
+            root,
+            root_id,
+            root_printed,
+        }
+    }
+
+    /// The view's root.
+    pub fn root(&self) -> BorrowedFd<'_> {
+        self.root.as_fd()
+    }
+
+    pub(crate) fn is_root(&self, st: &libc::stat) -> bool {
+        (st.st_dev, st.st_ino) == self.root_id
+    }
+
+    /// Open `path` with the guest's `O_*` flags (already validated) and
+    /// creation mode (umask already applied). Adds `O_CLOEXEC`, and
+    /// `O_NOCTTY` unless `O_PATH`. `resolve`: the guest's own openat2
+    /// `RESOLVE_*` flags (0 for the other calls); with `RESOLVE_BENEATH`
+    /// or `RESOLVE_IN_ROOT` the guest's start directory is the scope.
+    pub fn open(
+        &self,
+        at: &At<'_>,
+        path: &CStr,
+        flags: i32,
+        mode: u32,
+        resolve: u64,
+    ) -> Result<OwnedFd, Errno> {
+        let mut f = flags | libc::O_CLOEXEC;
+        if f & libc::O_PATH == 0 {
+            f |= libc::O_NOCTTY;
+        }
+        let o = Open {
+            flags: f as u32 as u64,
+            mode: mode as u64,
+            resolve,
+        };
+        let bytes = path.to_bytes();
+        if resolve & (BENEATH | IN_ROOT) != 0 {
+            let dir = at.dir.unwrap_or(self.root());
+            return retry(resolve, || {
+                sys::openat2(dir, path, o.flags, o.mode, resolve)
+            });
+        }
+        if path::is_abs(bytes) {
+            return self.open_abs(at, path, &o);
+        }
+        let dir = at.dir.unwrap_or(self.root());
+        match retry(resolve, || {
+            sys::openat2(dir, path, o.flags, o.mode, resolve | BENEATH)
+        }) {
+            Err(Errno::EXDEV) if resolve & NO_XDEV == 0 => self.open_joined(at, dir, bytes, &o),
+            // The EXDEV may be the guest's own mount crossing: only a walk
+            // from the start directory tells it from leaving the start.
+            Err(Errno::EXDEV) => self.open_walk(at, dir, bytes, &o),
+            Err(Errno::ENOENT) if path::maybe_special_relative(bytes) && self.in_special(dir) => {
+                self.open_joined(at, dir, bytes, &o)
+            }
+            r => r,
+        }
+    }
+
+    /// An `O_PATH` descriptor for `path`, following a final symlink or not.
+    pub fn lookup(&self, at: &At<'_>, path: &CStr, follow: bool) -> Result<OwnedFd, Errno> {
+        let nofollow = if follow { 0 } else { libc::O_NOFOLLOW };
+        self.open(at, path, libc::O_PATH | nofollow, 0, 0)
+    }
+
+    /// The directory holding `path`'s final component, and the component.
+    /// `path` must not be empty.
+    pub fn parent<'a, 'p>(&'a self, at: &At<'a>, path: &'p CStr) -> Result<Parent<'a, 'p>, Errno> {
+        let whole = path.to_bytes_with_nul();
+        let bytes = path.to_bytes();
+        if bytes.is_empty() {
+            return Err(Errno::ENOENT);
+        }
+        let (dir, name_at) = match path::split_last(bytes) {
+            Split::Root => (&b"/"[..], bytes.len() - 1),
+            Split::Name { dir, name_at } => (dir, name_at),
+        };
+        let name = CStr::from_bytes_with_nul(&whole[name_at..]).map_err(|_| Errno::EINVAL)?;
+        let dir = if dir.is_empty() {
+            Dir::Borrowed(at.dir.unwrap_or(self.root()))
+        } else if dir.iter().all(|&c| c == b'/') {
+            Dir::Borrowed(self.root())
+        } else {
+            let d = CString::new(dir).map_err(|_| Errno::EINVAL)?;
+            Dir::Owned(self.open(at, &d, libc::O_PATH | libc::O_DIRECTORY, 0, 0)?)
+        };
+        Ok(Parent { dir, name })
+    }
+
+    /// The view path of the directory or file behind `fd`: what the kernel
+    /// prints for it, without the root's own prefix. ENOENT when it lies
+    /// outside the view or was deleted.
+    pub fn view_path(&self, fd: BorrowedFd<'_>) -> Result<Vec<u8>, Errno> {
+        let mut buf = vec![0u8; libc::PATH_MAX as usize];
+        let n = sys::fd_path(fd, &mut buf)?;
+        if n >= buf.len() {
+            return Err(Errno::ENAMETOOLONG);
+        }
+        let printed = &buf[..n];
+        if printed.ends_with(b" (deleted)") && sys::fstat(fd)?.st_nlink == 0 {
+            return Err(Errno::ENOENT);
+        }
+        self.strip_root(printed)
+            .map(<[u8]>::to_vec)
+            .ok_or(Errno::ENOENT)
+    }
+
+    /// Whether the kernel prints the view's root as `/` for this process
+    /// (true in the sandbox; then printed paths are view paths already).
+    pub fn root_is_slash(&self) -> bool {
+        self.root_printed == b"/"
+    }
+
+    /// A path as the kernel prints it for this process, as a view path:
+    /// `None` when it is not under the view's root.
+    pub fn strip_root<'b>(&self, printed: &'b [u8]) -> Option<&'b [u8]> {
+        let r = &self.root_printed[..];
+        if r == b"/" {
+            return path::is_abs(printed).then_some(printed);
+        }
+        if printed == r {
+            return Some(b"/");
+        }
+        match printed.strip_prefix(r) {
+            Some(rest) if rest.first() == Some(&b'/') => Some(rest),
+            _ => None,
+        }
+    }
+
+    /// Whether `dir` lies under the view's /proc or /dev.
+    fn in_special(&self, dir: BorrowedFd<'_>) -> bool {
+        match self.view_path(dir) {
+            Ok(p) => {
+                let first = path::first_component(&p);
+                first == b"proc" || first == b"dev"
+            }
+            Err(_) => false,
+        }
+    }
+
+    /// A relative path that left its start: resolve `view_path(dir)/rel`.
+    fn open_joined(
+        &self,
+        at: &At<'_>,
+        dir: BorrowedFd<'_>,
+        rel: &[u8],
+        o: &Open,
+    ) -> Result<OwnedFd, Errno> {
+        let mut joined = self.view_path(dir)?;
+        joined.push(b'/');
+        joined.extend_from_slice(rel);
+        let joined = CString::new(joined).map_err(|_| Errno::EINVAL)?;
+        self.open_abs(at, &joined, o)
+    }
+
+    fn open_abs(&self, at: &At<'_>, path: &CStr, o: &Open) -> Result<OwnedFd, Errno> {
+        let bytes = path.to_bytes();
+        if let Some((special, end)) = path::special_prefix(bytes, o.follows_last()) {
+            let (tgid, tid) = at.caller.proc_ids()?;
+            let mut p = special.expand(tgid, tid).into_bytes();
+            p.extend_from_slice(&bytes[end..]);
+            let p = CString::new(p).map_err(|_| Errno::EINVAL)?;
+            return self.open_in_root(at, &p, o);
+        }
+        self.open_in_root(at, path, o)
+    }
+
+    fn open_in_root(&self, at: &At<'_>, path: &CStr, o: &Open) -> Result<OwnedFd, Errno> {
+        let root = self.root();
+        match retry(o.resolve, || {
+            sys::openat2(root, path, o.flags, o.mode, o.resolve | IN_ROOT)
+        }) {
+            Err(Errno::EXDEV) if o.resolve & NO_XDEV == 0 => {
+                self.open_walk(at, root, path.to_bytes(), o)
+            }
+            r => r,
+        }
+    }
+
+    /// Test hook: resolve like [`Resolver::lookup`], but always through
+    /// the component walk (relative paths joined to the start's view path).
+    #[doc(hidden)]
+    pub fn lookup_walk(&self, at: &At<'_>, path: &CStr, follow: bool) -> Result<OwnedFd, Errno> {
+        let nofollow = if follow { 0 } else { libc::O_NOFOLLOW };
+        let o = Open {
+            flags: (libc::O_PATH | libc::O_CLOEXEC | nofollow) as u64,
+            mode: 0,
+            resolve: 0,
+        };
+        self.open_walk(at, at.dir.unwrap_or(self.root()), path.to_bytes(), &o)
+    }
+
+    /// The slow path: walk `path` from `start` (absolute paths from the
+    /// root) component by component.
+    fn open_walk(
+        &self,
+        at: &At<'_>,
+        start: BorrowedFd<'_>,
+        path: &[u8],
+        o: &Open,
+    ) -> Result<OwnedFd, Errno> {
+        let w = walk::walk(self, at.caller, start, path, o.follows_last(), o.resolve)?;
+        let scope = BENEATH | NO_SYMLINKS | (o.resolve & NO_XDEV);
+        match w.last {
+            Last::Dot => sys::openat2(w.dir.as_fd(), c".", o.flags, o.mode, scope),
+            Last::Name(name) => sys::openat2(w.dir.as_fd(), &name, o.flags, o.mode, scope),
+            Last::Magic(name) => sys::openat(w.dir.as_fd(), &name, o.flags as i32, o.mode as u32),
+        }
+    }
+}
+
+/// One open request, in openat2's terms.
+struct Open {
+    flags: u64,
+    mode: u64,
+    resolve: u64,
+}
+
+impl Open {
+    /// Whether the final component is followed when it is a symlink.
+    fn follows_last(&self) -> bool {
+        let f = self.flags as i32;
+        let excl = libc::O_CREAT | libc::O_EXCL;
+        f & libc::O_NOFOLLOW == 0 && f & excl != excl
+    }
+}
+
+fn retry(resolve: u64, mut f: impl FnMut() -> Result<OwnedFd, Errno>) -> Result<OwnedFd, Errno> {
+    let mut n = 0;
+    loop {
+        match f() {
+            Err(Errno::EAGAIN) if resolve & CACHED == 0 && n < EAGAIN_RETRIES => n += 1,
+            r => return r,
+        }
+    }
+}

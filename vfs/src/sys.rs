@@ -1,0 +1,414 @@
+//! Thin, exact wrappers over the host calls the VFS and the handlers make.
+//!
+//! Owns: every `unsafe` block of this crate and of the file handlers in
+//! `syscalls` (which call these instead of libc). Each wrapper takes
+//! borrowed descriptors and `&CStr` names, passes the flags it is given
+//! unchanged, and returns `Errno` on failure. Does not own: any policy —
+//! which flags to pass, what a path means — that is the caller's job.
+
+use std::ffi::CStr;
+use std::mem::MaybeUninit;
+use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
+
+use nix::errno::Errno;
+
+/// `AT_FDCWD` for the few calls that name an absolute supervisor path.
+const CWD: RawFd = libc::AT_FDCWD;
+
+fn check(r: libc::c_int) -> Result<libc::c_int, Errno> {
+    Errno::result(r)
+}
+
+fn check_long(r: libc::c_long) -> Result<libc::c_long, Errno> {
+    Errno::result(r)
+}
+
+fn owned(fd: libc::c_long) -> Result<OwnedFd, Errno> {
+    let fd = check_long(fd)?;
+    // SAFETY: the kernel just returned this descriptor to us; nobody else
+    // owns it, and it fits an int because descriptors do.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd as RawFd) })
+}
+
+/// `struct open_how` (linux/openat2.h), version 0: 24 bytes.
+#[repr(C)]
+struct OpenHow {
+    flags: u64,
+    mode: u64,
+    resolve: u64,
+}
+
+/// `openat2(dir, path, {flags, mode, resolve})`.
+pub fn openat2(
+    dir: BorrowedFd<'_>,
+    path: &CStr,
+    flags: u64,
+    mode: u64,
+    resolve: u64,
+) -> Result<OwnedFd, Errno> {
+    let how = OpenHow {
+        flags,
+        mode,
+        resolve,
+    };
+    // SAFETY: `path` is NUL-terminated, `how` is a valid open_how that
+    // outlives the call, and its size is passed exactly.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_openat2,
+            dir.as_raw_fd(),
+            path.as_ptr(),
+            &how as *const OpenHow,
+            std::mem::size_of::<OpenHow>(),
+        )
+    };
+    owned(r)
+}
+
+/// Plain `openat(dir, path, flags, mode)`: follows every symlink the
+/// kernel meets. Only for names the caller has checked (magic links in
+/// procfs, `..`).
+pub fn openat(dir: BorrowedFd<'_>, path: &CStr, flags: i32, mode: u32) -> Result<OwnedFd, Errno> {
+    // SAFETY: `path` is NUL-terminated and lives across the call.
+    let r = unsafe { libc::openat(dir.as_raw_fd(), path.as_ptr(), flags, mode) };
+    owned(r as libc::c_long)
+}
+
+/// `fstat(fd)` (works on `O_PATH` descriptors, symlinks included).
+pub fn fstat(fd: BorrowedFd<'_>) -> Result<libc::stat, Errno> {
+    let mut st = MaybeUninit::<libc::stat>::zeroed();
+    // SAFETY: `st` is writable memory of the right size for the kernel.
+    check(unsafe { libc::fstat(fd.as_raw_fd(), st.as_mut_ptr()) })?;
+    // SAFETY: zero-initialised and, on success, filled by the kernel.
+    Ok(unsafe { st.assume_init() })
+}
+
+/// `fstatat(dir, name, flags)`.
+pub fn fstatat(dir: BorrowedFd<'_>, name: &CStr, flags: i32) -> Result<libc::stat, Errno> {
+    let mut st = MaybeUninit::<libc::stat>::zeroed();
+    // SAFETY: `name` is NUL-terminated; `st` is writable and large enough.
+    check(unsafe { libc::fstatat(dir.as_raw_fd(), name.as_ptr(), st.as_mut_ptr(), flags) })?;
+    // SAFETY: zero-initialised and, on success, filled by the kernel.
+    Ok(unsafe { st.assume_init() })
+}
+
+/// Size of `struct statx` in the x86_64 ABI.
+pub const STATX_SIZE: usize = 256;
+
+/// `statx(dir, name, flags, mask)`, returned as the raw 256 bytes the
+/// kernel wrote (future fields included).
+pub fn statx(
+    dir: BorrowedFd<'_>,
+    name: &CStr,
+    flags: i32,
+    mask: u32,
+) -> Result<[u8; STATX_SIZE], Errno> {
+    const _: () = assert!(std::mem::size_of::<libc::statx>() == STATX_SIZE);
+    let mut sx = MaybeUninit::<libc::statx>::zeroed();
+    // SAFETY: `name` is NUL-terminated; `sx` is writable and exactly the
+    // size of struct statx.
+    check(unsafe { libc::statx(dir.as_raw_fd(), name.as_ptr(), flags, mask, sx.as_mut_ptr()) })?;
+    let mut out = [0u8; STATX_SIZE];
+    // SAFETY: `sx` is initialised (zeroed, then written by the kernel) and
+    // is STATX_SIZE bytes long; `out` has room for all of them.
+    unsafe {
+        std::ptr::copy_nonoverlapping(sx.as_ptr().cast::<u8>(), out.as_mut_ptr(), STATX_SIZE);
+    }
+    Ok(out)
+}
+
+/// `fstatfs(fd)` (works on `O_PATH` descriptors).
+pub fn fstatfs(fd: BorrowedFd<'_>) -> Result<libc::statfs, Errno> {
+    let mut st = MaybeUninit::<libc::statfs>::zeroed();
+    // SAFETY: `st` is writable memory of the right size.
+    check(unsafe { libc::fstatfs(fd.as_raw_fd(), st.as_mut_ptr()) })?;
+    // SAFETY: zero-initialised and, on success, filled by the kernel.
+    Ok(unsafe { st.assume_init() })
+}
+
+/// Size of `struct statfs` in the x86_64 ABI.
+pub const STATFS_SIZE: usize = 120;
+
+/// `fstatfs(fd)` as the raw 120 bytes of `struct statfs` (`f_fsid`
+/// included, whose libc fields are private).
+pub fn fstatfs_bytes(fd: BorrowedFd<'_>) -> Result<[u8; STATFS_SIZE], Errno> {
+    const _: () = assert!(std::mem::size_of::<libc::statfs>() == STATFS_SIZE);
+    let st = fstatfs(fd)?;
+    let mut out = [0u8; STATFS_SIZE];
+    // SAFETY: `st` is an initialised, plain-data struct of STATFS_SIZE
+    // bytes; `out` has room for all of them.
+    unsafe {
+        std::ptr::copy_nonoverlapping(
+            (&st as *const libc::statfs).cast::<u8>(),
+            out.as_mut_ptr(),
+            STATFS_SIZE,
+        );
+    }
+    Ok(out)
+}
+
+/// `readlinkat(dir, name)` into `buf`; returns the length written (the
+/// kernel truncates silently to `buf.len()`).
+pub fn readlinkat(dir: BorrowedFd<'_>, name: &CStr, buf: &mut [u8]) -> Result<usize, Errno> {
+    // SAFETY: `name` is NUL-terminated; `buf` is writable for its length.
+    let n = unsafe {
+        libc::readlinkat(
+            dir.as_raw_fd(),
+            name.as_ptr(),
+            buf.as_mut_ptr().cast(),
+            buf.len(),
+        )
+    };
+    Errno::result(n).map(|n| n as usize)
+}
+
+/// `mkdirat(dir, name, mode)`.
+pub fn mkdirat(dir: BorrowedFd<'_>, name: &CStr, mode: u32) -> Result<(), Errno> {
+    // SAFETY: `name` is NUL-terminated.
+    check(unsafe { libc::mkdirat(dir.as_raw_fd(), name.as_ptr(), mode) }).map(drop)
+}
+
+/// `mknodat(dir, name, mode, dev)`.
+pub fn mknodat(dir: BorrowedFd<'_>, name: &CStr, mode: u32, dev: u64) -> Result<(), Errno> {
+    // SAFETY: `name` is NUL-terminated.
+    check(unsafe { libc::mknodat(dir.as_raw_fd(), name.as_ptr(), mode, dev) }).map(drop)
+}
+
+/// `unlinkat(dir, name, flags)`.
+pub fn unlinkat(dir: BorrowedFd<'_>, name: &CStr, flags: i32) -> Result<(), Errno> {
+    // SAFETY: `name` is NUL-terminated.
+    check(unsafe { libc::unlinkat(dir.as_raw_fd(), name.as_ptr(), flags) }).map(drop)
+}
+
+/// `renameat2(olddir, old, newdir, new, flags)`.
+pub fn renameat2(
+    olddir: BorrowedFd<'_>,
+    old: &CStr,
+    newdir: BorrowedFd<'_>,
+    new: &CStr,
+    flags: u32,
+) -> Result<(), Errno> {
+    // SAFETY: both names are NUL-terminated.
+    let r = unsafe {
+        libc::renameat2(
+            olddir.as_raw_fd(),
+            old.as_ptr(),
+            newdir.as_raw_fd(),
+            new.as_ptr(),
+            flags,
+        )
+    };
+    check(r).map(drop)
+}
+
+/// `linkat(olddir, old, newdir, new, flags)`.
+pub fn linkat(
+    olddir: BorrowedFd<'_>,
+    old: &CStr,
+    newdir: BorrowedFd<'_>,
+    new: &CStr,
+    flags: i32,
+) -> Result<(), Errno> {
+    // SAFETY: both names are NUL-terminated.
+    let r = unsafe {
+        libc::linkat(
+            olddir.as_raw_fd(),
+            old.as_ptr(),
+            newdir.as_raw_fd(),
+            new.as_ptr(),
+            flags,
+        )
+    };
+    check(r).map(drop)
+}
+
+/// Hard-link the file behind the `O_PATH` descriptor `fd` as `newdir/new`
+/// (`linkat("/proc/self/fd/N", AT_SYMLINK_FOLLOW)`, which needs no
+/// capability on any kernel).
+pub fn link_fd(fd: BorrowedFd<'_>, newdir: BorrowedFd<'_>, new: &CStr) -> Result<(), Errno> {
+    let p = ProcFd::new(fd);
+    // SAFETY: both names are NUL-terminated.
+    let r = unsafe {
+        libc::linkat(
+            CWD,
+            p.as_cstr().as_ptr(),
+            newdir.as_raw_fd(),
+            new.as_ptr(),
+            libc::AT_SYMLINK_FOLLOW,
+        )
+    };
+    check(r).map(drop)
+}
+
+/// `symlinkat(target, dir, name)`.
+pub fn symlinkat(target: &CStr, dir: BorrowedFd<'_>, name: &CStr) -> Result<(), Errno> {
+    // SAFETY: both strings are NUL-terminated.
+    check(unsafe { libc::symlinkat(target.as_ptr(), dir.as_raw_fd(), name.as_ptr()) }).map(drop)
+}
+
+/// `fchmodat2(fd, "", mode, AT_EMPTY_PATH | flags)`: chmod the file behind
+/// an `O_PATH` descriptor. Falls back to `chmod("/proc/self/fd/N")` on
+/// kernels before 6.6 (symlinks then answer EOPNOTSUPP, as 6.6 does).
+pub fn chmod_fd(fd: BorrowedFd<'_>, mode: u32, flags: i32) -> Result<(), Errno> {
+    const EMPTY: &CStr = c"";
+    // SAFETY: the path is a NUL-terminated empty string.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_fchmodat2,
+            fd.as_raw_fd(),
+            EMPTY.as_ptr(),
+            mode,
+            flags | libc::AT_EMPTY_PATH,
+        )
+    };
+    match check_long(r) {
+        Err(Errno::ENOSYS) => {
+            if fstat(fd)?.st_mode & libc::S_IFMT == libc::S_IFLNK {
+                return Err(Errno::EOPNOTSUPP);
+            }
+            let p = ProcFd::new(fd);
+            // SAFETY: the path is NUL-terminated.
+            check(unsafe { libc::chmod(p.as_cstr().as_ptr(), mode) }).map(drop)
+        }
+        r => r.map(drop),
+    }
+}
+
+/// `fchownat(fd, "", uid, gid, AT_EMPTY_PATH)`; `u32::MAX` leaves an id.
+pub fn chown_fd(fd: BorrowedFd<'_>, uid: u32, gid: u32) -> Result<(), Errno> {
+    // SAFETY: the path is a NUL-terminated empty string.
+    let r = unsafe { libc::fchownat(fd.as_raw_fd(), c"".as_ptr(), uid, gid, libc::AT_EMPTY_PATH) };
+    check(r).map(drop)
+}
+
+/// `utimensat(fd, "", times, AT_EMPTY_PATH)` on an `O_PATH` descriptor, or
+/// `utimensat(fd, NULL, times, 0)` (futimens) when `path_less` is set.
+/// `times` are the raw (sec, nsec) pairs; `None` means "now".
+pub fn utimens_fd(
+    fd: BorrowedFd<'_>,
+    times: Option<[(i64, i64); 2]>,
+    path_less: bool,
+) -> Result<(), Errno> {
+    let ts = times.map(|t| {
+        t.map(|(sec, nsec)| libc::timespec {
+            tv_sec: sec,
+            tv_nsec: nsec,
+        })
+    });
+    let tp = ts.as_ref().map_or(std::ptr::null(), |t| t.as_ptr());
+    let (path, flags) = if path_less {
+        (std::ptr::null(), 0)
+    } else {
+        (c"".as_ptr(), libc::AT_EMPTY_PATH)
+    };
+    // SAFETY: `path` is NULL or a NUL-terminated string; `tp` is NULL or
+    // points to two timespecs that outlive the call. (The raw syscall:
+    // glibc's wrapper refuses a NULL path.)
+    let r = unsafe { libc::syscall(libc::SYS_utimensat, fd.as_raw_fd(), path, tp, flags) };
+    check_long(r).map(drop)
+}
+
+/// `faccessat2(fd, "", mode, AT_EMPTY_PATH | AT_EACCESS)`: the kernel's
+/// access check on the file behind an `O_PATH` descriptor, with the
+/// caller's effective ids and effective capabilities.
+pub fn access_fd(fd: BorrowedFd<'_>, mode: i32) -> Result<(), Errno> {
+    // SAFETY: the path is a NUL-terminated empty string.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_faccessat2,
+            fd.as_raw_fd(),
+            c"".as_ptr(),
+            mode,
+            libc::AT_EMPTY_PATH | libc::AT_EACCESS,
+        )
+    };
+    check_long(r).map(drop)
+}
+
+/// `truncate("/proc/self/fd/N", len)`: the kernel's path truncate (no
+/// open, so FIFOs and devices answer as they do natively).
+pub fn truncate_fd(fd: BorrowedFd<'_>, len: i64) -> Result<(), Errno> {
+    let p = ProcFd::new(fd);
+    // SAFETY: the path is NUL-terminated.
+    check(unsafe { libc::truncate(p.as_cstr().as_ptr(), len) }).map(drop)
+}
+
+/// `inotify_add_watch(inotify, "/proc/self/fd/N", mask)`: watch the file
+/// behind the `O_PATH` descriptor `target`.
+pub fn inotify_watch_fd(
+    inotify: BorrowedFd<'_>,
+    target: BorrowedFd<'_>,
+    mask: u32,
+) -> Result<i32, Errno> {
+    let p = ProcFd::new(target);
+    // SAFETY: the path is NUL-terminated.
+    check(unsafe { libc::inotify_add_watch(inotify.as_raw_fd(), p.as_cstr().as_ptr(), mask) })
+}
+
+/// `futimens`-style: `utimensat(fd, NULL, ...)` on a real (non-O_PATH)
+/// descriptor the guest holds.
+pub fn futimens(fd: BorrowedFd<'_>, times: Option<[(i64, i64); 2]>) -> Result<(), Errno> {
+    utimens_fd(fd, times, true)
+}
+
+/// The supervisor's own name for a descriptor, `/proc/self/fd/N`, built
+/// without allocating.
+pub struct ProcFd {
+    buf: [u8; 32],
+    len: usize,
+}
+
+impl ProcFd {
+    pub fn new(fd: BorrowedFd<'_>) -> ProcFd {
+        const PREFIX: &[u8] = b"/proc/self/fd/";
+        let mut buf = [0u8; 32];
+        buf[..PREFIX.len()].copy_from_slice(PREFIX);
+        let mut digits = [0u8; 12];
+        let mut n = fd.as_raw_fd().unsigned_abs();
+        let mut i = digits.len();
+        loop {
+            i -= 1;
+            digits[i] = b'0' + (n % 10) as u8;
+            n /= 10;
+            if n == 0 {
+                break;
+            }
+        }
+        let d = &digits[i..];
+        buf[PREFIX.len()..PREFIX.len() + d.len()].copy_from_slice(d);
+        ProcFd {
+            buf,
+            len: PREFIX.len() + d.len() + 1,
+        }
+    }
+
+    pub fn as_cstr(&self) -> &CStr {
+        // The buffer holds the prefix, the digits and a NUL, nothing else.
+        CStr::from_bytes_with_nul(&self.buf[..self.len]).unwrap_or(c"/proc/self/fd/-1")
+    }
+}
+
+/// What the kernel prints for the file behind `fd`
+/// (`readlink("/proc/self/fd/N")`), into `buf`; returns the length.
+pub fn fd_path(fd: BorrowedFd<'_>, buf: &mut [u8]) -> Result<usize, Errno> {
+    let p = ProcFd::new(fd);
+    // SAFETY: the path is NUL-terminated; `buf` is writable for its length.
+    let n = unsafe { libc::readlink(p.as_cstr().as_ptr(), buf.as_mut_ptr().cast(), buf.len()) };
+    Errno::result(n).map(|n| n as usize)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::fd::AsFd;
+
+    #[test]
+    fn proc_fd_names() {
+        let f = std::fs::File::open("/").unwrap();
+        let p = ProcFd::new(f.as_fd());
+        assert_eq!(
+            p.as_cstr().to_bytes(),
+            format!("/proc/self/fd/{}", f.as_raw_fd()).as_bytes()
+        );
+    }
+}
