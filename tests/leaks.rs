@@ -5,12 +5,16 @@
 //! are the same before and after.
 //!
 //! Only one test lives in this file, so no other test of this binary opens
-//! fds or spawns children meanwhile. Other programs on the machine may touch
-//! /tmp; an entry counts only if it is still there after the grace period.
+//! fds or spawns children meanwhile. As root, the runs' /tmp and /dev/shm are
+//! bind mounts of private dirs (see `Run::private_tmp`), so other programs
+//! using the host's /tmp cannot disturb the check; otherwise the host's /tmp
+//! is compared, and an entry counts only if it outlives the grace period.
 
 mod common;
 use common::*;
 use std::collections::BTreeSet;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 const RUNS: usize = 200;
@@ -96,7 +100,19 @@ fn two_hundred_runs_leave_nothing_behind() {
             .unwrap_or(0)
     );
     let marker = format!("SBX_LEAK_MARKER={nonce}");
-    let run = Run::new(&["/bin/true"]).env("SBX_LEAK_MARKER", &nonce);
+    let mut run = Run::new(&["/bin/true"]).env("SBX_LEAK_MARKER", &nonce);
+    // As root, the runs see /tmp and /dev/shm through bind mounts of private
+    // dirs, so their leftovers cannot be confused with other programs'.
+    let private = is_root().then(private_dirs);
+    run.private_tmp = private.clone();
+    if let Some(d) = &private {
+        // Fixture self-check: a native write to /tmp lands in DIR/tmp.
+        let mut probe = Run::sh("touch /tmp/fixture-probe", &[]);
+        probe.private_tmp = Some(d.clone());
+        probe.native().ok("private /tmp fixture");
+        let landed = std::fs::remove_file(d.join("tmp/fixture-probe"));
+        assert!(landed.is_ok(), "private /tmp fixture does not work");
+    }
     // Warm-up: the first run may initialise things in this process (threads).
     run.supervised().ok("warm-up run");
     let before = state(&marker);
@@ -107,25 +123,41 @@ fn two_hundred_runs_leave_nothing_behind() {
             failures.push(format!("run {i}: {}", out.dump()));
         }
     }
+    let first = failures.first().cloned().unwrap_or_default();
     assert!(
         failures.is_empty(),
-        "{} of {RUNS} runs failed; first:\n{}",
-        failures.len(),
-        failures[0]
+        "{} of {RUNS} runs failed; first:\n{first}",
+        failures.len()
     );
     // Anything still going away gets a short grace period (this is not a
     // timing assertion: a leak is whatever is still there afterwards).
     let deadline = Instant::now() + Duration::from_secs(3);
     let mut after = state(&marker);
-    while after_differs(&before, &after) && Instant::now() < deadline {
+    while differs(&before, &after, private.is_some()) && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(100));
         after = state(&marker);
     }
-    let new_tmp: Vec<_> = after.tmp.difference(&before.tmp).collect();
+    let new_tmp: Vec<PathBuf> = match &private {
+        Some(d) => {
+            let left = ["tmp", "shm"].iter().flat_map(|s| {
+                listing(&d.join(s))
+                    .into_iter()
+                    .map(move |n| d.join(s).join(n))
+            });
+            let left: Vec<PathBuf> = left.collect();
+            let _ = std::fs::remove_dir_all(d);
+            left
+        }
+        None => after
+            .tmp
+            .difference(&before.tmp)
+            .map(PathBuf::from)
+            .collect(),
+    };
     let mut bad = Vec::new();
     if after.fds != before.fds {
         bad.push(format!(
-            "fds of the test process: before {:?}\n  after {:?}",
+            "fds of the test process: {:?}\n  -> {:?}",
             before.fds, after.fds
         ));
     }
@@ -148,15 +180,35 @@ fn two_hundred_runs_leave_nothing_behind() {
         ));
     }
     if !new_tmp.is_empty() {
-        bad.push(format!("new entries in /tmp or /dev/shm: {new_tmp:?}"));
+        let info: Vec<String> = new_tmp
+            .iter()
+            .map(|p| {
+                let m = std::fs::symlink_metadata(p).map(|m| (m.uid(), m.mode(), m.mtime()));
+                format!("{} {:?}", p.display(), m.ok())
+            })
+            .collect();
+        bad.push(format!(
+            "left in /tmp or /dev/shm (uid, mode, mtime): {info:?}"
+        ));
     }
     assert!(bad.is_empty(), "after {RUNS} runs:\n{}", bad.join("\n"));
 }
 
-fn after_differs(b: &HostState, a: &HostState) -> bool {
+/// DIR/tmp and DIR/shm (mode 1777) for `Run::private_tmp`.
+fn private_dirs() -> PathBuf {
+    let d =
+        PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("leaks-{}", std::process::id()));
+    for sub in ["tmp", "shm"] {
+        std::fs::create_dir_all(d.join(sub)).unwrap();
+        std::fs::set_permissions(d.join(sub), std::fs::Permissions::from_mode(0o1777)).unwrap();
+    }
+    d
+}
+
+fn differs(b: &HostState, a: &HostState, private_tmp: bool) -> bool {
     a.fds != b.fds
         || a.mount_lines != b.mount_lines
         || a.children != b.children
         || !a.marked.is_empty()
-        || !a.tmp.is_subset(&b.tmp)
+        || (!private_tmp && !a.tmp.is_subset(&b.tmp))
 }

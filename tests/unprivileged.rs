@@ -107,14 +107,39 @@ fn unprivileged_identity_and_view() {
     let Some(u) = unpriv() else { return };
     let t = Tree::new();
     t.give_to(u.uid, u.gid);
-    let script = "id -u; id -g; id -un; cat /proc/self/uid_map | wc -l; test -e /etc/shadow && echo shadow; \
-                  touch /tmp/ok && echo tmp-ok; touch /usr/nope 2>/dev/null && echo usr-writable; pwd";
+    // The user's name inside is the sandbox's choice; it must resolve.
+    let script = "id -u; id -g; id -un | grep -qv '^[0-9]*$' && echo named; cat /proc/self/uid_map | wc -l; \
+                  test -e /etc/shadow && echo shadow; touch /tmp/ok && echo tmp-ok; pwd";
+    let out = run_as(u, &["/bin/sh", "-c", &(guard() + script)], &t).supervised();
+    assert_eq!(out.code, Some(0), "{}", out.dump());
+    let want = format!("{}\n{}\nnamed\n1\ntmp-ok\n{}\n", u.uid, u.gid, t.s());
+    assert_eq!(out.stdout, want, "{}", out.dump());
+}
+
+/// As on the host, a user who is not root cannot create or delete entries
+/// in /usr and /etc, nor change root's files there (the layer over them
+/// lets writes vanish; it must not change who may write).
+#[test]
+fn unprivileged_cannot_write_system_dirs() {
+    let Some(u) = unpriv() else { return };
+    let t = Tree::new();
+    t.give_to(u.uid, u.gid);
+    let script = "touch /usr/x && echo usr-create; mkdir /etc/d && echo etc-mkdir; rm -f /etc/hosts && echo etc-rm; \
+                  echo x >> /etc/passwd && echo passwd-append; chmod 777 /etc/group && echo group-chmod; \
+                  touch /usr/bin/x && echo usrbin-create; true";
+    let native = run_as(u, &["/bin/sh", "-c", script], &t).native();
+    assert_eq!(
+        native.stdout,
+        "",
+        "natively {USER} could write system dirs?\n{}",
+        native.dump()
+    );
     let out = run_as(u, &["/bin/sh", "-c", &(guard() + script)], &t).supervised();
     assert_eq!(out.code, Some(0), "{}", out.dump());
     assert_eq!(
         out.stdout,
-        format!("{}\n{}\n{USER}\n1\ntmp-ok\n{}\n", u.uid, u.gid, t.s()),
-        "{}",
+        "",
+        "as {USER} in the sandbox these writes succeeded:\n{}",
         out.dump()
     );
 }

@@ -92,8 +92,12 @@ fn execute(args: &RunArgs, report: &mut Report) -> Result<i32, LaunchError> {
             code
         }
         Outcome::Signaled(sig) => {
+            let name = Signal::try_from(sig).map(|s| s.as_str()).unwrap_or("unknown signal");
+            let line = format!("{} killed by signal {sig} ({name})", args.command[0].to_string_lossy());
+            eprintln!("supervisor: {line}");
             report.reason = Reason::Signaled;
             report.signal = Some(sig);
+            report.message = Some(line);
             128 + sig
         }
     })

@@ -216,6 +216,7 @@ int main(int argc, char **argv)
 	cases_attrs();
 	cases_openat2();
 	cases_misc(argv[1]);
+	cases_proc();
 	listdir("final_listing", ".");
 	listdir("final_listing_d", "d");
 	return 0;

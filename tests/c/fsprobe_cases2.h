@@ -284,3 +284,28 @@ static void cases_misc(const char *scratch)
 	snprintf(up, sizeof up, "..%s/f", base ? base : "/");
 	ST("dotdot_and_back", up);
 }
+
+/* /proc/self and friends name the calling guest process, also in serviced
+ * calls (the supervisor must not resolve them as itself). */
+static void cases_proc(void)
+{
+	char buf[PATH_MAX], want[32];
+	snprintf(want, sizeof want, "%d", getpid());
+	long r = syscall(SYS_readlinkat, AT_FDCWD, "/proc/self", buf, sizeof buf - 1);
+	buf[r < 0 ? 0 : r] = 0;
+	printf("proc_self_is_getpid: %s\n", strcmp(buf, want) == 0 ? "yes" : buf);
+	rdlink("proc_self_cwd", AT_FDCWD, "/proc/self/cwd", sizeof buf);
+	rdlink("proc_self_exe_size0", AT_FDCWD, "/proc/self/exe", 0);
+	ST("proc_self_cwd_file", "/proc/self/cwd/f");
+	int dfd = open("d", O_RDONLY | O_DIRECTORY);
+	char p[64];
+	snprintf(p, sizeof p, "/proc/self/fd/%d/inner", dfd);
+	ST("proc_self_fd_dir_file", p);
+	F("proc_self_fd_dir_open", syscall(SYS_openat, AT_FDCWD, p, O_RDONLY));
+	snprintf(p, sizeof p, "/proc/%d/cwd/f", getpid());
+	ST("proc_pid_cwd_file", p);
+	snprintf(p, sizeof p, "/proc/thread-self/fd/%d", dfd);
+	ST("proc_thread_self_fd", p);
+	T("proc_self_access", syscall(SYS_access, "/proc/self/status", R_OK));
+	close(dfd);
+}

@@ -9,12 +9,16 @@
 //! Does not own: seccomp, guest memory or the syscall ABI (the `syscalls`
 //! crate), nor doing the mounts (the supervisor's launch module).
 
+mod cache;
 pub mod idmap;
 pub mod mounts;
 pub mod path;
 pub mod resolve;
 pub mod sys;
+#[cfg(test)]
+mod tests;
 mod walk;
 
+pub use cache::CachePolicy;
 pub use idmap::IdMap;
 pub use resolve::{At, Caller, Dir, Parent, Resolver};

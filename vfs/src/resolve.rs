@@ -23,6 +23,9 @@ use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 
 use nix::errno::Errno;
 
+use std::sync::Arc;
+
+use crate::cache::{CachePolicy, DirCache};
 use crate::path::{self, Split};
 use crate::sys;
 use crate::walk::{self, Last};
@@ -99,11 +102,19 @@ pub struct Resolver {
     /// How the kernel prints the root for this process ("/" in the
     /// sandbox, whose view root is its mount namespace's root).
     root_printed: Vec<u8>,
+    /// Directories resolved before, for the stat fast path.
+    cache: DirCache,
 }
 
 impl Resolver {
     /// `root`: an `O_PATH` descriptor of the view's root directory.
+    /// Caches directories of the sandbox's own layers (tmpfs, overlayfs).
     pub fn new(root: OwnedFd) -> Resolver {
+        Resolver::with_cache(root, CachePolicy::Layers)
+    }
+
+    /// [`Resolver::new`] with another caching policy.
+    pub fn with_cache(root: OwnedFd, policy: CachePolicy) -> Resolver {
         let root_id = sys::fstat(root.as_fd()).map_or((0, 0), |st| (st.st_dev, st.st_ino));
         let mut buf = [0u8; 4096];
         let root_printed = match sys::fd_path(root.as_fd(), &mut buf) {
@@ -114,6 +125,7 @@ impl Resolver {
             root,
             root_id,
             root_printed,
+            cache: DirCache::new(policy),
         }
     }
 
@@ -177,6 +189,99 @@ impl Resolver {
     pub fn lookup(&self, at: &At<'_>, path: &CStr, follow: bool) -> Result<OwnedFd, Errno> {
         let nofollow = if follow { 0 } else { libc::O_NOFOLLOW };
         self.open(at, path, libc::O_PATH | nofollow, 0, 0)
+    }
+
+    /// The guest changed names or permissions (unlink, rmdir, rename,
+    /// chmod, chown): forget the directories resolved so far.
+    pub fn changed(&self) {
+        self.cache.invalidate();
+    }
+
+    /// `stat` of `path`, following a final symlink or not. Absolute paths
+    /// in a cached directory cost one `fstatat`.
+    pub fn stat(&self, at: &At<'_>, path: &CStr, follow: bool) -> Result<libc::stat, Errno> {
+        if let Some((dir, name)) = self.cached_parent(at, path)? {
+            let st = sys::fstatat(dir.as_fd(), name, libc::AT_SYMLINK_NOFOLLOW)?;
+            if !(follow && st.st_mode & libc::S_IFMT == libc::S_IFLNK) {
+                return Ok(st);
+            }
+        }
+        sys::fstat(self.lookup(at, path, follow)?.as_fd())
+    }
+
+    /// `statx` of `path` as raw bytes; `flags` may hold the
+    /// AT_STATX_SYNC_TYPE and AT_NO_AUTOMOUNT bits.
+    pub fn statx(
+        &self,
+        at: &At<'_>,
+        path: &CStr,
+        follow: bool,
+        flags: i32,
+        mask: u32,
+    ) -> Result<[u8; sys::STATX_SIZE], Errno> {
+        if let Some((dir, name)) = self.cached_parent(at, path)? {
+            let nofollow = flags | libc::AT_SYMLINK_NOFOLLOW;
+            let sx = sys::statx(dir.as_fd(), name, nofollow, mask | libc::STATX_TYPE)?;
+            let mode = u16::from_ne_bytes([sx[28], sx[29]]) as u32;
+            if !(follow && mode & libc::S_IFMT == libc::S_IFLNK) {
+                return Ok(sx);
+            }
+        }
+        let fd = self.lookup(at, path, follow)?;
+        sys::statx(fd.as_fd(), c"", flags | libc::AT_EMPTY_PATH, mask)
+    }
+
+    /// For a single plain component: the start directory and the
+    /// component. For an absolute path with a plain final component: its
+    /// directory from the cache (resolving and caching it on a miss) and
+    /// the component. `None` when the path does not qualify or its directory
+    /// may not be cached; errors are those of resolving the directory,
+    /// which resolving the whole path would meet first.
+    fn cached_parent<'a, 'p>(
+        &self,
+        at: &At<'a>,
+        path: &'p CStr,
+    ) -> Result<Option<(Held<'a>, &'p CStr)>, Errno> {
+        let bytes = path.to_bytes();
+        // One plain component relative to the start: fstatat on the start
+        // itself follows nothing.
+        if let Some(dir) = at
+            .dir
+            .filter(|_| !bytes.is_empty() && !bytes.contains(&b'/'))
+        {
+            if bytes != b"." && bytes != b".." {
+                return Ok(Some((Held::Start(dir), path)));
+            }
+        }
+        if self.cache.policy == CachePolicy::Off {
+            return Ok(None);
+        }
+        if !path::is_abs(bytes) || path::special_prefix(bytes, true).is_some() {
+            return Ok(None);
+        }
+        let Split::Name { dir, name_at } = path::split_last(bytes) else {
+            return Ok(None);
+        };
+        let name = &path.to_bytes_with_nul()[name_at..];
+        if matches!(name, b".\0" | b"..\0") || name.len() < 2 || name[name.len() - 2] == b'/' {
+            return Ok(None);
+        }
+        let name = CStr::from_bytes_with_nul(name).map_err(|_| Errno::EINVAL)?;
+        if let Some(d) = self.cache.get(dir) {
+            return Ok(d.map(|d| (Held::Cached(d), name)));
+        }
+        let generation = self.cache.generation();
+        let d = CString::new(dir).map_err(|_| Errno::EINVAL)?;
+        let fd = self.open(at, &d, libc::O_PATH | libc::O_DIRECTORY, 0, 0)?;
+        let same_fs = sys::fstat(fd.as_fd())?.st_dev == self.root_id.0;
+        let fs_type = || sys::fstatfs(fd.as_fd()).ok().map(|s| s.f_type);
+        if !self.cache.policy.admits(same_fs, fs_type) {
+            self.cache.insert(dir, generation, None);
+            return Ok(Some((Held::Cached(Arc::new(fd)), name)));
+        }
+        let fd = Arc::new(fd);
+        self.cache.insert(dir, generation, Some(Arc::clone(&fd)));
+        Ok(Some((Held::Cached(fd), name)))
     }
 
     /// The directory holding `path`'s final component, and the component.
@@ -295,8 +400,8 @@ impl Resolver {
 
     /// Test hook: resolve like [`Resolver::lookup`], but always through
     /// the component walk (relative paths joined to the start's view path).
-    #[doc(hidden)]
-    pub fn lookup_walk(&self, at: &At<'_>, path: &CStr, follow: bool) -> Result<OwnedFd, Errno> {
+    #[cfg(test)]
+    pub(crate) fn lookup_walk(&self, at: &At<'_>, path: &CStr, follow: bool) -> Result<OwnedFd, Errno> {
         let nofollow = if follow { 0 } else { libc::O_NOFOLLOW };
         let o = Open {
             flags: (libc::O_PATH | libc::O_CLOEXEC | nofollow) as u64,
@@ -321,6 +426,21 @@ impl Resolver {
             Last::Dot => sys::openat2(w.dir.as_fd(), c".", o.flags, o.mode, scope),
             Last::Name(name) => sys::openat2(w.dir.as_fd(), &name, o.flags, o.mode, scope),
             Last::Magic(name) => sys::openat(w.dir.as_fd(), &name, o.flags as i32, o.mode as u32),
+        }
+    }
+}
+
+/// A directory for the stat fast path: the caller's start, or cached.
+enum Held<'a> {
+    Start(BorrowedFd<'a>),
+    Cached(Arc<OwnedFd>),
+}
+
+impl AsFd for Held<'_> {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        match self {
+            Held::Start(b) => *b,
+            Held::Cached(o) => o.as_fd(),
         }
     }
 }

@@ -18,7 +18,7 @@ use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::Path;
 
 use nix::errno::Errno;
-use nix::sys::prctl::set_pdeathsig;
+use nix::sys::prctl::{set_dumpable, set_pdeathsig};
 use nix::sys::signal::{kill, SigSet, Signal};
 use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
 use nix::unistd::{chdir, sethostname, Pid};
@@ -30,7 +30,8 @@ use super::{privs, view};
 use crate::sys::fd::close_all_except;
 use crate::sys::net::set_link_up;
 use crate::sys::process::{
-    exit_now as _exit, fork_single_threaded, reset_signal_dispositions, sigwaitinfo, Forked,
+    exit_now as _exit, fork_single_threaded, reset_signal_dispositions, scrub_cmdline_and_environ,
+    sigwaitinfo, Forked,
 };
 
 /// Signals init passes on to the guest's main process.
@@ -65,6 +66,9 @@ pub(super) fn run(args: InitArgs<'_>) -> ! {
     if !matches!(args.channel.recv(), Ok(Some(Msg::Go))) {
         _exit(125);
     }
+    // Our memory is a copy of the supervisor's: its command line and
+    // environment must not be readable as /proc/1/cmdline or environ.
+    scrub_cmdline_and_environ();
     // Whatever the supervisor ignores, init must see SIGCHLD.
     reset_signal_dispositions();
     let listener = match setup(&args) {
@@ -77,6 +81,11 @@ pub(super) fn run(args: InitArgs<'_>) -> ! {
         .chain([&Signal::SIGCHLD])
         .for_each(|s| signals.add(*s));
     if signals.thread_block().is_err() || args.channel.send(&Msg::Ready(listener)).is_err() {
+        _exit(125);
+    }
+    // Once the supervisor holds our root, nothing of init stays visible to
+    // the guest: not its memory (/proc/1/mem, environ), not its fds.
+    if !matches!(args.channel.recv(), Ok(Some(Msg::Go))) || set_dumpable(false).is_err() {
         _exit(125);
     }
     // `listener` was moved into the message and is closed here: the guest

@@ -277,6 +277,10 @@ impl Sandbox {
             .open(format!("/proc/{pid}/root"))
             .map(OwnedFd::from)
             .map_err(|e| LaunchError::setup(format!("opening the sandbox's root: {e}")))?;
+        // Init may now hide itself from the guest (see init.rs).
+        self.channel
+            .send(&Msg::Go)
+            .map_err(|e| LaunchError::setup(format!("starting init: {}", e.desc())))?;
         Ok(())
     }
 

@@ -25,14 +25,14 @@
 
 use std::fs;
 use std::os::fd::{AsFd, OwnedFd};
-use std::os::unix::fs::PermissionsExt;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use nix::errno::Errno;
 use nix::fcntl::OFlag;
 use nix::mount::{mount, umount2, MntFlags, MsFlags};
 use nix::sys::stat::{mknod, umask, Mode, SFlag};
-use nix::unistd::{chdir, mkdir, pivot_root, symlinkat};
+use nix::unistd::{chdir, getuid, mkdir, pivot_root, symlinkat};
 
 use super::bind::{add_user_mount, bind, ensure_in_root, open_mount_source, open_source};
 use super::plan::{TopKind, ViewPlan};
@@ -100,6 +100,11 @@ pub fn build(plan: &ViewPlan) -> Result<()> {
     if let Some(home) = &plan.home {
         // A HOME we cannot create is not worth failing the run for.
         let _ = ensure_in_root(root.as_fd(), home, true);
+    }
+    if !getuid().is_root() {
+        // Like the host's `/`, the sandbox's is not the user's to fill.
+        let r = fs::set_permissions(new_root(""), fs::Permissions::from_mode(0o555));
+        r.map_err(|e| format!("sealing /: {e}"))?;
     }
     drop(root);
     enter_new_root()?;
@@ -177,7 +182,7 @@ fn add_overlay(plan: &ViewPlan, name: &str) -> Result<()> {
     let lower = Path::new(OLD_ROOT).join(name);
     let upper = Path::new(UPPER).join(name);
     let work = Path::new(WORK).join(name);
-    make_dir(&upper, mode_of(&lower))?;
+    make_dir(&upper, guest_mode(&lower))?;
     make_dir(&work, 0o700)?;
     make_dir(&new_root(name), 0o755)?;
     if name == "etc" {
@@ -203,10 +208,17 @@ fn add_overlay(plan: &ViewPlan, name: &str) -> Result<()> {
     )
 }
 
-fn mode_of(path: &Path) -> u32 {
-    fs::metadata(path)
-        .map(|m| m.permissions().mode() & 0o7777)
-        .unwrap_or(0o755)
+/// The mode for the layer's copy of a host directory. The layer is owned
+/// by the sandbox user; where the host directory belongs to somebody else
+/// (root's /usr for an unprivileged invoker), its copy loses the write
+/// bits, so the guest meets the host's permissions rather than a
+/// directory it may fill.
+fn guest_mode(path: &Path) -> u32 {
+    match fs::metadata(path) {
+        Ok(m) if m.uid() == getuid().as_raw() => m.permissions().mode() & 0o7777,
+        Ok(m) => m.permissions().mode() & 0o7777 & !0o222,
+        Err(_) => 0o755,
+    }
 }
 
 /// Whiteouts for the hidden /etc entries and the sandbox's own files, in
@@ -222,7 +234,7 @@ fn prepare_etc(plan: &ViewPlan, upper: &Path) -> Result<()> {
             .rev()
         {
             if !parent.as_os_str().is_empty() {
-                make_dir(&upper.join(parent), mode_of(&lower.join(parent)))?;
+                make_dir(&upper.join(parent), guest_mode(&lower.join(parent)))?;
             }
         }
         // A whiteout: a character device 0:0, which overlayfs shows as absent.
@@ -232,7 +244,8 @@ fn prepare_etc(plan: &ViewPlan, upper: &Path) -> Result<()> {
     for (rel, data) in &plan.etc_files {
         let path = upper.join(rel);
         fs::write(&path, data).map_err(|e| format!("writing /etc/{}: {e}", rel.display()))?;
-        fs::set_permissions(&path, fs::Permissions::from_mode(0o644))
+        let mode = if getuid().is_root() { 0o644 } else { 0o444 };
+        fs::set_permissions(&path, fs::Permissions::from_mode(mode))
             .map_err(|e| format!("writing /etc/{}: {e}", rel.display()))?;
     }
     Ok(())

@@ -103,3 +103,37 @@ pub fn exit_now(code: i32) -> ! {
     // of this process.
     unsafe { libc::_exit(code) }
 }
+
+/// Overwrites this process's command line and environment strings (the
+/// memory `/proc/<pid>/cmdline` and `environ` show) with NULs, leaving
+/// "supervisor-init" as the command line. For init, whose memory is a
+/// copy of the supervisor's.
+pub fn scrub_cmdline_and_environ() {
+    let Some([arg_start, arg_end, env_start, env_end]) = string_areas() else { return };
+    for (start, end) in [(arg_start, arg_end), (env_start, env_end)] {
+        if start == 0 || end <= start {
+            continue;
+        }
+        // SAFETY: the kernel reports [start, end) as this process's argv or
+        // envp strings, which live on our own initial stack, mapped
+        // read-write for the life of the process. Nothing else in init
+        // reads them after this point (its guest gets an explicit
+        // environment), and no other thread exists to race with.
+        unsafe { std::ptr::write_bytes(start as *mut u8, 0, end - start) };
+    }
+    let name = b"supervisor-init";
+    if arg_end - arg_start > name.len() {
+        // SAFETY: as above; the name plus its NUL fits inside the argv area.
+        unsafe { std::ptr::copy_nonoverlapping(name.as_ptr(), arg_start as *mut u8, name.len()) };
+    }
+}
+
+/// arg_start, arg_end, env_start, env_end: fields 48–51 of /proc/self/stat.
+fn string_areas() -> Option<[usize; 4]> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // Fields after the parenthesised command name start at field 3.
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let field = |n: usize| fields.get(n - 3)?.parse::<usize>().ok();
+    Some([field(48)?, field(49)?, field(50)?, field(51)?])
+}

@@ -53,7 +53,9 @@ pub fn fchmodat(ctx: &Context, g: &dyn Guest, dirfd: i32, addr: u64, mode: u32, 
     let fd = lookup_at(ctx, g, dirfd, addr, flags & EMPTY != 0, follows(flags))?;
     live(g)?;
     // umode_t: the kernel keeps the low 16 bits.
-    sys::chmod_fd(fd.as_fd(), mode & 0xffff, flags & NOFOLLOW)?;
+    let r = sys::chmod_fd(fd.as_fd(), mode & 0xffff, flags & NOFOLLOW);
+    ctx.fs.changed();
+    r?;
     value(0)
 }
 
@@ -75,7 +77,9 @@ pub fn fchownat(
     let uid = ctx.ids.uid_to_host(uid)?;
     let gid = ctx.ids.gid_to_host(gid)?;
     live(g)?;
-    sys::chown_fd(fd.as_fd(), uid, gid)?;
+    let r = sys::chown_fd(fd.as_fd(), uid, gid);
+    ctx.fs.changed();
+    r?;
     value(0)
 }
 

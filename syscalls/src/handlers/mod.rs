@@ -54,6 +54,21 @@ impl Context {
             ids: IdMap::new(host_uid, host_gid),
         }
     }
+
+    /// [`Context::new`] with another policy for the stat cache of
+    /// resolved directories (the default caches the sandbox's own tmpfs
+    /// and overlay layers; tests on a host disk use `All`).
+    pub fn with_cache_policy(
+        root: OwnedFd,
+        host_uid: u32,
+        host_gid: u32,
+        policy: vfs::CachePolicy,
+    ) -> Context {
+        Context {
+            fs: Resolver::with_cache(root, policy),
+            ids: IdMap::new(host_uid, host_gid),
+        }
+    }
 }
 
 /// A handler's answer.

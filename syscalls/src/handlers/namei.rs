@@ -99,7 +99,9 @@ pub fn unlinkat(ctx: &Context, g: &dyn Guest, dirfd: i32, addr: u64, flags: i32)
     let op = Operand::read(g, dirfd, addr)?;
     let p = op.parent(ctx, &caller)?;
     live(g)?;
-    sys::unlinkat(p.dir.as_fd(), p.name, flags)?;
+    let r = sys::unlinkat(p.dir.as_fd(), p.name, flags);
+    ctx.fs.changed();
+    r?;
     value(0)
 }
 
@@ -125,7 +127,9 @@ pub fn renameat2(
     let new = Operand::read(g, dirfds[1], addrs[1])?;
     let np = new.parent(ctx, &caller)?;
     live(g)?;
-    sys::renameat2(op.dir.as_fd(), op.name, np.dir.as_fd(), np.name, flags)?;
+    let r = sys::renameat2(op.dir.as_fd(), op.name, np.dir.as_fd(), np.name, flags);
+    ctx.fs.changed();
+    r?;
     value(0)
 }
 

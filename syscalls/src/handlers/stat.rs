@@ -4,13 +4,14 @@
 //! `struct statx` and `struct statfs` with owners mapped for the guest.
 //! The hot path (an absolute path) costs one `openat2` and one `fstat`.
 
-use std::os::fd::{AsFd, OwnedFd};
+use std::ffi::CStr;
+use std::os::fd::AsFd;
 
 use nix::errno::Errno;
 use vfs::sys;
 
 use super::abi;
-use super::{dir_itself, lookup_path, read_path, value, Context, Res};
+use super::{dir_itself, lookup_path, read_path, start, value, Caller, Context, Res};
 use crate::guest::Guest;
 
 /// Flags `vfs_statx` accepts (newfstatat and statx).
@@ -39,41 +40,39 @@ fn name_maybe_null(
     }
 }
 
-/// The file a stat-like call names, after the flag checks: no name is
-/// `dirfd` itself (the cwd for AT_FDCWD), otherwise the path from it.
-fn target(
-    ctx: &Context,
+/// The start of a stat-like call's path, for [`vfs::Resolver::stat`].
+fn with_path<T>(
     g: &dyn Guest,
     dirfd: i32,
-    name: Result<Option<std::ffi::CString>, Errno>,
-    flags: i32,
-) -> Result<OwnedFd, Errno> {
-    match name? {
-        None => dir_itself(g, dirfd),
-        Some(path) => lookup_path(
-            ctx,
-            g,
-            dirfd,
-            &path,
-            false,
-            flags & libc::AT_SYMLINK_NOFOLLOW == 0,
-        ),
+    path: &CStr,
+    f: impl FnOnce(&vfs::At<'_>) -> Result<T, Errno>,
+) -> Result<T, Errno> {
+    if path.is_empty() {
+        return Err(Errno::ENOENT);
     }
+    let dir = start(g, dirfd, path.to_bytes())?;
+    f(&vfs::At {
+        dir: dir.as_ref().map(AsFd::as_fd),
+        caller: &Caller(g),
+    })
 }
 
 /// newfstatat (and stat, lstat).
 pub fn fstatat(ctx: &Context, g: &dyn Guest, dirfd: i32, addr: u64, buf: u64, flags: i32) -> Res {
     let name = name_maybe_null(g, addr, flags);
+    let follow = flags & libc::AT_SYMLINK_NOFOLLOW == 0;
     // No name and a real descriptor: fstat, whatever the other flags.
-    let fd = if matches!(name, Ok(None)) && dirfd >= 0 {
-        g.fd_path(dirfd)?
+    let st = if matches!(name, Ok(None)) && dirfd >= 0 {
+        sys::fstat(g.fd_path(dirfd)?.as_fd())?
     } else {
         if flags & !STAT_FLAGS != 0 {
             return Err(Errno::EINVAL);
         }
-        target(ctx, g, dirfd, name, flags)?
+        match name? {
+            None => sys::fstat(dir_itself(g, dirfd)?.as_fd())?,
+            Some(path) => with_path(g, dirfd, &path, |at| ctx.fs.stat(at, &path, follow))?,
+        }
     };
-    let st = sys::fstat(fd.as_fd())?;
     g.write_mem(buf, &abi::stat_bytes(&st, &ctx.ids))?;
     value(0)
 }
@@ -96,13 +95,22 @@ pub fn statx(
     {
         return Err(Errno::EINVAL);
     }
-    let fd = if by_fd {
-        g.fd_path(dirfd)?
-    } else {
-        target(ctx, g, dirfd, name, flags)?
+    let pass = flags & (libc::AT_STATX_SYNC_TYPE | libc::AT_NO_AUTOMOUNT);
+    let follow = flags & libc::AT_SYMLINK_NOFOLLOW == 0;
+    let mut sx = match if by_fd { Ok(None) } else { name } {
+        Ok(None) => {
+            let fd = if by_fd {
+                g.fd_path(dirfd)?
+            } else {
+                dir_itself(g, dirfd)?
+            };
+            sys::statx(fd.as_fd(), c"", pass | libc::AT_EMPTY_PATH, mask)?
+        }
+        Ok(Some(path)) => with_path(g, dirfd, &path, |at| {
+            ctx.fs.statx(at, &path, follow, pass, mask)
+        })?,
+        Err(e) => return Err(e),
     };
-    let pass = libc::AT_EMPTY_PATH | (flags & (libc::AT_STATX_SYNC_TYPE | libc::AT_NO_AUTOMOUNT));
-    let mut sx = sys::statx(fd.as_fd(), c"", pass, mask)?;
     abi::map_statx(&mut sx, &ctx.ids);
     g.write_mem(buf, &sx)?;
     value(0)

@@ -53,6 +53,8 @@ const SOCKET_SAFE: &[Cond] = &[
 const EMPTY_PATH_AT_ARG3: &[Cond] = &[Cond { arg: 3, op: Op::MaskSet(AT_EMPTY_PATH) }];
 /// `statx(fd, "", AT_EMPTY_PATH, ...)`.
 const EMPTY_PATH_AT_ARG2: &[Cond] = &[Cond { arg: 2, op: Op::MaskSet(AT_EMPTY_PATH) }];
+const O_PATH_ARG1: &[Cond] = &[Cond { arg: 1, op: Op::MaskSet(libc::O_PATH as u32) }];
+const O_PATH_ARG2: &[Cond] = &[Cond { arg: 2, op: Op::MaskSet(libc::O_PATH as u32) }];
 /// `utimensat(fd, NULL, times, 0)` is `futimens(fd, times)`.
 const NULL_PATH_ARG1: &[Cond] = &[Cond { arg: 1, op: Op::IsNull }];
 
@@ -65,7 +67,12 @@ pub fn rule_for(nr: S) -> Rule {
     use Rule::{Pass, PassIf, Service};
     match nr {
         // ---- Paths: serviced against the VFS. ----------------------------
-        S::open | S::openat | S::openat2 | S::creat => Service,
+        // O_PATH descriptors cannot be installed with ADDFD (the kernel's
+        // fget refuses them); the flag sits in a register, and such a
+        // descriptor reads nothing, so the kernel opens it in the view.
+        S::open => PassIf(O_PATH_ARG1, Fallback::Service),
+        S::openat => PassIf(O_PATH_ARG2, Fallback::Service),
+        S::openat2 | S::creat => Service,
         S::stat | S::lstat => Service,
         S::newfstatat => PassIf(EMPTY_PATH_AT_ARG3, Fallback::Service),
         S::statx => PassIf(EMPTY_PATH_AT_ARG2, Fallback::Service),

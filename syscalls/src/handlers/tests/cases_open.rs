@@ -209,7 +209,7 @@ fn proc_and_dev_paths() {
         format!("/proc/thread-self/fd/{dd}/../file"),
         format!("/proc/{}/fd/{fd}", std::process::id()),
         "/proc/self/status".into(),
-        "/proc/self/fd/".into(),
+        "/proc/self/task/".into(),
         "/dev/null".into(),
         "/proc/self/exe".into(),
     ];

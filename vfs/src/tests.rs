@@ -1,4 +1,4 @@
-//! Resolver tests: confinement to a tempdir root (proptest against the
+//! Resolver tests (a `cfg(test)` module): confinement to a tempdir root (proptest against the
 //! kernel's own RESOLVE_IN_ROOT), the relative-path fallback, and the
 //! procfs walk (with the host's "/" as the root, so /proc is real).
 
@@ -10,8 +10,8 @@ use std::path::Path;
 
 use nix::errno::Errno;
 use proptest::prelude::*;
-use vfs::resolve::flags::IN_ROOT;
-use vfs::{sys, At, Caller, Resolver};
+use crate::resolve::flags::IN_ROOT;
+use crate::{sys, At, Caller, Resolver};
 
 struct Me;
 impl Caller for Me {
@@ -371,4 +371,50 @@ proptest! {
             }
         }
     }
+}
+
+#[test]
+fn stat_cache_and_changes() {
+    let t = tempfile::tempdir().unwrap();
+    fs::create_dir_all(t.path().join("a/b")).unwrap();
+    fs::write(t.path().join("a/b/f"), b"1").unwrap();
+    fs::create_dir_all(t.path().join("c/b")).unwrap();
+    fs::write(t.path().join("c/b/f"), b"22").unwrap();
+    let r = Resolver::with_cache(opath(t.path()), crate::CachePolicy::All);
+    let at = At {
+        dir: None,
+        caller: &Me,
+    };
+    assert_eq!(r.stat(&at, c"/a/b/f", true).unwrap().st_size, 1);
+    // Swap the directories behind the cache's back, then tell it.
+    fs::rename(t.path().join("a"), t.path().join("x")).unwrap();
+    fs::rename(t.path().join("c"), t.path().join("a")).unwrap();
+    assert_eq!(
+        r.stat(&at, c"/a/b/f", true).unwrap().st_size,
+        1,
+        "stale until told"
+    );
+    r.changed();
+    assert_eq!(r.stat(&at, c"/a/b/f", true).unwrap().st_size, 2);
+    // Without a cache, never stale.
+    let off = Resolver::with_cache(opath(t.path()), crate::CachePolicy::Off);
+    assert_eq!(off.stat(&at, c"/a/b/f", true).unwrap().st_size, 2);
+    // A single relative component, from the start directory.
+    let b = opath(&t.path().join("a/b"));
+    let at = At {
+        dir: Some(b.as_fd()),
+        caller: &Me,
+    };
+    assert_eq!(r.stat(&at, c"f", true).unwrap().st_size, 2);
+    assert_eq!(
+        r.stat(&at, c"..", true).unwrap().st_mode & libc::S_IFMT,
+        libc::S_IFDIR
+    );
+    // Layers: a filesystem other than the root's is not cached.
+    let other = Resolver::new(opath(Path::new("/proc/self")));
+    let at = At {
+        dir: None,
+        caller: &Me,
+    };
+    assert!(other.stat(&at, c"/fd/0", false).is_ok());
 }

@@ -1,0 +1,85 @@
+//! What the guest can learn or touch through /proc: only the sandbox's own
+//! processes are listed, no host environment variable is readable in any
+//! process's environ (the sandbox's init included), and pid 1 cannot be
+//! written to through /proc/1/mem (a guest taking over init would hold
+//! init's channel to the supervisor).
+
+mod common;
+use common::*;
+
+const PY: &str = "/usr/bin/python3";
+
+#[test]
+fn only_sandbox_processes_are_visible() {
+    let out = Run::sh(
+        "ls /proc | grep -cE '^[0-9]+$'; cat /proc/[0-9]*/comm | sort -u",
+        &[],
+    )
+    .supervised();
+    assert_eq!(out.code, Some(0), "{}", out.dump());
+    let n: usize = out
+        .stdout
+        .lines()
+        .next()
+        .and_then(|l| l.trim().parse().ok())
+        .unwrap_or(999);
+    assert!(
+        n <= 5,
+        "{n} pids visible in the sandbox's /proc:\n{}",
+        out.stdout
+    );
+    for host_proc in ["systemd", "cargo", "rustc", "bash_tool", "binary_backend"] {
+        assert!(
+            !out.stdout.contains(host_proc),
+            "host process {host_proc} visible:\n{}",
+            out.stdout
+        );
+    }
+}
+
+#[test]
+fn host_environment_is_not_in_any_proc_environ() {
+    let nonce = format!("sbx-host-env-{}", std::process::id());
+    let out = Run::sh(
+        "cat /proc/[0-9]*/environ 2>/dev/null | tr '\\0' '\\n' | grep -c SBX_HOST_ONLY; true",
+        &[],
+    )
+    .env("SBX_HOST_ONLY", &nonce)
+    .supervised();
+    assert_eq!(out.code, Some(0), "{}", out.dump());
+    assert_eq!(
+        out.stdout.trim(),
+        "0",
+        "a host-only variable is readable in the sandbox's /proc:\n{}",
+        out.dump()
+    );
+    let out = Run::sh("tr '\\0' '\\n' < /proc/1/environ", &[])
+        .env("SBX_HOST_ONLY", &nonce)
+        .supervised();
+    assert!(
+        !out.stdout.contains(&nonce),
+        "/proc/1/environ shows the host environment:\n{}",
+        out.dump()
+    );
+}
+
+#[test]
+fn init_memory_is_not_writable() {
+    if !have(PY) {
+        skip!("{PY} not installed");
+    }
+    let code = "import os\n\
+                for p in ('/proc/1/mem', '/proc/1/environ'):\n\
+                \x20   try:\n\
+                \x20       os.close(os.open(p, os.O_RDWR if p.endswith('mem') else os.O_RDONLY)); print(p, 'opened')\n\
+                \x20   except OSError as e:\n\
+                \x20       print(p, 'denied')\n";
+    let out = Run::new(&[PY, "-c", code]).supervised();
+    assert_eq!(out.code, Some(0), "{}", out.dump());
+    // In the sandbox pid 1 is the supervisor's init, not a guest process.
+    assert!(
+        out.stdout.contains("/proc/1/mem denied"),
+        "the guest can write pid 1's memory (take over init):\n{}",
+        out.dump()
+    );
+}

@@ -1,0 +1,145 @@
+//! A cache of resolved directories, for the stat fast path.
+//!
+//! Owns: a bounded map from an absolute guest directory path (exactly as
+//! written, trailing slash included) to an `O_PATH` descriptor of what it
+//! resolved to, valid for one generation. Any change the guest makes to
+//! names or permissions (unlink, rmdir, rename, chmod, chown: see
+//! [`crate::Resolver::changed`]) starts a new generation; creating names
+//! never changes what an existing path resolves to, so creations keep it.
+//! Only directories on filesystems that change through the guest alone
+//! are cached (the view root's tmpfs layer and overlays; not bind mounts
+//! of host directories, which the host may change underneath, and never
+//! procfs, whose pids come and go).
+//!
+//! Does not own: resolution itself (the resolver fills the cache) or the
+//! stat call (the resolver's `stat`).
+
+use std::collections::HashMap;
+use std::os::fd::OwnedFd;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, RwLock};
+
+/// Entries kept at most (each holds a descriptor of the supervisor).
+const MAX_ENTRIES: usize = 256;
+
+/// Which directories may be cached.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CachePolicy {
+    /// No caching.
+    Off,
+    /// Directories on the view root's own filesystem (the sandbox's tmpfs
+    /// layer) and on overlayfs (the sandbox's overlays of host
+    /// directories, whose lower layers must not change while mounted).
+    /// Not bind mounts of host directories, which the host may change.
+    Layers,
+    /// Any directory but procfs (tests, whose trees are on a host disk).
+    All,
+}
+
+const OVERLAYFS_SUPER_MAGIC: i64 = 0x794c_7630;
+const PROC_SUPER_MAGIC: i64 = 0x9fa0;
+
+impl CachePolicy {
+    /// Whether a directory may be cached: `same_fs_as_root`, and the
+    /// `f_type` of its filesystem (asked only when needed).
+    pub fn admits(self, same_fs_as_root: bool, f_type: impl FnOnce() -> Option<i64>) -> bool {
+        match self {
+            CachePolicy::Off => false,
+            CachePolicy::Layers => same_fs_as_root || f_type() == Some(OVERLAYFS_SUPER_MAGIC),
+            CachePolicy::All => f_type().is_some_and(|t| t != PROC_SUPER_MAGIC),
+        }
+    }
+}
+
+#[derive(Debug)]
+struct Entry {
+    generation: u64,
+    /// None: the directory may not be cached (remembered so that the
+    /// next lookup goes straight to full resolution).
+    dir: Option<Arc<OwnedFd>>,
+}
+
+#[derive(Debug)]
+pub struct DirCache {
+    pub policy: CachePolicy,
+    generation: AtomicU64,
+    map: RwLock<HashMap<Box<[u8]>, Entry>>,
+}
+
+impl DirCache {
+    pub fn new(policy: CachePolicy) -> DirCache {
+        DirCache {
+            policy,
+            generation: AtomicU64::new(0),
+            map: RwLock::new(HashMap::new()),
+        }
+    }
+
+    /// The current generation: read before resolving what is inserted.
+    pub fn generation(&self) -> u64 {
+        self.generation.load(Ordering::Acquire)
+    }
+
+    /// What the cache knows of `key` in the current generation: nothing,
+    /// "not cacheable" (`Some(None)`), or the directory.
+    pub fn get(&self, key: &[u8]) -> Option<Option<Arc<OwnedFd>>> {
+        if self.policy == CachePolicy::Off {
+            return None;
+        }
+        let now = self.generation();
+        let map = self.map.read().ok()?;
+        map.get(key)
+            .filter(|e| e.generation == now)
+            .map(|e| e.dir.clone())
+    }
+
+    /// Remember `dir` for `key`, resolved during `generation`.
+    pub fn insert(&self, key: &[u8], generation: u64, dir: Option<Arc<OwnedFd>>) {
+        let Ok(mut map) = self.map.write() else {
+            return;
+        };
+        if map.len() >= MAX_ENTRIES {
+            let now = self.generation();
+            map.retain(|_, e| e.generation == now);
+            if map.len() >= MAX_ENTRIES {
+                map.clear();
+            }
+        }
+        map.insert(key.into(), Entry { generation, dir });
+    }
+
+    /// Start a new generation: every entry so far is stale.
+    pub fn invalidate(&self) {
+        self.generation.fetch_add(1, Ordering::AcqRel);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn policies() {
+        let ext4 = || Some(0xef53);
+        assert!(!CachePolicy::Off.admits(true, ext4));
+        assert!(CachePolicy::Layers.admits(true, ext4));
+        assert!(!CachePolicy::Layers.admits(false, ext4));
+        assert!(CachePolicy::Layers.admits(false, || Some(OVERLAYFS_SUPER_MAGIC)));
+        assert!(CachePolicy::All.admits(false, ext4));
+        assert!(!CachePolicy::All.admits(true, || Some(PROC_SUPER_MAGIC)));
+    }
+
+    #[test]
+    fn generations() {
+        let c = DirCache::new(CachePolicy::All);
+        let fd = Arc::new(OwnedFd::from(std::fs::File::open("/").unwrap()));
+        c.insert(b"/a/", c.generation(), Some(fd));
+        assert!(matches!(c.get(b"/a/"), Some(Some(_))));
+        c.invalidate();
+        assert!(c.get(b"/a/").is_none());
+        for i in 0..MAX_ENTRIES + 10 {
+            c.insert(format!("/{i}/").as_bytes(), c.generation(), None);
+        }
+        assert!(c.map.read().unwrap().len() <= MAX_ENTRIES);
+    }
+}
