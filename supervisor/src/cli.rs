@@ -119,7 +119,10 @@ pub fn parse() -> Result<Cli, i32> {
                 }
             }
             _ => {
-                eprintln!("supervisor: {} (see 'supervisor run --help')", one_line(&e.to_string()));
+                eprintln!(
+                    "supervisor: {} (see 'supervisor run --help')",
+                    one_line(&e.to_string())
+                );
                 125
             }
         }
@@ -128,6 +131,9 @@ pub fn parse() -> Result<Cli, i32> {
 
 /// The first line of clap's message, without its "error: " prefix.
 fn one_line(msg: &str) -> String {
-    let first = msg.lines().find(|l| !l.trim().is_empty()).unwrap_or("invalid arguments");
+    let first = msg
+        .lines()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("invalid arguments");
     first.trim().trim_start_matches("error: ").to_string()
 }

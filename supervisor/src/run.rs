@@ -92,8 +92,13 @@ fn execute(args: &RunArgs, report: &mut Report) -> Result<i32, LaunchError> {
             code
         }
         Outcome::Signaled(sig) => {
-            let name = Signal::try_from(sig).map(|s| s.as_str()).unwrap_or("unknown signal");
-            let line = format!("{} killed by signal {sig} ({name})", args.command[0].to_string_lossy());
+            let name = Signal::try_from(sig)
+                .map(|s| s.as_str())
+                .unwrap_or("unknown signal");
+            let line = format!(
+                "{} killed by signal {sig} ({name})",
+                args.command[0].to_string_lossy()
+            );
             eprintln!("supervisor: {line}");
             report.reason = Reason::Signaled;
             report.signal = Some(sig);
@@ -104,7 +109,13 @@ fn execute(args: &RunArgs, report: &mut Report) -> Result<i32, LaunchError> {
 }
 
 fn launch_config(args: &RunArgs) -> Result<LaunchConfig, LaunchError> {
-    let mut mounts: Vec<_> = args.ro.iter().chain(&args.rw).chain(&args.tmpfs).cloned().collect();
+    let mut mounts: Vec<_> = args
+        .ro
+        .iter()
+        .chain(&args.rw)
+        .chain(&args.tmpfs)
+        .cloned()
+        .collect();
     // Parents before children, whatever the flag order.
     mounts.sort_by_key(|m| m.guest.components().count());
     Ok(LaunchConfig {
@@ -133,7 +144,10 @@ fn guest_env(extra: &[String]) -> Result<Vec<(OsString, OsString)>, LaunchError>
             },
         };
         if k.is_empty() || k.contains('\0') {
-            return Err(LaunchError { exit_code: 125, message: format!("--env {item}: invalid variable name") });
+            return Err(LaunchError {
+                exit_code: 125,
+                message: format!("--env {item}: invalid variable name"),
+            });
         }
         env.retain(|(old, _)| old != k.as_str());
         env.push((k.into(), v));
@@ -153,25 +167,32 @@ fn block_forwarded_signals() -> Result<SigSet, LaunchError> {
 /// shares our process group, so they are not sent twice.
 fn forward_signals(set: SigSet, init: Pid) {
     let Ok(sfd) = SignalFd::new(&set) else { return };
-    let _ = thread::Builder::new().name("signals".into()).spawn(move || loop {
-        match sfd.read_signal() {
-            Ok(Some(info)) if info.ssi_code <= 0 => {
-                if let Ok(sig) = Signal::try_from(info.ssi_signo as i32) {
-                    let _ = kill(init, sig);
+    let _ = thread::Builder::new()
+        .name("signals".into())
+        .spawn(move || loop {
+            match sfd.read_signal() {
+                Ok(Some(info)) if info.ssi_code <= 0 => {
+                    if let Ok(sig) = Signal::try_from(info.ssi_signo as i32) {
+                        let _ = kill(init, sig);
+                    }
                 }
+                Ok(_) => {}
+                Err(_) => return,
             }
-            Ok(_) => {}
-            Err(_) => return,
-        }
-    });
+        });
 }
 
 fn default_workers() -> usize {
-    thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
+    thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
 }
 
 fn supervisor_error(e: impl std::fmt::Display) -> LaunchError {
-    LaunchError { exit_code: 125, message: e.to_string() }
+    LaunchError {
+        exit_code: 125,
+        message: e.to_string(),
+    }
 }
 
 fn secs(t: nix::sys::time::TimeVal) -> f64 {

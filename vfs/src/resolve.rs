@@ -401,7 +401,12 @@ impl Resolver {
     /// Test hook: resolve like [`Resolver::lookup`], but always through
     /// the component walk (relative paths joined to the start's view path).
     #[cfg(test)]
-    pub(crate) fn lookup_walk(&self, at: &At<'_>, path: &CStr, follow: bool) -> Result<OwnedFd, Errno> {
+    pub(crate) fn lookup_walk(
+        &self,
+        at: &At<'_>,
+        path: &CStr,
+        follow: bool,
+    ) -> Result<OwnedFd, Errno> {
         let nofollow = if follow { 0 } else { libc::O_NOFOLLOW };
         let o = Open {
             flags: (libc::O_PATH | libc::O_CLOEXEC | nofollow) as u64,

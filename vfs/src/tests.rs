@@ -8,10 +8,10 @@ use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::os::unix::fs::symlink;
 use std::path::Path;
 
-use nix::errno::Errno;
-use proptest::prelude::*;
 use crate::resolve::flags::IN_ROOT;
 use crate::{sys, At, Caller, Resolver};
+use nix::errno::Errno;
+use proptest::prelude::*;
 
 struct Me;
 impl Caller for Me {

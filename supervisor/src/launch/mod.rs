@@ -370,6 +370,3 @@ impl Drop for Sandbox {
         }
     }
 }
-
-#[cfg(test)]
-mod tests;

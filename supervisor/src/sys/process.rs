@@ -109,7 +109,9 @@ pub fn exit_now(code: i32) -> ! {
 /// "supervisor-init" as the command line. For init, whose memory is a
 /// copy of the supervisor's.
 pub fn scrub_cmdline_and_environ() {
-    let Some([arg_start, arg_end, env_start, env_end]) = string_areas() else { return };
+    let Some([arg_start, arg_end, env_start, env_end]) = string_areas() else {
+        return;
+    };
     for (start, end) in [(arg_start, arg_end), (env_start, env_end)] {
         if start == 0 || end <= start {
             continue;

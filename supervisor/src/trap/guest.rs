@@ -74,7 +74,10 @@ impl Guest for NotifGuest<'_> {
     fn ns_ids(&self) -> Result<(i32, i32), Errno> {
         let last = |field: &str| -> Result<i32, Errno> {
             let v = status_field(self.tid, field)?;
-            v.split_whitespace().last().and_then(|s| s.parse().ok()).ok_or(Errno::EIO)
+            v.split_whitespace()
+                .last()
+                .and_then(|s| s.parse().ok())
+                .ok_or(Errno::EIO)
         };
         Ok((last("NStgid:")?, last("NSpid:")?))
     }
@@ -96,7 +99,10 @@ fn open_proc(path: &str, extra: i32) -> Result<OwnedFd, Errno> {
 fn pidfd_of_thread(tid: i32) -> Result<OwnedFd, Errno> {
     match pidfd::open(tid, true) {
         Err(Errno::EINVAL) => {
-            let tgid = status_field(tid, "Tgid:")?.trim().parse().map_err(|_| Errno::EIO)?;
+            let tgid = status_field(tid, "Tgid:")?
+                .trim()
+                .parse()
+                .map_err(|_| Errno::EIO)?;
             pidfd::open(tgid, false)
         }
         r => r,

@@ -33,17 +33,44 @@ pub fn recv(listener: BorrowedFd<'_>) -> Result<Notification, Errno> {
     // the exact type the request number encodes.
     let r = unsafe { libc::ioctl(listener.as_raw_fd(), libc::SECCOMP_IOCTL_NOTIF_RECV, &mut n) };
     Errno::result(r)?;
-    Ok(Notification { id: n.id, pid: n.pid, nr: n.data.nr, arch: n.data.arch, args: n.data.args })
+    Ok(Notification {
+        id: n.id,
+        pid: n.pid,
+        nr: n.data.nr,
+        arch: n.data.arch,
+        args: n.data.args,
+    })
 }
 
 /// Answers a call with a value or an error (`SECCOMP_IOCTL_NOTIF_SEND`).
 /// `continue_call` lets the kernel run the call itself instead.
-pub fn send(listener: BorrowedFd<'_>, id: u64, val: i64, error: i32, continue_call: bool) -> Result<(), Errno> {
-    let flags = if continue_call { libc::SECCOMP_USER_NOTIF_FLAG_CONTINUE as u32 } else { 0 };
-    let mut resp = libc::seccomp_notif_resp { id, val, error, flags };
+pub fn send(
+    listener: BorrowedFd<'_>,
+    id: u64,
+    val: i64,
+    error: i32,
+    continue_call: bool,
+) -> Result<(), Errno> {
+    let flags = if continue_call {
+        libc::SECCOMP_USER_NOTIF_FLAG_CONTINUE as u32
+    } else {
+        0
+    };
+    let mut resp = libc::seccomp_notif_resp {
+        id,
+        val,
+        error,
+        flags,
+    };
     // SAFETY: `resp` is a fully initialised `seccomp_notif_resp` that
     // outlives the call; the kernel only reads it.
-    let r = unsafe { libc::ioctl(listener.as_raw_fd(), libc::SECCOMP_IOCTL_NOTIF_SEND, &mut resp) };
+    let r = unsafe {
+        libc::ioctl(
+            listener.as_raw_fd(),
+            libc::SECCOMP_IOCTL_NOTIF_SEND,
+            &mut resp,
+        )
+    };
     Errno::result(r).map(drop)
 }
 
@@ -52,14 +79,25 @@ pub fn send(listener: BorrowedFd<'_>, id: u64, val: i64, error: i32, continue_ca
 pub fn id_valid(listener: BorrowedFd<'_>, id: u64) -> bool {
     let mut id = id;
     // SAFETY: `id` is a live u64, the type the request encodes.
-    let r = unsafe { libc::ioctl(listener.as_raw_fd(), libc::SECCOMP_IOCTL_NOTIF_ID_VALID, &mut id) };
+    let r = unsafe {
+        libc::ioctl(
+            listener.as_raw_fd(),
+            libc::SECCOMP_IOCTL_NOTIF_ID_VALID,
+            &mut id,
+        )
+    };
     r == 0
 }
 
 /// Installs `fd` in the caller's table and answers the call with its
 /// number, atomically (`SECCOMP_IOCTL_NOTIF_ADDFD` with
 /// `SECCOMP_ADDFD_FLAG_SEND`).
-pub fn add_fd_and_answer(listener: BorrowedFd<'_>, id: u64, fd: BorrowedFd<'_>, cloexec: bool) -> Result<i32, Errno> {
+pub fn add_fd_and_answer(
+    listener: BorrowedFd<'_>,
+    id: u64,
+    fd: BorrowedFd<'_>,
+    cloexec: bool,
+) -> Result<i32, Errno> {
     let newfd_flags = if cloexec { libc::O_CLOEXEC as u32 } else { 0 };
     let mut add = libc::seccomp_notif_addfd {
         id,
@@ -70,7 +108,13 @@ pub fn add_fd_and_answer(listener: BorrowedFd<'_>, id: u64, fd: BorrowedFd<'_>, 
     };
     // SAFETY: `add` is a fully initialised `seccomp_notif_addfd`; `fd` is
     // borrowed for the duration of the call, so the kernel dups a live fd.
-    let r = unsafe { libc::ioctl(listener.as_raw_fd(), libc::SECCOMP_IOCTL_NOTIF_ADDFD, &mut add) };
+    let r = unsafe {
+        libc::ioctl(
+            listener.as_raw_fd(),
+            libc::SECCOMP_IOCTL_NOTIF_ADDFD,
+            &mut add,
+        )
+    };
     Errno::result(r)
 }
 
@@ -79,6 +123,12 @@ pub fn add_fd_and_answer(listener: BorrowedFd<'_>, id: u64, fd: BorrowedFd<'_>, 
 pub fn set_sync_wake_up(listener: BorrowedFd<'_>) -> bool {
     // SAFETY: this request takes its flags by value in the argument
     // register (not through a pointer), so no memory is shared.
-    let r = unsafe { libc::ioctl(listener.as_raw_fd(), libc::SECCOMP_IOCTL_NOTIF_SET_FLAGS, SYNC_WAKE_UP) };
+    let r = unsafe {
+        libc::ioctl(
+            listener.as_raw_fd(),
+            libc::SECCOMP_IOCTL_NOTIF_SET_FLAGS,
+            SYNC_WAKE_UP,
+        )
+    };
     r == 0
 }

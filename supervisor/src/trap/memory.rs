@@ -21,9 +21,13 @@ pub fn read(tid: i32, addr: u64, buf: &mut [u8]) -> Result<(), Errno> {
         return Ok(());
     }
     addr.checked_add(buf.len() as u64).ok_or(Errno::EFAULT)?;
-    let remote = [RemoteIoVec { base: addr as usize, len: buf.len() }];
+    let remote = [RemoteIoVec {
+        base: addr as usize,
+        len: buf.len(),
+    }];
     let want = buf.len();
-    let n = process_vm_readv(Pid::from_raw(tid), &mut [IoSliceMut::new(buf)], &remote).map_err(fault)?;
+    let n = process_vm_readv(Pid::from_raw(tid), &mut [IoSliceMut::new(buf)], &remote)
+        .map_err(fault)?;
     if n == want {
         Ok(())
     } else {
@@ -37,7 +41,10 @@ pub fn write(tid: i32, addr: u64, data: &[u8]) -> Result<(), Errno> {
         return Ok(());
     }
     addr.checked_add(data.len() as u64).ok_or(Errno::EFAULT)?;
-    let remote = [RemoteIoVec { base: addr as usize, len: data.len() }];
+    let remote = [RemoteIoVec {
+        base: addr as usize,
+        len: data.len(),
+    }];
     let n = process_vm_writev(Pid::from_raw(tid), &[IoSlice::new(data)], &remote).map_err(fault)?;
     if n == data.len() {
         Ok(())

@@ -18,7 +18,7 @@ mod memory;
 mod pidfd;
 
 use std::os::fd::{AsFd, OwnedFd};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread;
 
@@ -40,7 +40,10 @@ pub struct Counters {
 impl Counters {
     fn new() -> Self {
         let zeros = || (0..COUNTED).map(|_| AtomicU64::new(0)).collect();
-        Counters { serviced: zeros(), denied: zeros() }
+        Counters {
+            serviced: zeros(),
+            denied: zeros(),
+        }
     }
 
     fn bump(slots: &[AtomicU64], nr: i32) {
@@ -76,29 +79,67 @@ pub struct Trap {
     pub sync_wake_up: bool,
 }
 
-/// Starts `workers` threads answering notifications on `listener`.
-pub fn serve(listener: OwnedFd, ctx: Context, workers: usize) -> std::io::Result<Trap> {
-    let sync_wake_up = ioctl::set_sync_wake_up(listener.as_fd());
-    let listener = Arc::new(listener);
-    let ctx = Arc::new(ctx);
-    let counters = Arc::new(Counters::new());
-    for i in 0..workers.max(1) {
-        let (listener, ctx, counters) = (listener.clone(), ctx.clone(), counters.clone());
-        thread::Builder::new()
-            .name(format!("trap-{i}"))
-            .spawn(move || worker(&listener, &ctx, &counters))?;
-    }
-    Ok(Trap { counters, sync_wake_up })
+/// Most workers the pool grows to (each blocked one is a guest thread
+/// waiting on a FIFO or a lock that another guest thread will release).
+const MAX_WORKERS: usize = 64;
+
+/// What every worker shares.
+struct Shared {
+    listener: OwnedFd,
+    ctx: Context,
+    counters: Arc<Counters>,
+    /// Workers waiting in RECV right now.
+    idle: AtomicUsize,
+    /// Workers alive.
+    total: AtomicUsize,
 }
 
-fn worker(listener: &OwnedFd, ctx: &Context, counters: &Counters) {
+/// Starts `workers` threads answering notifications on `listener`. The
+/// pool grows when a call blocks (a FIFO open waits for its other end):
+/// there is always a worker waiting for the next call.
+pub fn serve(listener: OwnedFd, ctx: Context, workers: usize) -> std::io::Result<Trap> {
+    let sync_wake_up = ioctl::set_sync_wake_up(listener.as_fd());
+    let counters = Arc::new(Counters::new());
+    let shared = Arc::new(Shared {
+        listener,
+        ctx,
+        counters: counters.clone(),
+        idle: AtomicUsize::new(0),
+        total: AtomicUsize::new(0),
+    });
+    for _ in 0..workers.max(1) {
+        spawn_worker(&shared)?;
+    }
+    Ok(Trap {
+        counters,
+        sync_wake_up,
+    })
+}
+
+fn spawn_worker(shared: &Arc<Shared>) -> std::io::Result<()> {
+    let n = shared.total.fetch_add(1, Ordering::SeqCst);
+    let mine = shared.clone();
+    let spawned = thread::Builder::new()
+        .name(format!("trap-{n}"))
+        .spawn(move || worker(&mine));
+    if spawned.is_err() {
+        shared.total.fetch_sub(1, Ordering::SeqCst);
+    }
+    spawned.map(drop)
+}
+
+fn worker(shared: &Arc<Shared>) {
     // The kernel checks the workers' file access exactly as the guest's.
     if let Err(e) = caps::clear(None, caps::CapSet::Effective) {
         eprintln!("supervisor: cannot drop worker capabilities: {e}");
         std::process::abort();
     }
+    let listener = shared.listener.as_fd();
     loop {
-        let n = match ioctl::recv(listener.as_fd()) {
+        shared.idle.fetch_add(1, Ordering::SeqCst);
+        let received = ioctl::recv(listener);
+        let idle_now = shared.idle.fetch_sub(1, Ordering::SeqCst) - 1;
+        let n = match received {
             Ok(n) => n,
             // The caller died or was interrupted before we got it.
             Err(Errno::ENOENT) | Err(Errno::EINTR) => continue,
@@ -107,12 +148,20 @@ fn worker(listener: &OwnedFd, ctx: &Context, counters: &Counters) {
                 std::process::abort();
             }
         };
-        let reply = handle(listener, ctx, counters, &n);
-        answer(listener, &n, reply);
+        if idle_now == 0 && shared.total.load(Ordering::SeqCst) < MAX_WORKERS {
+            let _ = spawn_worker(shared);
+        }
+        let reply = handle(&shared.listener, &shared.ctx, &shared.counters, &n);
+        answer(&shared.listener, &n, reply);
     }
 }
 
-fn handle(listener: &OwnedFd, ctx: &Context, counters: &Counters, n: &ioctl::Notification) -> Reply {
+fn handle(
+    listener: &OwnedFd,
+    ctx: &Context,
+    counters: &Counters,
+    n: &ioctl::Notification,
+) -> Reply {
     if n.arch != policy::bpf::AUDIT_ARCH_X86_64 {
         // The filter kills foreign architectures; never service one.
         return Reply::Error(Errno::ENOSYS);
@@ -124,8 +173,15 @@ fn handle(listener: &OwnedFd, ctx: &Context, counters: &Counters, n: &ioctl::Not
         }
         Trapped::Service => {
             Counters::bump(&counters.serviced, n.nr);
-            let guest = NotifGuest { listener: listener.as_fd(), id: n.id, tid: n.pid as i32 };
-            let call = SyscallArgs { nr: i64::from(n.nr), args: n.args };
+            let guest = NotifGuest {
+                listener: listener.as_fd(),
+                id: n.id,
+                tid: n.pid as i32,
+            };
+            let call = SyscallArgs {
+                nr: i64::from(n.nr),
+                args: n.args,
+            };
             dispatch(ctx, &guest, &call)
         }
     }
@@ -139,11 +195,25 @@ fn answer(listener: &OwnedFd, n: &ioctl::Notification, reply: Reply) {
         Reply::Value(v) => ioctl::send(fd, n.id, v, 0, false),
         Reply::Error(e) => ioctl::send(fd, n.id, 0, -(e as i32), false),
         Reply::Continue => ioctl::send(fd, n.id, 0, 0, true),
-        Reply::InstallFd { fd: file, cloexec } => match ioctl::add_fd_and_answer(fd, n.id, file.as_fd(), cloexec) {
-            Ok(_) => Ok(()),
-            // EMFILE and friends: the guest's table is full.
-            Err(Errno::ENOENT) => Err(Errno::ENOENT),
-            Err(e) => ioctl::send(fd, n.id, 0, -(e as i32), false),
-        },
+        Reply::InstallFd { fd: file, cloexec } => {
+            match ioctl::add_fd_and_answer(fd, n.id, file.as_fd(), cloexec) {
+                Ok(_) => Ok(()),
+                // ADDFD cannot install O_PATH files (the kernel's fget refuses
+                // them). Only openat2 gets here with one (open and openat with
+                // O_PATH pass the filter): such a descriptor reads nothing, and
+                // the kernel opens it in the guest's own view, which holds only
+                // what the guest may see — the handler's lookup just vetted it.
+                Err(Errno::EBADF) if is_o_path(&file) => ioctl::send(fd, n.id, 0, 0, true),
+                // EMFILE and friends: the guest's table is full.
+                Err(Errno::ENOENT) => Err(Errno::ENOENT),
+                Err(e) => ioctl::send(fd, n.id, 0, -(e as i32), false),
+            }
+        }
     };
+}
+
+fn is_o_path(fd: &OwnedFd) -> bool {
+    use std::os::fd::AsRawFd;
+    nix::fcntl::fcntl(fd.as_raw_fd(), nix::fcntl::FcntlArg::F_GETFL)
+        .is_ok_and(|fl| fl & libc::O_PATH != 0)
 }

@@ -26,7 +26,14 @@ pub fn open(pid: i32, thread: bool) -> Result<OwnedFd, Errno> {
 pub fn getfd(pidfd: BorrowedFd<'_>, fd: i32) -> Result<OwnedFd, Errno> {
     // SAFETY: plain integer arguments on a live pidfd; on success the
     // kernel returns a new descriptor that nothing else owns.
-    let r = unsafe { libc::syscall(libc::SYS_pidfd_getfd, pidfd.as_raw_fd() as libc::c_long, fd as libc::c_long, 0) };
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_pidfd_getfd,
+            pidfd.as_raw_fd() as libc::c_long,
+            fd as libc::c_long,
+            0,
+        )
+    };
     let new = Errno::result(r)? as i32;
     // SAFETY: `new` is a fresh descriptor returned by the kernel just now.
     Ok(unsafe { OwnedFd::from_raw_fd(new) })

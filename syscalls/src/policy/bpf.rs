@@ -81,7 +81,12 @@ type Label = usize;
 enum Item {
     Op(Insn),
     /// Conditional jump to labels (true, false).
-    Jump { code: u16, k: u32, t: Label, f: Label },
+    Jump {
+        code: u16,
+        k: u32,
+        t: Label,
+        f: Label,
+    },
     Ja(Label),
     Mark(Label),
 }
@@ -98,7 +103,12 @@ impl Builder {
         self.labels - 1
     }
     fn op(&mut self, code: u16, k: u32) {
-        self.items.push(Item::Op(Insn { code, jt: 0, jf: 0, k }));
+        self.items.push(Item::Op(Insn {
+            code,
+            jt: 0,
+            jf: 0,
+            k,
+        }));
     }
     fn jump(&mut self, code: u16, k: u32, t: Label, f: Label) {
         self.items.push(Item::Jump { code, k, t, f });
@@ -130,9 +140,19 @@ impl Builder {
                 Item::Jump { code, k, t, f } => {
                     let (jt, jf) = (rel(t), rel(f));
                     assert!(jt < 256 && jf < 256, "BPF conditional jump out of range");
-                    out.push(Insn { code, jt: jt as u8, jf: jf as u8, k });
+                    out.push(Insn {
+                        code,
+                        jt: jt as u8,
+                        jf: jf as u8,
+                        k,
+                    });
                 }
-                Item::Ja(l) => out.push(Insn { code: JMP_JA, jt: 0, jf: 0, k: rel(l) as u32 }),
+                Item::Ja(l) => out.push(Insn {
+                    code: JMP_JA,
+                    jt: 0,
+                    jf: 0,
+                    k: rel(l) as u32,
+                }),
                 Item::Mark(_) => {}
             }
         }
@@ -244,7 +264,9 @@ pub fn evaluate(prog: &[Insn], arch: u32, nr: u32, args: [u64; 6]) -> u32 {
     }
     let (mut a, mut pc) = (0u32, 0usize);
     loop {
-        let Some(i) = prog.get(pc) else { return SECCOMP_RET_KILL_PROCESS };
+        let Some(i) = prog.get(pc) else {
+            return SECCOMP_RET_KILL_PROCESS;
+        };
         pc += 1;
         match i.code {
             LD_W_ABS => a = data.get(i.k as usize / 4).copied().unwrap_or(0),
@@ -290,7 +312,10 @@ mod tests {
     #[test]
     fn foreign_arch_and_x32_are_killed() {
         let prog = compile();
-        assert_eq!(evaluate(&prog, 0x4000_0003, 0, [0; 6]), SECCOMP_RET_KILL_PROCESS);
+        assert_eq!(
+            evaluate(&prog, 0x4000_0003, 0, [0; 6]),
+            SECCOMP_RET_KILL_PROCESS
+        );
         assert_eq!(run(0x4000_0000, [0; 6]), SECCOMP_RET_KILL_PROCESS);
         assert_eq!(run(0x4000_0001, [0; 6]), SECCOMP_RET_KILL_PROCESS);
     }
@@ -304,19 +329,35 @@ mod tests {
     #[test]
     fn argument_checks() {
         let clone = Sysno::clone.id() as u32;
-        assert_eq!(run(clone, [libc::SIGCHLD as u64, 0, 0, 0, 0, 0]), SECCOMP_RET_ALLOW);
+        assert_eq!(
+            run(clone, [libc::SIGCHLD as u64, 0, 0, 0, 0, 0]),
+            SECCOMP_RET_ALLOW
+        );
         let ns = (libc::CLONE_NEWUSER | libc::SIGCHLD) as u64;
         assert_eq!(run(clone, [ns, 0, 0, 0, 0, 0]), SECCOMP_RET_USER_NOTIF);
 
         let ioctl = Sysno::ioctl.id() as u32;
-        assert_eq!(run(ioctl, [0, libc::TCGETS as u64, 0, 0, 0, 0]), SECCOMP_RET_ALLOW);
-        assert_eq!(run(ioctl, [0, libc::TIOCSTI as u64, 0, 0, 0, 0]), SECCOMP_RET_USER_NOTIF);
+        assert_eq!(
+            run(ioctl, [0, libc::TCGETS as u64, 0, 0, 0, 0]),
+            SECCOMP_RET_ALLOW
+        );
+        assert_eq!(
+            run(ioctl, [0, libc::TIOCSTI as u64, 0, 0, 0, 0]),
+            SECCOMP_RET_USER_NOTIF
+        );
         // The kernel reads the request as 32 bits: high garbage must not help.
         let sneaky = (1u64 << 32) | libc::TIOCSTI as u64;
         assert_eq!(run(ioctl, [0, sneaky, 0, 0, 0, 0]), SECCOMP_RET_USER_NOTIF);
 
         let socket = Sysno::socket.id() as u32;
-        let inet_stream = [libc::AF_INET as u64, (libc::SOCK_STREAM | libc::SOCK_CLOEXEC) as u64, 0, 0, 0, 0];
+        let inet_stream = [
+            libc::AF_INET as u64,
+            (libc::SOCK_STREAM | libc::SOCK_CLOEXEC) as u64,
+            0,
+            0,
+            0,
+            0,
+        ];
         assert_eq!(run(socket, inet_stream), SECCOMP_RET_ALLOW);
         let raw = [libc::AF_INET as u64, libc::SOCK_RAW as u64, 1, 0, 0, 0];
         assert_eq!(run(socket, raw), SECCOMP_RET_USER_NOTIF);
@@ -325,13 +366,25 @@ mod tests {
 
         let fstatat = Sysno::newfstatat.id() as u32;
         let empty = libc::AT_EMPTY_PATH as u64;
-        assert_eq!(run(fstatat, [3, 0x1000, 0x2000, empty, 0, 0]), SECCOMP_RET_ALLOW);
-        assert_eq!(run(fstatat, [3, 0x1000, 0x2000, 0, 0, 0]), SECCOMP_RET_USER_NOTIF);
+        assert_eq!(
+            run(fstatat, [3, 0x1000, 0x2000, empty, 0, 0]),
+            SECCOMP_RET_ALLOW
+        );
+        assert_eq!(
+            run(fstatat, [3, 0x1000, 0x2000, 0, 0, 0]),
+            SECCOMP_RET_USER_NOTIF
+        );
 
         let utimensat = Sysno::utimensat.id() as u32;
         assert_eq!(run(utimensat, [3, 0, 0, 0, 0, 0]), SECCOMP_RET_ALLOW);
-        assert_eq!(run(utimensat, [3, 1 << 32, 0, 0, 0, 0]), SECCOMP_RET_USER_NOTIF);
-        assert_eq!(run(utimensat, [3, 0x1000, 0, 0, 0, 0]), SECCOMP_RET_USER_NOTIF);
+        assert_eq!(
+            run(utimensat, [3, 1 << 32, 0, 0, 0, 0]),
+            SECCOMP_RET_USER_NOTIF
+        );
+        assert_eq!(
+            run(utimensat, [3, 0x1000, 0, 0, 0, 0]),
+            SECCOMP_RET_USER_NOTIF
+        );
     }
 
     #[test]

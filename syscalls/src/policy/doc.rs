@@ -21,25 +21,48 @@ pub fn markdown() -> String {
             Rule::Service => service.push(name),
             Rule::Deny(e) => deny.push((name, format!("{e:?}"))),
             Rule::Kill => kill.push(name),
-            Rule::PassIf(conds, fb) => conditional.push(format!("{name} ({})", describe(conds, fb))),
+            Rule::PassIf(conds, fb) => {
+                conditional.push(format!("{name} ({})", describe(conds, fb)))
+            }
         }
     }
     let mut out = String::new();
     let reachable = pass.len() + conditional.len();
     let _ = writeln!(out, "| class | count | calls |\n|---|---|---|");
     let _ = writeln!(out, "| pass | {} | {} |", pass.len(), pass.join(", "));
-    let _ = writeln!(out, "| pass if (BPF argument check) | {} | {} |", conditional.len(), conditional.join("; "));
-    let _ = writeln!(out, "| service | {} | {} |", service.len(), service.join(", "));
+    let _ = writeln!(
+        out,
+        "| pass if (BPF argument check) | {} | {} |",
+        conditional.len(),
+        conditional.join("; ")
+    );
+    let _ = writeln!(
+        out,
+        "| service | {} | {} |",
+        service.len(),
+        service.join(", ")
+    );
     let denied: Vec<String> = deny.iter().map(|(n, e)| format!("{n} ({e})")).collect();
-    let _ = writeln!(out, "| deny (errno, counted) | {} | {} |", deny.len(), denied.join(", "));
-    let _ = writeln!(out, "| kill | - | any architecture but x86_64; x32 numbers |");
+    let _ = writeln!(
+        out,
+        "| deny (errno, counted) | {} | {} |",
+        deny.len(),
+        denied.join(", ")
+    );
+    let _ = writeln!(
+        out,
+        "| kill | - | any architecture but x86_64; x32 numbers |"
+    );
     let _ = writeln!(out, "| deny (ENOSYS) | - | every number not named above |");
     let _ = writeln!(out, "\nSyscalls the guest can reach on the host kernel: {reachable} ({} unconditionally, {} after an argument check).", pass.len(), conditional.len());
     out
 }
 
 fn describe(conds: &[Cond], fallback: Fallback) -> String {
-    let tests: Vec<String> = conds.iter().map(|c| format!("arg{} {}", c.arg, op(&c.op))).collect();
+    let tests: Vec<String> = conds
+        .iter()
+        .map(|c| format!("arg{} {}", c.arg, op(&c.op)))
+        .collect();
     let otherwise = match fallback {
         Fallback::Service => "else serviced".to_string(),
         Fallback::Deny(e) => format!("else {e:?}"),
@@ -53,7 +76,10 @@ fn op(o: &Op) -> String {
         Op::MaskSet(m) => format!("has {m:#x}"),
         Op::MaskedIn(m, v) if *m == u32::MAX => format!("in {v:?}"),
         Op::MaskedIn(m, v) => format!("& {m:#x} in {v:?}"),
-        Op::NotIn(v) => format!("not in {:?}", v.iter().map(|x| format!("{x:#x}")).collect::<Vec<_>>()),
+        Op::NotIn(v) => format!(
+            "not in {:?}",
+            v.iter().map(|x| format!("{x:#x}")).collect::<Vec<_>>()
+        ),
         Op::IsNull => "== NULL".to_string(),
     }
 }
@@ -63,8 +89,9 @@ mod tests {
     /// ARCHITECTURE.md embeds the table; it must say what the code does.
     #[test]
     fn architecture_md_shows_the_current_table() {
-        let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../ARCHITECTURE.md"))
-            .expect("ARCHITECTURE.md at the workspace root");
+        let doc =
+            std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../ARCHITECTURE.md"))
+                .expect("ARCHITECTURE.md at the workspace root");
         let table = super::markdown();
         assert!(
             doc.contains(table.trim()),

@@ -35,7 +35,11 @@ const TERMINAL_INJECTION: &[u32] = &[
 /// Socket domains the guest may create: local, IPv4, IPv6. Until the
 /// netstack lands, IP sockets live in the guest's own, empty network
 /// namespace (loopback only).
-const SOCKET_DOMAINS: &[u32] = &[libc::AF_UNIX as u32, libc::AF_INET as u32, libc::AF_INET6 as u32];
+const SOCKET_DOMAINS: &[u32] = &[
+    libc::AF_UNIX as u32,
+    libc::AF_INET as u32,
+    libc::AF_INET6 as u32,
+];
 /// Socket types (low four bits): stream, datagram, seqpacket. Not raw.
 const SOCKET_TYPES: &[u32] = &[
     libc::SOCK_STREAM as u32,
@@ -43,20 +47,47 @@ const SOCKET_TYPES: &[u32] = &[
     libc::SOCK_SEQPACKET as u32,
 ];
 
-const CLONE_WITHOUT_NS: &[Cond] = &[Cond { arg: 0, op: Op::MaskClear(NS_CLONE_FLAGS) }];
-const IOCTL_SAFE: &[Cond] = &[Cond { arg: 1, op: Op::NotIn(TERMINAL_INJECTION) }];
+const CLONE_WITHOUT_NS: &[Cond] = &[Cond {
+    arg: 0,
+    op: Op::MaskClear(NS_CLONE_FLAGS),
+}];
+const IOCTL_SAFE: &[Cond] = &[Cond {
+    arg: 1,
+    op: Op::NotIn(TERMINAL_INJECTION),
+}];
 const SOCKET_SAFE: &[Cond] = &[
-    Cond { arg: 0, op: Op::MaskedIn(u32::MAX, SOCKET_DOMAINS) },
-    Cond { arg: 1, op: Op::MaskedIn(0xf, SOCKET_TYPES) },
+    Cond {
+        arg: 0,
+        op: Op::MaskedIn(u32::MAX, SOCKET_DOMAINS),
+    },
+    Cond {
+        arg: 1,
+        op: Op::MaskedIn(0xf, SOCKET_TYPES),
+    },
 ];
 /// `fstat` in glibc is `newfstatat(fd, "", buf, AT_EMPTY_PATH)`.
-const EMPTY_PATH_AT_ARG3: &[Cond] = &[Cond { arg: 3, op: Op::MaskSet(AT_EMPTY_PATH) }];
+const EMPTY_PATH_AT_ARG3: &[Cond] = &[Cond {
+    arg: 3,
+    op: Op::MaskSet(AT_EMPTY_PATH),
+}];
 /// `statx(fd, "", AT_EMPTY_PATH, ...)`.
-const EMPTY_PATH_AT_ARG2: &[Cond] = &[Cond { arg: 2, op: Op::MaskSet(AT_EMPTY_PATH) }];
-const O_PATH_ARG1: &[Cond] = &[Cond { arg: 1, op: Op::MaskSet(libc::O_PATH as u32) }];
-const O_PATH_ARG2: &[Cond] = &[Cond { arg: 2, op: Op::MaskSet(libc::O_PATH as u32) }];
+const EMPTY_PATH_AT_ARG2: &[Cond] = &[Cond {
+    arg: 2,
+    op: Op::MaskSet(AT_EMPTY_PATH),
+}];
+const O_PATH_ARG1: &[Cond] = &[Cond {
+    arg: 1,
+    op: Op::MaskSet(libc::O_PATH as u32),
+}];
+const O_PATH_ARG2: &[Cond] = &[Cond {
+    arg: 2,
+    op: Op::MaskSet(libc::O_PATH as u32),
+}];
 /// `utimensat(fd, NULL, times, 0)` is `futimens(fd, times)`.
-const NULL_PATH_ARG1: &[Cond] = &[Cond { arg: 1, op: Op::IsNull }];
+const NULL_PATH_ARG1: &[Cond] = &[Cond {
+    arg: 1,
+    op: Op::IsNull,
+}];
 
 const fn deny(e: Errno) -> Rule {
     Rule::Deny(e)
@@ -222,4 +253,3 @@ pub fn rule_for(nr: S) -> Rule {
         _ => deny(ENOSYS),
     }
 }
-

@@ -1,11 +1,16 @@
 //! Tests that launch real sandboxes (as root and, run by hand with
 //! `runuser -u USER -- <test binary>`, as an unprivileged user).
 //!
+//! This file has its own harness (`harness = false`): `launch` forks the
+//! calling process, which is safe only while it has one thread — in a
+//! multi-threaded test runner the child could inherit an allocator lock
+//! another test thread held, and hang. So the tests run one after another
+//! on the main thread, and the summary line is the plain
+//! "N passed, N failed" that CI reads.
+//!
 //! Most use a filter that allows every call, because nothing here serves
 //! notifications; one uses the real policy with a static program that
 //! makes only passed calls, and one checks that a serviced call traps.
-//! Launches are serialised: `launch` forks, and forking while another
-//! test thread is inside the allocator could deadlock the child.
 
 use std::collections::HashMap;
 use std::ffi::OsString;
@@ -20,7 +25,13 @@ use std::time::{Duration, Instant};
 
 use nix::unistd::{getgid, getuid};
 
-use super::*;
+use nix::errno::Errno;
+use nix::fcntl::OFlag;
+use nix::sys::signal::Signal;
+use nix::sys::wait::waitpid;
+use nix::unistd::{write, Pid};
+use supervisor::launch::*;
+use supervisor::sys::process::Forked;
 
 static LOCK: Mutex<()> = Mutex::new(());
 
@@ -61,7 +72,6 @@ fn run(cfg: &LaunchConfig) -> Result<Outcome, LaunchError> {
     sandbox.wait()
 }
 
-#[test]
 fn exit_codes() {
     assert_eq!(run(&config(&["/bin/true"])), Ok(Outcome::Exited(0)));
     assert_eq!(run(&config(&["true"])), Ok(Outcome::Exited(0)));
@@ -75,7 +85,6 @@ fn exit_codes() {
     );
 }
 
-#[test]
 fn exec_failures() {
     let e = run(&config(&["no-such-command-xyz"])).unwrap_err();
     assert_eq!(
@@ -99,7 +108,6 @@ fn exec_failures() {
     );
 }
 
-#[test]
 fn setup_failures() {
     let mut cfg = config(&["/bin/true"]);
     cfg.workdir = Some("/no-such-dir".into());
@@ -128,7 +136,6 @@ fn setup_failures() {
     assert_eq!((e.exit_code, e.message.as_str()), (125, "no command given"));
 }
 
-#[test]
 fn kill_and_forward() {
     let _g = serial();
     let sandbox = launch(&config(&["/bin/sleep", "100"])).unwrap();
@@ -206,7 +213,6 @@ fn probe(tweak: impl FnOnce(&mut LaunchConfig, &Path)) -> HashMap<String, String
         .collect()
 }
 
-#[test]
 fn view_contents() {
     let data = TempDir::new("data");
     fs::write(data.0.join("f"), "data").unwrap();
@@ -300,10 +306,13 @@ fn view_contents() {
     }
 }
 
-#[test]
 fn root_is_the_view() {
     let _g = serial();
-    let sandbox = launch(&config(&["/bin/true"])).unwrap();
+    // Start in /tmp: the host cwd (e.g. /work/...) would be bound and show
+    // up as a top-level name of its own.
+    let mut cfg = config(&["/bin/true"]);
+    cfg.workdir = Some("/tmp".into());
+    let sandbox = launch(&cfg).unwrap();
     let names: Vec<String> = {
         let dir = fs::read_dir(format!("/proc/{}/root/", sandbox.init_pid)).unwrap();
         let mut v: Vec<String> = dir
@@ -352,7 +361,6 @@ void _start(void) {{ {body} for (;;) sys(231, 1, 0, 0); }}
     ok.then_some(bin)
 }
 
-#[test]
 fn real_filter() {
     let dir = TempDir::new("static");
     // write(1, "hi\n", 3); exit_group(getpid() == 2 ? 3 : 100)
@@ -396,7 +404,6 @@ fn count_mounts() -> usize {
         .count()
 }
 
-#[test]
 fn fifty_launches_leave_nothing() {
     let cfg = config(&["/bin/true"]);
     assert_eq!(run(&cfg), Ok(Outcome::Exited(0)));
@@ -426,20 +433,19 @@ fn dead(pid: i32) -> bool {
     }
 }
 
-#[test]
 fn guest_dies_with_the_supervisor() {
     let _g = serial();
     // Orphaned init comes back to us, so that we can reap it.
     nix::sys::prctl::set_child_subreaper(true).unwrap();
     let (rx, tx) = nix::unistd::pipe2(OFlag::O_CLOEXEC).unwrap();
     // The child plays the supervisor: it launches, then waits.
-    let supervisor = match crate::sys::process::fork_single_threaded().unwrap() {
+    let supervisor = match supervisor::sys::process::fork_single_threaded().unwrap() {
         Forked::Child => {
             let sandbox = launch(&config(&["/bin/sleep", "1000"])).unwrap();
             sandbox.start().unwrap();
             let _ = write(&tx, &sandbox.init_pid.as_raw().to_le_bytes());
             let _ = sandbox.wait();
-            crate::sys::process::exit_now(0)
+            supervisor::sys::process::exit_now(0)
         }
         Forked::Parent(pid) => pid,
     };
@@ -483,4 +489,40 @@ fn guest_dies_with_the_supervisor() {
     }
     let _ = waitpid(Pid::from_raw(init), None);
     nix::sys::prctl::set_child_subreaper(false).unwrap();
+}
+
+fn main() {
+    let tests: &[(&str, fn())] = &[
+        ("exit_codes", exit_codes),
+        ("exec_failures", exec_failures),
+        ("setup_failures", setup_failures),
+        ("kill_and_forward", kill_and_forward),
+        ("view_contents", view_contents),
+        ("root_is_the_view", root_is_the_view),
+        ("real_filter", real_filter),
+        ("fifty_launches_leave_nothing", fifty_launches_leave_nothing),
+        (
+            "guest_dies_with_the_supervisor",
+            guest_dies_with_the_supervisor,
+        ),
+    ];
+    let filter = std::env::args().nth(1).filter(|a| !a.starts_with('-'));
+    let (mut passed, mut failed) = (0, 0);
+    for (name, test) in tests {
+        if filter.as_deref().is_some_and(|f| !name.contains(f)) {
+            continue;
+        }
+        match std::panic::catch_unwind(test) {
+            Ok(()) => {
+                println!("test {name} ... ok");
+                passed += 1;
+            }
+            Err(_) => {
+                println!("test {name} ... FAILED");
+                failed += 1;
+            }
+        }
+    }
+    println!("{passed} passed, {failed} failed");
+    std::process::exit(if failed == 0 { 0 } else { 101 });
 }
