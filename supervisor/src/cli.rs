@@ -82,7 +82,7 @@ pub struct RunArgs {
     #[arg(long, value_name = "FILE")]
     pub report: Option<PathBuf>,
 
-    /// Number of threads answering the guest's trapped calls [default: one per CPU].
+    /// Threads started to answer the guest's trapped calls; one receives at a time, more start when a call blocks [default: 1].
     #[arg(long, value_name = "N", hide = true)]
     pub workers: Option<usize>,
 

@@ -69,7 +69,7 @@ fn execute(args: &RunArgs, report: &mut Report) -> Result<i32, LaunchError> {
     // Launch forks: it must happen before this process has any thread.
     let sandbox = launch::launch(&config)?;
     umask(Mode::empty()); // handlers apply the guest's own umask
-    let workers = args.workers.unwrap_or_else(default_workers);
+    let workers = args.workers.unwrap_or(1);
     let listener = sandbox.listener.try_clone().map_err(supervisor_error)?;
     let root = sandbox.root.try_clone().map_err(supervisor_error)?;
     let ctx = Context::new(root, getuid().as_raw(), getgid().as_raw());
@@ -180,12 +180,6 @@ fn forward_signals(set: SigSet, init: Pid) {
                 Err(_) => return,
             }
         });
-}
-
-fn default_workers() -> usize {
-    thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(1)
 }
 
 fn supervisor_error(e: impl std::fmt::Display) -> LaunchError {

@@ -83,6 +83,9 @@ pub fn build(plan: &ViewPlan) -> Result<()> {
             TopKind::Overlay => add_overlay(plan, &top.name)?,
         }
     }
+    if !getuid().is_root() {
+        seal_etc_files(plan)?;
+    }
     make_dir(&new_root("tmp"), 0o1777)?;
     make_dir(&new_root("sys"), 0o555)?;
     mount_proc()?;
@@ -247,6 +250,32 @@ fn prepare_etc(plan: &ViewPlan, upper: &Path) -> Result<()> {
         let mode = if getuid().is_root() { 0o644 } else { 0o444 };
         fs::set_permissions(&path, fs::Permissions::from_mode(mode))
             .map_err(|e| format!("writing /etc/{}: {e}", rel.display()))?;
+    }
+    Ok(())
+}
+
+/// The files written for the sandbox (passwd, group, hosts, ...) belong to
+/// the sandbox user, the only id an unprivileged invoker can map; a
+/// read-only bind over each keeps them as unchangeable as on the host.
+fn seal_etc_files(plan: &ViewPlan) -> Result<()> {
+    for (rel, _) in &plan.etc_files {
+        let path = new_root("etc").join(rel);
+        let ro = MsFlags::MS_BIND | MsFlags::MS_REMOUNT | MsFlags::MS_RDONLY;
+        let ro = ro | MsFlags::MS_NOSUID | MsFlags::MS_NODEV;
+        check(
+            mount(
+                Some(&path),
+                &path,
+                None::<&str>,
+                MsFlags::MS_BIND,
+                None::<&str>,
+            ),
+            || format!("sealing /etc/{}", rel.display()),
+        )?;
+        check(
+            mount(None::<&str>, &path, None::<&str>, ro, None::<&str>),
+            || format!("sealing /etc/{}", rel.display()),
+        )?;
     }
     Ok(())
 }

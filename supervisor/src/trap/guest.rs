@@ -21,6 +21,8 @@ pub struct NotifGuest<'a> {
     pub listener: BorrowedFd<'a>,
     pub id: u64,
     pub tid: i32,
+    /// Called before a handler blocks: another worker takes over receiving.
+    pub on_block: &'a dyn Fn(),
 }
 
 impl Guest for NotifGuest<'_> {
@@ -69,6 +71,10 @@ impl Guest for NotifGuest<'_> {
     fn umask(&self) -> Result<u32, Errno> {
         let v = status_field(self.tid, "Umask:")?;
         u32::from_str_radix(v.trim(), 8).map_err(|_| Errno::EIO)
+    }
+
+    fn may_block(&self) {
+        (self.on_block)()
     }
 
     fn ns_ids(&self) -> Result<(i32, i32), Errno> {

@@ -14,6 +14,8 @@ use nix::sys::uio::{process_vm_readv, process_vm_writev, RemoteIoVec};
 use nix::unistd::Pid;
 
 const PAGE: u64 = 4096;
+/// Bytes read first when looking for a string's NUL.
+const FIRST_PIECE: usize = 256;
 
 /// Reads exactly `buf.len()` bytes at `addr` of thread `tid`.
 pub fn read(tid: i32, addr: u64, buf: &mut [u8]) -> Result<(), Errno> {
@@ -59,9 +61,12 @@ pub fn read_cstr(tid: i32, addr: u64, max: usize) -> Result<Vec<u8>, Errno> {
     let mut out = Vec::with_capacity(256);
     let mut chunk = [0u8; PAGE as usize];
     let mut at = addr;
+    // Most paths are short: copy a small first piece, then whole pages.
+    let mut want = FIRST_PIECE;
     while out.len() < max {
         let to_page_end = (PAGE - at % PAGE) as usize;
-        let len = to_page_end.min(max - out.len());
+        let len = to_page_end.min(max - out.len()).min(want);
+        want = PAGE as usize;
         read(tid, at, &mut chunk[..len])?;
         if let Some(nul) = chunk[..len].iter().position(|&b| b == 0) {
             out.extend_from_slice(&chunk[..nul]);

@@ -8,9 +8,11 @@
 //! guest's `O_CLOEXEC` as the install flag. Resolution, including the
 //! guest's `RESOLVE_*` flags, is [`vfs::Resolver::open`]'s.
 
-use std::os::fd::AsFd;
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 
 use nix::errno::Errno;
+use nix::fcntl::{fcntl, FcntlArg, OFlag};
+use nix::sys::stat::fstat;
 use vfs::resolve::flags as resolve;
 
 use super::{live, read_path, start, Caller, Context, Res};
@@ -170,13 +172,44 @@ fn open_common(
         dir: dir.as_ref().map(AsFd::as_fd),
         caller: &Caller(g),
     };
-    let fd = ctx
-        .fs
-        .open(&at, &path, (flags & !O_CLOEXEC) as i32, mode as u32, res)?;
-    Ok(Reply::InstallFd {
-        fd,
-        cloexec: flags & O_CLOEXEC != 0,
-    })
+    let cloexec = flags & O_CLOEXEC != 0;
+    let flags = (flags & !O_CLOEXEC) as i32;
+    let fd = open_without_blocking(g, |f| ctx.fs.open(&at, &path, f, mode as u32, res), flags)?;
+    Ok(Reply::InstallFd { fd, cloexec })
+}
+
+/// Opens with O_NONBLOCK first, so that the common case never ties up the
+/// worker: only a FIFO can make an open wait (for its other end). When
+/// the target turns out to be one and the guest asked for a blocking
+/// open, the worker hands receiving over ([`Guest::may_block`]) and opens
+/// again, blocking as the guest would. Otherwise O_NONBLOCK is taken back
+/// off the open file unless the guest asked for it.
+fn open_without_blocking(
+    g: &dyn Guest,
+    open: impl Fn(i32) -> Result<OwnedFd, Errno>,
+    flags: i32,
+) -> Result<OwnedFd, Errno> {
+    if flags & (libc::O_NONBLOCK | libc::O_PATH) != 0 {
+        return open(flags);
+    }
+    match open(flags | libc::O_NONBLOCK) {
+        Ok(fd) if !is_fifo(&fd) => {
+            let status = fcntl(fd.as_raw_fd(), FcntlArg::F_GETFL)?;
+            let blocking = OFlag::from_bits_retain(status & !libc::O_NONBLOCK);
+            fcntl(fd.as_raw_fd(), FcntlArg::F_SETFL(blocking))?;
+            Ok(fd)
+        }
+        // A FIFO, or a write-only FIFO with no reader yet (ENXIO).
+        Ok(_) | Err(Errno::ENXIO) => {
+            g.may_block();
+            open(flags)
+        }
+        Err(e) => Err(e),
+    }
+}
+
+fn is_fifo(fd: &OwnedFd) -> bool {
+    fstat(fd.as_raw_fd()).is_ok_and(|st| st.st_mode & libc::S_IFMT == libc::S_IFIFO)
 }
 
 #[cfg(test)]
