@@ -99,13 +99,11 @@ fn coreutils_script_matches_native() {
         &pair.norm(&native.stdout),
         &pair.norm(&sup.stdout),
     );
-    let fmt = |p: &Path| {
-        snapshot(p)
-            .iter()
-            .map(|(k, v)| format!("{k}: {v}\n"))
-            .collect::<String>()
-    };
-    assert_same("tree after coreutils", &fmt(&pair.a), &fmt(&pair.b));
+    assert_same(
+        "tree after coreutils",
+        &snapshot_text(&pair.a),
+        &snapshot_text(&pair.b),
+    );
 }
 
 /// A larger copy: many files and nested directories through cp -r / rm -r,

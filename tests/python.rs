@@ -167,13 +167,11 @@ fn python_script_matches_native() {
         &pair.norm(&native.stdout),
         &pair.norm(&sup.stdout),
     );
-    let fmt = |p: &Path| {
-        snapshot(p)
-            .iter()
-            .map(|(k, v)| format!("{k}: {v}\n"))
-            .collect::<String>()
-    };
-    assert_same("tree after python", &fmt(&pair.a), &fmt(&pair.b));
+    assert_same(
+        "tree after python",
+        &snapshot_text(&pair.a),
+        &snapshot_text(&pair.b),
+    );
 }
 
 /// `import` of the standard library's bigger modules works and prints the

@@ -1,12 +1,13 @@
 //! stdio on a terminal: with a pty as stdin/stdout/stderr, the guest sees a
-//! terminal as it would natively (isatty, the window size; ttyname — the
-//! `tty` command — is a known gap, see below), and TIOCSTI stays denied. Same script natively and
+//! terminal as it would natively (isatty, the window size, ttyname — the
+//! `tty` command), and TIOCSTI stays denied. Same script natively and
 //! supervised; outputs compared.
 
 mod common;
 use common::*;
 use std::io::Read;
 use std::os::unix::io::FromRawFd;
+use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
@@ -15,8 +16,8 @@ const SCRIPT: &str =
     "test -t 0 && echo stdin-tty; test -t 1 && echo stdout-tty; test -t 2 && echo stderr-tty; \
                       stty size; echo done";
 
-/// `tty` (ttyname) names the terminal.
-const TTYNAME: &str = "tty >/dev/null && echo ttyname-ok; echo done";
+/// `tty` (ttyname) names the terminal, and /dev/tty is that terminal.
+const TTYNAME: &str = "tty >/dev/null && echo ttyname-ok; echo via-dev-tty >/dev/tty; echo done";
 
 /// Run `argv` with a fresh pty as its stdio; returns (exit code, output).
 fn on_pty(argv: &[&str]) -> (Option<i32>, String) {
@@ -45,7 +46,17 @@ fn on_pty(argv: &[&str]) -> (Option<i32>, String) {
             std::fs::File::from_raw_fd(slave),
         )
     };
-    let mut child = Command::new(argv[0])
+    let mut cmd = Command::new(argv[0]);
+    // SAFETY: setsid and ioctl are async-signal-safe; they make the pty the
+    // child's controlling terminal, as a terminal emulator does.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::setsid();
+            libc::ioctl(0, libc::TIOCSCTTY, 0);
+            Ok(())
+        });
+    }
+    let mut child = cmd
         .args(&argv[1..])
         .env_clear()
         .env("PATH", PATH)
@@ -98,15 +109,12 @@ fn terminal_stdio_behaves_as_natively() {
     assert_eq!(sup.0, Some(0));
 }
 
-/// Known gap: the guest's stdio is the host's pseudo-terminal, whose
-/// /dev/pts/N lives in the host's devpts, not in the sandbox's private
-/// one, so ttyname() finds no name. The fix is a pty of the sandbox's own
-/// relayed to the host terminal (as `docker run -t` does).
+/// The guest's terminal is a pty of the sandbox's own devpts, relayed to
+/// the host's (as `docker run -t` does), so ttyname() finds its name.
 #[test]
-#[ignore = "known gap: ttyname needs a sandbox pty relayed to the host terminal"]
 fn terminal_has_a_name_inside() {
     let native = on_pty(&["/bin/sh", "-c", TTYNAME]);
-    assert_eq!(native.1, "ttyname-ok\ndone\n", "fixture");
+    assert_eq!(native.1, "ttyname-ok\nvia-dev-tty\ndone\n", "fixture");
     let bin = bin().display().to_string();
     let sup = on_pty(&[&bin, "run", "--", "/bin/sh", "-c", TTYNAME]);
     assert_same("ttyname", &native.1, &sup.1);

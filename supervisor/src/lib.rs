@@ -6,11 +6,13 @@
 //! `CARGO_BIN_EXE_supervisor` and `cargo test` builds it first.
 
 pub mod cli;
+pub mod confine;
 pub mod launch;
 pub mod report;
 pub mod run;
 pub mod sys;
 pub mod trap;
+pub mod tty;
 
 /// Entry point of the command; returns the process exit code.
 pub fn main() -> i32 {

@@ -19,23 +19,13 @@ use sandbox_syscalls::policy::bpf;
 use sandbox_syscalls::Context;
 
 use crate::cli::RunArgs;
-use crate::launch::{self, LaunchConfig, LaunchError, Outcome};
+use crate::launch::{self, LaunchConfig, LaunchError, Outcome, FORWARDED};
 use crate::report::{Reason, Report};
 use crate::trap;
+use crate::tty;
 
 /// Host variables the guest inherits when they are set.
 const INHERITED_ENV: &[&str] = &["PATH", "HOME", "LANG", "TERM"];
-
-/// Signals the supervisor passes on to the guest (through its init).
-const FORWARDED: &[Signal] = &[
-    Signal::SIGINT,
-    Signal::SIGTERM,
-    Signal::SIGHUP,
-    Signal::SIGQUIT,
-    Signal::SIGUSR1,
-    Signal::SIGUSR2,
-    Signal::SIGWINCH,
-];
 
 /// Runs the sandbox described by `args`; returns the exit code.
 pub fn run(args: RunArgs) -> i32 {
@@ -67,7 +57,7 @@ fn execute(args: &RunArgs, report: &mut Report) -> Result<i32, LaunchError> {
     let config = launch_config(args)?;
     let forwarded = block_forwarded_signals()?;
     // Launch forks: it must happen before this process has any thread.
-    let sandbox = launch::launch(&config)?;
+    let mut sandbox = launch::launch(&config)?;
     umask(Mode::empty()); // handlers apply the guest's own umask
     let workers = args.workers.unwrap_or(1);
     let listener = sandbox.listener.try_clone().map_err(supervisor_error)?;
@@ -80,9 +70,25 @@ fn execute(args: &RunArgs, report: &mut Report) -> Result<i32, LaunchError> {
             return Err(supervisor_error(e));
         }
     };
-    forward_signals(forwarded, sandbox.init_pid);
+    // Declared after `sandbox`, so dropped (terminal restored) before it.
+    let relay = match (sandbox.pty_master.take(), config.pty) {
+        (Some(master), Some(stdio)) => {
+            Some(tty::Relay::start(master, stdio).map_err(supervisor_error)?)
+        }
+        _ => None,
+    };
+    forward_signals(
+        forwarded,
+        sandbox.init_pid,
+        relay.as_ref().map(|r| r.resizer()),
+    );
+    crate::confine::confine().map_err(supervisor_error)?;
     sandbox.start()?;
-    let outcome = sandbox.wait()?;
+    let outcome = sandbox.wait();
+    if let Some(relay) = relay {
+        relay.finish();
+    }
+    let outcome = outcome?;
     report.syscalls.serviced = trap.counters.serviced().into_iter().collect();
     report.syscalls.denied = trap.counters.denied().into_iter().collect();
     Ok(match outcome {
@@ -126,6 +132,7 @@ fn launch_config(args: &RunArgs) -> Result<LaunchConfig, LaunchError> {
         mounts,
         disk_size: args.disk,
         filter: bpf::compile(),
+        pty: tty::host_terminal(),
     })
 }
 
@@ -164,18 +171,26 @@ fn block_forwarded_signals() -> Result<SigSet, LaunchError> {
 
 /// Passes signals that another process sent us on to the guest's init.
 /// Signals from the terminal (Ctrl-C) already reach the guest, which
-/// shares our process group, so they are not sent twice.
-fn forward_signals(set: SigSet, init: Pid) {
+/// shares our process group, so they are not sent twice. With a terminal
+/// relay (`resizer`), the guest has a terminal and session of its own:
+/// every signal is passed on, except SIGWINCH, which becomes a new window
+/// size of the guest's terminal (the kernel then signals its foreground group).
+fn forward_signals(set: SigSet, init: Pid, resizer: Option<tty::Resizer>) {
     let Ok(sfd) = SignalFd::new(&set) else { return };
     let _ = thread::Builder::new()
         .name("signals".into())
         .spawn(move || loop {
             match sfd.read_signal() {
-                Ok(Some(info)) if info.ssi_code <= 0 => {
-                    if let Ok(sig) = Signal::try_from(info.ssi_signo as i32) {
+                Ok(Some(info)) => match (Signal::try_from(info.ssi_signo as i32), &resizer) {
+                    (Ok(Signal::SIGWINCH), Some(r)) => r.resize(),
+                    (Ok(sig), Some(_)) => {
                         let _ = kill(init, sig);
                     }
-                }
+                    (Ok(sig), None) if info.ssi_code <= 0 => {
+                        let _ = kill(init, sig);
+                    }
+                    _ => {}
+                },
                 Ok(_) => {}
                 Err(_) => return,
             }

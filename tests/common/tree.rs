@@ -191,3 +191,11 @@ impl Pair {
         normalize(s, &[(&a, "<T>"), (&b, "<T>")], false)
     }
 }
+
+/// [`snapshot`] as text, one "path: entry" line each, for [`assert_same`].
+pub fn snapshot_text(p: &Path) -> String {
+    snapshot(p)
+        .iter()
+        .map(|(k, v)| format!("{k}: {v}\n"))
+        .collect()
+}

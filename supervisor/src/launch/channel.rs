@@ -2,7 +2,9 @@
 //! `SOCK_SEQPACKET` socketpair, one message per event.
 //!
 //! supervisor → init: `Go` once the id maps are written.
-//! init → supervisor: `Failed(msg)` if setting up failed; `Ready` with the
+//! init → supervisor: `Failed(msg)` if setting up failed; `Pty` with the
+//! master of the sandbox's pseudo-terminal attached, just before `Ready`,
+//! when the guest's stdio is to be a terminal; `Ready` with the
 //! seccomp listener attached (SCM_RIGHTS) once the view is entered and
 //! the filter installed; `Status(raw wait status)` when the guest's main
 //! process has ended. The end of the stream means the other side died.
@@ -19,11 +21,14 @@ const GO: u8 = b'G';
 const READY: u8 = b'R';
 const FAILED: u8 = b'E';
 const STATUS: u8 = b'S';
+const PTY: u8 = b'P';
 
 /// One message on the channel.
 pub enum Msg {
     Go,
     Ready(OwnedFd),
+    /// The master of the guest's pseudo-terminal.
+    Pty(OwnedFd),
     Failed(String),
     Status(i32),
 }
@@ -48,6 +53,7 @@ impl Channel {
         match msg {
             Msg::Go => send_with_fd(sock, &[GO], None),
             Msg::Ready(fd) => send_with_fd(sock, &[READY], Some(fd.as_fd())),
+            Msg::Pty(fd) => send_with_fd(sock, &[PTY], Some(fd.as_fd())),
             Msg::Failed(text) => {
                 let mut buf = vec![FAILED];
                 buf.extend_from_slice(text.as_bytes());
@@ -71,6 +77,7 @@ impl Channel {
             (_, 0, _) => None,
             (GO, _, _) => Some(Msg::Go),
             (READY, _, Some(fd)) => Some(Msg::Ready(fd)),
+            (PTY, _, Some(fd)) => Some(Msg::Pty(fd)),
             (FAILED, _, _) => Some(Msg::Failed(String::from_utf8_lossy(body).into_owned())),
             (STATUS, 5, _) => Some(Msg::Status(i32::from_le_bytes([
                 body[0], body[1], body[2], body[3],

@@ -9,15 +9,16 @@
 //! needs is prepared before fork; it allocates nothing it could avoid.
 
 use std::ffi::{CString, OsStr, OsString};
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, IntoRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 use nix::errno::Errno;
-use nix::unistd::{execve, read, write};
+use nix::unistd::{dup2, execve, read, setsid, write};
 
 use super::LaunchError;
 use crate::sys::process::{exit_now, reset_signals};
+use crate::sys::term::set_controlling_terminal;
 
 /// PATH when the guest's environment has none.
 pub const DEFAULT_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
@@ -105,9 +106,18 @@ pub fn candidates(cmd: &OsStr, path: Option<&OsStr>) -> Vec<PathBuf> {
 }
 
 /// Runs in the guest's main process (a child of init, filter installed):
-/// waits for one byte on `start`, then executes the command. On failure
-/// the errno goes to `report` and the process exits 126 or 127.
-pub(super) fn run_guest(plan: &ExecPlan, start: OwnedFd, report: OwnedFd) -> ! {
+/// takes the terminal if given one, waits for one byte on `start`, then
+/// executes the command. On failure the errno goes to `report` and the
+/// process exits 126 or 127.
+pub(super) fn run_guest(
+    plan: &ExecPlan,
+    start: OwnedFd,
+    report: OwnedFd,
+    terminal: Option<(OwnedFd, [bool; 3])>,
+) -> ! {
+    if let Some((slave, stdio)) = terminal {
+        take_terminal(slave, stdio);
+    }
     let mut byte = [0u8; 1];
     let got = loop {
         match read(start.as_raw_fd(), &mut byte) {
@@ -124,6 +134,23 @@ pub(super) fn run_guest(plan: &ExecPlan, start: OwnedFd, report: OwnedFd) -> ! {
     let err = exec_first(plan);
     let _ = write(&report, &(err as i32).to_le_bytes());
     exit_now(exit_code_for(err))
+}
+
+/// A new session whose controlling terminal is the pty `slave`, which
+/// becomes stdin, stdout, stderr where `stdio` says so (as the job control
+/// of a shell expects: Ctrl-C then signals the guest's foreground group).
+/// setsid, ioctl and dup2 all pass the filter. A failure leaves the guest
+/// without job control, not without its command.
+fn take_terminal(slave: OwnedFd, stdio: [bool; 3]) {
+    let _ = setsid();
+    let _ = set_controlling_terminal(slave.as_fd());
+    for (fd, _) in stdio.iter().enumerate().filter(|(_, &tty)| tty) {
+        let _ = dup2(slave.as_raw_fd(), fd as i32);
+    }
+    if slave.as_raw_fd() <= 2 {
+        // It took the place of a closed stdio descriptor: keep it there.
+        let _ = slave.into_raw_fd();
+    }
 }
 
 /// Tries each candidate; returns the errno to report, execvp-style:

@@ -3,8 +3,10 @@
 //!
 //! Owns, in order: dying with the supervisor (PDEATHSIG), waiting for the
 //! id maps, hostname, loopback, the view (`view.rs`), the working
-//! directory, closing inherited descriptors, dropping privileges and
-//! installing the filter (`privs.rs`), handing the listener to the
+//! directory, the guest's pseudo-terminal if asked for (opened in the
+//! view's devpts, so the guest can name it), closing inherited
+//! descriptors, dropping privileges and installing the filter
+//! (`privs.rs`), handing the pty master and the listener to the
 //! supervisor, forking the guest's main process (`exec.rs`), and then the
 //! pid-1 loop: forward signals, reap, and report the main process's wait
 //! status. When init exits, the kernel kills everything left in the
@@ -33,6 +35,7 @@ use crate::sys::process::{
     exit_now as _exit, fork_single_threaded, reset_signal_dispositions, scrub_cmdline_and_environ,
     sigwaitinfo, Forked,
 };
+use crate::sys::term::open_pty;
 
 /// Signals init passes on to the guest's main process.
 pub const FORWARDED: &[Signal] = &[
@@ -55,6 +58,8 @@ pub(super) struct InitArgs<'a> {
     pub filter: &'a [libc::sock_filter],
     pub hostname: &'a str,
     pub workdir: &'a Path,
+    /// Which of stdin, stdout, stderr the guest gets a pty slave as.
+    pub pty: Option<[bool; 3]>,
 }
 
 /// Runs init; never returns.
@@ -71,8 +76,8 @@ pub(super) fn run(args: InitArgs<'_>) -> ! {
     scrub_cmdline_and_environ();
     // Whatever the supervisor ignores, init must see SIGCHLD.
     reset_signal_dispositions();
-    let listener = match setup(&args) {
-        Ok(listener) => listener,
+    let (listener, pty) = match setup(&args) {
+        Ok(done) => done,
         Err(msg) => fail(&args.channel, msg),
     };
     let mut signals = SigSet::empty();
@@ -80,7 +85,17 @@ pub(super) fn run(args: InitArgs<'_>) -> ! {
         .iter()
         .chain([&Signal::SIGCHLD])
         .for_each(|s| signals.add(*s));
-    if signals.thread_block().is_err() || args.channel.send(&Msg::Ready(listener)).is_err() {
+    if signals.thread_block().is_err() {
+        _exit(125);
+    }
+    let slave = match pty {
+        Some((master, slave)) => match args.channel.send(&Msg::Pty(master)) {
+            Ok(()) => Some(slave),
+            Err(_) => _exit(125),
+        },
+        None => None,
+    };
+    if args.channel.send(&Msg::Ready(listener)).is_err() {
         _exit(125);
     }
     // Once the supervisor holds our root, nothing of init stays visible to
@@ -88,8 +103,8 @@ pub(super) fn run(args: InitArgs<'_>) -> ! {
     if !matches!(args.channel.recv(), Ok(Some(Msg::Go))) || set_dumpable(false).is_err() {
         _exit(125);
     }
-    // `listener` was moved into the message and is closed here: the guest
-    // must never hold it.
+    // `listener` and the pty master were moved into their messages and are
+    // closed here: the guest must never hold them.
     let InitArgs {
         channel,
         start,
@@ -100,13 +115,16 @@ pub(super) fn run(args: InitArgs<'_>) -> ! {
     let main = match fork_single_threaded() {
         Ok(Forked::Child) => {
             drop(channel);
-            exec::run_guest(plan, start, exec_report)
+            let terminal = slave.zip(args.pty);
+            exec::run_guest(plan, start, exec_report, terminal)
         }
         Ok(Forked::Parent(pid)) => pid,
         Err(e) => fail(&channel, format!("starting the guest: {}", e.desc())),
     };
     drop(start);
     drop(exec_report);
+    // Only the guest holds the slave: when it is gone, the master reads EIO.
+    drop(slave);
     supervise(main, &channel, &signals)
 }
 
@@ -115,22 +133,36 @@ fn fail(channel: &Channel, msg: String) -> ! {
     _exit(125)
 }
 
-/// Everything up to and including the filter; returns the listener.
-fn setup(args: &InitArgs<'_>) -> Result<OwnedFd, String> {
+/// The guest's pseudo-terminal: (master, slave).
+type Pty = (OwnedFd, OwnedFd);
+
+/// Everything up to and including the filter; returns the listener and
+/// the pty if one was asked for.
+fn setup(args: &InitArgs<'_>) -> Result<(OwnedFd, Option<Pty>), String> {
     sethostname(args.hostname)
         .map_err(|e| format!("--hostname {}: {}", args.hostname, e.desc()))?;
     // Loopback only matters to programs that use it; no reason to fail.
     let _ = set_link_up("lo");
     view::build(args.plan)?;
     chdir(args.workdir).map_err(|e| format!("workdir {}: {}", args.workdir.display(), e.desc()))?;
-    let keep = [
+    // Opened before the filter: afterwards, opens are serviced calls.
+    let pty = match args.pty {
+        Some(_) => {
+            Some(open_pty().map_err(|e| format!("creating the guest's terminal: {}", e.desc()))?)
+        }
+        None => None,
+    };
+    let mut keep = vec![
         args.channel.fd().as_raw_fd(),
         args.start.as_raw_fd(),
         args.exec_report.as_raw_fd(),
     ];
+    if let Some((master, slave)) = &pty {
+        keep.extend([master.as_raw_fd(), slave.as_raw_fd()]);
+    }
     close_all_except(&keep).map_err(|e| format!("closing descriptors: {}", e.desc()))?;
     privs::drop_privileges()?;
-    privs::install_filter(args.filter)
+    Ok((privs::install_filter(args.filter)?, pty))
 }
 
 /// The pid-1 loop: forwards signals that a process sent (si_code <= 0;

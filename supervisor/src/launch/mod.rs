@@ -80,6 +80,11 @@ pub struct LaunchConfig {
     pub disk_size: u64,
     /// The seccomp program to install.
     pub filter: Vec<Insn>,
+    /// Give the guest a pseudo-terminal of the sandbox's own devpts as
+    /// stdin, stdout, stderr where `true` (a session with it as the
+    /// controlling terminal); its master comes back in
+    /// [`Sandbox::pty_master`]. `None`: the guest inherits our stdio.
+    pub pty: Option<[bool; 3]>,
 }
 
 impl LaunchConfig {
@@ -93,6 +98,7 @@ impl LaunchConfig {
             mounts: Vec::new(),
             disk_size: DEFAULT_DISK_SIZE,
             filter,
+            pty: None,
         }
     }
 }
@@ -148,6 +154,8 @@ pub struct Sandbox {
     pub listener: OwnedFd,
     /// `/proc/<init>/root` (O_PATH): the root of the guest's view.
     pub root: OwnedFd,
+    /// The master of the guest's pseudo-terminal, if [`LaunchConfig::pty`] asked for one.
+    pub pty_master: Option<OwnedFd>,
     channel: Channel,
     start: OwnedFd,
     exec_report: OwnedFd,
@@ -220,6 +228,7 @@ pub fn launch(cfg: &LaunchConfig) -> Result<Sandbox, LaunchError> {
                 filter: &filter,
                 hostname: &cfg.hostname,
                 workdir: &workdir,
+                pty: cfg.pty,
             })
         }
         Ok(Forked::Parent(pid)) => {
@@ -228,6 +237,7 @@ pub fn launch(cfg: &LaunchConfig) -> Result<Sandbox, LaunchError> {
                 init_pid: pid,
                 listener: placeholder_fd()?,
                 root: placeholder_fd()?,
+                pty_master: None,
                 channel: ours,
                 start: start_tx,
                 exec_report: exec_rx,
@@ -262,7 +272,12 @@ impl Sandbox {
         self.channel
             .send(&Msg::Go)
             .map_err(|e| LaunchError::setup(format!("starting init: {}", e.desc())))?;
-        self.listener = match self.channel.recv() {
+        let mut reply = self.channel.recv();
+        if let Ok(Some(Msg::Pty(fd))) = reply {
+            self.pty_master = Some(fd);
+            reply = self.channel.recv();
+        }
+        self.listener = match reply {
             Ok(Some(Msg::Ready(fd))) => fd,
             Ok(Some(Msg::Failed(msg))) => return Err(LaunchError::setup(msg)),
             _ => {

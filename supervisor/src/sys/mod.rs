@@ -2,7 +2,7 @@
 //! as `unsafe fn`): raw `clone` into new namespaces, `sigwaitinfo`,
 //! `close_range`, `openat2` returning an owned fd, descriptor passing,
 //! capabilities and securebits, `seccomp(SET_MODE_FILTER)`, bringing a
-//! network link up.
+//! network link up, terminal ioctls.
 //!
 //! Owns: every `unsafe` block the launch code needs, each with a
 //! `// SAFETY:` comment. Does not own: policy; callers decide what to call
@@ -13,3 +13,4 @@ pub mod fd;
 pub mod net;
 pub mod process;
 pub mod seccomp;
+pub mod term;

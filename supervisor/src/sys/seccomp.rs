@@ -1,4 +1,5 @@
-//! Installing a seccomp filter with a notification listener.
+//! Installing a seccomp filter: the guest's (with a notification listener)
+//! and the supervisor's own (on all its threads).
 
 use std::os::fd::{FromRawFd, OwnedFd};
 
@@ -37,4 +38,38 @@ pub fn install_filter(
     // SAFETY: with NEW_LISTENER the return value is a fresh descriptor
     // that nothing else owns.
     Ok(Some(unsafe { OwnedFd::from_raw_fd(ret as libc::c_int) }))
+}
+
+pub const FLAG_TSYNC: libc::c_uint = 1;
+pub const FLAG_LOG: libc::c_uint = 1 << 1;
+
+/// Installs `prog` on every thread of this process (`FLAG_TSYNC`, plus
+/// the other `flags`), setting no_new_privs first. Errors come back as
+/// one line (the kernel names a thread it could not synchronise).
+pub fn install_filter_all_threads(
+    prog: &[libc::sock_filter],
+    flags: libc::c_uint,
+) -> Result<(), String> {
+    nix::sys::prctl::set_no_new_privs().map_err(|e| format!("no_new_privs: {}", e.desc()))?;
+    let len = u16::try_from(prog.len()).map_err(|_| "filter too long".to_string())?;
+    let fprog = libc::sock_fprog {
+        len,
+        filter: prog.as_ptr() as *mut libc::sock_filter,
+    };
+    // SAFETY: fprog points at `len` valid instructions that outlive the
+    // call; the kernel copies the program before returning. Without
+    // NEW_LISTENER no descriptor comes back.
+    let ret = unsafe {
+        libc::syscall(
+            libc::SYS_seccomp,
+            SECCOMP_SET_MODE_FILTER,
+            flags | FLAG_TSYNC,
+            &fprog as *const libc::sock_fprog,
+        )
+    };
+    match ret {
+        0 => Ok(()),
+        tid if tid > 0 => Err(format!("thread {tid} cannot take the filter")),
+        _ => Err(Errno::last().desc().to_string()),
+    }
 }

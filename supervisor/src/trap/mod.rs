@@ -173,7 +173,11 @@ impl Shared {
 
 fn worker(shared: &Arc<Shared>) {
     // The kernel checks the workers' file access exactly as the guest's.
-    if let Err(e) = caps::clear(None, caps::CapSet::Effective) {
+    // Permitted too: a worker taken over by a hostile guest cannot raise
+    // its capabilities again (capset stays allowed by confine.rs).
+    let dropped = caps::clear(None, caps::CapSet::Effective)
+        .and_then(|()| caps::clear(None, caps::CapSet::Permitted));
+    if let Err(e) = dropped {
         eprintln!("supervisor: cannot drop worker capabilities: {e}");
         std::process::abort();
     }

@@ -154,6 +154,14 @@ fn open_common(
         return Err(Errno::ENOENT);
     }
     let bytes = path.to_bytes();
+    if bytes == b"/dev/tty" {
+        // /dev/tty means the caller's own controlling terminal (the
+        // sandbox's pty, or none: ENXIO), which only the kernel, opening
+        // it as the caller, can give. Opened here it would be the
+        // supervisor's terminal. The view's /dev/tty is that device node
+        // and nothing else, so the kernel may open it.
+        return Ok(Reply::Continue);
+    }
     // RESOLVE_IN_ROOT scopes even an absolute path to the dirfd.
     let dir = if res & resolve::IN_ROOT != 0 && vfs::path::is_abs(bytes) {
         Some(super::dir_itself(g, dirfd)?)

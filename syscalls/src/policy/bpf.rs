@@ -1,4 +1,5 @@
-//! Compiles the policy table into a classic-BPF seccomp program.
+//! Compiles the policy table into a classic-BPF seccomp program (and,
+//! with [`compile_actions`], an explicit list: the supervisor's own filter).
 //!
 //! Layout: check the architecture (anything but x86_64 is killed), kill
 //! x32 numbers, then a binary search over ranges of syscall numbers that
@@ -22,7 +23,7 @@ pub struct Insn {
 }
 
 // BPF opcodes (linux/bpf_common.h) and seccomp return values.
-const LD_W_ABS: u16 = 0x00 | 0x00 | 0x20; // BPF_LD | BPF_W | BPF_ABS
+const LD_W_ABS: u16 = 0x20; // BPF_LD (0x00) | BPF_W (0x00) | BPF_ABS (0x20)
 const JMP_JA: u16 = 0x05;
 const JMP_JEQ_K: u16 = 0x15;
 const JMP_JGE_K: u16 = 0x35;
@@ -33,6 +34,8 @@ const ALU_AND_K: u16 = 0x54;
 pub const SECCOMP_RET_KILL_PROCESS: u32 = 0x8000_0000;
 pub const SECCOMP_RET_USER_NOTIF: u32 = 0x7fc0_0000;
 pub const SECCOMP_RET_ALLOW: u32 = 0x7fff_0000;
+pub const SECCOMP_RET_ERRNO: u32 = 0x0005_0000;
+pub const SECCOMP_RET_LOG: u32 = 0x7ffc_0000;
 pub const AUDIT_ARCH_X86_64: u32 = 0xc000_003e;
 const X32_SYSCALL_BIT: u32 = 0x4000_0000;
 
@@ -48,7 +51,62 @@ fn off_arg_hi(arg: u8) -> u32 {
 
 /// The filter for the guest, from the policy table.
 pub fn compile() -> Vec<Insn> {
-    compile_ranges(&ranges())
+    compile_ranges(&ranges(), &leaf)
+}
+
+/// What a filter built by [`compile_actions`] returns for one syscall.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Action {
+    /// This seccomp return value (e.g. [`SECCOMP_RET_ALLOW`]).
+    Ret(u32),
+    /// The first value when every condition holds, the second otherwise.
+    If(&'static [Cond], u32, u32),
+}
+
+/// A filter from an explicit list (the supervisor's own filter): each
+/// listed syscall gets its [`Action`], every other number (up to the x32
+/// bit) returns `default`. Foreign architectures and x32 numbers are
+/// killed, as in [`compile`]. A number listed twice keeps its first action.
+pub fn compile_actions(list: &[(Sysno, Action)], default: u32) -> Vec<Insn> {
+    let mut by_nr: HashMap<u32, Action> = HashMap::new();
+    for (s, a) in list {
+        by_nr.entry(s.id() as u32).or_insert(*a);
+    }
+    let last = Sysno::last().id() as u32;
+    let mut out: Vec<(u32, u32, Action)> = Vec::new();
+    for nr in 0..X32_SYSCALL_BIT {
+        if nr > last
+            && out
+                .last()
+                .is_some_and(|(_, _, a)| *a == Action::Ret(default))
+        {
+            if let Some(r) = out.last_mut() {
+                r.1 = X32_SYSCALL_BIT - 1;
+            }
+            break;
+        }
+        let action = by_nr.get(&nr).copied().unwrap_or(Action::Ret(default));
+        match out.last_mut() {
+            Some((_, hi, a)) if *a == action => *hi = nr,
+            _ => out.push((nr, nr, action)),
+        }
+    }
+    compile_ranges(&out, &action_leaf)
+}
+
+fn action_leaf(b: &mut Builder, action: Action) {
+    match action {
+        Action::Ret(k) => b.ret(k),
+        Action::If(conds, pass, otherwise) => {
+            let fail = b.label();
+            for cond in conds {
+                test(b, cond, fail);
+            }
+            b.ret(pass);
+            b.mark(fail);
+            b.ret(otherwise);
+        }
+    }
 }
 
 /// Contiguous ranges `[lo, hi]` of syscall numbers sharing a rule, covering
@@ -160,7 +218,7 @@ impl Builder {
     }
 }
 
-fn compile_ranges(ranges: &[(u32, u32, Rule)]) -> Vec<Insn> {
+fn compile_ranges<R: Copy>(ranges: &[(u32, u32, R)], leaf: &dyn Fn(&mut Builder, R)) -> Vec<Insn> {
     let mut b = Builder::default();
     let (arch_ok, kill, nr_ok) = (b.label(), b.label(), b.label());
     b.op(LD_W_ABS, OFF_ARCH);
@@ -174,12 +232,12 @@ fn compile_ranges(ranges: &[(u32, u32, Rule)]) -> Vec<Insn> {
     b.mark(kill_x32);
     b.ret(SECCOMP_RET_KILL_PROCESS);
     b.mark(nr_ok);
-    tree(&mut b, ranges);
+    tree(&mut b, ranges, leaf);
     b.finish()
 }
 
 /// Binary search over `ranges`, with the syscall number in A.
-fn tree(b: &mut Builder, ranges: &[(u32, u32, Rule)]) {
+fn tree<R: Copy>(b: &mut Builder, ranges: &[(u32, u32, R)], leaf: &dyn Fn(&mut Builder, R)) {
     if let [(_, _, rule)] = ranges {
         return leaf(b, *rule);
     }
@@ -189,9 +247,9 @@ fn tree(b: &mut Builder, ranges: &[(u32, u32, Rule)]) {
     b.mark(tramp);
     b.items.push(Item::Ja(right));
     b.mark(left);
-    tree(b, &ranges[..mid]);
+    tree(b, &ranges[..mid], leaf);
     b.mark(right);
-    tree(b, &ranges[mid..]);
+    tree(b, &ranges[mid..], leaf);
 }
 
 fn leaf(b: &mut Builder, rule: Rule) {
@@ -384,6 +442,51 @@ mod tests {
         assert_eq!(
             run(utimensat, [3, 0x1000, 0, 0, 0, 0]),
             SECCOMP_RET_USER_NOTIF
+        );
+    }
+
+    #[test]
+    fn action_lists() {
+        const NOT_INET: &[Cond] = &[Cond {
+            arg: 0,
+            op: Op::NotIn(&[libc::AF_INET as u32, libc::AF_INET6 as u32]),
+        }];
+        let eperm = SECCOMP_RET_ERRNO | libc::EPERM as u32;
+        let prog = compile_actions(
+            &[
+                (Sysno::read, Action::Ret(SECCOMP_RET_ALLOW)),
+                (Sysno::execve, Action::Ret(SECCOMP_RET_KILL_PROCESS)),
+                (
+                    Sysno::socket,
+                    Action::If(NOT_INET, eperm, SECCOMP_RET_KILL_PROCESS),
+                ),
+            ],
+            eperm,
+        );
+        let run = |nr: Sysno, a0: u64| {
+            evaluate(
+                &prog,
+                AUDIT_ARCH_X86_64,
+                nr.id() as u32,
+                [a0, 0, 0, 0, 0, 0],
+            )
+        };
+        assert_eq!(run(Sysno::read, 0), SECCOMP_RET_ALLOW);
+        assert_eq!(run(Sysno::write, 0), eperm);
+        assert_eq!(run(Sysno::execve, 0), SECCOMP_RET_KILL_PROCESS);
+        assert_eq!(run(Sysno::socket, libc::AF_UNIX as u64), eperm);
+        assert_eq!(
+            run(Sysno::socket, libc::AF_INET6 as u64),
+            SECCOMP_RET_KILL_PROCESS
+        );
+        assert_eq!(evaluate(&prog, AUDIT_ARCH_X86_64, 1000, [0; 6]), eperm);
+        assert_eq!(
+            evaluate(&prog, AUDIT_ARCH_X86_64, 0x4000_0000, [0; 6]),
+            SECCOMP_RET_KILL_PROCESS
+        );
+        assert_eq!(
+            evaluate(&prog, 0x4000_0003, 0, [0; 6]),
+            SECCOMP_RET_KILL_PROCESS
         );
     }
 

@@ -1,0 +1,297 @@
+//! The supervisor's own seccomp filter (defence in depth, as runsc does
+//! for its Sentry): once the sandbox is launched and the workers serve,
+//! every thread of the supervisor may make only the calls listed here.
+//!
+//! Owns: the allow list, the kill list, and installing the filter on all
+//! threads (`SECCOMP_FILTER_FLAG_TSYNC`; threads started later inherit
+//! it). Does not own: the BPF compiler (`policy::bpf::compile_actions`)
+//! or the raw `seccomp` call (`sys::seccomp`).
+//!
+//! Listed calls pass; calls a compromised supervisor would want and never
+//! makes legitimately (exec, ptrace, mounts, namespaces, modules, bpf,
+//! io_uring, internet sockets, ...) kill the whole process; anything else
+//! fails with EPERM, so a rare legitimate path the list missed costs one
+//! failed call (logged by the kernel: `SECCOMP_FILTER_FLAG_LOG`), not the
+//! sandbox.
+
+use sandbox_syscalls::policy::bpf::{
+    self, Action, SECCOMP_RET_ALLOW, SECCOMP_RET_ERRNO, SECCOMP_RET_KILL_PROCESS,
+};
+use sandbox_syscalls::policy::{Cond, Op, NS_CLONE_FLAGS};
+use syscalls::Sysno as S;
+
+use crate::sys::seccomp;
+
+/// Calls the supervisor makes after launch: the handlers and the VFS
+/// (resolution, metadata, directory changes), the trap (listener ioctls,
+/// guest memory, pidfds, /proc reads), the main thread's wait and the
+/// signal thread, the report, and the Rust runtime (memory, threads,
+/// signals, time).
+pub const ALLOWED: &[S] = &[
+    // Descriptors and plain I/O.
+    S::read,
+    S::write,
+    S::pread64,
+    S::pwrite64,
+    S::readv,
+    S::writev,
+    S::lseek,
+    S::close,
+    S::dup,
+    S::dup3,
+    S::fcntl,
+    S::getdents64,
+    S::poll,
+    S::ppoll,
+    // Files, resolved by the VFS (openat2 in the view's root).
+    S::openat,
+    S::openat2,
+    S::fstat,
+    S::newfstatat,
+    S::statx,
+    S::fstatfs,
+    S::readlink,
+    S::readlinkat,
+    S::mkdirat,
+    S::mknodat,
+    S::unlinkat,
+    S::renameat,
+    S::renameat2,
+    S::linkat,
+    S::symlinkat,
+    S::fchmod,
+    S::fchmodat,
+    S::fchmodat2,
+    S::fchown,
+    S::fchownat,
+    S::utimensat,
+    S::faccessat2,
+    S::truncate,
+    S::ftruncate,
+    S::inotify_add_watch,
+    // The trap: guest memory, guest descriptors, the guest's pid.
+    S::process_vm_readv,
+    S::process_vm_writev,
+    S::pidfd_open,
+    S::pidfd_getfd,
+    // Waiting for the guest, forwarding signals, the control channel.
+    S::recvmsg,
+    S::wait4,
+    S::kill,
+    S::getrusage,
+    // Memory.
+    S::mmap,
+    S::munmap,
+    S::mremap,
+    S::madvise,
+    S::mprotect,
+    S::brk,
+    // Threads: the pool grows when a serviced call blocks.
+    S::futex,
+    S::set_robust_list,
+    S::rseq,
+    S::sigaltstack,
+    S::prctl,
+    S::sched_getaffinity,
+    S::sched_yield,
+    S::capget,
+    S::capset,
+    S::gettid,
+    S::getpid,
+    S::exit,
+    S::exit_group,
+    // Signals, time, randomness, ids.
+    S::rt_sigaction,
+    S::rt_sigprocmask,
+    S::rt_sigreturn,
+    S::tgkill,
+    S::clock_gettime,
+    S::clock_nanosleep,
+    S::nanosleep,
+    S::getrandom,
+    S::getuid,
+    S::getgid,
+    S::geteuid,
+    S::getegid,
+];
+
+/// Calls that kill the supervisor (and with it, by PDEATHSIG, the
+/// sandbox): what an attacker who took over the supervisor would reach
+/// for, and what it never does once launched.
+pub const KILLED: &[S] = &[
+    S::execve,
+    S::execveat,
+    S::ptrace,
+    S::process_madvise,
+    S::mount,
+    S::umount2,
+    S::pivot_root,
+    S::chroot,
+    S::move_mount,
+    S::open_tree,
+    S::fsopen,
+    S::fsconfig,
+    S::fsmount,
+    S::fspick,
+    S::mount_setattr,
+    S::setns,
+    S::unshare,
+    S::bpf,
+    S::perf_event_open,
+    S::userfaultfd,
+    S::io_uring_setup,
+    S::io_uring_enter,
+    S::io_uring_register,
+    S::kexec_load,
+    S::kexec_file_load,
+    S::init_module,
+    S::finit_module,
+    S::delete_module,
+    S::reboot,
+    S::swapon,
+    S::swapoff,
+    S::acct,
+    S::iopl,
+    S::ioperm,
+    S::open_by_handle_at,
+    S::name_to_handle_at,
+    S::keyctl,
+    S::add_key,
+    S::request_key,
+];
+
+/// `ioctl` requests: the listener's, and reading or setting a terminal's
+/// modes and window size (the pseudo-terminal relay). Never TIOCSTI.
+const IOCTLS: &[Cond] = &[Cond {
+    arg: 1,
+    op: Op::MaskedIn(
+        u32::MAX,
+        &[
+            libc::SECCOMP_IOCTL_NOTIF_RECV as u32,
+            libc::SECCOMP_IOCTL_NOTIF_SEND as u32,
+            libc::SECCOMP_IOCTL_NOTIF_ID_VALID as u32,
+            libc::SECCOMP_IOCTL_NOTIF_ADDFD as u32,
+            libc::SECCOMP_IOCTL_NOTIF_SET_FLAGS as u32,
+            libc::TCGETS as u32,
+            libc::TCSETS as u32,
+            libc::TCSETSW as u32,
+            libc::TCSETSF as u32,
+            libc::TIOCGWINSZ as u32,
+            libc::TIOCSWINSZ as u32,
+        ],
+    ),
+}];
+
+/// `clone` makes threads only, in this process's namespaces.
+const THREAD_ONLY: &[Cond] = &[
+    Cond {
+        arg: 0,
+        op: Op::MaskSet(libc::CLONE_THREAD as u32),
+    },
+    Cond {
+        arg: 0,
+        op: Op::MaskClear(NS_CLONE_FLAGS),
+    },
+];
+
+/// Sockets: none are made after launch; internet ones are an attacker's.
+const NOT_INTERNET: &[Cond] = &[Cond {
+    arg: 0,
+    op: Op::NotIn(&[libc::AF_INET as u32, libc::AF_INET6 as u32]),
+}];
+
+/// What every call not listed gets.
+const EPERM: u32 = SECCOMP_RET_ERRNO | libc::EPERM as u32;
+
+/// The supervisor's filter program.
+pub fn program() -> Vec<bpf::Insn> {
+    let denied = EPERM;
+    let allow = ALLOWED.iter().map(|s| (*s, Action::Ret(SECCOMP_RET_ALLOW)));
+    let kill = KILLED
+        .iter()
+        .map(|s| (*s, Action::Ret(SECCOMP_RET_KILL_PROCESS)));
+    let special = [
+        (S::ioctl, Action::If(IOCTLS, SECCOMP_RET_ALLOW, denied)),
+        (S::clone, Action::If(THREAD_ONLY, SECCOMP_RET_ALLOW, denied)),
+        // clone3's flags sit in memory, out of BPF's reach: ENOSYS makes
+        // glibc fall back to clone, whose flags are checked above.
+        (
+            S::clone3,
+            Action::Ret(SECCOMP_RET_ERRNO | libc::ENOSYS as u32),
+        ),
+        (
+            S::socket,
+            Action::If(NOT_INTERNET, denied, SECCOMP_RET_KILL_PROCESS),
+        ),
+    ];
+    let list: Vec<_> = special.into_iter().chain(allow).chain(kill).collect();
+    bpf::compile_actions(&list, denied)
+}
+
+/// Installs [`program`] on every thread of the supervisor. Call it once
+/// the workers and the signal thread run, before the guest starts.
+pub fn confine() -> Result<(), String> {
+    let prog: Vec<libc::sock_filter> = program()
+        .iter()
+        .map(|i| libc::sock_filter {
+            code: i.code,
+            jt: i.jt,
+            jf: i.jf,
+            k: i.k,
+        })
+        .collect();
+    seccomp::install_filter_all_threads(&prog, seccomp::FLAG_LOG)
+        .map_err(|e| format!("cannot install the supervisor's own seccomp filter: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bpf::{evaluate, AUDIT_ARCH_X86_64};
+
+    fn action(s: S, args: [u64; 6]) -> u32 {
+        evaluate(&program(), AUDIT_ARCH_X86_64, s.id() as u32, args)
+    }
+
+    #[test]
+    fn lists_are_disjoint_and_compiled() {
+        for s in ALLOWED {
+            assert!(!KILLED.contains(s), "{}", s.name());
+            assert_eq!(action(*s, [0; 6]), SECCOMP_RET_ALLOW, "{}", s.name());
+        }
+        for s in KILLED {
+            assert_eq!(action(*s, [0; 6]), SECCOMP_RET_KILL_PROCESS, "{}", s.name());
+        }
+        assert_eq!(action(S::setuid, [0; 6]), EPERM);
+        assert!(program().len() < 4096);
+    }
+
+    #[test]
+    fn argument_checks() {
+        let thread = (libc::CLONE_VM
+            | libc::CLONE_FS
+            | libc::CLONE_FILES
+            | libc::CLONE_SIGHAND
+            | libc::CLONE_THREAD
+            | libc::CLONE_SYSVSEM
+            | libc::CLONE_SETTLS
+            | libc::CLONE_PARENT_SETTID
+            | libc::CLONE_CHILD_CLEARTID) as u64;
+        assert_eq!(action(S::clone, [thread, 0, 0, 0, 0, 0]), SECCOMP_RET_ALLOW);
+        let fork = libc::SIGCHLD as u64;
+        assert_eq!(action(S::clone, [fork, 0, 0, 0, 0, 0]), EPERM);
+        let ns = thread | libc::CLONE_NEWNET as u64;
+        assert_eq!(action(S::clone, [ns, 0, 0, 0, 0, 0]), EPERM);
+        let recv = libc::SECCOMP_IOCTL_NOTIF_RECV as u64;
+        assert_eq!(action(S::ioctl, [3, recv, 0, 0, 0, 0]), SECCOMP_RET_ALLOW);
+        let tiocsti = libc::TIOCSTI as u64;
+        assert_eq!(action(S::ioctl, [0, tiocsti, 0, 0, 0, 0]), EPERM);
+        let inet = libc::AF_INET as u64;
+        assert_eq!(
+            action(S::socket, [inet, 1, 0, 0, 0, 0]),
+            SECCOMP_RET_KILL_PROCESS
+        );
+        let unix = libc::AF_UNIX as u64;
+        assert_eq!(action(S::socket, [unix, 1, 0, 0, 0, 0]), EPERM);
+    }
+}

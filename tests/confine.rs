@@ -1,0 +1,74 @@
+//! The supervisor confines itself: while a guest runs, every thread of the
+//! supervisor process is under a seccomp filter of its own (one more than
+//! the test process has) with no_new_privs set, and the guest still works.
+
+mod common;
+use common::*;
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+
+/// `Seccomp:`, `Seccomp_filters:` and `NoNewPrivs:` of a status file.
+fn seccomp_fields(status: &str) -> (String, i64, String) {
+    let field = |name: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .map(|v| v.trim().to_string())
+            .unwrap_or_default()
+    };
+    let filters = field("Seccomp_filters:").parse().unwrap_or(0);
+    (field("Seccomp:"), filters, field("NoNewPrivs:"))
+}
+
+#[test]
+fn supervisor_runs_under_its_own_filter() {
+    let own = std::fs::read_to_string("/proc/self/status").unwrap();
+    let (_, own_filters, _) = seccomp_fields(&own);
+    let mut child = Command::new(bin())
+        .args([
+            "run",
+            "--",
+            "/bin/sh",
+            "-c",
+            "echo ready; read x; echo done",
+        ])
+        .env_clear()
+        .env("PATH", PATH)
+        .current_dir("/")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn supervisor");
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let first = lines.next().and_then(Result::ok);
+    if first.as_deref() != Some("ready") {
+        let _ = child.kill();
+        let out = child.wait_with_output().unwrap();
+        panic!(
+            "guest did not start: {first:?}; stderr: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    // Every thread: main, signals, workers.
+    let pid = child.id();
+    let mut checked = Vec::new();
+    for task in std::fs::read_dir(format!("/proc/{pid}/task")).unwrap() {
+        let task = task.unwrap().path();
+        let status = std::fs::read_to_string(task.join("status")).unwrap_or_default();
+        let comm = std::fs::read_to_string(task.join("comm")).unwrap_or_default();
+        checked.push((comm.trim().to_string(), seccomp_fields(&status)));
+    }
+    // Let the guest finish: one line on stdin.
+    drop(child.stdin.take());
+    let rest: Vec<String> = lines.map_while(Result::ok).collect();
+    let status = child.wait().unwrap();
+    assert!(checked.len() >= 3, "threads: {checked:?}");
+    for (comm, (mode, filters, nnp)) in &checked {
+        assert_eq!(mode, "2", "thread {comm} not in filter mode: {checked:?}");
+        assert_eq!(*filters, own_filters + 1, "thread {comm}: {checked:?}");
+        assert_eq!(nnp, "1", "thread {comm} without no_new_privs: {checked:?}");
+    }
+    assert_eq!(rest, vec!["done".to_string()]);
+    assert_eq!(status.code(), Some(0));
+}
