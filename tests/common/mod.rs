@@ -291,16 +291,18 @@ fn private_tmp(c: &mut Command, dir: &Path) {
                     libc::MS_REC | libc::MS_PRIVATE,
                     std::ptr::null(),
                 ) < 0
+                // /dev/shm first: DIR may itself live under /tmp (a
+                // checkout in /tmp), which the /tmp bind then hides.
                 || libc::mount(
-                    tmp.as_ptr(),
-                    host_tmp.as_ptr(),
+                    shm.as_ptr(),
+                    host_shm.as_ptr(),
                     null,
                     bind,
                     std::ptr::null(),
                 ) < 0
                 || libc::mount(
-                    shm.as_ptr(),
-                    host_shm.as_ptr(),
+                    tmp.as_ptr(),
+                    host_tmp.as_ptr(),
                     null,
                     bind,
                     std::ptr::null(),
