@@ -16,22 +16,7 @@ pub fn install_filter(
     prog: &[libc::sock_filter],
     flags: libc::c_uint,
 ) -> nix::Result<Option<OwnedFd>> {
-    let len = u16::try_from(prog.len()).map_err(|_| Errno::E2BIG)?;
-    let fprog = libc::sock_fprog {
-        len,
-        filter: prog.as_ptr() as *mut libc::sock_filter,
-    };
-    // SAFETY: fprog points at `len` valid instructions that outlive the
-    // call; the kernel copies the program before returning.
-    let ret = unsafe {
-        libc::syscall(
-            libc::SYS_seccomp,
-            SECCOMP_SET_MODE_FILTER,
-            flags,
-            &fprog as *const libc::sock_fprog,
-        )
-    };
-    let ret = Errno::result(ret)?;
+    let ret = Errno::result(seccomp_set_mode_filter(prog, flags)?)?;
     if flags & FLAG_NEW_LISTENER == 0 {
         return Ok(None);
     }
@@ -51,25 +36,35 @@ pub fn install_filter_all_threads(
     flags: libc::c_uint,
 ) -> Result<(), String> {
     nix::sys::prctl::set_no_new_privs().map_err(|e| format!("no_new_privs: {}", e.desc()))?;
-    let len = u16::try_from(prog.len()).map_err(|_| "filter too long".to_string())?;
-    let fprog = libc::sock_fprog {
-        len,
-        filter: prog.as_ptr() as *mut libc::sock_filter,
-    };
-    // SAFETY: fprog points at `len` valid instructions that outlive the
-    // call; the kernel copies the program before returning. Without
-    // NEW_LISTENER no descriptor comes back.
-    let ret = unsafe {
-        libc::syscall(
-            libc::SYS_seccomp,
-            SECCOMP_SET_MODE_FILTER,
-            flags | FLAG_TSYNC,
-            &fprog as *const libc::sock_fprog,
-        )
-    };
+    // Without NEW_LISTENER no descriptor comes back.
+    let ret = seccomp_set_mode_filter(prog, flags | FLAG_TSYNC)
+        .map_err(|_| "filter too long".to_string())?;
     match ret {
         0 => Ok(()),
         tid if tid > 0 => Err(format!("thread {tid} cannot take the filter")),
         _ => Err(Errno::last().desc().to_string()),
     }
+}
+
+/// The raw `seccomp(SECCOMP_SET_MODE_FILTER, flags, prog)`: the kernel's
+/// return value, or E2BIG for a program longer than a `sock_fprog` holds.
+fn seccomp_set_mode_filter(
+    prog: &[libc::sock_filter],
+    flags: libc::c_uint,
+) -> nix::Result<libc::c_long> {
+    let len = u16::try_from(prog.len()).map_err(|_| Errno::E2BIG)?;
+    let fprog = libc::sock_fprog {
+        len,
+        filter: prog.as_ptr() as *mut libc::sock_filter,
+    };
+    // SAFETY: fprog points at `len` valid instructions that outlive the
+    // call; the kernel copies the program before returning.
+    Ok(unsafe {
+        libc::syscall(
+            libc::SYS_seccomp,
+            SECCOMP_SET_MODE_FILTER,
+            flags,
+            &fprog as *const libc::sock_fprog,
+        )
+    })
 }

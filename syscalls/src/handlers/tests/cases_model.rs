@@ -91,23 +91,7 @@ fn run(s: &mut dyn Side, op: &Op) -> (Outcome, Vec<u8>) {
         }
         _ => Vec::new(),
     };
-    let r = match r {
-        Outcome::Fd {
-            flags,
-            cloexec,
-            mode,
-            size,
-            ..
-        } => Outcome::Fd {
-            flags,
-            cloexec,
-            mode,
-            size,
-            id: (0, 0),
-        },
-        r => r,
-    };
-    (r, fields)
+    (loose(r), fields)
 }
 
 proptest! {
