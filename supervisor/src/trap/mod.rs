@@ -77,7 +77,6 @@ impl Counters {
 /// The running trap: workers live until the process exits.
 pub struct Trap {
     pub counters: Arc<Counters>,
-    pub sync_wake_up: bool,
 }
 
 /// Most workers the pool grows to (each blocked one is a guest thread
@@ -106,7 +105,8 @@ struct Gate {
 /// Starts the worker pool on `listener`: `workers` threads, of which one
 /// receives at a time and the rest wait to take over.
 pub fn serve(listener: OwnedFd, ctx: Context, workers: usize) -> std::io::Result<Trap> {
-    let sync_wake_up = ioctl::set_sync_wake_up(listener.as_fd());
+    // Best effort: kernels before 6.6 lack it and wake across CPUs.
+    let _ = ioctl::set_sync_wake_up(listener.as_fd());
     let counters = Arc::new(Counters::new());
     let shared = Arc::new(Shared {
         listener,
@@ -122,10 +122,7 @@ pub fn serve(listener: OwnedFd, ctx: Context, workers: usize) -> std::io::Result
     for _ in 0..workers.max(1) {
         spawn_worker(&shared)?;
     }
-    Ok(Trap {
-        counters,
-        sync_wake_up,
-    })
+    Ok(Trap { counters })
 }
 
 fn spawn_worker(shared: &Arc<Shared>) -> std::io::Result<()> {
