@@ -17,7 +17,8 @@
 //! newfstatat_miss, readlinkat, faccessat, getdents64_100, getcwd (serviced or
 //! as the policy decides), read_4k, write_4k, getpid (passthrough), each with
 //! `native` and `supervised`; notify_roundtrip/supervised; startup/true_native
-//! and startup/true_supervised. A summary of medians and ratios (to native and
+//! startup/true_supervised and startup/true_supervised_limits (every
+//! limit flag set). A summary of medians and ratios (to native and
 //! to the round trip) is printed at the end.
 //!
 //! Environment: SUPERVISOR_BIN overrides the supervisor binary (default: the
@@ -42,6 +43,17 @@ type Group<'a> = BenchmarkGroup<'a, WallTime>;
 /// Where the bench tree appears inside the sandbox (`--ro TMP:/bench`).
 const GUEST_ROOT: &str = "/bench";
 const ANSWER_TIMEOUT: Duration = Duration::from_secs(120);
+/// `supervisor run` flags of the startup bench with every limit set.
+const LIMIT_FLAGS: &[&str] = &[
+    "run",
+    "--memory=1g",
+    "--cpus=2",
+    "--pids=1000",
+    "--timeout=600",
+    "--cpu-time=600",
+    "--output-limit=1g",
+    "--nofile=1024",
+];
 
 /// (criterion group, guest command, has a native half).
 const CALLS: &[(&str, &str, bool)] = &[
@@ -310,6 +322,7 @@ fn print_summary(samples: &Samples) {
         .map(|(g, _, _)| (g.to_string(), "native", "supervised"))
         .collect();
     rows.push(("startup".into(), "true_native", "true_supervised"));
+    rows.push(("startup".into(), "true_native", "true_supervised_limits"));
     for (group, nat, sup) in rows {
         let n = get(&format!("{group}/{nat}"));
         let s = get(&format!("{group}/{sup}"));
@@ -327,7 +340,12 @@ fn print_summary(samples: &Samples) {
             ratio(s, rt)
         };
         println!(
-            "| {group} | {} | {} | {} | {vs_rt} |",
+            "| {group}{} | {} | {} | {} | {vs_rt} |",
+            if sup.ends_with("_limits") {
+                " (all limits)"
+            } else {
+                ""
+            },
             cell(n),
             cell(s),
             ratio(s, n)
@@ -386,6 +404,13 @@ fn main() {
         bench_startup(&mut g, &samples, "true_supervised", || {
             let mut cmd = Command::new(supervisor_bin());
             cmd.args(["run", "--", "/bin/true"]);
+            cmd
+        });
+        // Every limit set: a cgroup (created, joined, removed), the
+        // janitor, the watchdog and the output relay.
+        bench_startup(&mut g, &samples, "true_supervised_limits", || {
+            let mut cmd = Command::new(supervisor_bin());
+            cmd.args(LIMIT_FLAGS).args(["--", "/bin/true"]);
             cmd
         });
     }

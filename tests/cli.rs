@@ -271,7 +271,15 @@ fn report_contents() {
         .supervised();
     assert_eq!(out.code, Some(3), "{}", out.dump());
     let r = read_report(&rep);
-    assert_eq!(r["version"], 1, "{r}");
+    assert_eq!(r["version"], 2, "{r}");
+    assert!(
+        r["processes_started"].as_u64().is_some_and(|n| n >= 2),
+        "{r}"
+    );
+    assert!(
+        r["output"]["bytes"].is_null(),
+        "not measured without --output-limit: {r}"
+    );
     assert_eq!(r["exit_code"], 3, "{r}");
     assert!(r["signal"].is_null(), "{r}");
     assert_eq!(r["reason"], "exited", "{r}");

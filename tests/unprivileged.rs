@@ -256,3 +256,38 @@ fn unprivileged_cannot_read_root_only_files() {
         out.dump()
     );
 }
+
+#[test]
+fn unprivileged_limits_fall_back_and_say_so() {
+    let Some(u) = unpriv() else { return };
+    // The guest allocates past --memory: it runs capped by a safety cgroup.
+    let Some(cg) = common::cgroups::SafetyCgroup::new("unpriv", 2 << 30, 500) else {
+        eprintln!("SKIPPED: no cgroup to contain the test");
+        return;
+    };
+    cg.admit_user(u.uid, u.gid);
+    let t = Tree::new();
+    t.give_to(u.uid, u.gid);
+    let script = format!(
+        "{}exec /usr/bin/python3 -c 'b = bytearray(300 * 2**20)\nprint(\"allocated\")'",
+        guard()
+    );
+    let run = run_as(u, &["/bin/sh", "-c", &script], &t)
+        .sup(&["--memory", "64m", "--pids", "50", "--cpus", "1"]);
+    let out = cg.wrap(run).supervised();
+    assert_ne!(out.code, Some(0), "{}", out.dump());
+    assert!(out.stderr.contains("MemoryError"), "{}", out.dump());
+    let warning = out
+        .stderr
+        .lines()
+        .find(|l| l.starts_with("supervisor: warning:"));
+    let warning = warning.unwrap_or_else(|| panic!("no warning\n{}", out.dump()));
+    assert!(
+        warning.contains("--memory") && warning.contains("cannot enforce --cpus"),
+        "{warning}"
+    );
+    assert!(
+        cg.wait_empty(std::time::Duration::from_secs(10)),
+        "left behind"
+    );
+}

@@ -6,9 +6,12 @@
 
 use std::ffi::OsString;
 use std::path::PathBuf;
+use std::time::Duration;
 
 use clap::{Parser, Subcommand};
 use vfs::mounts::{parse_size, MountSpec};
+
+use crate::limits::Limits;
 
 const EXAMPLES: &str = "\
 Examples:
@@ -20,12 +23,20 @@ Examples:
       A 256 MiB scratch tmpfs, and a 2 GiB cap on everything else written.
   supervisor run --env API_URL=http://127.0.0.1:8000 --env LANG -- ./client
       Add one variable and copy one from the host; nothing else leaks in.
-  supervisor run --report run.json -- ./grader
-      Write a JSON report (exit status, times, serviced and denied calls).
+  supervisor run --memory 512m --cpus 1.5 --pids 64 --timeout 30 -- python3 grade.py
+      Cap memory, CPU, processes and wall time; the whole sandbox is killed
+      at a limit, with one line saying which.
+  supervisor run --output-limit 1m --report run.json -- ./grader
+      Keep at most 1 MiB of output; write a JSON report (reason the run
+      ended, times, peak memory, serviced and denied calls; see REPORT.md).
 
-Exit status: the command's own; 128+N if it died of signal N; 125 if the
-supervisor failed or a flag was wrong; 126 if COMMAND cannot be executed;
-127 if it was not found.";
+Limits are enforced in a cgroup beneath the supervisor's own (v2 where
+delegated, else v1). Without one, --memory, --pids and --cpu-time fall
+back to per-process rlimits and --cpus is not enforced; a warning says so.
+
+Exit status: the command's own; 128+N if it died of signal N; 137 if a
+limit killed the sandbox; 125 if the supervisor failed or a flag was
+wrong; 126 if COMMAND cannot be executed; 127 if it was not found.";
 
 #[derive(Parser, Debug)]
 #[command(
@@ -43,7 +54,7 @@ pub struct Cli {
 pub enum Command {
     /// Run COMMAND in a fresh sandbox and exit with its status.
     #[command(after_help = EXAMPLES)]
-    Run(RunArgs),
+    Run(Box<RunArgs>),
     /// Print the syscall policy table (which calls pass, are serviced, are denied) as Markdown.
     Policy,
 }
@@ -75,10 +86,38 @@ pub struct RunArgs {
     pub hostname: String,
 
     /// Size cap of the writable layer over the root (/tmp and every write outside mounts).
-    #[arg(long, value_name = "SIZE", default_value = "1g", value_parser = parse_disk)]
+    #[arg(long, value_name = "SIZE", default_value = "1g", value_parser = parse_nonzero_size)]
     pub disk: u64,
 
-    /// Write a JSON report of the run to FILE.
+    /// Memory of the whole sandbox (SIZE like 512m, 2g); reaching it kills the sandbox.
+    #[arg(long, value_name = "SIZE", value_parser = parse_nonzero_size)]
+    pub memory: Option<u64>,
+
+    /// CPU time per period, in CPUs (fractional, like 0.5 or 2): a quota, not a pinning.
+    #[arg(long, value_name = "N", value_parser = parse_cpus)]
+    pub cpus: Option<f64>,
+
+    /// Processes and threads at once; a refused fork kills the sandbox.
+    #[arg(long, value_name = "N", value_parser = parse_count)]
+    pub pids: Option<u64>,
+
+    /// Wall-clock time (seconds, or with s, m, h) after which the sandbox is killed.
+    #[arg(long, value_name = "SECONDS", value_parser = parse_duration)]
+    pub timeout: Option<Duration>,
+
+    /// CPU time of all the sandbox's processes together (seconds, or with s, m, h).
+    #[arg(long = "cpu-time", value_name = "SECONDS", value_parser = parse_duration)]
+    pub cpu_time: Option<Duration>,
+
+    /// Bytes of stdout and stderr together; the rest is dropped and the sandbox killed.
+    #[arg(long = "output-limit", value_name = "SIZE", value_parser = parse_nonzero_size)]
+    pub output_limit: Option<u64>,
+
+    /// Open descriptors per process (RLIMIT_NOFILE).
+    #[arg(long, value_name = "N", value_parser = parse_count)]
+    pub nofile: Option<u64>,
+
+    /// Write a JSON report of the run to FILE (schema: REPORT.md).
     #[arg(long, value_name = "FILE")]
     pub report: Option<PathBuf>,
 
@@ -100,8 +139,54 @@ fn parse_rw(s: &str) -> Result<MountSpec, String> {
 fn parse_tmpfs(s: &str) -> Result<MountSpec, String> {
     MountSpec::parse_tmpfs(s).map_err(|e| e.to_string())
 }
-fn parse_disk(s: &str) -> Result<u64, String> {
-    parse_size(s).map_err(|e| e.to_string())
+fn parse_nonzero_size(s: &str) -> Result<u64, String> {
+    match parse_size(s).map_err(|e| e.to_string())? {
+        0 => Err(format!("size {s:?}: must be more than 0")),
+        n => Ok(n),
+    }
+}
+fn parse_count(s: &str) -> Result<u64, String> {
+    match s.trim().parse::<u64>() {
+        Ok(0) | Err(_) => Err(format!("{s:?}: expected a whole number of at least 1")),
+        Ok(n) => Ok(n),
+    }
+}
+fn parse_cpus(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(n) if (0.01..=4096.0).contains(&n) => Ok(n),
+        _ => Err(format!("{s:?}: expected a number of CPUs, like 0.5 or 2")),
+    }
+}
+/// Seconds, optionally fractional, optionally with a unit: 10, 1.5, 90s, 2m, 1h.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let t = s.trim();
+    let (num, scale) = match t.char_indices().last() {
+        Some((i, 's')) => (&t[..i], 1.0),
+        Some((i, 'm')) => (&t[..i], 60.0),
+        Some((i, 'h')) => (&t[..i], 3600.0),
+        _ => (t, 1.0),
+    };
+    match num.parse::<f64>() {
+        Ok(n) if n.is_finite() && n > 0.0 && n * scale < 1e9 => {
+            Ok(Duration::from_secs_f64(n * scale))
+        }
+        _ => Err(format!("{s:?}: expected seconds, like 10, 1.5, 90s or 2m")),
+    }
+}
+
+impl RunArgs {
+    /// The resource limits the flags ask for.
+    pub fn limits(&self) -> Limits {
+        Limits {
+            memory: self.memory,
+            cpus: self.cpus,
+            pids: self.pids,
+            timeout: self.timeout,
+            cpu_time: self.cpu_time,
+            output: self.output_limit,
+            nofile: self.nofile,
+        }
+    }
 }
 
 /// Parsed command line, or the exit code to leave with (help and version

@@ -74,6 +74,8 @@ pub const ALLOWED: &[S] = &[
     S::process_vm_writev,
     S::pidfd_open,
     S::pidfd_getfd,
+    // Limits: the watchdog's kill (a pidfd: never a reused pid).
+    S::pidfd_send_signal,
     // Waiting for the guest, forwarding signals, the control channel.
     S::recvmsg,
     S::wait4,

@@ -8,6 +8,8 @@
 pub mod cli;
 pub mod confine;
 pub mod launch;
+pub mod limits;
+pub mod output;
 pub mod report;
 pub mod run;
 pub mod sys;
@@ -18,7 +20,7 @@ pub mod tty;
 pub fn main() -> i32 {
     match cli::parse() {
         Ok(cli) => match cli.command {
-            cli::Command::Run(args) => run::run(args),
+            cli::Command::Run(args) => run::run(*args),
             cli::Command::Policy => {
                 print!("{}", sandbox_syscalls::policy::doc::markdown());
                 0

@@ -7,6 +7,7 @@
 //! not own any of the steps themselves.
 
 use std::ffi::OsString;
+use std::sync::Arc;
 use std::thread;
 use std::time::Instant;
 
@@ -20,9 +21,15 @@ use sandbox_syscalls::Context;
 
 use crate::cli::RunArgs;
 use crate::launch::{self, LaunchConfig, LaunchError, Outcome, FORWARDED};
-use crate::report::{Reason, Report};
+use crate::limits::janitor::{self, Janitor};
+use crate::limits::{format_size, kill_message, watchdog, Enforcement, Kill, Limits, Tripwire};
+use crate::output::{Capture, Meter};
+use crate::report::{CpuTime, LimitsReport, Reason, Report};
 use crate::trap;
 use crate::tty;
+
+/// The exit code when a limit killed the sandbox, as `docker run` gives.
+const KILLED_EXIT: i32 = 137;
 
 /// Host variables the guest inherits when they are set.
 const INHERITED_ENV: &[&str] = &["PATH", "HOME", "LANG", "TERM"];
@@ -31,7 +38,8 @@ const INHERITED_ENV: &[&str] = &["PATH", "HOME", "LANG", "TERM"];
 pub fn run(args: RunArgs) -> i32 {
     let started = Instant::now();
     let mut report = Report::new(Reason::SupervisorError);
-    let code = match execute(&args, &mut report) {
+    report.limits = LimitsReport::new(&args.limits(), args.disk);
+    let code = match execute(&args, &mut report, started) {
         Ok(code) => code,
         Err(e) => {
             eprintln!("supervisor: {}", e.message);
@@ -40,9 +48,16 @@ pub fn run(args: RunArgs) -> i32 {
         }
     };
     report.wall_time_s = started.elapsed().as_secs_f64();
-    if let Ok(usage) = getrusage(UsageWho::RUSAGE_CHILDREN) {
+    if let Some((user, system)) = report.cpu_time_from_cgroup {
+        report.cpu_time_s = CpuTime { user, system };
+    } else if let Ok(usage) = getrusage(UsageWho::RUSAGE_CHILDREN) {
         report.cpu_time_s.user = secs(usage.user_time());
         report.cpu_time_s.system = secs(usage.system_time());
+    }
+    if let Ok(usage) = getrusage(UsageWho::RUSAGE_CHILDREN) {
+        if report.peak_memory_bytes.is_none() && usage.max_rss() > 0 {
+            report.peak_memory_bytes = Some(usage.max_rss() as u64 * 1024);
+        }
     }
     if let Some(path) = &args.report {
         if let Err(e) = report.write(path) {
@@ -53,15 +68,80 @@ pub fn run(args: RunArgs) -> i32 {
     code
 }
 
-fn execute(args: &RunArgs, report: &mut Report) -> Result<i32, LaunchError> {
+/// What limits the run: their enforcement, the tripwire a fatal limit
+/// pulls, the output meter, and the janitor that cleans up if we die.
+struct Guards {
+    enforcement: Enforcement,
+    tripwire: Arc<Tripwire>,
+    meter: Option<Arc<Meter>>,
+    janitor: Option<Janitor>,
+}
+
+impl Guards {
+    /// Sets the limits up; before the launch (the janitor forks).
+    fn prepare(args: &RunArgs, report: &mut Report) -> Result<Guards, LaunchError> {
+        let limits = args.limits();
+        let enforcement = Enforcement::prepare(&limits).map_err(setup_error)?;
+        if let Some(w) = &enforcement.warning {
+            eprintln!("supervisor: warning: {w}");
+            report.limits.warning = Some(w.clone());
+        }
+        let dirs = enforcement.cgroup_dirs();
+        let janitor = match dirs.is_empty() {
+            true => None,
+            false => Some(janitor::spawn(dirs).map_err(setup_error)?),
+        };
+        let tripwire = Tripwire::new();
+        let meter = limits.output.map(|l| Meter::new(l, tripwire.clone()));
+        Ok(Guards {
+            enforcement,
+            tripwire,
+            meter,
+            janitor,
+        })
+    }
+
+    /// Removes the cgroup and dismisses the janitor.
+    fn finish(mut self) {
+        self.enforcement.remove();
+        if let Some(j) = self.janitor.take() {
+            j.dismiss();
+        }
+    }
+}
+
+fn execute(args: &RunArgs, report: &mut Report, started: Instant) -> Result<i32, LaunchError> {
     let config = launch_config(args)?;
+    let guards = Guards::prepare(args, report)?;
+    let result = serve_and_wait(args, &config, &guards, report, started);
+    guards.finish();
+    result
+}
+
+fn serve_and_wait(
+    args: &RunArgs,
+    config: &LaunchConfig,
+    guards: &Guards,
+    report: &mut Report,
+    started: Instant,
+) -> Result<i32, LaunchError> {
     let forwarded = block_forwarded_signals()?;
+    let mut capture = match &guards.meter {
+        Some(_) => Some(Capture::install(&captured_fds(config.pty)).map_err(setup_error)?),
+        None => None,
+    };
     // Launch forks: it must happen before this process has any thread.
-    let mut sandbox = launch::launch(&config)?;
+    let launched = launch::launch_with(config, |pid| guards.enforcement.attach(pid));
+    if let (Some(capture), Some(meter)) = (&mut capture, &guards.meter) {
+        capture.restore(meter);
+    }
+    let mut sandbox = launched?;
+    guards.tripwire.arm(sandbox.init_pid).map_err(setup_error)?;
     umask(Mode::empty()); // handlers apply the guest's own umask
     let workers = args.workers.unwrap_or(1);
     let listener = sandbox.listener.try_clone().map_err(supervisor_error)?;
     let root = sandbox.root.try_clone().map_err(supervisor_error)?;
+    let layer = sandbox.root.try_clone().map_err(supervisor_error)?;
     let ctx = Context::new(root, getuid().as_raw(), getgid().as_raw());
     let trap = match trap::serve(listener, ctx, workers) {
         Ok(t) => t,
@@ -73,7 +153,7 @@ fn execute(args: &RunArgs, report: &mut Report) -> Result<i32, LaunchError> {
     // Declared after `sandbox`, so dropped (terminal restored) before it.
     let relay = match (sandbox.pty_master.take(), config.pty) {
         (Some(master), Some(stdio)) => {
-            Some(tty::Relay::start(master, stdio).map_err(supervisor_error)?)
+            Some(tty::Relay::start(master, stdio, guards.meter.clone()).map_err(supervisor_error)?)
         }
         _ => None,
     };
@@ -82,36 +162,137 @@ fn execute(args: &RunArgs, report: &mut Report) -> Result<i32, LaunchError> {
         sandbox.init_pid,
         relay.as_ref().map(|r| r.resizer()),
     );
+    let counters = Arc::new(guards.enforcement.counters());
+    let watchdog = watchdog::start(
+        &guards.enforcement.limits,
+        counters.clone(),
+        guards.tripwire.clone(),
+        started,
+    );
     crate::confine::confine().map_err(supervisor_error)?;
     sandbox.start()?;
-    let outcome = sandbox.wait();
+    let waited = sandbox.wait_with_stats();
+    drop(watchdog);
     if let Some(relay) = relay {
         relay.finish();
     }
-    let outcome = outcome?;
+    if let Some(capture) = capture {
+        capture.finish();
+    }
+    let (outcome, tasks) = waited?;
     report.syscalls.serviced = trap.counters.serviced().into_iter().collect();
     report.syscalls.denied = trap.counters.denied().into_iter().collect();
-    Ok(match outcome {
-        Outcome::Exited(code) => {
-            report.reason = Reason::Exited;
-            report.exit_code = Some(code);
-            code
+    report.processes_started = tasks;
+    report.peak_memory_bytes = counters.memory_peak();
+    report.cpu_time_from_cgroup = counters.cpu_user_system();
+    if let Some(meter) = &guards.meter {
+        report.output.bytes = Some(meter.passed());
+        report.output.cut = meter.was_cut();
+    }
+    let ending = Ending {
+        outcome,
+        kill: guards.tripwire.reason(),
+        oom_kills: counters.oom_kills(),
+        layer_full: layer_is_full(&layer),
+    };
+    Ok(ending.conclude(args, &guards.enforcement.limits, report))
+}
+
+/// Which of our stdout (1) and stderr (2) the guest writes to directly
+/// (not through its pseudo-terminal): those are captured for the meter.
+fn captured_fds(pty: Option<[bool; 3]>) -> Vec<i32> {
+    let on_tty = pty.unwrap_or([false; 3]);
+    [1, 2]
+        .into_iter()
+        .filter(|&fd| !on_tty[fd as usize])
+        .collect()
+}
+
+/// Whether the writable layer is (all but) full: a command that failed
+/// then most likely failed for want of space.
+fn layer_is_full(layer: &std::os::fd::OwnedFd) -> bool {
+    match nix::sys::statfs::fstatfs(layer) {
+        Ok(st) => {
+            let blocks = st.blocks();
+            blocks > 0 && st.blocks_available() * 100 <= blocks
         }
-        Outcome::Signaled(sig) => {
-            let name = Signal::try_from(sig)
-                .map(|s| s.as_str())
-                .unwrap_or("unknown signal");
+        Err(_) => false,
+    }
+}
+
+/// How the run ended, before it is put into words.
+struct Ending {
+    outcome: Outcome,
+    /// The fatal limit that killed the sandbox, if one did.
+    kill: Option<Kill>,
+    oom_kills: u64,
+    layer_full: bool,
+}
+
+impl Ending {
+    /// The reason, the report's fields, the one line on stderr, and the
+    /// exit code.
+    fn conclude(self, args: &RunArgs, limits: &Limits, report: &mut Report) -> i32 {
+        let kill = self.kill.or_else(|| self.inferred_kill(limits));
+        if let Some(kill) = kill {
             let line = format!(
-                "{} killed by signal {sig} ({name})",
-                args.command[0].to_string_lossy()
+                "killed: {}",
+                kill_message(kill, limits, report.peak_memory_bytes)
             );
             eprintln!("supervisor: {line}");
-            report.reason = Reason::Signaled;
-            report.signal = Some(sig);
+            report.reason = kill.into();
+            report.signal = Some(libc::SIGKILL);
             report.message = Some(line);
-            128 + sig
+            return KILLED_EXIT;
         }
-    })
+        match self.outcome {
+            Outcome::Exited(code) => {
+                report.reason = Reason::Exited;
+                report.exit_code = Some(code);
+                if code != 0 && self.layer_full {
+                    let line = format!(
+                        "the writable layer is full (--disk {}): writes failed with ENOSPC",
+                        format_size(args.disk)
+                    );
+                    eprintln!("supervisor: {line}");
+                    report.reason = Reason::Disk;
+                    report.message = Some(line);
+                }
+                code
+            }
+            Outcome::Signaled(sig) => {
+                let name = Signal::try_from(sig)
+                    .map(|s| s.as_str())
+                    .unwrap_or("unknown signal");
+                let mut line = format!(
+                    "{} killed by signal {sig} ({name})",
+                    args.command[0].to_string_lossy()
+                );
+                report.reason = Reason::Signaled;
+                if sig == libc::SIGSYS {
+                    line.push_str(": a call the sandbox's policy forbids");
+                    report.reason = Reason::Policy;
+                }
+                eprintln!("supervisor: {line}");
+                report.signal = Some(sig);
+                report.message = Some(line);
+                128 + sig
+            }
+        }
+    }
+
+    /// A limit that ended the run before the watchdog saw it: the OOM
+    /// killer took the main process, or (rlimit fallback) the kernel
+    /// stopped it for CPU time.
+    fn inferred_kill(&self, limits: &Limits) -> Option<Kill> {
+        let Outcome::Signaled(sig) = self.outcome else {
+            return None;
+        };
+        if limits.memory.is_some() && self.oom_kills > 0 {
+            return Some(Kill::Memory);
+        }
+        (limits.cpu_time.is_some() && sig == libc::SIGXCPU).then_some(Kill::CpuTime)
+    }
 }
 
 fn launch_config(args: &RunArgs) -> Result<LaunchConfig, LaunchError> {
@@ -195,6 +376,13 @@ fn forward_signals(set: SigSet, init: Pid, resizer: Option<tty::Resizer>) {
                 Err(_) => return,
             }
         });
+}
+
+fn setup_error(message: String) -> LaunchError {
+    LaunchError {
+        exit_code: 125,
+        message,
+    }
 }
 
 fn supervisor_error(e: impl std::fmt::Display) -> LaunchError {

@@ -23,6 +23,7 @@ use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 use nix::sys::termios::{cfmakeraw, tcgetattr, tcsetattr, SetArg, Termios};
 use nix::unistd::{getpgrp, isatty, pipe2, read, tcgetpgrp, write};
 
+use crate::output::Meter;
 use crate::sys::term::{set_window_size, window_size};
 
 /// How long the guest's last output may take to reach the host terminal
@@ -76,7 +77,13 @@ impl Relay {
     /// the copying threads, and puts the host terminal in raw mode (so
     /// that the guest's line discipline, not the host's, interprets
     /// Ctrl-C, line editing and echo). `stdio` is [`host_terminal`]'s answer.
-    pub fn start(master: OwnedFd, stdio: [bool; 3]) -> Result<Relay, String> {
+    /// With a `meter` (`--output-limit`), the guest's output is counted
+    /// and cut there.
+    pub fn start(
+        master: OwnedFd,
+        stdio: [bool; 3],
+        meter: Option<Arc<Meter>>,
+    ) -> Result<Relay, String> {
         let err = |what: &str, e: Errno| format!("{what}: {}", e.desc());
         let host = tcgetattr(io::stdin()).map_err(|e| err("reading the terminal's modes", e))?;
         // On a master, the termios and window-size ioctls act on the slave.
@@ -90,7 +97,7 @@ impl Relay {
         thread::Builder::new()
             .name("tty-out".into())
             .spawn(move || {
-                copy_out(&out, stdio);
+                copy_out(&out, stdio, meter.as_deref());
                 let _ = done_tx.send(());
             })
             .map_err(|e| format!("starting the terminal relay: {e}"))?;
@@ -192,7 +199,7 @@ fn copy_in(master: &OwnedFd, stop: &OwnedFd) {
 
 /// Master → the host terminal (stdout if it is one, else stderr, else
 /// stdin's), until no slave is open any more (EIO).
-fn copy_out(master: &OwnedFd, stdio: [bool; 3]) {
+fn copy_out(master: &OwnedFd, stdio: [bool; 3], meter: Option<&Meter>) {
     let (stdin, stdout, stderr) = (io::stdin(), io::stdout(), io::stderr());
     let host = match stdio {
         [_, true, _] => stdout.as_fd(),
@@ -205,7 +212,10 @@ fn copy_out(master: &OwnedFd, stdio: [bool; 3]) {
         match read(master.as_raw_fd(), &mut buf) {
             Ok(0) => return,
             // Keep reading when the host terminal is gone: the guest must not block.
-            Ok(n) => host_ok = host_ok && write_all(host, &buf[..n]).is_ok(),
+            Ok(n) => {
+                let pass = meter.map_or(n, |m| m.admit(n));
+                host_ok = host_ok && write_all(host, &buf[..pass]).is_ok();
+            }
             Err(Errno::EINTR | Errno::EAGAIN) => {}
             Err(_) => return,
         }

@@ -16,6 +16,7 @@
 //! Not here: what any single test expects.
 #![allow(dead_code)]
 
+pub mod cgroups;
 mod cprogs;
 pub mod probes;
 mod tree;
@@ -117,6 +118,8 @@ pub struct Run {
     /// leaves in them can be inspected afterwards, undisturbed by other
     /// programs using the host's /tmp.
     pub private_tmp: Option<PathBuf>,
+    /// A command the supervisor is started through (`sh -c 'join a cgroup; exec "$@"'`).
+    pub wrap: Vec<OsString>,
 }
 
 impl Run {
@@ -132,6 +135,7 @@ impl Run {
             bin: bin(),
             pass_fd: None,
             private_tmp: None,
+            wrap: Vec::new(),
         }
     }
     /// `sh -c SCRIPT sh ARGS...`
@@ -185,7 +189,14 @@ impl Run {
     }
     /// Run `supervisor run SUP... -- argv`.
     pub fn supervised(&self) -> Out {
-        let mut c = Command::new(&self.bin);
+        let mut c = match self.wrap.split_first() {
+            Some((first, rest)) => {
+                let mut c = Command::new(first);
+                c.args(rest).arg(&self.bin);
+                c
+            }
+            None => Command::new(&self.bin),
+        };
         c.arg("run").args(&self.sup).arg("--").args(&self.argv);
         self.spawn(c)
     }

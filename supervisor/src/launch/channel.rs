@@ -6,8 +6,8 @@
 //! master of the sandbox's pseudo-terminal attached, just before `Ready`,
 //! when the guest's stdio is to be a terminal; `Ready` with the
 //! seccomp listener attached (SCM_RIGHTS) once the view is entered and
-//! the filter installed; `Status(raw wait status)` when the guest's main
-//! process has ended. The end of the stream means the other side died.
+//! the filter installed; `Status(raw wait status, tasks started)` when
+//! the guest's main process has ended. The end of the stream means the other side died.
 //! sendmsg/recvmsg pass the guest's filter, so init can still talk here
 //! after installing it.
 
@@ -30,7 +30,10 @@ pub enum Msg {
     /// The master of the guest's pseudo-terminal.
     Pty(OwnedFd),
     Failed(String),
-    Status(i32),
+    /// The main process's raw wait status, and how many processes and
+    /// threads the sandbox started (its pid namespace's last pid, less
+    /// init's), when init could read it.
+    Status(i32, Option<u32>),
 }
 
 /// One end of the channel.
@@ -59,9 +62,10 @@ impl Channel {
                 buf.extend_from_slice(text.as_bytes());
                 send_with_fd(sock, &buf, None)
             }
-            Msg::Status(status) => {
+            Msg::Status(status, tasks) => {
                 let mut buf = vec![STATUS];
                 buf.extend_from_slice(&status.to_le_bytes());
+                buf.extend_from_slice(&tasks.unwrap_or(u32::MAX).to_le_bytes());
                 send_with_fd(sock, &buf, None)
             }
         }
@@ -79,9 +83,11 @@ impl Channel {
             (READY, _, Some(fd)) => Some(Msg::Ready(fd)),
             (PTY, _, Some(fd)) => Some(Msg::Pty(fd)),
             (FAILED, _, _) => Some(Msg::Failed(String::from_utf8_lossy(body).into_owned())),
-            (STATUS, 5, _) => Some(Msg::Status(i32::from_le_bytes([
-                body[0], body[1], body[2], body[3],
-            ]))),
+            (STATUS, 9, _) => {
+                let status = i32::from_le_bytes([body[0], body[1], body[2], body[3]]);
+                let tasks = u32::from_le_bytes([body[4], body[5], body[6], body[7]]);
+                Some(Msg::Status(status, (tasks != u32::MAX).then_some(tasks)))
+            }
             _ => None,
         })
     }
@@ -102,8 +108,10 @@ mod tests {
         assert!(matches!(b.recv().unwrap(), Some(Msg::Go)));
         b.send(&Msg::Failed("--ro x: bad".into())).unwrap();
         assert!(matches!(a.recv().unwrap(), Some(Msg::Failed(m)) if m == "--ro x: bad"));
-        b.send(&Msg::Status(3 << 8)).unwrap();
-        assert!(matches!(a.recv().unwrap(), Some(Msg::Status(s)) if s == 3 << 8));
+        b.send(&Msg::Status(3 << 8, Some(7))).unwrap();
+        assert!(matches!(a.recv().unwrap(), Some(Msg::Status(s, Some(7))) if s == 3 << 8));
+        b.send(&Msg::Status(9, None)).unwrap();
+        assert!(matches!(a.recv().unwrap(), Some(Msg::Status(9, None))));
         let (r, _w) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).unwrap();
         b.send(&Msg::Ready(r)).unwrap();
         assert!(matches!(a.recv().unwrap(), Some(Msg::Ready(_))));

@@ -16,6 +16,7 @@
 //! passes (sendmsg, close, clone without namespace flags, signal calls,
 //! wait4, kill, write, exit): nothing serves notifications yet.
 
+use std::fs::File;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::Path;
 
@@ -76,7 +77,7 @@ pub(super) fn run(args: InitArgs<'_>) -> ! {
     scrub_cmdline_and_environ();
     // Whatever the supervisor ignores, init must see SIGCHLD.
     reset_signal_dispositions();
-    let (listener, pty) = match setup(&args) {
+    let (listener, pty, last_pid) = match setup(&args) {
         Ok(done) => done,
         Err(msg) => fail(&args.channel, msg),
     };
@@ -125,7 +126,7 @@ pub(super) fn run(args: InitArgs<'_>) -> ! {
     drop(exec_report);
     // Only the guest holds the slave: when it is gone, the master reads EIO.
     drop(slave);
-    supervise(main, &channel, &signals)
+    supervise(main, &channel, &signals, last_pid.as_ref())
 }
 
 fn fail(channel: &Channel, msg: String) -> ! {
@@ -136,9 +137,11 @@ fn fail(channel: &Channel, msg: String) -> ! {
 /// The guest's pseudo-terminal: (master, slave).
 type Pty = (OwnedFd, OwnedFd);
 
-/// Everything up to and including the filter; returns the listener and
-/// the pty if one was asked for.
-fn setup(args: &InitArgs<'_>) -> Result<(OwnedFd, Option<Pty>), String> {
+/// Everything up to and including the filter; returns the listener, the
+/// pty if one was asked for, and the pid namespace's ns_last_pid (read
+/// when the guest ends: how many pids the sandbox used; close-on-exec,
+/// so the guest never holds it).
+fn setup(args: &InitArgs<'_>) -> Result<(OwnedFd, Option<Pty>, Option<File>), String> {
     sethostname(args.hostname)
         .map_err(|e| format!("--hostname {}: {}", args.hostname, e.desc()))?;
     // Loopback only matters to programs that use it; no reason to fail.
@@ -152,24 +155,26 @@ fn setup(args: &InitArgs<'_>) -> Result<(OwnedFd, Option<Pty>), String> {
         }
         None => None,
     };
+    let last_pid = File::open("/proc/sys/kernel/ns_last_pid").ok();
     let mut keep = vec![
         args.channel.fd().as_raw_fd(),
         args.start.as_raw_fd(),
         args.exec_report.as_raw_fd(),
     ];
+    keep.extend(last_pid.as_ref().map(|f| f.as_raw_fd()));
     if let Some((master, slave)) = &pty {
         keep.extend([master.as_raw_fd(), slave.as_raw_fd()]);
     }
     close_all_except(&keep).map_err(|e| format!("closing descriptors: {}", e.desc()))?;
     privs::drop_privileges()?;
-    Ok((privs::install_filter(args.filter)?, pty))
+    Ok((privs::install_filter(args.filter)?, pty, last_pid))
 }
 
 /// The pid-1 loop: forwards signals that a process sent (si_code <= 0;
 /// a terminal's Ctrl-C reaches the guest directly, through the process
 /// group, and is not doubled), reaps every child, and ends when the main
 /// process does.
-fn supervise(main: Pid, channel: &Channel, signals: &SigSet) -> ! {
+fn supervise(main: Pid, channel: &Channel, signals: &SigSet, last_pid: Option<&File>) -> ! {
     loop {
         let info = match sigwaitinfo(signals) {
             Ok(info) => info,
@@ -178,7 +183,8 @@ fn supervise(main: Pid, channel: &Channel, signals: &SigSet) -> ! {
         };
         if info.signo == Signal::SIGCHLD as i32 {
             if let Some(status) = reap(main) {
-                let _ = channel.send(&Msg::Status(status));
+                let tasks = last_pid.and_then(tasks_started);
+                let _ = channel.send(&Msg::Status(status, tasks));
                 _exit(0);
             }
         } else if info.code <= 0 {
@@ -187,6 +193,16 @@ fn supervise(main: Pid, channel: &Channel, signals: &SigSet) -> ! {
             }
         }
     }
+}
+
+/// Processes and threads started in the sandbox besides init: pids are
+/// handed out in order in a fresh namespace (pread passes the filter).
+fn tasks_started(last_pid: &File) -> Option<u32> {
+    use std::os::unix::fs::FileExt;
+    let mut buf = [0u8; 16];
+    let n = last_pid.read_at(&mut buf, 0).ok()?;
+    let last: u32 = std::str::from_utf8(&buf[..n]).ok()?.trim().parse().ok()?;
+    Some(last.saturating_sub(1))
 }
 
 /// Reaps every child that has ended; the raw wait status of `main` if it

@@ -175,6 +175,16 @@ const NAMESPACES: CloneFlags = CloneFlags::CLONE_NEWUSER
 /// Creates the sandbox and returns once the guest is ready to exec.
 /// Call it while the process has a single thread: it forks.
 pub fn launch(cfg: &LaunchConfig) -> Result<Sandbox, LaunchError> {
+    launch_with(cfg, |_| Ok(()))
+}
+
+/// [`launch`], calling `attach` with init's pid while init still waits
+/// for its go, before it has forked anything: the moment to put it in a
+/// cgroup and set its rlimits, which everything in the sandbox inherits.
+pub fn launch_with(
+    cfg: &LaunchConfig,
+    attach: impl FnOnce(Pid) -> Result<(), String>,
+) -> Result<Sandbox, LaunchError> {
     let exec = ExecPlan::new(&cfg.command, &cfg.env)?;
     let host_cwd = std::env::current_dir().ok();
     let workdir = match (&cfg.workdir, &host_cwd) {
@@ -247,6 +257,7 @@ pub fn launch(cfg: &LaunchConfig) -> Result<Sandbox, LaunchError> {
                 reaped: false,
             };
             // On any error below, dropping `sandbox` kills and reaps init.
+            attach(pid).map_err(LaunchError::setup)?;
             sandbox.finish_launch(uid, gid)?;
             Ok(sandbox)
         }
@@ -316,16 +327,26 @@ impl Sandbox {
     /// Blocks until the guest's main process ends; init then exits and
     /// the kernel kills the rest. A failed exec of the command comes back
     /// as `Err` (126 or 127).
-    pub fn wait(mut self) -> Result<Outcome, LaunchError> {
+    pub fn wait(self) -> Result<Outcome, LaunchError> {
+        self.wait_with_stats().map(|(outcome, _)| outcome)
+    }
+
+    /// [`Sandbox::wait`], with how many processes and threads the sandbox
+    /// started when init lived to say it.
+    pub fn wait_with_stats(mut self) -> Result<(Outcome, Option<u32>), LaunchError> {
         if !self.started.load(Ordering::SeqCst) {
             self.kill();
             self.reap();
             return Err(LaunchError::setup("the sandbox was never started"));
         }
         let exec_error = exec::read_exec_error(&self.exec_report);
+        let mut tasks = None;
         let status = loop {
             match self.channel.recv() {
-                Ok(Some(Msg::Status(s))) => break Ok(Some(s)),
+                Ok(Some(Msg::Status(s, t))) => {
+                    tasks = t;
+                    break Ok(Some(s));
+                }
                 Ok(Some(Msg::Failed(msg))) => break Err(msg),
                 Ok(Some(_)) => continue,
                 Ok(None) | Err(_) => break Ok(None),
@@ -335,16 +356,17 @@ impl Sandbox {
         if let Some(e) = exec_error {
             return Err(exec::exec_error(&self.command, self.command_has_slash, e));
         }
-        match status {
-            Err(msg) => Err(LaunchError::setup(msg)),
-            Ok(Some(s)) if libc::WIFEXITED(s) => Ok(Outcome::Exited(libc::WEXITSTATUS(s))),
-            Ok(Some(s)) => Ok(Outcome::Signaled(libc::WTERMSIG(s))),
+        let outcome = match status {
+            Err(msg) => return Err(LaunchError::setup(msg)),
+            Ok(Some(s)) if libc::WIFEXITED(s) => Outcome::Exited(libc::WEXITSTATUS(s)),
+            Ok(Some(s)) => Outcome::Signaled(libc::WTERMSIG(s)),
             // Init died without a word: it was killed, and so was the guest.
-            Ok(None) => Ok(Outcome::Signaled(match init_status {
+            Ok(None) => Outcome::Signaled(match init_status {
                 Some(WaitStatus::Signaled(_, sig, _)) => sig as i32,
                 _ => Signal::SIGKILL as i32,
-            })),
-        }
+            }),
+        };
+        Ok((outcome, tasks))
     }
 
     /// SIGKILL to init: everything in the sandbox dies.

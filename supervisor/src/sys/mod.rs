@@ -2,7 +2,7 @@
 //! as `unsafe fn`): raw `clone` into new namespaces, `sigwaitinfo`,
 //! `close_range`, `openat2` returning an owned fd, descriptor passing,
 //! capabilities and securebits, `seccomp(SET_MODE_FILTER)`, bringing a
-//! network link up, terminal ioctls.
+//! network link up, terminal ioctls, pidfds, prlimit.
 //!
 //! Owns: every `unsafe` block the launch code needs, each with a
 //! `// SAFETY:` comment. Does not own: policy; callers decide what to call
@@ -11,6 +11,7 @@
 pub mod caps;
 pub mod fd;
 pub mod net;
+pub mod pidfd;
 pub mod process;
 pub mod seccomp;
 pub mod term;

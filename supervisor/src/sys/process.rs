@@ -139,3 +139,63 @@ fn string_areas() -> Option<[usize; 4]> {
     let field = |n: usize| fields.get(n - 3)?.parse::<usize>().ok();
     Some([field(48)?, field(49)?, field(50)?, field(51)?])
 }
+
+/// A resource limit the supervisor sets on the sandbox's init.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Rlimit {
+    /// Open descriptors per process (`--nofile`).
+    NoFile,
+    /// Data segment and private mappings per process (`--memory` without a cgroup).
+    Data,
+    /// Processes of the user (`--pids` without a cgroup).
+    NProc,
+    /// CPU seconds per process (`--cpu-time` without a cgroup).
+    Cpu,
+}
+
+impl Rlimit {
+    fn resource(self) -> libc::__rlimit_resource_t {
+        match self {
+            Rlimit::NoFile => libc::RLIMIT_NOFILE,
+            Rlimit::Data => libc::RLIMIT_DATA,
+            Rlimit::NProc => libc::RLIMIT_NPROC,
+            Rlimit::Cpu => libc::RLIMIT_CPU,
+        }
+    }
+
+    /// The flag it comes from, for error messages.
+    pub fn flag_name(self) -> &'static str {
+        match self {
+            Rlimit::NoFile => "--nofile",
+            Rlimit::Data => "--memory (as RLIMIT_DATA)",
+            Rlimit::NProc => "--pids (as RLIMIT_NPROC)",
+            Rlimit::Cpu => "--cpu-time (as RLIMIT_CPU)",
+        }
+    }
+}
+
+/// Sets `resource` of process `pid` to `value` (soft and hard; for
+/// [`Rlimit::Cpu`] the hard limit is one second later, so SIGXCPU comes
+/// before SIGKILL). Raising a hard limit needs CAP_SYS_RESOURCE.
+pub fn prlimit(pid: Pid, resource: Rlimit, value: u64) -> nix::Result<()> {
+    let hard = if resource == Rlimit::Cpu {
+        value.saturating_add(1)
+    } else {
+        value
+    };
+    let new = libc::rlimit64 {
+        rlim_cur: value,
+        rlim_max: hard,
+    };
+    // SAFETY: `new` is a valid rlimit64 that lives across the call; the
+    // old-value pointer is null, so the kernel writes nothing back.
+    let ret = unsafe {
+        libc::prlimit64(
+            pid.as_raw(),
+            resource.resource(),
+            &new,
+            std::ptr::null_mut(),
+        )
+    };
+    Errno::result(ret).map(drop)
+}

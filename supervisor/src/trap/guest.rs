@@ -14,7 +14,8 @@ use nix::errno::Errno;
 use sandbox_syscalls::guest::PATH_MAX;
 use sandbox_syscalls::Guest;
 
-use super::{ioctl, memory, pidfd};
+use super::{ioctl, memory};
+use crate::sys::pidfd;
 
 /// One trapped call of one guest thread.
 pub struct NotifGuest<'a> {

@@ -15,7 +15,6 @@
 mod guest;
 mod ioctl;
 mod memory;
-mod pidfd;
 
 use std::os::fd::{AsFd, OwnedFd};
 use std::sync::atomic::{AtomicU64, Ordering};

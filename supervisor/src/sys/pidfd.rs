@@ -1,6 +1,7 @@
-//! `pidfd_open` and `pidfd_getfd`, which libc and nix do not wrap.
+//! `pidfd_open`, `pidfd_getfd` and `pidfd_send_signal`, which libc and
+//! nix do not wrap.
 //!
-//! Owns only these two raw syscalls. Each `unsafe` block is a syscall
+//! Owns only these raw syscalls. Each `unsafe` block is a syscall
 //! with integer arguments whose returned descriptor we take ownership of.
 
 use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
@@ -37,4 +38,21 @@ pub fn getfd(pidfd: BorrowedFd<'_>, fd: i32) -> Result<OwnedFd, Errno> {
     let new = Errno::result(r)? as i32;
     // SAFETY: `new` is a fresh descriptor returned by the kernel just now.
     Ok(unsafe { OwnedFd::from_raw_fd(new) })
+}
+
+/// Sends `sig` to the process behind `pidfd`: unlike `kill`, it can never
+/// reach another process that reused the pid.
+pub fn send_signal(pidfd: BorrowedFd<'_>, sig: nix::sys::signal::Signal) -> Result<(), Errno> {
+    // SAFETY: integer arguments on a live pidfd; the siginfo pointer is
+    // null, so the kernel reads no memory of ours.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_pidfd_send_signal,
+            pidfd.as_raw_fd() as libc::c_long,
+            sig as libc::c_long,
+            std::ptr::null::<libc::siginfo_t>(),
+            0,
+        )
+    };
+    Errno::result(r).map(drop)
 }

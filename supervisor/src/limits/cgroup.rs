@@ -1,0 +1,533 @@
+//! The sandbox's cgroup: found, created, filled in, read and removed.
+//!
+//! Owns: finding where each controller the sandbox needs (memory, pids,
+//! cpu, and cpuacct on v1) lives for this process — cgroup v2 when the
+//! controller is bound there and delegated to our cgroup, a v1 hierarchy
+//! otherwise — creating one child cgroup per hierarchy *beneath the
+//! supervisor's own* (never elsewhere), writing the limits, moving the
+//! sandbox's init into it, reading the counters the report and the
+//! watchdog need, and removing it. Does not own: which limits to set
+//! (`limits::Limits`), when to kill (the watchdog), or cleaning up after a
+//! killed supervisor (the janitor, which uses [`remove_tree`]).
+
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::thread;
+use std::time::Duration;
+
+use nix::errno::Errno;
+use nix::unistd::{unlinkat, UnlinkatFlags};
+
+/// A controller the sandbox uses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Controller {
+    Memory,
+    Pids,
+    Cpu,
+    /// CPU usage accounting: `cpuacct` on v1; part of `cpu` on v2.
+    CpuAcct,
+}
+
+impl Controller {
+    fn v1_name(self) -> &'static str {
+        match self {
+            Controller::Memory => "memory",
+            Controller::Pids => "pids",
+            Controller::Cpu => "cpu",
+            Controller::CpuAcct => "cpuacct",
+        }
+    }
+    /// The v2 controller that provides it (usage is in every cgroup's
+    /// cpu.stat, so CpuAcct needs none).
+    fn v2_name(self) -> Option<&'static str> {
+        match self {
+            Controller::Memory => Some("memory"),
+            Controller::Pids => Some("pids"),
+            Controller::Cpu => Some("cpu"),
+            Controller::CpuAcct => None,
+        }
+    }
+}
+
+/// Where one controller's files are, for the supervisor's own cgroup.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Place {
+    V1(PathBuf),
+    V2(PathBuf),
+}
+
+/// The supervisor's own cgroups, as `/proc/self/cgroup` and
+/// `/proc/self/mountinfo` describe them.
+#[derive(Clone, Debug, Default)]
+pub struct Host {
+    /// v1 hierarchies: (controllers of the hierarchy, our directory in it).
+    v1: Vec<(Vec<String>, PathBuf)>,
+    /// Our directory in the v2 hierarchy, if it is mounted.
+    v2: Option<PathBuf>,
+}
+
+impl Host {
+    /// Reads this process's cgroups.
+    pub fn discover() -> Host {
+        let cgroup = fs::read_to_string("/proc/self/cgroup").unwrap_or_default();
+        let mountinfo = fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
+        Host::parse(&cgroup, &mountinfo)
+    }
+
+    /// [`Host::discover`] from the two files' text.
+    pub fn parse(cgroup: &str, mountinfo: &str) -> Host {
+        let mounts: Vec<Mount> = mountinfo.lines().filter_map(Mount::parse).collect();
+        let mut host = Host::default();
+        for line in cgroup.lines() {
+            let mut parts = line.splitn(3, ':');
+            let (Some(_), Some(ctrls), Some(path)) = (parts.next(), parts.next(), parts.next())
+            else {
+                continue;
+            };
+            if ctrls.is_empty() {
+                host.v2 = mounts
+                    .iter()
+                    .find(|m| m.fstype == "cgroup2")
+                    .and_then(|m| m.dir_for(path));
+            } else {
+                let names: Vec<String> = ctrls.split(',').map(str::to_string).collect();
+                let mount = mounts
+                    .iter()
+                    .find(|m| m.fstype == "cgroup" && names.iter().all(|n| m.options.contains(n)));
+                if let Some(dir) = mount.and_then(|m| m.dir_for(path)) {
+                    host.v1.push((names, dir));
+                }
+            }
+        }
+        host
+    }
+
+    /// Where `c` lives: its v1 hierarchy if one is mounted (a controller
+    /// bound to v1 is absent from v2), else v2 if the controller is
+    /// enabled for our cgroup's children (or can be).
+    pub fn place(&self, c: Controller) -> Option<Place> {
+        if let Some(dir) = self.v1_dir(c) {
+            return Some(Place::V1(dir.to_path_buf()));
+        }
+        let dir = self.v2.as_ref()?;
+        let available = match c.v2_name() {
+            None => true,
+            Some(name) => v2_delegates(dir, name),
+        };
+        available.then(|| Place::V2(dir.clone()))
+    }
+
+    fn v1_dir(&self, c: Controller) -> Option<&Path> {
+        self.v1
+            .iter()
+            .find(|(names, _)| names.iter().any(|n| n == c.v1_name()))
+            .map(|(_, d)| d.as_path())
+    }
+}
+
+/// Whether children of our v2 cgroup `dir` get controller `name`:
+/// already enabled in its subtree_control, or enabled now. (Enabling
+/// fails while our cgroup holds processes, v2's "no internal processes"
+/// rule; a delegating manager usually enables them for us.)
+fn v2_delegates(dir: &Path, name: &str) -> bool {
+    let enabled = |f: &str| {
+        fs::read_to_string(dir.join(f))
+            .map(|s| s.split_whitespace().any(|c| c == name))
+            .unwrap_or(false)
+    };
+    if enabled("cgroup.subtree_control") {
+        return true;
+    }
+    enabled("cgroup.controllers")
+        && fs::write(dir.join("cgroup.subtree_control"), format!("+{name}")).is_ok()
+}
+
+/// One line of /proc/self/mountinfo, the fields we need.
+struct Mount {
+    root: String,
+    point: PathBuf,
+    fstype: String,
+    options: Vec<String>,
+}
+
+impl Mount {
+    fn parse(line: &str) -> Option<Mount> {
+        let (left, right) = line.split_once(" - ")?;
+        let fields: Vec<&str> = left.split(' ').collect();
+        let mut right = right.split(' ');
+        let fstype = right.next()?.to_string();
+        let _source = right.next()?;
+        let options = right.next()?.split(',').map(str::to_string).collect();
+        Some(Mount {
+            root: unescape(fields.get(3)?),
+            point: PathBuf::from(unescape(fields.get(4)?)),
+            fstype,
+            options,
+        })
+    }
+
+    /// Our directory for cgroup `path`, when this mount shows it.
+    fn dir_for(&self, path: &str) -> Option<PathBuf> {
+        let rel = if self.root == "/" {
+            path
+        } else {
+            path.strip_prefix(self.root.as_str())?
+        };
+        let rel = rel.trim_start_matches('/');
+        if rel.split('/').any(|c| c == "..") {
+            return None;
+        }
+        Some(self.point.join(rel))
+    }
+}
+
+/// mountinfo's octal escapes (`\040` for a space).
+fn unescape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut rest = s;
+    while let Some(i) = rest.find('\\') {
+        out.push_str(&rest[..i]);
+        let code = rest.get(i + 1..i + 4);
+        match code.and_then(|c| u8::from_str_radix(c, 8).ok()) {
+            Some(b) => {
+                out.push(b as char);
+                rest = &rest[i + 4..];
+            }
+            None => {
+                out.push('\\');
+                rest = &rest[i + 1..];
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// The sandbox's cgroup: one directory per hierarchy used.
+#[derive(Debug)]
+pub struct SandboxCgroup {
+    places: Vec<(Controller, Place)>,
+    /// Every directory created, for the janitor and removal.
+    dirs: Vec<PathBuf>,
+}
+
+impl SandboxCgroup {
+    /// Creates `name` beneath our cgroup in each hierarchy that holds one
+    /// of `wanted`. Controllers that cannot be placed are left out; the
+    /// caller asks [`SandboxCgroup::has`].
+    pub fn create(host: &Host, wanted: &[Controller], name: &str) -> SandboxCgroup {
+        let mut cg = SandboxCgroup {
+            places: Vec::new(),
+            dirs: Vec::new(),
+        };
+        for &c in wanted {
+            let Some(place) = host.place(c) else { continue };
+            let base = match &place {
+                Place::V1(d) | Place::V2(d) => d,
+            };
+            let dir = base.join(name);
+            let created = cg.dirs.contains(&dir) || fs::create_dir(&dir).is_ok();
+            if !created {
+                continue;
+            }
+            if !cg.dirs.contains(&dir) {
+                cg.dirs.push(dir.clone());
+            }
+            let place = match place {
+                Place::V1(_) => Place::V1(dir),
+                Place::V2(_) => Place::V2(dir),
+            };
+            cg.places.push((c, place));
+        }
+        cg
+    }
+
+    /// Whether controller `c` is in place.
+    pub fn has(&self, c: Controller) -> bool {
+        self.places.iter().any(|(k, _)| *k == c)
+    }
+
+    /// Whether the cgroup is cgroup v2 for `c`.
+    pub fn is_v2(&self, c: Controller) -> bool {
+        matches!(self.place(c), Some(Place::V2(_)))
+    }
+
+    /// The directories created (deepest last), for the janitor.
+    pub fn dirs(&self) -> &[PathBuf] {
+        &self.dirs
+    }
+
+    fn place(&self, c: Controller) -> Option<&Place> {
+        self.places.iter().find(|(k, _)| *k == c).map(|(_, p)| p)
+    }
+
+    fn dir(&self, c: Controller) -> Option<&Path> {
+        self.place(c).map(|p| match p {
+            Place::V1(d) | Place::V2(d) => d.as_path(),
+        })
+    }
+
+    /// Writes `value` to controller `c`'s `file`.
+    fn write(&self, c: Controller, file: &str, value: &str) -> io::Result<()> {
+        let dir = self.dir(c).ok_or(io::ErrorKind::NotFound)?;
+        fs::write(dir.join(file), value)
+            .map_err(|e| io::Error::new(e.kind(), format!("{}/{file}: {e}", dir.display())))
+    }
+
+    /// Caps memory at `bytes`, swap included; on v2, an OOM kill takes
+    /// the whole group.
+    pub fn set_memory(&self, bytes: u64) -> io::Result<()> {
+        let c = Controller::Memory;
+        if self.is_v2(c) {
+            self.write(c, "memory.max", &bytes.to_string())?;
+            let _ = self.write(c, "memory.swap.max", "0");
+            let _ = self.write(c, "memory.oom.group", "1");
+        } else {
+            self.write(c, "memory.limit_in_bytes", &bytes.to_string())?;
+            // Absent without swap accounting; then there is nothing to cap.
+            let _ = self.write(c, "memory.memsw.limit_in_bytes", &bytes.to_string());
+        }
+        Ok(())
+    }
+
+    pub fn set_pids(&self, max: u64) -> io::Result<()> {
+        self.write(Controller::Pids, "pids.max", &max.to_string())
+    }
+
+    /// A CPU bandwidth quota of `cpus` CPUs per 100 ms period.
+    pub fn set_cpus(&self, cpus: f64) -> io::Result<()> {
+        const PERIOD_US: u64 = 100_000;
+        let quota = ((cpus * PERIOD_US as f64).round() as u64).max(1000);
+        let c = Controller::Cpu;
+        if self.is_v2(c) {
+            self.write(c, "cpu.max", &format!("{quota} {PERIOD_US}"))
+        } else {
+            self.write(c, "cpu.cfs_period_us", &PERIOD_US.to_string())?;
+            self.write(c, "cpu.cfs_quota_us", &quota.to_string())
+        }
+    }
+
+    /// Moves process `pid` (the sandbox's init, before it forks
+    /// anything) into every directory.
+    pub fn join(&self, pid: i32) -> io::Result<()> {
+        for dir in &self.dirs {
+            fs::write(dir.join("cgroup.procs"), pid.to_string())
+                .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", dir.display())))?;
+        }
+        Ok(())
+    }
+
+    /// Opens the counters the watchdog and the report read.
+    pub fn counters(&self) -> Counters {
+        let open = |c: Controller, v1: &str, v2: &str| {
+            let file = if self.is_v2(c) { v2 } else { v1 };
+            self.dir(c).and_then(|d| fs::File::open(d.join(file)).ok())
+        };
+        Counters {
+            memory_events: open(Controller::Memory, "memory.oom_control", "memory.events"),
+            memory_usage: open(
+                Controller::Memory,
+                "memory.usage_in_bytes",
+                "memory.current",
+            ),
+            memory_peak: open(
+                Controller::Memory,
+                "memory.max_usage_in_bytes",
+                "memory.peak",
+            ),
+            pids_events: open(Controller::Pids, "pids.events", "pids.events"),
+            cpu_usage: open(Controller::CpuAcct, "cpuacct.usage", "cpu.stat"),
+            cpu_split: open(Controller::CpuAcct, "cpuacct.stat", "cpu.stat"),
+            cpu_usage_v2: self.is_v2(Controller::CpuAcct),
+        }
+    }
+
+    /// Kills what is left and removes every directory.
+    pub fn remove(self) {
+        remove_tree(&self.dirs);
+    }
+}
+
+/// Kills every process in `dirs` and removes them, retrying while the
+/// kernel finishes the kills (a directory with members cannot go).
+pub fn remove_tree(dirs: &[PathBuf]) {
+    for dir in dirs.iter().rev() {
+        for _ in 0..200 {
+            // unlinkat, not rmdir: the supervisor's own filter allows it.
+            match unlinkat(None, dir, UnlinkatFlags::RemoveDir) {
+                Ok(()) | Err(Errno::ENOENT) => break,
+                Err(_) => {
+                    kill_members(dir);
+                    thread::sleep(Duration::from_millis(5));
+                }
+            }
+        }
+    }
+}
+
+fn kill_members(dir: &Path) {
+    let procs = fs::read_to_string(dir.join("cgroup.procs")).unwrap_or_default();
+    for pid in procs.lines().filter_map(|l| l.trim().parse::<i32>().ok()) {
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(pid),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+    }
+}
+
+/// Open counter files of the sandbox's cgroup; each read is one pread.
+#[derive(Debug, Default)]
+pub struct Counters {
+    memory_events: Option<fs::File>,
+    memory_usage: Option<fs::File>,
+    memory_peak: Option<fs::File>,
+    pids_events: Option<fs::File>,
+    cpu_usage: Option<fs::File>,
+    /// User and system time: cpuacct.stat (v1), cpu.stat (v2).
+    cpu_split: Option<fs::File>,
+    cpu_usage_v2: bool,
+}
+
+impl Counters {
+    /// Processes the kernel's OOM killer killed in the sandbox.
+    pub fn oom_kills(&self) -> u64 {
+        keyed(&self.memory_events, "oom_kill").unwrap_or(0)
+    }
+    /// Forks refused by the pids limit.
+    pub fn pids_refused(&self) -> u64 {
+        keyed(&self.pids_events, "max").unwrap_or(0)
+    }
+    pub fn memory_usage(&self) -> Option<u64> {
+        first_number(&self.memory_usage)
+    }
+    pub fn memory_peak(&self) -> Option<u64> {
+        first_number(&self.memory_peak)
+    }
+    /// CPU time used by every process of the sandbox, in seconds.
+    pub fn cpu_seconds(&self) -> Option<f64> {
+        if self.cpu_usage_v2 {
+            keyed(&self.cpu_usage, "usage_usec").map(|us| us as f64 / 1e6)
+        } else {
+            first_number(&self.cpu_usage).map(|ns| ns as f64 / 1e9)
+        }
+    }
+    /// (user, system) CPU seconds of every process of the sandbox.
+    pub fn cpu_user_system(&self) -> Option<(f64, f64)> {
+        if self.cpu_usage_v2 {
+            let user = keyed(&self.cpu_split, "user_usec")?;
+            let system = keyed(&self.cpu_split, "system_usec")?;
+            return Some((user as f64 / 1e6, system as f64 / 1e6));
+        }
+        // cpuacct.stat counts in USER_HZ, which is 100 on Linux.
+        let user = keyed(&self.cpu_split, "user")?;
+        let system = keyed(&self.cpu_split, "system")?;
+        Some((user as f64 / 100.0, system as f64 / 100.0))
+    }
+    pub fn has_memory(&self) -> bool {
+        self.memory_events.is_some()
+    }
+    pub fn has_pids(&self) -> bool {
+        self.pids_events.is_some()
+    }
+    pub fn has_cpu(&self) -> bool {
+        self.cpu_usage.is_some()
+    }
+}
+
+fn read_all(file: &Option<fs::File>) -> Option<String> {
+    use std::os::unix::fs::FileExt;
+    let file = file.as_ref()?;
+    let mut buf = [0u8; 1024];
+    let n = file.read_at(&mut buf, 0).ok()?;
+    Some(String::from_utf8_lossy(&buf[..n]).into_owned())
+}
+
+fn first_number(file: &Option<fs::File>) -> Option<u64> {
+    read_all(file)?.split_whitespace().next()?.parse().ok()
+}
+
+/// The value of `key` in a "key value" per line file.
+fn keyed(file: &Option<fs::File>, key: &str) -> Option<u64> {
+    read_all(file)?.lines().find_map(|l| {
+        let (k, v) = l.split_once(' ')?;
+        (k == key).then(|| v.trim().parse().ok()).flatten()
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MOUNTINFO: &str = "\
+31 23 0:28 / /sys/fs/cgroup rw,relatime - tmpfs tmpfs rw,mode=755
+32 31 0:29 / /sys/fs/cgroup/cpu rw,relatime - cgroup cgroup rw,cpu
+33 31 0:30 / /sys/fs/cgroup/cpuacct rw,relatime - cgroup cgroup rw,cpuacct
+35 31 0:32 / /sys/fs/cgroup/memory rw,relatime - cgroup cgroup rw,memory
+39 31 0:36 / /sys/fs/cgroup/pids rw,relatime - cgroup cgroup rw,pids
+41 31 0:38 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw
+50 31 0:40 /docker/abc /sys/fs/cgroup/blkio rw - cgroup cgroup rw,blkio
+";
+    const CGROUP: &str = "\
+8:pids:/
+4:memory:/process_api/2ed2
+2:cpuacct:/
+1:cpu:/
+7:blkio:/docker/abc/inner
+0::/
+";
+
+    #[test]
+    fn v1_hierarchies_are_found_beneath_our_own_cgroup() {
+        let host = Host::parse(CGROUP, MOUNTINFO);
+        assert_eq!(
+            host.place(Controller::Memory),
+            Some(Place::V1("/sys/fs/cgroup/memory/process_api/2ed2".into()))
+        );
+        assert_eq!(
+            host.place(Controller::Pids),
+            Some(Place::V1("/sys/fs/cgroup/pids".into()))
+        );
+        assert_eq!(
+            host.place(Controller::CpuAcct),
+            Some(Place::V1("/sys/fs/cgroup/cpuacct".into()))
+        );
+        // A mount whose root is a sub-cgroup: paths are relative to it.
+        assert_eq!(
+            host.v1
+                .iter()
+                .find(|(n, _)| n[0] == "blkio")
+                .map(|(_, d)| d),
+            Some(&PathBuf::from("/sys/fs/cgroup/blkio/inner"))
+        );
+    }
+
+    #[test]
+    fn a_cgroup_outside_the_mount_root_is_not_used() {
+        let host = Host::parse("7:blkio:/elsewhere\n", MOUNTINFO);
+        assert!(host.v1.is_empty());
+        let host = Host::parse("4:memory:/a/../..\n", MOUNTINFO);
+        assert!(host.v1.is_empty());
+    }
+
+    #[test]
+    fn a_pure_v2_host_places_accounting_in_v2() {
+        let mountinfo = "30 23 0:26 / /sys/fs/cgroup rw - cgroup2 cgroup2 rw\n";
+        let host = Host::parse("0::/user.slice/session-1.scope\n", mountinfo);
+        // CPU accounting needs no delegated controller: every v2 cgroup has cpu.stat.
+        assert_eq!(
+            host.place(Controller::CpuAcct),
+            Some(Place::V2(
+                "/sys/fs/cgroup/user.slice/session-1.scope".into()
+            ))
+        );
+        // The memory controller is not delegated to this (nonexistent) cgroup.
+        assert_eq!(host.place(Controller::Memory), None);
+    }
+
+    #[test]
+    fn mountinfo_escapes_are_undone() {
+        assert_eq!(unescape(r"/a\040b"), "/a b");
+        assert_eq!(unescape(r"/a\\"), r"/a\\");
+    }
+}

@@ -1,0 +1,70 @@
+//! The janitor: a small process, forked before the sandbox, that removes
+//! the sandbox's cgroup if the supervisor dies without doing it (SIGKILL,
+//! a crash). The kernel takes the sandbox's processes with the
+//! supervisor (init's PDEATHSIG), but nothing removes a cgroup directory.
+//!
+//! Owns: forking it (while the supervisor is single-threaded), its wait
+//! on a pipe whose only writer is the supervisor, and dismissing it at the
+//! end of a normal run. Does not own the removal itself
+//! (`cgroup::remove_tree`).
+//!
+//! It runs in a session of its own (terminal signals aimed at the
+//! supervisor's group do not reach it) with no descriptor but its pipe:
+//! holding our stdout would keep a reader of it waiting.
+
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::path::PathBuf;
+
+use nix::errno::Errno;
+use nix::fcntl::OFlag;
+use nix::sys::wait::waitpid;
+use nix::unistd::{pipe2, read, setsid, Pid};
+
+use super::cgroup::remove_tree;
+use crate::sys::fd::close_all_except;
+use crate::sys::process::{exit_now, fork_single_threaded, Forked};
+
+/// The running janitor.
+pub struct Janitor {
+    pid: Pid,
+    /// Its pipe: closing it (or our death) tells the janitor to act.
+    pipe: Option<OwnedFd>,
+}
+
+/// Forks the janitor for `dirs`. Call while single-threaded.
+pub fn spawn(dirs: Vec<PathBuf>) -> Result<Janitor, String> {
+    let (rx, tx) = pipe2(OFlag::O_CLOEXEC).map_err(|e| format!("janitor pipe: {}", e.desc()))?;
+    match fork_single_threaded().map_err(|e| format!("starting the janitor: {}", e.desc()))? {
+        Forked::Child => {
+            drop(tx);
+            watch(rx, &dirs)
+        }
+        Forked::Parent(pid) => Ok(Janitor {
+            pid,
+            pipe: Some(tx),
+        }),
+    }
+}
+
+/// The janitor's life: wait for the pipe's end, clean up, exit.
+fn watch(rx: OwnedFd, dirs: &[PathBuf]) -> ! {
+    let _ = setsid();
+    // Our stdio too: nothing of the supervisor's may stay open here.
+    let _ = nix::unistd::close(0);
+    let _ = nix::unistd::close(1);
+    let _ = nix::unistd::close(2);
+    let _ = close_all_except(&[rx.as_raw_fd()]);
+    let mut byte = [0u8; 1];
+    while let Err(Errno::EINTR) = read(rx.as_raw_fd(), &mut byte) {}
+    remove_tree(dirs);
+    exit_now(0)
+}
+
+impl Janitor {
+    /// Ends the janitor after a normal cleanup (it finds nothing left to
+    /// do) and reaps it.
+    pub fn dismiss(mut self) {
+        self.pipe = None;
+        while let Err(Errno::EINTR) = waitpid(self.pid, None) {}
+    }
+}
