@@ -26,6 +26,8 @@ Examples:
   supervisor run --memory 512m --cpus 1.5 --pids 64 --timeout 30 -- python3 grade.py
       Cap memory, CPU, processes and wall time; the whole sandbox is killed
       at a limit, with one line saying which.
+  supervisor run --trace -- python3 -c 'open(\"/etc/shadow\")'
+      Log every call the sandbox traps, strace-style (--trace=FILE: to a file).
   supervisor run --output-limit 1m --report run.json -- ./grader
       Keep at most 1 MiB of output; write a JSON report (reason the run
       ended, times, peak memory, serviced and denied calls; see REPORT.md).
@@ -116,6 +118,10 @@ pub struct RunArgs {
     /// Open descriptors per process (RLIMIT_NOFILE).
     #[arg(long, value_name = "N", value_parser = parse_count)]
     pub nofile: Option<u64>,
+
+    /// Log every trapped call (serviced or denied) with decoded arguments, result and time, one line each, to stderr or FILE.
+    #[arg(long, value_name = "FILE", num_args = 0..=1, require_equals = true, default_missing_value = "-")]
+    pub trace: Option<PathBuf>,
 
     /// Write a JSON report of the run to FILE (schema: REPORT.md).
     #[arg(long, value_name = "FILE")]

@@ -26,6 +26,7 @@ use crate::limits::{format_size, kill_message, watchdog, Enforcement, Kill, Limi
 use crate::output::{Capture, Meter};
 use crate::report::{CpuTime, LimitsReport, Reason, Report};
 use crate::trap;
+use crate::trap::trace::Tracer;
 use crate::tty;
 
 /// The exit code when a limit killed the sandbox, as `docker run` gives.
@@ -143,7 +144,14 @@ fn serve_and_wait(
     let root = sandbox.root.try_clone().map_err(supervisor_error)?;
     let layer = sandbox.root.try_clone().map_err(supervisor_error)?;
     let ctx = Context::new(root, getuid().as_raw(), getgid().as_raw());
-    let trap = match trap::serve(listener, ctx, workers) {
+    let tracer = match &args.trace {
+        Some(target) => Some(
+            Tracer::open(target)
+                .map_err(|e| setup_error(format!("--trace={}: {e}", target.display())))?,
+        ),
+        None => None,
+    };
+    let trap = match trap::serve(listener, ctx, workers, tracer) {
         Ok(t) => t,
         Err(e) => {
             sandbox.kill();

@@ -11,6 +11,7 @@
 pub mod guest;
 pub mod handlers;
 pub mod policy;
+pub mod trace;
 
 pub use guest::{Guest, Reply, SyscallArgs};
 pub use handlers::{dispatch, Context};

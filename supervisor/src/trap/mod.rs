@@ -15,11 +15,13 @@
 mod guest;
 mod ioctl;
 mod memory;
+pub mod trace;
 
 use std::os::fd::{AsFd, OwnedFd};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread;
+use std::time::Instant;
 
 use nix::errno::Errno;
 use parking_lot::{Condvar, Mutex};
@@ -27,6 +29,7 @@ use sandbox_syscalls::policy::{self, Trapped};
 use sandbox_syscalls::{dispatch, Context, Reply, SyscallArgs};
 
 pub use guest::NotifGuest;
+use trace::{Answered, Tracer};
 
 /// Syscall numbers counted individually; others fall in the last slot.
 const COUNTED: usize = 512;
@@ -87,6 +90,7 @@ struct Shared {
     listener: OwnedFd,
     ctx: Context,
     counters: Arc<Counters>,
+    tracer: Option<Tracer>,
     gate: Mutex<Gate>,
     wake: Condvar,
 }
@@ -102,8 +106,14 @@ struct Gate {
 }
 
 /// Starts the worker pool on `listener`: `workers` threads, of which one
-/// receives at a time and the rest wait to take over.
-pub fn serve(listener: OwnedFd, ctx: Context, workers: usize) -> std::io::Result<Trap> {
+/// receives at a time and the rest wait to take over. With a `tracer`,
+/// every trapped call is logged (`--trace`).
+pub fn serve(
+    listener: OwnedFd,
+    ctx: Context,
+    workers: usize,
+    tracer: Option<Tracer>,
+) -> std::io::Result<Trap> {
     // Best effort: kernels before 6.6 lack it and wake across CPUs.
     let _ = ioctl::set_sync_wake_up(listener.as_fd());
     let counters = Arc::new(Counters::new());
@@ -111,6 +121,7 @@ pub fn serve(listener: OwnedFd, ctx: Context, workers: usize) -> std::io::Result
         listener,
         ctx,
         counters: counters.clone(),
+        tracer,
         gate: Mutex::new(Gate {
             receiving: false,
             parked: 0,
@@ -191,6 +202,10 @@ fn worker(shared: &Arc<Shared>) {
                 std::process::abort();
             }
         };
+        let traced = shared
+            .tracer
+            .as_ref()
+            .map(|t| (t, Instant::now(), describe(shared, &n)));
         let reply = handle(
             &shared.listener,
             &shared.ctx,
@@ -198,8 +213,29 @@ fn worker(shared: &Arc<Shared>) {
             &n,
             &on_block,
         );
-        answer(&shared.listener, &n, reply);
+        let answered = answer(&shared.listener, &n, reply);
+        if let Some((tracer, start, (pid, call, denied))) = traced {
+            tracer.line(pid, &call, denied, answered, start.elapsed());
+        }
     }
+}
+
+/// For `--trace`: the caller's sandbox pid, the decoded call, and
+/// whether the policy denies it. Read before the call is answered, while
+/// the caller's memory still holds its arguments.
+fn describe(shared: &Shared, n: &ioctl::Notification) -> (Option<i32>, String, bool) {
+    use sandbox_syscalls::Guest;
+    let no_block = || {};
+    let guest = NotifGuest {
+        listener: shared.listener.as_fd(),
+        id: n.id,
+        tid: n.pid as i32,
+        on_block: &no_block,
+    };
+    let pid = guest.ns_ids().ok().map(|(_, tid)| tid);
+    let call = sandbox_syscalls::trace::describe(i64::from(n.nr), &n.args, &guest);
+    let denied = matches!(policy::trapped(i64::from(n.nr)), Trapped::Deny(_));
+    (pid, call, denied)
 }
 
 fn handle(
@@ -237,27 +273,36 @@ fn handle(
 
 /// Sends the reply. A failure means the call is gone (the thread was
 /// killed); a fd we opened for it is then simply closed.
-fn answer(listener: &OwnedFd, n: &ioctl::Notification, reply: Reply) {
+fn answer(listener: &OwnedFd, n: &ioctl::Notification, reply: Reply) -> Answered {
     let fd = listener.as_fd();
-    let _ = match reply {
-        Reply::Value(v) => ioctl::send(fd, n.id, v, 0, false),
-        Reply::Error(e) => ioctl::send(fd, n.id, 0, -(e as i32), false),
-        Reply::Continue => ioctl::send(fd, n.id, 0, 0, true),
+    let sent = |r: Result<(), Errno>, answered| r.map_or(Answered::Gone, |()| answered);
+    match reply {
+        Reply::Value(v) => sent(ioctl::send(fd, n.id, v, 0, false), Answered::Value(v)),
+        Reply::Error(e) => sent(
+            ioctl::send(fd, n.id, 0, -(e as i32), false),
+            Answered::Error(e),
+        ),
+        Reply::Continue => sent(ioctl::send(fd, n.id, 0, 0, true), Answered::Continue),
         Reply::InstallFd { fd: file, cloexec } => {
             match ioctl::add_fd_and_answer(fd, n.id, file.as_fd(), cloexec) {
-                Ok(_) => Ok(()),
+                Ok(guest_fd) => Answered::Fd(guest_fd),
                 // ADDFD cannot install O_PATH files (the kernel's fget refuses
                 // them). Only openat2 gets here with one (open and openat with
                 // O_PATH pass the filter): such a descriptor reads nothing, and
                 // the kernel opens it in the guest's own view, which holds only
                 // what the guest may see — the handler's lookup just vetted it.
-                Err(Errno::EBADF) if is_o_path(&file) => ioctl::send(fd, n.id, 0, 0, true),
+                Err(Errno::EBADF) if is_o_path(&file) => {
+                    sent(ioctl::send(fd, n.id, 0, 0, true), Answered::Continue)
+                }
+                Err(Errno::ENOENT) => Answered::Gone,
                 // EMFILE and friends: the guest's table is full.
-                Err(Errno::ENOENT) => Err(Errno::ENOENT),
-                Err(e) => ioctl::send(fd, n.id, 0, -(e as i32), false),
+                Err(e) => sent(
+                    ioctl::send(fd, n.id, 0, -(e as i32), false),
+                    Answered::Error(e),
+                ),
             }
         }
-    };
+    }
 }
 
 fn is_o_path(fd: &OwnedFd) -> bool {

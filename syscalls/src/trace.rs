@@ -1,0 +1,246 @@
+//! Decoding a trapped call for `--trace`, strace-style:
+//! `openat(AT_FDCWD, "/etc/passwd", O_RDONLY|O_CLOEXEC)`.
+//!
+//! Owns: the argument signatures of the calls the policy traps (serviced
+//! and denied ones alike), and printing each argument kind (paths read
+//! from guest memory, flag sets, modes, descriptors). Does not own the
+//! result, the timing or where the line goes (the supervisor's trap).
+//!
+//! Decoding reads guest memory once more than the handler does; that is
+//! the price of tracing, paid only when `--trace` is on.
+
+use std::fmt::Write as _;
+
+use syscalls::Sysno;
+
+use crate::guest::Guest;
+use crate::policy::{name, sysno};
+
+/// How one argument is shown.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Arg {
+    /// A descriptor, or AT_FDCWD.
+    Dirfd,
+    Fd,
+    /// A NUL-terminated path in guest memory.
+    Path,
+    OpenFlags,
+    AtFlags,
+    /// unlinkat's flags (AT_REMOVEDIR shares a bit with AT_EACCESS).
+    UnlinkFlags,
+    AccessMode,
+    /// Permission bits, in octal.
+    Mode,
+    Int,
+    /// A pointer or a flag word shown as hex.
+    Hex,
+}
+
+use Arg::*;
+
+/// The arguments of `call`, as far as they are known.
+fn signature(call: Sysno) -> Option<&'static [Arg]> {
+    use Sysno as S;
+    Some(match call {
+        S::open => &[Path, OpenFlags, Mode],
+        S::openat => &[Dirfd, Path, OpenFlags, Mode],
+        S::openat2 => &[Dirfd, Path, Hex, Int],
+        S::creat | S::mkdir | S::chmod => &[Path, Mode],
+        S::stat | S::lstat | S::statfs | S::utime | S::utimes => &[Path, Hex],
+        S::newfstatat | S::utimensat => &[Dirfd, Path, Hex, AtFlags],
+        S::statx => &[Dirfd, Path, AtFlags, Hex, Hex],
+        S::access => &[Path, AccessMode],
+        S::faccessat => &[Dirfd, Path, AccessMode],
+        S::faccessat2 => &[Dirfd, Path, AccessMode, AtFlags],
+        S::truncate => &[Path, Int],
+        S::rename | S::link | S::symlink => &[Path, Path],
+        S::renameat => &[Dirfd, Path, Dirfd, Path],
+        S::renameat2 => &[Dirfd, Path, Dirfd, Path, Hex],
+        S::mkdirat | S::fchmodat => &[Dirfd, Path, Mode],
+        S::fchmodat2 => &[Dirfd, Path, Mode, AtFlags],
+        S::rmdir | S::unlink => &[Path],
+        S::unlinkat => &[Dirfd, Path, UnlinkFlags],
+        S::linkat => &[Dirfd, Path, Dirfd, Path, AtFlags],
+        S::symlinkat => &[Path, Dirfd, Path],
+        S::readlink => &[Path, Hex, Int],
+        S::readlinkat => &[Dirfd, Path, Hex, Int],
+        S::chown | S::lchown => &[Path, Int, Int],
+        S::fchownat => &[Dirfd, Path, Int, Int, AtFlags],
+        S::futimesat => &[Dirfd, Path, Hex],
+        S::mknod => &[Path, Mode, Hex],
+        S::mknodat => &[Dirfd, Path, Mode, Hex],
+        S::inotify_add_watch => &[Fd, Path, Hex],
+        S::ioctl => &[Fd, Hex, Hex],
+        S::sched_getaffinity => &[Int, Int, Hex],
+        S::mount => &[Path, Path, Path, Hex, Hex],
+        S::umount2 => &[Path, Hex],
+        S::chroot | S::acct | S::swapoff => &[Path],
+        S::pivot_root => &[Path, Path],
+        _ => return None,
+    })
+}
+
+/// `name(arg, ...)` for call number `nr` with raw `args`.
+pub fn describe(nr: i64, args: &[u64; 6], guest: &dyn Guest) -> String {
+    let mut line = name(nr);
+    line.push('(');
+    let kinds: &[Arg] = match sysno(nr).and_then(signature) {
+        Some(k) => k,
+        // Unknown shape: every register, as hex.
+        None => &[Hex; 6],
+    };
+    for (i, (kind, &raw)) in kinds.iter().zip(args.iter()).enumerate() {
+        if i > 0 {
+            line.push_str(", ");
+        }
+        arg(&mut line, *kind, raw, guest);
+    }
+    line.push(')');
+    line
+}
+
+fn arg(out: &mut String, kind: Arg, raw: u64, guest: &dyn Guest) {
+    match kind {
+        Dirfd if raw as i32 == libc::AT_FDCWD => out.push_str("AT_FDCWD"),
+        Dirfd | Fd | Int => {
+            let _ = write!(out, "{}", raw as i32);
+        }
+        Path => path(out, raw, guest),
+        OpenFlags => out.push_str(&open_flags(raw as u32)),
+        AtFlags => out.push_str(&flag_names(raw as u32, AT_FLAGS, "0")),
+        UnlinkFlags => out.push_str(&flag_names(raw as u32, &[(0x200, "AT_REMOVEDIR")], "0")),
+        AccessMode => out.push_str(&flag_names(raw as u32, ACCESS, "F_OK")),
+        Mode => {
+            let _ = write!(out, "0{:o}", raw as u32);
+        }
+        Hex => {
+            let _ = write!(out, "{raw:#x}");
+        }
+    }
+}
+
+/// Longest path shown; longer ones end in `...`.
+const PATH_SHOWN: usize = 256;
+
+fn path(out: &mut String, addr: u64, guest: &dyn Guest) {
+    if addr == 0 {
+        out.push_str("NULL");
+        return;
+    }
+    let Ok(bytes) = guest.read_path(addr) else {
+        let _ = write!(out, "{addr:#x}");
+        return;
+    };
+    out.push('"');
+    for &b in bytes.iter().take(PATH_SHOWN) {
+        match b {
+            b'"' => out.push_str("\\\""),
+            b'\\' => out.push_str("\\\\"),
+            b'\n' => out.push_str("\\n"),
+            0x20..=0x7e => out.push(b as char),
+            _ => {
+                let _ = write!(out, "\\x{b:02x}");
+            }
+        }
+    }
+    out.push('"');
+    if bytes.len() > PATH_SHOWN {
+        out.push_str("...");
+    }
+}
+
+const AT_FLAGS: &[(u32, &str)] = &[
+    (0x100, "AT_SYMLINK_NOFOLLOW"),
+    (0x200, "AT_EACCESS"),
+    (0x400, "AT_SYMLINK_FOLLOW"),
+    (0x800, "AT_NO_AUTOMOUNT"),
+    (0x1000, "AT_EMPTY_PATH"),
+];
+
+const ACCESS: &[(u32, &str)] = &[(4, "R_OK"), (2, "W_OK"), (1, "X_OK")];
+
+const OPEN_FLAGS: &[(i32, &str)] = &[
+    (libc::O_CREAT, "O_CREAT"),
+    (libc::O_EXCL, "O_EXCL"),
+    (libc::O_NOCTTY, "O_NOCTTY"),
+    (libc::O_TRUNC, "O_TRUNC"),
+    (libc::O_APPEND, "O_APPEND"),
+    (libc::O_NONBLOCK, "O_NONBLOCK"),
+    (libc::O_SYNC, "O_SYNC"),
+    (libc::O_DSYNC, "O_DSYNC"),
+    (libc::O_ASYNC, "O_ASYNC"),
+    (libc::O_DIRECT, "O_DIRECT"),
+    (libc::O_LARGEFILE, "O_LARGEFILE"),
+    (libc::O_TMPFILE, "O_TMPFILE"),
+    (libc::O_DIRECTORY, "O_DIRECTORY"),
+    (libc::O_NOFOLLOW, "O_NOFOLLOW"),
+    (libc::O_NOATIME, "O_NOATIME"),
+    (libc::O_CLOEXEC, "O_CLOEXEC"),
+    (libc::O_PATH, "O_PATH"),
+];
+
+fn open_flags(flags: u32) -> String {
+    let mut out = String::from(match flags & libc::O_ACCMODE as u32 {
+        0 => "O_RDONLY",
+        1 => "O_WRONLY",
+        2 => "O_RDWR",
+        _ => "O_ACCMODE",
+    });
+    let mut rest = flags & !(libc::O_ACCMODE as u32);
+    for &(bits, label) in OPEN_FLAGS {
+        let bits = bits as u32;
+        // O_SYNC and O_TMPFILE include another flag's bit: whole sets only.
+        if rest & bits == bits {
+            out.push('|');
+            out.push_str(label);
+            rest &= !bits;
+        }
+    }
+    if rest != 0 {
+        let _ = write!(out, "|{rest:#x}");
+    }
+    out
+}
+
+fn flag_names(flags: u32, names: &[(u32, &str)], zero: &str) -> String {
+    if flags == 0 {
+        return zero.to_string();
+    }
+    let mut parts: Vec<String> = Vec::new();
+    let mut rest = flags;
+    for &(bits, label) in names {
+        if rest & bits == bits {
+            parts.push(label.to_string());
+            rest &= !bits;
+        }
+    }
+    if rest != 0 {
+        parts.push(format!("{rest:#x}"));
+    }
+    parts.join("|")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn open_flags_read_like_strace() {
+        let f = (libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC | libc::O_CLOEXEC) as u32;
+        assert_eq!(open_flags(f), "O_WRONLY|O_CREAT|O_TRUNC|O_CLOEXEC");
+        assert_eq!(open_flags(libc::O_SYNC as u32), "O_RDONLY|O_SYNC");
+        assert_eq!(open_flags(libc::O_DSYNC as u32), "O_RDONLY|O_DSYNC");
+        assert_eq!(open_flags(0x4000_0000), "O_RDONLY|0x40000000");
+    }
+
+    #[test]
+    fn flag_sets_name_every_bit() {
+        assert_eq!(flag_names(0, ACCESS, "F_OK"), "F_OK");
+        assert_eq!(flag_names(6, ACCESS, "F_OK"), "R_OK|W_OK");
+        assert_eq!(
+            flag_names(0x1100, AT_FLAGS, "0"),
+            "AT_SYMLINK_NOFOLLOW|AT_EMPTY_PATH"
+        );
+        assert_eq!(flag_names(0x8, AT_FLAGS, "0"), "0x8");
+    }
+}

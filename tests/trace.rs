@@ -1,0 +1,70 @@
+//! `--trace[=FILE]`: one strace-style line per trapped call, with decoded
+//! arguments, the result, and the sandbox's pid; nothing when off.
+
+mod common;
+use common::*;
+
+const PY: &str = "/usr/bin/python3";
+
+#[test]
+fn trace_to_a_file_decodes_serviced_and_denied_calls() {
+    let t = Tree::new();
+    let log = t.join("trace.log");
+    let script = "import os\nos.close(os.open('/etc/hostname', os.O_RDONLY | os.O_CLOEXEC))\ntry:\n    os.chroot('/')\nexcept OSError as e:\n    print(e.errno)\ntry:\n    os.stat('/nonexistent/x')\nexcept OSError as e:\n    print(e.errno)";
+    let out = Run::new(&[PY, "-c", script])
+        .sup(&[format!("--trace={}", log.display())])
+        .supervised()
+        .ok("traced run");
+    assert_eq!(out.stdout, "1\n2\n", "EPERM for chroot, ENOENT for stat");
+    assert_eq!(out.stderr, "", "--trace=FILE writes nothing to stderr");
+    let text = std::fs::read_to_string(&log).unwrap();
+    let has = |needle: &str| {
+        assert!(
+            text.lines().any(|l| l.contains(needle)),
+            "no line with {needle:?} in the trace:\n{text}"
+        )
+    };
+    // (glibc adds O_LARGEFILE on its own.)
+    let open = text
+        .lines()
+        .find(|l| l.contains(r#"openat(AT_FDCWD, "/etc/hostname", O_RDONLY|"#));
+    let open = open.unwrap_or_else(|| panic!("no openat of /etc/hostname:\n{text}"));
+    assert!(open.contains("|O_CLOEXEC, 00) = 3 <"), "{open}");
+    has(r#"chroot("/") = -1 EPERM (Operation not permitted) [denied by policy]"#);
+    has(r#"newfstatat(AT_FDCWD, "/nonexistent/x", "#);
+    has("= -1 ENOENT (No such file or directory)");
+    for line in text.lines() {
+        assert!(line.starts_with("[pid "), "line without a pid: {line}");
+        assert!(line.ends_with('>'), "line without a duration: {line}");
+    }
+    // The guest's own pid in the sandbox (its main process is pid 2).
+    assert!(text.lines().all(|l| l.starts_with("[pid 2] ")), "{text}");
+}
+
+#[test]
+fn trace_goes_to_stderr_and_costs_nothing_when_off() {
+    let run = Run::new(&["/bin/cat", "/etc/hostname"]);
+    let quiet = run.clone().supervised().ok("untraced");
+    assert_eq!(quiet.stderr, "");
+    let traced = run.sup(&["--trace"]).supervised().ok("traced to stderr");
+    assert_eq!(traced.stdout, quiet.stdout);
+    assert!(
+        traced
+            .stderr
+            .contains(r#"openat(AT_FDCWD, "/etc/hostname", O_RDONLY"#),
+        "{}",
+        traced.dump()
+    );
+}
+
+#[test]
+fn trace_to_an_unwritable_file_is_a_setup_error() {
+    let out = Run::new(&["/bin/true"])
+        .sup(&["--trace=/nonexistent/dir/trace.log"])
+        .supervised();
+    assert_eq!(out.code, Some(125), "{}", out.dump());
+    assert!(out
+        .stderr
+        .starts_with("supervisor: --trace=/nonexistent/dir/trace.log: "));
+    assert_eq!(out.stderr.lines().count(), 1);
+}
