@@ -13,4 +13,4 @@ pub mod handlers;
 pub mod policy;
 
 pub use guest::{Guest, Reply, SyscallArgs};
-pub use handlers::{dispatch, Context};
+pub use handlers::{dispatch, Context, GuestLimits};
