@@ -86,6 +86,14 @@ pub struct RunArgs {
     #[arg(long, value_name = "N", hide = true)]
     pub workers: Option<usize>,
 
+    /// Test only, until --memory: the memory limit the guest sees in /proc/meminfo (nothing enforced).
+    #[arg(long = "guest-memory-view", value_name = "SIZE", hide = true, value_parser = parse_disk)]
+    pub guest_memory_view: Option<u64>,
+
+    /// Test only, until --cpus: how many CPUs the guest sees (/sys, /proc/cpuinfo, sched_getaffinity; nothing enforced).
+    #[arg(long = "guest-cpus-view", value_name = "N", hide = true, value_parser = clap::value_parser!(u16).range(1..))]
+    pub guest_cpus_view: Option<u16>,
+
     /// The program to run and its arguments.
     #[arg(required = true, trailing_var_arg = true, value_name = "COMMAND")]
     pub command: Vec<OsString>,

@@ -14,9 +14,9 @@ use nix::sys::resource::{getrusage, UsageWho};
 use nix::sys::signal::{kill, SigSet, Signal};
 use nix::sys::signalfd::SignalFd;
 use nix::sys::stat::{umask, Mode};
-use nix::unistd::{getgid, getuid, Pid};
+use nix::unistd::{getgid, getuid, sysconf, Pid, SysconfVar};
 use sandbox_syscalls::policy::bpf;
-use sandbox_syscalls::Context;
+use sandbox_syscalls::{Context, GuestLimits};
 
 use crate::cli::RunArgs;
 use crate::launch::{self, LaunchConfig, LaunchError, Outcome, FORWARDED};
@@ -62,7 +62,8 @@ fn execute(args: &RunArgs, report: &mut Report) -> Result<i32, LaunchError> {
     let workers = args.workers.unwrap_or(1);
     let listener = sandbox.listener.try_clone().map_err(supervisor_error)?;
     let root = sandbox.root.try_clone().map_err(supervisor_error)?;
-    let ctx = Context::new(root, getuid().as_raw(), getgid().as_raw());
+    let mut ctx = Context::new(root, getuid().as_raw(), getgid().as_raw());
+    ctx.set_limits(guest_limits(args));
     let trap = match trap::serve(listener, ctx, workers) {
         Ok(t) => t,
         Err(e) => {
@@ -133,7 +134,26 @@ fn launch_config(args: &RunArgs) -> Result<LaunchConfig, LaunchError> {
         disk_size: args.disk,
         filter: bpf::compile(),
         pty: tty::host_terminal(),
+        cpus: guest_cpus(args),
     })
+}
+
+/// What the guest is told of its limits. Only the hidden test flags
+/// (`--guest-memory-view`, `--guest-cpus-view`) set them for now.
+fn guest_limits(args: &RunArgs) -> GuestLimits {
+    GuestLimits {
+        memory_limit: args.guest_memory_view,
+        memory_usage: None,
+        cpus: guest_cpus(args),
+    }
+}
+
+/// The CPUs the guest may use, at most the host's online ones.
+fn guest_cpus(args: &RunArgs) -> Option<usize> {
+    let n = usize::from(args.guest_cpus_view?);
+    let host = sysconf(SysconfVar::_NPROCESSORS_ONLN).ok().flatten();
+    let host = host.and_then(|h| usize::try_from(h).ok()).unwrap_or(n);
+    Some(n.min(host.max(1)))
 }
 
 /// The guest's whole environment: a few host variables and `--env`.
