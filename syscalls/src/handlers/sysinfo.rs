@@ -145,11 +145,11 @@ pub(crate) fn substitute(ctx: &Context, fd: OwnedFd, flags: i32) -> Result<Owned
 }
 
 fn read_all(fd: OwnedFd) -> Result<String, Errno> {
-    let mut text = String::new();
+    let mut bytes = Vec::new();
     std::fs::File::from(fd)
-        .read_to_string(&mut text)
+        .read_to_end(&mut bytes)
         .map_err(|e| Errno::from_raw(e.raw_os_error().unwrap_or(libc::EIO)))?;
-    Ok(text)
+    Ok(String::from_utf8_lossy(&bytes).into_owned())
 }
 
 /// A memfd holding `data`, mode 0444 and sealed against any change,
@@ -321,7 +321,7 @@ pub fn sched_getaffinity(ctx: &Context, g: &dyn Guest, pid: i32, len: u32, addr:
 /// What the kernel would copy out for `sched_getaffinity(tid, len, ..)`,
 /// or its EINVAL, without ever giving it more than [`MASK_MAX`] bytes.
 fn kernel_mask(tid: i32, len: u32) -> Result<Vec<u8>, Errno> {
-    if len % std::mem::size_of::<libc::c_long>() as u32 != 0 {
+    if !len.is_multiple_of(std::mem::size_of::<libc::c_long>() as u32) {
         return Err(Errno::EINVAL);
     }
     // The kernel compares `len * BITS_PER_BYTE` with nr_cpu_ids in
