@@ -291,3 +291,26 @@ fn unprivileged_limits_fall_back_and_say_so() {
         "left behind"
     );
 }
+
+/// The guest's limits as an unprivileged invoker sets them: the synthetic
+/// /proc files (a memfd the worker makes with the user's ids) and the
+/// read-only /sys (the layer belongs to the user).
+#[test]
+fn unprivileged_guest_limits() {
+    let Some(u) = unpriv() else { return };
+    let t = Tree::new();
+    t.give_to(u.uid, u.gid);
+    let script = "grep MemTotal /proc/./meminfo; nproc; grep -c ^processor /proc/cpuinfo; \
+                  cat /sys/devices/system/cpu/online; echo 1 > /sys/devices/system/cpu/online || echo ro; \
+                  mkdir /sys/x 2>/dev/null || echo no-mkdir";
+    let out = run_as(u, &["/bin/sh", "-c", script], &t)
+        .sup(&["--memory", "1g", "--cpus", "1"])
+        .supervised();
+    assert_eq!(out.code, Some(0), "{}", out.dump());
+    assert_eq!(
+        out.stdout,
+        "MemTotal:        1048576 kB\n1\n1\n0\nro\nno-mkdir\n",
+        "{}",
+        out.dump()
+    );
+}

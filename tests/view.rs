@@ -1,7 +1,7 @@
 //! What the guest sees: the default view (host dirs hidden, /etc without
-//! secrets, /dev, /proc, empty /sys, merged-usr symlinks), the read-only
-//! host cwd and --workdir, --ro/--rw/--tmpfs mounts, and the --disk quota of
-//! the writable layer.
+//! secrets, /dev, /proc, /sys with only devices/system/cpu, merged-usr
+//! symlinks), the read-only host cwd and --workdir, --ro/--rw/--tmpfs
+//! mounts, and the --disk quota of the writable layer.
 
 mod common;
 use common::*;
@@ -10,7 +10,7 @@ use common::*;
 fn default_view() {
     let script = "ls /; echo ==; ls /etc | grep -E '^(shadow|gshadow|sudoers|sudoers.d|passwd|group)$'; \
                   echo ==; for p in /etc/shadow /etc/gshadow /etc/sudoers /root /home /var /run /srv /mnt /opt; do \
-                  test -e $p && echo present $p; done; echo ==; ls /dev; echo ==; ls /sys | wc -l; \
+                  test -e $p && echo present $p; done; echo ==; ls /dev; echo ==; ls -A /sys /sys/devices /sys/devices/system | tr '\\n' ' '; echo; \
                   readlink /bin /lib /lib64 /sbin; echo ==; pwd; touch /tmp/x && echo tmp-writable; \
                   touch /usr/x && echo usr-writable; echo ==; ls /proc/self/ >/dev/null && echo proc-ok";
     let t = Tree::new();
@@ -50,7 +50,11 @@ fn default_view() {
         );
     }
     let cwd = t.path().display().to_string();
-    assert_eq!(parts[4].lines().next(), Some("0"), "/sys must be empty");
+    assert_eq!(
+        parts[4].lines().next(),
+        Some("/sys: devices  /sys/devices: system  /sys/devices/system: cpu "),
+        "/sys must hold devices/system/cpu only"
+    );
     assert_eq!(
         parts[5],
         format!("{cwd}\ntmp-writable\nusr-writable\n"),

@@ -69,6 +69,8 @@ pub const ALLOWED: &[S] = &[
     S::truncate,
     S::ftruncate,
     S::inotify_add_watch,
+    // The synthetic /proc files under limits (sealed with fcntl).
+    S::memfd_create,
     // The trap: guest memory, guest descriptors, the guest's pid.
     S::process_vm_readv,
     S::process_vm_writev,

@@ -15,12 +15,13 @@ use nix::sys::resource::{getrusage, UsageWho};
 use nix::sys::signal::{kill, SigSet, Signal};
 use nix::sys::signalfd::SignalFd;
 use nix::sys::stat::{umask, Mode};
-use nix::unistd::{getgid, getuid, Pid};
+use nix::unistd::{getgid, getuid, sysconf, Pid, SysconfVar};
 use sandbox_syscalls::policy::bpf;
-use sandbox_syscalls::Context;
+use sandbox_syscalls::{Context, GuestLimits};
 
 use crate::cli::RunArgs;
 use crate::launch::{self, LaunchConfig, LaunchError, Outcome, FORWARDED};
+use crate::limits::cgroup::Counters;
 use crate::limits::janitor::{self, Janitor};
 use crate::limits::{format_size, kill_message, watchdog, Enforcement, Kill, Limits, Tripwire};
 use crate::output::{Capture, Meter};
@@ -143,7 +144,9 @@ fn serve_and_wait(
     let listener = sandbox.listener.try_clone().map_err(supervisor_error)?;
     let root = sandbox.root.try_clone().map_err(supervisor_error)?;
     let layer = sandbox.root.try_clone().map_err(supervisor_error)?;
-    let ctx = Context::new(root, getuid().as_raw(), getgid().as_raw());
+    let counters = Arc::new(guards.enforcement.counters());
+    let mut ctx = Context::new(root, getuid().as_raw(), getgid().as_raw());
+    ctx.set_limits(guest_limits(args, &counters));
     let tracer = match &args.trace {
         Some(target) => Some(
             Tracer::open(target)
@@ -170,7 +173,6 @@ fn serve_and_wait(
         sandbox.init_pid,
         relay.as_ref().map(|r| r.resizer()),
     );
-    let counters = Arc::new(guards.enforcement.counters());
     let watchdog = watchdog::start(
         &guards.enforcement.limits,
         counters.clone(),
@@ -322,7 +324,31 @@ fn launch_config(args: &RunArgs) -> Result<LaunchConfig, LaunchError> {
         disk_size: args.disk,
         filter: bpf::compile(),
         pty: tty::host_terminal(),
+        cpus: guest_cpus(args),
     })
+}
+
+/// What the guest is told of its limits (/proc/meminfo, /proc/cpuinfo,
+/// sched_getaffinity): `--memory`, with the cgroup's usage when there is
+/// one, and `--cpus`.
+fn guest_limits(args: &RunArgs, counters: &Arc<Counters>) -> GuestLimits {
+    let usage = counters.clone();
+    GuestLimits {
+        memory_limit: args.memory,
+        memory_usage: counters
+            .has_memory()
+            .then(|| Box::new(move || usage.memory_usage()) as Box<_>),
+        cpus: guest_cpus(args),
+    }
+}
+
+/// The CPUs the guest may use: `--cpus` rounded up, at most the host's
+/// online ones.
+fn guest_cpus(args: &RunArgs) -> Option<usize> {
+    let n = args.cpus?.ceil().max(1.0) as usize;
+    let host = sysconf(SysconfVar::_NPROCESSORS_ONLN).ok().flatten();
+    let host = host.and_then(|h| usize::try_from(h).ok()).unwrap_or(n);
+    Some(n.min(host.max(1)))
 }
 
 /// The guest's whole environment: a few host variables and `--env`.

@@ -97,6 +97,9 @@ pub trait Guest {
     /// The caller's (tgid, tid) as the sandbox's pid namespace numbers them.
     fn ns_ids(&self) -> Result<(i32, i32), Errno>;
 
+    /// Host id of the caller's process (its thread-group leader's tid).
+    fn host_tgid(&self) -> Result<i32, Errno>;
+
     /// The handler is about to do something that may block indefinitely
     /// (open a FIFO with no other end yet): the supervisor makes sure
     /// another worker answers the other guest threads meanwhile.

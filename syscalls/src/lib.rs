@@ -14,4 +14,4 @@ pub mod policy;
 pub mod trace;
 
 pub use guest::{Guest, Reply, SyscallArgs};
-pub use handlers::{dispatch, Context};
+pub use handlers::{dispatch, Context, GuestLimits};

@@ -388,6 +388,17 @@ impl ProcFd {
     }
 }
 
+/// `sched_getaffinity(tid, buf.len(), buf)`: the kernel's own checks of
+/// the length (EINVAL), and the number of bytes it wrote into `buf`
+/// (`min(len, cpumask_size())`). `tid` is a host thread id.
+pub fn sched_getaffinity(tid: i32, buf: &mut [u8]) -> Result<usize, Errno> {
+    let len = libc::c_uint::try_from(buf.len()).map_err(|_| Errno::EINVAL)?;
+    // SAFETY: `buf` is writable for `len` bytes, and the kernel writes at
+    // most `len` bytes into it.
+    let r = unsafe { libc::syscall(libc::SYS_sched_getaffinity, tid, len, buf.as_mut_ptr()) };
+    check_long(r).map(|n| n as usize)
+}
+
 /// What the kernel prints for the file behind `fd`
 /// (`readlink("/proc/self/fd/N")`), into `buf`; returns the length.
 pub fn fd_path(fd: BorrowedFd<'_>, buf: &mut [u8]) -> Result<usize, Errno> {

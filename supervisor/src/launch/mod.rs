@@ -85,6 +85,9 @@ pub struct LaunchConfig {
     /// controlling terminal); its master comes back in
     /// [`Sandbox::pty_master`]. `None`: the guest inherits our stdio.
     pub pty: Option<[bool; 3]>,
+    /// CPUs the guest may use, as its /sys/devices/system/cpu shows them
+    /// (0 to N-1). `None`: the host's.
+    pub cpus: Option<usize>,
 }
 
 impl LaunchConfig {
@@ -99,6 +102,7 @@ impl LaunchConfig {
             disk_size: DEFAULT_DISK_SIZE,
             filter,
             pty: None,
+            cpus: None,
         }
     }
 }
@@ -212,6 +216,7 @@ pub fn launch_with(
         layer_size: cfg.disk_size,
         uid,
         gid,
+        cpus: cfg.cpus,
     })
     .map_err(LaunchError::setup)?;
     let filter = privs::to_sock_filter(&cfg.filter);

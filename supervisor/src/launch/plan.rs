@@ -3,8 +3,9 @@
 //! host. `view.rs` carries it out inside the new mount namespace.
 //!
 //! Owns: deciding what the view contains (which host directories, which
-//! /etc entries to hide, the sandbox's passwd/group/hosts, whether the
-//! host's current directory is bound, the user's mounts in order) and
+//! /etc entries to hide, the sandbox's passwd/group/hosts, what
+//! /sys/devices/system/cpu says, whether the host's current directory is
+//! bound, the user's mounts in order) and
 //! checking that the user's host paths exist. Does not own: mounting.
 
 use std::ffi::OsStr;
@@ -29,12 +30,71 @@ pub struct ViewPlan {
     pub etc_files: Vec<(PathBuf, Vec<u8>)>,
     /// Host device nodes bound into the view's /dev.
     pub dev_nodes: Vec<&'static str>,
+    /// What the view's /sys/devices/system/cpu holds.
+    pub sys_cpu: SysCpu,
     /// The host's current directory, bound read-only at the same path.
     pub cwd_bind: Option<PathBuf>,
     /// The guest's $HOME, created in the layer if missing.
     pub home: Option<PathBuf>,
     /// The user's mounts, parents before children.
     pub mounts: Vec<PlannedMount>,
+}
+
+/// The view's only /sys content, `devices/system/cpu`: the CPUs the guest
+/// may use, as glibc counts them (`online` for `_SC_NPROCESSORS_ONLN`, the
+/// `cpuN` directories for `_SC_NPROCESSORS_CONF`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SysCpu {
+    /// `online`, `possible`, `present` and their contents.
+    pub files: Vec<(&'static str, String)>,
+    /// The `cpuN` directories (empty).
+    pub dirs: Vec<String>,
+}
+
+/// The files of /sys/devices/system/cpu the view shows.
+const SYS_CPU_FILES: [&str; 3] = ["online", "possible", "present"];
+
+impl SysCpu {
+    /// `cpus` CPUs (0 to N-1), or the host's (`host`:
+    /// /sys/devices/system/cpu) when the guest has no cpu limit.
+    pub fn new(cpus: Option<usize>, host: &Path) -> SysCpu {
+        match cpus {
+            Some(n) => {
+                let n = n.max(1);
+                let list = if n == 1 {
+                    "0\n".to_string()
+                } else {
+                    format!("0-{}\n", n - 1)
+                };
+                SysCpu {
+                    files: SYS_CPU_FILES.iter().map(|f| (*f, list.clone())).collect(),
+                    dirs: (0..n).map(|i| format!("cpu{i}")).collect(),
+                }
+            }
+            None => {
+                let files = SYS_CPU_FILES
+                    .iter()
+                    .filter_map(|f| Some((*f, fs::read_to_string(host.join(f)).ok()?)))
+                    .collect();
+                let mut dirs: Vec<(u64, String)> = fs::read_dir(host)
+                    .into_iter()
+                    .flatten()
+                    .filter_map(Result::ok)
+                    .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+                    .filter_map(|e| {
+                        let name = e.file_name().into_string().ok()?;
+                        let n = name.strip_prefix("cpu")?.parse().ok()?;
+                        Some((n, name))
+                    })
+                    .collect();
+                dirs.sort();
+                SysCpu {
+                    files,
+                    dirs: dirs.into_iter().map(|d| d.1).collect(),
+                }
+            }
+        }
+    }
 }
 
 /// A top-level directory of the host (`/usr`, `/bin`, ...).
@@ -87,6 +147,8 @@ pub struct PlanInput<'a> {
     pub layer_size: u64,
     pub uid: u32,
     pub gid: u32,
+    /// CPUs the guest may use, if limited.
+    pub cpus: Option<usize>,
 }
 
 impl ViewPlan {
@@ -130,6 +192,7 @@ impl ViewPlan {
                 .copied()
                 .filter(|n| Path::new("/dev").join(n).exists())
                 .collect(),
+            sys_cpu: SysCpu::new(input.cpus, Path::new("/sys/devices/system/cpu")),
             cwd_bind: cwd_bind.map(Path::to_path_buf),
             home,
             mounts,
@@ -296,6 +359,7 @@ mod tests {
             layer_size: 1 << 20,
             uid: 1000,
             gid: 1000,
+            cpus: None,
         }
     }
 
@@ -376,6 +440,28 @@ mod tests {
             Path::new("/work/x"),
             &covered
         ));
+    }
+
+    #[test]
+    fn sys_cpu() {
+        let one = SysCpu::new(Some(1), Path::new("/nonexistent"));
+        assert_eq!(one.files[0], ("online", "0\n".to_string()));
+        assert_eq!(one.dirs, ["cpu0"]);
+        let three = SysCpu::new(Some(3), Path::new("/nonexistent"));
+        assert_eq!(three.files.len(), 3);
+        assert!(three.files.iter().all(|f| f.1 == "0-2\n"));
+        assert_eq!(three.dirs, ["cpu0", "cpu1", "cpu2"]);
+        let host = SysCpu::new(None, Path::new("/sys/devices/system/cpu"));
+        let online = fs::read_to_string("/sys/devices/system/cpu/online").unwrap_or_default();
+        assert_eq!(
+            host.files
+                .iter()
+                .find(|f| f.0 == "online")
+                .map(|f| f.1.clone()),
+            Some(online).filter(|o| !o.is_empty())
+        );
+        assert!(host.dirs.contains(&"cpu0".to_string()));
+        assert!(!host.dirs.iter().any(|d| d == "cpufreq" || d == "cpuidle"));
     }
 
     #[test]

@@ -16,8 +16,8 @@
 //!    and `/shm`, which the guest can never reach.
 //! 5. Fill /newroot: overlays of the host's /usr, /etc, ... (secrets
 //!    whited out, passwd and friends written in the upper layer), /tmp,
-//!    a fresh /proc, a small /dev, an empty /sys, the host cwd, the
-//!    user's mounts, $HOME.
+//!    a fresh /proc, a small /dev, a read-only /sys holding only
+//!    devices/system/cpu, the host cwd, the user's mounts, $HOME.
 //! 6. Pivot into /newroot and detach the old root (layer and host).
 //!
 //! The mounts at paths the user chose (step 5's cwd, user mounts, $HOME)
@@ -87,7 +87,7 @@ pub fn build(plan: &ViewPlan) -> Result<()> {
         seal_etc_files(plan)?;
     }
     make_dir(&new_root("tmp"), 0o1777)?;
-    make_dir(&new_root("sys"), 0o555)?;
+    build_sys(plan)?;
     mount_proc()?;
     build_dev(plan)?;
 
@@ -356,6 +356,47 @@ fn build_dev(plan: &ViewPlan) -> Result<()> {
     check(
         mount(None::<&str>, &dev, None::<&str>, ro, None::<&str>),
         || "making /dev read-only".into(),
+    )
+}
+
+/// /sys: a directory of the layer holding only devices/system/cpu (the
+/// CPUs the guest may use, as glibc and nproc count them), bound
+/// read-only over itself.
+fn build_sys(plan: &ViewPlan) -> Result<()> {
+    let sys = new_root("sys");
+    make_dir(&sys, 0o555)?;
+    let cpu = &plan.sys_cpu;
+    if cpu.files.is_empty() && cpu.dirs.is_empty() {
+        return Ok(());
+    }
+    let dir = sys.join("devices/system/cpu");
+    for d in [sys.join("devices"), sys.join("devices/system"), dir.clone()] {
+        make_dir(&d, 0o755)?;
+    }
+    for (name, text) in &cpu.files {
+        let path = dir.join(name);
+        let what = |e: std::io::Error| format!("writing /sys/devices/system/cpu/{name}: {e}");
+        fs::write(&path, text).map_err(what)?;
+        fs::set_permissions(&path, fs::Permissions::from_mode(0o444)).map_err(what)?;
+    }
+    for name in &cpu.dirs {
+        make_dir(&dir.join(name), 0o755)?;
+    }
+    let flags = MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC;
+    check(
+        mount(
+            Some(&sys),
+            &sys,
+            None::<&str>,
+            MsFlags::MS_BIND,
+            None::<&str>,
+        ),
+        || "binding /sys".into(),
+    )?;
+    let ro = MsFlags::MS_REMOUNT | MsFlags::MS_BIND | MsFlags::MS_RDONLY | flags;
+    check(
+        mount(None::<&str>, &sys, None::<&str>, ro, None::<&str>),
+        || "making /sys read-only".into(),
     )
 }
 

@@ -88,6 +88,11 @@ impl Guest for NotifGuest<'_> {
         };
         Ok((last("NStgid:")?, last("NSpid:")?))
     }
+
+    fn host_tgid(&self) -> Result<i32, Errno> {
+        let v = status_field(self.tid, "Tgid:")?;
+        v.trim().parse().map_err(|_| Errno::EIO)
+    }
 }
 
 /// An `O_PATH` descriptor for a `/proc/<tid>/...` magic link (std adds

@@ -2,7 +2,9 @@
 //! manner of gVisor's `sys_*.go`: [`open`] (open, openat, openat2, creat),
 //! [`stat`] (stat family, statx, statfs), [`attr`] (access, chmod, chown,
 //! utimes, truncate), [`namei`] (mkdir, mknod, unlink, rename, link,
-//! symlink, readlink) and [`notify`] (inotify_add_watch).
+//! symlink, readlink), [`notify`] (inotify_add_watch) and [`sysinfo`]
+//! (the guest's limits: the synthetic /proc/meminfo and /proc/cpuinfo,
+//! sched_getaffinity).
 //!
 //! Owns: decoding each call's arguments from registers and guest memory,
 //! checking them in the order the kernel does (so errnos match), resolving
@@ -24,6 +26,7 @@ mod namei;
 mod notify;
 mod open;
 mod stat;
+mod sysinfo;
 #[cfg(test)]
 mod tests;
 
@@ -36,12 +39,18 @@ use vfs::{IdMap, Resolver};
 
 use crate::guest::{Guest, Reply, SyscallArgs};
 
-/// What the handlers share: the view's resolver and the id mapping.
-/// Immutable after construction, so `&Context` serves many workers.
+pub use sysinfo::GuestLimits;
+
+/// What the handlers share: the view's resolver, the id mapping, and
+/// what the guest is told of its limits. Immutable once it serves, so
+/// `&Context` serves many workers.
 #[derive(Debug)]
 pub struct Context {
     pub(crate) fs: Resolver,
     pub(crate) ids: IdMap,
+    pub(crate) limits: GuestLimits,
+    /// The view's /proc files rewritten under [`Context::limits`].
+    pub(crate) synthetic: sysinfo::Synthetic,
 }
 
 impl Context {
@@ -52,6 +61,8 @@ impl Context {
         Context {
             fs: Resolver::new(root),
             ids: IdMap::new(host_uid, host_gid),
+            limits: GuestLimits::default(),
+            synthetic: Default::default(),
         }
     }
 
@@ -67,6 +78,8 @@ impl Context {
         Context {
             fs: Resolver::with_cache(root, policy),
             ids: IdMap::new(host_uid, host_gid),
+            limits: GuestLimits::default(),
+            synthetic: Default::default(),
         }
     }
 }
@@ -143,6 +156,10 @@ fn route(ctx: &Context, g: &dyn Guest, c: &SyscallArgs) -> Res {
         libc::SYS_readlinkat => namei::readlinkat(ctx, g, c.int(0), a[1], a[2], c.int(3)),
 
         libc::SYS_inotify_add_watch => notify::inotify_add_watch(ctx, g, c.int(0), a[1], c.uint(2)),
+
+        libc::SYS_sched_getaffinity => {
+            sysinfo::sched_getaffinity(ctx, g, c.int(0), c.uint(1), a[2])
+        }
         _ => Err(Errno::ENOSYS),
     }
 }

@@ -6,7 +6,8 @@
 //! reading `struct open_how`, the umask, and the answer: the supervisor's
 //! own descriptor (always `O_CLOEXEC`) installed in the guest with the
 //! guest's `O_CLOEXEC` as the install flag. Resolution, including the
-//! guest's `RESOLVE_*` flags, is [`vfs::Resolver::open`]'s.
+//! guest's `RESOLVE_*` flags, is [`vfs::Resolver::open`]'s; the synthetic
+//! /proc files that may replace the result are [`super::sysinfo`]'s.
 
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 
@@ -183,6 +184,13 @@ fn open_common(
     let cloexec = flags & O_CLOEXEC != 0;
     let flags = (flags & !O_CLOEXEC) as i32;
     let fd = open_without_blocking(g, |f| ctx.fs.open(&at, &path, f, mode as u32, res), flags)?;
+    // Under a memory or cpu limit, /proc/meminfo and /proc/cpuinfo are
+    // the guest's own (recognised by what was opened, not by the path).
+    let fd = if ctx.synthetic.is_empty() {
+        fd
+    } else {
+        super::sysinfo::substitute(ctx, fd, flags)?
+    };
     Ok(Reply::InstallFd { fd, cloexec })
 }
 

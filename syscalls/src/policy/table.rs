@@ -203,7 +203,10 @@ pub fn rule_for(nr: S) -> Rule {
         S::sched_yield | S::sched_setparam | S::sched_getparam => Pass,
         S::sched_setscheduler | S::sched_getscheduler | S::sched_get_priority_max => Pass,
         S::sched_get_priority_min | S::sched_rr_get_interval => Pass,
-        S::sched_setaffinity | S::sched_getaffinity | S::sched_setattr | S::sched_getattr => Pass,
+        S::sched_setaffinity | S::sched_setattr | S::sched_getattr => Pass,
+        // The caller's own mask is cut to the guest's cpu limit (nproc,
+        // OpenBLAS); other tasks' masks are the kernel's.
+        S::sched_getaffinity => Service,
         S::ioprio_set | S::ioprio_get => Pass,
         S::sethostname | S::setdomainname => deny(EPERM),
 

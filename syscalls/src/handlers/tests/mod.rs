@@ -14,6 +14,7 @@ mod cases_model;
 mod cases_namei;
 mod cases_open;
 mod cases_stat;
+mod cases_sysinfo;
 mod confinement;
 mod harness;
 
@@ -126,6 +127,9 @@ impl Guest for FakeGuest {
     }
     fn ns_ids(&self) -> Result<(i32, i32), Errno> {
         Ok((std::process::id() as i32, nix::unistd::gettid().as_raw()))
+    }
+    fn host_tgid(&self) -> Result<i32, Errno> {
+        Ok(std::process::id() as i32)
     }
 }
 

@@ -1,0 +1,169 @@
+//! What the guest sees of its limits: under `--memory` and `--cpus`, free, /proc/meminfo, nproc, os.cpu_count(),
+//! sched_getaffinity, /proc/cpuinfo and /sys/devices/system/cpu show the
+//! limits, however the guest spells the path to the /proc files; with no
+//! limits the same tools answer as natively; and sched_getaffinity's errors
+//! are the kernel's either way.
+
+mod common;
+use common::*;
+
+const PY: &str = "/usr/bin/python3";
+/// 512 MiB: a whole number of kB, so `free -b` shows it exactly.
+const LIMIT: &str = "512m";
+const LIMIT_BYTES: u64 = 512 << 20;
+const MEMTOTAL: &str = "MemTotal:         524288 kB";
+
+fn limited(script: &str, cpus: &str) -> Out {
+    Run::sh(script, &[])
+        .sup(&["--memory", LIMIT, "--cpus", cpus])
+        .supervised()
+}
+
+fn host_cpus() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+#[test]
+fn tools_see_the_limits() {
+    let script = "free -b | awk '/^Mem:/ {print $2}'; grep MemTotal /proc/meminfo; \
+                  grep -E '^Swap(Total|Free):' /proc/meminfo | awk '{print $2}' | tr '\\n' ' '; echo; \
+                  nproc; grep -c ^processor /proc/cpuinfo; cat /sys/devices/system/cpu/online; \
+                  getconf _NPROCESSORS_ONLN; getconf _NPROCESSORS_CONF; \
+                  /usr/bin/python3 -c 'import os; print(os.cpu_count(), len(os.sched_getaffinity(0)))'";
+    let out = limited(script, "1").ok("limited tools");
+    let want = format!("{LIMIT_BYTES}\n{MEMTOTAL}\n0 0 \n1\n1\n0\n1\n1\n1 1\n");
+    assert_eq!(out.stdout, want, "{}", out.dump());
+}
+
+#[test]
+fn two_cpus_when_the_host_has_them() {
+    if host_cpus() < 2 {
+        skip!("one CPU on this host");
+    }
+    let script = "nproc; grep -c ^processor /proc/cpuinfo; cat /sys/devices/system/cpu/online; \
+                  ls -d /sys/devices/system/cpu/cpu* | wc -l; \
+                  grep ^processor /proc/cpuinfo | tr -d '\\t' | tr '\\n' ' '";
+    let out = limited(script, "2").ok("two cpus");
+    assert_eq!(
+        out.stdout,
+        "2\n2\n0-1\n2\nprocessor: 0 processor: 1 ",
+        "{}",
+        out.dump()
+    );
+}
+
+#[test]
+fn more_cpus_than_the_host_is_the_host() {
+    let script = "nproc; cat /sys/devices/system/cpu/online";
+    let out = limited(script, "4096").ok("many cpus");
+    let native = Run::sh(script, &[]).native().ok("native");
+    assert_eq!(out.stdout, native.stdout, "{}", out.dump());
+}
+
+/// Every spelling of /proc/meminfo and /proc/cpuinfo the guest might try.
+const DODGES: &str = r#"
+import os
+def first(f):
+    with f: return f.readline().rstrip("\n")
+print(first(open("/proc/meminfo")))
+print(first(open("/proc/./meminfo")))
+print(first(open("/proc/1/../meminfo")))
+print(first(open("/proc/self/../meminfo")))
+print(first(open("//proc//meminfo")))
+os.symlink("/proc/meminfo", "/tmp/m")
+print(first(open("/tmp/m")))
+os.symlink("/proc", "/tmp/p")
+print(first(open("/tmp/p/meminfo")))
+d = os.open("/proc", os.O_RDONLY | os.O_DIRECTORY)
+print(first(os.fdopen(os.open("meminfo", os.O_RDONLY, dir_fd=d))))
+print(first(os.fdopen(os.open("../proc/meminfo", os.O_RDONLY, dir_fd=d))))
+os.chdir("/proc")
+print(first(open("meminfo")))
+p = os.open("/proc/meminfo", os.O_PATH)
+print(first(open(f"/proc/self/fd/{p}")))
+print(first(open(f"/dev/fd/{p}")))
+n = sum(l.startswith("processor") for l in open("/proc/./cpuinfo"))
+m = sum(l.startswith("processor") for l in open(os.open("cpuinfo", os.O_RDONLY, dir_fd=d)))
+print(n, m)
+f = os.open("/proc/meminfo", os.O_RDONLY)
+try:
+    os.write(f, b"x")
+    print("written")
+except OSError as e:
+    print("write", e.errno)
+"#;
+
+#[test]
+fn no_path_dodges_the_synthetic_files() {
+    let out = Run::new(&[PY, "-c", DODGES])
+        .sup(&["--memory", LIMIT, "--cpus", "1"])
+        .supervised()
+        .ok("dodges");
+    let mut want = format!("{MEMTOTAL}\n").repeat(12);
+    want.push_str(&format!("1 1\nwrite {}\n", libc::EBADF));
+    assert_eq!(out.stdout, want, "{}", out.dump());
+}
+
+#[test]
+fn without_limits_the_guest_sees_the_host() {
+    let script = "nproc; grep MemTotal /proc/meminfo; grep -c ^processor /proc/cpuinfo; \
+                  getconf _NPROCESSORS_ONLN; getconf _NPROCESSORS_CONF; \
+                  cat /sys/devices/system/cpu/online /sys/devices/system/cpu/possible \
+                  /sys/devices/system/cpu/present; \
+                  /usr/bin/python3 -c 'import os; print(os.cpu_count(), len(os.sched_getaffinity(0)))'";
+    let native = Run::sh(script, &[]).native().ok("native");
+    let out = Run::sh(script, &[]).supervised().ok("supervised");
+    assert_eq!(out.stdout, native.stdout, "{}", out.dump());
+}
+
+/// sched_getaffinity through syscall(2): for each pid that names the
+/// caller (0, its pid, its tid; from the main thread and another one),
+/// each length and each pointer, the return value or errno, and how many
+/// CPUs the mask holds.
+const AFFINITY: &str = r#"
+import ctypes, errno, os, sys, threading
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+SYS_sched_getaffinity = 204
+buf = ctypes.create_string_buffer(16384)
+def call(pid, n, ptr):
+    ctypes.set_errno(0)
+    r = libc.syscall(ctypes.c_long(SYS_sched_getaffinity), ctypes.c_long(pid),
+                     ctypes.c_long(n), ctypes.c_void_p(ptr))
+    if r < 0:
+        return errno.errorcode[ctypes.get_errno()]
+    return f"{r} bytes, {sum(bin(b).count('1') for b in buf.raw[:r])} cpus"
+def run(where):
+    for name, pid in (("0", 0), ("pid", os.getpid()), ("tid", threading.get_native_id())):
+        for n in (0, 4, 7, 8, 12, 16, 128, 1024, 8192, 16384, 1 << 29, (1 << 29) + 8):
+            for pname, ptr in (("buf", ctypes.addressof(buf)), ("bad", 1), ("null", 0)):
+                print(where, name, n, pname, call(pid, n, ptr))
+run("main")
+t = threading.Thread(target=run, args=("thread",))
+t.start(); t.join()
+"#;
+
+#[test]
+fn sched_getaffinity_errors_are_the_kernels() {
+    let run = Run::new(&[PY, "-c", AFFINITY]);
+    let native = run.native().ok("native");
+    let t = Tree::new();
+    let report = t.path().join("report.json");
+    let out = run
+        .clone()
+        .sup(&["--report".as_ref(), report.as_os_str()])
+        .supervised()
+        .ok("supervised");
+    assert_eq!(out.stdout, native.stdout, "{}", out.dump());
+    let serviced = &read_report(&report)["syscalls"]["serviced"]["sched_getaffinity"];
+    assert!(serviced.as_u64() > Some(0), "not serviced: {serviced}");
+    assert!(native.stdout.contains("main 0 0 buf EINVAL"));
+    assert!(native.stdout.contains("main 0 7 buf EINVAL"));
+    assert!(native.stdout.contains("main 0 128 bad EFAULT"));
+
+    // Under a cpu limit: the same lengths and errors, one CPU.
+    let out = run.clone().sup(&["--cpus", "1"]).supervised().ok("one cpu");
+    let cpus = format!(" bytes, {} cpus", host_cpus());
+    let one = native.stdout.replace(&cpus, " bytes, 1 cpus");
+    assert_eq!(out.stdout, one, "{}", out.dump());
+}
