@@ -170,7 +170,8 @@ const OPEN_FLAGS: &[(i32, &str)] = &[
     (libc::O_DSYNC, "O_DSYNC"),
     (libc::O_ASYNC, "O_ASYNC"),
     (libc::O_DIRECT, "O_DIRECT"),
-    (libc::O_LARGEFILE, "O_LARGEFILE"),
+    // The kernel's value: libc's x86_64 O_LARGEFILE is 0.
+    (0o100000, "O_LARGEFILE"),
     (libc::O_TMPFILE, "O_TMPFILE"),
     (libc::O_DIRECTORY, "O_DIRECTORY"),
     (libc::O_NOFOLLOW, "O_NOFOLLOW"),

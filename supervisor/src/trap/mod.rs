@@ -195,7 +195,11 @@ fn worker(shared: &Arc<Shared>) {
         shared.gate.lock().receiving = false;
         let n = match received {
             Ok(n) => n,
-            // The caller died or was interrupted before we got it.
+            // The caller died or was interrupted before we got it; or
+            // the guest is gone, and RECV fails at once from now on:
+            // this worker's work is done (spinning would steal a CPU
+            // from the sandbox's teardown).
+            Err(Errno::ENOENT) if guest_gone(&shared.listener) => return,
             Err(Errno::ENOENT) | Err(Errno::EINTR) => continue,
             Err(e) => {
                 eprintln!("supervisor: notification receive failed: {e}");
@@ -302,6 +306,19 @@ fn answer(listener: &OwnedFd, n: &ioctl::Notification, reply: Reply) -> Answered
                 ),
             }
         }
+    }
+}
+
+/// Whether no task uses the filter any more: the listener then polls
+/// as hung up.
+fn guest_gone(listener: &OwnedFd) -> bool {
+    use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+    let mut fds = [PollFd::new(listener.as_fd(), PollFlags::POLLIN)];
+    match poll(&mut fds, PollTimeout::ZERO) {
+        Ok(_) => fds[0]
+            .revents()
+            .is_some_and(|r| r.contains(PollFlags::POLLHUP)),
+        Err(_) => false,
     }
 }
 
