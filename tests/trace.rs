@@ -10,7 +10,7 @@ const PY: &str = "/usr/bin/python3";
 fn trace_to_a_file_decodes_serviced_and_denied_calls() {
     let t = Tree::new();
     let log = t.join("trace.log");
-    let script = "import os\nos.close(os.open('/etc/hostname', os.O_RDONLY | os.O_CLOEXEC))\ntry:\n    os.chroot('/')\nexcept OSError as e:\n    print(e.errno)\ntry:\n    os.stat('/nonexistent/x')\nexcept OSError as e:\n    print(e.errno)";
+    let script = "import os\nos.close(os.open('/etc/hostname', os.O_RDONLY | os.O_CLOEXEC))\nos.close(os.open('/tmp/new', os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o600))\ntry:\n    os.chroot('/')\nexcept OSError as e:\n    print(e.errno)\ntry:\n    os.stat('/nonexistent/x')\nexcept OSError as e:\n    print(e.errno)";
     let out = Run::new(&[PY, "-c", script])
         .sup(&[format!("--trace={}", log.display())])
         .supervised()
@@ -29,7 +29,12 @@ fn trace_to_a_file_decodes_serviced_and_denied_calls() {
         .lines()
         .find(|l| l.contains(r#"openat(AT_FDCWD, "/etc/hostname", O_RDONLY|"#));
     let open = open.unwrap_or_else(|| panic!("no openat of /etc/hostname:\n{text}"));
-    assert!(open.contains("|O_CLOEXEC, 00) = 3 <"), "{open}");
+    // Resolved by the VFS, opened by the kernel (nothing to create).
+    assert!(open.contains("|O_CLOEXEC, 00) = ? <passed to the kernel>"), "{open}");
+    // Created by the supervisor, installed as the guest's fd 3.
+    has(r#""/tmp/new", O_WRONLY|O_CREAT|"#);
+    let create = text.lines().find(|l| l.contains(r#""/tmp/new""#)).unwrap_or_default();
+    assert!(create.contains("|O_CLOEXEC, 0600) = 3 <"), "{create}");
     has(r#"chroot("/") = -1 EPERM (Operation not permitted) [denied by policy]"#);
     has(r#"newfstatat(AT_FDCWD, "/nonexistent/x", "#);
     has("= -1 ENOENT (No such file or directory)");

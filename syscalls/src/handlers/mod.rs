@@ -51,6 +51,11 @@ pub struct Context {
     pub(crate) limits: GuestLimits,
     /// The view's /proc files rewritten under [`Context::limits`].
     pub(crate) synthetic: sysinfo::Synthetic,
+    /// Whether an open that creates nothing and names no synthetic file
+    /// is answered CONTINUE (the kernel opens the object the VFS
+    /// resolved) rather than with a descriptor of ours (ADDFD). See
+    /// `open.rs`; tests of the VFS's resolution turn it off.
+    pub(crate) continue_plain_opens: bool,
 }
 
 impl Context {
@@ -63,7 +68,14 @@ impl Context {
             ids: IdMap::new(host_uid, host_gid),
             limits: GuestLimits::default(),
             synthetic: Default::default(),
+            continue_plain_opens: true,
         }
+    }
+
+    /// Always answer opens with a descriptor the supervisor opened
+    /// (never CONTINUE): for tests that check what the VFS resolves.
+    pub fn install_every_open(&mut self) {
+        self.continue_plain_opens = false;
     }
 
     /// [`Context::new`] with another policy for the stat cache of
@@ -80,6 +92,7 @@ impl Context {
             ids: IdMap::new(host_uid, host_gid),
             limits: GuestLimits::default(),
             synthetic: Default::default(),
+            continue_plain_opens: true,
         }
     }
 }

@@ -181,6 +181,14 @@ fn open_common(
         dir: dir.as_ref().map(AsFd::as_fd),
         caller: &Caller(g),
     };
+    if ctx.continue_plain_opens && is_plain(flags) && !opens_synthetic(ctx, &at, &path, flags, res)?
+    {
+        // The VFS has resolved it and the object is what the kernel would
+        // open for the guest: the kernel opens it (CONTINUE). A guest that
+        // changes the path in between gets another object of its own
+        // view, with its own credentials: nothing it could not ask for.
+        return Ok(Reply::Continue);
+    }
     let cloexec = flags & O_CLOEXEC != 0;
     let flags = (flags & !O_CLOEXEC) as i32;
     let fd = open_without_blocking(g, |f| ctx.fs.open(&at, &path, f, mode as u32, res), flags)?;
@@ -192,6 +200,29 @@ fn open_common(
         super::sysinfo::substitute(ctx, fd, flags)?
     };
     Ok(Reply::InstallFd { fd, cloexec })
+}
+
+/// An open that creates, truncates or makes a tmpfile nothing: resolving
+/// it has no side effect, so the kernel may do the open itself.
+fn is_plain(flags: u64) -> bool {
+    !will_create(flags) && flags & (O_TRUNC | O_PATH) == 0
+}
+
+/// Resolves `path` as the open would (without opening it for I/O) and
+/// says whether it names a file the sandbox serves itself; resolution
+/// errors are the open's errors.
+fn opens_synthetic(
+    ctx: &Context,
+    at: &vfs::At<'_>,
+    path: &std::ffi::CStr,
+    flags: u64,
+    res: u64,
+) -> Result<bool, Errno> {
+    let probe = (flags as i32 & (libc::O_NOFOLLOW | libc::O_DIRECTORY)) | libc::O_PATH;
+    let object = ctx.fs.open(at, path, probe, 0, res)?;
+    // Only reads are served synthetic (see sysinfo::substitute).
+    let reads = flags & O_ACCMODE == libc::O_RDONLY as u64;
+    Ok(reads && !ctx.synthetic.is_empty() && ctx.synthetic.serves(&object))
 }
 
 /// Opens with O_NONBLOCK first, so that the common case never ties up the

@@ -101,6 +101,11 @@ impl Synthetic {
         self.files.is_empty()
     }
 
+    /// Whether `fd` is one of the files served synthetic.
+    pub(crate) fn serves(&self, fd: &OwnedFd) -> bool {
+        self.which(fd).is_some()
+    }
+
     fn which(&self, fd: &OwnedFd) -> Option<ProcFile> {
         let st = vfs::sys::fstat(fd.as_fd()).ok()?;
         let id = (st.st_dev, st.st_ino);

@@ -187,10 +187,13 @@ pub fn ctx_root(root: &Path) -> Context {
         nix::unistd::getuid().as_raw(),
         nix::unistd::getgid().as_raw(),
     );
-    Context::with_cache_policy(
+    let mut ctx = Context::with_cache_policy(
         open_path(root, libc::O_PATH),
         uid,
         gid,
         vfs::CachePolicy::All,
-    )
+    );
+    // These tests check what the VFS itself opens.
+    ctx.install_every_open();
+    ctx
 }
