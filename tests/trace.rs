@@ -30,10 +30,16 @@ fn trace_to_a_file_decodes_serviced_and_denied_calls() {
         .find(|l| l.contains(r#"openat(AT_FDCWD, "/etc/hostname", O_RDONLY|"#));
     let open = open.unwrap_or_else(|| panic!("no openat of /etc/hostname:\n{text}"));
     // Resolved by the VFS, opened by the kernel (nothing to create).
-    assert!(open.contains("|O_CLOEXEC, 00) = ? <passed to the kernel>"), "{open}");
+    assert!(
+        open.contains("|O_CLOEXEC, 00) = ? <passed to the kernel>"),
+        "{open}"
+    );
     // Created by the supervisor, installed as the guest's fd 3.
     has(r#""/tmp/new", O_WRONLY|O_CREAT|"#);
-    let create = text.lines().find(|l| l.contains(r#""/tmp/new""#)).unwrap_or_default();
+    let create = text
+        .lines()
+        .find(|l| l.contains(r#""/tmp/new""#))
+        .unwrap_or_default();
     assert!(create.contains("|O_CLOEXEC, 0600) = 3 <"), "{create}");
     has(r#"chroot("/") = -1 EPERM (Operation not permitted) [denied by policy]"#);
     has(r#"newfstatat(AT_FDCWD, "/nonexistent/x", "#);

@@ -8,7 +8,9 @@
 //! sandbox's init into it, reading the counters the report and the
 //! watchdog need, and removing it. Does not own: which limits to set
 //! (`limits::Limits`), when to kill (the watchdog), or cleaning up after a
-//! killed supervisor (the janitor, which uses [`remove_tree`]).
+//! killed supervisor (the janitor, which uses [`remove_tree`]), or
+//! reading the counters (`counters.rs`, opened by
+//! [`SandboxCgroup::counters`]).
 
 use std::fs;
 use std::io;
@@ -18,6 +20,8 @@ use std::time::Duration;
 
 use nix::errno::Errno;
 use nix::unistd::{unlinkat, UnlinkatFlags};
+
+pub use super::counters::Counters;
 
 /// A controller the sandbox uses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -374,85 +378,6 @@ fn kill_members(dir: &Path) {
             nix::sys::signal::Signal::SIGKILL,
         );
     }
-}
-
-/// Open counter files of the sandbox's cgroup; each read is one pread.
-#[derive(Debug, Default)]
-pub struct Counters {
-    memory_events: Option<fs::File>,
-    memory_usage: Option<fs::File>,
-    memory_peak: Option<fs::File>,
-    pids_events: Option<fs::File>,
-    cpu_usage: Option<fs::File>,
-    /// User and system time: cpuacct.stat (v1), cpu.stat (v2).
-    cpu_split: Option<fs::File>,
-    cpu_usage_v2: bool,
-}
-
-impl Counters {
-    /// Processes the kernel's OOM killer killed in the sandbox.
-    pub fn oom_kills(&self) -> u64 {
-        keyed(&self.memory_events, "oom_kill").unwrap_or(0)
-    }
-    /// Forks refused by the pids limit.
-    pub fn pids_refused(&self) -> u64 {
-        keyed(&self.pids_events, "max").unwrap_or(0)
-    }
-    pub fn memory_usage(&self) -> Option<u64> {
-        first_number(&self.memory_usage)
-    }
-    pub fn memory_peak(&self) -> Option<u64> {
-        first_number(&self.memory_peak)
-    }
-    /// CPU time used by every process of the sandbox, in seconds.
-    pub fn cpu_seconds(&self) -> Option<f64> {
-        if self.cpu_usage_v2 {
-            keyed(&self.cpu_usage, "usage_usec").map(|us| us as f64 / 1e6)
-        } else {
-            first_number(&self.cpu_usage).map(|ns| ns as f64 / 1e9)
-        }
-    }
-    /// (user, system) CPU seconds of every process of the sandbox.
-    pub fn cpu_user_system(&self) -> Option<(f64, f64)> {
-        if self.cpu_usage_v2 {
-            let user = keyed(&self.cpu_split, "user_usec")?;
-            let system = keyed(&self.cpu_split, "system_usec")?;
-            return Some((user as f64 / 1e6, system as f64 / 1e6));
-        }
-        // cpuacct.stat counts in USER_HZ, which is 100 on Linux.
-        let user = keyed(&self.cpu_split, "user")?;
-        let system = keyed(&self.cpu_split, "system")?;
-        Some((user as f64 / 100.0, system as f64 / 100.0))
-    }
-    pub fn has_memory(&self) -> bool {
-        self.memory_events.is_some()
-    }
-    pub fn has_pids(&self) -> bool {
-        self.pids_events.is_some()
-    }
-    pub fn has_cpu(&self) -> bool {
-        self.cpu_usage.is_some()
-    }
-}
-
-fn read_all(file: &Option<fs::File>) -> Option<String> {
-    use std::os::unix::fs::FileExt;
-    let file = file.as_ref()?;
-    let mut buf = [0u8; 1024];
-    let n = file.read_at(&mut buf, 0).ok()?;
-    Some(String::from_utf8_lossy(&buf[..n]).into_owned())
-}
-
-fn first_number(file: &Option<fs::File>) -> Option<u64> {
-    read_all(file)?.split_whitespace().next()?.parse().ok()
-}
-
-/// The value of `key` in a "key value" per line file.
-fn keyed(file: &Option<fs::File>, key: &str) -> Option<u64> {
-    read_all(file)?.lines().find_map(|l| {
-        let (k, v) = l.split_once(' ')?;
-        (k == key).then(|| v.trim().parse().ok()).flatten()
-    })
 }
 
 #[cfg(test)]
