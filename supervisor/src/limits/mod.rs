@@ -6,9 +6,9 @@
 //! warning about what could not be enforced the strong way), the
 //! [`Tripwire`] that a fatal limit pulls (it records why and kills the
 //! whole sandbox), and the reasons' one-line messages. Submodules: the
-//! cgroup itself (`cgroup`), its counters (`counters`), the thread that watches time and counters
-//! (`watchdog`), and the process that cleans up after a killed
-//! supervisor (`janitor`). Does not own: the output cap's relay
+//! cgroup itself (`cgroup`), its counters (`counters`), the thread that
+//! watches time and counters (`watchdog`), and the process that cleans
+//! up after a killed supervisor (`janitor`). Does not own: the output cap's relay
 //! (`output.rs`, which pulls the same tripwire) or the report.
 
 pub mod cgroup;
