@@ -194,3 +194,39 @@ fn python_imports_match_native() {
     assert_eq!(sup.code, Some(0), "supervised:\n{}", sup.dump());
     assert_same("python imports", &native.stdout, &sup.stdout);
 }
+
+const XATTRS: &str = r#"
+import os, sys
+d = sys.argv[1]
+f = os.path.join(d, "x"); l = os.path.join(d, "l")
+open(f, "w").close()
+os.symlink(f, l)
+def show(what, fn):
+    try: print(what, fn())
+    except OSError as e: print(what, "errno", e.errno)
+show("set", lambda: os.setxattr(f, "user.a", b"1"))
+show("set via link", lambda: os.setxattr(l, "user.b", b"22"))
+show("get", lambda: os.getxattr(f, "user.b"))
+show("list", lambda: sorted(os.listxattr(f)))
+show("missing", lambda: os.getxattr(f, "user.nope"))
+show("no file", lambda: os.getxattr(os.path.join(d, "nope"), "user.a"))
+show("link itself", lambda: os.getxattr(l, "user.a", follow_symlinks=False))
+show("remove", lambda: os.removexattr(f, "user.a"))
+show("after", lambda: sorted(os.listxattr(f)))
+"#;
+
+/// The path forms of the xattr calls (resolved by the VFS, done by the
+/// kernel as the guest) answer as natively.
+#[test]
+fn xattrs_by_path_match_native() {
+    let pair = Pair::new(|_| {});
+    let run = |dir: &Path| Run::new(&[PY, "-c", XATTRS, &dir.display().to_string()]);
+    let native = run(&pair.a).native().ok("native xattrs");
+    let sup = run(&pair.b).rw(pair.base.path()).supervised();
+    assert_eq!(sup.code, Some(0), "supervised:\n{}", sup.dump());
+    assert_same(
+        "xattrs",
+        &pair.norm(&native.stdout),
+        &pair.norm(&sup.stdout),
+    );
+}

@@ -126,11 +126,6 @@ int main(int argc, char **argv)
 		T("ioctl_tiocsti", syscall(SYS_ioctl, fd, TIOCSTI, &c));
 		close(fd);
 	}
-	T("getxattr", syscall(SYS_getxattr, "/", "user.sbx", buf, sizeof buf));
-	T("lgetxattr", syscall(SYS_lgetxattr, "/", "user.sbx", buf, sizeof buf));
-	T("setxattr", syscall(SYS_setxattr, "/tmp", "user.sbx", "x", 1, 0));
-	T("listxattr", syscall(SYS_listxattr, "/", buf, sizeof buf));
-	T("removexattr", syscall(SYS_removexattr, "/tmp", "user.sbx"));
 	T("sethostname", syscall(SYS_sethostname, "evil", 4));
 	T("fanotify_init", syscall(SYS_fanotify_init, 0, 0));
 	T("pidfd_getfd", syscall(SYS_pidfd_getfd, -1, 0, 0));

@@ -29,6 +29,7 @@ mod stat;
 mod sysinfo;
 #[cfg(test)]
 mod tests;
+mod xattr;
 
 use std::ffi::CString;
 use std::os::fd::{AsFd, OwnedFd};
@@ -168,6 +169,13 @@ fn route(ctx: &Context, g: &dyn Guest, c: &SyscallArgs) -> Res {
         libc::SYS_readlink => namei::readlinkat(ctx, g, CWD, a[0], a[1], c.int(2)),
         libc::SYS_readlinkat => namei::readlinkat(ctx, g, c.int(0), a[1], a[2], c.int(3)),
 
+        libc::SYS_getxattr | libc::SYS_setxattr | libc::SYS_listxattr | libc::SYS_removexattr => {
+            xattr::by_path(ctx, g, a[0], true)
+        }
+        libc::SYS_lgetxattr
+        | libc::SYS_lsetxattr
+        | libc::SYS_llistxattr
+        | libc::SYS_lremovexattr => xattr::by_path(ctx, g, a[0], false),
         libc::SYS_inotify_add_watch => notify::inotify_add_watch(ctx, g, c.int(0), a[1], c.uint(2)),
 
         libc::SYS_sched_getaffinity => {

@@ -126,9 +126,10 @@ pub fn rule_for(nr: S) -> Rule {
         // could not be trusted; see ARCHITECTURE.md.
         S::execve | S::execveat | S::chdir | S::fchdir | S::getcwd => Pass,
 
-        // Extended attributes by path: not supported in the sandbox.
-        S::setxattr | S::lsetxattr | S::getxattr | S::lgetxattr => deny(EOPNOTSUPP),
-        S::listxattr | S::llistxattr | S::removexattr | S::lremovexattr => deny(EOPNOTSUPP),
+        // Extended attributes by path: resolved by the VFS, then done by
+        // the kernel as the guest, which translates ids in ACLs (xattr.rs).
+        S::setxattr | S::lsetxattr | S::getxattr | S::lgetxattr => Service,
+        S::listxattr | S::llistxattr | S::removexattr | S::lremovexattr => Service,
 
         // ---- Descriptors the guest holds. --------------------------------
         S::read | S::write | S::close | S::fstat | S::lseek | S::pread64 | S::pwrite64 => Pass,
