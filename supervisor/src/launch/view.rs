@@ -7,21 +7,22 @@
 //!
 //! The steps, as bubblewrap does them:
 //! 1. Make every mount private, so nothing we do propagates to the host.
-//! 2. Open the user's bind sources (and the host cwd) while the host's
-//!    paths still mean what the user meant.
+//! 2. Open the user's bind sources (and the host cwd, the rootfs) while
+//!    the host's paths still mean what the user meant.
 //! 3. Mount the layer (a tmpfs of `--disk` size) on /tmp and pivot into
 //!    it: the layer becomes `/`, the host's root `/oldroot`.
-//! 4. In the layer: `/newroot` (bind-mounted on itself, so it can be
-//!    pivoted into), and `/upper`, `/work` (overlay upper and work dirs)
-//!    and `/shm`, which the guest can never reach.
-//! 5. Fill /newroot: overlays of the host's /usr, /etc, ... (secrets
-//!    whited out, passwd and friends written in the upper layer), /tmp,
-//!    a fresh /proc, a small /dev, a read-only /sys holding only
-//!    devices/system/cpu, the host cwd, the user's mounts, $HOME.
+//! 4. In the layer: `/newroot`, and `/upper`, `/work` (overlay upper and
+//!    work dirs) and `/shm`, which the guest can never reach.
+//! 5. The new root: a layer directory bound on itself holding overlays of
+//!    the host's /usr, /etc, ... (secrets whited out, passwd and friends
+//!    written in the upper layer) and /tmp; or, with `--rootfs`, an
+//!    overlay of the user's tree (`rootfs.rs`). Then in either: a fresh
+//!    /proc, a small /dev, a read-only /sys holding only
+//!    devices/system/cpu, the host cwd, the user's mounts, $HOME, masks.
 //! 6. Pivot into /newroot and detach the old root (layer and host).
 //!
-//! The mounts at paths the user chose (step 5's cwd, user mounts, $HOME)
-//! are in `bind.rs`.
+//! The mounts at paths the user chose (step 5's cwd, user mounts, $HOME,
+//! masks) are in `bind.rs`.
 
 use std::fs;
 use std::os::fd::{AsFd, OwnedFd};
