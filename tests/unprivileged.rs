@@ -314,3 +314,67 @@ fn unprivileged_guest_limits() {
         out.dump()
     );
 }
+
+/// `--rootfs` and `--mask` as an unprivileged invoker: the user's own
+/// tree (a static program, no shell) under /, writes to it landing in the
+/// layer (copy-up of the user's files), the sandbox's /etc, masks over the
+/// tree's files and directories and over the host view.
+#[test]
+fn unprivileged_rootfs_and_mask() {
+    let Some(u) = unpriv() else { return };
+    let t = Tree::new();
+    if let Err(e) = tiny_rootfs(&t.join("root")) {
+        skip!("cannot build a rootfs: {e}");
+    }
+    std::fs::write(t.join("root/data/g"), "g\n").unwrap();
+    t.file("root/hidden/x", "x\n");
+    t.give_to(u.uid, u.gid);
+    let root = t.join("root").display().to_string();
+    let ops = [
+        "/bin/rootprobe",
+        "ls",
+        "/",
+        ",",
+        "write",
+        "/data/f",
+        "changed\n",
+        ",",
+        "cat",
+        "/data/f",
+        ",",
+        "write",
+        "/tmp/t",
+        "t\n",
+        ",",
+        "cat",
+        "/etc/hostname",
+        ",",
+        "write",
+        "/etc/hostname",
+        "x",
+        ",",
+        "cat",
+        "/data/g",
+        ",",
+        "ls",
+        "/hidden",
+    ];
+    let out = run_as(u, &ops, &t)
+        .sup(&["--rootfs", &root, "--mask", "/data/g", "--mask", "/hidden"])
+        .supervised();
+    assert_eq!(
+        out.stdout,
+        "bin data dev etc hidden proc sys tmp\nok\nchanged\nok\nsandbox\nERR Read-only file system\n\n",
+        "{}",
+        out.dump()
+    );
+    assert_eq!(
+        std::fs::read_to_string(t.join("root/data/f")).unwrap(),
+        "tree\n"
+    );
+    // A mask in the host view, over a root-owned file.
+    let out = run_as(u, &["/bin/sh", "-c", "wc -c < /etc/group"], &t)
+        .sup(&["--mask", "/etc/group"])
+        .supervised();
+    assert_eq!(out.stdout, "0\n", "{}", out.dump());
+}

@@ -21,6 +21,11 @@ Examples:
       Read-only inputs at /data; only /out writes reach the host.
   supervisor run --tmpfs /scratch:256m --disk 2g -- make
       A 256 MiB scratch tmpfs, and a 2 GiB cap on everything else written.
+  supervisor run --rootfs ./debian --rw ./out:/out -- /bin/sh -c 'ls / > /out/ls'
+      An unpacked image (docker export, debootstrap) as /, read-only: writes
+      outside /out vanish; /proc, /dev, /sys, /tmp are the sandbox's own.
+  supervisor run --mask /etc/hosts --mask /usr/share/doc -- ls /usr/share/doc
+      Hide paths: a directory shows empty, a file reads as empty.
   supervisor run --env API_URL=http://127.0.0.1:8000 --env LANG -- ./client
       Add one variable and copy one from the host; nothing else leaks in.
   supervisor run --memory 512m --cpus 1.5 --pids 64 --timeout 30 -- python3 grade.py
@@ -75,7 +80,15 @@ pub struct RunArgs {
     #[arg(long = "tmpfs", value_name = "GUEST[:SIZE]", value_parser = parse_tmpfs)]
     pub tmpfs: Vec<MountSpec>,
 
-    /// Starting directory inside the sandbox [default: the current directory].
+    /// Use DIR (an unpacked image) as the guest's / instead of the host's /usr, /etc, ...: read-only, writes land in the --disk layer; /proc, /dev, /sys, /tmp and mounts as usual.
+    #[arg(long, value_name = "DIR", value_parser = parse_rootfs)]
+    pub rootfs: Option<PathBuf>,
+
+    /// Hide PATH inside: a directory shows empty, a file reads as empty (runc's maskedPaths); a missing PATH is ignored. Repeatable.
+    #[arg(long = "mask", value_name = "PATH", value_parser = parse_mask)]
+    pub mask: Vec<PathBuf>,
+
+    /// Starting directory inside the sandbox [default: the current directory; / with --rootfs].
     #[arg(long, value_name = "DIR")]
     pub workdir: Option<PathBuf>,
 
@@ -144,6 +157,12 @@ fn parse_rw(s: &str) -> Result<MountSpec, String> {
 }
 fn parse_tmpfs(s: &str) -> Result<MountSpec, String> {
     MountSpec::parse_tmpfs(s).map_err(|e| e.to_string())
+}
+fn parse_rootfs(s: &str) -> Result<PathBuf, String> {
+    vfs::mounts::parse_rootfs(s).map_err(|e| e.to_string())
+}
+fn parse_mask(s: &str) -> Result<PathBuf, String> {
+    vfs::mounts::parse_mask(s).map_err(|e| e.to_string())
 }
 fn parse_nonzero_size(s: &str) -> Result<u64, String> {
     match parse_size(s).map_err(|e| e.to_string())? {

@@ -69,6 +69,8 @@ pub const ALLOWED: &[S] = &[
     S::truncate,
     S::ftruncate,
     S::inotify_add_watch,
+    // Flushing --rw sources once the guest has ended (launch/flush.rs).
+    S::syncfs,
     // The synthetic /proc files under limits (sealed with fcntl).
     S::memfd_create,
     // The trap: guest memory, guest descriptors, the guest's pid.

@@ -132,6 +132,7 @@ fn serve_and_wait(
         Some(_) => Some(Capture::install(&captured_fds(config.pty)).map_err(setup_error)?),
         None => None,
     };
+    let rw_flush = launch::RwFlush::open(&config.mounts);
     // Launch forks: it must happen before this process has any thread.
     let launched = launch::launch_with(config, |pid| guards.enforcement.attach(pid));
     if let (Some(capture), Some(meter)) = (&mut capture, &guards.meter) {
@@ -182,6 +183,9 @@ fn serve_and_wait(
     crate::confine::confine().map_err(supervisor_error)?;
     sandbox.start()?;
     let waited = sandbox.wait_with_stats();
+    for warning in rw_flush.flush() {
+        eprintln!("supervisor: warning: {warning}");
+    }
     drop(watchdog);
     if let Some(relay) = relay {
         relay.finish();
@@ -321,6 +325,8 @@ fn launch_config(args: &RunArgs) -> Result<LaunchConfig, LaunchError> {
         workdir: args.workdir.clone(),
         hostname: args.hostname.clone(),
         mounts,
+        rootfs: args.rootfs.clone(),
+        masks: args.mask.clone(),
         disk_size: args.disk,
         filter: bpf::compile(),
         pty: tty::host_terminal(),

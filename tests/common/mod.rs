@@ -8,6 +8,7 @@
 //! - [`c_prog`]: the C programs of `tests/c/*.c`, built once per test binary
 //!   with `cc` into `$CARGO_TARGET_TMPDIR/cprogs` (visible in the sandbox
 //!   through [`c_mounts`]).
+//! - [`tiny_rootfs`]: a `--rootfs` tree holding one static program.
 //! - [`Tree`]: temp trees, and [`snapshot`] of a tree for comparing results.
 //! - [`normalize`]: the only differences between a native and a supervised
 //!   output that a test may erase; each one is documented there.
@@ -19,9 +20,12 @@
 pub mod cgroups;
 mod cprogs;
 pub mod probes;
+mod rootfs;
 mod tree;
 
 pub use cprogs::*;
+#[allow(unused_imports)] // not every test binary builds a rootfs
+pub use rootfs::*;
 pub use tree::*;
 
 use std::collections::BTreeMap;

@@ -1,9 +1,10 @@
 //! Mount specifications of the sandbox's view: what the user asked for
-//! with `--ro`, `--rw` and `--tmpfs`, checked and normalised, and the fixed
-//! parts of the default view (which host directories show, which /etc
-//! entries are hidden).
+//! with `--ro`, `--rw`, `--tmpfs`, `--mask` and `--rootfs`, checked and
+//! normalised, and the fixed parts of the default view (which host
+//! directories show, which /etc entries are hidden).
 //!
-//! Owns: parsing and validating mount specs and sizes ("64m", "1.5G").
+//! Owns: parsing and validating mount specs, masked paths, the rootfs
+//! path and sizes ("64m", "1.5G").
 //! Does not own: doing the mounts (the supervisor's `launch` module) or
 //! resolving guest paths later (the rest of this crate).
 //!
@@ -149,6 +150,37 @@ fn parse_bind(s: &str, kind: MountKind) -> Result<MountSpec, SpecError> {
         guest,
         spec: s.to_string(),
     })
+}
+
+/// `--mask PATH`: a guest path to hide (absolute, normalised, not `/`).
+/// Unlike mount targets it may lie under /proc, /dev or /sys: hiding
+/// something there is what masks are for (runc masks /proc/kcore).
+pub fn parse_mask(s: &str) -> Result<PathBuf, SpecError> {
+    let bad = |why: String| SpecError(format!("--mask {s}: {why}"));
+    if s.contains('\0') {
+        return Err(bad("path contains a NUL byte".into()));
+    }
+    let p = Path::new(s);
+    if !p.is_absolute() {
+        return Err(bad("must be an absolute path".into()));
+    }
+    let n = normalise(p).ok_or_else(|| bad("climbs above /".into()))?;
+    if n == Path::new("/") {
+        return Err(bad("cannot mask the guest's /".into()));
+    }
+    Ok(n)
+}
+
+/// `--rootfs DIR`: made absolute like a bind source; whether it exists
+/// and is a directory is checked at launch.
+pub fn parse_rootfs(s: &str) -> Result<PathBuf, SpecError> {
+    if s.is_empty() {
+        return Err(SpecError("--rootfs: empty path".into()));
+    }
+    if s.contains('\0') {
+        return Err(SpecError(format!("--rootfs {s}: path contains a NUL byte")));
+    }
+    host_path(s).map_err(|e| SpecError(format!("--rootfs {s}: {e}")))
 }
 
 /// Makes a host path absolute: relative ones against the current
@@ -351,6 +383,35 @@ mod tests {
         assert!(e.0.starts_with("--tmpfs /scratch:lots: size"), "{e}");
         assert!(MountSpec::parse_tmpfs("scratch").is_err());
         assert!(MountSpec::parse_tmpfs("/dev/x:1m").is_err());
+    }
+
+    #[test]
+    fn masks() {
+        assert_eq!(parse_mask("/etc//x/../y").unwrap(), Path::new("/etc/y"));
+        assert_eq!(parse_mask("/proc/kcore").unwrap(), Path::new("/proc/kcore"));
+        for (bad, why) in [
+            ("rel", "absolute"),
+            ("/", "guest's /"),
+            ("/a/../..", "climbs"),
+            ("", "absolute"),
+        ] {
+            let e = parse_mask(bad).unwrap_err();
+            assert!(
+                e.0.starts_with("--mask ") && e.0.contains(why),
+                "{bad}: {e}"
+            );
+        }
+    }
+
+    #[test]
+    fn rootfs_paths() {
+        assert_eq!(parse_rootfs("/srv/img/").unwrap(), Path::new("/srv/img"));
+        let cwd = std::env::current_dir().unwrap();
+        assert_eq!(
+            parse_rootfs("no-such-img").unwrap(),
+            cwd.join("no-such-img")
+        );
+        assert!(parse_rootfs("").is_err());
     }
 
     #[test]

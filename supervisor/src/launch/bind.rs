@@ -1,5 +1,6 @@
 //! Mounts at paths the user chose, inside the view under construction:
-//! the `--ro`/`--rw`/`--tmpfs` mounts and the host's current directory.
+//! the `--ro`/`--rw`/`--tmpfs` mounts, the host's current directory and
+//! the `--mask` paths.
 //!
 //! Owns: opening bind sources (before the host's paths go away),
 //! creating mount points confined to the new root (`openat2` with
@@ -15,7 +16,7 @@ use std::path::{Path, PathBuf};
 use nix::errno::Errno;
 use nix::fcntl::OFlag;
 use nix::mount::{mount, MsFlags};
-use nix::sys::stat::{mkdirat, Mode};
+use nix::sys::stat::{fstat, mkdirat, Mode, SFlag};
 use nix::sys::statvfs::{fstatvfs, FsFlags};
 
 use super::plan::{MountWhat, PlannedMount};
@@ -26,7 +27,7 @@ const PROC_FD: &str = "/oldroot/proc/self/fd";
 
 type Result<T> = std::result::Result<T, String>;
 
-fn proc_fd(fd: BorrowedFd<'_>) -> String {
+pub fn proc_fd(fd: BorrowedFd<'_>) -> String {
     format!("{PROC_FD}/{}", fd.as_raw_fd())
 }
 
@@ -66,17 +67,47 @@ pub fn add_user_mount(root: BorrowedFd<'_>, m: &PlannedMount, src: Option<&Owned
             let target =
                 ensure_in_root(root, &m.guest, true).map_err(|e| mount_point_error(&m.guest, e))?;
             let opts = format!("size={size},mode=0755");
-            let flags = MsFlags::MS_NOSUID | MsFlags::MS_NODEV;
-            let r = mount(
-                Some("tmpfs"),
-                proc_fd(target.as_fd()).as_str(),
-                Some("tmpfs"),
-                flags,
-                Some(opts.as_str()),
-            );
-            r.map_err(|e| format!("cannot mount: {}", e.desc()))
+            mount_tmpfs(
+                target.as_fd(),
+                MsFlags::MS_NOSUID | MsFlags::MS_NODEV,
+                &opts,
+            )
         }
         (MountWhat::Bind { .. }, None) => Err("no source".into()),
+    }
+}
+
+fn mount_tmpfs(target: BorrowedFd<'_>, flags: MsFlags, opts: &str) -> Result<()> {
+    let r = mount(
+        Some("tmpfs"),
+        proc_fd(target).as_str(),
+        Some("tmpfs"),
+        flags,
+        Some(opts),
+    );
+    r.map_err(|e| format!("cannot mount: {}", e.desc()))
+}
+
+/// `--mask PATH`, as runc masks paths: a directory gets an empty
+/// read-only tmpfs over it, anything else a read-only bind of /dev/null
+/// (`null`), so it reads as empty and refuses writes (EROFS). The path
+/// is resolved in the view (`RESOLVE_IN_ROOT`; a symlink's target is
+/// masked); a path that does not exist is not an error.
+pub fn add_mask(root: BorrowedFd<'_>, null: BorrowedFd<'_>, guest: &Path) -> Result<()> {
+    let target = match open_in_root(root, guest, OFlag::O_PATH) {
+        Ok(fd) => fd,
+        Err(Errno::ENOENT | Errno::ENOTDIR) => return Ok(()),
+        Err(e) => return Err(format!("cannot open: {}", e.desc())),
+    };
+    let is_dir = fstat(target.as_raw_fd())
+        .map(|st| SFlag::from_bits_truncate(st.st_mode) & SFlag::S_IFMT == SFlag::S_IFDIR)
+        .map_err(|e| format!("cannot stat: {}", e.desc()))?;
+    let ro = MsFlags::MS_RDONLY | MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC;
+    if is_dir {
+        mount_tmpfs(target.as_fd(), ro, "size=4k,nr_inodes=1,mode=0555")
+    } else {
+        // Not nodev: /dev/null must stay usable to read as empty.
+        bind(root, null, guest, false, ro.difference(MsFlags::MS_NODEV))
     }
 }
 

@@ -26,14 +26,18 @@
 
 mod bind;
 mod channel;
+mod etc;
 mod exec;
+mod flush;
 mod init;
 mod plan;
 mod privs;
+mod rootfs;
 mod userns;
 mod view;
 
 pub use exec::DEFAULT_PATH;
+pub use flush::RwFlush;
 pub use init::FORWARDED;
 pub use plan::ViewPlan;
 
@@ -71,11 +75,15 @@ pub struct LaunchConfig {
     /// The guest's complete environment.
     pub env: Vec<(OsString, OsString)>,
     /// Starting directory; default: the host's current directory, which
-    /// is then bound read-only at the same path.
+    /// is then bound read-only at the same path (with `rootfs`: `/`).
     pub workdir: Option<PathBuf>,
     pub hostname: String,
     /// `--ro`, `--rw` and `--tmpfs` mounts (applied parents first).
     pub mounts: Vec<vfs::mounts::MountSpec>,
+    /// `--rootfs`: this tree, not the host's directories, under `/`.
+    pub rootfs: Option<PathBuf>,
+    /// `--mask` paths, hidden once every mount is in place.
+    pub masks: Vec<PathBuf>,
     /// Size of the writable layer (tmpfs) in bytes.
     pub disk_size: u64,
     /// The seccomp program to install.
@@ -99,6 +107,8 @@ impl LaunchConfig {
             workdir: None,
             hostname: DEFAULT_HOSTNAME.into(),
             mounts: Vec::new(),
+            rootfs: None,
+            masks: Vec::new(),
             disk_size: DEFAULT_DISK_SIZE,
             filter,
             pty: None,
@@ -190,9 +200,14 @@ pub fn launch_with(
     attach: impl FnOnce(Pid) -> Result<(), String>,
 ) -> Result<Sandbox, LaunchError> {
     let exec = ExecPlan::new(&cfg.command, &cfg.env)?;
-    let host_cwd = std::env::current_dir().ok();
+    // With a rootfs the host's cwd has no place in the view.
+    let host_cwd = match cfg.rootfs {
+        Some(_) => None,
+        None => std::env::current_dir().ok(),
+    };
     let workdir = match (&cfg.workdir, &host_cwd) {
         (Some(w), _) => w.clone(),
+        (None, None) if cfg.rootfs.is_some() => PathBuf::from("/"),
         (None, Some(cwd)) => cwd.clone(),
         (None, None) => {
             return Err(LaunchError::setup(
@@ -217,6 +232,8 @@ pub fn launch_with(
         uid,
         gid,
         cpus: cfg.cpus,
+        rootfs: cfg.rootfs.as_deref(),
+        masks: &cfg.masks,
     })
     .map_err(LaunchError::setup)?;
     let filter = privs::to_sock_filter(&cfg.filter);

@@ -2,27 +2,30 @@
 //! before the sandbox exists, from the launch config and a look at the
 //! host. `view.rs` carries it out inside the new mount namespace.
 //!
-//! Owns: deciding what the view contains (which host directories, which
-//! /etc entries to hide, the sandbox's passwd/group/hosts, what
+//! Owns: deciding what the view contains (the host's directories or the
+//! `--rootfs` tree, which /etc entries to hide, the sandbox's /etc files
+//! (their text is `etc.rs`'s), what
 //! /sys/devices/system/cpu says, whether the host's current directory is
-//! bound, the user's mounts in order) and
+//! bound, the user's mounts in order, the `--mask` paths) and
 //! checking that the user's host paths exist. Does not own: mounting.
 
-use std::ffi::OsStr;
 use std::fs;
 use std::io;
-use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
+use super::etc;
 use nix::errno::Errno;
-use vfs::mounts::{MountKind, MountSpec, ETC_HIDDEN, HOST_DIRS, RESERVED};
+use vfs::mounts::{MountKind, MountSpec, HOST_DIRS, RESERVED};
 
 /// Everything `view::build` needs, decided up front.
 #[derive(Clone, Debug, Default)]
 pub struct ViewPlan {
     /// Size of the writable layer (tmpfs) in bytes.
     pub layer_size: u64,
-    /// Top-level host directories shown in the view.
+    /// `--rootfs`: the tree (canonical, a directory) that is the lower
+    /// layer of `/` instead of the host's directories.
+    pub rootfs: Option<PathBuf>,
+    /// Top-level host directories shown in the view (none with a rootfs).
     pub top_dirs: Vec<TopDir>,
     /// Entries of /etc (relative) that exist on the host and are hidden.
     pub etc_hidden: Vec<PathBuf>,
@@ -38,6 +41,8 @@ pub struct ViewPlan {
     pub home: Option<PathBuf>,
     /// The user's mounts, parents before children.
     pub mounts: Vec<PlannedMount>,
+    /// `--mask` paths, hidden after every mount is in place.
+    pub masks: Vec<PathBuf>,
 }
 
 /// The view's only /sys content, `devices/system/cpu`: the CPUs the guest
@@ -149,17 +154,25 @@ pub struct PlanInput<'a> {
     pub gid: u32,
     /// CPUs the guest may use, if limited.
     pub cpus: Option<usize>,
+    /// `--rootfs DIR`, as given (absolute).
+    pub rootfs: Option<&'a Path>,
+    /// `--mask` paths (absolute, normalised).
+    pub masks: &'a [PathBuf],
 }
 
 impl ViewPlan {
     /// Builds the plan, looking at the host. Errors are one line, ready
     /// for the user (`--ro /nope:/data: /nope: No such file or directory`).
     pub fn new(input: &PlanInput<'_>) -> Result<ViewPlan, String> {
-        let home = guest_home(input.env);
-        let top_dirs = HOST_DIRS
-            .iter()
-            .filter_map(|d| inspect_top_dir(d))
-            .collect();
+        let home = etc::guest_home(input.env);
+        let rootfs = input.rootfs.map(check_rootfs).transpose()?;
+        let top_dirs = match rootfs {
+            Some(_) => Vec::new(),
+            None => HOST_DIRS
+                .iter()
+                .filter_map(|d| inspect_top_dir(d))
+                .collect(),
+        };
         let mut mounts = Vec::new();
         for m in input.mounts {
             mounts.push(plan_mount(m)?);
@@ -167,26 +180,23 @@ impl ViewPlan {
         // Parents before children; the sort is stable, so equal depths
         // keep the user's order.
         mounts.sort_by_key(|m: &PlannedMount| m.guest.components().count());
+        // A rootfs is the whole view: the host's cwd has no place in it.
         let cwd_bind = input
             .host_cwd
+            .filter(|_| rootfs.is_none())
             .filter(|cwd| cwd_needs_bind(cwd, input.workdir, &mounts));
-        let home_for_passwd = home.clone().unwrap_or_else(|| default_home(input.uid));
+        let home_for_passwd = home.clone().unwrap_or_else(|| etc::default_home(input.uid));
+        let etc_hidden = match rootfs {
+            // The tree is the user's own: nothing of the host to hide.
+            Some(_) => Vec::new(),
+            None => etc::hidden_entries(Path::new("/etc")),
+        };
         Ok(ViewPlan {
             layer_size: input.layer_size,
+            rootfs,
             top_dirs,
-            etc_hidden: hidden_etc_entries(Path::new("/etc")),
-            etc_files: vec![
-                (
-                    "passwd".into(),
-                    passwd(input.uid, input.gid, &home_for_passwd).into_bytes(),
-                ),
-                ("group".into(), group(input.gid).into_bytes()),
-                (
-                    "hostname".into(),
-                    format!("{}\n", input.hostname).into_bytes(),
-                ),
-                ("hosts".into(), hosts(input.hostname).into_bytes()),
-            ],
+            etc_hidden,
+            etc_files: etc::files(input.uid, input.gid, &home_for_passwd, input.hostname),
             dev_nodes: DEV_NODES
                 .iter()
                 .copied()
@@ -196,6 +206,7 @@ impl ViewPlan {
             cwd_bind: cwd_bind.map(Path::to_path_buf),
             home,
             mounts,
+            masks: input.masks.to_vec(),
         })
     }
 
@@ -224,34 +235,20 @@ fn inspect_top_dir(path: &str) -> Option<TopDir> {
     }
 }
 
-/// The ETC_HIDDEN entries present under `etc`, `*` patterns expanded.
-pub fn hidden_etc_entries(etc: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    for pattern in ETC_HIDDEN {
-        let rel = Path::new(pattern);
-        let name = rel.file_name().map(OsStr::as_bytes).unwrap_or_default();
-        let parent = rel.parent().unwrap_or(Path::new(""));
-        match name.strip_suffix(b"*") {
-            Some(prefix) => {
-                let Ok(dir) = fs::read_dir(etc.join(parent)) else {
-                    continue;
-                };
-                let mut found: Vec<PathBuf> = dir
-                    .filter_map(Result::ok)
-                    .filter(|e| e.file_name().as_bytes().starts_with(prefix))
-                    .map(|e| parent.join(e.file_name()))
-                    .collect();
-                found.sort();
-                out.extend(found);
-            }
-            None => {
-                if fs::symlink_metadata(etc.join(rel)).is_ok() {
-                    out.push(rel.to_path_buf());
-                }
-            }
-        }
+/// The `--rootfs` directory, canonical; one line for the user otherwise.
+fn check_rootfs(dir: &Path) -> Result<PathBuf, String> {
+    let label = format!("--rootfs {}", dir.display());
+    let real = fs::canonicalize(dir).map_err(|e| format!("{label}: {}", describe(&e)))?;
+    let meta = fs::metadata(&real).map_err(|e| format!("{label}: {}", describe(&e)))?;
+    if !meta.is_dir() {
+        return Err(format!("{label}: not a directory"));
     }
-    out
+    if real == Path::new("/") {
+        return Err(format!(
+            "{label}: the host's / is not a root file system for a sandbox (leave out --rootfs)"
+        ));
+    }
+    Ok(real)
 }
 
 fn plan_mount(m: &MountSpec) -> Result<PlannedMount, String> {
@@ -287,53 +284,6 @@ pub fn cwd_needs_bind(cwd: &Path, workdir: &Path, mounts: &[PlannedMount]) -> bo
     cwd == workdir && cwd != Path::new("/") && !visible_anyway
 }
 
-/// $HOME of the guest environment, when it is a usable absolute path.
-fn guest_home(env: &[(std::ffi::OsString, std::ffi::OsString)]) -> Option<PathBuf> {
-    let (_, v) = env.iter().rev().find(|(k, _)| k == "HOME")?;
-    let home = vfs::mounts::guest_path(v.to_str()?).ok()?;
-    Some(home)
-}
-
-fn default_home(uid: u32) -> PathBuf {
-    if uid == 0 {
-        "/root".into()
-    } else {
-        "/home/sandbox".into()
-    }
-}
-
-/// The sandbox's /etc/passwd: root, the sandbox user (when not root) and
-/// nobody, who owns every host file whose owner has no id inside.
-pub fn passwd(uid: u32, gid: u32, home: &Path) -> String {
-    let home = home.display();
-    let mut s = String::new();
-    if uid == 0 {
-        s.push_str(&format!("root:x:0:{gid}:root:{home}:/bin/sh\n"));
-    } else {
-        s.push_str("root:x:0:0:root:/root:/bin/sh\n");
-        s.push_str(&format!("sandbox:x:{uid}:{gid}:sandbox:{home}:/bin/sh\n"));
-    }
-    s.push_str("nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n");
-    s
-}
-
-/// The sandbox's /etc/group.
-pub fn group(gid: u32) -> String {
-    let mut s = String::from("root:x:0:\n");
-    if gid != 0 {
-        s.push_str(&format!("sandbox:x:{gid}:\n"));
-    }
-    s.push_str("nogroup:x:65534:\n");
-    s
-}
-
-/// The sandbox's /etc/hosts.
-pub fn hosts(hostname: &str) -> String {
-    format!(
-        "127.0.0.1\tlocalhost\n127.0.1.1\t{hostname}\n::1\tlocalhost ip6-localhost ip6-loopback\n"
-    )
-}
-
 /// An I/O error as the C library words it, without Rust's "(os error N)".
 pub fn describe(e: &io::Error) -> String {
     match e.raw_os_error() {
@@ -360,6 +310,8 @@ mod tests {
             uid: 1000,
             gid: 1000,
             cpus: None,
+            rootfs: None,
+            masks: &[],
         }
     }
 
@@ -465,7 +417,7 @@ mod tests {
     }
 
     #[test]
-    fn home_and_passwd() {
+    fn home_and_etc_files() {
         let env = [("HOME".into(), "/home/alice".into())];
         let plan = ViewPlan::new(&input(&[], &env)).unwrap();
         assert_eq!(plan.home.as_deref(), Some(Path::new("/home/alice")));
@@ -474,46 +426,34 @@ mod tests {
             passwd.contains("sandbox:x:1000:1000:sandbox:/home/alice:/bin/sh\n"),
             "{passwd}"
         );
-        assert!(passwd.starts_with("root:x:0:0:root:/root:/bin/sh\n"));
-        assert_eq!(group(0), "root:x:0:\nnogroup:x:65534:\n");
-        assert!(group(5).contains("sandbox:x:5:\n"));
-        assert!(passwd_for_root_uses_home());
         let plan = ViewPlan::new(&input(&[], &[])).unwrap();
         assert_eq!(plan.home, None);
         assert!(String::from_utf8_lossy(&plan.etc_files[0].1).contains(":/home/sandbox:"));
-        assert!(hosts("box").contains("127.0.1.1\tbox\n"));
-    }
-
-    fn passwd_for_root_uses_home() -> bool {
-        passwd(0, 0, Path::new("/tmp")).starts_with("root:x:0:0:root:/tmp:/bin/sh\n")
+        let names: Vec<_> = plan.etc_files.iter().map(|f| f.0.clone()).collect();
+        assert!(names.contains(&PathBuf::from("resolv.conf")), "{names:?}");
     }
 
     #[test]
-    fn hidden_etc() {
-        let dir = std::env::temp_dir().join(format!("plan-test-{}", std::process::id()));
-        let etc = dir.as_path();
-        fs::create_dir_all(etc.join("ssh")).unwrap();
-        for f in [
-            "shadow",
-            "ssh/ssh_host_rsa_key",
-            "ssh/ssh_host_rsa_key.pub",
-            "ssh/ssh_config",
-            "passwd",
-        ] {
-            fs::write(etc.join(f), "").unwrap();
-        }
-        fs::create_dir(etc.join("sudoers.d")).unwrap();
-        let hidden = hidden_etc_entries(etc);
-        let want: Vec<PathBuf> = [
-            "shadow",
-            "sudoers.d",
-            "ssh/ssh_host_rsa_key",
-            "ssh/ssh_host_rsa_key.pub",
-        ]
-        .iter()
-        .map(PathBuf::from)
-        .collect();
-        fs::remove_dir_all(etc).unwrap();
-        assert_eq!(hidden, want);
+    fn rootfs_is_checked() {
+        let e = ViewPlan::new(&PlanInput {
+            rootfs: Some(Path::new("/nope-rootfs-xyz")),
+            ..input(&[], &[])
+        })
+        .unwrap_err();
+        assert_eq!(e, "--rootfs /nope-rootfs-xyz: No such file or directory");
+        let e = ViewPlan::new(&PlanInput {
+            rootfs: Some(Path::new("/etc/hostname")),
+            ..input(&[], &[])
+        })
+        .unwrap_err();
+        assert_eq!(e, "--rootfs /etc/hostname: not a directory");
+        let plan = ViewPlan::new(&PlanInput {
+            rootfs: Some(Path::new("/usr")),
+            ..input(&[], &[])
+        })
+        .unwrap();
+        assert_eq!(plan.rootfs.as_deref(), Some(Path::new("/usr")));
+        assert!(plan.top_dirs.is_empty() && plan.etc_hidden.is_empty());
+        assert_eq!(plan.cwd_bind, None);
     }
 }

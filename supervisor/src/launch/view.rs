@@ -7,21 +7,22 @@
 //!
 //! The steps, as bubblewrap does them:
 //! 1. Make every mount private, so nothing we do propagates to the host.
-//! 2. Open the user's bind sources (and the host cwd) while the host's
-//!    paths still mean what the user meant.
+//! 2. Open the user's bind sources (and the host cwd, the rootfs) while
+//!    the host's paths still mean what the user meant.
 //! 3. Mount the layer (a tmpfs of `--disk` size) on /tmp and pivot into
 //!    it: the layer becomes `/`, the host's root `/oldroot`.
-//! 4. In the layer: `/newroot` (bind-mounted on itself, so it can be
-//!    pivoted into), and `/upper`, `/work` (overlay upper and work dirs)
-//!    and `/shm`, which the guest can never reach.
-//! 5. Fill /newroot: overlays of the host's /usr, /etc, ... (secrets
-//!    whited out, passwd and friends written in the upper layer), /tmp,
-//!    a fresh /proc, a small /dev, a read-only /sys holding only
-//!    devices/system/cpu, the host cwd, the user's mounts, $HOME.
+//! 4. In the layer: `/newroot`, and `/upper`, `/work` (overlay upper and
+//!    work dirs) and `/shm`, which the guest can never reach.
+//! 5. The new root: a layer directory bound on itself holding overlays of
+//!    the host's /usr, /etc, ... (secrets whited out, passwd and friends
+//!    written in the upper layer) and /tmp; or, with `--rootfs`, an
+//!    overlay of the user's tree (`rootfs.rs`). Then in either: a fresh
+//!    /proc, a small /dev, a read-only /sys holding only
+//!    devices/system/cpu, the host cwd, the user's mounts, $HOME, masks.
 //! 6. Pivot into /newroot and detach the old root (layer and host).
 //!
-//! The mounts at paths the user chose (step 5's cwd, user mounts, $HOME)
-//! are in `bind.rs`.
+//! The mounts at paths the user chose (step 5's cwd, user mounts, $HOME,
+//! masks) are in `bind.rs`.
 
 use std::fs;
 use std::os::fd::{AsFd, OwnedFd};
@@ -34,8 +35,9 @@ use nix::mount::{mount, umount2, MntFlags, MsFlags};
 use nix::sys::stat::{mknod, umask, Mode, SFlag};
 use nix::unistd::{chdir, getuid, mkdir, pivot_root, symlinkat};
 
-use super::bind::{add_user_mount, bind, ensure_in_root, open_mount_source, open_source};
+use super::bind::{add_mask, add_user_mount, bind, ensure_in_root, open_mount_source, open_source};
 use super::plan::{TopKind, ViewPlan};
+use super::rootfs;
 use crate::sys::fd::open_at;
 
 /// Where the layer is mounted before the first pivot. Any host directory
@@ -43,12 +45,12 @@ use crate::sys::fd::open_at;
 const STAGING: &str = "/tmp";
 /// Paths inside the layer, once it is `/`.
 const OLD_ROOT: &str = "/oldroot";
-const NEW_ROOT: &str = "/newroot";
-const UPPER: &str = "/upper";
-const WORK: &str = "/work";
+pub(super) const NEW_ROOT: &str = "/newroot";
+pub(super) const UPPER: &str = "/upper";
+pub(super) const WORK: &str = "/work";
 const SHM: &str = "/shm";
 
-type Result<T> = std::result::Result<T, String>;
+pub(super) type Result<T> = std::result::Result<T, String>;
 
 /// Builds the view and pivots into it. Errors are one line for the user.
 pub fn build(plan: &ViewPlan) -> Result<()> {
@@ -72,21 +74,23 @@ pub fn build(plan: &ViewPlan) -> Result<()> {
         .map(open_mount_source)
         .collect::<Result<Vec<_>>>()?;
 
+    let rootfs_src = match &plan.rootfs {
+        Some(dir) => Some(
+            open_source(dir, true)
+                .map_err(|e| format!("--rootfs {}: {}", dir.display(), e.desc()))?,
+        ),
+        None => None,
+    };
+
     enter_layer(plan.layer_size)?;
-    make_new_root()?;
-    for top in &plan.top_dirs {
-        let path = new_root(&top.name);
-        match &top.kind {
-            TopKind::Symlink(target) => check(symlinkat(target, None, &path), || {
-                format!("creating /{}", top.name)
-            })?,
-            TopKind::Overlay => add_overlay(plan, &top.name)?,
-        }
+    make_layer_dirs()?;
+    match &rootfs_src {
+        Some(src) => rootfs::mount_root(plan, src.as_fd())?,
+        None => build_host_root(plan)?,
     }
     if !getuid().is_root() {
         seal_etc_files(plan)?;
     }
-    make_dir(&new_root("tmp"), 0o1777)?;
     build_sys(plan)?;
     mount_proc()?;
     build_dev(plan)?;
@@ -104,7 +108,15 @@ pub fn build(plan: &ViewPlan) -> Result<()> {
         // A HOME we cannot create is not worth failing the run for.
         let _ = ensure_in_root(root.as_fd(), home, true);
     }
-    if !getuid().is_root() {
+    if !plan.masks.is_empty() {
+        let null = open_source(&Path::new(OLD_ROOT).join("dev/null"), false)
+            .map_err(|e| format!("--mask: opening /dev/null: {}", e.desc()))?;
+        for path in &plan.masks {
+            add_mask(root.as_fd(), null.as_fd(), path)
+                .map_err(|e| format!("--mask {}: {e}", path.display()))?;
+        }
+    }
+    if !getuid().is_root() && plan.rootfs.is_none() {
         // Like the host's `/`, the sandbox's is not the user's to fill.
         let r = fs::set_permissions(new_root(""), fs::Permissions::from_mode(0o555));
         r.map_err(|e| format!("sealing /: {e}"))?;
@@ -115,7 +127,7 @@ pub fn build(plan: &ViewPlan) -> Result<()> {
     Ok(())
 }
 
-fn check<T>(r: nix::Result<T>, what: impl FnOnce() -> String) -> Result<T> {
+pub(super) fn check<T>(r: nix::Result<T>, what: impl FnOnce() -> String) -> Result<T> {
     r.map_err(|e| format!("{}: {}", what(), e.desc()))
 }
 
@@ -133,7 +145,7 @@ fn fd_of_path(path: &str) -> Result<OwnedFd> {
     .map_err(|e| format!("opening {path}: {}", e.desc()))
 }
 
-fn make_dir(path: &Path, mode: u32) -> Result<()> {
+pub(super) fn make_dir(path: &Path, mode: u32) -> Result<()> {
     match mkdir(path, Mode::from_bits_truncate(mode)) {
         Ok(()) | Err(Errno::EEXIST) => Ok(()),
         Err(e) => Err(format!("creating {}: {}", path.display(), e.desc())),
@@ -162,9 +174,19 @@ fn enter_layer(size: u64) -> Result<()> {
     check(chdir("/"), || "entering the layer".into())
 }
 
-/// Step 4.
-fn make_new_root() -> Result<()> {
+/// Step 4: the layer's private directories, and the new root's mount
+/// point.
+fn make_layer_dirs() -> Result<()> {
     make_dir(Path::new(NEW_ROOT), 0o755)?;
+    make_dir(Path::new(UPPER), 0o700)?;
+    make_dir(Path::new(WORK), 0o700)?;
+    make_dir(Path::new(SHM), 0o1777)
+}
+
+/// Step 5 for the host's view: /newroot is a directory of the layer
+/// (bound on itself, so it can be pivoted into) holding the host's top
+/// directories as overlays or symlinks, and /tmp.
+fn build_host_root(plan: &ViewPlan) -> Result<()> {
     check(
         mount(
             Some(NEW_ROOT),
@@ -175,9 +197,16 @@ fn make_new_root() -> Result<()> {
         ),
         || "binding the new root".into(),
     )?;
-    make_dir(Path::new(UPPER), 0o700)?;
-    make_dir(Path::new(WORK), 0o700)?;
-    make_dir(Path::new(SHM), 0o1777)
+    for top in &plan.top_dirs {
+        let path = new_root(&top.name);
+        match &top.kind {
+            TopKind::Symlink(target) => check(symlinkat(target, None, &path), || {
+                format!("creating /{}", top.name)
+            })?,
+            TopKind::Overlay => add_overlay(plan, &top.name)?,
+        }
+    }
+    make_dir(&new_root("tmp"), 0o1777)
 }
 
 /// An overlay of the host's `/name`, writes going to the layer.
@@ -216,8 +245,11 @@ fn add_overlay(plan: &ViewPlan, name: &str) -> Result<()> {
 /// (root's /usr for an unprivileged invoker), its copy loses the write
 /// bits, so the guest meets the host's permissions rather than a
 /// directory it may fill.
-fn guest_mode(path: &Path) -> u32 {
-    match fs::metadata(path) {
+/// Symlinks are not followed: a tree's link must not make us look at the
+/// host.
+pub(super) fn guest_mode(path: &Path) -> u32 {
+    match fs::symlink_metadata(path) {
+        Ok(m) if !m.is_dir() => 0o755,
         Ok(m) if m.uid() == getuid().as_raw() => m.permissions().mode() & 0o7777,
         Ok(m) => m.permissions().mode() & 0o7777 & !0o222,
         Err(_) => 0o755,
@@ -226,7 +258,7 @@ fn guest_mode(path: &Path) -> u32 {
 
 /// Whiteouts for the hidden /etc entries and the sandbox's own files, in
 /// the upper layer before the overlay is mounted.
-fn prepare_etc(plan: &ViewPlan, upper: &Path) -> Result<()> {
+pub(super) fn prepare_etc(plan: &ViewPlan, upper: &Path) -> Result<()> {
     let lower = Path::new(OLD_ROOT).join("etc");
     for rel in &plan.etc_hidden {
         for parent in rel
@@ -359,41 +391,39 @@ fn build_dev(plan: &ViewPlan) -> Result<()> {
     )
 }
 
-/// /sys: a directory of the layer holding only devices/system/cpu (the
-/// CPUs the guest may use, as glibc and nproc count them), bound
-/// read-only over itself.
+/// /sys: a small tmpfs holding only devices/system/cpu (the CPUs the
+/// guest may use, as glibc and nproc count them), then made read-only.
+/// Its own tmpfs, not a directory of the view, so that nothing of a
+/// `--rootfs` tree (a symlink at sys/devices, say) takes part in writing it.
 fn build_sys(plan: &ViewPlan) -> Result<()> {
     let sys = new_root("sys");
     make_dir(&sys, 0o555)?;
-    let cpu = &plan.sys_cpu;
-    if cpu.files.is_empty() && cpu.dirs.is_empty() {
-        return Ok(());
-    }
-    let dir = sys.join("devices/system/cpu");
-    for d in [sys.join("devices"), sys.join("devices/system"), dir.clone()] {
-        make_dir(&d, 0o755)?;
-    }
-    for (name, text) in &cpu.files {
-        let path = dir.join(name);
-        let what = |e: std::io::Error| format!("writing /sys/devices/system/cpu/{name}: {e}");
-        fs::write(&path, text).map_err(what)?;
-        fs::set_permissions(&path, fs::Permissions::from_mode(0o444)).map_err(what)?;
-    }
-    for name in &cpu.dirs {
-        make_dir(&dir.join(name), 0o755)?;
-    }
     let flags = MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC;
-    check(
-        mount(
-            Some(&sys),
-            &sys,
-            None::<&str>,
-            MsFlags::MS_BIND,
-            None::<&str>,
-        ),
-        || "binding /sys".into(),
-    )?;
-    let ro = MsFlags::MS_REMOUNT | MsFlags::MS_BIND | MsFlags::MS_RDONLY | flags;
+    let r = mount(
+        Some("tmpfs"),
+        &sys,
+        Some("tmpfs"),
+        flags,
+        Some("size=64k,nr_inodes=1024,mode=0555"),
+    );
+    check(r, || "mounting /sys".into())?;
+    let cpu = &plan.sys_cpu;
+    if !(cpu.files.is_empty() && cpu.dirs.is_empty()) {
+        let dir = sys.join("devices/system/cpu");
+        for d in [sys.join("devices"), sys.join("devices/system"), dir.clone()] {
+            make_dir(&d, 0o755)?;
+        }
+        for (name, text) in &cpu.files {
+            let path = dir.join(name);
+            let what = |e: std::io::Error| format!("writing /sys/devices/system/cpu/{name}: {e}");
+            fs::write(&path, text).map_err(what)?;
+            fs::set_permissions(&path, fs::Permissions::from_mode(0o444)).map_err(what)?;
+        }
+        for name in &cpu.dirs {
+            make_dir(&dir.join(name), 0o755)?;
+        }
+    }
+    let ro = MsFlags::MS_REMOUNT | MsFlags::MS_RDONLY | flags;
     check(
         mount(None::<&str>, &sys, None::<&str>, ro, None::<&str>),
         || "making /sys read-only".into(),

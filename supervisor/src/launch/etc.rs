@@ -1,0 +1,177 @@
+//! The sandbox's own /etc files and the host /etc entries it hides: plain
+//! text computed in the supervisor before launch (`plan.rs` puts them in
+//! the plan, `view.rs` writes them in the upper layer of the view's /etc,
+//! the host's or the `--rootfs` tree's).
+//!
+//! Owns: the contents of passwd, group, hostname, hosts and resolv.conf,
+//! the guest's $HOME as passwd names it, and finding the secret entries
+//! of the host's /etc (`ETC_HIDDEN`). Does not own writing them.
+
+use std::ffi::{OsStr, OsString};
+use std::fs;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+use vfs::mounts::ETC_HIDDEN;
+
+/// The files written into the view's /etc: (name relative to /etc,
+/// contents). passwd comes first.
+pub fn files(uid: u32, gid: u32, home: &Path, hostname: &str) -> Vec<(PathBuf, Vec<u8>)> {
+    vec![
+        ("passwd".into(), passwd(uid, gid, home).into_bytes()),
+        ("group".into(), group(gid).into_bytes()),
+        ("hostname".into(), format!("{hostname}\n").into_bytes()),
+        ("hosts".into(), hosts(hostname).into_bytes()),
+        ("resolv.conf".into(), RESOLV_CONF.as_bytes().to_vec()),
+    ]
+}
+
+/// The sandbox's /etc/resolv.conf. Its network namespace holds loopback
+/// only, so no name server is reachable and none is named: the host's
+/// (a LAN or systemd-resolved address) would only make lookups wait for
+/// a timeout. Without a `nameserver` line the C library tries
+/// 127.0.0.1:53, which the empty namespace refuses at once, so a lookup
+/// fails fast with "no such host". `ndots:0` keeps it from also trying
+/// search domains. The netstack issue (4) replaces this with its resolver.
+pub const RESOLV_CONF: &str = "\
+# The sandbox has no network beyond loopback, and so no DNS server.
+options ndots:0
+";
+
+/// The ETC_HIDDEN entries present under `etc`, `*` patterns expanded.
+pub fn hidden_entries(etc: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for pattern in ETC_HIDDEN {
+        let rel = Path::new(pattern);
+        let name = rel.file_name().map(OsStr::as_bytes).unwrap_or_default();
+        let parent = rel.parent().unwrap_or(Path::new(""));
+        match name.strip_suffix(b"*") {
+            Some(prefix) => {
+                let Ok(dir) = fs::read_dir(etc.join(parent)) else {
+                    continue;
+                };
+                let mut found: Vec<PathBuf> = dir
+                    .filter_map(Result::ok)
+                    .filter(|e| e.file_name().as_bytes().starts_with(prefix))
+                    .map(|e| parent.join(e.file_name()))
+                    .collect();
+                found.sort();
+                out.extend(found);
+            }
+            None => {
+                if fs::symlink_metadata(etc.join(rel)).is_ok() {
+                    out.push(rel.to_path_buf());
+                }
+            }
+        }
+    }
+    out
+}
+
+/// $HOME of the guest environment, when it is a usable absolute path.
+pub fn guest_home(env: &[(OsString, OsString)]) -> Option<PathBuf> {
+    let (_, v) = env.iter().rev().find(|(k, _)| k == "HOME")?;
+    let home = vfs::mounts::guest_path(v.to_str()?).ok()?;
+    Some(home)
+}
+
+/// The home passwd gives the sandbox user when the guest has no $HOME.
+pub fn default_home(uid: u32) -> PathBuf {
+    if uid == 0 {
+        "/root".into()
+    } else {
+        "/home/sandbox".into()
+    }
+}
+
+/// The sandbox's /etc/passwd: root, the sandbox user (when not root) and
+/// nobody, who owns every host file whose owner has no id inside.
+pub fn passwd(uid: u32, gid: u32, home: &Path) -> String {
+    let home = home.display();
+    let mut s = String::new();
+    if uid == 0 {
+        s.push_str(&format!("root:x:0:{gid}:root:{home}:/bin/sh\n"));
+    } else {
+        s.push_str("root:x:0:0:root:/root:/bin/sh\n");
+        s.push_str(&format!("sandbox:x:{uid}:{gid}:sandbox:{home}:/bin/sh\n"));
+    }
+    s.push_str("nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n");
+    s
+}
+
+/// The sandbox's /etc/group.
+pub fn group(gid: u32) -> String {
+    let mut s = String::from("root:x:0:\n");
+    if gid != 0 {
+        s.push_str(&format!("sandbox:x:{gid}:\n"));
+    }
+    s.push_str("nogroup:x:65534:\n");
+    s
+}
+
+/// The sandbox's /etc/hosts.
+pub fn hosts(hostname: &str) -> String {
+    format!(
+        "127.0.0.1\tlocalhost\n127.0.1.1\t{hostname}\n::1\tlocalhost ip6-localhost ip6-loopback\n"
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn passwd_group_hosts() {
+        let p = passwd(1000, 1000, Path::new("/home/alice"));
+        assert!(
+            p.contains("sandbox:x:1000:1000:sandbox:/home/alice:/bin/sh\n"),
+            "{p}"
+        );
+        assert!(p.starts_with("root:x:0:0:root:/root:/bin/sh\n"));
+        assert!(passwd(0, 0, Path::new("/tmp")).starts_with("root:x:0:0:root:/tmp:/bin/sh\n"));
+        assert_eq!(group(0), "root:x:0:\nnogroup:x:65534:\n");
+        assert!(group(5).contains("sandbox:x:5:\n"));
+        assert!(hosts("box").contains("127.0.1.1\tbox\n"));
+    }
+
+    #[test]
+    fn resolv_conf_names_no_server() {
+        let f = files(0, 0, Path::new("/root"), "box");
+        let (name, text) = f.last().unwrap();
+        assert_eq!(name, Path::new("resolv.conf"));
+        let text = String::from_utf8(text.clone()).unwrap();
+        assert!(!text.contains("nameserver"), "{text}");
+        assert!(text
+            .lines()
+            .all(|l| l.starts_with('#') || l.starts_with("options ")));
+    }
+
+    #[test]
+    fn hidden_etc() {
+        let dir = std::env::temp_dir().join(format!("etc-test-{}", std::process::id()));
+        let etc = dir.as_path();
+        fs::create_dir_all(etc.join("ssh")).unwrap();
+        for f in [
+            "shadow",
+            "ssh/ssh_host_rsa_key",
+            "ssh/ssh_host_rsa_key.pub",
+            "ssh/ssh_config",
+            "passwd",
+        ] {
+            fs::write(etc.join(f), "").unwrap();
+        }
+        fs::create_dir(etc.join("sudoers.d")).unwrap();
+        let hidden = hidden_entries(etc);
+        let want: Vec<PathBuf> = [
+            "shadow",
+            "sudoers.d",
+            "ssh/ssh_host_rsa_key",
+            "ssh/ssh_host_rsa_key.pub",
+        ]
+        .iter()
+        .map(PathBuf::from)
+        .collect();
+        fs::remove_dir_all(etc).unwrap();
+        assert_eq!(hidden, want);
+    }
+}
