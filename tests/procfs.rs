@@ -83,3 +83,63 @@ fn init_memory_is_not_writable() {
         out.dump()
     );
 }
+
+/// The mount tables show the sandbox's mounts at sandbox paths and
+/// nothing of the host: not the host directories the `--ro`/`--rw`
+/// sources come from, not the layer's internals, not the
+/// host's memory size (devtmpfs's size), not the host's disk.
+#[test]
+fn mount_tables_hide_the_host() {
+    let t = Tree::new();
+    let src = t.dir("host-only-dirname");
+    let ro = t.file("ro-host-file", "x");
+    let script = "cat /proc/self/mountinfo /proc/self/mounts /proc/mounts /proc/1/mountinfo \
+                  /proc/thread-self/mountinfo; grep -c ' /out ' /proc/self/mountinfo";
+    let out = Run::sh(script, &[])
+        .sup(&[
+            "--rw".to_string(),
+            format!("{}:/out", src.display()),
+            "--ro".to_string(),
+            format!("{}:/r", ro.display()),
+        ])
+        .supervised()
+        .ok("mount tables");
+    let text = &out.stdout;
+    assert!(text.trim_end().ends_with('1'), "/out listed once:\n{text}");
+    for host in [
+        "host-only-dirname",
+        "ro-host-file",
+        "oldroot",
+        "upperdir",
+        "/newroot",
+        "/dev/vd",
+        "/dev/sd",
+        "/dev/nvme",
+    ] {
+        assert!(
+            !text.contains(host),
+            "{host:?} in the mount tables:\n{text}"
+        );
+    }
+    // (The host cwd is bound at its own path by design: it is the
+    // guest's starting directory, so that path is no secret.)
+    assert!(
+        !text.contains(&t.path().display().to_string()),
+        "the test tree's host path in the mount tables:\n{text}"
+    );
+    // The host's devtmpfs options tell the host's memory size.
+    let host = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
+    let devtmpfs = host.lines().find(|l| l.contains(" - devtmpfs "));
+    for opt in devtmpfs
+        .map(|l| l.rsplit(' ').next().unwrap_or(""))
+        .unwrap_or("")
+        .split(',')
+    {
+        if opt.starts_with("size=") || opt.starts_with("nr_inodes=") {
+            assert!(
+                !text.contains(opt),
+                "host devtmpfs {opt} in the mount tables:\n{text}"
+            );
+        }
+    }
+}

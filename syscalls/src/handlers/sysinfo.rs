@@ -1,4 +1,6 @@
-//! What the guest sees of its own limits: memory and CPUs.
+//! What the guest sees of its own limits (memory and CPUs), and the
+//! serving of every rewritten /proc file (these, and the mount tables of
+//! `mounttab.rs`).
 //!
 //! Owns: [`GuestLimits`] (set by the supervisor with
 //! [`Context::set_limits`]); the synthetic `/proc/meminfo` and
@@ -30,6 +32,7 @@ use nix::sys::stat::{fchmod, Mode};
 use vfs::resolve::flags::IN_ROOT;
 use vfs::Resolver;
 
+use super::mounttab::{self, Table};
 use super::{live, value, Context, Res};
 use crate::guest::{Guest, Reply};
 
@@ -71,12 +74,16 @@ impl Context {
 enum ProcFile {
     MemInfo,
     CpuInfo,
+    /// A process's mount table (`mounttab.rs`), rewritten always.
+    MountTable(Table),
 }
 
-/// The (st_dev, st_ino) of the view's /proc files to rewrite.
+/// The (st_dev, st_ino) of the view's /proc files to rewrite, and the
+/// device of the view's procfs (whose mount tables are rewritten).
 #[derive(Debug, Default)]
 pub(crate) struct Synthetic {
     files: Vec<((u64, u64), ProcFile)>,
+    proc_dev: Option<u64>,
 }
 
 impl Synthetic {
@@ -94,11 +101,12 @@ impl Synthetic {
             .filter(|w| w.2)
             .filter_map(|(path, kind, _)| Some((identity(fs, path)?, kind)))
             .collect();
-        Synthetic { files }
+        let proc_dev = identity(fs, c"/proc").map(|(dev, _)| dev);
+        Synthetic { files, proc_dev }
     }
 
     pub(crate) fn is_empty(&self) -> bool {
-        self.files.is_empty()
+        self.files.is_empty() && self.proc_dev.is_none()
     }
 
     /// Whether `fd` is one of the files served synthetic.
@@ -109,7 +117,13 @@ impl Synthetic {
     fn which(&self, fd: &OwnedFd) -> Option<ProcFile> {
         let st = vfs::sys::fstat(fd.as_fd()).ok()?;
         let id = (st.st_dev, st.st_ino);
-        self.files.iter().find(|f| f.0 == id).map(|f| f.1)
+        if let Some(f) = self.files.iter().find(|f| f.0 == id) {
+            return Some(f.1);
+        }
+        if self.proc_dev != Some(st.st_dev) {
+            return None;
+        }
+        mounttab::recognise(fd).map(ProcFile::MountTable)
     }
 }
 
@@ -144,6 +158,7 @@ pub(crate) fn substitute(ctx: &Context, fd: OwnedFd, flags: i32) -> Result<Owned
             meminfo(&host, *limit, usage)
         }
         (ProcFile::CpuInfo, GuestLimits { cpus: Some(n), .. }) => cpuinfo(&host, *n),
+        (ProcFile::MountTable(table), _) => mounttab::rewrite(table, &host),
         _ => host,
     };
     sealed_file(kind, text.as_bytes(), flags & libc::O_NONBLOCK)
@@ -163,6 +178,8 @@ fn sealed_file(kind: ProcFile, data: &[u8], extra: i32) -> Result<OwnedFd, Errno
     let name = match kind {
         ProcFile::MemInfo => c"meminfo",
         ProcFile::CpuInfo => c"cpuinfo",
+        ProcFile::MountTable(Table::MountInfo) => c"mountinfo",
+        ProcFile::MountTable(Table::Mounts) => c"mounts",
     };
     let flags = MemFdCreateFlag::MFD_CLOEXEC | MemFdCreateFlag::MFD_ALLOW_SEALING;
     let mem = memfd_create(name, flags)?;

@@ -1,0 +1,142 @@
+//! The guest's mount tables (`/proc/<pid>/mountinfo` and `mounts`, with
+//! `/proc/mounts` and `/proc/self/...` leading to them) without the
+//! host in them.
+//!
+//! Owns: recognising an opened procfs file as a mount table (by the path
+//! the kernel gives the descriptor, on the view's procfs), and rewriting
+//! the kernel's text: every mount's root within its source filesystem
+//! (mountinfo's fourth field: the host directory a `--ro`/`--rw` source
+//! or the host cwd came from) becomes `/`; the host's disk and device
+//! names become `sandbox`; and options that describe the host — the
+//! overlay's `lowerdir`/`upperdir`/`workdir` and the size and inode
+//! count of the host's devtmpfs (its memory size) — are dropped. Does not
+//! own serving the result (`sysinfo::substitute`).
+
+use std::os::fd::{AsRawFd, OwnedFd};
+
+/// Which mount table a procfs file is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Table {
+    MountInfo,
+    Mounts,
+}
+
+/// The table `fd` (a file of the view's procfs) is, if any.
+pub(crate) fn recognise(fd: &OwnedFd) -> Option<Table> {
+    let link = nix::fcntl::readlink(format!("/proc/self/fd/{}", fd.as_raw_fd()).as_str()).ok()?;
+    table_of(link.to_str()?)
+}
+
+/// `/proc/<pid>[/task/<tid>]/{mountinfo,mounts}`.
+fn table_of(path: &str) -> Option<Table> {
+    let rest = path.strip_prefix("/proc/")?;
+    let mut parts: Vec<&str> = rest.split('/').collect();
+    let name = parts.pop()?;
+    let numeric = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    let dir_ok = match parts.as_slice() {
+        [pid] => numeric(pid),
+        [pid, "task", tid] => numeric(pid) && numeric(tid),
+        _ => false,
+    };
+    match (dir_ok, name) {
+        (true, "mountinfo") => Some(Table::MountInfo),
+        (true, "mounts") => Some(Table::Mounts),
+        _ => None,
+    }
+}
+
+/// The rewritten text of `table`.
+pub(crate) fn rewrite(table: Table, text: &str) -> String {
+    let line = match table {
+        Table::MountInfo => mountinfo_line,
+        Table::Mounts => mounts_line,
+    };
+    text.lines().map(|l| line(l) + "\n").collect()
+}
+
+/// `id parent dev root point opts [optional...] - fstype source superopts`
+fn mountinfo_line(l: &str) -> String {
+    let Some((left, right)) = l.split_once(" - ") else {
+        return l.to_string();
+    };
+    let mut fields: Vec<&str> = left.split(' ').collect();
+    if fields.len() > 3 {
+        fields[3] = "/";
+    }
+    let mut r: Vec<String> = right.split(' ').map(str::to_string).collect();
+    if r.len() >= 3 {
+        r[1] = source(&r[0], &r[1]);
+        r[2] = options(&r[0], &r[2]);
+    }
+    format!("{} - {}", fields.join(" "), r.join(" "))
+}
+
+/// `source point fstype opts freq passno`
+fn mounts_line(l: &str) -> String {
+    let mut f: Vec<String> = l.split(' ').map(str::to_string).collect();
+    if f.len() >= 4 {
+        f[0] = source(&f[2], &f[0]);
+        f[3] = options(&f[2], &f[3]);
+    }
+    f.join(" ")
+}
+
+/// A host device (`/dev/vda`) or path as a mount's source says `sandbox`.
+fn source(_fstype: &str, src: &str) -> String {
+    if src.starts_with('/') {
+        "sandbox".to_string()
+    } else {
+        src.to_string()
+    }
+}
+
+/// Options without the ones that describe the host.
+fn options(fstype: &str, opts: &str) -> String {
+    let hides = |o: &str| {
+        let key = o.split('=').next().unwrap_or(o);
+        match fstype {
+            "overlay" => matches!(key, "lowerdir" | "upperdir" | "workdir" | "datadir"),
+            "devtmpfs" => matches!(key, "size" | "nr_inodes"),
+            _ => false,
+        }
+    };
+    let kept: Vec<&str> = opts.split(',').filter(|o| !hides(o)).collect();
+    kept.join(",")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tables_are_recognised_by_their_procfs_path() {
+        assert_eq!(table_of("/proc/2/mountinfo"), Some(Table::MountInfo));
+        assert_eq!(table_of("/proc/2/task/7/mounts"), Some(Table::Mounts));
+        assert_eq!(table_of("/proc/2/status"), None);
+        assert_eq!(table_of("/proc/self/mounts"), None);
+        assert_eq!(table_of("/proc/2/fd/mounts"), None);
+        assert_eq!(table_of("/tmp/proc/2/mounts"), None);
+    }
+
+    #[test]
+    fn host_paths_and_sizes_are_gone() {
+        let info = "\
+60 58 254:0 /tmp/mt1 /out rw,nosuid,relatime - ext4 /dev/vda rw
+61 58 0:5 /null /dev/null rw,relatime - devtmpfs devtmpfs rw,size=12334524k,nr_inodes=3083631,mode=755
+62 58 0:40 / /usr rw,relatime - overlay overlay rw,lowerdir=/oldroot/usr,upperdir=/upper/usr,workdir=/work/usr,userxattr
+";
+        assert_eq!(
+            rewrite(Table::MountInfo, info),
+            "\
+60 58 254:0 / /out rw,nosuid,relatime - ext4 sandbox rw
+61 58 0:5 / /dev/null rw,relatime - devtmpfs devtmpfs rw,mode=755
+62 58 0:40 / /usr rw,relatime - overlay overlay rw,userxattr
+"
+        );
+        let mounts = "/dev/vda /out ext4 rw,relatime 0 0\noverlay /usr overlay rw,lowerdir=/oldroot/usr 0 0\n";
+        assert_eq!(
+            rewrite(Table::Mounts, mounts),
+            "sandbox /out ext4 rw,relatime 0 0\noverlay /usr overlay rw 0 0\n"
+        );
+    }
+}
