@@ -134,7 +134,7 @@ fn serve_and_wait(
     };
     let rw_flush = launch::RwFlush::open(&config.mounts);
     // Launch forks: it must happen before this process has any thread.
-    let launched = launch::launch_with(config, |pid| guards.enforcement.attach(pid));
+    let launched = launch::launch_with(config, &guards.enforcement);
     if let (Some(capture), Some(meter)) = (&mut capture, &guards.meter) {
         capture.restore(meter);
     }

@@ -189,16 +189,33 @@ const NAMESPACES: CloneFlags = CloneFlags::CLONE_NEWUSER
 /// Creates the sandbox and returns once the guest is ready to exec.
 /// Call it while the process has a single thread: it forks.
 pub fn launch(cfg: &LaunchConfig) -> Result<Sandbox, LaunchError> {
-    launch_with(cfg, |_| Ok(()))
+    launch_with(cfg, &NoHooks)
 }
 
-/// [`launch`], calling `attach` with init's pid while init still waits
-/// for its go, before it has forked anything: the moment to put it in a
-/// cgroup and set its rlimits, which everything in the sandbox inherits.
-pub fn launch_with(
-    cfg: &LaunchConfig,
-    attach: impl FnOnce(Pid) -> Result<(), String>,
-) -> Result<Sandbox, LaunchError> {
+/// What the caller does to init while it sets up, before it has forked
+/// anything: everything in the sandbox inherits the result.
+pub trait InitHooks {
+    /// Called right after init is told to go, while it builds the view
+    /// (so a slow step, like a cgroup migration, overlaps that work).
+    fn setting_up(&self, init: Pid) -> Result<(), String>;
+    /// Called once init is set up, before it forks the guest (rlimits
+    /// set here do not constrain init's own setup).
+    fn set_up(&self, init: Pid) -> Result<(), String>;
+}
+
+struct NoHooks;
+
+impl InitHooks for NoHooks {
+    fn setting_up(&self, _: Pid) -> Result<(), String> {
+        Ok(())
+    }
+    fn set_up(&self, _: Pid) -> Result<(), String> {
+        Ok(())
+    }
+}
+
+/// [`launch`], calling `hooks` on init at the two moments they name.
+pub fn launch_with(cfg: &LaunchConfig, hooks: &dyn InitHooks) -> Result<Sandbox, LaunchError> {
     let exec = ExecPlan::new(&cfg.command, &cfg.env)?;
     // With a rootfs the host's cwd has no place in the view.
     let host_cwd = match cfg.rootfs {
@@ -279,8 +296,7 @@ pub fn launch_with(
                 reaped: false,
             };
             // On any error below, dropping `sandbox` kills and reaps init.
-            attach(pid).map_err(LaunchError::setup)?;
-            sandbox.finish_launch(uid, gid)?;
+            sandbox.finish_launch(uid, gid, hooks)?;
             Ok(sandbox)
         }
     }
@@ -298,13 +314,19 @@ fn placeholder_fd() -> Result<OwnedFd, LaunchError> {
 
 impl Sandbox {
     /// The supervisor's side of setup: id maps, go, listener, root.
-    fn finish_launch(&mut self, uid: u32, gid: u32) -> Result<(), LaunchError> {
+    fn finish_launch(
+        &mut self,
+        uid: u32,
+        gid: u32,
+        hooks: &dyn InitHooks,
+    ) -> Result<(), LaunchError> {
         let pid = self.init_pid;
         userns::write_maps(pid, uid, gid)
             .map_err(|m| LaunchError::setup(format!("cannot set up the user namespace: {m}")))?;
         self.channel
             .send(&Msg::Go)
             .map_err(|e| LaunchError::setup(format!("starting init: {}", e.desc())))?;
+        hooks.setting_up(pid).map_err(LaunchError::setup)?;
         let mut reply = self.channel.recv();
         if let Ok(Some(Msg::Pty(fd))) = reply {
             self.pty_master = Some(fd);
@@ -325,6 +347,7 @@ impl Sandbox {
             .open(format!("/proc/{pid}/root"))
             .map(OwnedFd::from)
             .map_err(|e| LaunchError::setup(format!("opening the sandbox's root: {e}")))?;
+        hooks.set_up(pid).map_err(LaunchError::setup)?;
         // Init may now hide itself from the guest (see init.rs).
         self.channel
             .send(&Msg::Go)

@@ -24,6 +24,7 @@ use std::time::Duration;
 use nix::sys::signal::Signal;
 use nix::unistd::Pid;
 
+use crate::launch::InitHooks;
 use crate::sys::pidfd;
 use crate::sys::process::{prlimit, Rlimit};
 use cgroup::{Controller, Counters, Host, SandboxCgroup};
@@ -262,13 +263,20 @@ impl Enforcement {
         self.warning = Some(w);
     }
 
-    /// Puts the sandbox's init (not yet running anything) under the
-    /// limits: into the cgroup, and its rlimits set. Call before init goes.
-    pub fn attach(&self, init: Pid) -> Result<(), String> {
-        if let Some(cg) = &self.cgroup {
-            cg.join(init.as_raw())
-                .map_err(|e| format!("cannot move the sandbox into its cgroup: {e}"))?;
+    /// Moves the sandbox's init into the cgroup (v1 migration waits for
+    /// an RCU grace period: launch overlaps it with init's setup).
+    pub fn join_cgroup(&self, init: Pid) -> Result<(), String> {
+        match &self.cgroup {
+            Some(cg) => cg
+                .join(init.as_raw())
+                .map_err(|e| format!("cannot move the sandbox into its cgroup: {e}")),
+            None => Ok(()),
         }
+    }
+
+    /// Sets init's rlimits (`prlimit`, so a root invoker may also raise
+    /// `--nofile`), which the guest inherits.
+    pub fn set_rlimits(&self, init: Pid) -> Result<(), String> {
         for &(resource, value) in &self.rlimits {
             prlimit(init, resource, value)
                 .map_err(|e| format!("cannot set {}: {}", resource.flag_name(), e.desc()))?;
@@ -297,6 +305,16 @@ impl Enforcement {
         if let Some(cg) = self.cgroup.take() {
             cg.remove();
         }
+    }
+}
+
+/// Init joins the cgroup while it sets up and gets its rlimits after.
+impl InitHooks for Enforcement {
+    fn setting_up(&self, init: Pid) -> Result<(), String> {
+        self.join_cgroup(init)
+    }
+    fn set_up(&self, init: Pid) -> Result<(), String> {
+        self.set_rlimits(init)
     }
 }
 
