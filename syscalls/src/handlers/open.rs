@@ -181,12 +181,12 @@ fn open_common(
         dir: dir.as_ref().map(AsFd::as_fd),
         caller: &Caller(g),
     };
-    if ctx.continue_plain_opens && is_plain(flags) && !opens_synthetic(ctx, &at, &path, flags, res)?
-    {
+    if ctx.continue_plain_opens && kernel_may_open(ctx, &at, &path, flags, res)? {
         // The VFS has resolved it and the object is what the kernel would
-        // open for the guest: the kernel opens it (CONTINUE). A guest that
-        // changes the path in between gets another object of its own
-        // view, with its own credentials: nothing it could not ask for.
+        // open (or create) for the guest: the kernel does it (CONTINUE).
+        // A guest that changes the path in between gets another object
+        // of its own view, with its own credentials: nothing it could
+        // not ask for.
         return Ok(Reply::Continue);
     }
     let cloexec = flags & O_CLOEXEC != 0;
@@ -202,16 +202,12 @@ fn open_common(
     Ok(Reply::InstallFd { fd, cloexec })
 }
 
-/// An open that creates, truncates or makes a tmpfile nothing: resolving
-/// it has no side effect, so the kernel may do the open itself.
-fn is_plain(flags: u64) -> bool {
-    !will_create(flags) && flags & (O_TRUNC | O_PATH) == 0
-}
-
-/// Resolves `path` as the open would (without opening it for I/O) and
-/// says whether it names a file the sandbox serves itself; resolution
-/// errors are the open's errors.
-fn opens_synthetic(
+/// Resolves `path` as the open would, without opening anything for I/O
+/// or creating anything: whether the kernel may do the open itself, which
+/// is always, unless the object is a file the sandbox serves itself (a
+/// synthetic /proc file opened to be read). Resolution errors are the
+/// open's, except a missing final name when the open creates it.
+fn kernel_may_open(
     ctx: &Context,
     at: &vfs::At<'_>,
     path: &std::ffi::CStr,
@@ -219,10 +215,14 @@ fn opens_synthetic(
     res: u64,
 ) -> Result<bool, Errno> {
     let probe = (flags as i32 & (libc::O_NOFOLLOW | libc::O_DIRECTORY)) | libc::O_PATH;
-    let object = ctx.fs.open(at, path, probe, 0, res)?;
+    let object = match ctx.fs.open(at, path, probe, 0, res) {
+        Ok(object) => object,
+        Err(Errno::ENOENT) if will_create(flags) => return Ok(true),
+        Err(e) => return Err(e),
+    };
     // Only reads are served synthetic (see sysinfo::substitute).
-    let reads = flags & O_ACCMODE == libc::O_RDONLY as u64;
-    Ok(reads && !ctx.synthetic.is_empty() && ctx.synthetic.serves(&object))
+    let reads = flags & (O_ACCMODE | O_PATH) == libc::O_RDONLY as u64;
+    Ok(!(reads && ctx.synthetic.serves(&object)))
 }
 
 /// Opens with O_NONBLOCK first, so that the common case never ties up the
