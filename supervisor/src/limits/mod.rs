@@ -60,10 +60,12 @@ impl Limits {
         if self.cpus.is_some() {
             wanted.push(Controller::Cpu);
         }
-        // With any limit, the sandbox has a cgroup anyway: account its
-        // CPU time and memory there too (the report's figures then cover
-        // processes a kill took, which rusage misses).
-        if !wanted.is_empty() || self.timeout.is_some() || self.cpu_time.is_some() {
+        // With a cgroup limit, the sandbox has a cgroup anyway: account
+        // its CPU time and memory there too (the report's figures then
+        // cover processes a kill took, which rusage misses). `--timeout`
+        // alone makes none: joining a v1 cgroup costs an RCU grace period
+        // at start-up (see ARCHITECTURE.md, "Limits").
+        if !wanted.is_empty() || self.cpu_time.is_some() {
             for c in [Controller::CpuAcct, Controller::Memory] {
                 if !wanted.contains(&c) {
                     wanted.push(c);
