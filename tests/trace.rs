@@ -43,7 +43,10 @@ fn trace_to_a_file_decodes_serviced_and_denied_calls() {
         line.unwrap_or_default().to_string()
     };
     let create = line_of(r#""/tmp/new", O_WRONLY|O_CREAT|"#);
-    assert!(create.contains(", 0600) = ? <passed to the kernel>"), "{create}");
+    assert!(
+        create.contains(", 0600) = ? <passed to the kernel>"),
+        "{create}"
+    );
     // Served by the supervisor (the limit's meminfo), installed as fd 3.
     let meminfo = line_of(r#""/proc/meminfo""#);
     assert!(meminfo.contains(", 00) = 3 <"), "{meminfo}");

@@ -19,9 +19,10 @@ use std::thread::{self, JoinHandle};
 
 use nix::errno::Errno;
 use nix::fcntl::OFlag;
-use nix::unistd::{dup2, pipe2, read, write};
+use nix::unistd::{dup2, pipe2, read};
 
 use crate::limits::{Kill, Tripwire};
+use crate::sys::fd::write_all;
 
 /// Counts the guest's output against the limit.
 #[derive(Debug)]
@@ -142,18 +143,6 @@ fn relay(from: BorrowedFd<'_>, to: BorrowedFd<'_>, meter: &Meter) {
             Err(_) => return,
         }
     }
-}
-
-fn write_all(fd: BorrowedFd<'_>, mut data: &[u8]) -> nix::Result<()> {
-    while !data.is_empty() {
-        match write(fd, data) {
-            Ok(0) => return Err(Errno::EIO),
-            Ok(n) => data = &data[n..],
-            Err(Errno::EINTR) => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(())
 }
 
 #[cfg(test)]

@@ -12,7 +12,7 @@
 //! (`run.rs` calls [`Resizer::resize`] on SIGWINCH).
 
 use std::io;
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::sync::{mpsc, Arc, Mutex, Once};
 use std::thread;
 use std::time::Duration;
@@ -21,9 +21,10 @@ use nix::errno::Errno;
 use nix::fcntl::OFlag;
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 use nix::sys::termios::{cfmakeraw, tcgetattr, tcsetattr, SetArg, Termios};
-use nix::unistd::{getpgrp, isatty, pipe2, read, tcgetpgrp, write};
+use nix::unistd::{getpgrp, isatty, pipe2, read, tcgetpgrp};
 
 use crate::output::Meter;
+use crate::sys::fd::write_all;
 use crate::sys::term::{set_window_size, window_size};
 
 /// How long the guest's last output may take to reach the host terminal
@@ -220,21 +221,4 @@ fn copy_out(master: &OwnedFd, stdio: [bool; 3], meter: Option<&Meter>) {
             Err(_) => return,
         }
     }
-}
-
-/// Writes all of `data`, waiting if `fd` is non-blocking and full.
-fn write_all(fd: BorrowedFd<'_>, mut data: &[u8]) -> nix::Result<()> {
-    while !data.is_empty() {
-        match write(fd, data) {
-            Ok(0) => return Err(Errno::EIO),
-            Ok(n) => data = &data[n..],
-            Err(Errno::EINTR) => {}
-            Err(Errno::EAGAIN) => {
-                let mut fds = [PollFd::new(fd, PollFlags::POLLOUT)];
-                let _ = poll(&mut fds, PollTimeout::from(100u8));
-            }
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(())
 }

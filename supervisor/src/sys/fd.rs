@@ -114,3 +114,21 @@ pub fn recv_with_fd(sock: BorrowedFd<'_>, buf: &mut [u8]) -> nix::Result<(usize,
     }
     Ok((msg.bytes, received))
 }
+
+/// Writes all of `data`, waiting if `fd` is non-blocking and full.
+pub fn write_all(fd: BorrowedFd<'_>, mut data: &[u8]) -> nix::Result<()> {
+    use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+    while !data.is_empty() {
+        match nix::unistd::write(fd, data) {
+            Ok(0) => return Err(Errno::EIO),
+            Ok(n) => data = &data[n..],
+            Err(Errno::EINTR) => {}
+            Err(Errno::EAGAIN) => {
+                let mut fds = [PollFd::new(fd, PollFlags::POLLOUT)];
+                let _ = poll(&mut fds, PollTimeout::from(100u8));
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
