@@ -167,3 +167,24 @@ fn sched_getaffinity_errors_are_the_kernels() {
     let one = native.stdout.replace(&cpus, " bytes, 1 cpus");
     assert_eq!(out.stdout, one, "{}", out.dump());
 }
+
+const SYSINFO: &str = r#"
+import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+print(os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
+print(0 < os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") <= os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
+print(libc.sysinfo(None), ctypes.get_errno())
+"#;
+
+/// sysinfo(2) (glibc's _SC_PHYS_PAGES) tells the memory limit; without
+/// one, the kernel's answer; a bad pointer is EFAULT either way.
+#[test]
+fn sysinfo_tells_the_memory_limit() {
+    let run = Run::new(&[PY, "-c", SYSINFO]);
+    let native = run.native().ok("native sysinfo");
+    let unlimited = run.clone().supervised().ok("sysinfo without a limit");
+    assert_eq!(unlimited.stdout, native.stdout);
+    let out = run.sup(&["--memory", LIMIT]).supervised().ok("sysinfo");
+    let want = format!("{LIMIT_BYTES}\nTrue\n-1 {}\n", libc::EFAULT);
+    assert_eq!(out.stdout, want, "{}", out.dump());
+}

@@ -99,6 +99,7 @@ pub const ALLOWED: &[S] = &[
     S::sigaltstack,
     S::prctl,
     S::sched_getaffinity,
+    S::sysinfo,
     S::sched_yield,
     S::capget,
     S::capset,

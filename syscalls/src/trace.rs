@@ -76,6 +76,7 @@ fn signature(call: Sysno) -> Option<&'static [Arg]> {
         S::removexattr | S::lremovexattr => &[Path, Path],
         S::ioctl => &[Fd, Hex, Hex],
         S::sched_getaffinity => &[Int, Int, Hex],
+        S::sysinfo => &[Hex],
         S::mount => &[Path, Path, Path, Hex, Hex],
         S::umount2 => &[Path, Hex],
         S::chroot | S::acct | S::swapoff => &[Path],

@@ -399,6 +399,15 @@ pub fn sched_getaffinity(tid: i32, buf: &mut [u8]) -> Result<usize, Errno> {
     check_long(r).map(|n| n as usize)
 }
 
+/// `sysinfo(2)` of the host: memory figures in units of `mem_unit` bytes.
+pub fn sysinfo() -> Result<libc::sysinfo, Errno> {
+    // SAFETY: all-zero bytes are a valid `struct sysinfo` (integers only).
+    let mut info: libc::sysinfo = unsafe { std::mem::zeroed() };
+    // SAFETY: `info` is a writable `struct sysinfo` that outlives the call.
+    check(unsafe { libc::sysinfo(&mut info) })?;
+    Ok(info)
+}
+
 /// What the kernel prints for the file behind `fd`
 /// (`readlink("/proc/self/fd/N")`), into `buf`; returns the length.
 pub fn fd_path(fd: BorrowedFd<'_>, buf: &mut [u8]) -> Result<usize, Errno> {

@@ -28,6 +28,7 @@ mod notify;
 mod open;
 mod stat;
 mod sysinfo;
+mod sysinfo_call;
 #[cfg(test)]
 mod tests;
 mod xattr;
@@ -185,6 +186,7 @@ fn route(ctx: &Context, g: &dyn Guest, c: &SyscallArgs) -> Res {
         libc::SYS_sched_getaffinity => {
             sysinfo::sched_getaffinity(ctx, g, c.int(0), c.uint(1), a[2])
         }
+        libc::SYS_sysinfo => sysinfo_call::sysinfo(ctx, g, a[0]),
         _ => Err(Errno::ENOSYS),
     }
 }

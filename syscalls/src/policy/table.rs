@@ -199,7 +199,9 @@ pub fn rule_for(nr: S) -> Rule {
         S::getsid | S::setsid | S::setpgid | S::uname | S::umask | S::personality => Pass,
         S::setuid | S::setgid | S::setreuid | S::setregid | S::setresuid | S::setresgid => Pass,
         S::setfsuid | S::setfsgid | S::setgroups | S::capget | S::capset => Pass,
-        S::getrlimit | S::setrlimit | S::prlimit64 | S::getrusage | S::sysinfo => Pass,
+        S::getrlimit | S::setrlimit | S::prlimit64 | S::getrusage => Pass,
+        // Memory figures of the sandbox under --memory (sysinfo_call.rs).
+        S::sysinfo => Service,
         S::getpriority | S::setpriority | S::getcpu | S::getrandom => Pass,
         S::sched_yield | S::sched_setparam | S::sched_getparam => Pass,
         S::sched_setscheduler | S::sched_getscheduler | S::sched_get_priority_max => Pass,
