@@ -164,48 +164,40 @@ const AT_FLAGS: &[(u32, &str)] = &[
 
 const ACCESS: &[(u32, &str)] = &[(4, "R_OK"), (2, "W_OK"), (1, "X_OK")];
 
-const OPEN_FLAGS: &[(i32, &str)] = &[
-    (libc::O_CREAT, "O_CREAT"),
-    (libc::O_EXCL, "O_EXCL"),
-    (libc::O_NOCTTY, "O_NOCTTY"),
-    (libc::O_TRUNC, "O_TRUNC"),
-    (libc::O_APPEND, "O_APPEND"),
-    (libc::O_NONBLOCK, "O_NONBLOCK"),
-    (libc::O_SYNC, "O_SYNC"),
-    (libc::O_DSYNC, "O_DSYNC"),
-    (libc::O_ASYNC, "O_ASYNC"),
-    (libc::O_DIRECT, "O_DIRECT"),
+/// Whole sets first where one includes another flag's bit (O_SYNC,
+/// O_TMPFILE): `flag_names` takes a set only when all its bits are there.
+const OPEN_FLAGS: &[(u32, &str)] = &[
+    (libc::O_CREAT as u32, "O_CREAT"),
+    (libc::O_EXCL as u32, "O_EXCL"),
+    (libc::O_NOCTTY as u32, "O_NOCTTY"),
+    (libc::O_TRUNC as u32, "O_TRUNC"),
+    (libc::O_APPEND as u32, "O_APPEND"),
+    (libc::O_NONBLOCK as u32, "O_NONBLOCK"),
+    (libc::O_SYNC as u32, "O_SYNC"),
+    (libc::O_DSYNC as u32, "O_DSYNC"),
+    (libc::O_ASYNC as u32, "O_ASYNC"),
+    (libc::O_DIRECT as u32, "O_DIRECT"),
     // The kernel's value: libc's x86_64 O_LARGEFILE is 0.
     (0o100000, "O_LARGEFILE"),
-    (libc::O_TMPFILE, "O_TMPFILE"),
-    (libc::O_DIRECTORY, "O_DIRECTORY"),
-    (libc::O_NOFOLLOW, "O_NOFOLLOW"),
-    (libc::O_NOATIME, "O_NOATIME"),
-    (libc::O_CLOEXEC, "O_CLOEXEC"),
-    (libc::O_PATH, "O_PATH"),
+    (libc::O_TMPFILE as u32, "O_TMPFILE"),
+    (libc::O_DIRECTORY as u32, "O_DIRECTORY"),
+    (libc::O_NOFOLLOW as u32, "O_NOFOLLOW"),
+    (libc::O_NOATIME as u32, "O_NOATIME"),
+    (libc::O_CLOEXEC as u32, "O_CLOEXEC"),
+    (libc::O_PATH as u32, "O_PATH"),
 ];
 
 fn open_flags(flags: u32) -> String {
-    let mut out = String::from(match flags & libc::O_ACCMODE as u32 {
+    let access = match flags & libc::O_ACCMODE as u32 {
         0 => "O_RDONLY",
         1 => "O_WRONLY",
         2 => "O_RDWR",
         _ => "O_ACCMODE",
-    });
-    let mut rest = flags & !(libc::O_ACCMODE as u32);
-    for &(bits, label) in OPEN_FLAGS {
-        let bits = bits as u32;
-        // O_SYNC and O_TMPFILE include another flag's bit: whole sets only.
-        if rest & bits == bits {
-            out.push('|');
-            out.push_str(label);
-            rest &= !bits;
-        }
+    };
+    match flags & !(libc::O_ACCMODE as u32) {
+        0 => access.to_string(),
+        rest => format!("{access}|{}", flag_names(rest, OPEN_FLAGS, "")),
     }
-    if rest != 0 {
-        let _ = write!(out, "|{rest:#x}");
-    }
-    out
 }
 
 fn flag_names(flags: u32, names: &[(u32, &str)], zero: &str) -> String {

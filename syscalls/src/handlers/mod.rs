@@ -66,16 +66,14 @@ impl Context {
     /// (`/proc/<init>/root`). `host_uid`/`host_gid`: the invoker's ids,
     /// which are also the guest's.
     pub fn new(root: OwnedFd, host_uid: u32, host_gid: u32) -> Context {
-        let mut ctx = Context {
-            fs: Resolver::new(root),
+        let fs = Resolver::new(root);
+        Context {
+            synthetic: sysinfo::Synthetic::mount_tables(&fs),
+            fs,
             ids: IdMap::new(host_uid, host_gid),
             limits: GuestLimits::default(),
-            synthetic: Default::default(),
             continue_plain_opens: true,
-        };
-        // Finds the view's procfs, whose mount tables are rewritten.
-        ctx.set_limits(GuestLimits::default());
-        ctx
+        }
     }
 
     /// Always answer opens with a descriptor the supervisor opened

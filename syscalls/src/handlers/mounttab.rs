@@ -12,7 +12,7 @@
 //! count of the host's devtmpfs (its memory size) — are dropped. Does not
 //! own serving the result (`sysinfo::substitute`).
 
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::{AsFd, OwnedFd};
 
 /// Which mount table a procfs file is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -23,8 +23,12 @@ pub(crate) enum Table {
 
 /// The table `fd` (a file of the view's procfs) is, if any.
 pub(crate) fn recognise(fd: &OwnedFd) -> Option<Table> {
-    let link = nix::fcntl::readlink(format!("/proc/self/fd/{}", fd.as_raw_fd()).as_str()).ok()?;
-    table_of(link.to_str()?)
+    let mut buf = [0u8; 64];
+    let n = vfs::sys::fd_path(fd.as_fd(), &mut buf).ok()?;
+    if n == buf.len() {
+        return None; // cut short: longer than any mount table's path
+    }
+    table_of(std::str::from_utf8(buf.get(..n)?).ok()?)
 }
 
 /// `/proc/<pid>[/task/<tid>]/{mountinfo,mounts}`.

@@ -64,7 +64,7 @@ impl Context {
     /// `/proc/cpuinfo` (when a memory or cpu limit is set) to recognise
     /// opens of them.
     pub fn set_limits(&mut self, limits: GuestLimits) {
-        self.synthetic = Synthetic::find(&self.fs, &limits);
+        self.synthetic.files = Synthetic::limit_files(&self.fs, &limits);
         self.limits = limits;
     }
 }
@@ -87,7 +87,17 @@ pub(crate) struct Synthetic {
 }
 
 impl Synthetic {
-    fn find(fs: &Resolver, limits: &GuestLimits) -> Synthetic {
+    /// Rewrites only the view's mount tables (no limits yet): found on
+    /// the view's procfs.
+    pub(crate) fn mount_tables(fs: &Resolver) -> Synthetic {
+        Synthetic {
+            files: Vec::new(),
+            proc_dev: identity(fs, c"/proc").map(|(dev, _)| dev),
+        }
+    }
+
+    /// The view's files rewritten under `limits`.
+    fn limit_files(fs: &Resolver, limits: &GuestLimits) -> Vec<((u64, u64), ProcFile)> {
         let wanted = [
             (
                 c"/proc/meminfo",
@@ -96,13 +106,11 @@ impl Synthetic {
             ),
             (c"/proc/cpuinfo", ProcFile::CpuInfo, limits.cpus.is_some()),
         ];
-        let files = wanted
+        wanted
             .into_iter()
             .filter(|w| w.2)
             .filter_map(|(path, kind, _)| Some((identity(fs, path)?, kind)))
-            .collect();
-        let proc_dev = identity(fs, c"/proc").map(|(dev, _)| dev);
-        Synthetic { files, proc_dev }
+            .collect()
     }
 
     pub(crate) fn is_empty(&self) -> bool {
