@@ -61,6 +61,9 @@ pub(super) struct InitArgs<'a> {
     pub workdir: &'a Path,
     /// Which of stdin, stdout, stderr the guest gets a pty slave as.
     pub pty: Option<[bool; 3]>,
+    /// Files to write "0" to first: cgroup v1 `tasks` files (see
+    /// `SandboxCgroup::self_join_files`).
+    pub self_join: &'a [OwnedFd],
 }
 
 /// Runs init; never returns.
@@ -69,8 +72,13 @@ pub(super) fn run(args: InitArgs<'_>) -> ! {
     if set_pdeathsig(Signal::SIGKILL).is_err() {
         _exit(125);
     }
+    // Into the sandbox's cgroup while the supervisor writes our id maps.
+    let joined = join_cgroups(args.self_join);
     if !matches!(args.channel.recv(), Ok(Some(Msg::Go))) {
         _exit(125);
+    }
+    if let Err(msg) = joined {
+        fail(&args.channel, msg);
     }
     // Our memory is a copy of the supervisor's: its command line and
     // environment must not be readable as /proc/1/cmdline or environ.
@@ -127,6 +135,15 @@ pub(super) fn run(args: InitArgs<'_>) -> ! {
     // Only the guest holds the slave: when it is gone, the master reads EIO.
     drop(slave);
     supervise(main, &channel, &signals, last_pid.as_ref())
+}
+
+/// Moves init (one thread) into each cgroup whose `tasks` file is given.
+fn join_cgroups(files: &[OwnedFd]) -> Result<(), String> {
+    for f in files {
+        nix::unistd::write(f, b"0")
+            .map_err(|e| format!("cannot move the sandbox into its cgroup: {}", e.desc()))?;
+    }
+    Ok(())
 }
 
 fn fail(channel: &Channel, msg: String) -> ! {

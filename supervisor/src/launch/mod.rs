@@ -195,6 +195,11 @@ pub fn launch(cfg: &LaunchConfig) -> Result<Sandbox, LaunchError> {
 /// What the caller does to init while it sets up, before it has forked
 /// anything: everything in the sandbox inherits the result.
 pub trait InitHooks {
+    /// Files init writes "0" to before anything else (cgroup v1 `tasks`
+    /// files: init moves itself into the sandbox's cgroup).
+    fn self_join_files(&self) -> &[OwnedFd] {
+        &[]
+    }
     /// Called right after init is told to go, while it builds the view
     /// (so a slow step, like a cgroup migration, overlaps that work).
     fn setting_up(&self, init: Pid) -> Result<(), String>;
@@ -278,6 +283,7 @@ pub fn launch_with(cfg: &LaunchConfig, hooks: &dyn InitHooks) -> Result<Sandbox,
                 hostname: &cfg.hostname,
                 workdir: &workdir,
                 pty: cfg.pty,
+                self_join: hooks.self_join_files(),
             })
         }
         Ok(Forked::Parent(pid)) => {

@@ -180,6 +180,8 @@ pub struct Enforcement {
     pub limits: Limits,
     cgroup: Option<SandboxCgroup>,
     rlimits: Vec<(Rlimit, u64)>,
+    /// The cgroup v1 `tasks` files init writes itself into.
+    self_join: Vec<OwnedFd>,
     /// What could not be enforced through a cgroup, for one warning.
     pub warning: Option<String>,
 }
@@ -199,11 +201,21 @@ impl Enforcement {
             limits: limits.clone(),
             cgroup,
             rlimits: Vec::new(),
+            self_join: Vec::new(),
             warning: None,
         };
         if let Err(msg) = e.write_cgroup_limits() {
             e.remove();
             return Err(msg);
+        }
+        if let Some(cg) = &e.cgroup {
+            match cg.self_join_files() {
+                Ok(files) => e.self_join = files,
+                Err(err) => {
+                    e.remove();
+                    return Err(format!("cannot open the sandbox's cgroup: {err}"));
+                }
+            }
         }
         e.plan_rlimits();
         Ok(e)
@@ -265,8 +277,9 @@ impl Enforcement {
         self.warning = Some(w);
     }
 
-    /// Moves the sandbox's init into the cgroup (v1 migration waits for
-    /// an RCU grace period: launch overlaps it with init's setup).
+    /// Moves the sandbox's init into the cgroup where it cannot join
+    /// itself (v2: that migration waits for an RCU grace period, so
+    /// launch overlaps it with init's setup).
     pub fn join_cgroup(&self, init: Pid) -> Result<(), String> {
         match &self.cgroup {
             Some(cg) => cg
@@ -304,6 +317,7 @@ impl Enforcement {
 
     /// Kills anything left in the cgroup and removes it.
     pub fn remove(&mut self) {
+        self.self_join.clear();
         if let Some(cg) = self.cgroup.take() {
             cg.remove();
         }
@@ -312,6 +326,9 @@ impl Enforcement {
 
 /// Init joins the cgroup while it sets up and gets its rlimits after.
 impl InitHooks for Enforcement {
+    fn self_join_files(&self) -> &[OwnedFd] {
+        &self.self_join
+    }
     fn setting_up(&self, init: Pid) -> Result<(), String> {
         self.join_cgroup(init)
     }
