@@ -143,3 +143,21 @@ fn mount_tables_hide_the_host() {
         }
     }
 }
+
+/// Neither the host kernel's command line (its boot image, devices and
+/// the host's init) nor the host's cgroup paths show: /proc/cmdline is
+/// empty and /proc/*/cgroup are relative to the sandbox's own cgroup
+/// namespace, with limits (a cgroup of ours) and without.
+#[test]
+fn host_kernel_cmdline_and_cgroup_paths_are_hidden() {
+    let script = "od -An -c /proc/cmdline; od -An -c /proc/1/../cmdline; \
+                  cut -d: -f3 /proc/self/cgroup /proc/1/cgroup | sort -u";
+    for limits in [&[][..], &["--memory", "256m", "--pids", "64"][..]] {
+        let out = Run::sh(script, &[])
+            .sup(limits)
+            .supervised()
+            .ok("proc files");
+        let lines: Vec<&str> = out.stdout.lines().map(str::trim).collect();
+        assert_eq!(lines, ["\\n", "\\n", "/"], "{limits:?}: {}", out.dump());
+    }
+}

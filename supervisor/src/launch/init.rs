@@ -21,6 +21,7 @@ use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::Path;
 
 use nix::errno::Errno;
+use nix::sched::{unshare, CloneFlags};
 use nix::sys::prctl::{set_dumpable, set_pdeathsig};
 use nix::sys::signal::{kill, SigSet, Signal};
 use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
@@ -79,6 +80,14 @@ pub(super) fn run(args: InitArgs<'_>) -> ! {
     }
     if let Err(msg) = joined {
         fail(&args.channel, msg);
+    }
+    // A cgroup namespace rooted where init now is: /proc/*/cgroup shows
+    // `/`, not the host's cgroup paths.
+    if let Err(e) = unshare(CloneFlags::CLONE_NEWCGROUP) {
+        fail(
+            &args.channel,
+            format!("creating a cgroup namespace: {}", e.desc()),
+        );
     }
     // Our memory is a copy of the supervisor's: its command line and
     // environment must not be readable as /proc/1/cmdline or environ.

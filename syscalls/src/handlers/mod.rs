@@ -68,7 +68,7 @@ impl Context {
     pub fn new(root: OwnedFd, host_uid: u32, host_gid: u32) -> Context {
         let fs = Resolver::new(root);
         Context {
-            synthetic: sysinfo::Synthetic::mount_tables(&fs),
+            synthetic: sysinfo::Synthetic::always(&fs),
             fs,
             ids: IdMap::new(host_uid, host_gid),
             limits: GuestLimits::default(),

@@ -64,7 +64,9 @@ impl Context {
     /// `/proc/cpuinfo` (when a memory or cpu limit is set) to recognise
     /// opens of them.
     pub fn set_limits(&mut self, limits: GuestLimits) {
-        self.synthetic.files = Synthetic::limit_files(&self.fs, &limits);
+        let files = &mut self.synthetic.files;
+        files.retain(|f| !matches!(f.1, ProcFile::MemInfo | ProcFile::CpuInfo));
+        files.extend(Synthetic::limit_files(&self.fs, &limits));
         self.limits = limits;
     }
 }
@@ -76,6 +78,9 @@ enum ProcFile {
     CpuInfo,
     /// A process's mount table (`mounttab.rs`), rewritten always.
     MountTable(Table),
+    /// The host kernel's command line (`/proc/cmdline`): always empty,
+    /// since it names the host's boot image, devices and init.
+    KernelCmdline,
 }
 
 /// The (st_dev, st_ino) of the view's /proc files to rewrite, and the
@@ -87,11 +92,12 @@ pub(crate) struct Synthetic {
 }
 
 impl Synthetic {
-    /// Rewrites only the view's mount tables (no limits yet): found on
-    /// the view's procfs.
-    pub(crate) fn mount_tables(fs: &Resolver) -> Synthetic {
+    /// What is rewritten whatever the limits: the view's mount tables
+    /// (found on the view's procfs) and the kernel's command line.
+    pub(crate) fn always(fs: &Resolver) -> Synthetic {
+        let cmdline = identity(fs, c"/proc/cmdline").map(|id| (id, ProcFile::KernelCmdline));
         Synthetic {
-            files: Vec::new(),
+            files: cmdline.into_iter().collect(),
             proc_dev: identity(fs, c"/proc").map(|(dev, _)| dev),
         }
     }
@@ -152,7 +158,10 @@ pub(crate) fn substitute(ctx: &Context, fd: OwnedFd, flags: i32) -> Result<Owned
     let Some(kind) = ctx.synthetic.which(&fd) else {
         return Ok(fd);
     };
-    let host = read_all(fd)?;
+    let host = match kind {
+        ProcFile::KernelCmdline => String::new(),
+        _ => read_all(fd)?,
+    };
     let text = match (kind, &ctx.limits) {
         (
             ProcFile::MemInfo,
@@ -167,6 +176,7 @@ pub(crate) fn substitute(ctx: &Context, fd: OwnedFd, flags: i32) -> Result<Owned
         }
         (ProcFile::CpuInfo, GuestLimits { cpus: Some(n), .. }) => cpuinfo(&host, *n),
         (ProcFile::MountTable(table), _) => mounttab::rewrite(table, &host),
+        (ProcFile::KernelCmdline, _) => "\n".to_owned(),
         _ => host,
     };
     sealed_file(kind, text.as_bytes(), flags & libc::O_NONBLOCK)
@@ -188,6 +198,7 @@ fn sealed_file(kind: ProcFile, data: &[u8], extra: i32) -> Result<OwnedFd, Errno
         ProcFile::CpuInfo => c"cpuinfo",
         ProcFile::MountTable(Table::MountInfo) => c"mountinfo",
         ProcFile::MountTable(Table::Mounts) => c"mounts",
+        ProcFile::KernelCmdline => c"cmdline",
     };
     let flags = MemFdCreateFlag::MFD_CLOEXEC | MemFdCreateFlag::MFD_ALLOW_SEALING;
     let mem = memfd_create(name, flags)?;
