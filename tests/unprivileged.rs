@@ -378,3 +378,35 @@ fn unprivileged_rootfs_and_mask() {
         .supervised();
     assert_eq!(out.stdout, "0\n", "{}", out.dump());
 }
+
+/// Mount points inside host directories the user does not own
+/// (`/usr/local/...`, `/etc/...`): the sandbox makes their parents in its
+/// layer, so `--ro`, `--rw` and `--tmpfs` work there as they do for root,
+/// and the host's content around them stays visible.
+#[test]
+fn unprivileged_mount_points_in_system_dirs() {
+    let Some(u) = unpriv() else { return };
+    let t = Tree::new();
+    t.file("data/f", "hi\n");
+    t.give_to(u.uid, u.gid);
+    let data = t.join("data").display().to_string();
+    let script =
+        "cat /usr/local/data/f /etc/deep/er/data/f; touch /usr/local/scratch/x && echo tmpfs-ok; \
+                  test -d /usr/local/bin && echo host-kept; test -e /etc/passwd && echo etc-kept";
+    let out = run_as(u, &["/bin/sh", "-c", &(guard() + script)], &t)
+        .sup(&[
+            "--ro".to_string(),
+            format!("{data}:/usr/local/data"),
+            "--ro".to_string(),
+            format!("{data}:/etc/deep/er/data"),
+            "--tmpfs".to_string(),
+            "/usr/local/scratch".to_string(),
+        ])
+        .supervised();
+    assert_eq!(
+        out.stdout,
+        "hi\nhi\ntmpfs-ok\nhost-kept\netc-kept\n",
+        "{}",
+        out.dump()
+    );
+}

@@ -220,6 +220,9 @@ fn add_overlay(plan: &ViewPlan, name: &str) -> Result<()> {
     if name == "etc" {
         prepare_etc(plan, &upper)?;
     }
+    if !getuid().is_root() {
+        prepare_mount_points(plan, name, &upper)?;
+    }
     let opts = format!(
         "lowerdir={},upperdir={},workdir={},userxattr",
         lower.display(),
@@ -282,6 +285,36 @@ pub(super) fn prepare_etc(plan: &ViewPlan, upper: &Path) -> Result<()> {
         let mode = if getuid().is_root() { 0o644 } else { 0o444 };
         fs::set_permissions(&path, fs::Permissions::from_mode(mode))
             .map_err(|e| format!("writing /etc/{}: {e}", rel.display()))?;
+    }
+    Ok(())
+}
+
+/// The parents of user mount points under the overlaid `/name`, made in
+/// its upper layer before the overlay is mounted. An unprivileged
+/// invoker's sandbox could not create them later: the host owns
+/// `/usr/local`, and the kernel checks the host owner. Parents the host
+/// has get its mode minus the write bits (as in `prepare_etc`; the merged
+/// directory then shows the sandbox user as its owner); missing ones are
+/// made 0755. A host symlink or file on the way is left alone: the
+/// mount's own resolution decides what happens there.
+fn prepare_mount_points(plan: &ViewPlan, name: &str, upper: &Path) -> Result<()> {
+    let lower = Path::new(OLD_ROOT).join(name);
+    let top = Path::new("/").join(name);
+    for m in &plan.mounts {
+        let Some(parent) = m.guest.strip_prefix(&top).ok().and_then(Path::parent) else {
+            continue;
+        };
+        let mut rel = PathBuf::new();
+        for part in parent.components() {
+            rel.push(part);
+            match fs::symlink_metadata(lower.join(&rel)) {
+                Ok(md) if md.is_dir() => {
+                    make_dir(&upper.join(&rel), guest_mode(&lower.join(&rel)))?
+                }
+                Ok(_) => break,
+                Err(_) => make_dir(&upper.join(&rel), 0o755)?,
+            }
+        }
     }
     Ok(())
 }
