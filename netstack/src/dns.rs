@@ -140,7 +140,10 @@ impl DnsStub {
         };
         match self.resolver.lookup(&name) {
             Lookup::Found(ips) => {
-                let ips: Vec<IpAddr> = ips.into_iter().filter(|ip| ip.is_ipv4() == want_v4).collect();
+                let ips: Vec<IpAddr> = ips
+                    .into_iter()
+                    .filter(|ip| ip.is_ipv4() == want_v4)
+                    .collect();
                 self.resolved.record(&name, &ips);
                 (Rcode::NoError, ips)
             }

@@ -83,8 +83,12 @@ fn parse_spec(s: &str) -> Result<PublishSpec, String> {
 /// none (the default).
 fn split_host_ip(s: &str) -> Result<(IpAddr, &str), String> {
     if let Some(rest) = s.strip_prefix('[') {
-        let (ip, after) = rest.split_once("]:").ok_or("expected [IPV6]:HOSTPORT:GUESTPORT")?;
-        let ip = ip.parse::<std::net::Ipv6Addr>().map_err(|_| format!("{ip:?} is not an IPv6 address"))?;
+        let (ip, after) = rest
+            .split_once("]:")
+            .ok_or("expected [IPV6]:HOSTPORT:GUESTPORT")?;
+        let ip = ip
+            .parse::<std::net::Ipv6Addr>()
+            .map_err(|_| format!("{ip:?} is not an IPv6 address"))?;
         return Ok((IpAddr::V6(ip), after));
     }
     match s.matches(':').count() {
@@ -130,7 +134,10 @@ impl Publisher {
             Proto::Udp => UdpSocket::bind(spec.host).map(HostSocket::Udp),
         }
         .map_err(|e| bind_error(spec, &e))?;
-        Ok(Publisher { spec: *spec, socket })
+        Ok(Publisher {
+            spec: *spec,
+            socket,
+        })
     }
 
     /// The address the host side listens on.
@@ -149,16 +156,26 @@ impl Publisher {
                 let fd = l.as_fd().try_clone_to_owned()?;
                 let stop = stopped.clone();
                 let port = self.spec.guest_port;
-                (fd, thread::spawn(move || serve_tcp(l, port, connect_guest, &stop)))
+                (
+                    fd,
+                    thread::spawn(move || serve_tcp(l, port, connect_guest, &stop)),
+                )
             }
             HostSocket::Udp(u) => {
                 let fd = u.as_fd().try_clone_to_owned()?;
                 let stop = stopped.clone();
                 let port = self.spec.guest_port;
-                (fd, thread::spawn(move || serve_udp(u, port, connect_guest, &stop)))
+                (
+                    fd,
+                    thread::spawn(move || serve_udp(u, port, connect_guest, &stop)),
+                )
             }
         };
-        Ok(Serving { fd, stopped, thread })
+        Ok(Serving {
+            fd,
+            stopped,
+            thread,
+        })
     }
 }
 
@@ -190,11 +207,19 @@ impl Serving {
     }
 }
 
-fn serve_tcp(listener: TcpListener, guest_port: u16, connect_guest: ConnectGuest, stop: &AtomicBool) {
+fn serve_tcp(
+    listener: TcpListener,
+    guest_port: u16,
+    connect_guest: ConnectGuest,
+    stop: &AtomicBool,
+) {
     while !stop.load(Ordering::SeqCst) {
         let conn = match listener.accept() {
             Ok((conn, _)) => conn,
-            Err(e) if e.raw_os_error() == Some(libc::EMFILE) || e.raw_os_error() == Some(libc::ENFILE) => {
+            Err(e)
+                if e.raw_os_error() == Some(libc::EMFILE)
+                    || e.raw_os_error() == Some(libc::ENFILE) =>
+            {
                 thread::sleep(Duration::from_millis(50));
                 continue;
             }
@@ -229,7 +254,11 @@ fn serve_udp(host: UdpSocket, guest_port: u16, connect_guest: ConnectGuest, stop
             continue;
         };
         let data = buf.get(..n).unwrap_or_default();
-        let _ = send(guest.as_raw_fd(), data, MsgFlags::MSG_DONTWAIT | MsgFlags::MSG_NOSIGNAL);
+        let _ = send(
+            guest.as_raw_fd(),
+            data,
+            MsgFlags::MSG_DONTWAIT | MsgFlags::MSG_NOSIGNAL,
+        );
     }
 }
 

@@ -157,7 +157,11 @@ fn forward_datagram(from: BorrowedFd, to: BorrowedFd, to_unix: bool, buf: &mut [
         Err(_) => return Forwarded::End,
     };
     let data = buf.get(..n).unwrap_or_default();
-    match send(to.as_raw_fd(), data, MsgFlags::MSG_DONTWAIT | MsgFlags::MSG_NOSIGNAL) {
+    match send(
+        to.as_raw_fd(),
+        data,
+        MsgFlags::MSG_DONTWAIT | MsgFlags::MSG_NOSIGNAL,
+    ) {
         Ok(_) => Forwarded::Sent,
         Err(Errno::EAGAIN | Errno::ENOBUFS | Errno::EMSGSIZE) => Forwarded::Dropped,
         Err(Errno::ECONNREFUSED) if !to_unix => Forwarded::Dropped,

@@ -161,9 +161,7 @@ fn parse_rule(text: &str) -> Result<Rule, String> {
 /// `[V6]:PORTS`, `[V6]`, a bare IPv6 address or network, or `HOST[:PORTS]`.
 fn split_ports(text: &str) -> Result<(&str, Option<&str>), String> {
     if let Some(rest) = text.strip_prefix('[') {
-        let (inner, after) = rest
-            .split_once(']')
-            .ok_or("'[' without a closing ']'")?;
+        let (inner, after) = rest.split_once(']').ok_or("'[' without a closing ']'")?;
         return match after {
             "" => Ok((inner, None)),
             _ => match after.strip_prefix(':') {
@@ -207,7 +205,11 @@ fn parse_name(host: &str) -> Result<NamePattern, String> {
     for label in name.split('.') {
         check_label(label)?;
     }
-    if name.rsplit('.').next().is_some_and(|l| l.bytes().all(|b| b.is_ascii_digit())) {
+    if name
+        .rsplit('.')
+        .next()
+        .is_some_and(|l| l.bytes().all(|b| b.is_ascii_digit()))
+    {
         return Err(format!("{host:?} is neither an IP address nor a DNS name"));
     }
     Ok(match below {
@@ -225,7 +227,9 @@ fn check_label(label: &str) -> Result<(), String> {
         return Err("'*' may only stand first, as in *.example.org".into());
     }
     if !label.bytes().all(ok_byte) || label.starts_with('-') || label.ends_with('-') {
-        return Err(format!("{label:?} is not a DNS label (letters, digits, '-', '_')"));
+        return Err(format!(
+            "{label:?} is not a DNS label (letters, digits, '-', '_')"
+        ));
     }
     Ok(())
 }
@@ -325,19 +329,35 @@ impl AllowList {
     }
 
     /// Whether the sandbox may reach `dst` over `proto`.
-    pub fn verdict(&self, dst: SocketAddr, proto: Proto, resolved: &Resolved) -> Result<(), Denied> {
+    pub fn verdict(
+        &self,
+        dst: SocketAddr,
+        proto: Proto,
+        resolved: &Resolved,
+    ) -> Result<(), Denied> {
         let ip = canonical_ip(dst.ip());
         let names = resolved.names_of(ip);
-        let mut matching = self.rules.iter().filter(|r| r.allows(ip, dst.port(), &names));
+        let mut matching = self
+            .rules
+            .iter()
+            .filter(|r| r.allows(ip, dst.port(), &names));
         let deny = |reason: String| Denied { dst, proto, reason };
         match special::most_specific(ip) {
-            Some(special) => match matching.any(|r| r.net().is_some_and(|n| n.is_within(&special.net))) {
-                true => Ok(()),
-                false => Err(deny(format!("{ip} is {} and no rule names it", special.what))),
-            },
+            Some(special) => {
+                match matching.any(|r| r.net().is_some_and(|n| n.is_within(&special.net))) {
+                    true => Ok(()),
+                    false => Err(deny(format!(
+                        "{ip} is {} and no rule names it",
+                        special.what
+                    ))),
+                }
+            }
             None => match matching.next() {
                 Some(_) => Ok(()),
-                None => Err(deny(format!("no rule allows {proto} {}", SocketAddr::new(ip, dst.port())))),
+                None => Err(deny(format!(
+                    "no rule allows {proto} {}",
+                    SocketAddr::new(ip, dst.port())
+                ))),
             },
         }
     }

@@ -42,9 +42,13 @@ fn fixture(rules: &[&str]) -> Fixture {
         "pypi.org".into(),
         Lookup::Found(ips(&["151.101.0.223", "151.101.64.223", "2a04:4e42::223"])),
     );
-    fake.table.insert("broken.example.org".into(), Lookup::Failed);
-    let many: Vec<IpAddr> = (0..100u32).map(|i| IpAddr::V4((0xcb00_7100 + i).into())).collect();
-    fake.table.insert("many.example.org".into(), Lookup::Found(many));
+    fake.table
+        .insert("broken.example.org".into(), Lookup::Failed);
+    let many: Vec<IpAddr> = (0..100u32)
+        .map(|i| IpAddr::V4((0xcb00_7100 + i).into()))
+        .collect();
+    fake.table
+        .insert("many.example.org".into(), Lookup::Found(many));
     let calls = fake.calls.clone();
     let allow = AllowList::new(rules.iter().map(|r| Rule::parse(r).unwrap()).collect());
     let resolved = Arc::new(Resolved::new());
@@ -92,10 +96,19 @@ fn read(resp: &[u8]) -> (u16, u16, u16, u16, Vec<IpAddr>) {
             4 => IpAddr::from(<[u8; 4]>::try_from(data).unwrap()),
             _ => IpAddr::from(<[u8; 16]>::try_from(data).unwrap()),
         });
-        assert_eq!(u32::from_be_bytes(resp[e + 4..e + 8].try_into().unwrap()), TTL);
+        assert_eq!(
+            u32::from_be_bytes(resp[e + 4..e + 8].try_into().unwrap()),
+            TTL
+        );
         pos = e + 10 + rdlen;
     }
-    (u16_at(resp, 0), u16_at(resp, 2), u16_at(resp, 6), u16_at(resp, 10), addrs)
+    (
+        u16_at(resp, 0),
+        u16_at(resp, 2),
+        u16_at(resp, 6),
+        u16_at(resp, 10),
+        addrs,
+    )
 }
 
 #[test]
@@ -124,7 +137,10 @@ fn dig_query_with_edns_gets_an_opt_record() {
     let (id, flags, an, ar, _) = read(&resp);
     assert_eq!((id, flags, an, ar), (0xbe1d, 0x8180, 2, 1));
     // The OPT record closes the message: root name, type 41, 1232 bytes.
-    assert_eq!(&resp[resp.len() - 11..], &[0, 0, 41, 0x04, 0xd0, 0, 0, 0, 0, 0, 0]);
+    assert_eq!(
+        &resp[resp.len() - 11..],
+        &[0, 0, 41, 0x04, 0xd0, 0, 0, 0, 0, 0, 0]
+    );
 }
 
 #[test]
@@ -137,7 +153,10 @@ fn other_names_get_nxdomain_without_asking_the_host() {
         assert_eq!(flags & 0x8180, 0x8180);
     }
     assert_eq!(f.calls.load(Ordering::SeqCst), 0);
-    assert!(f.resolved.names_of("151.101.0.223".parse().unwrap()).is_empty());
+    assert!(f
+        .resolved
+        .names_of("151.101.0.223".parse().unwrap())
+        .is_empty());
 }
 
 fn query(id: u16, name: &[&[u8]], qtype: u16, qclass: u16) -> Vec<u8> {
@@ -163,10 +182,28 @@ fn rcode(f: &Fixture, q: &[u8]) -> u16 {
 fn response_codes() {
     let f = fixture(&["*.example.org", "pypi.org"]);
     let pypi: &[&[u8]] = &[b"pypi", b"org"];
-    assert_eq!(rcode(&f, &query(1, pypi, 16, 1)), 0, "TXT of an allowed name");
-    assert_eq!(read(&f.stub.answer(&query(1, pypi, 16, 1), Transport::Udp).unwrap()).2, 0);
-    assert_eq!(rcode(&f, &query(1, &[b"nope", b"example", b"org"], 1, 1)), 3);
-    assert_eq!(rcode(&f, &query(1, &[b"broken", b"example", b"org"], 1, 1)), 2);
+    assert_eq!(
+        rcode(&f, &query(1, pypi, 16, 1)),
+        0,
+        "TXT of an allowed name"
+    );
+    assert_eq!(
+        read(
+            &f.stub
+                .answer(&query(1, pypi, 16, 1), Transport::Udp)
+                .unwrap()
+        )
+        .2,
+        0
+    );
+    assert_eq!(
+        rcode(&f, &query(1, &[b"nope", b"example", b"org"], 1, 1)),
+        3
+    );
+    assert_eq!(
+        rcode(&f, &query(1, &[b"broken", b"example", b"org"], 1, 1)),
+        2
+    );
     assert_eq!(rcode(&f, &query(1, &[b"example", b"org"], 1, 1)), 3, "apex");
     assert_eq!(rcode(&f, &query(1, pypi, 1, 3)), 4, "class CH");
     assert_eq!(rcode(&f, &query(1, &[b"x\0", b"example", b"org"], 1, 1)), 3);
@@ -189,12 +226,12 @@ fn hostile_names_are_formerr() {
     let f = fixture(&["pypi.org"]);
     let header = &hex(GLIBC_A)[..12];
     let cases: &[&[u8]] = &[
-        &[0xc0, 12, 0, 1, 0, 1],        // pointer to itself
-        &[0xc0, 40, 0, 1, 0, 1],        // forward pointer
-        &[0x80, 0, 0, 1, 0, 1],         // reserved label type
-        &[4, b'p', b'y', 0, 1],         // label past the end
-        &[4, b'p', b'y', b'p', b'i'],   // no terminator
-        &[0],                           // no type and class
+        &[0xc0, 12, 0, 1, 0, 1],      // pointer to itself
+        &[0xc0, 40, 0, 1, 0, 1],      // forward pointer
+        &[0x80, 0, 0, 1, 0, 1],       // reserved label type
+        &[4, b'p', b'y', 0, 1],       // label past the end
+        &[4, b'p', b'y', b'p', b'i'], // no terminator
+        &[0],                         // no type and class
     ];
     for tail in cases {
         let q = [header, tail].concat();
@@ -215,7 +252,11 @@ fn udp_answers_are_truncated_tcp_ones_are_not() {
     let q = query(7, &[b"many", b"example", b"org"], 1, 1);
     let udp = f.stub.answer(&q, Transport::Udp).unwrap();
     let (_, flags, an, _, _) = read(&udp);
-    assert!(udp.len() <= 512 && an > 0 && an < 100, "{} bytes, {an} answers", udp.len());
+    assert!(
+        udp.len() <= 512 && an > 0 && an < 100,
+        "{} bytes, {an} answers",
+        udp.len()
+    );
     assert_eq!(flags & 0x0200, 0x0200, "TC");
     let tcp = f.stub.answer(&q, Transport::Tcp).unwrap();
     let (_, flags, an, _, _) = read(&tcp);
@@ -248,8 +289,12 @@ fn tcp_framing() {
 
 #[test]
 fn system_resolver_errors_are_classified() {
-    assert!(is_no_such_name("failed to lookup address information: Name or service not known"));
-    assert!(!is_no_such_name("failed to lookup address information: Temporary failure in name resolution"));
+    assert!(is_no_such_name(
+        "failed to lookup address information: Name or service not known"
+    ));
+    assert!(!is_no_such_name(
+        "failed to lookup address information: Temporary failure in name resolution"
+    ));
 }
 
 proptest! {

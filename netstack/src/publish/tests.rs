@@ -37,7 +37,10 @@ fn specs() {
         ("", "expected [HOSTIP:]HOSTPORT:GUESTPORT"),
     ] {
         let e = spec(bad).unwrap_err();
-        assert!(e.starts_with(&format!("publish {bad:?}: ")) && e.contains(want), "{bad}: {e}");
+        assert!(
+            e.starts_with(&format!("publish {bad:?}: ")) && e.contains(want),
+            "{bad}: {e}"
+        );
     }
 }
 
@@ -86,15 +89,21 @@ fn tcp_host_client_reaches_the_guest_listener() {
     client.read_to_end(&mut back).unwrap();
     writer.join().unwrap();
     assert_eq!(guest_thread.join().unwrap(), 1 << 20);
-    assert!(back.iter().zip(&sent).all(|(b, s)| *b == s.wrapping_add(1)) && back.len() == sent.len());
+    assert!(
+        back.iter().zip(&sent).all(|(b, s)| *b == s.wrapping_add(1)) && back.len() == sent.len()
+    );
     assert_eq!(*asked.lock().unwrap(), vec![(8888, Proto::Tcp)]);
     serving.stop();
-    assert!(TcpStream::connect(addr).is_err(), "stopped publisher still accepts");
+    assert!(
+        TcpStream::connect(addr).is_err(),
+        "stopped publisher still accepts"
+    );
 }
 
 #[test]
 fn tcp_without_a_guest_listener_closes_the_host_connection() {
-    let connect: ConnectGuest = Arc::new(|_, _| Err(io::Error::from_raw_os_error(libc::ECONNREFUSED)));
+    let connect: ConnectGuest =
+        Arc::new(|_, _| Err(io::Error::from_raw_os_error(libc::ECONNREFUSED)));
     let publisher = Publisher::bind(&any_port(Proto::Tcp)).unwrap();
     let addr = publisher.local_addr().unwrap();
     let serving = publisher.serve(connect).unwrap();
@@ -126,7 +135,9 @@ fn udp_host_client_reaches_the_guest() {
     let addr = publisher.local_addr().unwrap();
     let serving = publisher.serve(connect).unwrap();
     let client = UdpSocket::bind("127.0.0.1:0").unwrap();
-    client.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    client
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
     let mut buf = [0u8; 2048];
     for msg in [&b"one"[..], b"", b"three"] {
         client.send_to(msg, addr).unwrap();
@@ -144,6 +155,8 @@ fn port_in_use_is_said_plainly() {
     let spec = spec(&format!("{port}:80")).unwrap();
     let e = Publisher::bind(&spec).err().unwrap();
     assert_eq!(e, format!("port {port} on 127.0.0.1 is in use"));
-    let e = Publisher::bind(&self::spec("192.0.2.1:8080:80").unwrap()).err().unwrap();
+    let e = Publisher::bind(&self::spec("192.0.2.1:8080:80").unwrap())
+        .err()
+        .unwrap();
     assert_eq!(e, "192.0.2.1 is not an address of this host");
 }

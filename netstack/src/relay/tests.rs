@@ -11,11 +11,17 @@ use super::*;
 const MIB: usize = 1 << 20;
 
 fn pattern(seed: u8, len: usize) -> Vec<u8> {
-    (0..len).map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed)).collect()
+    (0..len)
+        .map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed))
+        .collect()
 }
 
 /// Writes `out`, half-closes, then reads to EOF: what a client does.
-fn client<S: Read + Write + Send + 'static>(mut s: S, out: Vec<u8>, half: impl Fn(&S) + Send + 'static) -> thread::JoinHandle<Vec<u8>> {
+fn client<S: Read + Write + Send + 'static>(
+    mut s: S,
+    out: Vec<u8>,
+    half: impl Fn(&S) + Send + 'static,
+) -> thread::JoinHandle<Vec<u8>> {
     thread::spawn(move || {
         s.write_all(&out).unwrap();
         half(&s);
@@ -27,7 +33,10 @@ fn client<S: Read + Write + Send + 'static>(mut s: S, out: Vec<u8>, half: impl F
 
 /// Reads to EOF, then answers `reply` and closes: a server that needs
 /// the half-close to know the request is complete.
-fn server<S: Read + Write + Send + 'static>(mut s: S, reply: Vec<u8>) -> thread::JoinHandle<Vec<u8>> {
+fn server<S: Read + Write + Send + 'static>(
+    mut s: S,
+    reply: Vec<u8>,
+) -> thread::JoinHandle<Vec<u8>> {
     thread::spawn(move || {
         let mut got = Vec::new();
         s.read_to_end(&mut got).unwrap();
@@ -41,12 +50,20 @@ fn stream_one_mib_each_way_with_half_close_over_socketpairs() {
     let (guest_app, guest_end) = UnixStream::pair().unwrap();
     let (host_end, host_app) = UnixStream::pair().unwrap();
     let relay = thread::spawn(move || relay_stream(guest_end.into(), host_end.into()));
-    let c = client(guest_app, pattern(1, MIB), |s| s.shutdown(NetShutdown::Write).unwrap());
+    let c = client(guest_app, pattern(1, MIB), |s| {
+        s.shutdown(NetShutdown::Write).unwrap()
+    });
     let s = server(host_app, pattern(2, MIB));
     assert!(s.join().unwrap() == pattern(1, MIB));
     assert!(c.join().unwrap() == pattern(2, MIB));
     let stats = relay.join().unwrap();
-    assert_eq!(stats, StreamStats { a_to_b: MIB as u64, b_to_a: MIB as u64 });
+    assert_eq!(
+        stats,
+        StreamStats {
+            a_to_b: MIB as u64,
+            b_to_a: MIB as u64
+        }
+    );
 }
 
 #[test]
@@ -60,7 +77,9 @@ fn stream_through_a_loopback_tcp_server() {
     let (guest_app, guest_end) = UnixStream::pair().unwrap();
     let upstream = TcpStream::connect(addr).unwrap();
     let relay = thread::spawn(move || relay_stream(guest_end.into(), upstream.into()));
-    let c = client(guest_app, pattern(3, MIB), |s| s.shutdown(NetShutdown::Write).unwrap());
+    let c = client(guest_app, pattern(3, MIB), |s| {
+        s.shutdown(NetShutdown::Write).unwrap()
+    });
     assert!(srv.join().unwrap() == pattern(3, MIB));
     assert!(c.join().unwrap() == pattern(4, MIB));
     assert_eq!(relay.join().unwrap().b_to_a, MIB as u64);
@@ -101,17 +120,27 @@ fn check_datagrams(mut a_app: impl FnMut(&[u8]), mut b_recv: impl FnMut(&mut [u8
 fn datagrams_keep_their_boundaries() {
     let (guest_app, guest_end) = UnixDatagram::pair().unwrap();
     let (host_end, host_app) = UnixDatagram::pair().unwrap();
-    guest_app.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
-    host_app.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    guest_app
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    host_app
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
     let relay = thread::spawn(move || {
         relay_datagrams(guest_end.into(), host_end.into(), Duration::from_secs(60))
     });
-    check_datagrams(|d| {
+    check_datagrams(
+        |d| {
             guest_app.send(d).unwrap();
-        }, |b| host_app.recv(b).unwrap());
-    check_datagrams(|d| {
+        },
+        |b| host_app.recv(b).unwrap(),
+    );
+    check_datagrams(
+        |d| {
             host_app.send(d).unwrap();
-        }, |b| guest_app.recv(b).unwrap());
+        },
+        |b| guest_app.recv(b).unwrap(),
+    );
     // The guest's side going away ends the relay at the next datagram.
     drop(guest_app);
     host_app.send(b"late").unwrap();
@@ -122,13 +151,21 @@ fn datagrams_keep_their_boundaries() {
 #[test]
 fn datagrams_through_loopback_udp() {
     let server = UdpSocket::bind("127.0.0.1:0").unwrap();
-    server.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    server
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
     let upstream = UdpSocket::bind("127.0.0.1:0").unwrap();
     upstream.connect(server.local_addr().unwrap()).unwrap();
     let (guest_app, guest_end) = UnixDatagram::pair().unwrap();
-    guest_app.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    guest_app
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
     let relay = thread::spawn(move || {
-        relay_datagrams(guest_end.into(), upstream.into(), Duration::from_millis(300))
+        relay_datagrams(
+            guest_end.into(),
+            upstream.into(),
+            Duration::from_millis(300),
+        )
     });
     let mut peer = None;
     check_datagrams(
@@ -142,9 +179,12 @@ fn datagrams_through_loopback_udp() {
         },
     );
     let peer = peer.unwrap();
-    check_datagrams(|d| {
+    check_datagrams(
+        |d| {
             server.send_to(d, peer).unwrap();
-        }, |b| guest_app.recv(b).unwrap());
+        },
+        |b| guest_app.recv(b).unwrap(),
+    );
     // Nothing more: the relay ends once it has been idle.
     let stats = relay.join().unwrap();
     assert_eq!((stats.a_to_b, stats.b_to_a, stats.dropped), (5, 5, 0));

@@ -62,10 +62,14 @@ impl Cidr {
         let max = if addr.is_ipv4() { 32 } else { 128 };
         let prefix: u8 = match prefix.parse() {
             Ok(p) if p <= max && !prefix.starts_with('+') => p,
-            _ => return Err(format!("prefix {prefix:?} must be a number from 0 to {max}")),
+            _ => {
+                return Err(format!(
+                    "prefix {prefix:?} must be a number from 0 to {max}"
+                ))
+            }
         };
-        let want = Cidr::canonical(addr, prefix)
-            .ok_or_else(|| format!("prefix /{prefix} is too long"))?;
+        let want =
+            Cidr::canonical(addr, prefix).ok_or_else(|| format!("prefix /{prefix} is too long"))?;
         match want.masked() == want.addr {
             true => Ok(want),
             false => Err(format!(
@@ -93,9 +97,7 @@ impl Cidr {
     pub fn contains(&self, ip: IpAddr) -> bool {
         let ip = canonical_ip(ip);
         match (self.addr, ip) {
-            (IpAddr::V4(net), IpAddr::V4(a)) => {
-                mask32(u32::from(a), self.prefix) == u32::from(net)
-            }
+            (IpAddr::V4(net), IpAddr::V4(a)) => mask32(u32::from(a), self.prefix) == u32::from(net),
             (IpAddr::V6(net), IpAddr::V6(a)) => {
                 mask128(u128::from(a), self.prefix) == u128::from(net)
             }

@@ -36,8 +36,14 @@ const V4: &[(Cidr, &str)] = &[
 /// IPv6 special ranges, with what they are.
 const V6: &[(Cidr, &str)] = &[
     (Cidr::v6([0; 8], 128), "the unspecified address"),
-    (Cidr::v6([0, 0, 0, 0, 0, 0, 0, 1], 128), "loopback of the host"),
-    (Cidr::v6([0xfc00, 0, 0, 0, 0, 0, 0, 0], 7), "unique local (fc00::/7)"),
+    (
+        Cidr::v6([0, 0, 0, 0, 0, 0, 0, 1], 128),
+        "loopback of the host",
+    ),
+    (
+        Cidr::v6([0xfc00, 0, 0, 0, 0, 0, 0, 0], 7),
+        "unique local (fc00::/7)",
+    ),
     (Cidr::v6([0xfe80, 0, 0, 0, 0, 0, 0, 0], 10), "link-local"),
     (Cidr::v6([0xff00, 0, 0, 0, 0, 0, 0, 0], 8), "multicast"),
 ];

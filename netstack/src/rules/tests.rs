@@ -117,14 +117,20 @@ fn name_rules_allow_only_what_the_stub_resolved() {
     assert!(l.verdict(dst, Proto::Tcp, &resolved).is_err());
     resolved.record("pypi.org", &[dst.ip()]);
     assert!(l.verdict(dst, Proto::Tcp, &resolved).is_ok());
-    assert!(l.verdict(sa("151.101.0.223:80"), Proto::Tcp, &resolved).is_err());
+    assert!(l
+        .verdict(sa("151.101.0.223:80"), Proto::Tcp, &resolved)
+        .is_err());
     let v6: SocketAddr = sa("[2a04:4e42::223]:443");
     resolved.record("cdn.example.org", &[v6.ip()]);
     assert!(l.verdict(v6, Proto::Tcp, &resolved).is_ok());
-    assert!(l.verdict(sa("[2a04:4e42::223]:8080"), Proto::Udp, &resolved).is_ok());
+    assert!(l
+        .verdict(sa("[2a04:4e42::223]:8080"), Proto::Udp, &resolved)
+        .is_ok());
     // A name the rules do not allow, recorded anyway, allows nothing.
     resolved.record("evil.com", &["203.0.113.66".parse().unwrap()]);
-    assert!(l.verdict(sa("203.0.113.66:443"), Proto::Tcp, &resolved).is_err());
+    assert!(l
+        .verdict(sa("203.0.113.66:443"), Proto::Tcp, &resolved)
+        .is_err());
 }
 
 #[test]
@@ -132,8 +138,13 @@ fn names_never_unlock_special_ranges() {
     let l = list(&["internal.example.org"]);
     let resolved = Resolved::new();
     resolved.record("internal.example.org", &["10.1.2.3".parse().unwrap()]);
-    let d = l.verdict(sa("10.1.2.3:80"), Proto::Tcp, &resolved).unwrap_err();
-    assert_eq!(d.reason, "10.1.2.3 is private (RFC 1918) and no rule names it");
+    let d = l
+        .verdict(sa("10.1.2.3:80"), Proto::Tcp, &resolved)
+        .unwrap_err();
+    assert_eq!(
+        d.reason,
+        "10.1.2.3 is private (RFC 1918) and no rule names it"
+    );
 }
 
 /// One address inside each special range, and the rule that names it.
@@ -181,16 +192,16 @@ fn v4_forms(v4: &str) -> Vec<(String, String)> {
 #[test]
 fn special_ranges_denied_in_every_form_even_under_allow_all() {
     let l = list(&["0.0.0.0/0", "::/0"]);
-    let mut all: Vec<(String, String)> = SPECIAL
-        .iter()
-        .flat_map(|(a, _)| v4_forms(a))
-        .collect();
+    let mut all: Vec<(String, String)> = SPECIAL.iter().flat_map(|(a, _)| v4_forms(a)).collect();
     all.extend(SPECIAL_V6.iter().map(|(a, _)| ("v6".into(), a.to_string())));
     for (form, ip) in all {
         let dst = SocketAddr::new(ip.parse().unwrap(), 443);
         let e = l.verdict(dst, Proto::Tcp, &Resolved::new());
         let reason = e.as_ref().map_err(|d| d.reason.clone()).unwrap_err();
-        assert!(reason.ends_with("and no rule names it"), "{form} {ip}: {reason}");
+        assert!(
+            reason.ends_with("and no rule names it"),
+            "{form} {ip}: {reason}"
+        );
     }
     // The world is allowed.
     assert!(tcp(&l, "203.0.113.9:443").is_ok());
@@ -207,7 +218,10 @@ fn special_ranges_denied_in_every_form_even_under_allow_all() {
 fn explicit_rules_unlock_special_ranges() {
     for (ip, rule) in SPECIAL.iter().chain(SPECIAL_V6) {
         let l = list(&[rule]);
-        assert!(tcp(&l, &SocketAddr::new(ip.parse().unwrap(), 80).to_string()).is_ok(), "{rule} -> {ip}");
+        assert!(
+            tcp(&l, &SocketAddr::new(ip.parse().unwrap(), 80).to_string()).is_ok(),
+            "{rule} -> {ip}"
+        );
     }
     // IPv4-mapped destinations are the IPv4 address: the IPv4 rule names them.
     assert!(tcp(&list(&["10.0.0.0/8"]), "[::ffff:10.1.1.1]:80").is_ok());
@@ -215,7 +229,11 @@ fn explicit_rules_unlock_special_ranges() {
     // Other embeddings need a rule in their own form.
     assert!(tcp(&list(&["10.0.0.0/8"]), "[::10.1.1.1]:80").is_err());
     assert!(tcp(&list(&["[::10.0.0.0/104]"]), "[::10.1.1.1]:80").is_ok());
-    assert!(tcp(&list(&["[64:ff9b::a9fe:a9fe]"]), "[64:ff9b::169.254.169.254]:80").is_ok());
+    assert!(tcp(
+        &list(&["[64:ff9b::a9fe:a9fe]"]),
+        "[64:ff9b::169.254.169.254]:80"
+    )
+    .is_ok());
     // A rule wider than the range does not name it.
     assert!(tcp(&list(&["8.0.0.0/5"]), "10.1.1.1:80").is_err());
     assert!(tcp(&list(&["240.0.0.0/4"]), "255.255.255.255:80").is_err());
