@@ -111,7 +111,7 @@ impl Rule {
 
     fn allows_port(&self, port: u16) -> bool {
         self.ports
-            .map_or(true, |r| (r.first..=r.last).contains(&port))
+            .is_none_or(|r| (r.first..=r.last).contains(&port))
     }
 
     /// Whether this rule allows `ip`:`port`, given the names the stub
