@@ -14,7 +14,9 @@
 //!   the rest of the run whatever the TTL.
 //! - Framing: a UDP datagram is one message, answered in at most 512 bytes
 //!   (1232 with EDNS; TC set if addresses were left out); TCP messages
-//!   carry a two-byte length prefix ([`serve_stream`](DnsStub::serve_stream)).
+//!   carry a two-byte length prefix. [`serve_datagrams`](DnsStub::serve_datagrams)
+//!   and [`serve_stream`](DnsStub::serve_stream) run the two on a socket
+//!   the caller bound or accepted.
 //!
 //! Owns deciding and building answers. Does not own the sockets the stub
 //! listens on (the socket layer binds [`STUB_ADDR`]:[`STUB_PORT`] in the
@@ -24,7 +26,12 @@ pub mod wire;
 
 use std::io::{self, Read, Write};
 use std::net::{IpAddr, Ipv4Addr, ToSocketAddrs};
+use std::os::fd::{AsRawFd, BorrowedFd};
 use std::sync::Arc;
+
+use nix::errno::Errno;
+use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+use nix::sys::socket::{recvfrom, sendto, MsgFlags, SockaddrStorage};
 
 use crate::rules::{AllowList, Resolved};
 use wire::{Query, Rcode, Reject, TYPE_A, TYPE_AAAA};
@@ -152,6 +159,31 @@ impl DnsStub {
         }
     }
 
+    /// Serves DNS on a datagram socket (UDP, or the unix datagram socket
+    /// standing for one) until it fails or is shut down: each message is
+    /// answered to the address it came from.
+    pub fn serve_datagrams(&self, sock: BorrowedFd) -> io::Result<()> {
+        let mut buf = vec![0u8; TCP_MAX];
+        loop {
+            let (n, from) = match recvfrom::<SockaddrStorage>(sock.as_raw_fd(), &mut buf) {
+                Ok(got) => got,
+                Err(Errno::EINTR) => continue,
+                Err(e) => return Err(e.into()),
+            };
+            if n == 0 && shut_down(sock) {
+                return Ok(());
+            }
+            let Some(from) = from else { continue };
+            let reply = buf
+                .get(..n)
+                .and_then(|msg| self.answer(msg, Transport::Udp));
+            if let Some(reply) = reply {
+                // A requester that has gone away is not our failure.
+                let _ = sendto(sock.as_raw_fd(), &reply, &from, MsgFlags::MSG_DONTWAIT);
+            }
+        }
+    }
+
     /// Serves DNS over one TCP-style stream (two-byte length, message)
     /// until the peer closes it; a malformed frame ends the connection.
     pub fn serve_stream<S: Read + Write>(&self, mut stream: S) -> io::Result<()> {
@@ -162,6 +194,15 @@ impl DnsStub {
         }
         Ok(())
     }
+}
+
+/// Whether `sock` was shut down for reading (recv then returns 0 for ever).
+fn shut_down(sock: BorrowedFd) -> bool {
+    let mut p = [PollFd::new(sock, PollFlags::POLLIN)];
+    matches!(poll(&mut p, PollTimeout::ZERO), Ok(1))
+        && p[0]
+            .revents()
+            .is_some_and(|r| r.contains(PollFlags::POLLHUP))
 }
 
 /// One message with its TCP length prefix.

@@ -288,6 +288,58 @@ fn tcp_framing() {
 }
 
 #[test]
+fn datagram_service_over_udp_and_unix_sockets() {
+    use std::net::UdpSocket;
+    use std::os::fd::AsFd;
+    use std::os::unix::net::UnixDatagram;
+    use std::time::Duration;
+    let f = fixture(&["pypi.org"]);
+    let server = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let addr = server.local_addr().unwrap();
+    let client = UdpSocket::bind("127.0.0.1:0").unwrap();
+    client
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let stub_path = dir.path().join("stub");
+    let unix_server = UnixDatagram::bind(&stub_path).unwrap();
+    let unix_client = UnixDatagram::bind(dir.path().join("client")).unwrap();
+    unix_client
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    std::thread::scope(|s| {
+        let udp = s.spawn(|| f.stub.serve_datagrams(server.as_fd()));
+        let unix = s.spawn(|| f.stub.serve_datagrams(unix_server.as_fd()));
+        let mut buf = [0u8; 600];
+        // Scraps get no answer; the next query still does.
+        client.send_to(&[1, 2, 3], addr).unwrap();
+        client.send_to(&hex(GLIBC_A), addr).unwrap();
+        let n = client.recv(&mut buf).unwrap();
+        assert_eq!(read(&buf[..n]).2, 2);
+        unix_client.send_to(&hex(GLIBC_AAAA), &stub_path).unwrap();
+        let n = unix_client.recv(&mut buf).unwrap();
+        assert_eq!(read(&buf[..n]).4, ips(&["2a04:4e42::223"]));
+        // Shutting the socket down ends the service (an unconnected UDP
+        // socket says ENOTCONN, and is shut down all the same).
+        use nix::sys::socket::{shutdown, Shutdown};
+        let _ = shutdown(server.as_raw_fd(), Shutdown::Both);
+        let _ = shutdown(unix_server.as_raw_fd(), Shutdown::Both);
+        udp.join().unwrap().unwrap();
+        unix.join().unwrap().unwrap();
+    });
+}
+
+#[test]
+fn system_resolver_reads_the_hosts_file() {
+    // /etc/hosts names localhost on every machine this runs on; no DNS
+    // server is asked for it.
+    match SystemResolver.lookup("localhost") {
+        Lookup::Found(ips) => assert!(ips.iter().all(|ip| ip.is_loopback()), "{ips:?}"),
+        other => panic!("localhost: {other:?}"),
+    }
+}
+
+#[test]
 fn system_resolver_errors_are_classified() {
     assert!(is_no_such_name(
         "failed to lookup address information: Name or service not known"
