@@ -252,3 +252,46 @@ fn resolved_is_bounded() {
     let past = IpAddr::V4((MAX_RESOLVED as u32 + 5).into());
     assert!(r.names_of(past).is_empty());
 }
+
+mod random {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn any_ip() -> impl Strategy<Value = IpAddr> {
+        prop_oneof![
+            any::<u32>().prop_map(|a| IpAddr::V4(a.into())),
+            any::<u128>().prop_map(|a| IpAddr::V6(a.into())),
+            // The embeddings, so special ranges are hit often.
+            any::<u32>().prop_map(|a| IpAddr::V6(u128::from(a).into())),
+            any::<u32>().prop_map(|a| IpAddr::V6(((0xffff_u128 << 32) | u128::from(a)).into())),
+            any::<u32>().prop_map(|a| IpAddr::V6(((0x64_ff9b_u128 << 96) | u128::from(a)).into())),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2048))]
+
+        #[test]
+        fn parsing_never_panics(text in "\\PC{0,40}", near in "[0-9a-f:./\\[\\]*-]{0,40}") {
+            let _ = Rule::parse(&text);
+            let _ = Rule::parse(&near);
+        }
+
+        /// Under allow-everything rules, exactly the special addresses are refused.
+        #[test]
+        fn allow_all_refuses_exactly_the_special(ip in any_ip(), port in 1u16..) {
+            let l = list(&["0.0.0.0/0", "::/0"]);
+            let verdict = l.verdict(SocketAddr::new(ip, port), Proto::Udp, &Resolved::new());
+            prop_assert_eq!(verdict.is_ok(), special::most_specific(ip).is_none());
+        }
+
+        /// A host rule for an address allows it, special or not, and no other port.
+        #[test]
+        fn a_host_rule_names_its_address(ip in any_ip(), port in 1u16..) {
+            let rule = Rule::parse(&SocketAddr::new(ip, port).to_string()).unwrap();
+            let l = AllowList::new(vec![rule]);
+            prop_assert!(l.verdict(SocketAddr::new(ip, port), Proto::Tcp, &Resolved::new()).is_ok());
+            prop_assert!(l.verdict(SocketAddr::new(ip, port ^ 1), Proto::Tcp, &Resolved::new()).is_err(), "another port");
+        }
+    }
+}
