@@ -28,9 +28,10 @@ use std::io::{self, Read, Write};
 use std::net::{IpAddr, Ipv4Addr, ToSocketAddrs};
 use std::os::fd::{AsRawFd, BorrowedFd};
 use std::sync::Arc;
+use std::time::Duration;
 
 use nix::errno::Errno;
-use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+use nix::poll::{PollFd, PollFlags};
 use nix::sys::socket::{recvfrom, sendto, MsgFlags, SockaddrStorage};
 
 use crate::rules::{AllowList, Resolved};
@@ -199,7 +200,7 @@ impl DnsStub {
 /// Whether `sock` was shut down for reading (recv then returns 0 for ever).
 fn shut_down(sock: BorrowedFd) -> bool {
     let mut p = [PollFd::new(sock, PollFlags::POLLIN)];
-    matches!(poll(&mut p, PollTimeout::ZERO), Ok(1))
+    matches!(crate::relay::wait(&mut p, Some(Duration::ZERO)), Ok(1))
         && p[0]
             .revents()
             .is_some_and(|r| r.contains(PollFlags::POLLHUP))

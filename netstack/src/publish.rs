@@ -25,10 +25,10 @@ use std::thread;
 use std::time::Duration;
 
 use nix::errno::Errno;
-use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+use nix::poll::{PollFd, PollFlags};
 use nix::sys::socket::{recv, send, shutdown, MsgFlags, Shutdown};
 
-use crate::relay::relay_stream;
+use crate::relay::{relay_stream, wait};
 use crate::rules::Proto;
 
 /// A UDP session with no datagram from the guest for this long ends.
@@ -290,11 +290,10 @@ fn udp_session(
 
 /// Sends the guest's datagrams back to `peer` until it is idle or gone.
 fn replies_to_peer(guest: &OwnedFd, host: &UdpSocket, peer: SocketAddr) {
-    let timeout = PollTimeout::try_from(UDP_IDLE).unwrap_or(PollTimeout::MAX);
     let mut buf = vec![0u8; 65536];
     loop {
         let mut p = [PollFd::new(guest.as_fd(), PollFlags::POLLIN)];
-        match poll(&mut p, timeout) {
+        match wait(&mut p, Some(UDP_IDLE)) {
             Ok(0) => return,
             Ok(_) => {}
             Err(Errno::EINTR) => continue,

@@ -67,6 +67,22 @@ fn stream_one_mib_each_way_with_half_close_over_socketpairs() {
 }
 
 #[test]
+fn stream_relays_non_blocking_descriptors() {
+    let (guest_app, guest_end) = UnixStream::pair().unwrap();
+    let (host_end, host_app) = UnixStream::pair().unwrap();
+    guest_end.set_nonblocking(true).unwrap();
+    host_end.set_nonblocking(true).unwrap();
+    let relay = thread::spawn(move || relay_stream(guest_end.into(), host_end.into()));
+    let c = client(guest_app, pattern(6, MIB), |s| {
+        s.shutdown(NetShutdown::Write).unwrap()
+    });
+    let s = server(host_app, pattern(7, MIB));
+    assert!(s.join().unwrap() == pattern(6, MIB));
+    assert!(c.join().unwrap() == pattern(7, MIB));
+    assert_eq!(relay.join().unwrap().a_to_b, MIB as u64);
+}
+
+#[test]
 fn stream_through_a_loopback_tcp_server() {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
