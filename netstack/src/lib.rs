@@ -1,1 +1,6 @@
 //! netstack
+
+pub mod dns;
+pub mod publish;
+pub mod relay;
+pub mod rules;

@@ -28,6 +28,16 @@ Examples:
       Hide paths: a directory shows empty, a file reads as empty.
   supervisor run --env API_URL=http://127.0.0.1:8000 --env LANG -- ./client
       Add one variable and copy one from the host; nothing else leaks in.
+  supervisor run --allow-net pypi.org:443 --allow-net files.pythonhosted.org:443 -- pip download numpy
+      Egress only to the package index, by name: the sandbox's DNS stub
+      resolves only allowed names, and only their addresses may be dialled.
+  supervisor run --allow-net 203.0.113.0/24:8000-8100 --allow-net '*.example.org' -- ./client
+      A network and a port range; every name below example.org (not the apex).
+      Private, link-local (169.254.169.254), host-loopback and other special
+      ranges are reached only through a rule naming them (0.0.0.0/0 does not).
+  supervisor run --publish 8888:8888 -- python3 -m http.server 8888
+      The guest's port 8888 reachable at the host's 127.0.0.1:8888
+      (--publish 0.0.0.0:5353:53/udp: UDP, every host address).
   supervisor run --memory 512m --cpus 1.5 --pids 64 --timeout 30 -- python3 grade.py
       Cap memory, CPU, processes and wall time; the whole sandbox is killed
       at a limit, with one line saying which.
@@ -100,6 +110,14 @@ pub struct RunArgs {
     #[arg(long, value_name = "NAME", default_value = "sandbox")]
     pub hostname: String,
 
+    /// Allow egress to RULE: a network or address (203.0.113.0/24, [2001:db8::/32], 198.51.100.7) or a DNS name (pypi.org; *.example.org: names below it), each with an optional :PORT or :FIRST-LAST. Special ranges (private, link-local with the metadata address, the host's loopback, multicast, ...) need a rule naming them. Repeatable; none: no egress.
+    #[arg(long = "allow-net", value_name = "RULE", value_parser = netstack::rules::Rule::parse)]
+    pub allow_net: Vec<netstack::rules::Rule>,
+
+    /// Make the guest's listener on GUESTPORT reachable from the host at HOSTIP:HOSTPORT (HOSTIP default 127.0.0.1; /udp for UDP). Repeatable.
+    #[arg(long, value_name = "[HOSTIP:]HOSTPORT:GUESTPORT[/udp]", value_parser = parse_publish)]
+    pub publish: Vec<netstack::publish::PublishSpec>,
+
     /// Size cap of the writable layer over the root (/tmp and every write outside mounts).
     #[arg(long, value_name = "SIZE", default_value = "1g", value_parser = parse_nonzero_size)]
     pub disk: u64,
@@ -163,6 +181,9 @@ fn parse_rootfs(s: &str) -> Result<PathBuf, String> {
 }
 fn parse_mask(s: &str) -> Result<PathBuf, String> {
     vfs::mounts::parse_mask(s).map_err(|e| e.to_string())
+}
+fn parse_publish(s: &str) -> Result<netstack::publish::PublishSpec, String> {
+    s.parse()
 }
 fn parse_nonzero_size(s: &str) -> Result<u64, String> {
     match parse_size(s).map_err(|e| e.to_string())? {

@@ -331,6 +331,11 @@ fn launch_config(args: &RunArgs) -> Result<LaunchConfig, LaunchError> {
         filter: bpf::compile(),
         pty: tty::host_terminal(),
         cpus: guest_cpus(args),
+        nameserver: args
+            .allow_net
+            .iter()
+            .any(netstack::rules::Rule::is_name)
+            .then_some(std::net::IpAddr::V4(netstack::dns::STUB_ADDR)),
     })
 }
 

@@ -9,6 +9,7 @@
 
 use std::ffi::{OsStr, OsString};
 use std::fs;
+use std::net::IpAddr;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
@@ -16,13 +17,19 @@ use vfs::mounts::ETC_HIDDEN;
 
 /// The files written into the view's /etc: (name relative to /etc,
 /// contents). passwd comes first.
-pub fn files(uid: u32, gid: u32, home: &Path, hostname: &str) -> Vec<(PathBuf, Vec<u8>)> {
+pub fn files(
+    uid: u32,
+    gid: u32,
+    home: &Path,
+    hostname: &str,
+    nameserver: Option<IpAddr>,
+) -> Vec<(PathBuf, Vec<u8>)> {
     vec![
         ("passwd".into(), passwd(uid, gid, home).into_bytes()),
         ("group".into(), group(gid).into_bytes()),
         ("hostname".into(), format!("{hostname}\n").into_bytes()),
         ("hosts".into(), hosts(hostname).into_bytes()),
-        ("resolv.conf".into(), RESOLV_CONF.as_bytes().to_vec()),
+        ("resolv.conf".into(), resolv_conf(nameserver).into_bytes()),
     ]
 }
 
@@ -32,11 +39,25 @@ pub fn files(uid: u32, gid: u32, home: &Path, hostname: &str) -> Vec<(PathBuf, V
 /// a timeout. Without a `nameserver` line the C library tries
 /// 127.0.0.1:53, which the empty namespace refuses at once, so a lookup
 /// fails fast with "no such host". `ndots:0` keeps it from also trying
-/// search domains. The netstack issue (4) replaces this with its resolver.
+/// search domains. With `--allow-net` name rules, [`resolv_conf`] names
+/// the netstack's DNS stub instead.
 pub const RESOLV_CONF: &str = "\
 # The sandbox has no network beyond loopback, and so no DNS server.
 options ndots:0
 ";
+
+/// The sandbox's /etc/resolv.conf: [`RESOLV_CONF`], or one naming the
+/// DNS stub at `nameserver`, which answers at once (one attempt is enough).
+pub fn resolv_conf(nameserver: Option<IpAddr>) -> String {
+    match nameserver {
+        None => RESOLV_CONF.to_string(),
+        Some(ip) => format!(
+            "# The sandbox's DNS stub: it resolves only the names --allow-net allows.\n\
+             nameserver {ip}\n\
+             options ndots:0 attempts:1\n"
+        ),
+    }
+}
 
 /// The ETC_HIDDEN entries present under `etc`, `*` patterns expanded.
 pub fn hidden_entries(etc: &Path) -> Vec<PathBuf> {
@@ -136,7 +157,7 @@ mod tests {
 
     #[test]
     fn resolv_conf_names_no_server() {
-        let f = files(0, 0, Path::new("/root"), "box");
+        let f = files(0, 0, Path::new("/root"), "box", None);
         let (name, text) = f.last().unwrap();
         assert_eq!(name, Path::new("resolv.conf"));
         let text = String::from_utf8(text.clone()).unwrap();
@@ -144,6 +165,20 @@ mod tests {
         assert!(text
             .lines()
             .all(|l| l.starts_with('#') || l.starts_with("options ")));
+    }
+
+    #[test]
+    fn resolv_conf_names_the_stub() {
+        let stub = IpAddr::V4(std::net::Ipv4Addr::new(127, 0, 0, 53));
+        let f = files(0, 0, Path::new("/root"), "box", Some(stub));
+        let (_, text) = f.last().unwrap();
+        let text = String::from_utf8(text.clone()).unwrap();
+        let servers: Vec<&str> = text
+            .lines()
+            .filter(|l| l.starts_with("nameserver"))
+            .collect();
+        assert_eq!(servers, ["nameserver 127.0.0.53"], "{text}");
+        assert!(text.contains("options ndots:0"), "{text}");
     }
 
     #[test]

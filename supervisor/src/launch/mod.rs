@@ -96,6 +96,9 @@ pub struct LaunchConfig {
     /// CPUs the guest may use, as its /sys/devices/system/cpu shows them
     /// (0 to N-1). `None`: the host's.
     pub cpus: Option<usize>,
+    /// The name server the guest's /etc/resolv.conf names (the DNS stub
+    /// when `--allow-net` has a name rule); `None`: no name server.
+    pub nameserver: Option<std::net::IpAddr>,
 }
 
 impl LaunchConfig {
@@ -113,6 +116,7 @@ impl LaunchConfig {
             filter,
             pty: None,
             cpus: None,
+            nameserver: None,
         }
     }
 }
@@ -256,6 +260,7 @@ pub fn launch_with(cfg: &LaunchConfig, hooks: &dyn InitHooks) -> Result<Sandbox,
         cpus: cfg.cpus,
         rootfs: cfg.rootfs.as_deref(),
         masks: &cfg.masks,
+        nameserver: cfg.nameserver,
     })
     .map_err(LaunchError::setup)?;
     let filter = privs::to_sock_filter(&cfg.filter);

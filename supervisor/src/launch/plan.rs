@@ -158,6 +158,8 @@ pub struct PlanInput<'a> {
     pub rootfs: Option<&'a Path>,
     /// `--mask` paths (absolute, normalised).
     pub masks: &'a [PathBuf],
+    /// The name server resolv.conf names, if any.
+    pub nameserver: Option<std::net::IpAddr>,
 }
 
 impl ViewPlan {
@@ -196,7 +198,13 @@ impl ViewPlan {
             rootfs,
             top_dirs,
             etc_hidden,
-            etc_files: etc::files(input.uid, input.gid, &home_for_passwd, input.hostname),
+            etc_files: etc::files(
+                input.uid,
+                input.gid,
+                &home_for_passwd,
+                input.hostname,
+                input.nameserver,
+            ),
             dev_nodes: DEV_NODES
                 .iter()
                 .copied()
@@ -312,6 +320,7 @@ mod tests {
             cpus: None,
             rootfs: None,
             masks: &[],
+            nameserver: None,
         }
     }
 
