@@ -52,7 +52,14 @@ pub fn run(plan: MonitorPlan, args: RunArgs, ready: OwnedFd) -> ! {
         plan,
         stderr: RefCell::new(None),
     };
-    if let Err(e) = embedding.plan.cgroup.join(std::process::id() as i32) {
+    let prepared = embedding.plan.cgroup.join(std::process::id() as i32);
+    // On a terminal the guest's stdio is the pty: nothing in the sandbox
+    // may hold the engine's pipes (runc's caller waits for their end).
+    let prepared = prepared.and_then(|_| match embedding.plan.terminal {
+        true => embedding.detach_stdio(),
+        false => Ok(()),
+    });
+    if let Err(e) = prepared {
         embedding.error(&e);
         std::process::exit(125);
     }
@@ -75,6 +82,17 @@ impl Monitor {
         let Some(mut pipe) = self.ready.borrow_mut().take() else {
             return Ok(());
         };
+        self.detach_stdio()?;
+        pipe.write_all(b"ok")
+            .map_err(|e| format!("telling create: {e}"))
+    }
+
+    /// Points our stdin and stdout at /dev/null and stderr at the
+    /// monitor's log, keeping the container's stderr for messages.
+    fn detach_stdio(&self) -> Result<(), String> {
+        if self.stderr.borrow().is_some() {
+            return Ok(());
+        }
         let log = OpenOptions::new()
             .create(true)
             .append(true)
@@ -85,11 +103,15 @@ impl Monitor {
             .write(true)
             .open("/dev/null")
             .map_err(|e| format!("/dev/null: {e}"))?;
-        let stderr = std::io::stderr()
-            .as_fd()
-            .try_clone_to_owned()
-            .map_err(|e| format!("keeping stderr: {e}"))?;
-        *self.stderr.borrow_mut() = Some(File::from(stderr));
+        // Kept only when it is the guest's too (without a terminal).
+        let stderr = match self.plan.terminal {
+            true => null.try_clone(),
+            false => std::io::stderr()
+                .as_fd()
+                .try_clone_to_owned()
+                .map(File::from),
+        };
+        *self.stderr.borrow_mut() = Some(stderr.map_err(|e| format!("keeping stderr: {e}"))?);
         for (from, to) in [
             (null.as_raw_fd(), 0),
             (null.as_raw_fd(), 1),
@@ -97,8 +119,7 @@ impl Monitor {
         ] {
             dup2(from, to).map_err(|e| format!("redirecting the monitor's stdio: {}", e.desc()))?;
         }
-        pipe.write_all(b"ok")
-            .map_err(|e| format!("telling create: {e}"))
+        Ok(())
     }
 
     /// Blocks until `start` opens the FIFO, and tells it we go on.
