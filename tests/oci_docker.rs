@@ -261,6 +261,11 @@ fn docker_runs_containers_with_runtime_supervisor() {
     );
     assert_eq!(stdout(&cat), "piped in\n", "{}", dump(&cat));
 
+    // -t: the container's stdio is a pseudo-terminal (its master went to the shim's console socket).
+    let tty = d.run(&["--rm", "-t", IMAGE, "sh", "-c", "tty; exit 4"]);
+    assert_eq!(stdout(&tty), "/dev/pts/0\r\n", "{}", dump(&tty));
+    assert_eq!(tty.status.code(), Some(4));
+
     // --network none: loopback only.
     let net = d.run(&["--rm", "--network", "none", IMAGE, "cat", "/proc/net/dev"]);
     let ifaces: Vec<String> = stdout(&net)
