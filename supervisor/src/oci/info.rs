@@ -111,12 +111,12 @@ pub fn update(root: &Path, a: &UpdateArgs) -> Result<(), String> {
         None => LinuxResources::default(),
     };
     if let Some(m) = a.memory {
-        let mut mem = res.memory().clone().unwrap_or_default();
+        let mut mem = (*res.memory()).unwrap_or_default();
         mem.set_limit(Some(m));
         res.set_memory(Some(mem));
     }
     if let Some(p) = a.pids_limit {
-        let mut pids = res.pids().clone().unwrap_or_default();
+        let mut pids = (*res.pids()).unwrap_or_default();
         pids.set_limit(p);
         res.set_pids(Some(pids));
     }
