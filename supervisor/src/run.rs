@@ -51,7 +51,7 @@ pub trait Embedding {
     }
     /// Called once the trap serves, before the supervisor confines itself
     /// and the guest may exec; returns when the guest may start.
-    fn before_start(&self, _init: Pid) -> Result<(), String> {
+    fn before_start(&self, _sandbox: &launch::Sandbox) -> Result<(), String> {
         Ok(())
     }
     /// A run that failed before its guest ended: one line.
@@ -224,9 +224,7 @@ fn serve_and_wait(
         guards.tripwire.clone(),
         started,
     );
-    embedding
-        .before_start(sandbox.init_pid)
-        .map_err(setup_error)?;
+    embedding.before_start(&sandbox).map_err(setup_error)?;
     crate::confine::confine().map_err(supervisor_error)?;
     sandbox.start()?;
     let waited = sandbox.wait_with_stats();

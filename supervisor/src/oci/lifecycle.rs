@@ -74,6 +74,7 @@ fn create_in(
         console_socket: a.console_socket.clone(),
         cgroup: cgroup.clone(),
         start_fifo,
+        exec_socket: dir.join("exec.sock"),
         log: dir.join("monitor.log"),
     };
     let pid = match spawn_monitor(plan, args) {

@@ -16,6 +16,8 @@
 pub mod bundle;
 pub mod cgroup;
 pub mod cli;
+pub mod exec;
+pub mod exec_socket;
 pub mod hooks;
 pub mod info;
 pub mod lifecycle;
@@ -31,25 +33,32 @@ pub fn main(global: &GlobalFlags, command: OciCommand) -> i32 {
     let log = Log::open(global);
     let root = global.root();
     let result = match command {
-        OciCommand::Spec(a) => info::spec(&a),
-        OciCommand::Features => info::features(),
-        OciCommand::Create(a) => lifecycle::create(&root, &log, &a),
-        OciCommand::Start(a) => lifecycle::start(&root, &a.id),
-        OciCommand::State(a) => info::state(&root, &a.id),
-        OciCommand::Kill(a) => lifecycle::kill_container(&root, &a),
-        OciCommand::Delete(a) => lifecycle::delete(&root, &log, &a),
-        OciCommand::List(a) => info::list(&root, &a),
-        OciCommand::Ps(a) => info::ps(&root, &a),
-        OciCommand::Pause(a) => info::set_paused(&root, &a.id, true),
-        OciCommand::Resume(a) => info::set_paused(&root, &a.id, false),
-        OciCommand::Update(a) => info::update(&root, &a),
-        OciCommand::Exec(_) => Err("exec is not supported yet".to_string()),
+        OciCommand::Exec(a) => exec::exec(&root, &a),
+        other => run_command(&root, &log, other).map(|()| 0),
     };
     match result {
-        Ok(()) => 0,
+        Ok(code) => code,
         Err(msg) => {
             log.error(&msg);
             1
         }
+    }
+}
+
+fn run_command(root: &std::path::Path, log: &Log, command: OciCommand) -> Result<(), String> {
+    match command {
+        OciCommand::Spec(a) => info::spec(&a),
+        OciCommand::Features => info::features(),
+        OciCommand::Create(a) => lifecycle::create(root, log, &a),
+        OciCommand::Start(a) => lifecycle::start(root, &a.id),
+        OciCommand::State(a) => info::state(root, &a.id),
+        OciCommand::Kill(a) => lifecycle::kill_container(root, &a),
+        OciCommand::Delete(a) => lifecycle::delete(root, log, &a),
+        OciCommand::List(a) => info::list(root, &a),
+        OciCommand::Ps(a) => info::ps(root, &a),
+        OciCommand::Pause(a) => info::set_paused(root, &a.id, true),
+        OciCommand::Resume(a) => info::set_paused(root, &a.id, false),
+        OciCommand::Update(a) => info::update(root, &a),
+        OciCommand::Exec(a) => exec::exec(root, &a).map(drop),
     }
 }

@@ -23,11 +23,11 @@ use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
 
-use nix::unistd::{dup2, setsid, Pid};
+use nix::unistd::{dup2, setsid};
 
 use super::cgroup::ContainerCgroup;
 use crate::cli::RunArgs;
-use crate::launch::LaunchConfig;
+use crate::launch::{LaunchConfig, Sandbox};
 use crate::run::{run_embedded, Embedding};
 use crate::sys::fd::send_with_fd;
 
@@ -39,6 +39,8 @@ pub struct MonitorPlan {
     pub cgroup: ContainerCgroup,
     /// The state directory's `start` FIFO.
     pub start_fifo: PathBuf,
+    /// The state directory's exec socket (`exec_socket.rs`).
+    pub exec_socket: PathBuf,
     /// Where the monitor's own messages go once the guest holds its stdio.
     pub log: PathBuf,
 }
@@ -150,7 +152,11 @@ impl Embedding for Monitor {
         Ok(None)
     }
 
-    fn before_start(&self, _init: Pid) -> Result<(), String> {
+    fn before_start(&self, sandbox: &Sandbox) -> Result<(), String> {
+        let requests = sandbox
+            .exec_requests()
+            .map_err(|e| format!("exec requests: {e}"))?;
+        super::exec_socket::serve(&self.plan.exec_socket, requests)?;
         self.announce_ready()?;
         self.wait_for_start()
     }
