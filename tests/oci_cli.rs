@@ -288,3 +288,55 @@ fn spec_and_features_print_what_runc_does() {
         .contains(&json!("prestart")));
     assert_eq!(f.status.signal(), None);
 }
+
+#[test]
+fn exec_runs_a_process_in_the_running_sandbox() {
+    need_busybox!();
+    let t = Tree::new();
+    let rt = Runtime::new(t.path());
+    bundle(t.path(), |c| {
+        set_args(c, "sleep 100");
+        c["process"]["env"] = json!(["PATH=/bin", "FROM_CONFIG=yes"]);
+    });
+    let pid = create(&rt, t.path(), "ex");
+    assert!(rt.run(&["start", "ex"]).status.success());
+    // Same sandbox: the container's command is visible in its /proc; the config's env.
+    let script = "cat; echo \"env=$FROM_CONFIG extra=$EXTRA\"; cat /proc/*/cmdline | tr '\\0' ' ' | grep -c 'sleep 100'; exit 4";
+    let mut child = rt
+        .cmd(&["exec", "--env", "EXTRA=1", "ex", "sh", "-c", script])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    child.stdin.take().unwrap().write_all(b"in\n").unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "in\nenv=yes extra=1\n1\n"
+    );
+    assert_eq!(out.status.code(), Some(4));
+    // A missing program fails the exec command itself.
+    let missing = rt.run(&["exec", "ex", "no-such-program"]);
+    assert_eq!(missing.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("No such file"));
+    // --detach: the waiter in --pid-file carries the status.
+    let pid_file = t.join("exec.pid");
+    let detached = rt
+        .cmd(&["exec", "--detach", "--pid-file"])
+        .arg(&pid_file)
+        .args(["ex", "sh", "-c", "exit 6"])
+        .status()
+        .unwrap();
+    assert!(detached.success());
+    let waiter: i32 = fs::read_to_string(&pid_file)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(matches!(wait_exit(waiter), WaitStatus::Exited(_, 6)));
+    assert!(rt.run(&["delete", "--force", "ex"]).status.success());
+    assert!(matches!(wait_exit(pid), WaitStatus::Signaled(..)));
+    // Not running: exec is refused.
+    assert!(!rt.run(&["exec", "ex", "true"]).status.success());
+}

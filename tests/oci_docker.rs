@@ -288,6 +288,16 @@ fn docker_runs_containers_with_runtime_supervisor() {
     ]);
     let top = d.ok(&["top", "sleeper"]);
     assert!(top.contains("sleep 100"), "top:\n{top}");
+    // exec: a new process in the running sandbox, its status and stdin.
+    let ex = d.docker(&["exec", "sleeper", "sh", "-c", "echo from-exec; exit 9"]);
+    assert_eq!(
+        (stdout(&ex).as_str(), ex.status.code()),
+        ("from-exec\n", Some(9)),
+        "{}",
+        dump(&ex)
+    );
+    let exi = d.docker_in(&["exec", "-i", "sleeper", "cat"], b"exec stdin\n");
+    assert_eq!(stdout(&exi), "exec stdin\n", "{}", dump(&exi));
     // pause and unpause: the cgroup freezer.
     d.ok(&["pause", "sleeper"]);
     assert_eq!(

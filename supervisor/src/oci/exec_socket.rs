@@ -24,7 +24,8 @@ pub fn serve(path: &Path, requests: ExecRequests) -> Result<(), String> {
     let err = |e: Errno| format!("exec socket {}: {}", path.display(), e.desc());
     let sock = new_socket().map_err(err)?;
     let _ = std::fs::remove_file(path);
-    let addr = UnixAddr::new(path).map_err(err)?;
+    let (_dir, short) = short_path(path)?;
+    let addr = UnixAddr::new(&short).map_err(err)?;
     bind(std::os::fd::AsRawFd::as_raw_fd(&sock), &addr).map_err(err)?;
     listen(&sock, Backlog::new(16).map_err(err)?).map_err(err)?;
     thread::Builder::new()
@@ -68,7 +69,27 @@ pub fn connect_to(path: &Path) -> Result<OwnedFd, String> {
         )
     };
     let sock = new_socket().map_err(err)?;
-    let addr = UnixAddr::new(path).map_err(err)?;
+    let (_dir, short) = short_path(path)?;
+    let addr = UnixAddr::new(&short).map_err(err)?;
     connect(std::os::fd::AsRawFd::as_raw_fd(&sock), &addr).map_err(err)?;
     Ok(sock)
+}
+
+/// `path` spelled through `/proc/self/fd/N/` (N: its directory, opened
+/// O_PATH and returned to be held while the path is used): a socket's
+/// path must fit in 108 bytes, and Docker's state directories do not.
+fn short_path(path: &Path) -> Result<(std::fs::File, std::path::PathBuf), String> {
+    use std::os::fd::AsRawFd;
+    use std::os::unix::fs::OpenOptionsExt;
+    let parent = path.parent().unwrap_or(Path::new("."));
+    let name = path.file_name().unwrap_or_default();
+    let dir = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC)
+        .open(parent)
+        .map_err(|e| format!("{}: {e}", parent.display()))?;
+    let short = Path::new("/proc/self/fd")
+        .join(dir.as_raw_fd().to_string())
+        .join(name);
+    Ok((dir, short))
 }
