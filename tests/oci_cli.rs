@@ -340,3 +340,57 @@ fn exec_runs_a_process_in_the_running_sandbox() {
     // Not running: exec is refused.
     assert!(!rt.run(&["exec", "ex", "true"]).status.success());
 }
+
+#[test]
+fn hooks_run_with_the_state_on_stdin() {
+    need_busybox!();
+    let t = Tree::new();
+    let rt = Runtime::new(t.path());
+    let hook = |name: &str| {
+        let file = t.join(name);
+        json!({"path": "/bin/sh", "args": ["sh", "-c", format!("cat > {}", file.display())]})
+    };
+    bundle(t.path(), |c| {
+        set_args(c, "exit 0");
+        c["hooks"] = json!({
+            "createRuntime": [hook("createRuntime")],
+            "prestart": [hook("prestart")],
+            "poststart": [hook("poststart")],
+            "poststop": [hook("poststop")],
+        });
+    });
+    let pid = create(&rt, t.path(), "hk");
+    for (name, status) in [("createRuntime", "created"), ("prestart", "created")] {
+        let state: serde_json::Value =
+            serde_json::from_slice(&fs::read(t.join(name)).expect("hook ran")).expect("state json");
+        assert_eq!(
+            (state["id"].as_str(), state["status"].as_str()),
+            (Some("hk"), Some(status))
+        );
+        assert_eq!(state["pid"], pid);
+    }
+    assert!(!t.join("poststart").exists());
+    assert!(rt.run(&["start", "hk"]).status.success());
+    assert!(t.join("poststart").exists());
+    assert!(matches!(wait_exit(pid), WaitStatus::Exited(_, 0)));
+    assert!(rt.run(&["delete", "hk"]).status.success());
+    let stopped: serde_json::Value =
+        serde_json::from_slice(&fs::read(t.join("poststop")).expect("poststop ran")).unwrap();
+    assert_eq!(stopped["status"], "stopped");
+
+    // A failing hook fails create, and leaves nothing behind.
+    let t2 = Tree::new();
+    bundle(t2.path(), |c| {
+        set_args(c, "exit 0");
+        c["hooks"] = json!({"createRuntime": [{"path": "/bin/false"}]});
+    });
+    let out = rt
+        .cmd(&["create", "--bundle"])
+        .arg(t2.path())
+        .arg("bad")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("createRuntime hook /bin/false"));
+    assert!(!rt.root.join("bad").exists());
+}

@@ -11,7 +11,7 @@
 //! Owns dispatching the commands and logging their errors (`log.rs`).
 //! Submodules: `cli` (flags), `lifecycle` (create, start, kill, delete),
 //! `info` (state, list, ps, pause, resume, update, spec, features),
-//! `hooks`. Does not own the sandbox: that is `run.rs` and `launch/`.
+//! `exec` and `exec_socket`, `hooks`. Does not own the sandbox: that is `run.rs` and `launch/`.
 
 pub mod bundle;
 pub mod cgroup;
