@@ -300,6 +300,13 @@ fn exec_runs_a_process_in_the_running_sandbox() {
     });
     let pid = create(&rt, t.path(), "ex");
     assert!(rt.run(&["start", "ex"]).status.success());
+    // Whoever can connect runs code in the container: root only.
+    use std::os::unix::fs::PermissionsExt;
+    let mode = fs::metadata(rt.root.join("ex/exec.sock"))
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o600);
     // Same sandbox: the container's command is visible in its /proc; the config's env.
     let script = "cat; echo \"env=$FROM_CONFIG extra=$EXTRA\"; cat /proc/*/cmdline | tr '\\0' ' ' | grep -c 'sleep 100'; exit 4";
     let mut child = rt

@@ -27,6 +27,10 @@ pub fn serve(path: &Path, requests: ExecRequests) -> Result<(), String> {
     let (_dir, short) = short_path(path)?;
     let addr = UnixAddr::new(&short).map_err(err)?;
     bind(std::os::fd::AsRawFd::as_raw_fd(&sock), &addr).map_err(err)?;
+    // Root only: whoever connects runs a process in the container (the
+    // monitor's umask is 0 once the trap serves).
+    std::fs::set_permissions(path, std::os::unix::fs::PermissionsExt::from_mode(0o600))
+        .map_err(|e| format!("exec socket {}: {e}", path.display()))?;
     listen(&sock, Backlog::new(16).map_err(err)?).map_err(err)?;
     thread::Builder::new()
         .name("exec-relay".into())

@@ -20,6 +20,7 @@ use std::ffi::OsString;
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::os::unix::fs::OpenOptionsExt;
 use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
 
@@ -98,6 +99,7 @@ impl Monitor {
         let log = OpenOptions::new()
             .create(true)
             .append(true)
+            .mode(0o600)
             .open(&self.plan.log)
             .map_err(|e| format!("{}: {e}", self.plan.log.display()))?;
         let null = File::options()
