@@ -200,13 +200,35 @@ fn unmount_beneath(dir: &Path) {
     }
 }
 
-/// Removes the (empty) cgroup parent directories the runtime created for dockerd's containers.
+/// Removes the (empty) cgroup directories the runtime created for
+/// dockerd's `--cgroup-parent` in each v1 hierarchy: the parent and its
+/// ancestors, down to (not including) this process's own cgroup there.
 fn remove_cgroup_parent(parent: &str) {
-    for ctrl in ["memory", "pids", "cpu,cpuacct", "cpu", "cpuacct", "freezer"] {
-        let dir = Path::new("/sys/fs/cgroup")
-            .join(ctrl)
-            .join(parent.trim_start_matches('/'));
-        let _ = fs::remove_dir(&dir);
+    let own = fs::read_to_string("/proc/self/cgroup").unwrap_or_default();
+    for line in own.lines() {
+        let mut p = line.splitn(3, ':');
+        let (Some(_), Some(ctrls), Some(own_path)) = (p.next(), p.next(), p.next()) else {
+            continue;
+        };
+        let Some(first) = ctrls
+            .split(',')
+            .find(|c| !c.is_empty() && !c.starts_with("name="))
+        else {
+            continue;
+        };
+        let base = Path::new("/sys/fs/cgroup").join(ctrls.trim_start_matches("name="));
+        let base = if base.exists() {
+            base
+        } else {
+            Path::new("/sys/fs/cgroup").join(first)
+        };
+        let mut dir = PathBuf::from(parent);
+        while dir.starts_with(own_path) && dir != Path::new(own_path) {
+            let _ = fs::remove_dir(base.join(dir.strip_prefix("/").unwrap_or(&dir)));
+            if !dir.pop() {
+                break;
+            }
+        }
     }
 }
 
