@@ -67,6 +67,20 @@ fn create(rt: &Runtime, dir: &Path, id: &str) -> i32 {
         .expect("pid in pid file")
 }
 
+/// This process's directory in the v1 hierarchy of `controller`, if mounted.
+fn own_v1_dir(controller: &str) -> Option<std::path::PathBuf> {
+    let own = fs::read_to_string("/proc/self/cgroup").ok()?;
+    let path = own.lines().find_map(|l| {
+        let mut p = l.splitn(3, ':');
+        let (_, c, path) = (p.next()?, p.next()?, p.next()?);
+        (c == controller).then(|| path.to_string())
+    })?;
+    let dir = Path::new("/sys/fs/cgroup")
+        .join(controller)
+        .join(path.trim_start_matches('/'));
+    dir.is_dir().then_some(dir)
+}
+
 fn set_args(config: &mut serde_json::Value, script: &str) {
     config["process"]["args"] = json!(["sh", "-c", script]);
 }
@@ -174,6 +188,27 @@ fn pause_freezes_and_resume_thaws() {
     assert!(!rt.run(&["pause", "frz"]).status.success());
     assert!(rt.run(&["resume", "frz"]).status.success());
     assert_eq!(rt.state("frz")["status"], "running");
+    // update --resources -: new limits in the container's cgroup.
+    let mut up = rt
+        .cmd(&["update", "--resources", "-", "frz"])
+        .stdin(Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    up.stdin
+        .take()
+        .unwrap()
+        .write_all(br#"{"memory": {"limit": 134217728}, "pids": {"limit": 32}}"#)
+        .unwrap();
+    assert!(up.wait().unwrap().success());
+    if let Some(dir) = own_v1_dir("memory") {
+        let limit = fs::read_to_string(dir.join("frz/memory.limit_in_bytes")).unwrap();
+        assert_eq!(limit.trim(), "134217728");
+    }
+    if let Some(dir) = own_v1_dir("pids") {
+        let max = fs::read_to_string(dir.join("frz/pids.max")).unwrap();
+        assert_eq!(max.trim(), "32");
+    }
     assert!(rt.run(&["delete", "--force", "frz"]).status.success());
     assert!(matches!(wait_exit(pid), WaitStatus::Signaled(..)));
     assert!(!rt.root.join("frz").exists());
@@ -208,15 +243,8 @@ fn the_config_becomes_the_sandbox() {
     });
     let pid = create(&rt, t.path(), "cfg");
     // linux.resources went to the container's cgroup (beneath ours).
-    let own = fs::read_to_string("/proc/self/cgroup").unwrap();
-    let mem = own.lines().find_map(|l| {
-        l.strip_prefix(|c: char| c.is_ascii_digit())
-            .and_then(|l| l.strip_prefix(":memory:"))
-    });
-    if let Some(mem) = mem {
-        let dir = Path::new("/sys/fs/cgroup/memory")
-            .join(mem.trim_start_matches('/'))
-            .join("cfg");
+    if let Some(dir) = own_v1_dir("memory") {
+        let dir = dir.join("cfg");
         let limit = fs::read_to_string(dir.join("memory.limit_in_bytes")).unwrap_or_default();
         assert_eq!(limit.trim(), (256u64 << 20).to_string());
     }
