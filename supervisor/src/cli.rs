@@ -63,6 +63,9 @@ wrong; 126 if COMMAND cannot be executed; 127 if it was not found.";
     after_help = EXAMPLES
 )]
 pub struct Cli {
+    /// runc's global flags, for the OCI runtime commands.
+    #[command(flatten)]
+    pub oci: crate::oci::cli::GlobalFlags,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -74,6 +77,9 @@ pub enum Command {
     Run(Box<RunArgs>),
     /// Print the syscall policy table (which calls pass, are serviced, are denied) as Markdown.
     Policy,
+    /// The OCI runtime (runc's commands, for Docker, containerd, Podman).
+    #[command(flatten)]
+    Oci(crate::oci::cli::OciCommand),
 }
 
 #[derive(clap::Args, Debug)]

@@ -82,6 +82,9 @@ pub const ALLOWED: &[S] = &[
     S::pidfd_send_signal,
     // Waiting for the guest, forwarding signals, the control channel.
     S::recvmsg,
+    // The OCI monitor: accepting `exec` requests, handing them to init.
+    S::accept4,
+    S::sendmsg,
     S::wait4,
     S::kill,
     S::getrusage,

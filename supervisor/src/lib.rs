@@ -9,6 +9,7 @@ pub mod cli;
 pub mod confine;
 pub mod launch;
 pub mod limits;
+pub mod oci;
 pub mod output;
 pub mod report;
 pub mod run;
@@ -25,6 +26,7 @@ pub fn main() -> i32 {
                 print!("{}", sandbox_syscalls::policy::doc::markdown());
                 0
             }
+            cli::Command::Oci(command) => oci::main(&cli.oci, command),
         },
         Err(code) => code,
     }

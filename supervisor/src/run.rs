@@ -7,6 +7,7 @@
 //! not own any of the steps themselves.
 
 use std::ffi::OsString;
+use std::os::fd::OwnedFd;
 use std::sync::Arc;
 use std::thread;
 use std::time::Instant;
@@ -36,15 +37,47 @@ const KILLED_EXIT: i32 = 137;
 /// Host variables the guest inherits when they are set.
 const INHERITED_ENV: &[&str] = &["PATH", "HOME", "LANG", "TERM"];
 
+/// What a caller that embeds a run changes in it: the OCI runtime's
+/// monitor (`oci/monitor.rs`) launches now and lets the guest exec on
+/// `start`, hands the guest's terminal to a console socket, and gives the
+/// guest exactly the bundle's environment. [`run`] changes nothing.
+pub trait Embedding {
+    /// Adjusts the launch built from the flags.
+    fn configure(&self, _config: &mut LaunchConfig) {}
+    /// Takes the guest's pty master; what it gives back is relayed to
+    /// our own terminal, as `run` does.
+    fn pty_master(&self, master: OwnedFd) -> Result<Option<OwnedFd>, String> {
+        Ok(Some(master))
+    }
+    /// Called once the trap serves, before the supervisor confines itself
+    /// and the guest may exec; returns when the guest may start.
+    fn before_start(&self, _sandbox: &launch::Sandbox) -> Result<(), String> {
+        Ok(())
+    }
+    /// A run that failed before its guest ended: one line.
+    fn error(&self, message: &str) {
+        eprintln!("supervisor: {message}");
+    }
+}
+
+/// `supervisor run` itself: nothing embedded.
+struct Standalone;
+impl Embedding for Standalone {}
+
 /// Runs the sandbox described by `args`; returns the exit code.
 pub fn run(args: RunArgs) -> i32 {
+    run_embedded(args, &Standalone)
+}
+
+/// [`run`], changed by `embedding`.
+pub fn run_embedded(args: RunArgs, embedding: &dyn Embedding) -> i32 {
     let started = Instant::now();
     let mut report = Report::new(Reason::SupervisorError);
     report.limits = LimitsReport::new(&args.limits(), args.disk);
-    let code = match execute(&args, &mut report, started) {
+    let code = match execute(&args, embedding, &mut report, started) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("supervisor: {}", e.message);
+            embedding.error(&e.message);
             report.message = Some(e.message);
             e.exit_code
         }
@@ -112,16 +145,23 @@ impl Guards {
     }
 }
 
-fn execute(args: &RunArgs, report: &mut Report, started: Instant) -> Result<i32, LaunchError> {
-    let config = launch_config(args)?;
+fn execute(
+    args: &RunArgs,
+    embedding: &dyn Embedding,
+    report: &mut Report,
+    started: Instant,
+) -> Result<i32, LaunchError> {
+    let mut config = launch_config(args)?;
+    embedding.configure(&mut config);
     let guards = Guards::prepare(args, report)?;
-    let result = serve_and_wait(args, &config, &guards, report, started);
+    let result = serve_and_wait(args, embedding, &config, &guards, report, started);
     guards.finish();
     result
 }
 
 fn serve_and_wait(
     args: &RunArgs,
+    embedding: &dyn Embedding,
     config: &LaunchConfig,
     guards: &Guards,
     report: &mut Report,
@@ -163,7 +203,11 @@ fn serve_and_wait(
         }
     };
     // Declared after `sandbox`, so dropped (terminal restored) before it.
-    let relay = match (sandbox.pty_master.take(), config.pty) {
+    let master = match sandbox.pty_master.take() {
+        Some(m) => embedding.pty_master(m).map_err(setup_error)?,
+        None => None,
+    };
+    let relay = match (master, config.pty) {
         (Some(master), Some(stdio)) => {
             Some(tty::Relay::start(master, stdio, guards.meter.clone()).map_err(supervisor_error)?)
         }
@@ -180,6 +224,7 @@ fn serve_and_wait(
         guards.tripwire.clone(),
         started,
     );
+    embedding.before_start(&sandbox).map_err(setup_error)?;
     crate::confine::confine().map_err(supervisor_error)?;
     sandbox.start()?;
     let waited = sandbox.wait_with_stats();

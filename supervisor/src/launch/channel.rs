@@ -7,7 +7,9 @@
 //! when the guest's stdio is to be a terminal; `Ready` with the
 //! seccomp listener attached (SCM_RIGHTS) once the view is entered and
 //! the filter installed; `Status(raw wait status, tasks started)` when
-//! the guest's main process has ended. The end of the stream means the other side died.
+//! the guest's main process has ended. supervisor → init, any time after:
+//! `Exec` with a requester's connection attached (`exec_request.rs`).
+//! The end of the stream means the other side died.
 //! sendmsg/recvmsg pass the guest's filter, so init can still talk here
 //! after installing it.
 
@@ -22,6 +24,7 @@ const READY: u8 = b'R';
 const FAILED: u8 = b'E';
 const STATUS: u8 = b'S';
 const PTY: u8 = b'P';
+const EXEC: u8 = b'X';
 
 /// One message on the channel.
 pub enum Msg {
@@ -34,6 +37,9 @@ pub enum Msg {
     /// threads the sandbox started (its pid namespace's last pid, less
     /// init's), when init could read it.
     Status(i32, Option<u32>),
+    /// supervisor → init: a connection from a process that asks for a
+    /// new process in the sandbox (`exec_request.rs`).
+    Exec(OwnedFd),
 }
 
 /// One end of the channel.
@@ -57,6 +63,7 @@ impl Channel {
             Msg::Go => send_with_fd(sock, &[GO], None),
             Msg::Ready(fd) => send_with_fd(sock, &[READY], Some(fd.as_fd())),
             Msg::Pty(fd) => send_with_fd(sock, &[PTY], Some(fd.as_fd())),
+            Msg::Exec(fd) => send_with_fd(sock, &[EXEC], Some(fd.as_fd())),
             Msg::Failed(text) => {
                 let mut buf = vec![FAILED];
                 buf.extend_from_slice(text.as_bytes());
@@ -82,6 +89,7 @@ impl Channel {
             (GO, _, _) => Some(Msg::Go),
             (READY, _, Some(fd)) => Some(Msg::Ready(fd)),
             (PTY, _, Some(fd)) => Some(Msg::Pty(fd)),
+            (EXEC, _, Some(fd)) => Some(Msg::Exec(fd)),
             (FAILED, _, _) => Some(Msg::Failed(String::from_utf8_lossy(body).into_owned())),
             (STATUS, 9, _) => {
                 let status = i32::from_le_bytes([body[0], body[1], body[2], body[3]]);
@@ -94,6 +102,11 @@ impl Channel {
 
     pub fn fd(&self) -> BorrowedFd<'_> {
         self.0.as_fd()
+    }
+
+    /// Another handle on the same end (for a second thread that only sends).
+    pub fn try_clone(&self) -> std::io::Result<Channel> {
+        self.0.try_clone().map(Channel)
     }
 }
 

@@ -155,7 +155,7 @@ fn take_terminal(slave: OwnedFd, stdio: [bool; 3]) {
 
 /// Tries each candidate; returns the errno to report, execvp-style:
 /// EACCES from any candidate wins over "not found".
-fn exec_first(plan: &ExecPlan) -> Errno {
+pub(super) fn exec_first(plan: &ExecPlan) -> Errno {
     let mut result = Errno::ENOENT;
     let mut denied = false;
     for path in &plan.candidates {

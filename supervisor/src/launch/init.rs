@@ -9,8 +9,9 @@
 //! (`privs.rs`), handing the pty master and the listener to the
 //! supervisor, forking the guest's main process (`exec.rs`), and then the
 //! pid-1 loop: forward signals, reap, and report the main process's wait
-//! status. When init exits, the kernel kills everything left in the
-//! namespace. Setup errors go back to the supervisor as one line.
+//! status; on [`super::exec_request::EXEC_SIGNAL`], fork a helper for
+//! each exec request on the channel. When init exits, the kernel kills
+//! everything left in the namespace. Setup errors go back to the supervisor as one line.
 //!
 //! After the filter is installed, init makes only calls the filter
 //! passes (sendmsg, close, clone without namespace flags, signal calls,
@@ -101,7 +102,7 @@ pub(super) fn run(args: InitArgs<'_>) -> ! {
     let mut signals = SigSet::empty();
     FORWARDED
         .iter()
-        .chain([&Signal::SIGCHLD])
+        .chain([&Signal::SIGCHLD, &super::exec_request::EXEC_SIGNAL])
         .for_each(|s| signals.add(*s));
     if signals.thread_block().is_err() {
         _exit(125);
@@ -207,7 +208,11 @@ fn supervise(main: Pid, channel: &Channel, signals: &SigSet, last_pid: Option<&F
             Err(Errno::EINTR) => continue,
             Err(_) => _exit(125),
         };
-        if info.signo == Signal::SIGCHLD as i32 {
+        if info.signo == super::exec_request::EXEC_SIGNAL as i32 {
+            if info.code <= 0 {
+                super::exec_request::serve_pending(channel);
+            }
+        } else if info.signo == Signal::SIGCHLD as i32 {
             if let Some(status) = reap(main) {
                 let tasks = last_pid.and_then(tasks_started);
                 let _ = channel.send(&Msg::Status(status, tasks));

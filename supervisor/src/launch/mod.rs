@@ -28,6 +28,7 @@ mod bind;
 mod channel;
 mod etc;
 mod exec;
+mod exec_request;
 mod flush;
 mod init;
 mod plan;
@@ -37,6 +38,7 @@ mod userns;
 mod view;
 
 pub use exec::DEFAULT_PATH;
+pub use exec_request::ExecRequests;
 pub use flush::RwFlush;
 pub use init::FORWARDED;
 pub use plan::ViewPlan;
@@ -423,6 +425,12 @@ impl Sandbox {
             }),
         };
         Ok((outcome, tasks))
+    }
+
+    /// A handle that asks init for new processes in the sandbox (the OCI
+    /// runtime's `exec`); usable from another thread.
+    pub fn exec_requests(&self) -> std::io::Result<ExecRequests> {
+        Ok(ExecRequests::new(self.channel.try_clone()?, self.init_pid))
     }
 
     /// SIGKILL to init: everything in the sandbox dies.

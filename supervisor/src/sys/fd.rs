@@ -132,3 +132,18 @@ pub fn write_all(fd: BorrowedFd<'_>, mut data: &[u8]) -> nix::Result<()> {
     }
     Ok(())
 }
+
+/// Accepts one connection on a listening socket (close-on-exec).
+pub fn accept(listener: BorrowedFd<'_>) -> nix::Result<OwnedFd> {
+    let fd = loop {
+        match nix::sys::socket::accept4(
+            listener.as_raw_fd(),
+            nix::sys::socket::SockFlag::SOCK_CLOEXEC,
+        ) {
+            Err(Errno::EINTR) => continue,
+            r => break r?,
+        }
+    };
+    // SAFETY: accept4 just returned this descriptor; nothing else owns it.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}

@@ -43,10 +43,11 @@ pub fn clone_process(flags: CloneFlags) -> nix::Result<Forked> {
 }
 
 /// Plain `fork()`, for a process known to be single-threaded (the
-/// sandbox's init).
+/// sandbox's init; the OCI runtime's `create`, forking the monitor).
 pub fn fork_single_threaded() -> nix::Result<Forked> {
     // SAFETY: callers only use this in the sandbox's init, which never
-    // starts threads, so the child inherits no lock held by another thread.
+    // starts threads, and in `oci create` before it starts any, so the
+    // child inherits no lock held by another thread.
     match unsafe { nix::unistd::fork() }? {
         ForkResult::Parent { child } => Ok(Forked::Parent(child)),
         ForkResult::Child => Ok(Forked::Child),

@@ -1,0 +1,175 @@
+//! New processes in a running sandbox (the OCI runtime's `exec`): the
+//! supervisor hands init a connection (a `SOCK_SEQPACKET` socket whose
+//! other end is the requester) over the control channel and signals it
+//! ([`EXEC_SIGNAL`]); init forks a *helper* for it, a copy of init under
+//! the same filter, so what it starts is served by the same listener.
+//!
+//! The helper reads from the connection the requester's stdin, stdout
+//! and stderr (one message each, SCM_RIGHTS, tagged `0`, `1`, `2`) and
+//! the request (`R` + JSON `{"args": [...], "env": ["K=V"...], "cwd":
+//! "/"}`), forks the process, which takes those descriptors and
+//! executes the command (PATH search as for the main command), and
+//! answers `P` + the process's pid (inside the sandbox) once it has
+//! executed, or `E` + the errno its exec failed with; then, when it ends,
+//! `X` + its raw wait status. Everything it calls passes the filter
+//! (recvmsg, sendmsg, clone, dup2, chdir, execve, wait4, read, write).
+//!
+//! Owns the helper's side and [`ExecRequests`], the supervisor's handle;
+//! not the requester (`oci/exec.rs`).
+
+use std::ffi::OsString;
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+
+use nix::errno::Errno;
+use nix::fcntl::OFlag;
+use nix::sys::signal::{kill, Signal};
+use nix::sys::wait::{waitpid, WaitStatus};
+use nix::unistd::{chdir, dup2, pipe2, Pid};
+use serde::Deserialize;
+
+use super::channel::{Channel, Msg};
+use super::exec::{read_exec_error, ExecPlan};
+use crate::sys::fd::{recv_with_fd, send_with_fd};
+use crate::sys::process::{exit_now, fork_single_threaded, reset_signals, Forked};
+
+/// The signal that tells init an exec request is on the channel (not one
+/// that init forwards; signals from inside the sandbox never reach init).
+pub const EXEC_SIGNAL: Signal = Signal::SIGPWR;
+
+/// Longest request accepted.
+const MAX_REQUEST: usize = 256 * 1024;
+
+/// The supervisor's handle for sending exec requests to init.
+pub struct ExecRequests {
+    channel: Channel,
+    init: Pid,
+}
+
+impl ExecRequests {
+    pub(super) fn new(channel: Channel, init: Pid) -> ExecRequests {
+        ExecRequests { channel, init }
+    }
+
+    /// Hands `conn` (a connected SOCK_SEQPACKET socket) to init.
+    pub fn send(&self, conn: OwnedFd) -> nix::Result<()> {
+        self.channel.send(&Msg::Exec(conn))?;
+        kill(self.init, EXEC_SIGNAL)
+    }
+}
+
+/// What the requester asks for.
+#[derive(Deserialize)]
+struct Request {
+    args: Vec<String>,
+    #[serde(default)]
+    env: Vec<String>,
+    #[serde(default)]
+    cwd: Option<String>,
+}
+
+/// In init: one helper per pending request on the channel (non-blocking).
+pub(super) fn serve_pending(channel: &Channel) {
+    use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+    loop {
+        let mut fds = [PollFd::new(channel.fd(), PollFlags::POLLIN)];
+        if !matches!(poll(&mut fds, PollTimeout::ZERO), Ok(n) if n > 0) {
+            return;
+        }
+        match channel.recv() {
+            Ok(Some(Msg::Exec(conn))) => {
+                if let Ok(Forked::Child) = fork_single_threaded() {
+                    helper(conn)
+                }
+            }
+            _ => return,
+        }
+    }
+}
+
+/// The helper: reads the request, starts the process, reports on it.
+fn helper(conn: OwnedFd) -> ! {
+    let mut stdio: [Option<OwnedFd>; 3] = [None, None, None];
+    let mut buf = vec![0u8; MAX_REQUEST];
+    let request = loop {
+        match recv_with_fd(conn.as_fd(), &mut buf) {
+            Ok((0, _)) | Err(_) => exit_now(1),
+            Ok((n, fd)) => match (buf[0], fd) {
+                (t @ b'0'..=b'2', Some(fd)) => stdio[(t - b'0') as usize] = Some(fd),
+                (b'R', _) => match serde_json::from_slice::<Request>(&buf[1..n]) {
+                    Ok(r) => break r,
+                    Err(_) => answer_errno(&conn, Errno::EINVAL),
+                },
+                _ => exit_now(1),
+            },
+        }
+    };
+    let env = env_pairs(&request.env);
+    let command: Vec<OsString> = request.args.iter().map(OsString::from).collect();
+    let Ok(plan) = ExecPlan::new(&command, &env) else {
+        answer_errno(&conn, Errno::EINVAL)
+    };
+    let Ok((report_rx, report_tx)) = pipe2(OFlag::O_CLOEXEC) else {
+        answer_errno(&conn, Errno::EMFILE)
+    };
+    let child = match fork_single_threaded() {
+        Ok(Forked::Child) => {
+            drop(report_rx);
+            reset_signals();
+            for (i, fd) in stdio.iter().enumerate() {
+                if let Some(fd) = fd {
+                    let _ = dup2(fd.as_raw_fd(), i as i32);
+                }
+            }
+            if let Some(cwd) = &request.cwd {
+                if let Err(e) = chdir(cwd.as_str()) {
+                    let _ = nix::unistd::write(&report_tx, &(e as i32).to_le_bytes());
+                    exit_now(126);
+                }
+            }
+            let err = super::exec::exec_first(&plan);
+            let _ = nix::unistd::write(&report_tx, &(err as i32).to_le_bytes());
+            exit_now(super::exec::exit_code_for(err))
+        }
+        Ok(Forked::Parent(pid)) => pid,
+        Err(e) => answer_errno(&conn, e),
+    };
+    drop(report_tx);
+    drop(stdio);
+    if let Some(e) = read_exec_error(&report_rx) {
+        let _ = waitpid(child, None);
+        answer_errno(&conn, e)
+    }
+    let mut started = vec![b'P'];
+    started.extend_from_slice(&child.as_raw().to_le_bytes());
+    let _ = send_with_fd(conn.as_fd(), &started, None);
+    let status = loop {
+        match waitpid(child, None) {
+            Ok(WaitStatus::Exited(_, code)) => break (code & 0xff) << 8,
+            Ok(WaitStatus::Signaled(_, sig, _)) => break sig as i32,
+            Ok(_) | Err(Errno::EINTR) => continue,
+            Err(_) => break Signal::SIGKILL as i32,
+        }
+    };
+    let mut done = vec![b'X'];
+    done.extend_from_slice(&status.to_le_bytes());
+    let _ = send_with_fd(conn.as_fd(), &done, None);
+    exit_now(0)
+}
+
+fn answer_errno(conn: &OwnedFd, e: Errno) -> ! {
+    let mut msg = vec![b'E'];
+    msg.extend_from_slice(&(e as i32).to_le_bytes());
+    let _ = send_with_fd(conn.as_fd(), &msg, None);
+    exit_now(1)
+}
+
+/// `K=V` strings as pairs (no `=`: an empty value).
+fn env_pairs(env: &[String]) -> Vec<(OsString, OsString)> {
+    env.iter()
+        .filter(|e| !e.is_empty())
+        .map(|e| match e.split_once('=') {
+            Some((k, v)) => (k.into(), v.into()),
+            None => (e.into(), OsString::new()),
+        })
+        .collect()
+}

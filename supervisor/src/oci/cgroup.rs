@@ -1,0 +1,320 @@
+//! A container's cgroup: the one the engine names in
+//! `linux.cgroupsPath` (Docker's `docker stats` and containerd's OOM
+//! events read it), created in each v1 hierarchy of memory, pids, cpu,
+//! cpuacct and freezer (or in the v2 hierarchy), always *beneath the
+//! runtime's own cgroup*: a path elsewhere is refused. The monitor joins
+//! it before it launches the sandbox, so everything in the sandbox is in
+//! it too.
+//!
+//! Owns: placing and creating the directories, writing
+//! `linux.resources` (memory, pids, cpu), freezing and thawing, listing
+//! its processes, removing it. Does not own the `supervisor run` cgroup
+//! (`limits/cgroup.rs`, whose `remove_tree` is reused here).
+
+use std::fs;
+use std::io;
+use std::path::{Component, Path, PathBuf};
+use std::thread;
+use std::time::Duration;
+
+use oci_spec::runtime::LinuxResources;
+use serde::{Deserialize, Serialize};
+
+use crate::limits::cgroup::remove_tree;
+
+/// The v1 controllers a container uses.
+const V1_CONTROLLERS: &[&str] = &["memory", "pids", "cpu", "cpuacct", "freezer"];
+
+/// The container's cgroup directories.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct ContainerCgroup {
+    /// (controllers of the hierarchy, directory), v1.
+    pub v1: Vec<(Vec<String>, PathBuf)>,
+    /// The directory in the v2 hierarchy, when the host uses v2 for these controllers.
+    pub v2: Option<PathBuf>,
+}
+
+/// One cgroup hierarchy this process is in: its controllers (empty: v2),
+/// where it is mounted with which root, and our path in it.
+struct Hierarchy {
+    controllers: Vec<String>,
+    mount_point: PathBuf,
+    mount_root: PathBuf,
+    own: PathBuf,
+}
+
+impl Hierarchy {
+    /// The directory of cgroup `path` (a path from the hierarchy's root).
+    fn dir(&self, path: &Path) -> Option<PathBuf> {
+        let rel = path.strip_prefix(&self.mount_root).ok()?;
+        Some(self.mount_point.join(rel))
+    }
+}
+
+fn hierarchies() -> Vec<Hierarchy> {
+    let cgroup = fs::read_to_string("/proc/self/cgroup").unwrap_or_default();
+    let mountinfo = fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
+    let mounts: Vec<(String, PathBuf, String, Vec<String>)> = mountinfo
+        .lines()
+        .filter_map(|line| {
+            let (left, right) = line.split_once(" - ")?;
+            let f: Vec<&str> = left.split(' ').collect();
+            let mut r = right.split(' ');
+            let fstype = r.next()?.to_string();
+            let _source = r.next()?;
+            let opts = r.next()?.split(',').map(str::to_string).collect();
+            Some((
+                f.get(3)?.to_string(),
+                PathBuf::from(f.get(4)?),
+                fstype,
+                opts,
+            ))
+        })
+        .collect();
+    let mut out = Vec::new();
+    for line in cgroup.lines() {
+        let mut parts = line.splitn(3, ':');
+        let (Some(_), Some(ctrls), Some(path)) = (parts.next(), parts.next(), parts.next()) else {
+            continue;
+        };
+        let controllers: Vec<String> = ctrls
+            .split(',')
+            .filter(|c| !c.is_empty())
+            .map(str::to_string)
+            .collect();
+        let mount = mounts
+            .iter()
+            .find(|(_, _, fstype, opts)| match controllers.is_empty() {
+                true => fstype == "cgroup2",
+                false => fstype == "cgroup" && controllers.iter().all(|c| opts.contains(c)),
+            });
+        if let Some((root, point, _, _)) = mount {
+            out.push(Hierarchy {
+                controllers,
+                mount_point: point.clone(),
+                mount_root: PathBuf::from(root),
+                own: PathBuf::from(path),
+            });
+        }
+    }
+    out
+}
+
+/// Where the container's cgroup goes in a hierarchy in which we are at
+/// `own`: `cgroups_path` (absolute: from the hierarchy's root; relative:
+/// from ours), default `<own>/<id>`; it must lie strictly beneath `own`.
+fn target(own: &Path, cgroups_path: Option<&str>, id: &str) -> Result<PathBuf, String> {
+    let path = match cgroups_path {
+        // systemd's "slice:prefix:name" form: no systemd here, use our default.
+        Some(p) if !p.is_empty() && !p.contains(':') => match p.starts_with('/') {
+            true => PathBuf::from(p),
+            false => own.join(p),
+        },
+        _ => own.join(id),
+    };
+    let clean = path
+        .components()
+        .all(|c| matches!(c, Component::RootDir | Component::Normal(_)));
+    if !clean || !path.starts_with(own) || path == own {
+        return Err(format!(
+            "cgroupsPath {}: must lie beneath the runtime's own cgroup {}",
+            path.display(),
+            own.display()
+        ));
+    }
+    Ok(path)
+}
+
+impl ContainerCgroup {
+    /// Creates the container's cgroup in every hierarchy that has one of
+    /// our controllers (v2: the unified one, when no v1 hierarchy does).
+    pub fn create(cgroups_path: Option<&str>, id: &str) -> Result<ContainerCgroup, String> {
+        let mut cg = ContainerCgroup::default();
+        let all = hierarchies();
+        for h in &all {
+            let used = h
+                .controllers
+                .iter()
+                .any(|c| V1_CONTROLLERS.contains(&c.as_str()));
+            if !used {
+                continue;
+            }
+            let dir = make(h, cgroups_path, id)?;
+            cg.v1.push((h.controllers.clone(), dir));
+        }
+        if cg.v1.is_empty() {
+            if let Some(h) = all.iter().find(|h| h.controllers.is_empty()) {
+                cg.v2 = Some(make(h, cgroups_path, id)?);
+            }
+        }
+        Ok(cg)
+    }
+
+    fn dirs(&self) -> Vec<&Path> {
+        let mut dirs: Vec<&Path> = self.v1.iter().map(|(_, d)| d.as_path()).collect();
+        dirs.extend(self.v2.as_deref());
+        dirs
+    }
+
+    /// The directory of v1 controller `name` (or the v2 directory).
+    fn dir_of(&self, name: &str) -> Option<&Path> {
+        match &self.v2 {
+            Some(d) => Some(d),
+            None => self
+                .v1
+                .iter()
+                .find(|(c, _)| c.iter().any(|c| c == name))
+                .map(|(_, d)| d.as_path()),
+        }
+    }
+
+    /// Moves process `pid` into every directory.
+    pub fn join(&self, pid: i32) -> Result<(), String> {
+        for dir in self.dirs() {
+            write(dir, "cgroup.procs", &pid.to_string())?;
+        }
+        Ok(())
+    }
+
+    /// Writes the memory, pids and cpu parts of `res`.
+    pub fn set_resources(&self, res: &LinuxResources) -> Result<(), String> {
+        let v2 = self.v2.is_some();
+        if let (Some(mem), Some(dir)) = (res.memory(), self.dir_of("memory")) {
+            if let Some(limit) = mem.limit().filter(|l| *l > 0) {
+                if v2 {
+                    write(dir, "memory.max", &limit.to_string())?;
+                } else {
+                    // memsw must stay >= the limit: lower it after, raise it first.
+                    let _ = write(dir, "memory.memsw.limit_in_bytes", "-1");
+                    write(dir, "memory.limit_in_bytes", &limit.to_string())?;
+                    if let Some(swap) = mem.swap().filter(|s| *s >= limit) {
+                        let _ = write(dir, "memory.memsw.limit_in_bytes", &swap.to_string());
+                    }
+                }
+            }
+        }
+        if let (Some(pids), Some(dir)) = (res.pids(), self.dir_of("pids")) {
+            let max = match pids.limit() {
+                n if n > 0 => n.to_string(),
+                _ => "max".to_string(),
+            };
+            write(dir, "pids.max", &max)?;
+        }
+        if let (Some(cpu), Some(dir)) = (res.cpu(), self.dir_of("cpu")) {
+            let period = cpu.period().unwrap_or(100_000);
+            if let Some(quota) = cpu.quota().filter(|q| *q > 0) {
+                if v2 {
+                    write(dir, "cpu.max", &format!("{quota} {period}"))?;
+                } else {
+                    write(dir, "cpu.cfs_period_us", &period.to_string())?;
+                    write(dir, "cpu.cfs_quota_us", &quota.to_string())?;
+                }
+            }
+            if let (Some(shares), false) = (cpu.shares().filter(|s| *s > 0), v2) {
+                let _ = write(dir, "cpu.shares", &shares.to_string());
+            }
+        }
+        Ok(())
+    }
+
+    /// Freezes (`true`) or thaws every process, and waits until the
+    /// kernel says it is done.
+    pub fn set_frozen(&self, frozen: bool) -> Result<(), String> {
+        let (dir, file, value) = match (&self.v2, self.dir_of("freezer")) {
+            (Some(d), _) => (d.as_path(), "cgroup.freeze", if frozen { "1" } else { "0" }),
+            (None, Some(d)) => (d, "freezer.state", if frozen { "FROZEN" } else { "THAWED" }),
+            (None, None) => return Err("no freezer cgroup for this container".into()),
+        };
+        write(dir, file, value)?;
+        for _ in 0..500 {
+            if self.is_frozen() == frozen {
+                return Ok(());
+            }
+            thread::sleep(Duration::from_millis(2));
+        }
+        Err(format!(
+            "{}: the kernel did not finish",
+            dir.join(file).display()
+        ))
+    }
+
+    pub fn is_frozen(&self) -> bool {
+        let read = |d: &Path, f: &str| fs::read_to_string(d.join(f)).unwrap_or_default();
+        match (&self.v2, self.dir_of("freezer")) {
+            (Some(d), _) => read(d, "cgroup.events").lines().any(|l| l == "frozen 1"),
+            (None, Some(d)) => read(d, "freezer.state").trim() == "FROZEN",
+            (None, None) => false,
+        }
+    }
+
+    /// The host pids of every process in the cgroup.
+    pub fn pids(&self) -> Vec<i32> {
+        let Some(dir) = self.dirs().first().copied() else {
+            return Vec::new();
+        };
+        let text = fs::read_to_string(dir.join("cgroup.procs")).unwrap_or_default();
+        text.lines().filter_map(|l| l.trim().parse().ok()).collect()
+    }
+
+    /// Kills what is left (thawing it first) and removes every directory.
+    pub fn remove(&self) {
+        if self.is_frozen() {
+            let _ = self.set_frozen(false);
+        }
+        let dirs: Vec<PathBuf> = self.dirs().into_iter().map(Path::to_path_buf).collect();
+        remove_tree(&dirs);
+    }
+}
+
+/// Creates the container's directory in hierarchy `h`.
+fn make(h: &Hierarchy, cgroups_path: Option<&str>, id: &str) -> Result<PathBuf, String> {
+    let path = target(&h.own, cgroups_path, id)?;
+    let dir = h
+        .dir(&path)
+        .ok_or_else(|| format!("cgroup {}: outside the mounted hierarchy", path.display()))?;
+    fs::create_dir_all(&dir).map_err(|e| format!("creating cgroup {}: {e}", dir.display()))?;
+    Ok(dir)
+}
+
+fn write(dir: &Path, file: &str, value: &str) -> Result<(), String> {
+    let path = dir.join(file);
+    fs::write(&path, value).map_err(|e: io::Error| format!("{}: {e}", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_cgroup_goes_beneath_our_own() {
+        let own = Path::new("/process_api/abc");
+        assert_eq!(
+            target(own, None, "c1").unwrap(),
+            PathBuf::from("/process_api/abc/c1")
+        );
+        assert_eq!(
+            target(own, Some("/process_api/abc/docker/c1"), "c1").unwrap(),
+            PathBuf::from("/process_api/abc/docker/c1")
+        );
+        assert_eq!(
+            target(own, Some("docker/c1"), "c1").unwrap(),
+            PathBuf::from("/process_api/abc/docker/c1")
+        );
+        assert_eq!(
+            target(own, Some("system.slice:docker:c1"), "c1").unwrap(),
+            PathBuf::from("/process_api/abc/c1")
+        );
+        for bad in [
+            "/docker/c1",
+            "/process_api/abc",
+            "/process_api/abc/../x",
+            "../x",
+        ] {
+            assert!(target(own, Some(bad), "c1").is_err(), "{bad}");
+        }
+        assert_eq!(
+            target(Path::new("/"), Some("/docker/c1"), "c1").unwrap(),
+            PathBuf::from("/docker/c1")
+        );
+    }
+}

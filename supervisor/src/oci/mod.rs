@@ -1,0 +1,64 @@
+//! The OCI runtime: `supervisor` as a runc-compatible runtime behind
+//! Docker, containerd and Podman (`--runtime=supervisor`).
+//!
+//! Each container is a sandbox run by a *monitor* process (`monitor.rs`)
+//! that `create` forks and leaves behind: its pid is the container's, its
+//! exit status the container's. State lives in `--root`/<id>
+//! (`state.rs`); a bundle's config.json becomes a `supervisor run`
+//! (`bundle.rs`); the container's cgroup is the engine's
+//! `linux.cgroupsPath` (`cgroup.rs`).
+//!
+//! Owns dispatching the commands and logging their errors (`log.rs`).
+//! Submodules: `cli` (flags), `lifecycle` (create, start, kill, delete),
+//! `info` (state, list, ps, pause, resume, update, spec, features),
+//! `exec` and `exec_socket`, `hooks`. Does not own the sandbox: that is `run.rs` and `launch/`.
+
+pub mod bundle;
+pub mod cgroup;
+pub mod cli;
+pub mod exec;
+pub mod exec_socket;
+pub mod hooks;
+pub mod info;
+pub mod lifecycle;
+pub mod log;
+pub mod monitor;
+pub mod state;
+
+use cli::{GlobalFlags, OciCommand};
+use log::Log;
+
+/// Runs one runtime command; returns the exit code (1 on error, as runc).
+pub fn main(global: &GlobalFlags, command: OciCommand) -> i32 {
+    let log = Log::open(global);
+    let root = global.root();
+    let result = match command {
+        OciCommand::Exec(a) => exec::exec(&root, &a),
+        other => run_command(&root, &log, other).map(|()| 0),
+    };
+    match result {
+        Ok(code) => code,
+        Err(msg) => {
+            log.error(&msg);
+            1
+        }
+    }
+}
+
+fn run_command(root: &std::path::Path, log: &Log, command: OciCommand) -> Result<(), String> {
+    match command {
+        OciCommand::Spec(a) => info::spec(&a),
+        OciCommand::Features => info::features(),
+        OciCommand::Create(a) => lifecycle::create(root, log, &a),
+        OciCommand::Start(a) => lifecycle::start(root, &a.id),
+        OciCommand::State(a) => info::state(root, &a.id),
+        OciCommand::Kill(a) => lifecycle::kill_container(root, &a),
+        OciCommand::Delete(a) => lifecycle::delete(root, log, &a),
+        OciCommand::List(a) => info::list(root, &a),
+        OciCommand::Ps(a) => info::ps(root, &a),
+        OciCommand::Pause(a) => info::set_paused(root, &a.id, true),
+        OciCommand::Resume(a) => info::set_paused(root, &a.id, false),
+        OciCommand::Update(a) => info::update(root, &a),
+        OciCommand::Exec(a) => exec::exec(root, &a).map(drop),
+    }
+}

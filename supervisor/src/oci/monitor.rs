@@ -1,0 +1,176 @@
+//! The monitor: the process `create` leaves behind for each container,
+//! and the one whose pid goes to `--pid-file`. Like runsc's, it is what
+//! the engine's shim (a subreaper) reaps, and its exit status is the
+//! container's: the guest's exit code, or 128+N.
+//!
+//! `create` forks it while still single-threaded. The monitor starts a
+//! session of its own, joins the container's cgroup, and runs the bundle
+//! as `supervisor run` does (`run::run_embedded`): the sandbox launched,
+//! the trap serving; then it tells `create` it is ready (or why it
+//! failed) on a pipe, and waits on the state directory's `start` FIFO
+//! until `start` opens it. Only then does it confine itself and let the
+//! guest exec. With `terminal: true` the guest's pty master goes to the
+//! console socket (SCM_RIGHTS) instead of a relay.
+//!
+//! Owns that sequence and the embedding; not the state record (written
+//! by `create`), nor the sandbox itself.
+
+use std::cell::RefCell;
+use std::ffi::OsString;
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::os::unix::fs::OpenOptionsExt;
+use std::os::unix::net::UnixStream;
+use std::path::PathBuf;
+
+use nix::unistd::{dup2, setsid};
+
+use super::cgroup::ContainerCgroup;
+use crate::cli::RunArgs;
+use crate::launch::{LaunchConfig, Sandbox};
+use crate::run::{run_embedded, Embedding};
+use crate::sys::fd::send_with_fd;
+
+/// What the monitor is given by `create`.
+pub struct MonitorPlan {
+    pub env: Vec<(OsString, OsString)>,
+    pub terminal: bool,
+    pub console_socket: Option<PathBuf>,
+    pub cgroup: ContainerCgroup,
+    /// The state directory's `start` FIFO.
+    pub start_fifo: PathBuf,
+    /// The state directory's exec socket (`exec_socket.rs`).
+    pub exec_socket: PathBuf,
+    /// Where the monitor's own messages go once the guest holds its stdio.
+    pub log: PathBuf,
+}
+
+/// Runs the monitor (the sandbox `args` describe) in the forked child; never returns. `ready` is the
+/// write end of the pipe `create` reads: "ok", or "E" and the error.
+pub fn run(plan: MonitorPlan, args: RunArgs, ready: OwnedFd) -> ! {
+    let _ = setsid();
+    let embedding = Monitor {
+        ready: RefCell::new(Some(File::from(ready))),
+        plan,
+        stderr: RefCell::new(None),
+    };
+    let prepared = embedding.plan.cgroup.join(std::process::id() as i32);
+    // On a terminal the guest's stdio is the pty: nothing in the sandbox
+    // may hold the engine's pipes (runc's caller waits for their end).
+    let prepared = prepared.and_then(|_| match embedding.plan.terminal {
+        true => embedding.detach_stdio(),
+        false => Ok(()),
+    });
+    if let Err(e) = prepared {
+        embedding.error(&e);
+        std::process::exit(125);
+    }
+    let code = run_embedded(args, &embedding);
+    std::process::exit(code)
+}
+
+struct Monitor {
+    plan: MonitorPlan,
+    /// Until the guest may start: the pipe to `create`.
+    ready: RefCell<Option<File>>,
+    /// The container's stderr, kept for messages once fd 2 is the log.
+    stderr: RefCell<Option<File>>,
+}
+
+impl Monitor {
+    /// Tells `create` the container is ready, and moves our own stdio
+    /// off the container's: only the guest holds those now.
+    fn announce_ready(&self) -> Result<(), String> {
+        let Some(mut pipe) = self.ready.borrow_mut().take() else {
+            return Ok(());
+        };
+        self.detach_stdio()?;
+        pipe.write_all(b"ok")
+            .map_err(|e| format!("telling create: {e}"))
+    }
+
+    /// Points our stdin and stdout at /dev/null and stderr at the
+    /// monitor's log, keeping the container's stderr for messages.
+    fn detach_stdio(&self) -> Result<(), String> {
+        if self.stderr.borrow().is_some() {
+            return Ok(());
+        }
+        let log = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .mode(0o600)
+            .open(&self.plan.log)
+            .map_err(|e| format!("{}: {e}", self.plan.log.display()))?;
+        let null = File::options()
+            .read(true)
+            .write(true)
+            .open("/dev/null")
+            .map_err(|e| format!("/dev/null: {e}"))?;
+        // Kept only when it is the guest's too (without a terminal).
+        let stderr = match self.plan.terminal {
+            true => null.try_clone(),
+            false => std::io::stderr()
+                .as_fd()
+                .try_clone_to_owned()
+                .map(File::from),
+        };
+        *self.stderr.borrow_mut() = Some(stderr.map_err(|e| format!("keeping stderr: {e}"))?);
+        for (from, to) in [
+            (null.as_raw_fd(), 0),
+            (null.as_raw_fd(), 1),
+            (log.as_raw_fd(), 2),
+        ] {
+            dup2(from, to).map_err(|e| format!("redirecting the monitor's stdio: {}", e.desc()))?;
+        }
+        Ok(())
+    }
+
+    /// Blocks until `start` opens the FIFO, and tells it we go on.
+    fn wait_for_start(&self) -> Result<(), String> {
+        let mut fifo = OpenOptions::new()
+            .write(true)
+            .open(&self.plan.start_fifo)
+            .map_err(|e| format!("{}: {e}", self.plan.start_fifo.display()))?;
+        fifo.write_all(b"1")
+            .map_err(|e| format!("answering start: {e}"))
+    }
+}
+
+impl Embedding for Monitor {
+    fn configure(&self, config: &mut LaunchConfig) {
+        config.env = self.plan.env.clone();
+        config.pty = self.plan.terminal.then_some([true; 3]);
+    }
+
+    fn pty_master(&self, master: OwnedFd) -> Result<Option<OwnedFd>, String> {
+        let Some(path) = &self.plan.console_socket else {
+            return Err("terminal: true needs --console-socket".into());
+        };
+        let sock = UnixStream::connect(path)
+            .map_err(|e| format!("--console-socket {}: {e}", path.display()))?;
+        send_with_fd(sock.as_fd(), b"/dev/pts/0", Some(master.as_fd()))
+            .map_err(|e| format!("--console-socket {}: {}", path.display(), e.desc()))?;
+        Ok(None)
+    }
+
+    fn before_start(&self, sandbox: &Sandbox) -> Result<(), String> {
+        let requests = sandbox
+            .exec_requests()
+            .map_err(|e| format!("exec requests: {e}"))?;
+        super::exec_socket::serve(&self.plan.exec_socket, requests)?;
+        self.announce_ready()?;
+        self.wait_for_start()
+    }
+
+    fn error(&self, message: &str) {
+        if let Some(mut pipe) = self.ready.borrow_mut().take() {
+            let _ = pipe.write_all(format!("E{message}").as_bytes());
+            return;
+        }
+        eprintln!("supervisor: {message}");
+        if let Some(mut stderr) = self.stderr.borrow().as_ref() {
+            let _ = writeln!(stderr, "supervisor: {message}");
+        }
+    }
+}

@@ -1,0 +1,95 @@
+//! Helpers of the OCI runtime tests (`tests/oci_cli.rs`, `tests/oci_docker.rs`):
+//! a busybox-static root file system, a bundle around it, and the runtime's
+//! commands run with a private `--root` and `--log`.
+//!
+//! Not here: what any single test expects.
+
+use super::*;
+
+/// The busybox-static binary (Debian `busybox-static`).
+pub const BUSYBOX: &str = "/bin/busybox";
+
+/// Applets the rootfs links to busybox.
+const APPLETS: &[&str] = &[
+    "sh", "echo", "cat", "sleep", "ls", "true", "false", "env", "hostname", "pwd", "id", "kill",
+    "wc", "head", "tr", "dd", "stat",
+];
+
+/// Whether busybox-static is installed (a static binary runs in any rootfs).
+pub fn have_busybox() -> bool {
+    let Ok(out) = Command::new("file").arg("-L").arg(BUSYBOX).output() else {
+        return Path::new(BUSYBOX).is_file();
+    };
+    String::from_utf8_lossy(&out.stdout).contains("statically linked")
+}
+
+/// Fills `root` with busybox and its applets in /bin, and empty /etc, /tmp, /data.
+pub fn busybox_rootfs(root: &Path) {
+    let bin = root.join("bin");
+    std::fs::create_dir_all(&bin).expect("mkdir rootfs/bin");
+    std::fs::copy(BUSYBOX, bin.join("busybox")).expect("copy busybox");
+    for a in APPLETS {
+        std::os::unix::fs::symlink("busybox", bin.join(a)).expect("applet link");
+    }
+    for d in ["etc", "tmp", "data", "proc", "dev", "sys"] {
+        std::fs::create_dir_all(root.join(d)).expect("mkdir rootfs dir");
+    }
+}
+
+/// A bundle directory: `rootfs/` (busybox) and a config.json from
+/// `supervisor spec`, changed by `edit`.
+pub fn bundle(dir: &Path, edit: impl FnOnce(&mut serde_json::Value)) {
+    busybox_rootfs(&dir.join("rootfs"));
+    let spec = Command::new(bin())
+        .args(["spec", "--bundle"])
+        .arg(dir)
+        .output()
+        .expect("run spec");
+    assert!(spec.status.success(), "spec: {spec:?}");
+    let path = dir.join("config.json");
+    let mut config: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&path).expect("read config")).expect("config json");
+    config["process"]["terminal"] = false.into();
+    edit(&mut config);
+    std::fs::write(&path, config.to_string()).expect("write config");
+}
+
+/// The runtime with its own state root and log.
+pub struct Runtime {
+    pub root: PathBuf,
+    pub log: PathBuf,
+}
+
+impl Runtime {
+    pub fn new(dir: &Path) -> Runtime {
+        Runtime {
+            root: dir.join("state"),
+            log: dir.join("runtime.log"),
+        }
+    }
+
+    /// The command line `supervisor --root R --log L --log-format json ARGS`.
+    pub fn cmd(&self, args: &[&str]) -> Command {
+        let mut c = Command::new(bin());
+        c.arg("--root")
+            .arg(&self.root)
+            .arg("--log")
+            .arg(&self.log)
+            .args(["--log-format", "json"])
+            .args(args)
+            .stdin(Stdio::null());
+        c
+    }
+
+    /// Runs a command to its end (stdio captured).
+    pub fn run(&self, args: &[&str]) -> std::process::Output {
+        self.cmd(args).output().expect("run the runtime")
+    }
+
+    /// `state ID` as JSON (panics if it fails).
+    pub fn state(&self, id: &str) -> serde_json::Value {
+        let out = self.run(&["state", id]);
+        assert!(out.status.success(), "state {id}: {out:?}");
+        serde_json::from_slice(&out.stdout).expect("state json")
+    }
+}

@@ -1,0 +1,431 @@
+//! The OCI runtime's commands without an engine: a bundle built from
+//! busybox-static, driven as containerd drives runc (create with a pid
+//! file, start, state, kill, ps, pause/resume, delete), with the
+//! container's exit status read from the monitor whose pid the pid file
+//! names (this test process is a subreaper, as the engines' shims are).
+
+mod common;
+
+use std::fs;
+use std::os::unix::process::ExitStatusExt;
+use std::path::Path;
+use std::process::Stdio;
+use std::sync::Once;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use common::oci::{bundle, have_busybox, Runtime};
+use common::Tree;
+use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
+use nix::unistd::Pid;
+use serde_json::json;
+
+/// Become a subreaper (once): monitors whose `create` exits are reparented to us.
+fn subreaper() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| nix::sys::prctl::set_child_subreaper(true).expect("subreaper"));
+}
+
+/// Waits for monitor `pid` (our orphaned grandchild) to end, at most 30 s.
+fn wait_exit(pid: i32) -> WaitStatus {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        match waitpid(Pid::from_raw(pid), Some(WaitPidFlag::WNOHANG)) {
+            Ok(WaitStatus::StillAlive) if Instant::now() < deadline => {
+                thread::sleep(Duration::from_millis(10))
+            }
+            Ok(WaitStatus::StillAlive) => {
+                let _ = nix::sys::signal::kill(Pid::from_raw(pid), nix::sys::signal::SIGKILL);
+                panic!("container monitor {pid} did not end within 30 s");
+            }
+            Ok(s) => return s,
+            Err(e) => panic!("waitpid {pid}: {e}"),
+        }
+    }
+}
+
+/// Creates container `id` from `dir` (stdout and stderr to files there); its pid.
+fn create(rt: &Runtime, dir: &Path, id: &str) -> i32 {
+    subreaper();
+    let pid_file = dir.join("pid");
+    let out = rt
+        .cmd(&["create", "--bundle"])
+        .arg(dir)
+        .arg("--pid-file")
+        .arg(&pid_file)
+        .arg(id)
+        .stdout(fs::File::create(dir.join("stdout")).expect("stdout file"))
+        .stderr(fs::File::create(dir.join("stderr")).expect("stderr file"))
+        .status()
+        .expect("create");
+    let log = fs::read_to_string(dir.join("stderr")).unwrap_or_default();
+    assert!(out.success(), "create {id}: {out:?} {log}");
+    fs::read_to_string(&pid_file)
+        .expect("pid file")
+        .trim()
+        .parse()
+        .expect("pid in pid file")
+}
+
+/// This process's directory in the v1 hierarchy of `controller`, if mounted.
+fn own_v1_dir(controller: &str) -> Option<std::path::PathBuf> {
+    let own = fs::read_to_string("/proc/self/cgroup").ok()?;
+    let path = own.lines().find_map(|l| {
+        let mut p = l.splitn(3, ':');
+        let (_, c, path) = (p.next()?, p.next()?, p.next()?);
+        (c == controller).then(|| path.to_string())
+    })?;
+    let dir = Path::new("/sys/fs/cgroup")
+        .join(controller)
+        .join(path.trim_start_matches('/'));
+    dir.is_dir().then_some(dir)
+}
+
+fn set_args(config: &mut serde_json::Value, script: &str) {
+    config["process"]["args"] = json!(["sh", "-c", script]);
+}
+
+macro_rules! need_busybox {
+    () => {
+        if !have_busybox() {
+            skip!("no busybox-static at /bin/busybox (apt-get install busybox-static)");
+        }
+    };
+}
+
+#[test]
+fn a_container_runs_through_its_lifecycle_with_its_exit_status() {
+    need_busybox!();
+    let t = Tree::new();
+    let rt = Runtime::new(t.path());
+    bundle(t.path(), |c| set_args(c, "echo out; echo err >&2; exit 3"));
+    let pid = create(&rt, t.path(), "life");
+    let state = rt.state("life");
+    assert_eq!(state["status"], "created");
+    assert_eq!(state["pid"], pid);
+    assert_eq!(state["id"], "life");
+    assert_eq!(
+        state["bundle"],
+        t.path().canonicalize().unwrap().to_str().unwrap()
+    );
+    // The monitor and the sandbox are in the container's cgroup: ps lists them.
+    let ps = rt.run(&["ps", "--format", "json", "life"]);
+    let pids: Vec<i32> = serde_json::from_slice(&ps.stdout).expect("ps json");
+    assert!(pids.contains(&pid) && pids.len() >= 2, "ps: {pids:?}");
+    assert!(rt.run(&["start", "life"]).status.success());
+    match wait_exit(pid) {
+        WaitStatus::Exited(_, code) => assert_eq!(code, 3),
+        other => panic!("monitor: {other:?}"),
+    }
+    assert_eq!(fs::read_to_string(t.join("stdout")).unwrap(), "out\n");
+    assert_eq!(fs::read_to_string(t.join("stderr")).unwrap(), "err\n");
+    assert_eq!(rt.state("life")["status"], "stopped");
+    let list = rt.run(&["list", "--format", "json"]);
+    let all: serde_json::Value = serde_json::from_slice(&list.stdout).expect("list json");
+    assert_eq!(all[0]["id"], "life");
+    assert!(rt.run(&["delete", "life"]).status.success());
+    assert!(!rt.run(&["state", "life"]).status.success());
+    // Docker deletes twice: a container that is gone is not an error.
+    assert!(rt.run(&["delete", "life"]).status.success());
+    assert!(!rt.root.join("life").exists());
+}
+
+#[test]
+fn kill_passes_signals_on_and_sigkill_ends_the_container() {
+    need_busybox!();
+    let t = Tree::new();
+    let rt = Runtime::new(t.path());
+    let script = "trap 'echo usr1; exit 7' USR1; echo ready; while :; do sleep 0.05; done";
+    bundle(t.path(), |c| set_args(c, script));
+    let pid = create(&rt, t.path(), "sig");
+    assert!(rt.run(&["start", "sig"]).status.success());
+    assert_eq!(rt.state("sig")["status"], "running");
+    // The trap is set once the script says so.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while fs::read_to_string(t.join("stdout")).unwrap_or_default() != "ready\n" {
+        assert!(Instant::now() < deadline, "the container never got ready");
+        thread::sleep(Duration::from_millis(10));
+    }
+    assert!(rt.run(&["kill", "sig", "USR1"]).status.success());
+    match wait_exit(pid) {
+        WaitStatus::Exited(_, code) => assert_eq!(code, 7),
+        other => panic!("monitor: {other:?}"),
+    }
+    assert_eq!(
+        fs::read_to_string(t.join("stdout")).unwrap(),
+        "ready\nusr1\n"
+    );
+    // Killing a stopped container fails with runc's words (containerd matches them).
+    let dead = rt.run(&["kill", "sig", "TERM"]);
+    assert!(!dead.status.success());
+    assert!(String::from_utf8_lossy(&dead.stderr).contains("container not running"));
+    assert!(rt.run(&["delete", "sig"]).status.success());
+
+    let t2 = Tree::new();
+    bundle(t2.path(), |c| set_args(c, "sleep 100"));
+    let pid = create(&rt, t2.path(), "sig9");
+    assert!(rt.run(&["start", "sig9"]).status.success());
+    // Running: delete without --force is refused.
+    assert!(!rt.run(&["delete", "sig9"]).status.success());
+    assert!(rt.run(&["kill", "--all", "sig9", "9"]).status.success());
+    match wait_exit(pid) {
+        WaitStatus::Signaled(_, sig, _) => assert_eq!(sig, nix::sys::signal::SIGKILL),
+        other => panic!("monitor: {other:?}"),
+    }
+    assert!(rt.run(&["delete", "sig9"]).status.success());
+}
+
+#[test]
+fn pause_freezes_and_resume_thaws() {
+    need_busybox!();
+    let t = Tree::new();
+    let rt = Runtime::new(t.path());
+    bundle(t.path(), |c| set_args(c, "sleep 100"));
+    let pid = create(&rt, t.path(), "frz");
+    assert!(rt.run(&["start", "frz"]).status.success());
+    assert!(rt.run(&["pause", "frz"]).status.success());
+    assert_eq!(rt.state("frz")["status"], "paused");
+    assert!(!rt.run(&["pause", "frz"]).status.success());
+    assert!(rt.run(&["resume", "frz"]).status.success());
+    assert_eq!(rt.state("frz")["status"], "running");
+    // update --resources -: new limits in the container's cgroup.
+    let mut up = rt
+        .cmd(&["update", "--resources", "-", "frz"])
+        .stdin(Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    up.stdin
+        .take()
+        .unwrap()
+        .write_all(br#"{"memory": {"limit": 134217728}, "pids": {"limit": 32}}"#)
+        .unwrap();
+    assert!(up.wait().unwrap().success());
+    if let Some(dir) = own_v1_dir("memory") {
+        let limit = fs::read_to_string(dir.join("frz/memory.limit_in_bytes")).unwrap();
+        assert_eq!(limit.trim(), "134217728");
+    }
+    if let Some(dir) = own_v1_dir("pids") {
+        let max = fs::read_to_string(dir.join("frz/pids.max")).unwrap();
+        assert_eq!(max.trim(), "32");
+    }
+    assert!(rt.run(&["delete", "--force", "frz"]).status.success());
+    assert!(matches!(wait_exit(pid), WaitStatus::Signaled(..)));
+    assert!(!rt.root.join("frz").exists());
+}
+
+#[test]
+fn the_config_becomes_the_sandbox() {
+    need_busybox!();
+    let t = Tree::new();
+    let rt = Runtime::new(t.path());
+    let host_dir = t.join("shared");
+    fs::create_dir(&host_dir).unwrap();
+    fs::write(host_dir.join("f"), "from the host\n").unwrap();
+    fs::write(t.join("secret"), "hidden\n").unwrap();
+    let script = "echo \"env=$GREETING home=${HOME:-unset}\"; echo \"cwd=$(pwd)\"; \
+                  echo \"host=$(hostname)\"; cat /data/f; echo x > /data/g 2>/dev/null || echo ro; \
+                  echo \"mask=[$(cat /etc/secret)]\"; echo \"scratch=$(stat -f -c %T /scratch)\"";
+    bundle(t.path(), |c| {
+        set_args(c, script);
+        c["process"]["env"] = json!(["PATH=/bin", "GREETING=hello"]);
+        c["process"]["cwd"] = json!("/tmp");
+        c["hostname"] = json!("oci-box");
+        c["linux"]["maskedPaths"] = json!(["/etc/secret", "/proc/kcore"]);
+        let mounts = c["mounts"].as_array_mut().unwrap();
+        mounts.push(json!({"destination": "/data", "type": "bind",
+            "source": host_dir, "options": ["rbind", "ro"]}));
+        mounts.push(json!({"destination": "/etc/secret", "type": "bind",
+            "source": t.join("secret"), "options": ["bind", "ro"]}));
+        mounts.push(json!({"destination": "/scratch", "type": "tmpfs",
+            "source": "tmpfs", "options": ["size=1m"]}));
+        c["linux"]["resources"] = json!({"memory": {"limit": 256 << 20}, "pids": {"limit": 64}});
+    });
+    let pid = create(&rt, t.path(), "cfg");
+    // linux.resources went to the container's cgroup (beneath ours).
+    if let Some(dir) = own_v1_dir("memory") {
+        let dir = dir.join("cfg");
+        let limit = fs::read_to_string(dir.join("memory.limit_in_bytes")).unwrap_or_default();
+        assert_eq!(limit.trim(), (256u64 << 20).to_string());
+    }
+    assert!(rt.run(&["start", "cfg"]).status.success());
+    assert!(matches!(wait_exit(pid), WaitStatus::Exited(_, 0)));
+    let out = fs::read_to_string(t.join("stdout")).unwrap();
+    assert_eq!(
+        out,
+        "env=hello home=unset\ncwd=/tmp\nhost=oci-box\nfrom the host\nro\nmask=[]\nscratch=tmpfs\n",
+        "stderr: {}",
+        fs::read_to_string(t.join("stderr")).unwrap()
+    );
+    assert!(rt.run(&["delete", "cfg"]).status.success());
+}
+
+#[test]
+fn errors_are_json_lines_in_the_log_and_on_stderr() {
+    let t = Tree::new();
+    let rt = Runtime::new(t.path());
+    let out = rt.run(&["state", "nope"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("container nope does not exist"));
+    let log = fs::read_to_string(&rt.log).expect("the log is created");
+    let line: serde_json::Value =
+        serde_json::from_str(log.lines().last().unwrap()).expect("json line");
+    assert_eq!(line["level"], "error");
+    assert_eq!(line["msg"], "container nope does not exist");
+    assert!(line["time"].as_str().unwrap().ends_with('Z'));
+    // Ids become directory names: anything but a plain name is refused.
+    assert!(!rt.run(&["state", "../x"]).status.success());
+    // A good command creates the log all the same.
+    fs::remove_file(&rt.log).unwrap();
+    assert!(rt.run(&["list"]).status.success());
+    assert!(rt.log.exists());
+    // A bad flag is clap's error: exit 125.
+    let bad = rt.run(&["kill", "--nope", "x"]);
+    assert_eq!(bad.status.code(), Some(125), "{bad:?}");
+}
+
+#[test]
+fn spec_and_features_print_what_runc_does() {
+    let t = Tree::new();
+    let out = std::process::Command::new(common::bin())
+        .args(["spec", "--bundle"])
+        .arg(t.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let config: serde_json::Value =
+        serde_json::from_slice(&fs::read(t.join("config.json")).unwrap()).unwrap();
+    assert_eq!(config["process"]["args"], json!(["sh"]));
+    assert_eq!(config["root"]["path"], "rootfs");
+    // Never overwritten.
+    let again = std::process::Command::new(common::bin())
+        .args(["spec", "--bundle"])
+        .arg(t.path())
+        .stderr(Stdio::piped())
+        .output()
+        .unwrap();
+    assert_eq!(again.status.code(), Some(1));
+    let f = std::process::Command::new(common::bin())
+        .arg("features")
+        .output()
+        .unwrap();
+    let features: serde_json::Value = serde_json::from_slice(&f.stdout).unwrap();
+    assert!(features["hooks"]
+        .as_array()
+        .unwrap()
+        .contains(&json!("prestart")));
+    assert_eq!(f.status.signal(), None);
+}
+
+#[test]
+fn exec_runs_a_process_in_the_running_sandbox() {
+    need_busybox!();
+    let t = Tree::new();
+    let rt = Runtime::new(t.path());
+    bundle(t.path(), |c| {
+        set_args(c, "sleep 100");
+        c["process"]["env"] = json!(["PATH=/bin", "FROM_CONFIG=yes"]);
+    });
+    let pid = create(&rt, t.path(), "ex");
+    assert!(rt.run(&["start", "ex"]).status.success());
+    // Whoever can connect runs code in the container: root only.
+    use std::os::unix::fs::PermissionsExt;
+    let mode = fs::metadata(rt.root.join("ex/exec.sock"))
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o600);
+    // Same sandbox: the container's command is visible in its /proc; the config's env.
+    let script = "cat; echo \"env=$FROM_CONFIG extra=$EXTRA\"; cat /proc/*/cmdline | tr '\\0' ' ' | grep -c 'sleep 100'; exit 4";
+    let mut child = rt
+        .cmd(&["exec", "--env", "EXTRA=1", "ex", "sh", "-c", script])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    child.stdin.take().unwrap().write_all(b"in\n").unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "in\nenv=yes extra=1\n1\n"
+    );
+    assert_eq!(out.status.code(), Some(4));
+    // A missing program fails the exec command itself.
+    let missing = rt.run(&["exec", "ex", "no-such-program"]);
+    assert_eq!(missing.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("No such file"));
+    // --detach: the waiter in --pid-file carries the status.
+    let pid_file = t.join("exec.pid");
+    let detached = rt
+        .cmd(&["exec", "--detach", "--pid-file"])
+        .arg(&pid_file)
+        .args(["ex", "sh", "-c", "exit 6"])
+        .status()
+        .unwrap();
+    assert!(detached.success());
+    let waiter: i32 = fs::read_to_string(&pid_file)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(matches!(wait_exit(waiter), WaitStatus::Exited(_, 6)));
+    assert!(rt.run(&["delete", "--force", "ex"]).status.success());
+    assert!(matches!(wait_exit(pid), WaitStatus::Signaled(..)));
+    // Not running: exec is refused.
+    assert!(!rt.run(&["exec", "ex", "true"]).status.success());
+}
+
+#[test]
+fn hooks_run_with_the_state_on_stdin() {
+    need_busybox!();
+    let t = Tree::new();
+    let rt = Runtime::new(t.path());
+    let hook = |name: &str| {
+        let file = t.join(name);
+        json!({"path": "/bin/sh", "args": ["sh", "-c", format!("cat > {}", file.display())]})
+    };
+    bundle(t.path(), |c| {
+        set_args(c, "exit 0");
+        c["hooks"] = json!({
+            "createRuntime": [hook("createRuntime")],
+            "prestart": [hook("prestart")],
+            "poststart": [hook("poststart")],
+            "poststop": [hook("poststop")],
+        });
+    });
+    let pid = create(&rt, t.path(), "hk");
+    for (name, status) in [("createRuntime", "created"), ("prestart", "created")] {
+        let state: serde_json::Value =
+            serde_json::from_slice(&fs::read(t.join(name)).expect("hook ran")).expect("state json");
+        assert_eq!(
+            (state["id"].as_str(), state["status"].as_str()),
+            (Some("hk"), Some(status))
+        );
+        assert_eq!(state["pid"], pid);
+    }
+    assert!(!t.join("poststart").exists());
+    assert!(rt.run(&["start", "hk"]).status.success());
+    assert!(t.join("poststart").exists());
+    assert!(matches!(wait_exit(pid), WaitStatus::Exited(_, 0)));
+    assert!(rt.run(&["delete", "hk"]).status.success());
+    let stopped: serde_json::Value =
+        serde_json::from_slice(&fs::read(t.join("poststop")).expect("poststop ran")).unwrap();
+    assert_eq!(stopped["status"], "stopped");
+
+    // A failing hook fails create, and leaves nothing behind.
+    let t2 = Tree::new();
+    bundle(t2.path(), |c| {
+        set_args(c, "exit 0");
+        c["hooks"] = json!({"createRuntime": [{"path": "/bin/false"}]});
+    });
+    let out = rt
+        .cmd(&["create", "--bundle"])
+        .arg(t2.path())
+        .arg("bad")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("createRuntime hook /bin/false"));
+    assert!(!rt.root.join("bad").exists());
+}

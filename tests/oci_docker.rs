@@ -1,0 +1,388 @@
+//! `supervisor` as Docker's runtime (`--runtime=supervisor`), against
+//! the real dockerd of Debian's `docker.io`. The test installs nothing:
+//! without dockerd (or busybox-static, whose rootfs is the image) it
+//! skips with a printed reason.
+//!
+//! It starts its own dockerd (data root, exec root, pid file and socket
+//! in a temp dir; no bridge, no iptables; the cgroupfs driver with
+//! `--cgroup-parent` beneath this process's own cgroup), imports a
+//! busybox-static image, runs the cases one after another, and stops the
+//! daemon by pid at the end, also on failure (a Drop guard), unmounting
+//! what it left and removing its cgroup parent.
+
+mod common;
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use common::oci::{busybox_rootfs, have_busybox};
+use common::{bin, Tree};
+
+const DOCKERD: &str = "/usr/sbin/dockerd";
+const DOCKER: &str = "/usr/bin/docker";
+const IMAGE: &str = "supervisor-test-busybox:latest";
+
+/// Our own dockerd; stopped, unmounted and removed on drop.
+struct Daemon {
+    child: Child,
+    dir: Tree,
+    cgroup_parent: String,
+}
+
+impl Daemon {
+    fn start() -> Result<Daemon, String> {
+        let dir = Tree::new();
+        let own = own_memory_cgroup().ok_or("no memory cgroup for this process")?;
+        let cgroup_parent = format!("{own}/supervisor-oci-test-{}", std::process::id());
+        let config = serde_json::json!({"runtimes": {"supervisor": {"path": bin()}}});
+        fs::write(dir.join("daemon.json"), config.to_string()).map_err(|e| e.to_string())?;
+        let d = |p: &str| dir.join(p);
+        let child = Command::new(DOCKERD)
+            .arg("--data-root")
+            .arg(d("data"))
+            .arg("--exec-root")
+            .arg(d("exec"))
+            .arg("--pidfile")
+            .arg(d("docker.pid"))
+            .arg("-H")
+            .arg(format!("unix://{}", d("docker.sock").display()))
+            .arg("--config-file")
+            .arg(d("daemon.json"))
+            .args(["--bridge=none", "--iptables=false", "--ip6tables=false"])
+            .args(["--exec-opt", "native.cgroupdriver=cgroupfs"])
+            .args(["--cgroup-parent", &cgroup_parent])
+            .args(["--default-ulimit", "nofile=4096:4096"])
+            .stdin(Stdio::null())
+            .stdout(fs::File::create(d("dockerd.log")).map_err(|e| e.to_string())?)
+            .stderr(Stdio::from(
+                fs::File::options()
+                    .append(true)
+                    .open(d("dockerd.log"))
+                    .map_err(|e| e.to_string())?,
+            ))
+            .spawn()
+            .map_err(|e| format!("starting dockerd: {e}"))?;
+        let daemon = Daemon {
+            child,
+            dir,
+            cgroup_parent,
+        };
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while !daemon.docker(&["version"]).status.success() {
+            if Instant::now() > deadline {
+                return Err(format!("dockerd did not come up:\n{}", daemon.log()));
+            }
+            thread::sleep(Duration::from_millis(200));
+        }
+        Ok(daemon)
+    }
+
+    fn log(&self) -> String {
+        fs::read_to_string(self.dir.join("dockerd.log")).unwrap_or_default()
+    }
+
+    fn cmd(&self, args: &[&str]) -> Command {
+        let mut c = Command::new(DOCKER);
+        c.env(
+            "DOCKER_HOST",
+            format!("unix://{}", self.dir.join("docker.sock").display()),
+        )
+        .args(args);
+        c
+    }
+
+    fn docker(&self, args: &[&str]) -> Output {
+        self.docker_in(args, b"")
+    }
+
+    /// Runs `docker ARGS` with `stdin`; killed after 60 s.
+    fn docker_in(&self, args: &[&str], stdin: &[u8]) -> Output {
+        let mut child = self
+            .cmd(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("run docker");
+        if let Some(mut i) = child.stdin.take() {
+            use std::io::Write;
+            let _ = i.write_all(stdin);
+        }
+        let pid = child.id() as i32;
+        let watchdog = thread::spawn(move || {
+            for _ in 0..600 {
+                thread::sleep(Duration::from_millis(100));
+                if nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None).is_err() {
+                    return false;
+                }
+            }
+            let _ =
+                nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::SIGKILL);
+            true
+        });
+        let out = child.wait_with_output().expect("docker output");
+        assert!(!watchdog.join().unwrap_or(false), "docker {args:?} hung");
+        out
+    }
+
+    /// `docker ARGS`, which must succeed; its stdout.
+    fn ok(&self, args: &[&str]) -> String {
+        let out = self.docker(args);
+        assert!(out.status.success(), "docker {args:?}: {}", dump(&out));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        let mut all = vec!["run", "--runtime=supervisor"];
+        all.extend_from_slice(args);
+        self.docker(&all)
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let names = self.docker(&["ps", "-aq"]);
+        for id in String::from_utf8_lossy(&names.stdout).split_whitespace() {
+            let _ = self.docker(&["rm", "-f", id]);
+        }
+        let pid = nix::unistd::Pid::from_raw(self.child.id() as i32);
+        let _ = nix::sys::signal::kill(pid, nix::sys::signal::SIGTERM);
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while matches!(self.child.try_wait(), Ok(None)) && Instant::now() < deadline {
+            thread::sleep(Duration::from_millis(50));
+        }
+        if matches!(self.child.try_wait(), Ok(None)) {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+        unmount_beneath(self.dir.path());
+        remove_cgroup_parent(&self.cgroup_parent);
+    }
+}
+
+fn dump(out: &Output) -> String {
+    format!(
+        "{:?}\nstdout: {}\nstderr: {}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// Our path in the memory hierarchy (v1), from /proc/self/cgroup.
+fn own_memory_cgroup() -> Option<String> {
+    let text = fs::read_to_string("/proc/self/cgroup").ok()?;
+    text.lines()
+        .find_map(|l| {
+            let mut p = l.splitn(3, ':');
+            let (_, c, path) = (p.next()?, p.next()?, p.next()?);
+            c.split(',')
+                .any(|c| c == "memory")
+                .then(|| path.to_string())
+        })
+        .map(|p| p.trim_end_matches('/').to_string())
+}
+
+/// Lazily unmounts every mount point beneath `dir`, deepest first.
+fn unmount_beneath(dir: &Path) {
+    let info = fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
+    let mut points: Vec<PathBuf> = info
+        .lines()
+        .filter_map(|l| l.split(' ').nth(4).map(PathBuf::from))
+        .filter(|p| p.starts_with(dir))
+        .collect();
+    points.sort_by_key(|p| std::cmp::Reverse(p.components().count()));
+    for p in points {
+        let _ = nix::mount::umount2(&p, nix::mount::MntFlags::MNT_DETACH);
+    }
+}
+
+/// Removes the (empty) cgroup directories the runtime created for
+/// dockerd's `--cgroup-parent` in each v1 hierarchy: the parent and its
+/// ancestors, down to (not including) this process's own cgroup there.
+fn remove_cgroup_parent(parent: &str) {
+    let own = fs::read_to_string("/proc/self/cgroup").unwrap_or_default();
+    for line in own.lines() {
+        let mut p = line.splitn(3, ':');
+        let (Some(_), Some(ctrls), Some(own_path)) = (p.next(), p.next(), p.next()) else {
+            continue;
+        };
+        let Some(first) = ctrls
+            .split(',')
+            .find(|c| !c.is_empty() && !c.starts_with("name="))
+        else {
+            continue;
+        };
+        let base = Path::new("/sys/fs/cgroup").join(ctrls.trim_start_matches("name="));
+        let base = if base.exists() {
+            base
+        } else {
+            Path::new("/sys/fs/cgroup").join(first)
+        };
+        let mut dir = PathBuf::from(parent);
+        while dir.starts_with(own_path) && dir != Path::new(own_path) {
+            let _ = fs::remove_dir(base.join(dir.strip_prefix("/").unwrap_or(&dir)));
+            if !dir.pop() {
+                break;
+            }
+        }
+    }
+}
+
+/// A busybox-static image, imported from a tarball of the rootfs.
+fn import_image(d: &Daemon) {
+    let root = d.dir.join("image-rootfs");
+    busybox_rootfs(&root);
+    let tar = d.dir.join("image.tar");
+    let made = Command::new("tar")
+        .arg("-C")
+        .arg(&root)
+        .arg("-cf")
+        .arg(&tar)
+        .arg(".")
+        .status()
+        .expect("tar");
+    assert!(made.success());
+    d.ok(&["import", tar.to_str().unwrap(), IMAGE]);
+}
+
+fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn docker_runs_containers_with_runtime_supervisor() {
+    if !Path::new(DOCKERD).exists() || !Path::new(DOCKER).exists() {
+        skip!("no dockerd ({DOCKERD}; apt-get install docker.io)");
+    }
+    if !have_busybox() {
+        skip!("no busybox-static at /bin/busybox (apt-get install busybox-static)");
+    }
+    if !common::is_root() {
+        skip!("dockerd needs root");
+    }
+    let d = match Daemon::start() {
+        Ok(d) => d,
+        Err(e) => panic!("{e}"),
+    };
+    import_image(&d);
+
+    // Output, and exit codes.
+    let hi = d.run(&["--rm", IMAGE, "echo", "hi"]);
+    assert_eq!(stdout(&hi), "hi\n", "{}", dump(&hi));
+    let three = d.run(&["--rm", IMAGE, "sh", "-c", "exit 3"]);
+    assert_eq!(three.status.code(), Some(3), "{}", dump(&three));
+
+    // -i: stdin reaches the container.
+    let cat = d.docker_in(
+        &["run", "--rm", "-i", "--runtime=supervisor", IMAGE, "cat"],
+        b"piped in\n",
+    );
+    assert_eq!(stdout(&cat), "piped in\n", "{}", dump(&cat));
+
+    // -t: the container's stdio is a pseudo-terminal (its master went to the shim's console socket).
+    let tty = d.run(&["--rm", "-t", IMAGE, "sh", "-c", "tty; exit 4"]);
+    assert_eq!(stdout(&tty), "/dev/pts/0\r\n", "{}", dump(&tty));
+    assert_eq!(tty.status.code(), Some(4));
+
+    // --network none: loopback only.
+    let net = d.run(&["--rm", "--network", "none", IMAGE, "cat", "/proc/net/dev"]);
+    let ifaces: Vec<String> = stdout(&net)
+        .lines()
+        .skip(2)
+        .filter_map(|l| l.split(':').next().map(|s| s.trim().to_string()))
+        .collect();
+    assert_eq!(ifaces, ["lo"], "{}", dump(&net));
+
+    // top lists the container's processes (host pids via `ps --format json`).
+    d.ok(&[
+        "run",
+        "-d",
+        "--name",
+        "sleeper",
+        "--runtime=supervisor",
+        IMAGE,
+        "sleep",
+        "100",
+    ]);
+    let top = d.ok(&["top", "sleeper"]);
+    assert!(top.contains("sleep 100"), "top:\n{top}");
+    // exec: a new process in the running sandbox, its status and stdin.
+    let ex = d.docker(&["exec", "sleeper", "sh", "-c", "echo from-exec; exit 9"]);
+    assert_eq!(
+        (stdout(&ex).as_str(), ex.status.code()),
+        ("from-exec\n", Some(9)),
+        "{}",
+        dump(&ex)
+    );
+    let exi = d.docker_in(&["exec", "-i", "sleeper", "cat"], b"exec stdin\n");
+    assert_eq!(stdout(&exi), "exec stdin\n", "{}", dump(&exi));
+    // pause and unpause: the cgroup freezer.
+    d.ok(&["pause", "sleeper"]);
+    assert_eq!(
+        d.ok(&["inspect", "-f", "{{.State.Status}}", "sleeper"])
+            .trim(),
+        "paused"
+    );
+    d.ok(&["unpause", "sleeper"]);
+    assert_eq!(
+        d.ok(&["inspect", "-f", "{{.State.Status}}", "sleeper"])
+            .trim(),
+        "running"
+    );
+    // stop: SIGTERM reaches the command (not pid 1 here, so it dies of it).
+    d.ok(&["stop", "sleeper"]);
+    assert_eq!(
+        d.ok(&["inspect", "-f", "{{.State.ExitCode}}", "sleeper"])
+            .trim(),
+        "143"
+    );
+    d.ok(&["rm", "sleeper"]);
+
+    // kill -s USR1 reaches the command's trap.
+    let script = "trap 'echo got-usr1; exit 7' USR1; echo ready; while :; do sleep 0.05; done";
+    d.ok(&[
+        "run",
+        "-d",
+        "--name",
+        "trapper",
+        "--runtime=supervisor",
+        IMAGE,
+        "sh",
+        "-c",
+        script,
+    ]);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !d.ok(&["logs", "trapper"]).contains("ready") {
+        assert!(Instant::now() < deadline, "trapper never got ready");
+        thread::sleep(Duration::from_millis(20));
+    }
+    d.ok(&["kill", "-s", "USR1", "trapper"]);
+    assert_eq!(d.ok(&["wait", "trapper"]).trim(), "7");
+    assert_eq!(d.ok(&["logs", "trapper"]), "ready\ngot-usr1\n");
+    d.ok(&["rm", "trapper"]);
+
+    // --memory 64m: a hog is OOM-killed; 137 and OOMKilled (the hog runs only under the supervisor).
+    let hog = d.run(&[
+        "--name",
+        "hog",
+        "--memory",
+        "64m",
+        IMAGE,
+        "sh",
+        "-c",
+        "x=a; while :; do x=$x$x; done",
+    ]);
+    assert_eq!(hog.status.code(), Some(137), "{}", dump(&hog));
+    let state = d.ok(&[
+        "inspect",
+        "-f",
+        "{{.State.ExitCode}} {{.State.OOMKilled}}",
+        "hog",
+    ]);
+    assert_eq!(state.trim(), "137 true");
+    d.ok(&["rm", "hog"]);
+}
