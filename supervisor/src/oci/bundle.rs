@@ -217,6 +217,8 @@ fn empty_run_args(command: Vec<OsString>) -> RunArgs {
         workdir: None,
         env: Vec::new(),
         hostname: crate::launch::DEFAULT_HOSTNAME.into(),
+        allow_net: Vec::new(),
+        publish: Vec::new(),
         disk: crate::launch::DEFAULT_DISK_SIZE,
         memory: None,
         cpus: None,
