@@ -33,6 +33,9 @@ pub struct Meta {
     /// The address it was connected to (the host name of a wildcard
     /// listener says less).
     pub peer: Option<SocketAddr>,
+    /// A non-blocking connect answered EINPROGRESS and no connect has
+    /// asked since: the next one returns 0 (then EISCONN), as TCP does.
+    pub connect_reported: bool,
 }
 
 impl Meta {
@@ -48,6 +51,7 @@ impl Meta {
             options: Options::default(),
             local: None,
             peer: None,
+            connect_reported: false,
         }
     }
 

@@ -117,9 +117,15 @@ fn connect_local(ctx: &Context, g: &dyn Guest, s: &Sock, dst: SocketAddr) -> Res
     if !guest_nonblocking {
         fcntl(s.fd.as_raw_fd(), FcntlArg::F_SETFL(flags))?;
     }
+    let net = stack(ctx);
+    if result == Err(Errno::EISCONN) && s.meta.connect_reported {
+        net.table.update(s.inode, |m| m.connect_reported = false);
+        return Ok(Reply::Value(0));
+    }
     result?;
-    stack(ctx).set_peer(s, Some(dst));
+    net.set_peer(s, Some(dst));
     if guest_nonblocking && s.meta.proto == Proto::Tcp {
+        net.table.update(s.inode, |m| m.connect_reported = true);
         return Err(Errno::EINPROGRESS);
     }
     Ok(Reply::Value(0))
