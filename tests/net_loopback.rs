@@ -173,3 +173,37 @@ fn curl_against_a_guest_http_server() {
     let out = isolated(py(script, &[])).supervised().ok("curl");
     assert_eq!(out.stdout, "0 200 127.0.0.1 \n", "{}", out.dump());
 }
+
+#[test]
+fn pyzmq_req_rep_and_pub_sub() {
+    let probe = Run::new(&[PY, "-c", "import zmq"]).native();
+    if probe.code != Some(0) {
+        eprintln!("skipped: no python3-zmq");
+        return;
+    }
+    let run = py(include_str!("net/zmq_reqrep.py"), &[]);
+    let native = run.native().ok("native zmq");
+    let sandboxed = isolated(run).supervised().ok("sandboxed zmq");
+    assert_eq!(sandboxed.stdout, native.stdout, "{}", sandboxed.dump());
+    assert!(native.stdout.contains("rep b'CCC'\nsub got True"));
+}
+
+#[test]
+fn interfaces_are_lo_only() {
+    let script = "import socket\nprint(socket.if_nameindex())\n\
+        import ctypes,ctypes.util\nlibc=ctypes.CDLL(ctypes.util.find_library('c'),use_errno=True)\n\
+        p=ctypes.c_void_p()\nprint('getifaddrs', libc.getifaddrs(ctypes.byref(p)))\n";
+    let out = isolated(py(script, &[])).supervised().ok("interfaces");
+    assert_eq!(out.stdout, "[(1, 'lo')]\ngetifaddrs 0\n", "{}", out.dump());
+}
+
+#[test]
+fn ping_fails_at_once() {
+    if !have("ping") {
+        eprintln!("skipped: no ping");
+        return;
+    }
+    let out = isolated(Run::new(&["ping", "-c", "1", "-W", "5", "127.0.0.1"])).supervised();
+    assert_ne!(out.code, Some(0), "{}", out.dump());
+    assert!(out.stderr.starts_with("ping: "), "{}", out.dump());
+}

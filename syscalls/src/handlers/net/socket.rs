@@ -2,8 +2,9 @@
 //!
 //! socket: `AF_INET`/`AF_INET6` stream and datagram sockets become host
 //! `AF_UNIX` sockets installed in the guest; raw, ICMP and packet sockets
-//! are denied (EPERM, EACCES), other families but `AF_UNIX` too
-//! (EAFNOSUPPORT). bind: names from [`netstack::Stack::bind`]. connect:
+//! are denied (EPERM, EACCES); `AF_UNIX` and `NETLINK_ROUTE` sockets are
+//! the guest kernel's own (CONTINUE: its namespace has only `lo`); other
+//! families are EAFNOSUPPORT. bind: names from [`netstack::Stack::bind`]. connect:
 //! sandbox loopback through the listener's name; anything else goes to
 //! the egress seam, which by default refuses (ECONNREFUSED for TCP,
 //! ENETUNREACH for UDP, recorded for the report).
@@ -30,6 +31,10 @@ pub(crate) fn socket(ctx: &Context, g: &dyn Guest, domain: i32, ty: i32, protoco
     let proto = match domain {
         libc::AF_UNIX => return Ok(Reply::Continue),
         libc::AF_INET | libc::AF_INET6 => inet_proto(domain, base, protocol)?,
+        // The guest's own namespace holds only `lo`: its kernel answers
+        // getifaddrs and if_nameindex exactly, and without CAP_NET_ADMIN
+        // the guest can change nothing there.
+        libc::AF_NETLINK if protocol == libc::NETLINK_ROUTE => return Ok(Reply::Continue),
         libc::AF_PACKET => return Ok(Reply::Deny(Errno::EPERM)),
         _ => return Ok(Reply::Deny(Errno::EAFNOSUPPORT)),
     };
