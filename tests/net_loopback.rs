@@ -76,6 +76,23 @@ fn sigint_interrupts_a_blocked_accept() {
 }
 
 #[test]
+fn sigint_interrupts_a_blocked_recvfrom() {
+    let run = py(SIGNALS, &["udp_sigint"]);
+    let native = run.native();
+    let sandboxed = isolated(run).supervised();
+    assert_eq!(
+        sandboxed.stdout,
+        "KeyboardInterrupt in recvfrom\n",
+        "{}",
+        sandboxed.dump()
+    );
+    assert_eq!(
+        (sandboxed.code, sandboxed.stdout),
+        (native.code, native.stdout)
+    );
+}
+
+#[test]
 fn signal_handlers_during_accept_lose_no_connection() {
     let out = isolated(py(SIGNALS, &["alarm"])).supervised().ok("alarm");
     assert_eq!(

@@ -1,8 +1,18 @@
-# A server blocked in accept and a signal. argv[1]: "sigint" (the
-# process's own SIGINT: KeyboardInterrupt must be raised) or "alarm" (a
+# A server blocked in accept (or recvfrom) and a signal. argv[1]: "sigint"
+# or "udp_sigint" (the process's own SIGINT: KeyboardInterrupt must be
+# raised) or "alarm" (a
 # SIGALRM handler fires while clients connect: none may be lost).
 import os, signal, socket, sys, threading, time
 
+if sys.argv[1] == "udp_sigint":
+    u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); u.bind(("127.0.0.1", 0))
+    threading.Timer(0.3, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
+    try:
+        u.recvfrom(100)
+        print("received?!")
+    except KeyboardInterrupt:
+        print("KeyboardInterrupt in recvfrom", flush=True)
+    sys.exit(3)
 s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(64)
 port = s.getsockname()[1]
 if sys.argv[1] == "sigint":
