@@ -224,3 +224,53 @@ fn ping_fails_at_once() {
     assert_ne!(out.code, Some(0), "{}", out.dump());
     assert!(out.stderr.starts_with("ping: "), "{}", out.dump());
 }
+
+#[test]
+fn guest_unix_sockets_work_as_before() {
+    let script = "import socket,os,threading\n\
+        for name in ('/tmp/u.sock','\\0guest-abstract'):\n\
+        \x20s=socket.socket(socket.AF_UNIX);s.bind(name);s.listen()\n\
+        \x20if os.fork()==0:\n\
+        \x20\x20c=socket.socket(socket.AF_UNIX);c.connect(name);c.sendall(b'child');os._exit(0)\n\
+        \x20a,_=s.accept();print(a.recv(10));os.wait()\n\
+        a,b=socket.socketpair();a.send(b'pair');print(b.recv(4))\n";
+    let out = isolated(py(script, &[])).supervised().ok("unix sockets");
+    assert_eq!(
+        out.stdout,
+        "b'child'\nb'child'\nb'pair'\n",
+        "{}",
+        out.dump()
+    );
+}
+
+/// A host process's abstract socket, next to the supervisor's own
+/// sockets: a netstack socket never reaches it (the handlers refuse
+/// AF_UNIX addresses; the calls that pass meet Landlock's scope).
+#[test]
+fn netstack_sockets_cannot_reach_host_abstract_names() {
+    use std::os::linux::net::SocketAddrExt;
+    use std::os::unix::net::{SocketAddr, UnixDatagram, UnixListener};
+    let name = format!("net-core-probe-{}", std::process::id());
+    let addr = SocketAddr::from_abstract_name(name.as_bytes()).expect("name");
+    // Both kinds under one name: unix datagram and stream names are apart.
+    let dgram = UnixDatagram::bind_addr(&addr).expect("bind dgram");
+    let stream = UnixListener::bind_addr(&addr).expect("bind stream");
+    dgram.set_nonblocking(true).expect("nonblocking");
+    stream.set_nonblocking(true).expect("nonblocking");
+    let prog = c_prog("netescape");
+    // Not in a fresh network namespace: the name must be reachable by
+    // the supervisor's namespace for the test to mean anything.
+    let out = Run::new(&[prog.to_str().unwrap(), &name])
+        .sup(&c_mounts())
+        .supervised()
+        .ok("escape");
+    assert_eq!(
+        out.stdout,
+        "sendmsg EPERM\nsendmmsg EPERM\nsendto EAFNOSUPPORT\nconnect dgram EAFNOSUPPORT\nconnect stream EAFNOSUPPORT\n",
+        "{}",
+        out.dump()
+    );
+    let mut buf = [0u8; 8];
+    assert!(dgram.recv(&mut buf).is_err(), "a datagram got through");
+    assert!(stream.accept().is_err(), "a connection got through");
+}
