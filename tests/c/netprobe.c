@@ -130,6 +130,38 @@ static void udp(void) {
     close(r), close(s), close(u);
 }
 
+/* Hostile arguments: bad pointers, lengths and flags. */
+static void hostile(void) {
+    int s = listener();
+    int port = port_of(s);
+    struct sockaddr_in a = lo(port);
+    socklen_t l = sizeof a;
+    int v = 1;
+    socklen_t vl = 4, neg = (socklen_t)-1;
+    res("getsockname bad len ptr", getsockname(s, (struct sockaddr *)&a, (socklen_t *)8));
+    res("getsockname bad addr", getsockname(s, (struct sockaddr *)8, &l));
+    l = (socklen_t)-5;
+    res("getsockname negative len", getsockname(s, (struct sockaddr *)&a, &l));
+    res("getsockopt bad len ptr", getsockopt(s, IPPROTO_TCP, TCP_NODELAY, &v, (socklen_t *)8));
+    res("getsockopt negative len", getsockopt(s, IPPROTO_TCP, TCP_NODELAY, &v, &neg));
+    res("getsockopt bad value", getsockopt(s, IPPROTO_TCP, TCP_NODELAY, (void *)8, &vl));
+    res("setsockopt bad value", setsockopt(s, IPPROTO_TCP, TCP_NODELAY, (void *)8, 4));
+    res("bind huge len", bind(socket(AF_INET, SOCK_STREAM, 0), (struct sockaddr *)&a, 1000));
+    res("connect zero len", connect(socket(AF_INET, SOCK_STREAM, 0), (struct sockaddr *)&a, 0));
+    res("accept4 bad flags", accept4(s, (struct sockaddr *)&a, &l, 0x40));
+    res("socket bad flags", socket(AF_INET, SOCK_STREAM | 0x100, 0));
+    int u = socket(AF_INET, SOCK_DGRAM, 0);
+    struct sockaddr_in to = lo(port);
+    res("sendto bad buffer", sendto(u, (void *)8, 10, 0, (struct sockaddr *)&to, sizeof to));
+    res("sendto huge length", sendto(u, "x", 1u << 30, 0, (struct sockaddr *)&to, sizeof to));
+    res("sendto bad addr", sendto(u, "x", 1, 0, (struct sockaddr *)8, sizeof to));
+    char buf[16];
+    struct sockaddr_in from;
+    res("recvfrom empty bad len ptr",
+        recvfrom(u, buf, sizeof buf, MSG_DONTWAIT, (struct sockaddr *)&from, (socklen_t *)8));
+    close(s), close(u);
+}
+
 int main(void) {
     setvbuf(stdout, NULL, _IOLBF, 0);
     int u = socket(AF_INET, SOCK_STREAM, 0);
@@ -140,5 +172,6 @@ int main(void) {
     res("getpeername unconnected", getpeername(u, (struct sockaddr *)&a, &l));
     tcp();
     udp();
+    hostile();
     return 0;
 }

@@ -97,9 +97,11 @@ pub(crate) fn recvfrom(
     let Some(s) = ours(ctx, g, fd) else {
         return Ok(Reply::Continue);
     };
-    let room = read_len(g, len_ptr)?;
     let cap = usize::try_from(len).unwrap_or(usize::MAX).min(MAX_RECV);
     let got = receive(ctx, g, &s, cap, flags)?;
+    // After the receive, as the kernel reads it (a bad pointer loses the
+    // datagram there too).
+    let room = read_len(g, len_ptr)?;
     g.write_mem(buf, &got.data[..got.data.len().min(cap)])?;
     write_sockaddr(g, ptr, len_ptr, room, &got.name)?;
     Ok(Reply::Value(got.ret as i64))
