@@ -80,6 +80,14 @@ pub const ALLOWED: &[S] = &[
     S::pidfd_getfd,
     // Limits: the watchdog's kill (a pidfd: never a reused pid).
     S::pidfd_send_signal,
+    // The netstack: the guest's TCP/UDP sockets are AF_UNIX sockets the
+    // handlers create, bind, connect, accept on and name.
+    S::bind,
+    S::connect,
+    S::accept4,
+    S::getsockname,
+    S::getpeername,
+    S::sendto,
     // Waiting for the guest, forwarding signals, the control channel.
     S::recvmsg,
     S::wait4,
@@ -201,10 +209,11 @@ const THREAD_ONLY: &[Cond] = &[
     },
 ];
 
-/// Sockets: none are made after launch; internet ones are an attacker's.
-const NOT_INTERNET: &[Cond] = &[Cond {
+/// Sockets: the netstack makes AF_UNIX ones; internet ones are an
+/// attacker's, as is any other family (killed).
+const UNIX_ONLY: &[Cond] = &[Cond {
     arg: 0,
-    op: Op::NotIn(&[libc::AF_INET as u32, libc::AF_INET6 as u32]),
+    op: Op::MaskedIn(u32::MAX, &[libc::AF_UNIX as u32]),
 }];
 
 /// What every call not listed gets.
@@ -228,7 +237,7 @@ pub fn program() -> Vec<bpf::Insn> {
         ),
         (
             S::socket,
-            Action::If(NOT_INTERNET, denied, SECCOMP_RET_KILL_PROCESS),
+            Action::If(UNIX_ONLY, SECCOMP_RET_ALLOW, SECCOMP_RET_KILL_PROCESS),
         ),
     ];
     let list: Vec<_> = special.into_iter().chain(allow).chain(kill).collect();
@@ -299,6 +308,11 @@ mod tests {
             SECCOMP_RET_KILL_PROCESS
         );
         let unix = libc::AF_UNIX as u64;
-        assert_eq!(action(S::socket, [unix, 1, 0, 0, 0, 0]), EPERM);
+        assert_eq!(action(S::socket, [unix, 1, 0, 0, 0, 0]), SECCOMP_RET_ALLOW);
+        let netlink = libc::AF_NETLINK as u64;
+        assert_eq!(
+            action(S::socket, [netlink, 2, 0, 0, 0, 0]),
+            SECCOMP_RET_KILL_PROCESS
+        );
     }
 }

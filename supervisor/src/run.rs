@@ -148,6 +148,7 @@ fn serve_and_wait(
     let counters = Arc::new(guards.enforcement.counters());
     let mut ctx = Context::new(root, getuid().as_raw(), getgid().as_raw());
     ctx.set_limits(guest_limits(args, &counters));
+    let net_denials = ctx.net_denials();
     let tracer = match &args.trace {
         Some(target) => Some(
             Tracer::open(target)
@@ -196,6 +197,12 @@ fn serve_and_wait(
     let (outcome, tasks) = waited?;
     report.syscalls.serviced = trap.counters.serviced().into_iter().collect();
     report.syscalls.denied = trap.counters.denied().into_iter().collect();
+    report.denied_connections = net_denials
+        .snapshot()
+        .0
+        .into_iter()
+        .map(Into::into)
+        .collect();
     report.processes_started = tasks;
     report.peak_memory_bytes = counters.memory_peak();
     report.cpu_time_from_cgroup = counters.cpu_user_system();

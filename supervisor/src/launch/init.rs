@@ -193,6 +193,13 @@ fn setup(args: &InitArgs<'_>) -> Result<(OwnedFd, Option<Pty>, Option<File>), St
     }
     close_all_except(&keep).map_err(|e| format!("closing descriptors: {}", e.desc()))?;
     privs::drop_privileges()?;
+    // The netstack's sockets live in the supervisor's network namespace:
+    // keep the guest from its abstract names (sys/landlock.rs). Kernels
+    // before 6.12 lack the scope and go without.
+    match crate::sys::landlock::scope_abstract_unix_sockets() {
+        Ok(()) | Err(Errno::EOPNOTSUPP) | Err(Errno::ENOSYS) => {}
+        Err(e) => return Err(format!("landlock scope: {}", e.desc())),
+    }
     Ok((privs::install_filter(args.filter)?, pty, last_pid))
 }
 

@@ -1,0 +1,155 @@
+//! Calls that carry an address with their data: sendto and recvfrom
+//! with a non-NULL address (those without pass the filter). sendmsg and
+//! recvmsg pass (see the policy table): on a netstack socket they know
+//! only AF_UNIX names.
+//!
+//! UDP: a datagram to sandbox loopback goes to the receiver bound to the
+//! destination's name (loopback UDP drops silently when there is none);
+//! anything else to the egress seam, which by default refuses with
+//! ENETUNREACH. Received datagrams report the sender's decoded address.
+//! TCP: the address of a send is the kernel's business (CONTINUE); a
+//! receive reports none (length 0), as TCP does.
+
+use std::io::IoSliceMut;
+use std::net::SocketAddr;
+use std::os::fd::{AsFd, AsRawFd};
+
+use netstack::stack::Sock;
+use netstack::{addr, Proto};
+use nix::errno::Errno;
+use nix::poll::PollFlags;
+use nix::sys::socket::{self, MsgFlags, UnixAddr};
+
+use super::{
+    check_family, guest_addr, nonblocking, ours, read_len, stack, wait, write_sockaddr, Res,
+};
+use crate::guest::{Guest, Reply};
+use crate::handlers::{live, Context};
+
+/// Largest UDP payload (IPv4: 65535 - 20 - 8).
+const MAX_DGRAM: usize = 65507;
+/// Most bytes one serviced receive copies.
+const MAX_RECV: usize = 256 * 1024;
+/// Flags of a receive that the host socket honours.
+const RECV_FLAGS: i32 = libc::MSG_PEEK | libc::MSG_TRUNC;
+
+/// sendto(fd, buf, len, flags, addr, addrlen) with a non-NULL address.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn sendto(
+    ctx: &Context,
+    g: &dyn Guest,
+    fd: i32,
+    buf: u64,
+    len: u64,
+    flags: i32,
+    ptr: u64,
+    alen: u32,
+) -> Res {
+    let Some(s) = ours(ctx, g, fd) else {
+        return Ok(Reply::Continue);
+    };
+    if s.meta.proto == Proto::Tcp {
+        return Ok(Reply::Continue);
+    }
+    let dst = guest_addr(g, s.meta.domain, ptr, alen)?.ok_or(Errno::EAFNOSUPPORT)?;
+    let len = usize::try_from(len).map_err(|_| Errno::EMSGSIZE)?;
+    if len > MAX_DGRAM {
+        return Err(Errno::EMSGSIZE);
+    }
+    let mut data = vec![0u8; len];
+    g.read_mem(buf, &mut data)?;
+    send(ctx, g, &s, dst, &data, flags)
+}
+
+/// One datagram to `dst` (canonical).
+fn send(ctx: &Context, g: &dyn Guest, s: &Sock, dst: SocketAddr, data: &[u8], flags: i32) -> Res {
+    check_family(s, dst)?;
+    live(g)?;
+    let flags = MsgFlags::from_bits_truncate(flags & libc::MSG_DONTWAIT);
+    let net = stack(ctx);
+    if let Some(local) = addr::local_destination(dst) {
+        return Ok(Reply::Value(net.send_local(s, local, data, flags)? as i64));
+    }
+    match net.egress().connect(dst, Proto::Udp) {
+        Ok(out) => {
+            let n = socket::send(out.as_raw_fd(), data, flags | MsgFlags::MSG_DONTWAIT)?;
+            Ok(Reply::Value(n as i64))
+        }
+        Err(denied) => {
+            net.denials().record(dst, Proto::Udp, &denied.reason);
+            Err(Errno::ENETUNREACH)
+        }
+    }
+}
+
+/// recvfrom(fd, buf, len, flags, addr, addrlen) with a non-NULL address.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn recvfrom(
+    ctx: &Context,
+    g: &dyn Guest,
+    fd: i32,
+    buf: u64,
+    len: u64,
+    flags: i32,
+    ptr: u64,
+    len_ptr: u64,
+) -> Res {
+    let Some(s) = ours(ctx, g, fd) else {
+        return Ok(Reply::Continue);
+    };
+    let cap = usize::try_from(len).unwrap_or(usize::MAX).min(MAX_RECV);
+    let got = receive(ctx, g, &s, cap, flags)?;
+    // After the receive, as the kernel reads it (a bad pointer loses the
+    // datagram there too).
+    let room = read_len(g, len_ptr)?;
+    g.write_mem(buf, &got.data[..got.data.len().min(cap)])?;
+    write_sockaddr(g, ptr, len_ptr, room, &got.name)?;
+    Ok(Reply::Value(got.ret as i64))
+}
+
+/// What one serviced receive got.
+struct Received {
+    data: Vec<u8>,
+    /// The call's return value (the full length under MSG_TRUNC).
+    ret: usize,
+    /// The sender's address for the guest (empty for TCP).
+    name: Vec<u8>,
+}
+
+/// Receives at most `cap` bytes, waiting (interruptibly) if the guest's
+/// socket blocks and MSG_DONTWAIT is not set.
+fn receive(
+    ctx: &Context,
+    g: &dyn Guest,
+    s: &Sock,
+    cap: usize,
+    flags: i32,
+) -> Result<Received, Errno> {
+    let dontwait = flags & libc::MSG_DONTWAIT != 0 || nonblocking(s);
+    let host_flags = MsgFlags::from_bits_truncate(flags & RECV_FLAGS) | MsgFlags::MSG_DONTWAIT;
+    let mut data = vec![0u8; cap];
+    loop {
+        let mut iov = [IoSliceMut::new(&mut data)];
+        let got = socket::recvmsg::<UnixAddr>(s.fd.as_raw_fd(), &mut iov, None, host_flags);
+        match got {
+            Ok(m) => {
+                let (ret, from) = (m.bytes, m.address);
+                data.truncate(ret.min(cap));
+                let name = match (s.meta.proto, from) {
+                    (Proto::Tcp, _) => Vec::new(),
+                    (Proto::Udp, Some(ua)) => {
+                        addr::encode(s.meta.domain, stack(ctx).decode_peer(&ua, s.meta.domain))
+                    }
+                    (Proto::Udp, None) => {
+                        addr::encode(s.meta.domain, addr::unspecified(s.meta.domain))
+                    }
+                };
+                return Ok(Received { data, ret, name });
+            }
+            Err(Errno::EAGAIN) if !dontwait => {
+                wait::until_ready(g, s.fd.as_fd(), PollFlags::POLLIN)?;
+            }
+            Err(e) => return Err(e),
+        }
+    }
+}
