@@ -9,8 +9,9 @@
 //! relays or DNS (they plug in here).
 
 use std::net::SocketAddr;
-use std::os::fd::OwnedFd;
+use std::os::fd::{BorrowedFd, OwnedFd};
 
+use nix::errno::Errno;
 use parking_lot::Mutex;
 
 use crate::name::Proto;
@@ -22,11 +23,53 @@ pub struct Denied {
     pub reason: String,
 }
 
+/// Why an egress attempt gave no socket: refused by policy (recorded as
+/// a denial), or allowed but the host's own attempt failed (the errno the
+/// guest gets, e.g. ECONNREFUSED or ENETUNREACH, as from a real connect).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Refusal {
+    Denied(Denied),
+    Failed(Errno),
+}
+
+impl From<Denied> for Refusal {
+    fn from(d: Denied) -> Refusal {
+        Refusal::Denied(d)
+    }
+}
+
+impl From<Errno> for Refusal {
+    fn from(e: Errno) -> Refusal {
+        Refusal::Failed(e)
+    }
+}
+
 /// The way out of the sandbox.
 pub trait Egress: Send + Sync {
     /// A host-side `AF_UNIX` socket (stream for TCP, datagram for UDP)
     /// connected to something that carries traffic to `dst`, or why not.
-    fn connect(&self, dst: SocketAddr, proto: Proto) -> Result<OwnedFd, Denied>;
+    /// May block while the host connects.
+    fn connect(&self, dst: SocketAddr, proto: Proto) -> Result<OwnedFd, Refusal>;
+
+    /// Whether a loopback destination (127.0.0.0/8, ::1) is the host's
+    /// rather than the sandbox's: only when a rule names it explicitly.
+    fn takes_loopback(&self, dst: SocketAddr, proto: Proto) -> bool {
+        let _ = (dst, proto);
+        false
+    }
+
+    /// One datagram from the guest socket `from` (a host `AF_UNIX`
+    /// datagram socket, already bound to its name) to `dst`; replies must
+    /// reach `from`'s name. The default refuses as `connect` does.
+    fn send_to(
+        &self,
+        from: BorrowedFd<'_>,
+        dst: SocketAddr,
+        data: &[u8],
+    ) -> Result<usize, Refusal> {
+        let _ = (from, data);
+        self.connect(dst, Proto::Udp).map(|_| 0)
+    }
 }
 
 /// No egress at all: the default of a sandbox.
@@ -34,10 +77,10 @@ pub trait Egress: Send + Sync {
 pub struct NoEgress;
 
 impl Egress for NoEgress {
-    fn connect(&self, _dst: SocketAddr, _proto: Proto) -> Result<OwnedFd, Denied> {
-        Err(Denied {
+    fn connect(&self, _dst: SocketAddr, _proto: Proto) -> Result<OwnedFd, Refusal> {
+        Err(Refusal::Denied(Denied {
             reason: "no egress allowed (loopback only)".into(),
-        })
+        }))
     }
 }
 
@@ -105,7 +148,9 @@ mod tests {
     fn folds_repeats() {
         let log = DenialLog::default();
         let dst: SocketAddr = "10.0.0.1:80".parse().unwrap();
-        let e = NoEgress.connect(dst, Proto::Tcp).unwrap_err();
+        let Err(Refusal::Denied(e)) = NoEgress.connect(dst, Proto::Tcp) else {
+            panic!("NoEgress allowed a connection");
+        };
         log.record(dst, Proto::Tcp, &e.reason);
         log.record(dst, Proto::Tcp, &e.reason);
         log.record(dst, Proto::Udp, &e.reason);

@@ -17,13 +17,14 @@ pub mod dns;
 pub mod egress;
 pub mod name;
 pub mod options;
+pub mod outbound;
 pub mod publish;
 pub mod relay;
 pub mod rules;
 pub mod stack;
 pub mod table;
 
-pub use egress::{DenialLog, Denied, DeniedConnection, Egress, NoEgress};
+pub use egress::{DenialLog, Denied, DeniedConnection, Egress, NoEgress, Refusal};
 pub use name::{Namer, Proto};
 pub use stack::Stack;
 pub use table::{Meta, Table};

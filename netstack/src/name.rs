@@ -20,8 +20,14 @@ pub enum Proto {
     Udp,
 }
 
+impl std::fmt::Display for Proto {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 impl Proto {
-    fn as_str(self) -> &'static str {
+    pub fn as_str(self) -> &'static str {
         match self {
             Proto::Tcp => "tcp",
             Proto::Udp => "udp",
@@ -77,6 +83,15 @@ impl Namer {
         .into_bytes()
     }
 
+    /// A name that reads as `addr` but is distinct per `tag`: the egress
+    /// end a reply from the remote `addr` comes from (several guest
+    /// sockets may talk to one remote at once). Decodes as `addr`.
+    pub fn encode_via(&self, proto: Proto, addr: SocketAddr, tag: u64) -> Vec<u8> {
+        let mut name = self.encode(proto, addr, false);
+        name.extend_from_slice(format!("/via-{tag:x}").as_bytes());
+        name
+    }
+
     /// Decodes one of this sandbox's names (without the leading NUL).
     pub fn decode(&self, name: &[u8]) -> Option<Named> {
         let text = std::str::from_utf8(name).ok()?;
@@ -92,6 +107,7 @@ impl Namer {
         let v6only = match parts.next() {
             None => false,
             Some("v6only") => true,
+            Some(via) if via.starts_with("via-") => false,
             Some(_) => return None,
         };
         if parts.next().is_some() {

@@ -249,6 +249,18 @@ impl Stack {
         Err(Errno::ECONNREFUSED)
     }
 
+    /// A host-side client of the guest's listener on 127.0.0.1:`port`
+    /// (`--publish`): a new socket bound to an ephemeral 127.0.0.1 name
+    /// (the guest's accept sees that address), connected as a guest's
+    /// connect to that address would be. ECONNREFUSED with no listener.
+    pub fn connect_from_host(&self, port: u16, proto: Proto) -> Result<OwnedFd, Errno> {
+        let fd = self.create(libc::AF_INET, proto, false)?;
+        let s = self.identify(fd).ok_or(Errno::EBADF)?;
+        let dst = SocketAddr::new(Ipv4Addr::LOCALHOST.into(), port);
+        self.connect_local(&s, dst)?;
+        Ok(s.fd)
+    }
+
     /// One datagram to a sandbox-loopback destination (canonical), as
     /// loopback UDP delivers it: to the first receiver bound to a
     /// candidate name; dropped (and reported sent) when there is none, its

@@ -88,6 +88,12 @@ pub const ALLOWED: &[S] = &[
     S::getsockname,
     S::getpeername,
     S::sendto,
+    // Relays (egress, --publish): splice through a pipe, half-close; the
+    // DNS stub's and --publish's datagram sockets.
+    S::shutdown,
+    S::splice,
+    S::pipe2,
+    S::recvfrom,
     // Waiting for the guest, forwarding signals, the control channel.
     S::recvmsg,
     S::wait4,
@@ -129,6 +135,11 @@ pub const ALLOWED: &[S] = &[
     S::geteuid,
     S::getegid,
 ];
+
+/// Calls allowed only when `--allow-net` gives egress: the unix pair a
+/// relayed connection is carried on, and the host resolver's batched
+/// queries (the DNS stub's lookups through getaddrinfo).
+pub const EGRESS_ALLOWED: &[S] = &[S::socketpair, S::sendmmsg];
 
 /// Calls that kill the supervisor (and with it, by PDEATHSIG, the
 /// sandbox): what an attacker who took over the supervisor would reach
@@ -209,20 +220,42 @@ const THREAD_ONLY: &[Cond] = &[
     },
 ];
 
-/// Sockets: the netstack makes AF_UNIX ones; internet ones are an
-/// attacker's, as is any other family (killed).
+/// Sockets: the netstack makes AF_UNIX ones; without egress internet
+/// ones are an attacker's, as is any other family (killed).
 const UNIX_ONLY: &[Cond] = &[Cond {
     arg: 0,
     op: Op::MaskedIn(u32::MAX, &[libc::AF_UNIX as u32]),
 }];
 
+/// With egress the supervisor dials allowed destinations itself: also
+/// AF_INET and AF_INET6 (any other family is still killed).
+const UNIX_OR_INET: &[Cond] = &[Cond {
+    arg: 0,
+    op: Op::MaskedIn(
+        u32::MAX,
+        &[
+            libc::AF_UNIX as u32,
+            libc::AF_INET as u32,
+            libc::AF_INET6 as u32,
+        ],
+    ),
+}];
+
 /// What every call not listed gets.
 const EPERM: u32 = SECCOMP_RET_ERRNO | libc::EPERM as u32;
 
-/// The supervisor's filter program.
-pub fn program() -> Vec<bpf::Insn> {
+/// The supervisor's filter program; `egress`: `--allow-net` was given.
+pub fn program(egress: bool) -> Vec<bpf::Insn> {
     let denied = EPERM;
-    let allow = ALLOWED.iter().map(|s| (*s, Action::Ret(SECCOMP_RET_ALLOW)));
+    let extra = if egress { EGRESS_ALLOWED } else { &[] };
+    let (families, socketpair) = match egress {
+        true => (UNIX_OR_INET, SECCOMP_RET_ALLOW),
+        false => (UNIX_ONLY, denied),
+    };
+    let allow = ALLOWED
+        .iter()
+        .chain(extra.iter().filter(|s| **s != S::socketpair))
+        .map(|s| (*s, Action::Ret(SECCOMP_RET_ALLOW)));
     let kill = KILLED
         .iter()
         .map(|s| (*s, Action::Ret(SECCOMP_RET_KILL_PROCESS)));
@@ -237,8 +270,9 @@ pub fn program() -> Vec<bpf::Insn> {
         ),
         (
             S::socket,
-            Action::If(UNIX_ONLY, SECCOMP_RET_ALLOW, SECCOMP_RET_KILL_PROCESS),
+            Action::If(families, SECCOMP_RET_ALLOW, SECCOMP_RET_KILL_PROCESS),
         ),
+        (S::socketpair, Action::If(UNIX_ONLY, socketpair, denied)),
     ];
     let list: Vec<_> = special.into_iter().chain(allow).chain(kill).collect();
     bpf::compile_actions(&list, denied)
@@ -246,8 +280,8 @@ pub fn program() -> Vec<bpf::Insn> {
 
 /// Installs [`program`] on every thread of the supervisor. Call it once
 /// the workers and the signal thread run, before the guest starts.
-pub fn confine() -> Result<(), String> {
-    let prog: Vec<libc::sock_filter> = program()
+pub fn confine(egress: bool) -> Result<(), String> {
+    let prog: Vec<libc::sock_filter> = program(egress)
         .iter()
         .map(|i| libc::sock_filter {
             code: i.code,
@@ -266,7 +300,42 @@ mod tests {
     use bpf::{evaluate, AUDIT_ARCH_X86_64};
 
     fn action(s: S, args: [u64; 6]) -> u32 {
-        evaluate(&program(), AUDIT_ARCH_X86_64, s.id() as u32, args)
+        evaluate(&program(false), AUDIT_ARCH_X86_64, s.id() as u32, args)
+    }
+
+    fn with_egress(s: S, args: [u64; 6]) -> u32 {
+        evaluate(&program(true), AUDIT_ARCH_X86_64, s.id() as u32, args)
+    }
+
+    #[test]
+    fn egress_opens_internet_sockets_and_unix_pairs_only() {
+        let (unix, inet, inet6) = (
+            libc::AF_UNIX as u64,
+            libc::AF_INET as u64,
+            libc::AF_INET6 as u64,
+        );
+        for family in [unix, inet, inet6] {
+            assert_eq!(
+                with_egress(S::socket, [family, 1, 0, 0, 0, 0]),
+                SECCOMP_RET_ALLOW
+            );
+        }
+        let packet = libc::AF_PACKET as u64;
+        assert_eq!(
+            with_egress(S::socket, [packet, 3, 0, 0, 0, 0]),
+            SECCOMP_RET_KILL_PROCESS
+        );
+        assert_eq!(
+            with_egress(S::socketpair, [unix, 1, 0, 0, 0, 0]),
+            SECCOMP_RET_ALLOW
+        );
+        assert_eq!(with_egress(S::socketpair, [inet, 1, 0, 0, 0, 0]), EPERM);
+        assert_eq!(action(S::socketpair, [unix, 1, 0, 0, 0, 0]), EPERM);
+        assert_eq!(with_egress(S::sendmmsg, [0; 6]), SECCOMP_RET_ALLOW);
+        assert_eq!(action(S::sendmmsg, [0; 6]), EPERM);
+        for s in [S::execve, S::ptrace, S::setns] {
+            assert_eq!(with_egress(s, [0; 6]), SECCOMP_RET_KILL_PROCESS);
+        }
     }
 
     #[test]
@@ -279,7 +348,7 @@ mod tests {
             assert_eq!(action(*s, [0; 6]), SECCOMP_RET_KILL_PROCESS, "{}", s.name());
         }
         assert_eq!(action(S::setuid, [0; 6]), EPERM);
-        assert!(program().len() < 4096);
+        assert!(program(false).len() < 4096 && program(true).len() < 4096);
     }
 
     #[test]

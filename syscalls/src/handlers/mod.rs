@@ -61,7 +61,7 @@ pub struct Context {
     /// `open.rs`; tests of the VFS's resolution turn it off.
     pub(crate) continue_plain_opens: bool,
     /// The sandbox's sockets (`net/`).
-    pub(crate) net: netstack::Stack,
+    pub(crate) net: std::sync::Arc<netstack::Stack>,
 }
 
 impl Context {
@@ -76,7 +76,7 @@ impl Context {
             ids: IdMap::new(host_uid, host_gid),
             limits: GuestLimits::default(),
             continue_plain_opens: true,
-            net: netstack::Stack::default(),
+            net: std::sync::Arc::default(),
         }
     }
 
@@ -86,8 +86,21 @@ impl Context {
     }
 
     /// Plugs in the way out of the sandbox (the default refuses all).
-    pub fn set_egress(&mut self, egress: Box<dyn netstack::Egress>) {
-        self.net.set_egress(egress);
+    /// Call it before [`Context::net`] hands the stack out; later it is
+    /// EBUSY.
+    pub fn set_egress(
+        &mut self,
+        egress: Box<dyn netstack::Egress>,
+    ) -> Result<(), nix::errno::Errno> {
+        let net = std::sync::Arc::get_mut(&mut self.net).ok_or(nix::errno::Errno::EBUSY)?;
+        net.set_egress(egress);
+        Ok(())
+    }
+
+    /// The sandbox's socket layer, for what serves it from outside the
+    /// trap: the DNS stub's sockets, `--publish` connections.
+    pub fn net(&self) -> std::sync::Arc<netstack::Stack> {
+        self.net.clone()
     }
 
     /// Always answer opens with a descriptor the supervisor opened
@@ -111,7 +124,7 @@ impl Context {
             limits: GuestLimits::default(),
             synthetic: Default::default(),
             continue_plain_opens: true,
-            net: netstack::Stack::default(),
+            net: std::sync::Arc::default(),
         }
     }
 }

@@ -15,7 +15,7 @@ use std::net::SocketAddr;
 use std::os::fd::{AsFd, AsRawFd};
 
 use netstack::stack::Sock;
-use netstack::{addr, Proto};
+use netstack::{addr, Proto, Refusal};
 use nix::errno::Errno;
 use nix::poll::PollFlags;
 use nix::sys::socket::{self, MsgFlags, UnixAddr};
@@ -67,15 +67,17 @@ fn send(ctx: &Context, g: &dyn Guest, s: &Sock, dst: SocketAddr, data: &[u8], fl
     live(g)?;
     let flags = MsgFlags::from_bits_truncate(flags & libc::MSG_DONTWAIT);
     let net = stack(ctx);
-    if let Some(local) = addr::local_destination(dst) {
+    if let Some(local) =
+        addr::local_destination(dst).filter(|_| !net.egress().takes_loopback(dst, Proto::Udp))
+    {
         return Ok(Reply::Value(net.send_local(s, local, data, flags)? as i64));
     }
-    match net.egress().connect(dst, Proto::Udp) {
-        Ok(out) => {
-            let n = socket::send(out.as_raw_fd(), data, flags | MsgFlags::MSG_DONTWAIT)?;
-            Ok(Reply::Value(n as i64))
-        }
-        Err(denied) => {
+    // Replies are sent to the guest socket's name: it needs one first.
+    net.autobind(s, dst)?;
+    match net.egress().send_to(s.fd.as_fd(), dst, data) {
+        Ok(n) => Ok(Reply::Value(n as i64)),
+        Err(Refusal::Failed(e)) => Err(e),
+        Err(Refusal::Denied(denied)) => {
             net.denials().record(dst, Proto::Udp, &denied.reason);
             Err(Errno::ENETUNREACH)
         }
@@ -137,11 +139,18 @@ fn receive(
                 data.truncate(ret.min(cap));
                 let name = match (s.meta.proto, from) {
                     (Proto::Tcp, _) => Vec::new(),
-                    (Proto::Udp, Some(ua)) => {
-                        addr::encode(s.meta.domain, stack(ctx).decode_peer(&ua, s.meta.domain))
-                    }
-                    (Proto::Udp, None) => {
-                        addr::encode(s.meta.domain, addr::unspecified(s.meta.domain))
+                    // An unnamed source is the egress relay of a
+                    // connected socket: the peer it was connected to.
+                    (Proto::Udp, from) => {
+                        let named = from
+                            .as_ref()
+                            .and_then(UnixAddr::as_abstract)
+                            .and_then(|n| stack(ctx).namer.decode(n))
+                            .map(|n| n.addr);
+                        let src = named
+                            .or(s.meta.peer)
+                            .unwrap_or_else(|| addr::unspecified(s.meta.domain));
+                        addr::encode(s.meta.domain, src)
                     }
                 };
                 return Ok(Received { data, ret, name });

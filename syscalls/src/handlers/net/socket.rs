@@ -13,7 +13,7 @@ use std::net::SocketAddr;
 use std::os::fd::{AsFd, AsRawFd};
 
 use netstack::stack::Sock;
-use netstack::{addr, Proto};
+use netstack::{addr, Proto, Refusal};
 use nix::errno::Errno;
 use nix::fcntl::{fcntl, FcntlArg, OFlag};
 
@@ -99,6 +99,9 @@ pub(crate) fn connect(ctx: &Context, g: &dyn Guest, fd: i32, ptr: u64, len: u32)
     check_family(&s, dst)?;
     live(g)?;
     match addr::local_destination(dst) {
+        Some(_) if stack(ctx).egress().takes_loopback(dst, s.meta.proto) => {
+            egress(ctx, g, fd, &s, dst)
+        }
         Some(local) => connect_local(ctx, g, &s, local),
         None => egress(ctx, g, fd, &s, dst),
     }
@@ -154,12 +157,19 @@ fn connect_retrying(ctx: &Context, g: &dyn Guest, s: &Sock, dst: SocketAddr) -> 
 
 /// A destination outside the sandbox: the egress seam decides. Refused:
 /// recorded, and ECONNREFUSED (TCP) or ENETUNREACH (UDP) at once. Allowed:
-/// the seam's connected socket takes the guest descriptor's place.
+/// the seam's connected socket takes the guest descriptor's place; a host
+/// connect that failed is the guest's errno (ECONNREFUSED, ENETUNREACH...).
 fn egress(ctx: &Context, g: &dyn Guest, fd: i32, s: &Sock, dst: SocketAddr) -> Res {
     let net = stack(ctx);
+    // An allowed TCP connect waits for the host's connect: other guest
+    // threads go on meanwhile.
+    if s.meta.proto == Proto::Tcp {
+        g.may_block();
+    }
     let conn = match net.egress().connect(dst, s.meta.proto) {
         Ok(conn) => conn,
-        Err(denied) => {
+        Err(Refusal::Failed(e)) => return Err(e),
+        Err(Refusal::Denied(denied)) => {
             net.denials().record(dst, s.meta.proto, &denied.reason);
             return Err(match s.meta.proto {
                 Proto::Tcp => Errno::ECONNREFUSED,
