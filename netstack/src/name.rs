@@ -121,6 +121,18 @@ impl Namer {
     }
 }
 
+/// The abstract name of a unix address, if it is one. Safe for the
+/// zero-length address a kernel reports for an unnamed peer (nix's
+/// `as_abstract` asserts on it).
+pub fn abstract_of(ua: &nix::sys::socket::UnixAddr) -> Option<&[u8]> {
+    use nix::sys::socket::SockaddrLike;
+    let min = std::mem::size_of::<libc::sa_family_t>();
+    if (ua.len() as usize) <= min {
+        return None;
+    }
+    ua.as_abstract()
+}
+
 /// 64 random bits (std's hasher keys come from getrandom once per thread
 /// and change with every `RandomState`).
 pub fn random_u64() -> u64 {

@@ -134,7 +134,10 @@ impl Egress for Outbound {
     ) -> Result<usize, Refusal> {
         self.judge(dst, Proto::Udp)?;
         let name: UnixAddr = socket::getsockname(from.as_raw_fd()).map_err(Refusal::Failed)?;
-        let key = (name.as_abstract().unwrap_or_default().to_vec(), dst);
+        let key = (
+            crate::name::abstract_of(&name).unwrap_or_default().to_vec(),
+            dst,
+        );
         let mut sessions = self.sessions.lock();
         if sessions.get(&key).is_some_and(|s| s.relay.is_finished()) {
             sessions.remove(&key);

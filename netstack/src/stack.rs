@@ -289,7 +289,7 @@ impl Stack {
     /// The name a socket is bound to, decoded.
     fn bound_name(&self, fd: BorrowedFd<'_>) -> Option<Named> {
         let ua: UnixAddr = socket::getsockname(fd.as_raw_fd()).ok()?;
-        self.namer.decode(ua.as_abstract()?)
+        self.namer.decode(crate::name::abstract_of(&ua)?)
     }
 
     /// The socket's own address (unbound: the domain's wildcard, port 0).
@@ -313,7 +313,7 @@ impl Stack {
     /// The TCP/UDP address behind a peer's unix name (an unnamed peer,
     /// which only the egress seam makes, reads as the wildcard).
     pub fn decode_peer(&self, ua: &UnixAddr, domain: i32) -> SocketAddr {
-        ua.as_abstract()
+        crate::name::abstract_of(ua)
             .and_then(|n| self.namer.decode(n))
             .map_or_else(|| addr::unspecified(domain), |n| n.addr)
     }

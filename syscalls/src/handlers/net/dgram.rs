@@ -144,7 +144,7 @@ fn receive(
                     (Proto::Udp, from) => {
                         let named = from
                             .as_ref()
-                            .and_then(UnixAddr::as_abstract)
+                            .and_then(netstack::name::abstract_of)
                             .and_then(|n| stack(ctx).namer.decode(n))
                             .map(|n| n.addr);
                         let src = named
