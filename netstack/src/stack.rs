@@ -107,9 +107,16 @@ impl Stack {
         Some(Sock { fd, inode, meta })
     }
 
-    /// A new host socket for a guest `socket(domain, type)`; `nonblock`
-    /// is set on the open file description the guest will share.
-    pub fn create(&self, domain: i32, proto: Proto, nonblock: bool) -> Result<OwnedFd, Errno> {
+    /// A new host socket for a guest `socket(domain, type, protocol)`
+    /// (`protocol` 0: the transport's own number); `nonblock` is set on
+    /// the open file description the guest will share.
+    pub fn create(
+        &self,
+        domain: i32,
+        proto: Proto,
+        protocol: i32,
+        nonblock: bool,
+    ) -> Result<OwnedFd, Errno> {
         let ty = match proto {
             Proto::Tcp => SockType::Stream,
             Proto::Udp => SockType::Datagram,
@@ -119,8 +126,11 @@ impl Stack {
             flags |= SockFlag::SOCK_NONBLOCK;
         }
         let fd = socket::socket(socket::AddressFamily::Unix, ty, flags, None)?;
-        self.table
-            .insert(inode_of(fd.as_fd())?, Meta::new(domain, proto));
+        let mut meta = Meta::new(domain, proto);
+        if protocol != 0 {
+            meta.protocol = protocol;
+        }
+        self.table.insert(inode_of(fd.as_fd())?, meta);
         Ok(fd)
     }
 
@@ -362,7 +372,7 @@ mod tests {
     use super::*;
 
     fn sock(stack: &Stack, domain: i32, proto: Proto) -> Sock {
-        let fd = stack.create(domain, proto, false).unwrap();
+        let fd = stack.create(domain, proto, 0, false).unwrap();
         stack.identify(fd).unwrap()
     }
 

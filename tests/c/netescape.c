@@ -26,6 +26,7 @@ int main(int argc, char **argv) {
     struct iovec iov = {.iov_base = "x", .iov_len = 1};
     struct msghdr m = {.msg_name = &a, .msg_namelen = len, .msg_iov = &iov, .msg_iovlen = 1};
     res("sendmsg", sendmsg(u, &m, 0));
+    res("sendmsg nosignal", sendmsg(u, &m, MSG_NOSIGNAL));
     struct mmsghdr mm = {.msg_hdr = m};
     res("sendmmsg", sendmmsg(u, &mm, 1, 0));
     res("sendto", sendto(u, "x", 1, 0, (struct sockaddr *)&a, len));

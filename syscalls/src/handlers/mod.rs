@@ -218,7 +218,7 @@ fn route(ctx: &Context, g: &dyn Guest, c: &SyscallArgs) -> Res {
 }
 
 fn net_route(ctx: &Context, g: &dyn Guest, c: &SyscallArgs) -> Res {
-    use net::{accept, dgram, names, socket};
+    use net::{accept, dgram, msg, names, socket};
     let a = &c.args;
     match c.nr as c_long {
         libc::SYS_socket => socket::socket(ctx, g, c.int(0), c.int(1), c.int(2)),
@@ -234,6 +234,8 @@ fn net_route(ctx: &Context, g: &dyn Guest, c: &SyscallArgs) -> Res {
         }
         libc::SYS_sendto => dgram::sendto(ctx, g, c.int(0), a[1], a[2], c.int(3), a[4], c.uint(5)),
         libc::SYS_recvfrom => dgram::recvfrom(ctx, g, c.int(0), a[1], a[2], c.int(3), a[4], a[5]),
+        libc::SYS_sendmsg => msg::sendmsg(ctx, g, c.int(0), a[1], c.int(2)),
+        libc::SYS_recvmsg => msg::recvmsg(ctx, g, c.int(0), a[1], c.int(2)),
         _ => Err(Errno::ENOSYS),
     }
 }

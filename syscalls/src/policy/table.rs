@@ -64,6 +64,16 @@ const NULL_ARG1: &[Cond] = &[Cond {
     arg: 1,
     op: Op::IsNull,
 }];
+/// init's sendmsg (sys/fd.rs: `send_with_fd`).
+const NOSIGNAL_ARG2: &[Cond] = &[Cond {
+    arg: 2,
+    op: Op::MaskSet(libc::MSG_NOSIGNAL as u32),
+}];
+/// init's recvmsg (sys/fd.rs: `recv_with_fd`).
+const CMSG_CLOEXEC_ARG2: &[Cond] = &[Cond {
+    arg: 2,
+    op: Op::MaskSet(libc::MSG_CMSG_CLOEXEC as u32),
+}];
 /// sendto/recvfrom without an address (send, recv).
 const NULL_ARG4: &[Cond] = &[Cond {
     arg: 4,
@@ -167,12 +177,14 @@ pub fn rule_for(nr: S) -> Rule {
         S::accept | S::accept4 => PassIf(NULL_ARG1, Fallback::Service),
         S::sendto | S::recvfrom => PassIf(NULL_ARG4, Fallback::Service),
         S::socketpair | S::listen | S::shutdown => Pass,
-        // init hands the listener over with sendmsg after its filter is
-        // on, before any worker runs: these pass. On a netstack socket they
-        // know only AF_UNIX names (an AF_INET name is EINVAL; received
-        // names are the host's), and Landlock's abstract-socket scope
-        // keeps the guest from the supervisor's names (launch/init).
-        S::sendmsg | S::recvmsg | S::sendmmsg | S::recvmmsg => Pass,
+        // init hands the listener over (sendmsg with MSG_NOSIGNAL, recvmsg
+        // with MSG_CMSG_CLOEXEC) after its filter is on, before any worker
+        // runs: those flags pass unchecked, as do the mmsg calls. On a
+        // netstack socket they know only AF_UNIX names, and Landlock's
+        // abstract-socket scope keeps the guest from the supervisor's.
+        S::sendmsg => PassIf(NOSIGNAL_ARG2, Fallback::Service),
+        S::recvmsg => PassIf(CMSG_CLOEXEC_ARG2, Fallback::Service),
+        S::sendmmsg | S::recvmmsg => Pass,
 
         // ---- Memory. -----------------------------------------------------
         S::mmap | S::mprotect | S::munmap | S::brk | S::mremap | S::msync => Pass,

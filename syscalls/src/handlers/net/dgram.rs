@@ -1,14 +1,13 @@
 //! Calls that carry an address with their data: sendto and recvfrom
-//! with a non-NULL address (those without pass the filter). sendmsg and
-//! recvmsg pass (see the policy table): on a netstack socket they know
-//! only AF_UNIX names.
+//! with a non-NULL address (those without pass the filter); sendmsg and
+//! recvmsg with a name share [`send`] and [`receive`] (`msg.rs`).
 //!
 //! UDP: a datagram to sandbox loopback goes to the receiver bound to the
 //! destination's name (loopback UDP drops silently when there is none);
 //! anything else to the egress seam, which by default refuses with
 //! ENETUNREACH. Received datagrams report the sender's decoded address.
-//! TCP: the address of a send is the kernel's business (CONTINUE); a
-//! receive reports none (length 0), as TCP does.
+//! TCP: the address of a send is ignored, as TCP ignores it; a receive
+//! reports none (length 0), as TCP does.
 
 use std::io::IoSliceMut;
 use std::net::SocketAddr;
@@ -27,9 +26,9 @@ use crate::guest::{Guest, Reply};
 use crate::handlers::{live, Context};
 
 /// Largest UDP payload (IPv4: 65535 - 20 - 8).
-const MAX_DGRAM: usize = 65507;
+pub(super) const MAX_DGRAM: usize = 65507;
 /// Most bytes one serviced receive copies.
-const MAX_RECV: usize = 256 * 1024;
+pub(super) const MAX_RECV: usize = 256 * 1024;
 /// Flags of a receive that the host socket honours.
 const RECV_FLAGS: i32 = libc::MSG_PEEK | libc::MSG_TRUNC;
 
@@ -49,7 +48,7 @@ pub(crate) fn sendto(
         return Ok(Reply::Continue);
     };
     if s.meta.proto == Proto::Tcp {
-        return Ok(Reply::Continue);
+        return send_stream(g, &s, buf, len, flags);
     }
     let dst = guest_addr(g, s.meta.domain, ptr, alen)?.ok_or(Errno::EAFNOSUPPORT)?;
     let len = usize::try_from(len).map_err(|_| Errno::EMSGSIZE)?;
@@ -61,8 +60,39 @@ pub(crate) fn sendto(
     send(ctx, g, &s, dst, &data, flags)
 }
 
+/// sendto on a TCP socket: the address is ignored, as TCP ignores it
+/// (the host stream socket would refuse it with EISCONN). At most
+/// MAX_RECV bytes per call (a short count, as after a signal); a
+/// blocking socket waits for room in slices, so signals interrupt it.
+fn send_stream(g: &dyn Guest, s: &Sock, buf: u64, len: u64, flags: i32) -> Res {
+    let len = usize::try_from(len).unwrap_or(usize::MAX).min(MAX_RECV);
+    let mut data = vec![0u8; len];
+    g.read_mem(buf, &mut data)?;
+    live(g)?;
+    let dontwait = flags & libc::MSG_DONTWAIT != 0 || nonblocking(s);
+    // Never SIGPIPE in the supervisor: a closed peer is EPIPE.
+    let host = MsgFlags::from_bits_truncate(flags & libc::MSG_MORE)
+        | MsgFlags::MSG_DONTWAIT
+        | MsgFlags::MSG_NOSIGNAL;
+    loop {
+        match socket::send(s.fd.as_raw_fd(), &data, host) {
+            Err(Errno::EAGAIN) if !dontwait => {
+                wait::until_ready(g, s.fd.as_fd(), PollFlags::POLLOUT)?;
+            }
+            r => return Ok(Reply::Value(r? as i64)),
+        }
+    }
+}
+
 /// One datagram to `dst` (canonical).
-fn send(ctx: &Context, g: &dyn Guest, s: &Sock, dst: SocketAddr, data: &[u8], flags: i32) -> Res {
+pub(super) fn send(
+    ctx: &Context,
+    g: &dyn Guest,
+    s: &Sock,
+    dst: SocketAddr,
+    data: &[u8],
+    flags: i32,
+) -> Res {
     check_family(s, dst)?;
     live(g)?;
     let flags = MsgFlags::from_bits_truncate(flags & libc::MSG_DONTWAIT);
@@ -110,17 +140,19 @@ pub(crate) fn recvfrom(
 }
 
 /// What one serviced receive got.
-struct Received {
-    data: Vec<u8>,
+pub(super) struct Received {
+    pub data: Vec<u8>,
     /// The call's return value (the full length under MSG_TRUNC).
-    ret: usize,
+    pub ret: usize,
     /// The sender's address for the guest (empty for TCP).
-    name: Vec<u8>,
+    pub name: Vec<u8>,
+    /// The datagram was longer than the buffer.
+    pub truncated: bool,
 }
 
 /// Receives at most `cap` bytes, waiting (interruptibly) if the guest's
 /// socket blocks and MSG_DONTWAIT is not set.
-fn receive(
+pub(super) fn receive(
     ctx: &Context,
     g: &dyn Guest,
     s: &Sock,
@@ -136,6 +168,7 @@ fn receive(
         match got {
             Ok(m) => {
                 let (ret, from) = (m.bytes, m.address);
+                let truncated = m.flags.contains(MsgFlags::MSG_TRUNC);
                 data.truncate(ret.min(cap));
                 let name = match (s.meta.proto, from) {
                     (Proto::Tcp, _) => Vec::new(),
@@ -153,7 +186,12 @@ fn receive(
                         addr::encode(s.meta.domain, src)
                     }
                 };
-                return Ok(Received { data, ret, name });
+                return Ok(Received {
+                    data,
+                    ret,
+                    name,
+                    truncated,
+                });
             }
             Err(Errno::EAGAIN) if !dontwait => {
                 wait::until_ready(g, s.fd.as_fd(), PollFlags::POLLIN)?;

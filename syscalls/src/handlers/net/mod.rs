@@ -11,10 +11,11 @@
 //!
 //! Families: [`socket`] (socket, bind, connect), [`accept`], [`names`]
 //! (getsockname, getpeername, getsockopt, setsockopt), [`dgram`]
-//! (sendto, recvfrom, sendmsg, recvmsg with addresses).
+//! (sendto, recvfrom with addresses), [`msg`] (sendmsg, recvmsg).
 
 pub(crate) mod accept;
 pub(crate) mod dgram;
+pub(crate) mod msg;
 pub(crate) mod names;
 pub(crate) mod socket;
 mod wait;

@@ -42,7 +42,7 @@ pub(crate) fn socket(ctx: &Context, g: &dyn Guest, domain: i32, ty: i32, protoco
         Ok(p) => p,
         Err(denied) => return Ok(Reply::Deny(denied)),
     };
-    let fd = stack(ctx).create(domain, proto, flags & libc::SOCK_NONBLOCK != 0)?;
+    let fd = stack(ctx).create(domain, proto, protocol, flags & libc::SOCK_NONBLOCK != 0)?;
     live(g)?;
     Ok(Reply::InstallFd {
         fd,
@@ -62,6 +62,8 @@ fn inet_proto(domain: i32, base: i32, protocol: i32) -> Result<Result<Proto, Err
     match (base, protocol) {
         (libc::SOCK_STREAM, 0) | (libc::SOCK_STREAM, libc::IPPROTO_TCP) => Ok(Ok(Proto::Tcp)),
         (libc::SOCK_DGRAM, 0) | (libc::SOCK_DGRAM, libc::IPPROTO_UDP) => Ok(Ok(Proto::Udp)),
+        // UDP-Lite: UDP with partial checksums, which loopback does not need.
+        (libc::SOCK_DGRAM, libc::IPPROTO_UDPLITE) => Ok(Ok(Proto::Udp)),
         (libc::SOCK_DGRAM, p) if p == icmp => Ok(Err(Errno::EACCES)),
         (libc::SOCK_RAW, _) => Ok(Err(Errno::EPERM)),
         (libc::SOCK_STREAM, _) | (libc::SOCK_DGRAM, _) => Err(Errno::EPROTONOSUPPORT),
