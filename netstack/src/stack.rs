@@ -264,7 +264,7 @@ impl Stack {
     /// (the guest's accept sees that address), connected as a guest's
     /// connect to that address would be. ECONNREFUSED with no listener.
     pub fn connect_from_host(&self, port: u16, proto: Proto) -> Result<OwnedFd, Errno> {
-        let fd = self.create(libc::AF_INET, proto, false)?;
+        let fd = self.create(libc::AF_INET, proto, 0, false)?;
         let s = self.identify(fd).ok_or(Errno::EBADF)?;
         let dst = SocketAddr::new(Ipv4Addr::LOCALHOST.into(), port);
         self.connect_local(&s, dst)?;
