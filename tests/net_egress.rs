@@ -117,3 +117,25 @@ fn special_ranges_are_refused_at_once_and_reported() {
     );
     assert_eq!(out, format!("{first}{second}"));
 }
+
+/// Figures, not a check of them: 64 MiB bulk and 1-byte round trips to a
+/// host-loopback server, the same Python client native and through allowed
+/// egress (best of 3 each). Run with `--nocapture` to see them.
+#[test]
+fn egress_relay_figures() {
+    if !is_root() {
+        skip!("needs root for unshare -n");
+    }
+    let out = drive("bench", &["-n"]);
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 2, "{out}");
+    assert!(
+        lines[0].starts_with("native ") && lines[0].ends_with(" us"),
+        "{out}"
+    );
+    assert!(
+        lines[1].starts_with("sandboxed ") && lines[1].ends_with(" us"),
+        "{out}"
+    );
+    println!("egress relay figures (64 MiB bulk, 1-byte round trip):\n{out}");
+}

@@ -230,4 +230,58 @@ def mode_deny():
     print("denied", denied())
 
 
-{"tcp": mode_tcp, "udp": mode_udp, "dns": mode_dns, "deny": mode_deny}[MODE]()
+GUEST_BENCH = r"""
+import socket, sys, time
+port = int(sys.argv[1])
+best_bulk, best_rtt = 0.0, 1e9
+for _ in range(3):
+    s = socket.create_connection(("127.0.0.1", port))
+    s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    s.sendall(b"r")
+    t = time.perf_counter()
+    for _ in range(2000):
+        s.sendall(b"x")
+        s.recv(1)
+    best_rtt = min(best_rtt, (time.perf_counter() - t) / 2000)
+    s.sendall(b"b")
+    block = b"\0" * 65536
+    t = time.perf_counter()
+    for _ in range(1024):
+        s.sendall(block)
+    s.shutdown(socket.SHUT_WR)
+    s.recv(1)
+    best_bulk = max(best_bulk, 64 / (time.perf_counter() - t))
+    s.close()
+print("%.1f MiB/s %.1f us" % (best_bulk, best_rtt * 1e6))
+"""
+
+
+def mode_bench():
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen()
+    port = srv.getsockname()[1]
+
+    def serve():
+        while True:
+            c, _ = srv.accept()
+            c.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            c.recv(1)
+            for _ in range(2000):
+                c.sendall(c.recv(1))
+            c.recv(1)
+            while c.recv(1 << 20):
+                pass
+            c.sendall(b"k")
+            c.close()
+
+    threading.Thread(target=serve, daemon=True).start()
+    native = subprocess.run(["/usr/bin/python3", "-c", GUEST_BENCH, str(port)],
+                            capture_output=True, text=True, check=True).stdout
+    print("native", native.strip())
+    sys.stdout.write("sandboxed ")
+    sys.stdout.flush()
+    sandbox(["127.0.0.1:%d" % port], GUEST_BENCH, str(port))
+
+
+{"bench": mode_bench, "tcp": mode_tcp, "udp": mode_udp, "dns": mode_dns, "deny": mode_deny}[MODE]()
