@@ -149,6 +149,11 @@ port = int(sys.argv[1])
 infos = socket.getaddrinfo("allowed.test", port, socket.AF_INET, socket.SOCK_STREAM)
 addr = infos[0][4]
 print("allowed.test", addr[0])
+# AI_ADDRCONFIG (curl's and getent's): glibc asks DNS only if an IPv4
+# address other than 127.0.0.1 is configured (the stub's, on lo).
+flagged = socket.getaddrinfo("allowed.test", port, socket.AF_UNSPEC, socket.SOCK_STREAM,
+                             0, socket.AI_ADDRCONFIG)
+print("AI_ADDRCONFIG", sorted({i[4][0] for i in flagged}))
 s = socket.create_connection(addr)
 s.shutdown(socket.SHUT_WR)
 print("dialled", s.recv(100).split(b" ")[0].decode())
