@@ -22,7 +22,7 @@
 //! record a [`Refusal::Denied`]).
 
 use std::collections::HashMap;
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, TcpStream, UdpSocket};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};
 use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -30,7 +30,10 @@ use std::thread;
 use std::time::Duration;
 
 use nix::errno::Errno;
-use nix::sys::socket::{self, AddressFamily, MsgFlags, SockFlag, SockType, UnixAddr};
+use nix::sys::socket::{
+    self, sockopt, AddressFamily, MsgFlags, SockFlag, SockType, SockaddrStorage, UnixAddr,
+};
+use nix::sys::time::TimeVal;
 use parking_lot::Mutex;
 
 use crate::egress::{Denied, Egress, Refusal};
@@ -40,6 +43,9 @@ use crate::rules::{AllowList, Resolved};
 
 /// A UDP flow ends after this long without traffic either way.
 pub const UDP_IDLE: Duration = Duration::from_secs(120);
+/// An allowed TCP destination that has not answered by then is ETIMEDOUT
+/// (the guest thread waits that long at most; Linux would wait ~2 min).
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
 /// Most concurrent unconnected-UDP sessions; past it, finished ones are
 /// dropped, and if none has finished the send fails with ENOBUFS.
 pub const MAX_UDP_SESSIONS: usize = 1024;
@@ -99,10 +105,10 @@ impl Egress for Outbound {
         self.judge(dst, proto)?;
         let guest_end = match proto {
             Proto::Tcp => {
-                let host = TcpStream::connect(dst).map_err(io_errno)?;
+                let host = tcp_to(dst)?;
                 let (a, b) = unix_pair(SockType::Stream)?;
                 spawn_relay(move || {
-                    relay_stream(host.into(), b);
+                    relay_stream(host, b);
                 });
                 a
             }
@@ -162,6 +168,26 @@ impl Egress for Outbound {
 /// connection: both ends close, the guest sees EOF).
 fn spawn_relay(f: impl FnOnce() + Send + 'static) {
     let _ = thread::Builder::new().name("egress-relay".into()).spawn(f);
+}
+
+/// A host TCP socket connected to `dst`, or the connect's errno; a
+/// destination that does not answer gives ETIMEDOUT after
+/// [`CONNECT_TIMEOUT`] (SO_SNDTIMEO bounds a blocking connect).
+fn tcp_to(dst: SocketAddr) -> Result<OwnedFd, Errno> {
+    let family = match dst {
+        SocketAddr::V4(_) => AddressFamily::Inet,
+        SocketAddr::V6(_) => AddressFamily::Inet6,
+    };
+    let fd = socket::socket(family, SockType::Stream, SockFlag::SOCK_CLOEXEC, None)?;
+    let timeout = TimeVal::new(CONNECT_TIMEOUT.as_secs() as i64, 0);
+    socket::setsockopt(&fd, sockopt::SendTimeout, &timeout)?;
+    match socket::connect(fd.as_raw_fd(), &SockaddrStorage::from(dst)) {
+        Ok(()) => {}
+        Err(Errno::EINPROGRESS) | Err(Errno::EAGAIN) => return Err(Errno::ETIMEDOUT),
+        Err(e) => return Err(e),
+    }
+    socket::setsockopt(&fd, sockopt::SendTimeout, &TimeVal::new(0, 0))?;
+    Ok(fd)
 }
 
 /// A host UDP socket connected to `dst` (a first error, such as an

@@ -137,9 +137,10 @@ pub const ALLOWED: &[S] = &[
 ];
 
 /// Calls allowed only when `--allow-net` gives egress: the unix pair a
-/// relayed connection is carried on, and the host resolver's batched
-/// queries (the DNS stub's lookups through getaddrinfo).
-pub const EGRESS_ALLOWED: &[S] = &[S::socketpair, S::sendmmsg];
+/// relayed connection is carried on, the host resolver's batched queries
+/// (the DNS stub's lookups through getaddrinfo), and the send timeout that
+/// bounds an egress connect.
+pub const EGRESS_ALLOWED: &[S] = &[S::socketpair, S::sendmmsg, S::setsockopt];
 
 /// Calls that kill the supervisor (and with it, by PDEATHSIG, the
 /// sandbox): what an attacker who took over the supervisor would reach
@@ -333,6 +334,7 @@ mod tests {
         assert_eq!(action(S::socketpair, [unix, 1, 0, 0, 0, 0]), EPERM);
         assert_eq!(with_egress(S::sendmmsg, [0; 6]), SECCOMP_RET_ALLOW);
         assert_eq!(action(S::sendmmsg, [0; 6]), EPERM);
+        assert_eq!(with_egress(S::setsockopt, [0; 6]), SECCOMP_RET_ALLOW);
         for s in [S::execve, S::ptrace, S::setns] {
             assert_eq!(with_egress(s, [0; 6]), SECCOMP_RET_KILL_PROCESS);
         }
