@@ -24,7 +24,7 @@
 use std::collections::HashMap;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};
 use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread;
 use std::time::Duration;
@@ -48,7 +48,10 @@ pub const UDP_IDLE: Duration = Duration::from_secs(120);
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
 /// Most concurrent unconnected-UDP sessions; past it, finished ones are
 /// dropped, and if none has finished the send fails with ENOBUFS.
-pub const MAX_UDP_SESSIONS: usize = 1024;
+pub const MAX_UDP_SESSIONS: usize = 256;
+/// Most connected sockets (TCP, or UDP by connect) relayed at once; past
+/// it a connect fails with ENOBUFS.
+pub const MAX_RELAYS: usize = 1024;
 
 /// One unconnected-UDP flow: the host socket the guest's datagrams go out
 /// on; its relay thread carries the replies back.
@@ -64,6 +67,7 @@ pub struct Outbound {
     namer: Namer,
     sessions: Mutex<HashMap<(Vec<u8>, SocketAddr), Session>>,
     next_tag: AtomicU64,
+    relays: Arc<AtomicUsize>,
 }
 
 impl Outbound {
@@ -75,6 +79,7 @@ impl Outbound {
             namer,
             sessions: Mutex::new(HashMap::new()),
             next_tag: AtomicU64::new(1),
+            relays: Arc::default(),
         }
     }
 
@@ -103,12 +108,16 @@ impl Outbound {
 impl Egress for Outbound {
     fn connect(&self, dst: SocketAddr, proto: Proto) -> Result<OwnedFd, Refusal> {
         self.judge(dst, proto)?;
+        // Taken before dialling: a guest opening connections without end
+        // meets ENOBUFS, not a supervisor with unbounded threads.
+        let slot = Slot::take(&self.relays).ok_or(Refusal::Failed(Errno::ENOBUFS))?;
         let guest_end = match proto {
             Proto::Tcp => {
                 let host = tcp_to(dst)?;
                 let (a, b) = unix_pair(SockType::Stream)?;
                 spawn_relay(move || {
                     relay_stream(host, b);
+                    drop(slot);
                 });
                 a
             }
@@ -117,6 +126,7 @@ impl Egress for Outbound {
                 let (a, b) = unix_pair(SockType::Datagram)?;
                 spawn_relay(move || {
                     relay_datagrams(host.into(), b, UDP_IDLE);
+                    drop(slot);
                 });
                 a
             }
@@ -161,6 +171,26 @@ impl Egress for Outbound {
         let host = sessions.get(&key).map(|s| &s.host);
         let host = host.ok_or(Refusal::Failed(Errno::ENOBUFS))?;
         socket::send(host.as_raw_fd(), data, MsgFlags::MSG_DONTWAIT).map_err(Refusal::Failed)
+    }
+}
+
+/// One of the [`MAX_RELAYS`] connections relayed at once; freed on drop.
+struct Slot(Arc<AtomicUsize>);
+
+impl Slot {
+    fn take(count: &Arc<AtomicUsize>) -> Option<Slot> {
+        count
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                (n < MAX_RELAYS).then_some(n + 1)
+            })
+            .ok()?;
+        Some(Slot(count.clone()))
+    }
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
     }
 }
 

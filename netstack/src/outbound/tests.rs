@@ -89,3 +89,23 @@ fn from_session(out: &Outbound) -> SocketAddr {
     let s = sessions.values().next().unwrap();
     s.host.local_addr().unwrap()
 }
+
+#[test]
+fn relays_are_bounded_and_freed() {
+    let server = TcpListener::bind("127.0.0.1:0").unwrap();
+    let dst = server.local_addr().unwrap();
+    let out = outbound(&[&format!("127.0.0.1:{}", dst.port())]);
+    out.relays.store(MAX_RELAYS - 1, Ordering::SeqCst);
+    let last = out.connect(dst, Proto::Tcp).unwrap();
+    assert_eq!(
+        out.connect(dst, Proto::Tcp).unwrap_err(),
+        Refusal::Failed(Errno::ENOBUFS)
+    );
+    // Both ends closing ends the relay, which frees its slot.
+    drop(last);
+    drop(server.accept().unwrap());
+    while out.relays.load(Ordering::SeqCst) == MAX_RELAYS {
+        thread::sleep(Duration::from_millis(5));
+    }
+    assert!(out.connect(dst, Proto::Tcp).is_ok());
+}
