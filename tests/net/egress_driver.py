@@ -154,6 +154,18 @@ print("allowed.test", addr[0])
 flagged = socket.getaddrinfo("allowed.test", port, socket.AF_UNSPEC, socket.SOCK_STREAM,
                              0, socket.AI_ADDRCONFIG)
 print("AI_ADDRCONFIG", sorted({i[4][0] for i in flagged}))
+# The stub over TCP (two-byte length prefix), by hand.
+import struct
+q = struct.pack(">HHHHHH", 0x1234, 0x0100, 1, 0, 0, 0)
+q += b"".join(bytes([len(p)]) + p.encode() for p in "allowed.test".split("."))
+q += b"\0" + struct.pack(">HH", 1, 1)
+t = socket.create_connection(("127.0.0.53", 53))
+t.sendall(struct.pack(">H", len(q)) + q)
+n = struct.unpack(">H", t.recv(2))[0]
+r = b""
+while len(r) < n:
+    r += t.recv(n - len(r))
+print("tcp dns", r[:2] == b"\x12\x34", socket.inet_ntoa(r[-4:]))
 s = socket.create_connection(addr)
 s.shutdown(socket.SHUT_WR)
 print("dialled", s.recv(100).split(b" ")[0].decode())
