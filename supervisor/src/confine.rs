@@ -369,9 +369,9 @@ mod tests {
         assert_eq!(action(S::clone, [fork, 0, 0, 0, 0, 0]), EPERM);
         let ns = thread | libc::CLONE_NEWNET as u64;
         assert_eq!(action(S::clone, [ns, 0, 0, 0, 0, 0]), EPERM);
-        let recv = libc::SECCOMP_IOCTL_NOTIF_RECV as u64;
+        let recv = libc::SECCOMP_IOCTL_NOTIF_RECV;
         assert_eq!(action(S::ioctl, [3, recv, 0, 0, 0, 0]), SECCOMP_RET_ALLOW);
-        let tiocsti = libc::TIOCSTI as u64;
+        let tiocsti = libc::TIOCSTI;
         assert_eq!(action(S::ioctl, [0, tiocsti, 0, 0, 0, 0]), EPERM);
         let inet = libc::AF_INET as u64;
         assert_eq!(
