@@ -71,7 +71,8 @@ fn dns_stub_resolves_allowed_names_only() {
         skip!("needs root for unshare -n -m");
     }
     let out = drive("dns", &["-n", "-m"]);
-    let expected = "allowed.test 203.0.113.5\nAI_ADDRCONFIG ['203.0.113.5']\ntcp dns True 203.0.113.5\n\
+    let expected = "allowed.test 203.0.113.5\nAI_ADDRCONFIG ['203.0.113.5']\n\
+                    multi.test ['2001:db8::7', '203.0.113.7']\ntcp dns True 203.0.113.5\n\
                     dialled 203.0.113.5\n\
                     other.test gaierror True\n203.0.113.6 ECONNREFUSED\n\
                     denied ['tcp 203.0.113.6:PORT x1']\n";

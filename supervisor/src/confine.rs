@@ -249,9 +249,16 @@ const EPERM: u32 = SECCOMP_RET_ERRNO | libc::EPERM as u32;
 pub fn program(egress: bool) -> Vec<bpf::Insn> {
     let denied = EPERM;
     let extra = if egress { EGRESS_ALLOWED } else { &[] };
-    let (families, socketpair) = match egress {
-        true => (UNIX_OR_INET, SECCOMP_RET_ALLOW),
-        false => (UNIX_ONLY, denied),
+    // With egress, glibc's resolver (the DNS stub's host lookups) opens a
+    // NETLINK_ROUTE socket to sort several addresses and copes with a
+    // refusal: other families fail with EAFNOSUPPORT instead of killing.
+    let (families, other_family, socketpair) = match egress {
+        true => (
+            UNIX_OR_INET,
+            SECCOMP_RET_ERRNO | libc::EAFNOSUPPORT as u32,
+            SECCOMP_RET_ALLOW,
+        ),
+        false => (UNIX_ONLY, SECCOMP_RET_KILL_PROCESS, denied),
     };
     let allow = ALLOWED
         .iter()
@@ -271,7 +278,7 @@ pub fn program(egress: bool) -> Vec<bpf::Insn> {
         ),
         (
             S::socket,
-            Action::If(families, SECCOMP_RET_ALLOW, SECCOMP_RET_KILL_PROCESS),
+            Action::If(families, SECCOMP_RET_ALLOW, other_family),
         ),
         (S::socketpair, Action::If(UNIX_ONLY, socketpair, denied)),
     ];
@@ -310,6 +317,8 @@ mod tests {
 
     #[test]
     fn egress_opens_internet_sockets_and_unix_pairs_only() {
+        // Other families are refused (not killed: glibc's resolver tries
+        // NETLINK_ROUTE).
         let (unix, inet, inet6) = (
             libc::AF_UNIX as u64,
             libc::AF_INET as u64,
@@ -321,11 +330,11 @@ mod tests {
                 SECCOMP_RET_ALLOW
             );
         }
-        let packet = libc::AF_PACKET as u64;
-        assert_eq!(
-            with_egress(S::socket, [packet, 3, 0, 0, 0, 0]),
-            SECCOMP_RET_KILL_PROCESS
-        );
+        let eafnosupport = SECCOMP_RET_ERRNO | libc::EAFNOSUPPORT as u32;
+        for family in [libc::AF_PACKET, libc::AF_NETLINK] {
+            let args = [family as u64, 3, 0, 0, 0, 0];
+            assert_eq!(with_egress(S::socket, args), eafnosupport);
+        }
         assert_eq!(
             with_egress(S::socketpair, [unix, 1, 0, 0, 0, 0]),
             SECCOMP_RET_ALLOW

@@ -154,6 +154,10 @@ print("allowed.test", addr[0])
 flagged = socket.getaddrinfo("allowed.test", port, socket.AF_UNSPEC, socket.SOCK_STREAM,
                              0, socket.AI_ADDRCONFIG)
 print("AI_ADDRCONFIG", sorted({i[4][0] for i in flagged}))
+# Several addresses: the host's getaddrinfo sorts them (and probes
+# NETLINK_ROUTE for that, which the supervisor's filter refuses).
+multi = socket.getaddrinfo("multi.test", port, socket.AF_UNSPEC, socket.SOCK_STREAM)
+print("multi.test", sorted({i[4][0] for i in multi}))
 # The stub over TCP (two-byte length prefix), by hand.
 import struct
 q = struct.pack(">HHHHHH", 0x1234, 0x0100, 1, 0, 0, 0)
@@ -190,7 +194,8 @@ def mode_dns():
     etc = "/tmp/egress-etc-%d" % os.getpid()
     subprocess.run(["cp", "-a", "/etc", etc], check=True)
     with open(etc + "/hosts", "a") as f:
-        f.write("203.0.113.5 allowed.test\n203.0.113.6 other.test\n")
+        f.write("203.0.113.5 allowed.test\n203.0.113.6 other.test\n"
+                "203.0.113.7 multi.test\n2001:db8::7 multi.test\n")
     subprocess.run(["mount", "--bind", etc, "/etc"], check=True)
     for ip in ("203.0.113.5", "203.0.113.6"):
         subprocess.run(["ip", "addr", "add", ip + "/32", "dev", "lo"], check=True)
@@ -207,7 +212,7 @@ def mode_dns():
             c.close()
 
     threading.Thread(target=serve, daemon=True).start()
-    sandbox(["allowed.test"], GUEST_DNS, str(port))
+    sandbox(["allowed.test", "multi.test"], GUEST_DNS, str(port))
     print("denied", [d.replace(str(port), "PORT") for d in denied()])
     subprocess.run(["umount", "/etc"], check=True)
     subprocess.run(["rm", "-rf", etc], check=True)
