@@ -66,6 +66,17 @@ fn help_lists_the_network_flags() {
 
 #[test]
 fn good_network_flags_are_accepted() {
+    // The flags act: the published ports are bound on the host, so they
+    // must be free (this host may have no ::1; the IPv6 spelling is
+    // covered by publish's unit tests).
+    let tcp = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let udp = std::net::UdpSocket::bind("127.0.0.1:0").expect("bind");
+    let tcp_spec = format!("127.0.0.1:{}:80", tcp.local_addr().expect("addr").port());
+    let udp_spec = format!(
+        "127.0.0.1:{}:53/udp",
+        udp.local_addr().expect("addr").port()
+    );
+    drop((tcp, udp));
     let out = Run::new(&["/bin/true"])
         .sup(&[
             "--allow-net",
@@ -73,9 +84,9 @@ fn good_network_flags_are_accepted() {
             "--allow-net",
             "[2001:db8::/32]:443",
             "--publish",
-            "127.0.0.1:18080:80",
+            &tcp_spec,
             "--publish",
-            "[::1]:15353:53/udp",
+            &udp_spec,
         ])
         .supervised();
     assert_eq!(out.code, Some(0), "{}", out.dump());

@@ -1,6 +1,30 @@
-//! netstack
+//! The sandbox's socket layer: the guest's TCP and UDP sockets are host
+//! `AF_UNIX` sockets in the supervisor's network namespace, named by the
+//! TCP/UDP address they stand for.
+//!
+//! Owns: the naming scheme ([`name`]), guest socket addresses ([`addr`]),
+//! the per-socket metadata the kernel cannot hold ([`table`]), the bound
+//! names as the kernel lists them ([`bound`]), emulated socket options
+//! ([`options`]), the egress seam and the denial log ([`egress`]), the
+//! state one sandbox shares ([`stack::Stack`]); and the edge: `--allow-net`
+//! rules and special ranges ([`rules`]), the DNS stub ([`dns`]), relays
+//! ([`relay`]) and published ports ([`publish`]). Does not own: guest
+//! memory or the trap (the handlers in `syscalls/` drive this crate).
 
+pub mod addr;
+pub mod bound;
 pub mod dns;
+pub mod egress;
+pub mod name;
+pub mod options;
+pub mod outbound;
 pub mod publish;
 pub mod relay;
 pub mod rules;
+pub mod stack;
+pub mod table;
+
+pub use egress::{DenialLog, Denied, DeniedConnection, Egress, NoEgress, Refusal};
+pub use name::{Namer, Proto};
+pub use stack::Stack;
+pub use table::{Meta, Table};

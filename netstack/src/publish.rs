@@ -247,6 +247,16 @@ fn serve_udp(host: UdpSocket, guest_port: u16, connect_guest: ConnectGuest, stop
     let sessions: Sessions = Arc::default();
     let mut buf = vec![0u8; 65536];
     while !stop.load(Ordering::SeqCst) {
+        // Wait first: after `stop` shuts the socket down, recv_from would
+        // return 0 with no address, on which std panics.
+        let mut p = [PollFd::new(host.as_fd(), PollFlags::POLLIN)];
+        match wait(&mut p, None) {
+            Ok(_) | Err(Errno::EINTR) => {}
+            Err(_) => return,
+        }
+        if stop.load(Ordering::SeqCst) {
+            return;
+        }
         let Ok((n, peer)) = host.recv_from(&mut buf) else {
             continue;
         };

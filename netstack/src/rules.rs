@@ -32,21 +32,8 @@ use std::sync::RwLock;
 
 pub use cidr::{canonical_ip, Cidr};
 
-/// The transport a destination is reached by.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Proto {
-    Tcp,
-    Udp,
-}
-
-impl fmt::Display for Proto {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Proto::Tcp => "tcp",
-            Proto::Udp => "udp",
-        })
-    }
-}
+/// The transport a destination is reached by (the netstack's own).
+pub use crate::name::Proto;
 
 /// One `--allow-net` rule.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -80,10 +80,24 @@ pub const ALLOWED: &[S] = &[
     S::pidfd_getfd,
     // Limits: the watchdog's kill (a pidfd: never a reused pid).
     S::pidfd_send_signal,
+    // The netstack: the guest's TCP/UDP sockets are AF_UNIX sockets the
+    // handlers create, bind, connect, accept on and name.
+    S::bind,
+    S::connect,
+    S::accept4,
+    S::getsockname,
+    S::getpeername,
+    S::sendto,
+    // Relays (egress, --publish): splice through a pipe, half-close; the
+    // DNS stub's and --publish's datagram sockets.
+    S::shutdown,
+    S::splice,
+    S::pipe2,
+    S::recvfrom,
     // Waiting for the guest, forwarding signals, the control channel.
     S::recvmsg,
-    // The OCI monitor: accepting `exec` requests, handing them to init.
-    S::accept4,
+    // The OCI monitor: handing `exec` requests (accepted with the
+    // netstack's accept4 above) to init.
     S::sendmsg,
     S::wait4,
     S::kill,
@@ -124,6 +138,12 @@ pub const ALLOWED: &[S] = &[
     S::geteuid,
     S::getegid,
 ];
+
+/// Calls allowed only when `--allow-net` gives egress: the unix pair a
+/// relayed connection is carried on, the host resolver's batched queries
+/// (the DNS stub's lookups through getaddrinfo), and the send timeout that
+/// bounds an egress connect.
+pub const EGRESS_ALLOWED: &[S] = &[S::socketpair, S::sendmmsg, S::setsockopt];
 
 /// Calls that kill the supervisor (and with it, by PDEATHSIG, the
 /// sandbox): what an attacker who took over the supervisor would reach
@@ -204,19 +224,49 @@ const THREAD_ONLY: &[Cond] = &[
     },
 ];
 
-/// Sockets: none are made after launch; internet ones are an attacker's.
-const NOT_INTERNET: &[Cond] = &[Cond {
+/// Sockets: the netstack makes AF_UNIX ones; without egress internet
+/// ones are an attacker's, as is any other family (killed).
+const UNIX_ONLY: &[Cond] = &[Cond {
     arg: 0,
-    op: Op::NotIn(&[libc::AF_INET as u32, libc::AF_INET6 as u32]),
+    op: Op::MaskedIn(u32::MAX, &[libc::AF_UNIX as u32]),
+}];
+
+/// With egress the supervisor dials allowed destinations itself: also
+/// AF_INET and AF_INET6 (any other family is still killed).
+const UNIX_OR_INET: &[Cond] = &[Cond {
+    arg: 0,
+    op: Op::MaskedIn(
+        u32::MAX,
+        &[
+            libc::AF_UNIX as u32,
+            libc::AF_INET as u32,
+            libc::AF_INET6 as u32,
+        ],
+    ),
 }];
 
 /// What every call not listed gets.
 const EPERM: u32 = SECCOMP_RET_ERRNO | libc::EPERM as u32;
 
-/// The supervisor's filter program.
-pub fn program() -> Vec<bpf::Insn> {
+/// The supervisor's filter program; `egress`: `--allow-net` was given.
+pub fn program(egress: bool) -> Vec<bpf::Insn> {
     let denied = EPERM;
-    let allow = ALLOWED.iter().map(|s| (*s, Action::Ret(SECCOMP_RET_ALLOW)));
+    let extra = if egress { EGRESS_ALLOWED } else { &[] };
+    // With egress, glibc's resolver (the DNS stub's host lookups) opens a
+    // NETLINK_ROUTE socket to sort several addresses and copes with a
+    // refusal: other families fail with EAFNOSUPPORT instead of killing.
+    let (families, other_family, socketpair) = match egress {
+        true => (
+            UNIX_OR_INET,
+            SECCOMP_RET_ERRNO | libc::EAFNOSUPPORT as u32,
+            SECCOMP_RET_ALLOW,
+        ),
+        false => (UNIX_ONLY, SECCOMP_RET_KILL_PROCESS, denied),
+    };
+    let allow = ALLOWED
+        .iter()
+        .chain(extra.iter().filter(|s| **s != S::socketpair))
+        .map(|s| (*s, Action::Ret(SECCOMP_RET_ALLOW)));
     let kill = KILLED
         .iter()
         .map(|s| (*s, Action::Ret(SECCOMP_RET_KILL_PROCESS)));
@@ -231,8 +281,9 @@ pub fn program() -> Vec<bpf::Insn> {
         ),
         (
             S::socket,
-            Action::If(NOT_INTERNET, denied, SECCOMP_RET_KILL_PROCESS),
+            Action::If(families, SECCOMP_RET_ALLOW, other_family),
         ),
+        (S::socketpair, Action::If(UNIX_ONLY, socketpair, denied)),
     ];
     let list: Vec<_> = special.into_iter().chain(allow).chain(kill).collect();
     bpf::compile_actions(&list, denied)
@@ -240,8 +291,8 @@ pub fn program() -> Vec<bpf::Insn> {
 
 /// Installs [`program`] on every thread of the supervisor. Call it once
 /// the workers and the signal thread run, before the guest starts.
-pub fn confine() -> Result<(), String> {
-    let prog: Vec<libc::sock_filter> = program()
+pub fn confine(egress: bool) -> Result<(), String> {
+    let prog: Vec<libc::sock_filter> = program(egress)
         .iter()
         .map(|i| libc::sock_filter {
             code: i.code,
@@ -260,7 +311,45 @@ mod tests {
     use bpf::{evaluate, AUDIT_ARCH_X86_64};
 
     fn action(s: S, args: [u64; 6]) -> u32 {
-        evaluate(&program(), AUDIT_ARCH_X86_64, s.id() as u32, args)
+        evaluate(&program(false), AUDIT_ARCH_X86_64, s.id() as u32, args)
+    }
+
+    fn with_egress(s: S, args: [u64; 6]) -> u32 {
+        evaluate(&program(true), AUDIT_ARCH_X86_64, s.id() as u32, args)
+    }
+
+    #[test]
+    fn egress_opens_internet_sockets_and_unix_pairs_only() {
+        // Other families are refused (not killed: glibc's resolver tries
+        // NETLINK_ROUTE).
+        let (unix, inet, inet6) = (
+            libc::AF_UNIX as u64,
+            libc::AF_INET as u64,
+            libc::AF_INET6 as u64,
+        );
+        for family in [unix, inet, inet6] {
+            assert_eq!(
+                with_egress(S::socket, [family, 1, 0, 0, 0, 0]),
+                SECCOMP_RET_ALLOW
+            );
+        }
+        let eafnosupport = SECCOMP_RET_ERRNO | libc::EAFNOSUPPORT as u32;
+        for family in [libc::AF_PACKET, libc::AF_NETLINK] {
+            let args = [family as u64, 3, 0, 0, 0, 0];
+            assert_eq!(with_egress(S::socket, args), eafnosupport);
+        }
+        assert_eq!(
+            with_egress(S::socketpair, [unix, 1, 0, 0, 0, 0]),
+            SECCOMP_RET_ALLOW
+        );
+        assert_eq!(with_egress(S::socketpair, [inet, 1, 0, 0, 0, 0]), EPERM);
+        assert_eq!(action(S::socketpair, [unix, 1, 0, 0, 0, 0]), EPERM);
+        assert_eq!(with_egress(S::sendmmsg, [0; 6]), SECCOMP_RET_ALLOW);
+        assert_eq!(action(S::sendmmsg, [0; 6]), EPERM);
+        assert_eq!(with_egress(S::setsockopt, [0; 6]), SECCOMP_RET_ALLOW);
+        for s in [S::execve, S::ptrace, S::setns] {
+            assert_eq!(with_egress(s, [0; 6]), SECCOMP_RET_KILL_PROCESS);
+        }
     }
 
     #[test]
@@ -273,7 +362,7 @@ mod tests {
             assert_eq!(action(*s, [0; 6]), SECCOMP_RET_KILL_PROCESS, "{}", s.name());
         }
         assert_eq!(action(S::setuid, [0; 6]), EPERM);
-        assert!(program().len() < 4096);
+        assert!(program(false).len() < 4096 && program(true).len() < 4096);
     }
 
     #[test]
@@ -292,9 +381,9 @@ mod tests {
         assert_eq!(action(S::clone, [fork, 0, 0, 0, 0, 0]), EPERM);
         let ns = thread | libc::CLONE_NEWNET as u64;
         assert_eq!(action(S::clone, [ns, 0, 0, 0, 0, 0]), EPERM);
-        let recv = libc::SECCOMP_IOCTL_NOTIF_RECV as u64;
+        let recv = libc::SECCOMP_IOCTL_NOTIF_RECV;
         assert_eq!(action(S::ioctl, [3, recv, 0, 0, 0, 0]), SECCOMP_RET_ALLOW);
-        let tiocsti = libc::TIOCSTI as u64;
+        let tiocsti = libc::TIOCSTI;
         assert_eq!(action(S::ioctl, [0, tiocsti, 0, 0, 0, 0]), EPERM);
         let inet = libc::AF_INET as u64;
         assert_eq!(
@@ -302,6 +391,11 @@ mod tests {
             SECCOMP_RET_KILL_PROCESS
         );
         let unix = libc::AF_UNIX as u64;
-        assert_eq!(action(S::socket, [unix, 1, 0, 0, 0, 0]), EPERM);
+        assert_eq!(action(S::socket, [unix, 1, 0, 0, 0, 0]), SECCOMP_RET_ALLOW);
+        let netlink = libc::AF_NETLINK as u64;
+        assert_eq!(
+            action(S::socket, [netlink, 2, 0, 0, 0, 0]),
+            SECCOMP_RET_KILL_PROCESS
+        );
     }
 }

@@ -9,6 +9,7 @@ pub mod cli;
 pub mod confine;
 pub mod launch;
 pub mod limits;
+pub mod network;
 pub mod oci;
 pub mod output;
 pub mod report;

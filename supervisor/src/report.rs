@@ -108,6 +108,30 @@ pub struct SyscallCounts {
     pub denied: BTreeMap<String, u64>,
 }
 
+/// One refused connection (`netstack::DeniedConnection`).
+#[derive(Serialize, Debug, Clone, PartialEq, Eq)]
+pub struct DeniedConnection {
+    pub address: String,
+    pub port: u16,
+    /// "tcp" or "udp".
+    pub proto: &'static str,
+    pub reason: String,
+    /// Attempts to the same destination, for the same reason.
+    pub count: u64,
+}
+
+impl From<netstack::DeniedConnection> for DeniedConnection {
+    fn from(d: netstack::DeniedConnection) -> Self {
+        DeniedConnection {
+            address: d.address,
+            port: d.port,
+            proto: d.proto,
+            reason: d.reason,
+            count: d.count,
+        }
+    }
+}
+
 /// Version 2 of the report.
 #[derive(Serialize, Debug)]
 pub struct Report {
@@ -131,6 +155,9 @@ pub struct Report {
     pub output: Output,
     pub limits: LimitsReport,
     pub syscalls: SyscallCounts,
+    /// Connections and datagrams the network policy refused, in order of
+    /// first attempt, repeats folded.
+    pub denied_connections: Vec<DeniedConnection>,
     /// CPU time as the sandbox's cgroup counted it (preferred to rusage,
     /// which misses processes a kill took).
     #[serde(skip)]
@@ -152,6 +179,7 @@ impl Report {
             output: Output::default(),
             limits: LimitsReport::default(),
             syscalls: SyscallCounts::default(),
+            denied_connections: Vec::new(),
             cpu_time_from_cgroup: None,
         }
     }

@@ -25,6 +25,7 @@ use crate::launch::{self, LaunchConfig, LaunchError, Outcome, FORWARDED};
 use crate::limits::cgroup::Counters;
 use crate::limits::janitor::{self, Janitor};
 use crate::limits::{format_size, kill_message, watchdog, Enforcement, Kill, Limits, Tripwire};
+use crate::network::{self, Network};
 use crate::output::{Capture, Meter};
 use crate::report::{CpuTime, LimitsReport, Reason, Report};
 use crate::trap;
@@ -173,6 +174,7 @@ fn serve_and_wait(
         None => None,
     };
     let rw_flush = launch::RwFlush::open(&config.mounts);
+    let publishers = network::bind_publishers(&args.publish).map_err(setup_error)?;
     // Launch forks: it must happen before this process has any thread.
     let launched = launch::launch_with(config, &guards.enforcement);
     if let (Some(capture), Some(meter)) = (&mut capture, &guards.meter) {
@@ -188,6 +190,14 @@ fn serve_and_wait(
     let counters = Arc::new(guards.enforcement.counters());
     let mut ctx = Context::new(root, getuid().as_raw(), getgid().as_raw());
     ctx.set_limits(guest_limits(args, &counters));
+    let net_denials = ctx.net_denials();
+    let network = match Network::start(&args.allow_net, publishers, &mut ctx) {
+        Ok(n) => n,
+        Err(e) => {
+            sandbox.kill();
+            return Err(setup_error(e));
+        }
+    };
     let tracer = match &args.trace {
         Some(target) => Some(
             Tracer::open(target)
@@ -225,13 +235,14 @@ fn serve_and_wait(
         started,
     );
     embedding.before_start(&sandbox).map_err(setup_error)?;
-    crate::confine::confine().map_err(supervisor_error)?;
+    crate::confine::confine(!args.allow_net.is_empty()).map_err(supervisor_error)?;
     sandbox.start()?;
     let waited = sandbox.wait_with_stats();
     for warning in rw_flush.flush() {
         eprintln!("supervisor: warning: {warning}");
     }
     drop(watchdog);
+    network.finish();
     if let Some(relay) = relay {
         relay.finish();
     }
@@ -241,6 +252,12 @@ fn serve_and_wait(
     let (outcome, tasks) = waited?;
     report.syscalls.serviced = trap.counters.serviced().into_iter().collect();
     report.syscalls.denied = trap.counters.denied().into_iter().collect();
+    report.denied_connections = net_denials
+        .snapshot()
+        .0
+        .into_iter()
+        .map(Into::into)
+        .collect();
     report.processes_started = tasks;
     report.peak_memory_bytes = counters.memory_peak();
     report.cpu_time_from_cgroup = counters.cpu_user_system();

@@ -46,6 +46,12 @@ pub enum Reply {
     /// Let the kernel run the call as the guest made it. Only for calls
     /// whose effect is harmless whatever the guest's memory holds by then.
     Continue,
+    /// The policy refuses the call: it fails with this errno and counts
+    /// as denied in the report (a raw socket, say).
+    Deny(Errno),
+    /// The handler already answered (with [`Guest::install_fd`]): this is
+    /// the value the call returned, for the trace.
+    Answered(i64),
 }
 
 impl From<Result<i64, Errno>> for Reply {
@@ -104,4 +110,27 @@ pub trait Guest {
     /// (open a FIFO with no other end yet): the supervisor makes sure
     /// another worker answers the other guest threads meanwhile.
     fn may_block(&self) {}
+
+    /// Whether the thread has a signal it catches pending and unblocked:
+    /// a handler waiting on its behalf should stop and answer EINTR, as
+    /// the kernel's interruptible waits do.
+    fn signal_pending(&self) -> bool {
+        false
+    }
+
+    /// Installs `fd` in the guest and answers the call with its number
+    /// (`ADDFD` + `SEND`, atomically). On failure the file comes back, so
+    /// that nothing it holds (an accepted connection) is lost.
+    fn install_fd(&self, fd: OwnedFd, cloexec: bool) -> Result<i32, (Errno, OwnedFd)> {
+        let _ = cloexec;
+        Err((Errno::ENOSYS, fd))
+    }
+
+    /// Puts `fd` in the guest's table at number `target`, replacing what
+    /// is there (as dup2 does, keeping the close-on-exec flag the old one
+    /// had), without answering the call.
+    fn replace_fd(&self, target: i32, fd: &OwnedFd) -> Result<(), Errno> {
+        let _ = (target, fd);
+        Err(Errno::ENOSYS)
+    }
 }

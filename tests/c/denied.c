@@ -25,6 +25,7 @@
 #include <sys/uio.h>
 #include <sys/wait.h>
 #include <linux/if_ether.h>
+#include <linux/netlink.h>
 #include <netinet/in.h>
 #include <unistd.h>
 
@@ -119,7 +120,7 @@ int main(int argc, char **argv)
 	T("open_by_handle_at", syscall(SYS_open_by_handle_at, -1, NULL, 0));
 	T("socket_packet", syscall(SYS_socket, AF_PACKET, SOCK_RAW, htons(ETH_P_ALL)));
 	T("socket_inet_raw", syscall(SYS_socket, AF_INET, SOCK_RAW, IPPROTO_ICMP));
-	T("socket_netlink", syscall(SYS_socket, AF_NETLINK, SOCK_RAW, 0));
+	T("socket_netlink", syscall(SYS_socket, AF_NETLINK, SOCK_RAW, NETLINK_AUDIT));
 	{
 		int fd = open("/dev/null", O_RDONLY);
 		char c = 'x';

@@ -33,7 +33,7 @@ use super::exec::{self, ExecPlan};
 use super::plan::ViewPlan;
 use super::{privs, view};
 use crate::sys::fd::close_all_except;
-use crate::sys::net::set_link_up;
+use crate::sys::net::{add_address, set_link_up};
 use crate::sys::process::{
     exit_now as _exit, fork_single_threaded, reset_signal_dispositions, scrub_cmdline_and_environ,
     sigwaitinfo, Forked,
@@ -173,6 +173,12 @@ fn setup(args: &InitArgs<'_>) -> Result<(OwnedFd, Option<Pty>, Option<File>), St
         .map_err(|e| format!("--hostname {}: {}", args.hostname, e.desc()))?;
     // Loopback only matters to programs that use it; no reason to fail.
     let _ = set_link_up("lo");
+    // glibc's getaddrinfo with AI_ADDRCONFIG (curl, getent ahosts) asks
+    // DNS for IPv4 only when an address other than 127.0.0.1 is
+    // configured: the stub's own address on `lo` is that address.
+    if let Some(std::net::IpAddr::V4(stub)) = args.plan.nameserver {
+        let _ = add_address("lo:dns", stub);
+    }
     view::build(args.plan)?;
     chdir(args.workdir).map_err(|e| format!("workdir {}: {}", args.workdir.display(), e.desc()))?;
     // Opened before the filter: afterwards, opens are serviced calls.
@@ -194,6 +200,13 @@ fn setup(args: &InitArgs<'_>) -> Result<(OwnedFd, Option<Pty>, Option<File>), St
     }
     close_all_except(&keep).map_err(|e| format!("closing descriptors: {}", e.desc()))?;
     privs::drop_privileges()?;
+    // The netstack's sockets live in the supervisor's network namespace:
+    // keep the guest from its abstract names (sys/landlock.rs). Kernels
+    // before 6.12 lack the scope and go without.
+    match crate::sys::landlock::scope_abstract_unix_sockets() {
+        Ok(()) | Err(Errno::EOPNOTSUPP) | Err(Errno::ENOSYS) => {}
+        Err(e) => return Err(format!("landlock scope: {}", e.desc())),
+    }
     Ok((privs::install_filter(args.filter)?, pty, last_pid))
 }
 

@@ -31,6 +31,9 @@ pub struct ViewPlan {
     pub etc_hidden: Vec<PathBuf>,
     /// Files written into the view's /etc: (name relative to /etc, contents).
     pub etc_files: Vec<(PathBuf, Vec<u8>)>,
+    /// The DNS stub's address, given to the guest's `lo` as well (see
+    /// `sys::net::add_address`), when resolv.conf names it.
+    pub nameserver: Option<std::net::IpAddr>,
     /// Host device nodes bound into the view's /dev.
     pub dev_nodes: Vec<&'static str>,
     /// What the view's /sys/devices/system/cpu holds.
@@ -205,6 +208,7 @@ impl ViewPlan {
                 input.hostname,
                 input.nameserver,
             ),
+            nameserver: input.nameserver,
             dev_nodes: DEV_NODES
                 .iter()
                 .copied()

@@ -2,7 +2,8 @@
 //! as `unsafe fn`): raw `clone` into new namespaces, `sigwaitinfo`,
 //! `close_range`, `openat2` returning an owned fd, descriptor passing,
 //! capabilities and securebits, `seccomp(SET_MODE_FILTER)`, bringing a
-//! network link up, terminal ioctls, pidfds, prlimit.
+//! network link up, terminal ioctls, pidfds, prlimit, Landlock's
+//! abstract-socket scope.
 //!
 //! Owns: every `unsafe` block the launch code needs, each with a
 //! `// SAFETY:` comment. Does not own: policy; callers decide what to call
@@ -10,6 +11,7 @@
 
 pub mod caps;
 pub mod fd;
+pub mod landlock;
 pub mod net;
 pub mod pidfd;
 pub mod process;

@@ -14,7 +14,7 @@ use nix::errno::Errno;
 use sandbox_syscalls::guest::PATH_MAX;
 use sandbox_syscalls::Guest;
 
-use super::{ioctl, memory};
+use super::{ioctl, memory, signals};
 use crate::sys::pidfd;
 
 /// One trapped call of one guest thread.
@@ -76,6 +76,19 @@ impl Guest for NotifGuest<'_> {
 
     fn may_block(&self) {
         (self.on_block)()
+    }
+
+    fn signal_pending(&self) -> bool {
+        signals::catchable_pending(self.tid)
+    }
+
+    fn install_fd(&self, fd: OwnedFd, cloexec: bool) -> Result<i32, (Errno, OwnedFd)> {
+        ioctl::add_fd_and_answer(self.listener, self.id, fd.as_fd(), cloexec).map_err(|e| (e, fd))
+    }
+
+    fn replace_fd(&self, target: i32, fd: &OwnedFd) -> Result<(), Errno> {
+        let cloexec = signals::fd_cloexec(self.tid, target)?;
+        ioctl::add_fd_at(self.listener, self.id, fd.as_fd(), target, cloexec)
     }
 
     fn ns_ids(&self) -> Result<(i32, i32), Errno> {

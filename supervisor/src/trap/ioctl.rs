@@ -118,6 +118,37 @@ pub fn add_fd_and_answer(
     Errno::result(r)
 }
 
+/// Installs `fd` in the caller's table at number `target`, replacing
+/// whatever is there (`SECCOMP_IOCTL_NOTIF_ADDFD` with
+/// `SECCOMP_ADDFD_FLAG_SETFD`), without answering the call.
+pub fn add_fd_at(
+    listener: BorrowedFd<'_>,
+    id: u64,
+    fd: BorrowedFd<'_>,
+    target: i32,
+    cloexec: bool,
+) -> Result<(), Errno> {
+    let newfd_flags = if cloexec { libc::O_CLOEXEC as u32 } else { 0 };
+    let target = u32::try_from(target).map_err(|_| Errno::EBADF)?;
+    let mut add = libc::seccomp_notif_addfd {
+        id,
+        flags: libc::SECCOMP_ADDFD_FLAG_SETFD as u32,
+        srcfd: fd.as_raw_fd() as u32,
+        newfd: target,
+        newfd_flags,
+    };
+    // SAFETY: as in `add_fd_and_answer`: a fully initialised struct and a
+    // descriptor borrowed for the duration of the call.
+    let r = unsafe {
+        libc::ioctl(
+            listener.as_raw_fd(),
+            libc::SECCOMP_IOCTL_NOTIF_ADDFD,
+            &mut add,
+        )
+    };
+    Errno::result(r).map(drop)
+}
+
 /// Asks for synchronous wake-ups (Linux 6.6+). Returns whether the kernel
 /// accepted.
 pub fn set_sync_wake_up(listener: BorrowedFd<'_>) -> bool {

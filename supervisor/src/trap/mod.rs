@@ -15,6 +15,7 @@
 mod guest;
 mod ioctl;
 mod memory;
+mod signals;
 pub mod trace;
 
 use std::os::fd::{AsFd, OwnedFd};
@@ -270,7 +271,13 @@ fn handle(
                 nr: i64::from(n.nr),
                 args: n.args,
             };
-            dispatch(ctx, &guest, &call)
+            match dispatch(ctx, &guest, &call) {
+                Reply::Deny(e) => {
+                    Counters::bump(&counters.denied, n.nr);
+                    Reply::Error(e)
+                }
+                reply => reply,
+            }
         }
     }
 }
@@ -287,6 +294,12 @@ fn answer(listener: &OwnedFd, n: &ioctl::Notification, reply: Reply) -> Answered
             Answered::Error(e),
         ),
         Reply::Continue => sent(ioctl::send(fd, n.id, 0, 0, true), Answered::Continue),
+        // The handler answered itself (an accepted connection installed).
+        Reply::Answered(v) => Answered::Value(v),
+        Reply::Deny(e) => sent(
+            ioctl::send(fd, n.id, 0, -(e as i32), false),
+            Answered::Error(e),
+        ),
         Reply::InstallFd { fd: file, cloexec } => {
             match ioctl::add_fd_and_answer(fd, n.id, file.as_fd(), cloexec) {
                 Ok(guest_fd) => Answered::Fd(guest_fd),

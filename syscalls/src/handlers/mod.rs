@@ -24,6 +24,7 @@ mod abi;
 mod attr;
 mod mounttab;
 mod namei;
+mod net;
 mod notify;
 mod open;
 mod stat;
@@ -59,6 +60,8 @@ pub struct Context {
     /// resolved) rather than with a descriptor of ours (ADDFD). See
     /// `open.rs`; tests of the VFS's resolution turn it off.
     pub(crate) continue_plain_opens: bool,
+    /// The sandbox's sockets (`net/`).
+    pub(crate) net: std::sync::Arc<netstack::Stack>,
 }
 
 impl Context {
@@ -73,7 +76,31 @@ impl Context {
             ids: IdMap::new(host_uid, host_gid),
             limits: GuestLimits::default(),
             continue_plain_opens: true,
+            net: std::sync::Arc::default(),
         }
+    }
+
+    /// The refused connections, for the report.
+    pub fn net_denials(&self) -> std::sync::Arc<netstack::DenialLog> {
+        self.net.denials()
+    }
+
+    /// Plugs in the way out of the sandbox (the default refuses all).
+    /// Call it before [`Context::net`] hands the stack out; later it is
+    /// EBUSY.
+    pub fn set_egress(
+        &mut self,
+        egress: Box<dyn netstack::Egress>,
+    ) -> Result<(), nix::errno::Errno> {
+        let net = std::sync::Arc::get_mut(&mut self.net).ok_or(nix::errno::Errno::EBUSY)?;
+        net.set_egress(egress);
+        Ok(())
+    }
+
+    /// The sandbox's socket layer, for what serves it from outside the
+    /// trap: the DNS stub's sockets, `--publish` connections.
+    pub fn net(&self) -> std::sync::Arc<netstack::Stack> {
+        self.net.clone()
     }
 
     /// Always answer opens with a descriptor the supervisor opened
@@ -97,6 +124,7 @@ impl Context {
             limits: GuestLimits::default(),
             synthetic: Default::default(),
             continue_plain_opens: true,
+            net: std::sync::Arc::default(),
         }
     }
 }
@@ -185,6 +213,29 @@ fn route(ctx: &Context, g: &dyn Guest, c: &SyscallArgs) -> Res {
             sysinfo::sched_getaffinity(ctx, g, c.int(0), c.uint(1), a[2])
         }
         libc::SYS_sysinfo => sysinfo_call::sysinfo(ctx, g, a[0]),
+        _ => net_route(ctx, g, c),
+    }
+}
+
+fn net_route(ctx: &Context, g: &dyn Guest, c: &SyscallArgs) -> Res {
+    use net::{accept, dgram, msg, names, socket};
+    let a = &c.args;
+    match c.nr as c_long {
+        libc::SYS_socket => socket::socket(ctx, g, c.int(0), c.int(1), c.int(2)),
+        libc::SYS_bind => socket::bind(ctx, g, c.int(0), a[1], c.uint(2)),
+        libc::SYS_connect => socket::connect(ctx, g, c.int(0), a[1], c.uint(2)),
+        libc::SYS_accept => accept::accept4(ctx, g, c.int(0), a[1], a[2], 0),
+        libc::SYS_accept4 => accept::accept4(ctx, g, c.int(0), a[1], a[2], c.int(3)),
+        libc::SYS_getsockname => names::name(ctx, g, c.int(0), a[1], a[2], false),
+        libc::SYS_getpeername => names::name(ctx, g, c.int(0), a[1], a[2], true),
+        libc::SYS_getsockopt => names::getsockopt(ctx, g, c.int(0), c.int(1), c.int(2), a[3], a[4]),
+        libc::SYS_setsockopt => {
+            names::setsockopt(ctx, g, c.int(0), c.int(1), c.int(2), a[3], c.uint(4))
+        }
+        libc::SYS_sendto => dgram::sendto(ctx, g, c.int(0), a[1], a[2], c.int(3), a[4], c.uint(5)),
+        libc::SYS_recvfrom => dgram::recvfrom(ctx, g, c.int(0), a[1], a[2], c.int(3), a[4], a[5]),
+        libc::SYS_sendmsg => msg::sendmsg(ctx, g, c.int(0), a[1], c.int(2)),
+        libc::SYS_recvmsg => msg::recvmsg(ctx, g, c.int(0), a[1], c.int(2)),
         _ => Err(Errno::ENOSYS),
     }
 }

@@ -416,7 +416,22 @@ mod tests {
             0,
             0,
         ];
-        assert_eq!(run(socket, inet_stream), SECCOMP_RET_ALLOW);
+        // Internet sockets are the netstack's; local ones pass.
+        assert_eq!(run(socket, inet_stream), SECCOMP_RET_USER_NOTIF);
+        let unix_stream = [libc::AF_UNIX as u64, libc::SOCK_STREAM as u64, 0, 0, 0, 0];
+        assert_eq!(run(socket, unix_stream), SECCOMP_RET_ALLOW);
+        let accept = Sysno::accept4.id() as u32;
+        assert_eq!(run(accept, [3, 0, 0, 0, 0, 0]), SECCOMP_RET_ALLOW);
+        assert_eq!(
+            run(accept, [3, 0x1000, 0x2000, 0, 0, 0]),
+            SECCOMP_RET_USER_NOTIF
+        );
+        let recvfrom = Sysno::recvfrom.id() as u32;
+        assert_eq!(run(recvfrom, [3, 0x1000, 64, 0, 0, 0]), SECCOMP_RET_ALLOW);
+        assert_eq!(
+            run(recvfrom, [3, 0x1000, 64, 0, 0x2000, 0x3000]),
+            SECCOMP_RET_USER_NOTIF
+        );
         let raw = [libc::AF_INET as u64, libc::SOCK_RAW as u64, 1, 0, 0, 0];
         assert_eq!(run(socket, raw), SECCOMP_RET_USER_NOTIF);
         let packet = [libc::AF_PACKET as u64, libc::SOCK_DGRAM as u64, 0, 0, 0, 0];

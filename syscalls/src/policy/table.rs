@@ -8,7 +8,7 @@
 //! that the VFS must answer is serviced. Everything else is denied, and
 //! any number not named here is denied with ENOSYS.
 
-use nix::errno::Errno::{self, EAFNOSUPPORT, ENOSYS, EOPNOTSUPP, EPERM};
+use nix::errno::Errno::{self, ENOSYS, EOPNOTSUPP, EPERM};
 use syscalls::Sysno as S;
 
 use super::{Cond, Fallback, Op, Rule};
@@ -32,16 +32,10 @@ const TERMINAL_INJECTION: &[u32] = &[
     libc::TIOCCONS as u32,
 ];
 
-/// Socket domains the guest may create: local, IPv4, IPv6. Until the
-/// netstack lands, IP sockets live in the guest's own, empty network
-/// namespace (loopback only).
-const SOCKET_DOMAINS: &[u32] = &[
-    libc::AF_UNIX as u32,
-    libc::AF_INET as u32,
-    libc::AF_INET6 as u32,
-];
-/// Socket types (low four bits): stream, datagram, seqpacket. Not raw.
-const SOCKET_TYPES: &[u32] = &[
+/// Sockets the guest's kernel makes itself: local ones of the usual
+/// types. Internet sockets are the netstack's (serviced); the rest is
+/// denied by the socket handler.
+const UNIX_SOCKET_TYPES: &[u32] = &[
     libc::SOCK_STREAM as u32,
     libc::SOCK_DGRAM as u32,
     libc::SOCK_SEQPACKET as u32,
@@ -55,16 +49,36 @@ const IOCTL_SAFE: &[Cond] = &[Cond {
     arg: 1,
     op: Op::NotIn(TERMINAL_INJECTION),
 }];
-const SOCKET_SAFE: &[Cond] = &[
+const UNIX_SOCKET: &[Cond] = &[
     Cond {
         arg: 0,
-        op: Op::MaskedIn(u32::MAX, SOCKET_DOMAINS),
+        op: Op::MaskedIn(u32::MAX, &[libc::AF_UNIX as u32]),
     },
     Cond {
         arg: 1,
-        op: Op::MaskedIn(0xf, SOCKET_TYPES),
+        op: Op::MaskedIn(0xf, UNIX_SOCKET_TYPES),
     },
 ];
+/// accept/accept4 without an address buffer: the kernel's accept is exact.
+const NULL_ARG1: &[Cond] = &[Cond {
+    arg: 1,
+    op: Op::IsNull,
+}];
+/// init's sendmsg (sys/fd.rs: `send_with_fd`).
+const NOSIGNAL_ARG2: &[Cond] = &[Cond {
+    arg: 2,
+    op: Op::MaskSet(libc::MSG_NOSIGNAL as u32),
+}];
+/// init's recvmsg (sys/fd.rs: `recv_with_fd`).
+const CMSG_CLOEXEC_ARG2: &[Cond] = &[Cond {
+    arg: 2,
+    op: Op::MaskSet(libc::MSG_CMSG_CLOEXEC as u32),
+}];
+/// sendto/recvfrom without an address (send, recv).
+const NULL_ARG4: &[Cond] = &[Cond {
+    arg: 4,
+    op: Op::IsNull,
+}];
 /// `fstat` in glibc is `newfstatat(fd, "", buf, AT_EMPTY_PATH)`.
 const EMPTY_PATH_AT_ARG3: &[Cond] = &[Cond {
     arg: 3,
@@ -153,11 +167,24 @@ pub fn rule_for(nr: S) -> Rule {
         S::io_setup | S::io_destroy | S::io_getevents | S::io_submit | S::io_cancel => Pass,
         S::io_pgetevents => Pass,
 
-        // ---- Sockets (guest's own empty network namespace until netstack). --
-        S::socket => PassIf(SOCKET_SAFE, Fallback::Deny(EAFNOSUPPORT)),
-        S::socketpair | S::connect | S::accept | S::accept4 | S::bind | S::listen => Pass,
-        S::sendto | S::recvfrom | S::sendmsg | S::recvmsg | S::sendmmsg | S::recvmmsg => Pass,
-        S::shutdown | S::getsockname | S::getpeername | S::setsockopt | S::getsockopt => Pass,
+        // ---- Sockets: internet ones are the netstack's (handlers/net). ---
+        // Every call that carries or reports an address or an IP-level
+        // option is serviced (CONTINUE for the guest's own AF_UNIX
+        // sockets); data calls without addresses pass.
+        S::socket => PassIf(UNIX_SOCKET, Fallback::Service),
+        S::bind | S::connect | S::getsockname | S::getpeername => Service,
+        S::setsockopt | S::getsockopt => Service,
+        S::accept | S::accept4 => PassIf(NULL_ARG1, Fallback::Service),
+        S::sendto | S::recvfrom => PassIf(NULL_ARG4, Fallback::Service),
+        S::socketpair | S::listen | S::shutdown => Pass,
+        // init hands the listener over (sendmsg with MSG_NOSIGNAL, recvmsg
+        // with MSG_CMSG_CLOEXEC) after its filter is on, before any worker
+        // runs: those flags pass unchecked, as do the mmsg calls. On a
+        // netstack socket they know only AF_UNIX names, and Landlock's
+        // abstract-socket scope keeps the guest from the supervisor's.
+        S::sendmsg => PassIf(NOSIGNAL_ARG2, Fallback::Service),
+        S::recvmsg => PassIf(CMSG_CLOEXEC_ARG2, Fallback::Service),
+        S::sendmmsg | S::recvmmsg => Pass,
 
         // ---- Memory. -----------------------------------------------------
         S::mmap | S::mprotect | S::munmap | S::brk | S::mremap | S::msync => Pass,

@@ -38,6 +38,8 @@ fn call(f: &Fake, nr: i64, a: [u64; 6]) -> Outcome {
         Reply::Error(e) => Outcome::Err(e),
         Reply::InstallFd { fd, cloexec } => fd_outcome(fd, cloexec),
         Reply::Continue => panic!("Continue"),
+        Reply::Deny(e) => Outcome::Err(e),
+        Reply::Answered(v) => Outcome::Val(v),
     }
 }
 

@@ -217,6 +217,8 @@ impl Side for Fake {
             Reply::Error(e) => Outcome::Err(e),
             Reply::InstallFd { fd, cloexec } => fd_outcome(fd, cloexec),
             Reply::Continue => panic!("a file handler answered Continue"),
+            Reply::Deny(e) => Outcome::Err(e),
+            Reply::Answered(v) => Outcome::Val(v),
         }
     }
 }

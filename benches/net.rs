@@ -1,0 +1,196 @@
+//! Loopback networking benchmarks (`cargo bench --bench net`): the
+//! netstack's serviced calls and its data path, native against sandboxed.
+//!
+//! Owns: the criterion suite. It drives tests/c/net_bench_guest.c (built
+//! here with `cc -O2`), one long-lived copy natively and one under
+//! `supervisor run`, with bench_guest's protocol: "NAME N" on stdin, the
+//! nanoseconds N iterations took on stdout, so no sandbox start-up enters
+//! a figure.
+//!
+//! Stable ids (group/function, each with `native` and `supervised`):
+//! net_connect_accept (socket + connect + accept + two closes),
+//! net_getsockname, net_tcp_rr_64 (64-byte request/response over one
+//! connection to an echo thread), net_tcp_bulk_64k (per 64 KiB written to
+//! a draining thread). A summary of medians, ratios and throughput is
+//! printed at the end.
+//!
+//! Environment: SUPERVISOR_BIN overrides the supervisor binary.
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc::{self, Receiver};
+use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::Duration;
+
+use criterion::Criterion;
+
+/// (criterion group, guest command).
+const CALLS: &[(&str, &str)] = &[
+    ("net_connect_accept", "connect_accept"),
+    ("net_getsockname", "getsockname"),
+    ("net_tcp_rr_64", "tcp_rr"),
+    ("net_tcp_bulk_64k", "tcp_bulk"),
+];
+const GUEST_DIR: &str = "/netbench";
+const ANSWER_TIMEOUT: Duration = Duration::from_secs(120);
+
+type Samples = Arc<Mutex<BTreeMap<String, Vec<f64>>>>;
+
+struct Guest {
+    label: &'static str,
+    child: Child,
+    stdin: Option<ChildStdin>,
+    answers: Receiver<String>,
+}
+
+impl Guest {
+    fn spawn(label: &'static str, mut cmd: Command) -> Result<Guest, String> {
+        cmd.stdin(Stdio::piped()).stdout(Stdio::piped());
+        let mut child = cmd.spawn().map_err(|e| format!("spawn {label}: {e}"))?;
+        let stdin = child.stdin.take().ok_or("no stdin")?;
+        let stdout = child.stdout.take().ok_or("no stdout")?;
+        let (tx, answers) = mpsc::channel();
+        thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let mut g = Guest {
+            label,
+            child,
+            stdin: Some(stdin),
+            answers,
+        };
+        g.run("ping", 0)?;
+        Ok(g)
+    }
+
+    fn run(&mut self, name: &str, n: u64) -> Result<Duration, String> {
+        let stdin = self.stdin.as_mut().ok_or("stdin closed")?;
+        writeln!(stdin, "{name} {n}")
+            .and_then(|_| stdin.flush())
+            .map_err(|e| format!("{}: {e}", self.label))?;
+        let line = self
+            .answers
+            .recv_timeout(ANSWER_TIMEOUT)
+            .map_err(|_| format!("{}: no answer to {name}", self.label))?;
+        let ns: u64 = line
+            .trim()
+            .parse()
+            .map_err(|_| format!("{}: {name}: {line}", self.label))?;
+        Ok(Duration::from_nanos(ns))
+    }
+}
+
+impl Drop for Guest {
+    fn drop(&mut self) {
+        drop(self.stdin.take());
+        let _ = self.child.wait();
+    }
+}
+
+fn build(dir: &Path) -> PathBuf {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c/net_bench_guest.c");
+    let out = dir.join("net_bench_guest");
+    let status = Command::new("cc")
+        .args(["-O2", "-Wall", "-pthread", "-o"])
+        .arg(&out)
+        .arg(&src)
+        .status()
+        .expect("cc");
+    assert!(status.success(), "cc {}: {status}", src.display());
+    out
+}
+
+fn supervisor_bin() -> PathBuf {
+    std::env::var_os("SUPERVISOR_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_supervisor")))
+}
+
+fn median(v: &[f64]) -> f64 {
+    let mut v = v.to_vec();
+    v.sort_by(|a, b| a.total_cmp(b));
+    v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
+}
+
+fn summary(samples: &Samples) {
+    let Ok(map) = samples.lock() else { return };
+    println!("\n| bench | native | supervised | supervised/native |");
+    println!("|---|---|---|---|");
+    for (group, _) in CALLS {
+        let get = |l: &str| map.get(&format!("{group}/{l}")).map(|v| median(v));
+        let (Some(n), Some(s)) = (get("native"), get("supervised")) else {
+            continue;
+        };
+        println!(
+            "| {group} | {:.2} µs | {:.2} µs | {:.2}x |",
+            n / 1e3,
+            s / 1e3,
+            s / n
+        );
+        if *group == "net_tcp_bulk_64k" {
+            let gbps = |ns: f64| 65536.0 / ns;
+            println!(
+                "| bulk throughput | {:.2} GB/s | {:.2} GB/s | {:.2}x |",
+                gbps(n),
+                gbps(s),
+                n / s
+            );
+        }
+    }
+}
+
+fn main() {
+    let mut c = Criterion::default()
+        .sample_size(20)
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(3))
+        .configure_from_args();
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let prog = build(tmp.path());
+    let samples: Samples = Arc::default();
+    let native = Guest::spawn("native", Command::new(&prog)).expect("native guest");
+    let mut sup = Command::new(supervisor_bin());
+    sup.arg("run")
+        .arg("--ro")
+        .arg(format!("{}:{GUEST_DIR}", tmp.path().display()))
+        .arg("--")
+        .arg(format!("{GUEST_DIR}/net_bench_guest"));
+    let supervised = Guest::spawn("supervised", sup).expect("supervised guest");
+    let guests = [
+        Arc::new(Mutex::new(native)),
+        Arc::new(Mutex::new(supervised)),
+    ];
+    for (group, call) in CALLS {
+        let mut g = c.benchmark_group(*group);
+        for guest in &guests {
+            let label = guest.lock().map(|g| g.label).unwrap_or("?");
+            let (guest, samples) = (Arc::clone(guest), Arc::clone(&samples));
+            let id = format!("{group}/{label}");
+            g.bench_function(label, move |b| {
+                b.iter_custom(|iters| {
+                    let d = guest
+                        .lock()
+                        .map_err(|_| "poisoned".to_string())
+                        .and_then(|mut g| g.run(call, iters))
+                        .unwrap_or_else(|e| panic!("{e}"));
+                    if let Ok(mut m) = samples.lock() {
+                        m.entry(id.clone())
+                            .or_default()
+                            .push(d.as_nanos() as f64 / iters.max(1) as f64);
+                    }
+                    d
+                })
+            });
+        }
+        g.finish();
+    }
+    c.final_summary();
+    summary(&samples);
+}

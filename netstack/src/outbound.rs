@@ -1,0 +1,249 @@
+//! Allowed egress: the [`Egress`] built from the `--allow-net` rules.
+//! Each destination is judged by [`AllowList::verdict`] (with the DNS
+//! stub's [`Resolved`] addresses); an allowed one is dialled from the
+//! supervisor's own network namespace with a host TCP or UDP socket
+//! *first*, so a refused or unreachable destination reaches the guest as
+//! that errno, and only then relayed ([`crate::relay`]) to a unix socket
+//! pair whose other end takes the guest socket's place.
+//!
+//! Host loopback is reached only by a destination a rule names
+//! explicitly (`--allow-net 127.0.0.1:5432`): such a destination is the
+//! host's, not the sandbox's ([`Egress::takes_loopback`]); every other
+//! loopback address stays the sandbox's own.
+//!
+//! Unconnected UDP (`sendto` with an address) keeps one session per
+//! (guest socket, destination): a host UDP socket connected to the
+//! destination and a unix datagram socket bound to a name that decodes as
+//! the destination ([`Namer::encode_via`]), connected to the guest
+//! socket's name, so replies arrive from the address the guest sent to.
+//!
+//! Owns: the verdict call, the host sockets and their relay threads.
+//! Does not own: the rules, the relay loops, the denial log (the handlers
+//! record a [`Refusal::Denied`]).
+
+use std::collections::HashMap;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};
+use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::thread;
+use std::time::Duration;
+
+use nix::errno::Errno;
+use nix::sys::socket::{
+    self, sockopt, AddressFamily, MsgFlags, SockFlag, SockType, SockaddrStorage, UnixAddr,
+};
+use nix::sys::time::TimeVal;
+use parking_lot::Mutex;
+
+use crate::egress::{Denied, Egress, Refusal};
+use crate::name::{Namer, Proto};
+use crate::relay::{relay_datagrams, relay_stream};
+use crate::rules::{AllowList, Resolved};
+
+/// A UDP flow ends after this long without traffic either way.
+pub const UDP_IDLE: Duration = Duration::from_secs(120);
+/// An allowed TCP destination that has not answered by then is ETIMEDOUT
+/// (the guest thread waits that long at most; Linux would wait ~2 min).
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
+/// Most concurrent unconnected-UDP sessions; past it, finished ones are
+/// dropped, and if none has finished the send fails with ENOBUFS.
+pub const MAX_UDP_SESSIONS: usize = 256;
+/// Most connected sockets (TCP, or UDP by connect) relayed at once; past
+/// it a connect fails with ENOBUFS.
+pub const MAX_RELAYS: usize = 1024;
+
+/// One unconnected-UDP flow: the host socket the guest's datagrams go out
+/// on; its relay thread carries the replies back.
+struct Session {
+    host: UdpSocket,
+    relay: thread::JoinHandle<()>,
+}
+
+/// Egress by `--allow-net` rules.
+pub struct Outbound {
+    allow: Arc<AllowList>,
+    resolved: Arc<Resolved>,
+    namer: Namer,
+    sessions: Mutex<HashMap<(Vec<u8>, SocketAddr), Session>>,
+    next_tag: AtomicU64,
+    relays: Arc<AtomicUsize>,
+}
+
+impl Outbound {
+    /// `namer` must be the sandbox's (replies are named with it).
+    pub fn new(allow: Arc<AllowList>, resolved: Arc<Resolved>, namer: Namer) -> Outbound {
+        Outbound {
+            allow,
+            resolved,
+            namer,
+            sessions: Mutex::new(HashMap::new()),
+            next_tag: AtomicU64::new(1),
+            relays: Arc::default(),
+        }
+    }
+
+    fn judge(&self, dst: SocketAddr, proto: Proto) -> Result<(), Refusal> {
+        self.allow
+            .verdict(dst, proto, &self.resolved)
+            .map_err(|d| Refusal::Denied(Denied { reason: d.reason }))
+    }
+
+    /// A new session for datagrams from the guest name `from` to `dst`.
+    fn open_session(&self, from: &UnixAddr, dst: SocketAddr) -> Result<Session, Errno> {
+        let host = udp_to(dst)?;
+        let tag = self.next_tag.fetch_add(1, Ordering::Relaxed);
+        let end = unix_socket(SockType::Datagram)?;
+        let name = self.namer.encode_via(Proto::Udp, dst, tag);
+        socket::bind(end.as_raw_fd(), &UnixAddr::new_abstract(&name)?)?;
+        socket::connect(end.as_raw_fd(), from)?;
+        let relay_host: OwnedFd = host.try_clone().map_err(io_errno)?.into();
+        let relay = thread::spawn(move || {
+            relay_datagrams(relay_host, end, UDP_IDLE);
+        });
+        Ok(Session { host, relay })
+    }
+}
+
+impl Egress for Outbound {
+    fn connect(&self, dst: SocketAddr, proto: Proto) -> Result<OwnedFd, Refusal> {
+        self.judge(dst, proto)?;
+        // Taken before dialling: a guest opening connections without end
+        // meets ENOBUFS, not a supervisor with unbounded threads.
+        let slot = Slot::take(&self.relays).ok_or(Refusal::Failed(Errno::ENOBUFS))?;
+        let guest_end = match proto {
+            Proto::Tcp => {
+                let host = tcp_to(dst)?;
+                let (a, b) = unix_pair(SockType::Stream)?;
+                spawn_relay(move || {
+                    relay_stream(host, b);
+                    drop(slot);
+                });
+                a
+            }
+            Proto::Udp => {
+                let host = udp_to(dst)?;
+                let (a, b) = unix_pair(SockType::Datagram)?;
+                spawn_relay(move || {
+                    relay_datagrams(host.into(), b, UDP_IDLE);
+                    drop(slot);
+                });
+                a
+            }
+        };
+        Ok(guest_end)
+    }
+
+    fn takes_loopback(&self, dst: SocketAddr, proto: Proto) -> bool {
+        let stub = SocketAddr::new(crate::dns::STUB_ADDR.into(), crate::dns::STUB_PORT);
+        let ip = crate::rules::canonical_ip(dst.ip());
+        ip.is_loopback()
+            && SocketAddr::new(ip, dst.port()) != stub
+            && self.allow.verdict(dst, proto, &self.resolved).is_ok()
+    }
+
+    fn send_to(
+        &self,
+        from: BorrowedFd<'_>,
+        dst: SocketAddr,
+        data: &[u8],
+    ) -> Result<usize, Refusal> {
+        self.judge(dst, Proto::Udp)?;
+        let name: UnixAddr = socket::getsockname(from.as_raw_fd()).map_err(Refusal::Failed)?;
+        let key = (
+            crate::name::abstract_of(&name).unwrap_or_default().to_vec(),
+            dst,
+        );
+        let mut sessions = self.sessions.lock();
+        if sessions.get(&key).is_some_and(|s| s.relay.is_finished()) {
+            sessions.remove(&key);
+        }
+        if !sessions.contains_key(&key) {
+            if sessions.len() >= MAX_UDP_SESSIONS {
+                sessions.retain(|_, s| !s.relay.is_finished());
+            }
+            if sessions.len() >= MAX_UDP_SESSIONS {
+                return Err(Refusal::Failed(Errno::ENOBUFS));
+            }
+            let session = self.open_session(&name, dst).map_err(Refusal::Failed)?;
+            sessions.insert(key.clone(), session);
+        }
+        let host = sessions.get(&key).map(|s| &s.host);
+        let host = host.ok_or(Refusal::Failed(Errno::ENOBUFS))?;
+        socket::send(host.as_raw_fd(), data, MsgFlags::MSG_DONTWAIT).map_err(Refusal::Failed)
+    }
+}
+
+/// One of the [`MAX_RELAYS`] connections relayed at once; freed on drop.
+struct Slot(Arc<AtomicUsize>);
+
+impl Slot {
+    fn take(count: &Arc<AtomicUsize>) -> Option<Slot> {
+        count
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                (n < MAX_RELAYS).then_some(n + 1)
+            })
+            .ok()?;
+        Some(Slot(count.clone()))
+    }
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// Runs a relay on a thread of its own (a failure to start one drops the
+/// connection: both ends close, the guest sees EOF).
+fn spawn_relay(f: impl FnOnce() + Send + 'static) {
+    let _ = thread::Builder::new().name("egress-relay".into()).spawn(f);
+}
+
+/// A host TCP socket connected to `dst`, or the connect's errno; a
+/// destination that does not answer gives ETIMEDOUT after
+/// [`CONNECT_TIMEOUT`] (SO_SNDTIMEO bounds a blocking connect).
+fn tcp_to(dst: SocketAddr) -> Result<OwnedFd, Errno> {
+    let family = match dst {
+        SocketAddr::V4(_) => AddressFamily::Inet,
+        SocketAddr::V6(_) => AddressFamily::Inet6,
+    };
+    let fd = socket::socket(family, SockType::Stream, SockFlag::SOCK_CLOEXEC, None)?;
+    let timeout = TimeVal::new(CONNECT_TIMEOUT.as_secs() as i64, 0);
+    socket::setsockopt(&fd, sockopt::SendTimeout, &timeout)?;
+    match socket::connect(fd.as_raw_fd(), &SockaddrStorage::from(dst)) {
+        Ok(()) => {}
+        Err(Errno::EINPROGRESS) | Err(Errno::EAGAIN) => return Err(Errno::ETIMEDOUT),
+        Err(e) => return Err(e),
+    }
+    socket::setsockopt(&fd, sockopt::SendTimeout, &TimeVal::new(0, 0))?;
+    Ok(fd)
+}
+
+/// A host UDP socket connected to `dst` (a first error, such as an
+/// unreachable network, comes from this connect).
+fn udp_to(dst: SocketAddr) -> Result<UdpSocket, Errno> {
+    let any: IpAddr = match dst {
+        SocketAddr::V4(_) => Ipv4Addr::UNSPECIFIED.into(),
+        SocketAddr::V6(_) => Ipv6Addr::UNSPECIFIED.into(),
+    };
+    let sock = UdpSocket::bind(SocketAddr::new(any, 0)).map_err(io_errno)?;
+    sock.connect(dst).map_err(io_errno)?;
+    Ok(sock)
+}
+
+fn unix_socket(ty: SockType) -> Result<OwnedFd, Errno> {
+    socket::socket(AddressFamily::Unix, ty, SockFlag::SOCK_CLOEXEC, None)
+}
+
+fn unix_pair(ty: SockType) -> Result<(OwnedFd, OwnedFd), Errno> {
+    socket::socketpair(AddressFamily::Unix, ty, None, SockFlag::SOCK_CLOEXEC)
+}
+
+fn io_errno(e: std::io::Error) -> Errno {
+    e.raw_os_error().map_or(Errno::EIO, Errno::from_raw)
+}
+
+#[cfg(test)]
+#[path = "outbound/tests.rs"]
+mod tests;

@@ -1,0 +1,168 @@
+//! Per-socket metadata the kernel cannot hold for a host `AF_UNIX`
+//! socket that stands for a TCP/UDP one: its domain, transport, stored
+//! options, and for sockets the egress seam replaced, the addresses to
+//! report. Keyed by the socket's inode; a socket absent from the table
+//! is not the netstack's (the guest's own `AF_UNIX` socket).
+//!
+//! Owns: the table and its garbage collection (when it has doubled since
+//! the last collection, entries whose inode no longer exists in
+//! `/proc/net/unix` are dropped), so a guest making millions of sockets
+//! cannot grow it without bound. Does not own: the sockets themselves.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+
+use parking_lot::Mutex;
+
+use crate::bound;
+use crate::name::Proto;
+use crate::options::Options;
+
+/// What the netstack knows of one socket.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Meta {
+    /// `AF_INET` or `AF_INET6`.
+    pub domain: i32,
+    pub proto: Proto,
+    /// The protocol number the guest passed to socket(), or the default.
+    pub protocol: i32,
+    pub options: Options,
+    /// The address it reports as its own when the host name says less
+    /// (an accepted connection of a wildcard listener; an egress socket).
+    pub local: Option<SocketAddr>,
+    /// The address it was connected to (the host name of a wildcard
+    /// listener says less).
+    pub peer: Option<SocketAddr>,
+    /// A non-blocking connect answered EINPROGRESS and no connect has
+    /// asked since: the next one returns 0 (then EISCONN), as TCP does.
+    pub connect_reported: bool,
+}
+
+impl Meta {
+    pub fn new(domain: i32, proto: Proto) -> Meta {
+        let protocol = match proto {
+            Proto::Tcp => libc::IPPROTO_TCP,
+            Proto::Udp => libc::IPPROTO_UDP,
+        };
+        Meta {
+            domain,
+            proto,
+            protocol,
+            options: Options::default(),
+            local: None,
+            peer: None,
+            connect_reported: false,
+        }
+    }
+
+    /// Whether IPV6_V6ONLY is set.
+    pub fn v6only(&self) -> bool {
+        self.domain == libc::AF_INET6 && self.options.flag(libc::IPPROTO_IPV6, libc::IPV6_V6ONLY)
+    }
+
+    /// The metadata of a connection accepted on this listener.
+    pub fn accepted(&self, local: SocketAddr, peer: SocketAddr) -> Meta {
+        Meta {
+            local: Some(local),
+            peer: Some(peer),
+            ..self.clone()
+        }
+    }
+}
+
+/// Smallest size at which the table collects.
+const GC_FLOOR: usize = 1024;
+
+/// The metadata table (shared by all workers).
+#[derive(Debug)]
+pub struct Table {
+    inner: Mutex<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    map: HashMap<u64, Meta>,
+    collect_at: usize,
+}
+
+impl Default for Table {
+    fn default() -> Self {
+        Table {
+            inner: Mutex::new(Inner {
+                map: HashMap::new(),
+                collect_at: GC_FLOOR,
+            }),
+        }
+    }
+}
+
+impl Table {
+    /// Records a socket, collecting dead entries first when due.
+    pub fn insert(&self, inode: u64, meta: Meta) {
+        let due = {
+            let inner = self.inner.lock();
+            inner.map.len() >= inner.collect_at
+        };
+        let live = if due { bound::live_inodes() } else { None };
+        let mut inner = self.inner.lock();
+        if let Some(live) = live {
+            inner.map.retain(|inode, _| live.contains(inode));
+        }
+        if due {
+            inner.collect_at = (inner.map.len() * 2).max(GC_FLOOR);
+        }
+        inner.map.insert(inode, meta);
+    }
+
+    /// The metadata of a socket, if it is the netstack's.
+    pub fn get(&self, inode: u64) -> Option<Meta> {
+        self.inner.lock().map.get(&inode).cloned()
+    }
+
+    /// Changes a socket's metadata; `None` if it is not the netstack's.
+    pub fn update<R>(&self, inode: u64, f: impl FnOnce(&mut Meta) -> R) -> Option<R> {
+        self.inner.lock().map.get_mut(&inode).map(f)
+    }
+
+    /// Forgets a socket.
+    pub fn remove(&self, inode: u64) {
+        self.inner.lock().map.remove(&inode);
+    }
+
+    /// How many sockets are recorded.
+    pub fn len(&self) -> usize {
+        self.inner.lock().map.len()
+    }
+
+    /// Whether no socket is recorded.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn collects_dead_inodes() {
+        let t = Table::default();
+        // Inodes that no unix socket has (sockfs numbers are far smaller).
+        for i in 0..GC_FLOOR as u64 {
+            t.insert(u64::MAX - i, Meta::new(libc::AF_INET, Proto::Tcp));
+        }
+        assert_eq!(t.len(), GC_FLOOR);
+        let live = std::os::unix::net::UnixDatagram::unbound().unwrap();
+        let inode = {
+            use std::os::unix::fs::MetadataExt;
+            let fd = std::os::fd::AsFd::as_fd(&live)
+                .try_clone_to_owned()
+                .unwrap();
+            std::fs::File::from(fd).metadata().unwrap().ino()
+        };
+        t.insert(inode, Meta::new(libc::AF_INET6, Proto::Udp));
+        assert_eq!(t.len(), 1, "dead entries dropped at the threshold");
+        assert_eq!(t.get(inode).unwrap().domain, libc::AF_INET6);
+        assert!(t.update(1, |m| m.domain).is_none());
+    }
+}

@@ -1,0 +1,132 @@
+//! The sandbox's way in and out, set up for one run: egress by the
+//! `--allow-net` rules (`netstack::outbound`), the DNS stub serving
+//! 127.0.0.53:53 inside the sandbox's address space when a rule names a
+//! host, and the `--publish` listeners relaying host clients to the
+//! guest's listeners.
+//!
+//! Owns: the order (publishers bound before launch; egress, stub and
+//! publishers started before the trap serves), the stub's sockets and
+//! threads. Does not own: the rules, the stub's answers, relays or the
+//! socket layer (all in `netstack`).
+
+use std::io;
+use std::net::SocketAddr;
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::os::unix::net::UnixListener;
+use std::sync::Arc;
+use std::thread;
+
+use netstack::dns::{DnsStub, SystemResolver, STUB_ADDR, STUB_PORT};
+use netstack::outbound::Outbound;
+use netstack::publish::{PublishSpec, Publisher, Serving};
+use netstack::rules::{AllowList, Resolved, Rule};
+use netstack::{Proto, Stack};
+use nix::sys::socket::{self, AddressFamily, Backlog, SockFlag, SockType, UnixAddr};
+use sandbox_syscalls::Context;
+
+/// Binds every `--publish` host socket. Call it before launch (no thread
+/// may exist then; binding starts none), so a taken port fails the run
+/// before the guest exists.
+pub fn bind_publishers(specs: &[PublishSpec]) -> Result<Vec<Publisher>, String> {
+    specs.iter().map(Publisher::bind).collect()
+}
+
+/// What serves the sandbox's network from outside the trap, until
+/// [`Network::finish`].
+pub struct Network {
+    published: Vec<Serving>,
+}
+
+impl Network {
+    /// Plugs egress into `ctx` (when rules are given), starts the DNS stub
+    /// (when one names a host) and serves the publishers.
+    pub fn start(
+        rules: &[Rule],
+        publishers: Vec<Publisher>,
+        ctx: &mut Context,
+    ) -> Result<Network, String> {
+        if !rules.is_empty() {
+            let allow = Arc::new(AllowList::new(rules.to_vec()));
+            let resolved = Arc::new(Resolved::new());
+            let namer = ctx.net().namer.clone();
+            let outbound = Outbound::new(allow.clone(), resolved.clone(), namer);
+            ctx.set_egress(Box::new(outbound))
+                .map_err(|e| format!("cannot plug in egress: {e}"))?;
+            if allow.has_name_rules() {
+                let stub = DnsStub::new(allow, resolved, Box::new(SystemResolver));
+                serve_stub(&ctx.net(), Arc::new(stub))
+                    .map_err(|e| format!("cannot start the DNS stub: {e}"))?;
+            }
+        }
+        let net = ctx.net();
+        let connect_guest = Arc::new(move |port: u16, proto: Proto| {
+            net.connect_from_host(port, proto).map_err(io::Error::from)
+        });
+        let published = publishers
+            .into_iter()
+            .map(|p| p.serve(connect_guest.clone()))
+            .collect::<io::Result<Vec<_>>>()
+            .map_err(|e| format!("cannot serve --publish: {e}"))?;
+        Ok(Network { published })
+    }
+
+    /// Stops accepting on the published ports (the guest has ended).
+    pub fn finish(self) {
+        for serving in self.published {
+            serving.stop();
+        }
+    }
+}
+
+/// Binds the stub's datagram socket and stream listener to the names of
+/// udp and tcp 127.0.0.53:53 and serves each on a thread. The threads
+/// end with the process.
+fn serve_stub(net: &Stack, stub: Arc<DnsStub>) -> Result<(), nix::Error> {
+    let addr = SocketAddr::new(STUB_ADDR.into(), STUB_PORT);
+    let udp = bound(net, Proto::Udp, addr)?;
+    let tcp = bound(net, Proto::Tcp, addr)?;
+    socket::listen(&tcp, Backlog::new(64)?)?;
+    let tcp = UnixListener::from(tcp);
+    let datagrams = stub.clone();
+    spawn("dns-stub-udp", move || {
+        let _ = datagrams.serve_datagrams(udp.as_fd());
+    })?;
+    spawn("dns-stub-tcp", move || accept_loop(&tcp, &stub))?;
+    Ok(())
+}
+
+/// A host unix socket bound to the netstack name of `proto` `addr`.
+fn bound(net: &Stack, proto: Proto, addr: SocketAddr) -> Result<OwnedFd, nix::Error> {
+    let ty = match proto {
+        Proto::Tcp => SockType::Stream,
+        Proto::Udp => SockType::Datagram,
+    };
+    let fd = socket::socket(AddressFamily::Unix, ty, SockFlag::SOCK_CLOEXEC, None)?;
+    let name = net.namer.encode(proto, addr, false);
+    socket::bind(fd.as_raw_fd(), &UnixAddr::new_abstract(&name)?)?;
+    Ok(fd)
+}
+
+/// Serves each TCP connection to the stub on a thread of its own.
+fn accept_loop(listener: &UnixListener, stub: &Arc<DnsStub>) {
+    loop {
+        let conn = match listener.accept() {
+            Ok((conn, _)) => conn,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) if e.raw_os_error() == Some(libc::ECONNABORTED) => continue,
+            Err(_) => return,
+        };
+        let stub = stub.clone();
+        let _ = spawn("dns-stub-conn", move || {
+            let _ = stub.serve_stream(conn);
+        });
+    }
+}
+
+fn spawn(name: &str, f: impl FnOnce() + Send + 'static) -> Result<(), nix::Error> {
+    thread::Builder::new()
+        .name(name.into())
+        .spawn(f)
+        .map(|_| ())
+        .map_err(|_| nix::Error::EAGAIN)
+}

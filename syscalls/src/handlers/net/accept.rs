@@ -1,0 +1,124 @@
+//! accept and accept4 on a netstack listener, when the guest asks for the
+//! peer's address (a NULL address passes the filter: the kernel's own
+//! accept is then exact, and interruptible).
+//!
+//! A connection is taken only once the listener is ready (a blocking
+//! guest waits in [`wait`] slices, so a signal interrupts it), the peer's
+//! name is decoded into the client's TCP address, and the socket is
+//! installed with ADDFD+SEND. If the guest cannot take it (the thread died,
+//! its address buffer is bad, its table is full), the connection goes to
+//! the listener's queue, which the next accept serves first: none is lost.
+
+use std::os::fd::{AsFd, OwnedFd};
+use std::os::unix::net::UnixListener;
+
+use netstack::stack::Sock;
+use netstack::{addr, Proto};
+use nix::errno::Errno;
+use nix::poll::PollFlags;
+
+use super::{nonblocking, ours, read_len, stack, wait, write_sockaddr, Res};
+use crate::guest::{Guest, Reply};
+use crate::handlers::Context;
+
+/// accept4(fd, addr, addrlen, flags) (accept: flags 0).
+pub(crate) fn accept4(
+    ctx: &Context,
+    g: &dyn Guest,
+    fd: i32,
+    ptr: u64,
+    len_ptr: u64,
+    flags: i32,
+) -> Res {
+    if flags & !(libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC) != 0 {
+        return Err(Errno::EINVAL);
+    }
+    let Some(s) = ours(ctx, g, fd) else {
+        return Ok(Reply::Continue);
+    };
+    if s.meta.proto != Proto::Tcp {
+        return Err(Errno::EOPNOTSUPP);
+    }
+    let room = if ptr != 0 {
+        Some(read_len(g, len_ptr)?)
+    } else {
+        None
+    };
+    let conn = match stack(ctx).take_pending(s.inode) {
+        Some(conn) => conn,
+        None => take(g, &s)?,
+    };
+    deliver(ctx, g, &s, conn, ptr, len_ptr, room, flags)
+}
+
+/// One connection from the listener, waiting for it if the guest's
+/// socket blocks.
+fn take(g: &dyn Guest, s: &Sock) -> Result<OwnedFd, Errno> {
+    let listener = UnixListener::from(s.fd.try_clone().map_err(|_| Errno::EMFILE)?);
+    let blocking = !nonblocking(s);
+    loop {
+        if blocking {
+            wait::until_ready(g, s.fd.as_fd(), PollFlags::POLLIN)?;
+        }
+        match listener.accept() {
+            Ok((conn, _)) => return Ok(OwnedFd::from(conn)),
+            Err(e) => {
+                let e = Errno::from_raw(e.raw_os_error().unwrap_or(libc::EIO));
+                if e == Errno::EAGAIN && blocking {
+                    continue;
+                }
+                return Err(e);
+            }
+        }
+    }
+}
+
+/// Writes the peer's address and installs the connection; on failure the
+/// connection waits in the listener's queue.
+#[allow(clippy::too_many_arguments)]
+fn deliver(
+    ctx: &Context,
+    g: &dyn Guest,
+    s: &Sock,
+    conn: OwnedFd,
+    ptr: u64,
+    len_ptr: u64,
+    room: Option<usize>,
+    flags: i32,
+) -> Res {
+    let net = stack(ctx);
+    let peer = match net.adopt(conn.as_fd(), s) {
+        Ok(peer) => peer,
+        Err(e) => {
+            net.requeue(s.inode, conn);
+            return Err(e);
+        }
+    };
+    let nonblock = flags & libc::SOCK_NONBLOCK != 0;
+    let set = nix::fcntl::fcntl(
+        std::os::fd::AsRawFd::as_raw_fd(&conn),
+        nix::fcntl::FcntlArg::F_SETFL(if nonblock {
+            nix::fcntl::OFlag::O_NONBLOCK
+        } else {
+            nix::fcntl::OFlag::empty()
+        }),
+    );
+    if let Err(e) = set {
+        net.requeue(s.inode, conn);
+        return Err(e);
+    }
+    if let Some(room) = room {
+        let bytes = addr::encode(s.meta.domain, peer);
+        if let Err(e) = write_sockaddr(g, ptr, len_ptr, room, &bytes) {
+            net.requeue(s.inode, conn);
+            return Err(e);
+        }
+    }
+    match g.install_fd(conn, flags & libc::SOCK_CLOEXEC != 0) {
+        Ok(n) => Ok(Reply::Answered(i64::from(n))),
+        Err((e, conn)) => {
+            net.requeue(s.inode, conn);
+            Err(e)
+        }
+    }
+}

@@ -1,0 +1,202 @@
+//! Calls that carry an address with their data: sendto and recvfrom
+//! with a non-NULL address (those without pass the filter); sendmsg and
+//! recvmsg with a name share [`send`] and [`receive`] (`msg.rs`).
+//!
+//! UDP: a datagram to sandbox loopback goes to the receiver bound to the
+//! destination's name (loopback UDP drops silently when there is none);
+//! anything else to the egress seam, which by default refuses with
+//! ENETUNREACH. Received datagrams report the sender's decoded address.
+//! TCP: the address of a send is ignored, as TCP ignores it; a receive
+//! reports none (length 0), as TCP does.
+
+use std::io::IoSliceMut;
+use std::net::SocketAddr;
+use std::os::fd::{AsFd, AsRawFd};
+
+use netstack::stack::Sock;
+use netstack::{addr, Proto, Refusal};
+use nix::errno::Errno;
+use nix::poll::PollFlags;
+use nix::sys::socket::{self, MsgFlags, UnixAddr};
+
+use super::{
+    check_family, guest_addr, nonblocking, ours, read_len, stack, wait, write_sockaddr, Res,
+};
+use crate::guest::{Guest, Reply};
+use crate::handlers::{live, Context};
+
+/// Largest UDP payload (IPv4: 65535 - 20 - 8).
+pub(super) const MAX_DGRAM: usize = 65507;
+/// Most bytes one serviced receive copies.
+pub(super) const MAX_RECV: usize = 256 * 1024;
+/// Flags of a receive that the host socket honours.
+const RECV_FLAGS: i32 = libc::MSG_PEEK | libc::MSG_TRUNC;
+
+/// sendto(fd, buf, len, flags, addr, addrlen) with a non-NULL address.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn sendto(
+    ctx: &Context,
+    g: &dyn Guest,
+    fd: i32,
+    buf: u64,
+    len: u64,
+    flags: i32,
+    ptr: u64,
+    alen: u32,
+) -> Res {
+    let Some(s) = ours(ctx, g, fd) else {
+        return Ok(Reply::Continue);
+    };
+    if s.meta.proto == Proto::Tcp {
+        return send_stream(g, &s, buf, len, flags);
+    }
+    let dst = guest_addr(g, s.meta.domain, ptr, alen)?.ok_or(Errno::EAFNOSUPPORT)?;
+    let len = usize::try_from(len).map_err(|_| Errno::EMSGSIZE)?;
+    if len > MAX_DGRAM {
+        return Err(Errno::EMSGSIZE);
+    }
+    let mut data = vec![0u8; len];
+    g.read_mem(buf, &mut data)?;
+    send(ctx, g, &s, dst, &data, flags)
+}
+
+/// sendto on a TCP socket: the address is ignored, as TCP ignores it
+/// (the host stream socket would refuse it with EISCONN). At most
+/// MAX_RECV bytes per call (a short count, as after a signal); a
+/// blocking socket waits for room in slices, so signals interrupt it.
+fn send_stream(g: &dyn Guest, s: &Sock, buf: u64, len: u64, flags: i32) -> Res {
+    let len = usize::try_from(len).unwrap_or(usize::MAX).min(MAX_RECV);
+    let mut data = vec![0u8; len];
+    g.read_mem(buf, &mut data)?;
+    live(g)?;
+    let dontwait = flags & libc::MSG_DONTWAIT != 0 || nonblocking(s);
+    // Never SIGPIPE in the supervisor: a closed peer is EPIPE.
+    let host = MsgFlags::from_bits_truncate(flags & libc::MSG_MORE)
+        | MsgFlags::MSG_DONTWAIT
+        | MsgFlags::MSG_NOSIGNAL;
+    loop {
+        match socket::send(s.fd.as_raw_fd(), &data, host) {
+            Err(Errno::EAGAIN) if !dontwait => {
+                wait::until_ready(g, s.fd.as_fd(), PollFlags::POLLOUT)?;
+            }
+            r => return Ok(Reply::Value(r? as i64)),
+        }
+    }
+}
+
+/// One datagram to `dst` (canonical).
+pub(super) fn send(
+    ctx: &Context,
+    g: &dyn Guest,
+    s: &Sock,
+    dst: SocketAddr,
+    data: &[u8],
+    flags: i32,
+) -> Res {
+    check_family(s, dst)?;
+    live(g)?;
+    let flags = MsgFlags::from_bits_truncate(flags & libc::MSG_DONTWAIT);
+    let net = stack(ctx);
+    if let Some(local) =
+        addr::local_destination(dst).filter(|_| !net.egress().takes_loopback(dst, Proto::Udp))
+    {
+        return Ok(Reply::Value(net.send_local(s, local, data, flags)? as i64));
+    }
+    // Replies are sent to the guest socket's name: it needs one first.
+    net.autobind(s, dst)?;
+    match net.egress().send_to(s.fd.as_fd(), dst, data) {
+        Ok(n) => Ok(Reply::Value(n as i64)),
+        Err(Refusal::Failed(e)) => Err(e),
+        Err(Refusal::Denied(denied)) => {
+            net.denials().record(dst, Proto::Udp, &denied.reason);
+            Err(Errno::ENETUNREACH)
+        }
+    }
+}
+
+/// recvfrom(fd, buf, len, flags, addr, addrlen) with a non-NULL address.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn recvfrom(
+    ctx: &Context,
+    g: &dyn Guest,
+    fd: i32,
+    buf: u64,
+    len: u64,
+    flags: i32,
+    ptr: u64,
+    len_ptr: u64,
+) -> Res {
+    let Some(s) = ours(ctx, g, fd) else {
+        return Ok(Reply::Continue);
+    };
+    let cap = usize::try_from(len).unwrap_or(usize::MAX).min(MAX_RECV);
+    let got = receive(ctx, g, &s, cap, flags)?;
+    // After the receive, as the kernel reads it (a bad pointer loses the
+    // datagram there too).
+    let room = read_len(g, len_ptr)?;
+    g.write_mem(buf, &got.data[..got.data.len().min(cap)])?;
+    write_sockaddr(g, ptr, len_ptr, room, &got.name)?;
+    Ok(Reply::Value(got.ret as i64))
+}
+
+/// What one serviced receive got.
+pub(super) struct Received {
+    pub data: Vec<u8>,
+    /// The call's return value (the full length under MSG_TRUNC).
+    pub ret: usize,
+    /// The sender's address for the guest (empty for TCP).
+    pub name: Vec<u8>,
+    /// The datagram was longer than the buffer.
+    pub truncated: bool,
+}
+
+/// Receives at most `cap` bytes, waiting (interruptibly) if the guest's
+/// socket blocks and MSG_DONTWAIT is not set.
+pub(super) fn receive(
+    ctx: &Context,
+    g: &dyn Guest,
+    s: &Sock,
+    cap: usize,
+    flags: i32,
+) -> Result<Received, Errno> {
+    let dontwait = flags & libc::MSG_DONTWAIT != 0 || nonblocking(s);
+    let host_flags = MsgFlags::from_bits_truncate(flags & RECV_FLAGS) | MsgFlags::MSG_DONTWAIT;
+    let mut data = vec![0u8; cap];
+    loop {
+        let mut iov = [IoSliceMut::new(&mut data)];
+        let got = socket::recvmsg::<UnixAddr>(s.fd.as_raw_fd(), &mut iov, None, host_flags);
+        match got {
+            Ok(m) => {
+                let (ret, from) = (m.bytes, m.address);
+                let truncated = m.flags.contains(MsgFlags::MSG_TRUNC);
+                data.truncate(ret.min(cap));
+                let name = match (s.meta.proto, from) {
+                    (Proto::Tcp, _) => Vec::new(),
+                    // An unnamed source is the egress relay of a
+                    // connected socket: the peer it was connected to.
+                    (Proto::Udp, from) => {
+                        let named = from
+                            .as_ref()
+                            .and_then(netstack::name::abstract_of)
+                            .and_then(|n| stack(ctx).namer.decode(n))
+                            .map(|n| n.addr);
+                        let src = named
+                            .or(s.meta.peer)
+                            .unwrap_or_else(|| addr::unspecified(s.meta.domain));
+                        addr::encode(s.meta.domain, src)
+                    }
+                };
+                return Ok(Received {
+                    data,
+                    ret,
+                    name,
+                    truncated,
+                });
+            }
+            Err(Errno::EAGAIN) if !dontwait => {
+                wait::until_ready(g, s.fd.as_fd(), PollFlags::POLLIN)?;
+            }
+            Err(e) => return Err(e),
+        }
+    }
+}

@@ -1,0 +1,111 @@
+//! The socket handlers: the guest's `AF_INET`/`AF_INET6` sockets are
+//! host `AF_UNIX` sockets of the [`netstack::Stack`]; every call that
+//! carries or reports an address, or a TCP/IP-level option, is serviced
+//! here, and data calls run natively on the host socket.
+//!
+//! Owns: decoding the socket calls' arguments and guest structures
+//! (`sockaddr`, `msghdr`, option values), telling a netstack socket from
+//! the guest's own (not in the table: CONTINUE), blocking on the guest's
+//! behalf without losing signals ([`wait`]), and the errnos the guest
+//! sees. Does not own: names, binding rules or egress (`netstack`).
+//!
+//! Families: [`socket`] (socket, bind, connect), [`accept`], [`names`]
+//! (getsockname, getpeername, getsockopt, setsockopt), [`dgram`]
+//! (sendto, recvfrom with addresses), [`msg`] (sendmsg, recvmsg).
+
+pub(crate) mod accept;
+pub(crate) mod dgram;
+pub(crate) mod msg;
+pub(crate) mod names;
+pub(crate) mod socket;
+mod wait;
+
+use std::net::SocketAddr;
+
+use netstack::stack::Sock;
+use netstack::{addr, Stack};
+use nix::errno::Errno;
+
+use super::Context;
+use crate::guest::{Guest, Reply};
+
+/// A socket handler's answer.
+pub(crate) type Res = Result<Reply, Errno>;
+
+/// The guest's `fd` if it is a netstack socket; `None` (answer CONTINUE:
+/// the kernel runs the call, and reports a bad descriptor itself) for
+/// anything else.
+pub(crate) fn ours(ctx: &Context, g: &dyn Guest, fd: i32) -> Option<Sock> {
+    let dup = g.dup_fd(fd).ok()?;
+    ctx.net.identify(dup)
+}
+
+/// Reads a guest address of `len` bytes (the kernel's bounds: EINVAL
+/// beyond `sockaddr_storage`).
+pub(crate) fn read_sockaddr(g: &dyn Guest, ptr: u64, len: u32) -> Result<Vec<u8>, Errno> {
+    let len = usize::try_from(len).map_err(|_| Errno::EINVAL)?;
+    if len > addr::MAX_LEN {
+        return Err(Errno::EINVAL);
+    }
+    let mut buf = vec![0u8; len];
+    if len > 0 {
+        g.read_mem(ptr, &mut buf)?;
+    }
+    Ok(buf)
+}
+
+/// Reads the `int` an address-length pointer holds (EFAULT, EINVAL when
+/// negative).
+pub(crate) fn read_len(g: &dyn Guest, ptr: u64) -> Result<usize, Errno> {
+    let mut b = [0u8; 4];
+    g.read_mem(ptr, &mut b)?;
+    usize::try_from(i32::from_ne_bytes(b)).map_err(|_| Errno::EINVAL)
+}
+
+/// Writes an address as the kernel does: at most `room` bytes of it, and
+/// its full length to `len_ptr`.
+pub(crate) fn write_sockaddr(
+    g: &dyn Guest,
+    ptr: u64,
+    len_ptr: u64,
+    room: usize,
+    bytes: &[u8],
+) -> Result<(), Errno> {
+    let n = room.min(bytes.len());
+    if n > 0 {
+        g.write_mem(ptr, &bytes[..n])?;
+    }
+    g.write_mem(len_ptr, &(bytes.len() as u32).to_ne_bytes())
+}
+
+/// The guest's address, decoded for a socket of `domain` and made
+/// canonical; `None` for `AF_UNSPEC`.
+pub(crate) fn guest_addr(
+    g: &dyn Guest,
+    domain: i32,
+    ptr: u64,
+    len: u32,
+) -> Result<Option<SocketAddr>, Errno> {
+    let bytes = read_sockaddr(g, ptr, len)?;
+    Ok(addr::parse(domain, &bytes)?.map(addr::canonical))
+}
+
+/// An IPv4 destination from a v6-only socket is unreachable, as in Linux.
+pub(crate) fn check_family(s: &Sock, dst: SocketAddr) -> Result<(), Errno> {
+    if s.meta.domain == libc::AF_INET6 && dst.is_ipv4() && s.meta.v6only() {
+        return Err(Errno::ENETUNREACH);
+    }
+    Ok(())
+}
+
+/// The guest descriptor's status flags include O_NONBLOCK.
+pub(crate) fn nonblocking(s: &Sock) -> bool {
+    use std::os::fd::AsRawFd;
+    nix::fcntl::fcntl(s.fd.as_raw_fd(), nix::fcntl::FcntlArg::F_GETFL)
+        .is_ok_and(|fl| fl & libc::O_NONBLOCK != 0)
+}
+
+/// The stack of a context (for the families' brevity).
+pub(crate) fn stack(ctx: &Context) -> &Stack {
+    &ctx.net
+}

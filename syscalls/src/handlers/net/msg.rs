@@ -1,0 +1,124 @@
+//! sendmsg and recvmsg on netstack sockets: the `msghdr`'s name is
+//! translated as sendto/recvfrom translate theirs (`dgram.rs`). A NULL
+//! name, a TCP send, or a socket that is not the netstack's CONTINUEs.
+//! Ancillary data is not carried: `msg_controllen` comes back 0.
+//!
+//! The filter passes sendmsg with MSG_NOSIGNAL and recvmsg with
+//! MSG_CMSG_CLOEXEC unchecked: init hands the listener over with those
+//! flags after its filter is on, before any worker can answer. On a
+//! netstack socket such calls know only `AF_UNIX` names (Landlock keeps
+//! them from the supervisor's).
+
+use netstack::Proto;
+use nix::errno::Errno;
+
+use super::dgram::{receive, send, MAX_DGRAM, MAX_RECV};
+use super::{guest_addr, ours, write_sockaddr, Res};
+use crate::guest::{Guest, Reply};
+use crate::handlers::Context;
+
+/// UIO_MAXIOV.
+const MAX_IOV: usize = 1024;
+const MSGHDR_SIZE: usize = 56;
+const NAMELEN_AT: u64 = 8;
+const CONTROLLEN_AT: u64 = 40;
+const FLAGS_AT: u64 = 48;
+
+/// The x86_64 `struct msghdr` fields the handlers use.
+struct MsgHdr {
+    name: u64,
+    namelen: u32,
+    iov: u64,
+    iovlen: u64,
+}
+
+fn read_msghdr(g: &dyn Guest, ptr: u64) -> Result<MsgHdr, Errno> {
+    let mut b = [0u8; MSGHDR_SIZE];
+    g.read_mem(ptr, &mut b)?;
+    let word = |at: usize| {
+        let mut w = [0u8; 8];
+        w.copy_from_slice(&b[at..at + 8]);
+        u64::from_ne_bytes(w)
+    };
+    Ok(MsgHdr {
+        name: word(0),
+        namelen: word(8) as u32,
+        iov: word(16),
+        iovlen: word(24),
+    })
+}
+
+/// The guest's iovecs as (base, len), at most UIO_MAXIOV.
+fn read_iovecs(g: &dyn Guest, ptr: u64, n: u64) -> Result<Vec<(u64, usize)>, Errno> {
+    let n = usize::try_from(n).map_err(|_| Errno::EMSGSIZE)?;
+    if n > MAX_IOV {
+        return Err(Errno::EMSGSIZE);
+    }
+    let mut raw = vec![0u8; n * 16];
+    if n > 0 {
+        g.read_mem(ptr, &mut raw)?;
+    }
+    let word = |c: &[u8]| {
+        let mut w = [0u8; 8];
+        w.copy_from_slice(c);
+        u64::from_ne_bytes(w)
+    };
+    Ok(raw
+        .chunks_exact(16)
+        .map(|c| (word(&c[..8]), word(&c[8..]) as usize))
+        .collect())
+}
+
+/// sendmsg(fd, msg, flags).
+pub(crate) fn sendmsg(ctx: &Context, g: &dyn Guest, fd: i32, msg: u64, flags: i32) -> Res {
+    let Some(s) = ours(ctx, g, fd) else {
+        return Ok(Reply::Continue);
+    };
+    let m = read_msghdr(g, msg)?;
+    if m.name == 0 || s.meta.proto == Proto::Tcp {
+        return Ok(Reply::Continue);
+    }
+    let dst = guest_addr(g, s.meta.domain, m.name, m.namelen)?.ok_or(Errno::EAFNOSUPPORT)?;
+    let mut data = Vec::new();
+    for (base, len) in read_iovecs(g, m.iov, m.iovlen)? {
+        if data.len().saturating_add(len) > MAX_DGRAM {
+            return Err(Errno::EMSGSIZE);
+        }
+        let at = data.len();
+        data.resize(at + len, 0);
+        g.read_mem(base, &mut data[at..])?;
+    }
+    send(ctx, g, &s, dst, &data, flags)
+}
+
+/// recvmsg(fd, msg, flags).
+pub(crate) fn recvmsg(ctx: &Context, g: &dyn Guest, fd: i32, msg: u64, flags: i32) -> Res {
+    let Some(s) = ours(ctx, g, fd) else {
+        return Ok(Reply::Continue);
+    };
+    let m = read_msghdr(g, msg)?;
+    if m.name == 0 {
+        return Ok(Reply::Continue);
+    }
+    let iovs = read_iovecs(g, m.iov, m.iovlen)?;
+    let cap = iovs
+        .iter()
+        .fold(0usize, |a, (_, l)| a.saturating_add(*l))
+        .min(MAX_RECV);
+    let got = receive(ctx, g, &s, cap, flags)?;
+    let mut rest: &[u8] = &got.data;
+    for (base, len) in iovs {
+        if rest.is_empty() {
+            break;
+        }
+        let n = len.min(rest.len());
+        g.write_mem(base, &rest[..n])?;
+        rest = &rest[n..];
+    }
+    let room = m.namelen as usize;
+    write_sockaddr(g, m.name, msg + NAMELEN_AT, room, &got.name)?;
+    g.write_mem(msg + CONTROLLEN_AT, &0u64.to_ne_bytes())?;
+    let out_flags = if got.truncated { libc::MSG_TRUNC } else { 0 };
+    g.write_mem(msg + FLAGS_AT, &out_flags.to_ne_bytes())?;
+    Ok(Reply::Value(got.ret as i64))
+}

@@ -1,0 +1,121 @@
+//! getsockname, getpeername, getsockopt and setsockopt on netstack
+//! sockets: addresses decoded from the host socket's names, options
+//! classified by [`netstack::options`] (native ones CONTINUE to the host
+//! socket; identity ones answered truthfully; TCP/IP ones stored).
+
+use netstack::options::{self, Class};
+use netstack::{addr, Proto};
+use nix::errno::Errno;
+
+use super::{ours, read_len, stack, write_sockaddr, Res};
+use crate::guest::{Guest, Reply};
+use crate::handlers::Context;
+
+/// getsockname (peer false) or getpeername (peer true).
+pub(crate) fn name(
+    ctx: &Context,
+    g: &dyn Guest,
+    fd: i32,
+    ptr: u64,
+    len_ptr: u64,
+    peer: bool,
+) -> Res {
+    let Some(s) = ours(ctx, g, fd) else {
+        return Ok(Reply::Continue);
+    };
+    let room = read_len(g, len_ptr)?;
+    let a = if peer {
+        stack(ctx).peer_addr(&s)?
+    } else {
+        stack(ctx).local_addr(&s)
+    };
+    write_sockaddr(g, ptr, len_ptr, room, &addr::encode(s.meta.domain, a))?;
+    Ok(Reply::Value(0))
+}
+
+/// getsockopt(fd, level, name, value, len).
+pub(crate) fn getsockopt(
+    ctx: &Context,
+    g: &dyn Guest,
+    fd: i32,
+    level: i32,
+    name: i32,
+    ptr: u64,
+    len_ptr: u64,
+) -> Res {
+    let Some(s) = ours(ctx, g, fd) else {
+        return Ok(Reply::Continue);
+    };
+    let class = options::classify(s.meta.domain, s.meta.proto, level, name);
+    let v = match class {
+        Class::Native => return Ok(Reply::Continue),
+        Class::Unsupported => return Err(Errno::ENOPROTOOPT),
+        Class::Identity => identity(&s.meta, name),
+        Class::Stored { .. } => s.meta.options.get(level, name, class),
+    };
+    let room = read_len(g, len_ptr)?;
+    let n = room.min(4);
+    g.write_mem(ptr, &v.to_ne_bytes()[..n])?;
+    g.write_mem(len_ptr, &(n as u32).to_ne_bytes())?;
+    Ok(Reply::Value(0))
+}
+
+fn identity(meta: &netstack::Meta, name: i32) -> i32 {
+    match name {
+        libc::SO_TYPE => match meta.proto {
+            Proto::Tcp => libc::SOCK_STREAM,
+            Proto::Udp => libc::SOCK_DGRAM,
+        },
+        libc::SO_DOMAIN => meta.domain,
+        _ => meta.protocol,
+    }
+}
+
+/// setsockopt(fd, level, name, value, len).
+pub(crate) fn setsockopt(
+    ctx: &Context,
+    g: &dyn Guest,
+    fd: i32,
+    level: i32,
+    name: i32,
+    ptr: u64,
+    len: u32,
+) -> Res {
+    let Some(s) = ours(ctx, g, fd) else {
+        return Ok(Reply::Continue);
+    };
+    let class = options::classify(s.meta.domain, s.meta.proto, level, name);
+    match class {
+        Class::Native => return Ok(Reply::Continue),
+        Class::Unsupported | Class::Identity => return Err(Errno::ENOPROTOOPT),
+        Class::Stored { .. } => {}
+    }
+    let v = read_value(g, level, ptr, len)?;
+    let v = options::check(level, name, v)?;
+    if level == libc::IPPROTO_IPV6
+        && name == libc::IPV6_V6ONLY
+        && stack(ctx).local_addr(&s).port() != 0
+    {
+        return Err(Errno::EINVAL);
+    }
+    stack(ctx)
+        .table
+        .update(s.inode, |m| m.options.set(level, name, class, v));
+    Ok(Reply::Value(0))
+}
+
+/// An option value: an `int`, or for IP-level options a single byte too
+/// (as `ip_setsockopt` reads them). EINVAL when shorter.
+fn read_value(g: &dyn Guest, level: i32, ptr: u64, len: u32) -> Result<i32, Errno> {
+    if len >= 4 {
+        let mut b = [0u8; 4];
+        g.read_mem(ptr, &mut b)?;
+        return Ok(i32::from_ne_bytes(b));
+    }
+    if len >= 1 && level == libc::IPPROTO_IP {
+        let mut b = [0u8; 1];
+        g.read_mem(ptr, &mut b)?;
+        return Ok(i32::from(b[0]));
+    }
+    Err(Errno::EINVAL)
+}

@@ -1,0 +1,194 @@
+//! socket, bind and connect of the guest's TCP/UDP sockets.
+//!
+//! socket: `AF_INET`/`AF_INET6` stream and datagram sockets become host
+//! `AF_UNIX` sockets installed in the guest; raw, ICMP and packet sockets
+//! are denied (EPERM, EACCES); `AF_UNIX` and `NETLINK_ROUTE` sockets are
+//! the guest kernel's own (CONTINUE: its namespace has only `lo`); other
+//! families are EAFNOSUPPORT. bind: names from [`netstack::Stack::bind`]. connect:
+//! sandbox loopback through the listener's name; anything else goes to
+//! the egress seam, which by default refuses (ECONNREFUSED for TCP,
+//! ENETUNREACH for UDP, recorded for the report).
+
+use std::net::SocketAddr;
+use std::os::fd::{AsFd, AsRawFd};
+
+use netstack::stack::Sock;
+use netstack::{addr, Proto, Refusal};
+use nix::errno::Errno;
+use nix::fcntl::{fcntl, FcntlArg, OFlag};
+
+use super::{check_family, guest_addr, nonblocking, ours, stack, wait, Res};
+use crate::guest::{Guest, Reply};
+use crate::handlers::{live, Context};
+
+/// socket(domain, type, protocol).
+pub(crate) fn socket(ctx: &Context, g: &dyn Guest, domain: i32, ty: i32, protocol: i32) -> Res {
+    let base = ty & 0xf;
+    let flags = ty & !0xf;
+    if flags & !(libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC) != 0 {
+        return Err(Errno::EINVAL);
+    }
+    let proto = match domain {
+        libc::AF_UNIX => return Ok(Reply::Continue),
+        libc::AF_INET | libc::AF_INET6 => inet_proto(domain, base, protocol)?,
+        // The guest's own namespace holds only `lo`: its kernel answers
+        // getifaddrs and if_nameindex exactly, and without CAP_NET_ADMIN
+        // the guest can change nothing there.
+        libc::AF_NETLINK if protocol == libc::NETLINK_ROUTE => return Ok(Reply::Continue),
+        libc::AF_PACKET => return Ok(Reply::Deny(Errno::EPERM)),
+        _ => return Ok(Reply::Deny(Errno::EAFNOSUPPORT)),
+    };
+    let proto = match proto {
+        Ok(p) => p,
+        Err(denied) => return Ok(Reply::Deny(denied)),
+    };
+    let fd = stack(ctx).create(domain, proto, protocol, flags & libc::SOCK_NONBLOCK != 0)?;
+    live(g)?;
+    Ok(Reply::InstallFd {
+        fd,
+        cloexec: flags & libc::SOCK_CLOEXEC != 0,
+    })
+}
+
+/// The transport of an internet socket; `Ok(Err(errno))` for the kinds
+/// the policy denies (raw: EPERM; ICMP datagram "ping" sockets: EACCES,
+/// as outside ping_group_range).
+fn inet_proto(domain: i32, base: i32, protocol: i32) -> Result<Result<Proto, Errno>, Errno> {
+    let icmp = if domain == libc::AF_INET {
+        libc::IPPROTO_ICMP
+    } else {
+        libc::IPPROTO_ICMPV6
+    };
+    match (base, protocol) {
+        (libc::SOCK_STREAM, 0) | (libc::SOCK_STREAM, libc::IPPROTO_TCP) => Ok(Ok(Proto::Tcp)),
+        (libc::SOCK_DGRAM, 0) | (libc::SOCK_DGRAM, libc::IPPROTO_UDP) => Ok(Ok(Proto::Udp)),
+        // UDP-Lite: UDP with partial checksums, which loopback does not need.
+        (libc::SOCK_DGRAM, libc::IPPROTO_UDPLITE) => Ok(Ok(Proto::Udp)),
+        (libc::SOCK_DGRAM, p) if p == icmp => Ok(Err(Errno::EACCES)),
+        (libc::SOCK_RAW, _) => Ok(Err(Errno::EPERM)),
+        (libc::SOCK_STREAM, _) | (libc::SOCK_DGRAM, _) => Err(Errno::EPROTONOSUPPORT),
+        _ => Err(Errno::ESOCKTNOSUPPORT),
+    }
+}
+
+/// bind(fd, addr, len).
+pub(crate) fn bind(ctx: &Context, g: &dyn Guest, fd: i32, ptr: u64, len: u32) -> Res {
+    let Some(s) = ours(ctx, g, fd) else {
+        return Ok(Reply::Continue);
+    };
+    let a = match guest_addr(g, s.meta.domain, ptr, len)? {
+        Some(a) => a,
+        // AF_UNSPEC binds as 0.0.0.0 on an IPv4 socket.
+        None if s.meta.domain == libc::AF_INET => addr::unspecified(libc::AF_INET),
+        None => return Err(Errno::EAFNOSUPPORT),
+    };
+    live(g)?;
+    stack(ctx).bind(&s, a)?;
+    Ok(Reply::Value(0))
+}
+
+/// connect(fd, addr, len).
+pub(crate) fn connect(ctx: &Context, g: &dyn Guest, fd: i32, ptr: u64, len: u32) -> Res {
+    let Some(s) = ours(ctx, g, fd) else {
+        return Ok(Reply::Continue);
+    };
+    let Some(dst) = guest_addr(g, s.meta.domain, ptr, len)? else {
+        // AF_UNSPEC: dissolve a UDP association (the host socket keeps
+        // its peer; only the reported one goes).
+        stack(ctx).set_peer(&s, None);
+        return Ok(Reply::Value(0));
+    };
+    check_family(&s, dst)?;
+    live(g)?;
+    match addr::local_destination(dst) {
+        Some(_) if stack(ctx).egress().takes_loopback(dst, s.meta.proto) => {
+            egress(ctx, g, fd, &s, dst)
+        }
+        Some(local) => connect_local(ctx, g, &s, local),
+        None => egress(ctx, g, fd, &s, dst),
+    }
+}
+
+/// Connects to a sandbox-loopback destination. A full backlog makes the
+/// host connect wait; that wait is done here in slices, so signals and
+/// other guest threads go on. A non-blocking TCP connect then answers
+/// EINPROGRESS, and the socket polls writable with SO_ERROR 0, as on
+/// Linux's loopback.
+fn connect_local(ctx: &Context, g: &dyn Guest, s: &Sock, dst: SocketAddr) -> Res {
+    let guest_nonblocking = nonblocking(s);
+    let flags = OFlag::from_bits_truncate(fcntl(s.fd.as_raw_fd(), FcntlArg::F_GETFL)?);
+    if !guest_nonblocking {
+        fcntl(
+            s.fd.as_raw_fd(),
+            FcntlArg::F_SETFL(flags | OFlag::O_NONBLOCK),
+        )?;
+    }
+    let result = connect_retrying(ctx, g, s, dst);
+    if !guest_nonblocking {
+        fcntl(s.fd.as_raw_fd(), FcntlArg::F_SETFL(flags))?;
+    }
+    let net = stack(ctx);
+    if result == Err(Errno::EISCONN) && s.meta.connect_reported {
+        net.table.update(s.inode, |m| m.connect_reported = false);
+        return Ok(Reply::Value(0));
+    }
+    result?;
+    net.set_peer(s, Some(dst));
+    if guest_nonblocking && s.meta.proto == Proto::Tcp {
+        net.table.update(s.inode, |m| m.connect_reported = true);
+        return Err(Errno::EINPROGRESS);
+    }
+    Ok(Reply::Value(0))
+}
+
+fn connect_retrying(ctx: &Context, g: &dyn Guest, s: &Sock, dst: SocketAddr) -> Result<(), Errno> {
+    let mut handed_off = false;
+    loop {
+        match stack(ctx).connect_local(s, dst) {
+            Err(Errno::EAGAIN) => {
+                if !handed_off {
+                    g.may_block();
+                    handed_off = true;
+                }
+                wait::pause(g)?;
+            }
+            r => return r,
+        }
+    }
+}
+
+/// A destination outside the sandbox: the egress seam decides. Refused:
+/// recorded, and ECONNREFUSED (TCP) or ENETUNREACH (UDP) at once. Allowed:
+/// the seam's connected socket takes the guest descriptor's place; a host
+/// connect that failed is the guest's errno (ECONNREFUSED, ENETUNREACH...).
+fn egress(ctx: &Context, g: &dyn Guest, fd: i32, s: &Sock, dst: SocketAddr) -> Res {
+    let net = stack(ctx);
+    // An allowed TCP connect waits for the host's connect: other guest
+    // threads go on meanwhile.
+    if s.meta.proto == Proto::Tcp {
+        g.may_block();
+    }
+    let conn = match net.egress().connect(dst, s.meta.proto) {
+        Ok(conn) => conn,
+        Err(Refusal::Failed(e)) => return Err(e),
+        Err(Refusal::Denied(denied)) => {
+            net.denials().record(dst, s.meta.proto, &denied.reason);
+            return Err(match s.meta.proto {
+                Proto::Tcp => Errno::ECONNREFUSED,
+                Proto::Udp => Errno::ENETUNREACH,
+            });
+        }
+    };
+    let flags = fcntl(s.fd.as_raw_fd(), FcntlArg::F_GETFL)?;
+    fcntl(
+        conn.as_raw_fd(),
+        FcntlArg::F_SETFL(OFlag::from_bits_truncate(flags)),
+    )?;
+    let mut meta = s.meta.clone();
+    meta.local = Some(addr::unspecified(s.meta.domain));
+    meta.peer = Some(dst);
+    net.table
+        .insert(netstack::stack::inode_of(conn.as_fd())?, meta);
+    g.replace_fd(fd, &conn)?;
+    Ok(Reply::Value(0))
+}

@@ -1,0 +1,69 @@
+//! Waiting on the guest's behalf. The filter uses WAIT_KILLABLE_RECV, so
+//! once a worker holds a call only a fatal signal interrupts the guest
+//! thread: a handler that must wait (accept, recvfrom, a connect whose
+//! listener's backlog is full) hands receiving to another worker
+//! ([`Guest::may_block`]), then waits in short slices and between them
+//! checks whether the call is still live and whether the thread has a
+//! signal it catches pending, in which case the call ends with EINTR so
+//! the handler runs (Python's KeyboardInterrupt) and the program retries.
+//!
+//! Owns: the slices and the checks. Does not own: what is waited for.
+
+use std::os::fd::BorrowedFd;
+use std::time::Duration;
+
+use nix::errno::Errno;
+use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+
+use crate::guest::Guest;
+
+/// How long one slice lasts: the latest a signal is noticed.
+const SLICE: Duration = Duration::from_millis(20);
+
+/// Whether `fd` polls ready for `events` (errors and hang-ups count: the
+/// call that follows reports them) within `ms` milliseconds.
+fn ready(fd: BorrowedFd<'_>, events: PollFlags, ms: u16) -> Result<bool, Errno> {
+    let mut fds = [PollFd::new(fd, events)];
+    match poll(&mut fds, PollTimeout::from(ms)) {
+        Ok(0) | Err(Errno::EINTR) => Ok(false),
+        Ok(_) => Ok(true),
+        Err(e) => Err(e),
+    }
+}
+
+/// Waits until `fd` is ready for `events`. Err(EINTR) when a signal the
+/// thread catches arrives first; Err(ENOENT) when the call is gone (the
+/// thread was killed).
+pub(crate) fn until_ready(
+    g: &dyn Guest,
+    fd: BorrowedFd<'_>,
+    events: PollFlags,
+) -> Result<(), Errno> {
+    if ready(fd, events, 0)? {
+        return Ok(());
+    }
+    g.may_block();
+    loop {
+        if ready(fd, events, SLICE.as_millis() as u16)? {
+            return Ok(());
+        }
+        interrupted(g)?;
+    }
+}
+
+/// Sleeps one slice, then ends the wait like [`until_ready`] if the call
+/// is gone or a signal came (for waits with nothing to poll).
+pub(crate) fn pause(g: &dyn Guest) -> Result<(), Errno> {
+    std::thread::sleep(SLICE / 4);
+    interrupted(g)
+}
+
+fn interrupted(g: &dyn Guest) -> Result<(), Errno> {
+    if !g.still_valid() {
+        return Err(Errno::ENOENT);
+    }
+    if g.signal_pending() {
+        return Err(Errno::EINTR);
+    }
+    Ok(())
+}

@@ -1,0 +1,143 @@
+//! Egress by `--allow-net` (issue 4): allowed TCP to a host-loopback
+//! server (1 MiB each way with a half close), UDP to a host echo server,
+//! the DNS stub (an allowed name resolves through the host's resolver, a
+//! disallowed one is NXDOMAIN, only resolved addresses are dialable), and
+//! every special range refused at once and reported.
+//!
+//! Each case runs `tests/net/egress_driver.py` natively inside a fresh
+//! network namespace (`unshare -n`; `-m` too for the DNS case, which puts a
+//! private copy of /etc with test names over /etc): the host servers and
+//! the supervisor under test share that namespace, so nothing can leave
+//! the machine even if the policy failed.
+
+mod common;
+use common::*;
+
+use std::process::Command;
+
+const DRIVER: &str = include_str!("net/egress_driver.py");
+
+/// The driver's output for `mode`, run under `unshare FLAGS`.
+fn drive(mode: &str, flags: &[&str]) -> String {
+    let report =
+        std::env::temp_dir().join(format!("net-egress-{mode}-{}.json", std::process::id()));
+    let out = Command::new("unshare")
+        .args(flags)
+        .args(["/usr/bin/python3", "-c", DRIVER])
+        .arg(bin())
+        .arg(mode)
+        .arg(&report)
+        .output()
+        .expect("spawn unshare");
+    let _ = std::fs::remove_file(&report);
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "driver {mode} failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout
+}
+
+#[test]
+fn tcp_to_host_loopback_needs_a_rule_naming_it() {
+    if !is_root() {
+        skip!("needs root for unshare -n");
+    }
+    let out = drive("tcp", &["-n"]);
+    let expected = "server got True\ndown 1048576 True\npeer True\ndenied []\n\
+                    host accepted 1\n\
+                    connect ECONNREFUSED\nconnect ECONNREFUSED\nconnect ECONNREFUSED\n\
+                    host accepted 1\n\
+                    connect ECONNREFUSED\ndenied []\n";
+    assert_eq!(out, expected);
+}
+
+#[test]
+fn udp_to_a_host_echo_server() {
+    if !is_root() {
+        skip!("needs root for unshare -n");
+    }
+    let out = drive("udp", &["-n"]);
+    let expected = "unconnected echo ping 0 True\nunconnected echo ping 1 True\n\
+                    unconnected echo ping 2 True\nconnected echo hello True\n\
+                    connected recvfrom echo again True\ndenied []\n";
+    assert_eq!(out, expected);
+}
+
+#[test]
+fn dns_stub_resolves_allowed_names_only() {
+    if !is_root() {
+        skip!("needs root for unshare -n -m");
+    }
+    let out = drive("dns", &["-n", "-m"]);
+    let expected = "allowed.test 203.0.113.5\nAI_ADDRCONFIG ['203.0.113.5']\n\
+                    multi.test ['2001:db8::7', '203.0.113.7']\ntcp dns True 203.0.113.5\n\
+                    dialled 203.0.113.5\n\
+                    other.test gaierror True\n203.0.113.6 ECONNREFUSED\n\
+                    denied ['tcp 203.0.113.6:PORT x1']\n";
+    assert_eq!(out, expected);
+}
+
+#[test]
+fn special_ranges_are_refused_at_once_and_reported() {
+    if !is_root() {
+        skip!("needs root for unshare -n");
+    }
+    let out = drive("deny", &["-n"]);
+    let special = [
+        "10.0.0.1",
+        "192.168.1.1",
+        "172.16.0.1",
+        "100.64.0.1",
+        "169.254.169.254",
+        "::ffff:10.0.0.1",
+        "fe80::1",
+        "fc00::1",
+        "224.0.0.1",
+    ];
+    let mut expected = String::new();
+    let mut listed = Vec::new();
+    for host in special {
+        expected += &format!("{host} ECONNREFUSED ENETUNREACH\n");
+        // The IPv4-mapped address is the IPv4 one (folded: count 2).
+        if host != "::ffff:10.0.0.1" {
+            let n = if host == "10.0.0.1" { 2 } else { 1 };
+            listed.push(format!("'tcp {host}:80 x{n}'"));
+            listed.push(format!("'udp {host}:53 x{n}'"));
+        }
+    }
+    let first = format!(
+        "{expected}8.8.8.8 ECONNREFUSED ENETUNREACH\ndenied [{}, 'tcp 8.8.8.8:80 x1', 'udp 8.8.8.8:53 x1']\n",
+        listed.join(", ")
+    );
+    // With 0.0.0.0/0 and ::/0, 8.8.8.8 is allowed: the host's own error
+    // (no route in this namespace) comes back, and it is no denial.
+    let second = format!(
+        "{expected}8.8.8.8 ENETUNREACH ENETUNREACH\ndenied [{}]\n",
+        listed.join(", ")
+    );
+    assert_eq!(out, format!("{first}{second}"));
+}
+
+/// Figures, not a check of them: 64 MiB bulk and 1-byte round trips to a
+/// host-loopback server, the same Python client native and through allowed
+/// egress (best of 3 each). Run with `--nocapture` to see them.
+#[test]
+fn egress_relay_figures() {
+    if !is_root() {
+        skip!("needs root for unshare -n");
+    }
+    let out = drive("bench", &["-n"]);
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 2, "{out}");
+    assert!(
+        lines[0].starts_with("native ") && lines[0].ends_with(" us"),
+        "{out}"
+    );
+    assert!(
+        lines[1].starts_with("sandboxed ") && lines[1].ends_with(" us"),
+        "{out}"
+    );
+    println!("egress relay figures (64 MiB bulk, 1-byte round trip):\n{out}");
+}
