@@ -122,6 +122,13 @@ impl Guards {
             eprintln!("supervisor: warning: {w}");
             report.limits.warning = Some(w.clone());
         }
+        if !crate::sys::landlock::has_abstract_unix_scope() {
+            eprintln!(
+                "supervisor: warning: this kernel lacks Landlock's abstract unix socket scope \
+                 (Linux 6.12+): the guest's TCP/UDP sockets are not kept from the host's \
+                 abstract unix sockets"
+            );
+        }
         let dirs = enforcement.cgroup_dirs();
         let janitor = match dirs.is_empty() {
             true => None,

@@ -25,21 +25,29 @@ struct RulesetAttr {
     scoped: u64,
 }
 
-/// Puts this process (and everything it starts) in a Landlock domain
-/// that handles nothing but the abstract-unix-socket scope. Needs
-/// no_new_privs. Err(EOPNOTSUPP) when the kernel has no scopes.
-pub fn scope_abstract_unix_sockets() -> Result<(), Errno> {
+/// Whether the kernel has the abstract-unix-socket scope (Landlock ABI 6).
+pub fn has_abstract_unix_scope() -> bool {
+    landlock_abi() >= ABI_SCOPES
+}
+
+fn landlock_abi() -> libc::c_long {
     // SAFETY: with a NULL attribute, size 0 and the VERSION flag the call
-    // reads no memory and returns the ABI version.
-    let abi = unsafe {
+    // reads no memory and returns the ABI version (or -1).
+    unsafe {
         libc::syscall(
             libc::SYS_landlock_create_ruleset,
             std::ptr::null::<RulesetAttr>(),
             0usize,
             CREATE_RULESET_VERSION,
         )
-    };
-    if abi < ABI_SCOPES {
+    }
+}
+
+/// Puts this process (and everything it starts) in a Landlock domain
+/// that handles nothing but the abstract-unix-socket scope. Needs
+/// no_new_privs. Err(EOPNOTSUPP) when the kernel has no scopes.
+pub fn scope_abstract_unix_sockets() -> Result<(), Errno> {
+    if !has_abstract_unix_scope() {
         return Err(Errno::EOPNOTSUPP);
     }
     let attr = RulesetAttr {
