@@ -30,7 +30,17 @@ struct Daemon {
     child: Child,
     dir: Tree,
     cgroup_parent: String,
+    /// The host's IPv6 switches as they were before dockerd started:
+    /// dockerd 20.10 turns IPv6 off host-wide; the drop puts them back.
+    ipv6: Vec<(&'static str, String)>,
 }
+
+/// The host sysctls dockerd changes.
+const IPV6_SWITCHES: &[&str] = &[
+    "/proc/sys/net/ipv6/conf/all/disable_ipv6",
+    "/proc/sys/net/ipv6/conf/default/disable_ipv6",
+    "/proc/sys/net/ipv6/conf/lo/disable_ipv6",
+];
 
 impl Daemon {
     fn start() -> Result<Daemon, String> {
@@ -40,6 +50,10 @@ impl Daemon {
         let config = serde_json::json!({"runtimes": {"supervisor": {"path": bin()}}});
         fs::write(dir.join("daemon.json"), config.to_string()).map_err(|e| e.to_string())?;
         let d = |p: &str| dir.join(p);
+        let ipv6 = IPV6_SWITCHES
+            .iter()
+            .filter_map(|&p| Some((p, fs::read_to_string(p).ok()?)))
+            .collect();
         let child = Command::new(DOCKERD)
             .arg("--data-root")
             .arg(d("data"))
@@ -69,6 +83,7 @@ impl Daemon {
             child,
             dir,
             cgroup_parent,
+            ipv6,
         };
         let deadline = Instant::now() + Duration::from_secs(60);
         while !daemon.docker(&["version"]).status.success() {
@@ -160,6 +175,9 @@ impl Drop for Daemon {
         }
         unmount_beneath(self.dir.path());
         remove_cgroup_parent(&self.cgroup_parent);
+        for (path, value) in &self.ipv6 {
+            let _ = fs::write(path, value);
+        }
     }
 }
 
