@@ -324,7 +324,7 @@ impl SandboxCgroup {
     pub fn self_join_files(&self) -> io::Result<Vec<OwnedFd>> {
         self.dirs
             .iter()
-            .filter(|d| d.join("tasks").exists())
+            .filter(|d| is_v1_dir(d))
             .map(|dir| {
                 fs::OpenOptions::new()
                     .write(true)
@@ -340,7 +340,7 @@ impl SandboxCgroup {
     /// anything) into every directory that has no `tasks` file (cgroup
     /// v2; init joins the v1 ones itself: [`SandboxCgroup::self_join_files`]).
     pub fn join(&self, pid: i32) -> io::Result<()> {
-        for dir in self.dirs.iter().filter(|d| !d.join("tasks").exists()) {
+        for dir in self.dirs.iter().filter(|d| !is_v1_dir(d)) {
             fs::write(dir.join("cgroup.procs"), pid.to_string())
                 .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", dir.display())))?;
         }
@@ -403,6 +403,11 @@ fn kill_members(dir: &Path) {
             nix::sys::signal::Signal::SIGKILL,
         );
     }
+}
+
+/// Whether `dir` is a cgroup v1 directory: only v1 has a `tasks` file.
+fn is_v1_dir(dir: &Path) -> bool {
+    dir.join("tasks").exists()
 }
 
 #[cfg(test)]
