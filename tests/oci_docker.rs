@@ -237,6 +237,14 @@ fn docker_runs_containers_with_runtime_supervisor() {
     );
     let exi = d.docker_in(&["exec", "-i", "sleeper", "cat"], b"exec stdin\n");
     assert_eq!(stdout(&exi), "exec stdin\n", "{}", dump(&exi));
+    // exec -t: the process's own terminal (its master went to the console socket).
+    let ext = d.docker(&["exec", "-t", "sleeper", "sh", "-c", "tty; exit 2"]);
+    let shown = stdout(&ext);
+    assert!(
+        shown.starts_with("/dev/pts/") && shown.ends_with("\r\n") && ext.status.code() == Some(2),
+        "{}",
+        dump(&ext)
+    );
     // pause and unpause: the cgroup freezer.
     d.ok(&["pause", "sleeper"]);
     assert_eq!(

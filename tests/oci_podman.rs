@@ -192,6 +192,14 @@ fn detached_container_cases(p: &Podman) {
     );
     let exi = p.podman_in(&["exec", "-i", "sleeper", "cat"], b"exec stdin\n");
     assert_eq!(stdout(&exi), "exec stdin\n", "{}", dump(&exi));
+    // exec -t: the process's own terminal (its master went to the console socket).
+    let ext = p.podman(&["exec", "-t", "sleeper", "sh", "-c", "tty; exit 2"]);
+    let shown = stdout(&ext);
+    assert!(
+        shown.starts_with("/dev/pts/") && shown.ends_with("\r\n") && ext.status.code() == Some(2),
+        "{}",
+        dump(&ext)
+    );
     // pause and unpause: the cgroup freezer.
     p.ok(&["pause", "sleeper"]);
     assert_eq!(p.inspect("sleeper", "{{.State.Status}}"), "paused");
