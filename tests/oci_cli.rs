@@ -522,10 +522,18 @@ fn exec_runs_as_the_containers_user_and_refuses_others() {
     let (uid, gid) = (nix::unistd::getuid(), nix::unistd::getgid());
     let own = format!("{uid}:{gid}");
     let id = rt.run(&["exec", "--user", &own, "usr", "id", "-u"]);
-    assert_eq!(String::from_utf8_lossy(&id.stdout), format!("{uid}\n"), "{id:?}");
+    assert_eq!(
+        String::from_utf8_lossy(&id.stdout),
+        format!("{uid}\n"),
+        "{id:?}"
+    );
     // Another user: one line saying why, exit 1, nothing run.
     let other = format!("{}", uid.as_raw() + 4242);
-    for user in [other.as_str(), &format!("{uid}:{}", gid.as_raw() + 4242), "nobody"] {
+    for user in [
+        other.as_str(),
+        &format!("{uid}:{}", gid.as_raw() + 4242),
+        "nobody",
+    ] {
         let out = rt.run(&["exec", "--user", user, "usr", "id", "-u"]);
         assert_eq!(out.status.code(), Some(1), "--user {user}: {out:?}");
         assert!(out.stdout.is_empty());
@@ -533,7 +541,8 @@ fn exec_runs_as_the_containers_user_and_refuses_others() {
     // process.user in --process is checked the same way.
     let process = t.join("process.json");
     let with_user = |uid: u32| {
-        let p = json!({"user": {"uid": uid, "gid": gid.as_raw()}, "args": ["id", "-u"], "cwd": "/"});
+        let p =
+            json!({"user": {"uid": uid, "gid": gid.as_raw()}, "args": ["id", "-u"], "cwd": "/"});
         fs::write(&process, p.to_string()).unwrap();
         rt.cmd(&["exec", "--process"])
             .arg(&process)
@@ -542,7 +551,11 @@ fn exec_runs_as_the_containers_user_and_refuses_others() {
             .unwrap()
     };
     let same = with_user(uid.as_raw());
-    assert_eq!(String::from_utf8_lossy(&same.stdout), format!("{uid}\n"), "{same:?}");
+    assert_eq!(
+        String::from_utf8_lossy(&same.stdout),
+        format!("{uid}\n"),
+        "{same:?}"
+    );
     assert_eq!(with_user(uid.as_raw() + 4242).status.code(), Some(1));
     assert!(rt.run(&["delete", "--force", "usr"]).status.success());
     assert!(matches!(wait_exit(pid), WaitStatus::Signaled(..)));

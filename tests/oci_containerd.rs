@@ -173,7 +173,10 @@ fn stdout(out: &Output) -> String {
 
 /// The sha256 of a file, in hex (coreutils' sha256sum).
 fn sha256(path: &Path) -> String {
-    let out = Command::new("sha256sum").arg(path).output().expect("sha256sum");
+    let out = Command::new("sha256sum")
+        .arg(path)
+        .output()
+        .expect("sha256sum");
     assert!(out.status.success(), "sha256sum {}", path.display());
     stdout(&out)
         .split_whitespace()
@@ -201,7 +204,11 @@ fn oci_archive(dir: &Path) -> PathBuf {
         fs::write(&path, value.to_string()).expect("write json");
         path
     };
-    let layer = blob(&layout, "application/vnd.oci.image.layer.v1.tar", &layer_tar);
+    let layer = blob(
+        &layout,
+        "application/vnd.oci.image.layer.v1.tar",
+        &layer_tar,
+    );
     let config = serde_json::json!({
         "architecture": "amd64", "os": "linux",
         "config": {"Env": ["PATH=/bin"]},
@@ -225,7 +232,11 @@ fn oci_archive(dir: &Path) -> PathBuf {
     manifest["annotations"] = serde_json::json!({"io.containerd.image.name": IMAGE});
     let index = serde_json::json!({"schemaVersion": 2, "manifests": [manifest]});
     fs::write(layout.join("index.json"), index.to_string()).expect("index.json");
-    fs::write(layout.join("oci-layout"), r#"{"imageLayoutVersion":"1.0.0"}"#).expect("oci-layout");
+    fs::write(
+        layout.join("oci-layout"),
+        r#"{"imageLayoutVersion":"1.0.0"}"#,
+    )
+    .expect("oci-layout");
     let archive = dir.join("image-oci.tar");
     let made = Command::new("tar")
         .arg("-C")
@@ -267,7 +278,14 @@ fn containerd_runs_containers_with_runc_binary_supervisor() {
     let started = d.run(&["-d"], "sleeper", &["sleep", "100"]);
     assert!(started.status.success(), "{}", dump(&started));
     let ex = d.ctr(&[
-        "task", "exec", "--exec-id", "e1", "sleeper", "sh", "-c", "echo from-exec; exit 9",
+        "task",
+        "exec",
+        "--exec-id",
+        "e1",
+        "sleeper",
+        "sh",
+        "-c",
+        "echo from-exec; exit 9",
     ]);
     assert_eq!(
         (stdout(&ex).as_str(), ex.status.code()),
@@ -297,7 +315,15 @@ fn containerd_runs_containers_with_runc_binary_supervisor() {
     assert!(started.status.success(), "{}", dump(&started));
     let deadline = Instant::now() + Duration::from_secs(30);
     while !d
-        .ctr(&["task", "exec", "--exec-id", "r", "trapper", "stat", "/tmp/ready"])
+        .ctr(&[
+            "task",
+            "exec",
+            "--exec-id",
+            "r",
+            "trapper",
+            "stat",
+            "/tmp/ready",
+        ])
         .status
         .success()
     {

@@ -29,8 +29,8 @@ pub struct Terminal {
 pub fn open_in_sandbox(monitor: i32) -> Result<Terminal, String> {
     let init = sandbox_init(monitor).ok_or("the container's sandbox is gone")?;
     let ptmx = PathBuf::from(format!("/proc/{init}/root/dev/pts/ptmx"));
-    let (master, slave, n) =
-        open_pty_at(&ptmx).map_err(|e| format!("opening a terminal in the container: {}", e.desc()))?;
+    let (master, slave, n) = open_pty_at(&ptmx)
+        .map_err(|e| format!("opening a terminal in the container: {}", e.desc()))?;
     Ok(Terminal {
         master,
         slave,
@@ -51,9 +51,7 @@ fn sandbox_init(monitor: i32) -> Option<u32> {
                 .filter_map(|p| p.parse::<u32>().ok())
                 .collect::<Vec<_>>()
         })
-        .find(|child| {
-            fs::read_link(format!("/proc/{child}/ns/mnt")).is_ok_and(|ns| ns != own_ns)
-        })
+        .find(|child| fs::read_link(format!("/proc/{child}/ns/mnt")).is_ok_and(|ns| ns != own_ns))
 }
 
 /// Sends `master` (whose slave is `name`) to the console socket at `path`.
