@@ -13,12 +13,16 @@
 mod common;
 
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use common::oci::{busybox_rootfs, have_busybox};
+use common::engine::{
+    busybox_tarball, dump, output_with_watchdog, own_memory_cgroup, remove_cgroup_parent,
+    unmount_beneath,
+};
+use common::oci::have_busybox;
 use common::{bin, Tree};
 
 const DOCKERD: &str = "/usr/sbin/dockerd";
@@ -115,32 +119,7 @@ impl Daemon {
 
     /// Runs `docker ARGS` with `stdin`; killed after 60 s.
     fn docker_in(&self, args: &[&str], stdin: &[u8]) -> Output {
-        let mut child = self
-            .cmd(args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("run docker");
-        if let Some(mut i) = child.stdin.take() {
-            use std::io::Write;
-            let _ = i.write_all(stdin);
-        }
-        let pid = child.id() as i32;
-        let watchdog = thread::spawn(move || {
-            for _ in 0..600 {
-                thread::sleep(Duration::from_millis(100));
-                if nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None).is_err() {
-                    return false;
-                }
-            }
-            let _ =
-                nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::SIGKILL);
-            true
-        });
-        let out = child.wait_with_output().expect("docker output");
-        assert!(!watchdog.join().unwrap_or(false), "docker {args:?} hung");
-        out
+        output_with_watchdog(self.cmd(args), stdin)
     }
 
     /// `docker ARGS`, which must succeed; its stdout.
@@ -181,89 +160,9 @@ impl Drop for Daemon {
     }
 }
 
-fn dump(out: &Output) -> String {
-    format!(
-        "{:?}\nstdout: {}\nstderr: {}",
-        out.status,
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
-
-/// Our path in the memory hierarchy (v1), from /proc/self/cgroup.
-fn own_memory_cgroup() -> Option<String> {
-    let text = fs::read_to_string("/proc/self/cgroup").ok()?;
-    text.lines()
-        .find_map(|l| {
-            let mut p = l.splitn(3, ':');
-            let (_, c, path) = (p.next()?, p.next()?, p.next()?);
-            c.split(',')
-                .any(|c| c == "memory")
-                .then(|| path.to_string())
-        })
-        .map(|p| p.trim_end_matches('/').to_string())
-}
-
-/// Lazily unmounts every mount point beneath `dir`, deepest first.
-fn unmount_beneath(dir: &Path) {
-    let info = fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
-    let mut points: Vec<PathBuf> = info
-        .lines()
-        .filter_map(|l| l.split(' ').nth(4).map(PathBuf::from))
-        .filter(|p| p.starts_with(dir))
-        .collect();
-    points.sort_by_key(|p| std::cmp::Reverse(p.components().count()));
-    for p in points {
-        let _ = nix::mount::umount2(&p, nix::mount::MntFlags::MNT_DETACH);
-    }
-}
-
-/// Removes the (empty) cgroup directories the runtime created for
-/// dockerd's `--cgroup-parent` in each v1 hierarchy: the parent and its
-/// ancestors, down to (not including) this process's own cgroup there.
-fn remove_cgroup_parent(parent: &str) {
-    let own = fs::read_to_string("/proc/self/cgroup").unwrap_or_default();
-    for line in own.lines() {
-        let mut p = line.splitn(3, ':');
-        let (Some(_), Some(ctrls), Some(own_path)) = (p.next(), p.next(), p.next()) else {
-            continue;
-        };
-        let Some(first) = ctrls
-            .split(',')
-            .find(|c| !c.is_empty() && !c.starts_with("name="))
-        else {
-            continue;
-        };
-        let base = Path::new("/sys/fs/cgroup").join(ctrls.trim_start_matches("name="));
-        let base = if base.exists() {
-            base
-        } else {
-            Path::new("/sys/fs/cgroup").join(first)
-        };
-        let mut dir = PathBuf::from(parent);
-        while dir.starts_with(own_path) && dir != Path::new(own_path) {
-            let _ = fs::remove_dir(base.join(dir.strip_prefix("/").unwrap_or(&dir)));
-            if !dir.pop() {
-                break;
-            }
-        }
-    }
-}
-
 /// A busybox-static image, imported from a tarball of the rootfs.
 fn import_image(d: &Daemon) {
-    let root = d.dir.join("image-rootfs");
-    busybox_rootfs(&root);
-    let tar = d.dir.join("image.tar");
-    let made = Command::new("tar")
-        .arg("-C")
-        .arg(&root)
-        .arg("-cf")
-        .arg(&tar)
-        .arg(".")
-        .status()
-        .expect("tar");
-    assert!(made.success());
+    let tar = busybox_tarball(d.dir.path());
     d.ok(&["import", tar.to_str().unwrap(), IMAGE]);
 }
 
@@ -338,6 +237,14 @@ fn docker_runs_containers_with_runtime_supervisor() {
     );
     let exi = d.docker_in(&["exec", "-i", "sleeper", "cat"], b"exec stdin\n");
     assert_eq!(stdout(&exi), "exec stdin\n", "{}", dump(&exi));
+    // exec -t: the process's own terminal (its master went to the console socket).
+    let ext = d.docker(&["exec", "-t", "sleeper", "sh", "-c", "tty; exit 2"]);
+    let shown = stdout(&ext);
+    assert!(
+        shown.starts_with("/dev/pts/") && shown.ends_with("\r\n") && ext.status.code() == Some(2),
+        "{}",
+        dump(&ext)
+    );
     // pause and unpause: the cgroup freezer.
     d.ok(&["pause", "sleeper"]);
     assert_eq!(

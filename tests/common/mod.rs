@@ -19,6 +19,7 @@
 
 pub mod cgroups;
 mod cprogs;
+pub mod engine;
 pub mod oci;
 pub mod probes;
 mod rootfs;

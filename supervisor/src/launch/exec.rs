@@ -141,7 +141,7 @@ pub(super) fn run_guest(
 /// of a shell expects: Ctrl-C then signals the guest's foreground group).
 /// setsid, ioctl and dup2 all pass the filter. A failure leaves the guest
 /// without job control, not without its command.
-fn take_terminal(slave: OwnedFd, stdio: [bool; 3]) {
+pub(super) fn take_terminal(slave: OwnedFd, stdio: [bool; 3]) {
     let _ = setsid();
     let _ = set_controlling_terminal(slave.as_fd());
     for (fd, _) in stdio.iter().enumerate().filter(|(_, &tty)| tty) {

@@ -7,12 +7,17 @@
 //! The helper reads from the connection the requester's stdin, stdout
 //! and stderr (one message each, SCM_RIGHTS, tagged `0`, `1`, `2`) and
 //! the request (`R` + JSON `{"args": [...], "env": ["K=V"...], "cwd":
-//! "/"}`), forks the process, which takes those descriptors and
-//! executes the command (PATH search as for the main command), and
+//! "/", "tty": false}`), forks the process, which takes those
+//! descriptors and executes the command (PATH search as for the main
+//! command), and
 //! answers `P` + the process's pid (inside the sandbox) once it has
 //! executed, or `E` + the errno its exec failed with; then, when it ends,
-//! `X` + its raw wait status. Everything it calls passes the filter
-//! (recvmsg, sendmsg, clone, dup2, chdir, execve, wait4, read, write).
+//! `X` + its raw wait status. With `"tty": true` the stdin sent is a
+//! terminal's slave (of the sandbox's devpts; the requester opened it):
+//! the process starts a session with it as its controlling terminal and
+//! takes it as stdin, stdout and stderr. Everything it calls passes the
+//! filter (recvmsg, sendmsg, clone, setsid, ioctl, dup2, chdir, execve,
+//! wait4, read, write).
 //!
 //! Owns the helper's side and [`ExecRequests`], the supervisor's handle;
 //! not the requester (`oci/exec.rs`).
@@ -65,6 +70,9 @@ struct Request {
     env: Vec<String>,
     #[serde(default)]
     cwd: Option<String>,
+    /// Stdin is a terminal's slave: the process's controlling terminal and stdio.
+    #[serde(default)]
+    tty: bool,
 }
 
 /// In init: one helper per pending request on the channel (non-blocking).
@@ -108,6 +116,10 @@ fn helper(conn: OwnedFd) -> ! {
     let Ok(plan) = ExecPlan::new(&command, &env) else {
         answer_errno(&conn, Errno::EINVAL)
     };
+    let slave = match request.tty {
+        true => stdio[0].take(),
+        false => None,
+    };
     let Ok((report_rx, report_tx)) = pipe2(OFlag::O_CLOEXEC) else {
         answer_errno(&conn, Errno::EMFILE)
     };
@@ -115,9 +127,14 @@ fn helper(conn: OwnedFd) -> ! {
         Ok(Forked::Child) => {
             drop(report_rx);
             reset_signals();
-            for (i, fd) in stdio.iter().enumerate() {
-                if let Some(fd) = fd {
-                    let _ = dup2(fd.as_raw_fd(), i as i32);
+            match slave {
+                Some(slave) => super::exec::take_terminal(slave, [true; 3]),
+                None => {
+                    for (i, fd) in stdio.iter().enumerate() {
+                        if let Some(fd) = fd {
+                            let _ = dup2(fd.as_raw_fd(), i as i32);
+                        }
+                    }
                 }
             }
             if let Some(cwd) = &request.cwd {

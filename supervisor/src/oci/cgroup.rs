@@ -100,9 +100,22 @@ fn hierarchies() -> Vec<Hierarchy> {
     out
 }
 
+/// The cgroup the container's must lie beneath, for a runtime at `own`:
+/// `own` itself, except under Podman's cgroupfs manager, which moves
+/// conmon (and so the runtime it calls) into `<cgroup-parent>/conmon`
+/// and names the container `<cgroup-parent>/libpod-<id>`: a sibling of
+/// conmon, so beneath conmon's parent.
+fn allowed_base(own: &Path) -> &Path {
+    match (own.file_name(), own.parent()) {
+        (Some(leaf), Some(parent)) if leaf == "conmon" => parent,
+        _ => own,
+    }
+}
+
 /// Where the container's cgroup goes in a hierarchy in which we are at
 /// `own`: `cgroups_path` (absolute: from the hierarchy's root; relative:
-/// from ours), default `<own>/<id>`; it must lie strictly beneath `own`.
+/// from ours), default `<own>/<id>`; it must lie strictly beneath
+/// [`allowed_base`] and not be `own` itself.
 fn target(own: &Path, cgroups_path: Option<&str>, id: &str) -> Result<PathBuf, String> {
     let path = match cgroups_path {
         // systemd's "slice:prefix:name" form: no systemd here, use our default.
@@ -115,11 +128,12 @@ fn target(own: &Path, cgroups_path: Option<&str>, id: &str) -> Result<PathBuf, S
     let clean = path
         .components()
         .all(|c| matches!(c, Component::RootDir | Component::Normal(_)));
-    if !clean || !path.starts_with(own) || path == own {
+    let base = allowed_base(own);
+    if !clean || !path.starts_with(base) || path == base || path == own {
         return Err(format!(
             "cgroupsPath {}: must lie beneath the runtime's own cgroup {}",
             path.display(),
-            own.display()
+            base.display()
         ));
     }
     Ok(path)
@@ -316,5 +330,21 @@ mod tests {
             target(Path::new("/"), Some("/docker/c1"), "c1").unwrap(),
             PathBuf::from("/docker/c1")
         );
+    }
+
+    #[test]
+    fn under_podmans_conmon_the_cgroup_is_its_sibling() {
+        let own = Path::new("/process_api/abc/pod/conmon");
+        assert_eq!(
+            target(own, Some("/process_api/abc/pod/libpod-c1"), "c1").unwrap(),
+            PathBuf::from("/process_api/abc/pod/libpod-c1")
+        );
+        for bad in [
+            "/process_api/abc/pod",
+            "/process_api/abc/pod/conmon",
+            "/process_api/abc/other/libpod-c1",
+        ] {
+            assert!(target(own, Some(bad), "c1").is_err(), "{bad}");
+        }
     }
 }

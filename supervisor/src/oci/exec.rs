@@ -7,12 +7,18 @@
 //! `--detach`, of the waiter it forks, whose pid goes to `--pid-file`
 //! (the engine's shim, a subreaper, reaps it).
 //!
+//! With a terminal (`--tty` or `process.terminal`), this command opens
+//! a pseudo-terminal in the sandbox's devpts (`console.rs`), sends its
+//! master to `--console-socket`, as `create` does, and its slave to the
+//! helper as the process's stdio and controlling terminal.
+//!
 //! Owns building and sending the request and waiting for its answers.
-//! Not yet: `--tty`, users other than the container's.
+//! Not yet: users other than the container's (`--user` and
+//! `process.user` must be the sandbox's own uid and gid).
 
 use std::fs;
-use std::os::fd::{AsFd, OwnedFd};
-use std::path::Path;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::path::{Path, PathBuf};
 
 use nix::errno::Errno;
 use oci_spec::runtime::Process;
@@ -29,6 +35,8 @@ struct Request {
     args: Vec<String>,
     env: Vec<String>,
     cwd: String,
+    /// With a terminal: where its master goes.
+    console: Option<PathBuf>,
 }
 
 /// Runs `exec`; the exit code.
@@ -42,15 +50,16 @@ pub fn exec(root: &Path, a: &ExecArgs) -> Result<i32, String> {
     }
     let request = build_request(&record, a)?;
     let conn = connect_to(&container_dir(root, &a.id)?.join("exec.sock"))?;
-    send_request(&conn, &request)?;
-    match recv_answer(&conn)? {
-        Answer::Started => {}
-        Answer::Failed(e) => {
-            let name = request.args.first().cloned().unwrap_or_default();
-            return Err(format!("exec {name}: {}", e.desc()));
-        }
-        Answer::Done(_) => return Err("the process ended before it started".into()),
+    let terminal = match request.console {
+        Some(_) => Some(super::console::open_in_sandbox(record.pid)?),
+        None => None,
+    };
+    send_request(&conn, &request, terminal.as_ref().map(|t| t.slave.as_fd()))?;
+    if let (Some(t), Some(path)) = (&terminal, &request.console) {
+        super::console::send_master(path, t.name.as_bytes(), t.master.as_fd())?;
     }
+    drop(terminal);
+    wait_started(&conn, &request)?;
     if !a.detach {
         if let Some(path) = &a.pid_file {
             write_pid(path, std::process::id() as i32)?;
@@ -73,29 +82,75 @@ pub fn exec(root: &Path, a: &ExecArgs) -> Result<i32, String> {
     }
 }
 
+/// Waits for the helper's `P`; an error says why the process did not start.
+fn wait_started(conn: &OwnedFd, request: &Request) -> Result<(), String> {
+    match recv_answer(conn)? {
+        Answer::Started => Ok(()),
+        Answer::Failed(e) => {
+            let name = request.args.first().cloned().unwrap_or_default();
+            Err(format!("exec {name}: {}", e.desc()))
+        }
+        Answer::Done(_) => Err("the process ended before it started".into()),
+    }
+}
+
+/// The console socket, when the process is to have a terminal.
+fn console_for(terminal: bool, a: &ExecArgs) -> Result<Option<PathBuf>, String> {
+    match (terminal, &a.console_socket) {
+        (false, _) => Ok(None),
+        (true, Some(path)) => Ok(Some(path.clone())),
+        (true, None) => Err("exec with a terminal needs --console-socket".into()),
+    }
+}
+
+/// Refuses a user other than the sandbox's own (its user namespace maps
+/// only the runtime's uid and gid).
+fn check_user(uid: u32, gid: Option<u32>) -> Result<(), String> {
+    let (own_uid, own_gid) = (
+        nix::unistd::getuid().as_raw(),
+        nix::unistd::getgid().as_raw(),
+    );
+    if uid != own_uid {
+        return Err(format!(
+            "user {uid}: the sandbox runs as the runtime's own user ({own_uid})"
+        ));
+    }
+    match gid {
+        Some(gid) if gid != own_gid => Err(format!(
+            "group {gid}: the sandbox runs as the runtime's own group ({own_gid})"
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// `--user UID[:GID]` (numeric, as runc takes it).
+fn parse_user(spec: &str) -> Result<(u32, Option<u32>), String> {
+    let bad = || format!("--user {spec:?}: expected UID[:GID]");
+    let (uid, gid) = match spec.split_once(':') {
+        Some((u, g)) => (u, Some(g)),
+        None => (spec, None),
+    };
+    let uid = uid.parse().map_err(|_| bad())?;
+    let gid = gid.map(|g| g.parse().map_err(|_| bad())).transpose()?;
+    Ok((uid, gid))
+}
+
 fn build_request(record: &Record, a: &ExecArgs) -> Result<Request, String> {
     if let Some(path) = &a.process {
         let text = fs::read(path).map_err(|e| format!("--process {}: {e}", path.display()))?;
         let p: Process = serde_json::from_slice(&text)
             .map_err(|e| format!("--process {}: {e}", path.display()))?;
-        if p.terminal().unwrap_or(false) || a.tty {
-            return Err("exec with a terminal is not supported yet".into());
-        }
-        let uid = nix::unistd::getuid().as_raw();
-        if p.user().uid() != uid {
-            return Err(format!(
-                "process.user.uid {}: the sandbox runs as the runtime's own user ({uid})",
-                p.user().uid()
-            ));
-        }
+        check_user(p.user().uid(), Some(p.user().gid()))?;
         return Ok(Request {
             args: p.args().clone().unwrap_or_default(),
             env: p.env().clone().unwrap_or_default(),
             cwd: p.cwd().to_string_lossy().into_owned(),
+            console: console_for(p.terminal().unwrap_or(false) || a.tty, a)?,
         });
     }
-    if a.tty {
-        return Err("exec with a terminal is not supported yet".into());
+    if let Some(user) = &a.user {
+        let (uid, gid) = parse_user(user)?;
+        check_user(uid, gid)?;
     }
     if a.command.is_empty() {
         return Err("exec: no command given".into());
@@ -116,19 +171,23 @@ fn build_request(record: &Record, a: &ExecArgs) -> Result<Request, String> {
         args: a.command.clone(),
         env,
         cwd,
+        console: console_for(a.tty, a)?,
     })
 }
 
-fn send_request(conn: &OwnedFd, r: &Request) -> Result<(), String> {
+/// Sends our stdio (or, with a terminal, its `slave` as all three) and the request.
+fn send_request(conn: &OwnedFd, r: &Request, slave: Option<BorrowedFd>) -> Result<(), String> {
     let err = |e: Errno| format!("sending the exec request: {}", e.desc());
-    for (tag, fd) in [
-        (b"0", std::io::stdin().as_fd()),
-        (b"1", std::io::stdout().as_fd()),
-        (b"2", std::io::stderr().as_fd()),
-    ] {
+    let (stdin, stdout, stderr) = (std::io::stdin(), std::io::stdout(), std::io::stderr());
+    let stdio = match slave {
+        Some(slave) => [slave; 3],
+        None => [stdin.as_fd(), stdout.as_fd(), stderr.as_fd()],
+    };
+    for (tag, fd) in [b"0", b"1", b"2"].into_iter().zip(stdio) {
         send_with_fd(conn.as_fd(), tag, Some(fd)).map_err(err)?;
     }
-    let json = serde_json::json!({"args": r.args, "env": r.env, "cwd": r.cwd});
+    let tty = slave.is_some();
+    let json = serde_json::json!({"args": r.args, "env": r.env, "cwd": r.cwd, "tty": tty});
     let mut msg = vec![b'R'];
     msg.extend_from_slice(json.to_string().as_bytes());
     send_with_fd(conn.as_fd(), &msg, None).map_err(err)
@@ -178,6 +237,15 @@ fn write_pid(path: &Path, pid: i32) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn users_are_numeric_uid_and_gid() {
+        assert_eq!(parse_user("0"), Ok((0, None)));
+        assert_eq!(parse_user("1000:100"), Ok((1000, Some(100))));
+        for bad in ["", "root", "1:", ":1", "1:x", "-1"] {
+            assert!(parse_user(bad).is_err(), "{bad:?}");
+        }
+    }
 
     #[test]
     fn wait_statuses_become_exit_codes() {

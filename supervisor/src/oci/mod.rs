@@ -11,11 +11,12 @@
 //! Owns dispatching the commands and logging their errors (`log.rs`).
 //! Submodules: `cli` (flags), `lifecycle` (create, start, kill, delete),
 //! `info` (state, list, ps, pause, resume, update, spec, features),
-//! `exec` and `exec_socket`, `hooks`. Does not own the sandbox: that is `run.rs` and `launch/`.
+//! `exec` and `exec_socket`, `console`, `hooks`. Does not own the sandbox: that is `run.rs` and `launch/`.
 
 pub mod bundle;
 pub mod cgroup;
 pub mod cli;
+pub mod console;
 pub mod exec;
 pub mod exec_socket;
 pub mod hooks;

@@ -21,7 +21,6 @@ use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::os::unix::fs::OpenOptionsExt;
-use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
 
 use nix::unistd::{dup2, setsid};
@@ -30,7 +29,6 @@ use super::cgroup::ContainerCgroup;
 use crate::cli::RunArgs;
 use crate::launch::{LaunchConfig, Sandbox};
 use crate::run::{run_embedded, Embedding};
-use crate::sys::fd::send_with_fd;
 
 /// What the monitor is given by `create`.
 pub struct MonitorPlan {
@@ -147,10 +145,7 @@ impl Embedding for Monitor {
         let Some(path) = &self.plan.console_socket else {
             return Err("terminal: true needs --console-socket".into());
         };
-        let sock = UnixStream::connect(path)
-            .map_err(|e| format!("--console-socket {}: {e}", path.display()))?;
-        send_with_fd(sock.as_fd(), b"/dev/pts/0", Some(master.as_fd()))
-            .map_err(|e| format!("--console-socket {}: {}", path.display(), e.desc()))?;
+        super::console::send_master(path, b"/dev/pts/0", master.as_fd())?;
         Ok(None)
     }
 

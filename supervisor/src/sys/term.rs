@@ -37,6 +37,29 @@ pub fn open_pty() -> nix::Result<(OwnedFd, OwnedFd)> {
     Ok((master, slave))
 }
 
+/// A new pseudo-terminal of the devpts whose `ptmx` is at `ptmx` (say,
+/// a sandbox's, through `/proc/<pid>/root`): (master, slave, the slave's
+/// number), both close-on-exec, neither our controlling terminal. The
+/// slave is opened from the master (TIOCGPTPEER), never by path.
+pub fn open_pty_at(ptmx: &Path) -> nix::Result<(OwnedFd, OwnedFd, u32)> {
+    let flags = OFlag::O_RDWR | OFlag::O_NOCTTY | OFlag::O_CLOEXEC;
+    let master = open_at(None, ptmx, flags, Mode::empty())?;
+    let unlock: libc::c_int = 0;
+    // SAFETY: TIOCSPTLCK reads one int from `unlock`, valid for the call.
+    let ret = unsafe { libc::ioctl(master.as_raw_fd(), libc::TIOCSPTLCK, &unlock) };
+    Errno::result(ret)?;
+    let mut number: libc::c_uint = 0;
+    // SAFETY: TIOCGPTN writes one unsigned int to `number`, valid for the call.
+    let ret = unsafe { libc::ioctl(master.as_raw_fd(), libc::TIOCGPTN, &mut number) };
+    Errno::result(ret)?;
+    // SAFETY: TIOCGPTPEER takes open flags by value and touches no memory of ours.
+    let fd = unsafe { libc::ioctl(master.as_raw_fd(), libc::TIOCGPTPEER, flags.bits()) };
+    let fd = Errno::result(fd)?;
+    // SAFETY: TIOCGPTPEER just returned this new descriptor; nothing else owns it.
+    let slave = unsafe { OwnedFd::from_raw_fd(fd) };
+    Ok((master, slave, number))
+}
+
 /// `ioctl(fd, TIOCSCTTY, 0)`: makes the terminal `fd` the controlling
 /// terminal of this process's session (the caller must lead the session).
 pub fn set_controlling_terminal(fd: BorrowedFd<'_>) -> nix::Result<()> {

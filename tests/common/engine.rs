@@ -1,0 +1,145 @@
+//! Helpers of the container-engine tests (`tests/oci_docker.rs`,
+//! `tests/oci_podman.rs`, `tests/oci_containerd.rs`), which start a real
+//! engine with this runtime registered: the busybox image's rootfs
+//! tarball, this process's cgroup (engines get a cgroup parent beneath
+//! it), the cleanup an engine leaves (mounts, cgroup directories), and an
+//! engine client command run with a watchdog.
+//!
+//! Not here: any engine's configuration or what a test expects.
+
+use super::*;
+
+/// Makes `<dir>/image.tar`: the busybox-static rootfs ([`oci::busybox_rootfs`])
+/// as a plain tarball (what `docker import` and `podman import` take).
+pub fn busybox_tarball(dir: &Path) -> PathBuf {
+    let root = dir.join("image-rootfs");
+    oci::busybox_rootfs(&root);
+    let tar = dir.join("image.tar");
+    let made = Command::new("tar")
+        .arg("-C")
+        .arg(&root)
+        .arg("-cf")
+        .arg(&tar)
+        .arg(".")
+        .status()
+        .expect("tar");
+    assert!(made.success(), "tar of the busybox rootfs failed");
+    tar
+}
+
+/// Our path in the memory hierarchy (v1), from /proc/self/cgroup.
+pub fn own_memory_cgroup() -> Option<String> {
+    let text = std::fs::read_to_string("/proc/self/cgroup").ok()?;
+    text.lines()
+        .find_map(|l| {
+            let mut p = l.splitn(3, ':');
+            let (_, c, path) = (p.next()?, p.next()?, p.next()?);
+            c.split(',')
+                .any(|c| c == "memory")
+                .then(|| path.to_string())
+        })
+        .map(|p| p.trim_end_matches('/').to_string())
+}
+
+/// Lazily unmounts every mount point beneath `dir`, deepest first.
+pub fn unmount_beneath(dir: &Path) {
+    let info = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
+    let mut points: Vec<PathBuf> = info
+        .lines()
+        .filter_map(|l| l.split(' ').nth(4).map(PathBuf::from))
+        .filter(|p| p.starts_with(dir))
+        .collect();
+    points.sort_by_key(|p| std::cmp::Reverse(p.components().count()));
+    for p in points {
+        let _ = nix::mount::umount2(&p, nix::mount::MntFlags::MNT_DETACH);
+    }
+}
+
+/// Removes the (empty) cgroup directories an engine and the runtime made
+/// for a cgroup parent in each v1 hierarchy: everything beneath the
+/// parent (deepest first: Podman's `conmon` child), the parent, and its
+/// ancestors down to (not including) this process's own cgroup there.
+pub fn remove_cgroup_parent(parent: &str) {
+    let own = std::fs::read_to_string("/proc/self/cgroup").unwrap_or_default();
+    for line in own.lines() {
+        let mut p = line.splitn(3, ':');
+        let (Some(_), Some(ctrls), Some(own_path)) = (p.next(), p.next(), p.next()) else {
+            continue;
+        };
+        let Some(first) = ctrls
+            .split(',')
+            .find(|c| !c.is_empty() && !c.starts_with("name="))
+        else {
+            continue;
+        };
+        let base = Path::new("/sys/fs/cgroup").join(ctrls.trim_start_matches("name="));
+        let base = if base.exists() {
+            base
+        } else {
+            Path::new("/sys/fs/cgroup").join(first)
+        };
+        let mut dir = PathBuf::from(parent);
+        if !dir.starts_with(own_path) || dir == Path::new(own_path) {
+            continue;
+        }
+        remove_children(&base.join(dir.strip_prefix("/").unwrap_or(&dir)));
+        while dir.starts_with(own_path) && dir != Path::new(own_path) {
+            let _ = std::fs::remove_dir(base.join(dir.strip_prefix("/").unwrap_or(&dir)));
+            if !dir.pop() {
+                break;
+            }
+        }
+    }
+}
+
+/// Removes the cgroup directories beneath `dir` (not `dir`), deepest first.
+fn remove_children(dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.flatten() {
+        if e.file_type().map(|t| t.is_dir()).unwrap_or(false) {
+            remove_children(&e.path());
+            let _ = std::fs::remove_dir(e.path());
+        }
+    }
+}
+
+/// Runs `cmd` with `stdin` written to it and stdout/stderr captured;
+/// killed (and the test fails) after 60 s.
+pub fn output_with_watchdog(mut cmd: Command, stdin: &[u8]) -> std::process::Output {
+    let what = format!("{cmd:?}");
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{what}: {e}"));
+    if let Some(mut i) = child.stdin.take() {
+        let _ = i.write_all(stdin);
+    }
+    let pid = nix::unistd::Pid::from_raw(child.id() as i32);
+    let watchdog = std::thread::spawn(move || {
+        for _ in 0..600 {
+            std::thread::sleep(Duration::from_millis(100));
+            if nix::sys::signal::kill(pid, None).is_err() {
+                return false;
+            }
+        }
+        let _ = nix::sys::signal::kill(pid, nix::sys::signal::SIGKILL);
+        true
+    });
+    let out = child.wait_with_output().expect("engine client output");
+    assert!(!watchdog.join().unwrap_or(false), "{what} hung");
+    out
+}
+
+/// An output's status, stdout and stderr, for assertion messages.
+pub fn dump(out: &std::process::Output) -> String {
+    format!(
+        "{:?}\nstdout: {}\nstderr: {}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
