@@ -11,9 +11,11 @@
 //!
 //! Families: [`socket`] (socket, bind, connect), [`accept`], [`names`]
 //! (getsockname, getpeername, getsockopt, setsockopt), [`dgram`]
-//! (sendto, recvfrom with addresses), [`msg`] (sendmsg, recvmsg).
+//! (sendto, recvfrom with addresses), [`msg`] (sendmsg, recvmsg) and
+//! their control messages ([`ancil`]).
 
 pub(crate) mod accept;
+mod ancil;
 pub(crate) mod dgram;
 pub(crate) mod msg;
 pub(crate) mod names;
