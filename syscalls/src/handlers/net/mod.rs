@@ -12,10 +12,12 @@
 //! Families: [`socket`] (socket, bind, connect), [`accept`], [`names`]
 //! (getsockname, getpeername, getsockopt, setsockopt), [`dgram`]
 //! (sendto, recvfrom with addresses), [`msg`] (sendmsg, recvmsg) and
-//! their control messages ([`ancil`]).
+//! their control messages ([`ancil`]); egress TCP connects in the
+//! background ([`dial`]).
 
 pub(crate) mod accept;
 mod ancil;
+mod dial;
 pub(crate) mod dgram;
 pub(crate) mod msg;
 pub(crate) mod names;
