@@ -21,7 +21,11 @@ fn expect_native(run: Run, isolate: bool) {
     assert_eq!(sandboxed.stdout, native.stdout, "{}", sandboxed.dump());
     // The transcript shows per-packet values and a cut buffer.
     for needle in ["'02000000'), (41, 67, '20000000')", "'03000000')", "] 8\n"] {
-        assert!(native.stdout.contains(needle), "{needle}: {}", native.dump());
+        assert!(
+            native.stdout.contains(needle),
+            "{needle}: {}",
+            native.dump()
+        );
     }
 }
 

@@ -58,9 +58,7 @@ fn egress_connects_are_non_blocking_and_interruptible() {
         "driver failed:\n{stdout}\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let (native, sandboxed) = stdout
-        .split_once("== sandboxed")
-        .expect("both transcripts");
+    let (native, sandboxed) = stdout.split_once("== sandboxed").expect("both transcripts");
     let native = native.trim_start_matches("== native");
     assert_eq!(sandboxed, native, "{stdout}");
     for line in [

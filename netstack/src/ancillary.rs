@@ -46,7 +46,7 @@ pub const fn cmsg_len(len: usize) -> usize {
 
 /// CMSG_SPACE.
 pub const fn cmsg_space(len: usize) -> usize {
-    HDR + (len + 7) / 8 * 8
+    HDR + len.div_ceil(8) * 8
 }
 
 /// The IP-level metadata of one datagram, as the sender set it.

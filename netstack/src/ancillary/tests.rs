@@ -18,7 +18,10 @@ fn layout_fits_and_truncates_like_put_cmsg() {
     let (all, cut) = layout(&msgs, 64);
     assert!(!cut);
     assert_eq!(all.len(), 2 * cmsg_space(4));
-    assert_eq!(all[..cmsg_space(4)], cmsg(SOL_IPV6, libc::IPV6_HOPLIMIT, &2i32.to_ne_bytes()));
+    assert_eq!(
+        all[..cmsg_space(4)],
+        cmsg(SOL_IPV6, libc::IPV6_HOPLIMIT, &2i32.to_ne_bytes())
+    );
     // Room for the first only, and a header's worth less one byte.
     let (one, cut) = layout(&msgs, cmsg_space(4) + HDR - 1);
     assert!(cut);

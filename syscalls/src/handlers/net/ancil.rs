@@ -49,12 +49,9 @@ pub(super) fn messages(
     if !want.any() {
         return Vec::new();
     }
-    let stamp = got
-        .from
-        .as_deref()
-        .map_or_else(Stamp::default, |from| {
-            STAMPS.take(from, fingerprint(&got.data), peek)
-        });
+    let stamp = got.from.as_deref().map_or_else(Stamp::default, |from| {
+        STAMPS.take(from, fingerprint(&got.data), peek)
+    });
     let dst = ancillary::destination(stack(ctx).local_addr(s), got.src);
     ancillary::messages(s.meta.domain, want, dst, stamp)
 }

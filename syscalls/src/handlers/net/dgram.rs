@@ -13,8 +13,8 @@ use std::io::IoSliceMut;
 use std::net::SocketAddr;
 use std::os::fd::{AsFd, AsRawFd};
 
-use netstack::stack::Sock;
 use netstack::ancillary::Stamp;
+use netstack::stack::Sock;
 use netstack::{addr, Proto, Refusal};
 use nix::errno::Errno;
 use nix::poll::PollFlags;

@@ -17,8 +17,8 @@
 
 pub(crate) mod accept;
 mod ancil;
-mod dial;
 pub(crate) mod dgram;
+mod dial;
 pub(crate) mod msg;
 pub(crate) mod names;
 pub(crate) mod socket;
