@@ -11,7 +11,12 @@
 //! net_connect_accept (socket + connect + accept + two closes),
 //! net_getsockname, net_tcp_rr_64 (64-byte request/response over one
 //! connection to an echo thread), net_tcp_bulk_64k (per 64 KiB written to
-//! a draining thread). A summary of medians, ratios and throughput is
+//! a draining thread), net_udp_rr_64 (a 64-byte datagram to an echo
+//! thread and back, sendto/recvfrom with addresses: serviced),
+//! net_udp_rr_64_msg (the same through sendmsg/recvmsg with names and
+//! no control messages), net_udp_rr_64_ancillary (the same through sendmsg with an IP_TTL
+//! control message and recvmsg reporting IP_PKTINFO and IP_TTL),
+//! net_udp_rr_64_connected (connected sockets, send/recv: native). A summary of medians, ratios and throughput is
 //! printed at the end.
 //!
 //! Environment: SUPERVISOR_BIN overrides the supervisor binary.
@@ -33,6 +38,10 @@ const CALLS: &[(&str, &str)] = &[
     ("net_getsockname", "getsockname"),
     ("net_tcp_rr_64", "tcp_rr"),
     ("net_tcp_bulk_64k", "tcp_bulk"),
+    ("net_udp_rr_64", "udp_rr"),
+    ("net_udp_rr_64_msg", "udp_rr_msg"),
+    ("net_udp_rr_64_ancillary", "udp_rr_ancil"),
+    ("net_udp_rr_64_connected", "udp_rr_conn"),
 ];
 const GUEST_DIR: &str = "/netbench";
 const ANSWER_TIMEOUT: Duration = Duration::from_secs(120);

@@ -51,6 +51,15 @@ pub trait Egress: Send + Sync {
     /// May block while the host connects.
     fn connect(&self, dst: SocketAddr, proto: Proto) -> Result<OwnedFd, Refusal>;
 
+    /// The verdict `connect` would give before dialling: Ok when the
+    /// destination is allowed, else the same `Refusal::Denied`. Lets a
+    /// non-blocking connect be refused at once and dial in the
+    /// background otherwise. The default asks `connect` (right for an
+    /// egress that refuses without dialling, as [`NoEgress`]).
+    fn verdict(&self, dst: SocketAddr, proto: Proto) -> Result<(), Refusal> {
+        self.connect(dst, proto).map(drop)
+    }
+
     /// Whether a loopback destination (127.0.0.0/8, ::1) is the host's
     /// rather than the sandbox's: only when a rule names it explicitly.
     fn takes_loopback(&self, dst: SocketAddr, proto: Proto) -> bool {

@@ -5,13 +5,14 @@
 //! Owns: the naming scheme ([`name`]), guest socket addresses ([`addr`]),
 //! the per-socket metadata the kernel cannot hold ([`table`]), the bound
 //! names as the kernel lists them ([`bound`]), emulated socket options
-//! ([`options`]), the egress seam and the denial log ([`egress`]), the
+//! ([`options`]), control messages of UDP sockets ([`ancillary`]), the egress seam and the denial log ([`egress`]), the
 //! state one sandbox shares ([`stack::Stack`]); and the edge: `--allow-net`
 //! rules and special ranges ([`rules`]), the DNS stub ([`dns`]), relays
 //! ([`relay`]) and published ports ([`publish`]). Does not own: guest
 //! memory or the trap (the handlers in `syscalls/` drive this crate).
 
 pub mod addr;
+pub mod ancillary;
 pub mod bound;
 pub mod dns;
 pub mod egress;

@@ -134,6 +134,10 @@ impl Egress for Outbound {
         Ok(guest_end)
     }
 
+    fn verdict(&self, dst: SocketAddr, proto: Proto) -> Result<(), Refusal> {
+        self.judge(dst, proto)
+    }
+
     fn takes_loopback(&self, dst: SocketAddr, proto: Proto) -> bool {
         let stub = SocketAddr::new(crate::dns::STUB_ADDR.into(), crate::dns::STUB_PORT);
         let ip = crate::rules::canonical_ip(dst.ip());

@@ -88,6 +88,8 @@ pub const ALLOWED: &[S] = &[
     S::getsockname,
     S::getpeername,
     S::sendto,
+    // Serviced waits read the socket's SO_RCVTIMEO/SO_SNDTIMEO.
+    S::getsockopt,
     // Relays (egress, --publish): splice through a pipe, half-close; the
     // DNS stub's and --publish's datagram sockets.
     S::shutdown,

@@ -8,6 +8,14 @@
  *   tcp_rr          64-byte request, 64-byte response (echo thread) [native data]
  *   tcp_bulk        64 KiB written to a draining thread, per iteration;
  *                   the thread acknowledges the whole batch         [native data]
+ *   udp_rr          64-byte datagram to an echo thread and back, sendto and
+ *                   recvfrom with addresses on both sides           [serviced]
+ *   udp_rr_ancil    the same with IP_PKTINFO and IP_RECVTTL on both sockets,
+ *                   recvmsg with a control buffer, and an IP_TTL control
+ *                   message on every send (ancillary data)          [serviced]
+ *   udp_rr_msg      the same through sendmsg and recvmsg with names but no
+ *                   control messages (what udp_rr_ancil adds)       [serviced]
+ *   udp_rr_conn     connected UDP sockets, send and recv             [native data]
  *   ping 0          answers 0
  */
 #define _GNU_SOURCE
@@ -100,7 +108,101 @@ static int pair_with(void *(*fn)(void *)) {
     return c;
 }
 
+/* `ancil`: PLAIN sendto/recvfrom; MSG sendmsg/recvmsg; ANCIL those with
+ * control messages. */
+enum { PLAIN, ANCIL, MSG };
+
+/* A UDP socket bound to an ephemeral 127.0.0.1 port; ANCIL asks for
+ * IP_PKTINFO and IP_RECVTTL. */
+static int udp_bound(int ancil, struct sockaddr_in *a) {
+    int fd = socket(AF_INET, SOCK_DGRAM, 0);
+    *a = addr_of(0);
+    socklen_t l = sizeof *a;
+    if (fd < 0 || bind(fd, (struct sockaddr *)a, sizeof *a) ||
+        getsockname(fd, (struct sockaddr *)a, &l))
+        return -1;
+    int one = 1;
+    if (ancil == ANCIL && (setsockopt(fd, IPPROTO_IP, IP_PKTINFO, &one, sizeof one) ||
+                  setsockopt(fd, IPPROTO_IP, IP_RECVTTL, &one, sizeof one)))
+        return -1;
+    return fd;
+}
+
+/* One datagram with its sender's address (and control messages). */
+static ssize_t udp_recv(int fd, int ancil, void *b, size_t n, struct sockaddr_in *from) {
+    socklen_t l = sizeof *from;
+    if (ancil == PLAIN) return recvfrom(fd, b, n, 0, (struct sockaddr *)from, &l);
+    char control[256];
+    struct iovec iov = {b, n};
+    struct msghdr m = {from, sizeof *from, &iov, 1, control, sizeof control, 0};
+    ssize_t r = recvmsg(fd, &m, 0);
+    return r < 0 || (ancil == ANCIL && m.msg_controllen == 0) ? -1 : r;
+}
+
+static ssize_t udp_send(int fd, int ancil, const void *b, size_t n, struct sockaddr_in *to) {
+    if (ancil == PLAIN) return sendto(fd, b, n, 0, (struct sockaddr *)to, sizeof *to);
+    union {
+        char buf[CMSG_SPACE(sizeof(int))];
+        struct cmsghdr align;
+    } u;
+    struct iovec iov = {(void *)b, n};
+    struct msghdr m = {to, sizeof *to, &iov, 1, u.buf, sizeof u.buf, 0};
+    struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+    c->cmsg_level = IPPROTO_IP, c->cmsg_type = IP_TTL, c->cmsg_len = CMSG_LEN(sizeof(int));
+    int ttl = 9;
+    memcpy(CMSG_DATA(c), &ttl, sizeof ttl);
+    if (ancil == MSG) m.msg_control = NULL, m.msg_controllen = 0;
+    return sendmsg(fd, &m, 0);
+}
+
+struct udp_echo { int fd, ancil, connected; };
+
+static void *udp_echo(void *arg) {
+    struct udp_echo *e = arg;
+    char b[64];
+    struct sockaddr_in from;
+    for (;;) {
+        if (e->connected) {
+            ssize_t r = recv(e->fd, b, sizeof b, 0);
+            if (r < 0 || send(e->fd, b, r, 0) != r) return NULL;
+            continue;
+        }
+        ssize_t r = udp_recv(e->fd, e->ancil, b, sizeof b, &from);
+        if (r < 0 || udp_send(e->fd, e->ancil, b, r, &from) != r) return NULL;
+    }
+}
+
+/* A client socket and the address of its echo thread's socket;
+ * `connected`: both connected to each other. */
+static int udp_pair(int ancil, int connected, struct sockaddr_in *server) {
+    static struct udp_echo echoes[4];
+    static int used;
+    struct sockaddr_in ca;
+    int s = udp_bound(ancil, server), c = udp_bound(ancil, &ca);
+    if (s < 0 || c < 0 || used == 4) return -1;
+    if (connected && (connect(c, (struct sockaddr *)server, sizeof *server) ||
+                      connect(s, (struct sockaddr *)&ca, sizeof ca)))
+        return -1;
+    echoes[used] = (struct udp_echo){s, ancil, connected};
+    pthread_t t;
+    pthread_create(&t, NULL, udp_echo, &echoes[used++]);
+    pthread_detach(t);
+    return c;
+}
+
+static int udp_rr(int fd, int ancil, struct sockaddr_in *to, long n) {
+    char b[64] = {0};
+    struct sockaddr_in from;
+    for (long i = 0; i < n; i++)
+        if (udp_send(fd, ancil, b, sizeof b, to) != sizeof b ||
+            udp_recv(fd, ancil, b, sizeof b, &from) != sizeof b)
+            return -1;
+    return 0;
+}
+
 static int rr_fd = -1, bulk_fd = -1, acc_l = -1, acc_port;
+static int udp_fd = -1, udp_ancil_fd = -1, udp_msg_fd = -1, udp_conn_fd = -1;
+static struct sockaddr_in udp_to, udp_ancil_to, udp_msg_to, udp_conn_to;
 
 static int run(const char *name, long n, uint64_t *ns) {
     uint64_t t0 = now_ns();
@@ -122,6 +224,18 @@ static int run(const char *name, long n, uint64_t *ns) {
         char b[64] = {0};
         for (long i = 0; i < n; i++)
             if (full(rr_fd, b, sizeof b, 1) || full(rr_fd, b, sizeof b, 0)) return -1;
+    } else if (!strcmp(name, "udp_rr")) {
+        if (udp_rr(udp_fd, PLAIN, &udp_to, n)) return -1;
+    } else if (!strcmp(name, "udp_rr_ancil")) {
+        if (udp_rr(udp_ancil_fd, ANCIL, &udp_ancil_to, n)) return -1;
+    } else if (!strcmp(name, "udp_rr_msg")) {
+        if (udp_rr(udp_msg_fd, MSG, &udp_msg_to, n)) return -1;
+    } else if (!strcmp(name, "udp_rr_conn")) {
+        char b[64] = {0};
+        for (long i = 0; i < n; i++)
+            if (send(udp_conn_fd, b, sizeof b, 0) != sizeof b ||
+                recv(udp_conn_fd, b, sizeof b, 0) != sizeof b)
+                return -1;
     } else if (!strcmp(name, "tcp_bulk")) {
         uint64_t count = n;
         char k;
@@ -141,7 +255,12 @@ int main(void) {
     rr_fd = pair_with(echo);
     bulk_fd = pair_with(drain);
     acc_l = listener(&acc_port);
-    if (rr_fd < 0 || bulk_fd < 0 || acc_l < 0) {
+    udp_fd = udp_pair(PLAIN, 0, &udp_to);
+    udp_ancil_fd = udp_pair(ANCIL, 0, &udp_ancil_to);
+    udp_msg_fd = udp_pair(MSG, 0, &udp_msg_to);
+    udp_conn_fd = udp_pair(PLAIN, 1, &udp_conn_to);
+    if (rr_fd < 0 || bulk_fd < 0 || acc_l < 0 || udp_fd < 0 || udp_ancil_fd < 0 ||
+        udp_msg_fd < 0 || udp_conn_fd < 0) {
         printf("ERR setup\n");
         return 1;
     }

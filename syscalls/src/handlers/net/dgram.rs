@@ -13,12 +13,14 @@ use std::io::IoSliceMut;
 use std::net::SocketAddr;
 use std::os::fd::{AsFd, AsRawFd};
 
+use netstack::ancillary::Stamp;
 use netstack::stack::Sock;
 use netstack::{addr, Proto, Refusal};
 use nix::errno::Errno;
 use nix::poll::PollFlags;
 use nix::sys::socket::{self, MsgFlags, UnixAddr};
 
+use super::ancil;
 use super::{
     check_family, guest_addr, nonblocking, ours, read_len, stack, wait, write_sockaddr, Res,
 };
@@ -57,7 +59,8 @@ pub(crate) fn sendto(
     }
     let mut data = vec![0u8; len];
     g.read_mem(buf, &mut data)?;
-    send(ctx, g, &s, dst, &data, flags)
+    let stamp = Stamp::of_socket(s.meta.domain, &s.meta.options);
+    send(ctx, g, &s, dst, &data, flags, stamp)
 }
 
 /// sendto on a TCP socket: the address is ignored, as TCP ignores it
@@ -84,7 +87,8 @@ fn send_stream(g: &dyn Guest, s: &Sock, buf: u64, len: u64, flags: i32) -> Res {
     }
 }
 
-/// One datagram to `dst` (canonical).
+/// One datagram to `dst` (canonical) carrying `stamp` (its hop limit
+/// and traffic class: left for the receiver when not the defaults).
 pub(super) fn send(
     ctx: &Context,
     g: &dyn Guest,
@@ -92,6 +96,7 @@ pub(super) fn send(
     dst: SocketAddr,
     data: &[u8],
     flags: i32,
+    stamp: Stamp,
 ) -> Res {
     check_family(s, dst)?;
     live(g)?;
@@ -100,6 +105,10 @@ pub(super) fn send(
     if let Some(local) =
         addr::local_destination(dst).filter(|_| !net.egress().takes_loopback(dst, Proto::Udp))
     {
+        if stamp != Stamp::default() {
+            net.autobind(s, local)?;
+            ancil::leave_stamp(s, data, stamp);
+        }
         return Ok(Reply::Value(net.send_local(s, local, data, flags)? as i64));
     }
     // Replies are sent to the guest socket's name: it needs one first.
@@ -146,6 +155,10 @@ pub(super) struct Received {
     pub ret: usize,
     /// The sender's address for the guest (empty for TCP).
     pub name: Vec<u8>,
+    /// The sender's host name (a netstack sender's abstract name).
+    pub from: Option<Vec<u8>>,
+    /// The sender's address (UDP).
+    pub src: Option<SocketAddr>,
     /// The datagram was longer than the buffer.
     pub truncated: bool,
 }
@@ -170,26 +183,31 @@ pub(super) fn receive(
                 let (ret, from) = (m.bytes, m.address);
                 let truncated = m.flags.contains(MsgFlags::MSG_TRUNC);
                 data.truncate(ret.min(cap));
-                let name = match (s.meta.proto, from) {
-                    (Proto::Tcp, _) => Vec::new(),
+                let raw = from
+                    .as_ref()
+                    .and_then(netstack::name::abstract_of)
+                    .map(<[u8]>::to_vec);
+                let (name, src) = match s.meta.proto {
+                    Proto::Tcp => (Vec::new(), None),
                     // An unnamed source is the egress relay of a
                     // connected socket: the peer it was connected to.
-                    (Proto::Udp, from) => {
-                        let named = from
-                            .as_ref()
-                            .and_then(netstack::name::abstract_of)
+                    Proto::Udp => {
+                        let named = raw
+                            .as_deref()
                             .and_then(|n| stack(ctx).namer.decode(n))
                             .map(|n| n.addr);
                         let src = named
                             .or(s.meta.peer)
                             .unwrap_or_else(|| addr::unspecified(s.meta.domain));
-                        addr::encode(s.meta.domain, src)
+                        (addr::encode(s.meta.domain, src), Some(src))
                     }
                 };
                 return Ok(Received {
                     data,
                     ret,
                     name,
+                    from: raw,
+                    src,
                     truncated,
                 });
             }

@@ -11,10 +11,14 @@
 //!
 //! Families: [`socket`] (socket, bind, connect), [`accept`], [`names`]
 //! (getsockname, getpeername, getsockopt, setsockopt), [`dgram`]
-//! (sendto, recvfrom with addresses), [`msg`] (sendmsg, recvmsg).
+//! (sendto, recvfrom with addresses), [`msg`] (sendmsg, recvmsg) and
+//! their control messages ([`ancil`]); egress TCP connects in the
+//! background ([`dial`]).
 
 pub(crate) mod accept;
+mod ancil;
 pub(crate) mod dgram;
+mod dial;
 pub(crate) mod msg;
 pub(crate) mod names;
 pub(crate) mod socket;

@@ -1,7 +1,12 @@
 //! sendmsg and recvmsg on netstack sockets: the `msghdr`'s name is
-//! translated as sendto/recvfrom translate theirs (`dgram.rs`). A NULL
-//! name, a TCP send, or a socket that is not the netstack's CONTINUEs.
-//! Ancillary data is not carried: `msg_controllen` comes back 0.
+//! translated as sendto/recvfrom translate theirs (`dgram.rs`), and on
+//! UDP sockets the control messages are the IP level's (`ancil.rs`):
+//! a send's IPV6_HOPLIMIT, IPV6_TCLASS, IP_TTL, IP_TOS (checked as the
+//! kernel checks them) travel with the datagram; a receive reports
+//! IP_PKTINFO/IP_TTL/IP_TOS or IPV6_PKTINFO/IPV6_HOPLIMIT/IPV6_TCLASS
+//! when the socket asked for them, cut with MSG_CTRUNC as the kernel
+//! cuts them. A NULL name CONTINUEs (unless the receiving socket wants
+//! control messages), as do a TCP send and sockets not the netstack's.
 //!
 //! The filter passes sendmsg with MSG_NOSIGNAL and recvmsg with
 //! MSG_CMSG_CLOEXEC unchecked: init hands the listener over with those
@@ -9,17 +14,20 @@
 //! netstack socket such calls know only `AF_UNIX` names (Landlock keeps
 //! them from the supervisor's).
 
+use netstack::ancillary::{self, Stamp};
 use netstack::Proto;
 use nix::errno::Errno;
 
 use super::dgram::{receive, send, MAX_DGRAM, MAX_RECV};
-use super::{guest_addr, ours, write_sockaddr, Res};
+use super::{ancil, guest_addr, ours, write_sockaddr, Res};
 use crate::guest::{Guest, Reply};
 use crate::handlers::Context;
 
 /// UIO_MAXIOV.
 const MAX_IOV: usize = 1024;
 const MSGHDR_SIZE: usize = 56;
+/// Most control bytes a send may carry (the kernel's optmem_max).
+const MAX_CONTROL: usize = 20480;
 const NAMELEN_AT: u64 = 8;
 const CONTROLLEN_AT: u64 = 40;
 const FLAGS_AT: u64 = 48;
@@ -30,6 +38,8 @@ struct MsgHdr {
     namelen: u32,
     iov: u64,
     iovlen: u64,
+    control: u64,
+    controllen: u64,
 }
 
 fn read_msghdr(g: &dyn Guest, ptr: u64) -> Result<MsgHdr, Errno> {
@@ -45,6 +55,8 @@ fn read_msghdr(g: &dyn Guest, ptr: u64) -> Result<MsgHdr, Errno> {
         namelen: word(8) as u32,
         iov: word(16),
         iovlen: word(24),
+        control: word(32),
+        controllen: word(40),
     })
 }
 
@@ -88,7 +100,22 @@ pub(crate) fn sendmsg(ctx: &Context, g: &dyn Guest, fd: i32, msg: u64, flags: i3
         data.resize(at + len, 0);
         g.read_mem(base, &mut data[at..])?;
     }
-    send(ctx, g, &s, dst, &data, flags)
+    let base = Stamp::of_socket(s.meta.domain, &s.meta.options);
+    let stamp = ancillary::parse_sent(s.meta.domain, &read_control(g, &m)?, base)?;
+    send(ctx, g, &s, dst, &data, flags, stamp)
+}
+
+/// The control bytes of a send (ENOBUFS past MAX_CONTROL, as the kernel).
+fn read_control(g: &dyn Guest, m: &MsgHdr) -> Result<Vec<u8>, Errno> {
+    let len = usize::try_from(m.controllen).map_err(|_| Errno::ENOBUFS)?;
+    if len > MAX_CONTROL {
+        return Err(Errno::ENOBUFS);
+    }
+    let mut buf = vec![0u8; len];
+    if len > 0 {
+        g.read_mem(m.control, &mut buf)?;
+    }
+    Ok(buf)
 }
 
 /// recvmsg(fd, msg, flags).
@@ -97,7 +124,8 @@ pub(crate) fn recvmsg(ctx: &Context, g: &dyn Guest, fd: i32, msg: u64, flags: i3
         return Ok(Reply::Continue);
     };
     let m = read_msghdr(g, msg)?;
-    if m.name == 0 {
+    let want = ancil::wanted(&s);
+    if m.name == 0 && !want.any() {
         return Ok(Reply::Continue);
     }
     let iovs = read_iovecs(g, m.iov, m.iovlen)?;
@@ -115,10 +143,22 @@ pub(crate) fn recvmsg(ctx: &Context, g: &dyn Guest, fd: i32, msg: u64, flags: i3
         g.write_mem(base, &rest[..n])?;
         rest = &rest[n..];
     }
-    let room = m.namelen as usize;
-    write_sockaddr(g, m.name, msg + NAMELEN_AT, room, &got.name)?;
-    g.write_mem(msg + CONTROLLEN_AT, &0u64.to_ne_bytes())?;
-    let out_flags = if got.truncated { libc::MSG_TRUNC } else { 0 };
+    if m.name != 0 {
+        let room = m.namelen as usize;
+        write_sockaddr(g, m.name, msg + NAMELEN_AT, room, &got.name)?;
+    }
+    let peek = flags & libc::MSG_PEEK != 0;
+    let cmsgs = ancil::messages(ctx, &s, want, &got, peek);
+    let room = if m.control == 0 { 0 } else { m.controllen };
+    let (control, cut) = ancillary::layout(&cmsgs, usize::try_from(room).unwrap_or(usize::MAX));
+    if !control.is_empty() {
+        g.write_mem(m.control, &control)?;
+    }
+    g.write_mem(msg + CONTROLLEN_AT, &(control.len() as u64).to_ne_bytes())?;
+    let mut out_flags = if got.truncated { libc::MSG_TRUNC } else { 0 };
+    if cut {
+        out_flags |= libc::MSG_CTRUNC;
+    }
     g.write_mem(msg + FLAGS_AT, &out_flags.to_ne_bytes())?;
     Ok(Reply::Value(got.ret as i64))
 }

@@ -47,7 +47,11 @@ pub(crate) fn getsockopt(
         return Ok(Reply::Continue);
     };
     let class = options::classify(s.meta.domain, s.meta.proto, level, name);
+    let pending = (level == libc::SOL_SOCKET && name == libc::SO_ERROR)
+        .then(|| super::dial::so_error(ctx, g, fd, &s))
+        .flatten();
     let v = match class {
+        _ if pending.is_some() => pending.unwrap_or(Ok(0))?,
         Class::Native => return Ok(Reply::Continue),
         Class::Unsupported => return Err(Errno::ENOPROTOOPT),
         Class::Identity => identity(&s.meta, name),

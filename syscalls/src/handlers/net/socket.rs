@@ -10,14 +10,14 @@
 //! ENETUNREACH for UDP, recorded for the report).
 
 use std::net::SocketAddr;
-use std::os::fd::{AsFd, AsRawFd};
+use std::os::fd::AsRawFd;
 
 use netstack::stack::Sock;
 use netstack::{addr, Proto, Refusal};
 use nix::errno::Errno;
 use nix::fcntl::{fcntl, FcntlArg, OFlag};
 
-use super::{check_family, guest_addr, nonblocking, ours, stack, wait, Res};
+use super::{check_family, dial, guest_addr, nonblocking, ours, stack, wait, Res};
 use crate::guest::{Guest, Reply};
 use crate::handlers::{live, Context};
 
@@ -161,34 +161,19 @@ fn connect_retrying(ctx: &Context, g: &dyn Guest, s: &Sock, dst: SocketAddr) -> 
 /// recorded, and ECONNREFUSED (TCP) or ENETUNREACH (UDP) at once. Allowed:
 /// the seam's connected socket takes the guest descriptor's place; a host
 /// connect that failed is the guest's errno (ECONNREFUSED, ENETUNREACH...).
+/// TCP dials in the background (`dial.rs`).
 fn egress(ctx: &Context, g: &dyn Guest, fd: i32, s: &Sock, dst: SocketAddr) -> Res {
-    let net = stack(ctx);
-    // An allowed TCP connect waits for the host's connect: other guest
-    // threads go on meanwhile.
     if s.meta.proto == Proto::Tcp {
-        g.may_block();
+        return dial::connect(ctx, g, fd, s, dst);
     }
+    let net = stack(ctx);
     let conn = match net.egress().connect(dst, s.meta.proto) {
         Ok(conn) => conn,
         Err(Refusal::Failed(e)) => return Err(e),
         Err(Refusal::Denied(denied)) => {
             net.denials().record(dst, s.meta.proto, &denied.reason);
-            return Err(match s.meta.proto {
-                Proto::Tcp => Errno::ECONNREFUSED,
-                Proto::Udp => Errno::ENETUNREACH,
-            });
+            return Err(Errno::ENETUNREACH);
         }
     };
-    let flags = fcntl(s.fd.as_raw_fd(), FcntlArg::F_GETFL)?;
-    fcntl(
-        conn.as_raw_fd(),
-        FcntlArg::F_SETFL(OFlag::from_bits_truncate(flags)),
-    )?;
-    let mut meta = s.meta.clone();
-    meta.local = Some(addr::unspecified(s.meta.domain));
-    meta.peer = Some(dst);
-    net.table
-        .insert(netstack::stack::inode_of(conn.as_fd())?, meta);
-    g.replace_fd(fd, &conn)?;
-    Ok(Reply::Value(0))
+    dial::install(ctx, g, fd, s, dst, conn)
 }

@@ -6,14 +6,17 @@
 //! checks whether the call is still live and whether the thread has a
 //! signal it catches pending, in which case the call ends with EINTR so
 //! the handler runs (Python's KeyboardInterrupt) and the program retries.
+//! The socket's SO_RCVTIMEO/SO_SNDTIMEO (held by the host socket) bound
+//! the wait (EAGAIN), as they bound the kernel's.
 //!
 //! Owns: the slices and the checks. Does not own: what is waited for.
 
 use std::os::fd::BorrowedFd;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use nix::errno::Errno;
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+use nix::sys::socket::{getsockopt, sockopt};
 
 use crate::guest::Guest;
 
@@ -33,7 +36,9 @@ fn ready(fd: BorrowedFd<'_>, events: PollFlags, ms: u16) -> Result<bool, Errno> 
 
 /// Waits until `fd` is ready for `events`. Err(EINTR) when a signal the
 /// thread catches arrives first; Err(ENOENT) when the call is gone (the
-/// thread was killed).
+/// thread was killed); Err(EAGAIN) when the socket's SO_RCVTIMEO (a
+/// wait for input) or SO_SNDTIMEO (for output) passes first, as the
+/// kernel's blocking receive, accept and send end.
 pub(crate) fn until_ready(
     g: &dyn Guest,
     fd: BorrowedFd<'_>,
@@ -42,13 +47,41 @@ pub(crate) fn until_ready(
     if ready(fd, events, 0)? {
         return Ok(());
     }
+    let deadline = timeout_of(fd, events).map(|t| Instant::now() + t);
     g.may_block();
     loop {
-        if ready(fd, events, SLICE.as_millis() as u16)? {
+        let slice = match deadline {
+            Some(end) => {
+                let left = end.saturating_duration_since(Instant::now());
+                if left.is_zero() {
+                    return Err(Errno::EAGAIN);
+                }
+                left.min(SLICE)
+            }
+            None => SLICE,
+        };
+        // At least 1 ms: a zero timeout would spin.
+        let ms = slice.as_millis().clamp(1, SLICE.as_millis()) as u16;
+        if ready(fd, events, ms)? {
             return Ok(());
         }
         interrupted(g)?;
     }
+}
+
+/// The socket's SO_SNDTIMEO (a wait for POLLOUT) or SO_RCVTIMEO; `None`
+/// when unset (zero) or unreadable.
+fn timeout_of(fd: BorrowedFd<'_>, events: PollFlags) -> Option<Duration> {
+    let tv = if events.contains(PollFlags::POLLOUT) {
+        getsockopt(&fd, sockopt::SendTimeout)
+    } else {
+        getsockopt(&fd, sockopt::ReceiveTimeout)
+    }
+    .ok()?;
+    let secs = u64::try_from(tv.tv_sec()).ok()?;
+    let micros = u32::try_from(tv.tv_usec()).ok()?;
+    let t = Duration::from_secs(secs) + Duration::from_micros(u64::from(micros));
+    (!t.is_zero()).then_some(t)
 }
 
 /// Sleeps one slice, then ends the wait like [`until_ready`] if the call
@@ -58,7 +91,9 @@ pub(crate) fn pause(g: &dyn Guest) -> Result<(), Errno> {
     interrupted(g)
 }
 
-fn interrupted(g: &dyn Guest) -> Result<(), Errno> {
+/// Err(ENOENT) when the call is gone, Err(EINTR) when a signal the
+/// thread catches is pending.
+pub(super) fn interrupted(g: &dyn Guest) -> Result<(), Errno> {
     if !g.still_valid() {
         return Err(Errno::ENOENT);
     }

@@ -1,0 +1,181 @@
+//! Allowed egress TCP connects, which wait for a host connect that may
+//! take up to `netstack::outbound::CONNECT_TIMEOUT`: the host connect
+//! runs on a thread of its own (a *dial*), so the guest's call behaves
+//! as a TCP connect does. Blocking: the worker waits for the dial in
+//! slices, and a signal the thread catches ends the call with EINTR
+//! while the dial goes on. Non-blocking: EINPROGRESS at once (after the
+//! verdict: a denied destination is refused at once). Either way, a
+//! dial still running is the socket's: another connect answers EALREADY
+//! (non-blocking) or waits for it, and getsockopt(SO_ERROR) — what a
+//! program asks once poll says the socket is writable — waits for it
+//! and answers its errno (0: the connection took the descriptor's
+//! place, as a blocking connect's does).
+//!
+//! Owns: the dials in progress (at most [`MAX_DIALS`], keyed by the
+//! guest socket's inode). Does not own: the verdict, the host connect
+//! or the relay (`netstack::outbound`).
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::time::Duration;
+
+use netstack::stack::Sock;
+use netstack::{addr, Proto, Refusal};
+use nix::errno::Errno;
+use nix::fcntl::{fcntl, FcntlArg, OFlag};
+use parking_lot::Mutex;
+
+use super::{nonblocking, stack, wait, Res};
+use crate::guest::{Guest, Reply};
+use crate::handlers::Context;
+
+/// Most dials in progress at once (past it: ENOBUFS).
+const MAX_DIALS: usize = 256;
+/// How long one wait for a dial lasts before checking for signals.
+const SLICE: Duration = Duration::from_millis(20);
+
+type Outcome = Result<OwnedFd, Refusal>;
+
+/// One host connect in progress for a guest socket.
+struct Dial {
+    dst: SocketAddr,
+    rx: Receiver<Outcome>,
+}
+
+/// The sandbox's dials in progress, by guest socket inode (one sandbox
+/// per supervisor process).
+static DIALS: Mutex<Option<HashMap<u64, Dial>>> = parking_lot::const_mutex(None);
+
+/// connect(2) of a TCP socket to an egress destination.
+pub(super) fn connect(ctx: &Context, g: &dyn Guest, fd: i32, s: &Sock, dst: SocketAddr) -> Res {
+    let dial = match take(s.inode) {
+        Some(d) if nonblocking(s) => {
+            put(s.inode, d)?;
+            return Err(Errno::EALREADY);
+        }
+        Some(d) => d,
+        None => start(ctx, dst)?,
+    };
+    if nonblocking(s) {
+        put(s.inode, dial)?;
+        return Err(Errno::EINPROGRESS);
+    }
+    finish(ctx, g, fd, s, dial)
+}
+
+/// getsockopt(SO_ERROR) of a socket with a dial in progress: waits for
+/// it and answers its errno (`None`: no dial, the host socket answers).
+/// A signal while it waits ends the getsockopt with EINTR (the dial is
+/// kept; Python retries the call, PEP 475).
+pub(super) fn so_error(
+    ctx: &Context,
+    g: &dyn Guest,
+    fd: i32,
+    s: &Sock,
+) -> Option<Result<i32, Errno>> {
+    let dial = take(s.inode)?;
+    Some(match finish(ctx, g, fd, s, dial) {
+        Ok(_) => Ok(0),
+        Err(e @ (Errno::EINTR | Errno::ENOENT)) => Err(e),
+        Err(e) => Ok(e as i32),
+    })
+}
+
+/// Starts a dial to an allowed `dst` (a denied one is refused here).
+fn start(ctx: &Context, dst: SocketAddr) -> Result<Dial, Errno> {
+    let net = ctx.net.clone();
+    if let Err(r) = net.egress().verdict(dst, Proto::Tcp) {
+        return Err(refused(ctx, dst, r));
+    }
+    let (tx, rx) = mpsc::sync_channel(1);
+    std::thread::Builder::new()
+        .name("egress-dial".into())
+        .spawn(move || {
+            let _ = tx.send(net.egress().connect(dst, Proto::Tcp));
+        })
+        .map_err(|_| Errno::ENOBUFS)?;
+    Ok(Dial { dst, rx })
+}
+
+/// Waits for a dial (interruptibly: EINTR keeps it for a later call)
+/// and puts its connection in place of the guest's descriptor.
+fn finish(ctx: &Context, g: &dyn Guest, fd: i32, s: &Sock, dial: Dial) -> Res {
+    let outcome = match dial.rx.try_recv() {
+        Ok(o) => o,
+        Err(_) => {
+            g.may_block();
+            loop {
+                match dial.rx.recv_timeout(SLICE) {
+                    Ok(o) => break o,
+                    Err(RecvTimeoutError::Disconnected) => break Err(Refusal::Failed(Errno::EIO)),
+                    Err(RecvTimeoutError::Timeout) => {}
+                }
+                if let Err(e) = wait::interrupted(g) {
+                    put(s.inode, dial)?;
+                    return Err(e);
+                }
+            }
+        }
+    };
+    match outcome {
+        Ok(conn) => install(ctx, g, fd, s, dial.dst, conn),
+        Err(r) => Err(refused(ctx, dial.dst, r)),
+    }
+}
+
+/// The errno of a refusal; a denial is recorded.
+fn refused(ctx: &Context, dst: SocketAddr, r: Refusal) -> Errno {
+    match r {
+        Refusal::Failed(e) => e,
+        Refusal::Denied(denied) => {
+            stack(ctx).denials().record(dst, Proto::Tcp, &denied.reason);
+            Errno::ECONNREFUSED
+        }
+    }
+}
+
+/// Puts the relayed connection in place of the guest's descriptor with
+/// the descriptor's status flags, and records its addresses.
+pub(super) fn install(
+    ctx: &Context,
+    g: &dyn Guest,
+    fd: i32,
+    s: &Sock,
+    dst: SocketAddr,
+    conn: OwnedFd,
+) -> Res {
+    let net = stack(ctx);
+    let flags = fcntl(s.fd.as_raw_fd(), FcntlArg::F_GETFL)?;
+    fcntl(
+        conn.as_raw_fd(),
+        FcntlArg::F_SETFL(OFlag::from_bits_truncate(flags)),
+    )?;
+    let mut meta = s.meta.clone();
+    meta.local = Some(addr::unspecified(s.meta.domain));
+    meta.peer = Some(dst);
+    net.table
+        .insert(netstack::stack::inode_of(conn.as_fd())?, meta);
+    g.replace_fd(fd, &conn)?;
+    Ok(Reply::Value(0))
+}
+
+fn take(inode: u64) -> Option<Dial> {
+    DIALS.lock().as_mut()?.remove(&inode)
+}
+
+/// Keeps a dial for a later call; finished dials nobody asked for go
+/// first when the table is full (their connections close).
+fn put(inode: u64, dial: Dial) -> Result<(), Errno> {
+    let mut guard = DIALS.lock();
+    let map = guard.get_or_insert_with(HashMap::new);
+    if map.len() >= MAX_DIALS {
+        map.retain(|_, d| matches!(d.rx.try_recv(), Err(mpsc::TryRecvError::Empty)));
+    }
+    if map.len() >= MAX_DIALS {
+        return Err(Errno::ENOBUFS);
+    }
+    map.insert(inode, dial);
+    Ok(())
+}
