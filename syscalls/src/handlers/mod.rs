@@ -27,6 +27,7 @@ mod namei;
 mod net;
 mod notify;
 mod open;
+mod procfiles;
 mod stat;
 mod sysinfo;
 mod sysinfo_call;

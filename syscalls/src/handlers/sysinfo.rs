@@ -33,6 +33,7 @@ use vfs::resolve::flags::IN_ROOT;
 use vfs::Resolver;
 
 use super::mounttab::{self, Table};
+use super::procfiles::{self, Baseline, PerProcess};
 use super::{live, value, Context, Res};
 use crate::guest::{Guest, Reply};
 
@@ -67,6 +68,7 @@ impl Context {
         let files = &mut self.synthetic.files;
         files.retain(|f| !matches!(f.1, ProcFile::MemInfo | ProcFile::CpuInfo));
         files.extend(Synthetic::limit_files(&self.fs, &limits));
+        self.synthetic.cpus = limits.cpus;
         self.limits = limits;
     }
 }
@@ -81,7 +83,47 @@ enum ProcFile {
     /// The host kernel's command line (`/proc/cmdline`): always empty,
     /// since it names the host's boot image, devices and init.
     KernelCmdline,
+    /// `/proc/stat`, `/proc/loadavg`, the boot id: the sandbox's own
+    /// (`procfiles.rs`).
+    Stat,
+    Uptime,
+    LoadAvg,
+    BootId,
+    /// A process's file rewritten under a limit (`procfiles.rs`).
+    PerProcess(PerProcess),
+    /// A host-wide file nobody in a sandbox needs, which tells of the
+    /// host (its kernel, devices, memory, keys, timers): read as empty.
+    Masked,
 }
+
+/// Files of the view's procfs that read as empty (as runc's and docker's
+/// `maskedPaths` do, and more: the host's devices and memory layout).
+/// Directories of host facts are masked by the view (`launch/view.rs`).
+const MASKED: &[&CStr] = &[
+    c"/proc/kcore",
+    c"/proc/keys",
+    c"/proc/key-users",
+    c"/proc/timer_list",
+    c"/proc/sched_debug",
+    c"/proc/kallsyms",
+    c"/proc/kpagecount",
+    c"/proc/kpageflags",
+    c"/proc/kpagecgroup",
+    c"/proc/config.gz",
+    c"/proc/iomem",
+    c"/proc/ioports",
+    c"/proc/partitions",
+    c"/proc/diskstats",
+    c"/proc/interrupts",
+    c"/proc/softirqs",
+    c"/proc/zoneinfo",
+    c"/proc/buddyinfo",
+    c"/proc/pagetypeinfo",
+    c"/proc/vmallocinfo",
+    c"/proc/slabinfo",
+    c"/proc/consoles",
+    c"/proc/latency_stats",
+];
 
 /// The (st_dev, st_ino) of the view's /proc files to rewrite, and the
 /// device of the view's procfs (whose mount tables are rewritten).
@@ -89,16 +131,40 @@ enum ProcFile {
 pub(crate) struct Synthetic {
     files: Vec<((u64, u64), ProcFile)>,
     proc_dev: Option<u64>,
+    /// The cpu limit, for the per-process files cut to it.
+    cpus: Option<usize>,
+    /// What /proc/stat and the boot id are relative to.
+    baseline: Baseline,
 }
 
 impl Synthetic {
     /// What is rewritten whatever the limits: the view's mount tables
     /// (found on the view's procfs) and the kernel's command line.
     pub(crate) fn always(fs: &Resolver) -> Synthetic {
-        let cmdline = identity(fs, c"/proc/cmdline").map(|id| (id, ProcFile::KernelCmdline));
+        let own = [
+            (c"/proc/cmdline", ProcFile::KernelCmdline),
+            (c"/proc/stat", ProcFile::Stat),
+            (c"/proc/uptime", ProcFile::Uptime),
+            (c"/proc/loadavg", ProcFile::LoadAvg),
+            (c"/proc/sys/kernel/random/boot_id", ProcFile::BootId),
+        ];
+        let masked = MASKED.iter().map(|p| (*p, ProcFile::Masked));
+        let files = own
+            .into_iter()
+            .chain(masked)
+            .filter_map(|(path, kind)| Some((identity(fs, path)?, kind)))
+            .collect();
+        let read = |path: &CStr| read_view(fs, path).ok();
+        let baseline = Baseline::new(
+            read(c"/proc/stat").unwrap_or_default(),
+            read(c"/proc/sys/kernel/random/uuid").unwrap_or_default(),
+            &read(c"/proc/1/stat").unwrap_or_default(),
+        );
         Synthetic {
-            files: cmdline.into_iter().collect(),
+            files,
             proc_dev: identity(fs, c"/proc").map(|(dev, _)| dev),
+            cpus: None,
+            baseline,
         }
     }
 
@@ -137,7 +203,14 @@ impl Synthetic {
         if self.proc_dev != Some(st.st_dev) {
             return None;
         }
-        mounttab::recognise(fd).map(ProcFile::MountTable)
+        let path = procfiles::fd_name(fd)?;
+        let name = procfiles::per_process_name(&path)?;
+        match name {
+            "mountinfo" => Some(ProcFile::MountTable(Table::MountInfo)),
+            "mounts" => Some(ProcFile::MountTable(Table::Mounts)),
+            "status" if self.cpus.is_some() => Some(ProcFile::PerProcess(PerProcess::Status)),
+            _ => None,
+        }
     }
 }
 
@@ -159,9 +232,15 @@ pub(crate) fn substitute(ctx: &Context, fd: OwnedFd, flags: i32) -> Result<Owned
         return Ok(fd);
     };
     let host = match kind {
-        ProcFile::KernelCmdline => String::new(),
+        ProcFile::KernelCmdline | ProcFile::LoadAvg | ProcFile::BootId | ProcFile::Masked => {
+            String::new()
+        }
+        // The sandbox's uptime counts its CPUs' idle time in /proc/stat.
+        ProcFile::Uptime => read_view(&ctx.fs, c"/proc/stat")?,
         _ => read_all(fd)?,
     };
+    let census = || view_census(&ctx.fs);
+    let base = &ctx.synthetic.baseline;
     let text = match (kind, &ctx.limits) {
         (
             ProcFile::MemInfo,
@@ -177,9 +256,44 @@ pub(crate) fn substitute(ctx: &Context, fd: OwnedFd, flags: i32) -> Result<Owned
         (ProcFile::CpuInfo, GuestLimits { cpus: Some(n), .. }) => cpuinfo(&host, *n),
         (ProcFile::MountTable(table), _) => mounttab::rewrite(table, &host),
         (ProcFile::KernelCmdline, _) => "\n".to_owned(),
+        (ProcFile::Stat, limits) => procfiles::stat(&host, base, limits.cpus, &census()),
+        (ProcFile::Uptime, limits) => {
+            let stat = procfiles::stat(&host, base, limits.cpus, &census());
+            procfiles::uptime(base, boottime(), &stat)
+        }
+        (ProcFile::LoadAvg, _) => procfiles::loadavg(&census()),
+        (ProcFile::BootId, _) => base.boot_id.clone(),
+        (ProcFile::PerProcess(PerProcess::Status), GuestLimits { cpus: Some(n), .. }) => {
+            procfiles::status(&host, *n)
+        }
+        (ProcFile::Masked, _) => String::new(),
         _ => host,
     };
     sealed_file(kind, text.as_bytes(), flags & libc::O_NONBLOCK)
+}
+
+/// The text of the view's file at `path`.
+fn read_view(fs: &Resolver, path: &CStr) -> Result<String, Errno> {
+    let flags = (libc::O_RDONLY | libc::O_CLOEXEC) as u64;
+    read_all(vfs::sys::openat2(fs.root(), path, flags, 0, IN_ROOT)?)
+}
+
+/// The host's CLOCK_BOOTTIME now, in seconds (the supervisor lives in
+/// the host's time namespace).
+fn boottime() -> f64 {
+    nix::time::clock_gettime(nix::time::ClockId::CLOCK_BOOTTIME)
+        .map_or(0.0, |t| t.tv_sec() as f64 + t.tv_nsec() as f64 / 1e9)
+}
+
+/// The sandbox's tasks, counted in the view's procfs.
+fn view_census(fs: &Resolver) -> procfiles::Census {
+    let flags = (libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC) as u64;
+    let Ok(proc) = vfs::sys::openat2(fs.root(), c"/proc", flags, 0, IN_ROOT) else {
+        return procfiles::Census::default();
+    };
+    let path = vfs::sys::ProcFd::new(proc.as_fd());
+    let path = std::ffi::OsStr::from_bytes(path.as_cstr().to_bytes());
+    procfiles::census(std::path::Path::new(path))
 }
 
 fn read_all(fd: OwnedFd) -> Result<String, Errno> {
@@ -199,6 +313,12 @@ fn sealed_file(kind: ProcFile, data: &[u8], extra: i32) -> Result<OwnedFd, Errno
         ProcFile::MountTable(Table::MountInfo) => c"mountinfo",
         ProcFile::MountTable(Table::Mounts) => c"mounts",
         ProcFile::KernelCmdline => c"cmdline",
+        ProcFile::Stat => c"stat",
+        ProcFile::Uptime => c"uptime",
+        ProcFile::LoadAvg => c"loadavg",
+        ProcFile::BootId => c"boot_id",
+        ProcFile::PerProcess(PerProcess::Status) => c"status",
+        ProcFile::Masked => c"masked",
     };
     let flags = MemFdCreateFlag::MFD_CLOEXEC | MemFdCreateFlag::MFD_ALLOW_SEALING;
     let mem = memfd_create(name, flags)?;
