@@ -99,30 +99,30 @@ enum ProcFile {
 /// Files of the view's procfs that read as empty (as runc's and docker's
 /// `maskedPaths` do, and more: the host's devices and memory layout).
 /// Directories of host facts are masked by the view (`launch/view.rs`).
-const MASKED: &[&CStr] = &[
-    c"/proc/kcore",
-    c"/proc/keys",
-    c"/proc/key-users",
-    c"/proc/timer_list",
-    c"/proc/sched_debug",
-    c"/proc/kallsyms",
-    c"/proc/kpagecount",
-    c"/proc/kpageflags",
-    c"/proc/kpagecgroup",
-    c"/proc/config.gz",
-    c"/proc/iomem",
-    c"/proc/ioports",
-    c"/proc/partitions",
-    c"/proc/diskstats",
-    c"/proc/interrupts",
-    c"/proc/softirqs",
-    c"/proc/zoneinfo",
-    c"/proc/buddyinfo",
-    c"/proc/pagetypeinfo",
-    c"/proc/vmallocinfo",
-    c"/proc/slabinfo",
-    c"/proc/consoles",
-    c"/proc/latency_stats",
+const MASKED: &[&str] = &[
+    "/proc/kcore",
+    "/proc/keys",
+    "/proc/key-users",
+    "/proc/timer_list",
+    "/proc/sched_debug",
+    "/proc/kallsyms",
+    "/proc/kpagecount",
+    "/proc/kpageflags",
+    "/proc/kpagecgroup",
+    "/proc/config.gz",
+    "/proc/iomem",
+    "/proc/ioports",
+    "/proc/partitions",
+    "/proc/diskstats",
+    "/proc/interrupts",
+    "/proc/softirqs",
+    "/proc/zoneinfo",
+    "/proc/buddyinfo",
+    "/proc/pagetypeinfo",
+    "/proc/vmallocinfo",
+    "/proc/slabinfo",
+    "/proc/consoles",
+    "/proc/latency_stats",
 ];
 
 /// The (st_dev, st_ino) of the view's /proc files to rewrite, and the
@@ -138,22 +138,11 @@ pub(crate) struct Synthetic {
 }
 
 impl Synthetic {
-    /// What is rewritten whatever the limits: the view's mount tables
-    /// (found on the view's procfs) and the kernel's command line.
+    /// What is rewritten whatever the limits: the view's mount tables,
+    /// the kernel's command line, the sandbox's own global files and the
+    /// masked ones, all found by the path the kernel gives a descriptor
+    /// of the view's procfs (no spelling of the guest's changes it).
     pub(crate) fn always(fs: &Resolver) -> Synthetic {
-        let own = [
-            (c"/proc/cmdline", ProcFile::KernelCmdline),
-            (c"/proc/stat", ProcFile::Stat),
-            (c"/proc/uptime", ProcFile::Uptime),
-            (c"/proc/loadavg", ProcFile::LoadAvg),
-            (c"/proc/sys/kernel/random/boot_id", ProcFile::BootId),
-        ];
-        let masked = MASKED.iter().map(|p| (*p, ProcFile::Masked));
-        let files = own
-            .into_iter()
-            .chain(masked)
-            .filter_map(|(path, kind)| Some((identity(fs, path)?, kind)))
-            .collect();
         let read = |path: &CStr| read_view(fs, path).ok();
         let baseline = Baseline::new(
             read(c"/proc/stat").unwrap_or_default(),
@@ -161,7 +150,7 @@ impl Synthetic {
             &read(c"/proc/1/stat").unwrap_or_default(),
         );
         Synthetic {
-            files,
+            files: Vec::new(),
             proc_dev: identity(fs, c"/proc").map(|(dev, _)| dev),
             cpus: None,
             baseline,
@@ -204,6 +193,9 @@ impl Synthetic {
             return None;
         }
         let path = procfiles::fd_name(fd)?;
+        if let Some(kind) = global_file(&path) {
+            return Some(kind);
+        }
         let name = procfiles::per_process_name(&path)?;
         match name {
             "mountinfo" => Some(ProcFile::MountTable(Table::MountInfo)),
@@ -211,6 +203,20 @@ impl Synthetic {
             "status" if self.cpus.is_some() => Some(ProcFile::PerProcess(PerProcess::Status)),
             _ => None,
         }
+    }
+}
+
+/// The view's global procfs file at `path` (as the kernel names it), if
+/// it is served.
+fn global_file(path: &str) -> Option<ProcFile> {
+    match path {
+        "/proc/cmdline" => Some(ProcFile::KernelCmdline),
+        "/proc/stat" => Some(ProcFile::Stat),
+        "/proc/uptime" => Some(ProcFile::Uptime),
+        "/proc/loadavg" => Some(ProcFile::LoadAvg),
+        "/proc/sys/kernel/random/boot_id" => Some(ProcFile::BootId),
+        p if MASKED.contains(&p) => Some(ProcFile::Masked),
+        _ => None,
     }
 }
 
