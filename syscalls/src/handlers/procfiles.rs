@@ -345,7 +345,9 @@ btime 123\nprocesses 4\nprocs_running 2\nprocs_blocked 0\nsoftirq 0 0 0\n"
         assert_eq!(loadavg(&c), "0.00 0.00 0.00 2/3 4\n");
         assert_eq!(uptime(&base, 1012.5, &s), "12.50 0.00\n");
         let init = "1 (supervisor-init) S 0 1 1 0 -1 4194560 0 0 0 0 0 0 0 0 20 0 1 0 250000 1 2";
-        let hz = nix::unistd::sysconf(nix::unistd::SysconfVar::CLK_TCK).unwrap().unwrap();
+        let hz = nix::unistd::sysconf(nix::unistd::SysconfVar::CLK_TCK)
+            .unwrap()
+            .unwrap();
         assert_eq!(start_secs(init), Some(250000 / hz));
     }
 
