@@ -180,21 +180,34 @@ fn uptime_and_clocks_start_with_the_sandbox() {
     if host_uptime() < 600.0 {
         skip!("the host has been up for less than ten minutes");
     }
-    let code = "import time\n\
+    let code = "import ctypes, time\n\
+                info = (ctypes.c_long * 14)()\n\
+                assert ctypes.CDLL(None).sysinfo(info) == 0\n\
                 up, idle = map(float, open('/proc/uptime').read().split())\n\
                 btime = [int(l.split()[1]) for l in open('/proc/stat') if l.startswith('btime ')][0]\n\
                 boot = time.clock_gettime(time.CLOCK_BOOTTIME)\n\
                 mono = time.clock_gettime(time.CLOCK_MONOTONIC)\n\
-                print(up, idle, boot, mono, btime, time.time())\n";
-    let out = Run::new(&[PY, "-c", code]).supervised().ok("clocks");
+                print(up, idle, boot, mono, btime, time.time(), info[0], info[1])\n";
+    for limits in [&[][..], &["--memory", "256m"][..]] {
+        let out = Run::new(&[PY, "-c", code])
+            .sup(limits)
+            .supervised()
+            .ok("clocks");
+        check_clocks(&out);
+    }
+}
+
+fn check_clocks(out: &Out) {
     let v: Vec<f64> = out
         .stdout
         .split_whitespace()
         .filter_map(|w| w.parse().ok())
         .collect();
-    let [up, idle, boot, mono, btime, now] = v[..] else {
+    let [up, idle, boot, mono, btime, now, sys_up, load] = v[..] else {
         panic!("{}", out.dump());
     };
+    assert!((sys_up - up).abs() < 5.0, "sysinfo uptime {sys_up} vs {up}");
+    assert_eq!(load, 0.0, "sysinfo's load is the host's");
     let host = host_uptime();
     assert!(up < host - 300.0, "uptime {up} is the host's ({host})");
     assert!(

@@ -46,6 +46,13 @@ impl Baseline {
     }
 }
 
+impl Baseline {
+    /// The sandbox's uptime in seconds, given the host's boot time now.
+    pub(crate) fn uptime(&self, host_boottime: f64) -> f64 {
+        (host_boottime - self.boot_offset as f64).max(0.0)
+    }
+}
+
 /// A task's start in whole seconds of host boot time, from its `stat`
 /// (the 22nd field, in clock ticks): the same arithmetic as init's own
 /// in `launch/timens.rs`, so both agree to the second.
@@ -63,7 +70,7 @@ fn start_secs(stat: &str) -> Option<i64> {
 /// (seconds) and the sandbox's `/proc/stat` text: the time since the
 /// sandbox's clocks started, and the idle time of its CPUs since then.
 pub(crate) fn uptime(base: &Baseline, host_boottime: f64, stat: &str) -> String {
-    let up = (host_boottime - base.boot_offset as f64).max(0.0);
+    let up = base.uptime(host_boottime);
     // The idle field of the `cpu` line, in USER_HZ (100 per second).
     let idle = stat
         .lines()

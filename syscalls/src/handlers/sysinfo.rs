@@ -174,6 +174,11 @@ impl Synthetic {
             .collect()
     }
 
+    /// The sandbox's uptime in seconds now.
+    pub(crate) fn uptime(&self) -> f64 {
+        self.baseline.uptime(boottime())
+    }
+
     pub(crate) fn is_empty(&self) -> bool {
         self.files.is_empty() && self.proc_dev.is_none()
     }
@@ -292,7 +297,7 @@ fn boottime() -> f64 {
 }
 
 /// The sandbox's tasks, counted in the view's procfs.
-fn view_census(fs: &Resolver) -> procfiles::Census {
+pub(crate) fn view_census(fs: &Resolver) -> procfiles::Census {
     let flags = (libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC) as u64;
     let Ok(proc) = vfs::sys::openat2(fs.root(), c"/proc", flags, 0, IN_ROOT) else {
         return procfiles::Census::default();
