@@ -356,11 +356,12 @@ fn mount_proc() -> Result<()> {
     mask_proc_dirs(&target)
 }
 
-/// Directories of the host's procfs that tell of its devices, disks and
-/// interrupts (`/proc/fs/ext4/vda`, `/proc/irq/*/smp_affinity`, PCI
-/// ids) and that no program in a sandbox needs: an empty read-only tmpfs
+/// Directories of the host's procfs that tell of its devices, disks,
+/// interrupts and load (`/proc/fs/ext4/vda`, `/proc/irq/*/smp_affinity`,
+/// PCI ids, the host's pressure stall figures) and that no program in a
+/// sandbox needs: an empty read-only tmpfs
 /// over each (files of the same kind read as empty: `sysinfo.rs`).
-const MASKED_PROC_DIRS: &[&str] = &["acpi", "asound", "bus", "fs", "irq", "scsi"];
+const MASKED_PROC_DIRS: &[&str] = &["acpi", "asound", "bus", "fs", "irq", "pressure", "scsi"];
 
 fn mask_proc_dirs(proc: &Path) -> Result<()> {
     let ro = MsFlags::MS_RDONLY | MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC;

@@ -19,8 +19,10 @@ use std::path::Path;
 /// handlers' context is made (just before the guest starts).
 #[derive(Debug, Default)]
 pub(crate) struct Baseline {
-    /// The host's /proc/stat then: counters are served as differences.
+    /// The host's /proc/stat and /proc/vmstat then: counters are served
+    /// as differences.
     stat: String,
+    vmstat: String,
     /// The wall clock then (seconds since the epoch): the sandbox's btime.
     started: u64,
     /// A random id of this sandbox's "boot".
@@ -31,14 +33,15 @@ pub(crate) struct Baseline {
 }
 
 impl Baseline {
-    /// `stat`: the host's /proc/stat now; `uuid`: a fresh random UUID;
-    /// `init_stat`: the sandbox's `/proc/1/stat`.
-    pub(crate) fn new(stat: String, uuid: String, init_stat: &str) -> Baseline {
+    /// `stat`, `vmstat`: the host's /proc/stat and /proc/vmstat now;
+    /// `uuid`: a fresh random UUID; `init_stat`: the sandbox's `/proc/1/stat`.
+    pub(crate) fn new(stat: String, vmstat: String, uuid: String, init_stat: &str) -> Baseline {
         let started = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_secs());
         Baseline {
             stat,
+            vmstat,
             started,
             boot_id: uuid,
             boot_offset: start_secs(init_stat).unwrap_or(0),
@@ -190,6 +193,28 @@ pub(crate) fn stat(host: &str, base: &Baseline, cpus: Option<usize>, c: &Census)
     out
 }
 
+/// `/proc/vmstat` since the sandbox started: every `key value` line of
+/// the host's `host` less its value at the baseline (so counters such as
+/// pgpgin or pswpin count from the start, and the host's page gauges,
+/// which tell its memory size, read as what they grew by, at least 0).
+pub(crate) fn vmstat(host: &str, base: &Baseline) -> String {
+    let mut out = String::with_capacity(host.len());
+    for line in host.lines() {
+        let Some((key, v)) = line.split_once(' ') else {
+            continue;
+        };
+        let old = base
+            .vmstat
+            .lines()
+            .find_map(|l| l.strip_prefix(key)?.strip_prefix(' '))
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .unwrap_or(0);
+        let now = v.trim().parse::<u64>().unwrap_or(0);
+        out.push_str(&format!("{key} {}\n", now.saturating_sub(old)));
+    }
+    out
+}
+
 fn numbers(line: &str) -> Vec<u64> {
     line.split_whitespace()
         .skip(1)
@@ -331,6 +356,7 @@ softirq 300 1 2\n";
             stat: HOST
                 .replace("cpu0 60", "cpu0 50")
                 .replace("ctxt 5000", "ctxt 4000"),
+            vmstat: "nr_free_pages 1000\npgpgin 50\n".to_owned(),
             started: 123,
             boot_id: String::new(),
             boot_offset: 1000,
@@ -351,6 +377,10 @@ btime 123\nprocesses 4\nprocs_running 2\nprocs_blocked 0\nsoftirq 0 0 0\n"
         assert!(all.contains("\ncpu1 0 0"), "{all}");
         assert_eq!(loadavg(&c), "0.00 0.00 0.00 2/3 4\n");
         assert_eq!(uptime(&base, 1012.5, &s), "12.50 0.00\n");
+        assert_eq!(
+            vmstat("nr_free_pages 900\npgpgin 70\nnew 5\n", &base),
+            "nr_free_pages 0\npgpgin 20\nnew 5\n"
+        );
         let init = "1 (supervisor-init) S 0 1 1 0 -1 4194560 0 0 0 0 0 0 0 0 20 0 1 0 250000 1 2";
         let hz = nix::unistd::sysconf(nix::unistd::SysconfVar::CLK_TCK)
             .unwrap()

@@ -86,6 +86,7 @@ enum ProcFile {
     /// `/proc/stat`, `/proc/loadavg`, the boot id: the sandbox's own
     /// (`procfiles.rs`).
     Stat,
+    VmStat,
     Uptime,
     LoadAvg,
     BootId,
@@ -146,6 +147,7 @@ impl Synthetic {
         let read = |path: &CStr| read_view(fs, path).ok();
         let baseline = Baseline::new(
             read(c"/proc/stat").unwrap_or_default(),
+            read(c"/proc/vmstat").unwrap_or_default(),
             read(c"/proc/sys/kernel/random/uuid").unwrap_or_default(),
             &read(c"/proc/1/stat").unwrap_or_default(),
         );
@@ -217,6 +219,7 @@ fn global_file(path: &str) -> Option<ProcFile> {
     match path {
         "/proc/cmdline" => Some(ProcFile::KernelCmdline),
         "/proc/stat" => Some(ProcFile::Stat),
+        "/proc/vmstat" => Some(ProcFile::VmStat),
         "/proc/uptime" => Some(ProcFile::Uptime),
         "/proc/loadavg" => Some(ProcFile::LoadAvg),
         "/proc/sys/kernel/random/boot_id" => Some(ProcFile::BootId),
@@ -268,6 +271,7 @@ pub(crate) fn substitute(ctx: &Context, fd: OwnedFd, flags: i32) -> Result<Owned
         (ProcFile::MountTable(table), _) => mounttab::rewrite(table, &host),
         (ProcFile::KernelCmdline, _) => "\n".to_owned(),
         (ProcFile::Stat, limits) => procfiles::stat(&host, base, limits.cpus, &census()),
+        (ProcFile::VmStat, _) => procfiles::vmstat(&host, base),
         (ProcFile::Uptime, limits) => {
             let stat = procfiles::stat(&host, base, limits.cpus, &census());
             procfiles::uptime(base, boottime(), &stat)
@@ -325,6 +329,7 @@ fn sealed_file(kind: ProcFile, data: &[u8], extra: i32) -> Result<OwnedFd, Errno
         ProcFile::MountTable(Table::Mounts) => c"mounts",
         ProcFile::KernelCmdline => c"cmdline",
         ProcFile::Stat => c"stat",
+        ProcFile::VmStat => c"vmstat",
         ProcFile::Uptime => c"uptime",
         ProcFile::LoadAvg => c"loadavg",
         ProcFile::BootId => c"boot_id",
