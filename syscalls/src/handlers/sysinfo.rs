@@ -1,21 +1,26 @@
 //! What the guest sees of its own limits (memory and CPUs), and the
-//! serving of every rewritten /proc file (these, and the mount tables of
-//! `mounttab.rs`).
+//! serving of every rewritten /proc file (these, the mount tables of
+//! `mounttab.rs`, and the sandbox's own global and masked files of
+//! `procfiles.rs`).
 //!
 //! Owns: [`GuestLimits`] (set by the supervisor with
-//! [`Context::set_limits`]); the synthetic `/proc/meminfo` and
-//! `/proc/cpuinfo` that the open handler hands out in place of the view's
-//! real ones when a limit is set (the host's text rewritten, in a sealed,
-//! read-only memfd); and `sched_getaffinity` for the caller itself (its
-//! real mask, cut to the first N CPUs). Does not own: enforcing the limits
-//! (cgroups, in the supervisor), or `/sys/devices/system/cpu`, which the
-//! view holds as plain files (`launch/plan.rs`).
+//! [`Context::set_limits`]); recognising the files served rewritten and
+//! serving them (the text in a sealed, read-only memfd): `/proc/meminfo`
+//! and `/proc/cpuinfo` when a limit is set, the mount tables, the
+//! kernel's command line (empty), `/proc/stat`, `vmstat`, `uptime`,
+//! `loadavg` and the boot id (the sandbox's), every `status` under a cpu
+//! limit, and the `MASKED` files (empty); and `sched_getaffinity` for
+//! the caller itself (its real mask, cut to the first N CPUs). Does not
+//! own: enforcing the limits (cgroups, in the supervisor), the texts of
+//! `procfiles.rs` and `mounttab.rs`, or `/sys/devices/system/cpu`, which
+//! the view holds as plain files (`launch/plan.rs`).
 //!
-//! The files are recognised by identity, not by name: `set_limits` looks
-//! up the view's `/proc/meminfo` and `/proc/cpuinfo` once and keeps their
-//! (device, inode); an open whose result is one of them gets the synthetic
-//! file, however the guest spelled the path (`/proc/./meminfo`, a symlink,
-//! a dirfd on `/proc`, `/proc/self/fd/N` of an `O_PATH` descriptor).
+//! The files are recognised by what was opened, not by the guest's
+//! spelling of the path (`/proc/./meminfo`, a symlink, a dirfd on
+//! `/proc`, `/proc/self/fd/N` of an `O_PATH` descriptor): meminfo and
+//! cpuinfo by the (device, inode) `set_limits` looks up once; the rest,
+//! on the view's procfs device, by the path the kernel gives the
+//! descriptor.
 
 use std::ffi::CStr;
 use std::fmt;
@@ -34,8 +39,7 @@ use vfs::Resolver;
 
 use super::mounttab::{self, Table};
 use super::procfiles::{self, Baseline, PerProcess};
-use super::{live, value, Context, Res};
-use crate::guest::{Guest, Reply};
+use super::Context;
 
 /// What the guest is told about its limits. The default (no limits)
 /// changes nothing: the guest sees the host.
@@ -457,80 +461,6 @@ pub(crate) fn cpuinfo(host: &str, n: usize) -> String {
     out
 }
 
-// ---- sched_getaffinity. -------------------------------------------------------
-
-/// The largest mask asked of the kernel, in bytes: 65536 CPUs, more than
-/// any kernel's NR_CPUS, so always at least its `cpumask_size()`.
-const MASK_MAX: u32 = 8192;
-
-/// sched_getaffinity(pid, len, user_mask_ptr) for the caller itself (pid
-/// 0, its tid, or its pid): the kernel's mask of that host thread, with
-/// only the first N CPUs set under a cpu limit, written back with the
-/// kernel's semantics (kernel/sched/core.c): EINVAL when `len * 8` (an
-/// unsigned int) is below `nr_cpu_ids` or `len` is not a multiple of
-/// `sizeof(long)`; else `min(len, cpumask_size())` bytes are copied
-/// (EFAULT) and that count returned.
-pub fn sched_getaffinity(ctx: &Context, g: &dyn Guest, pid: i32, len: u32, addr: u64) -> Res {
-    let host = if pid == 0 {
-        g.tid()
-    } else {
-        let (tgid, tid) = g.ns_ids()?;
-        if pid == tid {
-            g.tid()
-        } else if pid == tgid {
-            g.host_tgid()?
-        } else {
-            // Any other task: the kernel answers, in the guest's pid
-            // namespace (which names only sandbox tasks), with that task's
-            // real mask, not cut to the cpu limit.
-            return Ok(Reply::Continue);
-        }
-    };
-    let mut mask = kernel_mask(host, len)?;
-    if let Some(n) = ctx.limits.cpus {
-        keep_first(&mut mask, n);
-    }
-    live(g)?;
-    g.write_mem(addr, &mask)?;
-    value(mask.len() as i64)
-}
-
-/// What the kernel would copy out for `sched_getaffinity(tid, len, ..)`,
-/// or its EINVAL, without ever giving it more than [`MASK_MAX`] bytes.
-fn kernel_mask(tid: i32, len: u32) -> Result<Vec<u8>, Errno> {
-    if !len.is_multiple_of(std::mem::size_of::<libc::c_long>() as u32) {
-        return Err(Errno::EINVAL);
-    }
-    // The kernel compares `len * BITS_PER_BYTE` with nr_cpu_ids in
-    // unsigned int, which wraps: let it judge the length it compares.
-    let judged = len.wrapping_mul(8) / 8;
-    if judged != len && judged <= MASK_MAX {
-        vfs::sys::sched_getaffinity(tid, &mut vec![0u8; judged as usize])?;
-    }
-    // With `len` above MASK_MAX, `min(len, cpumask_size())` is
-    // `cpumask_size()`, which MASK_MAX bytes hold whole.
-    let mut buf = vec![0u8; len.min(MASK_MAX) as usize];
-    let n = vfs::sys::sched_getaffinity(tid, &mut buf)?;
-    buf.truncate(n);
-    Ok(buf)
-}
-
-/// Clear every set bit of `mask` (the kernel's bitmap of longs, on a
-/// little-endian machine: bit i is bit i%8 of byte i/8) but the first `n`.
-fn keep_first(mask: &mut [u8], n: usize) {
-    let mut seen = 0;
-    for byte in mask.iter_mut() {
-        for bit in 0..8 {
-            if *byte & (1 << bit) != 0 {
-                if seen >= n {
-                    *byte &= !(1 << bit);
-                }
-                seen += 1;
-            }
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -605,15 +535,5 @@ processor\t: 1\nsiblings\t: 4\n\nprocessor\t: 5\nsiblings\t: 4\n\n";
         assert!(two.ends_with("processor\t: 1\nsiblings\t: 2\n\n"), "{two}");
         assert_eq!(cpuinfo(host, 9).matches("processor").count(), 3);
         assert!(cpuinfo(host, 9).contains("processor\t: 2\n"));
-    }
-
-    #[test]
-    fn first_bits() {
-        let mut m = [0b1010_1100u8, 0xff, 0, 0, 0, 0, 0, 0];
-        keep_first(&mut m, 3);
-        assert_eq!(m, [0b0010_1100, 0, 0, 0, 0, 0, 0, 0]);
-        let mut m = [0xffu8; 8];
-        keep_first(&mut m, 0);
-        assert_eq!(m, [0; 8]);
     }
 }
