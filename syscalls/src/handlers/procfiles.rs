@@ -23,8 +23,6 @@ pub(crate) struct Baseline {
     /// as differences.
     stat: String,
     vmstat: String,
-    /// The wall clock then (seconds since the epoch): the sandbox's btime.
-    started: u64,
     /// A random id of this sandbox's "boot".
     pub(crate) boot_id: String,
     /// The whole seconds of host boot time at which the sandbox's clocks
@@ -36,13 +34,9 @@ impl Baseline {
     /// `stat`, `vmstat`: the host's /proc/stat and /proc/vmstat now;
     /// `uuid`: a fresh random UUID; `init_stat`: the sandbox's `/proc/1/stat`.
     pub(crate) fn new(stat: String, vmstat: String, uuid: String, init_stat: &str) -> Baseline {
-        let started = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs());
         Baseline {
             stat,
             vmstat,
-            started,
             boot_id: uuid,
             boot_offset: start_secs(init_stat).unwrap_or(0),
         }
@@ -53,6 +47,15 @@ impl Baseline {
     /// The sandbox's uptime in seconds, given the host's boot time now.
     pub(crate) fn uptime(&self, host_boottime: f64) -> f64 {
         (host_boottime - self.boot_offset as f64).max(0.0)
+    }
+
+    /// The sandbox's boot time (seconds since the epoch): the wall clock
+    /// less its uptime, as the kernel computes btime in a time namespace.
+    pub(crate) fn btime(&self, host_boottime: f64) -> u64 {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0.0, |d| d.as_secs_f64());
+        (now - self.uptime(host_boottime)).max(0.0) as u64
     }
 }
 
@@ -144,9 +147,15 @@ pub(crate) fn loadavg(c: &Census) -> String {
 /// `/proc/stat` of the sandbox from the host's `host`: only the first
 /// `cpus` CPUs (all without a limit), renumbered, with `cpu` their sum;
 /// every counter line (cpuN, intr, ctxt, softirq) less its value at the
-/// baseline; `btime` the sandbox's start; `processes`, `procs_running`
+/// baseline; `btime` the sandbox's boot time; `processes`, `procs_running`
 /// and `procs_blocked` the sandbox's.
-pub(crate) fn stat(host: &str, base: &Baseline, cpus: Option<usize>, c: &Census) -> String {
+pub(crate) fn stat(
+    host: &str,
+    base: &Baseline,
+    cpus: Option<usize>,
+    c: &Census,
+    btime: u64,
+) -> String {
     let before = |key: &str| {
         base.stat
             .lines()
@@ -182,7 +191,7 @@ pub(crate) fn stat(host: &str, base: &Baseline, cpus: Option<usize>, c: &Census)
         let text = match key {
             k if k.starts_with("cpu") => continue,
             "intr" | "ctxt" | "softirq" => join(&since(line)),
-            "btime" => base.started.to_string(),
+            "btime" => btime.to_string(),
             "processes" => c.last_pid.to_string(),
             "procs_running" => c.running.max(1).to_string(),
             "procs_blocked" => c.blocked.to_string(),
@@ -357,7 +366,6 @@ softirq 300 1 2\n";
                 .replace("cpu0 60", "cpu0 50")
                 .replace("ctxt 5000", "ctxt 4000"),
             vmstat: "nr_free_pages 1000\npgpgin 50\n".to_owned(),
-            started: 123,
             boot_id: String::new(),
             boot_offset: 1000,
         };
@@ -367,13 +375,13 @@ softirq 300 1 2\n";
             total: 3,
             last_pid: 4,
         };
-        let s = stat(HOST, &base, Some(1), &c);
+        let s = stat(HOST, &base, Some(1), &c, 123);
         assert_eq!(
             s,
             "cpu  10 0 0 0 0 0 0 0 0 0\ncpu0 10 0 0 0 0 0 0 0 0 0\nintr 0 0 0\nctxt 1000\n\
 btime 123\nprocesses 4\nprocs_running 2\nprocs_blocked 0\nsoftirq 0 0 0\n"
         );
-        let all = stat(HOST, &base, None, &c);
+        let all = stat(HOST, &base, None, &c, 123);
         assert!(all.contains("\ncpu1 0 0"), "{all}");
         assert_eq!(loadavg(&c), "0.00 0.00 0.00 2/3 4\n");
         assert_eq!(uptime(&base, 1012.5, &s), "12.50 0.00\n");

@@ -274,10 +274,13 @@ pub(crate) fn substitute(ctx: &Context, fd: OwnedFd, flags: i32) -> Result<Owned
         (ProcFile::CpuInfo, GuestLimits { cpus: Some(n), .. }) => cpuinfo(&host, *n),
         (ProcFile::MountTable(table), _) => mounttab::rewrite(table, &host),
         (ProcFile::KernelCmdline, _) => "\n".to_owned(),
-        (ProcFile::Stat, limits) => procfiles::stat(&host, base, limits.cpus, &census()),
+        (ProcFile::Stat, limits) => {
+            let btime = base.btime(boottime());
+            procfiles::stat(&host, base, limits.cpus, &census(), btime)
+        }
         (ProcFile::VmStat, _) => procfiles::vmstat(&host, base),
         (ProcFile::Uptime, limits) => {
-            let stat = procfiles::stat(&host, base, limits.cpus, &census());
+            let stat = procfiles::stat(&host, base, limits.cpus, &census(), 0);
             procfiles::uptime(base, boottime(), &stat)
         }
         (ProcFile::LoadAvg, _) => procfiles::loadavg(&census()),
