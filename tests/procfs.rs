@@ -2,7 +2,10 @@
 //! processes are listed, no host environment variable is readable in any
 //! process's environ (the sandbox's init included), and pid 1 cannot be
 //! written to through /proc/1/mem (a guest taking over init would hold
-//! init's channel to the supervisor).
+//! init's channel to the supervisor). The global files are the
+//! sandbox's: its clocks, uptime and btime, load and task counts, CPUs
+//! under --cpus, a boot id of its own; host-only files read as empty.
+//! (`procfs_survey.rs` walks all of /proc and /sys for host facts.)
 
 mod common;
 use common::*;
