@@ -2,7 +2,10 @@
 //! processes are listed, no host environment variable is readable in any
 //! process's environ (the sandbox's init included), and pid 1 cannot be
 //! written to through /proc/1/mem (a guest taking over init would hold
-//! init's channel to the supervisor).
+//! init's channel to the supervisor). The global files are the
+//! sandbox's: its clocks, uptime and btime, load and task counts, CPUs
+//! under --cpus, a boot id of its own; host-only files read as empty.
+//! (`procfs_survey.rs` walks all of /proc and /sys for host facts.)
 
 mod common;
 use common::*;
@@ -160,4 +163,193 @@ fn host_kernel_cmdline_and_cgroup_paths_are_hidden() {
         let lines: Vec<&str> = out.stdout.lines().map(str::trim).collect();
         assert_eq!(lines, ["\\n", "\\n", "/"], "{limits:?}: {}", out.dump());
     }
+}
+
+fn host_uptime() -> f64 {
+    std::fs::read_to_string("/proc/uptime")
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0.0)
+}
+
+/// The guest's clocks start with the sandbox (its time namespace):
+/// /proc/uptime, CLOCK_BOOTTIME and CLOCK_MONOTONIC agree with each other
+/// and with /proc/stat's btime, and none is the host's.
+#[test]
+fn uptime_and_clocks_start_with_the_sandbox() {
+    if !have(PY) {
+        skip!("{PY} not installed");
+    }
+    if host_uptime() < 600.0 {
+        skip!("the host has been up for less than ten minutes");
+    }
+    let code = "import ctypes, time\n\
+                info = (ctypes.c_long * 14)()\n\
+                assert ctypes.CDLL(None).sysinfo(info) == 0\n\
+                up, idle = map(float, open('/proc/uptime').read().split())\n\
+                btime = [int(l.split()[1]) for l in open('/proc/stat') if l.startswith('btime ')][0]\n\
+                boot = time.clock_gettime(time.CLOCK_BOOTTIME)\n\
+                mono = time.clock_gettime(time.CLOCK_MONOTONIC)\n\
+                print(up, idle, boot, mono, btime, time.time(), info[0], info[1])\n";
+    for limits in [&[][..], &["--memory", "256m"][..]] {
+        let out = Run::new(&[PY, "-c", code])
+            .sup(limits)
+            .supervised()
+            .ok("clocks");
+        check_clocks(&out);
+    }
+}
+
+fn check_clocks(out: &Out) {
+    let v: Vec<f64> = out
+        .stdout
+        .split_whitespace()
+        .filter_map(|w| w.parse().ok())
+        .collect();
+    let [up, idle, boot, mono, btime, now, sys_up, load] = v[..] else {
+        panic!("{}", out.dump());
+    };
+    assert!((sys_up - up).abs() < 5.0, "sysinfo uptime {sys_up} vs {up}");
+    assert_eq!(load, 0.0, "sysinfo's load is the host's");
+    let host = host_uptime();
+    assert!(up < host - 300.0, "uptime {up} is the host's ({host})");
+    assert!(
+        (boot - up).abs() < 5.0,
+        "CLOCK_BOOTTIME {boot} vs uptime {up}"
+    );
+    assert!(
+        mono <= boot + 1.0,
+        "CLOCK_MONOTONIC {mono} beyond CLOCK_BOOTTIME {boot}"
+    );
+    assert!(idle <= up * 64.0, "idle {idle} is the host's");
+    assert!(
+        (btime + up - now).abs() <= 3.0,
+        "btime {btime} + uptime {up} is not now {now}"
+    );
+}
+
+/// /proc/loadavg and /proc/stat count the sandbox's tasks and, under
+/// --cpus, only its CPUs; natively they count the host's.
+#[test]
+fn loadavg_and_stat_count_the_sandbox() {
+    let script = "cat /proc/loadavg; grep -c '^cpu[0-9]' /proc/stat; \
+                  grep -E '^(processes|procs_running)' /proc/stat";
+    let host_cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let out = Run::sh(script, &[])
+        .sup(&["--cpus", "1"])
+        .supervised()
+        .ok("loadavg");
+    let lines: Vec<&str> = out.stdout.lines().collect();
+    let load: Vec<&str> = lines.first().map_or(vec![], |l| l.split(' ').collect());
+    assert_eq!(
+        load.get(..3),
+        Some(&["0.00", "0.00", "0.00"][..]),
+        "{}",
+        out.dump()
+    );
+    let (running, total) = load
+        .get(3)
+        .and_then(|rt| rt.split_once('/'))
+        .expect("R/T field");
+    let total: u32 = total.parse().unwrap_or(999);
+    // sh, cat and init: a handful, never the host's hundreds.
+    assert!((2..=8).contains(&total), "{}", out.dump());
+    assert!(running.parse::<u32>().unwrap_or(0) >= 1, "{}", out.dump());
+    assert_eq!(
+        lines.get(1),
+        Some(&"1"),
+        "one CPU under --cpus 1: {}",
+        out.dump()
+    );
+    let processes: u32 = lines
+        .get(2)
+        .and_then(|l| l.strip_prefix("processes "))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    assert!((2..=16).contains(&processes), "{}", out.dump());
+    let native = Run::sh(script, &[]).native().ok("native");
+    let native_cpus = native.stdout.lines().nth(1).unwrap_or("");
+    assert_eq!(native_cpus, host_cpus.to_string(), "{}", native.dump());
+}
+
+/// Under --cpus, a process's Cpus_allowed in /proc/<pid>/status agrees
+/// with sched_getaffinity, nproc and psutil; without it, with the host's.
+#[test]
+fn cpus_allowed_agrees_with_affinity() {
+    if !have(PY) {
+        skip!("{PY} not installed");
+    }
+    let code = "import os\n\
+                st = {l.split(':')[0]: l.split(':')[1].strip() for l in open('/proc/self/status') if ':' in l}\n\
+                tst = [l.split()[1] for l in open('/proc/self/task/%d/status' % os.getpid()) if l.startswith('Cpus_allowed_list')]\n\
+                try:\n\
+                \x20   import psutil; ps = psutil.Process().cpu_affinity()\n\
+                except ImportError:\n\
+                \x20   ps = sorted(os.sched_getaffinity(0))\n\
+                print(st['Cpus_allowed'], st['Cpus_allowed_list'], tst[0], sorted(os.sched_getaffinity(0)), ps, os.popen('nproc').read().strip())\n";
+    let native = Run::new(&[PY, "-c", code]).native().ok("native");
+    let unlimited = Run::new(&[PY, "-c", code]).supervised().ok("no limits");
+    assert_eq!(unlimited.stdout, native.stdout, "{}", unlimited.dump());
+    if std::thread::available_parallelism().map_or(1, |n| n.get()) < 2 {
+        skip!("one CPU on this host");
+    }
+    let out = Run::new(&[PY, "-c", code])
+        .sup(&["--cpus", "1"])
+        .supervised()
+        .ok("--cpus 1");
+    let words: Vec<&str> = out.stdout.split_whitespace().collect();
+    assert_eq!(words.get(1..3), Some(&["0", "0"][..]), "{}", out.dump());
+    assert!(
+        out.stdout.contains(" [0] [0] 1"),
+        "affinity, psutil and nproc say one CPU: {}",
+        out.dump()
+    );
+    let mask = words.first().copied().unwrap_or("");
+    assert_eq!(mask.trim_start_matches(['0', ',']), "1", "{}", out.dump());
+}
+
+/// Host-wide files that tell of the host's kernel, devices, memory and
+/// keys read as empty; the sandbox has a boot id of its own, the same
+/// for every read in a run.
+#[test]
+fn host_files_are_masked_and_boot_id_is_the_sandboxs() {
+    let masked = [
+        "/proc/keys",
+        "/proc/timer_list",
+        "/proc/kallsyms",
+        "/proc/interrupts",
+        "/proc/partitions",
+        "/proc/diskstats",
+        "/proc/zoneinfo",
+    ];
+    let present: Vec<&str> = masked
+        .into_iter()
+        .filter(|p| std::path::Path::new(p).exists())
+        .collect();
+    let script = format!(
+        "cat {} | wc -c; find /proc/fs /proc/irq -mindepth 1 | wc -l; \
+         cat /proc/sys/kernel/random/boot_id /proc/sys/kernel/random/boot_id",
+        present.join(" ")
+    );
+    let out = Run::sh(&script, &[]).supervised();
+    let lines: Vec<&str> = out.stdout.lines().collect();
+    assert_eq!(
+        lines.first(),
+        Some(&"0"),
+        "masked files not empty: {}",
+        out.dump()
+    );
+    assert_eq!(lines.get(1).map(|l| l.trim()), Some("0"), "{}", out.dump());
+    let host_id = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").unwrap_or_default();
+    let (a, b) = (
+        lines.get(2).copied().unwrap_or(""),
+        lines.get(3).copied().unwrap_or(""),
+    );
+    assert_eq!(a.len(), 36, "a UUID: {}", out.dump());
+    assert_eq!(a, b, "one boot id per run: {}", out.dump());
+    assert_ne!(a, host_id.trim(), "the host's boot id");
+    let native = Run::sh(&format!("cat {} | wc -c", present.join(" ")), &[])
+        .native()
+        .ok("native");
+    assert_ne!(native.stdout.trim(), "0", "natively they are not empty");
 }

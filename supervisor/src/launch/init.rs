@@ -199,6 +199,8 @@ fn setup(args: &InitArgs<'_>) -> Result<(OwnedFd, Option<Pty>, Option<File>), St
         keep.extend([master.as_raw_fd(), slave.as_raw_fd()]);
     }
     close_all_except(&keep).map_err(|e| format!("closing descriptors: {}", e.desc()))?;
+    // The guest's uptime and boot time are the sandbox's.
+    super::timens::fresh_clocks()?;
     privs::drop_privileges()?;
     // The netstack's sockets live in the supervisor's network namespace:
     // keep the guest from its abstract names (sys/landlock.rs). Kernels

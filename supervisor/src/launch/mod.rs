@@ -34,6 +34,7 @@ mod init;
 mod plan;
 mod privs;
 mod rootfs;
+mod timens;
 mod userns;
 mod view;
 

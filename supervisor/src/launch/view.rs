@@ -352,7 +352,30 @@ fn mount_proc() -> Result<()> {
     check(
         mount(Some("proc"), &target, Some("proc"), flags, None::<&str>),
         || "mounting /proc".into(),
-    )
+    )?;
+    mask_proc_dirs(&target)
+}
+
+/// Directories of the host's procfs that tell of its devices, disks,
+/// interrupts and load (`/proc/fs/ext4/vda`, `/proc/irq/*/smp_affinity`,
+/// PCI ids, the host's pressure stall figures) and that no program in a
+/// sandbox needs: an empty read-only tmpfs
+/// over each (files of the same kind read as empty: `sysinfo.rs`).
+const MASKED_PROC_DIRS: &[&str] = &["acpi", "asound", "bus", "fs", "irq", "pressure", "scsi"];
+
+fn mask_proc_dirs(proc: &Path) -> Result<()> {
+    let ro = MsFlags::MS_RDONLY | MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC;
+    for name in MASKED_PROC_DIRS {
+        let dir = proc.join(name);
+        if !dir.is_dir() {
+            continue;
+        }
+        let opts = Some("size=4k,nr_inodes=1,mode=0555");
+        check(mount(Some("tmpfs"), &dir, Some("tmpfs"), ro, opts), || {
+            format!("masking {}", dir.display())
+        })?;
+    }
+    Ok(())
 }
 
 /// /dev: a small read-only tmpfs with the host's harmless devices bound

@@ -3,8 +3,8 @@
 //! [`stat`] (stat family, statx, statfs), [`attr`] (access, chmod, chown,
 //! utimes, truncate), [`namei`] (mkdir, mknod, unlink, rename, link,
 //! symlink, readlink), [`notify`] (inotify_add_watch) and [`sysinfo`]
-//! (the guest's limits: the synthetic /proc/meminfo and /proc/cpuinfo,
-//! sched_getaffinity).
+//! (the guest's limits and the /proc files it serves rewritten, with
+//! `procfiles` and `mounttab`; sched_getaffinity, sysinfo(2)).
 //!
 //! Owns: decoding each call's arguments from registers and guest memory,
 //! checking them in the order the kernel does (so errnos match), resolving
@@ -21,12 +21,14 @@
 //! creation modes get the guest's umask (the supervisor's is 0).
 
 mod abi;
+mod affinity;
 mod attr;
 mod mounttab;
 mod namei;
 mod net;
 mod notify;
 mod open;
+mod procfiles;
 mod stat;
 mod sysinfo;
 mod sysinfo_call;
@@ -210,7 +212,7 @@ fn route(ctx: &Context, g: &dyn Guest, c: &SyscallArgs) -> Res {
         libc::SYS_inotify_add_watch => notify::inotify_add_watch(ctx, g, c.int(0), a[1], c.uint(2)),
 
         libc::SYS_sched_getaffinity => {
-            sysinfo::sched_getaffinity(ctx, g, c.int(0), c.uint(1), a[2])
+            affinity::sched_getaffinity(ctx, g, c.int(0), c.uint(1), a[2])
         }
         libc::SYS_sysinfo => sysinfo_call::sysinfo(ctx, g, a[0]),
         _ => net_route(ctx, g, c),

@@ -2,9 +2,9 @@
 //! `/proc/mounts` and `/proc/self/...` leading to them) without the
 //! host in them.
 //!
-//! Owns: recognising an opened procfs file as a mount table (by the path
-//! the kernel gives the descriptor, on the view's procfs), and rewriting
-//! the kernel's text: every mount's root within its source filesystem
+//! Owns: rewriting the kernel's text (recognising the files, by the path
+//! the kernel gives the descriptor on the view's procfs, is
+//! `sysinfo.rs`'s): every mount's root within its source filesystem
 //! (mountinfo's fourth field: the host directory a `--ro`/`--rw` source
 //! or the host cwd came from) becomes `/`; the host's disk and device
 //! names become `sandbox`; and options that describe the host — the
@@ -12,41 +12,11 @@
 //! count of the host's devtmpfs (its memory size) — are dropped. Does not
 //! own serving the result (`sysinfo::substitute`).
 
-use std::os::fd::{AsFd, OwnedFd};
-
 /// Which mount table a procfs file is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Table {
     MountInfo,
     Mounts,
-}
-
-/// The table `fd` (a file of the view's procfs) is, if any.
-pub(crate) fn recognise(fd: &OwnedFd) -> Option<Table> {
-    let mut buf = [0u8; 64];
-    let n = vfs::sys::fd_path(fd.as_fd(), &mut buf).ok()?;
-    if n == buf.len() {
-        return None; // cut short: longer than any mount table's path
-    }
-    table_of(std::str::from_utf8(buf.get(..n)?).ok()?)
-}
-
-/// `/proc/<pid>[/task/<tid>]/{mountinfo,mounts}`.
-fn table_of(path: &str) -> Option<Table> {
-    let rest = path.strip_prefix("/proc/")?;
-    let mut parts: Vec<&str> = rest.split('/').collect();
-    let name = parts.pop()?;
-    let numeric = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
-    let dir_ok = match parts.as_slice() {
-        [pid] => numeric(pid),
-        [pid, "task", tid] => numeric(pid) && numeric(tid),
-        _ => false,
-    };
-    match (dir_ok, name) {
-        (true, "mountinfo") => Some(Table::MountInfo),
-        (true, "mounts") => Some(Table::Mounts),
-        _ => None,
-    }
 }
 
 /// The rewritten text of `table`.
@@ -111,16 +81,6 @@ fn options(fstype: &str, opts: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn tables_are_recognised_by_their_procfs_path() {
-        assert_eq!(table_of("/proc/2/mountinfo"), Some(Table::MountInfo));
-        assert_eq!(table_of("/proc/2/task/7/mounts"), Some(Table::Mounts));
-        assert_eq!(table_of("/proc/2/status"), None);
-        assert_eq!(table_of("/proc/self/mounts"), None);
-        assert_eq!(table_of("/proc/2/fd/mounts"), None);
-        assert_eq!(table_of("/tmp/proc/2/mounts"), None);
-    }
 
     #[test]
     fn host_paths_and_sizes_are_gone() {

@@ -1,21 +1,26 @@
 //! What the guest sees of its own limits (memory and CPUs), and the
-//! serving of every rewritten /proc file (these, and the mount tables of
-//! `mounttab.rs`).
+//! serving of every rewritten /proc file (these, the mount tables of
+//! `mounttab.rs`, and the sandbox's own global and masked files of
+//! `procfiles.rs`).
 //!
 //! Owns: [`GuestLimits`] (set by the supervisor with
-//! [`Context::set_limits`]); the synthetic `/proc/meminfo` and
-//! `/proc/cpuinfo` that the open handler hands out in place of the view's
-//! real ones when a limit is set (the host's text rewritten, in a sealed,
-//! read-only memfd); and `sched_getaffinity` for the caller itself (its
-//! real mask, cut to the first N CPUs). Does not own: enforcing the limits
-//! (cgroups, in the supervisor), or `/sys/devices/system/cpu`, which the
-//! view holds as plain files (`launch/plan.rs`).
+//! [`Context::set_limits`]); recognising the files served rewritten and
+//! serving them (the text in a sealed, read-only memfd): `/proc/meminfo`
+//! and `/proc/cpuinfo` when a limit is set, the mount tables, the
+//! kernel's command line (empty), `/proc/stat`, `vmstat`, `uptime`,
+//! `loadavg` and the boot id (the sandbox's), every `status` under a cpu
+//! limit, and the `MASKED` files (empty); and `sched_getaffinity` for
+//! the caller itself (its real mask, cut to the first N CPUs). Does not
+//! own: enforcing the limits (cgroups, in the supervisor), the texts of
+//! `procfiles.rs` and `mounttab.rs`, or `/sys/devices/system/cpu`, which
+//! the view holds as plain files (`launch/plan.rs`).
 //!
-//! The files are recognised by identity, not by name: `set_limits` looks
-//! up the view's `/proc/meminfo` and `/proc/cpuinfo` once and keeps their
-//! (device, inode); an open whose result is one of them gets the synthetic
-//! file, however the guest spelled the path (`/proc/./meminfo`, a symlink,
-//! a dirfd on `/proc`, `/proc/self/fd/N` of an `O_PATH` descriptor).
+//! The files are recognised by what was opened, not by the guest's
+//! spelling of the path (`/proc/./meminfo`, a symlink, a dirfd on
+//! `/proc`, `/proc/self/fd/N` of an `O_PATH` descriptor): meminfo and
+//! cpuinfo by the (device, inode) `set_limits` looks up once; the rest,
+//! on the view's procfs device, by the path the kernel gives the
+//! descriptor.
 
 use std::ffi::CStr;
 use std::fmt;
@@ -33,8 +38,8 @@ use vfs::resolve::flags::IN_ROOT;
 use vfs::Resolver;
 
 use super::mounttab::{self, Table};
-use super::{live, value, Context, Res};
-use crate::guest::{Guest, Reply};
+use super::procfiles::{self, Baseline, PerProcess};
+use super::Context;
 
 /// What the guest is told about its limits. The default (no limits)
 /// changes nothing: the guest sees the host.
@@ -67,6 +72,7 @@ impl Context {
         let files = &mut self.synthetic.files;
         files.retain(|f| !matches!(f.1, ProcFile::MemInfo | ProcFile::CpuInfo));
         files.extend(Synthetic::limit_files(&self.fs, &limits));
+        self.synthetic.cpus = limits.cpus;
         self.limits = limits;
     }
 }
@@ -81,7 +87,48 @@ enum ProcFile {
     /// The host kernel's command line (`/proc/cmdline`): always empty,
     /// since it names the host's boot image, devices and init.
     KernelCmdline,
+    /// `/proc/stat`, `/proc/loadavg`, the boot id: the sandbox's own
+    /// (`procfiles.rs`).
+    Stat,
+    VmStat,
+    Uptime,
+    LoadAvg,
+    BootId,
+    /// A process's file rewritten under a limit (`procfiles.rs`).
+    PerProcess(PerProcess),
+    /// A host-wide file nobody in a sandbox needs, which tells of the
+    /// host (its kernel, devices, memory, keys, timers): read as empty.
+    Masked,
 }
+
+/// Files of the view's procfs that read as empty (as runc's and docker's
+/// `maskedPaths` do, and more: the host's devices and memory layout).
+/// Directories of host facts are masked by the view (`launch/view.rs`).
+const MASKED: &[&str] = &[
+    "/proc/kcore",
+    "/proc/keys",
+    "/proc/key-users",
+    "/proc/timer_list",
+    "/proc/sched_debug",
+    "/proc/kallsyms",
+    "/proc/kpagecount",
+    "/proc/kpageflags",
+    "/proc/kpagecgroup",
+    "/proc/config.gz",
+    "/proc/iomem",
+    "/proc/ioports",
+    "/proc/partitions",
+    "/proc/diskstats",
+    "/proc/interrupts",
+    "/proc/softirqs",
+    "/proc/zoneinfo",
+    "/proc/buddyinfo",
+    "/proc/pagetypeinfo",
+    "/proc/vmallocinfo",
+    "/proc/slabinfo",
+    "/proc/consoles",
+    "/proc/latency_stats",
+];
 
 /// The (st_dev, st_ino) of the view's /proc files to rewrite, and the
 /// device of the view's procfs (whose mount tables are rewritten).
@@ -89,16 +136,30 @@ enum ProcFile {
 pub(crate) struct Synthetic {
     files: Vec<((u64, u64), ProcFile)>,
     proc_dev: Option<u64>,
+    /// The cpu limit, for the per-process files cut to it.
+    cpus: Option<usize>,
+    /// What /proc/stat and the boot id are relative to.
+    baseline: Baseline,
 }
 
 impl Synthetic {
-    /// What is rewritten whatever the limits: the view's mount tables
-    /// (found on the view's procfs) and the kernel's command line.
+    /// What is rewritten whatever the limits: the view's mount tables,
+    /// the kernel's command line, the sandbox's own global files and the
+    /// masked ones, all found by the path the kernel gives a descriptor
+    /// of the view's procfs (no spelling of the guest's changes it).
     pub(crate) fn always(fs: &Resolver) -> Synthetic {
-        let cmdline = identity(fs, c"/proc/cmdline").map(|id| (id, ProcFile::KernelCmdline));
+        let read = |path: &CStr| read_view(fs, path).ok();
+        let baseline = Baseline::new(
+            read(c"/proc/stat").unwrap_or_default(),
+            read(c"/proc/vmstat").unwrap_or_default(),
+            read(c"/proc/sys/kernel/random/uuid").unwrap_or_default(),
+            &read(c"/proc/1/stat").unwrap_or_default(),
+        );
         Synthetic {
-            files: cmdline.into_iter().collect(),
+            files: Vec::new(),
             proc_dev: identity(fs, c"/proc").map(|(dev, _)| dev),
+            cpus: None,
+            baseline,
         }
     }
 
@@ -119,6 +180,11 @@ impl Synthetic {
             .collect()
     }
 
+    /// The sandbox's uptime in seconds now.
+    pub(crate) fn uptime(&self) -> f64 {
+        self.baseline.uptime(boottime())
+    }
+
     pub(crate) fn is_empty(&self) -> bool {
         self.files.is_empty() && self.proc_dev.is_none()
     }
@@ -137,7 +203,32 @@ impl Synthetic {
         if self.proc_dev != Some(st.st_dev) {
             return None;
         }
-        mounttab::recognise(fd).map(ProcFile::MountTable)
+        let path = procfiles::fd_name(fd)?;
+        if let Some(kind) = global_file(&path) {
+            return Some(kind);
+        }
+        let name = procfiles::per_process_name(&path)?;
+        match name {
+            "mountinfo" => Some(ProcFile::MountTable(Table::MountInfo)),
+            "mounts" => Some(ProcFile::MountTable(Table::Mounts)),
+            "status" if self.cpus.is_some() => Some(ProcFile::PerProcess(PerProcess::Status)),
+            _ => None,
+        }
+    }
+}
+
+/// The view's global procfs file at `path` (as the kernel names it), if
+/// it is served.
+fn global_file(path: &str) -> Option<ProcFile> {
+    match path {
+        "/proc/cmdline" => Some(ProcFile::KernelCmdline),
+        "/proc/stat" => Some(ProcFile::Stat),
+        "/proc/vmstat" => Some(ProcFile::VmStat),
+        "/proc/uptime" => Some(ProcFile::Uptime),
+        "/proc/loadavg" => Some(ProcFile::LoadAvg),
+        "/proc/sys/kernel/random/boot_id" => Some(ProcFile::BootId),
+        p if MASKED.contains(&p) => Some(ProcFile::Masked),
+        _ => None,
     }
 }
 
@@ -159,9 +250,15 @@ pub(crate) fn substitute(ctx: &Context, fd: OwnedFd, flags: i32) -> Result<Owned
         return Ok(fd);
     };
     let host = match kind {
-        ProcFile::KernelCmdline => String::new(),
+        ProcFile::KernelCmdline | ProcFile::LoadAvg | ProcFile::BootId | ProcFile::Masked => {
+            String::new()
+        }
+        // The sandbox's uptime counts its CPUs' idle time in /proc/stat.
+        ProcFile::Uptime => read_view(&ctx.fs, c"/proc/stat")?,
         _ => read_all(fd)?,
     };
+    let census = || view_census(&ctx.fs);
+    let base = &ctx.synthetic.baseline;
     let text = match (kind, &ctx.limits) {
         (
             ProcFile::MemInfo,
@@ -177,9 +274,48 @@ pub(crate) fn substitute(ctx: &Context, fd: OwnedFd, flags: i32) -> Result<Owned
         (ProcFile::CpuInfo, GuestLimits { cpus: Some(n), .. }) => cpuinfo(&host, *n),
         (ProcFile::MountTable(table), _) => mounttab::rewrite(table, &host),
         (ProcFile::KernelCmdline, _) => "\n".to_owned(),
+        (ProcFile::Stat, limits) => {
+            let btime = base.btime(boottime());
+            procfiles::stat(&host, base, limits.cpus, &census(), btime)
+        }
+        (ProcFile::VmStat, _) => procfiles::vmstat(&host, base),
+        (ProcFile::Uptime, limits) => {
+            let stat = procfiles::stat(&host, base, limits.cpus, &census(), 0);
+            procfiles::uptime(base, boottime(), &stat)
+        }
+        (ProcFile::LoadAvg, _) => procfiles::loadavg(&census()),
+        (ProcFile::BootId, _) => base.boot_id.clone(),
+        (ProcFile::PerProcess(PerProcess::Status), GuestLimits { cpus: Some(n), .. }) => {
+            procfiles::status(&host, *n)
+        }
+        (ProcFile::Masked, _) => String::new(),
         _ => host,
     };
     sealed_file(kind, text.as_bytes(), flags & libc::O_NONBLOCK)
+}
+
+/// The text of the view's file at `path`.
+fn read_view(fs: &Resolver, path: &CStr) -> Result<String, Errno> {
+    let flags = (libc::O_RDONLY | libc::O_CLOEXEC) as u64;
+    read_all(vfs::sys::openat2(fs.root(), path, flags, 0, IN_ROOT)?)
+}
+
+/// The host's CLOCK_BOOTTIME now, in seconds (the supervisor lives in
+/// the host's time namespace).
+fn boottime() -> f64 {
+    nix::time::clock_gettime(nix::time::ClockId::CLOCK_BOOTTIME)
+        .map_or(0.0, |t| t.tv_sec() as f64 + t.tv_nsec() as f64 / 1e9)
+}
+
+/// The sandbox's tasks, counted in the view's procfs.
+pub(crate) fn view_census(fs: &Resolver) -> procfiles::Census {
+    let flags = (libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC) as u64;
+    let Ok(proc) = vfs::sys::openat2(fs.root(), c"/proc", flags, 0, IN_ROOT) else {
+        return procfiles::Census::default();
+    };
+    let path = vfs::sys::ProcFd::new(proc.as_fd());
+    let path = std::ffi::OsStr::from_bytes(path.as_cstr().to_bytes());
+    procfiles::census(std::path::Path::new(path))
 }
 
 fn read_all(fd: OwnedFd) -> Result<String, Errno> {
@@ -199,6 +335,13 @@ fn sealed_file(kind: ProcFile, data: &[u8], extra: i32) -> Result<OwnedFd, Errno
         ProcFile::MountTable(Table::MountInfo) => c"mountinfo",
         ProcFile::MountTable(Table::Mounts) => c"mounts",
         ProcFile::KernelCmdline => c"cmdline",
+        ProcFile::Stat => c"stat",
+        ProcFile::VmStat => c"vmstat",
+        ProcFile::Uptime => c"uptime",
+        ProcFile::LoadAvg => c"loadavg",
+        ProcFile::BootId => c"boot_id",
+        ProcFile::PerProcess(PerProcess::Status) => c"status",
+        ProcFile::Masked => c"masked",
     };
     let flags = MemFdCreateFlag::MFD_CLOEXEC | MemFdCreateFlag::MFD_ALLOW_SEALING;
     let mem = memfd_create(name, flags)?;
@@ -321,80 +464,6 @@ pub(crate) fn cpuinfo(host: &str, n: usize) -> String {
     out
 }
 
-// ---- sched_getaffinity. -------------------------------------------------------
-
-/// The largest mask asked of the kernel, in bytes: 65536 CPUs, more than
-/// any kernel's NR_CPUS, so always at least its `cpumask_size()`.
-const MASK_MAX: u32 = 8192;
-
-/// sched_getaffinity(pid, len, user_mask_ptr) for the caller itself (pid
-/// 0, its tid, or its pid): the kernel's mask of that host thread, with
-/// only the first N CPUs set under a cpu limit, written back with the
-/// kernel's semantics (kernel/sched/core.c): EINVAL when `len * 8` (an
-/// unsigned int) is below `nr_cpu_ids` or `len` is not a multiple of
-/// `sizeof(long)`; else `min(len, cpumask_size())` bytes are copied
-/// (EFAULT) and that count returned.
-pub fn sched_getaffinity(ctx: &Context, g: &dyn Guest, pid: i32, len: u32, addr: u64) -> Res {
-    let host = if pid == 0 {
-        g.tid()
-    } else {
-        let (tgid, tid) = g.ns_ids()?;
-        if pid == tid {
-            g.tid()
-        } else if pid == tgid {
-            g.host_tgid()?
-        } else {
-            // Any other task: the kernel answers, in the guest's pid
-            // namespace (which names only sandbox tasks), with that task's
-            // real mask, not cut to the cpu limit.
-            return Ok(Reply::Continue);
-        }
-    };
-    let mut mask = kernel_mask(host, len)?;
-    if let Some(n) = ctx.limits.cpus {
-        keep_first(&mut mask, n);
-    }
-    live(g)?;
-    g.write_mem(addr, &mask)?;
-    value(mask.len() as i64)
-}
-
-/// What the kernel would copy out for `sched_getaffinity(tid, len, ..)`,
-/// or its EINVAL, without ever giving it more than [`MASK_MAX`] bytes.
-fn kernel_mask(tid: i32, len: u32) -> Result<Vec<u8>, Errno> {
-    if !len.is_multiple_of(std::mem::size_of::<libc::c_long>() as u32) {
-        return Err(Errno::EINVAL);
-    }
-    // The kernel compares `len * BITS_PER_BYTE` with nr_cpu_ids in
-    // unsigned int, which wraps: let it judge the length it compares.
-    let judged = len.wrapping_mul(8) / 8;
-    if judged != len && judged <= MASK_MAX {
-        vfs::sys::sched_getaffinity(tid, &mut vec![0u8; judged as usize])?;
-    }
-    // With `len` above MASK_MAX, `min(len, cpumask_size())` is
-    // `cpumask_size()`, which MASK_MAX bytes hold whole.
-    let mut buf = vec![0u8; len.min(MASK_MAX) as usize];
-    let n = vfs::sys::sched_getaffinity(tid, &mut buf)?;
-    buf.truncate(n);
-    Ok(buf)
-}
-
-/// Clear every set bit of `mask` (the kernel's bitmap of longs, on a
-/// little-endian machine: bit i is bit i%8 of byte i/8) but the first `n`.
-fn keep_first(mask: &mut [u8], n: usize) {
-    let mut seen = 0;
-    for byte in mask.iter_mut() {
-        for bit in 0..8 {
-            if *byte & (1 << bit) != 0 {
-                if seen >= n {
-                    *byte &= !(1 << bit);
-                }
-                seen += 1;
-            }
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -469,15 +538,5 @@ processor\t: 1\nsiblings\t: 4\n\nprocessor\t: 5\nsiblings\t: 4\n\n";
         assert!(two.ends_with("processor\t: 1\nsiblings\t: 2\n\n"), "{two}");
         assert_eq!(cpuinfo(host, 9).matches("processor").count(), 3);
         assert!(cpuinfo(host, 9).contains("processor\t: 2\n"));
-    }
-
-    #[test]
-    fn first_bits() {
-        let mut m = [0b1010_1100u8, 0xff, 0, 0, 0, 0, 0, 0];
-        keep_first(&mut m, 3);
-        assert_eq!(m, [0b0010_1100, 0, 0, 0, 0, 0, 0, 0]);
-        let mut m = [0xffu8; 8];
-        keep_first(&mut m, 0);
-        assert_eq!(m, [0; 8]);
     }
 }

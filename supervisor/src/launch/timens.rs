@@ -1,0 +1,79 @@
+//! The sandbox's clocks: a time namespace whose boot-time and monotonic
+//! clocks start when init did, so that the kernel itself answers the
+//! guest's `/proc/uptime`, `clock_gettime(CLOCK_BOOTTIME/MONOTONIC)`,
+//! `sysinfo`'s uptime, the start times in `/proc/<pid>/stat` and
+//! `/proc/stat`'s btime as of a machine booted with the sandbox.
+//!
+//! Owns: making the namespace (init's children are born in it; init
+//! stays in the host's) and writing its offsets. Does not own the
+//! realtime clock (namespaces cannot move it) or the served /proc files
+//! (`syscalls/src/handlers/procfiles.rs`).
+
+use nix::errno::Errno;
+use nix::sched::{unshare, CloneFlags};
+use nix::time::{clock_gettime, ClockId};
+
+/// Makes the time namespace init's children will be born in, with the
+/// boot-time and monotonic clocks set back by the whole seconds init has
+/// been up (so init's own start is 0 and no task's start is negative).
+/// Init needs CAP_SYS_ADMIN and CAP_SYS_TIME in its user namespace: call
+/// it before privileges are dropped. A kernel without time namespaces
+/// (EINVAL) keeps the host's clocks.
+pub(super) fn fresh_clocks() -> Result<(), String> {
+    match unshare(CloneFlags::from_bits_retain(libc::CLONE_NEWTIME)) {
+        Ok(()) => {}
+        Err(Errno::EINVAL) => return Ok(()),
+        Err(e) => return Err(format!("creating a time namespace: {}", e.desc())),
+    }
+    let boot = clock_gettime(ClockId::CLOCK_BOOTTIME).map_err(|e| e.desc().to_owned())?;
+    let mono = clock_gettime(ClockId::CLOCK_MONOTONIC).map_err(|e| e.desc().to_owned())?;
+    let up = own_start_secs().unwrap_or(boot.tv_sec());
+    let offsets = offsets_text(up, boot.tv_sec(), mono.tv_sec());
+    std::fs::write("/proc/self/timens_offsets", offsets)
+        .map_err(|e| format!("setting the sandbox's clocks: {e}"))
+}
+
+/// `CLOCK_MONOTONIC` (1) and `CLOCK_BOOTTIME` (7) moved back by `start`
+/// seconds, never below zero (the kernel refuses a negative clock).
+fn offsets_text(start: i64, boot_now: i64, mono_now: i64) -> String {
+    let boot = start.clamp(0, boot_now);
+    let mono = start.clamp(0, mono_now);
+    format!(
+        "{} -{mono} 0\n{} -{boot} 0\n",
+        libc::CLOCK_MONOTONIC,
+        libc::CLOCK_BOOTTIME
+    )
+}
+
+/// When this process started, in whole seconds of boot time
+/// (`/proc/self/stat`'s 22nd field, in clock ticks).
+fn own_start_secs() -> Option<i64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    let after_comm = stat.rsplit_once(')')?.1;
+    // Fields from the 3rd (state) on; starttime is the 22nd.
+    let ticks: i64 = after_comm.split_whitespace().nth(19)?.parse().ok()?;
+    let hz = nix::unistd::sysconf(nix::unistd::SysconfVar::CLK_TCK)
+        .ok()
+        .flatten()
+        .filter(|hz| *hz > 0)?;
+    Some(ticks / hz)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn offsets_never_make_a_clock_negative() {
+        assert_eq!(offsets_text(100, 200, 150), "1 -100 0\n7 -100 0\n");
+        assert_eq!(offsets_text(100, 200, 50), "1 -50 0\n7 -100 0\n");
+        assert_eq!(offsets_text(-3, 200, 50), "1 -0 0\n7 -0 0\n");
+    }
+
+    #[test]
+    fn own_start_is_in_the_past() {
+        let start = own_start_secs().expect("own start");
+        let boot = clock_gettime(ClockId::CLOCK_BOOTTIME).unwrap().tv_sec();
+        assert!((0..=boot).contains(&start), "{start} vs {boot}");
+    }
+}

@@ -1,0 +1,419 @@
+//! The /proc and /sys survey: a guest walks all of /proc (its global
+//! entries and /proc/self) and /sys, reads every file it can
+//! (`procfs/survey.py`), and the test fails on any host-only fact in
+//! what it read: the host's boot id, the test's host cgroup path, the
+//! command line or pid of a process the test started outside, the host's
+//! block devices, the host's uptime, boot time or load, and under
+//! `--cpus`/`--memory` the host's CPU count or memory size. Run as root
+//! and as the unprivileged user `tester`. The same survey run natively
+//! must trip the checks (so they can fail).
+
+mod common;
+use common::*;
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+
+const PY: &str = "/usr/bin/python3";
+const SURVEY: &str = include_str!("procfs/survey.py");
+
+/// One record of the survey: its kind (F, DIR, L, or an error), path and content.
+struct Rec {
+    kind: String,
+    path: String,
+    body: String,
+}
+
+fn parse(out: &str) -> Vec<Rec> {
+    let mut recs: Vec<Rec> = Vec::new();
+    for line in out.split('\n') {
+        if let Some(head) = line.strip_prefix("=== ") {
+            let (kind, path) = head.split_once(' ').unwrap_or((head, ""));
+            recs.push(Rec {
+                kind: kind.to_owned(),
+                path: path.to_owned(),
+                body: String::new(),
+            });
+        } else if let Some(r) = recs.last_mut() {
+            r.body.push_str(line);
+            r.body.push('\n');
+        }
+    }
+    recs
+}
+
+fn body<'a>(recs: &'a [Rec], path: &str) -> Option<&'a str> {
+    recs.iter()
+        .find(|r| r.kind == "F" && r.path == path)
+        .map(|r| r.body.as_str())
+}
+
+fn tokens(text: &str) -> impl Iterator<Item = &str> {
+    text.split(|c: char| !c.is_ascii_alphanumeric() && c != '_' && c != '-')
+        .filter(|t| !t.is_empty())
+}
+
+/// A process of the test's own, outside the sandbox, with a nonce on
+/// its command line. Killed (by its pid) when dropped.
+struct Outsider {
+    child: Child,
+    nonce: String,
+}
+
+impl Outsider {
+    fn start() -> Outsider {
+        let nonce = format!("sbx-outsider-{}", std::process::id());
+        let child = Command::new(PY)
+            .args(["-c", "import time; time.sleep(600)", &nonce])
+            .stdin(Stdio::null())
+            .spawn()
+            .expect("start the outside process");
+        Outsider { child, nonce }
+    }
+}
+
+impl Drop for Outsider {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// What the host knows and the sandbox must not tell.
+struct HostFacts {
+    boot_id: String,
+    cgroup_paths: Vec<String>,
+    outsider_pid: String,
+    outsider_nonce: String,
+    uptime: f64,
+    cpus: usize,
+    memtotal_kb: String,
+    block_devices: Vec<String>,
+    hostname: String,
+}
+
+fn read(path: &str) -> String {
+    std::fs::read_to_string(path).unwrap_or_default()
+}
+
+fn host_facts(outsider: &Outsider) -> HostFacts {
+    let cgroup_paths = read("/proc/self/cgroup")
+        .lines()
+        .filter_map(|l| l.splitn(3, ':').nth(2))
+        .filter(|p| p.len() > 1)
+        .map(str::to_owned)
+        .collect();
+    let block_devices = std::fs::read_dir("/sys/block")
+        .map(|d| {
+            d.filter_map(|e| e.ok()?.file_name().into_string().ok())
+                .filter(|n| !n.starts_with("loop") && !n.starts_with("ram"))
+                .collect()
+        })
+        .unwrap_or_default();
+    let memtotal_kb = read("/proc/meminfo")
+        .lines()
+        .find_map(|l| l.strip_prefix("MemTotal:"))
+        .map(|v| v.trim().trim_end_matches(" kB").trim().to_owned())
+        .unwrap_or_default();
+    HostFacts {
+        boot_id: read("/proc/sys/kernel/random/boot_id").trim().to_owned(),
+        cgroup_paths,
+        outsider_pid: outsider.child.id().to_string(),
+        outsider_nonce: outsider.nonce.clone(),
+        uptime: first_number(&read("/proc/uptime")).unwrap_or(0.0),
+        cpus: std::thread::available_parallelism().map_or(1, |n| n.get()),
+        memtotal_kb,
+        block_devices,
+        hostname: read("/proc/sys/kernel/hostname").trim().to_owned(),
+    }
+}
+
+fn first_number(text: &str) -> Option<f64> {
+    text.split_whitespace().next()?.parse().ok()
+}
+
+/// The limits a survey ran under.
+#[derive(Clone, Copy)]
+struct Limits {
+    cpus: Option<usize>,
+    memory: bool,
+}
+
+/// Every host-only fact found in the survey, one line each.
+fn leaks(recs: &[Rec], host: &HostFacts, limits: Limits) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut contains = |what: &str, needle: &str, dirs_too: bool| {
+        if needle.is_empty() {
+            return;
+        }
+        for r in recs {
+            let searched = r.kind == "F" || (dirs_too && r.kind == "DIR") || r.kind == "L";
+            if searched && r.body.contains(needle) {
+                found.push(format!("{}: {what} ({needle})", r.path));
+            }
+        }
+    };
+    contains("the host's boot id", &host.boot_id, false);
+    for p in &host.cgroup_paths {
+        contains("the test's host cgroup path", p, false);
+    }
+    contains(
+        "an outside process's command line",
+        &host.outsider_nonce,
+        true,
+    );
+    if limits.memory {
+        contains("the host's MemTotal", &host.memtotal_kb, false);
+    }
+    for r in recs.iter().filter(|r| r.kind != "E13" && r.kind != "E1") {
+        let text = format!("{}\n{}", r.path, r.body);
+        for t in tokens(&text) {
+            if host.block_devices.iter().any(|d| d == t) {
+                found.push(format!("{}: the host's block device {t}", r.path));
+                break;
+            }
+            if host.hostname.len() >= 4 && t == host.hostname {
+                found.push(format!("{}: the host's hostname {t}", r.path));
+                break;
+            }
+        }
+    }
+    if recs.iter().any(|r| {
+        r.kind == "DIR" && r.path == "/proc" && r.body.lines().any(|l| l == host.outsider_pid)
+    }) {
+        found.push(format!(
+            "/proc: lists the outside process {}",
+            host.outsider_pid
+        ));
+    }
+    found.extend(time_leaks(recs, host));
+    found.extend(load_leaks(recs));
+    if let Some(n) = limits.cpus.filter(|n| *n < host.cpus) {
+        found.extend(cpu_leaks(recs, n));
+    }
+    found
+}
+
+/// Uptime and boot time are the sandbox's: a sandbox started a moment
+/// ago has not been up for as long as a host up for ten minutes.
+fn time_leaks(recs: &[Rec], host: &HostFacts) -> Vec<String> {
+    let mut found = Vec::new();
+    if host.uptime < 600.0 {
+        eprintln!("host up {}s: uptime not comparable", host.uptime);
+        return found;
+    }
+    let up = body(recs, "/proc/uptime").and_then(first_number);
+    if up.is_none_or(|u| u > host.uptime - 300.0) {
+        found.push(format!(
+            "/proc/uptime: {up:?}, the host's is {}",
+            host.uptime
+        ));
+    }
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let btime = body(recs, "/proc/stat")
+        .and_then(|s| s.lines().find_map(|l| l.strip_prefix("btime ")))
+        .and_then(|v| v.trim().parse::<u64>().ok());
+    if btime.is_none_or(|b| b + 300 < now) {
+        found.push(format!(
+            "/proc/stat: btime {btime:?} is the host's boot, now is {now}"
+        ));
+    }
+    found
+}
+
+/// /proc/loadavg counts the sandbox's tasks (a handful), not the host's.
+fn load_leaks(recs: &[Rec]) -> Vec<String> {
+    let load = body(recs, "/proc/loadavg").unwrap_or("");
+    let total = load
+        .split_whitespace()
+        .nth(3)
+        .and_then(|rt| rt.split_once('/'))
+        .and_then(|(_, t)| t.parse::<u32>().ok());
+    match total {
+        Some(t) if t <= 16 => Vec::new(),
+        _ => vec![format!(
+            "/proc/loadavg: {load:?} counts more than the sandbox's tasks"
+        )],
+    }
+}
+
+/// Under `--cpus n`: n CPUs everywhere a CPU list is given.
+fn cpu_leaks(recs: &[Rec], n: usize) -> Vec<String> {
+    let mut found = Vec::new();
+    let stat = body(recs, "/proc/stat").unwrap_or("");
+    let percpu = stat
+        .lines()
+        .filter(|l| l.starts_with("cpu") && !l.starts_with("cpu "))
+        .count();
+    if percpu != n {
+        found.push(format!("/proc/stat: {percpu} CPUs under --cpus {n}"));
+    }
+    let status = body(recs, "/proc/self/status").unwrap_or("");
+    let list = status
+        .lines()
+        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+        .map(str::trim);
+    let want = if n == 1 {
+        "0".to_owned()
+    } else {
+        format!("0-{}", n - 1)
+    };
+    if list != Some(want.as_str()) {
+        found.push(format!(
+            "/proc/self/status: Cpus_allowed_list {list:?} under --cpus {n}"
+        ));
+    }
+    for path in ["/proc/interrupts", "/proc/softirqs"] {
+        let header = body(recs, path)
+            .and_then(|b| b.lines().next())
+            .unwrap_or("");
+        let cols = header
+            .split_whitespace()
+            .filter(|c| c.starts_with("CPU"))
+            .count();
+        if cols > n {
+            found.push(format!("{path}: {cols} CPU columns under --cpus {n}"));
+        }
+    }
+    found
+}
+
+fn survey(run: Run, supervised: bool) -> (Out, Vec<Rec>) {
+    let out = if supervised {
+        run.supervised()
+    } else {
+        run.native()
+    };
+    let recs = parse(&out.stdout);
+    (out, recs)
+}
+
+fn survey_run(sup: &[&str]) -> Run {
+    Run::new(&[PY, "-c", SURVEY, "/proc", "/proc/self", "/sys"]).sup(sup)
+}
+
+/// The survey read a real /proc: the checks below are not vacuous.
+fn assert_read_enough(recs: &[Rec], out: &Out) {
+    let files = recs.iter().filter(|r| r.kind == "F").count();
+    assert!(
+        files > 50 && body(recs, "/proc/self/status").is_some(),
+        "the survey read only {files} files:\n{}",
+        out.stderr
+    );
+}
+
+fn check_supervised(run: Run, limits: Limits, what: &str) {
+    if !have(PY) {
+        skip!("{PY} not installed");
+    }
+    let outsider = Outsider::start();
+    let host = host_facts(&outsider);
+    let (out, recs) = survey(run, true);
+    assert_eq!(out.code, Some(0), "{what}: {}", out.dump());
+    assert_read_enough(&recs, &out);
+    let found = leaks(&recs, &host, limits);
+    assert!(
+        found.is_empty(),
+        "{what}: {} host facts in the sandbox's /proc and /sys:\n{}",
+        found.len(),
+        found.join("\n")
+    );
+}
+
+#[test]
+fn native_survey_finds_the_host() {
+    if !have(PY) {
+        skip!("{PY} not installed");
+    }
+    let outsider = Outsider::start();
+    let host = host_facts(&outsider);
+    let (out, recs) = survey(survey_run(&[]), false);
+    assert_eq!(out.code, Some(0), "{}", out.dump());
+    assert_read_enough(&recs, &out);
+    let found = leaks(
+        &recs,
+        &host,
+        Limits {
+            cpus: None,
+            memory: false,
+        },
+    );
+    for must in ["boot id", "outside process"] {
+        assert!(
+            found.iter().any(|f| f.contains(must)),
+            "natively the survey must see the host's {must}: {found:#?}"
+        );
+    }
+}
+
+#[test]
+fn survey_finds_nothing_of_the_host() {
+    let limits = Limits {
+        cpus: None,
+        memory: false,
+    };
+    check_supervised(survey_run(&[]), limits, "no limits");
+}
+
+#[test]
+fn survey_finds_nothing_of_the_host_under_limits() {
+    let limits = Limits {
+        cpus: Some(1),
+        memory: true,
+    };
+    let run = survey_run(&["--cpus", "1", "--memory", "256m"]);
+    check_supervised(run, limits, "--cpus 1 --memory 256m");
+}
+
+/// A copy of the binary the unprivileged user can run, or why not.
+fn tester_bin() -> Result<(u32, u32, PathBuf), String> {
+    if !is_root() {
+        return Err("needs root to become tester".into());
+    }
+    let id = |flag: &str| -> Option<u32> {
+        let out = Command::new("id").args([flag, "tester"]).output().ok()?;
+        String::from_utf8_lossy(&out.stdout).trim().parse().ok()
+    };
+    let (uid, gid) = (
+        id("-u").ok_or("no user tester")?,
+        id("-g").ok_or("no group")?,
+    );
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("procfs-bin");
+    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    let mode =
+        |p: &std::path::Path, m| std::fs::set_permissions(p, std::fs::Permissions::from_mode(m));
+    mode(&dir, 0o755).map_err(|e| e.to_string())?;
+    let tmp = dir.join(format!("supervisor.{}", std::process::id()));
+    std::fs::copy(bin(), &tmp).map_err(|e| e.to_string())?;
+    mode(&tmp, 0o755).map_err(|e| e.to_string())?;
+    let bin = dir.join("supervisor");
+    std::fs::rename(&tmp, &bin).map_err(|e| e.to_string())?;
+    let mut cur = Some(dir.as_path());
+    while let Some(d) = cur {
+        let m = std::fs::metadata(d)
+            .map(|m| m.permissions().mode())
+            .unwrap_or(0);
+        if m & 0o001 == 0 {
+            return Err(format!("{} is not searchable by others", d.display()));
+        }
+        cur = d.parent();
+    }
+    Ok((uid, gid, bin))
+}
+
+#[test]
+fn survey_as_tester_finds_nothing_of_the_host() {
+    let (uid, gid, bin) = match tester_bin() {
+        Ok(t) => t,
+        Err(why) => skip!("{why}"),
+    };
+    let run = survey_run(&["--cpus", "1"]).user(uid, gid).bin(bin);
+    let limits = Limits {
+        cpus: Some(1),
+        memory: false,
+    };
+    check_supervised(run, limits, "as tester, --cpus 1");
+}
