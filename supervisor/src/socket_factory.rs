@@ -157,8 +157,12 @@ impl SocketFactory {
         if n != 4 {
             return Err(Errno::ENOBUFS);
         }
+        let expected = match kind {
+            Kind::StreamPair | Kind::DatagramPair => 2,
+            Kind::Stream | Kind::Datagram => usize::from(count),
+        };
         match i32::from_ne_bytes(status) {
-            0 if fds.len() == usize::from(count) => Ok(fds),
+            0 if fds.len() == expected => Ok(fds),
             0 => Err(Errno::ENOBUFS),
             errno => Err(Errno::from_raw(errno)),
         }

@@ -296,6 +296,7 @@ pub fn launch_with(cfg: &LaunchConfig, hooks: &dyn InitHooks) -> Result<Sandbox,
                 workdir: &workdir,
                 pty: cfg.pty,
                 self_join: hooks.self_join_files(),
+                landlock: std::env::var_os(init::NO_LANDLOCK_FOR_TESTS).is_none(),
             })
         }
         Ok(Forked::Parent(pid)) => {
