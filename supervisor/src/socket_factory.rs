@@ -13,7 +13,8 @@
 //!
 //! The factory is forked while the supervisor is single-threaded, outside
 //! the sandbox's pid namespace (the guest cannot see or signal it), keeps
-//! no descriptor but its end of a `SOCK_SEQPACKET` pair, and dies with
+//! no descriptor but its end of a `SOCK_SEQPACKET` pair, drops every
+//! capability and sets no_new_privs once inside, and dies with
 //! the supervisor (`PR_SET_PDEATHSIG`, and at end of file on the pair).
 //! Each request names a kind and a count; each answer carries an errno
 //! and the sockets (`SCM_RIGHTS`). Single sockets come in batches kept in
@@ -239,7 +240,10 @@ fn enter(channel: &OwnedFd, userns: BorrowedFd<'_>, netns: BorrowedFd<'_>) -> Re
     }
     setns(userns, CloneFlags::CLONE_NEWUSER)?;
     setns(netns, CloneFlags::CLONE_NEWNET)?;
-    close_all_except(&[channel.as_raw_fd()])
+    close_all_except(&[channel.as_raw_fd()])?;
+    // Joining the user namespace gave every capability in it; making
+    // unix sockets needs none.
+    crate::launch::privs::drop_privileges().map_err(|_| Errno::EPERM)
 }
 
 /// Answers requests until end of file or an error on the channel.

@@ -32,7 +32,7 @@ mod exec_request;
 mod flush;
 mod init;
 mod plan;
-mod privs;
+pub(crate) mod privs;
 mod rootfs;
 mod userns;
 mod view;
