@@ -1,5 +1,5 @@
-//! The host's list of `AF_UNIX` sockets in the supervisor's network
-//! namespace (`/proc/net/unix`): which netstack names are bound (for the
+//! The kernel's list of `AF_UNIX` sockets in the netstack's network
+//! namespace (`/proc/<pid>/net/unix`, see [`crate::sockets`]): which netstack names are bound (for the
 //! wildcard-versus-specific conflicts the kernel cannot see in names),
 //! and which socket inodes still exist (to garbage-collect metadata).
 //!
@@ -8,11 +8,10 @@
 
 use std::collections::HashSet;
 use std::net::SocketAddr;
+use std::path::Path;
 
 use crate::addr;
 use crate::name::{Named, Namer, Proto};
-
-const PROC_NET_UNIX: &str = "/proc/net/unix";
 
 /// (inode, abstract name without the NUL, if any) of every unix socket.
 fn entries(text: &str) -> impl Iterator<Item = (u64, Option<&str>)> {
@@ -24,20 +23,17 @@ fn entries(text: &str) -> impl Iterator<Item = (u64, Option<&str>)> {
     })
 }
 
-fn read() -> String {
-    std::fs::read_to_string(PROC_NET_UNIX).unwrap_or_default()
-}
-
-/// Inodes of every unix socket that still exists, or `None` when the
-/// list cannot be read (then nothing is collected).
-pub fn live_inodes() -> Option<HashSet<u64>> {
-    let text = std::fs::read_to_string(PROC_NET_UNIX).ok()?;
+/// Inodes of every unix socket in `listing` that still exists, or `None`
+/// when the list cannot be read (then nothing is collected).
+pub fn live_inodes(listing: &Path) -> Option<HashSet<u64>> {
+    let text = std::fs::read_to_string(listing).ok()?;
     Some(entries(&text).map(|(i, _)| i).collect())
 }
 
 /// (inode, decoded name) of this sandbox's bound sockets of `proto` on `port`.
-pub fn bound_on(namer: &Namer, proto: Proto, port: u16) -> Vec<(u64, Named)> {
-    let text = read();
+/// `listing` is the namespace's `/proc/<pid>/net/unix`.
+pub fn bound_on(listing: &Path, namer: &Namer, proto: Proto, port: u16) -> Vec<(u64, Named)> {
+    let text = std::fs::read_to_string(listing).unwrap_or_default();
     entries(&text)
         .filter_map(|(inode, name)| Some((inode, namer.decode(name?.as_bytes())?)))
         .filter(|(_, n)| n.proto == proto && n.addr.port() == port)

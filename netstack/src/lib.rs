@@ -1,6 +1,7 @@
 //! The sandbox's socket layer: the guest's TCP and UDP sockets are host
-//! `AF_UNIX` sockets in the supervisor's network namespace, named by the
-//! TCP/UDP address they stand for.
+//! `AF_UNIX` sockets in the sandbox's own network namespace (made by the
+//! [`sockets`] source a run plugs in), named by the TCP/UDP address they
+//! stand for.
 //!
 //! Owns: the naming scheme ([`name`]), guest socket addresses ([`addr`]),
 //! the per-socket metadata the kernel cannot hold ([`table`]), the bound
@@ -22,10 +23,12 @@ pub mod outbound;
 pub mod publish;
 pub mod relay;
 pub mod rules;
+pub mod sockets;
 pub mod stack;
 pub mod table;
 
 pub use egress::{DenialLog, Denied, DeniedConnection, Egress, NoEgress, Refusal};
 pub use name::{Namer, Proto};
+pub use sockets::{LocalSockets, UnixSockets};
 pub use stack::Stack;
 pub use table::{Meta, Table};

@@ -40,6 +40,7 @@ use crate::egress::{Denied, Egress, Refusal};
 use crate::name::{Namer, Proto};
 use crate::relay::{relay_datagrams, relay_stream};
 use crate::rules::{AllowList, Resolved};
+use crate::sockets::UnixSockets;
 
 /// A UDP flow ends after this long without traffic either way.
 pub const UDP_IDLE: Duration = Duration::from_secs(120);
@@ -65,18 +66,28 @@ pub struct Outbound {
     allow: Arc<AllowList>,
     resolved: Arc<Resolved>,
     namer: Namer,
+    /// The guest-side unix sockets' source (the sandbox's namespace).
+    sockets: Arc<dyn UnixSockets>,
     sessions: Mutex<HashMap<(Vec<u8>, SocketAddr), Session>>,
     next_tag: AtomicU64,
     relays: Arc<AtomicUsize>,
 }
 
 impl Outbound {
-    /// `namer` must be the sandbox's (replies are named with it).
-    pub fn new(allow: Arc<AllowList>, resolved: Arc<Resolved>, namer: Namer) -> Outbound {
+    /// `namer` must be the sandbox's (replies are named with it), and
+    /// `sockets` the source of its stack (the guest's side of each relay
+    /// is made there).
+    pub fn new(
+        allow: Arc<AllowList>,
+        resolved: Arc<Resolved>,
+        namer: Namer,
+        sockets: Arc<dyn UnixSockets>,
+    ) -> Outbound {
         Outbound {
             allow,
             resolved,
             namer,
+            sockets,
             sessions: Mutex::new(HashMap::new()),
             next_tag: AtomicU64::new(1),
             relays: Arc::default(),
@@ -93,7 +104,7 @@ impl Outbound {
     fn open_session(&self, from: &UnixAddr, dst: SocketAddr) -> Result<Session, Errno> {
         let host = udp_to(dst)?;
         let tag = self.next_tag.fetch_add(1, Ordering::Relaxed);
-        let end = unix_socket(SockType::Datagram)?;
+        let end = self.sockets.socket(SockType::Datagram)?;
         let name = self.namer.encode_via(Proto::Udp, dst, tag);
         socket::bind(end.as_raw_fd(), &UnixAddr::new_abstract(&name)?)?;
         socket::connect(end.as_raw_fd(), from)?;
@@ -114,7 +125,7 @@ impl Egress for Outbound {
         let guest_end = match proto {
             Proto::Tcp => {
                 let host = tcp_to(dst)?;
-                let (a, b) = unix_pair(SockType::Stream)?;
+                let (a, b) = self.sockets.pair(SockType::Stream)?;
                 spawn_relay(move || {
                     relay_stream(host, b);
                     drop(slot);
@@ -123,7 +134,7 @@ impl Egress for Outbound {
             }
             Proto::Udp => {
                 let host = udp_to(dst)?;
-                let (a, b) = unix_pair(SockType::Datagram)?;
+                let (a, b) = self.sockets.pair(SockType::Datagram)?;
                 spawn_relay(move || {
                     relay_datagrams(host.into(), b, UDP_IDLE);
                     drop(slot);
@@ -234,14 +245,6 @@ fn udp_to(dst: SocketAddr) -> Result<UdpSocket, Errno> {
     let sock = UdpSocket::bind(SocketAddr::new(any, 0)).map_err(io_errno)?;
     sock.connect(dst).map_err(io_errno)?;
     Ok(sock)
-}
-
-fn unix_socket(ty: SockType) -> Result<OwnedFd, Errno> {
-    socket::socket(AddressFamily::Unix, ty, SockFlag::SOCK_CLOEXEC, None)
-}
-
-fn unix_pair(ty: SockType) -> Result<(OwnedFd, OwnedFd), Errno> {
-    socket::socketpair(AddressFamily::Unix, ty, None, SockFlag::SOCK_CLOEXEC)
 }
 
 fn io_errno(e: std::io::Error) -> Errno {

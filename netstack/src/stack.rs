@@ -17,7 +17,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use nix::errno::Errno;
-use nix::sys::socket::{self, MsgFlags, SockFlag, SockType, UnixAddr};
+use nix::fcntl::{fcntl, FcntlArg, OFlag};
+use nix::sys::socket::{self, MsgFlags, SockType, UnixAddr};
 use nix::sys::stat::{fstat, SFlag};
 use parking_lot::Mutex;
 
@@ -25,6 +26,7 @@ use crate::addr;
 use crate::bound;
 use crate::egress::{DenialLog, Egress, NoEgress};
 use crate::name::{Named, Namer, Proto};
+use crate::sockets::{LocalSockets, UnixSockets};
 use crate::table::{Meta, Table};
 
 /// The first and last ephemeral port (Linux's ip_local_port_range).
@@ -37,6 +39,8 @@ pub struct Stack {
     pub namer: Namer,
     pub table: Table,
     egress: Box<dyn Egress>,
+    /// Where host sockets are made (the sandbox's network namespace).
+    sockets: Arc<dyn UnixSockets>,
     denials: Arc<DenialLog>,
     /// Serialises explicit binds: the conflict check and the bind are one
     /// step (exact duplicates the kernel refuses by itself).
@@ -74,6 +78,7 @@ impl Stack {
             namer: Namer::random(),
             table: Table::default(),
             egress,
+            sockets: Arc::new(LocalSockets),
             denials: Arc::new(DenialLog::default()),
             bind_lock: Mutex::new(()),
             pending: Mutex::new(HashMap::new()),
@@ -84,6 +89,20 @@ impl Stack {
     /// Replaces the egress (the default denies everything).
     pub fn set_egress(&mut self, egress: Box<dyn Egress>) {
         self.egress = egress;
+    }
+
+    /// Makes every host socket from `sockets` (the default: the calling
+    /// thread's own network namespace), and reads that namespace's list
+    /// of unix sockets for bind conflicts and collection.
+    pub fn set_sockets(&mut self, sockets: Arc<dyn UnixSockets>) {
+        self.table.set_listing(sockets.listing());
+        self.sockets = sockets;
+    }
+
+    /// The source of this stack's host sockets (for egress and the DNS
+    /// stub, whose guest-side sockets must be in the same namespace).
+    pub fn sockets(&self) -> Arc<dyn UnixSockets> {
+        self.sockets.clone()
     }
 
     pub fn egress(&self) -> &dyn Egress {
@@ -121,11 +140,10 @@ impl Stack {
             Proto::Tcp => SockType::Stream,
             Proto::Udp => SockType::Datagram,
         };
-        let mut flags = SockFlag::SOCK_CLOEXEC;
+        let fd = self.sockets.socket(ty)?;
         if nonblock {
-            flags |= SockFlag::SOCK_NONBLOCK;
+            fcntl(fd.as_raw_fd(), FcntlArg::F_SETFL(OFlag::O_NONBLOCK))?;
         }
-        let fd = socket::socket(socket::AddressFamily::Unix, ty, flags, None)?;
         let mut meta = Meta::new(domain, proto);
         if protocol != 0 {
             meta.protocol = protocol;
@@ -190,7 +208,8 @@ impl Stack {
             addr: a,
             v6only: s.meta.v6only(),
         };
-        let taken = bound::bound_on(&self.namer, new.proto, a.port());
+        let listing = self.sockets.listing();
+        let taken = bound::bound_on(&listing, &self.namer, new.proto, a.port());
         if taken.iter().any(|(_, old)| bound::conflicts(&new, old)) {
             return Err(Errno::EADDRINUSE);
         }

@@ -5,12 +5,13 @@
 //! is not the netstack's (the guest's own `AF_UNIX` socket).
 //!
 //! Owns: the table and its garbage collection (when it has doubled since
-//! the last collection, entries whose inode no longer exists in
-//! `/proc/net/unix` are dropped), so a guest making millions of sockets
+//! the last collection, entries whose inode no longer exists in the
+//! namespace's `/proc/<pid>/net/unix` are dropped), so a guest making millions of sockets
 //! cannot grow it without bound. Does not own: the sockets themselves.
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
+use std::path::PathBuf;
 
 use parking_lot::Mutex;
 
@@ -77,6 +78,8 @@ const GC_FLOOR: usize = 1024;
 #[derive(Debug)]
 pub struct Table {
     inner: Mutex<Inner>,
+    /// The kernel's list of the namespace's unix sockets.
+    listing: PathBuf,
 }
 
 #[derive(Debug)]
@@ -92,18 +95,29 @@ impl Default for Table {
                 map: HashMap::new(),
                 collect_at: GC_FLOOR,
             }),
+            listing: PathBuf::from(crate::sockets::OWN_PROC_NET_UNIX),
         }
     }
 }
 
 impl Table {
+    /// Collects against this list of unix sockets (the namespace the
+    /// sockets are made in).
+    pub fn set_listing(&mut self, listing: PathBuf) {
+        self.listing = listing;
+    }
+
     /// Records a socket, collecting dead entries first when due.
     pub fn insert(&self, inode: u64, meta: Meta) {
         let due = {
             let inner = self.inner.lock();
             inner.map.len() >= inner.collect_at
         };
-        let live = if due { bound::live_inodes() } else { None };
+        let live = if due {
+            bound::live_inodes(&self.listing)
+        } else {
+            None
+        };
         let mut inner = self.inner.lock();
         if let Some(live) = live {
             inner.map.retain(|inode, _| live.contains(inode));

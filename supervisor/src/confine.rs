@@ -141,11 +141,12 @@ pub const ALLOWED: &[S] = &[
     S::getegid,
 ];
 
-/// Calls allowed only when `--allow-net` gives egress: the unix pair a
-/// relayed connection is carried on, the host resolver's batched queries
-/// (the DNS stub's lookups through getaddrinfo), and the send timeout that
-/// bounds an egress connect.
-pub const EGRESS_ALLOWED: &[S] = &[S::socketpair, S::sendmmsg, S::setsockopt];
+/// Calls allowed only when `--allow-net` gives egress: the host
+/// resolver's batched queries (the DNS stub's lookups through
+/// getaddrinfo), and the send timeout that bounds an egress connect.
+/// (A relayed connection's unix pair comes from the socket factory:
+/// `socketpair` is EPERM here.)
+pub const EGRESS_ALLOWED: &[S] = &[S::sendmmsg, S::setsockopt];
 
 /// Calls that kill the supervisor (and with it, by PDEATHSIG, the
 /// sandbox): what an attacker who took over the supervisor would reach
@@ -257,17 +258,13 @@ pub fn program(egress: bool) -> Vec<bpf::Insn> {
     // With egress, glibc's resolver (the DNS stub's host lookups) opens a
     // NETLINK_ROUTE socket to sort several addresses and copes with a
     // refusal: other families fail with EAFNOSUPPORT instead of killing.
-    let (families, other_family, socketpair) = match egress {
-        true => (
-            UNIX_OR_INET,
-            SECCOMP_RET_ERRNO | libc::EAFNOSUPPORT as u32,
-            SECCOMP_RET_ALLOW,
-        ),
-        false => (UNIX_ONLY, SECCOMP_RET_KILL_PROCESS, denied),
+    let (families, other_family) = match egress {
+        true => (UNIX_OR_INET, SECCOMP_RET_ERRNO | libc::EAFNOSUPPORT as u32),
+        false => (UNIX_ONLY, SECCOMP_RET_KILL_PROCESS),
     };
     let allow = ALLOWED
         .iter()
-        .chain(extra.iter().filter(|s| **s != S::socketpair))
+        .chain(extra.iter())
         .map(|s| (*s, Action::Ret(SECCOMP_RET_ALLOW)));
     let kill = KILLED
         .iter()
@@ -285,7 +282,6 @@ pub fn program(egress: bool) -> Vec<bpf::Insn> {
             S::socket,
             Action::If(families, SECCOMP_RET_ALLOW, other_family),
         ),
-        (S::socketpair, Action::If(UNIX_ONLY, socketpair, denied)),
     ];
     let list: Vec<_> = special.into_iter().chain(allow).chain(kill).collect();
     bpf::compile_actions(&list, denied)
@@ -321,7 +317,7 @@ mod tests {
     }
 
     #[test]
-    fn egress_opens_internet_sockets_and_unix_pairs_only() {
+    fn egress_opens_internet_sockets_and_no_pairs() {
         // Other families are refused (not killed: glibc's resolver tries
         // NETLINK_ROUTE).
         let (unix, inet, inet6) = (
@@ -340,10 +336,7 @@ mod tests {
             let args = [family as u64, 3, 0, 0, 0, 0];
             assert_eq!(with_egress(S::socket, args), eafnosupport);
         }
-        assert_eq!(
-            with_egress(S::socketpair, [unix, 1, 0, 0, 0, 0]),
-            SECCOMP_RET_ALLOW
-        );
+        assert_eq!(with_egress(S::socketpair, [unix, 1, 0, 0, 0, 0]), EPERM);
         assert_eq!(with_egress(S::socketpair, [inet, 1, 0, 0, 0, 0]), EPERM);
         assert_eq!(action(S::socketpair, [unix, 1, 0, 0, 0, 0]), EPERM);
         assert_eq!(with_egress(S::sendmmsg, [0; 6]), SECCOMP_RET_ALLOW);

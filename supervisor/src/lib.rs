@@ -14,6 +14,7 @@ pub mod oci;
 pub mod output;
 pub mod report;
 pub mod run;
+pub mod socket_factory;
 pub mod sys;
 pub mod trap;
 pub mod tty;

@@ -21,7 +21,7 @@ use netstack::outbound::Outbound;
 use netstack::publish::{PublishSpec, Publisher, Serving};
 use netstack::rules::{AllowList, Resolved, Rule};
 use netstack::{Proto, Stack};
-use nix::sys::socket::{self, AddressFamily, Backlog, SockFlag, SockType, UnixAddr};
+use nix::sys::socket::{self, Backlog, SockType, UnixAddr};
 use sandbox_syscalls::Context;
 
 /// Binds every `--publish` host socket. Call it before launch (no thread
@@ -48,8 +48,8 @@ impl Network {
         if !rules.is_empty() {
             let allow = Arc::new(AllowList::new(rules.to_vec()));
             let resolved = Arc::new(Resolved::new());
-            let namer = ctx.net().namer.clone();
-            let outbound = Outbound::new(allow.clone(), resolved.clone(), namer);
+            let (namer, sockets) = (ctx.net().namer.clone(), ctx.net().sockets());
+            let outbound = Outbound::new(allow.clone(), resolved.clone(), namer, sockets);
             ctx.set_egress(Box::new(outbound))
                 .map_err(|e| format!("cannot plug in egress: {e}"))?;
             if allow.has_name_rules() {
@@ -101,7 +101,8 @@ fn bound(net: &Stack, proto: Proto, addr: SocketAddr) -> Result<OwnedFd, nix::Er
         Proto::Tcp => SockType::Stream,
         Proto::Udp => SockType::Datagram,
     };
-    let fd = socket::socket(AddressFamily::Unix, ty, SockFlag::SOCK_CLOEXEC, None)?;
+    // Made where the guest's sockets are (the sandbox's namespace).
+    let fd = net.sockets().socket(ty)?;
     let name = net.namer.encode(proto, addr, false);
     socket::bind(fd.as_raw_fd(), &UnixAddr::new_abstract(&name)?)?;
     Ok(fd)

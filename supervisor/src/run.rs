@@ -7,7 +7,7 @@
 //! not own any of the steps themselves.
 
 use std::ffi::OsString;
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsFd, OwnedFd};
 use std::sync::Arc;
 use std::thread;
 use std::time::Instant;
@@ -28,6 +28,7 @@ use crate::limits::{format_size, kill_message, watchdog, Enforcement, Kill, Limi
 use crate::network::{self, Network};
 use crate::output::{Capture, Meter};
 use crate::report::{CpuTime, LimitsReport, Reason, Report};
+use crate::socket_factory::SocketFactory;
 use crate::trap;
 use crate::trap::trace::Tracer;
 use crate::tty;
@@ -122,13 +123,6 @@ impl Guards {
             eprintln!("supervisor: warning: {w}");
             report.limits.warning = Some(w.clone());
         }
-        if !crate::sys::landlock::has_abstract_unix_scope() {
-            eprintln!(
-                "supervisor: warning: this kernel lacks Landlock's abstract unix socket scope \
-                 (Linux 6.12+): the guest's TCP/UDP sockets are not kept from the host's \
-                 abstract unix sockets"
-            );
-        }
         let dirs = enforcement.cgroup_dirs();
         let janitor = match dirs.is_empty() {
             true => None,
@@ -184,10 +178,23 @@ fn serve_and_wait(
     let publishers = network::bind_publishers(&args.publish).map_err(setup_error)?;
     // Launch forks: it must happen before this process has any thread.
     let launched = launch::launch_with(config, &guards.enforcement);
+    // Forks too: still before any thread (the output relays start below).
+    let sockets = launched
+        .as_ref()
+        .ok()
+        .map(|s| SocketFactory::start(s.userns.as_fd(), s.netns.as_fd()));
     if let (Some(capture), Some(meter)) = (&mut capture, &guards.meter) {
         capture.restore(meter);
     }
     let mut sandbox = launched?;
+    // `launched` was Ok, so the factory was started.
+    let sockets = match sockets.unwrap_or_else(|| Err("socket factory: not started".into())) {
+        Ok(factory) => Arc::new(factory),
+        Err(e) => {
+            sandbox.kill();
+            return Err(setup_error(e));
+        }
+    };
     guards.tripwire.arm(sandbox.init_pid).map_err(setup_error)?;
     umask(Mode::empty()); // handlers apply the guest's own umask
     let workers = args.workers.unwrap_or(1);
@@ -197,6 +204,7 @@ fn serve_and_wait(
     let counters = Arc::new(guards.enforcement.counters());
     let mut ctx = Context::new(root, getuid().as_raw(), getgid().as_raw());
     ctx.set_limits(guest_limits(args, &counters));
+    ctx.set_sockets(sockets).map_err(supervisor_error)?;
     let net_denials = ctx.net_denials();
     let network = match Network::start(&args.allow_net, publishers, &mut ctx) {
         Ok(n) => n,

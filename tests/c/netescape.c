@@ -1,5 +1,5 @@
 /* netescape NAME: from a netstack socket (a host AF_UNIX socket in the
- * supervisor's network namespace), try to reach the abstract unix name
+ * sandbox's own network namespace), try to reach the abstract unix name
  * NAME that a host process bound outside the sandbox, every way the
  * policy lets an AF_UNIX address through. Prints one errno per try. */
 #define _GNU_SOURCE

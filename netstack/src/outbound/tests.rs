@@ -11,6 +11,7 @@ fn outbound(rules: &[&str]) -> Outbound {
         Arc::new(AllowList::new(rules)),
         Arc::new(Resolved::new()),
         Namer::new("0123456789abcdef"),
+        Arc::new(crate::sockets::LocalSockets),
     )
 }
 

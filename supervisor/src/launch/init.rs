@@ -40,6 +40,11 @@ use crate::sys::process::{
 };
 use crate::sys::term::open_pty;
 
+/// Set in the supervisor's environment, init skips Landlock's scope: for
+/// tests that show the network namespace alone keeps the guest from the
+/// host's abstract sockets (it only ever weakens the invoker's own run).
+pub const NO_LANDLOCK_FOR_TESTS: &str = "SUPERVISOR_TEST_NO_LANDLOCK";
+
 /// Signals init passes on to the guest's main process.
 pub const FORWARDED: &[Signal] = &[
     Signal::SIGINT,
@@ -66,6 +71,9 @@ pub(super) struct InitArgs<'a> {
     /// Files to write "0" to first: cgroup v1 `tasks` files (see
     /// `SandboxCgroup::self_join_files`).
     pub self_join: &'a [OwnedFd],
+    /// Put the guest under Landlock's abstract-socket scope (unless the
+    /// test switch [`NO_LANDLOCK_FOR_TESTS`] was set).
+    pub landlock: bool,
 }
 
 /// Runs init; never returns.
@@ -202,12 +210,15 @@ fn setup(args: &InitArgs<'_>) -> Result<(OwnedFd, Option<Pty>, Option<File>), St
     // The guest's uptime and boot time are the sandbox's.
     super::timens::fresh_clocks()?;
     privs::drop_privileges()?;
-    // The netstack's sockets live in the supervisor's network namespace:
-    // keep the guest from its abstract names (sys/landlock.rs). Kernels
-    // before 6.12 lack the scope and go without.
-    match crate::sys::landlock::scope_abstract_unix_sockets() {
-        Ok(()) | Err(Errno::EOPNOTSUPP) | Err(Errno::ENOSYS) => {}
-        Err(e) => return Err(format!("landlock scope: {}", e.desc())),
+    // Defence in depth: the netstack's sockets live in the sandbox's own
+    // network namespace (socket_factory.rs); the scope also keeps the
+    // guest from abstract names made outside its domain
+    // (sys/landlock.rs). Kernels before 6.12 lack it and go without.
+    if args.landlock {
+        match crate::sys::landlock::scope_abstract_unix_sockets() {
+            Ok(()) | Err(Errno::EOPNOTSUPP) | Err(Errno::ENOSYS) => {}
+            Err(e) => return Err(format!("landlock scope: {}", e.desc())),
+        }
     }
     Ok((privs::install_filter(args.filter)?, pty, last_pid))
 }

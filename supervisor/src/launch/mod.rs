@@ -32,7 +32,7 @@ mod exec_request;
 mod flush;
 mod init;
 mod plan;
-mod privs;
+pub(crate) mod privs;
 mod rootfs;
 mod timens;
 mod userns;
@@ -177,6 +177,11 @@ pub struct Sandbox {
     pub root: OwnedFd,
     /// The master of the guest's pseudo-terminal, if [`LaunchConfig::pty`] asked for one.
     pub pty_master: Option<OwnedFd>,
+    /// `/proc/<init>/ns/user` and `/proc/<init>/ns/net`: the sandbox's
+    /// user and network namespaces (opened while init may still be
+    /// inspected; the socket factory joins them).
+    pub userns: OwnedFd,
+    pub netns: OwnedFd,
     channel: Channel,
     start: OwnedFd,
     exec_report: OwnedFd,
@@ -292,6 +297,7 @@ pub fn launch_with(cfg: &LaunchConfig, hooks: &dyn InitHooks) -> Result<Sandbox,
                 workdir: &workdir,
                 pty: cfg.pty,
                 self_join: hooks.self_join_files(),
+                landlock: std::env::var_os(init::NO_LANDLOCK_FOR_TESTS).is_none(),
             })
         }
         Ok(Forked::Parent(pid)) => {
@@ -301,6 +307,8 @@ pub fn launch_with(cfg: &LaunchConfig, hooks: &dyn InitHooks) -> Result<Sandbox,
                 listener: placeholder_fd()?,
                 root: placeholder_fd()?,
                 pty_master: None,
+                userns: placeholder_fd()?,
+                netns: placeholder_fd()?,
                 channel: ours,
                 start: start_tx,
                 exec_report: exec_rx,
@@ -324,6 +332,17 @@ fn placeholder_fd() -> Result<OwnedFd, LaunchError> {
         .open("/")
         .map(OwnedFd::from)
         .map_err(|e| LaunchError::setup(format!("opening /: {e}")))
+}
+
+/// `/proc/<pid>/ns/<name>`. Before init makes itself non-dumpable: an
+/// unprivileged supervisor may not open it afterwards.
+fn open_namespace(pid: Pid, name: &str) -> Result<OwnedFd, LaunchError> {
+    OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_CLOEXEC)
+        .open(format!("/proc/{pid}/ns/{name}"))
+        .map(OwnedFd::from)
+        .map_err(|e| LaunchError::setup(format!("opening the sandbox's {name} namespace: {e}")))
 }
 
 impl Sandbox {
@@ -361,6 +380,8 @@ impl Sandbox {
             .open(format!("/proc/{pid}/root"))
             .map(OwnedFd::from)
             .map_err(|e| LaunchError::setup(format!("opening the sandbox's root: {e}")))?;
+        self.userns = open_namespace(pid, "user")?;
+        self.netns = open_namespace(pid, "net")?;
         hooks.set_up(pid).map_err(LaunchError::setup)?;
         // Init may now hide itself from the guest (see init.rs).
         self.channel

@@ -115,6 +115,58 @@ pub fn recv_with_fd(sock: BorrowedFd<'_>, buf: &mut [u8]) -> nix::Result<(usize,
     Ok((msg.bytes, received))
 }
 
+/// Sends `data` on a unix socket with every descriptor of `fds` attached
+/// (one SCM_RIGHTS message).
+pub fn send_with_fds(sock: BorrowedFd<'_>, data: &[u8], fds: &[BorrowedFd<'_>]) -> nix::Result<()> {
+    let raw: Vec<RawFd> = fds.iter().map(|f| f.as_raw_fd()).collect();
+    let cmsg: Vec<ControlMessage> = match raw.is_empty() {
+        true => Vec::new(),
+        false => vec![ControlMessage::ScmRights(&raw)],
+    };
+    let iov = [IoSlice::new(data)];
+    loop {
+        match sendmsg::<()>(sock.as_raw_fd(), &iov, &cmsg, MsgFlags::MSG_NOSIGNAL, None) {
+            Err(Errno::EINTR) => continue,
+            r => return r.map(drop),
+        }
+    }
+}
+
+/// Most descriptors [`recv_with_fds`] takes from one message.
+pub const MAX_FDS: usize = 64;
+
+/// Receives one message from a unix socket: its length (0 at end of
+/// stream) and the descriptors it carried (close-on-exec, at most
+/// [`MAX_FDS`]; a message with more is truncated by the kernel, which
+/// closes the rest).
+pub fn recv_with_fds(sock: BorrowedFd<'_>, buf: &mut [u8]) -> nix::Result<(usize, Vec<OwnedFd>)> {
+    let mut space = nix::cmsg_space!([RawFd; MAX_FDS]);
+    let mut iov = [IoSliceMut::new(buf)];
+    let msg = loop {
+        match recvmsg::<()>(
+            sock.as_raw_fd(),
+            &mut iov,
+            Some(&mut space),
+            MsgFlags::MSG_CMSG_CLOEXEC,
+        ) {
+            Err(Errno::EINTR) => continue,
+            r => break r?,
+        }
+    };
+    let mut received = Vec::new();
+    for c in msg.cmsgs()? {
+        if let ControlMessageOwned::ScmRights(fds) = c {
+            // SAFETY: the kernel just installed these descriptors in our
+            // table for this message; we are their only owner.
+            received.extend(
+                fds.into_iter()
+                    .map(|fd| unsafe { OwnedFd::from_raw_fd(fd) }),
+            );
+        }
+    }
+    Ok((msg.bytes, received))
+}
+
 /// Writes all of `data`, waiting if `fd` is non-blocking and full.
 pub fn write_all(fd: BorrowedFd<'_>, mut data: &[u8]) -> nix::Result<()> {
     use nix::poll::{poll, PollFd, PollFlags, PollTimeout};

@@ -99,6 +99,17 @@ impl Context {
         Ok(())
     }
 
+    /// Makes the netstack's host sockets from `sockets` (the sandbox's
+    /// network namespace); same rule as [`Context::set_egress`].
+    pub fn set_sockets(
+        &mut self,
+        sockets: std::sync::Arc<dyn netstack::UnixSockets>,
+    ) -> Result<(), nix::errno::Errno> {
+        let net = std::sync::Arc::get_mut(&mut self.net).ok_or(nix::errno::Errno::EBUSY)?;
+        net.set_sockets(sockets);
+        Ok(())
+    }
+
     /// The sandbox's socket layer, for what serves it from outside the
     /// trap: the DNS stub's sockets, `--publish` connections.
     pub fn net(&self) -> std::sync::Arc<netstack::Stack> {

@@ -1,0 +1,54 @@
+//! Where the netstack's host `AF_UNIX` sockets come from, and where the
+//! kernel lists them.
+//!
+//! An abstract unix name is looked up in the network namespace the
+//! socket was *created* in (`sock_net(sk)`), whichever thread binds,
+//! connects or sends on it later. So every socket that stands for a
+//! guest TCP/UDP socket, or that the guest's sockets reach by name (the
+//! DNS stub's, `--publish`'s guest side, egress's guest side), must be
+//! created in the sandbox's own network namespace, where only the
+//! sandbox's own abstract names exist. A run plugs in a source that does
+//! so (the supervisor's socket factory); [`LocalSockets`] creates them in
+//! the caller's namespace, for tests of this crate.
+//!
+//! Owns: the [`UnixSockets`] seam and the in-process source. Does not
+//! own: entering namespaces (the supervisor does).
+
+use std::os::fd::OwnedFd;
+use std::path::PathBuf;
+
+use nix::errno::Errno;
+use nix::sys::socket::{self, AddressFamily, SockFlag, SockType};
+
+/// `/proc/net/unix` of the caller's own network namespace.
+pub const OWN_PROC_NET_UNIX: &str = "/proc/net/unix";
+
+/// A source of `AF_UNIX` sockets in one network namespace. Every socket
+/// it returns is close-on-exec and blocking.
+pub trait UnixSockets: Send + Sync {
+    /// A new unbound socket of type `ty` (stream or datagram).
+    fn socket(&self, ty: SockType) -> Result<OwnedFd, Errno>;
+    /// A connected pair of type `ty`.
+    fn pair(&self, ty: SockType) -> Result<(OwnedFd, OwnedFd), Errno>;
+    /// The kernel's list of the unix sockets of that namespace (the
+    /// `/proc/<pid>/net/unix` of a process inside it).
+    fn listing(&self) -> PathBuf;
+}
+
+/// Sockets created by the calling thread, in its own network namespace.
+#[derive(Debug, Default)]
+pub struct LocalSockets;
+
+impl UnixSockets for LocalSockets {
+    fn socket(&self, ty: SockType) -> Result<OwnedFd, Errno> {
+        socket::socket(AddressFamily::Unix, ty, SockFlag::SOCK_CLOEXEC, None)
+    }
+
+    fn pair(&self, ty: SockType) -> Result<(OwnedFd, OwnedFd), Errno> {
+        socket::socketpair(AddressFamily::Unix, ty, None, SockFlag::SOCK_CLOEXEC)
+    }
+
+    fn listing(&self) -> PathBuf {
+        PathBuf::from(OWN_PROC_NET_UNIX)
+    }
+}

@@ -1,0 +1,331 @@
+//! The socket factory: a small process, forked from the supervisor, that
+//! lives in the sandbox's network namespace and makes the netstack's
+//! `AF_UNIX` sockets there, so abstract names used on them resolve only
+//! among the sandbox's own (see `netstack::sockets`).
+//!
+//! Why a process and not a thread: `setns(CLONE_NEWNET)` needs
+//! CAP_SYS_ADMIN in the namespace's user namespace *and* in the caller's
+//! own. An unprivileged supervisor stays in the host's user namespace and
+//! has neither; a single-threaded process forked from it can join the
+//! sandbox's user namespace (it owns it), which gives it those
+//! capabilities there, and then the network namespace. Root goes the same
+//! way, so both share one path.
+//!
+//! The factory is forked while the supervisor is single-threaded, outside
+//! the sandbox's pid namespace (the guest cannot see or signal it), keeps
+//! no descriptor but its end of a `SOCK_SEQPACKET` pair, drops every
+//! capability and sets no_new_privs once inside, and dies with
+//! the supervisor (`PR_SET_PDEATHSIG`, and at end of file on the pair).
+//! Each request names a kind and a count; each answer carries an errno
+//! and the numbers of the new sockets in the factory's table, which the
+//! supervisor copies with `pidfd_getfd` (its own child, same owner);
+//! then it says "close" and the factory drops its copies before it
+//! answers, so a socket the guest closes is gone at once. Not
+//! `SCM_RIGHTS`: on Linux 6.18, closing unix sockets that were once in
+//! flight costs about 10 µs more each (the in-flight garbage collector's
+//! bookkeeping), and a process holding thousands of them slows to a
+//! crawl. Single sockets come in batches kept in a small pool, so most
+//! `socket()` calls of the guest cost no round trip.
+//!
+//! Owns: the factory process, its protocol, the pool. Does not own: what
+//! the sockets are used for (netstack), or finding the namespaces
+//! (launch hands them over).
+
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
+use std::path::PathBuf;
+
+use netstack::UnixSockets;
+use nix::errno::Errno;
+use nix::sched::{setns, CloneFlags};
+use nix::sys::signal::Signal;
+use nix::sys::socket::{self, AddressFamily, SockFlag, SockType};
+use nix::sys::wait::waitpid;
+use nix::unistd::{getpid, getppid, Pid};
+use parking_lot::Mutex;
+
+use crate::sys::fd::{close_all_except, recv_with_fds, send_with_fds};
+use crate::sys::pidfd;
+use crate::sys::process::{clone_process, exit_now, Forked};
+
+/// Single sockets fetched per round trip.
+const BATCH: u8 = 64;
+/// An answer: an errno, then up to [`BATCH`] descriptor numbers.
+const ANSWER_LEN: usize = 4 * (1 + BATCH as usize);
+
+/// What a request asks for (its first byte).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    Stream = 0,
+    Datagram = 1,
+    StreamPair = 2,
+    DatagramPair = 3,
+    /// The supervisor has its copies: drop ours.
+    Close = 4,
+}
+
+impl Kind {
+    fn parse(byte: u8) -> Option<Kind> {
+        [
+            Kind::Stream,
+            Kind::Datagram,
+            Kind::StreamPair,
+            Kind::DatagramPair,
+            Kind::Close,
+        ]
+        .into_iter()
+        .find(|k| *k as u8 == byte)
+    }
+
+    fn single(ty: SockType) -> Kind {
+        match ty {
+            SockType::Stream => Kind::Stream,
+            _ => Kind::Datagram,
+        }
+    }
+
+    fn pair(ty: SockType) -> Kind {
+        match ty {
+            SockType::Stream => Kind::StreamPair,
+            _ => Kind::DatagramPair,
+        }
+    }
+
+    fn sock_type(self) -> SockType {
+        match self {
+            Kind::Datagram | Kind::DatagramPair => SockType::Datagram,
+            _ => SockType::Stream,
+        }
+    }
+}
+
+/// The supervisor's handle on its factory; `&SocketFactory` serves many
+/// workers.
+pub struct SocketFactory {
+    pid: Pid,
+    pidfd: OwnedFd,
+    channel: Mutex<OwnedFd>,
+    /// Unused single sockets: stream, datagram.
+    pools: [Mutex<Vec<OwnedFd>>; 2],
+}
+
+impl std::fmt::Debug for SocketFactory {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SocketFactory")
+            .field("pid", &self.pid)
+            .finish()
+    }
+}
+
+impl SocketFactory {
+    /// Forks the factory, which joins `userns` and then `netns` (the
+    /// sandbox's), and waits until it has. Call it while this process has
+    /// a single thread.
+    pub fn start(userns: BorrowedFd<'_>, netns: BorrowedFd<'_>) -> Result<SocketFactory, String> {
+        let err = |what: &str, e: Errno| format!("socket factory: {what}: {}", e.desc());
+        let (ours, theirs) = socket::socketpair(
+            AddressFamily::Unix,
+            SockType::SeqPacket,
+            None,
+            SockFlag::SOCK_CLOEXEC,
+        )
+        .map_err(|e| err("socketpair", e))?;
+        let parent = getpid();
+        match clone_process(CloneFlags::empty()).map_err(|e| err("fork", e))? {
+            Forked::Child => {
+                drop(ours);
+                factory_main(parent, theirs, userns, netns)
+            }
+            Forked::Parent(pid) => {
+                drop(theirs);
+                // Our child, not reaped before `Drop`: the pid is its own.
+                let pidfd = pidfd::open(pid.as_raw(), false).map_err(|e| err("pidfd", e))?;
+                let factory = SocketFactory {
+                    pid,
+                    pidfd,
+                    channel: Mutex::new(ours),
+                    pools: Default::default(),
+                };
+                let mut status = [0u8; 4];
+                let (n, _) = recv_with_fds(factory.channel.lock().as_fd(), &mut status)
+                    .map_err(|e| err("waiting for it", e))?;
+                match (n, i32::from_ne_bytes(status)) {
+                    (4, 0) => Ok(factory),
+                    (4, errno) => Err(err(
+                        "entering the sandbox's network namespace",
+                        Errno::from_raw(errno),
+                    )),
+                    _ => Err("socket factory: it died while starting".into()),
+                }
+            }
+        }
+    }
+
+    /// The factory's pid (outside the sandbox).
+    pub fn pid(&self) -> Pid {
+        self.pid
+    }
+
+    /// `count` of `kind`: the factory makes them, we copy them, it
+    /// drops its copies.
+    fn request(&self, kind: Kind, count: u8) -> Result<Vec<OwnedFd>, Errno> {
+        let channel = self.channel.lock();
+        let numbers = ask(channel.as_fd(), kind, count)?;
+        let copied: Result<Vec<OwnedFd>, Errno> = numbers
+            .iter()
+            .map(|&n| pidfd::getfd(self.pidfd.as_fd(), n))
+            .collect();
+        ask(channel.as_fd(), Kind::Close, 0)?;
+        let fds = copied.map_err(lost)?;
+        let expected = match kind {
+            Kind::StreamPair | Kind::DatagramPair => 2,
+            _ => usize::from(count),
+        };
+        match fds.len() == expected {
+            true => Ok(fds),
+            false => Err(Errno::ENOBUFS),
+        }
+    }
+}
+
+/// One round trip on the channel: the descriptor numbers of the answer.
+fn ask(channel: BorrowedFd<'_>, kind: Kind, count: u8) -> Result<Vec<i32>, Errno> {
+    send_with_fds(channel, &[kind as u8, count], &[]).map_err(lost)?;
+    let mut answer = [0u8; ANSWER_LEN];
+    let (n, _) = recv_with_fds(channel, &mut answer).map_err(lost)?;
+    let mut words = answer[..n.min(ANSWER_LEN)]
+        .chunks_exact(4)
+        .map(|w| i32::from_ne_bytes([w[0], w[1], w[2], w[3]]));
+    match words.next() {
+        Some(0) => Ok(words.collect()),
+        Some(errno) => Err(Errno::from_raw(errno)),
+        None => Err(Errno::ENOBUFS),
+    }
+}
+
+/// A channel failure (the factory is gone): the guest's socket() fails
+/// as a host out of resources would make it.
+fn lost(_: Errno) -> Errno {
+    Errno::ENOBUFS
+}
+
+impl UnixSockets for SocketFactory {
+    fn socket(&self, ty: SockType) -> Result<OwnedFd, Errno> {
+        let kind = Kind::single(ty);
+        let pool = &self.pools[kind as usize];
+        if let Some(fd) = pool.lock().pop() {
+            return Ok(fd);
+        }
+        let mut fresh = self.request(kind, BATCH)?;
+        let fd = fresh.pop().ok_or(Errno::ENOBUFS)?;
+        pool.lock().extend(fresh);
+        Ok(fd)
+    }
+
+    fn pair(&self, ty: SockType) -> Result<(OwnedFd, OwnedFd), Errno> {
+        let mut fds = self.request(Kind::pair(ty), 1)?.into_iter();
+        match (fds.next(), fds.next()) {
+            (Some(a), Some(b)) => Ok((a, b)),
+            _ => Err(Errno::ENOBUFS),
+        }
+    }
+
+    fn listing(&self) -> PathBuf {
+        PathBuf::from(format!("/proc/{}/net/unix", self.pid))
+    }
+}
+
+impl Drop for SocketFactory {
+    /// Closing the channel ends the factory; it is reaped here.
+    fn drop(&mut self) {
+        let _ = socket::shutdown(self.channel.get_mut().as_raw_fd(), socket::Shutdown::Both);
+        while let Err(Errno::EINTR) = waitpid(self.pid, None) {}
+    }
+}
+
+/// The factory's life: die with the supervisor, keep only the channel,
+/// enter the namespaces, say so, serve until the supervisor hangs up.
+fn factory_main(parent: Pid, channel: OwnedFd, userns: BorrowedFd<'_>, netns: BorrowedFd<'_>) -> ! {
+    if nix::sys::prctl::set_pdeathsig(Signal::SIGKILL).is_err() || getppid() != parent {
+        exit_now(1);
+    }
+    let entered = enter(&channel, userns, netns);
+    let status = match entered {
+        Ok(()) => 0,
+        Err(e) => e as i32,
+    };
+    if send_with_fds(channel.as_fd(), &status.to_ne_bytes(), &[]).is_err() || entered.is_err() {
+        exit_now(1);
+    }
+    serve(channel.as_fd());
+    exit_now(0)
+}
+
+/// Closes every other descriptor (stdio included: the supervisor may be
+/// waiting for the end of a pipe there) and joins the namespaces.
+fn enter(channel: &OwnedFd, userns: BorrowedFd<'_>, netns: BorrowedFd<'_>) -> Result<(), Errno> {
+    let keep = [channel.as_raw_fd(), userns.as_raw_fd(), netns.as_raw_fd()];
+    close_all_except(&keep)?;
+    for fd in 0..3 {
+        if !keep.contains(&fd) {
+            let _ = nix::unistd::close(fd);
+        }
+    }
+    setns(userns, CloneFlags::CLONE_NEWUSER)?;
+    setns(netns, CloneFlags::CLONE_NEWNET)?;
+    close_all_except(&[channel.as_raw_fd()])?;
+    // Joining the user namespace gave every capability in it; making
+    // unix sockets needs none.
+    crate::launch::privs::drop_privileges().map_err(|_| Errno::EPERM)
+}
+
+/// Answers requests until end of file or an error on the channel. The
+/// last batch is kept until the supervisor says it has copied it.
+fn serve(channel: BorrowedFd<'_>) {
+    let mut request = [0u8; 2];
+    let mut held: Vec<OwnedFd> = Vec::new();
+    loop {
+        let n = match recv_with_fds(channel, &mut request) {
+            Ok((n, _)) => n,
+            Err(_) => return,
+        };
+        if n == 0 {
+            return;
+        }
+        held.clear();
+        let made = match (n, Kind::parse(request[0])) {
+            (2, Some(Kind::Close)) => Ok(Vec::new()),
+            (2, Some(kind)) => make(kind, request[1].min(BATCH)),
+            _ => Err(Errno::EINVAL),
+        };
+        let mut answer = Vec::with_capacity(ANSWER_LEN);
+        match made {
+            Ok(fds) => {
+                answer.extend(0i32.to_ne_bytes());
+                for fd in &fds {
+                    answer.extend(fd.as_raw_fd().to_ne_bytes());
+                }
+                held = fds;
+            }
+            Err(e) => answer.extend((e as i32).to_ne_bytes()),
+        }
+        if send_with_fds(channel, &answer, &[]).is_err() {
+            return;
+        }
+    }
+}
+
+/// `count` sockets, or one pair, of `kind`, made in this namespace.
+fn make(kind: Kind, count: u8) -> Result<Vec<OwnedFd>, Errno> {
+    let ty = kind.sock_type();
+    let flags = SockFlag::SOCK_CLOEXEC;
+    match kind {
+        Kind::StreamPair | Kind::DatagramPair => {
+            let (a, b) = socket::socketpair(AddressFamily::Unix, ty, None, flags)?;
+            Ok(vec![a, b])
+        }
+        Kind::Stream | Kind::Datagram => (0..count)
+            .map(|_| socket::socket(AddressFamily::Unix, ty, flags, None))
+            .collect(),
+        Kind::Close => Ok(Vec::new()),
+    }
+}
