@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 
 use common::engine::{
     busybox_tarball, dump, output_with_watchdog, own_memory_cgroup, remove_cgroup_parent,
-    unmount_beneath,
+    unmount_beneath, wait_until_up,
 };
 use common::oci::have_busybox;
 use common::{bin, Tree};
@@ -69,13 +69,11 @@ impl Daemon {
             dir,
             cgroup_parent,
         };
-        let deadline = Instant::now() + Duration::from_secs(60);
-        while !daemon.ctr(&["version"]).status.success() {
-            if Instant::now() > deadline {
-                return Err(format!("containerd did not come up:\n{}", daemon.log()));
-            }
-            thread::sleep(Duration::from_millis(100));
-        }
+        wait_until_up(
+            "containerd",
+            || daemon.ctr(&["version"]).status.success(),
+            || daemon.log(),
+        )?;
         Ok(daemon)
     }
 

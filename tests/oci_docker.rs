@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 
 use common::engine::{
     busybox_tarball, dump, output_with_watchdog, own_memory_cgroup, remove_cgroup_parent,
-    unmount_beneath,
+    unmount_beneath, wait_until_up,
 };
 use common::oci::have_busybox;
 use common::{bin, Tree};
@@ -89,13 +89,11 @@ impl Daemon {
             cgroup_parent,
             ipv6,
         };
-        let deadline = Instant::now() + Duration::from_secs(60);
-        while !daemon.docker(&["version"]).status.success() {
-            if Instant::now() > deadline {
-                return Err(format!("dockerd did not come up:\n{}", daemon.log()));
-            }
-            thread::sleep(Duration::from_millis(200));
-        }
+        wait_until_up(
+            "dockerd",
+            || daemon.docker(&["version"]).status.success(),
+            || daemon.log(),
+        )?;
         Ok(daemon)
     }
 

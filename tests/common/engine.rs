@@ -105,6 +105,27 @@ fn remove_children(dir: &Path) {
     }
 }
 
+/// Waits up to 60 s for the daemon `name` to answer `up`; its `log` goes
+/// into the error.
+pub fn wait_until_up(
+    name: &str,
+    up: impl Fn() -> bool,
+    log: impl Fn() -> String,
+) -> Result<(), String> {
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while !up() {
+        if std::time::Instant::now() > deadline {
+            return Err(format!(
+                "{name} did not come up:
+{}",
+                log()
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    Ok(())
+}
+
 /// Runs `cmd` with `stdin` written to it and stdout/stderr captured;
 /// killed (and the test fails) after 60 s.
 pub fn output_with_watchdog(mut cmd: Command, stdin: &[u8]) -> std::process::Output {

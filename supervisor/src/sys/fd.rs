@@ -68,51 +68,14 @@ pub fn send_with_fd(
     data: &[u8],
     fd: Option<BorrowedFd<'_>>,
 ) -> nix::Result<()> {
-    let raw = fd.map(|f| [f.as_raw_fd()]);
-    let cmsg: Vec<ControlMessage> = raw
-        .as_ref()
-        .map(|r| ControlMessage::ScmRights(r))
-        .into_iter()
-        .collect();
-    let iov = [IoSlice::new(data)];
-    loop {
-        match sendmsg::<()>(sock.as_raw_fd(), &iov, &cmsg, MsgFlags::MSG_NOSIGNAL, None) {
-            Err(Errno::EINTR) => continue,
-            r => return r.map(drop),
-        }
-    }
+    send_with_fds(sock, data, fd.as_slice())
 }
 
 /// Receives one message from a unix socket: its length (0 at end of
-/// stream) and the descriptor it carried, if any (close-on-exec).
+/// stream) and the first descriptor it carried, if any (close-on-exec;
+/// any others are closed).
 pub fn recv_with_fd(sock: BorrowedFd<'_>, buf: &mut [u8]) -> nix::Result<(usize, Option<OwnedFd>)> {
-    let mut space = nix::cmsg_space!([RawFd; 1]);
-    let mut iov = [IoSliceMut::new(buf)];
-    let msg = loop {
-        match recvmsg::<()>(
-            sock.as_raw_fd(),
-            &mut iov,
-            Some(&mut space),
-            MsgFlags::MSG_CMSG_CLOEXEC,
-        ) {
-            Err(Errno::EINTR) => continue,
-            r => break r?,
-        }
-    };
-    let mut received = None;
-    for c in msg.cmsgs()? {
-        if let ControlMessageOwned::ScmRights(fds) = c {
-            for fd in fds {
-                // SAFETY: the kernel just installed this descriptor in our
-                // table for this message; we are its only owner.
-                let owned = unsafe { OwnedFd::from_raw_fd(fd) };
-                if received.is_none() {
-                    received = Some(owned);
-                }
-            }
-        }
-    }
-    Ok((msg.bytes, received))
+    recv_with_fds(sock, buf).map(|(n, fds)| (n, fds.into_iter().next()))
 }
 
 /// Sends `data` on a unix socket with every descriptor of `fds` attached
