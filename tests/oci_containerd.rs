@@ -17,12 +17,11 @@ mod common;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
-use std::thread;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::engine::{
-    busybox_tarball, dump, output_with_watchdog, own_memory_cgroup, remove_cgroup_parent,
-    unmount_beneath, wait_until_up,
+    busybox_tarball, dump, output_with_watchdog, own_memory_cgroup, poll_until,
+    remove_cgroup_parent, stop_daemon, unmount_beneath, wait_until_up,
 };
 use common::oci::have_busybox;
 use common::{bin, Tree};
@@ -130,11 +129,11 @@ impl Daemon {
     /// Waits until the task stopped, deletes it and its container; the
     /// deletion's stderr (which names a non-zero exit code).
     fn reap(&self, id: &str) -> String {
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while self.task_status(id) != "STOPPED" {
-            assert!(Instant::now() < deadline, "task {id} never stopped");
-            thread::sleep(Duration::from_millis(50));
-        }
+        assert!(
+            poll_until(Duration::from_secs(30), || self.task_status(id)
+                == "STOPPED"),
+            "task {id} never stopped"
+        );
         let out = self.ctr(&["task", "rm", id]);
         assert!(out.status.success(), "{}", dump(&out));
         self.ok(&["container", "rm", id]);
@@ -150,16 +149,7 @@ impl Drop for Daemon {
             let _ = self.ctr(&["task", "rm", "-f", id]);
             let _ = self.ctr(&["container", "rm", id]);
         }
-        let pid = nix::unistd::Pid::from_raw(self.child.id() as i32);
-        let _ = nix::sys::signal::kill(pid, nix::sys::signal::SIGTERM);
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while matches!(self.child.try_wait(), Ok(None)) && Instant::now() < deadline {
-            thread::sleep(Duration::from_millis(50));
-        }
-        if matches!(self.child.try_wait(), Ok(None)) {
-            let _ = self.child.kill();
-            let _ = self.child.wait();
-        }
+        stop_daemon(&mut self.child);
         unmount_beneath(self.dir.path());
         remove_cgroup_parent(&self.cgroup_parent);
     }
@@ -311,23 +301,21 @@ fn containerd_runs_containers_with_runc_binary_supervisor() {
     let script = "trap 'exit 7' USR1; : > /tmp/ready; while :; do sleep 0.05; done";
     let started = d.run(&["-d"], "trapper", &["sh", "-c", script]);
     assert!(started.status.success(), "{}", dump(&started));
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !d
-        .ctr(&[
-            "task",
-            "exec",
-            "--exec-id",
-            "r",
-            "trapper",
-            "stat",
-            "/tmp/ready",
-        ])
-        .status
-        .success()
-    {
-        assert!(Instant::now() < deadline, "trapper never got ready");
-        thread::sleep(Duration::from_millis(50));
-    }
+    assert!(
+        poll_until(Duration::from_secs(30), || d
+            .ctr(&[
+                "task",
+                "exec",
+                "--exec-id",
+                "r",
+                "trapper",
+                "stat",
+                "/tmp/ready",
+            ])
+            .status
+            .success()),
+        "trapper never got ready"
+    );
     d.ok(&["task", "kill", "-s", "SIGUSR1", "trapper"]);
     let gone = d.reap("trapper");
     assert!(gone.contains("exit code 7"), "{gone}");

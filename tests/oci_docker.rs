@@ -15,12 +15,11 @@ mod common;
 use std::fs;
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
-use std::thread;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::engine::{
-    busybox_tarball, dump, output_with_watchdog, own_memory_cgroup, remove_cgroup_parent,
-    unmount_beneath, wait_until_up,
+    busybox_tarball, dump, output_with_watchdog, own_memory_cgroup, poll_until,
+    remove_cgroup_parent, stop_daemon, unmount_beneath, wait_until_up,
 };
 use common::oci::have_busybox;
 use common::{bin, Tree};
@@ -140,16 +139,7 @@ impl Drop for Daemon {
         for id in String::from_utf8_lossy(&names.stdout).split_whitespace() {
             let _ = self.docker(&["rm", "-f", id]);
         }
-        let pid = nix::unistd::Pid::from_raw(self.child.id() as i32);
-        let _ = nix::sys::signal::kill(pid, nix::sys::signal::SIGTERM);
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while matches!(self.child.try_wait(), Ok(None)) && Instant::now() < deadline {
-            thread::sleep(Duration::from_millis(50));
-        }
-        if matches!(self.child.try_wait(), Ok(None)) {
-            let _ = self.child.kill();
-            let _ = self.child.wait();
-        }
+        stop_daemon(&mut self.child);
         unmount_beneath(self.dir.path());
         remove_cgroup_parent(&self.cgroup_parent);
         for (path, value) in &self.ipv6 {
@@ -278,11 +268,12 @@ fn docker_runs_containers_with_runtime_supervisor() {
         "-c",
         script,
     ]);
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !d.ok(&["logs", "trapper"]).contains("ready") {
-        assert!(Instant::now() < deadline, "trapper never got ready");
-        thread::sleep(Duration::from_millis(20));
-    }
+    assert!(
+        poll_until(Duration::from_secs(30), || d
+            .ok(&["logs", "trapper"])
+            .contains("ready")),
+        "trapper never got ready"
+    );
     d.ok(&["kill", "-s", "USR1", "trapper"]);
     assert_eq!(d.ok(&["wait", "trapper"]).trim(), "7");
     assert_eq!(d.ok(&["logs", "trapper"]), "ready\ngot-usr1\n");

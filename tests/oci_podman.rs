@@ -20,12 +20,11 @@ mod common;
 use std::fs;
 use std::path::Path;
 use std::process::{Command, Output};
-use std::thread;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::engine::{
-    busybox_tarball, dump, output_with_watchdog, own_memory_cgroup, remove_cgroup_parent,
-    unmount_beneath,
+    busybox_tarball, dump, output_with_watchdog, own_memory_cgroup, poll_until,
+    remove_cgroup_parent, unmount_beneath,
 };
 use common::oci::have_busybox;
 use common::{bin, Tree};
@@ -215,11 +214,12 @@ fn detached_container_cases(p: &Podman) {
 fn signal_and_oom_cases(p: &Podman) {
     let script = "trap 'echo got-usr1; exit 7' USR1; echo ready; while :; do sleep 0.05; done";
     p.ok(&p.run_args(&["-d", "--name", "trapper", IMAGE, "sh", "-c", script]));
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !p.ok(&["logs", "trapper"]).contains("ready") {
-        assert!(Instant::now() < deadline, "trapper never got ready");
-        thread::sleep(Duration::from_millis(20));
-    }
+    assert!(
+        poll_until(Duration::from_secs(30), || p
+            .ok(&["logs", "trapper"])
+            .contains("ready")),
+        "trapper never got ready"
+    );
     p.ok(&["kill", "-s", "USR1", "trapper"]);
     assert_eq!(p.ok(&["wait", "trapper"]).trim(), "7");
     assert_eq!(p.ok(&["logs", "trapper"]), "ready\ngot-usr1\n");

@@ -105,6 +105,21 @@ fn remove_children(dir: &Path) {
     }
 }
 
+/// Calls `done` every 50 ms until it holds (true) or `limit` has passed
+/// (false).
+pub fn poll_until(limit: Duration, mut done: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + limit;
+    loop {
+        if done() {
+            return true;
+        }
+        if Instant::now() > deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 /// Waits up to 60 s for the daemon `name` to answer `up`; its `log` goes
 /// into the error.
 pub fn wait_until_up(
@@ -112,18 +127,23 @@ pub fn wait_until_up(
     up: impl Fn() -> bool,
     log: impl Fn() -> String,
 ) -> Result<(), String> {
-    let deadline = std::time::Instant::now() + Duration::from_secs(60);
-    while !up() {
-        if std::time::Instant::now() > deadline {
-            return Err(format!(
-                "{name} did not come up:
-{}",
-                log()
-            ));
-        }
-        std::thread::sleep(Duration::from_millis(100));
+    match poll_until(Duration::from_secs(60), up) {
+        true => Ok(()),
+        false => Err(format!("{name} did not come up:\n{}", log())),
     }
-    Ok(())
+}
+
+/// Stops a daemon the test started: SIGTERM, up to 20 s to exit, then
+/// SIGKILL; reaped either way.
+pub fn stop_daemon(child: &mut std::process::Child) {
+    let pid = nix::unistd::Pid::from_raw(child.id() as i32);
+    let _ = nix::sys::signal::kill(pid, nix::sys::signal::SIGTERM);
+    if !poll_until(Duration::from_secs(20), || {
+        !matches!(child.try_wait(), Ok(None))
+    }) {
+        let _ = child.kill();
+        let _ = child.wait();
+    }
 }
 
 /// Runs `cmd` with `stdin` written to it and stdout/stderr captured;
