@@ -50,12 +50,12 @@ pub(crate) fn getsockopt(
     let pending = (level == libc::SOL_SOCKET && name == libc::SO_ERROR)
         .then(|| super::dial::so_error(ctx, g, fd, &s))
         .flatten();
-    let v = match class {
-        _ if pending.is_some() => pending.unwrap_or(Ok(0))?,
-        Class::Native => return Ok(Reply::Continue),
-        Class::Unsupported => return Err(Errno::ENOPROTOOPT),
-        Class::Identity => identity(&s.meta, name),
-        Class::Stored { .. } => s.meta.options.get(level, name, class),
+    let v = match (pending, class) {
+        (Some(result), _) => result?,
+        (None, Class::Native) => return Ok(Reply::Continue),
+        (None, Class::Unsupported) => return Err(Errno::ENOPROTOOPT),
+        (None, Class::Identity) => identity(&s.meta, name),
+        (None, Class::Stored { .. }) => s.meta.options.get(level, name, class),
     };
     let room = read_len(g, len_ptr)?;
     let n = room.min(4);
