@@ -185,6 +185,24 @@ fn pause_freezes_and_resume_thaws() {
     assert!(rt.run(&["start", "frz"]).status.success());
     assert!(rt.run(&["pause", "frz"]).status.success());
     assert_eq!(rt.state("frz")["status"], "paused");
+    // Under v1 the sandbox alone is in the freezer cgroup the kernel
+    // just reported FROZEN: not the monitor, which serves the sandbox's
+    // trapped calls (a guest thread waiting for an answer could not
+    // freeze while its server is frozen).
+    if Path::new("/sys/fs/cgroup/freezer").is_dir() {
+        let ps = rt.run(&["ps", "--format", "json", "frz"]);
+        let pids: Vec<i32> = serde_json::from_slice(&ps.stdout).expect("ps json");
+        let freezer_of = |p: i32| {
+            let cgroups = fs::read_to_string(format!("/proc/{p}/cgroup")).unwrap_or_default();
+            let line = cgroups.lines().find(|l| l.contains(":freezer:"));
+            line.map(str::to_owned).unwrap_or_default()
+        };
+        let monitor = freezer_of(pid);
+        assert!(
+            pids.iter().any(|p| freezer_of(*p) != monitor),
+            "the monitor shares the sandbox's freezer cgroup: {monitor}"
+        );
+    }
     assert!(!rt.run(&["pause", "frz"]).status.success());
     assert!(rt.run(&["resume", "frz"]).status.success());
     assert_eq!(rt.state("frz")["status"], "running");

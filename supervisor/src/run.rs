@@ -413,6 +413,7 @@ fn launch_config(args: &RunArgs) -> Result<LaunchConfig, LaunchError> {
             .iter()
             .any(netstack::rules::Rule::is_name)
             .then_some(std::net::IpAddr::V4(netstack::dns::STUB_ADDR)),
+        self_join: Vec::new(),
     })
 }
 

@@ -18,7 +18,7 @@
 //! wait4, kill, write, exit): nothing serves notifications yet.
 
 use std::fs::File;
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd};
 use std::path::Path;
 
 use nix::errno::Errno;
@@ -70,7 +70,7 @@ pub(super) struct InitArgs<'a> {
     pub pty: Option<[bool; 3]>,
     /// Files to write "0" to first: cgroup v1 `tasks` files (see
     /// `SandboxCgroup::self_join_files`).
-    pub self_join: &'a [OwnedFd],
+    pub self_join: &'a [BorrowedFd<'a>],
     /// Put the guest under Landlock's abstract-socket scope (unless the
     /// test switch [`NO_LANDLOCK_FOR_TESTS`] was set).
     pub landlock: bool,
@@ -156,7 +156,7 @@ pub(super) fn run(args: InitArgs<'_>) -> ! {
 }
 
 /// Moves init (one thread) into each cgroup whose `tasks` file is given.
-fn join_cgroups(files: &[OwnedFd]) -> Result<(), String> {
+fn join_cgroups(files: &[BorrowedFd<'_>]) -> Result<(), String> {
     for f in files {
         nix::unistd::write(f, b"0")
             .map_err(|e| format!("cannot move the sandbox into its cgroup: {}", e.desc()))?;

@@ -47,7 +47,7 @@ pub use plan::ViewPlan;
 use std::ffi::OsString;
 use std::fmt;
 use std::fs::OpenOptions;
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -102,6 +102,10 @@ pub struct LaunchConfig {
     /// The name server the guest's /etc/resolv.conf names (the DNS stub
     /// when `--allow-net` has a name rule); `None`: no name server.
     pub nameserver: Option<std::net::IpAddr>,
+    /// More cgroup v1 `tasks` files init writes "0" to, after the
+    /// hooks' own ([`InitHooks::self_join_files`]): the OCI monitor's
+    /// freezer, which must hold the sandbox but not the monitor.
+    pub self_join: Vec<std::sync::Arc<OwnedFd>>,
 }
 
 impl LaunchConfig {
@@ -120,6 +124,7 @@ impl LaunchConfig {
             pty: None,
             cpus: None,
             nameserver: None,
+            self_join: Vec::new(),
         }
     }
 }
@@ -277,6 +282,10 @@ pub fn launch_with(cfg: &LaunchConfig, hooks: &dyn InitHooks) -> Result<Sandbox,
     let (start_rx, start_tx) = pipe2(OFlag::O_CLOEXEC).map_err(|e| os_err("creating a pipe", e))?;
     let (exec_rx, exec_tx) = pipe2(OFlag::O_CLOEXEC).map_err(|e| os_err("creating a pipe", e))?;
 
+    let self_join: Vec<BorrowedFd<'_>> = (hooks.self_join_files().iter())
+        .chain(cfg.self_join.iter().map(|f| &**f))
+        .map(|f| f.as_fd())
+        .collect();
     match clone_process(NAMESPACES) {
         Err(e) => Err(LaunchError::setup(format!(
             "cannot create the sandbox's namespaces: {} (are unprivileged user namespaces allowed? \
@@ -296,7 +305,7 @@ pub fn launch_with(cfg: &LaunchConfig, hooks: &dyn InitHooks) -> Result<Sandbox,
                 hostname: &cfg.hostname,
                 workdir: &workdir,
                 pty: cfg.pty,
-                self_join: hooks.self_join_files(),
+                self_join: &self_join,
                 landlock: std::env::var_os(init::NO_LANDLOCK_FOR_TESTS).is_none(),
             })
         }

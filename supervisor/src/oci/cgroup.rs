@@ -13,6 +13,8 @@
 
 use std::fs;
 use std::io;
+use std::os::fd::OwnedFd;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Component, Path, PathBuf};
 use std::thread;
 use std::time::Duration;
@@ -182,12 +184,36 @@ impl ContainerCgroup {
         }
     }
 
-    /// Moves process `pid` into every directory.
-    pub fn join(&self, pid: i32) -> Result<(), String> {
-        for dir in self.dirs() {
+    /// Moves the monitor, process `pid`, into every directory but a v1
+    /// freezer's: the monitor serves the guest's trapped calls, and a
+    /// guest thread waiting for an answer cannot freeze while its
+    /// server is frozen (the freezer would stay FREEZING for ever).
+    /// The sandbox joins the freezer itself ([`Self::freezer_tasks`]).
+    pub fn join_monitor(&self, pid: i32) -> Result<(), String> {
+        let freezer = self.v1_freezer();
+        for dir in self.dirs().into_iter().filter(|d| Some(*d) != freezer) {
             write(dir, "cgroup.procs", &pid.to_string())?;
         }
         Ok(())
+    }
+
+    /// The v1 freezer's `tasks` file, open for the sandbox's init to
+    /// write "0" to (`LaunchConfig::self_join`); `None` without one.
+    pub fn freezer_tasks(&self) -> Result<Option<OwnedFd>, String> {
+        let Some(dir) = self.v1_freezer() else {
+            return Ok(None);
+        };
+        let path = dir.join("tasks");
+        fs::OpenOptions::new()
+            .write(true)
+            .custom_flags(libc::O_CLOEXEC)
+            .open(&path)
+            .map(|f| Some(OwnedFd::from(f)))
+            .map_err(|e| format!("{}: {e}", path.display()))
+    }
+
+    fn v1_freezer(&self) -> Option<&Path> {
+        self.v2.is_none().then(|| self.dir_of("freezer")).flatten()
     }
 
     /// Writes the memory, pids and cpu parts of `res`.

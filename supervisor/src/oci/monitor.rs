@@ -22,6 +22,7 @@ use std::io::Write;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use nix::unistd::{dup2, setsid};
 
@@ -50,10 +51,16 @@ pub fn run(plan: MonitorPlan, args: RunArgs, ready: OwnedFd) -> ! {
     let _ = setsid();
     let embedding = Monitor {
         ready: RefCell::new(Some(File::from(ready))),
+        freezer: RefCell::new(None),
         plan,
         stderr: RefCell::new(None),
     };
-    let prepared = embedding.plan.cgroup.join(std::process::id() as i32);
+    let cgroup = &embedding.plan.cgroup;
+    let prepared = cgroup.join_monitor(std::process::id() as i32);
+    let prepared = prepared.and_then(|_| {
+        *embedding.freezer.borrow_mut() = cgroup.freezer_tasks()?.map(Arc::new);
+        Ok(())
+    });
     // On a terminal the guest's stdio is the pty: nothing in the sandbox
     // may hold the engine's pipes (runc's caller waits for their end).
     let prepared = prepared.and_then(|_| match embedding.plan.terminal {
@@ -72,6 +79,8 @@ struct Monitor {
     plan: MonitorPlan,
     /// Until the guest may start: the pipe to `create`.
     ready: RefCell<Option<File>>,
+    /// The freezer's `tasks` file, which init joins (not the monitor).
+    freezer: RefCell<Option<Arc<OwnedFd>>>,
     /// The container's stderr, kept for messages once fd 2 is the log.
     stderr: RefCell<Option<File>>,
 }
@@ -139,6 +148,7 @@ impl Embedding for Monitor {
     fn configure(&self, config: &mut LaunchConfig) {
         config.env = self.plan.env.clone();
         config.pty = self.plan.terminal.then_some([true; 3]);
+        config.self_join.extend(self.freezer.borrow().clone());
     }
 
     fn pty_master(&self, master: OwnedFd) -> Result<Option<OwnedFd>, String> {
