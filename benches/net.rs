@@ -21,15 +21,14 @@
 //!
 //! Environment: SUPERVISOR_BIN overrides the supervisor binary.
 
-use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::mpsc::{self, Receiver};
+use std::process::Command;
 use std::sync::{Arc, Mutex};
-use std::thread;
 use std::time::Duration;
 
+mod common;
+
+use common::{median, record, supervisor_bin, Guest, Samples};
 use criterion::Criterion;
 
 /// (criterion group, guest command).
@@ -44,64 +43,6 @@ const CALLS: &[(&str, &str)] = &[
     ("net_udp_rr_64_connected", "udp_rr_conn"),
 ];
 const GUEST_DIR: &str = "/netbench";
-const ANSWER_TIMEOUT: Duration = Duration::from_secs(120);
-
-type Samples = Arc<Mutex<BTreeMap<String, Vec<f64>>>>;
-
-struct Guest {
-    label: &'static str,
-    child: Child,
-    stdin: Option<ChildStdin>,
-    answers: Receiver<String>,
-}
-
-impl Guest {
-    fn spawn(label: &'static str, mut cmd: Command) -> Result<Guest, String> {
-        cmd.stdin(Stdio::piped()).stdout(Stdio::piped());
-        let mut child = cmd.spawn().map_err(|e| format!("spawn {label}: {e}"))?;
-        let stdin = child.stdin.take().ok_or("no stdin")?;
-        let stdout = child.stdout.take().ok_or("no stdout")?;
-        let (tx, answers) = mpsc::channel();
-        thread::spawn(move || {
-            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        let mut g = Guest {
-            label,
-            child,
-            stdin: Some(stdin),
-            answers,
-        };
-        g.run("ping", 0)?;
-        Ok(g)
-    }
-
-    fn run(&mut self, name: &str, n: u64) -> Result<Duration, String> {
-        let stdin = self.stdin.as_mut().ok_or("stdin closed")?;
-        writeln!(stdin, "{name} {n}")
-            .and_then(|_| stdin.flush())
-            .map_err(|e| format!("{}: {e}", self.label))?;
-        let line = self
-            .answers
-            .recv_timeout(ANSWER_TIMEOUT)
-            .map_err(|_| format!("{}: no answer to {name}", self.label))?;
-        let ns: u64 = line
-            .trim()
-            .parse()
-            .map_err(|_| format!("{}: {name}: {line}", self.label))?;
-        Ok(Duration::from_nanos(ns))
-    }
-}
-
-impl Drop for Guest {
-    fn drop(&mut self) {
-        drop(self.stdin.take());
-        let _ = self.child.wait();
-    }
-}
 
 fn build(dir: &Path) -> PathBuf {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c/net_bench_guest.c");
@@ -116,24 +57,12 @@ fn build(dir: &Path) -> PathBuf {
     out
 }
 
-fn supervisor_bin() -> PathBuf {
-    std::env::var_os("SUPERVISOR_BIN")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_supervisor")))
-}
-
-fn median(v: &[f64]) -> f64 {
-    let mut v = v.to_vec();
-    v.sort_by(|a, b| a.total_cmp(b));
-    v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
-}
-
 fn summary(samples: &Samples) {
     let Ok(map) = samples.lock() else { return };
     println!("\n| bench | native | supervised | supervised/native |");
     println!("|---|---|---|---|");
     for (group, _) in CALLS {
-        let get = |l: &str| map.get(&format!("{group}/{l}")).map(|v| median(v));
+        let get = |l: &str| map.get(&format!("{group}/{l}")).and_then(|v| median(v));
         let (Some(n), Some(s)) = (get("native"), get("supervised")) else {
             continue;
         };
@@ -189,11 +118,7 @@ fn main() {
                         .map_err(|_| "poisoned".to_string())
                         .and_then(|mut g| g.run(call, iters))
                         .unwrap_or_else(|e| panic!("{e}"));
-                    if let Ok(mut m) = samples.lock() {
-                        m.entry(id.clone())
-                            .or_default()
-                            .push(d.as_nanos() as f64 / iters.max(1) as f64);
-                    }
+                    record(&samples, &id, d, iters);
                     d
                 })
             });

@@ -24,17 +24,16 @@
 //! Environment: SUPERVISOR_BIN overrides the supervisor binary (default: the
 //! one cargo built); BENCH_NO_SUPERVISED=1 runs the native halves only.
 
-use std::collections::BTreeMap;
 use std::fs;
-use std::io::{BufRead, BufReader, Write};
 use std::os::unix::fs::symlink;
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::mpsc::{self, Receiver};
-use std::sync::{Arc, Mutex};
-use std::thread;
+use std::process::{Command, Stdio};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+mod common;
+
+use common::{median, record, supervisor_bin, Guest, Samples};
 use criterion::measurement::WallTime;
 use criterion::{BenchmarkGroup, Criterion};
 
@@ -42,7 +41,6 @@ type Group<'a> = BenchmarkGroup<'a, WallTime>;
 
 /// Where the bench tree appears inside the sandbox (`--ro TMP:/bench`).
 const GUEST_ROOT: &str = "/bench";
-const ANSWER_TIMEOUT: Duration = Duration::from_secs(120);
 /// `supervisor run` flags of the startup bench with every limit set.
 const LIMIT_FLAGS: &[&str] = &[
     "run",
@@ -71,83 +69,6 @@ const CALLS: &[(&str, &str, bool)] = &[
     ("notify_roundtrip", "roundtrip", false),
 ];
 
-/// Nanoseconds per iteration, by "group/function", from every call criterion
-/// makes (warm-up included). The summary prefers criterion's own median
-/// estimate and falls back to the median of these.
-type Samples = Arc<Mutex<BTreeMap<String, Vec<f64>>>>;
-
-/// One long-lived bench_guest process and its command pipe.
-struct Guest {
-    label: &'static str,
-    child: Child,
-    stdin: Option<ChildStdin>,
-    answers: Receiver<String>,
-}
-
-impl Guest {
-    fn spawn(label: &'static str, mut cmd: Command) -> Result<Guest, String> {
-        cmd.stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit());
-        let mut child = cmd
-            .spawn()
-            .map_err(|e| format!("spawn {label} guest: {e}"))?;
-        let stdin = child.stdin.take().ok_or("no stdin")?;
-        let stdout = child.stdout.take().ok_or("no stdout")?;
-        let (tx, answers) = mpsc::channel();
-        thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        let mut guest = Guest {
-            label,
-            child,
-            stdin: Some(stdin),
-            answers,
-        };
-        guest.run("ping", 0)?;
-        Ok(guest)
-    }
-
-    /// Runs `name n` in the guest; the time the n iterations took.
-    fn run(&mut self, name: &str, n: u64) -> Result<Duration, String> {
-        let label = self.label;
-        let stdin = self.stdin.as_mut().ok_or("guest stdin closed")?;
-        writeln!(stdin, "{name} {n}")
-            .and_then(|_| stdin.flush())
-            .map_err(|e| format!("{label} guest: write: {e}"))?;
-        let line = self
-            .answers
-            .recv_timeout(ANSWER_TIMEOUT)
-            .map_err(|_| format!("{label} guest: no answer to `{name} {n}` (exited or hung)"))?;
-        let ns: u64 = line
-            .trim()
-            .parse()
-            .map_err(|_| format!("{label} guest: `{name}`: {}", line.trim()))?;
-        Ok(Duration::from_nanos(ns))
-    }
-}
-
-impl Drop for Guest {
-    fn drop(&mut self) {
-        // EOF on stdin ends the guest; kill it if it does not go.
-        drop(self.stdin.take());
-        let deadline = Instant::now() + Duration::from_secs(5);
-        while Instant::now() < deadline {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return;
-            }
-            thread::sleep(Duration::from_millis(20));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 /// The bench tree: bin/bench_guest and data/ with exactly 100 entries.
 fn make_tree(root: &Path) -> Result<(), String> {
     let err = |what: &str, e: std::io::Error| format!("bench tree: {what}: {e}");
@@ -175,12 +96,6 @@ fn make_tree(root: &Path) -> Result<(), String> {
         return Err(format!("cc -O2 {} failed: {status}", src.display()));
     }
     Ok(())
-}
-
-fn supervisor_bin() -> PathBuf {
-    std::env::var_os("SUPERVISOR_BIN")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_supervisor")))
 }
 
 /// `supervisor run --ro ROOT:/bench [EXTRA] -- CMD...` as a Command.
@@ -251,24 +166,6 @@ fn bench_startup(g: &mut Group, samples: &Samples, name: &str, mut make: impl Fn
             d
         })
     });
-}
-
-fn record(samples: &Samples, key: &str, d: Duration, iters: u64) {
-    let per = d.as_nanos() as f64 / iters.max(1) as f64;
-    if let Ok(mut map) = samples.lock() {
-        map.entry(key.to_string()).or_default().push(per);
-    }
-}
-
-fn median(v: &[f64]) -> Option<f64> {
-    let mut v = v.to_vec();
-    v.sort_by(|a, b| a.total_cmp(b));
-    let n = v.len();
-    match n {
-        0 => None,
-        _ if n % 2 == 1 => Some(v[n / 2]),
-        _ => Some((v[n / 2 - 1] + v[n / 2]) / 2.0),
-    }
 }
 
 fn fmt_ns(ns: f64) -> String {

@@ -60,7 +60,9 @@ pub fn fsprobe(user: Option<(u32, u32)>, bin: &Path) -> FsProbe {
 
 fn keep(line: &str, privileged: bool) -> bool {
     let name = line.split(':').next().unwrap_or("");
-    !CHOWN_OTHER.contains(&name) && !(privileged && PRIV_DEPENDENT.contains(&name))
+    let chown_other = CHOWN_OTHER.contains(&name);
+    let priv_dependent = privileged && PRIV_DEPENDENT.contains(&name);
+    !(chown_other || priv_dependent)
 }
 
 /// In the final directory listing, drop the entries only root creates natively.

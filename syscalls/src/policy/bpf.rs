@@ -395,16 +395,13 @@ mod tests {
         assert_eq!(run(clone, [ns, 0, 0, 0, 0, 0]), SECCOMP_RET_USER_NOTIF);
 
         let ioctl = Sysno::ioctl.id() as u32;
+        assert_eq!(run(ioctl, [0, libc::TCGETS, 0, 0, 0, 0]), SECCOMP_RET_ALLOW);
         assert_eq!(
-            run(ioctl, [0, libc::TCGETS as u64, 0, 0, 0, 0]),
-            SECCOMP_RET_ALLOW
-        );
-        assert_eq!(
-            run(ioctl, [0, libc::TIOCSTI as u64, 0, 0, 0, 0]),
+            run(ioctl, [0, libc::TIOCSTI, 0, 0, 0, 0]),
             SECCOMP_RET_USER_NOTIF
         );
         // The kernel reads the request as 32 bits: high garbage must not help.
-        let sneaky = (1u64 << 32) | libc::TIOCSTI as u64;
+        let sneaky = (1u64 << 32) | libc::TIOCSTI;
         assert_eq!(run(ioctl, [0, sneaky, 0, 0, 0, 0]), SECCOMP_RET_USER_NOTIF);
 
         let socket = Sysno::socket.id() as u32;
