@@ -92,10 +92,10 @@ impl Guest for NotifGuest<'_> {
     }
 
     fn ns_ids(&self) -> Result<(i32, i32), Errno> {
+        let status = read_status(self.tid)?;
         let last = |field: &str| -> Result<i32, Errno> {
-            let v = status_field(self.tid, field)?;
-            v.split_whitespace()
-                .last()
+            field_of(&status, field)
+                .and_then(|v| v.split_whitespace().last())
                 .and_then(|s| s.parse().ok())
                 .ok_or(Errno::EIO)
         };
@@ -134,11 +134,20 @@ fn pidfd_of_thread(tid: i32) -> Result<OwnedFd, Errno> {
     }
 }
 
+/// `/proc/<tid>/status`; ESRCH when the thread is gone.
+fn read_status(tid: i32) -> Result<String, Errno> {
+    fs::read_to_string(format!("/proc/{tid}/status")).map_err(|_| Errno::ESRCH)
+}
+
+/// The value of one `Field:` line of a status text.
+fn field_of<'a>(status: &'a str, field: &str) -> Option<&'a str> {
+    status.lines().find_map(|l| l.strip_prefix(field))
+}
+
 /// The value of one `Field:` line of `/proc/<tid>/status`.
 fn status_field(tid: i32, field: &str) -> Result<String, Errno> {
-    let text = fs::read_to_string(format!("/proc/{tid}/status")).map_err(|_| Errno::ESRCH)?;
-    text.lines()
-        .find_map(|l| l.strip_prefix(field))
+    let status = read_status(tid)?;
+    field_of(&status, field)
         .map(str::to_string)
         .ok_or(Errno::EIO)
 }
