@@ -1,5 +1,6 @@
 //! Egress by `--allow-net` (issue 4): allowed TCP to a host-loopback
 //! server (1 MiB each way with a half close), UDP to a host echo server,
+//! both over IPv4 and IPv6 (::1),
 //! the DNS stub (an allowed name resolves through the host's resolver, a
 //! disallowed one is NXDOMAIN, only resolved addresses are dialable), and
 //! every special range refused at once and reported.
@@ -59,6 +60,31 @@ fn udp_to_a_host_echo_server() {
         skip!("needs root for unshare -n");
     }
     let out = drive("udp", &["-n"]);
+    let expected = "unconnected echo ping 0 True\nunconnected echo ping 1 True\n\
+                    unconnected echo ping 2 True\nconnected echo hello True\n\
+                    connected recvfrom echo again True\ndenied []\n";
+    assert_eq!(out, expected);
+}
+
+#[test]
+fn tcp_over_ipv6_to_host_loopback_needs_a_rule_naming_it() {
+    if !is_root() {
+        skip!("needs root for unshare -n");
+    }
+    let out = drive("tcp6", &["-n"]);
+    let expected = "server got True\ndown 1048576 True\npeer True\ndenied []\n\
+                    host accepted 1\n\
+                    connect ECONNREFUSED\nconnect ECONNREFUSED\nconnect ECONNREFUSED\n\
+                    connect ECONNREFUSED\nhost accepted 1\n";
+    assert_eq!(out, expected);
+}
+
+#[test]
+fn udp_over_ipv6_to_a_host_echo_server() {
+    if !is_root() {
+        skip!("needs root for unshare -n");
+    }
+    let out = drive("udp6", &["-n"]);
     let expected = "unconnected echo ping 0 True\nunconnected echo ping 1 True\n\
                     unconnected echo ping 2 True\nconnected echo hello True\n\
                     connected recvfrom echo again True\ndenied []\n";

@@ -111,26 +111,27 @@ def mode_tcp():
 
 GUEST_UDP = r"""
 import socket, sys
-port = int(sys.argv[1])
-s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+port, host = int(sys.argv[1]), sys.argv[2]
+fam = socket.AF_INET6 if ":" in host else socket.AF_INET
+s = socket.socket(fam, socket.SOCK_DGRAM)
 s.settimeout(30)
 for i in range(3):
-    s.sendto(b"ping %d" % i, ("127.0.0.1", port))
+    s.sendto(b"ping %d" % i, (host, port))
     data, src = s.recvfrom(100)
-    print("unconnected", data.decode(), src == ("127.0.0.1", port))
-c = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    print("unconnected", data.decode(), src[:2] == (host, port))
+c = socket.socket(fam, socket.SOCK_DGRAM)
 c.settimeout(30)
-c.connect(("127.0.0.1", port))
+c.connect((host, port))
 c.send(b"hello")
-print("connected", c.recv(100).decode(), c.getpeername() == ("127.0.0.1", port))
+print("connected", c.recv(100).decode(), c.getpeername()[:2] == (host, port))
 data, src = (c.send(b"again"), c.recvfrom(100))[1]
-print("connected recvfrom", data.decode(), src == ("127.0.0.1", port))
+print("connected recvfrom", data.decode(), src[:2] == (host, port))
 """
 
 
-def mode_udp():
-    srv = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    srv.bind(("127.0.0.1", 0))
+def mode_udp(ip="127.0.0.1"):
+    srv = socket.socket(socket.AF_INET6 if ":" in ip else socket.AF_INET, socket.SOCK_DGRAM)
+    srv.bind((ip, 0))
     port = srv.getsockname()[1]
 
     def echo():
@@ -139,8 +140,21 @@ def mode_udp():
             srv.sendto(b"echo " + data, src)
 
     threading.Thread(target=echo, daemon=True).start()
-    sandbox(["127.0.0.1:%d" % port], GUEST_UDP, str(port))
+    rule = "[%s]:%d" % (ip, port) if ":" in ip else "%s:%d" % (ip, port)
+    sandbox([rule], GUEST_UDP, str(port), ip)
     print("denied", denied())
+
+
+def mode_tcp6():
+    """The TCP case over IPv6: a host server on ::1, reached only by a
+    rule naming [::1]:PORT; otherwise ::1 is the sandbox's own loopback."""
+    port = tcp_server("::1")
+    sandbox(["[::1]:%d" % port], GUEST_TCP, "::1", str(port))
+    print("denied", denied())
+    print("host accepted", len(ACCEPTED))
+    for rules in ([], ["::/0"], ["127.0.0.1:%d" % port], ["[::1]:%d" % (port ^ 1)]):
+        sandbox(rules, GUEST_TCP, "::1", str(port))
+    print("host accepted", len(ACCEPTED))
 
 
 GUEST_DNS = r"""
@@ -306,4 +320,5 @@ def mode_bench():
     sandbox(["127.0.0.1:%d" % port], GUEST_BENCH, str(port))
 
 
-{"bench": mode_bench, "tcp": mode_tcp, "udp": mode_udp, "dns": mode_dns, "deny": mode_deny}[MODE]()
+{"bench": mode_bench, "tcp": mode_tcp, "udp": mode_udp, "dns": mode_dns, "deny": mode_deny,
+ "tcp6": mode_tcp6, "udp6": lambda: mode_udp("::1")}[MODE]()
