@@ -2,7 +2,8 @@
 //! server (1 MiB each way with a half close), UDP to a host echo server,
 //! both over IPv4 and IPv6 (::1),
 //! the DNS stub (an allowed name resolves through the host's resolver, a
-//! disallowed one is NXDOMAIN, only resolved addresses are dialable), and
+//! disallowed one is NXDOMAIN, only resolved addresses are dialable; and
+//! through a real name server on the namespace's loopback), and
 //! every special range refused at once and reported.
 //!
 //! Each case runs `tests/net/egress_driver.py` natively inside a fresh
@@ -102,6 +103,17 @@ fn dns_stub_resolves_allowed_names_only() {
                     dialled 203.0.113.5\n\
                     other.test gaierror True\n203.0.113.6 ECONNREFUSED\n\
                     denied ['tcp 203.0.113.6:PORT x1']\n";
+    assert_eq!(out, expected);
+}
+
+#[test]
+fn dns_stub_asks_a_real_name_server_through_the_host_resolver() {
+    if !is_root() {
+        skip!("needs root for unshare -n -m");
+    }
+    let out = drive("realdns", &["-n", "-m"]);
+    let expected = "real.test 203.0.113.5\ndialled 203.0.113.5\n\
+                    absent.test gaierror True\nname server asked True\ndenied []\n";
     assert_eq!(out, expected);
 }
 

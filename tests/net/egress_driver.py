@@ -232,6 +232,83 @@ def mode_dns():
     subprocess.run(["rm", "-rf", etc], check=True)
 
 
+GUEST_REAL_DNS = r"""
+import socket, sys
+port = int(sys.argv[1])
+addr = socket.getaddrinfo("real.test", port, socket.AF_INET, socket.SOCK_STREAM)[0][4]
+print("real.test", addr[0])
+s = socket.create_connection(addr)
+s.shutdown(socket.SHUT_WR)
+print("dialled", s.recv(100).split(b" ")[0].decode())
+try:
+    socket.getaddrinfo("absent.test", port, socket.AF_INET)
+    print("absent.test resolved")
+except socket.gaierror as e:
+    print("absent.test gaierror", e.errno == socket.EAI_NONAME)
+"""
+
+
+def dns_answer(query, names):
+    """A DNS response to `query`: A records from `names`, else NXDOMAIN."""
+    import struct
+    qid, _, qd = struct.unpack(">HHH", query[:6])
+    i, labels = 12, []
+    while query[i]:
+        labels.append(query[i + 1:i + 1 + query[i]].decode())
+        i += 1 + query[i]
+    qtype = struct.unpack(">H", query[i + 1:i + 3])[0]
+    question = query[12:i + 5]
+    name = ".".join(labels).lower()
+    if name not in names:
+        return struct.pack(">HHHHHH", qid, 0x8183, 1, 0, 0, 0) + question
+    answers = b""
+    if qtype == 1:
+        answers = b"\xc0\x0c" + struct.pack(">HHIH", 1, 1, 60, 4) + socket.inet_aton(names[name])
+    count = 1 if answers else 0
+    return struct.pack(">HHHHHH", qid, 0x8180, 1, count, 0, 0) + question + answers
+
+
+def mode_realdns():
+    """The stub asks the host's resolver, which asks a real name server
+    (a tiny one on this namespace's 127.0.0.1:53, named by a private
+    /etc/resolv.conf): no /etc/hosts entry is involved."""
+    etc = "/tmp/egress-etc-%d" % os.getpid()
+    subprocess.run(["cp", "-a", "/etc", etc], check=True)
+    with open(etc + "/resolv.conf", "w") as f:
+        f.write("nameserver 127.0.0.1\noptions attempts:1 timeout:2\n")
+    subprocess.run(["mount", "--bind", etc, "/etc"], check=True)
+    subprocess.run(["ip", "addr", "add", "203.0.113.5/32", "dev", "lo"], check=True)
+    ns = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    ns.bind(("127.0.0.1", 53))
+    queries = []
+
+    def serve_dns():
+        while True:
+            q, src = ns.recvfrom(512)
+            queries.append(q)
+            ns.sendto(dns_answer(q, {"real.test": "203.0.113.5"}), src)
+
+    threading.Thread(target=serve_dns, daemon=True).start()
+    srv = socket.socket()
+    srv.bind(("203.0.113.5", 0))
+    srv.listen()
+    port = srv.getsockname()[1]
+
+    def serve():
+        while True:
+            c, _ = srv.accept()
+            c.recv(10)
+            c.sendall(b"%s served\n" % c.getsockname()[0].encode())
+            c.close()
+
+    threading.Thread(target=serve, daemon=True).start()
+    sandbox(["real.test", "absent.test"], GUEST_REAL_DNS, str(port))
+    print("name server asked", len(queries) > 0)
+    print("denied", [d.replace(str(port), "PORT") for d in denied()])
+    subprocess.run(["umount", "/etc"], check=True)
+    subprocess.run(["rm", "-rf", etc], check=True)
+
+
 # Destinations no rule short of naming them unlocks; one TCP connect and
 # one UDP sendto each. Nothing leaves this fresh namespace in any case.
 SPECIAL = ["10.0.0.1", "192.168.1.1", "172.16.0.1", "100.64.0.1", "169.254.169.254",
@@ -321,4 +398,4 @@ def mode_bench():
 
 
 {"bench": mode_bench, "tcp": mode_tcp, "udp": mode_udp, "dns": mode_dns, "deny": mode_deny,
- "tcp6": mode_tcp6, "udp6": lambda: mode_udp("::1")}[MODE]()
+ "tcp6": mode_tcp6, "realdns": mode_realdns, "udp6": lambda: mode_udp("::1")}[MODE]()
