@@ -21,9 +21,21 @@ const DRIVER: &str = include_str!("net/egress_driver.py");
 
 /// The driver's output for `mode`, run under `unshare FLAGS`.
 fn drive(mode: &str, flags: &[&str]) -> String {
-    let report =
-        std::env::temp_dir().join(format!("net-egress-{mode}-{}.json", std::process::id()));
+    drive_as(mode, flags, None)
+}
+
+/// As `drive`, with the supervisor run as `uid` (gid the same) when given.
+fn drive_as(mode: &str, flags: &[&str], uid: Option<u32>) -> String {
+    let who = uid.map(|u| format!("-{u}")).unwrap_or_default();
+    let report = std::env::temp_dir().join(format!(
+        "net-egress-{mode}{who}-{}.json",
+        std::process::id()
+    ));
     let out = Command::new("unshare")
+        .env(
+            "EGRESS_AS_UID",
+            uid.map(|u| u.to_string()).unwrap_or_default(),
+        )
         .args(flags)
         .args(["/usr/bin/python3", "-c", DRIVER])
         .arg(bin())
@@ -47,6 +59,20 @@ fn tcp_to_host_loopback_needs_a_rule_naming_it() {
         skip!("needs root for unshare -n");
     }
     let out = drive("tcp", &["-n"]);
+    let expected = "server got True\ndown 1048576 True\npeer True\ndenied []\n\
+                    host accepted 1\n\
+                    connect ECONNREFUSED\nconnect ECONNREFUSED\nconnect ECONNREFUSED\n\
+                    host accepted 1\n\
+                    connect ECONNREFUSED\ndenied []\n";
+    assert_eq!(out, expected);
+}
+
+#[test]
+fn tcp_egress_as_an_unprivileged_user() {
+    if !is_root() {
+        skip!("needs root for unshare -n");
+    }
+    let out = drive_as("tcp", &["-n"], Some(1001));
     let expected = "server got True\ndown 1048576 True\npeer True\ndenied []\n\
                     host accepted 1\n\
                     connect ECONNREFUSED\nconnect ECONNREFUSED\nconnect ECONNREFUSED\n\

@@ -2,7 +2,8 @@
 # fresh network namespace made by the test (`unshare -n`, plus `-m` for
 # the DNS case): host servers on its loopback, the supervisor under test
 # as a child, the guest's results printed one line each.
-# argv: SUPERVISOR MODE REPORT_PATH
+# argv: SUPERVISOR MODE REPORT_PATH; env EGRESS_AS_UID runs the supervisor
+# as that unprivileged user.
 import hashlib
 import json
 import os
@@ -12,6 +13,8 @@ import sys
 import threading
 
 SUP, MODE, REPORT = sys.argv[1], sys.argv[2], sys.argv[3]
+# Set: the supervisor runs as this unprivileged uid (gid the same).
+AS_UID = int(os.environ["EGRESS_AS_UID"]) if os.environ.get("EGRESS_AS_UID") else None
 MIB = 1 << 20
 
 subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
@@ -22,7 +25,8 @@ def sandbox(rules, script, *args):
     for r in rules:
         argv += ["--allow-net", r]
     argv += ["--", "/usr/bin/python3", "-c", script, *args]
-    p = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+    ids = {} if AS_UID is None else {"user": AS_UID, "group": AS_UID, "extra_groups": []}
+    p = subprocess.run(argv, capture_output=True, text=True, timeout=120, **ids)
     sys.stdout.write(p.stdout)
     if p.returncode != 0:
         print("exit", p.returncode, p.stderr.strip())
