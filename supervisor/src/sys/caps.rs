@@ -2,14 +2,16 @@
 
 use nix::errno::Errno;
 
-/// `SECBIT_NOROOT | SECBIT_NO_SETUID_FIXUP | SECBIT_KEEP_CAPS_LOCKED |
-/// SECBIT_NO_CAP_AMBIENT_RAISE` with their locks: uid 0 never gains
-/// capabilities on execve, and nothing can undo that.
+/// `SECBIT_NOROOT | SECBIT_NO_SETUID_FIXUP | SECBIT_NO_CAP_AMBIENT_RAISE`
+/// with their locks: uid 0 never gains capabilities on execve, and nothing
+/// can undo that. `SECBIT_KEEP_CAPS` stays settable: it only matters to the
+/// setuid fixup, which NO_SETUID_FIXUP already switches off, and the
+/// permitted set is empty anyway; tools that set it before dropping
+/// privileges (iputils' `ping`) fail with EPERM when it is locked.
 pub const SECUREBITS_LOCKED_DOWN: libc::c_ulong = (1 << 0) // NOROOT
     | (1 << 1) // NOROOT_LOCKED
     | (1 << 2) // NO_SETUID_FIXUP
     | (1 << 3) // NO_SETUID_FIXUP_LOCKED
-    | (1 << 5) // KEEP_CAPS_LOCKED
     | (1 << 6) // NO_CAP_AMBIENT_RAISE
     | (1 << 7); // NO_CAP_AMBIENT_RAISE_LOCKED
 
