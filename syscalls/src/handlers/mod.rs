@@ -23,12 +23,17 @@
 mod abi;
 mod affinity;
 mod attr;
+mod limitfiles;
+mod masked;
 mod mounttab;
 mod namei;
 mod net;
 mod notify;
 mod open;
 mod procfiles;
+mod procstat;
+mod procsys;
+mod sealed;
 mod stat;
 mod sysinfo;
 mod sysinfo_call;
