@@ -30,6 +30,7 @@ mod tree;
 pub use cprogs::*;
 #[allow(unused_imports)] // not every test binary builds a rootfs
 pub use rootfs::*;
+#[allow(unused_imports)] // not every test binary runs as tester
 pub use tester::*;
 pub use tree::*;
 
