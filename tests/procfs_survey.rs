@@ -96,8 +96,9 @@ struct HostFacts {
     file_nr: u64,
     inode_nr: u64,
     dentries: u64,
-    threads_max: String,
-    file_max: String,
+    /// kernel/threads-max, fs/file-max and the epoll and inotify watch
+    /// maxima: the kernel sizes them from its memory.
+    memory_sized: Vec<(&'static str, String)>,
 }
 
 fn read(path: &str) -> String {
@@ -136,10 +137,19 @@ fn host_facts(outsider: &Outsider) -> HostFacts {
         file_nr: first_u64(&read("/proc/sys/fs/file-nr")),
         inode_nr: first_u64(&read("/proc/sys/fs/inode-nr")),
         dentries: first_u64(&read("/proc/sys/fs/dentry-state")),
-        threads_max: read("/proc/sys/kernel/threads-max").trim().to_owned(),
-        file_max: read("/proc/sys/fs/file-max").trim().to_owned(),
+        memory_sized: MEMORY_SIZED
+            .iter()
+            .map(|p| (*p, read(p).trim().to_owned()))
+            .collect(),
     }
 }
+
+const MEMORY_SIZED: &[&str] = &[
+    "/proc/sys/kernel/threads-max",
+    "/proc/sys/fs/file-max",
+    "/proc/sys/fs/epoll/max_user_watches",
+    "/proc/sys/fs/inotify/max_user_watches",
+];
 
 fn first_u64(text: &str) -> u64 {
     text.split_whitespace()
@@ -295,15 +305,9 @@ fn sys_leaks(recs: &[Rec], host: &HostFacts, limits: Limits) -> Vec<String> {
         found.push(format!("/proc/sys/kernel/tainted: {tainted}"));
     }
     let threads = value("/proc/sys/kernel/threads-max");
-    if limits.memory {
-        if threads == host.threads_max {
-            found.push(format!(
-                "/proc/sys/kernel/threads-max: the host's {threads}"
-            ));
-        }
-        let files = value("/proc/sys/fs/file-max");
-        if files == host.file_max {
-            found.push(format!("/proc/sys/fs/file-max: the host's {files}"));
+    for (path, host_value) in host.memory_sized.iter().filter(|_| limits.memory) {
+        if value(path) == *host_value {
+            found.push(format!("{path}: the host's {host_value}"));
         }
     }
     if let Some(pids) = limits.pids {

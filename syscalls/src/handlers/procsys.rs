@@ -1,8 +1,8 @@
 //! The sandbox's answers for the /proc/sys files that would tell of the
 //! host: the open files, inodes and dentries counted host-wide, the
 //! host kernel's taint, and the limits the kernel sized from the host's
-//! memory (`threads-max`, `file-max`), sized instead from `--memory` and
-//! `--pids`.
+//! memory (`threads-max`, `file-max`, the epoll and inotify watch
+//! maxima), sized instead from `--memory` and `--pids`.
 //!
 //! Owns: which /proc/sys files are served ([`SysFile`]), their texts,
 //! and the [`SysBaseline`] the host-wide counters are relative to. Does
@@ -30,6 +30,11 @@ pub(crate) enum SysFile {
     /// `kernel/threads-max`: sized from the memory limit as the kernel
     /// sizes it, and at most `--pids`.
     ThreadsMax,
+    /// `fs/epoll/max_user_watches` and `fs/inotify/max_user_watches`:
+    /// the kernel makes them proportional to its memory (4% and 1% of it
+    /// over a watch's size); scaled to the memory limit.
+    EpollWatches,
+    InotifyWatches,
 }
 
 impl SysFile {
@@ -42,6 +47,8 @@ impl SysFile {
             "fs/dentry-state" => SysFile::DentryState,
             "kernel/tainted" => SysFile::Tainted,
             "kernel/threads-max" => SysFile::ThreadsMax,
+            "fs/epoll/max_user_watches" => SysFile::EpollWatches,
+            "fs/inotify/max_user_watches" => SysFile::InotifyWatches,
             _ => return None,
         };
         Some(file)
@@ -56,6 +63,7 @@ impl SysFile {
             SysFile::DentryState => c"dentry-state",
             SysFile::Tainted => c"tainted",
             SysFile::ThreadsMax => c"threads-max",
+            SysFile::EpollWatches | SysFile::InotifyWatches => c"max_user_watches",
         }
     }
 }
@@ -71,6 +79,8 @@ pub(crate) struct SysBaseline {
 /// its open descriptors.
 pub(crate) struct Sizes {
     pub(crate) memory_limit: Option<u64>,
+    /// The host's memory (MemTotal, bytes), for the watch maxima.
+    pub(crate) host_memory: Option<u64>,
     pub(crate) pids: Option<u64>,
     pub(crate) open_files: u64,
 }
@@ -82,6 +92,8 @@ const NR_FILE: u64 = 8192;
 const THREAD_MEM: u64 = 16 * 1024 * 8;
 /// The kernel's MIN_THREADS.
 const MIN_THREADS: u64 = 20;
+/// The bounds the kernel keeps inotify's max_user_watches in.
+const INOTIFY_WATCHES: (u64, u64) = (8192, 1_048_576);
 
 /// The text of `file`, given the host's text `host`.
 pub(crate) fn text(file: SysFile, host: &str, base: &SysBaseline, sizes: &Sizes) -> String {
@@ -107,7 +119,23 @@ pub(crate) fn text(file: SysFile, host: &str, base: &SysBaseline, sizes: &Sizes)
                 .min();
             format!("{}\n", limit.unwrap_or(first))
         }
+        SysFile::EpollWatches => format!("{}\n", scaled(first, sizes, (0, u64::MAX))),
+        SysFile::InotifyWatches => format!("{}\n", scaled(first, sizes, INOTIFY_WATCHES)),
     }
+}
+
+/// The host's `host` value of a maximum proportional to memory, scaled to
+/// the memory limit (kept within `bounds`, at most the host's).
+fn scaled(host: u64, sizes: &Sizes, bounds: (u64, u64)) -> u64 {
+    let (Some(limit), Some(total)) = (sizes.memory_limit, sizes.host_memory) else {
+        return host;
+    };
+    if total == 0 {
+        return host;
+    }
+    let v = u128::from(host) * u128::from(limit) / u128::from(total);
+    let v = u64::try_from(v).unwrap_or(u64::MAX);
+    v.clamp(bounds.0, bounds.1.max(bounds.0)).min(host)
 }
 
 /// file-max: the host's, or under a memory limit the kernel's own sizing
@@ -151,6 +179,7 @@ mod tests {
     fn sizes(memory_limit: Option<u64>, pids: Option<u64>) -> Sizes {
         Sizes {
             memory_limit,
+            host_memory: Some(24 << 30),
             pids,
             open_files: 12,
         }
@@ -200,6 +229,18 @@ mod tests {
             "100\n"
         );
         assert_eq!(t(SysFile::ThreadsMax, "\n", &sizes(None, None)), "0\n");
+        let quarter = sizes(Some(6 << 30), None);
+        assert_eq!(t(SysFile::EpollWatches, "5491533\n", &quarter), "1372883\n");
+        assert_eq!(t(SysFile::InotifyWatches, "192536\n", &quarter), "48134\n");
+        assert_eq!(t(SysFile::InotifyWatches, "192536\n", &mem), "8192\n");
+        assert_eq!(
+            t(SysFile::InotifyWatches, "192536\n", &none_limit()),
+            "192536\n"
+        );
+    }
+
+    fn none_limit() -> Sizes {
+        sizes(None, None)
     }
 
     #[test]

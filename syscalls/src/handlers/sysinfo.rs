@@ -313,8 +313,12 @@ fn text(ctx: &Context, kind: ProcFile, host: String) -> String {
             procfiles::status(&host, *n)
         }
         (ProcFile::Sys(file), limits) => {
+            let watches = matches!(file, SysFile::EpollWatches | SysFile::InotifyWatches);
             let sizes = procsys::Sizes {
                 memory_limit: limits.memory_limit,
+                host_memory: (watches && limits.memory_limit.is_some())
+                    .then(|| host_memtotal(&ctx.fs))
+                    .flatten(),
                 pids: limits.pids,
                 open_files: match file {
                     SysFile::FileNr => with_view_proc(&ctx.fs, procfiles::open_files).unwrap_or(0),
@@ -326,6 +330,14 @@ fn text(ctx: &Context, kind: ProcFile, host: String) -> String {
         (ProcFile::Masked, _) => String::new(),
         _ => host,
     }
+}
+
+/// The host's MemTotal in bytes, from the view's /proc/meminfo.
+fn host_memtotal(fs: &Resolver) -> Option<u64> {
+    let text = read_view(fs, c"/proc/meminfo").ok()?;
+    let kb = text.lines().find_map(|l| l.strip_prefix("MemTotal:"))?;
+    let kb: u64 = kb.trim().trim_end_matches("kB").trim().parse().ok()?;
+    kb.checked_mul(1024)
 }
 
 /// The sandbox's /proc/stat from the host's `host`: its tasks' CPU time
