@@ -3,16 +3,17 @@
 //! (`procfs/survey.py`), and the test fails on any host-only fact in
 //! what it read: the host's boot id, the test's host cgroup path, the
 //! command line or pid of a process the test started outside, the host's
-//! block devices, the host's uptime, boot time or load, and under
-//! `--cpus`/`--memory` the host's CPU count or memory size. Run as root
+//! block devices, the host's uptime, boot time or load, its open-file,
+//! inode and dentry counts and kernel taint, a stat size that is not
+//! what a read gives (a masked file's host size), and under
+//! `--cpus`/`--memory`/`--pids` the host's CPU count, memory size or the
+//! thread and file maxima the kernel sized from it. Run as root
 //! and as the unprivileged user `tester`. The same survey run natively
 //! must trip the checks (so they can fail).
 
 mod common;
 use common::*;
 
-use std::os::unix::fs::PermissionsExt;
-use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 
 const PY: &str = "/usr/bin/python3";
@@ -91,6 +92,13 @@ struct HostFacts {
     memtotal_kb: String,
     block_devices: Vec<String>,
     hostname: String,
+    /// First fields of fs/file-nr, fs/inode-nr, fs/dentry-state.
+    file_nr: u64,
+    inode_nr: u64,
+    dentries: u64,
+    /// kernel/threads-max, fs/file-max and the epoll and inotify watch
+    /// maxima: the kernel sizes them from its memory.
+    memory_sized: Vec<(&'static str, String)>,
 }
 
 fn read(path: &str) -> String {
@@ -126,7 +134,28 @@ fn host_facts(outsider: &Outsider) -> HostFacts {
         memtotal_kb,
         block_devices,
         hostname: read("/proc/sys/kernel/hostname").trim().to_owned(),
+        file_nr: first_u64(&read("/proc/sys/fs/file-nr")),
+        inode_nr: first_u64(&read("/proc/sys/fs/inode-nr")),
+        dentries: first_u64(&read("/proc/sys/fs/dentry-state")),
+        memory_sized: MEMORY_SIZED
+            .iter()
+            .map(|p| (*p, read(p).trim().to_owned()))
+            .collect(),
     }
+}
+
+const MEMORY_SIZED: &[&str] = &[
+    "/proc/sys/kernel/threads-max",
+    "/proc/sys/fs/file-max",
+    "/proc/sys/fs/epoll/max_user_watches",
+    "/proc/sys/fs/inotify/max_user_watches",
+];
+
+fn first_u64(text: &str) -> u64 {
+    text.split_whitespace()
+        .next()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0)
 }
 
 fn first_number(text: &str) -> Option<f64> {
@@ -138,6 +167,7 @@ fn first_number(text: &str) -> Option<f64> {
 struct Limits {
     cpus: Option<usize>,
     memory: bool,
+    pids: Option<u64>,
 }
 
 /// Every host-only fact found in the survey, one line each.
@@ -189,6 +219,8 @@ fn leaks(recs: &[Rec], host: &HostFacts, limits: Limits) -> Vec<String> {
     }
     found.extend(time_leaks(recs, host));
     found.extend(load_leaks(recs));
+    found.extend(size_leaks(recs));
+    found.extend(sys_leaks(recs, host, limits));
     if let Some(n) = limits.cpus.filter(|n| *n < host.cpus) {
         found.extend(cpu_leaks(recs, n));
     }
@@ -238,6 +270,54 @@ fn load_leaks(recs: &[Rec]) -> Vec<String> {
             "/proc/loadavg: {load:?} counts more than the sandbox's tasks"
         )],
     }
+}
+
+/// A stat size that is not what a read gives: procfs's size of a file
+/// served otherwise (a masked file's host size, such as config.gz's).
+fn size_leaks(recs: &[Rec]) -> Vec<String> {
+    recs.iter()
+        .filter(|r| r.kind == "Z")
+        .map(|r| format!("{}: stat size and bytes read {}", r.path, r.body.trim()))
+        .collect()
+}
+
+/// /proc/sys: the host's counts of open files, inodes and dentries
+/// (a sandbox of two processes holds a few dozen of each, the host
+/// hundreds of thousands), its kernel taint, and under limits the
+/// thread and file maxima the kernel sized from the host's memory.
+fn sys_leaks(recs: &[Rec], host: &HostFacts, limits: Limits) -> Vec<String> {
+    let mut found = Vec::new();
+    let value = |path: &str| body(recs, path).unwrap_or("").trim().to_owned();
+    let first = |path: &str| first_u64(&value(path));
+    let counts = [
+        ("/proc/sys/fs/file-nr", host.file_nr),
+        ("/proc/sys/fs/inode-nr", host.inode_nr),
+        ("/proc/sys/fs/dentry-state", host.dentries),
+    ];
+    for (path, host_count) in counts {
+        let count = first(path);
+        if host_count >= 200 && count * 4 > host_count {
+            found.push(format!("{path}: {count}, the host's is {host_count}"));
+        }
+    }
+    let tainted = value("/proc/sys/kernel/tainted");
+    if tainted != "0" {
+        found.push(format!("/proc/sys/kernel/tainted: {tainted}"));
+    }
+    let threads = value("/proc/sys/kernel/threads-max");
+    for (path, host_value) in host.memory_sized.iter().filter(|_| limits.memory) {
+        if value(path) == *host_value {
+            found.push(format!("{path}: the host's {host_value}"));
+        }
+    }
+    if let Some(pids) = limits.pids {
+        if first("/proc/sys/kernel/threads-max") > pids {
+            found.push(format!(
+                "/proc/sys/kernel/threads-max: {threads} under --pids {pids}"
+            ));
+        }
+    }
+    found
 }
 
 /// Under `--cpus n`: n CPUs everywhere a CPU list is given.
@@ -339,9 +419,10 @@ fn native_survey_finds_the_host() {
         Limits {
             cpus: None,
             memory: false,
+            pids: None,
         },
     );
-    for must in ["boot id", "outside process"] {
+    for must in ["boot id", "outside process", "file-nr", "dentry-state"] {
         assert!(
             found.iter().any(|f| f.contains(must)),
             "natively the survey must see the host's {must}: {found:#?}"
@@ -354,6 +435,7 @@ fn survey_finds_nothing_of_the_host() {
     let limits = Limits {
         cpus: None,
         memory: false,
+        pids: None,
     };
     check_supervised(survey_run(&[]), limits, "no limits");
 }
@@ -363,45 +445,10 @@ fn survey_finds_nothing_of_the_host_under_limits() {
     let limits = Limits {
         cpus: Some(1),
         memory: true,
+        pids: Some(64),
     };
-    let run = survey_run(&["--cpus", "1", "--memory", "256m"]);
-    check_supervised(run, limits, "--cpus 1 --memory 256m");
-}
-
-/// A copy of the binary the unprivileged user can run, or why not.
-fn tester_bin() -> Result<(u32, u32, PathBuf), String> {
-    if !is_root() {
-        return Err("needs root to become tester".into());
-    }
-    let id = |flag: &str| -> Option<u32> {
-        let out = Command::new("id").args([flag, "tester"]).output().ok()?;
-        String::from_utf8_lossy(&out.stdout).trim().parse().ok()
-    };
-    let (uid, gid) = (
-        id("-u").ok_or("no user tester")?,
-        id("-g").ok_or("no group")?,
-    );
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("procfs-bin");
-    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
-    let mode =
-        |p: &std::path::Path, m| std::fs::set_permissions(p, std::fs::Permissions::from_mode(m));
-    mode(&dir, 0o755).map_err(|e| e.to_string())?;
-    let tmp = dir.join(format!("supervisor.{}", std::process::id()));
-    std::fs::copy(bin(), &tmp).map_err(|e| e.to_string())?;
-    mode(&tmp, 0o755).map_err(|e| e.to_string())?;
-    let bin = dir.join("supervisor");
-    std::fs::rename(&tmp, &bin).map_err(|e| e.to_string())?;
-    let mut cur = Some(dir.as_path());
-    while let Some(d) = cur {
-        let m = std::fs::metadata(d)
-            .map(|m| m.permissions().mode())
-            .unwrap_or(0);
-        if m & 0o001 == 0 {
-            return Err(format!("{} is not searchable by others", d.display()));
-        }
-        cur = d.parent();
-    }
-    Ok((uid, gid, bin))
+    let run = survey_run(&["--cpus", "1", "--memory", "256m", "--pids", "64"]);
+    check_supervised(run, limits, "--cpus 1 --memory 256m --pids 64");
 }
 
 #[test]
@@ -414,6 +461,7 @@ fn survey_as_tester_finds_nothing_of_the_host() {
     let limits = Limits {
         cpus: Some(1),
         memory: false,
+        pids: None,
     };
     check_supervised(run, limits, "as tester, --cpus 1");
 }

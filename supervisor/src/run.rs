@@ -428,6 +428,7 @@ fn guest_limits(args: &RunArgs, counters: &Arc<Counters>) -> GuestLimits {
             .has_memory()
             .then(|| Box::new(move || usage.memory_usage()) as Box<_>),
         cpus: guest_cpus(args),
+        pids: args.pids,
     }
 }
 

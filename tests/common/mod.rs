@@ -12,6 +12,7 @@
 //! - [`Tree`]: temp trees, and [`snapshot`] of a tree for comparing results.
 //! - [`normalize`]: the only differences between a native and a supervised
 //!   output that a test may erase; each one is documented there.
+//! - [`tester_bin`]: the user `tester` and a copy of the binary it can run.
 //! - [`skip!`]: skipping with a printed reason when a tool is missing.
 //!
 //! Not here: what any single test expects.
@@ -23,11 +24,14 @@ pub mod engine;
 pub mod oci;
 pub mod probes;
 mod rootfs;
+mod tester;
 mod tree;
 
 pub use cprogs::*;
 #[allow(unused_imports)] // not every test binary builds a rootfs
 pub use rootfs::*;
+#[allow(unused_imports)] // not every test binary runs as tester
+pub use tester::*;
 pub use tree::*;
 
 use std::collections::BTreeMap;

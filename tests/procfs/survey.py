@@ -6,7 +6,8 @@ regular file that can be read, as records:
     <content lines>
 
 KIND is DIR (content: the names), F (a file's bytes, latin-1), L (a
-symlink's target), or a letter and an errno when a step failed (E: open,
+symlink's target), Z (a file whose stat size is neither 0 nor the size
+read: "SIZE READ"), or a letter and an errno when a step failed (E: open,
 R: read, D: listdir, S: lstat, L: readlink). Numbered /proc entries
 other than self and thread-self are other processes and are skipped; so
 are the task/ trees (threads repeat their process)."""
@@ -26,7 +27,7 @@ def emit(kind, path, data=b""):
         out.write("\n")
 
 
-def read(path):
+def read(path, size):
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_NOCTTY)
     except OSError as e:
@@ -39,7 +40,10 @@ def read(path):
                 break
             chunks.append(b)
             n += len(b)
-        emit("F", path, b"".join(chunks))
+        data = b"".join(chunks)
+        emit("F", path, data)
+        if size and size != len(data) and len(data) < LIMIT:
+            emit("Z", path, b"%d %d" % (size, len(data)))
     except OSError as e:
         emit("R%d" % e.errno, path)
     finally:
@@ -71,7 +75,7 @@ def walk(top, depth=0):
         elif stat.S_ISDIR(st.st_mode):
             walk(path, depth + 1)
         elif stat.S_ISREG(st.st_mode):
-            read(path)
+            read(path, st.st_size)
 
 
 for top in sys.argv[1:]:

@@ -47,16 +47,37 @@ pub fn stat_bytes(st: &libc::stat, ids: &IdMap) -> [u8; STAT_SIZE] {
 /// Offsets of `stx_uid` and `stx_gid` in `struct statx`.
 const STATX_UID_AT: usize = 20;
 const STATX_GID_AT: usize = 24;
+const STATX_INO_AT: usize = 32;
+const STATX_SIZE_AT: usize = 40;
+const STATX_DEV_MAJOR_AT: usize = 136;
+const STATX_DEV_MINOR_AT: usize = 140;
+
+fn get_u32(b: &[u8], at: usize) -> u32 {
+    b.get(at..at + 4)
+        .and_then(|s| <[u8; 4]>::try_from(s).ok())
+        .map_or(0, u32::from_ne_bytes)
+}
+
+fn get_u64(b: &[u8], at: usize) -> u64 {
+    b.get(at..at + 8)
+        .and_then(|s| <[u8; 8]>::try_from(s).ok())
+        .map_or(0, u64::from_ne_bytes)
+}
+
+/// A `struct statx`'s size replaced by `f(dev, ino, size)`.
+pub fn map_statx_size(buf: &mut [u8], f: impl FnOnce(u64, u64, u64) -> u64) {
+    let dev = libc::makedev(
+        get_u32(buf, STATX_DEV_MAJOR_AT),
+        get_u32(buf, STATX_DEV_MINOR_AT),
+    );
+    let size = f(dev, get_u64(buf, STATX_INO_AT), get_u64(buf, STATX_SIZE_AT));
+    put(buf, STATX_SIZE_AT, &size.to_ne_bytes());
+}
 
 /// Map the owners of a raw `struct statx` through `ids`, in place.
 pub fn map_statx(buf: &mut [u8], ids: &IdMap) {
-    let get = |b: &[u8], at: usize| -> u32 {
-        b.get(at..at + 4)
-            .and_then(|s| <[u8; 4]>::try_from(s).ok())
-            .map_or(0, u32::from_ne_bytes)
-    };
-    let uid = ids.uid_to_guest(get(buf, STATX_UID_AT));
-    let gid = ids.gid_to_guest(get(buf, STATX_GID_AT));
+    let uid = ids.uid_to_guest(get_u32(buf, STATX_UID_AT));
+    let gid = ids.gid_to_guest(get_u32(buf, STATX_GID_AT));
     put(buf, STATX_UID_AT, &uid.to_ne_bytes());
     put(buf, STATX_GID_AT, &gid.to_ne_bytes());
 }
@@ -137,6 +158,10 @@ mod tests {
     #[test]
     fn statx_owner_offsets() {
         assert_eq!(offset_of!(libc::statx, stx_uid), STATX_UID_AT);
+        assert_eq!(offset_of!(libc::statx, stx_ino), STATX_INO_AT);
+        assert_eq!(offset_of!(libc::statx, stx_size), STATX_SIZE_AT);
+        assert_eq!(offset_of!(libc::statx, stx_dev_major), STATX_DEV_MAJOR_AT);
+        assert_eq!(offset_of!(libc::statx, stx_dev_minor), STATX_DEV_MINOR_AT);
         assert_eq!(offset_of!(libc::statx, stx_gid), STATX_GID_AT);
         let mut b = [0u8; 256];
         b[20..24].copy_from_slice(&7u32.to_ne_bytes());

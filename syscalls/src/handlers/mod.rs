@@ -3,8 +3,9 @@
 //! [`stat`] (stat family, statx, statfs), [`attr`] (access, chmod, chown,
 //! utimes, truncate), [`namei`] (mkdir, mknod, unlink, rename, link,
 //! symlink, readlink), [`notify`] (inotify_add_watch) and [`sysinfo`]
-//! (the guest's limits and the /proc files it serves rewritten, with
-//! `procfiles` and `mounttab`; sched_getaffinity, sysinfo(2)).
+//! (the guest's limits and the /proc files it serves rewritten, with the
+//! texts of `limitfiles`, `mounttab`, `procstat`, `procfiles`, `procsys`
+//! and `masked`, served by `sealed`; sched_getaffinity, sysinfo(2)).
 //!
 //! Owns: decoding each call's arguments from registers and guest memory,
 //! checking them in the order the kernel does (so errnos match), resolving
@@ -23,12 +24,17 @@
 mod abi;
 mod affinity;
 mod attr;
+mod limitfiles;
+mod masked;
 mod mounttab;
 mod namei;
 mod net;
 mod notify;
 mod open;
 mod procfiles;
+mod procstat;
+mod procsys;
+mod sealed;
 mod stat;
 mod sysinfo;
 mod sysinfo_call;

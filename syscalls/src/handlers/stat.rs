@@ -70,7 +70,13 @@ pub fn fstatat(ctx: &Context, g: &dyn Guest, dirfd: i32, addr: u64, buf: u64, fl
         }
         match name? {
             None => sys::fstat(dir_itself(g, dirfd)?.as_fd())?,
-            Some(path) => with_path(g, dirfd, &path, |at| ctx.fs.stat(at, &path, follow))?,
+            Some(path) => {
+                let mut st = with_path(g, dirfd, &path, |at| ctx.fs.stat(at, &path, follow))?;
+                let size = u64::try_from(st.st_size).unwrap_or(0);
+                let served = ctx.synthetic.stat_size(&ctx.fs, st.st_dev, st.st_ino, size);
+                st.st_size = i64::try_from(served).unwrap_or(st.st_size);
+                st
+            }
         }
     };
     g.write_mem(buf, &abi::stat_bytes(&st, &ctx.ids))?;
@@ -106,9 +112,15 @@ pub fn statx(
             };
             sys::statx(fd.as_fd(), c"", pass | libc::AT_EMPTY_PATH, mask)?
         }
-        Ok(Some(path)) => with_path(g, dirfd, &path, |at| {
-            ctx.fs.statx(at, &path, follow, pass, mask)
-        })?,
+        Ok(Some(path)) => {
+            let mut sx = with_path(g, dirfd, &path, |at| {
+                ctx.fs.statx(at, &path, follow, pass, mask)
+            })?;
+            abi::map_statx_size(&mut sx, |dev, ino, size| {
+                ctx.synthetic.stat_size(&ctx.fs, dev, ino, size)
+            });
+            sx
+        }
         Err(e) => return Err(e),
     };
     abi::map_statx(&mut sx, &ctx.ids);

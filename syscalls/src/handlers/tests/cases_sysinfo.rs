@@ -128,6 +128,7 @@ fn synthetic_proc_files_whatever_the_path() {
         memory_limit: Some(512 << 20),
         memory_usage: Some(Box::new(|| Some(100 << 20))),
         cpus: Some(1),
+        pids: None,
     });
     let proc_fd = 7;
     f.g.give_fd(proc_fd, open_path(Path::new("/proc"), libc::O_PATH));

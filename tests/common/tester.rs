@@ -1,0 +1,47 @@
+//! The unprivileged user `tester` (uid 1001) and a copy of the binary it
+//! can run, for tests that compare a guest of an unprivileged invoker.
+//!
+//! Not here: the user `sbxtest` of `tests/unprivileged.rs`, which that
+//! suite creates itself.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::PathBuf;
+use std::process::Command;
+
+use super::{bin, is_root};
+
+/// A copy of the binary the unprivileged user can run, or why not.
+pub fn tester_bin() -> Result<(u32, u32, PathBuf), String> {
+    if !is_root() {
+        return Err("needs root to become tester".into());
+    }
+    let id = |flag: &str| -> Option<u32> {
+        let out = Command::new("id").args([flag, "tester"]).output().ok()?;
+        String::from_utf8_lossy(&out.stdout).trim().parse().ok()
+    };
+    let (uid, gid) = (
+        id("-u").ok_or("no user tester")?,
+        id("-g").ok_or("no group")?,
+    );
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("procfs-bin");
+    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    let mode =
+        |p: &std::path::Path, m| std::fs::set_permissions(p, std::fs::Permissions::from_mode(m));
+    mode(&dir, 0o755).map_err(|e| e.to_string())?;
+    let tmp = dir.join(format!("supervisor.{}", std::process::id()));
+    std::fs::copy(bin(), &tmp).map_err(|e| e.to_string())?;
+    mode(&tmp, 0o755).map_err(|e| e.to_string())?;
+    let bin = dir.join("supervisor");
+    std::fs::rename(&tmp, &bin).map_err(|e| e.to_string())?;
+    let mut cur = Some(dir.as_path());
+    while let Some(d) = cur {
+        let m = std::fs::metadata(d)
+            .map(|m| m.permissions().mode())
+            .unwrap_or(0);
+        if m & 0o001 == 0 {
+            return Err(format!("{} is not searchable by others", d.display()));
+        }
+        cur = d.parent();
+    }
+    Ok((uid, gid, bin))
+}
