@@ -108,10 +108,21 @@ fn a_container_runs_through_its_lifecycle_with_its_exit_status() {
         state["bundle"],
         t.path().canonicalize().unwrap().to_str().unwrap()
     );
-    // The monitor and the sandbox are in the container's cgroup: ps lists them.
+    // ps lists the sandbox's processes (its init), not the anchor nor the
+    // monitor; the anchor (the engine's pid) sits in the sandbox's mount
+    // namespace, where /proc shows only the sandbox (what `podman top` reads).
     let ps = rt.run(&["ps", "--format", "json", "life"]);
     let pids: Vec<i32> = serde_json::from_slice(&ps.stdout).expect("ps json");
-    assert!(pids.contains(&pid) && pids.len() >= 2, "ps: {pids:?}");
+    let ns = |p: i32, name: &str| fs::read_link(format!("/proc/{p}/ns/{name}")).ok();
+    assert!(!pids.is_empty() && !pids.contains(&pid), "ps: {pids:?}");
+    for p in &pids {
+        assert_ne!(ns(*p, "pid"), ns(pid, "pid"), "{p} is not in the sandbox");
+        assert_eq!(
+            ns(*p, "mnt"),
+            ns(pid, "mnt"),
+            "the anchor's mount namespace"
+        );
+    }
     assert!(rt.run(&["start", "life"]).status.success());
     match wait_exit(pid) {
         WaitStatus::Exited(_, code) => assert_eq!(code, 3),

@@ -104,15 +104,40 @@ impl Daemon {
         stdout(&out)
     }
 
-    /// `ctr run --runc-binary <ours> --cgroup <parent>/<id> ARGS IMAGE id CMD...`.
-    fn run(&self, flags: &[&str], id: &str, command: &[&str]) -> Output {
+    /// `run --runc-binary <ours> --cgroup <parent>/<id> ARGS IMAGE id CMD...`.
+    fn run_args(&self, flags: &[&str], id: &str, command: &[&str]) -> Vec<String> {
         let binary = bin().display().to_string();
         let cgroup = format!("{}/{id}", self.cgroup_parent);
         let mut all = vec!["run", "--runc-binary", &binary, "--cgroup", &cgroup];
         all.extend_from_slice(flags);
         all.extend_from_slice(&[IMAGE, id]);
         all.extend_from_slice(command);
-        self.ctr(&all)
+        all.into_iter().map(str::to_string).collect()
+    }
+
+    /// `ctr run ...` (see [`Daemon::run_args`]) with `stdin`.
+    fn run_in(&self, flags: &[&str], id: &str, command: &[&str], stdin: &[u8]) -> Output {
+        let args = self.run_args(flags, id, command);
+        self.ctr_in(&args.iter().map(String::as_str).collect::<Vec<_>>(), stdin)
+    }
+
+    fn run(&self, flags: &[&str], id: &str, command: &[&str]) -> Output {
+        self.run_in(flags, id, command, b"")
+    }
+
+    /// `ctr ARGS` on a terminal: under `script`, which gives it a pty as
+    /// its stdio (ctr -t takes its console from stdin); script's exit
+    /// code is ctr's.
+    fn ctr_on_terminal(&self, args: &[String]) -> Output {
+        let quote = |a: &str| format!("'{}'", a.replace('\'', "'\\''"));
+        let mut line = vec![quote(CTR), "--address".into()];
+        line.push(quote(
+            &self.dir.join("containerd.sock").display().to_string(),
+        ));
+        line.extend(args.iter().map(|a| quote(a)));
+        let mut script = Command::new("script");
+        script.args(["-q", "-e", "-c", &line.join(" "), "/dev/null"]);
+        output_with_watchdog(script, b"")
     }
 
     /// The task's status as `ctr task ls` shows it.
@@ -262,6 +287,20 @@ fn containerd_runs_containers_with_runc_binary_supervisor() {
     let three = d.run(&["--rm"], "three", &["sh", "-c", "exit 3"]);
     assert_eq!(three.status.code(), Some(3), "{}", dump(&three));
 
+    // stdin (ctr run always passes it) reaches the command; -t: a pseudo-terminal (its master
+    // went to the shim's console socket), for run and task exec.
+    // (head reads one line: ctr 1.6 never closes the task's stdin when
+    // its own ends before the task's IO is set up, with any runtime.)
+    let head = d.run_in(&["--rm"], "head", &["head", "-n", "1"], b"piped in\n");
+    assert_eq!(stdout(&head), "piped in\n", "{}", dump(&head));
+    // (script's own pty adds a \r, and echoes its stdin's end as ^@.)
+    let tty = d.ctr_on_terminal(&d.run_args(&["--rm", "-t"], "tty", &["sh", "-c", "tty; exit 4"]));
+    assert!(
+        stdout(&tty).contains("/dev/pts/0\r") && tty.status.code() == Some(4),
+        "{}",
+        dump(&tty)
+    );
+
     // A running task: exec, ps, pause/resume, kill (SIGTERM).
     let started = d.run(&["-d"], "sleeper", &["sleep", "100"]);
     assert!(started.status.success(), "{}", dump(&started));
@@ -286,9 +325,28 @@ fn containerd_runs_containers_with_runc_binary_supervisor() {
         b"exec stdin\n",
     );
     assert_eq!(stdout(&exi), "exec stdin\n", "{}", dump(&exi));
-    // ps: the host pids of the monitor, init and the command (at least those).
+    let ext = [
+        "task",
+        "exec",
+        "-t",
+        "--exec-id",
+        "e3",
+        "sleeper",
+        "sh",
+        "-c",
+        "tty; exit 2",
+    ];
+    let ext = d.ctr_on_terminal(&ext.map(String::from));
+    let shown = stdout(&ext);
+    assert!(
+        shown.contains("/dev/pts/") && ext.status.code() == Some(2),
+        "{}",
+        dump(&ext)
+    );
+    // ps: the host pids of the sandbox's processes, its init and the
+    // command (not the runtime's anchor and monitor).
     let ps = d.ok(&["task", "ps", "sleeper"]);
-    assert!(ps.lines().skip(1).count() >= 3, "task ps:\n{ps}");
+    assert_eq!(ps.lines().skip(1).count(), 2, "task ps:\n{ps}");
     d.ok(&["task", "pause", "sleeper"]);
     assert_eq!(d.task_status("sleeper"), "PAUSED");
     d.ok(&["task", "resume", "sleeper"]);

@@ -213,9 +213,25 @@ fn docker_runs_containers_with_runtime_supervisor() {
         "sleep",
         "100",
     ]);
-    let top = d.ok(&["top", "sleeper"]);
-    assert!(top.contains("sleep 100"), "top:\n{top}");
+    // Only the sandbox's: its init and the command, not the runtime's
+    // anchor and monitor.
+    // (init's kernel name is the supervisor's; its argv says what it is.)
+    let top = d.ok(&["top", "sleeper", "-o", "pid,args"]);
+    let rows = top.lines().skip(1);
+    let mut comms: Vec<&str> = rows.filter_map(|l| l.split_whitespace().nth(1)).collect();
+    comms.sort();
+    assert_eq!(comms, ["sleep", "supervisor-init"], "top:\n{top}");
     // exec: a new process in the running sandbox, its status and stdin.
+    // exec -u another user: refused, with the runtime's reason shown
+    // (the sandbox's user namespace maps only the runtime's own user).
+    let other = d.docker(&["exec", "-u", "1000", "sleeper", "id", "-u"]);
+    // (docker prints the runtime's error on its stdout.)
+    let said = String::from_utf8_lossy(&other.stdout) + String::from_utf8_lossy(&other.stderr);
+    assert!(
+        !other.status.success() && said.contains("other users are not supported yet"),
+        "{}",
+        dump(&other)
+    );
     let ex = d.docker(&["exec", "sleeper", "sh", "-c", "echo from-exec; exit 9"]);
     assert_eq!(
         (stdout(&ex).as_str(), ex.status.code()),

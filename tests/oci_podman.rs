@@ -181,7 +181,20 @@ fn podman_runs_containers_with_runtime_supervisor() {
 fn detached_container_cases(p: &Podman) {
     p.ok(&p.run_args(&["-d", "--name", "sleeper", IMAGE, "sleep", "100"]));
     assert_eq!(p.inspect("sleeper", "{{.State.Status}}"), "running");
+    // top: the sandbox's processes only (its init and the command), as
+    // the sandbox's own /proc shows them, not the host's.
+    let top = p.ok(&["top", "sleeper", "pid", "args"]);
+    assert_eq!(top_commands(&top), ["sleep", "supervisor-init"], "{top}");
     // exec: a new process in the running sandbox, its status and stdin.
+    // exec -u another user: refused, with the runtime's reason shown
+    // (the sandbox's user namespace maps only the runtime's own user).
+    let other = p.podman(&["exec", "-u", "1000", "sleeper", "id", "-u"]);
+    let said = String::from_utf8_lossy(&other.stderr);
+    assert!(
+        !other.status.success() && said.contains("other users are not supported yet"),
+        "{}",
+        dump(&other)
+    );
     let ex = p.podman(&["exec", "sleeper", "sh", "-c", "echo from-exec; exit 9"]);
     assert_eq!(
         (stdout(&ex).as_str(), ex.status.code()),
@@ -208,6 +221,16 @@ fn detached_container_cases(p: &Podman) {
     p.ok(&["stop", "sleeper"]);
     assert_eq!(p.inspect("sleeper", "{{.State.ExitCode}}"), "143");
     p.ok(&["rm", "sleeper"]);
+}
+
+/// The first word of the COMMAND column of `podman top ... pid args`
+/// (init's argv names it; its kernel name is the supervisor's), sorted.
+fn top_commands(top: &str) -> Vec<String> {
+    let mut comms: Vec<String> = (top.lines().skip(1))
+        .filter_map(|l| l.split_whitespace().nth(1).map(str::to_string))
+        .collect();
+    comms.sort();
+    comms
 }
 
 /// kill -s USR1, and an OOM-killed hog.

@@ -4,7 +4,9 @@
 //! cpuacct and freezer (or in the v2 hierarchy), always *beneath the
 //! runtime's own cgroup*: a path elsewhere is refused. The monitor joins
 //! it before it launches the sandbox, so everything in the sandbox is in
-//! it too.
+//! it too — except the part that pause freezes, which holds the sandbox
+//! alone (v1: the freezer hierarchy; v2: the `sandbox` leaf beside the
+//! monitor's `monitor` leaf).
 //!
 //! Owns: placing and creating the directories, writing
 //! `linux.resources` (memory, pids, cpu), freezing and thawing, listing
@@ -26,6 +28,12 @@ use crate::limits::cgroup::remove_tree;
 
 /// The v1 controllers a container uses.
 const V1_CONTROLLERS: &[&str] = &["memory", "pids", "cpu", "cpuacct", "freezer"];
+
+/// The v2 leaves beneath the container's directory: the monitor's, and
+/// the sandbox's, which pause freezes (a process may sit only in a
+/// leaf once controllers are enabled, and the monitor must not freeze).
+const V2_MONITOR: &str = "monitor";
+const V2_SANDBOX: &str = "sandbox";
 
 /// The container's cgroup directories.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
@@ -160,15 +168,24 @@ impl ContainerCgroup {
         }
         if cg.v1.is_empty() {
             if let Some(h) = all.iter().find(|h| h.controllers.is_empty()) {
-                cg.v2 = Some(make(h, cgroups_path, id)?);
+                let dir = make(h, cgroups_path, id)?;
+                for leaf in [V2_MONITOR, V2_SANDBOX] {
+                    fs::create_dir_all(dir.join(leaf))
+                        .map_err(|e| format!("creating cgroup {}/{leaf}: {e}", dir.display()))?;
+                }
+                cg.v2 = Some(dir);
             }
         }
         Ok(cg)
     }
 
-    fn dirs(&self) -> Vec<&Path> {
-        let mut dirs: Vec<&Path> = self.v1.iter().map(|(_, d)| d.as_path()).collect();
-        dirs.extend(self.v2.as_deref());
+    /// Every directory, parents before children (v2: the container's
+    /// and its two leaves).
+    fn dirs(&self) -> Vec<PathBuf> {
+        let mut dirs: Vec<PathBuf> = self.v1.iter().map(|(_, d)| d.clone()).collect();
+        if let Some(d) = &self.v2 {
+            dirs.extend([d.clone(), d.join(V2_MONITOR), d.join(V2_SANDBOX)]);
+        }
         dirs
     }
 
@@ -184,36 +201,55 @@ impl ContainerCgroup {
         }
     }
 
-    /// Moves the monitor, process `pid`, into every directory but a v1
-    /// freezer's: the monitor serves the guest's trapped calls, and a
-    /// guest thread waiting for an answer cannot freeze while its
+    /// The directory that holds the sandbox alone, and that pause
+    /// freezes: the v1 freezer's, or the v2 `sandbox` leaf.
+    fn sandbox_dir(&self) -> Option<PathBuf> {
+        match &self.v2 {
+            Some(d) => Some(d.join(V2_SANDBOX)),
+            None => self.dir_of("freezer").map(Path::to_path_buf),
+        }
+    }
+
+    /// Moves the monitor, process `pid`, into every directory but the
+    /// one pause freezes (v1: every hierarchy but the freezer; v2: the
+    /// `monitor` leaf): the monitor serves the guest's trapped calls,
+    /// and a guest thread waiting for an answer cannot freeze while its
     /// server is frozen (the freezer would stay FREEZING for ever).
-    /// The sandbox joins the freezer itself ([`Self::freezer_tasks`]).
+    /// The sandbox joins its own directory itself ([`Self::sandbox_join_file`]).
     pub fn join_monitor(&self, pid: i32) -> Result<(), String> {
-        let freezer = self.v1_freezer();
-        for dir in self.dirs().into_iter().filter(|d| Some(*d) != freezer) {
-            write(dir, "cgroup.procs", &pid.to_string())?;
+        let dirs: Vec<PathBuf> = match &self.v2 {
+            Some(d) => vec![d.join(V2_MONITOR)],
+            None => {
+                let freezer = self.sandbox_dir();
+                let mut dirs = self.dirs();
+                dirs.retain(|d| Some(d) != freezer.as_ref());
+                dirs
+            }
+        };
+        for dir in dirs {
+            write(&dir, "cgroup.procs", &pid.to_string())?;
         }
         Ok(())
     }
 
-    /// The v1 freezer's `tasks` file, open for the sandbox's init to
-    /// write "0" to (`LaunchConfig::self_join`); `None` without one.
-    pub fn freezer_tasks(&self) -> Result<Option<OwnedFd>, String> {
-        let Some(dir) = self.v1_freezer() else {
+    /// The file by which the sandbox's init joins [`Self::sandbox_dir`]
+    /// (v1 `tasks`, v2 `cgroup.procs`), open for it to write "0" to
+    /// (`LaunchConfig::self_join`); `None` without a freezer.
+    pub fn sandbox_join_file(&self) -> Result<Option<OwnedFd>, String> {
+        let Some(dir) = self.sandbox_dir() else {
             return Ok(None);
         };
-        let path = dir.join("tasks");
+        let path = dir.join(if self.v2.is_some() {
+            "cgroup.procs"
+        } else {
+            "tasks"
+        });
         fs::OpenOptions::new()
             .write(true)
             .custom_flags(libc::O_CLOEXEC)
             .open(&path)
             .map(|f| Some(OwnedFd::from(f)))
             .map_err(|e| format!("{}: {e}", path.display()))
-    }
-
-    fn v1_freezer(&self) -> Option<&Path> {
-        self.v2.is_none().then(|| self.dir_of("freezer")).flatten()
     }
 
     /// Writes the memory, pids and cpu parts of `res`.
@@ -260,12 +296,15 @@ impl ContainerCgroup {
     /// Freezes (`true`) or thaws every process, and waits until the
     /// kernel says it is done.
     pub fn set_frozen(&self, frozen: bool) -> Result<(), String> {
-        let (dir, file, value) = match (&self.v2, self.dir_of("freezer")) {
-            (Some(d), _) => (d.as_path(), "cgroup.freeze", if frozen { "1" } else { "0" }),
-            (None, Some(d)) => (d, "freezer.state", if frozen { "FROZEN" } else { "THAWED" }),
-            (None, None) => return Err("no freezer cgroup for this container".into()),
+        let Some(dir) = self.sandbox_dir() else {
+            return Err("no freezer cgroup for this container".into());
         };
-        write(dir, file, value)?;
+        let (file, value) = match (self.v2.is_some(), frozen) {
+            (true, _) => ("cgroup.freeze", if frozen { "1" } else { "0" }),
+            (false, true) => ("freezer.state", "FROZEN"),
+            (false, false) => ("freezer.state", "THAWED"),
+        };
+        write(&dir, file, value)?;
         for _ in 0..500 {
             if self.is_frozen() == frozen {
                 return Ok(());
@@ -279,21 +318,29 @@ impl ContainerCgroup {
     }
 
     pub fn is_frozen(&self) -> bool {
-        let read = |d: &Path, f: &str| fs::read_to_string(d.join(f)).unwrap_or_default();
-        match (&self.v2, self.dir_of("freezer")) {
-            (Some(d), _) => read(d, "cgroup.events").lines().any(|l| l == "frozen 1"),
-            (None, Some(d)) => read(d, "freezer.state").trim() == "FROZEN",
-            (None, None) => false,
+        let read = |f: &str| match self.sandbox_dir() {
+            Some(d) => fs::read_to_string(d.join(f)).unwrap_or_default(),
+            None => String::new(),
+        };
+        match self.v2.is_some() {
+            true => read("cgroup.events").lines().any(|l| l == "frozen 1"),
+            false => read("freezer.state").trim() == "FROZEN",
         }
     }
 
-    /// The host pids of every process in the cgroup.
+    /// The host pids of every process in the cgroup (the monitor's too).
     pub fn pids(&self) -> Vec<i32> {
-        let Some(dir) = self.dirs().first().copied() else {
-            return Vec::new();
-        };
-        let text = fs::read_to_string(dir.join("cgroup.procs")).unwrap_or_default();
-        text.lines().filter_map(|l| l.trim().parse().ok()).collect()
+        let mut pids: Vec<i32> = self.dirs().iter().flat_map(|d| procs(d)).collect();
+        pids.sort_unstable();
+        pids.dedup();
+        pids
+    }
+
+    /// The host pids of the sandbox's processes (its init and the
+    /// guest's), without the monitor, which serves them from outside;
+    /// `None` without a directory of the sandbox's own.
+    pub fn sandbox_pids(&self) -> Option<Vec<i32>> {
+        self.sandbox_dir().map(|d| procs(&d))
     }
 
     /// Kills what is left (thawing it first) and removes every directory.
@@ -301,9 +348,14 @@ impl ContainerCgroup {
         if self.is_frozen() {
             let _ = self.set_frozen(false);
         }
-        let dirs: Vec<PathBuf> = self.dirs().into_iter().map(Path::to_path_buf).collect();
-        remove_tree(&dirs);
+        remove_tree(&self.dirs());
     }
+}
+
+/// The pids in `dir`'s `cgroup.procs`.
+fn procs(dir: &Path) -> Vec<i32> {
+    let text = fs::read_to_string(dir.join("cgroup.procs")).unwrap_or_default();
+    text.lines().filter_map(|l| l.trim().parse().ok()).collect()
 }
 
 /// Creates the container's directory in hierarchy `h`.
@@ -356,6 +408,31 @@ mod tests {
             target(Path::new("/"), Some("/docker/c1"), "c1").unwrap(),
             PathBuf::from("/docker/c1")
         );
+    }
+
+    #[test]
+    fn the_sandbox_alone_is_in_the_directory_pause_freezes() {
+        let v2 = ContainerCgroup {
+            v1: Vec::new(),
+            v2: Some(PathBuf::from("/u/c1")),
+        };
+        // Parents first: removal goes in reverse, leaves before the container's.
+        let dirs = ["/u/c1", "/u/c1/monitor", "/u/c1/sandbox"].map(PathBuf::from);
+        assert_eq!(v2.dirs(), dirs);
+        assert_eq!(v2.sandbox_dir(), Some(PathBuf::from("/u/c1/sandbox")));
+        let v1 = ContainerCgroup {
+            v1: vec![
+                (vec!["memory".into()], PathBuf::from("/m/c1")),
+                (vec!["freezer".into()], PathBuf::from("/f/c1")),
+            ],
+            v2: None,
+        };
+        assert_eq!(v1.sandbox_dir(), Some(PathBuf::from("/f/c1")));
+        let no_freezer = ContainerCgroup {
+            v1: vec![(vec!["memory".into()], PathBuf::from("/m/c1"))],
+            v2: None,
+        };
+        assert_eq!(no_freezer.sandbox_dir(), None);
     }
 
     #[test]

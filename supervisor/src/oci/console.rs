@@ -4,7 +4,7 @@
 //!
 //! An exec'd process's terminal is opened here, in the sandbox's own
 //! devpts (so the process can name it): through `/proc/<init>/root` of
-//! the sandbox's init, the monitor's child in another mount namespace.
+//! the sandbox's init, the monitor's child (the record keeps its pid).
 //!
 //! Owns connecting and sending, and finding the sandbox's devpts; not a
 //! container's own terminal (opened by init: `launch/init.rs`).
@@ -25,9 +25,12 @@ pub struct Terminal {
     pub name: String,
 }
 
-/// Opens a terminal in the devpts of the sandbox run by `monitor`.
-pub fn open_in_sandbox(monitor: i32) -> Result<Terminal, String> {
-    let init = sandbox_init(monitor).ok_or("the container's sandbox is gone")?;
+/// Opens a terminal in the devpts of the sandbox whose init is `init`
+/// (the record's), in the container whose anchor is `anchor`.
+pub fn open_in_sandbox(anchor: i32, init: i32) -> Result<Terminal, String> {
+    if !is_sandbox_init(anchor, init) {
+        return Err("the container's sandbox is gone".into());
+    }
     let ptmx = PathBuf::from(format!("/proc/{init}/root/dev/pts/ptmx"));
     let (master, slave, n) = open_pty_at(&ptmx)
         .map_err(|e| format!("opening a terminal in the container: {}", e.desc()))?;
@@ -38,20 +41,18 @@ pub fn open_in_sandbox(monitor: i32) -> Result<Terminal, String> {
     })
 }
 
-/// The sandbox's init: the monitor's child in a mount namespace other
-/// than the monitor's (a child the monitor made, so not the guest's choosing).
-fn sandbox_init(monitor: i32) -> Option<u32> {
-    let own_ns = fs::read_link(format!("/proc/{monitor}/ns/mnt")).ok()?;
-    let tasks = fs::read_dir(format!("/proc/{monitor}/task")).ok()?;
-    tasks
-        .flatten()
-        .filter_map(|t| fs::read_to_string(t.path().join("children")).ok())
-        .flat_map(|c| {
-            c.split_whitespace()
-                .filter_map(|p| p.parse::<u32>().ok())
-                .collect::<Vec<_>>()
-        })
-        .find(|child| fs::read_link(format!("/proc/{child}/ns/mnt")).is_ok_and(|ns| ns != own_ns))
+/// Whether `init` is still the sandbox's init: the child of the
+/// anchor's child, the monitor (a pid the kernel reused is not).
+fn is_sandbox_init(anchor: i32, init: i32) -> bool {
+    let monitor = parent_of(init);
+    init > 0 && monitor.is_some_and(|m| parent_of(m) == Some(anchor))
+}
+
+/// The parent pid of process `pid` (/proc/<pid>/stat field 4).
+fn parent_of(pid: i32) -> Option<i32> {
+    let text = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let rest = &text[text.rfind(')')? + 1..];
+    rest.split_whitespace().nth(1)?.parse().ok()
 }
 
 /// Sends `master` (whose slave is `name`) to the console socket at `path`.

@@ -51,7 +51,10 @@ pub fn exec(root: &Path, a: &ExecArgs) -> Result<i32, String> {
     let request = build_request(&record, a)?;
     let conn = connect_to(&container_dir(root, &a.id)?.join("exec.sock"))?;
     let terminal = match request.console {
-        Some(_) => Some(super::console::open_in_sandbox(record.pid)?),
+        Some(_) => Some(super::console::open_in_sandbox(
+            record.pid,
+            record.init_pid,
+        )?),
         None => None,
     };
     send_request(&conn, &request, terminal.as_ref().map(|t| t.slave.as_fd()))?;
@@ -103,8 +106,11 @@ fn console_for(terminal: bool, a: &ExecArgs) -> Result<Option<PathBuf>, String> 
     }
 }
 
-/// Refuses a user other than the sandbox's own (its user namespace maps
-/// only the runtime's uid and gid).
+/// Refuses a user other than the sandbox's own: its user namespace maps
+/// only the runtime's uid and gid (one id each, setgroups denied), so no
+/// other uid could own a process in it; mapping a range, switching the
+/// helper's ids and supplementary groups (from the image's /etc/group)
+/// is not built yet.
 fn check_user(uid: u32, gid: Option<u32>) -> Result<(), String> {
     let (own_uid, own_gid) = (
         nix::unistd::getuid().as_raw(),
@@ -112,12 +118,12 @@ fn check_user(uid: u32, gid: Option<u32>) -> Result<(), String> {
     );
     if uid != own_uid {
         return Err(format!(
-            "user {uid}: the sandbox runs as the runtime's own user ({own_uid})"
+            "user {uid}: the sandbox's user namespace maps only the runtime's own user ({own_uid}); other users are not supported yet"
         ));
     }
     match gid {
         Some(gid) if gid != own_gid => Err(format!(
-            "group {gid}: the sandbox runs as the runtime's own group ({own_gid})"
+            "group {gid}: the sandbox's user namespace maps only the runtime's own group ({own_gid}); other groups are not supported yet"
         )),
         _ => Ok(()),
     }

@@ -59,13 +59,27 @@ pub fn list(root: &Path, a: &ListArgs) -> Result<(), String> {
         .map_err(|e| e.to_string())
 }
 
-/// `ps ID`: the host pids of the container's processes (the monitor and
-/// the sandbox), as JSON (what `docker top` reads) or a table.
+/// Those of `pids` in the pid namespace of process `init` (the sandbox's).
+fn in_pid_namespace_of(init: i32, mut pids: Vec<i32>) -> Vec<i32> {
+    let ns = |p: i32| std::fs::read_link(format!("/proc/{p}/ns/pid")).ok();
+    let Some(sandbox) = ns(init) else {
+        return Vec::new();
+    };
+    pids.retain(|p| ns(*p).as_ref() == Some(&sandbox));
+    pids
+}
+
+/// `ps ID`: the host pids of the container's processes — the sandbox's
+/// init and the guest's, not the monitor that serves them — as JSON
+/// (what `docker top` reads) or a table.
 pub fn ps(root: &Path, a: &PsArgs) -> Result<(), String> {
     let record = Record::require(root, &a.id)?;
     let pids = match record.status() {
         Status::Stopped => Vec::new(),
-        _ => record.cgroup.pids(),
+        _ => match record.cgroup.sandbox_pids() {
+            Some(pids) => pids,
+            None => in_pid_namespace_of(record.init_pid, record.cgroup.pids()),
+        },
     };
     let out = match a.format {
         ListFormat::Json => format!("{}\n", serde_json::Value::from(pids)),

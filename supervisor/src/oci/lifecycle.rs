@@ -20,12 +20,13 @@ use nix::sys::signal::{kill, Signal};
 use nix::sys::stat::Mode;
 use nix::unistd::{mkfifo, pipe2, Pid};
 
+use super::anchor;
 use super::bundle::Bundle;
 use super::cgroup::ContainerCgroup;
 use super::cli::{CreateArgs, DeleteArgs, KillArgs};
 use super::hooks;
 use super::log::{rfc3339_now, Log};
-use super::monitor::{self, MonitorPlan};
+use super::monitor::MonitorPlan;
 use super::state::{container_dir, proc_stat, Record, Status};
 use crate::sys::process::{fork_single_threaded, Forked};
 
@@ -77,8 +78,8 @@ fn create_in(
         exec_socket: dir.join("exec.sock"),
         log: dir.join("monitor.log"),
     };
-    let pid = match spawn_monitor(plan, args) {
-        Ok(pid) => pid,
+    let (pid, init_pid) = match spawn_monitor(plan, args) {
+        Ok(pids) => pids,
         Err(e) => {
             cgroup.remove();
             return Err(e);
@@ -91,6 +92,7 @@ fn create_in(
         rootfs: bundle.rootfs.clone(),
         pid,
         pid_start: proc_stat(pid).map(|s| s.1).unwrap_or(0),
+        init_pid,
         created: rfc3339_now(),
         annotations: bundle.annotations(),
         started: false,
@@ -122,22 +124,25 @@ fn create_in(
     Ok(())
 }
 
-/// Forks the monitor and waits until it is ready; its pid.
-fn spawn_monitor(plan: MonitorPlan, args: crate::cli::RunArgs) -> Result<i32, String> {
+/// Forks the container's anchor (which forks the monitor) and waits
+/// until the sandbox is ready; the anchor's pid and the host pid of the
+/// sandbox's init (the answer is "ok" and that pid).
+fn spawn_monitor(plan: MonitorPlan, args: crate::cli::RunArgs) -> Result<(i32, i32), String> {
     let (ready_rx, ready_tx) =
         pipe2(OFlag::O_CLOEXEC).map_err(|e| format!("creating a pipe: {}", e.desc()))?;
     match fork_single_threaded() {
         Err(e) => Err(format!("starting the monitor: {}", e.desc())),
         Ok(Forked::Child) => {
             drop(ready_rx);
-            monitor::run(plan, args, ready_tx)
+            anchor::run(plan, args, ready_tx)
         }
         Ok(Forked::Parent(pid)) => {
             drop(ready_tx);
             let mut answer = String::new();
             let _ = fs::File::from(ready_rx).read_to_string(&mut answer);
-            match answer.as_str() {
-                "ok" => Ok(pid.as_raw()),
+            let init_pid = answer.strip_prefix("ok").map(str::parse::<i32>);
+            match init_pid {
+                Some(Ok(init_pid)) if init_pid > 0 => Ok((pid.as_raw(), init_pid)),
                 _ => {
                     let _ = kill(pid, Signal::SIGKILL);
                     let _ = nix::sys::wait::waitpid(pid, None);

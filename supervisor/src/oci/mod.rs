@@ -1,9 +1,10 @@
 //! The OCI runtime: `supervisor` as a runc-compatible runtime behind
 //! Docker, containerd and Podman (`--runtime=supervisor`).
 //!
-//! Each container is a sandbox run by a *monitor* process (`monitor.rs`)
-//! that `create` forks and leaves behind: its pid is the container's, its
-//! exit status the container's. State lives in `--root`/<id>
+//! Each container is a sandbox run by a *monitor* process (`monitor.rs`),
+//! the child of an *anchor* (`anchor.rs`) that `create` forks and leaves
+//! behind: the anchor's pid is the container's (it sits in the sandbox's
+//! namespaces), the monitor's exit status the container's. State lives in `--root`/<id>
 //! (`state.rs`); a bundle's config.json becomes a `supervisor run`
 //! (`bundle.rs`); the container's cgroup is the engine's
 //! `linux.cgroupsPath` (`cgroup.rs`).
@@ -13,6 +14,7 @@
 //! `info` (state, list, ps, pause, resume, update, spec, features),
 //! `exec` and `exec_socket`, `console`, `hooks`. Does not own the sandbox: that is `run.rs` and `launch/`.
 
+pub mod anchor;
 pub mod bundle;
 pub mod cgroup;
 pub mod cli;

@@ -1,15 +1,16 @@
-//! The monitor: the process `create` leaves behind for each container,
-//! and the one whose pid goes to `--pid-file`. Like runsc's, it is what
-//! the engine's shim (a subreaper) reaps, and its exit status is the
-//! container's: the guest's exit code, or 128+N.
+//! The monitor: the process that runs a container's sandbox and serves
+//! its trapped calls, the child of the container's anchor (`anchor.rs`,
+//! whose pid the engine sees). Its exit status is the container's: the
+//! guest's exit code, or 128+N; the anchor passes it on.
 //!
-//! `create` forks it while still single-threaded. The monitor starts a
-//! session of its own, joins the container's cgroup, and runs the bundle
+//! The anchor forks it while still single-threaded, in the session and
+//! cgroup the anchor set up. The monitor runs the bundle
 //! as `supervisor run` does (`run::run_embedded`): the sandbox launched,
 //! the trap serving; then it tells `create` it is ready (or why it
 //! failed) on a pipe, and waits on the state directory's `start` FIFO
 //! until `start` opens it. Only then does it confine itself and let the
-//! guest exec. With `terminal: true` the guest's pty master goes to the
+//! guest exec. Its "ok" carries the host pid of the sandbox's init,
+//! whose namespaces the anchor joins. With `terminal: true` the guest's pty master goes to the
 //! console socket (SCM_RIGHTS) instead of a relay.
 //!
 //! Owns that sequence and the embedding; not the state record (written
@@ -24,7 +25,7 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use nix::unistd::{dup2, setsid};
+use nix::unistd::dup2;
 
 use super::cgroup::ContainerCgroup;
 use crate::cli::RunArgs;
@@ -46,20 +47,17 @@ pub struct MonitorPlan {
 }
 
 /// Runs the monitor (the sandbox `args` describe) in the forked child; never returns. `ready` is the
-/// write end of the pipe `create` reads: "ok", or "E" and the error.
+/// write end of the pipe the anchor reads and relays to `create`: "ok"
+/// and init's host pid, or "E" and the error.
 pub fn run(plan: MonitorPlan, args: RunArgs, ready: OwnedFd) -> ! {
-    let _ = setsid();
     let embedding = Monitor {
         ready: RefCell::new(Some(File::from(ready))),
         freezer: RefCell::new(None),
         plan,
         stderr: RefCell::new(None),
     };
-    let cgroup = &embedding.plan.cgroup;
-    let prepared = cgroup.join_monitor(std::process::id() as i32);
-    let prepared = prepared.and_then(|_| {
-        *embedding.freezer.borrow_mut() = cgroup.freezer_tasks()?.map(Arc::new);
-        Ok(())
+    let prepared = embedding.plan.cgroup.sandbox_join_file().map(|file| {
+        *embedding.freezer.borrow_mut() = file.map(Arc::new);
     });
     // On a terminal the guest's stdio is the pty: nothing in the sandbox
     // may hold the engine's pipes (runc's caller waits for their end).
@@ -79,22 +77,24 @@ struct Monitor {
     plan: MonitorPlan,
     /// Until the guest may start: the pipe to `create`.
     ready: RefCell<Option<File>>,
-    /// The freezer's `tasks` file, which init joins (not the monitor).
+    /// The file by which init joins the cgroup pause freezes (the
+    /// monitor stays out of it).
     freezer: RefCell<Option<Arc<OwnedFd>>>,
     /// The container's stderr, kept for messages once fd 2 is the log.
     stderr: RefCell<Option<File>>,
 }
 
 impl Monitor {
-    /// Tells `create` the container is ready, and moves our own stdio
-    /// off the container's: only the guest holds those now.
-    fn announce_ready(&self) -> Result<(), String> {
+    /// Tells `create` the container is ready ("ok" and the host pid of
+    /// the sandbox's init), and moves our own stdio off the container's:
+    /// only the guest holds those now.
+    fn announce_ready(&self, init_pid: i32) -> Result<(), String> {
         let Some(mut pipe) = self.ready.borrow_mut().take() else {
             return Ok(());
         };
         self.detach_stdio()?;
-        pipe.write_all(b"ok")
-            .map_err(|e| format!("telling create: {e}"))
+        pipe.write_all(format!("ok{init_pid}").as_bytes())
+            .map_err(|e| format!("telling the anchor: {e}"))
     }
 
     /// Points our stdin and stdout at /dev/null and stderr at the
@@ -164,7 +164,7 @@ impl Embedding for Monitor {
             .exec_requests()
             .map_err(|e| format!("exec requests: {e}"))?;
         super::exec_socket::serve(&self.plan.exec_socket, requests)?;
-        self.announce_ready()?;
+        self.announce_ready(sandbox.init_pid.as_raw())?;
         self.wait_for_start()
     }
 

@@ -46,11 +46,17 @@ pub struct Record {
     pub id: String,
     pub bundle: PathBuf,
     pub rootfs: PathBuf,
-    /// The monitor: the container's process as the engine sees it.
+    /// The anchor (`anchor.rs`): the container's process as the engine
+    /// sees it (`--pid-file`, `state`), the monitor's parent.
     pub pid: i32,
-    /// The monitor's start time (/proc/<pid>/stat field 22): a pid the
-    /// kernel reused for another process is not our monitor.
+    /// The anchor's start time (/proc/<pid>/stat field 22): a pid the
+    /// kernel reused for another process is not our anchor.
     pub pid_start: u64,
+    /// The host pid of the sandbox's init (pid 1 of its pid namespace),
+    /// where `exec` opens its terminals; 0 in records written before it
+    /// was kept.
+    #[serde(default)]
+    pub init_pid: i32,
     pub created: String,
     #[serde(default)]
     pub annotations: BTreeMap<String, String>,

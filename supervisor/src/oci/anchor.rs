@@ -1,0 +1,160 @@
+//! The anchor: the process `create` forks for a container, whose pid
+//! goes to `--pid-file` and `state`. It is what the engine's shim (a
+//! subreaper) reaps and signals, and what engines look into as "the
+//! container's process": `podman top` joins `/proc/<pid>/ns/mnt` and
+//! lists that namespace's /proc, and Docker's hooks and `nsenter -t`
+//! use its namespaces. runc's answer is the container's first process;
+//! ours cannot be the monitor, which serves the guest from the host's
+//! namespaces (its /proc shows every host process). So the anchor is a
+//! small single-threaded parent of the monitor: it starts the session,
+//! joins the container's cgroup, forks the monitor, and once the sandbox
+//! is up joins the sandbox's mount, network, UTS and IPC namespaces
+//! (those of init, best effort: a runtime without CAP_SYS_ADMIN stays in
+//! its own). Then it only passes the signals `kill` sends on to the
+//! monitor and exits with the monitor's status (128+N when the monitor
+//! died of signal N). SIGKILL of the anchor ends the monitor (its
+//! PDEATHSIG) and so the sandbox.
+//!
+//! Owns that process; not the monitor (`monitor.rs`), nor the state.
+
+use std::fs::File;
+use std::io::{Read, Write};
+use std::os::fd::{AsRawFd, OwnedFd};
+
+use nix::fcntl::OFlag;
+use nix::sched::{setns, CloneFlags};
+use nix::sys::signal::{kill, SigSet, Signal};
+use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
+use nix::unistd::{dup2, getpid, getppid, pipe2, setsid, Pid};
+
+use super::monitor::{self, MonitorPlan};
+use crate::cli::RunArgs;
+use crate::sys::process::{fork_single_threaded, sigwaitinfo, Forked};
+
+/// The signals `kill` may send that the anchor passes on (the monitor
+/// passes them to the guest); SIGCHLD tells it the monitor ended.
+const FORWARDED: &[Signal] = &[
+    Signal::SIGINT,
+    Signal::SIGTERM,
+    Signal::SIGHUP,
+    Signal::SIGQUIT,
+    Signal::SIGUSR1,
+    Signal::SIGUSR2,
+    Signal::SIGWINCH,
+];
+
+/// The sandbox's namespaces the anchor joins (the mount one first).
+const JOINED: &[(&str, CloneFlags)] = &[
+    ("mnt", CloneFlags::CLONE_NEWNS),
+    ("net", CloneFlags::CLONE_NEWNET),
+    ("uts", CloneFlags::CLONE_NEWUTS),
+    ("ipc", CloneFlags::CLONE_NEWIPC),
+];
+
+/// Runs the anchor in the process `create` forked; never returns.
+/// `ready` is the write end of the pipe `create` reads: "ok" and init's
+/// host pid, or "E" and the error (relayed from the monitor).
+pub fn run(plan: MonitorPlan, args: RunArgs, ready: OwnedFd) -> ! {
+    let mut ready = File::from(ready);
+    let _ = setsid();
+    let joined = plan.cgroup.join_monitor(getpid().as_raw());
+    let pipe = joined.and_then(|_| {
+        pipe2(OFlag::O_CLOEXEC).map_err(|e| format!("creating a pipe: {}", e.desc()))
+    });
+    let (from_monitor, to_anchor) = match pipe {
+        Ok(p) => p,
+        Err(e) => fail(&mut ready, &e),
+    };
+    let anchor = getpid();
+    let monitor = match fork_single_threaded() {
+        Err(e) => fail(&mut ready, &format!("starting the monitor: {}", e.desc())),
+        Ok(Forked::Child) => {
+            drop(ready);
+            drop(from_monitor);
+            let orphaned = nix::sys::prctl::set_pdeathsig(Signal::SIGKILL).is_err();
+            if orphaned || getppid() != anchor {
+                std::process::exit(125);
+            }
+            monitor::run(plan, args, to_anchor)
+        }
+        Ok(Forked::Parent(pid)) => pid,
+    };
+    drop(to_anchor);
+    // The engine waits for the end of the container's stdio (with a
+    // terminal, before it reaps anything): only the guest may hold it.
+    release_stdio();
+    let mask = forwarded_mask();
+    let _ = mask.thread_block();
+    relay_ready(File::from(from_monitor), ready);
+    std::process::exit(forward_until_exit(monitor, &mask))
+}
+
+fn fail(ready: &mut File, message: &str) -> ! {
+    let _ = ready.write_all(format!("E{message}").as_bytes());
+    std::process::exit(125)
+}
+
+/// Points stdin, stdout and stderr at /dev/null (the anchor prints
+/// nothing; its errors go to `create` on the pipe).
+fn release_stdio() {
+    if let Ok(null) = File::options().read(true).write(true).open("/dev/null") {
+        for fd in 0..3 {
+            let _ = dup2(null.as_raw_fd(), fd);
+        }
+    }
+}
+
+fn forwarded_mask() -> SigSet {
+    let mut set = SigSet::empty();
+    FORWARDED.iter().for_each(|s| set.add(*s));
+    set.add(Signal::SIGCHLD);
+    set
+}
+
+/// Reads the monitor's answer to its end; on "ok<init pid>" joins the
+/// sandbox's namespaces first, so that whoever `create`'s return lets
+/// look at the anchor already sees the sandbox. Passes the answer on.
+fn relay_ready(mut from_monitor: File, mut ready: File) {
+    let mut answer = String::new();
+    let _ = from_monitor.read_to_string(&mut answer);
+    let init = answer
+        .strip_prefix("ok")
+        .and_then(|p| p.parse::<i32>().ok());
+    if let Some(init) = init.filter(|p| *p > 0) {
+        join_namespaces(init);
+    }
+    let _ = ready.write_all(answer.as_bytes());
+}
+
+/// Joins the sandbox's namespaces, those of its init (best effort).
+fn join_namespaces(init: i32) {
+    let opened: Vec<(File, CloneFlags)> = (JOINED.iter())
+        .filter_map(|(name, flag)| {
+            Some((File::open(format!("/proc/{init}/ns/{name}")).ok()?, *flag))
+        })
+        .collect();
+    for (ns, flag) in opened {
+        let _ = setns(ns, flag);
+    }
+}
+
+/// Passes the forwarded signals to the monitor until it ends; its exit
+/// code (128+N when killed by signal N).
+fn forward_until_exit(monitor: Pid, mask: &SigSet) -> i32 {
+    loop {
+        match waitpid(monitor, Some(WaitPidFlag::WNOHANG)) {
+            Ok(WaitStatus::Exited(_, code)) => return code,
+            Ok(WaitStatus::Signaled(_, sig, _)) => return 128 + sig as i32,
+            Err(_) => return 125,
+            Ok(_) => {}
+        }
+        let Ok(info) = sigwaitinfo(mask) else {
+            continue;
+        };
+        if info.signo != Signal::SIGCHLD as i32 {
+            if let Ok(sig) = Signal::try_from(info.signo) {
+                let _ = kill(monitor, sig);
+            }
+        }
+    }
+}
