@@ -5,7 +5,8 @@
 //! SO_ERROR 0 once it accepts, then data both ways; and for a port nobody
 //! listens on, readable, writable, error and hang-up with SO_ERROR
 //! ECONNREFUSED. `tests/net/pending_dial.py` runs the guest natively and
-//! sandboxed, each inside a fresh network namespace (`unshare -n`).
+//! sandboxed, each inside a fresh network namespace (`unshare -n`). Also:
+//! a blocking loopback connect to a full backlog ends at SO_SNDTIMEO.
 
 mod common;
 use common::*;
@@ -47,4 +48,27 @@ fn a_pending_egress_connect_polls_as_natively() {
     ] {
         assert!(native.contains(line), "{line:?} not in {native}");
     }
+}
+
+/// A blocking loopback connect to a listener whose backlog is full ends
+/// when the socket's SO_SNDTIMEO passes, with EINPROGRESS, as TCP's does.
+const SEND_TIMEOUT: &str = r#"
+import errno, socket, struct
+l = socket.socket()
+l.bind(("127.0.0.1", 0))
+l.listen(0)
+filler = socket.create_connection(l.getsockname())
+c = socket.socket()
+c.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, struct.pack("ll", 0, 200000))
+r = c.connect_ex(l.getsockname())
+print("connect", errno.errorcode.get(r, r))
+"#;
+
+#[test]
+fn a_loopback_connect_ends_at_its_send_timeout() {
+    let run = Run::new(&["/usr/bin/python3", "-c", SEND_TIMEOUT]).cwd("/tmp");
+    let native = run.native().ok("native");
+    let sandboxed = run.supervised().ok("sandboxed");
+    assert_eq!(native.stdout, "connect EINPROGRESS\n");
+    assert_eq!(sandboxed.stdout, native.stdout, "{}", sandboxed.dump());
 }
