@@ -1,7 +1,7 @@
 //! A small cache of pidfds of trapped guest threads, so that copying a
 //! guest descriptor (`pidfd_getfd`) does not first cost a `pidfd_open`
-//! (about 4 µs on Linux 6.18: a pidfs file and inode each time; two per
-//! loopback connect).
+//! (with its close about 10 µs on Linux 6.18, against 2.5 µs for the
+//! copy: a pidfs file each time; a loopback connect made two).
 //!
 //! Owns: which pidfds are kept (the last [`KEPT`] threads used) and
 //! opening them. Does not own: what is copied through them.
