@@ -22,6 +22,7 @@ pub mod options;
 pub mod outbound;
 pub mod publish;
 pub mod relay;
+pub mod reuseport;
 pub mod rules;
 pub mod sockets;
 pub mod stack;

@@ -92,6 +92,14 @@ impl Namer {
         name
     }
 
+    /// A name that reads as `addr` for a later member of an SO_REUSEPORT
+    /// group (`crate::reuseport`); distinct per `tag`.
+    pub fn encode_member(&self, proto: Proto, addr: SocketAddr, v6only: bool, tag: u64) -> Vec<u8> {
+        let mut name = self.encode(proto, addr, v6only);
+        name.extend_from_slice(format!("/rp-{tag:x}").as_bytes());
+        name
+    }
+
     /// Decodes one of this sandbox's names (without the leading NUL).
     pub fn decode(&self, name: &[u8]) -> Option<Named> {
         let text = std::str::from_utf8(name).ok()?;
@@ -104,14 +112,13 @@ impl Namer {
         };
         let ip = parts.next()?.parse().ok()?;
         let port = parts.next()?.parse().ok()?;
-        let v6only = match parts.next() {
-            None => false,
-            Some("v6only") => true,
-            Some(via) if via.starts_with("via-") => false,
-            Some(_) => return None,
-        };
-        if parts.next().is_some() {
-            return None;
+        let mut v6only = false;
+        for (i, part) in parts.enumerate() {
+            match part {
+                "v6only" if i == 0 => v6only = true,
+                tag if i < 2 && (tag.starts_with("via-") || tag.starts_with("rp-")) => {}
+                _ => return None,
+            }
         }
         Some(Named {
             proto,
@@ -163,6 +170,10 @@ mod tests {
             n.encode(Proto::Tcp, mapped, true),
             b"sbx-ab12/tcp/127.0.0.2/7"
         );
+        let member = n.encode_member(Proto::Udp, w, true, 0x1f);
+        assert_eq!(member, b"sbx-ab12/udp/::/53/v6only/rp-1f");
+        assert_eq!(n.decode(&member), n.decode(&n.encode(Proto::Udp, w, true)));
+        assert!(n.decode(b"sbx-ab12/udp/::/53/rp-1/v6only").is_none());
     }
 
     #[test]

@@ -26,6 +26,7 @@ use crate::addr;
 use crate::bound;
 use crate::egress::{DenialLog, Egress, NoEgress};
 use crate::name::{Named, Namer, Proto};
+use crate::reuseport::Groups;
 use crate::sockets::{LocalSockets, UnixSockets};
 use crate::table::{Meta, Table};
 
@@ -45,6 +46,8 @@ pub struct Stack {
     /// Serialises explicit binds: the conflict check and the bind are one
     /// step (exact duplicates the kernel refuses by itself).
     bind_lock: Mutex<()>,
+    /// SO_REUSEPORT groups: the names of later members by address.
+    groups: Groups,
     /// Accepted connections whose installation failed (the caller died
     /// between accept and answer), by listener inode: the next accept on
     /// that listener gets them first, so no connection is lost.
@@ -81,6 +84,7 @@ impl Stack {
             sockets: Arc::new(LocalSockets),
             denials: Arc::new(DenialLog::default()),
             bind_lock: Mutex::new(()),
+            groups: Groups::default(),
             pending: Mutex::new(HashMap::new()),
             any_pending: AtomicBool::new(false),
         }
@@ -210,10 +214,39 @@ impl Stack {
         };
         let listing = self.sockets.listing();
         let taken = bound::bound_on(&listing, &self.namer, new.proto, a.port());
-        if taken.iter().any(|(_, old)| bound::conflicts(&new, old)) {
-            return Err(Errno::EADDRINUSE);
+        let conflicting: Vec<_> = taken
+            .iter()
+            .filter(|(_, old)| bound::conflicts(&new, old))
+            .collect();
+        if conflicting.is_empty() {
+            return self.bind_name(s, a);
         }
-        self.bind_name(s, a)
+        let joins = self.reuses_port(&s.meta)
+            && conflicting.iter().all(|(inode, old)| {
+                *old == new && self.table.get(*inode).is_some_and(|m| self.reuses_port(&m))
+            });
+        match joins {
+            true => self.bind_member(s, a),
+            false => Err(Errno::EADDRINUSE),
+        }
+    }
+
+    fn reuses_port(&self, meta: &Meta) -> bool {
+        meta.options.flag(libc::SOL_SOCKET, libc::SO_REUSEPORT)
+    }
+
+    /// Binds a later member of an SO_REUSEPORT group to a name of its own
+    /// that reads as `a` (see `crate::reuseport`).
+    fn bind_member(&self, s: &Sock, a: SocketAddr) -> Result<(), Errno> {
+        let v6only = s.meta.v6only();
+        let primary = self.namer.encode(s.meta.proto, a, v6only);
+        let tag = crate::name::random_u64();
+        let member = self.namer.encode_member(s.meta.proto, a, v6only, tag);
+        socket::bind(s.fd.as_raw_fd(), &UnixAddr::new_abstract(&member)?)?;
+        match self.groups.add(&primary, member) {
+            true => Ok(()),
+            false => Err(Errno::EADDRINUSE),
+        }
     }
 
     fn bind_name(&self, s: &Sock, a: SocketAddr) -> Result<(), Errno> {
@@ -259,6 +292,9 @@ impl Stack {
             names.push(self.namer.encode(proto, any6, true));
         }
         names
+            .into_iter()
+            .flat_map(|n| self.groups.names(n))
+            .collect()
     }
 
     /// connect(2) of a stream or datagram socket to a sandbox-loopback
@@ -271,7 +307,7 @@ impl Stack {
             let ua = UnixAddr::new_abstract(&name)?;
             match socket::connect(s.fd.as_raw_fd(), &ua) {
                 Ok(()) => return Ok(()),
-                Err(Errno::ECONNREFUSED) | Err(Errno::ENOENT) => continue,
+                Err(Errno::ECONNREFUSED) | Err(Errno::ENOENT) => self.groups.forget(&name),
                 Err(e) => return Err(e),
             }
         }

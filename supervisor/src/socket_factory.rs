@@ -14,7 +14,9 @@
 //! The factory is forked while the supervisor is single-threaded, outside
 //! the sandbox's pid namespace (the guest cannot see or signal it), keeps
 //! no descriptor but its end of a `SOCK_SEQPACKET` pair, drops every
-//! capability and sets no_new_privs once inside, and dies with
+//! capability and sets no_new_privs once inside, then installs its own
+//! seccomp filter (`filter.rs`: the channel, `AF_UNIX` sockets, close,
+//! memory; anything else kills it), and dies with
 //! the supervisor (`PR_SET_PDEATHSIG`, and at end of file on the pair).
 //! Each request names a kind and a count; each answer carries an errno
 //! and the numbers of the new sockets in the factory's table, which the
@@ -46,6 +48,12 @@ use parking_lot::Mutex;
 use crate::sys::fd::{close_all_except, recv_with_fds, send_with_fds};
 use crate::sys::pidfd;
 use crate::sys::process::{clone_process, exit_now, Forked};
+
+mod filter;
+
+/// Test switch: the factory tries one call its filter forbids (a file
+/// open) right after starting, which must kill it.
+pub const FORBIDDEN_CALL_FOR_TESTS: &str = "SUPERVISOR_TEST_FACTORY_FORBIDDEN_CALL";
 
 /// Single sockets fetched per round trip.
 const BATCH: u8 = 64;
@@ -248,13 +256,18 @@ fn factory_main(parent: Pid, channel: OwnedFd, userns: BorrowedFd<'_>, netns: Bo
     if nix::sys::prctl::set_pdeathsig(Signal::SIGKILL).is_err() || getppid() != parent {
         exit_now(1);
     }
-    let entered = enter(&channel, userns, netns);
+    let probe = std::env::var_os(FORBIDDEN_CALL_FOR_TESTS).is_some();
+    let entered = enter(&channel, userns, netns).and_then(|()| filter::install());
     let status = match entered {
         Ok(()) => 0,
         Err(e) => e as i32,
     };
     if send_with_fds(channel.as_fd(), &status.to_ne_bytes(), &[]).is_err() || entered.is_err() {
         exit_now(1);
+    }
+    if probe {
+        // Killed here by the filter (SIGSYS) if it works.
+        let _ = std::fs::File::open("/proc/self/status");
     }
     serve(channel.as_fd());
     exit_now(0)

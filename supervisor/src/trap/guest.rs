@@ -3,7 +3,7 @@
 //!
 //! Owns: mapping each `Guest` method onto host calls against the
 //! caller's tid — guest memory through `memory`, descriptors through
-//! `/proc/<tid>/fd` and `pidfd_getfd`, ids and umask from
+//! `/proc/<tid>/fd` and `pidfd_getfd` (pidfds cached in `pidfds`), ids and umask from
 //! `/proc/<tid>/status`. Does not own: what the handlers do with them.
 
 use std::fs::{self, OpenOptions};
@@ -14,8 +14,7 @@ use nix::errno::Errno;
 use sandbox_syscalls::guest::PATH_MAX;
 use sandbox_syscalls::Guest;
 
-use super::{ioctl, memory, signals};
-use crate::sys::pidfd;
+use super::{ioctl, memory, pidfds, signals};
 
 /// One trapped call of one guest thread.
 pub struct NotifGuest<'a> {
@@ -61,8 +60,7 @@ impl Guest for NotifGuest<'_> {
         if fd < 0 {
             return Err(Errno::EBADF);
         }
-        let pidfd = pidfd_of_thread(self.tid)?;
-        pidfd::getfd(pidfd.as_fd(), fd)
+        pidfds::getfd(self.tid, fd)
     }
 
     fn cwd(&self) -> Result<OwnedFd, Errno> {
@@ -103,8 +101,7 @@ impl Guest for NotifGuest<'_> {
     }
 
     fn host_tgid(&self) -> Result<i32, Errno> {
-        let v = status_field(self.tid, "Tgid:")?;
-        v.trim().parse().map_err(|_| Errno::EIO)
+        tgid_of(self.tid)
     }
 }
 
@@ -119,19 +116,12 @@ fn open_proc(path: &str, extra: i32) -> Result<OwnedFd, Errno> {
         .map_err(|e| Errno::from_raw(e.raw_os_error().unwrap_or(libc::EIO)))
 }
 
-/// A pidfd for the thread's process: `PIDFD_THREAD` (Linux 6.9) names the
-/// thread directly; older kernels need the thread-group leader.
-fn pidfd_of_thread(tid: i32) -> Result<OwnedFd, Errno> {
-    match pidfd::open(tid, true) {
-        Err(Errno::EINVAL) => {
-            let tgid = status_field(tid, "Tgid:")?
-                .trim()
-                .parse()
-                .map_err(|_| Errno::EIO)?;
-            pidfd::open(tgid, false)
-        }
-        r => r,
-    }
+/// The thread-group id of thread `tid`.
+pub(super) fn tgid_of(tid: i32) -> Result<i32, Errno> {
+    status_field(tid, "Tgid:")?
+        .trim()
+        .parse()
+        .map_err(|_| Errno::EIO)
 }
 
 /// `/proc/<tid>/status`; ESRCH when the thread is gone.

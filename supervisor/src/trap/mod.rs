@@ -15,6 +15,7 @@
 mod guest;
 mod ioctl;
 mod memory;
+mod pidfds;
 mod signals;
 pub mod trace;
 

@@ -27,6 +27,7 @@ use nix::errno::Errno;
 use nix::fcntl::{fcntl, FcntlArg, OFlag};
 use parking_lot::Mutex;
 
+use super::gate::{self, Gate};
 use super::{nonblocking, stack, wait, Res};
 use crate::guest::{Guest, Reply};
 use crate::handlers::Context;
@@ -38,10 +39,18 @@ const SLICE: Duration = Duration::from_millis(20);
 
 type Outcome = Result<OwnedFd, Refusal>;
 
+/// A dial's end: its outcome, and the stand-in's gate after a success.
+struct Done {
+    outcome: Outcome,
+    gate: Option<Gate>,
+}
+
 /// One host connect in progress for a guest socket.
 struct Dial {
     dst: SocketAddr,
-    rx: Receiver<Outcome>,
+    rx: Receiver<Done>,
+    /// The guest's descriptor is a stand-in (`gate`) until the dial ends.
+    stand_in: bool,
 }
 
 /// The sandbox's dials in progress, by guest socket inode (one sandbox
@@ -51,24 +60,54 @@ static DIALS: Mutex<Option<HashMap<u64, Dial>>> = parking_lot::const_mutex(None)
 /// connect(2) of a TCP socket to an egress destination.
 pub(super) fn connect(ctx: &Context, g: &dyn Guest, fd: i32, s: &Sock, dst: SocketAddr) -> Res {
     let dial = match take(s.inode) {
-        Some(d) if nonblocking(s) => {
-            put(s.inode, d)?;
-            return Err(Errno::EALREADY);
-        }
+        Some(d) if nonblocking(s) => return again(ctx, g, fd, s, d),
         Some(d) => d,
-        None => start(ctx, dst)?,
+        None if nonblocking(s) => return stand_in(ctx, g, fd, s, dst),
+        None => start(ctx, dst, None)?,
     };
-    if nonblocking(s) {
-        put(s.inode, dial)?;
-        return Err(Errno::EINPROGRESS);
-    }
     finish(ctx, g, fd, s, dial)
 }
 
-/// getsockopt(SO_ERROR) of a socket with a dial in progress: waits for
-/// it and answers its errno (`None`: no dial, the host socket answers).
-/// A signal while it waits ends the getsockopt with EINTR (the dial is
-/// kept; Python retries the call, PEP 475).
+/// A non-blocking connect: the dial starts, a stand-in takes the guest's
+/// descriptor (keyed by its inode from now on), EINPROGRESS.
+fn stand_in(ctx: &Context, g: &dyn Guest, fd: i32, s: &Sock, dst: SocketAddr) -> Res {
+    verdict(ctx, dst)?;
+    let net = stack(ctx);
+    let (outer, gate) = gate::make(net)?;
+    let flags = fcntl(s.fd.as_raw_fd(), FcntlArg::F_GETFL)?;
+    fcntl(
+        outer.as_raw_fd(),
+        FcntlArg::F_SETFL(OFlag::from_bits_truncate(flags)),
+    )?;
+    let inode = netstack::stack::inode_of(outer.as_fd())?;
+    let dial = start(ctx, dst, Some(gate))?;
+    net.table.insert(inode, s.meta.clone());
+    put(inode, dial)?;
+    if let Err(e) = g.replace_fd(fd, &outer) {
+        take(inode);
+        return Err(e);
+    }
+    Err(Errno::EINPROGRESS)
+}
+
+/// Another non-blocking connect while a dial is kept: EALREADY while it
+/// runs; once it has ended, its result (0: the connection is in place).
+fn again(ctx: &Context, g: &dyn Guest, fd: i32, s: &Sock, dial: Dial) -> Res {
+    match dial.rx.try_recv() {
+        Ok(done) => complete(ctx, g, fd, s, dial.dst, done),
+        Err(mpsc::TryRecvError::Empty) => {
+            put(s.inode, dial)?;
+            Err(Errno::EALREADY)
+        }
+        Err(mpsc::TryRecvError::Disconnected) => Err(Errno::EIO),
+    }
+}
+
+/// getsockopt(SO_ERROR) of a socket with a dial kept: its errno (`None`:
+/// no dial, the host socket answers). A stand-in's running dial answers 0
+/// at once, as a TCP connect in progress does; otherwise it waits for the
+/// dial, and a signal meanwhile ends the getsockopt with EINTR (the dial
+/// is kept; Python retries the call, PEP 475).
 pub(super) fn so_error(
     ctx: &Context,
     g: &dyn Guest,
@@ -76,40 +115,60 @@ pub(super) fn so_error(
     s: &Sock,
 ) -> Option<Result<i32, Errno>> {
     let dial = take(s.inode)?;
-    Some(match finish(ctx, g, fd, s, dial) {
+    let result = match dial.stand_in {
+        true => match again(ctx, g, fd, s, dial) {
+            Err(Errno::EALREADY) => return Some(Ok(0)),
+            r => r,
+        },
+        false => finish(ctx, g, fd, s, dial),
+    };
+    Some(match result {
         Ok(_) => Ok(0),
         Err(e @ (Errno::EINTR | Errno::ENOENT)) => Err(e),
         Err(e) => Ok(e as i32),
     })
 }
 
-/// Starts a dial to an allowed `dst` (a denied one is refused here).
-fn start(ctx: &Context, dst: SocketAddr) -> Result<Dial, Errno> {
+/// Refuses a denied `dst` at once (recorded).
+fn verdict(ctx: &Context, dst: SocketAddr) -> Result<(), Errno> {
+    ctx.net
+        .egress()
+        .verdict(dst, Proto::Tcp)
+        .map_err(|r| refused(ctx, dst, r))
+}
+
+/// Starts a dial to an allowed `dst` (a denied one is refused here); a
+/// `gate` opens when it succeeds and closes when it fails.
+fn start(ctx: &Context, dst: SocketAddr, gate: Option<Gate>) -> Result<Dial, Errno> {
+    verdict(ctx, dst)?;
     let net = ctx.net.clone();
-    if let Err(r) = net.egress().verdict(dst, Proto::Tcp) {
-        return Err(refused(ctx, dst, r));
-    }
+    let stand_in = gate.is_some();
     let (tx, rx) = mpsc::sync_channel(1);
     std::thread::Builder::new()
         .name("egress-dial".into())
         .spawn(move || {
-            let _ = tx.send(net.egress().connect(dst, Proto::Tcp));
+            let outcome = net.egress().connect(dst, Proto::Tcp);
+            let gate = match (&outcome, gate) {
+                (Ok(_), Some(gate)) => gate.open().ok().map(|()| gate),
+                _ => None,
+            };
+            let _ = tx.send(Done { outcome, gate });
         })
         .map_err(|_| Errno::ENOBUFS)?;
-    Ok(Dial { dst, rx })
+    Ok(Dial { dst, rx, stand_in })
 }
 
 /// Waits for a dial (interruptibly: EINTR keeps it for a later call)
-/// and puts its connection in place of the guest's descriptor.
+/// and completes it.
 fn finish(ctx: &Context, g: &dyn Guest, fd: i32, s: &Sock, dial: Dial) -> Res {
-    let outcome = match dial.rx.try_recv() {
-        Ok(o) => o,
+    let done = match dial.rx.try_recv() {
+        Ok(done) => done,
         Err(_) => {
             g.may_block();
             loop {
                 match dial.rx.recv_timeout(SLICE) {
-                    Ok(o) => break o,
-                    Err(RecvTimeoutError::Disconnected) => break Err(Refusal::Failed(Errno::EIO)),
+                    Ok(done) => break done,
+                    Err(RecvTimeoutError::Disconnected) => return Err(Errno::EIO),
                     Err(RecvTimeoutError::Timeout) => {}
                 }
                 if let Err(e) = wait::interrupted(g) {
@@ -119,9 +178,20 @@ fn finish(ctx: &Context, g: &dyn Guest, fd: i32, s: &Sock, dial: Dial) -> Res {
             }
         }
     };
-    match outcome {
-        Ok(conn) => install(ctx, g, fd, s, dial.dst, conn),
-        Err(r) => Err(refused(ctx, dial.dst, r)),
+    complete(ctx, g, fd, s, dial.dst, done)
+}
+
+/// Puts an ended dial's connection in place of the guest's descriptor
+/// (after what the guest wrote to a stand-in), or answers its errno.
+fn complete(ctx: &Context, g: &dyn Guest, fd: i32, s: &Sock, dst: SocketAddr, done: Done) -> Res {
+    match done.outcome {
+        Ok(conn) => {
+            if let Some(gate) = &done.gate {
+                gate.forward(conn.as_fd())?;
+            }
+            install(ctx, g, fd, s, dst, conn)
+        }
+        Err(r) => Err(refused(ctx, dst, r)),
     }
 }
 

@@ -19,6 +19,7 @@ pub(crate) mod accept;
 mod ancil;
 pub(crate) mod dgram;
 mod dial;
+mod gate;
 pub(crate) mod msg;
 pub(crate) mod names;
 pub(crate) mod socket;

@@ -10,12 +10,14 @@
 //! ENETUNREACH for UDP, recorded for the report).
 
 use std::net::SocketAddr;
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsFd, AsRawFd};
+use std::time::Instant;
 
 use netstack::stack::Sock;
 use netstack::{addr, Proto, Refusal};
 use nix::errno::Errno;
 use nix::fcntl::{fcntl, FcntlArg, OFlag};
+use nix::poll::PollFlags;
 
 use super::{check_family, dial, guest_addr, nonblocking, ours, stack, wait, Res};
 use crate::guest::{Guest, Reply};
@@ -141,14 +143,23 @@ fn connect_local(ctx: &Context, g: &dyn Guest, s: &Sock, dst: SocketAddr) -> Res
     Ok(Reply::Value(0))
 }
 
+/// Retries while the listener's backlog is full, until the socket's
+/// SO_SNDTIMEO passes: then EINPROGRESS, as a blocking TCP connect that
+/// times out answers.
 fn connect_retrying(ctx: &Context, g: &dyn Guest, s: &Sock, dst: SocketAddr) -> Result<(), Errno> {
     let mut handed_off = false;
+    let mut deadline = None;
     loop {
         match stack(ctx).connect_local(s, dst) {
             Err(Errno::EAGAIN) => {
                 if !handed_off {
                     g.may_block();
                     handed_off = true;
+                    let timeout = wait::timeout_of(s.fd.as_fd(), PollFlags::POLLOUT);
+                    deadline = timeout.map(|t| Instant::now() + t);
+                }
+                if deadline.is_some_and(|end| Instant::now() >= end) {
+                    return Err(Errno::EINPROGRESS);
                 }
                 wait::pause(g)?;
             }

@@ -71,7 +71,7 @@ pub(crate) fn until_ready(
 
 /// The socket's SO_SNDTIMEO (a wait for POLLOUT) or SO_RCVTIMEO; `None`
 /// when unset (zero) or unreadable.
-fn timeout_of(fd: BorrowedFd<'_>, events: PollFlags) -> Option<Duration> {
+pub(super) fn timeout_of(fd: BorrowedFd<'_>, events: PollFlags) -> Option<Duration> {
     let tv = if events.contains(PollFlags::POLLOUT) {
         getsockopt(&fd, sockopt::SendTimeout)
     } else {

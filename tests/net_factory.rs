@@ -1,0 +1,157 @@
+//! The socket factory is confined (issue 4): while a guest runs, the
+//! factory process is in seccomp filter mode under one filter more than
+//! the supervisor started with, with no_new_privs, no capabilities and a
+//! single descriptor, and it still serves the guest's sockets (a loopback
+//! exchange prints what it prints natively); as root and as `tester`.
+//! With the test switch it tries a file open after starting, which its
+//! filter answers by killing it: the guest's next socket() fails with
+//! ENOBUFS, where without the switch it works.
+
+mod common;
+use common::*;
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+const PY: &str = "/usr/bin/python3";
+const FORBIDDEN_CALL: &str = "SUPERVISOR_TEST_FACTORY_FORBIDDEN_CALL";
+
+/// A loopback exchange: "hi", or the errno's name.
+const EXCHANGE: &str = r#"
+import errno, socket
+try:
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    s.listen()
+    c = socket.create_connection(s.getsockname())
+    a, _ = s.accept()
+    c.sendall(b"hi")
+    print(a.recv(2).decode())
+except OSError as e:
+    print(errno.errorcode.get(e.errno, e.errno))
+"#;
+
+/// The exchange, then "ready", then wait for a line on stdin.
+fn exchange_then_wait() -> String {
+    format!("{EXCHANGE}\nimport sys\nprint('ready', flush=True)\nsys.stdin.readline()\n")
+}
+
+/// One field of a status file.
+fn field(status: &str, name: &str) -> String {
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix(name))
+        .map(|v| v.trim().to_string())
+        .unwrap_or_default()
+}
+
+/// Children of `pid`'s main thread (the factory and init are forked
+/// before any other thread exists).
+fn children(pid: u32) -> Vec<u32> {
+    std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
+        .unwrap_or_default()
+        .split_whitespace()
+        .filter_map(|p| p.parse().ok())
+        .collect()
+}
+
+/// The factory: the child of the supervisor that is outside the
+/// sandbox's pid namespace (one NSpid entry; init has two).
+fn factory_of(pid: u32) -> Option<u32> {
+    children(pid).into_iter().find(|c| {
+        let status = std::fs::read_to_string(format!("/proc/{c}/status")).unwrap_or_default();
+        field(&status, "NSpid:").split_whitespace().count() == 1
+    })
+}
+
+fn supervisor_filters() -> i64 {
+    let own = std::fs::read_to_string("/proc/self/status").unwrap();
+    field(&own, "Seccomp_filters:").parse().unwrap_or(0)
+}
+
+/// Runs the exchange under the supervisor (as `user`), and while the
+/// guest waits reads the factory's status and descriptor count.
+fn factory_while_guest_runs(user: Option<(u32, u32)>) -> (String, String, usize) {
+    let mut cmd = Command::new(bin());
+    cmd.args(["run", "--", PY, "-c", &exchange_then_wait()])
+        .env_clear()
+        .env("PATH", PATH)
+        .current_dir("/tmp")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    if let Some((uid, gid)) = user {
+        use std::os::unix::process::CommandExt;
+        cmd.uid(uid).gid(gid);
+    }
+    let mut child = cmd.spawn().expect("spawn supervisor");
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let exchanged = lines.next().and_then(Result::ok).unwrap_or_default();
+    let ready = lines.next().and_then(Result::ok);
+    let pid = child.id();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut factory = factory_of(pid);
+    while factory.is_none() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+        factory = factory_of(pid);
+    }
+    let status = factory
+        .and_then(|f| std::fs::read_to_string(format!("/proc/{f}/status")).ok())
+        .unwrap_or_default();
+    let fds = factory
+        .and_then(|f| std::fs::read_dir(format!("/proc/{f}/fd")).ok())
+        .map_or(0, |d| d.count());
+    let _ = child.stdin.take().map(|mut s| s.write_all(b"\n"));
+    let out = child.wait_with_output().expect("wait");
+    assert_eq!(
+        ready.as_deref(),
+        Some("ready"),
+        "guest did not run: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(factory.is_some(), "no factory among {:?}", children(pid));
+    (exchanged, status, fds)
+}
+
+fn assert_confined(user: Option<(u32, u32)>) {
+    let native = Run::new(&[PY, "-c", EXCHANGE]).native().ok("native");
+    let (exchanged, status, fds) = factory_while_guest_runs(user);
+    assert_eq!(format!("{exchanged}\n"), native.stdout);
+    assert_eq!(native.stdout, "hi\n");
+    assert_eq!(field(&status, "Seccomp:"), "2", "{status}");
+    let filters: i64 = field(&status, "Seccomp_filters:").parse().unwrap_or(-1);
+    assert_eq!(filters, supervisor_filters() + 1, "{status}");
+    assert_eq!(field(&status, "NoNewPrivs:"), "1", "{status}");
+    for caps in ["CapInh:", "CapPrm:", "CapEff:", "CapBnd:", "CapAmb:"] {
+        assert_eq!(field(&status, caps), "0000000000000000", "{caps} {status}");
+    }
+    assert_eq!(fds, 1, "the factory keeps only its channel");
+}
+
+#[test]
+fn the_factory_serves_under_its_own_filter() {
+    assert_confined(None);
+}
+
+#[test]
+fn the_factory_serves_under_its_own_filter_as_tester() {
+    let tester = Command::new("id")
+        .args(["-u", "tester"])
+        .output()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "1001");
+    if !is_root() || !tester {
+        skip!("needs root and the user tester (uid 1001)");
+    }
+    assert_confined(Some((1001, 1001)));
+}
+
+#[test]
+fn a_forbidden_call_kills_the_factory() {
+    let run = Run::new(&[PY, "-c", EXCHANGE]).cwd("/tmp");
+    let plain = run.supervised().ok("sandboxed");
+    assert_eq!(plain.stdout, "hi\n", "{}", plain.dump());
+    let probed = run.env(FORBIDDEN_CALL, "1").supervised();
+    assert_eq!(probed.code, Some(0), "{}", probed.dump());
+    assert_eq!(probed.stdout, "ENOBUFS\n", "{}", probed.dump());
+}
