@@ -8,6 +8,7 @@
 pub mod cli;
 pub mod confine;
 pub mod launch;
+pub mod launch_hooks;
 pub mod limits;
 pub mod network;
 pub mod oci;
