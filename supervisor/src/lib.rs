@@ -7,6 +7,7 @@
 
 pub mod cli;
 pub mod confine;
+pub mod ending;
 pub mod launch;
 pub mod launch_hooks;
 pub mod limits;
