@@ -276,12 +276,7 @@ fn tasks_started(last_pid: &File) -> Option<u32> {
 /// end of file, which init's copies would hold back until it exits.
 fn end_the_rest() {
     let _ = kill(Pid::from_raw(-1), Signal::SIGKILL);
-    loop {
-        match waitpid(None, None) {
-            Err(Errno::EINTR) | Ok(_) => continue,
-            Err(_) => break,
-        }
-    }
+    while let Ok(_) | Err(Errno::EINTR) = waitpid(None, None) {}
     for fd in 0..3 {
         let _ = nix::unistd::close(fd);
     }
