@@ -7,7 +7,9 @@
 
 pub mod cli;
 pub mod confine;
+pub mod ending;
 pub mod launch;
+pub mod launch_hooks;
 pub mod limits;
 pub mod network;
 pub mod oci;

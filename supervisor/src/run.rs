@@ -6,8 +6,9 @@
 //! serving before the guest may exec) and the guest's environment. Does
 //! not own any of the steps themselves.
 
+use std::cell::Cell;
 use std::ffi::OsString;
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::OwnedFd;
 use std::sync::Arc;
 use std::thread;
 use std::time::Instant;
@@ -21,20 +22,18 @@ use sandbox_syscalls::policy::bpf;
 use sandbox_syscalls::{Context, GuestLimits};
 
 use crate::cli::RunArgs;
-use crate::launch::{self, LaunchConfig, LaunchError, Outcome, FORWARDED};
+use crate::ending::{layer_is_full, Ending};
+use crate::launch::{self, LaunchConfig, LaunchError, FORWARDED};
+use crate::launch_hooks::RunHooks;
 use crate::limits::cgroup::Counters;
 use crate::limits::janitor::{self, Janitor};
-use crate::limits::{format_size, kill_message, watchdog, Enforcement, Kill, Limits, Tripwire};
+use crate::limits::{watchdog, Enforcement, Tripwire};
 use crate::network::{self, Network};
 use crate::output::{Capture, Meter};
 use crate::report::{CpuTime, LimitsReport, Reason, Report};
-use crate::socket_factory::SocketFactory;
 use crate::trap;
 use crate::trap::trace::Tracer;
 use crate::tty;
-
-/// The exit code when a limit killed the sandbox, as `docker run` gives.
-const KILLED_EXIT: i32 = 137;
 
 /// Host variables the guest inherits when they are set.
 const INHERITED_ENV: &[&str] = &["PATH", "HOME", "LANG", "TERM"];
@@ -60,11 +59,21 @@ pub trait Embedding {
     fn error(&self, message: &str) {
         eprintln!("supervisor: {message}");
     }
+    /// Whether the run may end without waiting for the sandbox's init to
+    /// exit and its cgroup to go (the janitor removes it just after):
+    /// the guest's processes are all gone either way.
+    fn leaves_teardown(&self) -> bool {
+        false
+    }
 }
 
-/// `supervisor run` itself: nothing embedded.
+/// `supervisor run` itself: nothing embedded; it exits right after.
 struct Standalone;
-impl Embedding for Standalone {}
+impl Embedding for Standalone {
+    fn leaves_teardown(&self) -> bool {
+        true
+    }
+}
 
 /// Runs the sandbox described by `args`; returns the exit code.
 pub fn run(args: RunArgs) -> i32 {
@@ -112,6 +121,8 @@ struct Guards {
     tripwire: Arc<Tripwire>,
     meter: Option<Arc<Meter>>,
     janitor: Option<Janitor>,
+    /// Init was released, not reaped: it may still be in the cgroup.
+    init_released: Cell<bool>,
 }
 
 impl Guards {
@@ -135,14 +146,24 @@ impl Guards {
             tripwire,
             meter,
             janitor,
+            init_released: Cell::new(false),
         })
     }
 
-    /// Removes the cgroup and dismisses the janitor.
+    /// Removes the cgroup and dismisses the janitor; or, when init was
+    /// released and may not have left the cgroup yet, leaves the removal
+    /// to the janitor without waiting for it.
     fn finish(mut self) {
-        self.enforcement.remove();
-        if let Some(j) = self.janitor.take() {
-            j.dismiss();
+        match self.janitor.take() {
+            Some(j) if self.init_released.get() => {
+                self.enforcement.leave_to_janitor();
+                j.hand_over();
+            }
+            Some(j) => {
+                self.enforcement.remove();
+                j.dismiss();
+            }
+            None => self.enforcement.remove(),
         }
     }
 }
@@ -176,19 +197,15 @@ fn serve_and_wait(
     };
     let rw_flush = launch::RwFlush::open(&config.mounts);
     let publishers = network::bind_publishers(&args.publish).map_err(setup_error)?;
-    // Launch forks: it must happen before this process has any thread.
-    let launched = launch::launch_with(config, &guards.enforcement);
-    // Forks too: still before any thread (the output relays start below).
-    let sockets = launched
-        .as_ref()
-        .ok()
-        .map(|s| SocketFactory::start(s.userns.as_fd(), s.netns.as_fd()));
+    // Launch forks, and so does the socket factory while init sets up:
+    // before this process has any thread (the output relays start below).
+    let hooks = RunHooks::new(&guards.enforcement);
+    let launched = launch::launch_with(config, &hooks);
     if let (Some(capture), Some(meter)) = (&mut capture, &guards.meter) {
         capture.restore(meter);
     }
     let mut sandbox = launched?;
-    // `launched` was Ok, so the factory was started.
-    let sockets = match sockets.unwrap_or_else(|| Err("socket factory: not started".into())) {
+    let sockets = match hooks.take_factory() {
         Ok(factory) => Arc::new(factory),
         Err(e) => {
             sandbox.kill();
@@ -251,6 +268,12 @@ fn serve_and_wait(
     );
     embedding.before_start(&sandbox).map_err(setup_error)?;
     crate::confine::confine(!args.allow_net.is_empty()).map_err(supervisor_error)?;
+    // Without a report, nothing needs init's resource usage: the run ends
+    // when init has reported, not when the kernel has torn it down.
+    if args.report.is_none() && embedding.leaves_teardown() {
+        sandbox.release_on_status();
+        guards.init_released.set(true);
+    }
     sandbox.start()?;
     let waited = sandbox.wait_with_stats();
     for warning in rw_flush.flush() {
@@ -297,93 +320,6 @@ fn captured_fds(pty: Option<[bool; 3]>) -> Vec<i32> {
         .into_iter()
         .filter(|&fd| !on_tty[fd as usize])
         .collect()
-}
-
-/// Whether the writable layer is (all but) full: a command that failed
-/// then most likely failed for want of space.
-fn layer_is_full(layer: &std::os::fd::OwnedFd) -> bool {
-    match nix::sys::statfs::fstatfs(layer) {
-        Ok(st) => {
-            let blocks = st.blocks();
-            blocks > 0 && st.blocks_available() * 100 <= blocks
-        }
-        Err(_) => false,
-    }
-}
-
-/// How the run ended, before it is put into words.
-struct Ending {
-    outcome: Outcome,
-    /// The fatal limit that killed the sandbox, if one did.
-    kill: Option<Kill>,
-    oom_kills: u64,
-    layer_full: bool,
-}
-
-impl Ending {
-    /// The reason, the report's fields, the one line on stderr, and the
-    /// exit code.
-    fn conclude(self, args: &RunArgs, limits: &Limits, report: &mut Report) -> i32 {
-        let kill = self.kill.or_else(|| self.inferred_kill(limits));
-        if let Some(kill) = kill {
-            let line = format!(
-                "killed: {}",
-                kill_message(kill, limits, report.peak_memory_bytes)
-            );
-            eprintln!("supervisor: {line}");
-            report.reason = kill.into();
-            report.signal = Some(libc::SIGKILL);
-            report.message = Some(line);
-            return KILLED_EXIT;
-        }
-        match self.outcome {
-            Outcome::Exited(code) => {
-                report.reason = Reason::Exited;
-                report.exit_code = Some(code);
-                if code != 0 && self.layer_full {
-                    let line = format!(
-                        "the writable layer is full (--disk {}): writes failed with ENOSPC",
-                        format_size(args.disk)
-                    );
-                    eprintln!("supervisor: {line}");
-                    report.reason = Reason::Disk;
-                    report.message = Some(line);
-                }
-                code
-            }
-            Outcome::Signaled(sig) => {
-                let name = Signal::try_from(sig)
-                    .map(|s| s.as_str())
-                    .unwrap_or("unknown signal");
-                let mut line = format!(
-                    "{} killed by signal {sig} ({name})",
-                    args.command[0].to_string_lossy()
-                );
-                report.reason = Reason::Signaled;
-                if sig == libc::SIGSYS {
-                    line.push_str(": a call the sandbox's policy forbids");
-                    report.reason = Reason::Policy;
-                }
-                eprintln!("supervisor: {line}");
-                report.signal = Some(sig);
-                report.message = Some(line);
-                128 + sig
-            }
-        }
-    }
-
-    /// A limit that ended the run before the watchdog saw it: the OOM
-    /// killer took the main process, or (rlimit fallback) the kernel
-    /// stopped it for CPU time.
-    fn inferred_kill(&self, limits: &Limits) -> Option<Kill> {
-        let Outcome::Signaled(sig) = self.outcome else {
-            return None;
-        };
-        if limits.memory.is_some() && self.oom_kills > 0 {
-            return Some(Kill::Memory);
-        }
-        (limits.cpu_time.is_some() && sig == libc::SIGXCPU).then_some(Kill::CpuTime)
-    }
 }
 
 fn launch_config(args: &RunArgs) -> Result<LaunchConfig, LaunchError> {

@@ -1,11 +1,14 @@
-//! A cache of resolved directories, for the stat fast path.
+//! A cache of resolved directories, for the stat fast path and the
+//! parent lookups of the calls that act on a name (mkdir, unlink, rename...).
 //!
 //! Owns: a bounded map from an absolute guest directory path (exactly as
 //! written, trailing slash included) to an `O_PATH` descriptor of what it
 //! resolved to, valid for one generation. Any change the guest makes to
 //! names or permissions (unlink, rmdir, rename, chmod, chown: see
 //! [`crate::Resolver::changed`]) starts a new generation; creating names
-//! never changes what an existing path resolves to, so creations keep it.
+//! never changes what an existing path resolves to, so creations keep it,
+//! and so does removing a name that is neither a directory nor a symlink
+//! (see `Resolver::removing_keeps_dirs`).
 //! Only directories on filesystems that change through the guest alone
 //! are cached (the view root's tmpfs layer and overlays; not bind mounts
 //! of host directories, which the host may change underneath, and never

@@ -62,11 +62,13 @@ pub struct At<'a> {
     pub caller: &'a dyn Caller,
 }
 
-/// A directory descriptor that is either borrowed or owned.
+/// A directory descriptor that is borrowed, owned, or shared with the
+/// cache of resolved directories.
 #[derive(Debug)]
 pub enum Dir<'a> {
     Borrowed(BorrowedFd<'a>),
     Owned(OwnedFd),
+    Cached(Arc<OwnedFd>),
 }
 
 impl AsFd for Dir<'_> {
@@ -74,6 +76,7 @@ impl AsFd for Dir<'_> {
         match self {
             Dir::Borrowed(b) => *b,
             Dir::Owned(o) => o.as_fd(),
+            Dir::Cached(o) => o.as_fd(),
         }
     }
 }
@@ -91,6 +94,12 @@ impl Parent<'_, '_> {
     /// Whether the final component ends with a slash.
     pub fn trailing_slash(&self) -> bool {
         self.name.to_bytes().last() == Some(&b'/')
+    }
+
+    /// Whether the directory came from the cache of resolved directories
+    /// (see [`Resolver::removing`]).
+    pub fn is_cached(&self) -> bool {
+        matches!(self.dir, Dir::Cached(_))
     }
 }
 
@@ -267,21 +276,47 @@ impl Resolver {
             return Ok(None);
         }
         let name = CStr::from_bytes_with_nul(name).map_err(|_| Errno::EINVAL)?;
+        Ok(self.cached_dir(at, dir)?.map(|d| (Held::Cached(d), name)))
+    }
+
+    /// The absolute directory path `dir` (as written, trailing slash kept)
+    /// from the cache, resolving and caching it on a miss. `None` when it
+    /// does not qualify (relative, through /proc/self and the like) or is
+    /// known not to be cacheable: the caller resolves it itself. A fresh
+    /// resolution that may not be cached is still returned, once.
+    fn cached_dir(&self, at: &At<'_>, dir: &[u8]) -> Result<Option<Arc<OwnedFd>>, Errno> {
+        if self.cache.policy == CachePolicy::Off
+            || !path::is_abs(dir)
+            || path::special_prefix(dir, true).is_some()
+        {
+            return Ok(None);
+        }
         if let Some(d) = self.cache.get(dir) {
-            return Ok(d.map(|d| (Held::Cached(d), name)));
+            return Ok(d);
         }
         let generation = self.cache.generation();
         let d = CString::new(dir).map_err(|_| Errno::EINVAL)?;
-        let fd = self.open(at, &d, libc::O_PATH | libc::O_DIRECTORY, 0, 0)?;
+        let fd = Arc::new(self.open(at, &d, libc::O_PATH | libc::O_DIRECTORY, 0, 0)?);
         let same_fs = sys::fstat(fd.as_fd())?.st_dev == self.root_id.0;
         let fs_type = || sys::fstatfs(fd.as_fd()).ok().map(|s| s.f_type);
-        if !self.cache.policy.admits(same_fs, fs_type) {
-            self.cache.insert(dir, generation, None);
-            return Ok(Some((Held::Cached(Arc::new(fd)), name)));
-        }
-        let fd = Arc::new(fd);
-        self.cache.insert(dir, generation, Some(Arc::clone(&fd)));
-        Ok(Some((Held::Cached(fd), name)))
+        let cached = self.cache.policy.admits(same_fs, fs_type);
+        self.cache
+            .insert(dir, generation, cached.then(|| Arc::clone(&fd)));
+        Ok(Some(fd))
+    }
+
+    /// The guest is about to remove the name `name` in `dir` (not a
+    /// directory: unlink without AT_REMOVEDIR). Call [`Resolver::changed`]
+    /// afterwards unless this says the removal changes no directory path's
+    /// resolution: true when `name` is neither a directory nor a symlink
+    /// (checked without following it). A guest thread that swaps the name
+    /// for a symlink in between can make one cached directory stale; the
+    /// cached descriptor still lies in the view (it was resolved there, on
+    /// the sandbox's own layers, which only the guest changes), so it only
+    /// misleads that guest about its own files.
+    pub fn removing_keeps_dirs(&self, dir: BorrowedFd<'_>, name: &CStr) -> bool {
+        sys::fstatat(dir, name, libc::AT_SYMLINK_NOFOLLOW)
+            .is_ok_and(|st| !matches!(st.st_mode & libc::S_IFMT, libc::S_IFDIR | libc::S_IFLNK))
     }
 
     /// The directory holding `path`'s final component, and the component.
@@ -301,6 +336,8 @@ impl Resolver {
             Dir::Borrowed(at.dir.unwrap_or(self.root()))
         } else if dir.iter().all(|&c| c == b'/') {
             Dir::Borrowed(self.root())
+        } else if let Some(d) = self.cached_dir(at, dir)? {
+            Dir::Cached(d)
         } else {
             let d = CString::new(dir).map_err(|_| Errno::EINVAL)?;
             Dir::Owned(self.open(at, &d, libc::O_PATH | libc::O_DIRECTORY, 0, 0)?)

@@ -418,3 +418,44 @@ fn stat_cache_and_changes() {
     };
     assert!(other.stat(&at, c"/fd/0", false).is_ok());
 }
+
+#[test]
+fn parent_cache_and_removals() {
+    let t = tempfile::tempdir().unwrap();
+    fs::create_dir_all(t.path().join("a/b")).unwrap();
+    fs::write(t.path().join("a/b/f"), b"1").unwrap();
+    symlink("b", t.path().join("a/l")).unwrap();
+    let r = Resolver::with_cache(opath(t.path()), crate::CachePolicy::All);
+    let at = At {
+        dir: None,
+        caller: &Me,
+    };
+    // The first parent lookup of a directory resolves and caches it; the
+    // next one is served from the cache, and names the same directory.
+    let first = r.parent(&at, c"/a/b/f").unwrap();
+    let again = r.parent(&at, c"/a/b/f").unwrap();
+    assert!(again.is_cached(), "{again:?}");
+    assert_eq!(
+        sys::fstat(first.dir.as_fd()).unwrap().st_ino,
+        sys::fstat(again.dir.as_fd()).unwrap().st_ino
+    );
+    assert_eq!(again.name.to_bytes(), b"f");
+    // Relative paths and the root are never cached.
+    assert!(!r.parent(&at, c"/f").unwrap().is_cached());
+    let a = opath(&t.path().join("a"));
+    let rel = At {
+        dir: Some(a.as_fd()),
+        caller: &Me,
+    };
+    assert!(!r.parent(&rel, c"b/f").unwrap().is_cached());
+    // Removing a plain file keeps the cache; a symlink or a directory not.
+    let p = r.parent(&at, c"/a/x").unwrap();
+    assert!(r.removing_keeps_dirs(p.dir.as_fd(), c"b/f"));
+    assert!(!r.removing_keeps_dirs(p.dir.as_fd(), c"l"));
+    assert!(!r.removing_keeps_dirs(p.dir.as_fd(), c"b"));
+    assert!(!r.removing_keeps_dirs(p.dir.as_fd(), c"missing"));
+    // Off: nothing is cached.
+    let off = Resolver::with_cache(opath(t.path()), crate::CachePolicy::Off);
+    off.parent(&at, c"/a/b/f").unwrap();
+    assert!(!off.parent(&at, c"/a/b/f").unwrap().is_cached());
+}

@@ -10,8 +10,9 @@
 //! supervisor, forking the guest's main process (`exec.rs`), and then the
 //! pid-1 loop: forward signals, reap, and report the main process's wait
 //! status; on [`super::exec_request::EXEC_SIGNAL`], fork a helper for
-//! each exec request on the channel. When init exits, the kernel kills
-//! everything left in the namespace. Setup errors go back to the supervisor as one line.
+//! each exec request on the channel. When the main process ends, init
+//! kills and reaps everything left in the namespace, then reports.
+//! Setup errors go back to the supervisor as one line.
 //!
 //! After the filter is installed, init makes only calls the filter
 //! passes (sendmsg, close, clone without namespace flags, signal calls,
@@ -241,6 +242,7 @@ fn supervise(main: Pid, channel: &Channel, signals: &SigSet, last_pid: Option<&F
         } else if info.signo == Signal::SIGCHLD as i32 {
             if let Some(status) = reap(main) {
                 let tasks = last_pid.and_then(tasks_started);
+                end_the_rest();
                 let _ = channel.send(&Msg::Status(status, tasks));
                 _exit(0);
             }
@@ -260,6 +262,24 @@ fn tasks_started(last_pid: &File) -> Option<u32> {
     let n = last_pid.read_at(&mut buf, 0).ok()?;
     let last: u32 = std::str::from_utf8(&buf[..n]).ok()?.trim().parse().ok()?;
     Some(last.saturating_sub(1))
+}
+
+/// Kills every other process of the sandbox and reaps them all, before
+/// init reports the main process's status: once the supervisor has the
+/// status, nothing of the guest runs any more, and it need not wait for
+/// init's own exit (the kernel's teardown of the namespaces: see
+/// `Sandbox::release_on_status`). `kill(-1)` from pid 1 reaches every
+/// process of the namespace but init, and races no fork (a fork fails
+/// once its parent has a fatal signal pending); init has no child left
+/// only when every descendant was reparented to it and reaped. Init's
+/// stdio goes too: the supervisor's output relays end at their pipes'
+/// end of file, which init's copies would hold back until it exits.
+fn end_the_rest() {
+    let _ = kill(Pid::from_raw(-1), Signal::SIGKILL);
+    while let Ok(_) | Err(Errno::EINTR) = waitpid(None, None) {}
+    for fd in 0..3 {
+        let _ = nix::unistd::close(fd);
+    }
 }
 
 /// Reaps every child that has ended; the raw wait status of `main` if it

@@ -194,6 +194,9 @@ pub struct Sandbox {
     command_has_slash: bool,
     started: AtomicBool,
     reaped: bool,
+    /// Do not wait for init's exit once it has reported (see
+    /// [`Sandbox::release_on_status`]).
+    release: bool,
 }
 
 const NAMESPACES: CloneFlags = CloneFlags::CLONE_NEWUSER
@@ -325,6 +328,7 @@ pub fn launch_with(cfg: &LaunchConfig, hooks: &dyn InitHooks) -> Result<Sandbox,
                 command_has_slash: exec.has_slash,
                 started: AtomicBool::new(false),
                 reaped: false,
+                release: false,
             };
             // On any error below, dropping `sandbox` kills and reaps init.
             sandbox.finish_launch(uid, gid, hooks)?;
@@ -441,7 +445,15 @@ impl Sandbox {
                 Ok(None) | Err(_) => break Ok(None),
             }
         };
-        let init_status = self.reap();
+        let init_status = match status {
+            Ok(Some(_)) if self.release => {
+                // Init has ended every other process and is exiting; it
+                // is reaped by whoever inherits it.
+                self.reaped = true;
+                None
+            }
+            _ => self.reap(),
+        };
         if let Some(e) = exec_error {
             return Err(exec::exec_error(&self.command, self.command_has_slash, e));
         }
@@ -456,6 +468,17 @@ impl Sandbox {
             }),
         };
         Ok((outcome, tasks))
+    }
+
+    /// Makes [`Sandbox::wait_with_stats`] return as soon as init reports
+    /// the main process's status, without waiting for init's own exit:
+    /// init has killed and reaped every other process of the sandbox by
+    /// then (`init.rs`), and what remains is the kernel's teardown of the
+    /// namespaces (the mount namespace's unmounts wait for an RCU grace
+    /// period). Init is then never reaped here: not for callers that need
+    /// its resource usage (`RUSAGE_CHILDREN`) or its leaving a cgroup.
+    pub fn release_on_status(&mut self) {
+        self.release = true;
     }
 
     /// A handle that asks init for new processes in the sandbox (the OCI

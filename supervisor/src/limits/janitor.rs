@@ -61,6 +61,13 @@ fn watch(rx: OwnedFd, dirs: &[PathBuf]) -> ! {
 }
 
 impl Janitor {
+    /// Leaves the cleanup to the janitor and does not wait for it: used
+    /// when the sandbox's init may still be leaving the cgroup (the
+    /// janitor retries until the directories can go).
+    pub fn hand_over(mut self) {
+        self.pipe = None;
+    }
+
     /// Ends the janitor after a normal cleanup (it finds nothing left to
     /// do) and reaps it.
     pub fn dismiss(mut self) {

@@ -315,6 +315,12 @@ impl Enforcement {
             .unwrap_or_default()
     }
 
+    /// Forgets the cgroup without removing it (the janitor removes it).
+    pub fn leave_to_janitor(&mut self) {
+        self.self_join.clear();
+        self.cgroup = None;
+    }
+
     /// Kills anything left in the cgroup and removes it.
     pub fn remove(&mut self) {
         self.self_join.clear();

@@ -57,9 +57,13 @@ pub fn write(tid: i32, addr: u64, data: &[u8]) -> Result<(), Errno> {
 
 /// Reads a NUL-terminated string of at most `max` bytes (NUL included).
 /// EFAULT for a bad pointer, ENAMETOOLONG when no NUL comes in time.
+///
+/// The hot path (a path shorter than [`FIRST_PIECE`]) costs one
+/// `process_vm_readv` straight into the returned vector and one
+/// allocation, with room for the NUL the caller adds (`CString::new`
+/// then does not reallocate).
 pub fn read_cstr(tid: i32, addr: u64, max: usize) -> Result<Vec<u8>, Errno> {
-    let mut out = Vec::with_capacity(256);
-    let mut chunk = [0u8; PAGE as usize];
+    let mut out = Vec::with_capacity(FIRST_PIECE + 1);
     let mut at = addr;
     // Most paths are short: copy a small first piece, then whole pages.
     let mut want = FIRST_PIECE;
@@ -67,12 +71,13 @@ pub fn read_cstr(tid: i32, addr: u64, max: usize) -> Result<Vec<u8>, Errno> {
         let to_page_end = (PAGE - at % PAGE) as usize;
         let len = to_page_end.min(max - out.len()).min(want);
         want = PAGE as usize;
-        read(tid, at, &mut chunk[..len])?;
-        if let Some(nul) = chunk[..len].iter().position(|&b| b == 0) {
-            out.extend_from_slice(&chunk[..nul]);
+        let start = out.len();
+        out.resize(start + len, 0);
+        read(tid, at, &mut out[start..])?;
+        if let Some(nul) = out[start..].iter().position(|&b| b == 0) {
+            out.truncate(start + nul);
             return Ok(out);
         }
-        out.extend_from_slice(&chunk[..len]);
         at = at.checked_add(len as u64).ok_or(Errno::EFAULT)?;
     }
     Err(Errno::ENAMETOOLONG)

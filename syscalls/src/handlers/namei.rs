@@ -98,9 +98,18 @@ pub fn unlinkat(ctx: &Context, g: &dyn Guest, dirfd: i32, addr: u64, flags: i32)
     let caller = Caller(g);
     let op = Operand::read(g, dirfd, addr)?;
     let p = op.parent(ctx, &caller)?;
+    // Removing a file that is neither a directory nor a symlink leaves
+    // every directory path resolving as before: the cache of resolved
+    // directories stays (asked only when it holds the parent: a hot
+    // create/unlink loop in the sandbox's layer).
+    let keeps_dirs = flags & libc::AT_REMOVEDIR == 0
+        && p.is_cached()
+        && ctx.fs.removing_keeps_dirs(p.dir.as_fd(), p.name);
     live(g)?;
     let r = sys::unlinkat(p.dir.as_fd(), p.name, flags);
-    ctx.fs.changed();
+    if !keeps_dirs {
+        ctx.fs.changed();
+    }
     r?;
     value(0)
 }

@@ -1,0 +1,73 @@
+//! What `supervisor run` does while the sandbox's init builds the view:
+//! the limits' hooks (init joins the cgroup; rlimits once it is set up),
+//! and forking the socket factory, so that the factory's fork and
+//! handshake overlap init's work instead of following it.
+//!
+//! Owns: that ordering only. Does not own the factory itself
+//! (`socket_factory.rs`), the limits (`limits/`), or launch.
+
+use std::cell::RefCell;
+use std::fs::OpenOptions;
+use std::os::fd::{AsFd, OwnedFd};
+use std::os::unix::fs::OpenOptionsExt;
+
+use nix::unistd::Pid;
+
+use crate::launch::InitHooks;
+use crate::limits::Enforcement;
+use crate::socket_factory::SocketFactory;
+
+/// The hooks of one run.
+pub struct RunHooks<'a> {
+    limits: &'a Enforcement,
+    factory: RefCell<Option<SocketFactory>>,
+}
+
+impl<'a> RunHooks<'a> {
+    pub fn new(limits: &'a Enforcement) -> Self {
+        RunHooks {
+            limits,
+            factory: RefCell::new(None),
+        }
+    }
+
+    /// The socket factory forked during the launch (once).
+    pub fn take_factory(&self) -> Result<SocketFactory, String> {
+        self.factory
+            .borrow_mut()
+            .take()
+            .ok_or_else(|| "socket factory: not started".to_string())
+    }
+}
+
+impl InitHooks for RunHooks<'_> {
+    fn self_join_files(&self) -> &[OwnedFd] {
+        self.limits.self_join_files()
+    }
+
+    /// Still single-threaded (launch runs before any thread exists), with
+    /// the id maps written: the factory may fork and join init's user and
+    /// network namespaces, which exist since the clone.
+    fn setting_up(&self, init: Pid) -> Result<(), String> {
+        self.limits.setting_up(init)?;
+        let userns = namespace(init, "user")?;
+        let netns = namespace(init, "net")?;
+        let factory = SocketFactory::start(userns.as_fd(), netns.as_fd())?;
+        *self.factory.borrow_mut() = Some(factory);
+        Ok(())
+    }
+
+    fn set_up(&self, init: Pid) -> Result<(), String> {
+        self.limits.set_up(init)
+    }
+}
+
+/// `/proc/<init>/ns/<name>`, while init may still be inspected.
+fn namespace(init: Pid, name: &str) -> Result<OwnedFd, String> {
+    OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_CLOEXEC)
+        .open(format!("/proc/{init}/ns/{name}"))
+        .map(OwnedFd::from)
+        .map_err(|e| format!("opening the sandbox's {name} namespace: {e}"))
+}

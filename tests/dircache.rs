@@ -1,0 +1,73 @@
+//! The cache of resolved directories (vfs/src/cache.rs) serves stat and
+//! the parent lookups of mkdir, unlink, rename... in the sandbox's own
+//! layer. Removing a plain file keeps it; removing or replacing a symlink
+//! or a directory, and renames, must not leave a stale answer. Each step
+//! runs in /tmp of the sandbox (the layer, where directories are cached)
+//! and in a scratch directory natively, and the answers must match.
+
+mod common;
+use common::*;
+
+/// `$1`: the directory to work in. Absolute paths only, so every call
+/// takes the cached path. Prints one line per step: its label and
+/// whether the path exists.
+const SCRIPT: &str = r#"
+set -u
+d=$(mktemp -d "$1/dircache.XXXXXX") || exit 9
+st() { if stat -c %F "$1" >/dev/null 2>&1; then echo "$2 yes"; else echo "$2 no"; fi; }
+mkdir "$d/real" "$d/other"
+touch "$d/real/f" "$d/other/g"
+ln -s real "$d/link"
+st "$d/link/f" through-link
+rm "$d/link"
+ln -s other "$d/link"
+st "$d/link/f" link-replaced-old
+st "$d/link/g" link-replaced-new
+rm "$d/real/f"
+st "$d/real/f" file-removed
+touch "$d/real/f"
+st "$d/real/f" file-recreated
+rm "$d/real/f"
+rmdir "$d/real"
+mkdir "$d/real"
+st "$d/real/f" dir-recreated
+mv "$d/other" "$d/moved"
+st "$d/link/g" target-moved
+st "$d/moved/g" moved-dir
+touch "$d/real/h"
+mv "$d/real" "$d/x"
+st "$d/x/h" renamed-dir
+st "$d/real/h" renamed-dir-old
+mkdir "$d/real"
+ln -s ../x "$d/real/up"
+st "$d/real/up/h" dotdot-link
+rm "$d/real/up"
+mkdir "$d/real/up"
+st "$d/real/up/h" dotdot-link-replaced
+rm -r "$d"
+echo done
+"#;
+
+const EXPECTED: &str = "through-link yes
+link-replaced-old no
+link-replaced-new yes
+file-removed no
+file-recreated yes
+dir-recreated no
+target-moved no
+moved-dir yes
+renamed-dir yes
+renamed-dir-old no
+dotdot-link yes
+dotdot-link-replaced no
+done
+";
+
+#[test]
+fn removals_and_renames_in_the_layer_answer_as_natively() {
+    let scratch = Tree::new();
+    let native = Run::sh(SCRIPT, &[&scratch.s()]).native().ok("native");
+    assert_eq!(native.stdout, EXPECTED, "the script's native answers");
+    let out = Run::sh(SCRIPT, &["/tmp"]).supervised().ok("supervised");
+    assert_eq!(out.stdout, native.stdout, "{}", out.dump());
+}
