@@ -1,0 +1,186 @@
+//! The handle of a launched sandbox: the supervisor's half of setup,
+//! starting the guest, waiting for its status, signals, and reaping init.
+//!
+//! Owns: [`Sandbox`]'s methods (the struct and the launch itself are in
+//! the module root). Does not own: what init does on its side (`init.rs`).
+
+use std::fs::OpenOptions;
+use std::os::fd::OwnedFd;
+use std::os::unix::fs::OpenOptionsExt;
+use std::sync::atomic::Ordering;
+
+use nix::errno::Errno;
+use nix::sys::signal::{kill, Signal};
+use nix::sys::wait::{waitpid, WaitStatus};
+use nix::unistd::write;
+
+use super::channel::Msg;
+use super::{exec, open_namespace, userns, ExecRequests, InitHooks, LaunchError, Outcome, Sandbox};
+
+impl Sandbox {
+    /// The supervisor's side of setup: id maps, go, listener, root.
+    pub(super) fn finish_launch(
+        &mut self,
+        uid: u32,
+        gid: u32,
+        hooks: &dyn InitHooks,
+    ) -> Result<(), LaunchError> {
+        let pid = self.init_pid;
+        userns::write_maps(pid, uid, gid)
+            .map_err(|m| LaunchError::setup(format!("cannot set up the user namespace: {m}")))?;
+        self.channel
+            .send(&Msg::Go)
+            .map_err(|e| LaunchError::setup(format!("starting init: {}", e.desc())))?;
+        hooks.setting_up(pid).map_err(LaunchError::setup)?;
+        let mut reply = self.channel.recv();
+        if let Ok(Some(Msg::Pty(fd))) = reply {
+            self.pty_master = Some(fd);
+            reply = self.channel.recv();
+        }
+        self.listener = match reply {
+            Ok(Some(Msg::Ready(fd))) => fd,
+            Ok(Some(Msg::Failed(msg))) => return Err(LaunchError::setup(msg)),
+            _ => {
+                return Err(LaunchError::setup(
+                    "the sandbox's init died while setting up",
+                ))
+            }
+        };
+        self.root = OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_PATH | libc::O_DIRECTORY)
+            .open(format!("/proc/{pid}/root"))
+            .map(OwnedFd::from)
+            .map_err(|e| LaunchError::setup(format!("opening the sandbox's root: {e}")))?;
+        self.userns = open_namespace(pid, "user")?;
+        self.netns = open_namespace(pid, "net")?;
+        hooks.set_up(pid).map_err(LaunchError::setup)?;
+        // Init may now hide itself from the guest (see init.rs).
+        self.channel
+            .send(&Msg::Go)
+            .map_err(|e| LaunchError::setup(format!("starting init: {}", e.desc())))?;
+        Ok(())
+    }
+
+    /// Lets the guest's main process execute the command. Call it once
+    /// the listener is being served.
+    pub fn start(&self) -> Result<(), LaunchError> {
+        self.started.store(true, Ordering::SeqCst);
+        match write(&self.start, &[1]) {
+            // EPIPE: the guest is already gone; wait() will say why.
+            Ok(_) | Err(Errno::EPIPE) => Ok(()),
+            Err(e) => Err(LaunchError::setup(format!(
+                "starting the guest: {}",
+                e.desc()
+            ))),
+        }
+    }
+
+    /// Blocks until the guest's main process ends; init then exits and
+    /// the kernel kills the rest. A failed exec of the command comes back
+    /// as `Err` (126 or 127).
+    pub fn wait(self) -> Result<Outcome, LaunchError> {
+        self.wait_with_stats().map(|(outcome, _)| outcome)
+    }
+
+    /// [`Sandbox::wait`], with how many processes and threads the sandbox
+    /// started when init lived to say it.
+    pub fn wait_with_stats(mut self) -> Result<(Outcome, Option<u32>), LaunchError> {
+        if !self.started.load(Ordering::SeqCst) {
+            self.kill();
+            self.reap();
+            return Err(LaunchError::setup("the sandbox was never started"));
+        }
+        let exec_error = exec::read_exec_error(&self.exec_report);
+        let mut tasks = None;
+        let status = loop {
+            match self.channel.recv() {
+                Ok(Some(Msg::Status(s, t))) => {
+                    tasks = t;
+                    break Ok(Some(s));
+                }
+                Ok(Some(Msg::Failed(msg))) => break Err(msg),
+                Ok(Some(_)) => continue,
+                Ok(None) | Err(_) => break Ok(None),
+            }
+        };
+        let init_status = match status {
+            Ok(Some(_)) if self.release => {
+                // Init has ended every other process and is exiting; it
+                // is reaped by whoever inherits it.
+                self.reaped = true;
+                None
+            }
+            _ => self.reap(),
+        };
+        if let Some(e) = exec_error {
+            return Err(exec::exec_error(&self.command, self.command_has_slash, e));
+        }
+        let outcome = match status {
+            Err(msg) => return Err(LaunchError::setup(msg)),
+            Ok(Some(s)) if libc::WIFEXITED(s) => Outcome::Exited(libc::WEXITSTATUS(s)),
+            Ok(Some(s)) => Outcome::Signaled(libc::WTERMSIG(s)),
+            // Init died without a word: it was killed, and so was the guest.
+            Ok(None) => Outcome::Signaled(match init_status {
+                Some(WaitStatus::Signaled(_, sig, _)) => sig as i32,
+                _ => Signal::SIGKILL as i32,
+            }),
+        };
+        Ok((outcome, tasks))
+    }
+
+    /// Makes [`Sandbox::wait_with_stats`] return as soon as init reports
+    /// the main process's status, without waiting for init's own exit:
+    /// init has killed and reaped every other process of the sandbox by
+    /// then (`init.rs`), and what remains is the kernel's teardown of the
+    /// namespaces (the mount namespace's unmounts wait for an RCU grace
+    /// period). Init is then never reaped here: not for callers that need
+    /// its resource usage (`RUSAGE_CHILDREN`) or its leaving a cgroup.
+    pub fn release_on_status(&mut self) {
+        self.release = true;
+    }
+
+    /// A handle that asks init for new processes in the sandbox (the OCI
+    /// runtime's `exec`); usable from another thread.
+    pub fn exec_requests(&self) -> std::io::Result<ExecRequests> {
+        Ok(ExecRequests::new(self.channel.try_clone()?, self.init_pid))
+    }
+
+    /// SIGKILL to init: everything in the sandbox dies.
+    pub fn kill(&self) {
+        let _ = kill(self.init_pid, Signal::SIGKILL);
+    }
+
+    /// Sends `sig` to init, which passes the forwarded ones
+    /// ([`super::FORWARDED`]) on to the guest's main process.
+    pub fn forward_signal(&self, sig: i32) {
+        if let Ok(sig) = Signal::try_from(sig) {
+            let _ = kill(self.init_pid, sig);
+        }
+    }
+
+    /// Waits for init to end (once).
+    fn reap(&mut self) -> Option<WaitStatus> {
+        if self.reaped {
+            return None;
+        }
+        loop {
+            match waitpid(self.init_pid, None) {
+                Err(Errno::EINTR) => continue,
+                r => {
+                    self.reaped = true;
+                    return r.ok();
+                }
+            }
+        }
+    }
+}
+
+impl Drop for Sandbox {
+    fn drop(&mut self) {
+        if !self.reaped {
+            self.kill();
+            self.reap();
+        }
+    }
+}
