@@ -19,6 +19,19 @@ use std::process::Command;
 
 const DRIVER: &str = include_str!("net/egress_driver.py");
 
+/// The TCP mode's transcript: the allowed exchange, then three dials
+/// without a rule naming the host server and one to a closed port.
+const TCP_EXPECTED: &str = "server got True\ndown 1048576 True\npeer True\ndenied []\n\
+                            host accepted 1\n\
+                            connect ECONNREFUSED\nconnect ECONNREFUSED\nconnect ECONNREFUSED\n\
+                            host accepted 1\n\
+                            connect ECONNREFUSED\ndenied []\n";
+
+/// The UDP modes' transcript: unconnected and connected echoes.
+const UDP_EXPECTED: &str = "unconnected echo ping 0 True\nunconnected echo ping 1 True\n\
+                            unconnected echo ping 2 True\nconnected echo hello True\n\
+                            connected recvfrom echo again True\ndenied []\n";
+
 /// The driver's output for `mode`, run under `unshare FLAGS`.
 fn drive(mode: &str, flags: &[&str]) -> String {
     drive_as(mode, flags, None)
@@ -59,12 +72,7 @@ fn tcp_to_host_loopback_needs_a_rule_naming_it() {
         skip!("needs root for unshare -n");
     }
     let out = drive("tcp", &["-n"]);
-    let expected = "server got True\ndown 1048576 True\npeer True\ndenied []\n\
-                    host accepted 1\n\
-                    connect ECONNREFUSED\nconnect ECONNREFUSED\nconnect ECONNREFUSED\n\
-                    host accepted 1\n\
-                    connect ECONNREFUSED\ndenied []\n";
-    assert_eq!(out, expected);
+    assert_eq!(out, TCP_EXPECTED);
 }
 
 #[test]
@@ -73,12 +81,7 @@ fn tcp_egress_as_an_unprivileged_user() {
         skip!("needs root for unshare -n");
     }
     let out = drive_as("tcp", &["-n"], Some(1001));
-    let expected = "server got True\ndown 1048576 True\npeer True\ndenied []\n\
-                    host accepted 1\n\
-                    connect ECONNREFUSED\nconnect ECONNREFUSED\nconnect ECONNREFUSED\n\
-                    host accepted 1\n\
-                    connect ECONNREFUSED\ndenied []\n";
-    assert_eq!(out, expected);
+    assert_eq!(out, TCP_EXPECTED);
 }
 
 #[test]
@@ -87,10 +90,7 @@ fn udp_to_a_host_echo_server() {
         skip!("needs root for unshare -n");
     }
     let out = drive("udp", &["-n"]);
-    let expected = "unconnected echo ping 0 True\nunconnected echo ping 1 True\n\
-                    unconnected echo ping 2 True\nconnected echo hello True\n\
-                    connected recvfrom echo again True\ndenied []\n";
-    assert_eq!(out, expected);
+    assert_eq!(out, UDP_EXPECTED);
 }
 
 #[test]
@@ -112,10 +112,7 @@ fn udp_over_ipv6_to_a_host_echo_server() {
         skip!("needs root for unshare -n");
     }
     let out = drive("udp6", &["-n"]);
-    let expected = "unconnected echo ping 0 True\nunconnected echo ping 1 True\n\
-                    unconnected echo ping 2 True\nconnected echo hello True\n\
-                    connected recvfrom echo again True\ndenied []\n";
-    assert_eq!(out, expected);
+    assert_eq!(out, UDP_EXPECTED);
 }
 
 #[test]

@@ -161,6 +161,24 @@ def mode_tcp6():
     print("host accepted", len(ACCEPTED))
 
 
+def address_server(ip):
+    """A TCP server on `ip` that answers each connection with the address
+    it was reached at; returns its port."""
+    srv = socket.socket()
+    srv.bind((ip, 0))
+    srv.listen()
+
+    def serve():
+        while True:
+            c, _ = srv.accept()
+            c.recv(10)
+            c.sendall(b"%s served\n" % c.getsockname()[0].encode())
+            c.close()
+
+    threading.Thread(target=serve, daemon=True).start()
+    return srv.getsockname()[1]
+
+
 GUEST_DNS = r"""
 import errno, socket, sys
 port = int(sys.argv[1])
@@ -217,19 +235,7 @@ def mode_dns():
     subprocess.run(["mount", "--bind", etc, "/etc"], check=True)
     for ip in ("203.0.113.5", "203.0.113.6"):
         subprocess.run(["ip", "addr", "add", ip + "/32", "dev", "lo"], check=True)
-    srv = socket.socket()
-    srv.bind(("0.0.0.0", 0))
-    srv.listen()
-    port = srv.getsockname()[1]
-
-    def serve():
-        while True:
-            c, _ = srv.accept()
-            c.recv(10)
-            c.sendall(b"%s served\n" % c.getsockname()[0].encode())
-            c.close()
-
-    threading.Thread(target=serve, daemon=True).start()
+    port = address_server("0.0.0.0")
     sandbox(["allowed.test", "multi.test"], GUEST_DNS, str(port))
     print("denied", [d.replace(str(port), "PORT") for d in denied()])
     subprocess.run(["umount", "/etc"], check=True)
@@ -293,19 +299,7 @@ def mode_realdns():
             ns.sendto(dns_answer(q, {"real.test": "203.0.113.5"}), src)
 
     threading.Thread(target=serve_dns, daemon=True).start()
-    srv = socket.socket()
-    srv.bind(("203.0.113.5", 0))
-    srv.listen()
-    port = srv.getsockname()[1]
-
-    def serve():
-        while True:
-            c, _ = srv.accept()
-            c.recv(10)
-            c.sendall(b"%s served\n" % c.getsockname()[0].encode())
-            c.close()
-
-    threading.Thread(target=serve, daemon=True).start()
+    port = address_server("203.0.113.5")
     sandbox(["real.test", "absent.test"], GUEST_REAL_DNS, str(port))
     print("name server asked", len(queries) > 0)
     print("denied", [d.replace(str(port), "PORT") for d in denied()])
