@@ -49,14 +49,7 @@ fn offsets_text(start: i64, boot_now: i64, mono_now: i64) -> String {
 /// (`/proc/self/stat`'s 22nd field, in clock ticks).
 fn own_start_secs() -> Option<i64> {
     let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
-    let after_comm = stat.rsplit_once(')')?.1;
-    // Fields from the 3rd (state) on; starttime is the 22nd.
-    let ticks: i64 = after_comm.split_whitespace().nth(19)?.parse().ok()?;
-    let hz = nix::unistd::sysconf(nix::unistd::SysconfVar::CLK_TCK)
-        .ok()
-        .flatten()
-        .filter(|hz| *hz > 0)?;
-    Some(ticks / hz)
+    sandbox_syscalls::handlers::start_secs(&stat)
 }
 
 #[cfg(test)]

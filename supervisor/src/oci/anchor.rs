@@ -29,19 +29,10 @@ use nix::unistd::{dup2, getpid, getppid, pipe2, setsid, Pid};
 
 use super::monitor::{self, MonitorPlan};
 use crate::cli::RunArgs;
-use crate::sys::process::{fork_single_threaded, sigwaitinfo, Forked};
-
 /// The signals `kill` may send that the anchor passes on (the monitor
-/// passes them to the guest); SIGCHLD tells it the monitor ended.
-const FORWARDED: &[Signal] = &[
-    Signal::SIGINT,
-    Signal::SIGTERM,
-    Signal::SIGHUP,
-    Signal::SIGQUIT,
-    Signal::SIGUSR1,
-    Signal::SIGUSR2,
-    Signal::SIGWINCH,
-];
+/// passes them to the guest, as init does); SIGCHLD tells it the monitor ended.
+use crate::launch::FORWARDED;
+use crate::sys::process::{fork_single_threaded, sigwaitinfo, Forked};
 
 /// The sandbox's namespaces the anchor joins (the mount one first).
 const JOINED: &[(&str, CloneFlags)] = &[

@@ -33,6 +33,7 @@ mod notify;
 mod open;
 mod procfiles;
 mod procstat;
+pub use procstat::start_secs;
 mod procsys;
 mod sealed;
 mod stat;

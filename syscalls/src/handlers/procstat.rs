@@ -72,9 +72,9 @@ impl Baseline {
 }
 
 /// A task's start in whole seconds of host boot time, from its `stat`
-/// (the 22nd field, in clock ticks): the same arithmetic as init's own
-/// in `launch/timens.rs`, so both agree to the second.
-fn start_secs(stat: &str) -> Option<i64> {
+/// (the 22nd field, in clock ticks). `launch/timens.rs` sets the time
+/// namespace's offset with it too, so both agree to the second.
+pub fn start_secs(stat: &str) -> Option<i64> {
     let after_comm = stat.rsplit_once(')')?.1;
     let ticks: i64 = after_comm.split_whitespace().nth(19)?.parse().ok()?;
     let hz = nix::unistd::sysconf(nix::unistd::SysconfVar::CLK_TCK)
