@@ -148,11 +148,23 @@ fn start(ctx: &Context, dst: SocketAddr, gate: Option<Gate>) -> Result<Dial, Err
         .name("egress-dial".into())
         .spawn(move || {
             let outcome = net.egress().connect(dst, Proto::Tcp);
-            let gate = match (&outcome, gate) {
-                (Ok(_), Some(gate)) => gate.open().ok().map(|()| gate),
-                _ => None,
-            };
-            let _ = tx.send(Done { outcome, gate });
+            match (outcome.is_ok(), gate) {
+                // Opened first: completing the dial forwards what the
+                // guest wrote to the stand-in, never the filler.
+                (true, Some(gate)) => {
+                    let gate = gate.open().ok().map(|()| gate);
+                    let _ = tx.send(Done { outcome, gate });
+                }
+                // Sent first: closing the gate wakes the guest's poll, and
+                // its SO_ERROR must then find the outcome.
+                (_, gate) => {
+                    let _ = tx.send(Done {
+                        outcome,
+                        gate: None,
+                    });
+                    drop(gate);
+                }
+            }
         })
         .map_err(|_| Errno::ENOBUFS)?;
     Ok(Dial { dst, rx, stand_in })
