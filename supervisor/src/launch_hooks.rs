@@ -7,13 +7,11 @@
 //! (`socket_factory.rs`), the limits (`limits/`), or launch.
 
 use std::cell::RefCell;
-use std::fs::OpenOptions;
 use std::os::fd::{AsFd, OwnedFd};
-use std::os::unix::fs::OpenOptionsExt;
 
 use nix::unistd::Pid;
 
-use crate::launch::InitHooks;
+use crate::launch::{open_namespace, InitHooks};
 use crate::limits::Enforcement;
 use crate::socket_factory::SocketFactory;
 
@@ -50,8 +48,8 @@ impl InitHooks for RunHooks<'_> {
     /// network namespaces, which exist since the clone.
     fn setting_up(&self, init: Pid) -> Result<(), String> {
         self.limits.setting_up(init)?;
-        let userns = namespace(init, "user")?;
-        let netns = namespace(init, "net")?;
+        let userns = open_namespace(init, "user")?;
+        let netns = open_namespace(init, "net")?;
         let factory = SocketFactory::start(userns.as_fd(), netns.as_fd())?;
         *self.factory.borrow_mut() = Some(factory);
         Ok(())
@@ -60,14 +58,4 @@ impl InitHooks for RunHooks<'_> {
     fn set_up(&self, init: Pid) -> Result<(), String> {
         self.limits.set_up(init)
     }
-}
-
-/// `/proc/<init>/ns/<name>`, while init may still be inspected.
-fn namespace(init: Pid, name: &str) -> Result<OwnedFd, String> {
-    OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_CLOEXEC)
-        .open(format!("/proc/{init}/ns/{name}"))
-        .map(OwnedFd::from)
-        .map_err(|e| format!("opening the sandbox's {name} namespace: {e}"))
 }

@@ -349,11 +349,11 @@ fn placeholder_fd() -> Result<OwnedFd, LaunchError> {
 
 /// `/proc/<pid>/ns/<name>`. Before init makes itself non-dumpable: an
 /// unprivileged supervisor may not open it afterwards.
-fn open_namespace(pid: Pid, name: &str) -> Result<OwnedFd, LaunchError> {
+pub fn open_namespace(pid: Pid, name: &str) -> Result<OwnedFd, String> {
     OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_CLOEXEC)
         .open(format!("/proc/{pid}/ns/{name}"))
         .map(OwnedFd::from)
-        .map_err(|e| LaunchError::setup(format!("opening the sandbox's {name} namespace: {e}")))
+        .map_err(|e| format!("opening the sandbox's {name} namespace: {e}"))
 }

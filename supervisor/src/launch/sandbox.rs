@@ -52,8 +52,8 @@ impl Sandbox {
             .open(format!("/proc/{pid}/root"))
             .map(OwnedFd::from)
             .map_err(|e| LaunchError::setup(format!("opening the sandbox's root: {e}")))?;
-        self.userns = open_namespace(pid, "user")?;
-        self.netns = open_namespace(pid, "net")?;
+        self.userns = open_namespace(pid, "user").map_err(LaunchError::setup)?;
+        self.netns = open_namespace(pid, "net").map_err(LaunchError::setup)?;
         hooks.set_up(pid).map_err(LaunchError::setup)?;
         // Init may now hide itself from the guest (see init.rs).
         self.channel
