@@ -44,25 +44,20 @@ fn drive_as(mode: &str, flags: &[&str], uid: Option<u32>) -> String {
         "net-egress-{mode}{who}-{}.json",
         std::process::id()
     ));
-    let out = Command::new("unshare")
-        .env(
-            "EGRESS_AS_UID",
-            uid.map(|u| u.to_string()).unwrap_or_default(),
-        )
-        .args(flags)
-        .args(["/usr/bin/python3", "-c", DRIVER])
-        .arg(bin())
-        .arg(mode)
-        .arg(&report)
-        .output()
-        .expect("spawn unshare");
-    let _ = std::fs::remove_file(&report);
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(
-        out.status.success(),
-        "driver {mode} failed:\n{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
+    let stdout = driver_stdout(
+        Command::new("unshare")
+            .env(
+                "EGRESS_AS_UID",
+                uid.map(|u| u.to_string()).unwrap_or_default(),
+            )
+            .args(flags)
+            .args(["/usr/bin/python3", "-c", DRIVER])
+            .arg(bin())
+            .arg(mode)
+            .arg(&report),
+        mode,
     );
+    let _ = std::fs::remove_file(&report);
     stdout
 }
 

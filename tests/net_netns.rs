@@ -58,24 +58,19 @@ fn drive(mode: &str, user: Option<(u32, u32)>, env: &[(&str, &str)]) -> String {
         None => String::new(),
     };
     let script = format!("ip link set lo up && exec {drop_to}\"$@\"");
-    let out = Command::new("unshare")
-        .args(["-n", "sh", "-c", &script, "sh", PY, "-c", DRIVER])
-        .arg(bin())
-        .arg(&prog)
-        .arg(c_dir())
-        .arg(mode)
-        .env_clear()
-        .env("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")
-        .envs(env.iter().copied())
-        .current_dir("/")
-        .stdin(Stdio::null())
-        .output()
-        .expect("spawn unshare");
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(
-        out.status.success(),
-        "driver {mode} failed:\n{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
+    let stdout = driver_stdout(
+        Command::new("unshare")
+            .args(["-n", "sh", "-c", &script, "sh", PY, "-c", DRIVER])
+            .arg(bin())
+            .arg(&prog)
+            .arg(c_dir())
+            .arg(mode)
+            .env_clear()
+            .env("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")
+            .envs(env.iter().copied())
+            .current_dir("/")
+            .stdin(Stdio::null()),
+        mode,
     );
     stdout
 }

@@ -16,18 +16,13 @@ use std::process::Command;
 const DRIVER: &str = include_str!("net/pending_dial.py");
 
 fn drive(mode: &str) -> String {
-    let out = Command::new("unshare")
-        .args(["-n", "/usr/bin/python3", "-c", DRIVER])
-        .arg(bin())
-        .arg(mode)
-        .current_dir("/tmp")
-        .output()
-        .expect("spawn unshare");
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(
-        out.status.success(),
-        "driver {mode} failed:\n{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
+    let stdout = driver_stdout(
+        Command::new("unshare")
+            .args(["-n", "/usr/bin/python3", "-c", DRIVER])
+            .arg(bin())
+            .arg(mode)
+            .current_dir("/tmp"),
+        mode,
     );
     stdout
 }

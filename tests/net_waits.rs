@@ -46,17 +46,12 @@ fn egress_connects_are_non_blocking_and_interruptible() {
     if !is_root() {
         skip!("needs root for unshare -n");
     }
-    let out = Command::new("unshare")
-        .args(["-n", PY, "-c", DRIVER])
-        .arg(bin())
-        .arg(CLIENT)
-        .output()
-        .expect("spawn unshare");
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(
-        out.status.success(),
-        "driver failed:\n{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
+    let stdout = driver_stdout(
+        Command::new("unshare")
+            .args(["-n", PY, "-c", DRIVER])
+            .arg(bin())
+            .arg(CLIENT),
+        "egress waits",
     );
     let (native, sandboxed) = stdout.split_once("== sandboxed").expect("both transcripts");
     let native = native.trim_start_matches("== native");

@@ -354,6 +354,20 @@ pub const HOST_MARKER: &str = "/tmp/.sbx-tests-host-marker";
 /// Shell prefix for every guest script that would harm the host if it ran
 /// unsandboxed (a broken or fake supervisor, a native run): it exits 99 at
 /// once when the host marker is visible. Creates the marker.
+/// Runs a test driver (a native program that starts its own servers and
+/// the supervisor, typically under `unshare -n`): its stdout, after
+/// asserting it succeeded (stdout and stderr in the message if not).
+pub fn driver_stdout(cmd: &mut Command, what: &str) -> String {
+    let out = cmd.output().expect("spawn the driver");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "driver {what} failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout
+}
+
 pub fn guard() -> String {
     if !Path::new(HOST_MARKER).exists() {
         std::fs::write(HOST_MARKER, "host\n").expect("create host marker");
