@@ -340,18 +340,17 @@ fn rw_links_and_renames_stay_inside() {
     a.file("f", "f\n");
     c.file("r", "r\n");
     a.dir("dir");
+    // The three directories come as arguments, never spliced into the
+    // source: a temp dir's random name may itself contain "B/".
     let script = "import os, sys\n\
-        for src, dst in [('A/f', 'B/g'), ('A/f', 'C/g'), ('C/r', 'A/r'), ('A/dir', 'B/dir')]:\n\
+        A, B, C = sys.argv[1:4]\n\
+        for src, dst in [(A+'/f', B+'/g'), (A+'/f', C+'/g'), (C+'/r', A+'/r'), (A+'/dir', B+'/dir')]:\n\
         \x20   for fn in (os.link, os.rename):\n\
         \x20       try:\n\
         \x20           fn(src, dst); print(fn.__name__, 'ok')\n\
         \x20       except OSError as e:\n\
         \x20           print(fn.__name__, e.strerror)\n";
-    let sandboxed = script
-        .replace("A/", "/out/")
-        .replace("B/", "/out2/")
-        .replace("C/", "/data/");
-    let out = Run::new(&[PY, "-c", &sandboxed])
+    let out = Run::new(&[PY, "-c", script, "/out", "/out2", "/data"])
         .sup(&[
             "--rw",
             &format!("{}:/out", a.s()),
@@ -387,12 +386,8 @@ fn rw_links_and_renames_stay_inside() {
     }
     let m = Tree::new();
     let (ma, mb, mc) = (m.dir("a"), m.dir("b"), m.dir("c"));
-    let native = script
-        .replace("A/", &format!("{}/", ma.display()))
-        .replace("B/", &format!("{}/", mb.display()))
-        .replace("C/", &format!("{}/", mc.display()));
     let wrapper = "mount --bind \"$1\" \"$2\" && mount --bind \"$3\" \"$4\" && \
-                   mount --bind -o ro \"$5\" \"$6\" && exec \"$7\" -c \"$8\"";
+                   mount --bind -o ro \"$5\" \"$6\" && exec \"$7\" -c \"$8\" \"$2\" \"$4\" \"$6\"";
     let out = Run::new(&[
         "unshare",
         "--mount",
@@ -409,7 +404,7 @@ fn rw_links_and_renames_stay_inside() {
         &c.s(),
         &mc.display().to_string(),
         PY,
-        &native,
+        script,
     ])
     .native();
     assert_eq!(out.code, Some(0), "{}", out.dump());
