@@ -11,9 +11,9 @@
 //! container's processes, not the monitor's threads; the anchor joins it
 //! too, for `docker stats`, and the limit is raised by those two).
 //!
-//! Owns: placing and creating the directories, writing
-//! `linux.resources` (memory, pids, cpu), freezing and thawing, listing
-//! its processes, removing it. Does not own the `supervisor run` cgroup
+//! Owns: placing and creating the directories, who joins which,
+//! freezing and thawing, listing its processes, removing it. Writing
+//! `linux.resources` into it is `resources.rs`. Does not own the `supervisor run` cgroup
 //! (`limits/cgroup.rs`, whose `remove_tree` is reused here).
 
 use std::fs;
@@ -38,13 +38,6 @@ const V1_CONTROLLERS: &[&str] = &["memory", "pids", "cpu", "cpuacct", "freezer"]
 /// container's (runc's `--pids-limit 4` runs a shell and two children;
 /// the monitor's threads must not use up the count).
 const V1_SANDBOX_ONLY: &[&str] = &["freezer", "pids"];
-
-/// The runtime's own tasks in the v1 pids directory: the anchor (which
-/// joins it so that the shim, which finds the container's cgroups by the
-/// anchor's pid, reads the right `pids.current`) and the sandbox's init.
-/// `pids.max` is the container's limit plus these, so that the guest may
-/// start as many processes as under runc.
-const V1_PIDS_OVERHEAD: i64 = 2;
 
 /// The v2 leaves beneath the container's directory: the monitor's, and
 /// the sandbox's, which pause freezes (a process may sit only in a
@@ -189,7 +182,7 @@ impl ContainerCgroup {
     ) -> Result<ContainerCgroup, String> {
         match Self::create(cgroups_path, id) {
             Ok(cg) => Ok(cg),
-            Err(_) if !res.is_some_and(has_limits) => Ok(ContainerCgroup::default()),
+            Err(_) if !res.is_some_and(super::resources::has_limits) => Ok(ContainerCgroup::default()),
             Err(e) => Err(format!(
                 "{e} (a rootless runtime has no cgroup of its own to keep the container's resource limits in)"
             )),
@@ -233,7 +226,7 @@ impl ContainerCgroup {
     }
 
     /// The directory of v1 controller `name` (or the v2 directory).
-    fn dir_of(&self, name: &str) -> Option<&Path> {
+    pub(super) fn dir_of(&self, name: &str) -> Option<&Path> {
         match &self.v2 {
             Some(d) => Some(d),
             None => self
@@ -321,48 +314,6 @@ impl ContainerCgroup {
             .collect()
     }
 
-    /// Writes the memory, pids and cpu parts of `res`.
-    pub fn set_resources(&self, res: &LinuxResources) -> Result<(), String> {
-        let v2 = self.v2.is_some();
-        if let (Some(mem), Some(dir)) = (res.memory(), self.dir_of("memory")) {
-            if let Some(limit) = mem.limit().filter(|l| *l > 0) {
-                if v2 {
-                    write(dir, "memory.max", &limit.to_string())?;
-                } else {
-                    // memsw must stay >= the limit: lower it after, raise it first.
-                    let _ = write(dir, "memory.memsw.limit_in_bytes", "-1");
-                    write(dir, "memory.limit_in_bytes", &limit.to_string())?;
-                    if let Some(swap) = mem.swap().filter(|s| *s >= limit) {
-                        let _ = write(dir, "memory.memsw.limit_in_bytes", &swap.to_string());
-                    }
-                }
-            }
-        }
-        if let (Some(pids), Some(dir)) = (res.pids(), self.dir_of("pids")) {
-            let max = match pids.limit() {
-                n if n > 0 && v2 => n.to_string(),
-                n if n > 0 => n.saturating_add(V1_PIDS_OVERHEAD).to_string(),
-                _ => "max".to_string(),
-            };
-            write(dir, "pids.max", &max)?;
-        }
-        if let (Some(cpu), Some(dir)) = (res.cpu(), self.dir_of("cpu")) {
-            let period = cpu.period().unwrap_or(100_000);
-            if let Some(quota) = cpu.quota().filter(|q| *q > 0) {
-                if v2 {
-                    write(dir, "cpu.max", &format!("{quota} {period}"))?;
-                } else {
-                    write(dir, "cpu.cfs_period_us", &period.to_string())?;
-                    write(dir, "cpu.cfs_quota_us", &quota.to_string())?;
-                }
-            }
-            if let (Some(shares), false) = (cpu.shares().filter(|s| *s > 0), v2) {
-                let _ = write(dir, "cpu.shares", &shares.to_string());
-            }
-        }
-        Ok(())
-    }
-
     /// Freezes (`true`) or thaws every process, and waits until the
     /// kernel says it is done.
     pub fn set_frozen(&self, frozen: bool) -> Result<(), String> {
@@ -422,14 +373,6 @@ impl ContainerCgroup {
     }
 }
 
-/// Whether `res` limits memory, pids or CPU time.
-fn has_limits(res: &LinuxResources) -> bool {
-    let memory = (res.memory().as_ref()).is_some_and(|m| m.limit().is_some_and(|l| l > 0));
-    let pids = (res.pids().as_ref()).is_some_and(|p| p.limit() > 0);
-    let cpu = (res.cpu().as_ref()).is_some_and(|c| c.quota().is_some_and(|q| q > 0));
-    memory || pids || cpu
-}
-
 /// The pids in `dir`'s `cgroup.procs`.
 fn procs(dir: &Path) -> Vec<i32> {
     let text = fs::read_to_string(dir.join("cgroup.procs")).unwrap_or_default();
@@ -446,7 +389,7 @@ fn make(h: &Hierarchy, cgroups_path: Option<&str>, id: &str) -> Result<PathBuf, 
     Ok(dir)
 }
 
-fn write(dir: &Path, file: &str, value: &str) -> Result<(), String> {
+pub(super) fn write(dir: &Path, file: &str, value: &str) -> Result<(), String> {
     let path = dir.join(file);
     fs::write(&path, value).map_err(|e: io::Error| format!("{}: {e}", path.display()))
 }
