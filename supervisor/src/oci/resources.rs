@@ -61,7 +61,7 @@ impl ContainerCgroup {
 }
 
 /// Whether `res` limits memory, pids or CPU time.
-fn has_limits(res: &LinuxResources) -> bool {
+pub(super) fn has_limits(res: &LinuxResources) -> bool {
     let memory = (res.memory().as_ref()).is_some_and(|m| m.limit().is_some_and(|l| l > 0));
     let pids = (res.pids().as_ref()).is_some_and(|p| p.limit() > 0);
     let cpu = (res.cpu().as_ref()).is_some_and(|c| c.quota().is_some_and(|q| q > 0));
