@@ -235,8 +235,9 @@ fn pause_freezes_and_resume_thaws() {
         assert_eq!(limit.trim(), "134217728");
     }
     if let Some(dir) = own_v1_dir("pids") {
+        // The limit plus the runtime's two tasks in it (anchor and init).
         let max = fs::read_to_string(dir.join("frz/pids.max")).unwrap();
-        assert_eq!(max.trim(), "32");
+        assert_eq!(max.trim(), "34");
     }
     assert!(rt.run(&["delete", "--force", "frz"]).status.success());
     assert!(matches!(wait_exit(pid), WaitStatus::Signaled(..)));
@@ -588,4 +589,74 @@ fn exec_runs_as_the_containers_user_and_refuses_others() {
     assert_eq!(with_user(uid.as_raw() + 4242).status.code(), Some(1));
     assert!(rt.run(&["delete", "--force", "usr"]).status.success());
     assert!(matches!(wait_exit(pid), WaitStatus::Signaled(..)));
+}
+
+/// The runtime run by an unprivileged user (`tester`), as rootless
+/// engines run it: without `--root` its state goes to
+/// `$XDG_RUNTIME_DIR/supervisor`; it may not create a cgroup beneath
+/// ours, so the container runs without one; and a bundle asking for a
+/// limit it could not keep is refused, with the reason.
+#[test]
+fn a_rootless_runtime_keeps_state_in_xdg_and_runs_without_a_cgroup() {
+    need_busybox!();
+    let (uid, gid, runtime) = match common::tester_bin() {
+        Ok(t) => t,
+        Err(e) => skip!("{e}"),
+    };
+    subreaper();
+    let t = Tree::new();
+    bundle(t.path(), |c| {
+        set_args(c, "echo \"hi from $(id -u)\"");
+        c["process"]["user"] = json!({"uid": uid, "gid": gid});
+    });
+    fs::create_dir(t.join("xdg")).unwrap();
+    t.give_to(uid, gid);
+    let as_tester = |args: &[&str], out: &str| {
+        use std::os::unix::process::CommandExt;
+        std::process::Command::new(&runtime)
+            .env_clear()
+            .env("XDG_RUNTIME_DIR", t.join("xdg"))
+            .env("USER", "tester")
+            .current_dir(t.path())
+            .uid(uid)
+            .gid(gid)
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(fs::File::create(t.join(out)).expect("stdout file"))
+            .stderr(fs::File::create(t.join(&format!("{out}.err"))).expect("stderr file"))
+            .status()
+            .expect("run the runtime as tester")
+    };
+    let made = as_tester(
+        &["create", "--bundle", ".", "--pid-file", "pid", "c1"],
+        "out",
+    );
+    let err = fs::read_to_string(t.join("out.err")).unwrap_or_default();
+    assert!(made.success(), "create as tester: {made:?} {err}");
+    assert!(t.join("xdg/supervisor/c1/state.json").is_file());
+    let pid: i32 = fs::read_to_string(t.join("pid"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(as_tester(&["start", "c1"], "start").success());
+    assert!(matches!(wait_exit(pid), WaitStatus::Exited(_, 0)));
+    assert_eq!(
+        fs::read_to_string(t.join("out")).unwrap(),
+        format!("hi from {uid}\n")
+    );
+    assert!(as_tester(&["delete", "c1"], "delete").success());
+    assert!(!t.join("xdg/supervisor/c1").exists());
+
+    // A memory limit needs a cgroup: refused, saying why.
+    let config = t.join("config.json");
+    let mut c: serde_json::Value = serde_json::from_slice(&fs::read(&config).unwrap()).unwrap();
+    c["linux"]["resources"] = json!({"memory": {"limit": 64 << 20}});
+    fs::write(&config, c.to_string()).unwrap();
+    let refused = as_tester(&["create", "--bundle", ".", "c2"], "out2");
+    let err = fs::read_to_string(t.join("out2.err")).unwrap_or_default();
+    assert!(
+        !refused.success() && err.contains("a rootless runtime has no cgroup"),
+        "{refused:?} {err}"
+    );
 }

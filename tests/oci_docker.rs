@@ -180,6 +180,7 @@ fn docker_runs_containers_with_runtime_supervisor() {
     assert_eq!(stdout(&hi), "hi\n", "{}", dump(&hi));
     let three = d.run(&["--rm", IMAGE, "sh", "-c", "exit 3"]);
     assert_eq!(three.status.code(), Some(3), "{}", dump(&three));
+    pids_limit(&d);
 
     // -i: stdin reaches the container.
     let cat = d.docker_in(
@@ -209,6 +210,8 @@ fn docker_runs_containers_with_runtime_supervisor() {
         "--name",
         "sleeper",
         "--runtime=supervisor",
+        "--memory",
+        "64m",
         IMAGE,
         "sleep",
         "100",
@@ -221,6 +224,7 @@ fn docker_runs_containers_with_runtime_supervisor() {
     let mut comms: Vec<&str> = rows.filter_map(|l| l.split_whitespace().nth(1)).collect();
     comms.sort();
     assert_eq!(comms, ["sleep", "supervisor-init"], "top:\n{top}");
+    stats_and_cp(&d);
     // exec: a new process in the running sandbox, its status and stdin.
     // exec -u another user: refused, with the runtime's reason shown
     // (the sandbox's user namespace maps only the runtime's own user).
@@ -315,4 +319,58 @@ fn docker_runs_containers_with_runtime_supervisor() {
     ]);
     assert_eq!(state.trim(), "137 true");
     d.ok(&["rm", "hog"]);
+}
+
+/// `docker stats` of the running `sleeper` (started with `--memory
+/// 64m`): the shim reads the cgroups of the container's pid (the
+/// anchor): its memory under the limit, and pids: the anchor, the
+/// sandbox's init and `sleep`. Then `docker cp` in and back out (dockerd
+/// copies through the bundle's rootfs: a file the guest itself writes
+/// stays in the sandbox's layer, see ARCHITECTURE.md).
+fn stats_and_cp(d: &Daemon) {
+    let stats = d.ok(&[
+        "stats",
+        "--no-stream",
+        "--format",
+        "{{.PIDs}}|{{.MemUsage}}",
+        "sleeper",
+    ]);
+    let (pids, mem) = stats.trim().split_once('|').unwrap_or_default();
+    assert_eq!(pids, "3", "stats: {stats}");
+    let (used, limit) = mem.split_once(" / ").unwrap_or_default();
+    assert_eq!(limit, "64MiB", "stats: {stats}");
+    assert!(
+        !used.is_empty() && !used.starts_with("0B"),
+        "stats: {stats}"
+    );
+
+    let host = d.dir.join("to-container.txt");
+    fs::write(&host, "copied in\n").expect("write the file to copy");
+    d.ok(&["cp", host.to_str().unwrap(), "sleeper:/tmp/copied.txt"]);
+    assert_eq!(
+        d.ok(&["exec", "sleeper", "cat", "/tmp/copied.txt"]),
+        "copied in\n"
+    );
+    let back = d.dir.join("from-container.txt");
+    d.ok(&["cp", "sleeper:/tmp/copied.txt", back.to_str().unwrap()]);
+    assert_eq!(fs::read_to_string(&back).unwrap_or_default(), "copied in\n");
+}
+
+/// `--pids-limit 4` counts the container's processes as under runc (the
+/// runtime's own tasks are not charged to it): the shell and three
+/// children run, the fourth fork fails, and the shell exits 2.
+fn pids_limit(d: &Daemon) {
+    let script = "sleep 100 & sleep 100 & sleep 100 & echo three; sleep 100 & echo four";
+    let out = d.run(&["--rm", "--pids-limit", "4", IMAGE, "sh", "-c", script]);
+    assert_eq!(
+        (stdout(&out).as_str(), out.status.code()),
+        ("three\n", Some(2)),
+        "{}",
+        dump(&out)
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("can't fork"),
+        "{}",
+        dump(&out)
+    );
 }

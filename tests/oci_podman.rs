@@ -179,8 +179,11 @@ fn podman_runs_containers_with_runtime_supervisor() {
 
 /// exec, pause/unpause and stop on a running container.
 fn detached_container_cases(p: &Podman) {
-    p.ok(&p.run_args(&["-d", "--name", "sleeper", IMAGE, "sleep", "100"]));
+    p.ok(&p.run_args(&[
+        "-d", "--name", "sleeper", "--memory", "64m", IMAGE, "sleep", "100",
+    ]));
     assert_eq!(p.inspect("sleeper", "{{.State.Status}}"), "running");
+    stats_and_cp(p);
     // top: the sandbox's processes only (its init and the command), as
     // the sandbox's own /proc shows them, not the host's.
     let top = p.ok(&["top", "sleeper", "pid", "args"]);
@@ -221,6 +224,50 @@ fn detached_container_cases(p: &Podman) {
     p.ok(&["stop", "sleeper"]);
     assert_eq!(p.inspect("sleeper", "{{.State.ExitCode}}"), "143");
     p.ok(&["rm", "sleeper"]);
+}
+
+/// `podman stats` of the running `sleeper` (`--memory 64m`): its memory
+/// under the limit, and pids: the anchor, the sandbox's init and
+/// `sleep`. Then `podman cp` both ways, which Podman does in the
+/// anchor's mount namespace, the sandbox's: a file the guest wrote comes
+/// out, and one copied in is there for the guest.
+fn stats_and_cp(p: &Podman) {
+    let stats = p.ok(&[
+        "stats",
+        "--no-stream",
+        "--format",
+        "{{.PIDs}}|{{.MemUsage}}",
+        "sleeper",
+    ]);
+    let (pids, mem) = stats.trim().split_once('|').unwrap_or_default();
+    assert_eq!(pids, "3", "stats: {stats}");
+    let (used, limit) = mem.split_once(" / ").unwrap_or_default();
+    assert_eq!(limit, "67.11MB", "stats: {stats}");
+    assert!(
+        !used.is_empty() && !used.starts_with("0B"),
+        "stats: {stats}"
+    );
+
+    let host = p.dir.join("to-container.txt");
+    fs::write(&host, "copied in\n").expect("write the file to copy");
+    p.ok(&["cp", host.to_str().unwrap(), "sleeper:/tmp/copied.txt"]);
+    assert_eq!(
+        p.ok(&["exec", "sleeper", "cat", "/tmp/copied.txt"]),
+        "copied in\n"
+    );
+    p.ok(&[
+        "exec",
+        "sleeper",
+        "sh",
+        "-c",
+        "echo written inside > /tmp/inside.txt",
+    ]);
+    let back = p.dir.join("from-container.txt");
+    p.ok(&["cp", "sleeper:/tmp/inside.txt", back.to_str().unwrap()]);
+    assert_eq!(
+        fs::read_to_string(&back).unwrap_or_default(),
+        "written inside\n"
+    );
 }
 
 /// The first word of the COMMAND column of `podman top ... pid args`

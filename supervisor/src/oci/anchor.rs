@@ -7,7 +7,8 @@
 //! ours cannot be the monitor, which serves the guest from the host's
 //! namespaces (its /proc shows every host process). So the anchor is a
 //! small single-threaded parent of the monitor: it starts the session,
-//! joins the container's cgroup, forks the monitor, and once the sandbox
+//! joins the container's cgroup, forks the monitor (then joins the v1
+//! pids cgroup, which the monitor stays out of), and once the sandbox
 //! is up joins the sandbox's mount, network, UTS and IPC namespaces
 //! (those of init, best effort: a runtime without CAP_SYS_ADMIN stays in
 //! its own). Then it only passes the signals `kill` sends on to the
@@ -57,6 +58,7 @@ pub fn run(plan: MonitorPlan, args: RunArgs, ready: OwnedFd) -> ! {
         Err(e) => fail(&mut ready, &e),
     };
     let anchor = getpid();
+    let cgroup = plan.cgroup.clone();
     let monitor = match fork_single_threaded() {
         Err(e) => fail(&mut ready, &format!("starting the monitor: {}", e.desc())),
         Ok(Forked::Child) => {
@@ -71,6 +73,11 @@ pub fn run(plan: MonitorPlan, args: RunArgs, ready: OwnedFd) -> ! {
         Ok(Forked::Parent(pid)) => pid,
     };
     drop(to_anchor);
+    // The monitor (and its threads) stay out of the pids limit; the
+    // engine's shim reads the container's pids through our cgroup.
+    if let Err(e) = cgroup.join_anchor_pids(anchor.as_raw()) {
+        fail(&mut ready, &e);
+    }
     // The engine waits for the end of the container's stdio (with a
     // terminal, before it reaps anything): only the guest may hold it.
     release_stdio();

@@ -4,13 +4,16 @@
 //! cpuacct and freezer (or in the v2 hierarchy), always *beneath the
 //! runtime's own cgroup*: a path elsewhere is refused. The monitor joins
 //! it before it launches the sandbox, so everything in the sandbox is in
-//! it too — except the part that pause freezes, which holds the sandbox
-//! alone (v1: the freezer hierarchy; v2: the `sandbox` leaf beside the
-//! monitor's `monitor` leaf).
+//! it too — except the directories that hold the sandbox alone, which
+//! its init joins itself: the one pause freezes (v1: the freezer
+//! hierarchy; v2: the `sandbox` leaf beside the monitor's `monitor`
+//! leaf) and, under v1, the pids hierarchy (so `pids.max` counts the
+//! container's processes, not the monitor's threads; the anchor joins it
+//! too, for `docker stats`, and the limit is raised by those two).
 //!
-//! Owns: placing and creating the directories, writing
-//! `linux.resources` (memory, pids, cpu), freezing and thawing, listing
-//! its processes, removing it. Does not own the `supervisor run` cgroup
+//! Owns: placing and creating the directories, who joins which,
+//! freezing and thawing, listing its processes, removing it. Writing
+//! `linux.resources` into it is `resources.rs`. Does not own the `supervisor run` cgroup
 //! (`limits/cgroup.rs`, whose `remove_tree` is reused here).
 
 use std::fs;
@@ -28,6 +31,13 @@ use crate::limits::cgroup::remove_tree;
 
 /// The v1 controllers a container uses.
 const V1_CONTROLLERS: &[&str] = &["memory", "pids", "cpu", "cpuacct", "freezer"];
+
+/// The v1 controllers whose directory holds the sandbox alone (its init
+/// and the guest's processes), not the anchor and monitor: the freezer
+/// (see [`ContainerCgroup::join_monitor`]) and pids, whose limit is the
+/// container's (runc's `--pids-limit 4` runs a shell and two children;
+/// the monitor's threads must not use up the count).
+const V1_SANDBOX_ONLY: &[&str] = &["freezer", "pids"];
 
 /// The v2 leaves beneath the container's directory: the monitor's, and
 /// the sandbox's, which pause freezes (a process may sit only in a
@@ -154,6 +164,32 @@ impl ContainerCgroup {
     /// our controllers (v2: the unified one, when no v1 hierarchy does).
     pub fn create(cgroups_path: Option<&str>, id: &str) -> Result<ContainerCgroup, String> {
         let mut cg = ContainerCgroup::default();
+        if let Err(e) = cg.make_all(cgroups_path, id) {
+            cg.remove();
+            return Err(e);
+        }
+        Ok(cg)
+    }
+
+    /// [`Self::create`] for a rootless runtime, as runc: where it may not
+    /// create cgroups (a v1 host delegates none to a user), the container
+    /// goes without one, unless `res` asks for a limit, which could not
+    /// be kept.
+    pub fn create_rootless(
+        cgroups_path: Option<&str>,
+        id: &str,
+        res: Option<&LinuxResources>,
+    ) -> Result<ContainerCgroup, String> {
+        match Self::create(cgroups_path, id) {
+            Ok(cg) => Ok(cg),
+            Err(_) if !res.is_some_and(super::resources::has_limits) => Ok(ContainerCgroup::default()),
+            Err(e) => Err(format!(
+                "{e} (a rootless runtime has no cgroup of its own to keep the container's resource limits in)"
+            )),
+        }
+    }
+
+    fn make_all(&mut self, cgroups_path: Option<&str>, id: &str) -> Result<(), String> {
         let all = hierarchies();
         for h in &all {
             let used = h
@@ -164,19 +200,19 @@ impl ContainerCgroup {
                 continue;
             }
             let dir = make(h, cgroups_path, id)?;
-            cg.v1.push((h.controllers.clone(), dir));
+            self.v1.push((h.controllers.clone(), dir));
         }
-        if cg.v1.is_empty() {
+        if self.v1.is_empty() {
             if let Some(h) = all.iter().find(|h| h.controllers.is_empty()) {
                 let dir = make(h, cgroups_path, id)?;
+                self.v2 = Some(dir.clone());
                 for leaf in [V2_MONITOR, V2_SANDBOX] {
                     fs::create_dir_all(dir.join(leaf))
                         .map_err(|e| format!("creating cgroup {}/{leaf}: {e}", dir.display()))?;
                 }
-                cg.v2 = Some(dir);
             }
         }
-        Ok(cg)
+        Ok(())
     }
 
     /// Every directory, parents before children (v2: the container's
@@ -190,7 +226,7 @@ impl ContainerCgroup {
     }
 
     /// The directory of v1 controller `name` (or the v2 directory).
-    fn dir_of(&self, name: &str) -> Option<&Path> {
+    pub(super) fn dir_of(&self, name: &str) -> Option<&Path> {
         match &self.v2 {
             Some(d) => Some(d),
             None => self
@@ -210,19 +246,30 @@ impl ContainerCgroup {
         }
     }
 
-    /// Moves the monitor, process `pid`, into every directory but the
-    /// one pause freezes (v1: every hierarchy but the freezer; v2: the
-    /// `monitor` leaf): the monitor serves the guest's trapped calls,
-    /// and a guest thread waiting for an answer cannot freeze while its
-    /// server is frozen (the freezer would stay FREEZING for ever).
-    /// The sandbox joins its own directory itself ([`Self::sandbox_join_file`]).
+    /// The v1 directories that hold the sandbox alone
+    /// ([`V1_SANDBOX_ONLY`]); none under v2.
+    fn v1_sandbox_only(&self) -> Vec<&Path> {
+        self.v1
+            .iter()
+            .filter(|(c, _)| c.iter().any(|c| V1_SANDBOX_ONLY.contains(&c.as_str())))
+            .map(|(_, d)| d.as_path())
+            .collect()
+    }
+
+    /// Moves the monitor, process `pid`, into every directory but those
+    /// of the sandbox alone (v1: every hierarchy but the freezer and
+    /// pids; v2: the `monitor` leaf): the monitor serves the guest's
+    /// trapped calls, and a guest thread waiting for an answer cannot
+    /// freeze while its server is frozen (the freezer would stay
+    /// FREEZING for ever); and the pids limit is the container's.
+    /// The sandbox joins its own directories itself ([`Self::sandbox_join_files`]).
     pub fn join_monitor(&self, pid: i32) -> Result<(), String> {
         let dirs: Vec<PathBuf> = match &self.v2 {
             Some(d) => vec![d.join(V2_MONITOR)],
             None => {
-                let freezer = self.sandbox_dir();
+                let alone = self.v1_sandbox_only();
                 let mut dirs = self.dirs();
-                dirs.retain(|d| Some(d) != freezer.as_ref());
+                dirs.retain(|d| !alone.contains(&d.as_path()));
                 dirs
             }
         };
@@ -232,65 +279,39 @@ impl ContainerCgroup {
         Ok(())
     }
 
-    /// The file by which the sandbox's init joins [`Self::sandbox_dir`]
-    /// (v1 `tasks`, v2 `cgroup.procs`), open for it to write "0" to
-    /// (`LaunchConfig::self_join`); `None` without a freezer.
-    pub fn sandbox_join_file(&self) -> Result<Option<OwnedFd>, String> {
-        let Some(dir) = self.sandbox_dir() else {
-            return Ok(None);
-        };
-        let path = dir.join(if self.v2.is_some() {
-            "cgroup.procs"
-        } else {
-            "tasks"
-        });
-        fs::OpenOptions::new()
-            .write(true)
-            .custom_flags(libc::O_CLOEXEC)
-            .open(&path)
-            .map(|f| Some(OwnedFd::from(f)))
-            .map_err(|e| format!("{}: {e}", path.display()))
+    /// Moves the anchor, process `pid`, into the v1 pids directory, once
+    /// it has forked the monitor (which stays out); nothing under v2.
+    pub fn join_anchor_pids(&self, pid: i32) -> Result<(), String> {
+        match self.v2 {
+            Some(_) => Ok(()),
+            None => (self.v1.iter())
+                .filter(|(c, _)| c.iter().any(|c| c == "pids"))
+                .try_for_each(|(_, d)| write(d, "cgroup.procs", &pid.to_string())),
+        }
     }
 
-    /// Writes the memory, pids and cpu parts of `res`.
-    pub fn set_resources(&self, res: &LinuxResources) -> Result<(), String> {
-        let v2 = self.v2.is_some();
-        if let (Some(mem), Some(dir)) = (res.memory(), self.dir_of("memory")) {
-            if let Some(limit) = mem.limit().filter(|l| *l > 0) {
-                if v2 {
-                    write(dir, "memory.max", &limit.to_string())?;
-                } else {
-                    // memsw must stay >= the limit: lower it after, raise it first.
-                    let _ = write(dir, "memory.memsw.limit_in_bytes", "-1");
-                    write(dir, "memory.limit_in_bytes", &limit.to_string())?;
-                    if let Some(swap) = mem.swap().filter(|s| *s >= limit) {
-                        let _ = write(dir, "memory.memsw.limit_in_bytes", &swap.to_string());
-                    }
-                }
-            }
-        }
-        if let (Some(pids), Some(dir)) = (res.pids(), self.dir_of("pids")) {
-            let max = match pids.limit() {
-                n if n > 0 => n.to_string(),
-                _ => "max".to_string(),
-            };
-            write(dir, "pids.max", &max)?;
-        }
-        if let (Some(cpu), Some(dir)) = (res.cpu(), self.dir_of("cpu")) {
-            let period = cpu.period().unwrap_or(100_000);
-            if let Some(quota) = cpu.quota().filter(|q| *q > 0) {
-                if v2 {
-                    write(dir, "cpu.max", &format!("{quota} {period}"))?;
-                } else {
-                    write(dir, "cpu.cfs_period_us", &period.to_string())?;
-                    write(dir, "cpu.cfs_quota_us", &quota.to_string())?;
-                }
-            }
-            if let (Some(shares), false) = (cpu.shares().filter(|s| *s > 0), v2) {
-                let _ = write(dir, "cpu.shares", &shares.to_string());
-            }
-        }
-        Ok(())
+    /// The files by which the sandbox's init joins the directories of
+    /// the sandbox alone (v1 `tasks` of the freezer and pids, v2 the
+    /// `sandbox` leaf's `cgroup.procs`), open for it to write "0" to
+    /// (`LaunchConfig::self_join`).
+    pub fn sandbox_join_files(&self) -> Result<Vec<OwnedFd>, String> {
+        let paths: Vec<PathBuf> = match &self.v2 {
+            Some(d) => vec![d.join(V2_SANDBOX).join("cgroup.procs")],
+            None => (self.v1_sandbox_only().iter())
+                .map(|d| d.join("tasks"))
+                .collect(),
+        };
+        paths
+            .iter()
+            .map(|path| {
+                fs::OpenOptions::new()
+                    .write(true)
+                    .custom_flags(libc::O_CLOEXEC)
+                    .open(path)
+                    .map(OwnedFd::from)
+                    .map_err(|e| format!("{}: {e}", path.display()))
+            })
+            .collect()
     }
 
     /// Freezes (`true`) or thaws every process, and waits until the
@@ -368,7 +389,7 @@ fn make(h: &Hierarchy, cgroups_path: Option<&str>, id: &str) -> Result<PathBuf, 
     Ok(dir)
 }
 
-fn write(dir: &Path, file: &str, value: &str) -> Result<(), String> {
+pub(super) fn write(dir: &Path, file: &str, value: &str) -> Result<(), String> {
     let path = dir.join(file);
     fs::write(&path, value).map_err(|e: io::Error| format!("{}: {e}", path.display()))
 }
@@ -433,6 +454,28 @@ mod tests {
             v2: None,
         };
         assert_eq!(no_freezer.sandbox_dir(), None);
+    }
+
+    #[test]
+    fn under_v1_the_monitor_stays_out_of_freezer_and_pids() {
+        let v1 = ContainerCgroup {
+            v1: vec![
+                (vec!["memory".into()], PathBuf::from("/m/c1")),
+                (vec!["pids".into()], PathBuf::from("/p/c1")),
+                (vec!["cpu".into(), "cpuacct".into()], PathBuf::from("/c/c1")),
+                (vec!["freezer".into()], PathBuf::from("/f/c1")),
+            ],
+            v2: None,
+        };
+        assert_eq!(
+            v1.v1_sandbox_only(),
+            [Path::new("/p/c1"), Path::new("/f/c1")]
+        );
+        let v2 = ContainerCgroup {
+            v1: Vec::new(),
+            v2: Some(PathBuf::from("/u/c1")),
+        };
+        assert!(v2.v1_sandbox_only().is_empty());
     }
 
     #[test]

@@ -34,11 +34,33 @@ pub struct GlobalFlags {
 }
 
 impl GlobalFlags {
+    /// `--root`, else (as runc) `$XDG_RUNTIME_DIR/supervisor` for a
+    /// rootless caller, else [`DEFAULT_ROOT`].
     pub fn root(&self) -> PathBuf {
-        self.root
-            .clone()
-            .unwrap_or_else(|| PathBuf::from(DEFAULT_ROOT))
+        let xdg = std::env::var_os("XDG_RUNTIME_DIR").filter(|d| !d.is_empty());
+        self.root.clone().unwrap_or_else(|| match xdg {
+            Some(dir) if rootless_caller() => PathBuf::from(dir).join("supervisor"),
+            _ => PathBuf::from(DEFAULT_ROOT),
+        })
     }
+}
+
+/// runc's test for honouring `XDG_RUNTIME_DIR`: a non-root caller, or
+/// uid 0 in a user namespace other than the host's (rootless Podman runs
+/// its runtime so) whose `USER` is not root.
+pub fn rootless_caller() -> bool {
+    if !nix::unistd::geteuid().is_root() {
+        return true;
+    }
+    let map = std::fs::read_to_string("/proc/self/uid_map").unwrap_or_default();
+    let in_userns = !is_initial_uid_map(&map);
+    in_userns && std::env::var("USER").map_or(true, |u| u != "root")
+}
+
+/// Whether `map` (a uid_map's text) is the initial user namespace's.
+fn is_initial_uid_map(map: &str) -> bool {
+    let fields: Vec<&str> = map.split_whitespace().collect();
+    fields == ["0", "0", "4294967295"]
 }
 
 #[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -213,4 +235,16 @@ pub struct UpdateArgs {
     pub pids_limit: Option<i64>,
     #[arg(value_name = "ID")]
     pub id: String,
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_initial_user_namespace() {
+        assert!(super::is_initial_uid_map(
+            "         0          0 4294967295\n"
+        ));
+        assert!(!super::is_initial_uid_map("0 1001 1\n1 100000 65536\n"));
+        assert!(!super::is_initial_uid_map(""));
+    }
 }

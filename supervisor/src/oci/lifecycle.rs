@@ -62,7 +62,13 @@ fn create_in(
     let start_fifo = dir.join("start");
     mkfifo(&start_fifo, Mode::S_IRUSR | Mode::S_IWUSR)
         .map_err(|e| format!("{}: {}", start_fifo.display(), e.desc()))?;
-    let cgroup = ContainerCgroup::create(bundle.cgroups_path().as_deref(), &a.id)?;
+    let path = bundle.cgroups_path();
+    let cgroup = match super::cli::rootless_caller() {
+        true => {
+            ContainerCgroup::create_rootless(path.as_deref(), &a.id, bundle.resources().as_ref())?
+        }
+        false => ContainerCgroup::create(path.as_deref(), &a.id)?,
+    };
     if let Some(res) = bundle.resources() {
         if let Err(e) = cgroup.set_resources(&res) {
             cgroup.remove();

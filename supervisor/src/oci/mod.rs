@@ -7,7 +7,7 @@
 //! namespaces), the monitor's exit status the container's. State lives in `--root`/<id>
 //! (`state.rs`); a bundle's config.json becomes a `supervisor run`
 //! (`bundle.rs`); the container's cgroup is the engine's
-//! `linux.cgroupsPath` (`cgroup.rs`).
+//! `linux.cgroupsPath` (`cgroup.rs`; its limits `resources.rs`).
 //!
 //! Owns dispatching the commands and logging their errors (`log.rs`).
 //! Submodules: `cli` (flags), `lifecycle` (create, start, kill, delete),
@@ -26,6 +26,7 @@ pub mod info;
 pub mod lifecycle;
 pub mod log;
 pub mod monitor;
+pub mod resources;
 pub mod state;
 
 use cli::{GlobalFlags, OciCommand};

@@ -52,12 +52,12 @@ pub struct MonitorPlan {
 pub fn run(plan: MonitorPlan, args: RunArgs, ready: OwnedFd) -> ! {
     let embedding = Monitor {
         ready: RefCell::new(Some(File::from(ready))),
-        freezer: RefCell::new(None),
+        alone: RefCell::new(Vec::new()),
         plan,
         stderr: RefCell::new(None),
     };
-    let prepared = embedding.plan.cgroup.sandbox_join_file().map(|file| {
-        *embedding.freezer.borrow_mut() = file.map(Arc::new);
+    let prepared = embedding.plan.cgroup.sandbox_join_files().map(|files| {
+        *embedding.alone.borrow_mut() = files.into_iter().map(Arc::new).collect();
     });
     // On a terminal the guest's stdio is the pty: nothing in the sandbox
     // may hold the engine's pipes (runc's caller waits for their end).
@@ -77,9 +77,9 @@ struct Monitor {
     plan: MonitorPlan,
     /// Until the guest may start: the pipe to `create`.
     ready: RefCell<Option<File>>,
-    /// The file by which init joins the cgroup pause freezes (the
-    /// monitor stays out of it).
-    freezer: RefCell<Option<Arc<OwnedFd>>>,
+    /// The files by which init joins the cgroups of the sandbox alone
+    /// (the one pause freezes, v1's pids; the monitor stays out of them).
+    alone: RefCell<Vec<Arc<OwnedFd>>>,
     /// The container's stderr, kept for messages once fd 2 is the log.
     stderr: RefCell<Option<File>>,
 }
@@ -148,7 +148,7 @@ impl Embedding for Monitor {
     fn configure(&self, config: &mut LaunchConfig) {
         config.env = self.plan.env.clone();
         config.pty = self.plan.terminal.then_some([true; 3]);
-        config.self_join.extend(self.freezer.borrow().clone());
+        config.self_join.extend(self.alone.borrow().iter().cloned());
     }
 
     fn pty_master(&self, master: OwnedFd) -> Result<Option<OwnedFd>, String> {
