@@ -2,8 +2,9 @@
 //! SEEK_SET)`, as procps's `vmstat 1` and `top -d` do, and Python's
 //! `f.seek(0)`) see fresh figures in the sandbox, as natively; every other
 //! seek, and rewinds of other files, behave as natively (same results,
-//! errors, descriptor flags). Each program runs natively and supervised;
-//! the figures differ, the properties must match.
+//! errors, descriptor flags). Each program runs natively and supervised
+//! (also as the unprivileged user `tester`); the figures differ, the
+//! properties must match.
 
 mod common;
 use common::*;
@@ -42,6 +43,18 @@ fn a_rewinding_reader_sees_the_cpu_time_grow() {
     let want = "cpu time grew\nuptime grew\nsame fd\ncloexec kept\n";
     assert_eq!(native.stdout, want, "natively: {}", native.dump());
     assert_eq!(out.stdout, want, "supervised: {}", out.dump());
+}
+
+#[test]
+fn a_rewinding_reader_sees_the_cpu_time_grow_as_tester() {
+    let (uid, gid, bin) = match tester_bin() {
+        Ok(t) => t,
+        Err(why) => skip!("{why}"),
+    };
+    let run = Run::new(&[PY, "-c", REWIND_READER]).user(uid, gid).bin(bin);
+    let out = run.supervised().ok("supervised as tester");
+    let want = "cpu time grew\nuptime grew\nsame fd\ncloexec kept\n";
+    assert_eq!(out.stdout, want, "as tester: {}", out.dump());
 }
 
 /// Seeks of every kind on a served file, a plain file, a pipe and a bad

@@ -7,7 +7,8 @@
 //! How: the served files are sealed memfds made at open time
 //! (`sysinfo::substitute`), whose text cannot change. The filter traps
 //! only `lseek(fd, 0, SEEK_SET)` (a BPF test of two registers; every other
-//! seek passes). When the guest's `fd` is one of those memfds, a fresh one
+//! seek passes). One readlink of `/proc/<tid>/fd/<fd>` sends plain files
+//! back to the kernel. When the guest's `fd` is one of those memfds, a fresh one
 //! is made and put at the same number (`SECCOMP_ADDFD_FLAG_SETFD`, as
 //! dup2, keeping close-on-exec and `O_NONBLOCK`), and the call answers 0:
 //! the next read starts at the new text's beginning. Any other descriptor
@@ -26,7 +27,7 @@ use std::os::fd::{AsRawFd, OwnedFd};
 use nix::fcntl::{fcntl, FcntlArg, OFlag, SealFlag};
 
 use super::procfiles::fd_name;
-use super::sysinfo::refreshed;
+use super::sysinfo::{changes, refreshed};
 use super::{live, value, Context, Res};
 use crate::guest::{Guest, Reply};
 
@@ -35,17 +36,27 @@ pub(crate) fn lseek(ctx: &Context, g: &dyn Guest, fd: i32, offset: u64, whence: 
     if offset != 0 || whence != libc::SEEK_SET as u32 {
         return Ok(Reply::Continue);
     }
-    // A bad descriptor is the kernel's to answer (EBADF, ESPIPE).
+    // Most rewinds are of plain files: one readlink tells them apart. A
+    // bad descriptor is the kernel's to answer (EBADF, ESPIPE).
+    let Ok(link) = g.fd_link(fd) else {
+        return Ok(Reply::Continue);
+    };
+    let Some(name) = std::str::from_utf8(&link).ok().and_then(memfd_name) else {
+        return Ok(Reply::Continue);
+    };
+    if !changes(name) {
+        return Ok(Reply::Continue);
+    }
     let Ok(file) = g.dup_fd(fd) else {
         return Ok(Reply::Continue);
     };
-    let Some(name) = served_name(&file) else {
+    if served_name(&file).as_deref() != Some(name) {
         return Ok(Reply::Continue);
-    };
+    }
     let nonblock =
         fcntl(file.as_raw_fd(), FcntlArg::F_GETFL).map_or(0, |fl| fl & OFlag::O_NONBLOCK.bits());
     drop(file);
-    let Some(fresh) = refreshed(ctx, &name, nonblock) else {
+    let Some(fresh) = refreshed(ctx, name, nonblock) else {
         return Ok(Reply::Continue);
     };
     let fresh = fresh?;

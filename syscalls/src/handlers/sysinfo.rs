@@ -336,6 +336,12 @@ pub(crate) fn refreshed(
     Some(sealed)
 }
 
+/// Whether the served file whose memfd is named `memfd_name` changes
+/// while a reader holds it open (a rewind then re-serves it).
+pub(crate) fn changes(memfd_name: &str) -> bool {
+    ProcFile::changing(memfd_name).is_some()
+}
+
 /// Where the host's text a served file is made from comes from.
 enum HostText {
     /// Nowhere: the text is the sandbox's alone.
