@@ -9,11 +9,12 @@
 //! command line and the masked files (`masked.rs`), `/proc/stat`,
 //! `vmstat` and `uptime` (`procstat.rs`), `loadavg`, the boot id and
 //! every `status` under a cpu limit (`procfiles.rs`), and the /proc/sys
-//! files of host counts and sizes (`procsys.rs`); and the size a path
-//! stat reports for them. Does not own: the texts (those modules),
-//! enforcing the limits (cgroups, in the supervisor), or
-//! `/sys/devices/system/cpu`, which the view holds as plain files
-//! (`launch/plan.rs`).
+//! files of host counts and sizes (`procsys.rs`); the size a path
+//! stat reports for them; and a fresh copy of those whose figures change,
+//! for a reader that rewinds (`refreshed`, used by `rewind.rs`). Does
+//! not own: the texts (those modules), enforcing the limits (cgroups, in
+//! the supervisor), or `/sys/devices/system/cpu`, which the view holds as
+//! plain files (`launch/plan.rs`).
 //!
 //! The files are recognised by what was opened, not by the guest's
 //! spelling of the path (`/proc/./meminfo`, a symlink, a dirfd on
