@@ -15,7 +15,8 @@
 //!
 //! Stable benchmark ids (group/function): openat_close, newfstatat,
 //! newfstatat_miss, readlinkat, faccessat, getdents64_100, getcwd (serviced or
-//! as the policy decides), read_4k, write_4k, getpid (passthrough), each with
+//! as the policy decides), lseek_rewind (serviced: a rewind may re-serve a
+//! /proc file), read_4k, lseek_cur, write_4k, getpid (passthrough), each with
 //! `native` and `supervised`; notify_roundtrip/supervised; startup/true_native
 //! startup/true_supervised and startup/true_supervised_limits (every
 //! limit flag set); GROUP/supervised_limits for the LIMITED_GROUPS, from a
@@ -89,6 +90,8 @@ const CALLS: &[(&str, &str, bool)] = &[
     ("getdents64_100", "getdents64", true),
     ("getcwd", "getcwd", true),
     ("read_4k", "read4k", true),
+    ("lseek_rewind", "lseek_rewind", true),
+    ("lseek_cur", "lseek_cur", true),
     ("write_4k", "write4k", true),
     ("getpid", "getpid", true),
     // Never native: acct(NULL) as root would really switch accounting off.

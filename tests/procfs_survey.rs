@@ -4,7 +4,8 @@
 //! what it read: the host's boot id, the test's host cgroup path, the
 //! command line or pid of a process the test started outside, the host's
 //! block devices, the host's uptime, boot time or load, its open-file,
-//! inode and dentry counts and kernel taint, a stat size that is not
+//! inode and dentry counts and kernel taint, its interrupt, context
+//! switch and fork counts in /proc/stat, a stat size that is not
 //! what a read gives (a masked file's host size), and under
 //! `--cpus`/`--memory`/`--pids` the host's CPU count, memory size or the
 //! thread and file maxima the kernel sized from it. Run as root
@@ -149,6 +150,8 @@ const MEMORY_SIZED: &[&str] = &[
     "/proc/sys/fs/file-max",
     "/proc/sys/fs/epoll/max_user_watches",
     "/proc/sys/fs/inotify/max_user_watches",
+    "/proc/sys/vm/min_free_kbytes",
+    "/proc/sys/vm/user_reserve_kbytes",
 ];
 
 fn first_u64(text: &str) -> u64 {
@@ -221,6 +224,7 @@ fn leaks(recs: &[Rec], host: &HostFacts, limits: Limits) -> Vec<String> {
     found.extend(load_leaks(recs));
     found.extend(size_leaks(recs));
     found.extend(sys_leaks(recs, host, limits));
+    found.extend(stat_leaks(recs));
     if let Some(n) = limits.cpus.filter(|n| *n < host.cpus) {
         found.extend(cpu_leaks(recs, n));
     }
@@ -270,6 +274,58 @@ fn load_leaks(recs: &[Rec]) -> Vec<String> {
             "/proc/loadavg: {load:?} counts more than the sandbox's tasks"
         )],
     }
+}
+
+/// /proc/stat's counts are the sandbox's: no interrupts (it has no
+/// devices; the host's `intr` line also lists its interrupt lines), no
+/// more context switches than its two tasks made (the survey's own, read
+/// later in /proc/self/status, and a margin for init's), and no more
+/// forks than a handful.
+fn stat_leaks(recs: &[Rec]) -> Vec<String> {
+    let mut found = Vec::new();
+    let stat = body(recs, "/proc/stat").unwrap_or("");
+    let line = |key: &str| -> Vec<u64> {
+        stat.lines()
+            .find_map(|l| l.strip_prefix(key)?.strip_prefix(' '))
+            .map(|v| {
+                v.split_whitespace()
+                    .filter_map(|n| n.parse().ok())
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let intr = line("intr");
+    if intr != [0] {
+        let head: Vec<u64> = intr.iter().take(4).copied().collect();
+        found.push(format!(
+            "/proc/stat: intr {head:?}... ({} fields): the host's",
+            intr.len()
+        ));
+    }
+    let softirq = line("softirq");
+    if softirq.iter().any(|v| *v != 0) {
+        found.push(format!(
+            "/proc/stat: softirq {}: the host's",
+            softirq.first().unwrap_or(&0)
+        ));
+    }
+    let own: u64 = body(recs, "/proc/self/status")
+        .unwrap_or("")
+        .lines()
+        .filter(|l| l.contains("ctxt_switches:"))
+        .filter_map(|l| l.split_whitespace().last()?.parse::<u64>().ok())
+        .sum();
+    let ctxt = line("ctxt").first().copied().unwrap_or(u64::MAX);
+    if ctxt > own + 1000 {
+        found.push(format!("/proc/stat: ctxt {ctxt}, the survey made {own}"));
+    }
+    let processes = line("processes").first().copied().unwrap_or(u64::MAX);
+    if processes > 64 {
+        found.push(format!(
+            "/proc/stat: processes {processes}: the host's forks"
+        ));
+    }
+    found
 }
 
 /// A stat size that is not what a read gives: procfs's size of a file
@@ -422,7 +478,16 @@ fn native_survey_finds_the_host() {
             pids: None,
         },
     );
-    for must in ["boot id", "outside process", "file-nr", "dentry-state"] {
+    let musts = [
+        "boot id",
+        "outside process",
+        "file-nr",
+        "dentry-state",
+        "intr",
+        "ctxt",
+        "processes",
+    ];
+    for must in musts {
         assert!(
             found.iter().any(|f| f.contains(must)),
             "natively the survey must see the host's {must}: {found:#?}"

@@ -90,6 +90,14 @@ pub trait Guest {
     /// EBADF when the guest has no such fd.
     fn fd_path(&self, fd: i32) -> Result<OwnedFd, Errno>;
 
+    /// What `/proc/<tid>/fd/<fd>` reads: the path of the guest's `fd`
+    /// (`/memfd:NAME (deleted)` for a memfd, `pipe:[N]`, ...), without
+    /// opening anything. EBADF when the guest has no such fd.
+    fn fd_link(&self, fd: i32) -> Result<Vec<u8>, Errno> {
+        let _ = fd;
+        Err(Errno::ENOSYS)
+    }
+
     /// The guest's own open file description behind `fd`
     /// (`pidfd_getfd`): shares offset and status flags with the guest.
     fn dup_fd(&self, fd: i32) -> Result<OwnedFd, Errno>;

@@ -24,6 +24,9 @@
  *                 (100 entries + . and ..) are read; one getdents64 call
  *                 with a 64 KiB buffer normally returns them all       [as the policy says]
  *   read4k        pread64(fd of DIR/f000, buf, 4096, 0)               [pass]
+ *   lseek_rewind  lseek(fd of DIR/f000, 0, SEEK_SET): a rewind of a plain
+ *                 file                                       [serviced: CONTINUE]
+ *   lseek_cur     lseek(fd of DIR/f000, 0, SEEK_CUR)                  [pass]
  *   write4k       write(fd of /dev/null, buf, 4096)                   [pass]
  *   getpid        syscall(SYS_getpid)                                 [pass]
  *   getcwd        getcwd(buf, sizeof buf)                             [as the policy says]
@@ -130,6 +133,18 @@ static int b_read4k(long n) {
     return 0;
 }
 
+static int b_lseek_rewind(long n) {
+    for (long i = 0; i < n; i++)
+        if (lseek(big_fd, 0, SEEK_SET) != 0) return -1;
+    return 0;
+}
+
+static int b_lseek_cur(long n) {
+    for (long i = 0; i < n; i++)
+        if (lseek(big_fd, 0, SEEK_CUR) < 0) return -1;
+    return 0;
+}
+
 static int b_write4k(long n) {
     for (long i = 0; i < n; i++)
         if (write(null_fd, buf, 4096) != 4096) return -1;
@@ -165,6 +180,7 @@ static const struct { const char *name; int (*fn)(long); } benches[] = {
     {"read4k", b_read4k},             {"write4k", b_write4k},
     {"getpid", b_getpid},             {"getcwd", b_getcwd},
     {"roundtrip", b_roundtrip},       {"ping", b_ping},
+    {"lseek_rewind", b_lseek_rewind}, {"lseek_cur", b_lseek_cur},
 };
 
 static void join(char *out, const char *dir, const char *name) {

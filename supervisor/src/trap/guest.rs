@@ -56,6 +56,22 @@ impl Guest for NotifGuest<'_> {
         })
     }
 
+    fn fd_link(&self, fd: i32) -> Result<Vec<u8>, Errno> {
+        if fd < 0 {
+            return Err(Errno::EBADF);
+        }
+        match fs::read_link(format!("/proc/{}/fd/{fd}", self.tid)) {
+            Ok(p) => Ok(std::os::unix::ffi::OsStringExt::into_vec(
+                p.into_os_string(),
+            )),
+            Err(e) => Err(match e.raw_os_error() {
+                Some(libc::ENOENT) => Errno::EBADF,
+                Some(n) => Errno::from_raw(n),
+                None => Errno::EIO,
+            }),
+        }
+    }
+
     fn dup_fd(&self, fd: i32) -> Result<OwnedFd, Errno> {
         if fd < 0 {
             return Err(Errno::EBADF);

@@ -5,7 +5,8 @@
 //! symlink, readlink), [`notify`] (inotify_add_watch) and [`sysinfo`]
 //! (the guest's limits and the /proc files it serves rewritten, with the
 //! texts of `limitfiles`, `mounttab`, `procstat`, `procfiles`, `procsys`
-//! and `masked`, served by `sealed`; sched_getaffinity, sysinfo(2)).
+//! and `masked`, served by `sealed`; sched_getaffinity, sysinfo(2)) and
+//! [`rewind`] (lseek back to 0 of a served file: fresh figures).
 //!
 //! Owns: decoding each call's arguments from registers and guest memory,
 //! checking them in the order the kernel does (so errnos match), resolving
@@ -35,6 +36,7 @@ mod procfiles;
 mod procstat;
 pub use procstat::start_secs;
 mod procsys;
+mod rewind;
 mod sealed;
 mod stat;
 mod sysinfo;
@@ -233,6 +235,7 @@ fn route(ctx: &Context, g: &dyn Guest, c: &SyscallArgs) -> Res {
             affinity::sched_getaffinity(ctx, g, c.int(0), c.uint(1), a[2])
         }
         libc::SYS_sysinfo => sysinfo_call::sysinfo(ctx, g, a[0]),
+        libc::SYS_lseek => rewind::lseek(ctx, g, c.int(0), a[1], c.uint(2)),
         _ => net_route(ctx, g, c),
     }
 }

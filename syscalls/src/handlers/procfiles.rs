@@ -64,6 +64,37 @@ pub(crate) fn census(proc: &Path) -> Census {
     c
 }
 
+/// The context switches of the sandbox's living tasks: the sum of
+/// `voluntary_ctxt_switches` and `nonvoluntary_ctxt_switches` in every
+/// `<pid>/task/<tid>/status` under `proc` (the kernel keeps no such count
+/// per pid namespace; a task's switches leave the sum when it ends).
+pub(crate) fn context_switches(proc: &Path) -> u64 {
+    let mut sum = 0;
+    for pid in numbered(proc) {
+        let tasks = proc.join(pid.to_string()).join("task");
+        for tid in numbered(&tasks) {
+            let path = tasks.join(tid.to_string()).join("status");
+            if let Ok(status) = std::fs::read_to_string(path) {
+                sum += switches(&status);
+            }
+        }
+    }
+    sum
+}
+
+/// A task's voluntary and involuntary context switches, from its `status`.
+fn switches(status: &str) -> u64 {
+    status
+        .lines()
+        .filter_map(|l| {
+            let v = l
+                .strip_prefix("voluntary_ctxt_switches:")
+                .or_else(|| l.strip_prefix("nonvoluntary_ctxt_switches:"))?;
+            v.trim().parse::<u64>().ok()
+        })
+        .sum()
+}
+
 fn read_stat(dir: &Path) -> Option<String> {
     std::fs::read_to_string(dir.join("stat")).ok()
 }
@@ -247,6 +278,9 @@ mod tests {
         );
         assert_eq!(cpu_time(stat), Some((44, 66)));
         assert_eq!(cpu_time("7 (x) R 1"), None);
+        let status = "Name:\tx\nvoluntary_ctxt_switches:\t7\nnonvoluntary_ctxt_switches:\t5\n";
+        assert_eq!(switches(status), 12);
+        assert_eq!(switches("Name:\tx\n"), 0);
         let c = Census {
             running: 2,
             total: 3,

@@ -5,12 +5,13 @@
 //! sandbox started.
 //!
 //! Owns: the [`Baseline`] these texts are relative to, the split of the
-//! sandbox's CPU time into per-CPU counters, and [`CpuClock`], which keeps
-//! every counter served monotonic. Does not own: recognising or serving
+//! sandbox's CPU time into per-CPU counters, and [`CpuClock`] and
+//! [`HighWater`], which keep every counter served monotonic. Does not own: recognising or serving
 //! the files (`sysinfo.rs`), the census of the tasks (`procfiles.rs`), or
 //! the clocks, which the kernel answers in the sandbox's time namespace
 //! (`launch/timens.rs` in the supervisor).
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
 use super::procfiles::Census;
@@ -31,9 +32,7 @@ pub(crate) type CpuLine = [u64; CPU_FIELDS];
 /// handlers' context is made (just before the guest starts).
 #[derive(Debug, Default)]
 pub(crate) struct Baseline {
-    /// The host's /proc/stat and /proc/vmstat then: counters are served
-    /// as differences.
-    stat: String,
+    /// The host's /proc/vmstat then: counters are served as differences.
     vmstat: String,
     /// A random id of this sandbox's "boot".
     pub(crate) boot_id: String,
@@ -43,11 +42,10 @@ pub(crate) struct Baseline {
 }
 
 impl Baseline {
-    /// `stat`, `vmstat`: the host's /proc/stat and /proc/vmstat now;
-    /// `uuid`: a fresh random UUID; `init_stat`: the sandbox's `/proc/1/stat`.
-    pub(crate) fn new(stat: String, vmstat: String, uuid: String, init_stat: &str) -> Baseline {
+    /// `vmstat`: the host's /proc/vmstat now; `uuid`: a fresh random
+    /// UUID; `init_stat`: the sandbox's `/proc/1/stat`.
+    pub(crate) fn new(vmstat: String, uuid: String, init_stat: &str) -> Baseline {
         Baseline {
-            stat,
             vmstat,
             boot_id: uuid,
             boot_offset: start_secs(init_stat).unwrap_or(0),
@@ -142,6 +140,27 @@ impl CpuClock {
     }
 }
 
+/// A count served monotonic (context switches, forks): the highest value
+/// served so far, since a task's share leaves the sum when it ends.
+#[derive(Debug, Default)]
+pub(crate) struct HighWater(AtomicU64);
+
+impl HighWater {
+    /// `now`, or what was served before if that was more.
+    pub(crate) fn raise(&self, now: u64) -> u64 {
+        self.0.fetch_max(now, Ordering::Relaxed).max(now)
+    }
+}
+
+/// The sandbox's own counts in `/proc/stat` besides its CPU time.
+#[derive(Debug, Default)]
+pub(crate) struct OwnCounts {
+    /// Context switches of its tasks (`ctxt`).
+    pub(crate) ctxt: u64,
+    /// Tasks created since it started (`processes`).
+    pub(crate) processes: u64,
+}
+
 /// How many CPUs the host's /proc/stat lists.
 pub(crate) fn host_cpus(host: &str) -> usize {
     host.lines()
@@ -150,33 +169,20 @@ pub(crate) fn host_cpus(host: &str) -> usize {
 }
 
 /// `/proc/stat` of the sandbox: `cpus` its CPU lines (`cpu_times`,
-/// renumbered from 0), with `cpu` their sum; the host's `intr`, `ctxt`
-/// and `softirq` (from `host`) less their values at the baseline;
-/// `btime` the sandbox's boot time; `processes`, `procs_running` and
-/// `procs_blocked` the sandbox's.
+/// renumbered from 0), with `cpu` their sum; `ctxt` and `processes` its
+/// own counts; `btime` its boot time; `procs_running` and `procs_blocked`
+/// its tasks'. It has no devices, hence no interrupts of its own: `intr`
+/// is 0 without the host's per-line counts (which list the host's
+/// interrupt lines), and `softirq` all zeros (as many as the host's line
+/// has: a count per softirq kind the kernel defines). The other lines
+/// come in the order of the host's text `host`.
 pub(crate) fn stat(
     host: &str,
-    base: &Baseline,
     cpus: &[CpuLine],
     c: &Census,
+    own: &OwnCounts,
     btime: u64,
 ) -> String {
-    let before = |key: &str| {
-        base.stat
-            .lines()
-            .find(|l| l.split_whitespace().next() == Some(key))
-            .map(numbers)
-            .unwrap_or_default()
-    };
-    let since = |line: &str| -> Vec<u64> {
-        let key = line.split_whitespace().next().unwrap_or("");
-        let old = before(key);
-        numbers(line)
-            .iter()
-            .enumerate()
-            .map(|(i, v)| v.saturating_sub(old.get(i).copied().unwrap_or(0)))
-            .collect()
-    };
     let mut sum = [0u64; CPU_FIELDS];
     for line in cpus {
         for (s, v) in sum.iter_mut().zip(line) {
@@ -190,9 +196,11 @@ pub(crate) fn stat(
     for line in host.lines() {
         let key = line.split_whitespace().next().unwrap_or("");
         let text = match key {
-            "intr" | "ctxt" | "softirq" => join(&since(line)),
+            "intr" => "0".to_owned(),
+            "softirq" => join(&vec![0; numbers(line).len().max(1)]),
+            "ctxt" => own.ctxt.to_string(),
             "btime" => btime.to_string(),
-            "processes" => c.last_pid.to_string(),
+            "processes" => own.processes.to_string(),
             "procs_running" => c.running.max(1).to_string(),
             "procs_blocked" => c.blocked.to_string(),
             _ => continue,
@@ -265,21 +273,24 @@ softirq 300 1 2\n";
     #[test]
     fn stat_is_the_sandboxs() {
         let base = Baseline {
-            stat: HOST.replace("ctxt 5000", "ctxt 4000"),
             vmstat: "nr_free_pages 1000\npgpgin 50\n".to_owned(),
             boot_id: String::new(),
             boot_offset: 1000,
         };
         let c = census();
         let one = cpu_times(1, &c, 1250);
-        let s = stat(HOST, &base, &one, &c, 123);
+        let own = OwnCounts {
+            ctxt: 1000,
+            processes: 6,
+        };
+        let s = stat(HOST, &one, &c, &own, 123);
         assert_eq!(
             s,
-            "cpu  7 0 3 1240 0 0 0 0 0 0\ncpu0 7 0 3 1240 0 0 0 0 0 0\nintr 0 0 0\nctxt 1000\n\
-btime 123\nprocesses 4\nprocs_running 2\nprocs_blocked 0\nsoftirq 0 0 0\n"
+            "cpu  7 0 3 1240 0 0 0 0 0 0\ncpu0 7 0 3 1240 0 0 0 0 0 0\nintr 0\nctxt 1000\n\
+btime 123\nprocesses 6\nprocs_running 2\nprocs_blocked 0\nsoftirq 0 0 0\n"
         );
         let two = cpu_times(host_cpus(HOST), &c, 1250);
-        let all = stat(HOST, &base, &two, &c, 123);
+        let all = stat(HOST, &two, &c, &own, 123);
         assert!(
             all.starts_with(
                 "cpu  7 0 3 2490 0 0 0 0 0 0\ncpu0 4 0 2 1244 0 0 0 0 0 0\ncpu1 3 0 1 1246 "
@@ -296,6 +307,14 @@ btime 123\nprocesses 4\nprocs_running 2\nprocs_blocked 0\nsoftirq 0 0 0\n"
             .unwrap()
             .unwrap();
         assert_eq!(start_secs(init), Some(250000 / hz));
+    }
+
+    #[test]
+    fn high_water_never_goes_back() {
+        let h = HighWater::default();
+        assert_eq!(h.raise(5), 5);
+        assert_eq!(h.raise(3), 5);
+        assert_eq!(h.raise(9), 9);
     }
 
     #[test]

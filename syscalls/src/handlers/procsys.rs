@@ -2,7 +2,8 @@
 //! host: the open files, inodes and dentries counted host-wide, the
 //! host kernel's taint, and the limits the kernel sized from the host's
 //! memory (`threads-max`, `file-max`, the epoll and inotify watch
-//! maxima), sized instead from `--memory` and `--pids`.
+//! maxima, and vm's `min_free_kbytes`, `user_reserve_kbytes` and
+//! `admin_reserve_kbytes`), sized instead from `--memory` and `--pids`.
 //!
 //! Owns: which /proc/sys files are served ([`SysFile`]), their texts,
 //! and the [`SysBaseline`] the host-wide counters are relative to. Does
@@ -35,6 +36,12 @@ pub(crate) enum SysFile {
     /// over a watch's size); scaled to the memory limit.
     EpollWatches,
     InotifyWatches,
+    /// `vm/min_free_kbytes`, `vm/user_reserve_kbytes` and
+    /// `vm/admin_reserve_kbytes`: the kernel sizes them from its memory at
+    /// boot; under a memory limit, its formulas for that much.
+    MinFree,
+    UserReserve,
+    AdminReserve,
 }
 
 impl SysFile {
@@ -49,6 +56,9 @@ impl SysFile {
             "kernel/threads-max" => SysFile::ThreadsMax,
             "fs/epoll/max_user_watches" => SysFile::EpollWatches,
             "fs/inotify/max_user_watches" => SysFile::InotifyWatches,
+            "vm/min_free_kbytes" => SysFile::MinFree,
+            "vm/user_reserve_kbytes" => SysFile::UserReserve,
+            "vm/admin_reserve_kbytes" => SysFile::AdminReserve,
             _ => return None,
         };
         Some(file)
@@ -64,6 +74,9 @@ impl SysFile {
             SysFile::Tainted => c"tainted",
             SysFile::ThreadsMax => c"threads-max",
             SysFile::EpollWatches | SysFile::InotifyWatches => c"max_user_watches",
+            SysFile::MinFree => c"min_free_kbytes",
+            SysFile::UserReserve => c"user_reserve_kbytes",
+            SysFile::AdminReserve => c"admin_reserve_kbytes",
         }
     }
 }
@@ -94,6 +107,12 @@ const THREAD_MEM: u64 = 16 * 1024 * 8;
 const MIN_THREADS: u64 = 20;
 /// The bounds the kernel keeps inotify's max_user_watches in.
 const INOTIFY_WATCHES: (u64, u64) = (8192, 1_048_576);
+/// The bounds of min_free_kbytes the kernel sizes (`calculate_min_free_kbytes`).
+const MIN_FREE_KB: (u64, u64) = (128, 262_144);
+/// The most the kernel reserves for users (128 MiB) and for the
+/// administrator (8 MiB), in KiB: a 32nd of memory up to these.
+const USER_RESERVE_KB: u64 = 131_072;
+const ADMIN_RESERVE_KB: u64 = 8192;
 
 /// The text of `file`, given the host's text `host`.
 pub(crate) fn text(file: SysFile, host: &str, base: &SysBaseline, sizes: &Sizes) -> String {
@@ -121,6 +140,24 @@ pub(crate) fn text(file: SysFile, host: &str, base: &SysBaseline, sizes: &Sizes)
         }
         SysFile::EpollWatches => format!("{}\n", scaled(first, sizes, (0, u64::MAX))),
         SysFile::InotifyWatches => format!("{}\n", scaled(first, sizes, INOTIFY_WATCHES)),
+        SysFile::MinFree | SysFile::UserReserve | SysFile::AdminReserve => {
+            let sized = sizes.memory_limit.map(|m| vm_reserve(file, m / 1024));
+            format!("{}\n", sized.unwrap_or(first))
+        }
+    }
+}
+
+/// What the kernel sizes a vm reserve to for `kb` KiB of memory:
+/// min_free_kbytes is sqrt(16 * kb) within its bounds, the user and
+/// admin reserves a 32nd of it up to their caps.
+fn vm_reserve(file: SysFile, kb: u64) -> u64 {
+    match file {
+        SysFile::MinFree => kb
+            .saturating_mul(16)
+            .isqrt()
+            .clamp(MIN_FREE_KB.0, MIN_FREE_KB.1),
+        SysFile::UserReserve => (kb / 32).min(USER_RESERVE_KB),
+        _ => (kb / 32).min(ADMIN_RESERVE_KB),
     }
 }
 
@@ -237,6 +274,17 @@ mod tests {
             t(SysFile::InotifyWatches, "192536\n", &none_limit()),
             "192536\n"
         );
+        // 256 MiB: sqrt(16 * 262144) KiB, and a 32nd of it (8 MiB).
+        assert_eq!(t(SysFile::MinFree, "67584\n", &mem), "2048\n");
+        assert_eq!(t(SysFile::UserReserve, "100409\n", &mem), "8192\n");
+        assert_eq!(t(SysFile::AdminReserve, "8192\n", &mem), "8192\n");
+        assert_eq!(t(SysFile::MinFree, "67584\n", &none_limit()), "67584\n");
+        let tiny = sizes(Some(1 << 20), None);
+        assert_eq!(t(SysFile::MinFree, "67584\n", &tiny), "128\n");
+        assert_eq!(t(SysFile::UserReserve, "100409\n", &tiny), "32\n");
+        let huge = sizes(Some(1 << 40), None);
+        assert_eq!(t(SysFile::MinFree, "67584\n", &huge), "131072\n");
+        assert_eq!(t(SysFile::UserReserve, "100409\n", &huge), "131072\n");
     }
 
     fn none_limit() -> Sizes {
@@ -249,6 +297,10 @@ mod tests {
         assert_eq!(
             SysFile::at("/proc/sys/kernel/tainted"),
             Some(SysFile::Tainted)
+        );
+        assert_eq!(
+            SysFile::at("/proc/sys/vm/min_free_kbytes"),
+            Some(SysFile::MinFree)
         );
         assert_eq!(SysFile::at("/proc/sys/kernel/hostname"), None);
         assert_eq!(SysFile::at("/tmp/sys/fs/file-nr"), None);

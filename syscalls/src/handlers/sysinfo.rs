@@ -9,11 +9,12 @@
 //! command line and the masked files (`masked.rs`), `/proc/stat`,
 //! `vmstat` and `uptime` (`procstat.rs`), `loadavg`, the boot id and
 //! every `status` under a cpu limit (`procfiles.rs`), and the /proc/sys
-//! files of host counts and sizes (`procsys.rs`); and the size a path
-//! stat reports for them. Does not own: the texts (those modules),
-//! enforcing the limits (cgroups, in the supervisor), or
-//! `/sys/devices/system/cpu`, which the view holds as plain files
-//! (`launch/plan.rs`).
+//! files of host counts and sizes (`procsys.rs`); the size a path
+//! stat reports for them; and a fresh copy of those whose figures change,
+//! for a reader that rewinds (`refreshed`, used by `rewind.rs`). Does
+//! not own: the texts (those modules), enforcing the limits (cgroups, in
+//! the supervisor), or `/sys/devices/system/cpu`, which the view holds as
+//! plain files (`launch/plan.rs`).
 //!
 //! The files are recognised by what was opened, not by the guest's
 //! spelling of the path (`/proc/./meminfo`, a symlink, a dirfd on
@@ -35,7 +36,7 @@ use super::limitfiles::{cpuinfo, meminfo};
 use super::masked::{self, StatSizes};
 use super::mounttab::{self, Table};
 use super::procfiles::{self, PerProcess};
-use super::procstat::{self, Baseline, CpuClock, USER_HZ};
+use super::procstat::{self, Baseline, CpuClock, HighWater, OwnCounts, USER_HZ};
 use super::procsys::{self, SysBaseline, SysFile};
 use super::sealed::{read_all, read_view, sealed_file};
 use super::Context;
@@ -126,6 +127,39 @@ impl ProcFile {
     }
 }
 
+impl ProcFile {
+    /// The served global file whose memfd is named `name`, if its figures
+    /// change while a reader holds it open.
+    fn changing(name: &str) -> Option<ProcFile> {
+        let kind = match name {
+            "meminfo" => ProcFile::MemInfo,
+            "stat" => ProcFile::Stat,
+            "vmstat" => ProcFile::VmStat,
+            "uptime" => ProcFile::Uptime,
+            "loadavg" => ProcFile::LoadAvg,
+            "file-nr" => ProcFile::Sys(SysFile::FileNr),
+            "inode-nr" => ProcFile::Sys(SysFile::InodeNr),
+            "dentry-state" => ProcFile::Sys(SysFile::DentryState),
+            _ => return None,
+        };
+        Some(kind)
+    }
+
+    /// The view's path of a global file (as `changing` knows them).
+    fn view_path(self) -> Option<&'static CStr> {
+        let path = match self {
+            ProcFile::MemInfo => c"/proc/meminfo",
+            ProcFile::Stat => c"/proc/stat",
+            ProcFile::VmStat => c"/proc/vmstat",
+            ProcFile::Sys(SysFile::FileNr) => c"/proc/sys/fs/file-nr",
+            ProcFile::Sys(SysFile::InodeNr) => c"/proc/sys/fs/inode-nr",
+            ProcFile::Sys(SysFile::DentryState) => c"/proc/sys/fs/dentry-state",
+            _ => return None,
+        };
+        Some(path)
+    }
+}
+
 /// The (st_dev, st_ino) of the view's /proc files to rewrite, and the
 /// device of the view's procfs (whose mount tables are rewritten).
 #[derive(Debug, Default)]
@@ -138,8 +172,11 @@ pub(crate) struct Synthetic {
     baseline: Baseline,
     /// What /proc/sys's host counts are relative to.
     sys_baseline: SysBaseline,
-    /// The CPU counters last served in /proc/stat.
+    /// The CPU counters, context switches and forks last served in
+    /// /proc/stat.
     cpu_clock: CpuClock,
+    ctxt: HighWater,
+    processes: HighWater,
     /// The sizes a path stat reports for served procfs files.
     stat_sizes: StatSizes,
 }
@@ -152,7 +189,6 @@ impl Synthetic {
     pub(crate) fn always(fs: &Resolver) -> Synthetic {
         let read = |path: &CStr| read_view(fs, path).ok();
         let baseline = Baseline::new(
-            read(c"/proc/stat").unwrap_or_default(),
             read(c"/proc/vmstat").unwrap_or_default(),
             read(c"/proc/sys/kernel/random/uuid").unwrap_or_default(),
             &read(c"/proc/1/stat").unwrap_or_default(),
@@ -168,6 +204,8 @@ impl Synthetic {
             baseline,
             sys_baseline,
             cpu_clock: CpuClock::default(),
+            ctxt: HighWater::default(),
+            processes: HighWater::default(),
             stat_sizes: StatSizes::default(),
         }
     }
@@ -269,18 +307,63 @@ pub(crate) fn substitute(ctx: &Context, fd: OwnedFd, flags: i32) -> Result<Owned
     let Some(kind) = ctx.synthetic.which(&fd) else {
         return Ok(fd);
     };
-    let host = match kind {
+    let host = match host_source(kind) {
+        HostText::None => String::new(),
+        HostText::View(path) => read_view(&ctx.fs, path)?,
+        HostText::Opened => read_all(fd)?,
+    };
+    let text = text(ctx, kind, host);
+    sealed_file(kind.memfd_name(), text.as_bytes(), flags & libc::O_NONBLOCK)
+}
+
+/// A fresh copy, at offset 0, of the served file whose memfd is named
+/// `memfd_name`, for a reader that rewinds (`rewind.rs`); `None` when no
+/// such file changes while it is open (its snapshot stays right).
+pub(crate) fn refreshed(
+    ctx: &Context,
+    memfd_name: &str,
+    nonblock: i32,
+) -> Option<Result<OwnedFd, Errno>> {
+    let kind = ProcFile::changing(memfd_name)?;
+    let host = match (host_source(kind), kind.view_path()) {
+        (HostText::None, _) => Ok(String::new()),
+        (HostText::View(path), _) | (HostText::Opened, Some(path)) => read_view(&ctx.fs, path),
+        (HostText::Opened, None) => return None,
+    };
+    let sealed = host.and_then(|host| {
+        let text = text(ctx, kind, host);
+        sealed_file(kind.memfd_name(), text.as_bytes(), nonblock)
+    });
+    Some(sealed)
+}
+
+/// Whether the served file whose memfd is named `memfd_name` changes
+/// while a reader holds it open (a rewind then re-serves it).
+pub(crate) fn changes(memfd_name: &str) -> bool {
+    ProcFile::changing(memfd_name).is_some()
+}
+
+/// Where the host's text a served file is made from comes from.
+enum HostText {
+    /// Nowhere: the text is the sandbox's alone.
+    None,
+    /// Another file of the view.
+    View(&'static CStr),
+    /// The file the guest opened.
+    Opened,
+}
+
+fn host_source(kind: ProcFile) -> HostText {
+    match kind {
         ProcFile::KernelCmdline
         | ProcFile::LoadAvg
         | ProcFile::BootId
         | ProcFile::Masked
-        | ProcFile::Sys(SysFile::Tainted) => String::new(),
+        | ProcFile::Sys(SysFile::Tainted) => HostText::None,
         // The sandbox's uptime counts its CPUs' idle time in /proc/stat.
-        ProcFile::Uptime => read_view(&ctx.fs, c"/proc/stat")?,
-        _ => read_all(fd)?,
-    };
-    let text = text(ctx, kind, host);
-    sealed_file(kind.memfd_name(), text.as_bytes(), flags & libc::O_NONBLOCK)
+        ProcFile::Uptime => HostText::View(c"/proc/stat"),
+        _ => HostText::Opened,
+    }
 }
 
 /// The text served for `kind`, whose host text is `host`.
@@ -341,7 +424,11 @@ fn host_memtotal(fs: &Resolver) -> Option<u64> {
 }
 
 /// The sandbox's /proc/stat from the host's `host`: its tasks' CPU time
-/// over the CPUs it may use (`procstat.rs`), kept monotonic.
+/// over the CPUs it may use (`procstat.rs`), their context switches, and
+/// the highest pid seen in its procfs (pids go out in order from 1, so
+/// that counts the tasks it made, less those that came and went between
+/// two reads: the kernel tells a pid namespace's last pid only to its own
+/// members), all kept monotonic.
 fn sandbox_stat(ctx: &Context, host: &str, btime: u64) -> String {
     let syn = &ctx.synthetic;
     let census = view_census(&ctx.fs);
@@ -350,7 +437,12 @@ fn sandbox_stat(ctx: &Context, host: &str, btime: u64) -> String {
     let cpus = syn
         .cpu_clock
         .monotonic(procstat::cpu_times(n, &census, elapsed));
-    procstat::stat(host, &syn.baseline, &cpus, &census, btime)
+    let switches = with_view_proc(&ctx.fs, procfiles::context_switches).unwrap_or(0);
+    let own = OwnCounts {
+        ctxt: syn.ctxt.raise(switches),
+        processes: syn.processes.raise(u64::from(census.last_pid)),
+    };
+    procstat::stat(host, &cpus, &census, &own, btime)
 }
 
 /// The host's CLOCK_BOOTTIME now, in seconds (the supervisor lives in

@@ -268,6 +268,15 @@ fn leaf(b: &mut Builder, rule: Rule) {
                 Fallback::Service | Fallback::Deny(_) => SECCOMP_RET_USER_NOTIF,
             });
         }
+        Rule::ServiceIf(conds) => {
+            let pass = b.label();
+            for cond in conds {
+                test(b, cond, pass);
+            }
+            b.ret(SECCOMP_RET_USER_NOTIF);
+            b.mark(pass);
+            b.ret(SECCOMP_RET_ALLOW);
+        }
     }
 }
 
@@ -361,7 +370,7 @@ mod tests {
                 Rule::Pass => SECCOMP_RET_ALLOW,
                 Rule::Service | Rule::Deny(_) => SECCOMP_RET_USER_NOTIF,
                 Rule::Kill => SECCOMP_RET_KILL_PROCESS,
-                Rule::PassIf(..) => continue,
+                Rule::PassIf(..) | Rule::ServiceIf(..) => continue,
             };
             assert_eq!(got, want, "{}", s.name());
         }
@@ -382,6 +391,23 @@ mod tests {
     fn unknown_numbers_are_trapped_for_denial() {
         assert_eq!(run(1000, [0; 6]), SECCOMP_RET_USER_NOTIF);
         assert_eq!(run(0x3fff_ffff, [0; 6]), SECCOMP_RET_USER_NOTIF);
+    }
+
+    #[test]
+    fn only_rewinds_trap_lseek() {
+        let lseek = Sysno::lseek.id() as u32;
+        let set = libc::SEEK_SET as u64;
+        let cur = libc::SEEK_CUR as u64;
+        assert_eq!(run(lseek, [3, 0, set, 0, 0, 0]), SECCOMP_RET_USER_NOTIF);
+        assert_eq!(run(lseek, [3, 0, cur, 0, 0, 0]), SECCOMP_RET_ALLOW);
+        assert_eq!(run(lseek, [3, 4096, set, 0, 0, 0]), SECCOMP_RET_ALLOW);
+        // The offset is 64 bits: an offset of 4 GiB is no rewind.
+        assert_eq!(run(lseek, [3, 1 << 32, set, 0, 0, 0]), SECCOMP_RET_ALLOW);
+        // whence is 32 bits: high garbage still reads as SEEK_SET.
+        assert_eq!(
+            run(lseek, [3, 0, (1 << 32) | set, 0, 0, 0]),
+            SECCOMP_RET_USER_NOTIF
+        );
     }
 
     #[test]

@@ -24,6 +24,9 @@ pub fn markdown() -> String {
             Rule::PassIf(conds, fb) => {
                 conditional.push(format!("{name} ({})", describe(conds, fb)))
             }
+            Rule::ServiceIf(conds) => {
+                conditional.push(format!("{name} ({})", describe_service_if(conds)))
+            }
         }
     }
     let mut out = String::new();
@@ -58,11 +61,20 @@ pub fn markdown() -> String {
     out
 }
 
-fn describe(conds: &[Cond], fallback: Fallback) -> String {
-    let tests: Vec<String> = conds
+fn tests(conds: &[Cond]) -> Vec<String> {
+    conds
         .iter()
         .map(|c| format!("arg{} {}", c.arg, op(&c.op)))
-        .collect();
+        .collect()
+}
+
+/// A ServiceIf rule: the calls it traps, and that the rest pass.
+fn describe_service_if(conds: &[Cond]) -> String {
+    format!("serviced if {}; else passes", tests(conds).join(" and "))
+}
+
+fn describe(conds: &[Cond], fallback: Fallback) -> String {
+    let tests = tests(conds);
     let otherwise = match fallback {
         Fallback::Service => "else serviced".to_string(),
         Fallback::Deny(e) => format!("else {e:?}"),

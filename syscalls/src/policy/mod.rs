@@ -61,6 +61,9 @@ pub enum Rule {
     Kill,
     /// Passes when every condition holds; otherwise the fallback.
     PassIf(&'static [Cond], Fallback),
+    /// Trapped to the supervisor when every condition holds; passes
+    /// otherwise (a rare argument pattern of a hot call).
+    ServiceIf(&'static [Cond]),
 }
 
 /// What the supervisor does with a call that the filter trapped.
@@ -71,10 +74,13 @@ pub enum Trapped {
 }
 
 /// How to treat a notification for syscall `nr`: the filter only traps
-/// calls whose rule is Service, Deny, or a failed PassIf test.
+/// calls whose rule is Service, Deny, a failed PassIf test or a passed
+/// ServiceIf test.
 pub fn trapped(nr: i64) -> Trapped {
     match sysno(nr).map(rule_for) {
-        Some(Rule::Service) | Some(Rule::PassIf(_, Fallback::Service)) => Trapped::Service,
+        Some(Rule::Service)
+        | Some(Rule::PassIf(_, Fallback::Service))
+        | Some(Rule::ServiceIf(_)) => Trapped::Service,
         Some(Rule::Deny(e)) | Some(Rule::PassIf(_, Fallback::Deny(e))) => Trapped::Deny(e),
         // Pass and Kill never notify; answering ENOSYS keeps a confused
         // state safe rather than running anything.

@@ -103,13 +103,27 @@ const NULL_PATH_ARG1: &[Cond] = &[Cond {
     op: Op::IsNull,
 }];
 
+/// `lseek(fd, 0, SEEK_SET)`: a rewind, which re-serves a synthetic /proc
+/// file (`handlers/rewind.rs`). The offset is a 64-bit `off_t` (IsNull
+/// tests the whole register); `whence` an `unsigned int`.
+const REWIND: &[Cond] = &[
+    Cond {
+        arg: 1,
+        op: Op::IsNull,
+    },
+    Cond {
+        arg: 2,
+        op: Op::MaskedIn(u32::MAX, &[libc::SEEK_SET as u32]),
+    },
+];
+
 const fn deny(e: Errno) -> Rule {
     Rule::Deny(e)
 }
 
 /// The rule for one syscall.
 pub fn rule_for(nr: S) -> Rule {
-    use Rule::{Pass, PassIf, Service};
+    use Rule::{Pass, PassIf, Service, ServiceIf};
     match nr {
         // ---- Paths: serviced against the VFS. ----------------------------
         // O_PATH descriptors cannot be installed with ADDFD (the kernel's
@@ -146,7 +160,10 @@ pub fn rule_for(nr: S) -> Rule {
         S::listxattr | S::llistxattr | S::removexattr | S::lremovexattr => Service,
 
         // ---- Descriptors the guest holds. --------------------------------
-        S::read | S::write | S::close | S::fstat | S::lseek | S::pread64 | S::pwrite64 => Pass,
+        S::read | S::write | S::close | S::fstat | S::pread64 | S::pwrite64 => Pass,
+        // A rewind may ask a served /proc file for fresh figures (vmstat 1,
+        // top -d); every other seek passes.
+        S::lseek => ServiceIf(REWIND),
         S::readv | S::writev | S::preadv | S::pwritev | S::preadv2 | S::pwritev2 => Pass,
         S::dup | S::dup2 | S::dup3 | S::fcntl | S::flock | S::close_range => Pass,
         S::fsync | S::fdatasync | S::syncfs | S::sync | S::sync_file_range => Pass,
