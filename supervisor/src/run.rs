@@ -237,7 +237,8 @@ fn serve_and_wait(
         ),
         None => None,
     };
-    let trap = match trap::serve(listener, ctx, workers, tracer) {
+    let cpu_group = guards.enforcement.worker_cpu_files();
+    let trap = match trap::serve(listener, ctx, workers, tracer, cpu_group) {
         Ok(t) => t,
         Err(e) => {
             sandbox.kill();

@@ -299,6 +299,12 @@ impl Enforcement {
         Ok(())
     }
 
+    /// The cpu `tasks` files the trap's workers join and leave by
+    /// (`SandboxCgroup::worker_cpu_files`).
+    pub fn worker_cpu_files(&self) -> Option<(OwnedFd, OwnedFd)> {
+        self.cgroup.as_ref()?.worker_cpu_files()
+    }
+
     /// The counters of the sandbox's cgroup (empty without one).
     pub fn counters(&self) -> Counters {
         self.cgroup

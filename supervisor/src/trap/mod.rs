@@ -93,6 +93,9 @@ struct Shared {
     ctx: Context,
     counters: Arc<Counters>,
     tracer: Option<Tracer>,
+    /// The cpu `tasks` files each worker joins the guest's cpu group by
+    /// and leaves it by (`limits::Enforcement::worker_cpu_files`).
+    cpu_group: Option<(OwnedFd, OwnedFd)>,
     gate: Mutex<Gate>,
     wake: Condvar,
 }
@@ -103,18 +106,23 @@ struct Shared {
 /// receiving over first ([`Shared::hand_off`]).
 struct Gate {
     receiving: bool,
+    /// The guest is gone: every worker ends.
+    gone: bool,
     parked: usize,
     total: usize,
 }
 
 /// Starts the worker pool on `listener`: `workers` threads, of which one
 /// receives at a time and the rest wait to take over. With a `tracer`,
-/// every trapped call is logged (`--trace`).
+/// every trapped call is logged (`--trace`). With `cpu_group` (the
+/// sandbox's cpu `tasks` file, and ours), each worker runs in the guest's
+/// cpu group until the guest is gone.
 pub fn serve(
     listener: OwnedFd,
     ctx: Context,
     workers: usize,
     tracer: Option<Tracer>,
+    cpu_group: Option<(OwnedFd, OwnedFd)>,
 ) -> std::io::Result<Trap> {
     // Best effort: kernels before 6.6 lack it and wake across CPUs.
     let _ = ioctl::set_sync_wake_up(listener.as_fd());
@@ -124,8 +132,10 @@ pub fn serve(
         ctx,
         counters: counters.clone(),
         tracer,
+        cpu_group,
         gate: Mutex::new(Gate {
             receiving: false,
+            gone: false,
             parked: 0,
             total: 0,
         }),
@@ -168,15 +178,33 @@ impl Shared {
         }
     }
 
-    /// Waits until this worker may receive, and claims it.
-    fn take_receiving(&self) {
+    /// Waits until this worker may receive, and claims it; false once
+    /// the guest is gone.
+    fn take_receiving(&self) -> bool {
         let mut gate = self.gate.lock();
-        while gate.receiving {
+        while gate.receiving && !gate.gone {
             gate.parked += 1;
             self.wake.wait(&mut gate);
             gate.parked -= 1;
         }
-        gate.receiving = true;
+        gate.receiving = !gate.gone;
+        gate.receiving
+    }
+
+    /// The guest is gone: parked workers end too.
+    fn end(&self) {
+        self.gate.lock().gone = true;
+        self.wake.notify_all();
+    }
+
+    /// Moves the calling worker into the guest's cpu group (`join`) or
+    /// back into ours. Writing "0" moves only the caller, which skips the
+    /// kernel's global threadgroup lock. Best effort: a worker that
+    /// stays where it is only answers more slowly.
+    fn move_to_cpu_group(&self, join: bool) {
+        if let Some((guest, ours)) = &self.cpu_group {
+            let _ = nix::unistd::write(if join { guest } else { ours }, b"0");
+        }
     }
 }
 
@@ -190,9 +218,16 @@ fn worker(shared: &Arc<Shared>) {
         eprintln!("supervisor: cannot drop worker capabilities: {e}");
         std::process::abort();
     }
+    shared.move_to_cpu_group(true);
+    serve_calls(shared);
+    // Out of the guest's group before it is removed.
+    shared.move_to_cpu_group(false);
+}
+
+/// The worker's loop, until the guest is gone.
+fn serve_calls(shared: &Arc<Shared>) {
     let on_block = || shared.hand_off();
-    loop {
-        shared.take_receiving();
+    while shared.take_receiving() {
         let received = ioctl::recv(shared.listener.as_fd());
         shared.gate.lock().receiving = false;
         let n = match received {
@@ -201,7 +236,7 @@ fn worker(shared: &Arc<Shared>) {
             // the guest is gone, and RECV fails at once from now on:
             // this worker's work is done (spinning would steal a CPU
             // from the sandbox's teardown).
-            Err(Errno::ENOENT) if guest_gone(&shared.listener) => return,
+            Err(Errno::ENOENT) if guest_gone(&shared.listener) => return shared.end(),
             Err(Errno::ENOENT) | Err(Errno::EINTR) => continue,
             Err(e) => {
                 eprintln!("supervisor: notification receive failed: {e}");

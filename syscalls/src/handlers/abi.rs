@@ -64,12 +64,18 @@ fn get_u64(b: &[u8], at: usize) -> u64 {
         .map_or(0, u64::from_ne_bytes)
 }
 
-/// A `struct statx`'s size replaced by `f(dev, ino, size)`.
-pub fn map_statx_size(buf: &mut [u8], f: impl FnOnce(u64, u64, u64) -> u64) {
-    let dev = libc::makedev(
+/// The device of the file a raw `struct statx` describes (always
+/// filled, whatever the mask).
+pub fn statx_dev(buf: &[u8]) -> u64 {
+    libc::makedev(
         get_u32(buf, STATX_DEV_MAJOR_AT),
         get_u32(buf, STATX_DEV_MINOR_AT),
-    );
+    )
+}
+
+/// A `struct statx`'s size replaced by `f(dev, ino, size)`.
+pub fn map_statx_size(buf: &mut [u8], f: impl FnOnce(u64, u64, u64) -> u64) {
+    let dev = statx_dev(buf);
     let size = f(dev, get_u64(buf, STATX_INO_AT), get_u64(buf, STATX_SIZE_AT));
     put(buf, STATX_SIZE_AT, &size.to_ne_bytes());
 }

@@ -3,6 +3,12 @@
 //! Owns: the flag checks of these calls, and writing `struct stat`,
 //! `struct statx` and `struct statfs` with owners mapped for the guest.
 //! The hot path (an absolute path) costs one `openat2` and one `fstat`.
+//!
+//! A path stat that resolves to anything but a file of the view's procfs
+//! is answered CONTINUE (see [`kernel_may_stat`]): the kernel then stats,
+//! in the guest's own view, what the VFS found, and the supervisor never
+//! writes the struct (a `process_vm_writev`, more than the guest's own
+//! stat costs).
 
 use std::ffi::CStr;
 use std::os::fd::AsFd;
@@ -13,6 +19,7 @@ use vfs::sys;
 use super::abi;
 use super::{dir_itself, lookup_path, read_path, start, value, Caller, Context, Res};
 use crate::guest::Guest;
+use crate::Reply;
 
 /// Flags `vfs_statx` accepts (newfstatat and statx).
 const STAT_FLAGS: i32 = libc::AT_SYMLINK_NOFOLLOW
@@ -72,6 +79,9 @@ pub fn fstatat(ctx: &Context, g: &dyn Guest, dirfd: i32, addr: u64, buf: u64, fl
             None => sys::fstat(dir_itself(g, dirfd)?.as_fd())?,
             Some(path) => {
                 let mut st = with_path(g, dirfd, &path, |at| ctx.fs.stat(at, &path, follow))?;
+                if kernel_may_stat(ctx, st.st_dev) {
+                    return Ok(Reply::Continue);
+                }
                 let size = u64::try_from(st.st_size).unwrap_or(0);
                 let served = ctx.synthetic.stat_size(&ctx.fs, st.st_dev, st.st_ino, size);
                 st.st_size = i64::try_from(served).unwrap_or(st.st_size);
@@ -116,6 +126,9 @@ pub fn statx(
             let mut sx = with_path(g, dirfd, &path, |at| {
                 ctx.fs.statx(at, &path, follow, pass, mask)
             })?;
+            if kernel_may_stat(ctx, abi::statx_dev(&sx)) {
+                return Ok(Reply::Continue);
+            }
             abi::map_statx_size(&mut sx, |dev, ino, size| {
                 ctx.synthetic.stat_size(&ctx.fs, dev, ino, size)
             });
@@ -126,6 +139,19 @@ pub fn statx(
     abi::map_statx(&mut sx, &ctx.ids);
     g.write_mem(buf, &sx)?;
     value(0)
+}
+
+/// Whether the kernel may answer a path stat whose object the VFS found
+/// on device `dev`: the guest's own stat, in its own view and with its
+/// own credentials, gives exactly what we would write (the user
+/// namespace shows unmapped owners as the overflow id, as `IdMap` does)
+/// unless the object is on the view's procfs, where served files report
+/// the size a read gives. A guest that rewrites the path in between gets
+/// the kernel's stat of another object of its own view: at worst a
+/// masked procfs file's host size, as a racing open may read the host's
+/// `/proc/meminfo` (ARCHITECTURE.md, step 5 of the data flow).
+fn kernel_may_stat(ctx: &Context, dev: u64) -> bool {
+    ctx.continue_plain_opens && !ctx.synthetic.on_procfs(dev)
 }
 
 /// statfs(path, buf).

@@ -242,6 +242,11 @@ impl Synthetic {
         served.unwrap_or(size)
     }
 
+    /// Whether `dev` is the view's procfs (true when it is unknown).
+    pub(crate) fn on_procfs(&self, dev: u64) -> bool {
+        self.proc_dev.is_none_or(|proc_dev| proc_dev == dev)
+    }
+
     pub(crate) fn is_empty(&self) -> bool {
         self.files.is_empty() && self.proc_dev.is_none()
     }
