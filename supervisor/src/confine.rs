@@ -134,6 +134,10 @@ pub const ALLOWED: &[S] = &[
     S::clock_gettime,
     S::clock_nanosleep,
     S::nanosleep,
+    // A sleep interrupted by a stop (SIGSTOP/SIGCONT, a debugger) is
+    // resumed by the kernel through restart_syscall; without it the
+    // watchdog's sleep fails with EPERM and std panics.
+    S::restart_syscall,
     S::getrandom,
     S::getuid,
     S::getgid,
