@@ -4,7 +4,9 @@
 //! `AF_UNIX` sockets installed in the guest; raw, ICMP and packet sockets
 //! are denied (EPERM, EACCES); `AF_UNIX` and `NETLINK_ROUTE` sockets are
 //! the guest kernel's own (CONTINUE: its namespace has only `lo`); other
-//! families are EAFNOSUPPORT. bind: names from [`netstack::Stack::bind`]. connect:
+//! families are EAFNOSUPPORT. bind: names from [`netstack::Stack::bind`].
+//! listen: an unbound TCP socket first binds to its family's wildcard
+//! address and an ephemeral port, as TCP autobinds. connect:
 //! sandbox loopback through the listener's name; anything else goes to
 //! the egress seam, which by default refuses (ECONNREFUSED for TCP,
 //! ENETUNREACH for UDP, recorded for the report).
@@ -87,6 +89,22 @@ pub(crate) fn bind(ctx: &Context, g: &dyn Guest, fd: i32, ptr: u64, len: u32) ->
     live(g)?;
     stack(ctx).bind(&s, a)?;
     Ok(Reply::Value(0))
+}
+
+/// listen(fd, backlog): autobinds an unbound TCP socket, then the
+/// kernel's listen runs on the host socket (CONTINUE). A connected
+/// socket, a UDP one (EOPNOTSUPP) and the guest's own sockets are the
+/// kernel's to answer.
+pub(crate) fn listen(ctx: &Context, g: &dyn Guest, fd: i32) -> Res {
+    let Some(s) = ours(ctx, g, fd) else {
+        return Ok(Reply::Continue);
+    };
+    let connected = s.meta.local.is_some() || s.meta.peer.is_some();
+    if s.meta.proto == Proto::Tcp && !connected {
+        live(g)?;
+        stack(ctx).bind_listener(&s)?;
+    }
+    Ok(Reply::Continue)
 }
 
 /// connect(fd, addr, len).

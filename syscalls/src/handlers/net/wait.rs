@@ -34,6 +34,15 @@ fn ready(fd: BorrowedFd<'_>, events: PollFlags, ms: u16) -> Result<bool, Errno> 
     }
 }
 
+/// Whether `fd` polls POLLHUP now (a stream socket shut both ways).
+pub(super) fn hung_up(fd: BorrowedFd<'_>) -> bool {
+    let mut fds = [PollFd::new(fd, PollFlags::POLLOUT)];
+    poll(&mut fds, PollTimeout::ZERO).is_ok()
+        && fds[0]
+            .revents()
+            .is_some_and(|r| r.contains(PollFlags::POLLHUP))
+}
+
 /// Waits until `fd` is ready for `events`. Err(EINTR) when a signal the
 /// thread catches arrives first; Err(ENOENT) when the call is gone (the
 /// thread was killed); Err(EAGAIN) when the socket's SO_RCVTIMEO (a
