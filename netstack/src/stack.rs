@@ -314,8 +314,14 @@ impl Stack {
     /// connect(2) of a stream or datagram socket to a sandbox-loopback
     /// destination (canonical): autobinds, then connects to the first
     /// candidate that has a socket. ECONNREFUSED when none does; other
-    /// errors of the host connect (EAGAIN, EISCONN) as they come.
+    /// errors of the host connect (EAGAIN, EISCONN) as they come. A
+    /// connected stream socket is EISCONN first (the host connect would
+    /// answer EAGAIN when the listener's backlog is full).
     pub fn connect_local(&self, s: &Sock, dst: SocketAddr) -> Result<(), Errno> {
+        let fd = s.fd.as_raw_fd();
+        if s.meta.proto == Proto::Tcp && socket::getpeername::<UnixAddr>(fd).is_ok() {
+            return Err(Errno::EISCONN);
+        }
         self.autobind(s, dst)?;
         for name in self.candidates(s.meta.proto, dst) {
             let ua = UnixAddr::new_abstract(&name)?;

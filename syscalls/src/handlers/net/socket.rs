@@ -21,7 +21,7 @@ use nix::errno::Errno;
 use nix::fcntl::{fcntl, FcntlArg, OFlag};
 use nix::poll::PollFlags;
 
-use super::{check_family, dial, guest_addr, nonblocking, ours, stack, wait, Res};
+use super::{backlog, check_family, dial, guest_addr, nonblocking, ours, stack, wait, Res};
 use crate::guest::{Guest, Reply};
 use crate::handlers::{live, Context};
 
@@ -120,22 +120,31 @@ pub(crate) fn connect(ctx: &Context, g: &dyn Guest, fd: i32, ptr: u64, len: u32)
     };
     check_family(&s, dst)?;
     live(g)?;
+    if let Some(r) = dial::resume(ctx, g, fd, &s) {
+        return r;
+    }
     match addr::local_destination(dst) {
         Some(_) if stack(ctx).egress().takes_loopback(dst, s.meta.proto) => {
             egress(ctx, g, fd, &s, dst)
         }
-        Some(local) => connect_local(ctx, g, &s, local),
+        Some(local) => connect_local(ctx, g, fd, &s, local),
         None => egress(ctx, g, fd, &s, dst),
     }
 }
 
-/// Connects to a sandbox-loopback destination. A full backlog makes the
-/// host connect wait; that wait is done here in slices, so signals and
-/// other guest threads go on. A non-blocking TCP connect then answers
-/// EINPROGRESS, and the socket polls writable with SO_ERROR 0, as on
-/// Linux's loopback.
-fn connect_local(ctx: &Context, g: &dyn Guest, s: &Sock, dst: SocketAddr) -> Res {
+/// Connects to a sandbox-loopback destination. A non-blocking TCP
+/// connect answers EINPROGRESS, and the socket polls writable with
+/// SO_ERROR 0, as on Linux's loopback; when the listener's backlog is
+/// full it connects later ([`backlog`]). A blocking one waits for room
+/// here in slices, so signals and other guest threads go on.
+fn connect_local(ctx: &Context, g: &dyn Guest, fd: i32, s: &Sock, dst: SocketAddr) -> Res {
     let guest_nonblocking = nonblocking(s);
+    if guest_nonblocking && s.meta.proto == Proto::Tcp {
+        match stack(ctx).connect_local(s, dst) {
+            Err(Errno::EAGAIN) => return backlog::connect_later(ctx, g, fd, s, dst),
+            result => return connected(ctx, s, dst, true, result),
+        }
+    }
     let flags = OFlag::from_bits_truncate(fcntl(s.fd.as_raw_fd(), FcntlArg::F_GETFL)?);
     if !guest_nonblocking {
         fcntl(
@@ -147,6 +156,20 @@ fn connect_local(ctx: &Context, g: &dyn Guest, s: &Sock, dst: SocketAddr) -> Res
     if !guest_nonblocking {
         fcntl(s.fd.as_raw_fd(), FcntlArg::F_SETFL(flags))?;
     }
+    connected(ctx, s, dst, guest_nonblocking, result)
+}
+
+/// The answer to a loopback connect whose host connect ended with
+/// `result`: a second connect of a non-blocking socket answers 0 once
+/// (as a TCP connect in progress that has completed), a first one
+/// EINPROGRESS.
+fn connected(
+    ctx: &Context,
+    s: &Sock,
+    dst: SocketAddr,
+    guest_nonblocking: bool,
+    result: Result<(), Errno>,
+) -> Res {
     let net = stack(ctx);
     if result == Err(Errno::EISCONN) && s.meta.connect_reported {
         net.table.update(s.inode, |m| m.connect_reported = false);

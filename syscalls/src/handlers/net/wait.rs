@@ -25,7 +25,7 @@ const SLICE: Duration = Duration::from_millis(20);
 
 /// Whether `fd` polls ready for `events` (errors and hang-ups count: the
 /// call that follows reports them) within `ms` milliseconds.
-fn ready(fd: BorrowedFd<'_>, events: PollFlags, ms: u16) -> Result<bool, Errno> {
+pub(super) fn ready(fd: BorrowedFd<'_>, events: PollFlags, ms: u16) -> Result<bool, Errno> {
     let mut fds = [PollFd::new(fd, events)];
     match poll(&mut fds, PollTimeout::from(ms)) {
         Ok(0) | Err(Errno::EINTR) => Ok(false),
