@@ -3,7 +3,11 @@
 //! empty send on a connection whose peer closed returns 0; a
 //! non-blocking connect to a listener whose backlog is full answers
 //! EINPROGRESS, polls nothing until the listener accepts, then writable
-//! with SO_ERROR 0 (ECONNREFUSED when the listener closes instead).
+//! with SO_ERROR 0 (ECONNREFUSED when the listener closes instead);
+//! /proc/net/tcp, tcp6, udp and udp6 list the guest's sockets (state,
+//! addresses, owner, the inode of its descriptors; psutil finds them),
+//! and /proc/net/unix lists the guest's own unix sockets, none of the
+//! netstack's.
 //! `tests/net/gaps.py` runs each case natively and sandboxed, as root
 //! and as `tester`; the outputs must match.
 
@@ -69,12 +73,56 @@ fn a_nonblocking_connect_to_a_full_backlog_like_native() {
     like_native("backlog", None, BACKLOG);
 }
 
+const PROCNET: &[&str] = &["tcp accepted state 01 local True remote True uid True\n\
+     tcp client state 01 local True remote True uid True\n\
+     tcp listener state 0A local True remote True uid True\n\
+     tcp6 listener6 state 0A local True remote True uid True\n\
+     udp udp state 07 local True remote True uid True\n\
+     udp6 udp6 state 07 local True remote True uid True\n\
+     unix own 1\nunix netstack names 0\npsutil ['ESTABLISHED', 'LISTEN']\n"];
+
+#[test]
+fn proc_net_lists_the_guests_sockets_like_native() {
+    like_native("procnet", None, PROCNET);
+}
+
+/// `ss` cannot open its netlink socket inside (sock_diag is refused), and
+/// falls back to /proc/net/tcp: it shows the guest's listener.
+#[test]
+fn ss_and_netstat_show_a_guest_listener() {
+    let script = r#"
+import socket, subprocess
+l = socket.socket()
+l.bind(("127.0.0.1", 0))
+l.listen()
+port = str(l.getsockname()[1])
+for argv in (["ss", "-ltn"], ["netstat", "-ltn"]):
+    out = subprocess.run(argv, capture_output=True, text=True).stdout
+    print(argv[0], any(("127.0.0.1:" + port) in line and "LISTEN" in line
+                       for line in out.splitlines()))
+"#;
+    if !have("ss") || !have("netstat") {
+        skip!("needs ss and netstat");
+    }
+    let run = Run::new(&[PY, "-c", script]).cwd("/tmp");
+    let native = run.native().ok("native");
+    assert_eq!(native.stdout, "ss True\nnetstat True\n");
+    let sandboxed = run.supervised().ok("sandboxed");
+    assert_eq!(sandboxed.stdout, native.stdout, "{}", sandboxed.dump());
+}
+
 #[test]
 fn the_gaps_as_tester() {
     if !is_root() || !tester_exists() {
         skip!("needs root and the user tester (uid 1001)");
     }
-    for (case, want) in [("listen", LISTEN), ("empty", EMPTY), ("backlog", BACKLOG)] {
+    let cases = [
+        ("listen", LISTEN),
+        ("empty", EMPTY),
+        ("backlog", BACKLOG),
+        ("procnet", PROCNET),
+    ];
+    for (case, want) in cases {
         like_native(case, Some((1001, 1001)), want);
     }
 }

@@ -4,8 +4,10 @@ printing what it saw; run natively and sandboxed, the outputs must match.
     gaps.py listen     listen() on an unbound socket autobinds
     gaps.py empty      an empty send after the peer closed returns 0
     gaps.py backlog    non-blocking connect to a full backlog
+    gaps.py procnet    /proc/net/{tcp,tcp6,udp,udp6,unix} list the sockets
 """
 import errno
+import os
 import select
 import socket
 import sys
@@ -100,5 +102,71 @@ def backlog():
     print("so_error2", name(d.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)))
 
 
-{"listen": listen, "empty": empty, "backlog": backlog}[sys.argv[1]]()
+def proc_lines(name):
+    with open("/proc/net/" + name) as f:
+        return f.read().splitlines()[1:]
+
+
+def hex_addr(text):
+    ip, port = text.split(":")
+    raw = bytes.fromhex(ip)
+    # The kernel prints each 32-bit word of the address in host order.
+    raw = b"".join(raw[i:i + 4][::-1] for i in range(0, len(raw), 4))
+    fam = socket.AF_INET if len(raw) == 4 else socket.AF_INET6
+    return socket.inet_ntop(fam, raw), int(port, 16)
+
+
+def procnet():
+    made = []
+    l = socket.socket()
+    l.bind(("127.0.0.1", 0))
+    l.listen()
+    l6 = socket.socket(socket.AF_INET6)
+    l6.bind(("::1", 0))
+    l6.listen()
+    c = socket.create_connection(l.getsockname())
+    a, _ = l.accept()
+    u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    u.bind(("127.0.0.1", 0))
+    u6 = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+    u6.bind(("::1", 0))
+    unbound = socket.socket()
+    made = {"listener": l, "listener6": l6, "client": c, "accepted": a, "udp": u, "udp6": u6,
+            "unbound": unbound}
+    by_inode = {os.fstat(s.fileno()).st_ino: name for name, s in made.items()}
+    found = []
+    for f in ("tcp", "tcp6", "udp", "udp6"):
+        for line in proc_lines(f):
+            fields = line.split()
+            name = by_inode.get(int(fields[9]))
+            if name is None:
+                continue
+            s = made[name]
+            local = hex_addr(fields[1])
+            remote = hex_addr(fields[2])
+            mine = s.getsockname()[:2]
+            try:
+                peer = s.getpeername()[:2]
+            except OSError:
+                peer = None
+            found.append("%s %s state %s local %s remote %s uid %s" % (
+                f, name, fields[3], local == mine,
+                remote == peer if peer else remote[1] == 0,
+                int(fields[7]) == os.geteuid()))
+    # Established connections come in the kernel's hash order.
+    print("\n".join(sorted(found)))
+    us = socket.socket(socket.AF_UNIX)
+    tag = "gaps-%d" % os.getpid()
+    us.bind("\0" + tag)
+    us.listen()
+    unix = proc_lines("unix")
+    print("unix own", sum(line.endswith("@" + tag) for line in unix))
+    print("unix netstack names", sum("@sbx-" in line for line in unix))
+    import psutil
+    port = l.getsockname()[1]
+    seen = sorted(c.status for c in psutil.net_connections("tcp") if c.laddr and c.laddr.port == port)
+    print("psutil", seen)
+
+
+{"listen": listen, "empty": empty, "backlog": backlog, "procnet": procnet}[sys.argv[1]]()
 print("exit 0")

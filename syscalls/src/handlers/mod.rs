@@ -32,6 +32,7 @@ mod net;
 mod notify;
 mod open;
 mod procfiles;
+mod procnet;
 mod procstat;
 pub use procstat::start_secs;
 mod procsys;
