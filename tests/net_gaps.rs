@@ -56,6 +56,7 @@ const BACKLOG: &[&str] = &[
     "done events [4]\nso_error 0\nconnect after 0\nname 127.0.0.1 True\n",
     "accepted b'ping' True\nreply b'pong'\n",
     "connect2 EINPROGRESS\nclosed listener polls True\nso_error2 ECONNREFUSED\n",
+    "connect3 EINPROGRESS\nfirst accepted True\nabandoned connect never arrives\n",
 ];
 
 #[test]

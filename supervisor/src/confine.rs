@@ -89,8 +89,8 @@ pub const ALLOWED: &[S] = &[
     S::getpeername,
     S::sendto,
     // Serviced waits read the socket's SO_RCVTIMEO/SO_SNDTIMEO; a
-    // connect's stand-in shrinks its send buffer, and a loopback connect
-    // waiting for backlog room bounds each wait with SO_SNDTIMEO.
+    // connect's stand-in (egress, or a loopback backlog that is full)
+    // shrinks its send buffer.
     S::getsockopt,
     S::setsockopt,
     // Relays (egress, --publish): splice through a pipe, half-close; the

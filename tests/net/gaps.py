@@ -11,6 +11,7 @@ import os
 import select
 import socket
 import sys
+import time
 
 
 def name(r):
@@ -100,6 +101,25 @@ def backlog():
     ev = p2.poll(10000)
     print("closed listener polls", bool(ev))
     print("so_error2", name(d.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)))
+    # A connect closed before the listener makes room never arrives.
+    l3 = socket.socket()
+    l3.bind(("127.0.0.1", 0))
+    l3.listen(0)
+    f3 = socket.create_connection(l3.getsockname())
+    e = socket.socket()
+    e.setblocking(False)
+    print("connect3", name(e.connect_ex(l3.getsockname())))
+    e.close()
+    time.sleep(0.3)
+    got, _ = l3.accept()
+    print("first accepted", got.getpeername() == f3.getsockname())
+    time.sleep(0.5)
+    l3.setblocking(False)
+    try:
+        l3.accept()
+        print("abandoned connect accepted")
+    except BlockingIOError:
+        print("abandoned connect never arrives")
 
 
 def proc_lines(name):

@@ -3,13 +3,13 @@
 //! listener makes room, then writable with SO_ERROR 0. The host
 //! `AF_UNIX` connect would answer EAGAIN instead, so the connect becomes
 //! a *dial* (`dial.rs`) whose dialer is the guest's own socket connecting
-//! blockingly on a thread: a stand-in takes the guest's descriptor
+//! again and again on a thread: a stand-in takes the guest's descriptor
 //! meanwhile (`gate.rs`), and getsockopt(SO_ERROR) or another connect
 //! puts the connected socket back in its place.
 //!
-//! Owns: the dialer (blocking connect in one-second slices, at most
-//! [`LIMIT`], then ETIMEDOUT as TCP's SYN retries end) and putting the
-//! socket back. Does not own: the stand-in, or keeping the dial (`dial`).
+//! Owns: the dialer (a connect every [`RETRY`], at most [`LIMIT`], then
+//! ETIMEDOUT as TCP's SYN retries end; abandoned when the guest closes
+//! the stand-in) and putting the socket back. Does not own: the stand-in, or keeping the dial (`dial`).
 
 use std::net::SocketAddr;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
@@ -20,10 +20,9 @@ use netstack::stack::Sock;
 use netstack::{Refusal, Stack};
 use nix::errno::Errno;
 use nix::fcntl::{fcntl, FcntlArg, OFlag};
-use nix::sys::socket::{getsockopt, setsockopt, sockopt};
-use nix::sys::time::{TimeVal, TimeValLike};
 
 use super::dial::{self, Outcome};
+use super::gate::Gate;
 use super::{stack, Res};
 use crate::guest::{Guest, Reply};
 use crate::handlers::Context;
@@ -31,8 +30,9 @@ use crate::handlers::Context;
 /// How long a connect waits for backlog room in all (Linux's six SYN
 /// retries take 127 s).
 const LIMIT: Duration = Duration::from_secs(127);
-/// One blocking host connect's wait (its SO_SNDTIMEO meanwhile).
-const SLICE_SECS: i64 = 1;
+/// How often the dial tries the listener again (there is no wake-up for
+/// room in an `AF_UNIX` backlog that a non-blocking connect can wait on).
+const RETRY: Duration = Duration::from_millis(10);
 
 /// Answers EINPROGRESS and keeps a dial that connects `s` to `dst` when
 /// the listener has room (the caller saw EAGAIN from the host connect).
@@ -50,33 +50,31 @@ pub(super) fn connect_later(
     meta.peer = Some(dst);
     let sock = s.fd.try_clone().map_err(|_| Errno::EMFILE)?;
     let shared = ctx.net.clone();
-    let dial = dial::spawn(dst, Some(gate), true, move || dial(&shared, sock, dst))?;
+    let watch = gate.watch()?;
+    let dialer = move || dial(&shared, sock, dst, &watch);
+    let dial = dial::spawn(dst, Some(gate), true, dialer)?;
     dial::keep_with_stand_in(ctx, g, fd, &outer, meta, dial)?;
     Err(Errno::EINPROGRESS)
 }
 
-/// Connects the guest's socket (no longer in its descriptor table)
-/// blockingly, in slices, until the listener has room, is gone
-/// (ECONNREFUSED) or [`LIMIT`] passes (ETIMEDOUT).
-fn dial(net: &Arc<Stack>, sock: OwnedFd, dst: SocketAddr) -> Outcome {
+/// Connects the guest's socket (no longer in its descriptor table; as
+/// non-blocking as the guest made it) every [`RETRY`] until the listener
+/// has room, is gone (ECONNREFUSED) or [`LIMIT`] passes (ETIMEDOUT). A
+/// guest that closes the stand-in meanwhile abandons the connect
+/// (ECONNABORTED), so the listener never sees it, as Linux drops the SYN.
+fn dial(net: &Arc<Stack>, sock: OwnedFd, dst: SocketAddr, watch: &Gate) -> Outcome {
     let s = net.identify(sock).ok_or(Refusal::Failed(Errno::EBADF))?;
-    let fd = s.fd.as_raw_fd();
-    let flags = OFlag::from_bits_truncate(fcntl(fd, FcntlArg::F_GETFL).map_err(Refusal::Failed)?);
-    let timeout = getsockopt(&s.fd, sockopt::SendTimeout).map_err(Refusal::Failed)?;
-    let slice = TimeVal::seconds(SLICE_SECS);
-    let set = fcntl(fd, FcntlArg::F_SETFL(flags.difference(OFlag::O_NONBLOCK)))
-        .and_then(|_| setsockopt(&s.fd, sockopt::SendTimeout, &slice));
     let end = Instant::now() + LIMIT;
-    let result = set.and_then(|()| loop {
-        match net.connect_local(&s, dst) {
-            Err(Errno::EAGAIN | Errno::EINTR) if Instant::now() < end => {}
-            Err(Errno::EAGAIN) => break Err(Errno::ETIMEDOUT),
-            r => break r,
+    loop {
+        if watch.abandoned() {
+            return Err(Refusal::Failed(Errno::ECONNABORTED));
         }
-    });
-    let _ = setsockopt(&s.fd, sockopt::SendTimeout, &timeout);
-    let _ = fcntl(fd, FcntlArg::F_SETFL(flags));
-    result.map(|()| s.fd).map_err(Refusal::Failed)
+        match net.connect_local(&s, dst) {
+            Err(Errno::EAGAIN | Errno::EINTR) if Instant::now() < end => std::thread::sleep(RETRY),
+            Err(Errno::EAGAIN) => return Err(Refusal::Failed(Errno::ETIMEDOUT)),
+            r => return r.map(|()| s.fd).map_err(Refusal::Failed),
+        }
+    }
 }
 
 /// Puts the connected socket back in the guest's descriptor (with the
