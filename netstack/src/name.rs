@@ -100,6 +100,12 @@ impl Namer {
         name
     }
 
+    /// Whether `name` (an abstract name without its NUL) is behind this
+    /// stack's token: any of its names, relays' and members' included.
+    pub fn owns(&self, name: &[u8]) -> bool {
+        name.starts_with(self.prefix.as_bytes())
+    }
+
     /// Decodes one of this sandbox's names (without the leading NUL).
     pub fn decode(&self, name: &[u8]) -> Option<Named> {
         let text = std::str::from_utf8(name).ok()?;

@@ -276,6 +276,20 @@ impl Stack {
         Err(Errno::EADDRINUSE)
     }
 
+    /// Binds a socket about to listen that has no name yet (and no
+    /// peer) to its family's wildcard address and an ephemeral port, as
+    /// TCP's listen autobinds; a bound or connected socket is left alone.
+    pub fn bind_listener(&self, s: &Sock) -> Result<(), Errno> {
+        let fd = s.fd.as_raw_fd();
+        if self.bound_name(s.fd.as_fd()).is_some() || socket::getpeername::<UnixAddr>(fd).is_ok() {
+            return Ok(());
+        }
+        match self.bind(s, addr::unspecified(s.meta.domain)) {
+            Err(Errno::EINVAL) => Ok(()),
+            r => r,
+        }
+    }
+
     /// The names that may serve a (canonical, local) destination, in the
     /// order Linux picks a listener: the exact address, then the wildcard
     /// of its family, then `::` for IPv4 unless that socket is v6-only.
@@ -300,8 +314,14 @@ impl Stack {
     /// connect(2) of a stream or datagram socket to a sandbox-loopback
     /// destination (canonical): autobinds, then connects to the first
     /// candidate that has a socket. ECONNREFUSED when none does; other
-    /// errors of the host connect (EAGAIN, EISCONN) as they come.
+    /// errors of the host connect (EAGAIN, EISCONN) as they come. A
+    /// connected stream socket is EISCONN first (the host connect would
+    /// answer EAGAIN when the listener's backlog is full).
     pub fn connect_local(&self, s: &Sock, dst: SocketAddr) -> Result<(), Errno> {
+        let fd = s.fd.as_raw_fd();
+        if s.meta.proto == Proto::Tcp && socket::getpeername::<UnixAddr>(fd).is_ok() {
+            return Err(Errno::EISCONN);
+        }
         self.autobind(s, dst)?;
         for name in self.candidates(s.meta.proto, dst) {
             let ua = UnixAddr::new_abstract(&name)?;

@@ -88,8 +88,11 @@ pub const ALLOWED: &[S] = &[
     S::getsockname,
     S::getpeername,
     S::sendto,
-    // Serviced waits read the socket's SO_RCVTIMEO/SO_SNDTIMEO.
+    // Serviced waits read the socket's SO_RCVTIMEO/SO_SNDTIMEO; a
+    // connect's stand-in (egress, or a loopback backlog that is full)
+    // shrinks its send buffer.
     S::getsockopt,
+    S::setsockopt,
     // Relays (egress, --publish): splice through a pipe, half-close; the
     // DNS stub's and --publish's datagram sockets.
     S::shutdown,
@@ -147,10 +150,10 @@ pub const ALLOWED: &[S] = &[
 
 /// Calls allowed only when `--allow-net` gives egress: the host
 /// resolver's batched queries (the DNS stub's lookups through
-/// getaddrinfo), and the send timeout that bounds an egress connect.
+/// getaddrinfo).
 /// (A relayed connection's unix pair comes from the socket factory:
 /// `socketpair` is EPERM here.)
-pub const EGRESS_ALLOWED: &[S] = &[S::sendmmsg, S::setsockopt];
+pub const EGRESS_ALLOWED: &[S] = &[S::sendmmsg];
 
 /// Calls that kill the supervisor (and with it, by PDEATHSIG, the
 /// sandbox): what an attacker who took over the supervisor would reach

@@ -6,8 +6,10 @@
  * 127.0.0.1:PORT (an egress relay's socket when --allow-net names it).
  * Last, a plain AF_UNIX socket of the program's own: natively it reaches
  * NAME (the control), sandboxed it lives in the sandbox's namespace; and
- * that socket sends to the unix name (found in /proc/net/unix) of one of
- * the program's UDP sockets: sandboxed, Landlock's scope refuses it (the
+ * that socket sends to the unix name (found in /proc/net/unix natively;
+ * sandboxed, where that list hides the netstack's names, from a datagram
+ * the UDP socket sends to a unix socket of ours) of one of the program's
+ * UDP sockets: sandboxed, Landlock's scope refuses it (the
  * netstack made that socket outside the guest's domain) unless it is off.
  * Prints one line per try: the errno name, or "reached". */
 #define _GNU_SOURCE
@@ -43,6 +45,24 @@ static void datagram_tries(const char *kind, int u) {
     res(what, sendto(u, "x", 1, MSG_DONTWAIT, (struct sockaddr *)&addr, addr_len));
 }
 
+/* The unix name of netstack socket b, as a datagram from it shows it to
+ * a unix socket of ours; -1 when b cannot send to one (natively). */
+static int learn_name(int b, struct sockaddr_un *from, socklen_t *len) {
+    int probe = socket(AF_UNIX, SOCK_DGRAM, 0);
+    struct sockaddr_un pa = {.sun_family = AF_UNIX};
+    int n = snprintf(pa.sun_path + 1, sizeof pa.sun_path - 1, "netns-escape-%d", (int)getpid());
+    socklen_t pl = offsetof(struct sockaddr_un, sun_path) + 1 + n;
+    struct iovec iov = {.iov_base = "x", .iov_len = 1};
+    struct msghdr m = {.msg_name = &pa, .msg_namelen = pl, .msg_iov = &iov, .msg_iovlen = 1};
+    char c;
+    int ok = probe >= 0 && bind(probe, (struct sockaddr *)&pa, pl) == 0 &&
+             sendmsg(b, &m, MSG_NOSIGNAL | MSG_DONTWAIT) == 1 &&
+             recvfrom(probe, &c, 1, MSG_DONTWAIT, (struct sockaddr *)from, len) == 1 &&
+             *len > offsetof(struct sockaddr_un, sun_path) + 1 && from->sun_path[0] == 0;
+    if (probe >= 0) close(probe);
+    return ok ? 0 : -1;
+}
+
 /* Our own unix socket to the unix name behind a bound UDP socket. */
 static void own_to_netstack_name(int own) {
     int b = socket(AF_INET, SOCK_DGRAM, 0);
@@ -70,6 +90,15 @@ static void own_to_netstack_name(int own) {
         return;
     }
     if (f) fclose(f);
+    /* The served /proc/net/unix hides the netstack's names: learn b's
+     * from a datagram b sends (sendmsg with MSG_NOSIGNAL passes
+     * unchecked) to a unix socket of our own. */
+    struct sockaddr_un to;
+    socklen_t tl = sizeof to;
+    if (learn_name(b, &to, &tl) == 0) {
+        res("own unix to a netstack name", sendto(own, "x", 1, MSG_DONTWAIT, (struct sockaddr *)&to, tl));
+        return;
+    }
     printf("own unix to a netstack name: none listed\n");
 }
 

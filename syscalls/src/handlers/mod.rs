@@ -33,6 +33,7 @@ mod net;
 mod notify;
 mod open;
 mod procfiles;
+mod procnet;
 mod procstat;
 pub use procstat::start_secs;
 mod procsys;
@@ -247,6 +248,7 @@ fn net_route(ctx: &Context, g: &dyn Guest, c: &SyscallArgs) -> Res {
         libc::SYS_socket => socket::socket(ctx, g, c.int(0), c.int(1), c.int(2)),
         libc::SYS_bind => socket::bind(ctx, g, c.int(0), a[1], c.uint(2)),
         libc::SYS_connect => socket::connect(ctx, g, c.int(0), a[1], c.uint(2)),
+        libc::SYS_listen => socket::listen(ctx, g, c.int(0)),
         libc::SYS_accept => accept::accept4(ctx, g, c.int(0), a[1], a[2], 0),
         libc::SYS_accept4 => accept::accept4(ctx, g, c.int(0), a[1], a[2], c.int(3)),
         libc::SYS_getsockname => names::name(ctx, g, c.int(0), a[1], a[2], false),

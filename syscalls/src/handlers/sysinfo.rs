@@ -8,7 +8,8 @@
 //! (`limitfiles.rs`), the mount tables (`mounttab.rs`), the kernel's
 //! command line and the masked files (`masked.rs`), `/proc/stat`,
 //! `vmstat` and `uptime` (`procstat.rs`), `loadavg`, the boot id and
-//! every `status` under a cpu limit (`procfiles.rs`), and the /proc/sys
+//! every `status` under a cpu limit (`procfiles.rs`), the guest's
+//! `/proc/net` socket lists (`procnet.rs`), and the /proc/sys
 //! files of host counts and sizes (`procsys.rs`); the size a path
 //! stat reports for them; and a fresh copy of those whose figures change,
 //! for a reader that rewinds (`refreshed`, used by `rewind.rs`). Does
@@ -36,6 +37,7 @@ use super::limitfiles::{cpuinfo, meminfo};
 use super::masked::{self, StatSizes};
 use super::mounttab::{self, Table};
 use super::procfiles::{self, PerProcess};
+use super::procnet::{self, NetFile};
 use super::procstat::{self, Baseline, CpuClock, HighWater, OwnCounts, USER_HZ};
 use super::procsys::{self, SysBaseline, SysFile};
 use super::sealed::{read_all, read_view, sealed_file};
@@ -101,6 +103,8 @@ enum ProcFile {
     PerProcess(PerProcess),
     /// A /proc/sys file of host counts or sizes (`procsys.rs`).
     Sys(SysFile),
+    /// The guest's `/proc/net` socket lists (`procnet.rs`).
+    Net(NetFile),
     /// A host-wide file nobody in a sandbox needs, which tells of the
     /// host (its kernel, devices, memory, keys, timers): read as empty.
     Masked,
@@ -122,6 +126,7 @@ impl ProcFile {
             ProcFile::BootId => c"boot_id",
             ProcFile::PerProcess(PerProcess::Status) => c"status",
             ProcFile::Sys(f) => f.memfd_name(),
+            ProcFile::Net(f) => f.memfd_name(),
             ProcFile::Masked => c"masked",
         }
     }
@@ -268,6 +273,9 @@ impl Synthetic {
         let path = procfiles::fd_name(fd)?;
         if let Some(kind) = global_file(&path) {
             return Some(kind);
+        }
+        if let Some(file) = NetFile::at(&path) {
+            return Some(ProcFile::Net(file));
         }
         let name = procfiles::per_process_name(&path)?;
         match name {
@@ -416,8 +424,22 @@ fn text(ctx: &Context, kind: ProcFile, host: String) -> String {
             procsys::text(file, &host, &ctx.synthetic.sys_baseline, &sizes)
         }
         (ProcFile::Masked, _) => String::new(),
+        (ProcFile::Net(file), _) => net_text(ctx, file, &host),
         _ => host,
     }
+}
+
+/// A `/proc/net` list of the guest's (`procnet.rs`), from the netstack's
+/// state now.
+fn net_text(ctx: &Context, file: NetFile, host: &str) -> String {
+    let uid_map = read_view(&ctx.fs, c"/proc/1/uid_map").unwrap_or_default();
+    let src = procnet::Sources {
+        net: &ctx.net,
+        listing: std::fs::read_to_string(ctx.net.sockets().listing()).unwrap_or_default(),
+        held: procnet::held_sockets(),
+        uid: procnet::map_uid(&uid_map, nix::unistd::geteuid().as_raw()),
+    };
+    procnet::text(file, host, &src)
 }
 
 /// The host's MemTotal in bytes, from the view's /proc/meminfo.

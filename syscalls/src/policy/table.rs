@@ -79,6 +79,18 @@ const NULL_ARG4: &[Cond] = &[Cond {
     arg: 4,
     op: Op::IsNull,
 }];
+/// sendto without an address (send) of a non-empty buffer: an empty
+/// send on a TCP socket whose peer closed is serviced (`dgram.rs`).
+const NULL_ARG4_DATA_ARG2: &[Cond] = &[
+    Cond {
+        arg: 4,
+        op: Op::IsNull,
+    },
+    Cond {
+        arg: 2,
+        op: Op::NotIn(&[0]),
+    },
+];
 /// `fstat` in glibc is `newfstatat(fd, "", buf, AT_EMPTY_PATH)`.
 const EMPTY_PATH_AT_ARG3: &[Cond] = &[Cond {
     arg: 3,
@@ -192,8 +204,11 @@ pub fn rule_for(nr: S) -> Rule {
         S::bind | S::connect | S::getsockname | S::getpeername => Service,
         S::setsockopt | S::getsockopt => Service,
         S::accept | S::accept4 => PassIf(NULL_ARG1, Fallback::Service),
-        S::sendto | S::recvfrom => PassIf(NULL_ARG4, Fallback::Service),
-        S::socketpair | S::listen | S::shutdown => Pass,
+        S::sendto => PassIf(NULL_ARG4_DATA_ARG2, Fallback::Service),
+        S::recvfrom => PassIf(NULL_ARG4, Fallback::Service),
+        // listen: TCP autobinds an unbound socket (CONTINUE after that).
+        S::listen => Service,
+        S::socketpair | S::shutdown => Pass,
         // init hands the listener over (sendmsg with MSG_NOSIGNAL, recvmsg
         // with MSG_CMSG_CLOEXEC) after its filter is on, before any worker
         // runs: those flags pass unchecked, as do the mmsg calls. On a

@@ -49,6 +49,9 @@ pub(crate) fn sendto(
     let Some(s) = ours(ctx, g, fd) else {
         return Ok(Reply::Continue);
     };
+    if ptr == 0 {
+        return Ok(send_empty(&s, len));
+    }
     if s.meta.proto == Proto::Tcp {
         return send_stream(g, &s, buf, len, flags);
     }
@@ -61,6 +64,22 @@ pub(crate) fn sendto(
     g.read_mem(buf, &mut data)?;
     let stamp = Stamp::of_socket(s.meta.domain, &s.meta.options);
     send(ctx, g, &s, dst, &data, flags, stamp)
+}
+
+/// send(fd, buf, 0, flags) without an address (the only such send the
+/// filter does not pass). TCP takes an empty send on a connection whose
+/// peer has closed (CLOSE_WAIT) and returns 0, where the host `AF_UNIX`
+/// socket is already shut for sending (EPIPE). Such a socket has a peer
+/// name and has hung up (both directions shut); it gets 0. Anything else
+/// (UDP, a length that only looked empty to the filter) runs natively.
+/// Own `shutdown(SHUT_RDWR)` looks the same and also gets 0 (TCP: EPIPE).
+fn send_empty(s: &Sock, len: u64) -> Reply {
+    let fd = s.fd.as_raw_fd();
+    let connected = socket::getpeername::<UnixAddr>(fd).is_ok();
+    if len == 0 && s.meta.proto == Proto::Tcp && connected && wait::hung_up(s.fd.as_fd()) {
+        return Reply::Value(0);
+    }
+    Reply::Continue
 }
 
 /// sendto on a TCP socket: the address is ignored, as TCP ignores it

@@ -25,6 +25,7 @@ use netstack::stack::Sock;
 use netstack::{addr, Proto, Refusal};
 use nix::errno::Errno;
 use nix::fcntl::{fcntl, FcntlArg, OFlag};
+use nix::poll::PollFlags;
 use parking_lot::Mutex;
 
 use super::gate::{self, Gate};
@@ -37,7 +38,7 @@ const MAX_DIALS: usize = 256;
 /// How long one wait for a dial lasts before checking for signals.
 const SLICE: Duration = Duration::from_millis(20);
 
-type Outcome = Result<OwnedFd, Refusal>;
+pub(super) type Outcome = Result<OwnedFd, Refusal>;
 
 /// A dial's end: its outcome, and the stand-in's gate after a success.
 struct Done {
@@ -46,11 +47,14 @@ struct Done {
 }
 
 /// One host connect in progress for a guest socket.
-struct Dial {
+pub(super) struct Dial {
     dst: SocketAddr,
     rx: Receiver<Done>,
     /// The guest's descriptor is a stand-in (`gate`) until the dial ends.
     stand_in: bool,
+    /// A loopback connect that waited for backlog room: the connection is
+    /// the guest's own socket, not a relay.
+    local: bool,
 }
 
 /// The sandbox's dials in progress, by guest socket inode (one sandbox
@@ -59,42 +63,72 @@ static DIALS: Mutex<Option<HashMap<u64, Dial>>> = parking_lot::const_mutex(None)
 
 /// connect(2) of a TCP socket to an egress destination.
 pub(super) fn connect(ctx: &Context, g: &dyn Guest, fd: i32, s: &Sock, dst: SocketAddr) -> Res {
-    let dial = match take(s.inode) {
-        Some(d) if nonblocking(s) => return again(ctx, g, fd, s, d),
-        Some(d) => d,
-        None if nonblocking(s) => return stand_in(ctx, g, fd, s, dst),
-        None => start(ctx, dst, None)?,
+    if let Some(r) = resume(ctx, g, fd, s) {
+        return r;
+    }
+    let dial = match nonblocking(s) {
+        true => return stand_in(ctx, g, fd, s, dst),
+        false => start(ctx, dst, None)?,
     };
     finish(ctx, g, fd, s, dial)
+}
+
+/// connect(2) of a socket with a dial kept (`None`: it has none): EALREADY
+/// or its result when non-blocking, else waits for it.
+pub(super) fn resume(ctx: &Context, g: &dyn Guest, fd: i32, s: &Sock) -> Option<Res> {
+    let dial = take(s.inode)?;
+    Some(match nonblocking(s) {
+        true => again(ctx, g, fd, s, dial),
+        false => finish(ctx, g, fd, s, dial),
+    })
+}
+
+/// Keeps `dial` for the stand-in `outer` (metadata `meta`), which then
+/// takes the guest's descriptor `fd`.
+pub(super) fn keep_with_stand_in(
+    ctx: &Context,
+    g: &dyn Guest,
+    fd: i32,
+    outer: &OwnedFd,
+    meta: netstack::Meta,
+    dial: Dial,
+) -> Result<(), Errno> {
+    let inode = netstack::stack::inode_of(outer.as_fd())?;
+    stack(ctx).table.insert(inode, meta);
+    put(inode, dial)?;
+    if let Err(e) = g.replace_fd(fd, outer) {
+        take(inode);
+        return Err(e);
+    }
+    Ok(())
 }
 
 /// A non-blocking connect: the dial starts, a stand-in takes the guest's
 /// descriptor (keyed by its inode from now on), EINPROGRESS.
 fn stand_in(ctx: &Context, g: &dyn Guest, fd: i32, s: &Sock, dst: SocketAddr) -> Res {
     verdict(ctx, dst)?;
-    let net = stack(ctx);
-    let (outer, gate) = gate::make(net)?;
+    let (outer, gate) = make_stand_in(ctx, s)?;
+    let dial = start(ctx, dst, Some(gate))?;
+    keep_with_stand_in(ctx, g, fd, &outer, s.meta.clone(), dial)?;
+    Err(Errno::EINPROGRESS)
+}
+
+/// A stand-in for `s` (with its descriptor's status flags) and its gate.
+pub(super) fn make_stand_in(ctx: &Context, s: &Sock) -> Result<(OwnedFd, Gate), Errno> {
+    let (outer, gate) = gate::make(stack(ctx))?;
     let flags = fcntl(s.fd.as_raw_fd(), FcntlArg::F_GETFL)?;
     fcntl(
         outer.as_raw_fd(),
         FcntlArg::F_SETFL(OFlag::from_bits_truncate(flags)),
     )?;
-    let inode = netstack::stack::inode_of(outer.as_fd())?;
-    let dial = start(ctx, dst, Some(gate))?;
-    net.table.insert(inode, s.meta.clone());
-    put(inode, dial)?;
-    if let Err(e) = g.replace_fd(fd, &outer) {
-        take(inode);
-        return Err(e);
-    }
-    Err(Errno::EINPROGRESS)
+    Ok((outer, gate))
 }
 
 /// Another non-blocking connect while a dial is kept: EALREADY while it
 /// runs; once it has ended, its result (0: the connection is in place).
 fn again(ctx: &Context, g: &dyn Guest, fd: i32, s: &Sock, dial: Dial) -> Res {
     match dial.rx.try_recv() {
-        Ok(done) => complete(ctx, g, fd, s, dial.dst, done),
+        Ok(done) => complete(ctx, g, fd, s, &dial, done),
         Err(mpsc::TryRecvError::Empty) => {
             put(s.inode, dial)?;
             Err(Errno::EALREADY)
@@ -116,8 +150,13 @@ pub(super) fn so_error(
 ) -> Option<Result<i32, Errno>> {
     let dial = take(s.inode)?;
     let result = match dial.stand_in {
+        // The gate opens just before the outcome is sent: a stand-in that
+        // polls writable has its outcome on the way, and waits for it.
         true => match again(ctx, g, fd, s, dial) {
-            Err(Errno::EALREADY) => return Some(Ok(0)),
+            Err(Errno::EALREADY) if !wait::ready(s.fd.as_fd(), PollFlags::POLLOUT, 0).ok()? => {
+                return Some(Ok(0))
+            }
+            Err(Errno::EALREADY) => finish(ctx, g, fd, s, take(s.inode)?),
             r => r,
         },
         false => finish(ctx, g, fd, s, dial),
@@ -142,12 +181,25 @@ fn verdict(ctx: &Context, dst: SocketAddr) -> Result<(), Errno> {
 fn start(ctx: &Context, dst: SocketAddr, gate: Option<Gate>) -> Result<Dial, Errno> {
     verdict(ctx, dst)?;
     let net = ctx.net.clone();
+    spawn(dst, gate, false, move || {
+        net.egress().connect(dst, Proto::Tcp)
+    })
+}
+
+/// Runs `dialer` on a thread of its own; `local`: its connection is the
+/// guest's own socket, connected (see [`super::backlog`]).
+pub(super) fn spawn(
+    dst: SocketAddr,
+    gate: Option<Gate>,
+    local: bool,
+    dialer: impl FnOnce() -> Outcome + Send + 'static,
+) -> Result<Dial, Errno> {
     let stand_in = gate.is_some();
     let (tx, rx) = mpsc::sync_channel(1);
     std::thread::Builder::new()
-        .name("egress-dial".into())
+        .name("dial".into())
         .spawn(move || {
-            let outcome = net.egress().connect(dst, Proto::Tcp);
+            let outcome = dialer();
             match (outcome.is_ok(), gate) {
                 // Opened first: completing the dial forwards what the
                 // guest wrote to the stand-in, never the filler.
@@ -167,7 +219,12 @@ fn start(ctx: &Context, dst: SocketAddr, gate: Option<Gate>) -> Result<Dial, Err
             }
         })
         .map_err(|_| Errno::ENOBUFS)?;
-    Ok(Dial { dst, rx, stand_in })
+    Ok(Dial {
+        dst,
+        rx,
+        stand_in,
+        local,
+    })
 }
 
 /// Waits for a dial (interruptibly: EINTR keeps it for a later call)
@@ -190,18 +247,22 @@ fn finish(ctx: &Context, g: &dyn Guest, fd: i32, s: &Sock, dial: Dial) -> Res {
             }
         }
     };
-    complete(ctx, g, fd, s, dial.dst, done)
+    complete(ctx, g, fd, s, &dial, done)
 }
 
 /// Puts an ended dial's connection in place of the guest's descriptor
 /// (after what the guest wrote to a stand-in), or answers its errno.
-fn complete(ctx: &Context, g: &dyn Guest, fd: i32, s: &Sock, dst: SocketAddr, done: Done) -> Res {
+fn complete(ctx: &Context, g: &dyn Guest, fd: i32, s: &Sock, dial: &Dial, done: Done) -> Res {
+    let dst = dial.dst;
     match done.outcome {
         Ok(conn) => {
             if let Some(gate) = &done.gate {
                 gate.forward(conn.as_fd())?;
             }
-            install(ctx, g, fd, s, dst, conn)
+            match dial.local {
+                true => super::backlog::install(ctx, g, fd, s, dst, conn),
+                false => install(ctx, g, fd, s, dst, conn),
+            }
         }
         Err(r) => Err(refused(ctx, dst, r)),
     }

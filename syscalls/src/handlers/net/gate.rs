@@ -28,20 +28,18 @@ const MAX_FILLER: usize = 1 << 20;
 /// Seconds a forward waits for a relay that takes nothing.
 const STALL: u32 = 30;
 
-/// The dial's end of a stand-in.
+/// The dial's end of a stand-in. It keeps no copy of the stand-in, so a
+/// stand-in the guest closes is gone, and the gate polls hang-up
+/// ([`Gate::abandoned`]).
 pub(super) struct Gate {
     inner: OwnedFd,
-    /// A copy of the stand-in, to restore its send buffer.
-    outer: OwnedFd,
     filler: usize,
-    sndbuf: usize,
 }
 
 /// A stand-in for the guest (status flags: the caller sets them) and its
 /// gate, closed: the stand-in polls neither readable nor writable.
 pub(super) fn make(net: &Stack) -> Result<(OwnedFd, Gate), Errno> {
     let (outer, inner) = net.sockets().pair(SockType::Stream)?;
-    let sndbuf = socket::getsockopt(&outer, sockopt::SndBuf)?;
     socket::setsockopt(&outer, sockopt::SndBuf, &0)?;
     let chunk = [0u8; 4096];
     let mut filler = 0;
@@ -52,18 +50,15 @@ pub(super) fn make(net: &Stack) -> Result<(OwnedFd, Gate), Errno> {
             Err(e) => return Err(e),
         }
     }
-    let gate = Gate {
-        inner,
-        outer: outer.try_clone().map_err(|_| Errno::EMFILE)?,
-        filler,
-        sndbuf,
-    };
-    Ok((outer, gate))
+    Ok((outer, Gate { inner, filler }))
 }
 
 impl Gate {
-    /// The dial succeeded: the filler goes, the stand-in gets its send
-    /// buffer back and polls writable.
+    /// The dial succeeded: the filler goes and the stand-in polls
+    /// writable (with the smallest send buffer: what the guest writes
+    /// before asking SO_ERROR waits here for the connection).
+    ///
+    /// Returns once the filler is out.
     pub(super) fn open(&self) -> Result<(), Errno> {
         let mut left = self.filler;
         let mut buf = [0u8; 4096];
@@ -80,7 +75,25 @@ impl Gate {
                 Err(e) => return Err(e),
             }
         }
-        socket::setsockopt(&self.outer, sockopt::SndBuf, &self.sndbuf)
+        Ok(())
+    }
+
+    /// Whether the guest has closed the stand-in (its peer is gone).
+    pub(super) fn abandoned(&self) -> bool {
+        use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+        // POLLHUP comes whatever was asked for, once both ways are shut.
+        let mut fds = [PollFd::new(self.inner.as_fd(), PollFlags::POLLIN)];
+        poll(&mut fds, PollTimeout::ZERO).is_ok()
+            && fds[0]
+                .revents()
+                .is_some_and(|r| r.contains(PollFlags::POLLHUP))
+    }
+
+    /// A handle on the stand-in's fate for the dialer
+    /// ([`Gate::abandoned`] of a copy).
+    pub(super) fn watch(&self) -> Result<Gate, Errno> {
+        let inner = self.inner.try_clone().map_err(|_| Errno::EMFILE)?;
+        Ok(Gate { inner, filler: 0 })
     }
 
     /// Hands what the guest wrote to the stand-in since the gate opened to

@@ -13,10 +13,12 @@
 //! (getsockname, getpeername, getsockopt, setsockopt), [`dgram`]
 //! (sendto, recvfrom with addresses), [`msg`] (sendmsg, recvmsg) and
 //! their control messages ([`ancil`]); egress TCP connects in the
-//! background ([`dial`]).
+//! background ([`dial`]), as are non-blocking loopback connects to a full
+//! backlog ([`backlog`]).
 
 pub(crate) mod accept;
 mod ancil;
+mod backlog;
 pub(crate) mod dgram;
 mod dial;
 mod gate;

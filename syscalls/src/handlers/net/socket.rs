@@ -4,7 +4,9 @@
 //! `AF_UNIX` sockets installed in the guest; raw, ICMP and packet sockets
 //! are denied (EPERM, EACCES); `AF_UNIX` and `NETLINK_ROUTE` sockets are
 //! the guest kernel's own (CONTINUE: its namespace has only `lo`); other
-//! families are EAFNOSUPPORT. bind: names from [`netstack::Stack::bind`]. connect:
+//! families are EAFNOSUPPORT. bind: names from [`netstack::Stack::bind`].
+//! listen: an unbound TCP socket first binds to its family's wildcard
+//! address and an ephemeral port, as TCP autobinds. connect:
 //! sandbox loopback through the listener's name; anything else goes to
 //! the egress seam, which by default refuses (ECONNREFUSED for TCP,
 //! ENETUNREACH for UDP, recorded for the report).
@@ -19,7 +21,7 @@ use nix::errno::Errno;
 use nix::fcntl::{fcntl, FcntlArg, OFlag};
 use nix::poll::PollFlags;
 
-use super::{check_family, dial, guest_addr, nonblocking, ours, stack, wait, Res};
+use super::{backlog, check_family, dial, guest_addr, nonblocking, ours, stack, wait, Res};
 use crate::guest::{Guest, Reply};
 use crate::handlers::{live, Context};
 
@@ -89,6 +91,22 @@ pub(crate) fn bind(ctx: &Context, g: &dyn Guest, fd: i32, ptr: u64, len: u32) ->
     Ok(Reply::Value(0))
 }
 
+/// listen(fd, backlog): autobinds an unbound TCP socket, then the
+/// kernel's listen runs on the host socket (CONTINUE). A connected
+/// socket, a UDP one (EOPNOTSUPP) and the guest's own sockets are the
+/// kernel's to answer.
+pub(crate) fn listen(ctx: &Context, g: &dyn Guest, fd: i32) -> Res {
+    let Some(s) = ours(ctx, g, fd) else {
+        return Ok(Reply::Continue);
+    };
+    let connected = s.meta.local.is_some() || s.meta.peer.is_some();
+    if s.meta.proto == Proto::Tcp && !connected {
+        live(g)?;
+        stack(ctx).bind_listener(&s)?;
+    }
+    Ok(Reply::Continue)
+}
+
 /// connect(fd, addr, len).
 pub(crate) fn connect(ctx: &Context, g: &dyn Guest, fd: i32, ptr: u64, len: u32) -> Res {
     let Some(s) = ours(ctx, g, fd) else {
@@ -102,22 +120,31 @@ pub(crate) fn connect(ctx: &Context, g: &dyn Guest, fd: i32, ptr: u64, len: u32)
     };
     check_family(&s, dst)?;
     live(g)?;
+    if let Some(r) = dial::resume(ctx, g, fd, &s) {
+        return r;
+    }
     match addr::local_destination(dst) {
         Some(_) if stack(ctx).egress().takes_loopback(dst, s.meta.proto) => {
             egress(ctx, g, fd, &s, dst)
         }
-        Some(local) => connect_local(ctx, g, &s, local),
+        Some(local) => connect_local(ctx, g, fd, &s, local),
         None => egress(ctx, g, fd, &s, dst),
     }
 }
 
-/// Connects to a sandbox-loopback destination. A full backlog makes the
-/// host connect wait; that wait is done here in slices, so signals and
-/// other guest threads go on. A non-blocking TCP connect then answers
-/// EINPROGRESS, and the socket polls writable with SO_ERROR 0, as on
-/// Linux's loopback.
-fn connect_local(ctx: &Context, g: &dyn Guest, s: &Sock, dst: SocketAddr) -> Res {
+/// Connects to a sandbox-loopback destination. A non-blocking TCP
+/// connect answers EINPROGRESS, and the socket polls writable with
+/// SO_ERROR 0, as on Linux's loopback; when the listener's backlog is
+/// full it connects later ([`backlog`]). A blocking one waits for room
+/// here in slices, so signals and other guest threads go on.
+fn connect_local(ctx: &Context, g: &dyn Guest, fd: i32, s: &Sock, dst: SocketAddr) -> Res {
     let guest_nonblocking = nonblocking(s);
+    if guest_nonblocking && s.meta.proto == Proto::Tcp {
+        match stack(ctx).connect_local(s, dst) {
+            Err(Errno::EAGAIN) => return backlog::connect_later(ctx, g, fd, s, dst),
+            result => return connected(ctx, s, dst, true, result),
+        }
+    }
     let flags = OFlag::from_bits_truncate(fcntl(s.fd.as_raw_fd(), FcntlArg::F_GETFL)?);
     if !guest_nonblocking {
         fcntl(
@@ -129,6 +156,20 @@ fn connect_local(ctx: &Context, g: &dyn Guest, s: &Sock, dst: SocketAddr) -> Res
     if !guest_nonblocking {
         fcntl(s.fd.as_raw_fd(), FcntlArg::F_SETFL(flags))?;
     }
+    connected(ctx, s, dst, guest_nonblocking, result)
+}
+
+/// The answer to a loopback connect whose host connect ended with
+/// `result`: a second connect of a non-blocking socket answers 0 once
+/// (as a TCP connect in progress that has completed), a first one
+/// EINPROGRESS.
+fn connected(
+    ctx: &Context,
+    s: &Sock,
+    dst: SocketAddr,
+    guest_nonblocking: bool,
+    result: Result<(), Errno>,
+) -> Res {
     let net = stack(ctx);
     if result == Err(Errno::EISCONN) && s.meta.connect_reported {
         net.table.update(s.inode, |m| m.connect_reported = false);

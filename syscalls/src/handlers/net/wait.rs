@@ -25,13 +25,22 @@ const SLICE: Duration = Duration::from_millis(20);
 
 /// Whether `fd` polls ready for `events` (errors and hang-ups count: the
 /// call that follows reports them) within `ms` milliseconds.
-fn ready(fd: BorrowedFd<'_>, events: PollFlags, ms: u16) -> Result<bool, Errno> {
+pub(super) fn ready(fd: BorrowedFd<'_>, events: PollFlags, ms: u16) -> Result<bool, Errno> {
     let mut fds = [PollFd::new(fd, events)];
     match poll(&mut fds, PollTimeout::from(ms)) {
         Ok(0) | Err(Errno::EINTR) => Ok(false),
         Ok(_) => Ok(true),
         Err(e) => Err(e),
     }
+}
+
+/// Whether `fd` polls POLLHUP now (a stream socket shut both ways).
+pub(super) fn hung_up(fd: BorrowedFd<'_>) -> bool {
+    let mut fds = [PollFd::new(fd, PollFlags::POLLOUT)];
+    poll(&mut fds, PollTimeout::ZERO).is_ok()
+        && fds[0]
+            .revents()
+            .is_some_and(|r| r.contains(PollFlags::POLLHUP))
 }
 
 /// Waits until `fd` is ready for `events`. Err(EINTR) when a signal the
