@@ -1,0 +1,75 @@
+//! Unit tests of the cgroup code (`cgroup.rs`).
+
+use super::*;
+
+const MOUNTINFO: &str = "\
+31 23 0:28 / /sys/fs/cgroup rw,relatime - tmpfs tmpfs rw,mode=755
+32 31 0:29 / /sys/fs/cgroup/cpu rw,relatime - cgroup cgroup rw,cpu
+33 31 0:30 / /sys/fs/cgroup/cpuacct rw,relatime - cgroup cgroup rw,cpuacct
+35 31 0:32 / /sys/fs/cgroup/memory rw,relatime - cgroup cgroup rw,memory
+39 31 0:36 / /sys/fs/cgroup/pids rw,relatime - cgroup cgroup rw,pids
+41 31 0:38 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw
+50 31 0:40 /docker/abc /sys/fs/cgroup/blkio rw - cgroup cgroup rw,blkio
+";
+const CGROUP: &str = "\
+8:pids:/
+4:memory:/process_api/2ed2
+2:cpuacct:/
+1:cpu:/
+7:blkio:/docker/abc/inner
+0::/
+";
+
+#[test]
+fn v1_hierarchies_are_found_beneath_our_own_cgroup() {
+    let host = Host::parse(CGROUP, MOUNTINFO);
+    assert_eq!(
+        host.place(Controller::Memory),
+        Some(Place::V1("/sys/fs/cgroup/memory/process_api/2ed2".into()))
+    );
+    assert_eq!(
+        host.place(Controller::Pids),
+        Some(Place::V1("/sys/fs/cgroup/pids".into()))
+    );
+    assert_eq!(
+        host.place(Controller::CpuAcct),
+        Some(Place::V1("/sys/fs/cgroup/cpuacct".into()))
+    );
+    // A mount whose root is a sub-cgroup: paths are relative to it.
+    assert_eq!(
+        host.v1
+            .iter()
+            .find(|(n, _)| n[0] == "blkio")
+            .map(|(_, d)| d),
+        Some(&PathBuf::from("/sys/fs/cgroup/blkio/inner"))
+    );
+}
+
+#[test]
+fn a_cgroup_outside_the_mount_root_is_not_used() {
+    let host = Host::parse("7:blkio:/elsewhere\n", MOUNTINFO);
+    assert!(host.v1.is_empty());
+    let host = Host::parse("4:memory:/a/../..\n", MOUNTINFO);
+    assert!(host.v1.is_empty());
+}
+
+#[test]
+fn a_pure_v2_host_places_accounting_in_v2() {
+    let mountinfo = "30 23 0:26 / /sys/fs/cgroup rw - cgroup2 cgroup2 rw\n";
+    let host = Host::parse("0::/user.slice/session-1.scope\n", mountinfo);
+    // CPU accounting needs no delegated controller: every v2 cgroup has cpu.stat.
+    assert_eq!(
+        host.place(Controller::CpuAcct),
+        Some(Place::V2(
+            "/sys/fs/cgroup/user.slice/session-1.scope".into()
+        ))
+    );
+    // The memory controller is not delegated to this (nonexistent) cgroup.
+    assert_eq!(host.place(Controller::Memory), None);
+}
+
+#[test]
+fn mountinfo_escapes_are_undone() {
+    assert_eq!(unescape(r"/a\040b"), "/a b");
+    assert_eq!(unescape(r"/a\\"), r"/a\\");
+}
