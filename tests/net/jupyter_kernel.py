@@ -31,7 +31,13 @@ def run_cell(kc, code, on_sent=None):
             continue
         kind, content = msg["msg_type"], msg["content"]
         if kind == "stream":
-            outputs.append((content["name"], content["text"]))
+            # ipykernel flushes a stream when its timer fires, so one
+            # print() may arrive in pieces ('40', '\n'): join a stream's
+            # consecutive pieces, as a notebook shows them.
+            if outputs and outputs[-1][0] == content["name"]:
+                outputs[-1] = (content["name"], outputs[-1][1] + content["text"])
+            else:
+                outputs.append((content["name"], content["text"]))
         elif kind == "execute_result":
             outputs.append(("result", content["data"]["text/plain"]))
         elif kind == "error":
