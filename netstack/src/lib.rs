@@ -21,6 +21,7 @@ pub mod name;
 pub mod options;
 pub mod outbound;
 pub mod publish;
+pub mod refused;
 pub mod relay;
 pub mod reuseport;
 pub mod rules;

@@ -7,7 +7,8 @@
 //! families are EAFNOSUPPORT. bind: names from [`netstack::Stack::bind`].
 //! listen: an unbound TCP socket first binds to its family's wildcard
 //! address and an ephemeral port, as TCP autobinds. connect:
-//! sandbox loopback through the listener's name; anything else goes to
+//! sandbox loopback through the listener's name (UDP to a port nobody
+//! has bound: connected, refused at the next send); anything else goes to
 //! the egress seam, which by default refuses (ECONNREFUSED for TCP,
 //! ENETUNREACH for UDP, recorded for the report).
 
@@ -156,7 +157,18 @@ fn connect_local(ctx: &Context, g: &dyn Guest, fd: i32, s: &Sock, dst: SocketAdd
     if !guest_nonblocking {
         fcntl(s.fd.as_raw_fd(), FcntlArg::F_SETFL(flags))?;
     }
+    let result = match result {
+        Err(Errno::ECONNREFUSED) if s.meta.proto == Proto::Udp => udp_unbound(ctx, s),
+        r => r,
+    };
     connected(ctx, s, dst, guest_nonblocking, result)
+}
+
+/// A UDP connect to a loopback port nobody has bound succeeds, as UDP's
+/// only records the peer (the socket is autobound already); the refusal
+/// comes at the next send ([`netstack::refused`]).
+fn udp_unbound(ctx: &Context, s: &Sock) -> Result<(), Errno> {
+    netstack::refused::connect_to_closed(stack(ctx).sockets().as_ref(), s.fd.as_fd())
 }
 
 /// The answer to a loopback connect whose host connect ended with
