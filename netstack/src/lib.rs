@@ -17,6 +17,7 @@ pub mod ancillary;
 pub mod bound;
 pub mod dns;
 pub mod egress;
+pub mod icmp;
 pub mod name;
 pub mod options;
 pub mod outbound;
