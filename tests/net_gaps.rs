@@ -7,7 +7,9 @@
 //! /proc/net/tcp, tcp6, udp and udp6 list the guest's sockets (state,
 //! addresses, owner, the inode of its descriptors; psutil finds them),
 //! and /proc/net/unix lists the guest's own unix sockets, none of the
-//! netstack's.
+//! netstack's; a UDP connect to a loopback port nobody has bound
+//! succeeds (autobound, peer reported), ECONNREFUSED comes after it, and
+//! a reconnect to a bound port keeps the local port.
 //! `tests/net/gaps.py` runs each case natively and sandboxed, as root
 //! and as `tester`; the outputs must match.
 
@@ -82,6 +84,19 @@ const PROCNET: &[&str] = &["tcp accepted state 01 local True remote True uid Tru
      udp6 udp6 state 07 local True remote True uid True\n\
      unix own 1\nunix netstack names 0\npsutil ['ESTABLISHED', 'LISTEN']\n"];
 
+const UDP_CONNECT: &[&str] = &[
+    "AF_INET connect 0\nAF_INET autobound 127.0.0.1 True\nAF_INET peer True\n",
+    "AF_INET refused ECONNREFUSED\nAF_INET reconnect 0 True\nAF_INET delivered b'hi' True\n",
+    "AF_INET6 connect 0\nAF_INET6 autobound ::1 True\nAF_INET6 peer True\n",
+    "AF_INET6 refused ECONNREFUSED\nAF_INET6 reconnect 0 True\n",
+    "trick 127.0.0.1\n",
+];
+
+#[test]
+fn a_udp_connect_to_an_unbound_port_like_native() {
+    like_native("udpconnect", None, UDP_CONNECT);
+}
+
 #[test]
 fn proc_net_lists_the_guests_sockets_like_native() {
     like_native("procnet", None, PROCNET);
@@ -122,6 +137,7 @@ fn the_gaps_as_tester() {
         ("empty", EMPTY),
         ("backlog", BACKLOG),
         ("procnet", PROCNET),
+        ("udpconnect", UDP_CONNECT),
     ];
     for (case, want) in cases {
         like_native(case, Some((1001, 1001)), want);

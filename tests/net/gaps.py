@@ -5,6 +5,7 @@ printing what it saw; run natively and sandboxed, the outputs must match.
     gaps.py empty      an empty send after the peer closed returns 0
     gaps.py backlog    non-blocking connect to a full backlog
     gaps.py procnet    /proc/net/{tcp,tcp6,udp,udp6,unix} list the sockets
+    gaps.py udpconnect UDP connect to a port nobody has bound succeeds
 """
 import errno
 import os
@@ -122,6 +123,41 @@ def backlog():
         print("abandoned connect never arrives")
 
 
+def udpconnect():
+    for fam, loop in ((socket.AF_INET, "127.0.0.1"), (socket.AF_INET6, "::1")):
+        p = socket.socket(fam, socket.SOCK_DGRAM)
+        p.bind((loop, 0))
+        port = p.getsockname()[1]
+        p.close()
+        s = socket.socket(fam, socket.SOCK_DGRAM)
+        print(fam.name, "connect", s.connect_ex((loop, port)))
+        host, lport = s.getsockname()[:2]
+        print(fam.name, "autobound", host, 32768 <= lport <= 60999)
+        print(fam.name, "peer", s.getpeername()[:2] == (loop, port))
+        # Linux: the send succeeds, the receive after it is refused (the
+        # sandbox refuses the send itself); either way, ECONNREFUSED.
+        s.settimeout(5)
+        try:
+            s.send(b"x")
+            s.recv(10)
+            print(fam.name, "no refusal")
+        except OSError as e:
+            print(fam.name, "refused", name(e.errno))
+        r = socket.socket(fam, socket.SOCK_DGRAM)
+        r.bind((loop, 0))
+        print(fam.name, "reconnect", s.connect_ex(r.getsockname()[:2]),
+              s.getsockname()[1] == lport)
+        s.send(b"hi")
+        data, src = r.recvfrom(10)
+        print(fam.name, "delivered", data, src[1] == lport)
+        r.close()
+        s.close()
+    # The "UDP connect trick": the local address toward a destination.
+    t = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    t.connect(("127.0.0.1", 9))
+    print("trick", t.getsockname()[0])
+
+
 def proc_lines(name):
     with open("/proc/net/" + name) as f:
         return f.read().splitlines()[1:]
@@ -188,5 +224,6 @@ def procnet():
     print("psutil", seen)
 
 
-{"listen": listen, "empty": empty, "backlog": backlog, "procnet": procnet}[sys.argv[1]]()
+{"listen": listen, "empty": empty, "backlog": backlog, "procnet": procnet,
+ "udpconnect": udpconnect}[sys.argv[1]]()
 print("exit 0")

@@ -121,6 +121,9 @@ pub(super) fn send(
     live(g)?;
     let flags = MsgFlags::from_bits_truncate(flags & libc::MSG_DONTWAIT);
     let net = stack(ctx);
+    if netstack::icmp::is_ping(s.meta.domain, s.meta.protocol) {
+        return ping(net, s, dst, data);
+    }
     if let Some(local) =
         addr::local_destination(dst).filter(|_| !net.egress().takes_loopback(dst, Proto::Udp))
     {
@@ -140,6 +143,19 @@ pub(super) fn send(
             Err(Errno::ENETUNREACH)
         }
     }
+}
+
+/// An echo request from a ping socket: the netstack answers for the
+/// sandbox's loopback; anything else is unreachable at once (recorded).
+fn ping(net: &netstack::Stack, s: &Sock, dst: SocketAddr, data: &[u8]) -> Res {
+    let Some(local) = addr::local_destination(dst) else {
+        net.denials()
+            .record(dst, Proto::Udp, "icmp echo outside the sandbox");
+        return Err(Errno::ENETUNREACH);
+    };
+    Ok(Reply::Value(
+        netstack::icmp::ping_local(net, s, local, data)? as i64,
+    ))
 }
 
 /// recvfrom(fd, buf, len, flags, addr, addrlen) with a non-NULL address.

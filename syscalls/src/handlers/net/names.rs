@@ -88,6 +88,9 @@ pub(crate) fn setsockopt(
     let Some(s) = ours(ctx, g, fd) else {
         return Ok(Reply::Continue);
     };
+    if level == libc::IPPROTO_IP && name == libc::IP_RETOPTS {
+        return ip_retopts(g, ptr, len);
+    }
     let class = options::classify(s.meta.domain, s.meta.proto, level, name);
     match class {
         Class::Native => return Ok(Reply::Continue),
@@ -105,6 +108,22 @@ pub(crate) fn setsockopt(
     stack(ctx)
         .table
         .update(s.inode, |m| m.options.set(level, name, class, v));
+    Ok(Reply::Value(0))
+}
+
+/// IP_RETOPTS (iputils ping sets it): IP options for a reply, at most 40
+/// bytes as Linux takes them (EINVAL beyond, EFAULT unreadable). Loopback
+/// carries no IP header to the guest, so they are read and accepted.
+fn ip_retopts(g: &dyn Guest, ptr: u64, len: u32) -> Res {
+    const MAX: usize = 40;
+    let len = usize::try_from(len).map_err(|_| Errno::EINVAL)?;
+    if len > MAX {
+        return Err(Errno::EINVAL);
+    }
+    let mut opts = [0u8; MAX];
+    if len > 0 {
+        g.read_mem(ptr, &mut opts[..len])?;
+    }
     Ok(Reply::Value(0))
 }
 

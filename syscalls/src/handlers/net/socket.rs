@@ -1,13 +1,14 @@
 //! socket, bind and connect of the guest's TCP/UDP sockets.
 //!
 //! socket: `AF_INET`/`AF_INET6` stream and datagram sockets become host
-//! `AF_UNIX` sockets installed in the guest; raw, ICMP and packet sockets
-//! are denied (EPERM, EACCES); `AF_UNIX` and `NETLINK_ROUTE` sockets are
+//! `AF_UNIX` sockets installed in the guest, as are ICMP datagram
+//! ("ping") sockets; raw and packet sockets are denied (EPERM); `AF_UNIX` and `NETLINK_ROUTE` sockets are
 //! the guest kernel's own (CONTINUE: its namespace has only `lo`); other
 //! families are EAFNOSUPPORT. bind: names from [`netstack::Stack::bind`].
 //! listen: an unbound TCP socket first binds to its family's wildcard
 //! address and an ephemeral port, as TCP autobinds. connect:
-//! sandbox loopback through the listener's name; anything else goes to
+//! sandbox loopback through the listener's name (UDP to a port nobody
+//! has bound: connected, refused at the next send); anything else goes to
 //! the egress seam, which by default refuses (ECONNREFUSED for TCP,
 //! ENETUNREACH for UDP, recorded for the report).
 
@@ -54,9 +55,8 @@ pub(crate) fn socket(ctx: &Context, g: &dyn Guest, domain: i32, ty: i32, protoco
     })
 }
 
-/// The transport of an internet socket; `Ok(Err(errno))` for the kinds
-/// the policy denies (raw: EPERM; ICMP datagram "ping" sockets: EACCES,
-/// as outside ping_group_range).
+/// The transport of an internet socket (a ping socket's host socket is
+/// UDP's); `Ok(Err(errno))` for the kinds the policy denies (raw: EPERM).
 fn inet_proto(domain: i32, base: i32, protocol: i32) -> Result<Result<Proto, Errno>, Errno> {
     let icmp = if domain == libc::AF_INET {
         libc::IPPROTO_ICMP
@@ -68,7 +68,9 @@ fn inet_proto(domain: i32, base: i32, protocol: i32) -> Result<Result<Proto, Err
         (libc::SOCK_DGRAM, 0) | (libc::SOCK_DGRAM, libc::IPPROTO_UDP) => Ok(Ok(Proto::Udp)),
         // UDP-Lite: UDP with partial checksums, which loopback does not need.
         (libc::SOCK_DGRAM, libc::IPPROTO_UDPLITE) => Ok(Ok(Proto::Udp)),
-        (libc::SOCK_DGRAM, p) if p == icmp => Ok(Err(Errno::EACCES)),
+        // Ping sockets: echo requests to the sandbox's loopback are
+        // answered by the netstack (`netstack::icmp`).
+        (libc::SOCK_DGRAM, p) if p == icmp => Ok(Ok(Proto::Udp)),
         (libc::SOCK_RAW, _) => Ok(Err(Errno::EPERM)),
         (libc::SOCK_STREAM, _) | (libc::SOCK_DGRAM, _) => Err(Errno::EPROTONOSUPPORT),
         _ => Err(Errno::ESOCKTNOSUPPORT),
@@ -156,7 +158,18 @@ fn connect_local(ctx: &Context, g: &dyn Guest, fd: i32, s: &Sock, dst: SocketAdd
     if !guest_nonblocking {
         fcntl(s.fd.as_raw_fd(), FcntlArg::F_SETFL(flags))?;
     }
+    let result = match result {
+        Err(Errno::ECONNREFUSED) if s.meta.proto == Proto::Udp => udp_unbound(ctx, s),
+        r => r,
+    };
     connected(ctx, s, dst, guest_nonblocking, result)
+}
+
+/// A UDP connect to a loopback port nobody has bound succeeds, as UDP's
+/// only records the peer (the socket is autobound already); the refusal
+/// comes at the next send ([`netstack::refused`]).
+fn udp_unbound(ctx: &Context, s: &Sock) -> Result<(), Errno> {
+    netstack::refused::connect_to_closed(stack(ctx).sockets().as_ref(), s.fd.as_fd())
 }
 
 /// The answer to a loopback connect whose host connect ended with
