@@ -240,25 +240,22 @@ fn tcp_line(i: usize, e: &Entry, uid: u32, v6: bool) -> String {
         LISTEN => "100 0 0 10 0",
         _ => "20 4 30 10 -1",
     };
-    let line = format!(
-        "{i:4}: {} {} {:02X} 00000000:00000000 00:00000000 00000000 {uid:5} {:8} {} 1 0000000000000000 {tail}",
-        hex_addr(e.local, v6),
-        hex_addr(e.remote, v6),
-        e.state,
-        0,
-        e.inode,
-    );
-    match v6 {
-        true => line,
-        false => format!("{line:<149}"),
-    }
+    let rest = format!("1 0000000000000000 {tail}");
+    sock_line(&format!("{i:4}"), e, uid, v6, &rest, 149)
 }
 
 /// A `/proc/net/udp[6]` line (`udp4_format_sock`); the IPv4 file pads
 /// lines to 127 columns.
 fn udp_line(i: usize, e: &Entry, uid: u32, v6: bool) -> String {
+    sock_line(&format!("{i:5}"), e, uid, v6, "2 0000000000000000 0", 127)
+}
+
+/// The columns the TCP and UDP files share: slot, local and remote
+/// address, state, empty queues and timers, uid, timeout 0 and inode;
+/// then `rest` (reference count onward). IPv4 lines are padded to `pad`.
+fn sock_line(slot: &str, e: &Entry, uid: u32, v6: bool, rest: &str, pad: usize) -> String {
     let line = format!(
-        "{i:5}: {} {} {:02X} 00000000:00000000 00:00000000 00000000 {uid:5} {:8} {} 2 0000000000000000 0",
+        "{slot}: {} {} {:02X} 00000000:00000000 00:00000000 00000000 {uid:5} {:8} {} {rest}",
         hex_addr(e.local, v6),
         hex_addr(e.remote, v6),
         e.state,
@@ -267,7 +264,7 @@ fn udp_line(i: usize, e: &Entry, uid: u32, v6: bool) -> String {
     );
     match v6 {
         true => line,
-        false => format!("{line:<127}"),
+        false => format!("{line:<pad$}"),
     }
 }
 
