@@ -418,6 +418,7 @@ pub fn remove_tree(dirs: &[PathBuf]) {
                 Ok(()) | Err(Errno::ENOENT) => break,
                 Err(_) => {
                     kill_members(dir);
+                    evict_own_threads(dir);
                     thread::sleep(Duration::from_millis(5));
                 }
             }
@@ -436,6 +437,25 @@ fn kill_members(dir: &Path) {
             nix::unistd::Pid::from_raw(pid),
             nix::sys::signal::Signal::SIGKILL,
         );
+    }
+}
+
+/// Moves this process's threads still in v1 `dir` (a trap worker that
+/// was blocked in a guest's call when the guest died, and so never left
+/// the sandbox's cpu group: `worker_cpu_files`) up into the parent
+/// group, so that `dir` can be removed. A v1 `tasks` write moves the one
+/// thread named. Nothing to do in v2, where threads do not move alone.
+fn evict_own_threads(dir: &Path) {
+    let Some(parent) = dir.parent().filter(|_| is_v1_dir(dir)) else {
+        return;
+    };
+    let tasks = fs::read_to_string(dir.join("tasks")).unwrap_or_default();
+    let ours = tasks
+        .lines()
+        .filter_map(|l| l.trim().parse::<u32>().ok())
+        .filter(|tid| Path::new(&format!("/proc/self/task/{tid}")).exists());
+    for tid in ours {
+        let _ = fs::write(parent.join("tasks"), tid.to_string());
     }
 }
 

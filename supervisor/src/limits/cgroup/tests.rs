@@ -73,3 +73,35 @@ fn mountinfo_escapes_are_undone() {
     assert_eq!(unescape(r"/a\040b"), "/a b");
     assert_eq!(unescape(r"/a\\"), r"/a\\");
 }
+
+/// A trap worker stuck in the sandbox's v1 cpu group (blocked in a
+/// guest's call when the guest died) does not keep the group from being
+/// removed: removal moves our own threads up first.
+#[test]
+fn a_thread_of_ours_left_in_the_cpu_group_does_not_keep_it() {
+    let name = format!("unit-evict-{}", std::process::id());
+    let cg = SandboxCgroup::create(&Host::discover(), &[Controller::Cpu], &name);
+    let Some((guest_tasks, _ours)) = cg.worker_cpu_files() else {
+        eprintln!("skipped: no v1 cpu hierarchy of its own here");
+        cg.remove();
+        return;
+    };
+    let dir = cg.dirs()[0].clone();
+    let (joined_tx, joined_rx) = std::sync::mpsc::channel();
+    let (release_tx, release_rx) = std::sync::mpsc::channel::<()>();
+    let stuck = thread::spawn(move || {
+        let _ = nix::unistd::write(&guest_tasks, b"0");
+        let _ = joined_tx.send(());
+        let _ = release_rx.recv_timeout(Duration::from_secs(30));
+    });
+    joined_rx
+        .recv_timeout(Duration::from_secs(10))
+        .expect("the thread joined");
+    let members = fs::read_to_string(dir.join("tasks")).unwrap_or_default();
+    assert!(!members.trim().is_empty(), "the thread is in {}", dir.display());
+    cg.remove();
+    let gone = !dir.exists();
+    let _ = release_tx.send(());
+    let _ = stuck.join();
+    assert!(gone, "{} left behind", dir.display());
+}
