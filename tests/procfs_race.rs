@@ -74,7 +74,10 @@ fn targets() -> Vec<Target> {
         add("/proc/config.gz", Vec::new());
     }
     let min_free = host("/proc/sys/vm/min_free_kbytes").trim().to_string();
-    add("/proc/sys/vm/min_free_kbytes", vec![format!("{min_free}\n")]);
+    add(
+        "/proc/sys/vm/min_free_kbytes",
+        vec![format!("{min_free}\n")],
+    );
     let cgroup = host("/proc/self/cgroup")
         .lines()
         .filter_map(|l| l.splitn(3, ':').nth(2))
@@ -117,11 +120,32 @@ fn race_all(user: Option<(u32, u32)>, bin: &std::path::Path) {
         }
         let out = run.supervised();
         assert_eq!(out.code, Some(0), "{}: {}", t.path, out.dump());
-        assert!(field(&out, "swaps") > 0, "{}: no swaps: {}", t.path, out.stdout);
+        assert!(
+            field(&out, "swaps") > 0,
+            "{}: no swaps: {}",
+            t.path,
+            out.stdout
+        );
         assert!(field(&out, "rewrites") > 0, "{}: no rewrites", t.path);
-        assert!(field(&out, "innocent") > 0, "{}: never read the file", t.path);
-        assert_eq!(field(&out, "leaks"), 0, "{}: a host fact: {}", t.path, out.stdout);
-        assert_eq!(field(&out, "sizes"), 0, "{}: a host size: {}", t.path, out.stdout);
+        assert!(
+            field(&out, "innocent") > 0,
+            "{}: never read the file",
+            t.path
+        );
+        assert_eq!(
+            field(&out, "leaks"),
+            0,
+            "{}: a host fact: {}",
+            t.path,
+            out.stdout
+        );
+        assert_eq!(
+            field(&out, "sizes"),
+            0,
+            "{}: a host size: {}",
+            t.path,
+            out.stdout
+        );
     }
 }
 
@@ -156,18 +180,12 @@ fn covered_files_still_read_served() {
         cat /proc/kallsyms | wc -c; \
         grep -cE ' /proc/(meminfo|cmdline|stat|kallsyms|sys/vm/min_free_kbytes) ' /proc/self/mountinfo; \
         stat -c %s /proc/cmdline /proc/interrupts; cat /proc/sys/vm/min_free_kbytes";
-    let out = Run::sh(script, &[])
-        .sup(&["--memory", "256m"])
-        .supervised();
-    let got: Vec<String> = out.stdout.lines().map(|l| l.split_whitespace().collect::<Vec<_>>().join(" ")).collect();
-    let want = [
-        "MemTotal: 262144 kB",
-        "1",
-        "0",
-        "0",
-        "1",
-        "0",
-        "2048",
-    ];
+    let out = Run::sh(script, &[]).sup(&["--memory", "256m"]).supervised();
+    let got: Vec<String> = out
+        .stdout
+        .lines()
+        .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
+        .collect();
+    let want = ["MemTotal: 262144 kB", "1", "0", "0", "1", "0", "2048"];
     assert_eq!(got, want, "{}", out.dump());
 }

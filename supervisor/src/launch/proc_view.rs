@@ -86,7 +86,13 @@ fn cover_global_files(proc: &Path, limits: Limited) -> Result<()> {
         if !readable {
             continue;
         }
-        let r = mount(Some(src), &target, None::<&str>, MsFlags::MS_BIND, None::<&str>);
+        let r = mount(
+            Some(src),
+            &target,
+            None::<&str>,
+            MsFlags::MS_BIND,
+            None::<&str>,
+        );
         check(r, || format!("covering {path}"))?;
     }
     Ok(())
@@ -98,9 +104,10 @@ fn make_cover_files(texts: &[&[u8]]) -> Result<Vec<PathBuf>> {
     make_dir(Path::new(COVERS), 0o555)?;
     let flags = MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC;
     let opts = Some("size=4k,nr_inodes=8,mode=0555");
-    check(mount(Some("tmpfs"), COVERS, Some("tmpfs"), flags, opts), || {
-        "mounting the covers of /proc".into()
-    })?;
+    check(
+        mount(Some("tmpfs"), COVERS, Some("tmpfs"), flags, opts),
+        || "mounting the covers of /proc".into(),
+    )?;
     let what = |e: std::io::Error| format!("covering /proc: {e}");
     let mut paths = Vec::new();
     for (i, text) in texts.iter().enumerate() {
@@ -110,8 +117,9 @@ fn make_cover_files(texts: &[&[u8]]) -> Result<Vec<PathBuf>> {
         paths.push(path);
     }
     let ro = MsFlags::MS_REMOUNT | MsFlags::MS_RDONLY | flags;
-    check(mount(None::<&str>, COVERS, None::<&str>, ro, None::<&str>), || {
-        "making the covers of /proc read-only".into()
-    })?;
+    check(
+        mount(None::<&str>, COVERS, None::<&str>, ro, None::<&str>),
+        || "making the covers of /proc read-only".into(),
+    )?;
     Ok(paths)
 }

@@ -72,7 +72,12 @@ pub fn proc_covers(limits: Limited) -> impl Iterator<Item = (&'static str, &'sta
         .iter()
         .filter(move |_| limits.pids && !limits.memory);
     let cpus = ["/proc/cpuinfo"].iter().filter(move |_| limits.cpus);
-    let files = MASKED.iter().chain(ALWAYS).chain(memory).chain(pids).chain(cpus);
+    let files = MASKED
+        .iter()
+        .chain(ALWAYS)
+        .chain(memory)
+        .chain(pids)
+        .chain(cpus);
     let cmdline = std::iter::once(("/proc/cmdline", CMDLINE.as_bytes()));
     files.map(move |p| (*p, empty)).chain(cmdline)
 }
