@@ -345,6 +345,8 @@ fn launch_config(args: &RunArgs) -> Result<LaunchConfig, LaunchError> {
         filter: bpf::compile(),
         pty: tty::host_terminal(),
         cpus: guest_cpus(args),
+        memory_limited: args.memory.is_some(),
+        pids_limited: args.pids.is_some(),
         nameserver: args
             .allow_net
             .iter()

@@ -34,6 +34,7 @@ mod flush;
 mod init;
 mod plan;
 pub(crate) mod privs;
+mod proc_view;
 mod rootfs;
 mod sandbox;
 mod timens;
@@ -99,6 +100,10 @@ pub struct LaunchConfig {
     /// CPUs the guest may use, as its /sys/devices/system/cpu shows them
     /// (0 to N-1). `None`: the host's.
     pub cpus: Option<usize>,
+    /// Whether `--memory` and `--pids` are set: the /proc files served
+    /// rewritten under them get covers (`launch/proc_view.rs`).
+    pub memory_limited: bool,
+    pub pids_limited: bool,
     /// The name server the guest's /etc/resolv.conf names (the DNS stub
     /// when `--allow-net` has a name rule); `None`: no name server.
     pub nameserver: Option<std::net::IpAddr>,
@@ -123,6 +128,8 @@ impl LaunchConfig {
             filter,
             pty: None,
             cpus: None,
+            memory_limited: false,
+            pids_limited: false,
             nameserver: None,
             self_join: Vec::new(),
         }
@@ -264,7 +271,7 @@ pub fn launch_with(cfg: &LaunchConfig, hooks: &dyn InitHooks) -> Result<Sandbox,
         )));
     }
     let (uid, gid) = (getuid().as_raw(), getgid().as_raw());
-    let plan = ViewPlan::new(&PlanInput {
+    let mut plan = ViewPlan::new(&PlanInput {
         mounts: &cfg.mounts,
         env: &cfg.env,
         hostname: &cfg.hostname,
@@ -279,6 +286,11 @@ pub fn launch_with(cfg: &LaunchConfig, hooks: &dyn InitHooks) -> Result<Sandbox,
         nameserver: cfg.nameserver,
     })
     .map_err(LaunchError::setup)?;
+    plan.proc_covers = sandbox_syscalls::handlers::Limited {
+        memory: cfg.memory_limited,
+        pids: cfg.pids_limited,
+        cpus: cfg.cpus.is_some(),
+    };
     let filter = privs::to_sock_filter(&cfg.filter);
     let os_err = |what: &str, e: Errno| LaunchError::setup(format!("{what}: {}", e.desc()));
     let (ours, theirs) = channel::pair().map_err(|e| os_err("creating the control channel", e))?;

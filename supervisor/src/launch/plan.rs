@@ -46,6 +46,8 @@ pub struct ViewPlan {
     pub mounts: Vec<PlannedMount>,
     /// `--mask` paths, hidden after every mount is in place.
     pub masks: Vec<PathBuf>,
+    /// The limits that decide which /proc files get covers.
+    pub proc_covers: sandbox_syscalls::handlers::Limited,
 }
 
 /// The view's only /sys content, `devices/system/cpu`: the CPUs the guest
@@ -219,6 +221,7 @@ impl ViewPlan {
             home,
             mounts,
             masks: input.masks.to_vec(),
+            proc_covers: Default::default(),
         })
     }
 

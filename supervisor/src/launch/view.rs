@@ -17,7 +17,7 @@
 //!    the host's /usr, /etc, ... (secrets whited out, passwd and friends
 //!    written in the upper layer) and /tmp; or, with `--rootfs`, an
 //!    overlay of the user's tree (`rootfs.rs`). Then in either: a fresh
-//!    /proc, a small /dev, a read-only /sys holding only
+//!    /proc (`proc_view.rs`), a small /dev, a read-only /sys holding only
 //!    devices/system/cpu, the host cwd, the user's mounts, $HOME, masks.
 //! 6. Pivot into /newroot and detach the old root (layer and host).
 //!
@@ -37,6 +37,7 @@ use nix::unistd::{chdir, getuid, mkdir, pivot_root, symlinkat};
 
 use super::bind::{add_mask, add_user_mount, bind, ensure_in_root, open_mount_source, open_source};
 use super::plan::{TopKind, ViewPlan};
+use super::proc_view;
 use super::rootfs;
 use crate::sys::fd::open_at;
 
@@ -92,7 +93,7 @@ pub fn build(plan: &ViewPlan) -> Result<()> {
         seal_etc_files(plan)?;
     }
     build_sys(plan)?;
-    mount_proc()?;
+    proc_view::mount_proc(&new_root("proc"), plan.proc_covers)?;
     build_dev(plan)?;
 
     let root = fd_of_path(NEW_ROOT)?;
@@ -341,39 +342,6 @@ fn seal_etc_files(plan: &ViewPlan) -> Result<()> {
             mount(None::<&str>, &path, None::<&str>, ro, None::<&str>),
             || format!("sealing /etc/{}", rel.display()),
         )?;
-    }
-    Ok(())
-}
-
-fn mount_proc() -> Result<()> {
-    let target = new_root("proc");
-    make_dir(&target, 0o555)?;
-    let flags = MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC;
-    check(
-        mount(Some("proc"), &target, Some("proc"), flags, None::<&str>),
-        || "mounting /proc".into(),
-    )?;
-    mask_proc_dirs(&target)
-}
-
-/// Directories of the host's procfs that tell of its devices, disks,
-/// interrupts and load (`/proc/fs/ext4/vda`, `/proc/irq/*/smp_affinity`,
-/// PCI ids, the host's pressure stall figures) and that no program in a
-/// sandbox needs: an empty read-only tmpfs
-/// over each (files of the same kind read as empty: `sysinfo.rs`).
-const MASKED_PROC_DIRS: &[&str] = &["acpi", "asound", "bus", "fs", "irq", "pressure", "scsi"];
-
-fn mask_proc_dirs(proc: &Path) -> Result<()> {
-    let ro = MsFlags::MS_RDONLY | MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC;
-    for name in MASKED_PROC_DIRS {
-        let dir = proc.join(name);
-        if !dir.is_dir() {
-            continue;
-        }
-        let opts = Some("size=4k,nr_inodes=1,mode=0555");
-        check(mount(Some("tmpfs"), &dir, Some("tmpfs"), ro, opts), || {
-            format!("masking {}", dir.display())
-        })?;
     }
     Ok(())
 }

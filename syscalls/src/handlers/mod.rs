@@ -25,6 +25,8 @@
 mod abi;
 mod affinity;
 mod attr;
+mod covers;
+pub use covers::{proc_covers, Limited};
 mod limitfiles;
 mod masked;
 mod mounttab;

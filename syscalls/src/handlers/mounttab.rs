@@ -9,8 +9,12 @@
 //! or the host cwd came from) becomes `/`; the host's disk and device
 //! names become `sandbox`; and options that describe the host — the
 //! overlay's `lowerdir`/`upperdir`/`workdir` and the size and inode
-//! count of the host's devtmpfs (its memory size) — are dropped. Does not
-//! own serving the result (`sysinfo::substitute`).
+//! count of the host's devtmpfs (its memory size) — are dropped; the
+//! view's covers of global /proc files (`covers.rs`) are left out, as
+//! the files they cover are what the guest reads there. Does not own
+//! serving the result (`sysinfo::substitute`).
+
+use super::covers::is_cover;
 
 /// Which mount table a procfs file is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -25,7 +29,14 @@ pub(crate) fn rewrite(table: Table, text: &str) -> String {
         Table::MountInfo => mountinfo_line,
         Table::Mounts => mounts_line,
     };
-    text.lines().map(|l| line(l) + "\n").collect()
+    let point = match table {
+        Table::MountInfo => 4,
+        Table::Mounts => 1,
+    };
+    text.lines()
+        .filter(|l| !l.split(' ').nth(point).is_some_and(is_cover))
+        .map(|l| line(l) + "\n")
+        .collect()
 }
 
 /// `id parent dev root point opts [optional...] - fstype source superopts`
@@ -102,5 +113,19 @@ mod tests {
             rewrite(Table::Mounts, mounts),
             "sandbox /out ext4 rw,relatime 0 0\noverlay /usr overlay rw 0 0\n"
         );
+    }
+
+    #[test]
+    fn covers_are_left_out() {
+        let info = "\
+75 67 0:48 / /proc rw,nosuid - proc proc rw
+90 75 0:47 /.cover-empty//deleted /proc/meminfo ro,nosuid - tmpfs tmpfs ro,size=64k
+";
+        assert_eq!(
+            rewrite(Table::MountInfo, info),
+            "75 67 0:48 / /proc rw,nosuid - proc proc rw\n"
+        );
+        let mounts = "proc /proc proc rw 0 0\ntmpfs /proc/kcore tmpfs ro 0 0\n";
+        assert_eq!(rewrite(Table::Mounts, mounts), "proc /proc proc rw 0 0\n");
     }
 }

@@ -44,6 +44,23 @@ pub(crate) enum SysFile {
     AdminReserve,
 }
 
+/// Every served /proc/sys file, as the kernel names it (`SysFile::at`
+/// knows each).
+#[cfg(test)]
+pub(crate) const SERVED: &[&str] = &[
+    "/proc/sys/fs/file-nr",
+    "/proc/sys/fs/file-max",
+    "/proc/sys/fs/inode-nr",
+    "/proc/sys/fs/dentry-state",
+    "/proc/sys/kernel/tainted",
+    "/proc/sys/kernel/threads-max",
+    "/proc/sys/fs/epoll/max_user_watches",
+    "/proc/sys/fs/inotify/max_user_watches",
+    "/proc/sys/vm/min_free_kbytes",
+    "/proc/sys/vm/user_reserve_kbytes",
+    "/proc/sys/vm/admin_reserve_kbytes",
+];
+
 impl SysFile {
     /// The served file at `path` (as the kernel names a descriptor).
     pub(crate) fn at(path: &str) -> Option<SysFile> {

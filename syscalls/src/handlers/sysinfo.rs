@@ -33,6 +33,7 @@ use nix::errno::Errno;
 use vfs::resolve::flags::IN_ROOT;
 use vfs::Resolver;
 
+use super::covers::read_host;
 use super::limitfiles::{cpuinfo, meminfo};
 use super::masked::{self, StatSizes};
 use super::mounttab::{self, Table};
@@ -151,14 +152,14 @@ impl ProcFile {
     }
 
     /// The view's path of a global file (as `changing` knows them).
-    fn view_path(self) -> Option<&'static CStr> {
+    fn view_path(self) -> Option<&'static str> {
         let path = match self {
-            ProcFile::MemInfo => c"/proc/meminfo",
-            ProcFile::Stat => c"/proc/stat",
-            ProcFile::VmStat => c"/proc/vmstat",
-            ProcFile::Sys(SysFile::FileNr) => c"/proc/sys/fs/file-nr",
-            ProcFile::Sys(SysFile::InodeNr) => c"/proc/sys/fs/inode-nr",
-            ProcFile::Sys(SysFile::DentryState) => c"/proc/sys/fs/dentry-state",
+            ProcFile::MemInfo => "/proc/meminfo",
+            ProcFile::Stat => "/proc/stat",
+            ProcFile::VmStat => "/proc/vmstat",
+            ProcFile::Sys(SysFile::FileNr) => "/proc/sys/fs/file-nr",
+            ProcFile::Sys(SysFile::InodeNr) => "/proc/sys/fs/inode-nr",
+            ProcFile::Sys(SysFile::DentryState) => "/proc/sys/fs/dentry-state",
             _ => return None,
         };
         Some(path)
@@ -171,6 +172,9 @@ impl ProcFile {
 pub(crate) struct Synthetic {
     files: Vec<((u64, u64), ProcFile)>,
     proc_dev: Option<u64>,
+    /// The device of the view's covers of global /proc files
+    /// (`covers.rs`), when the view has them.
+    cover_dev: Option<u64>,
     /// The cpu limit, for the per-process files cut to it.
     cpus: Option<usize>,
     /// What /proc/stat and the boot id are relative to.
@@ -193,18 +197,24 @@ impl Synthetic {
     /// of the view's procfs (no spelling of the guest's changes it).
     pub(crate) fn always(fs: &Resolver) -> Synthetic {
         let read = |path: &CStr| read_view(fs, path).ok();
+        let host = |path: &str| read_host(path).unwrap_or_default();
         let baseline = Baseline::new(
-            read(c"/proc/vmstat").unwrap_or_default(),
+            host("/proc/vmstat"),
             read(c"/proc/sys/kernel/random/uuid").unwrap_or_default(),
             &read(c"/proc/1/stat").unwrap_or_default(),
         );
         let sys_baseline = SysBaseline {
-            inode_nr: read(c"/proc/sys/fs/inode-nr").unwrap_or_default(),
-            dentry_state: read(c"/proc/sys/fs/dentry-state").unwrap_or_default(),
+            inode_nr: host("/proc/sys/fs/inode-nr"),
+            dentry_state: host("/proc/sys/fs/dentry-state"),
         };
+        let proc_dev = identity(fs, c"/proc").map(|(dev, _)| dev);
+        let cover_dev = identity(fs, c"/proc/cmdline")
+            .map(|(dev, _)| dev)
+            .filter(|dev| Some(*dev) != proc_dev);
         Synthetic {
             files: Vec::new(),
-            proc_dev: identity(fs, c"/proc").map(|(dev, _)| dev),
+            proc_dev,
+            cover_dev,
             cpus: None,
             baseline,
             sys_baseline,
@@ -263,6 +273,9 @@ impl Synthetic {
 
     fn which(&self, fd: &OwnedFd) -> Option<ProcFile> {
         let st = vfs::sys::fstat(fd.as_fd()).ok()?;
+        if self.cover_dev == Some(st.st_dev) {
+            return covered_file(&procfiles::fd_name(fd)?);
+        }
         let id = (st.st_dev, st.st_ino);
         if let Some(f) = self.files.iter().find(|f| f.0 == id) {
             return Some(f.1);
@@ -284,6 +297,23 @@ impl Synthetic {
             "status" if self.cpus.is_some() => Some(ProcFile::PerProcess(PerProcess::Status)),
             _ => None,
         }
+    }
+
+    /// Whether `fd` is one of the view's covers of a global /proc file.
+    fn is_cover(&self, fd: &OwnedFd) -> bool {
+        let dev = vfs::sys::fstat(fd.as_fd()).map(|st| st.st_dev);
+        dev.is_ok_and(|dev| self.cover_dev == Some(dev))
+    }
+}
+
+/// The served file a cover at `path` (as the kernel names it) stands
+/// for: every global file, meminfo and cpuinfo too (served as the
+/// host's when no limit is set).
+fn covered_file(path: &str) -> Option<ProcFile> {
+    match path {
+        "/proc/meminfo" => Some(ProcFile::MemInfo),
+        "/proc/cpuinfo" => Some(ProcFile::CpuInfo),
+        p => global_file(p),
     }
 }
 
@@ -322,7 +352,10 @@ pub(crate) fn substitute(ctx: &Context, fd: OwnedFd, flags: i32) -> Result<Owned
     };
     let host = match host_source(kind) {
         HostText::None => String::new(),
-        HostText::View(path) => read_view(&ctx.fs, path)?,
+        HostText::View(path) => read_host(path)?,
+        HostText::Opened if ctx.synthetic.is_cover(&fd) => {
+            read_host(&procfiles::fd_name(&fd).ok_or(Errno::EIO)?)?
+        }
         HostText::Opened => read_all(fd)?,
     };
     let text = text(ctx, kind, host);
@@ -340,7 +373,7 @@ pub(crate) fn refreshed(
     let kind = ProcFile::changing(memfd_name)?;
     let host = match (host_source(kind), kind.view_path()) {
         (HostText::None, _) => Ok(String::new()),
-        (HostText::View(path), _) | (HostText::Opened, Some(path)) => read_view(&ctx.fs, path),
+        (HostText::View(path), _) | (HostText::Opened, Some(path)) => read_host(path),
         (HostText::Opened, None) => return None,
     };
     let sealed = host.and_then(|host| {
@@ -360,8 +393,8 @@ pub(crate) fn changes(memfd_name: &str) -> bool {
 enum HostText {
     /// Nowhere: the text is the sandbox's alone.
     None,
-    /// Another file of the view.
-    View(&'static CStr),
+    /// Another global file, read in the host's /proc (`covers.rs`).
+    View(&'static str),
     /// The file the guest opened.
     Opened,
 }
@@ -374,7 +407,7 @@ fn host_source(kind: ProcFile) -> HostText {
         | ProcFile::Masked
         | ProcFile::Sys(SysFile::Tainted) => HostText::None,
         // The sandbox's uptime counts its CPUs' idle time in /proc/stat.
-        ProcFile::Uptime => HostText::View(c"/proc/stat"),
+        ProcFile::Uptime => HostText::View("/proc/stat"),
         _ => HostText::Opened,
     }
 }
@@ -413,7 +446,7 @@ fn text(ctx: &Context, kind: ProcFile, host: String) -> String {
             let sizes = procsys::Sizes {
                 memory_limit: limits.memory_limit,
                 host_memory: (watches && limits.memory_limit.is_some())
-                    .then(|| host_memtotal(&ctx.fs))
+                    .then(host_memtotal)
                     .flatten(),
                 pids: limits.pids,
                 open_files: match file {
@@ -442,9 +475,9 @@ fn net_text(ctx: &Context, file: NetFile, host: &str) -> String {
     procnet::text(file, host, &src)
 }
 
-/// The host's MemTotal in bytes, from the view's /proc/meminfo.
-fn host_memtotal(fs: &Resolver) -> Option<u64> {
-    let text = read_view(fs, c"/proc/meminfo").ok()?;
+/// The host's MemTotal in bytes, from the host's /proc/meminfo.
+fn host_memtotal() -> Option<u64> {
+    let text = read_host("/proc/meminfo").ok()?;
     let kb = text.lines().find_map(|l| l.strip_prefix("MemTotal:"))?;
     let kb: u64 = kb.trim().trim_end_matches("kB").trim().parse().ok()?;
     kb.checked_mul(1024)

@@ -1,0 +1,125 @@
+//! The view's /proc: a procfs of the sandbox's own pid namespace, its
+//! directories of host hardware masked, and its global host files
+//! covered, so that the kernel's own procfs — what a guest reaches when
+//! it dodges the VFS's resolution of an open (a symlink swapped, the path
+//! rewritten, between our lookup and the kernel's) — shows no host fact
+//! the sandbox serves rewritten.
+//!
+//! Owns: mounting /proc, the empty tmpfs over its host directories, and
+//! the covers: each file of `sandbox_syscalls::handlers::proc_covers`
+//! gets a bind of a file of a tiny read-only tmpfs made in the layer
+//! outside the new root (empty, or one empty line for `/proc/cmdline`),
+//! which the guest reaches only through the covers. Does not own: which
+//! files are covered, or recognising a cover and serving the file in its
+//! place (`syscalls/src/handlers/covers.rs`, `sysinfo.rs`).
+
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+use nix::mount::{mount, MsFlags};
+use sandbox_syscalls::handlers::{proc_covers, Limited};
+
+use super::view::{check, make_dir, Result};
+
+/// Directories of the host's procfs that tell of its devices, disks,
+/// interrupts and load (`/proc/fs/ext4/vda`, `/proc/irq/*/smp_affinity`,
+/// PCI ids, the host's pressure stall figures) and that no program in a
+/// sandbox needs: an empty read-only tmpfs
+/// over each (files of the same kind read as empty: `sysinfo.rs`).
+const MASKED_PROC_DIRS: &[&str] = &["acpi", "asound", "bus", "fs", "irq", "pressure", "scsi"];
+
+/// Where the covers' tmpfs is mounted in the layer (out of the guest's
+/// reach, like the overlays' upper and work directories).
+const COVERS: &str = "/covers";
+
+/// Mounts procfs at `proc`, masks its host directories and covers its
+/// global host files.
+pub(super) fn mount_proc(proc: &Path, limits: Limited) -> Result<()> {
+    make_dir(proc, 0o555)?;
+    let flags = MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC;
+    check(
+        mount(Some("proc"), proc, Some("proc"), flags, None::<&str>),
+        || "mounting /proc".into(),
+    )?;
+    mask_proc_dirs(proc)?;
+    cover_global_files(proc, limits)
+}
+
+fn mask_proc_dirs(proc: &Path) -> Result<()> {
+    let ro = MsFlags::MS_RDONLY | MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC;
+    for name in MASKED_PROC_DIRS {
+        let dir = proc.join(name);
+        if !dir.is_dir() {
+            continue;
+        }
+        let opts = Some("size=4k,nr_inodes=1,mode=0555");
+        check(mount(Some("tmpfs"), &dir, Some("tmpfs"), ro, opts), || {
+            format!("masking {}", dir.display())
+        })?;
+    }
+    Ok(())
+}
+
+/// Binds a cover over each covered file procfs has that others may read
+/// (one mount each; a name this kernel lacks, or only the host's root
+/// may read, is skipped).
+fn cover_global_files(proc: &Path, limits: Limited) -> Result<()> {
+    let covers: Vec<_> = proc_covers(limits).collect();
+    let mut texts: Vec<&[u8]> = Vec::new();
+    for (_, text) in &covers {
+        if !texts.contains(text) {
+            texts.push(text);
+        }
+    }
+    let sources = make_cover_files(&texts)?;
+    for (path, text) in covers {
+        let Some(rel) = path.strip_prefix("/proc/") else {
+            continue;
+        };
+        let Some(i) = texts.iter().position(|t| *t == text) else {
+            continue;
+        };
+        let src = sources.get(i).ok_or("covering /proc: no cover file")?;
+        let target = proc.join(rel);
+        let readable = fs::metadata(&target).is_ok_and(|m| m.permissions().mode() & 0o004 != 0);
+        if !readable {
+            continue;
+        }
+        let r = mount(
+            Some(src),
+            &target,
+            None::<&str>,
+            MsFlags::MS_BIND,
+            None::<&str>,
+        );
+        check(r, || format!("covering {path}"))?;
+    }
+    Ok(())
+}
+
+/// A read-only tmpfs at [`COVERS`] holding one file of each text, mode
+/// 0444; their paths, in the order of `texts`.
+fn make_cover_files(texts: &[&[u8]]) -> Result<Vec<PathBuf>> {
+    make_dir(Path::new(COVERS), 0o555)?;
+    let flags = MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC;
+    let opts = Some("size=4k,nr_inodes=8,mode=0555");
+    check(
+        mount(Some("tmpfs"), COVERS, Some("tmpfs"), flags, opts),
+        || "mounting the covers of /proc".into(),
+    )?;
+    let what = |e: std::io::Error| format!("covering /proc: {e}");
+    let mut paths = Vec::new();
+    for (i, text) in texts.iter().enumerate() {
+        let path = Path::new(COVERS).join(i.to_string());
+        fs::write(&path, text).map_err(what)?;
+        fs::set_permissions(&path, fs::Permissions::from_mode(0o444)).map_err(what)?;
+        paths.push(path);
+    }
+    let ro = MsFlags::MS_REMOUNT | MsFlags::MS_RDONLY | flags;
+    check(
+        mount(None::<&str>, COVERS, None::<&str>, ro, None::<&str>),
+        || "making the covers of /proc read-only".into(),
+    )?;
+    Ok(paths)
+}
