@@ -175,3 +175,85 @@ fn a_ping_socket_client_like_native() {
         ],
     );
 }
+
+/// Receive timestamps: a ping socket with SO_TIMESTAMP and IP_RECVTTL
+/// gets the socket level's message first, then the IP level's, as
+/// iputils ping reads them; a UDP socket with SO_TIMESTAMPNS and
+/// IP_PKTINFO likewise; a control buffer with room for one message
+/// only is cut (MSG_CTRUNC). Values are checked for plausibility only.
+const STAMPS: &str = r#"
+import socket, struct, time
+SO_TIMESTAMP, SO_TIMESTAMPNS = 29, 35
+
+def show(anc):
+    out = []
+    for level, kind, d in anc:
+        if level == socket.SOL_SOCKET:
+            sec, frac = struct.unpack("qq", d[:16])
+            out.append((level, kind, len(d), abs(sec - time.time()) < 600, frac < 10**9))
+        else:
+            out.append((level, kind, len(d)))
+    return out
+
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM, socket.IPPROTO_ICMP)
+s.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMP, 1)
+s.setsockopt(socket.IPPROTO_IP, 12, 1)  # IP_RECVTTL
+s.sendto(struct.pack("!BBHHH", 8, 0, 0, 0, 1) + b"stamp", ("127.0.0.1", 0))
+data, anc, flags, src = s.recvmsg(100, 256)
+print("ping", show(anc), flags, data[8:])
+u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+u.bind(("127.0.0.1", 0))
+u.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
+u.setsockopt(socket.IPPROTO_IP, 8, 1)  # IP_PKTINFO
+c = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+for room in (256, socket.CMSG_SPACE(16)):
+    c.sendto(b"datagram", u.getsockname())
+    data, anc, flags, src = u.recvmsg(100, room)
+    print("udp", room, show(anc), flags & socket.MSG_CTRUNC != 0, data)
+"#;
+
+#[test]
+fn receive_timestamps_like_native() {
+    if !usable() {
+        skip!("needs root, ping, unshare and setpriv");
+    }
+    like_native(
+        &["/usr/bin/python3", "-c", STAMPS],
+        &[
+            "ping [(1, 29, 16, True, True), (0, 2, 4)] 0 b'stamp'",
+            "udp 256 [(1, 35, 16, True, True), (0, 8, 12)] False b'datagram'",
+            "udp 32 [(1, 35, 16, True, True)] True b'datagram'",
+        ],
+    );
+}
+
+/// The sandbox's monotonic clocks (its time namespace) are past their
+/// first second when a program starts, as on a booted machine: iputils
+/// ping takes a zero second for "not yet started" and, with the clocks
+/// at 0.x s, sent `ping -c 3`'s probes back to back.
+#[test]
+fn monotonic_clocks_are_past_their_first_second_like_native() {
+    if !usable() {
+        skip!("needs root, ping, unshare and setpriv");
+    }
+    let code = "import time\n\
+                print(time.clock_gettime(time.CLOCK_MONOTONIC_RAW) >= 1,\n\
+                      time.clock_gettime(time.CLOCK_MONOTONIC) >= 1,\n\
+                      time.clock_gettime(time.CLOCK_BOOTTIME) >= 1)\n";
+    like_native(&["/usr/bin/python3", "-c", code], &["True True True\n"]);
+}
+
+/// `ping -c 3` prints what it prints natively (timing figures masked).
+#[test]
+fn ping_three_probes_like_native() {
+    if !usable() {
+        skip!("needs root, ping, unshare and setpriv");
+    }
+    like_native(
+        &["ping", "-c", "3", "127.0.0.1"],
+        &[
+            "64 bytes from 127.0.0.1: icmp_seq=3 ttl=64 time=T",
+            "3 packets transmitted, 3 received, 0% packet loss, time Tms",
+        ],
+    );
+}

@@ -1,5 +1,6 @@
 //! The sandbox's clocks: a time namespace whose boot-time and monotonic
-//! clocks start when init did, so that the kernel itself answers the
+//! clocks start when init did (plus a lead of
+//! `handlers::CLOCK_LEAD_SECS`: they read that at init's start), so that the kernel itself answers the
 //! guest's `/proc/uptime`, `clock_gettime(CLOCK_BOOTTIME/MONOTONIC)`,
 //! `sysinfo`'s uptime, the start times in `/proc/<pid>/stat` and
 //! `/proc/stat`'s btime as of a machine booted with the sandbox.
@@ -15,7 +16,8 @@ use nix::time::{clock_gettime, ClockId};
 
 /// Makes the time namespace init's children will be born in, with the
 /// boot-time and monotonic clocks set back by the whole seconds init has
-/// been up (so init's own start is 0 and no task's start is negative).
+/// been up less the lead (so init's own start reads `CLOCK_LEAD_SECS`
+/// and no task's start is negative).
 /// Init needs CAP_SYS_ADMIN and CAP_SYS_TIME in its user namespace: call
 /// it before privileges are dropped. A kernel without time namespaces
 /// (EINVAL) keeps the host's clocks.
@@ -27,7 +29,7 @@ pub(super) fn fresh_clocks() -> Result<(), String> {
     }
     let boot = clock_gettime(ClockId::CLOCK_BOOTTIME).map_err(|e| e.desc().to_owned())?;
     let mono = clock_gettime(ClockId::CLOCK_MONOTONIC).map_err(|e| e.desc().to_owned())?;
-    let up = own_start_secs().unwrap_or(boot.tv_sec());
+    let up = own_clock_origin().unwrap_or(boot.tv_sec());
     let offsets = offsets_text(up, boot.tv_sec(), mono.tv_sec());
     std::fs::write("/proc/self/timens_offsets", offsets)
         .map_err(|e| format!("setting the sandbox's clocks: {e}"))
@@ -45,11 +47,12 @@ fn offsets_text(start: i64, boot_now: i64, mono_now: i64) -> String {
     )
 }
 
-/// When this process started, in whole seconds of boot time
-/// (`/proc/self/stat`'s 22nd field, in clock ticks).
-fn own_start_secs() -> Option<i64> {
+/// The second of boot time at which the sandbox's clocks read zero: this
+/// process's start (`/proc/self/stat`'s 22nd field, in clock ticks) less
+/// the lead, as the served /proc/uptime computes it.
+fn own_clock_origin() -> Option<i64> {
     let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
-    sandbox_syscalls::handlers::start_secs(&stat)
+    sandbox_syscalls::handlers::clock_origin_secs(&stat)
 }
 
 #[cfg(test)]
@@ -64,8 +67,8 @@ mod tests {
     }
 
     #[test]
-    fn own_start_is_in_the_past() {
-        let start = own_start_secs().expect("own start");
+    fn own_clock_origin_is_in_the_past() {
+        let start = own_clock_origin().expect("own start");
         let boot = clock_gettime(ClockId::CLOCK_BOOTTIME).unwrap().tv_sec();
         assert!((0..=boot).contains(&start), "{start} vs {boot}");
     }

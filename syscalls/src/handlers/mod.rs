@@ -37,7 +37,7 @@ mod open;
 mod procfiles;
 mod procnet;
 mod procstat;
-pub use procstat::start_secs;
+pub use procstat::{clock_origin_secs, start_secs, CLOCK_LEAD_SECS};
 mod procsys;
 mod rewind;
 mod sealed;

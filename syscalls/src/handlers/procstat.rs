@@ -48,7 +48,7 @@ impl Baseline {
         Baseline {
             vmstat,
             boot_id: uuid,
-            boot_offset: start_secs(init_stat).unwrap_or(0),
+            boot_offset: clock_origin_secs(init_stat).unwrap_or(0),
         }
     }
 }
@@ -67,6 +67,26 @@ impl Baseline {
             .map_or(0.0, |d| d.as_secs_f64());
         (now - self.uptime(host_boottime)).max(0.0) as u64
     }
+}
+
+/// How long the sandbox's "machine" has been up when its init starts,
+/// in whole seconds: its clocks never read below this in the guest, as
+/// a booted machine's monotonic clock is past its first seconds when the
+/// first program runs. Programs take a zero second as "unset" (iputils
+/// ping's pacing does: a probe sent in the clocks' first second
+/// restarted its schedule, so `ping -c 3` sent back to back), and
+/// `CLOCK_MONOTONIC_RAW`, which the namespace moves by the monotonic
+/// offset, reads behind `CLOCK_MONOTONIC` by the host's accumulated NTP
+/// correction (0.3 s after a day here): 0 would make it negative.
+pub const CLOCK_LEAD_SECS: i64 = 10;
+
+/// The whole second of host boot time at which the sandbox's clocks read
+/// zero: its init's start ([`start_secs`]) less [`CLOCK_LEAD_SECS`],
+/// never before the host's boot. `launch/timens.rs` sets the time
+/// namespace's offsets with it and the served uptime and btime use it,
+/// so they agree to the second.
+pub fn clock_origin_secs(init_stat: &str) -> Option<i64> {
+    start_secs(init_stat).map(|s| (s - CLOCK_LEAD_SECS).max(0))
 }
 
 /// A task's start in whole seconds of host boot time, from its `stat`
@@ -307,6 +327,10 @@ btime 123\nprocesses 6\nprocs_running 2\nprocs_blocked 0\nsoftirq 0 0 0\n"
             .unwrap()
             .unwrap();
         assert_eq!(start_secs(init), Some(250000 / hz));
+        let origin = 250000 / hz - CLOCK_LEAD_SECS;
+        assert_eq!(clock_origin_secs(init), Some(origin.max(0)));
+        let early = "1 (supervisor-init) S 0 1 1 0 -1 4194560 0 0 0 0 0 0 0 0 20 0 1 0 1 1 2";
+        assert_eq!(clock_origin_secs(early), Some(0));
     }
 
     #[test]

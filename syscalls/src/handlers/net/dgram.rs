@@ -18,7 +18,7 @@ use netstack::stack::Sock;
 use netstack::{addr, Proto, Refusal};
 use nix::errno::Errno;
 use nix::poll::PollFlags;
-use nix::sys::socket::{self, MsgFlags, UnixAddr};
+use nix::sys::socket::{self, ControlMessageOwned, MsgFlags, UnixAddr};
 
 use super::ancil;
 use super::{
@@ -196,6 +196,10 @@ pub(super) struct Received {
     pub src: Option<SocketAddr>,
     /// The datagram was longer than the buffer.
     pub truncated: bool,
+    /// The socket level's control messages the host socket attached
+    /// (SO_TIMESTAMP, SO_TIMESTAMPNS, SO_TIMESTAMPING: `AF_UNIX`
+    /// datagram sockets stamp as UDP's do), as (level, type, data).
+    pub socket_cmsgs: Vec<(i32, i32, Vec<u8>)>,
 }
 
 /// Receives at most `cap` bytes, waiting (interruptibly) if the guest's
@@ -210,13 +214,16 @@ pub(super) fn receive(
     let dontwait = flags & libc::MSG_DONTWAIT != 0 || nonblocking(s);
     let host_flags = MsgFlags::from_bits_truncate(flags & RECV_FLAGS) | MsgFlags::MSG_DONTWAIT;
     let mut data = vec![0u8; cap];
+    let mut space = nix::cmsg_space!(libc::timeval, libc::timespec, [libc::timespec; 3]);
     loop {
         let mut iov = [IoSliceMut::new(&mut data)];
-        let got = socket::recvmsg::<UnixAddr>(s.fd.as_raw_fd(), &mut iov, None, host_flags);
+        let got =
+            socket::recvmsg::<UnixAddr>(s.fd.as_raw_fd(), &mut iov, Some(&mut space), host_flags);
         match got {
             Ok(m) => {
                 let (ret, from) = (m.bytes, m.address);
                 let truncated = m.flags.contains(MsgFlags::MSG_TRUNC);
+                let socket_cmsgs = m.cmsgs().map(timestamps).unwrap_or_default();
                 data.truncate(ret.min(cap));
                 let raw = from
                     .as_ref()
@@ -244,6 +251,7 @@ pub(super) fn receive(
                     from: raw,
                     src,
                     truncated,
+                    socket_cmsgs,
                 });
             }
             Err(Errno::EAGAIN) if !dontwait => {
@@ -252,4 +260,30 @@ pub(super) fn receive(
             Err(e) => return Err(e),
         }
     }
+}
+
+/// The receive timestamps among a host receive's control messages, laid
+/// out as the kernel's `put_cmsg` gives them to the guest.
+fn timestamps(cmsgs: socket::CmsgIterator) -> Vec<(i32, i32, Vec<u8>)> {
+    let ts = |t: &libc::timespec| [t.tv_sec.to_ne_bytes(), t.tv_nsec.to_ne_bytes()].concat();
+    cmsgs
+        .filter_map(|c| match c {
+            ControlMessageOwned::ScmTimestamp(tv) => {
+                let tv: &libc::timeval = tv.as_ref();
+                let data = [tv.tv_sec.to_ne_bytes(), tv.tv_usec.to_ne_bytes()].concat();
+                Some((libc::SOL_SOCKET, libc::SCM_TIMESTAMP, data))
+            }
+            ControlMessageOwned::ScmTimestampns(t) => {
+                Some((libc::SOL_SOCKET, libc::SCM_TIMESTAMPNS, ts(t.as_ref())))
+            }
+            ControlMessageOwned::ScmTimestampsns(t) => {
+                let data = [t.system, t.hw_trans, t.hw_raw]
+                    .iter()
+                    .flat_map(|t| ts(t.as_ref()))
+                    .collect();
+                Some((libc::SOL_SOCKET, libc::SCM_TIMESTAMPING, data))
+            }
+            _ => None,
+        })
+        .collect()
 }

@@ -148,7 +148,8 @@ pub(crate) fn recvmsg(ctx: &Context, g: &dyn Guest, fd: i32, msg: u64, flags: i3
         write_sockaddr(g, m.name, msg + NAMELEN_AT, room, &got.name)?;
     }
     let peek = flags & libc::MSG_PEEK != 0;
-    let cmsgs = ancil::messages(ctx, &s, want, &got, peek);
+    let mut cmsgs = got.socket_cmsgs.clone();
+    cmsgs.extend(ancil::messages(ctx, &s, want, &got, peek));
     let room = if m.control == 0 { 0 } else { m.controllen };
     let (control, cut) = ancillary::layout(&cmsgs, usize::try_from(room).unwrap_or(usize::MAX));
     if !control.is_empty() {
