@@ -146,6 +146,11 @@ pub const ALLOWED: &[S] = &[
     S::getgid,
     S::geteuid,
     S::getegid,
+    // A worker taking a caller's ids (trap/creds.rs: only with a range
+    // of ids mapped; otherwise the workers hold no CAP_SETUID/SETGID).
+    S::setfsuid,
+    S::setfsgid,
+    S::setgroups,
 ];
 
 /// Calls allowed only when `--allow-net` gives egress: the host
@@ -218,6 +223,7 @@ const IOCTLS: &[Cond] = &[Cond {
             libc::TCSETSF as u32,
             libc::TIOCGWINSZ as u32,
             libc::TIOCSWINSZ as u32,
+            crate::sys::pidfd::PIDFD_GET_INFO as u32,
         ],
     ),
 }];
