@@ -68,15 +68,15 @@ impl IdMap {
     /// A guest uid for chown: `UNCHANGED` stays, the mapped id maps to
     /// itself, anything else is EINVAL.
     pub fn uid_to_host(&self, guest: u32) -> Result<u32, Errno> {
-        self.to_host(guest, self.uid)
+        self.host_id(guest, self.uid)
     }
 
     /// A guest gid for chown, as [`IdMap::uid_to_host`].
     pub fn gid_to_host(&self, guest: u32) -> Result<u32, Errno> {
-        self.to_host(guest, self.gid)
+        self.host_id(guest, self.gid)
     }
 
-    fn to_host(&self, guest: u32, first: u32) -> Result<u32, Errno> {
+    fn host_id(&self, guest: u32, first: u32) -> Result<u32, Errno> {
         if guest == UNCHANGED || self.mapped(guest, first) {
             Ok(guest)
         } else {
