@@ -205,8 +205,9 @@ pub const KILLED: &[S] = &[
     S::request_key,
 ];
 
-/// `ioctl` requests: the listener's, and reading or setting a terminal's
-/// modes and window size (the pseudo-terminal relay). Never TIOCSTI.
+/// `ioctl` requests: the listener's, reading or setting a terminal's
+/// modes and window size (the pseudo-terminal relay), and a caller's ids
+/// (`PIDFD_GET_INFO`, trap/creds.rs). Never TIOCSTI.
 const IOCTLS: &[Cond] = &[Cond {
     arg: 1,
     op: Op::MaskedIn(

@@ -27,7 +27,7 @@
 //! mapped id it drops every capability as before.
 
 use std::os::fd::{AsFd, OwnedFd};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use nix::errno::Errno;
 use parking_lot::Mutex;
@@ -142,6 +142,15 @@ fn parse_status(status: &str) -> Option<Ids> {
     })
 }
 
+/// The supervisor's own ids, which workers act with between callers.
+static OWN: OnceLock<Ids> = OnceLock::new();
+
+/// Remembers this thread's ids as the supervisor's own: call it before
+/// any worker starts (then no thread has taken a caller's ids yet).
+pub fn remember_own() {
+    OWN.get_or_init(Ids::own);
+}
+
 /// One worker thread's ids: its own, and those it acts with now.
 pub struct Acting {
     own: Ids,
@@ -149,13 +158,20 @@ pub struct Acting {
 }
 
 impl Acting {
-    /// For the calling thread, which acts with its own ids.
+    /// For the calling worker thread: sets its filesystem ids and groups
+    /// to the supervisor's own (see [`remember_own`]; a worker started by
+    /// another, mid-call, would inherit that one's caller's).
     pub fn new() -> Acting {
-        let own = Ids::own();
-        Acting {
-            now: own.clone(),
+        let own = OWN.get_or_init(Ids::own).clone();
+        let mut acting = Acting {
+            now: Ids {
+                uid: u32::MAX,
+                ..own.clone()
+            },
             own,
-        }
+        };
+        acting.restore();
+        acting
     }
 
     /// Makes this thread act with `ids` (nothing to do if it already does).

@@ -127,6 +127,9 @@ pub fn serve(
 ) -> std::io::Result<Trap> {
     // Best effort: kernels before 6.6 lack it and wake across CPUs.
     let _ = ioctl::set_sync_wake_up(listener.as_fd());
+    if ctx.ids().count() > 1 {
+        creds::remember_own();
+    }
     let counters = Arc::new(Counters::new());
     let shared = Arc::new(Shared {
         listener,
