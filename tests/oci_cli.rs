@@ -461,9 +461,22 @@ fn a_rootless_runtime_keeps_state_in_xdg_and_runs_without_a_cgroup() {
     assert!(as_tester(&["delete", "c1"], "delete").success());
     assert!(!t.join("xdg/supervisor/c1").exists());
 
-    // A memory limit needs a cgroup: refused, saying why.
+    // Another user cannot be mapped without privilege: refused, one line.
     let config = t.join("config.json");
     let mut c: serde_json::Value = serde_json::from_slice(&fs::read(&config).unwrap()).unwrap();
+    c["process"]["user"] = json!({"uid": uid + 1, "gid": gid});
+    fs::write(&config, c.to_string()).unwrap();
+    let other = as_tester(&["create", "--bundle", ".", "c3"], "out3");
+    let err = fs::read_to_string(t.join("out3.err")).unwrap_or_default();
+    assert!(
+        !other.success() && err.contains("a rootless runtime maps only its own user"),
+        "{other:?} {err}"
+    );
+    assert_eq!(err.lines().count(), 1, "{err}");
+    c["process"]["user"] = json!({"uid": uid, "gid": gid});
+    fs::write(&config, c.to_string()).unwrap();
+
+    // A memory limit needs a cgroup: refused, saying why.
     c["linux"]["resources"] = json!({"memory": {"limit": 64 << 20}});
     fs::write(&config, c.to_string()).unwrap();
     let refused = as_tester(&["create", "--bundle", ".", "c2"], "out2");

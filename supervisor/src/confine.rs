@@ -146,6 +146,11 @@ pub const ALLOWED: &[S] = &[
     S::getgid,
     S::geteuid,
     S::getegid,
+    // A worker taking a caller's ids (trap/creds.rs: only with a range
+    // of ids mapped; otherwise the workers hold no CAP_SETUID/SETGID).
+    S::setfsuid,
+    S::setfsgid,
+    S::setgroups,
 ];
 
 /// Calls allowed only when `--allow-net` gives egress: the host
@@ -200,8 +205,9 @@ pub const KILLED: &[S] = &[
     S::request_key,
 ];
 
-/// `ioctl` requests: the listener's, and reading or setting a terminal's
-/// modes and window size (the pseudo-terminal relay). Never TIOCSTI.
+/// `ioctl` requests: the listener's, reading or setting a terminal's
+/// modes and window size (the pseudo-terminal relay), and a caller's ids
+/// (`PIDFD_GET_INFO`, trap/creds.rs). Never TIOCSTI.
 const IOCTLS: &[Cond] = &[Cond {
     arg: 1,
     op: Op::MaskedIn(
@@ -218,6 +224,7 @@ const IOCTLS: &[Cond] = &[Cond {
             libc::TCSETSF as u32,
             libc::TIOCGWINSZ as u32,
             libc::TIOCSWINSZ as u32,
+            crate::sys::pidfd::PIDFD_GET_INFO as u32,
         ],
     ),
 }];

@@ -220,6 +220,7 @@ fn serve_and_wait(
     let layer = sandbox.root.try_clone().map_err(supervisor_error)?;
     let counters = Arc::new(guards.enforcement.counters());
     let mut ctx = Context::new(root, getuid().as_raw(), getgid().as_raw());
+    ctx.set_ids(config.id_map());
     ctx.set_limits(guest_limits(args, &counters));
     ctx.set_sockets(sockets).map_err(supervisor_error)?;
     let net_denials = ctx.net_denials();
@@ -353,6 +354,8 @@ fn launch_config(args: &RunArgs) -> Result<LaunchConfig, LaunchError> {
             .any(netstack::rules::Rule::is_name)
             .then_some(std::net::IpAddr::V4(netstack::dns::STUB_ADDR)),
         self_join: Vec::new(),
+        id_count: 1,
+        user: None,
     })
 }
 

@@ -14,6 +14,10 @@ use super::*;
 pub fn busybox_tarball(dir: &Path) -> PathBuf {
     let root = dir.join("image-rootfs");
     oci::busybox_rootfs(&root);
+    // Writable by every user, as an image's /tmp is.
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(root.join("tmp"), std::fs::Permissions::from_mode(0o1777))
+        .expect("chmod tmp");
     let tar = dir.join("image.tar");
     let made = Command::new("tar")
         .arg("-C")

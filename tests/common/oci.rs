@@ -12,7 +12,7 @@ pub const BUSYBOX: &str = "/bin/busybox";
 /// Applets the rootfs links to busybox.
 const APPLETS: &[&str] = &[
     "sh", "echo", "cat", "sleep", "ls", "true", "false", "env", "hostname", "pwd", "id", "kill",
-    "wc", "head", "tr", "dd", "stat",
+    "wc", "head", "tr", "dd", "stat", "touch",
 ];
 
 /// Whether busybox-static is installed (a static binary runs in any rootfs).

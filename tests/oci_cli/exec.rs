@@ -1,8 +1,9 @@
 //! `exec` in a running container (the runtime's `exec` command as
 //! containerd's shim drives it): a process in the sandbox with its
 //! arguments, environment and working directory; a terminal whose master
-//! goes to the console socket; and the container's own user, with other
-//! users refused. Part of the `oci_cli` test binary (`tests/oci_cli.rs`
+//! goes to the console socket; and other users (`--user`,
+//! `process.user`) with their own file access, ids the sandbox does not
+//! map refused. Part of the `oci_cli` test binary (`tests/oci_cli.rs`
 //! owns the bundle and the helpers used here).
 
 use super::*;
@@ -147,52 +148,109 @@ fn exec_with_a_terminal_sends_its_master_to_the_console_socket() {
     assert!(matches!(wait_exit(pid), WaitStatus::Signaled(..)));
 }
 
+/// A host directory for /data, writable by all: `secret` (root's, 0600)
+/// and `rootdir` (root's, 0755); and a world-writable /tmp in the rootfs.
+fn users_bundle(t: &Tree, script: &str, user: serde_json::Value) -> std::path::PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let shared = t.join("shared");
+    fs::create_dir(&shared).unwrap();
+    fs::set_permissions(&shared, fs::Permissions::from_mode(0o777)).unwrap();
+    fs::write(shared.join("secret"), "root only\n").unwrap();
+    fs::set_permissions(shared.join("secret"), fs::Permissions::from_mode(0o600)).unwrap();
+    fs::create_dir(shared.join("rootdir")).unwrap();
+    fs::set_permissions(shared.join("rootdir"), fs::Permissions::from_mode(0o755)).unwrap();
+    bundle(t.path(), |c| {
+        set_args(c, script);
+        c["process"]["user"] = user;
+        let mounts = c["mounts"].as_array_mut().unwrap();
+        mounts.push(json!({"destination": "/data", "type": "bind",
+            "source": shared, "options": ["rbind", "rw"]}));
+    });
+    fs::set_permissions(t.join("rootfs/tmp"), fs::Permissions::from_mode(0o1777)).unwrap();
+    shared
+}
+
+/// What a process of each user does with root's files: uid 1000 cannot
+/// read root's 0600 file nor create in root's 0755 directory (EACCES), and what it
+/// creates is its own (inside, and on the host through the bind).
+const FILE_ACCESS: &str = "cat /data/secret 2>&1; \
+    touch /data/rootdir/x 2>&1 && echo created; \
+    echo hi > /data/mine-$(id -u) && stat -c %u:%g /data/mine-$(id -u); \
+    touch /tmp/t-$(id -u) && stat -c %u:%g /tmp/t-$(id -u)";
+
+/// What [`FILE_ACCESS`] says for uid 1000 on root's files.
+const DENIED: &str = "cat: can't open '/data/secret': Permission denied\n\
+    touch: /data/rootdir/x: Permission denied\n";
+
 #[test]
-fn exec_runs_as_the_containers_user_and_refuses_others() {
+fn exec_runs_as_other_users_with_their_file_access() {
     need_busybox!();
     let t = Tree::new();
     let rt = Runtime::new(t.path());
-    bundle(t.path(), |c| set_args(c, "sleep 100"));
+    let shared = users_bundle(&t, "sleep 100", json!({"uid": 0, "gid": 0}));
     let pid = create(&rt, t.path(), "usr");
     assert!(rt.run(&["start", "usr"]).status.success());
-    let (uid, gid) = (nix::unistd::getuid(), nix::unistd::getgid());
-    let own = format!("{uid}:{gid}");
-    let id = rt.run(&["exec", "--user", &own, "usr", "id", "-u"]);
+    let exec = |user: &str, script: &str| {
+        let out = rt.run(&["exec", "--user", user, "usr", "sh", "-c", script]);
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        (text, out)
+    };
+    let (id, out) = exec("1000:1000", "id -u; id -g; id -G");
+    assert_eq!(id, "1000\n1000\n1000\n", "{out:?}");
+    let (seen, out) = exec("1000:1000", FILE_ACCESS);
+    assert_eq!(seen, format!("{DENIED}1000:1000\n1000:1000\n"), "{out:?}");
+    use std::os::unix::fs::MetadataExt;
+    let mine = fs::metadata(shared.join("mine-1000")).unwrap();
+    assert_eq!((mine.uid(), mine.gid()), (1000, 1000));
+    assert!(!shared.join("rootdir/x").exists());
+    // The container's own user (root) may.
+    let (seen, out) = exec("0:0", FILE_ACCESS);
+    assert_eq!(seen, "root only\ncreated\n0:0\n0:0\n", "{out:?}");
+    // process.user with additionalGids (--process), as runc sets them.
+    let process = t.join("process.json");
+    let p = json!({"user": {"uid": 1000, "gid": 100, "additionalGids": [10, 20]},
+        "args": ["id", "-G"], "cwd": "/"});
+    fs::write(&process, p.to_string()).unwrap();
+    let groups = rt
+        .cmd(&["exec", "--process"])
+        .arg(&process)
+        .arg("usr")
+        .output()
+        .unwrap();
     assert_eq!(
-        String::from_utf8_lossy(&id.stdout),
-        format!("{uid}\n"),
-        "{id:?}"
+        String::from_utf8_lossy(&groups.stdout),
+        "100 10 20\n",
+        "{groups:?}"
     );
-    // Another user: one line saying why, exit 1, nothing run.
-    let other = format!("{}", uid.as_raw() + 4242);
-    for user in [
-        other.as_str(),
-        &format!("{uid}:{}", gid.as_raw() + 4242),
-        "nobody",
-    ] {
+    // Ids the sandbox does not map, or not numeric: one line, exit 1, nothing run.
+    for user in ["70000", "1000:70000", "nobody"] {
         let out = rt.run(&["exec", "--user", user, "usr", "id", "-u"]);
         assert_eq!(out.status.code(), Some(1), "--user {user}: {out:?}");
         assert!(out.stdout.is_empty());
+        assert_eq!(String::from_utf8_lossy(&out.stderr).lines().count(), 1);
     }
-    // process.user in --process is checked the same way.
-    let process = t.join("process.json");
-    let with_user = |uid: u32| {
-        let p =
-            json!({"user": {"uid": uid, "gid": gid.as_raw()}, "args": ["id", "-u"], "cwd": "/"});
-        fs::write(&process, p.to_string()).unwrap();
-        rt.cmd(&["exec", "--process"])
-            .arg(&process)
-            .arg("usr")
-            .output()
-            .unwrap()
-    };
-    let same = with_user(uid.as_raw());
-    assert_eq!(
-        String::from_utf8_lossy(&same.stdout),
-        format!("{uid}\n"),
-        "{same:?}"
-    );
-    assert_eq!(with_user(uid.as_raw() + 4242).status.code(), Some(1));
     assert!(rt.run(&["delete", "--force", "usr"]).status.success());
     assert!(matches!(wait_exit(pid), WaitStatus::Signaled(..)));
+}
+
+#[test]
+fn the_containers_command_runs_as_process_user() {
+    need_busybox!();
+    let t = Tree::new();
+    let rt = Runtime::new(t.path());
+    let script = format!("id -u; id -G; {FILE_ACCESS}");
+    let user = json!({"uid": 1000, "gid": 1000, "additionalGids": [27]});
+    let shared = users_bundle(&t, &script, user);
+    let pid = create(&rt, t.path(), "cmd");
+    assert!(rt.run(&["start", "cmd"]).status.success());
+    assert!(matches!(wait_exit(pid), WaitStatus::Exited(_, 0)));
+    assert_eq!(
+        fs::read_to_string(t.join("stdout")).unwrap(),
+        format!("1000\n1000 27\n{DENIED}1000:1000\n1000:1000\n"),
+        "stderr: {}",
+        fs::read_to_string(t.join("stderr")).unwrap()
+    );
+    use std::os::unix::fs::MetadataExt;
+    assert_eq!(fs::metadata(shared.join("mine-1000")).unwrap().uid(), 1000);
+    assert!(rt.run(&["delete", "cmd"]).status.success());
 }

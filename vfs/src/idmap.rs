@@ -1,10 +1,11 @@
 //! User and group ids between the host and the guest.
 //!
-//! The guest's user namespace maps exactly one id: the invoker's uid (and
-//! gid) to itself. Files of any other host id show as the overflow id
-//! 65534, as the kernel shows them to the guest in `fstat`; a guest
-//! `chown` to an id without a mapping fails with EINVAL, as it does in
-//! the kernel. Owns the arithmetic only; no host calls.
+//! The guest's user namespace maps the invoker's uid (and gid) to itself:
+//! one id, or (the OCI runtime as root) a range of ids from it, each at
+//! the same number inside and out. Files of any other host id show as the
+//! overflow id 65534, as the kernel shows them to the guest in `fstat`; a
+//! guest `chown` to an id without a mapping fails with EINVAL, as it does
+//! in the kernel. Owns the arithmetic only; no host calls.
 
 use nix::errno::Errno;
 
@@ -14,22 +15,41 @@ pub const OVERFLOW_ID: u32 = 65534;
 /// The id value that means "leave unchanged" in chown.
 pub const UNCHANGED: u32 = u32::MAX;
 
-/// The one-id mapping of the sandbox's user namespace.
+/// The identity mapping of the sandbox's user namespace: `count` ids
+/// from `uid` (and from `gid`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct IdMap {
     uid: u32,
     gid: u32,
+    count: u32,
 }
 
 impl IdMap {
-    /// `uid`/`gid`: the invoker's host ids, which the guest sees unchanged.
+    /// `uid`/`gid`: the invoker's host ids, which the guest sees unchanged
+    /// (the only ids mapped).
     pub fn new(uid: u32, gid: u32) -> IdMap {
-        IdMap { uid, gid }
+        IdMap::with_range(uid, gid, 1)
+    }
+
+    /// `count` ids from `uid` and from `gid` (at least one), each mapped
+    /// to itself.
+    pub fn with_range(uid: u32, gid: u32, count: u32) -> IdMap {
+        let count = count.clamp(1, u32::MAX - uid.max(gid));
+        IdMap { uid, gid, count }
+    }
+
+    /// How many ids are mapped (1: the invoker's alone).
+    pub fn count(&self) -> u32 {
+        self.count
+    }
+
+    fn mapped(&self, host: u32, first: u32) -> bool {
+        host >= first && host - first < self.count
     }
 
     /// A host uid as the guest sees it.
     pub fn uid_to_guest(&self, host: u32) -> u32 {
-        if host == self.uid {
+        if self.mapped(host, self.uid) {
             host
         } else {
             OVERFLOW_ID
@@ -38,7 +58,7 @@ impl IdMap {
 
     /// A host gid as the guest sees it.
     pub fn gid_to_guest(&self, host: u32) -> u32 {
-        if host == self.gid {
+        if self.mapped(host, self.gid) {
             host
         } else {
             OVERFLOW_ID
@@ -48,16 +68,16 @@ impl IdMap {
     /// A guest uid for chown: `UNCHANGED` stays, the mapped id maps to
     /// itself, anything else is EINVAL.
     pub fn uid_to_host(&self, guest: u32) -> Result<u32, Errno> {
-        Self::to_host(guest, self.uid)
+        self.host_id(guest, self.uid)
     }
 
     /// A guest gid for chown, as [`IdMap::uid_to_host`].
     pub fn gid_to_host(&self, guest: u32) -> Result<u32, Errno> {
-        Self::to_host(guest, self.gid)
+        self.host_id(guest, self.gid)
     }
 
-    fn to_host(guest: u32, mapped: u32) -> Result<u32, Errno> {
-        if guest == UNCHANGED || guest == mapped {
+    fn host_id(&self, guest: u32, first: u32) -> Result<u32, Errno> {
+        if guest == UNCHANGED || self.mapped(guest, first) {
             Ok(guest)
         } else {
             Err(Errno::EINVAL)
@@ -83,5 +103,19 @@ mod tests {
         let root = IdMap::new(0, 0);
         assert_eq!(root.uid_to_guest(0), 0);
         assert_eq!(root.uid_to_guest(1000), OVERFLOW_ID);
+    }
+
+    #[test]
+    fn maps_a_range() {
+        let m = IdMap::with_range(0, 0, 65536);
+        assert_eq!(m.count(), 65536);
+        assert_eq!(m.uid_to_guest(0), 0);
+        assert_eq!(m.uid_to_guest(1000), 1000);
+        assert_eq!(m.gid_to_guest(65535), 65535);
+        assert_eq!(m.uid_to_guest(65536), OVERFLOW_ID);
+        assert_eq!(m.uid_to_host(1000), Ok(1000));
+        assert_eq!(m.gid_to_host(65536), Err(Errno::EINVAL));
+        assert_eq!(IdMap::with_range(5, 5, 0).count(), 1);
+        assert_eq!(IdMap::with_range(u32::MAX - 1, 0, 10).count(), 1);
     }
 }

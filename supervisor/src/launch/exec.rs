@@ -106,15 +106,21 @@ pub fn candidates(cmd: &OsStr, path: Option<&OsStr>) -> Vec<PathBuf> {
 }
 
 /// Runs in the guest's main process (a child of init, filter installed):
-/// takes the terminal if given one, waits for one byte on `start`, then
+/// takes its user and drops every capability, takes the terminal if given one, waits for one byte on `start`, then
 /// executes the command. On failure the errno goes to `report` and the
 /// process exits 126 or 127.
 pub(super) fn run_guest(
     plan: &ExecPlan,
-    start: OwnedFd,
-    report: OwnedFd,
+    (start, report): (OwnedFd, OwnedFd),
     terminal: Option<(OwnedFd, [bool; 3])>,
+    user: Option<&super::users::GuestUser>,
 ) -> ! {
+    // First of all, before any call of ours is serviced (the trap reads
+    // a process's ids once).
+    if let Err(e) = super::users::become_user(user) {
+        let _ = write(&report, &(e as i32).to_le_bytes());
+        exit_now(126);
+    }
     if let Some((slave, stdio)) = terminal {
         take_terminal(slave, stdio);
     }

@@ -7,8 +7,9 @@
 //! The helper reads from the connection the requester's stdin, stdout
 //! and stderr (one message each, SCM_RIGHTS, tagged `0`, `1`, `2`) and
 //! the request (`R` + JSON `{"args": [...], "env": ["K=V"...], "cwd":
-//! "/", "tty": false}`), forks the process, which takes those
-//! descriptors and executes the command (PATH search as for the main
+//! "/", "tty": false, "user": {"uid": 1000, "gid": 1000, "groups": []}}`;
+//! `user` optional), forks the process, which takes the user (`users.rs`)
+//! and those descriptors and executes the command (PATH search as for the main
 //! command), and
 //! answers `P` + the process's pid (inside the sandbox) once it has
 //! executed, or `E` + the errno its exec failed with; then, when it ends,
@@ -34,6 +35,7 @@ use serde::Deserialize;
 
 use super::channel::{Channel, Msg};
 use super::exec::{read_exec_error, ExecPlan};
+use super::users::{become_user, GuestUser};
 use crate::sys::fd::{recv_with_fd, send_with_fd};
 use crate::sys::process::{exit_now, fork_single_threaded, reset_signals, Forked};
 
@@ -73,6 +75,9 @@ struct Request {
     /// Stdin is a terminal's slave: the process's controlling terminal and stdio.
     #[serde(default)]
     tty: bool,
+    /// The process's user (`None`: init's own).
+    #[serde(default)]
+    user: Option<GuestUser>,
 }
 
 /// In init: one helper per pending request on the channel (non-blocking).
@@ -126,6 +131,12 @@ fn helper(conn: OwnedFd) -> ! {
     let child = match fork_single_threaded() {
         Ok(Forked::Child) => {
             drop(report_rx);
+            // Before any call of ours is serviced (the trap reads a
+            // process's ids once).
+            if let Err(e) = become_user(request.user.as_ref()) {
+                let _ = nix::unistd::write(&report_tx, &(e as i32).to_le_bytes());
+                exit_now(126);
+            }
             reset_signals();
             match slave {
                 Some(slave) => super::exec::take_terminal(slave, [true; 3]),

@@ -32,6 +32,7 @@ use nix::unistd::{chdir, sethostname, Pid};
 use super::channel::{Channel, Msg};
 use super::exec::{self, ExecPlan};
 use super::plan::ViewPlan;
+use super::users::{GuestUser, SETID_CAPS};
 use super::{privs, view};
 use crate::sys::fd::close_all_except;
 use crate::sys::net::{add_address, set_link_up};
@@ -75,6 +76,11 @@ pub(super) struct InitArgs<'a> {
     /// Put the guest under Landlock's abstract-socket scope (unless the
     /// test switch [`NO_LANDLOCK_FOR_TESTS`] was set).
     pub landlock: bool,
+    /// The user namespace maps a range of ids: init keeps CAP_SETUID and
+    /// CAP_SETGID for its children to take other users (`users.rs`).
+    pub switch_users: bool,
+    /// The main process's user (`None`: init's own).
+    pub user: Option<&'a GuestUser>,
 }
 
 /// Runs init; never returns.
@@ -144,7 +150,7 @@ pub(super) fn run(args: InitArgs<'_>) -> ! {
         Ok(Forked::Child) => {
             drop(channel);
             let terminal = slave.zip(args.pty);
-            exec::run_guest(plan, start, exec_report, terminal)
+            exec::run_guest(plan, (start, exec_report), terminal, args.user)
         }
         Ok(Forked::Parent(pid)) => pid,
         Err(e) => fail(&channel, format!("starting the guest: {}", e.desc())),
@@ -210,7 +216,7 @@ fn setup(args: &InitArgs<'_>) -> Result<(OwnedFd, Option<Pty>, Option<File>), St
     close_all_except(&keep).map_err(|e| format!("closing descriptors: {}", e.desc()))?;
     // The guest's uptime and boot time are the sandbox's.
     super::timens::fresh_clocks()?;
-    privs::drop_privileges()?;
+    privs::drop_privileges_keeping(if args.switch_users { SETID_CAPS } else { 0 })?;
     // Defence in depth: the netstack's sockets live in the sandbox's own
     // network namespace (socket_factory.rs); the scope also keeps the
     // guest from abstract names made outside its domain

@@ -39,6 +39,7 @@ mod rootfs;
 mod sandbox;
 mod timens;
 mod userns;
+mod users;
 mod view;
 
 pub use exec::DEFAULT_PATH;
@@ -46,6 +47,7 @@ pub use exec_request::ExecRequests;
 pub use flush::RwFlush;
 pub use init::FORWARDED;
 pub use plan::ViewPlan;
+pub use users::{GuestUser, OCI_ID_COUNT};
 
 use std::ffi::OsString;
 use std::fmt;
@@ -111,6 +113,13 @@ pub struct LaunchConfig {
     /// hooks' own ([`InitHooks::self_join_files`]): the OCI monitor's
     /// freezer, which must hold the sandbox but not the monitor.
     pub self_join: Vec<std::sync::Arc<OwnedFd>>,
+    /// How many ids the user namespace maps from the invoker's (each at
+    /// the same number): 1 (the invoker's alone), or for the OCI runtime
+    /// as root [`OCI_ID_COUNT`], which lets [`LaunchConfig::user`] and
+    /// exec requests name other users (`users.rs`).
+    pub id_count: u32,
+    /// The main process's user; `None`: the invoker's.
+    pub user: Option<GuestUser>,
 }
 
 impl LaunchConfig {
@@ -132,7 +141,14 @@ impl LaunchConfig {
             pids_limited: false,
             nameserver: None,
             self_join: Vec::new(),
+            id_count: 1,
+            user: None,
         }
+    }
+
+    /// The guest's ids as the handlers map them.
+    pub fn id_map(&self) -> vfs::IdMap {
+        vfs::IdMap::with_range(getuid().as_raw(), getgid().as_raw(), self.id_count)
     }
 }
 
@@ -321,6 +337,8 @@ pub fn launch_with(cfg: &LaunchConfig, hooks: &dyn InitHooks) -> Result<Sandbox,
                 workdir: &workdir,
                 pty: cfg.pty,
                 self_join: &self_join,
+                switch_users: cfg.id_count > 1,
+                user: cfg.user.as_ref(),
                 landlock: std::env::var_os(init::NO_LANDLOCK_FOR_TESTS).is_none(),
             })
         }
@@ -343,7 +361,7 @@ pub fn launch_with(cfg: &LaunchConfig, hooks: &dyn InitHooks) -> Result<Sandbox,
                 release: false,
             };
             // On any error below, dropping `sandbox` kills and reaps init.
-            sandbox.finish_launch(uid, gid, hooks)?;
+            sandbox.finish_launch((uid, gid, cfg.id_count.max(1)), hooks)?;
             Ok(sandbox)
         }
     }

@@ -20,8 +20,15 @@ use crate::sys::seccomp::{
 /// Leaves this process (and everything it starts) with no capabilities,
 /// no way to regain any (uid 0 included), and no_new_privs set.
 pub fn drop_privileges() -> Result<(), String> {
+    drop_privileges_keeping(0)
+}
+
+/// As [`drop_privileges`], but keeps the capabilities in `keep` (bit N:
+/// capability N): init keeps `users::SETID_CAPS` for its children to
+/// switch users, and they drop those too before they exec.
+pub fn drop_privileges_keeping(keep: u64) -> Result<(), String> {
     let err = |what: &str, e: Errno| format!("dropping privileges ({what}): {}", e.desc());
-    for cap in 0..=cap_last_cap() {
+    for cap in (0..=cap_last_cap()).filter(|c| *c >= 64 || keep & (1 << c) == 0) {
         match caps::bounding_drop(cap) {
             Ok(()) | Err(Errno::EINVAL) => {}
             Err(e) => return Err(err("bounding set", e)),
@@ -29,7 +36,7 @@ pub fn drop_privileges() -> Result<(), String> {
     }
     caps::set_securebits(caps::SECUREBITS_LOCKED_DOWN).map_err(|e| err("securebits", e))?;
     caps::ambient_clear().map_err(|e| err("ambient set", e))?;
-    caps::clear_all().map_err(|e| err("capset", e))?;
+    caps::set_only(keep).map_err(|e| err("capset", e))?;
     nix::sys::prctl::set_no_new_privs().map_err(|e| err("no_new_privs", e))
 }
 

@@ -6,10 +6,10 @@
 //!
 //! What the sandbox provides itself is not taken from the config: /proc,
 //! /dev (and devpts, shm, mqueue), /sys, and the /etc files Docker binds
-//! (hostname, hosts, resolv.conf: the sandbox writes its own). The
-//! guest's user is the sandbox's (the runtime's own uid mapped to
-//! itself), so `process.user` must be that or is refused; capabilities
-//! never widen the sandbox's policy and are not read.
+//! (hostname, hosts, resolv.conf: the sandbox writes its own).
+//! `process.user` is checked here and applied by the monitor
+//! (`user.rs`); capabilities never widen the sandbox's policy and are not
+//! read.
 //!
 //! Owns the translation; not the resources (`cgroup.rs`) or the hooks
 //! (`hooks.rs`), which read the spec themselves.
@@ -99,6 +99,11 @@ impl Bundle {
             .collect()
     }
 
+    /// The user the container's command runs as (`None`: the runtime's own).
+    pub fn user(&self) -> Result<Option<crate::launch::GuestUser>, String> {
+        super::user::from_spec(self.process()?.user()).map_err(|e| format!("process.user: {e}"))
+    }
+
     /// The `supervisor run` this bundle is; warnings for what is left out.
     pub fn run_args(&self) -> Result<(RunArgs, Vec<String>), String> {
         let process = self.process()?;
@@ -113,13 +118,7 @@ impl Bundle {
         if command.is_empty() {
             return Err("config.json: process.args is empty".into());
         }
-        let uid = nix::unistd::getuid().as_raw();
-        if process.user().uid() != uid {
-            return Err(format!(
-                "process.user.uid {}: the sandbox runs as the runtime's own user ({uid})",
-                process.user().uid()
-            ));
-        }
+        super::user::from_spec(process.user()).map_err(|e| format!("process.user: {e}"))?;
         let mut args = empty_run_args(command);
         args.rootfs = Some(self.rootfs.clone());
         args.workdir = Some(process.cwd().clone());

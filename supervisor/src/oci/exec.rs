@@ -12,9 +12,11 @@
 //! master to `--console-socket`, as `create` does, and its slave to the
 //! helper as the process's stdio and controlling terminal.
 //!
+//! The process runs as `process.user` (`--process`) or `--user UID[:GID]`
+//! (the gid and `additionalGids` default to the bundle's, as in runc);
+//! which users are possible is `user.rs`'s.
+//!
 //! Owns building and sending the request and waiting for its answers.
-//! Not yet: users other than the container's (`--user` and
-//! `process.user` must be the sandbox's own uid and gid).
 
 use std::fs;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
@@ -27,6 +29,7 @@ use super::bundle::Bundle;
 use super::cli::ExecArgs;
 use super::exec_socket::connect_to;
 use super::state::{container_dir, Record, Status};
+use crate::launch::GuestUser;
 use crate::sys::fd::{recv_with_fd, send_with_fd};
 use crate::sys::process::{fork_single_threaded, Forked};
 
@@ -37,6 +40,8 @@ struct Request {
     cwd: String,
     /// With a terminal: where its master goes.
     console: Option<PathBuf>,
+    /// `None`: the runtime's own (rootless).
+    user: Option<GuestUser>,
 }
 
 /// Runs `exec`; the exit code.
@@ -106,29 +111,6 @@ fn console_for(terminal: bool, a: &ExecArgs) -> Result<Option<PathBuf>, String> 
     }
 }
 
-/// Refuses a user other than the sandbox's own: its user namespace maps
-/// only the runtime's uid and gid (one id each, setgroups denied), so no
-/// other uid could own a process in it; mapping a range, switching the
-/// helper's ids and supplementary groups (from the image's /etc/group)
-/// is not built yet.
-fn check_user(uid: u32, gid: Option<u32>) -> Result<(), String> {
-    let (own_uid, own_gid) = (
-        nix::unistd::getuid().as_raw(),
-        nix::unistd::getgid().as_raw(),
-    );
-    if uid != own_uid {
-        return Err(format!(
-            "user {uid}: the sandbox's user namespace maps only the runtime's own user ({own_uid}); other users are not supported yet"
-        ));
-    }
-    match gid {
-        Some(gid) if gid != own_gid => Err(format!(
-            "group {gid}: the sandbox's user namespace maps only the runtime's own group ({own_gid}); other groups are not supported yet"
-        )),
-        _ => Ok(()),
-    }
-}
-
 /// `--user UID[:GID]` (numeric, as runc takes it).
 fn parse_user(spec: &str) -> Result<(u32, Option<u32>), String> {
     let bad = || format!("--user {spec:?}: expected UID[:GID]");
@@ -146,23 +128,35 @@ fn build_request(record: &Record, a: &ExecArgs) -> Result<Request, String> {
         let text = fs::read(path).map_err(|e| format!("--process {}: {e}", path.display()))?;
         let p: Process = serde_json::from_slice(&text)
             .map_err(|e| format!("--process {}: {e}", path.display()))?;
-        check_user(p.user().uid(), Some(p.user().gid()))?;
+        let user = super::user::from_spec(p.user())?;
         return Ok(Request {
+            user,
             args: p.args().clone().unwrap_or_default(),
             env: p.env().clone().unwrap_or_default(),
             cwd: p.cwd().to_string_lossy().into_owned(),
             console: console_for(p.terminal().unwrap_or(false) || a.tty, a)?,
         });
     }
-    if let Some(user) = &a.user {
-        let (uid, gid) = parse_user(user)?;
-        check_user(uid, gid)?;
-    }
     if a.command.is_empty() {
         return Err("exec: no command given".into());
     }
     let bundle = Bundle::load(&record.bundle)?;
     let spec_process = bundle.spec.process().clone();
+    let spec_user = spec_process
+        .as_ref()
+        .map(|p| p.user().clone())
+        .unwrap_or_default();
+    let user = match &a.user {
+        Some(flag) => {
+            let (uid, gid) = parse_user(flag)?;
+            super::user::resolve(GuestUser {
+                uid,
+                gid: gid.unwrap_or(spec_user.gid()),
+                groups: spec_user.additional_gids().clone().unwrap_or_default(),
+            })?
+        }
+        None => super::user::from_spec(&spec_user)?,
+    };
     let mut env = spec_process
         .as_ref()
         .and_then(|p| p.env().clone())
@@ -178,6 +172,7 @@ fn build_request(record: &Record, a: &ExecArgs) -> Result<Request, String> {
         env,
         cwd,
         console: console_for(a.tty, a)?,
+        user,
     })
 }
 
@@ -193,7 +188,9 @@ fn send_request(conn: &OwnedFd, r: &Request, slave: Option<BorrowedFd>) -> Resul
         send_with_fd(conn.as_fd(), tag, Some(fd)).map_err(err)?;
     }
     let tty = slave.is_some();
-    let json = serde_json::json!({"args": r.args, "env": r.env, "cwd": r.cwd, "tty": tty});
+    let json = serde_json::json!({
+        "args": r.args, "env": r.env, "cwd": r.cwd, "tty": tty, "user": r.user,
+    });
     let mut msg = vec![b'R'];
     msg.extend_from_slice(json.to_string().as_bytes());
     send_with_fd(conn.as_fd(), &msg, None).map_err(err)

@@ -77,6 +77,7 @@ fn create_in(
     }
     let plan = MonitorPlan {
         env: bundle.env(),
+        user: bundle.user()?,
         terminal: bundle.terminal(),
         console_socket: a.console_socket.clone(),
         cgroup: cgroup.clone(),

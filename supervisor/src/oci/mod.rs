@@ -12,7 +12,7 @@
 //! Owns dispatching the commands and logging their errors (`log.rs`).
 //! Submodules: `cli` (flags), `lifecycle` (create, start, kill, delete),
 //! `info` (state, list, ps, pause, resume, update, spec, features),
-//! `exec` and `exec_socket`, `console`, `hooks`. Does not own the sandbox: that is `run.rs` and `launch/`.
+//! `exec` and `exec_socket`, `console`, `hooks`, `user`. Does not own the sandbox: that is `run.rs` and `launch/`.
 
 pub mod anchor;
 pub mod bundle;
@@ -28,6 +28,7 @@ pub mod log;
 pub mod monitor;
 pub mod resources;
 pub mod state;
+pub mod user;
 
 use cli::{GlobalFlags, OciCommand};
 use log::Log;

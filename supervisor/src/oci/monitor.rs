@@ -35,6 +35,8 @@ use crate::run::{run_embedded, Embedding};
 /// What the monitor is given by `create`.
 pub struct MonitorPlan {
     pub env: Vec<(OsString, OsString)>,
+    /// `process.user` (`None`: the runtime's own).
+    pub user: Option<crate::launch::GuestUser>,
     pub terminal: bool,
     pub console_socket: Option<PathBuf>,
     pub cgroup: ContainerCgroup,
@@ -147,6 +149,8 @@ impl Monitor {
 impl Embedding for Monitor {
     fn configure(&self, config: &mut LaunchConfig) {
         config.env = self.plan.env.clone();
+        config.id_count = super::user::id_count();
+        config.user = self.plan.user.clone();
         config.pty = self.plan.terminal.then_some([true; 3]);
         config.self_join.extend(self.alone.borrow().iter().cloned());
     }

@@ -69,11 +69,22 @@ const CAP_VERSION_3: u32 = 0x2008_0522;
 
 /// Clears the effective, permitted and inheritable sets of this thread.
 pub fn clear_all() -> nix::Result<()> {
+    set_only(0)
+}
+
+/// Sets the effective and permitted sets of this thread to `mask` (bit N
+/// is capability N) and clears the inheritable set.
+pub fn set_only(mask: u64) -> nix::Result<()> {
     let mut header = CapHeader {
         version: CAP_VERSION_3,
         pid: 0,
     };
-    let data = [CapData::default(); 2];
+    let half = |m: u64| CapData {
+        effective: m as u32,
+        permitted: m as u32,
+        inheritable: 0,
+    };
+    let data = [half(mask), half(mask >> 32)];
     // SAFETY: header and data are valid for the duration of the call and
     // laid out as __user_cap_header_struct and two __user_cap_data_struct,
     // which version 3 expects.

@@ -3,7 +3,7 @@
 //! `close_range`, `openat2` returning an owned fd, descriptor passing,
 //! capabilities and securebits, `seccomp(SET_MODE_FILTER)`, bringing a
 //! network link up, terminal ioctls, pidfds, prlimit, Landlock's
-//! abstract-socket scope.
+//! abstract-socket scope, per-thread ids.
 //!
 //! Owns: every `unsafe` block the launch code needs, each with a
 //! `// SAFETY:` comment. Does not own: policy; callers decide what to call
@@ -17,3 +17,4 @@ pub mod pidfd;
 pub mod process;
 pub mod seccomp;
 pub mod term;
+pub mod thread_ids;

@@ -1,5 +1,5 @@
-//! `pidfd_open`, `pidfd_getfd` and `pidfd_send_signal`, which libc and
-//! nix do not wrap.
+//! `pidfd_open`, `pidfd_getfd`, `pidfd_send_signal` and the
+//! `PIDFD_GET_INFO` ioctl, which libc and nix do not wrap.
 //!
 //! Owns only these raw syscalls. Each `unsafe` block is a syscall
 //! with integer arguments whose returned descriptor we take ownership of.
@@ -55,4 +55,55 @@ pub fn send_signal(pidfd: BorrowedFd<'_>, sig: nix::sys::signal::Signal) -> Resu
         )
     };
     Errno::result(r).map(drop)
+}
+
+/// `PIDFD_GET_INFO`: `_IOWR(0xFF, 11, struct pidfd_info)` (Linux 6.13).
+pub const PIDFD_GET_INFO: u64 = (3 << 30) | ((PIDFD_INFO_SIZE as u64) << 16) | (0xFF << 8) | 11;
+/// `PIDFD_INFO_CREDS`: ask for the ids.
+const PIDFD_INFO_CREDS: u64 = 2;
+/// `PIDFD_INFO_SIZE_VER0`: the first version of `struct pidfd_info`.
+const PIDFD_INFO_SIZE: usize = 64;
+
+/// `struct pidfd_info` (its first version).
+#[repr(C)]
+#[derive(Default)]
+struct PidfdInfo {
+    mask: u64,
+    cgroupid: u64,
+    pid: u32,
+    tgid: u32,
+    ppid: u32,
+    ruid: u32,
+    rgid: u32,
+    euid: u32,
+    egid: u32,
+    suid: u32,
+    sgid: u32,
+    fsuid: u32,
+    fsgid: u32,
+    exit_code: i32,
+}
+
+/// The (fsuid, fsgid) of the live task behind `pidfd`, as this process's
+/// user namespace sees them; ESRCH once it has ended (Linux 6.13+; older
+/// kernels: ENOTTY or EINVAL).
+pub fn fs_ids(pidfd: BorrowedFd<'_>) -> Result<(u32, u32), Errno> {
+    let mut info = PidfdInfo {
+        mask: PIDFD_INFO_CREDS,
+        ..PidfdInfo::default()
+    };
+    // SAFETY: `info` is a live, writable struct of the size encoded in
+    // the request number; the kernel writes at most that many bytes.
+    let r = unsafe {
+        libc::ioctl(
+            pidfd.as_raw_fd(),
+            PIDFD_GET_INFO as libc::Ioctl,
+            &mut info as *mut PidfdInfo,
+        )
+    };
+    Errno::result(r)?;
+    if info.mask & PIDFD_INFO_CREDS == 0 {
+        return Err(Errno::ENOTTY);
+    }
+    Ok((info.fsuid, info.fsgid))
 }

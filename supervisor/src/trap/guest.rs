@@ -141,12 +141,12 @@ pub(super) fn tgid_of(tid: i32) -> Result<i32, Errno> {
 }
 
 /// `/proc/<tid>/status`; ESRCH when the thread is gone.
-fn read_status(tid: i32) -> Result<String, Errno> {
+pub(super) fn read_status(tid: i32) -> Result<String, Errno> {
     fs::read_to_string(format!("/proc/{tid}/status")).map_err(|_| Errno::ESRCH)
 }
 
 /// The value of one `Field:` line of a status text.
-fn field_of<'a>(status: &'a str, field: &str) -> Option<&'a str> {
+pub(super) fn field_of<'a>(status: &'a str, field: &str) -> Option<&'a str> {
     status.lines().find_map(|l| l.strip_prefix(field))
 }
 

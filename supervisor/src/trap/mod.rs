@@ -12,6 +12,7 @@
 //! `ID_VALID`, does the work against the VFS → `answer` sends the value
 //! or installs the fd → the guest thread resumes.
 
+mod creds;
 mod guest;
 mod ioctl;
 mod memory;
@@ -126,6 +127,9 @@ pub fn serve(
 ) -> std::io::Result<Trap> {
     // Best effort: kernels before 6.6 lack it and wake across CPUs.
     let _ = ioctl::set_sync_wake_up(listener.as_fd());
+    if ctx.ids().count() > 1 {
+        creds::remember_own();
+    }
     let counters = Arc::new(Counters::new());
     let shared = Arc::new(Shared {
         listener,
@@ -211,9 +215,15 @@ impl Shared {
 fn worker(shared: &Arc<Shared>) {
     // The kernel checks the workers' file access exactly as the guest's.
     // Permitted too: a worker taken over by a hostile guest cannot raise
-    // its capabilities again (capset stays allowed by confine.rs).
-    let dropped = caps::clear(None, caps::CapSet::Effective)
-        .and_then(|()| caps::clear(None, caps::CapSet::Permitted));
+    // its capabilities again (capset stays allowed by confine.rs). With
+    // a range of ids mapped, a worker keeps CAP_SETUID and CAP_SETGID to
+    // take each caller's ids (`creds.rs`); they grant no file access.
+    let kept: caps::CapsHashSet = match switches_ids(shared) {
+        true => [caps::Capability::CAP_SETUID, caps::Capability::CAP_SETGID].into(),
+        false => caps::CapsHashSet::new(),
+    };
+    let dropped = caps::set(None, caps::CapSet::Effective, &kept)
+        .and_then(|()| caps::set(None, caps::CapSet::Permitted, &kept));
     if let Err(e) = dropped {
         eprintln!("supervisor: cannot drop worker capabilities: {e}");
         std::process::abort();
@@ -224,8 +234,34 @@ fn worker(shared: &Arc<Shared>) {
     shared.move_to_cpu_group(false);
 }
 
+/// Whether workers act with each caller's ids: only when the sandbox
+/// maps more ids than the supervisor's own (with one, every caller's ids
+/// are the supervisor's).
+fn switches_ids(shared: &Shared) -> bool {
+    shared.ctx.ids().count() > 1
+}
+
+/// Makes the worker act with the caller's ids for a serviced call.
+fn act_as_caller(acting: Option<&mut creds::Acting>, n: &ioctl::Notification) -> Result<(), Errno> {
+    match acting {
+        Some(acting) if matches!(policy::trapped(i64::from(n.nr)), Trapped::Service) => {
+            let ids = creds::of_caller(n.pid as i32)?;
+            acting.take(&ids)
+        }
+        _ => Ok(()),
+    }
+}
+
 /// The worker's loop, until the guest is gone.
 fn serve_calls(shared: &Arc<Shared>) {
+    let mut acting = switches_ids(shared).then(creds::Acting::new);
+    serve_calls_acting(shared, acting.as_mut());
+    if let Some(acting) = &mut acting {
+        acting.restore();
+    }
+}
+
+fn serve_calls_acting(shared: &Arc<Shared>, mut acting: Option<&mut creds::Acting>) {
     let on_block = || shared.hand_off();
     while shared.take_receiving() {
         let received = ioctl::recv(shared.listener.as_fd());
@@ -247,13 +283,16 @@ fn serve_calls(shared: &Arc<Shared>) {
             .tracer
             .as_ref()
             .map(|t| (t, Instant::now(), describe(shared, &n)));
-        let reply = handle(
-            &shared.listener,
-            &shared.ctx,
-            &shared.counters,
-            &n,
-            &on_block,
-        );
+        let reply = match act_as_caller(acting.as_deref_mut(), &n) {
+            Ok(()) => handle(
+                &shared.listener,
+                &shared.ctx,
+                &shared.counters,
+                &n,
+                &on_block,
+            ),
+            Err(e) => Reply::Error(e),
+        };
         let answered = answer(&shared.listener, &n, reply);
         if let Some((tracer, start, (pid, call, denied))) = traced {
             tracer.line(pid, &call, denied, answered, start.elapsed());

@@ -68,7 +68,7 @@ fn keep(tid: i32, p: Arc<OwnedFd>) {
 /// `PIDFD_THREAD` (Linux 6.9) does; older kernels need the thread-group
 /// leader, and such a pidfd is not kept (the tid could later belong to a
 /// thread of another, live process).
-fn open(tid: i32) -> Result<(OwnedFd, bool), Errno> {
+pub(super) fn open(tid: i32) -> Result<(OwnedFd, bool), Errno> {
     match pidfd::open(tid, true) {
         Err(Errno::EINVAL) => Ok((pidfd::open(super::guest::tgid_of(tid)?, false)?, false)),
         r => r.map(|p| (p, true)),

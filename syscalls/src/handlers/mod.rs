@@ -94,6 +94,16 @@ impl Context {
         }
     }
 
+    /// The guest's id mapping ([`Context::new`]: the invoker's ids alone).
+    pub fn set_ids(&mut self, ids: IdMap) {
+        self.ids = ids;
+    }
+
+    /// The guest's id mapping.
+    pub fn ids(&self) -> &IdMap {
+        &self.ids
+    }
+
     /// The refused connections, for the report.
     pub fn net_denials(&self) -> std::sync::Arc<netstack::DenialLog> {
         self.net.denials()

@@ -1,0 +1,90 @@
+//! Which user a container's process runs as (`process.user`, `exec
+//! --user`). As root, the runtime maps container ids 0–65535 onto the
+//! same host ids ([`OCI_ID_COUNT`]) and any user in that range runs as
+//! itself: init or the exec helper takes its uid, gid and
+//! `additionalGids` before the process executes (`launch/users.rs`) and
+//! the trap serves its file calls with those ids (`trap/creds.rs`). A
+//! rootless runtime can map only its own ids, so any other user is
+//! refused with one line.
+//!
+//! Owns the check and the id count; not the switch.
+
+use oci_spec::runtime::User;
+
+use crate::launch::{GuestUser, OCI_ID_COUNT};
+
+/// How many ids the container's user namespace maps.
+pub fn id_count() -> u32 {
+    match super::cli::rootless_caller() {
+        true => 1,
+        false => OCI_ID_COUNT,
+    }
+}
+
+/// The spec's user as the process's (`None`: the runtime's own, the
+/// rootless case), or why it cannot be.
+pub fn from_spec(user: &User) -> Result<Option<GuestUser>, String> {
+    resolve(GuestUser {
+        uid: user.uid(),
+        gid: user.gid(),
+        groups: user.additional_gids().clone().unwrap_or_default(),
+    })
+}
+
+/// `user` if the sandbox can run it; `None` for the rootless runtime's
+/// own ids.
+pub fn resolve(user: GuestUser) -> Result<Option<GuestUser>, String> {
+    if super::cli::rootless_caller() {
+        let (uid, gid) = (
+            nix::unistd::getuid().as_raw(),
+            nix::unistd::getgid().as_raw(),
+        );
+        return match (user.uid == uid, user.gid == gid) {
+            (true, true) => Ok(None),
+            (false, _) => Err(format!(
+                "user {}: a rootless runtime maps only its own user ({uid}) into the sandbox",
+                user.uid
+            )),
+            (true, false) => Err(format!(
+                "group {}: a rootless runtime maps only its own group ({gid}) into the sandbox",
+                user.gid
+            )),
+        };
+    }
+    check_range(&user)?;
+    Ok(Some(user))
+}
+
+/// Every id within the mapped range.
+fn check_range(user: &GuestUser) -> Result<(), String> {
+    let last = OCI_ID_COUNT - 1;
+    let outside = |what: &str, id: u32| format!("{what} {id}: the sandbox maps ids 0-{last} only");
+    if user.uid >= OCI_ID_COUNT {
+        return Err(outside("user", user.uid));
+    }
+    match std::iter::once(&user.gid)
+        .chain(&user.groups)
+        .find(|g| **g >= OCI_ID_COUNT)
+    {
+        Some(g) => Err(outside("group", *g)),
+        None => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn range() {
+        let user = |uid, gid, groups: &[u32]| GuestUser {
+            uid,
+            gid,
+            groups: groups.to_vec(),
+        };
+        assert!(check_range(&user(1000, 1000, &[10, 65535])).is_ok());
+        assert!(check_range(&user(65536, 0, &[])).is_err());
+        assert!(check_range(&user(0, 65536, &[])).is_err());
+        assert!(check_range(&user(0, 0, &[1 << 20])).is_err());
+    }
+}

@@ -1,0 +1,240 @@
+//! Serviced calls made with the caller's ids: when the sandbox maps a
+//! range of ids (the OCI runtime as root, `process.user` or `exec --user`
+//! other than root), the worker serving a call takes the calling guest
+//! process's filesystem uid and gid and its supplementary groups for it,
+//! so the kernel checks file access exactly as it would for that process,
+//! and what it creates is that user's. Its real and effective uid stay
+//! the supervisor's: as the owner of the sandbox's user namespace it may
+//! still read the caller's memory and copy its descriptors (the kernel's
+//! ptrace check), as with every caller.
+//!
+//! Owns: reading a caller's ids (once per process: `/proc/<tid>/status`,
+//! kept with a pidfd of the thread, which `PIDFD_GET_INFO` checks is
+//! still the same live thread on every use) and switching a worker
+//! thread's ids (`sys::thread_ids`: per thread, never glibc's
+//! process-wide calls). A worker keeps the ids it last took and switches
+//! only when the next caller's differ: the common case (every caller
+//! root, as the worker) costs one cache look-up and one ioctl. Does not
+//! own: the worker loop (`mod.rs`).
+//!
+//! Why ids read once stay right: the guest holds no capability and runs
+//! with the locked securebits, so nothing in it can change its ids; init
+//! and the exec helpers switch a new process's ids right after fork,
+//! before it makes any call the trap serves (`launch/users.rs`).
+//!
+//! The worker keeps CAP_SETUID and CAP_SETGID for this (they grant no
+//! file access; setfsuid back to its real uid needs none); with one
+//! mapped id it drops every capability as before.
+
+use std::os::fd::{AsFd, OwnedFd};
+use std::sync::{Arc, OnceLock};
+
+use nix::errno::Errno;
+use parking_lot::Mutex;
+
+use crate::sys::{pidfd, thread_ids};
+
+/// A process's ids as the kernel checks them for file access.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Ids {
+    pub uid: u32,
+    pub gid: u32,
+    pub groups: Vec<u32>,
+}
+
+impl Ids {
+    /// This thread's own ids.
+    pub fn own() -> Ids {
+        let groups = nix::unistd::getgroups()
+            .map(|g| g.into_iter().map(|g| g.as_raw()).collect())
+            .unwrap_or_default();
+        Ids {
+            uid: nix::unistd::getuid().as_raw(),
+            gid: nix::unistd::getgid().as_raw(),
+            groups,
+        }
+    }
+}
+
+/// Callers whose ids are kept (most recently used last).
+const KEPT: usize = 64;
+
+struct Entry {
+    tid: i32,
+    pidfd: Arc<OwnedFd>,
+    ids: Arc<Ids>,
+}
+
+static CACHE: Mutex<Vec<Entry>> = Mutex::new(Vec::new());
+
+/// The ids of guest thread `tid`, which is waiting in a trapped call.
+pub fn of_caller(tid: i32) -> Result<Arc<Ids>, Errno> {
+    if let Some((pidfd, ids)) = cached(tid) {
+        match pidfd::fs_ids(pidfd.as_fd()) {
+            Ok((uid, gid)) if uid == ids.uid && gid == ids.gid => return Ok(ids),
+            _ => forget(tid),
+        }
+    }
+    let (pidfd, of_thread) = super::pidfds::open(tid)?;
+    let ids = Arc::new(read_ids(tid)?);
+    // The status read was of the thread the pidfd names only if that
+    // thread still lives with those ids (its tid cannot have been reused
+    // while it lives).
+    match pidfd::fs_ids(pidfd.as_fd()) {
+        Ok((uid, gid)) if uid == ids.uid && gid == ids.gid => {
+            if of_thread {
+                keep(tid, Arc::new(pidfd), ids.clone());
+            }
+            Ok(ids)
+        }
+        Ok(_) => Err(Errno::ESRCH),
+        // Kernels before 6.13 have no PIDFD_GET_INFO: read every time.
+        Err(Errno::ENOTTY) | Err(Errno::EINVAL) => Ok(ids),
+        Err(e) => Err(e),
+    }
+}
+
+fn cached(tid: i32) -> Option<(Arc<OwnedFd>, Arc<Ids>)> {
+    let cache = CACHE.lock();
+    cache
+        .iter()
+        .rev()
+        .find(|e| e.tid == tid)
+        .map(|e| (e.pidfd.clone(), e.ids.clone()))
+}
+
+fn forget(tid: i32) {
+    CACHE.lock().retain(|e| e.tid != tid);
+}
+
+fn keep(tid: i32, pidfd: Arc<OwnedFd>, ids: Arc<Ids>) {
+    let mut cache = CACHE.lock();
+    cache.retain(|e| e.tid != tid);
+    if cache.len() >= KEPT {
+        cache.remove(0);
+    }
+    cache.push(Entry { tid, pidfd, ids });
+}
+
+/// The filesystem uid and gid and the groups of `/proc/<tid>/status`.
+fn read_ids(tid: i32) -> Result<Ids, Errno> {
+    parse_status(&super::guest::read_status(tid)?).ok_or(Errno::EIO)
+}
+
+/// Ids from a status text: the fourth (filesystem) field of `Uid:` and
+/// `Gid:`, and `Groups:`.
+fn parse_status(status: &str) -> Option<Ids> {
+    let fs_id = |field: &str| -> Option<u32> {
+        super::guest::field_of(status, field)?
+            .split_whitespace()
+            .nth(3)?
+            .parse()
+            .ok()
+    };
+    let groups = super::guest::field_of(status, "Groups:")?
+        .split_whitespace()
+        .map(|g| g.parse().ok())
+        .collect::<Option<Vec<u32>>>()?;
+    Some(Ids {
+        uid: fs_id("Uid:")?,
+        gid: fs_id("Gid:")?,
+        groups,
+    })
+}
+
+/// The supervisor's own ids, which workers act with between callers.
+static OWN: OnceLock<Ids> = OnceLock::new();
+
+/// Remembers this thread's ids as the supervisor's own: call it before
+/// any worker starts (then no thread has taken a caller's ids yet).
+pub fn remember_own() {
+    OWN.get_or_init(Ids::own);
+}
+
+/// One worker thread's ids: its own, and those it acts with now.
+pub struct Acting {
+    own: Ids,
+    now: Ids,
+}
+
+impl Acting {
+    /// For the calling worker thread: sets its filesystem ids and groups
+    /// to the supervisor's own (see [`remember_own`]; a worker started by
+    /// another, mid-call, would inherit that one's caller's).
+    pub fn new() -> Acting {
+        let own = OWN.get_or_init(Ids::own).clone();
+        let mut acting = Acting {
+            now: Ids {
+                uid: u32::MAX,
+                ..own.clone()
+            },
+            own,
+        };
+        acting.restore();
+        acting
+    }
+
+    /// Makes this thread act with `ids` (nothing to do if it already does).
+    pub fn take(&mut self, ids: &Ids) -> Result<(), Errno> {
+        if *ids == self.now {
+            return Ok(());
+        }
+        self.restore();
+        if *ids == self.own {
+            return Ok(());
+        }
+        let switched = thread_ids::set_groups(&ids.groups)
+            .and_then(|()| thread_ids::set_fsgid(ids.gid))
+            .and_then(|()| thread_ids::set_fsuid(ids.uid));
+        match switched {
+            Ok(()) => {
+                self.now = ids.clone();
+                Ok(())
+            }
+            Err(e) => {
+                self.now = Ids {
+                    uid: u32::MAX,
+                    ..self.own.clone()
+                };
+                self.restore();
+                Err(e)
+            }
+        }
+    }
+
+    /// Back to the thread's own ids. A worker that cannot return to them
+    /// could serve the next caller with another's ids: it ends the
+    /// supervisor instead (the kernel never refuses this: the real ids
+    /// are still ours, and CAP_SETGID stays effective).
+    pub fn restore(&mut self) {
+        if self.now == self.own {
+            return;
+        }
+        let own = &self.own;
+        let back = thread_ids::set_fsuid(own.uid)
+            .and_then(|()| thread_ids::set_fsgid(own.gid))
+            .and_then(|()| thread_ids::set_groups(&own.groups));
+        if let Err(e) = back {
+            eprintln!("supervisor: a worker cannot take back its own ids: {e}");
+            std::process::abort();
+        }
+        self.now = own.clone();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn status_ids() {
+        let status = "Name:\tsh\nUid:\t1000\t1000\t1000\t1000\nGid:\t100\t100\t100\t101\n\
+                      Groups:\t10 20 \nNSpid:\t5\n";
+        let ids = parse_status(status).unwrap();
+        assert_eq!((ids.uid, ids.gid, ids.groups), (1000, 101, vec![10, 20]));
+        let none = parse_status("Uid:\t0\t0\t0\t0\nGid:\t0\t0\t0\t0\nGroups:\t\n").unwrap();
+        assert!(none.groups.is_empty());
+        assert!(parse_status("Uid:\t0\nGid:\t0\t0\t0\t0\nGroups:\n").is_none());
+        assert!(parse_status("Uid:\t0\t0\t0\t0\nGid:\t0\t0\t0\t0\nGroups:\tx\n").is_none());
+    }
+}
