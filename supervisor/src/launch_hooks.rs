@@ -7,7 +7,7 @@
 //! (`socket_factory.rs`), the limits (`limits/`), or launch.
 
 use std::cell::RefCell;
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 
 use nix::unistd::Pid;
 
@@ -43,14 +43,17 @@ impl InitHooks for RunHooks<'_> {
         self.limits.self_join_files()
     }
 
-    /// Still single-threaded (launch runs before any thread exists), with
-    /// the id maps written: the factory may fork and join init's user and
-    /// network namespaces, which exist since the clone.
     fn setting_up(&self, init: Pid) -> Result<(), String> {
-        self.limits.setting_up(init)?;
+        self.limits.setting_up(init)
+    }
+
+    /// Still single-threaded (launch runs before any thread exists), with
+    /// the id maps written and the sandbox's network namespace made: the
+    /// factory may fork and join init's user namespace and that network
+    /// namespace (which init joins later, when the view is built).
+    fn net_ready(&self, init: Pid, netns: BorrowedFd<'_>) -> Result<(), String> {
         let userns = open_namespace(init, "user")?;
-        let netns = open_namespace(init, "net")?;
-        let factory = SocketFactory::start(userns.as_fd(), netns.as_fd())?;
+        let factory = SocketFactory::start(userns.as_fd(), netns)?;
         *self.factory.borrow_mut() = Some(factory);
         Ok(())
     }
