@@ -164,7 +164,8 @@ fn join_network(channel: &Channel) -> Result<(), String> {
         Ok(Some(Msg::Net(fd))) => fd,
         _ => return Err("the sandbox's network namespace never came".into()),
     };
-    let ino = |f: BorrowedFd<'_>| nix::sys::stat::fstat(f.as_raw_fd()).map(|st| (st.st_dev, st.st_ino));
+    let ino =
+        |f: BorrowedFd<'_>| nix::sys::stat::fstat(f.as_raw_fd()).map(|st| (st.st_dev, st.st_ino));
     let current = File::open("/proc/self/ns/net").map_err(|e| format!("/proc/self/ns/net: {e}"))?;
     match (ino(current.as_fd()), ino(netns.as_fd())) {
         (Ok(a), Ok(b)) if a != b => {}

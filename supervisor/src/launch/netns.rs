@@ -55,10 +55,7 @@ impl NetnsMaker {
                 let _ = theirs.send(&msg);
                 exit_now(0)
             }
-            Forked::Parent(pid) => Ok(NetnsMaker {
-                pid,
-                channel: ours,
-            }),
+            Forked::Parent(pid) => Ok(NetnsMaker { pid, channel: ours }),
         }
     }
 

@@ -38,10 +38,16 @@ impl Sandbox {
         let maker = NetnsMaker::start(userns.as_fd(), nameserver).map_err(LaunchError::setup)?;
         hooks.setting_up(pid).map_err(LaunchError::setup)?;
         let netns = maker.finish().map_err(LaunchError::setup)?;
-        hooks.net_ready(pid, netns.as_fd()).map_err(LaunchError::setup)?;
-        // ...which init joins once the view is built. If init has failed
-        // meanwhile, the reply below says why.
-        let _ = self.channel.send(&Msg::Net(netns));
+        // ...which init joins once the view is built (sent before the
+        // factory starts: its start waits for its handshake). If init has
+        // failed meanwhile, the reply below says why.
+        let for_init = netns
+            .try_clone()
+            .map_err(|e| LaunchError::setup(format!("the network namespace: {e}")))?;
+        let _ = self.channel.send(&Msg::Net(for_init));
+        hooks
+            .net_ready(pid, netns.as_fd())
+            .map_err(LaunchError::setup)?;
         let mut reply = self.channel.recv();
         if let Ok(Some(Msg::Pty(fd))) = reply {
             self.pty_master = Some(fd);
