@@ -7,7 +7,7 @@
 //! (`socket_factory.rs`), the limits (`limits/`), or launch.
 
 use std::cell::RefCell;
-use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::os::fd::{AsFd, OwnedFd};
 
 use nix::unistd::Pid;
 
@@ -43,17 +43,14 @@ impl InitHooks for RunHooks<'_> {
         self.limits.self_join_files()
     }
 
-    fn setting_up(&self, init: Pid) -> Result<(), String> {
-        self.limits.setting_up(init)
-    }
-
     /// Still single-threaded (launch runs before any thread exists), with
-    /// the id maps written and the sandbox's network namespace made: the
-    /// factory may fork and join init's user namespace and that network
-    /// namespace (which init joins later, when the view is built).
-    fn net_ready(&self, init: Pid, netns: BorrowedFd<'_>) -> Result<(), String> {
+    /// the id maps written: the factory may fork and join init's user and
+    /// network namespaces, which exist since the clone.
+    fn setting_up(&self, init: Pid) -> Result<(), String> {
+        self.limits.setting_up(init)?;
         let userns = open_namespace(init, "user")?;
-        let factory = SocketFactory::start(userns.as_fd(), netns)?;
+        let netns = open_namespace(init, "net")?;
+        let factory = SocketFactory::start(userns.as_fd(), netns.as_fd())?;
         *self.factory.borrow_mut() = Some(factory);
         Ok(())
     }

@@ -1,10 +1,7 @@
 //! The control channel between the supervisor and the sandbox's init: a
 //! `SOCK_SEQPACKET` socketpair, one message per event.
 //!
-//! supervisor → init: `Go` once the id maps are written; `Net` with the
-//! sandbox's network namespace attached, while init builds the view
-//! (`netns.rs`; the namespace's helper sends it to the supervisor the
-//! same way).
+//! supervisor → init: `Go` once the id maps are written.
 //! init → supervisor: `Failed(msg)` if setting up failed; `Pty` with the
 //! master of the sandbox's pseudo-terminal attached, just before `Ready`,
 //! when the guest's stdio is to be a terminal; `Ready` with the
@@ -28,7 +25,6 @@ const FAILED: u8 = b'E';
 const STATUS: u8 = b'S';
 const PTY: u8 = b'P';
 const EXEC: u8 = b'X';
-const NET: u8 = b'N';
 
 /// One message on the channel.
 pub enum Msg {
@@ -44,8 +40,6 @@ pub enum Msg {
     /// supervisor → init: a connection from a process that asks for a
     /// new process in the sandbox (`exec_request.rs`).
     Exec(OwnedFd),
-    /// The sandbox's network namespace (`netns.rs`).
-    Net(OwnedFd),
 }
 
 /// One end of the channel.
@@ -70,7 +64,6 @@ impl Channel {
             Msg::Ready(fd) => send_with_fd(sock, &[READY], Some(fd.as_fd())),
             Msg::Pty(fd) => send_with_fd(sock, &[PTY], Some(fd.as_fd())),
             Msg::Exec(fd) => send_with_fd(sock, &[EXEC], Some(fd.as_fd())),
-            Msg::Net(fd) => send_with_fd(sock, &[NET], Some(fd.as_fd())),
             Msg::Failed(text) => {
                 let mut buf = vec![FAILED];
                 buf.extend_from_slice(text.as_bytes());
@@ -97,7 +90,6 @@ impl Channel {
             (READY, _, Some(fd)) => Some(Msg::Ready(fd)),
             (PTY, _, Some(fd)) => Some(Msg::Pty(fd)),
             (EXEC, _, Some(fd)) => Some(Msg::Exec(fd)),
-            (NET, _, Some(fd)) => Some(Msg::Net(fd)),
             (FAILED, _, _) => Some(Msg::Failed(String::from_utf8_lossy(body).into_owned())),
             (STATUS, 9, _) => {
                 let status = i32::from_le_bytes([body[0], body[1], body[2], body[3]]);
@@ -136,9 +128,6 @@ mod tests {
         let (r, _w) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).unwrap();
         b.send(&Msg::Ready(r)).unwrap();
         assert!(matches!(a.recv().unwrap(), Some(Msg::Ready(_))));
-        let (r, _w) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).unwrap();
-        a.send(&Msg::Net(r)).unwrap();
-        assert!(matches!(b.recv().unwrap(), Some(Msg::Net(_))));
         drop(b);
         assert!(a.recv().unwrap().is_none());
     }

@@ -2,9 +2,8 @@
 //! inside all the new namespaces.
 //!
 //! Owns, in order: dying with the supervisor (PDEATHSIG), waiting for the
-//! id maps, hostname, the view (`view.rs`), the working directory,
-//! joining the network namespace made beside it (`netns.rs`), the
-//! guest's pseudo-terminal if asked for (opened in the
+//! id maps, hostname, loopback, the view (`view.rs`), the working
+//! directory, the guest's pseudo-terminal if asked for (opened in the
 //! view's devpts, so the guest can name it), closing inherited
 //! descriptors, dropping privileges and installing the filter
 //! (`privs.rs`), handing the pty master and the listener to the
@@ -20,11 +19,11 @@
 //! wait4, kill, write, exit): nothing serves notifications yet.
 
 use std::fs::File;
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
+use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd};
 use std::path::Path;
 
 use nix::errno::Errno;
-use nix::sched::{setns, unshare, CloneFlags};
+use nix::sched::{unshare, CloneFlags};
 use nix::sys::prctl::{set_dumpable, set_pdeathsig};
 use nix::sys::signal::{kill, SigSet, Signal};
 use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
@@ -35,6 +34,7 @@ use super::exec::{self, ExecPlan};
 use super::plan::ViewPlan;
 use super::{privs, view};
 use crate::sys::fd::close_all_except;
+use crate::sys::net::{add_address, set_link_up};
 use crate::sys::process::{
     exit_now as _exit, fork_single_threaded, reset_signal_dispositions, scrub_cmdline_and_environ,
     sigwaitinfo, Forked,
@@ -156,25 +156,6 @@ pub(super) fn run(args: InitArgs<'_>) -> ! {
     supervise(main, &channel, &signals, last_pid.as_ref())
 }
 
-/// Joins the sandbox's network namespace, which the supervisor sends
-/// (`netns.rs`). Without it init goes no further: the guest never runs
-/// in the network namespace init was cloned in, the host's.
-fn join_network(channel: &Channel) -> Result<(), String> {
-    let netns = match channel.recv() {
-        Ok(Some(Msg::Net(fd))) => fd,
-        _ => return Err("the sandbox's network namespace never came".into()),
-    };
-    let ino =
-        |f: BorrowedFd<'_>| nix::sys::stat::fstat(f.as_raw_fd()).map(|st| (st.st_dev, st.st_ino));
-    let current = File::open("/proc/self/ns/net").map_err(|e| format!("/proc/self/ns/net: {e}"))?;
-    match (ino(current.as_fd()), ino(netns.as_fd())) {
-        (Ok(a), Ok(b)) if a != b => {}
-        _ => return Err("the sandbox's network namespace is not a new one".into()),
-    }
-    setns(&netns, CloneFlags::CLONE_NEWNET)
-        .map_err(|e| format!("joining the sandbox's network namespace: {}", e.desc()))
-}
-
 /// Moves init (one thread) into each cgroup whose `tasks` file is given.
 fn join_cgroups(files: &[BorrowedFd<'_>]) -> Result<(), String> {
     for f in files {
@@ -199,11 +180,16 @@ type Pty = (OwnedFd, OwnedFd);
 fn setup(args: &InitArgs<'_>) -> Result<(OwnedFd, Option<Pty>, Option<File>), String> {
     sethostname(args.hostname)
         .map_err(|e| format!("--hostname {}: {}", args.hostname, e.desc()))?;
+    // Loopback only matters to programs that use it; no reason to fail.
+    let _ = set_link_up("lo");
+    // glibc's getaddrinfo with AI_ADDRCONFIG (curl, getent ahosts) asks
+    // DNS for IPv4 only when an address other than 127.0.0.1 is
+    // configured: the stub's own address on `lo` is that address.
+    if let Some(std::net::IpAddr::V4(stub)) = args.plan.nameserver {
+        let _ = add_address("lo:dns", stub);
+    }
     view::build(args.plan)?;
     chdir(args.workdir).map_err(|e| format!("workdir {}: {}", args.workdir.display(), e.desc()))?;
-    // Made meanwhile by a helper (netns.rs); joined while init still
-    // holds its capabilities, before anything of the guest exists.
-    join_network(&args.channel)?;
     // Opened before the filter: afterwards, opens are serviced calls.
     let pty = match args.pty {
         Some(_) => {

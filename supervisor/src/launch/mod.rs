@@ -9,11 +9,10 @@
 //!
 //! How a run goes:
 //! 1. [`launch`] (called while the supervisor is still single-threaded)
-//!    plans the view, then `clone`s init into new user, mount, pid, ipc
-//!    and uts namespaces and writes its id maps (`userns.rs`); a helper
-//!    makes the network namespace meanwhile (`netns.rs`).
-//! 2. Init (`init.rs`) builds the view (`plan.rs`, `view.rs`), joins the
-//!    network namespace, drops every privilege, installs the filter (`privs.rs`) and sends the
+//!    plans the view, then `clone`s init into new user, mount, pid, net,
+//!    ipc and uts namespaces and writes its id maps (`userns.rs`).
+//! 2. Init (`init.rs`) builds the view (`plan.rs`, `view.rs`), drops
+//!    every privilege, installs the filter (`privs.rs`) and sends the
 //!    listener back over the control channel (`channel.rs`). `launch`
 //!    returns with the listener and a descriptor of the view's root.
 //! 3. The caller starts serving the listener, then calls
@@ -33,7 +32,6 @@ mod exec;
 mod exec_request;
 mod flush;
 mod init;
-mod netns;
 mod plan;
 pub(crate) mod privs;
 mod rootfs;
@@ -201,12 +199,10 @@ pub struct Sandbox {
     release: bool,
 }
 
-/// Init's namespaces. The network namespace, the dearest to create, is
-/// made by a helper while init builds the view, and init joins it
-/// (`netns.rs`).
 const NAMESPACES: CloneFlags = CloneFlags::CLONE_NEWUSER
     .union(CloneFlags::CLONE_NEWNS)
     .union(CloneFlags::CLONE_NEWPID)
+    .union(CloneFlags::CLONE_NEWNET)
     .union(CloneFlags::CLONE_NEWIPC)
     .union(CloneFlags::CLONE_NEWUTS);
 
@@ -227,12 +223,6 @@ pub trait InitHooks {
     /// Called right after init is told to go, while it builds the view
     /// (so a slow step, like a cgroup migration, overlaps that work).
     fn setting_up(&self, init: Pid) -> Result<(), String>;
-    /// Called once the sandbox's network namespace exists, still while
-    /// init builds the view and before init has joined it: `netns` is
-    /// that namespace (init's own is still the one it was cloned in).
-    fn net_ready(&self, _init: Pid, _netns: BorrowedFd<'_>) -> Result<(), String> {
-        Ok(())
-    }
     /// Called once init is set up, before it forks the guest (rlimits
     /// set here do not constrain init's own setup).
     fn set_up(&self, init: Pid) -> Result<(), String>;
@@ -341,7 +331,7 @@ pub fn launch_with(cfg: &LaunchConfig, hooks: &dyn InitHooks) -> Result<Sandbox,
                 release: false,
             };
             // On any error below, dropping `sandbox` kills and reaps init.
-            sandbox.finish_launch(uid, gid, cfg.nameserver, hooks)?;
+            sandbox.finish_launch(uid, gid, hooks)?;
             Ok(sandbox)
         }
     }

@@ -5,7 +5,7 @@
 //! the module root). Does not own: what init does on its side (`init.rs`).
 
 use std::fs::OpenOptions;
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::OwnedFd;
 use std::os::unix::fs::OpenOptionsExt;
 use std::sync::atomic::Ordering;
 
@@ -15,7 +15,6 @@ use nix::sys::wait::{waitpid, WaitStatus};
 use nix::unistd::write;
 
 use super::channel::Msg;
-use super::netns::NetnsMaker;
 use super::{exec, open_namespace, userns, ExecRequests, InitHooks, LaunchError, Outcome, Sandbox};
 
 impl Sandbox {
@@ -24,7 +23,6 @@ impl Sandbox {
         &mut self,
         uid: u32,
         gid: u32,
-        nameserver: Option<std::net::IpAddr>,
         hooks: &dyn InitHooks,
     ) -> Result<(), LaunchError> {
         let pid = self.init_pid;
@@ -33,21 +31,7 @@ impl Sandbox {
         self.channel
             .send(&Msg::Go)
             .map_err(|e| LaunchError::setup(format!("starting init: {}", e.desc())))?;
-        // While init builds the view: the network namespace (netns.rs)...
-        let userns = open_namespace(pid, "user").map_err(LaunchError::setup)?;
-        let maker = NetnsMaker::start(userns.as_fd(), nameserver).map_err(LaunchError::setup)?;
         hooks.setting_up(pid).map_err(LaunchError::setup)?;
-        let netns = maker.finish().map_err(LaunchError::setup)?;
-        // ...which init joins once the view is built (sent before the
-        // factory starts: its start waits for its handshake). If init has
-        // failed meanwhile, the reply below says why.
-        let for_init = netns
-            .try_clone()
-            .map_err(|e| LaunchError::setup(format!("the network namespace: {e}")))?;
-        let _ = self.channel.send(&Msg::Net(for_init));
-        hooks
-            .net_ready(pid, netns.as_fd())
-            .map_err(LaunchError::setup)?;
         let mut reply = self.channel.recv();
         if let Ok(Some(Msg::Pty(fd))) = reply {
             self.pty_master = Some(fd);

@@ -46,10 +46,8 @@ pub fn clone_process(flags: CloneFlags) -> nix::Result<Forked> {
 /// sandbox's init; the OCI runtime's `create`, forking the monitor).
 pub fn fork_single_threaded() -> nix::Result<Forked> {
     // SAFETY: callers only use this in the sandbox's init, which never
-    // starts threads, in `oci create` before it starts any, and for the
-    // network namespace's helper during the launch, which runs before the
-    // supervisor has any thread; so the child inherits no lock held by
-    // another thread.
+    // starts threads, and in `oci create` before it starts any, so the
+    // child inherits no lock held by another thread.
     match unsafe { nix::unistd::fork() }? {
         ForkResult::Parent { child } => Ok(Forked::Parent(child)),
         ForkResult::Child => Ok(Forked::Child),
