@@ -74,7 +74,9 @@ fn signals_are_forwarded_to_the_guest() {
         // SAFETY: signalling our own child.
         unsafe { libc::kill(child.id() as i32, sig) };
         let code = finish(child);
-        let lines: Vec<String> = rx.try_iter().collect();
+        // Until the reader sees the end of the output: the last line may
+        // still be on its way when the supervisor has exited.
+        let lines: Vec<String> = rx.iter().collect();
         assert_eq!(
             code, 7,
             "SIG{name}: the guest's trap did not run (lines {lines:?})"
