@@ -95,6 +95,8 @@ macro_rules! need_busybox {
 
 #[path = "oci_cli/exec.rs"]
 mod exec;
+#[path = "oci_cli/limits.rs"]
+mod limits;
 
 #[test]
 fn a_container_runs_through_its_lifecycle_with_its_exit_status() {

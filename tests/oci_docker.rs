@@ -192,6 +192,7 @@ fn docker_runs_containers_with_runtime_supervisor() {
         "{}",
         dump(&user)
     );
+    guest_sees_its_limits(&d);
 
     // -i: stdin reaches the container.
     let cat = d.docker_in(
@@ -386,4 +387,18 @@ fn pids_limit(d: &Daemon) {
         "{}",
         dump(&out)
     );
+}
+
+/// `--memory 64m --cpus 1`: the container reads its limits, not the
+/// host's, as under runsc (MemTotal is /proc/meminfo's first line).
+fn guest_sees_its_limits(d: &Daemon) {
+    let script = "head -1 /proc/meminfo; busybox nproc";
+    let out = d.run(&[
+        "--rm", "--memory", "64m", "--cpus", "1", IMAGE, "sh", "-c", script,
+    ]);
+    let seen: Vec<String> = stdout(&out)
+        .lines()
+        .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
+        .collect();
+    assert_eq!(seen, ["MemTotal: 65536 kB", "1"], "{}", dump(&out));
 }

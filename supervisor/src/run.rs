@@ -65,6 +65,41 @@ pub trait Embedding {
     fn leaves_teardown(&self) -> bool {
         false
     }
+    /// The limits the guest is told of, when the embedding enforces them
+    /// itself (no cgroup of the run's for them); `None`: the flags'.
+    fn guest_view(&self) -> Option<GuestView> {
+        None
+    }
+}
+
+/// Reads a figure of the sandbox's cgroup now (at each open of a file
+/// that shows it).
+pub type Reading = Box<dyn Fn() -> Option<u64> + Send + Sync>;
+
+/// What the guest is told of its limits (/proc/meminfo, nproc, the
+/// /proc/sys sizes, and which host files are covered): `--memory`,
+/// `--cpus` and `--pids`, or, from an embedding that enforces limits
+/// itself (the OCI runtime's `linux.resources`), those.
+#[derive(Default)]
+pub struct GuestView {
+    pub memory: Option<u64>,
+    pub cpus: Option<f64>,
+    pub pids: Option<u64>,
+    /// Bytes in use now; without it, the run's own cgroup's.
+    pub memory_usage: Option<Reading>,
+    /// The memory limit now (an `update` changes it); without it, `memory`.
+    pub memory_limit_now: Option<Reading>,
+}
+
+impl GuestView {
+    fn of_flags(args: &RunArgs) -> GuestView {
+        GuestView {
+            memory: args.memory,
+            cpus: args.cpus,
+            pids: args.pids,
+            ..GuestView::default()
+        }
+    }
 }
 
 /// `supervisor run` itself: nothing embedded; it exits right after.
@@ -174,10 +209,13 @@ fn execute(
     report: &mut Report,
     started: Instant,
 ) -> Result<i32, LaunchError> {
-    let mut config = launch_config(args)?;
+    let view = embedding
+        .guest_view()
+        .unwrap_or_else(|| GuestView::of_flags(args));
+    let mut config = launch_config(args, &view)?;
     embedding.configure(&mut config);
     let guards = Guards::prepare(args, report)?;
-    let result = serve_and_wait(args, embedding, &config, &guards, report, started);
+    let result = serve_and_wait(args, embedding, &config, &guards, report, started, view);
     guards.finish();
     result
 }
@@ -189,6 +227,7 @@ fn serve_and_wait(
     guards: &Guards,
     report: &mut Report,
     started: Instant,
+    view: GuestView,
 ) -> Result<i32, LaunchError> {
     let forwarded = block_forwarded_signals()?;
     let mut capture = match &guards.meter {
@@ -221,7 +260,7 @@ fn serve_and_wait(
     let counters = Arc::new(guards.enforcement.counters());
     let mut ctx = Context::new(root, getuid().as_raw(), getgid().as_raw());
     ctx.set_ids(config.id_map());
-    ctx.set_limits(guest_limits(args, &counters));
+    ctx.set_limits(guest_limits(view, &counters));
     ctx.set_sockets(sockets).map_err(supervisor_error)?;
     let net_denials = ctx.net_denials();
     let network = match Network::start(&args.allow_net, publishers, &mut ctx) {
@@ -324,7 +363,7 @@ fn captured_fds(pty: Option<[bool; 3]>) -> Vec<i32> {
         .collect()
 }
 
-fn launch_config(args: &RunArgs) -> Result<LaunchConfig, LaunchError> {
+fn launch_config(args: &RunArgs, view: &GuestView) -> Result<LaunchConfig, LaunchError> {
     let mut mounts: Vec<_> = args
         .ro
         .iter()
@@ -345,9 +384,9 @@ fn launch_config(args: &RunArgs) -> Result<LaunchConfig, LaunchError> {
         disk_size: args.disk,
         filter: bpf::compile(),
         pty: tty::host_terminal(),
-        cpus: guest_cpus(args),
-        memory_limited: args.memory.is_some(),
-        pids_limited: args.pids.is_some(),
+        cpus: guest_cpus(view.cpus),
+        memory_limited: view.memory.is_some(),
+        pids_limited: view.pids.is_some(),
         nameserver: args
             .allow_net
             .iter()
@@ -360,24 +399,26 @@ fn launch_config(args: &RunArgs) -> Result<LaunchConfig, LaunchError> {
 }
 
 /// What the guest is told of its limits (/proc/meminfo, /proc/cpuinfo,
-/// sched_getaffinity): `--memory`, with the cgroup's usage when there is
-/// one, and `--cpus`.
-fn guest_limits(args: &RunArgs, counters: &Arc<Counters>) -> GuestLimits {
+/// sched_getaffinity): `view`'s, with the usage of the run's cgroup when
+/// the view brings none and there is one.
+fn guest_limits(view: GuestView, counters: &Arc<Counters>) -> GuestLimits {
     let usage = counters.clone();
+    let own_usage = || Box::new(move || usage.memory_usage()) as Reading;
     GuestLimits {
-        memory_limit: args.memory,
-        memory_usage: counters
-            .has_memory()
-            .then(|| Box::new(move || usage.memory_usage()) as Box<_>),
-        cpus: guest_cpus(args),
-        pids: args.pids,
+        memory_limit: view.memory,
+        memory_limit_now: view.memory_limit_now,
+        memory_usage: view
+            .memory_usage
+            .or_else(|| counters.has_memory().then(own_usage)),
+        cpus: guest_cpus(view.cpus),
+        pids: view.pids,
     }
 }
 
-/// The CPUs the guest may use: `--cpus` rounded up, at most the host's
+/// The CPUs the guest may use: `cpus` rounded up, at most the host's
 /// online ones.
-fn guest_cpus(args: &RunArgs) -> Option<usize> {
-    let n = args.cpus?.ceil().max(1.0) as usize;
+fn guest_cpus(cpus: Option<f64>) -> Option<usize> {
+    let n = cpus?.ceil().max(1.0) as usize;
     let host = sysconf(SysconfVar::_NPROCESSORS_ONLN).ok().flatten();
     let host = host.and_then(|h| usize::try_from(h).ok()).unwrap_or(n);
     Some(n.min(host.max(1)))

@@ -21,6 +21,7 @@ use oci_spec::runtime::{LinuxResources, Mount, PosixRlimitType, Spec};
 use vfs::mounts::MountSpec;
 
 use crate::cli::RunArgs;
+use crate::run::GuestView;
 
 /// Mount destinations that are the sandbox's own.
 const SANDBOX_OWN: &[&str] = &[
@@ -88,6 +89,31 @@ impl Bundle {
 
     pub fn resources(&self) -> Option<LinuxResources> {
         self.spec.linux().as_ref()?.resources().clone()
+    }
+
+    /// What the guest is told of its limits: `linux.resources`' memory
+    /// limit, CPUs (quota / period) and pids limit, as `--memory`,
+    /// `--cpus` and `--pids` would tell it. They are enforced by the
+    /// container's cgroup (`resources.rs`), not by the run.
+    pub fn guest_view(&self) -> GuestView {
+        let Some(res) = self.resources() else {
+            return GuestView::default();
+        };
+        let memory = res.memory().as_ref().and_then(|m| m.limit());
+        let cpus = res.cpu().as_ref().and_then(|c| {
+            let quota = c.quota().filter(|q| *q > 0)?;
+            let period = c.period().filter(|p| *p > 0).unwrap_or(100_000);
+            Some(quota as f64 / period as f64)
+        });
+        let pids = res.pids().as_ref().map(|p| p.limit());
+        GuestView {
+            memory: memory
+                .and_then(|m| u64::try_from(m).ok())
+                .filter(|m| *m > 0),
+            cpus,
+            pids: pids.and_then(|p| u64::try_from(p).ok()).filter(|p| *p > 0),
+            ..GuestView::default()
+        }
     }
 
     pub fn annotations(&self) -> std::collections::BTreeMap<String, String> {

@@ -84,6 +84,7 @@ fn create_in(
         start_fifo,
         exec_socket: dir.join("exec.sock"),
         log: dir.join("monitor.log"),
+        guest: bundle.guest_view(),
     };
     let (pid, init_pid) = match spawn_monitor(plan, args) {
         Ok(pids) => pids,

@@ -21,6 +21,7 @@ pub mod cli;
 pub mod console;
 pub mod exec;
 pub mod exec_socket;
+pub mod guest_view;
 pub mod hooks;
 pub mod info;
 pub mod lifecycle;

@@ -30,7 +30,7 @@ use nix::unistd::dup2;
 use super::cgroup::ContainerCgroup;
 use crate::cli::RunArgs;
 use crate::launch::{LaunchConfig, Sandbox};
-use crate::run::{run_embedded, Embedding};
+use crate::run::{run_embedded, Embedding, GuestView};
 
 /// What the monitor is given by `create`.
 pub struct MonitorPlan {
@@ -46,13 +46,17 @@ pub struct MonitorPlan {
     pub exec_socket: PathBuf,
     /// Where the monitor's own messages go once the guest holds its stdio.
     pub log: PathBuf,
+    /// What the guest is told of `linux.resources` (`Bundle::guest_view`).
+    pub guest: GuestView,
 }
 
 /// Runs the monitor (the sandbox `args` describe) in the forked child; never returns. `ready` is the
 /// write end of the pipe the anchor reads and relays to `create`: "ok"
 /// and init's host pid, or "E" and the error.
-pub fn run(plan: MonitorPlan, args: RunArgs, ready: OwnedFd) -> ! {
+pub fn run(mut plan: MonitorPlan, args: RunArgs, ready: OwnedFd) -> ! {
+    let guest = super::guest_view::with_cgroup(std::mem::take(&mut plan.guest), &plan.cgroup);
     let embedding = Monitor {
+        guest: RefCell::new(Some(guest)),
         ready: RefCell::new(Some(File::from(ready))),
         alone: RefCell::new(Vec::new()),
         plan,
@@ -84,6 +88,8 @@ struct Monitor {
     alone: RefCell<Vec<Arc<OwnedFd>>>,
     /// The container's stderr, kept for messages once fd 2 is the log.
     stderr: RefCell<Option<File>>,
+    /// What the guest is told of its limits, until the run takes it.
+    guest: RefCell<Option<GuestView>>,
 }
 
 impl Monitor {
@@ -153,6 +159,10 @@ impl Embedding for Monitor {
         config.user = self.plan.user.clone();
         config.pty = self.plan.terminal.then_some([true; 3]);
         config.self_join.extend(self.alone.borrow().iter().cloned());
+    }
+
+    fn guest_view(&self) -> Option<GuestView> {
+        self.guest.borrow_mut().take()
     }
 
     fn pty_master(&self, master: OwnedFd) -> Result<Option<OwnedFd>, String> {

@@ -50,6 +50,10 @@ use super::Context;
 pub struct GuestLimits {
     /// Memory limit in bytes (MemTotal in /proc/meminfo), if any.
     pub memory_limit: Option<u64>,
+    /// The memory limit now, read at each open (a container's `update`
+    /// changes it); `memory_limit` when it reads nothing. Only consulted
+    /// when `memory_limit` is set (which decides what is covered).
+    pub memory_limit_now: Option<Box<dyn Fn() -> Option<u64> + Send + Sync>>,
     /// Bytes the sandbox uses now (for MemFree/MemAvailable), read at each open of /proc/meminfo.
     pub memory_usage: Option<Box<dyn Fn() -> Option<u64> + Send + Sync>>,
     /// How many CPUs the guest may use (ceil of --cpus, at most the host's), if limited.
@@ -62,10 +66,23 @@ impl fmt::Debug for GuestLimits {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("GuestLimits")
             .field("memory_limit", &self.memory_limit)
+            .field(
+                "memory_limit_now",
+                &self.memory_limit_now.as_ref().map(|_| "Fn"),
+            )
             .field("memory_usage", &self.memory_usage.as_ref().map(|_| "Fn"))
             .field("cpus", &self.cpus)
             .field("pids", &self.pids)
             .finish()
+    }
+}
+
+impl GuestLimits {
+    /// The memory limit now: read again when it can change, else the fixed one.
+    pub fn memory_limit(&self) -> Option<u64> {
+        let fixed = self.memory_limit?;
+        let now = self.memory_limit_now.as_ref().and_then(|f| f());
+        Some(now.unwrap_or(fixed))
     }
 }
 
@@ -416,16 +433,9 @@ fn host_source(kind: ProcFile) -> HostText {
 fn text(ctx: &Context, kind: ProcFile, host: String) -> String {
     let base = &ctx.synthetic.baseline;
     match (kind, &ctx.limits) {
-        (
-            ProcFile::MemInfo,
-            GuestLimits {
-                memory_limit: Some(limit),
-                memory_usage,
-                ..
-            },
-        ) => {
-            let usage = memory_usage.as_ref().and_then(|f| f());
-            meminfo(&host, *limit, usage)
+        (ProcFile::MemInfo, limits) if limits.memory_limit.is_some() => {
+            let usage = limits.memory_usage.as_ref().and_then(|f| f());
+            meminfo(&host, limits.memory_limit().unwrap_or(0), usage)
         }
         (ProcFile::CpuInfo, GuestLimits { cpus: Some(n), .. }) => cpuinfo(&host, *n),
         (ProcFile::MountTable(table), _) => mounttab::rewrite(table, &host),
@@ -444,7 +454,7 @@ fn text(ctx: &Context, kind: ProcFile, host: String) -> String {
         (ProcFile::Sys(file), limits) => {
             let watches = matches!(file, SysFile::EpollWatches | SysFile::InotifyWatches);
             let sizes = procsys::Sizes {
-                memory_limit: limits.memory_limit,
+                memory_limit: limits.memory_limit(),
                 host_memory: (watches && limits.memory_limit.is_some())
                     .then(host_memtotal)
                     .flatten(),

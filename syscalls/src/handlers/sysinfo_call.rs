@@ -41,7 +41,7 @@ pub fn sysinfo(ctx: &Context, g: &dyn Guest, addr: u64) -> Res {
         uptime: ctx.synthetic.uptime() as u64,
         tasks: u16::try_from(view_census(&ctx.fs).total).unwrap_or(u16::MAX),
     };
-    let out = encode(&host, ctx.limits.memory_limit, usage, &own);
+    let out = encode(&host, ctx.limits.memory_limit(), usage, &own);
     live(g)?;
     g.write_mem(addr, &out)?;
     value(0)

@@ -98,7 +98,11 @@ fn a_thread_of_ours_left_in_the_cpu_group_does_not_keep_it() {
         .recv_timeout(Duration::from_secs(10))
         .expect("the thread joined");
     let members = fs::read_to_string(dir.join("tasks")).unwrap_or_default();
-    assert!(!members.trim().is_empty(), "the thread is in {}", dir.display());
+    assert!(
+        !members.trim().is_empty(),
+        "the thread is in {}",
+        dir.display()
+    );
     cg.remove();
     let gone = !dir.exists();
     let _ = release_tx.send(());

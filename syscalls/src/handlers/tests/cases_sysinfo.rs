@@ -126,6 +126,7 @@ fn synthetic_proc_files_whatever_the_path() {
     let mut f = Fake::new(t.path());
     f.ctx.set_limits(GuestLimits {
         memory_limit: Some(512 << 20),
+        memory_limit_now: None,
         memory_usage: Some(Box::new(|| Some(100 << 20))),
         cpus: Some(1),
         pids: None,

@@ -1,0 +1,137 @@
+//! A container sees its own limits: `linux.resources` (memory 64 MiB,
+//! one CPU of quota, 50 pids) is what /proc/meminfo, `nproc` and
+//! /proc/sys/kernel/threads-max tell the guest — the same answers as
+//! `supervisor run --memory 64m --cpus 1 --pids 50` — and an `update` of
+//! the memory limit shows in the next read of /proc/meminfo. Part of the
+//! `oci_cli` test binary (`tests/oci_cli.rs` owns the bundle and helpers).
+
+use super::common::Run;
+use super::*;
+
+/// What the guest reads of its limits, one line each.
+const SCRIPT: &str = "grep MemTotal /proc/meminfo; nproc; cat /proc/sys/kernel/threads-max";
+
+/// Links the applets the script needs beyond the bundle's.
+fn link_applets(rootfs: &Path) {
+    for a in ["grep", "nproc"] {
+        let link = rootfs.join("bin").join(a);
+        if !link.exists() {
+            std::os::unix::fs::symlink("busybox", link).expect("applet link");
+        }
+    }
+}
+
+fn limited_bundle(dir: &Path, script: &str) {
+    bundle(dir, |c| {
+        set_args(c, script);
+        c["linux"]["resources"] = json!({
+            "memory": {"limit": 64 << 20},
+            "cpu": {"quota": 100000, "period": 100000},
+            "pids": {"limit": 50},
+        });
+    });
+    link_applets(&dir.join("rootfs"));
+}
+
+/// Runs container `id` of bundle `dir` to its end; its stdout.
+fn run_to_end(rt: &Runtime, dir: &Path, id: &str) -> String {
+    let pid = create(rt, dir, id);
+    assert!(rt.run(&["start", id]).status.success());
+    let status = wait_exit(pid);
+    let out = fs::read_to_string(dir.join("stdout")).unwrap_or_default();
+    let err = fs::read_to_string(dir.join("stderr")).unwrap_or_default();
+    assert!(
+        matches!(status, WaitStatus::Exited(_, 0)),
+        "{status:?} {out} {err}"
+    );
+    assert!(rt.run(&["delete", id]).status.success());
+    out
+}
+
+#[test]
+fn a_container_sees_its_resources_as_run_sees_its_flags() {
+    need_busybox!();
+    let t = Tree::new();
+    let rt = Runtime::new(t.path());
+    limited_bundle(t.path(), SCRIPT);
+    let container = run_to_end(&rt, t.path(), "lim");
+    let mut lines = container.lines();
+    assert_eq!(
+        lines
+            .next()
+            .map(|l| l.split_whitespace().collect::<Vec<_>>()),
+        Some(vec!["MemTotal:", "65536", "kB"]),
+        "{container}"
+    );
+    assert_eq!(lines.next(), Some("1"), "{container}");
+    let threads: u64 = lines.next().and_then(|l| l.parse().ok()).unwrap_or(0);
+    assert!(threads > 0 && threads < 1000, "threads-max: {container}");
+    // The same busybox under `supervisor run` with the flags: the same answers.
+    let rootfs = t.join("rootfs").display().to_string();
+    let run = Run::sh(SCRIPT, &[])
+        .sup(&["--rootfs", &rootfs])
+        .sup(&["--memory", "64m", "--cpus", "1", "--pids", "50"])
+        .supervised()
+        .ok("supervisor run with the flags");
+    assert_eq!(run.stdout, container);
+    // Natively, the host's figures (2 CPUs here, more memory): the view is the limit's.
+    let native = Run::sh(SCRIPT, &[]).native();
+    assert_ne!(
+        native.stdout, container,
+        "the host's figures are the limit's"
+    );
+}
+
+#[test]
+fn update_of_the_memory_limit_shows_in_meminfo() {
+    need_busybox!();
+    let t = Tree::new();
+    let rt = Runtime::new(t.path());
+    // Reads MemTotal, waits for the update (a file the test writes), reads it again.
+    let script = "grep MemTotal /proc/meminfo; \
+                  while [ ! -e /data/go ]; do sleep 0.05; done; grep MemTotal /proc/meminfo";
+    let shared = t.join("shared");
+    fs::create_dir(&shared).unwrap();
+    bundle(t.path(), |c| {
+        set_args(c, script);
+        c["linux"]["resources"] = json!({"memory": {"limit": 64 << 20}});
+        c["mounts"]
+            .as_array_mut()
+            .unwrap()
+            .push(json!({"destination": "/data",
+            "type": "bind", "source": shared, "options": ["rbind", "rw"]}));
+    });
+    link_applets(&t.join("rootfs"));
+    let pid = create(&rt, t.path(), "upd");
+    assert!(rt.run(&["start", "upd"]).status.success());
+    // The first read is done before the update.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !fs::read_to_string(t.join("stdout"))
+        .unwrap_or_default()
+        .contains("MemTotal")
+    {
+        assert!(Instant::now() < deadline, "no first MemTotal line");
+        thread::sleep(Duration::from_millis(10));
+    }
+    let mut up = rt
+        .cmd(&["update", "--resources", "-", "upd"])
+        .stdin(Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    up.stdin
+        .take()
+        .unwrap()
+        .write_all(br#"{"memory": {"limit": 134217728}}"#)
+        .unwrap();
+    assert!(up.wait().unwrap().success());
+    fs::write(shared.join("go"), "").unwrap();
+    assert!(matches!(wait_exit(pid), WaitStatus::Exited(_, 0)));
+    let out = fs::read_to_string(t.join("stdout")).unwrap();
+    let totals: Vec<&str> = out
+        .lines()
+        .filter_map(|l| l.split_whitespace().nth(1))
+        .collect();
+    assert_eq!(totals, ["65536", "131072"], "{out}");
+    assert!(rt.run(&["delete", "upd"]).status.success());
+}
