@@ -8,6 +8,7 @@
 pub mod cli;
 pub mod confine;
 pub mod ending;
+pub mod guest_view;
 pub mod launch;
 pub mod launch_hooks;
 pub mod limits;

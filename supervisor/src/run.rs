@@ -17,15 +17,16 @@ use nix::sys::resource::{getrusage, UsageWho};
 use nix::sys::signal::{kill, SigSet, Signal};
 use nix::sys::signalfd::SignalFd;
 use nix::sys::stat::{umask, Mode};
-use nix::unistd::{getgid, getuid, sysconf, Pid, SysconfVar};
+use nix::unistd::{getgid, getuid, Pid};
 use sandbox_syscalls::policy::bpf;
-use sandbox_syscalls::{Context, GuestLimits};
+use sandbox_syscalls::Context;
 
 use crate::cli::RunArgs;
 use crate::ending::{layer_is_full, Ending};
+use crate::guest_view::{guest_cpus, guest_limits};
+pub use crate::guest_view::{GuestView, Reading};
 use crate::launch::{self, LaunchConfig, LaunchError, FORWARDED};
 use crate::launch_hooks::RunHooks;
-use crate::limits::cgroup::Counters;
 use crate::limits::janitor::{self, Janitor};
 use crate::limits::{watchdog, Enforcement, Tripwire};
 use crate::network::{self, Network};
@@ -69,36 +70,6 @@ pub trait Embedding {
     /// itself (no cgroup of the run's for them); `None`: the flags'.
     fn guest_view(&self) -> Option<GuestView> {
         None
-    }
-}
-
-/// Reads a figure of the sandbox's cgroup now (at each open of a file
-/// that shows it).
-pub type Reading = Box<dyn Fn() -> Option<u64> + Send + Sync>;
-
-/// What the guest is told of its limits (/proc/meminfo, nproc, the
-/// /proc/sys sizes, and which host files are covered): `--memory`,
-/// `--cpus` and `--pids`, or, from an embedding that enforces limits
-/// itself (the OCI runtime's `linux.resources`), those.
-#[derive(Default)]
-pub struct GuestView {
-    pub memory: Option<u64>,
-    pub cpus: Option<f64>,
-    pub pids: Option<u64>,
-    /// Bytes in use now; without it, the run's own cgroup's.
-    pub memory_usage: Option<Reading>,
-    /// The memory limit now (an `update` changes it); without it, `memory`.
-    pub memory_limit_now: Option<Reading>,
-}
-
-impl GuestView {
-    fn of_flags(args: &RunArgs) -> GuestView {
-        GuestView {
-            memory: args.memory,
-            cpus: args.cpus,
-            pids: args.pids,
-            ..GuestView::default()
-        }
     }
 }
 
@@ -396,32 +367,6 @@ fn launch_config(args: &RunArgs, view: &GuestView) -> Result<LaunchConfig, Launc
         id_count: 1,
         user: None,
     })
-}
-
-/// What the guest is told of its limits (/proc/meminfo, /proc/cpuinfo,
-/// sched_getaffinity): `view`'s, with the usage of the run's cgroup when
-/// the view brings none and there is one.
-fn guest_limits(view: GuestView, counters: &Arc<Counters>) -> GuestLimits {
-    let usage = counters.clone();
-    let own_usage = || Box::new(move || usage.memory_usage()) as Reading;
-    GuestLimits {
-        memory_limit: view.memory,
-        memory_limit_now: view.memory_limit_now,
-        memory_usage: view
-            .memory_usage
-            .or_else(|| counters.has_memory().then(own_usage)),
-        cpus: guest_cpus(view.cpus),
-        pids: view.pids,
-    }
-}
-
-/// The CPUs the guest may use: `cpus` rounded up, at most the host's
-/// online ones.
-fn guest_cpus(cpus: Option<f64>) -> Option<usize> {
-    let n = cpus?.ceil().max(1.0) as usize;
-    let host = sysconf(SysconfVar::_NPROCESSORS_ONLN).ok().flatten();
-    let host = host.and_then(|h| usize::try_from(h).ok()).unwrap_or(n);
-    Some(n.min(host.max(1)))
 }
 
 /// The guest's whole environment: a few host variables and `--env`.

@@ -39,6 +39,7 @@ mod procnet;
 mod procstat;
 pub use procstat::{clock_origin_secs, start_secs, CLOCK_LEAD_SECS};
 mod procsys;
+mod proctext;
 mod rewind;
 mod sealed;
 mod stat;

@@ -13,7 +13,8 @@
 //! files of host counts and sizes (`procsys.rs`); the size a path
 //! stat reports for them; and a fresh copy of those whose figures change,
 //! for a reader that rewinds (`refreshed`, used by `rewind.rs`). Does
-//! not own: the texts (those modules), enforcing the limits (cgroups, in
+//! not own: the texts (`proctext.rs` picks and feeds the renderers, those
+//! modules render), enforcing the limits (cgroups, in
 //! the supervisor), or `/sys/devices/system/cpu`, which the view holds as
 //! plain files (`launch/plan.rs`).
 //!
@@ -27,20 +28,20 @@
 use std::ffi::CStr;
 use std::fmt;
 use std::os::fd::{AsFd, OwnedFd};
-use std::os::unix::ffi::OsStrExt;
 
 use nix::errno::Errno;
 use vfs::resolve::flags::IN_ROOT;
 use vfs::Resolver;
 
 use super::covers::read_host;
-use super::limitfiles::{cpuinfo, meminfo};
 use super::masked::{self, StatSizes};
-use super::mounttab::{self, Table};
+use super::mounttab::Table;
 use super::procfiles::{self, PerProcess};
-use super::procnet::{self, NetFile};
-use super::procstat::{self, Baseline, CpuClock, HighWater, OwnCounts, USER_HZ};
-use super::procsys::{self, SysBaseline, SysFile};
+use super::procnet::NetFile;
+use super::procstat::{Baseline, CpuClock, HighWater};
+use super::procsys::{SysBaseline, SysFile};
+pub(crate) use super::proctext::view_census;
+use super::proctext::{boottime, host_source, text, HostText};
 use super::sealed::{read_all, read_view, sealed_file};
 use super::Context;
 
@@ -102,7 +103,7 @@ impl Context {
 
 /// A /proc file the guest gets rewritten.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum ProcFile {
+pub(super) enum ProcFile {
     MemInfo,
     CpuInfo,
     /// A process's mount table (`mounttab.rs`), rewritten always.
@@ -195,14 +196,14 @@ pub(crate) struct Synthetic {
     /// The cpu limit, for the per-process files cut to it.
     cpus: Option<usize>,
     /// What /proc/stat and the boot id are relative to.
-    baseline: Baseline,
+    pub(super) baseline: Baseline,
     /// What /proc/sys's host counts are relative to.
-    sys_baseline: SysBaseline,
+    pub(super) sys_baseline: SysBaseline,
     /// The CPU counters, context switches and forks last served in
     /// /proc/stat.
-    cpu_clock: CpuClock,
-    ctxt: HighWater,
-    processes: HighWater,
+    pub(super) cpu_clock: CpuClock,
+    pub(super) ctxt: HighWater,
+    pub(super) processes: HighWater,
     /// The sizes a path stat reports for served procfs files.
     stat_sizes: StatSizes,
 }
@@ -404,134 +405,4 @@ pub(crate) fn refreshed(
 /// while a reader holds it open (a rewind then re-serves it).
 pub(crate) fn changes(memfd_name: &str) -> bool {
     ProcFile::changing(memfd_name).is_some()
-}
-
-/// Where the host's text a served file is made from comes from.
-enum HostText {
-    /// Nowhere: the text is the sandbox's alone.
-    None,
-    /// Another global file, read in the host's /proc (`covers.rs`).
-    View(&'static str),
-    /// The file the guest opened.
-    Opened,
-}
-
-fn host_source(kind: ProcFile) -> HostText {
-    match kind {
-        ProcFile::KernelCmdline
-        | ProcFile::LoadAvg
-        | ProcFile::BootId
-        | ProcFile::Masked
-        | ProcFile::Sys(SysFile::Tainted) => HostText::None,
-        // The sandbox's uptime counts its CPUs' idle time in /proc/stat.
-        ProcFile::Uptime => HostText::View("/proc/stat"),
-        _ => HostText::Opened,
-    }
-}
-
-/// The text served for `kind`, whose host text is `host`.
-fn text(ctx: &Context, kind: ProcFile, host: String) -> String {
-    let base = &ctx.synthetic.baseline;
-    match (kind, &ctx.limits) {
-        (ProcFile::MemInfo, limits) if limits.memory_limit.is_some() => {
-            let usage = limits.memory_usage.as_ref().and_then(|f| f());
-            meminfo(&host, limits.memory_limit().unwrap_or(0), usage)
-        }
-        (ProcFile::CpuInfo, GuestLimits { cpus: Some(n), .. }) => cpuinfo(&host, *n),
-        (ProcFile::MountTable(table), _) => mounttab::rewrite(table, &host),
-        (ProcFile::KernelCmdline, _) => masked::CMDLINE.to_owned(),
-        (ProcFile::Stat, _) => sandbox_stat(ctx, &host, base.btime(boottime())),
-        (ProcFile::VmStat, _) => procstat::vmstat(&host, base),
-        (ProcFile::Uptime, _) => {
-            let stat = sandbox_stat(ctx, &host, 0);
-            procstat::uptime(base, boottime(), &stat)
-        }
-        (ProcFile::LoadAvg, _) => procfiles::loadavg(&view_census(&ctx.fs)),
-        (ProcFile::BootId, _) => base.boot_id.clone(),
-        (ProcFile::PerProcess(PerProcess::Status), GuestLimits { cpus: Some(n), .. }) => {
-            procfiles::status(&host, *n)
-        }
-        (ProcFile::Sys(file), limits) => {
-            let watches = matches!(file, SysFile::EpollWatches | SysFile::InotifyWatches);
-            let sizes = procsys::Sizes {
-                memory_limit: limits.memory_limit(),
-                host_memory: (watches && limits.memory_limit.is_some())
-                    .then(host_memtotal)
-                    .flatten(),
-                pids: limits.pids,
-                open_files: match file {
-                    SysFile::FileNr => with_view_proc(&ctx.fs, procfiles::open_files).unwrap_or(0),
-                    _ => 0,
-                },
-            };
-            procsys::text(file, &host, &ctx.synthetic.sys_baseline, &sizes)
-        }
-        (ProcFile::Masked, _) => String::new(),
-        (ProcFile::Net(file), _) => net_text(ctx, file, &host),
-        _ => host,
-    }
-}
-
-/// A `/proc/net` list of the guest's (`procnet.rs`), from the netstack's
-/// state now.
-fn net_text(ctx: &Context, file: NetFile, host: &str) -> String {
-    let uid_map = read_view(&ctx.fs, c"/proc/1/uid_map").unwrap_or_default();
-    let src = procnet::Sources {
-        net: &ctx.net,
-        listing: std::fs::read_to_string(ctx.net.sockets().listing()).unwrap_or_default(),
-        held: procnet::held_sockets(),
-        uid: procnet::map_uid(&uid_map, nix::unistd::geteuid().as_raw()),
-    };
-    procnet::text(file, host, &src)
-}
-
-/// The host's MemTotal in bytes, from the host's /proc/meminfo.
-fn host_memtotal() -> Option<u64> {
-    let text = read_host("/proc/meminfo").ok()?;
-    let kb = text.lines().find_map(|l| l.strip_prefix("MemTotal:"))?;
-    let kb: u64 = kb.trim().trim_end_matches("kB").trim().parse().ok()?;
-    kb.checked_mul(1024)
-}
-
-/// The sandbox's /proc/stat from the host's `host`: its tasks' CPU time
-/// over the CPUs it may use (`procstat.rs`), their context switches, and
-/// the highest pid seen in its procfs (pids go out in order from 1, so
-/// that counts the tasks it made, less those that came and went between
-/// two reads: the kernel tells a pid namespace's last pid only to its own
-/// members), all kept monotonic.
-fn sandbox_stat(ctx: &Context, host: &str, btime: u64) -> String {
-    let syn = &ctx.synthetic;
-    let census = view_census(&ctx.fs);
-    let n = ctx.limits.cpus.unwrap_or_else(|| procstat::host_cpus(host));
-    let elapsed = (syn.uptime() * USER_HZ as f64) as u64;
-    let cpus = syn
-        .cpu_clock
-        .monotonic(procstat::cpu_times(n, &census, elapsed));
-    let switches = with_view_proc(&ctx.fs, procfiles::context_switches).unwrap_or(0);
-    let own = OwnCounts {
-        ctxt: syn.ctxt.raise(switches),
-        processes: syn.processes.raise(u64::from(census.last_pid)),
-    };
-    procstat::stat(host, &cpus, &census, &own, btime)
-}
-
-/// The host's CLOCK_BOOTTIME now, in seconds (the supervisor lives in
-/// the host's time namespace).
-fn boottime() -> f64 {
-    nix::time::clock_gettime(nix::time::ClockId::CLOCK_BOOTTIME)
-        .map_or(0.0, |t| t.tv_sec() as f64 + t.tv_nsec() as f64 / 1e9)
-}
-
-/// The sandbox's tasks, counted in the view's procfs.
-pub(crate) fn view_census(fs: &Resolver) -> procfiles::Census {
-    with_view_proc(fs, procfiles::census).unwrap_or_default()
-}
-
-/// `f` of the view's procfs, as a path the supervisor can read.
-fn with_view_proc<T>(fs: &Resolver, f: impl FnOnce(&std::path::Path) -> T) -> Option<T> {
-    let flags = (libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC) as u64;
-    let proc = vfs::sys::openat2(fs.root(), c"/proc", flags, 0, IN_ROOT).ok()?;
-    let path = vfs::sys::ProcFd::new(proc.as_fd());
-    let path = std::ffi::OsStr::from_bytes(path.as_cstr().to_bytes());
-    Some(f(std::path::Path::new(path)))
 }

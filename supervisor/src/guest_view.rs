@@ -1,0 +1,72 @@
+//! What the guest is told of its limits: [`GuestView`] (from `run`'s
+//! flags, or from an embedding that enforces limits itself, such as the
+//! OCI runtime's `linux.resources`) and the [`GuestLimits`] the handlers
+//! serve /proc/meminfo, nproc and the /proc/sys sizes from.
+//!
+//! Owns turning flags or a view into those figures. Does not own
+//! enforcing the limits (`limits/`, `oci/resources.rs`) or the files'
+//! texts (`sandbox_syscalls` handlers).
+
+use std::sync::Arc;
+
+use nix::unistd::{sysconf, SysconfVar};
+use sandbox_syscalls::GuestLimits;
+
+use crate::cli::RunArgs;
+use crate::limits::cgroup::Counters;
+
+/// Reads a figure of the sandbox's cgroup now (at each open of a file
+/// that shows it).
+pub type Reading = Box<dyn Fn() -> Option<u64> + Send + Sync>;
+
+/// What the guest is told of its limits (/proc/meminfo, nproc, the
+/// /proc/sys sizes, and which host files are covered): `--memory`,
+/// `--cpus` and `--pids`, or, from an embedding that enforces limits
+/// itself (the OCI runtime's `linux.resources`), those.
+#[derive(Default)]
+pub struct GuestView {
+    pub memory: Option<u64>,
+    pub cpus: Option<f64>,
+    pub pids: Option<u64>,
+    /// Bytes in use now; without it, the run's own cgroup's.
+    pub memory_usage: Option<Reading>,
+    /// The memory limit now (an `update` changes it); without it, `memory`.
+    pub memory_limit_now: Option<Reading>,
+}
+
+impl GuestView {
+    pub(crate) fn of_flags(args: &RunArgs) -> GuestView {
+        GuestView {
+            memory: args.memory,
+            cpus: args.cpus,
+            pids: args.pids,
+            ..GuestView::default()
+        }
+    }
+}
+
+/// What the guest is told of its limits (/proc/meminfo, /proc/cpuinfo,
+/// sched_getaffinity): `view`'s, with the usage of the run's cgroup when
+/// the view brings none and there is one.
+pub(crate) fn guest_limits(view: GuestView, counters: &Arc<Counters>) -> GuestLimits {
+    let usage = counters.clone();
+    let own_usage = || Box::new(move || usage.memory_usage()) as Reading;
+    GuestLimits {
+        memory_limit: view.memory,
+        memory_limit_now: view.memory_limit_now,
+        memory_usage: view
+            .memory_usage
+            .or_else(|| counters.has_memory().then(own_usage)),
+        cpus: guest_cpus(view.cpus),
+        pids: view.pids,
+    }
+}
+
+/// The CPUs the guest may use: `cpus` rounded up, at most the host's
+/// online ones.
+pub(crate) fn guest_cpus(cpus: Option<f64>) -> Option<usize> {
+    let n = cpus?.ceil().max(1.0) as usize;
+    let host = sysconf(SysconfVar::_NPROCESSORS_ONLN).ok().flatten();
+    let host = host.and_then(|h| usize::try_from(h).ok()).unwrap_or(n);
+    Some(n.min(host.max(1)))
+}
