@@ -223,18 +223,9 @@ fn pause_freezes_and_resume_thaws() {
     assert!(rt.run(&["resume", "frz"]).status.success());
     assert_eq!(rt.state("frz")["status"], "running");
     // update --resources -: new limits in the container's cgroup.
-    let mut up = rt
-        .cmd(&["update", "--resources", "-", "frz"])
-        .stdin(Stdio::piped())
-        .spawn()
-        .unwrap();
-    use std::io::Write;
-    up.stdin
-        .take()
-        .unwrap()
-        .write_all(br#"{"memory": {"limit": 134217728}, "pids": {"limit": 32}}"#)
-        .unwrap();
-    assert!(up.wait().unwrap().success());
+    let json = br#"{"memory": {"limit": 134217728}, "pids": {"limit": 32}}"#;
+    let up = rt.update("frz", json);
+    assert!(up.status.success(), "update: {up:?}");
     if let Some(dir) = own_v1_dir("memory") {
         let limit = fs::read_to_string(dir.join("frz/memory.limit_in_bytes")).unwrap();
         assert_eq!(limit.trim(), "134217728");

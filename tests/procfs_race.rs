@@ -87,17 +87,6 @@ fn targets() -> Vec<Target> {
     t
 }
 
-/// The value after `name: ` in procrace's summary line.
-fn field(out: &Out, name: &str) -> i64 {
-    let v = out
-        .stdout
-        .split(&format!("{name}: "))
-        .nth(1)
-        .and_then(|r| r.split_whitespace().next());
-    v.and_then(|v| v.parse().ok())
-        .unwrap_or_else(|| panic!("no {name} in {}", out.dump()))
-}
-
 /// Races every target under `--memory 256m` (so meminfo and the memory
 /// sized /proc/sys files are served rewritten) as `user`, with `bin`.
 fn race_all(user: Option<(u32, u32)>, bin: &std::path::Path) {
@@ -121,26 +110,22 @@ fn race_all(user: Option<(u32, u32)>, bin: &std::path::Path) {
         let out = run.supervised();
         assert_eq!(out.code, Some(0), "{}: {}", t.path, out.dump());
         assert!(
-            field(&out, "swaps") > 0,
+            out.field("swaps") > 0,
             "{}: no swaps: {}",
             t.path,
             out.stdout
         );
-        assert!(field(&out, "rewrites") > 0, "{}: no rewrites", t.path);
-        assert!(
-            field(&out, "innocent") > 0,
-            "{}: never read the file",
-            t.path
-        );
+        assert!(out.field("rewrites") > 0, "{}: no rewrites", t.path);
+        assert!(out.field("innocent") > 0, "{}: never read the file", t.path);
         assert_eq!(
-            field(&out, "leaks"),
+            out.field("leaks"),
             0,
             "{}: a host fact: {}",
             t.path,
             out.stdout
         );
         assert_eq!(
-            field(&out, "sizes"),
+            out.field("sizes"),
             0,
             "{}: a host size: {}",
             t.path,

@@ -28,28 +28,23 @@ fn symlink_swap_race_stays_in_view() {
     ];
     let out = Run::new(&argv).sup(&c_mounts()).rw(w.path()).supervised();
     assert_eq!(out.code, Some(0), "{}", out.dump());
-    let field = |name: &str| -> i64 {
-        let v = out
-            .stdout
-            .split(&format!("{name}: "))
-            .nth(1)
-            .and_then(|r| r.split_whitespace().next());
-        v.and_then(|v| v.parse().ok())
-            .unwrap_or_else(|| panic!("no {name} in {}", out.stdout))
-    };
-    assert!(field("flips") > 0, "the flipper never ran:\n{}", out.stdout);
     assert!(
-        field("opened") > 0,
+        out.field("flips") > 0,
+        "the flipper never ran:\n{}",
+        out.stdout
+    );
+    assert!(
+        out.field("opened") > 0,
         "never opened the innocent file:\n{}",
         out.stdout
     );
     assert_eq!(
-        field("host"),
+        out.field("host"),
         0,
         "a call reached the host file:\n{}",
         out.dump()
     );
-    assert_eq!(field("errors"), 0, "unexpected errors:\n{}", out.dump());
+    assert_eq!(out.field("errors"), 0, "unexpected errors:\n{}", out.dump());
     let m = std::fs::metadata(&secret).unwrap();
     assert_eq!(
         m.permissions().mode() & 0o7777,

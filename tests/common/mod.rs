@@ -97,6 +97,14 @@ impl Out {
             self.code, self.signal, self.stdout, self.stderr
         )
     }
+    /// The number after `name: ` in stdout (a test program's summary
+    /// line, e.g. `opened: 12 errors: 0`); panics with the dump if absent.
+    pub fn field(&self, name: &str) -> i64 {
+        let v = (self.stdout.split(&format!("{name}: ")).nth(1))
+            .and_then(|r| r.split_whitespace().next());
+        v.and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("no {name} in {}", self.dump()))
+    }
     /// Assert exit code 0 (with the dump on failure).
     pub fn ok(self, what: &str) -> Self {
         assert_eq!(self.code, Some(0), "{what} failed:\n{}", self.dump());

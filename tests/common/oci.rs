@@ -86,6 +86,19 @@ impl Runtime {
         self.cmd(args).output().expect("run the runtime")
     }
 
+    /// `update --resources - ID` with `json` on its stdin.
+    pub fn update(&self, id: &str, json: &[u8]) -> std::process::Output {
+        use std::io::Write;
+        let mut up = (self.cmd(&["update", "--resources", "-", id]))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("run the runtime");
+        up.stdin.take().map(|mut i| i.write_all(json));
+        up.wait_with_output().expect("wait for update")
+    }
+
     /// `state ID` as JSON (panics if it fails).
     pub fn state(&self, id: &str) -> serde_json::Value {
         let out = self.run(&["state", id]);

@@ -113,18 +113,8 @@ fn update_of_the_memory_limit_shows_in_meminfo() {
         assert!(Instant::now() < deadline, "no first MemTotal line");
         thread::sleep(Duration::from_millis(10));
     }
-    let mut up = rt
-        .cmd(&["update", "--resources", "-", "upd"])
-        .stdin(Stdio::piped())
-        .spawn()
-        .unwrap();
-    use std::io::Write;
-    up.stdin
-        .take()
-        .unwrap()
-        .write_all(br#"{"memory": {"limit": 134217728}}"#)
-        .unwrap();
-    assert!(up.wait().unwrap().success());
+    let up = rt.update("upd", br#"{"memory": {"limit": 134217728}}"#);
+    assert!(up.status.success(), "update: {up:?}");
     fs::write(shared.join("go"), "").unwrap();
     assert!(matches!(wait_exit(pid), WaitStatus::Exited(_, 0)));
     let out = fs::read_to_string(t.join("stdout")).unwrap();
