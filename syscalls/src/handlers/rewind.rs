@@ -44,7 +44,7 @@ pub(crate) fn lseek(ctx: &Context, g: &dyn Guest, fd: i32, offset: u64, whence: 
     let Some(name) = std::str::from_utf8(&link).ok().and_then(memfd_name) else {
         return Ok(Reply::Continue);
     };
-    if !changes(name) {
+    if !changes(ctx, name) {
         return Ok(Reply::Continue);
     }
     let Ok(file) = g.dup_fd(fd) else {
