@@ -1,7 +1,8 @@
 //! The census of the sandbox's tasks and the texts counted from it:
 //! `/proc/loadavg` (the sandbox's tasks), and a process's `status` under
 //! `--cpus` (its `Cpus_allowed` cut as `sched_getaffinity` is). Also
-//! which per-process files are recognised by their procfs path.
+//! which per-process files are recognised by their procfs path, and the
+//! memfd name a served one carries to be found again on a rewind.
 //!
 //! Does not own: recognising the global files (by identity, `sysinfo.rs`)
 //! or serving any text (`sysinfo::substitute`); `/proc/stat` and

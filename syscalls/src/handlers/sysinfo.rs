@@ -8,11 +8,13 @@
 //! (`limitfiles.rs`), the mount tables (`mounttab.rs`), the kernel's
 //! command line and the masked files (`masked.rs`), `/proc/stat`,
 //! `vmstat` and `uptime` (`procstat.rs`), `loadavg`, the boot id and
-//! every `status` under a cpu limit (`procfiles.rs`), the guest's
+//! every `status` under a cpu limit (`procfiles.rs`), every
+//! `timens_offsets` and `autogroup` (`procself.rs`), the guest's
 //! `/proc/net` socket lists (`procnet.rs`), and the /proc/sys
 //! files of host counts and sizes (`procsys.rs`); the size a path
 //! stat reports for them; and a fresh copy of those whose figures change,
-//! for a reader that rewinds (`refreshed`, used by `rewind.rs`). Does
+//! for a reader that rewinds (`refreshed`, used by `rewind.rs`), global
+//! and per-process ones. Does
 //! not own: the texts (`proctext.rs` picks and feeds the renderers, those
 //! modules render), enforcing the limits (cgroups, in
 //! the supervisor), or `/sys/devices/system/cpu`, which the view holds as
@@ -338,7 +340,6 @@ impl Synthetic {
     /// When `memfd` names a served per-process file whose text changes
     /// while a reader holds it open (all but `timens_offsets`): its kind
     /// and view path, if still served.
-    #[allow(clippy::type_complexity)]
     fn changing_process_file(&self, memfd: &str) -> Option<Option<(ProcFile, CString)>> {
         let file = ProcessFile::served(memfd)?;
         let kind = self.per_process(file.name);
