@@ -19,7 +19,8 @@
 //! open still reaches"): `mountinfo`, `mounts` (the served copies hide
 //! it, a dodge does not) and `mountstats` (not served) name bind sources'
 //! host paths, the host's disk and its devtmpfs size; `timens_offsets`
-//! the host's uptime at the start; `autogroup` and the `ns/*` links
+//! the host's uptime at the start and `autogroup` a host-wide counter
+//! (both served as the sandbox's, not to a dodge); the `ns/*` links
 //! host-wide counters.
 //! Never run natively (procrace.c refuses to run outside a sandbox).
 

@@ -244,3 +244,76 @@ fn vmstat_and_top_see_a_busy_guest() {
     check_tools(&run.native().ok("native"), "native");
     check_tools(&run.supervised().ok("supervised"), "supervised");
 }
+
+/// Rewound per-process files a sandbox serves (`status` under `--cpus`,
+/// `mountinfo`, `autogroup`) re-read fresh, as the kernel's: a thread
+/// started between two reads shows in `Threads:`, a memory allocation in
+/// `VmRSS:`; a rewound `mountinfo` reads the same rewritten text (not the
+/// host's) and `autogroup` the same number; the rewound descriptor keeps
+/// its number. The output must be the native one.
+const PER_PROCESS: &str = r#"
+import os, threading
+f = open("/proc/self/status")
+fd = f.fileno()
+def field(k):
+    f.seek(0)
+    return int(next(l for l in f if l.startswith(k + ":")).split()[1])
+t0, rss0 = field("Threads"), field("VmRSS")
+ev = threading.Event()
+th = threading.Thread(target=ev.wait)
+th.start()
+hog = bytearray(64 << 20)
+for i in range(0, len(hog), 4096):
+    hog[i] = 1
+t1, rss1 = field("Threads"), field("VmRSS")
+ev.set()
+th.join()
+print("threads grew" if t1 == t0 + 1 else f"threads stuck: {t0} then {t1}")
+print("rss grew" if rss1 >= rss0 + (32 << 10) else f"rss stuck: {rss0} then {rss1} kB")
+print("same fd" if f.fileno() == fd and os.fstat(fd).st_size >= 0 else "fd changed")
+m = open("/proc/self/mountinfo")
+first = m.read()
+m.seek(0)
+print("mountinfo same" if m.read() == first else "mountinfo changed")
+a = open("/proc/self/autogroup")
+first = a.read()
+a.seek(0)
+print("autogroup same" if a.read() == first else "autogroup changed")
+"#;
+
+const PER_PROCESS_WANT: &str = "threads grew\nrss grew\nsame fd\nmountinfo same\nautogroup same\n";
+
+#[test]
+fn rewound_per_process_files_read_fresh() {
+    let run = Run::new(&[PY, "-c", PER_PROCESS]);
+    let native = run.native().ok("native");
+    assert_eq!(
+        native.stdout,
+        PER_PROCESS_WANT,
+        "natively: {}",
+        native.dump()
+    );
+    for sup in [&["--cpus", "1"][..], &[]] {
+        let out = run.clone().sup(sup).supervised().ok("supervised");
+        assert_eq!(
+            out.stdout,
+            PER_PROCESS_WANT,
+            "supervised {sup:?}: {}",
+            out.dump()
+        );
+    }
+}
+
+#[test]
+fn rewound_per_process_files_read_fresh_as_tester() {
+    let (uid, gid, bin) = match tester_bin() {
+        Ok(t) => t,
+        Err(why) => skip!("{why}"),
+    };
+    let run = Run::new(&[PY, "-c", PER_PROCESS])
+        .sup(&["--cpus", "1"])
+        .user(uid, gid)
+        .bin(bin);
+    let out = run.supervised().ok("supervised as tester");
+    assert_eq!(out.stdout, PER_PROCESS_WANT, "as tester: {}", out.dump());
+}

@@ -100,6 +100,9 @@ struct HostFacts {
     /// kernel/threads-max, fs/file-max and the epoll and inotify watch
     /// maxima: the kernel sizes them from its memory.
     memory_sized: Vec<(&'static str, String)>,
+    /// The number of the test's own autogroup (a host-wide counter of
+    /// sessions), if autogroups are on.
+    autogroup: Option<u64>,
 }
 
 fn read(path: &str) -> String {
@@ -142,6 +145,7 @@ fn host_facts(outsider: &Outsider) -> HostFacts {
             .iter()
             .map(|p| (*p, read(p).trim().to_owned()))
             .collect(),
+        autogroup: autogroup_id(&read("/proc/self/autogroup")),
     }
 }
 
@@ -153,6 +157,15 @@ const MEMORY_SIZED: &[&str] = &[
     "/proc/sys/vm/min_free_kbytes",
     "/proc/sys/vm/user_reserve_kbytes",
 ];
+
+/// N of an `autogroup` text (`/autogroup-N nice 0`).
+fn autogroup_id(text: &str) -> Option<u64> {
+    text.strip_prefix("/autogroup-")?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
+}
 
 fn first_u64(text: &str) -> u64 {
     text.split_whitespace()
@@ -225,6 +238,7 @@ fn leaks(recs: &[Rec], host: &HostFacts, limits: Limits) -> Vec<String> {
     found.extend(size_leaks(recs));
     found.extend(sys_leaks(recs, host, limits));
     found.extend(stat_leaks(recs));
+    found.extend(process_leaks(recs, host));
     if let Some(n) = limits.cpus.filter(|n| *n < host.cpus) {
         found.extend(cpu_leaks(recs, n));
     }
@@ -323,6 +337,29 @@ fn stat_leaks(recs: &[Rec]) -> Vec<String> {
     if processes > 64 {
         found.push(format!(
             "/proc/stat: processes {processes}: the host's forks"
+        ));
+    }
+    found
+}
+
+/// A process's files that tell host-wide state: its time namespace's
+/// offsets (the host's uptime at the sandbox's start) and its autogroup's
+/// number (a host-wide counter: the sandbox's groups are few).
+fn process_leaks(recs: &[Rec], host: &HostFacts) -> Vec<String> {
+    let mut found = Vec::new();
+    let offsets = body(recs, "/proc/self/timens_offsets").unwrap_or("");
+    let moved = offsets
+        .lines()
+        .flat_map(|l| l.split_whitespace().skip(1))
+        .any(|v| v != "0");
+    if moved {
+        found.push(format!("/proc/self/timens_offsets: {offsets:?}"));
+    }
+    let group = body(recs, "/proc/self/autogroup").and_then(autogroup_id);
+    if let Some(n) = group.filter(|n| *n > 64 || Some(*n) == host.autogroup) {
+        found.push(format!(
+            "/proc/self/autogroup: group {n}, the host's counter (the test's is {:?})",
+            host.autogroup
         ));
     }
     found
@@ -487,12 +524,76 @@ fn native_survey_finds_the_host() {
         "ctxt",
         "processes",
     ];
-    for must in musts {
+    let autogroup = host.autogroup.map(|_| "autogroup");
+    for must in musts.into_iter().chain(autogroup) {
         assert!(
             found.iter().any(|f| f.contains(must)),
             "natively the survey must see the host's {must}: {found:#?}"
         );
     }
+}
+
+/// Natively in a time namespace whose clocks are moved (as the
+/// sandbox's are), the survey sees the offsets in timens_offsets.
+#[test]
+fn native_survey_in_a_time_namespace_finds_the_offsets() {
+    if !have(PY) || !have("unshare") || !nix::unistd::geteuid().is_root() {
+        skip!("needs {PY}, unshare and root");
+    }
+    let outsider = Outsider::start();
+    let host = host_facts(&outsider);
+    let moved = [
+        "unshare",
+        "-T",
+        "--fork",
+        "--boottime",
+        "1000",
+        "--monotonic",
+        "1000",
+        "--",
+    ];
+    let argv: Vec<&str> = moved
+        .into_iter()
+        .chain([PY, "-c", SURVEY, "/proc/self"])
+        .collect();
+    let out = Run::new(&argv).native();
+    if out.code != Some(0) {
+        skip!("no time namespaces here: {}", out.dump());
+    }
+    let found = process_leaks(&parse(&out.stdout), &host);
+    assert!(
+        found.iter().any(|f| f.contains("timens_offsets")),
+        "natively in a moved time namespace: {found:#?}\n{}",
+        out.dump()
+    );
+}
+
+/// The served timens_offsets reads byte for byte as the kernel's outside
+/// a time namespace, and autogroup in the kernel's form with a small
+/// number, shared by a process and its child (one session).
+#[test]
+fn timens_offsets_and_autogroup_read_as_the_kernels() {
+    let script = "cat /proc/self/timens_offsets; cat /proc/self/autogroup; cat /proc/$$/autogroup";
+    let run = Run::sh(script, &[]);
+    let native = run.native().ok("native");
+    let out = run.supervised().ok("supervised");
+    let offsets = |o: &Out| o.stdout.lines().take(2).collect::<Vec<_>>().join("\n");
+    assert_eq!(offsets(&out), offsets(&native), "{}", out.dump());
+    let groups: Vec<&str> = out.stdout.lines().skip(2).collect();
+    if native.stdout.lines().nth(2).is_none() {
+        assert!(groups.is_empty(), "no autogroups natively: {}", out.dump());
+        return;
+    }
+    let shape = |l: &str| l.starts_with("/autogroup-") && l.ends_with(" nice 0");
+    let ids: Vec<Option<u64>> = groups.iter().map(|l| autogroup_id(l)).collect();
+    assert!(
+        groups.len() == 2
+            && groups.iter().all(|l| shape(l))
+            && ids[0] == ids[1]
+            && ids[0].is_some_and(|n| n <= 64),
+        "{}",
+        out.dump()
+    );
 }
 
 #[test]

@@ -36,6 +36,7 @@ mod notify;
 mod open;
 mod procfiles;
 mod procnet;
+mod procself;
 mod procstat;
 pub use procstat::{clock_origin_secs, start_secs, CLOCK_LEAD_SECS};
 mod procsys;

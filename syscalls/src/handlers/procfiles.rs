@@ -1,12 +1,14 @@
 //! The census of the sandbox's tasks and the texts counted from it:
 //! `/proc/loadavg` (the sandbox's tasks), and a process's `status` under
 //! `--cpus` (its `Cpus_allowed` cut as `sched_getaffinity` is). Also
-//! which per-process files are recognised by their procfs path.
+//! which per-process files are recognised by their procfs path, and the
+//! memfd name a served one carries to be found again on a rewind.
 //!
 //! Does not own: recognising the global files (by identity, `sysinfo.rs`)
 //! or serving any text (`sysinfo::substitute`); `/proc/stat` and
 //! `/proc/uptime` (`procstat.rs`), `/proc/sys` (`procsys.rs`).
 
+use std::ffi::CString;
 use std::os::fd::{AsFd, OwnedFd};
 use std::path::Path;
 
@@ -220,22 +222,80 @@ fn cut_list(list: &str, n: usize) -> String {
 /// mount tables.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum PerProcess {
+    /// `status` under a cpu limit.
     Status,
+    /// `timens_offsets` and `autogroup`, always (`procself.rs`).
+    TimensOffsets,
+    Autogroup,
 }
 
-/// The per-process file `path` is (`/proc/<pid>[/task/<tid>]/<name>`,
-/// as the kernel names a descriptor of the view's procfs), and its name.
-pub(crate) fn per_process_name(path: &str) -> Option<&str> {
-    let rest = path.strip_prefix("/proc/")?;
-    let mut parts: Vec<&str> = rest.split('/').collect();
-    let name = parts.pop()?;
-    let numeric = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
-    let ok = match parts.as_slice() {
-        [pid] => numeric(pid),
-        [pid, "task", tid] => numeric(pid) && numeric(tid),
-        _ => false,
-    };
-    ok.then_some(name)
+/// A per-process file of the view's procfs: its name and the process
+/// (and thread) it is of.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) struct ProcessFile<'a> {
+    pub name: &'a str,
+    pid: u32,
+    tid: Option<u32>,
+}
+
+impl<'a> ProcessFile<'a> {
+    /// The per-process file `path` is (`/proc/<pid>[/task/<tid>]/<name>`,
+    /// as the kernel names a descriptor of the view's procfs).
+    pub(crate) fn at(path: &'a str) -> Option<ProcessFile<'a>> {
+        let rest = path.strip_prefix("/proc/")?;
+        let mut parts: Vec<&str> = rest.split('/').collect();
+        let name = parts.pop()?;
+        let (pid, tid) = match parts.as_slice() {
+            [pid] => (number(pid)?, None),
+            [pid, "task", tid] => (number(pid)?, Some(number(tid)?)),
+            _ => return None,
+        };
+        Some(ProcessFile { name, pid, tid })
+    }
+
+    /// The name of the memfd it is served in: `status:2`, `status:2:9`
+    /// for a thread's, so that a rewind finds the file again
+    /// (`ProcessFile::served`).
+    pub(crate) fn memfd_name(&self) -> Option<CString> {
+        let name = match self.tid {
+            Some(tid) => format!("{}:{}:{tid}", self.name, self.pid),
+            None => format!("{}:{}", self.name, self.pid),
+        };
+        CString::new(name).ok()
+    }
+
+    /// The file served in the memfd named `memfd` (as `memfd_name` names it).
+    pub(crate) fn served(memfd: &'a str) -> Option<ProcessFile<'a>> {
+        let mut parts = memfd.split(':');
+        let name = parts.next().filter(|n| !n.is_empty())?;
+        let pid = number(parts.next()?)?;
+        let tid = parts.next().map(number);
+        if parts.next().is_some() || tid == Some(None) {
+            return None;
+        }
+        Some(ProcessFile {
+            name,
+            pid,
+            tid: tid.flatten(),
+        })
+    }
+
+    /// Its path in the view (`/proc/2/status`).
+    pub(crate) fn view_path(&self) -> Option<CString> {
+        let path = match self.tid {
+            Some(tid) => format!("/proc/{}/task/{tid}/{}", self.pid, self.name),
+            None => format!("/proc/{}/{}", self.pid, self.name),
+        };
+        CString::new(path).ok()
+    }
+}
+
+/// A pid or tid as procfs spells it (decimal digits, no sign).
+fn number(s: &str) -> Option<u32> {
+    if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    s.parse().ok()
 }
 
 /// What the kernel names `fd`, if it fits 64 bytes (every per-process
@@ -292,9 +352,26 @@ mod tests {
 
     #[test]
     fn per_process_paths() {
-        assert_eq!(per_process_name("/proc/2/status"), Some("status"));
-        assert_eq!(per_process_name("/proc/2/task/9/status"), Some("status"));
-        assert_eq!(per_process_name("/proc/self/status"), None);
-        assert_eq!(per_process_name("/tmp/proc/2/status"), None);
+        let name = |p| ProcessFile::at(p).map(|f| f.name);
+        assert_eq!(name("/proc/2/status"), Some("status"));
+        assert_eq!(name("/proc/2/task/9/status"), Some("status"));
+        assert_eq!(name("/proc/self/status"), None);
+        assert_eq!(name("/tmp/proc/2/status"), None);
+        assert_eq!(name("/proc/+2/status"), None);
+    }
+
+    #[test]
+    fn served_names_find_the_file_again() {
+        for path in ["/proc/2/status", "/proc/2/task/9/mountinfo"] {
+            let file = ProcessFile::at(path).unwrap();
+            let memfd = file.memfd_name().unwrap();
+            let again = ProcessFile::served(memfd.to_str().unwrap()).unwrap();
+            assert_eq!(again, file);
+            assert_eq!(again.view_path().unwrap().to_str(), Ok(path));
+        }
+        assert_eq!(ProcessFile::served("status"), None);
+        assert_eq!(ProcessFile::served("status:2:x"), None);
+        assert_eq!(ProcessFile::served("status:2:3:4"), None);
+        assert_eq!(ProcessFile::served(":2"), None);
     }
 }

@@ -21,6 +21,7 @@ use super::masked;
 use super::mounttab;
 use super::procfiles::{self, PerProcess};
 use super::procnet::{self, NetFile};
+use super::procself;
 use super::procstat::{self, OwnCounts, USER_HZ};
 use super::procsys::{self, SysFile};
 use super::sealed::read_view;
@@ -71,6 +72,10 @@ pub(super) fn text(ctx: &Context, kind: ProcFile, host: String) -> String {
         (ProcFile::BootId, _) => base.boot_id.clone(),
         (ProcFile::PerProcess(PerProcess::Status), GuestLimits { cpus: Some(n), .. }) => {
             procfiles::status(&host, *n)
+        }
+        (ProcFile::PerProcess(PerProcess::TimensOffsets), _) => procself::timens_offsets(&host),
+        (ProcFile::PerProcess(PerProcess::Autogroup), _) => {
+            procself::autogroup(&host, &ctx.synthetic.autogroups)
         }
         (ProcFile::Sys(file), limits) => {
             let watches = matches!(file, SysFile::EpollWatches | SysFile::InotifyWatches);

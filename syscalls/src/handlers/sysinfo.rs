@@ -8,11 +8,13 @@
 //! (`limitfiles.rs`), the mount tables (`mounttab.rs`), the kernel's
 //! command line and the masked files (`masked.rs`), `/proc/stat`,
 //! `vmstat` and `uptime` (`procstat.rs`), `loadavg`, the boot id and
-//! every `status` under a cpu limit (`procfiles.rs`), the guest's
+//! every `status` under a cpu limit (`procfiles.rs`), every
+//! `timens_offsets` and `autogroup` (`procself.rs`), the guest's
 //! `/proc/net` socket lists (`procnet.rs`), and the /proc/sys
 //! files of host counts and sizes (`procsys.rs`); the size a path
 //! stat reports for them; and a fresh copy of those whose figures change,
-//! for a reader that rewinds (`refreshed`, used by `rewind.rs`). Does
+//! for a reader that rewinds (`refreshed`, used by `rewind.rs`), global
+//! and per-process ones. Does
 //! not own: the texts (`proctext.rs` picks and feeds the renderers, those
 //! modules render), enforcing the limits (cgroups, in
 //! the supervisor), or `/sys/devices/system/cpu`, which the view holds as
@@ -25,7 +27,7 @@
 //! on the view's procfs device, by the path the kernel gives the
 //! descriptor.
 
-use std::ffi::CStr;
+use std::ffi::{CStr, CString};
 use std::fmt;
 use std::os::fd::{AsFd, OwnedFd};
 
@@ -36,8 +38,9 @@ use vfs::Resolver;
 use super::covers::read_host;
 use super::masked::{self, StatSizes};
 use super::mounttab::Table;
-use super::procfiles::{self, PerProcess};
+use super::procfiles::{self, PerProcess, ProcessFile};
 use super::procnet::NetFile;
+use super::procself::AutogroupIds;
 use super::procstat::{Baseline, CpuClock, HighWater};
 use super::procsys::{SysBaseline, SysFile};
 pub(crate) use super::proctext::view_census;
@@ -144,6 +147,8 @@ impl ProcFile {
             ProcFile::LoadAvg => c"loadavg",
             ProcFile::BootId => c"boot_id",
             ProcFile::PerProcess(PerProcess::Status) => c"status",
+            ProcFile::PerProcess(PerProcess::TimensOffsets) => c"timens_offsets",
+            ProcFile::PerProcess(PerProcess::Autogroup) => c"autogroup",
             ProcFile::Sys(f) => f.memfd_name(),
             ProcFile::Net(f) => f.memfd_name(),
             ProcFile::Masked => c"masked",
@@ -167,6 +172,12 @@ impl ProcFile {
             _ => return None,
         };
         Some(kind)
+    }
+
+    /// Whether a per-process file is of this kind (served in a memfd
+    /// named for its process, `procfiles::ProcessFile::memfd_name`).
+    fn per_process(self) -> bool {
+        matches!(self, ProcFile::PerProcess(_) | ProcFile::MountTable(_))
     }
 
     /// The view's path of a global file (as `changing` knows them).
@@ -206,6 +217,8 @@ pub(crate) struct Synthetic {
     pub(super) processes: HighWater,
     /// The sizes a path stat reports for served procfs files.
     stat_sizes: StatSizes,
+    /// The sandbox's numbers of the host's autogroups (`procself.rs`).
+    pub(super) autogroups: AutogroupIds,
 }
 
 impl Synthetic {
@@ -240,6 +253,7 @@ impl Synthetic {
             ctxt: HighWater::default(),
             processes: HighWater::default(),
             stat_sizes: StatSizes::default(),
+            autogroups: AutogroupIds::default(),
         }
     }
 
@@ -308,13 +322,31 @@ impl Synthetic {
         if let Some(file) = NetFile::at(&path) {
             return Some(ProcFile::Net(file));
         }
-        let name = procfiles::per_process_name(&path)?;
+        self.per_process(ProcessFile::at(&path)?.name)
+    }
+
+    /// The served per-process file named `name` (in `/proc/<pid>`).
+    fn per_process(&self, name: &str) -> Option<ProcFile> {
         match name {
             "mountinfo" => Some(ProcFile::MountTable(Table::MountInfo)),
             "mounts" => Some(ProcFile::MountTable(Table::Mounts)),
             "status" if self.cpus.is_some() => Some(ProcFile::PerProcess(PerProcess::Status)),
+            "timens_offsets" => Some(ProcFile::PerProcess(PerProcess::TimensOffsets)),
+            "autogroup" => Some(ProcFile::PerProcess(PerProcess::Autogroup)),
             _ => None,
         }
+    }
+
+    /// When `memfd` names a served per-process file whose text changes
+    /// while a reader holds it open (all but `timens_offsets`): its kind
+    /// and view path, if still served.
+    fn changing_process_file(&self, memfd: &str) -> Option<Option<(ProcFile, CString)>> {
+        let file = ProcessFile::served(memfd)?;
+        let kind = self.per_process(file.name);
+        if kind == Some(ProcFile::PerProcess(PerProcess::TimensOffsets)) {
+            return None;
+        }
+        Some(kind.zip(file.view_path()))
     }
 
     /// Whether `fd` is one of the view's covers of a global /proc file.
@@ -368,6 +400,7 @@ pub(crate) fn substitute(ctx: &Context, fd: OwnedFd, flags: i32) -> Result<Owned
     let Some(kind) = ctx.synthetic.which(&fd) else {
         return Ok(fd);
     };
+    let name = memfd_name(kind, &fd);
     let host = match host_source(kind) {
         HostText::None => String::new(),
         HostText::View(path) => read_host(path)?,
@@ -377,17 +410,40 @@ pub(crate) fn substitute(ctx: &Context, fd: OwnedFd, flags: i32) -> Result<Owned
         HostText::Opened => read_all(fd)?,
     };
     let text = text(ctx, kind, host);
-    sealed_file(kind.memfd_name(), text.as_bytes(), flags & libc::O_NONBLOCK)
+    sealed_file(&name, text.as_bytes(), flags & libc::O_NONBLOCK)
+}
+
+/// The name of the memfd serving `fd`, a file of `kind`: a per-process
+/// file's names its process, for a rewind to find it again.
+fn memfd_name(kind: ProcFile, fd: &OwnedFd) -> CString {
+    let own = kind.per_process().then(|| {
+        let path = procfiles::fd_name(fd)?;
+        ProcessFile::at(&path)?.memfd_name()
+    });
+    own.flatten()
+        .unwrap_or_else(|| kind.memfd_name().to_owned())
 }
 
 /// A fresh copy, at offset 0, of the served file whose memfd is named
 /// `memfd_name`, for a reader that rewinds (`rewind.rs`); `None` when no
-/// such file changes while it is open (its snapshot stays right).
+/// such file changes while it is open (its snapshot stays right), or
+/// when a per-process file can no longer be read (its process ended:
+/// the reader keeps the text it has).
 pub(crate) fn refreshed(
     ctx: &Context,
     memfd_name: &str,
     nonblock: i32,
 ) -> Option<Result<OwnedFd, Errno>> {
+    if let Some(file) = ctx.synthetic.changing_process_file(memfd_name) {
+        let (kind, path) = file?;
+        let host = read_view(&ctx.fs, &path).ok()?;
+        let text = text(ctx, kind, host);
+        return Some(sealed_file(
+            &CString::new(memfd_name).ok()?,
+            text.as_bytes(),
+            nonblock,
+        ));
+    }
     let kind = ProcFile::changing(memfd_name)?;
     let host = match (host_source(kind), kind.view_path()) {
         (HostText::None, _) => Ok(String::new()),
@@ -403,6 +459,7 @@ pub(crate) fn refreshed(
 
 /// Whether the served file whose memfd is named `memfd_name` changes
 /// while a reader holds it open (a rewind then re-serves it).
-pub(crate) fn changes(memfd_name: &str) -> bool {
+pub(crate) fn changes(ctx: &Context, memfd_name: &str) -> bool {
     ProcFile::changing(memfd_name).is_some()
+        || ctx.synthetic.changing_process_file(memfd_name).is_some()
 }
