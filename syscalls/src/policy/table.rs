@@ -22,7 +22,6 @@ pub const NS_CLONE_FLAGS: u32 = (libc::CLONE_NEWNS
     | libc::CLONE_NEWPID
     | libc::CLONE_NEWNET) as u32;
 
-const AT_EMPTY_PATH: u32 = libc::AT_EMPTY_PATH as u32;
 
 /// Terminal ioctls that inject input or take over a terminal.
 const TERMINAL_INJECTION: &[u32] = &[
@@ -91,16 +90,6 @@ const NULL_ARG4_DATA_ARG2: &[Cond] = &[
         op: Op::NotIn(&[0]),
     },
 ];
-/// `fstat` in glibc is `newfstatat(fd, "", buf, AT_EMPTY_PATH)`.
-const EMPTY_PATH_AT_ARG3: &[Cond] = &[Cond {
-    arg: 3,
-    op: Op::MaskSet(AT_EMPTY_PATH),
-}];
-/// `statx(fd, "", AT_EMPTY_PATH, ...)`.
-const EMPTY_PATH_AT_ARG2: &[Cond] = &[Cond {
-    arg: 2,
-    op: Op::MaskSet(AT_EMPTY_PATH),
-}];
 const O_PATH_ARG1: &[Cond] = &[Cond {
     arg: 1,
     op: Op::MaskSet(libc::O_PATH as u32),
@@ -144,9 +133,13 @@ pub fn rule_for(nr: S) -> Rule {
         S::open => PassIf(O_PATH_ARG1, Fallback::Service),
         S::openat => PassIf(O_PATH_ARG2, Fallback::Service),
         S::openat2 | S::creat => Service,
-        S::stat | S::lstat => Service,
-        S::newfstatat => PassIf(EMPTY_PATH_AT_ARG3, Fallback::Service),
-        S::statx => PassIf(EMPTY_PATH_AT_ARG2, Fallback::Service),
+        // Path stats pass: `stat(path)` tells the guest nothing that
+        // `open(path, O_PATH)` (which passes, above) and `fstat` (which
+        // passes) do not, and the kernel answers it in the guest's own
+        // view with its own credentials — what the handler answered, at
+        // native speed. The covers keep the served /proc files' host
+        // sizes out of that view (`launch/proc_view.rs`).
+        S::stat | S::lstat | S::newfstatat | S::statx => Pass,
         S::access | S::faccessat | S::faccessat2 => Service,
         S::readlink | S::readlinkat => Service,
         S::mkdir | S::mkdirat | S::mknod | S::mknodat => Service,
