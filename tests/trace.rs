@@ -18,7 +18,10 @@ fn trace_to_a_file_decodes_serviced_and_denied_calls() {
         ])
         .supervised()
         .ok("traced run");
-    assert_eq!(out.stdout, "1\n2\n", "EPERM for chroot, ENOENT for readlink");
+    assert_eq!(
+        out.stdout, "1\n2\n",
+        "EPERM for chroot, ENOENT for readlink"
+    );
     assert_eq!(out.stderr, "", "--trace=FILE writes nothing to stderr");
     let text = std::fs::read_to_string(&log).unwrap();
     let has = |needle: &str| {

@@ -22,7 +22,6 @@ pub const NS_CLONE_FLAGS: u32 = (libc::CLONE_NEWNS
     | libc::CLONE_NEWPID
     | libc::CLONE_NEWNET) as u32;
 
-
 /// Terminal ioctls that inject input or take over a terminal.
 const TERMINAL_INJECTION: &[u32] = &[
     libc::TIOCSTI as u32,

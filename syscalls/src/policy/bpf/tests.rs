@@ -113,7 +113,10 @@ fn argument_checks() {
         SECCOMP_RET_ALLOW
     );
     // Path stats pass too (the policy table says why).
-    assert_eq!(run(fstatat, [3, 0x1000, 0x2000, 0, 0, 0]), SECCOMP_RET_ALLOW);
+    assert_eq!(
+        run(fstatat, [3, 0x1000, 0x2000, 0, 0, 0]),
+        SECCOMP_RET_ALLOW
+    );
 
     let utimensat = Sysno::utimensat.id() as u32;
     assert_eq!(run(utimensat, [3, 0, 0, 0, 0, 0]), SECCOMP_RET_ALLOW);
