@@ -127,7 +127,7 @@ pub fn serve(
 ) -> std::io::Result<Trap> {
     // Best effort: kernels before 6.6 lack it and wake across CPUs.
     let _ = ioctl::set_sync_wake_up(listener.as_fd());
-    if ctx.ids().count() > 1 {
+    if switches_ids(&ctx) {
         creds::remember_own();
     }
     let counters = Arc::new(Counters::new());
@@ -218,7 +218,7 @@ fn worker(shared: &Arc<Shared>) {
     // its capabilities again (capset stays allowed by confine.rs). With
     // a range of ids mapped, a worker keeps CAP_SETUID and CAP_SETGID to
     // take each caller's ids (`creds.rs`); they grant no file access.
-    let kept: caps::CapsHashSet = match switches_ids(shared) {
+    let kept: caps::CapsHashSet = match switches_ids(&shared.ctx) {
         true => [caps::Capability::CAP_SETUID, caps::Capability::CAP_SETGID].into(),
         false => caps::CapsHashSet::new(),
     };
@@ -237,8 +237,8 @@ fn worker(shared: &Arc<Shared>) {
 /// Whether workers act with each caller's ids: only when the sandbox
 /// maps more ids than the supervisor's own (with one, every caller's ids
 /// are the supervisor's).
-fn switches_ids(shared: &Shared) -> bool {
-    shared.ctx.ids().count() > 1
+fn switches_ids(ctx: &Context) -> bool {
+    ctx.ids().count() > 1
 }
 
 /// Makes the worker act with the caller's ids for a serviced call.
@@ -254,7 +254,7 @@ fn act_as_caller(acting: Option<&mut creds::Acting>, n: &ioctl::Notification) ->
 
 /// The worker's loop, until the guest is gone.
 fn serve_calls(shared: &Arc<Shared>) {
-    let mut acting = switches_ids(shared).then(creds::Acting::new);
+    let mut acting = switches_ids(&shared.ctx).then(creds::Acting::new);
     serve_calls_acting(shared, acting.as_mut());
     if let Some(acting) = &mut acting {
         acting.restore();
