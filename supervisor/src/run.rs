@@ -288,6 +288,7 @@ fn serve_and_wait(
     }
     sandbox.start()?;
     let waited = sandbox.wait_with_stats();
+    trap.settle();
     for warning in rw_flush.flush() {
         eprintln!("supervisor: warning: {warning}");
     }

@@ -82,6 +82,7 @@ impl Counters {
 /// The running trap: workers live until the process exits.
 pub struct Trap {
     pub counters: Arc<Counters>,
+    shared: Arc<Shared>,
 }
 
 /// Most workers the pool grows to (each blocked one is a guest thread
@@ -148,7 +149,17 @@ pub fn serve(
     for _ in 0..workers.max(1) {
         spawn_worker(&shared)?;
     }
-    Ok(Trap { counters })
+    Ok(Trap { counters, shared })
+}
+
+impl Trap {
+    /// Once the guest has ended: waits until the trace line of its last
+    /// answered call is written (`--trace`).
+    pub fn settle(&self) {
+        if let Some(tracer) = &self.shared.tracer {
+            tracer.settle();
+        }
+    }
 }
 
 fn spawn_worker(shared: &Arc<Shared>) -> std::io::Result<()> {
@@ -293,9 +304,10 @@ fn serve_calls_acting(shared: &Arc<Shared>, mut acting: Option<&mut creds::Actin
             ),
             Err(e) => Reply::Error(e),
         };
+        let held = traced.as_ref().map(|(tracer, ..)| tracer.hold());
         let answered = answer(&shared.listener, &n, reply);
-        if let Some((tracer, start, (pid, call, denied))) = traced {
-            tracer.line(pid, &call, denied, answered, start.elapsed());
+        if let (Some(held), Some((_, start, (pid, call, denied)))) = (held, traced) {
+            held.line(pid, &call, denied, answered, start.elapsed());
         }
     }
 }

@@ -13,7 +13,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use nix::errno::Errno;
-use parking_lot::Mutex;
+use parking_lot::{Mutex, MutexGuard};
 
 /// How a trapped call was answered.
 #[derive(Clone, Copy, Debug)]
@@ -33,6 +33,10 @@ pub struct Tracer {
     out: Mutex<Box<dyn Write + Send>>,
 }
 
+/// The trace held from before a call is answered until its line is
+/// written ([`Tracer::hold`]).
+pub(super) struct Held<'a>(MutexGuard<'a, Box<dyn Write + Send>>);
+
 impl Tracer {
     /// `-` is stderr; anything else a file, created or truncated.
     pub fn open(target: &Path) -> io::Result<Tracer> {
@@ -46,9 +50,25 @@ impl Tracer {
         })
     }
 
+    /// Takes the trace before a call is answered. The guest can run on
+    /// (and end) only after its answer, so a line written under the same
+    /// hold is out before [`Tracer::settle`] returns: the run's last
+    /// calls are never cut from the trace by the supervisor's exit.
+    pub(super) fn hold(&self) -> Held<'_> {
+        Held(self.out.lock())
+    }
+
+    /// Waits for any line still being written, and flushes; called once
+    /// the guest has ended.
+    pub fn settle(&self) {
+        let _ = self.out.lock().flush();
+    }
+}
+
+impl Held<'_> {
     /// Writes one line. `pid`: the caller's pid in the sandbox, if known.
     pub(super) fn line(
-        &self,
+        mut self,
         pid: Option<i32>,
         call: &str,
         denied: bool,
@@ -65,6 +85,6 @@ impl Tracer {
         };
         let tag = if denied { " [denied by policy]" } else { "" };
         let text = format!("{who} {call} {result}{tag} <{:.6}>\n", took.as_secs_f64());
-        let _ = self.out.lock().write_all(text.as_bytes());
+        let _ = self.0.write_all(text.as_bytes());
     }
 }

@@ -11,7 +11,11 @@
 //! connection, just before that connection takes the descriptor's place
 //! (`dial::complete`). Failure: the gate is dropped with the filler
 //! unread, so the stand-in's peer is gone with data unread: the kernel
-//! marks it ECONNRESET and shut down both ways.
+//! marks it ECONNRESET and shut down both ways. Writable follows a few
+//! microseconds later, when the kernel frees the filler: its AF_UNIX
+//! release wakes pollers first, so a poll that runs in between sees
+//! error and hang-up without POLLOUT (a refused TCP connect shows all
+//! three at once). No order of our own calls closes that window.
 //!
 //! Owns: making, filling, opening and draining the pair. Does not own:
 //! the dial or the replacement of the guest's descriptor (`dial`).
