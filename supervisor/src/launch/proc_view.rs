@@ -5,11 +5,14 @@
 //! rewritten, between our lookup and the kernel's) — shows no host fact
 //! the sandbox serves rewritten.
 //!
-//! Owns: mounting /proc, the empty tmpfs over its host directories, and
-//! the covers: each file of `sandbox_syscalls::handlers::proc_covers`
+//! Owns: mounting /proc, the empty directories over its host directories,
+//! and the covers: each file of `sandbox_syscalls::handlers::proc_covers`
 //! gets a bind of a file of a tiny read-only tmpfs made in the layer
 //! outside the new root (empty, or one empty line for `/proc/cmdline`),
-//! which the guest reaches only through the covers. Does not own: which
+//! which the guest reaches only through the covers; each masked directory
+//! a bind of an empty directory of the same tmpfs (one superblock for
+//! all, not one tmpfs per directory: a new superblock costs about twice a
+//! bind, and its teardown more). Does not own: which
 //! files are covered, or recognising a cover and serving the file in its
 //! place (`syscalls/src/handlers/covers.rs`, `sysinfo.rs`).
 
@@ -25,13 +28,17 @@ use super::view::{check, make_dir, Result};
 /// Directories of the host's procfs that tell of its devices, disks,
 /// interrupts and load (`/proc/fs/ext4/vda`, `/proc/irq/*/smp_affinity`,
 /// PCI ids, the host's pressure stall figures) and that no program in a
-/// sandbox needs: an empty read-only tmpfs
-/// over each (files of the same kind read as empty: `sysinfo.rs`).
+/// sandbox needs: an empty read-only directory over each (files of the
+/// same kind read as empty: `sysinfo.rs`).
 const MASKED_PROC_DIRS: &[&str] = &["acpi", "asound", "bus", "fs", "irq", "pressure", "scsi"];
 
 /// Where the covers' tmpfs is mounted in the layer (out of the guest's
 /// reach, like the overlays' upper and work directories).
 const COVERS: &str = "/covers";
+
+/// The empty directory of the covers' tmpfs bound over each masked
+/// directory.
+const EMPTY_DIR: &str = "/covers/empty";
 
 /// Mounts procfs at `proc`, masks its host directories and covers its
 /// global host files.
@@ -42,29 +49,6 @@ pub(super) fn mount_proc(proc: &Path, limits: Limited) -> Result<()> {
         mount(Some("proc"), proc, Some("proc"), flags, None::<&str>),
         || "mounting /proc".into(),
     )?;
-    mask_proc_dirs(proc)?;
-    cover_global_files(proc, limits)
-}
-
-fn mask_proc_dirs(proc: &Path) -> Result<()> {
-    let ro = MsFlags::MS_RDONLY | MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC;
-    for name in MASKED_PROC_DIRS {
-        let dir = proc.join(name);
-        if !dir.is_dir() {
-            continue;
-        }
-        let opts = Some("size=4k,nr_inodes=1,mode=0555");
-        check(mount(Some("tmpfs"), &dir, Some("tmpfs"), ro, opts), || {
-            format!("masking {}", dir.display())
-        })?;
-    }
-    Ok(())
-}
-
-/// Binds a cover over each covered file procfs has that others may read
-/// (one mount each; a name this kernel lacks, or only the host's root
-/// may read, is skipped).
-fn cover_global_files(proc: &Path, limits: Limited) -> Result<()> {
     let covers: Vec<_> = proc_covers(limits).collect();
     let mut texts: Vec<&[u8]> = Vec::new();
     for (_, text) in &covers {
@@ -73,7 +57,41 @@ fn cover_global_files(proc: &Path, limits: Limited) -> Result<()> {
         }
     }
     let sources = make_cover_files(&texts)?;
-    for (path, text) in covers {
+    mask_proc_dirs(proc)?;
+    cover_global_files(proc, &covers, &texts, &sources)
+}
+
+/// Binds the covers' empty directory over each masked directory procfs
+/// has (read-only, nosuid, nodev, noexec: a bind keeps its source
+/// mount's flags).
+fn mask_proc_dirs(proc: &Path) -> Result<()> {
+    for name in MASKED_PROC_DIRS {
+        let dir = proc.join(name);
+        if !dir.is_dir() {
+            continue;
+        }
+        let r = mount(
+            Some(EMPTY_DIR),
+            &dir,
+            None::<&str>,
+            MsFlags::MS_BIND,
+            None::<&str>,
+        );
+        check(r, || format!("masking {}", dir.display()))?;
+    }
+    Ok(())
+}
+
+/// Binds a cover over each covered file procfs has that others may read
+/// (one mount each; a name this kernel lacks, or only the host's root
+/// may read, is skipped).
+fn cover_global_files(
+    proc: &Path,
+    covers: &[(&str, &[u8])],
+    texts: &[&[u8]],
+    sources: &[PathBuf],
+) -> Result<()> {
+    for &(path, text) in covers {
         let Some(rel) = path.strip_prefix("/proc/") else {
             continue;
         };
@@ -99,7 +117,8 @@ fn cover_global_files(proc: &Path, limits: Limited) -> Result<()> {
 }
 
 /// A read-only tmpfs at [`COVERS`] holding one file of each text, mode
-/// 0444; their paths, in the order of `texts`.
+/// 0444, and [`EMPTY_DIR`], mode 0555; the files' paths, in the order of
+/// `texts`.
 fn make_cover_files(texts: &[&[u8]]) -> Result<Vec<PathBuf>> {
     make_dir(Path::new(COVERS), 0o555)?;
     let flags = MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC;
@@ -116,6 +135,7 @@ fn make_cover_files(texts: &[&[u8]]) -> Result<Vec<PathBuf>> {
         fs::set_permissions(&path, fs::Permissions::from_mode(0o444)).map_err(what)?;
         paths.push(path);
     }
+    make_dir(Path::new(EMPTY_DIR), 0o555)?;
     let ro = MsFlags::MS_REMOUNT | MsFlags::MS_RDONLY | flags;
     check(
         mount(None::<&str>, COVERS, None::<&str>, ro, None::<&str>),
