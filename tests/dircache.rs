@@ -116,7 +116,10 @@ done
 fn parent_lookups_after_unlinks_the_supervisor_never_sees() {
     let scratch = Tree::new();
     let native = Run::sh(PARENTS, &[&scratch.s()]).native().ok("native");
-    assert_eq!(native.stdout, PARENTS_EXPECTED, "the script's native answers");
+    assert_eq!(
+        native.stdout, PARENTS_EXPECTED,
+        "the script's native answers"
+    );
     let out = Run::sh(PARENTS, &["/tmp"]).supervised().ok("supervised");
     assert_eq!(out.stdout, native.stdout, "{}", out.dump());
 }

@@ -33,7 +33,7 @@
  *   opendir_close openat(AT_FDCWD, DIR, O_RDONLY|O_DIRECTORY) + close (opendir) [pass]
  *   create_unlink openat(AT_FDCWD, SCRATCH/cu, O_WRONLY|O_CREAT|O_TRUNC) + close
  *                 + unlink(SCRATCH/cu): SCRATCH is $BENCH_GUEST_SCRATCH, default
- *                 /tmp (the layer's, supervised)         [pass + pass + serviced]
+ *                 /tmp (the layer's, supervised)                  [pass]
  *   roundtrip     syscall(SYS_acct, NULL): a DENIED call, which the supervisor
  *                 answers EPERM without doing any work — the bare
  *                 notification round trip. NEVER run natively (as root it
