@@ -14,8 +14,9 @@
 //! DENIED call, `acct(NULL)`: the supervisor answers EPERM without any work.
 //!
 //! Stable benchmark ids (group/function): openat_close, newfstatat,
-//! newfstatat_miss, readlinkat, faccessat, getdents64_100, getcwd (serviced or
-//! as the policy decides), lseek_rewind (serviced: a rewind may re-serve a
+//! newfstatat_miss, readlinkat, faccessat, getdents64_100, getcwd,
+//! opendir_close, create_unlink (in /tmp supervised, /dev/shm natively)
+//! (serviced or as the policy decides), lseek_rewind (serviced: a rewind may re-serve a
 //! /proc file), read_4k, lseek_cur, write_4k, getpid (passthrough), each with
 //! `native` and `supervised`; notify_roundtrip/supervised; startup/true_native
 //! startup/true_supervised and startup/true_supervised_limits (every
@@ -89,6 +90,8 @@ const CALLS: &[(&str, &str, bool)] = &[
     ("faccessat", "faccessat", true),
     ("getdents64_100", "getdents64", true),
     ("getcwd", "getcwd", true),
+    ("opendir_close", "opendir_close", true),
+    ("create_unlink", "create_unlink", true),
     ("read_4k", "read4k", true),
     ("lseek_rewind", "lseek_rewind", true),
     ("lseek_cur", "lseek_cur", true),
@@ -314,6 +317,8 @@ fn main() {
 
     let mut native = Command::new(root.join("bin/bench_guest"));
     native.arg(root.join("data"));
+    // create_unlink's scratch: a tmpfs, as the sandbox's /tmp is.
+    native.env("BENCH_GUEST_SCRATCH", "/dev/shm");
     let mut native = Guest::spawn("native", native).unwrap_or_else(|e| panic!("{e}"));
 
     let (mut sup, mut limited) = (None, None);

@@ -71,3 +71,55 @@ fn removals_and_renames_in_the_layer_answer_as_natively() {
     let out = Run::sh(SCRIPT, &["/tmp"]).supervised().ok("supervised");
     assert_eq!(out.stdout, native.stdout, "{}", out.dump());
 }
+
+/// Parent lookups (mkdir, rmdir, rename: serviced) after removals the
+/// supervisor never hears of (unlink passes the filter): a directory
+/// reached through a symlink, the symlink removed and pointed elsewhere,
+/// a file removed and a directory made in its place. `check` tests where
+/// each name landed with `[ -e ]` (its stat passes too).
+const PARENTS: &str = r#"
+set -u
+d=$(mktemp -d "$1/dircache.XXXXXX") || exit 9
+check() { if [ -e "$1" ]; then echo "$2 yes"; else echo "$2 no"; fi; }
+mkdir "$d/real" "$d/other"
+ln -s real "$d/link"
+mkdir "$d/link/a"
+check "$d/real/a" made-through-link
+rm "$d/link"
+ln -s other "$d/link"
+mkdir "$d/link/b"
+check "$d/other/b" made-through-new-link
+check "$d/real/b" made-through-old-link
+rmdir "$d/link/b"
+check "$d/other/b" removed-through-new-link
+touch "$d/real/f"
+rm "$d/real/f"
+mkdir "$d/real/f"
+mkdir "$d/real/f/g"
+check "$d/real/f/g" made-in-file-replaced
+mv "$d/link" "$d/moved"
+check "$d/moved" link-renamed
+rm -r "$d"
+echo done
+"#;
+
+const PARENTS_EXPECTED: &str = "made-through-link yes
+made-through-new-link yes
+made-through-old-link no
+removed-through-new-link no
+made-in-file-replaced yes
+link-renamed yes
+done
+";
+
+#[test]
+fn parent_lookups_after_unlinks_the_supervisor_never_sees() {
+    let scratch = Tree::new();
+    let native = Run::sh(PARENTS, &[&scratch.s()]).native().ok("native");
+    assert_eq!(
+        native.stdout, PARENTS_EXPECTED,
+        "the script's native answers"
+    );
+    let out = Run::sh(PARENTS, &["/tmp"]).supervised().ok("supervised");
+    assert_eq!(out.stdout, native.stdout, "{}", out.dump());
+}

@@ -30,6 +30,10 @@
  *   write4k       write(fd of /dev/null, buf, 4096)                   [pass]
  *   getpid        syscall(SYS_getpid)                                 [pass]
  *   getcwd        getcwd(buf, sizeof buf)                             [as the policy says]
+ *   opendir_close openat(AT_FDCWD, DIR, O_RDONLY|O_DIRECTORY) + close (opendir) [pass]
+ *   create_unlink openat(AT_FDCWD, SCRATCH/cu, O_WRONLY|O_CREAT|O_TRUNC) + close
+ *                 + unlink(SCRATCH/cu): SCRATCH is $BENCH_GUEST_SCRATCH, default
+ *                 /tmp (the layer's, supervised)                  [pass]
  *   roundtrip     syscall(SYS_acct, NULL): a DENIED call, which the supervisor
  *                 answers EPERM without doing any work — the bare
  *                 notification round trip. NEVER run natively (as root it
@@ -53,6 +57,7 @@
 #define DIR_RECORDS 102 /* 100 entries + "." + ".." */
 
 static char path_file[4096], path_big[4096], path_miss[4096], path_link[4096];
+static char path_dir[4096], path_scratch[4096];
 static int dir_fd = -1, big_fd = -1, null_fd = -1;
 static char buf[65536] __attribute__((aligned(4096)));
 static int supervised;
@@ -171,6 +176,25 @@ static int b_roundtrip(long n) {
     return 0;
 }
 
+static int b_opendir_close(long n) {
+    for (long i = 0; i < n; i++) {
+        int fd = openat(AT_FDCWD, path_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0) return -1;
+        close(fd);
+    }
+    return 0;
+}
+
+static int b_create_unlink(long n) {
+    for (long i = 0; i < n; i++) {
+        int fd = openat(AT_FDCWD, path_scratch, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+        if (fd < 0) return -1;
+        close(fd);
+        if (unlink(path_scratch) != 0) return -1;
+    }
+    return 0;
+}
+
 static int b_ping(long n) { (void)n; return 0; }
 
 static const struct { const char *name; int (*fn)(long); } benches[] = {
@@ -181,6 +205,7 @@ static const struct { const char *name; int (*fn)(long); } benches[] = {
     {"getpid", b_getpid},             {"getcwd", b_getcwd},
     {"roundtrip", b_roundtrip},       {"ping", b_ping},
     {"lseek_rewind", b_lseek_rewind}, {"lseek_cur", b_lseek_cur},
+    {"opendir_close", b_opendir_close}, {"create_unlink", b_create_unlink},
 };
 
 static void join(char *out, const char *dir, const char *name) {
@@ -199,6 +224,10 @@ int main(int argc, char **argv) {
     join(path_big, dir, "f000");
     join(path_miss, dir, "missing");
     join(path_link, dir, "link");
+    snprintf(path_dir, sizeof path_dir, "%s", dir);
+    const char *scratch = getenv("BENCH_GUEST_SCRATCH");
+    snprintf(path_scratch, sizeof path_scratch, "%s/cu.%d", scratch && *scratch ? scratch : "/tmp",
+             (int)getpid());
     dir_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     big_fd = open(path_big, O_RDONLY | O_CLOEXEC);
     null_fd = open("/dev/null", O_WRONLY | O_CLOEXEC);

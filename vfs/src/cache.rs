@@ -8,7 +8,9 @@
 //! [`crate::Resolver::changed`]) starts a new generation; creating names
 //! never changes what an existing path resolves to, so creations keep it,
 //! and so does removing a name that is neither a directory nor a symlink
-//! (see `Resolver::removing_keeps_dirs`).
+//! (see `Resolver::removing_keeps_dirs`). `unlink` passes the filter, so
+//! only paths that follow no symlink are cached (`Resolver::cached_dir`):
+//! no removal of a non-directory changes how those resolve.
 //! Only directories on filesystems that change through the guest alone
 //! are cached (the view root's tmpfs layer and overlays; not bind mounts
 //! of host directories, which the host may change underneath, and never

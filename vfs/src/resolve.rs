@@ -284,6 +284,11 @@ impl Resolver {
     /// does not qualify (relative, through /proc/self and the like) or is
     /// known not to be cacheable: the caller resolves it itself. A fresh
     /// resolution that may not be cached is still returned, once.
+    ///
+    /// Only a path that resolves without following any symlink is cached:
+    /// `unlink` passes the filter (the guest removes names the supervisor
+    /// never hears of), and removing a name that is not a directory can
+    /// change only the resolution of paths through a symlink of that name.
     fn cached_dir(&self, at: &At<'_>, dir: &[u8]) -> Result<Option<Arc<OwnedFd>>, Errno> {
         if self.cache.policy == CachePolicy::Off
             || !path::is_abs(dir)
@@ -296,10 +301,16 @@ impl Resolver {
         }
         let generation = self.cache.generation();
         let d = CString::new(dir).map_err(|_| Errno::EINVAL)?;
-        let fd = Arc::new(self.open(at, &d, libc::O_PATH | libc::O_DIRECTORY, 0, 0)?);
+        let flags = libc::O_PATH | libc::O_DIRECTORY;
+        let (fd, no_symlink) = match self.open(at, &d, flags, 0, NO_SYMLINKS) {
+            Ok(fd) => (fd, true),
+            Err(Errno::ELOOP) => (self.open(at, &d, flags, 0, 0)?, false),
+            Err(e) => return Err(e),
+        };
+        let fd = Arc::new(fd);
         let same_fs = sys::fstat(fd.as_fd())?.st_dev == self.root_id.0;
         let fs_type = || sys::fstatfs(fd.as_fd()).ok().map(|s| s.f_type);
-        let cached = self.cache.policy.admits(same_fs, fs_type);
+        let cached = no_symlink && self.cache.policy.admits(same_fs, fs_type);
         self.cache
             .insert(dir, generation, cached.then(|| Arc::clone(&fd)));
         Ok(Some(fd))

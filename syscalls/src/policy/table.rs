@@ -89,13 +89,28 @@ const NULL_ARG4_DATA_ARG2: &[Cond] = &[
         op: Op::NotIn(&[0]),
     },
 ];
-const O_PATH_ARG1: &[Cond] = &[Cond {
+/// Open flags of which any one means the open can never be answered
+/// with a file the sandbox serves (only plain reads of regular /proc
+/// files are, `handlers/sysinfo.rs`): `O_PATH` (nothing to read, and
+/// ADDFD cannot install it), write access (`O_WRONLY`, `O_RDWR` or the
+/// ioctl-only mode 3) and `O_DIRECTORY` (no served file is a directory).
+/// For every such open the handler's answer was CONTINUE: the kernel
+/// opens (or creates) in the guest's own view with its credentials.
+pub const OPEN_NEVER_SERVED: u32 = (libc::O_PATH | libc::O_ACCMODE | libc::O_DIRECTORY) as u32;
+/// open's flags (arg 1) ask for a plain read: serviced.
+const OPEN_READS_ARG1: &[Cond] = &[Cond {
     arg: 1,
-    op: Op::MaskSet(libc::O_PATH as u32),
+    op: Op::MaskClear(OPEN_NEVER_SERVED),
 }];
-const O_PATH_ARG2: &[Cond] = &[Cond {
+/// openat's flags (arg 2) ask for a plain read: serviced.
+const OPEN_READS_ARG2: &[Cond] = &[Cond {
     arg: 2,
-    op: Op::MaskSet(libc::O_PATH as u32),
+    op: Op::MaskClear(OPEN_NEVER_SERVED),
+}];
+/// `unlinkat(dirfd, path, AT_REMOVEDIR)`: rmdir, serviced.
+const REMOVEDIR_ARG2: &[Cond] = &[Cond {
+    arg: 2,
+    op: Op::MaskSet(libc::AT_REMOVEDIR as u32),
 }];
 /// `utimensat(fd, NULL, times, 0)` is `futimens(fd, times)`.
 const NULL_PATH_ARG1: &[Cond] = &[Cond {
@@ -126,12 +141,16 @@ pub fn rule_for(nr: S) -> Rule {
     use Rule::{Pass, PassIf, Service, ServiceIf};
     match nr {
         // ---- Paths: serviced against the VFS. ----------------------------
-        // O_PATH descriptors cannot be installed with ADDFD (the kernel's
-        // fget refuses them); the flag sits in a register, and such a
-        // descriptor reads nothing, so the kernel opens it in the view.
-        S::open => PassIf(O_PATH_ARG1, Fallback::Service),
-        S::openat => PassIf(O_PATH_ARG2, Fallback::Service),
-        S::openat2 | S::creat => Service,
+        // Only a plain read may be answered with a served file; every
+        // other open (O_PATH, writing, creating, O_DIRECTORY: flags in a
+        // register) was CONTINUEd after the VFS's lookup, which a guest
+        // racing the path could dodge anyway, so it passes: the kernel
+        // opens in the guest's own view with its own credentials.
+        // creat always writes. openat2's flags are in memory: serviced.
+        S::open => ServiceIf(OPEN_READS_ARG1),
+        S::openat => ServiceIf(OPEN_READS_ARG2),
+        S::creat => Pass,
+        S::openat2 => Service,
         // Path stats pass: `stat(path)` tells the guest nothing that
         // `open(path, O_PATH)` (which passes, above) and `fstat` (which
         // passes) do not, and the kernel answers it in the guest's own
@@ -142,7 +161,15 @@ pub fn rule_for(nr: S) -> Rule {
         S::access | S::faccessat | S::faccessat2 => Service,
         S::readlink | S::readlinkat => Service,
         S::mkdir | S::mkdirat | S::mknod | S::mknodat => Service,
-        S::unlink | S::unlinkat | S::rmdir => Service,
+        // Removing a name that is not a directory passes: the kernel
+        // removes it in the guest's own view with its own credentials,
+        // what the handler did; the cache of resolved directories keeps
+        // only paths through no symlink, which such a removal cannot
+        // change (vfs/src/resolve.rs, `cached_dir`). Removing a
+        // directory changes cached paths: serviced, the cache starts over.
+        S::unlink => Pass,
+        S::unlinkat => ServiceIf(REMOVEDIR_ARG2),
+        S::rmdir => Service,
         S::rename | S::renameat | S::renameat2 => Service,
         S::link | S::linkat | S::symlink | S::symlinkat => Service,
         S::chmod | S::fchmodat | S::fchmodat2 => Service,
