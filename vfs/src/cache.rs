@@ -1,5 +1,5 @@
-//! A cache of resolved directories, for the stat fast path and the
-//! parent lookups of the calls that act on a name (mkdir, unlink, rename...).
+//! A cache of resolved directories, for the parent lookups of the calls
+//! that act on a name (mkdir, unlink, rename, readlink...).
 //!
 //! Owns: a bounded map from an absolute guest directory path (exactly as
 //! written, trailing slash included) to an `O_PATH` descriptor of what it
@@ -16,8 +16,8 @@
 //! of host directories, which the host may change underneath, and never
 //! procfs, whose pids come and go).
 //!
-//! Does not own: resolution itself (the resolver fills the cache) or the
-//! stat call (the resolver's `stat`).
+//! Does not own: resolution itself (the resolver fills the cache, in
+//! `Resolver::parent`).
 
 use std::collections::HashMap;
 use std::os::fd::OwnedFd;

@@ -1,16 +1,13 @@
-//! User and group ids between the host and the guest.
+//! User and group ids between the guest and the host.
 //!
 //! The guest's user namespace maps the invoker's uid (and gid) to itself:
 //! one id, or (the OCI runtime as root) a range of ids from it, each at
-//! the same number inside and out. Files of any other host id show as the
-//! overflow id 65534, as the kernel shows them to the guest in `fstat`; a
-//! guest `chown` to an id without a mapping fails with EINVAL, as it does
-//! in the kernel. Owns the arithmetic only; no host calls.
+//! the same number inside and out. A guest `chown` to an id without a
+//! mapping fails with EINVAL, as it does in the kernel. (What the guest
+//! sees of other ids, the overflow id 65534, the kernel shows it: every
+//! stat passes the filter.) Owns the arithmetic only; no host calls.
 
 use nix::errno::Errno;
-
-/// The kernel's default overflow uid and gid (/proc/sys/kernel/overflowuid).
-pub const OVERFLOW_ID: u32 = 65534;
 
 /// The id value that means "leave unchanged" in chown.
 pub const UNCHANGED: u32 = u32::MAX;
@@ -47,24 +44,6 @@ impl IdMap {
         host >= first && host - first < self.count
     }
 
-    /// A host uid as the guest sees it.
-    pub fn uid_to_guest(&self, host: u32) -> u32 {
-        if self.mapped(host, self.uid) {
-            host
-        } else {
-            OVERFLOW_ID
-        }
-    }
-
-    /// A host gid as the guest sees it.
-    pub fn gid_to_guest(&self, host: u32) -> u32 {
-        if self.mapped(host, self.gid) {
-            host
-        } else {
-            OVERFLOW_ID
-        }
-    }
-
     /// A guest uid for chown: `UNCHANGED` stays, the mapped id maps to
     /// itself, anything else is EINVAL.
     pub fn uid_to_host(&self, guest: u32) -> Result<u32, Errno> {
@@ -92,28 +71,24 @@ mod tests {
     #[test]
     fn maps_one_id() {
         let m = IdMap::new(1000, 100);
-        assert_eq!(m.uid_to_guest(1000), 1000);
-        assert_eq!(m.uid_to_guest(0), OVERFLOW_ID);
-        assert_eq!(m.gid_to_guest(100), 100);
-        assert_eq!(m.gid_to_guest(1000), OVERFLOW_ID);
         assert_eq!(m.uid_to_host(1000), Ok(1000));
         assert_eq!(m.uid_to_host(UNCHANGED), Ok(UNCHANGED));
         assert_eq!(m.uid_to_host(0), Err(Errno::EINVAL));
         assert_eq!(m.gid_to_host(100), Ok(100));
+        assert_eq!(m.gid_to_host(1000), Err(Errno::EINVAL));
         let root = IdMap::new(0, 0);
-        assert_eq!(root.uid_to_guest(0), 0);
-        assert_eq!(root.uid_to_guest(1000), OVERFLOW_ID);
+        assert_eq!(root.uid_to_host(0), Ok(0));
+        assert_eq!(root.uid_to_host(1000), Err(Errno::EINVAL));
     }
 
     #[test]
     fn maps_a_range() {
         let m = IdMap::with_range(0, 0, 65536);
         assert_eq!(m.count(), 65536);
-        assert_eq!(m.uid_to_guest(0), 0);
-        assert_eq!(m.uid_to_guest(1000), 1000);
-        assert_eq!(m.gid_to_guest(65535), 65535);
-        assert_eq!(m.uid_to_guest(65536), OVERFLOW_ID);
+        assert_eq!(m.uid_to_host(0), Ok(0));
         assert_eq!(m.uid_to_host(1000), Ok(1000));
+        assert_eq!(m.gid_to_host(65535), Ok(65535));
+        assert_eq!(m.uid_to_host(65536), Err(Errno::EINVAL));
         assert_eq!(m.gid_to_host(65536), Err(Errno::EINVAL));
         assert_eq!(IdMap::with_range(5, 5, 0).count(), 1);
         assert_eq!(IdMap::with_range(u32::MAX - 1, 0, 10).count(), 1);

@@ -2,9 +2,10 @@
 //!
 //! Owns: resolution of guest paths confined to the view ([`Resolver`]:
 //! `openat2` fast paths, the component walk for magic links, the
-//! `/proc/self` family), lexical path utilities ([`path`]), the id mapping
-//! of stat results and chown ([`IdMap`]), the host calls the file handlers
-//! make ([`sys`]), and the mount specs of the view ([`mounts`]).
+//! `/proc/self` family; a cache of resolved directories for parent
+//! lookups), lexical path utilities ([`path`]), the id mapping of chown
+//! ([`IdMap`]), the host calls the file handlers make ([`sys`]), and the
+//! mount specs of the view ([`mounts`]).
 //!
 //! Does not own: seccomp, guest memory or the syscall ABI (the `syscalls`
 //! crate), nor doing the mounts (the supervisor's launch module).

@@ -111,7 +111,8 @@ pub struct Resolver {
     /// How the kernel prints the root for this process ("/" in the
     /// sandbox, whose view root is its mount namespace's root).
     root_printed: Vec<u8>,
-    /// Directories resolved before, for the stat fast path.
+    /// Directories resolved before, for the parent lookups of the calls
+    /// that act on a name (see [`Resolver::parent`]).
     cache: DirCache,
 }
 
@@ -204,79 +205,6 @@ impl Resolver {
     /// chmod, chown): forget the directories resolved so far.
     pub fn changed(&self) {
         self.cache.invalidate();
-    }
-
-    /// `stat` of `path`, following a final symlink or not. Absolute paths
-    /// in a cached directory cost one `fstatat`.
-    pub fn stat(&self, at: &At<'_>, path: &CStr, follow: bool) -> Result<libc::stat, Errno> {
-        if let Some((dir, name)) = self.cached_parent(at, path)? {
-            let st = sys::fstatat(dir.as_fd(), name, libc::AT_SYMLINK_NOFOLLOW)?;
-            if !(follow && st.st_mode & libc::S_IFMT == libc::S_IFLNK) {
-                return Ok(st);
-            }
-        }
-        sys::fstat(self.lookup(at, path, follow)?.as_fd())
-    }
-
-    /// `statx` of `path` as raw bytes; `flags` may hold the
-    /// AT_STATX_SYNC_TYPE and AT_NO_AUTOMOUNT bits.
-    pub fn statx(
-        &self,
-        at: &At<'_>,
-        path: &CStr,
-        follow: bool,
-        flags: i32,
-        mask: u32,
-    ) -> Result<[u8; sys::STATX_SIZE], Errno> {
-        if let Some((dir, name)) = self.cached_parent(at, path)? {
-            let nofollow = flags | libc::AT_SYMLINK_NOFOLLOW;
-            let sx = sys::statx(dir.as_fd(), name, nofollow, mask | libc::STATX_TYPE)?;
-            let mode = u16::from_ne_bytes([sx[28], sx[29]]) as u32;
-            if !(follow && mode & libc::S_IFMT == libc::S_IFLNK) {
-                return Ok(sx);
-            }
-        }
-        let fd = self.lookup(at, path, follow)?;
-        sys::statx(fd.as_fd(), c"", flags | libc::AT_EMPTY_PATH, mask)
-    }
-
-    /// For a single plain component: the start directory and the
-    /// component. For an absolute path with a plain final component: its
-    /// directory from the cache (resolving and caching it on a miss) and
-    /// the component. `None` when the path does not qualify or its directory
-    /// may not be cached; errors are those of resolving the directory,
-    /// which resolving the whole path would meet first.
-    fn cached_parent<'a, 'p>(
-        &self,
-        at: &At<'a>,
-        path: &'p CStr,
-    ) -> Result<Option<(Held<'a>, &'p CStr)>, Errno> {
-        let bytes = path.to_bytes();
-        // One plain component relative to the start: fstatat on the start
-        // itself follows nothing.
-        if let Some(dir) = at
-            .dir
-            .filter(|_| !bytes.is_empty() && !bytes.contains(&b'/'))
-        {
-            if bytes != b"." && bytes != b".." {
-                return Ok(Some((Held::Start(dir), path)));
-            }
-        }
-        if self.cache.policy == CachePolicy::Off {
-            return Ok(None);
-        }
-        if !path::is_abs(bytes) || path::special_prefix(bytes, true).is_some() {
-            return Ok(None);
-        }
-        let Split::Name { dir, name_at } = path::split_last(bytes) else {
-            return Ok(None);
-        };
-        let name = &path.to_bytes_with_nul()[name_at..];
-        if matches!(name, b".\0" | b"..\0") || name.len() < 2 || name[name.len() - 2] == b'/' {
-            return Ok(None);
-        }
-        let name = CStr::from_bytes_with_nul(name).map_err(|_| Errno::EINVAL)?;
-        Ok(self.cached_dir(at, dir)?.map(|d| (Held::Cached(d), name)))
     }
 
     /// The absolute directory path `dir` (as written, trailing slash kept)
@@ -479,21 +407,6 @@ impl Resolver {
             Last::Dot => sys::openat2(w.dir.as_fd(), c".", o.flags, o.mode, scope),
             Last::Name(name) => sys::openat2(w.dir.as_fd(), &name, o.flags, o.mode, scope),
             Last::Magic(name) => sys::openat(w.dir.as_fd(), &name, o.flags as i32, o.mode as u32),
-        }
-    }
-}
-
-/// A directory for the stat fast path: the caller's start, or cached.
-enum Held<'a> {
-    Start(BorrowedFd<'a>),
-    Cached(Arc<OwnedFd>),
-}
-
-impl AsFd for Held<'_> {
-    fn as_fd(&self) -> BorrowedFd<'_> {
-        match self {
-            Held::Start(b) => *b,
-            Held::Cached(o) => o.as_fd(),
         }
     }
 }

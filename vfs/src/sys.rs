@@ -92,31 +92,6 @@ pub fn fstatat(dir: BorrowedFd<'_>, name: &CStr, flags: i32) -> Result<libc::sta
     Ok(unsafe { st.assume_init() })
 }
 
-/// Size of `struct statx` in the x86_64 ABI.
-pub const STATX_SIZE: usize = 256;
-
-/// `statx(dir, name, flags, mask)`, returned as the raw 256 bytes the
-/// kernel wrote (future fields included).
-pub fn statx(
-    dir: BorrowedFd<'_>,
-    name: &CStr,
-    flags: i32,
-    mask: u32,
-) -> Result<[u8; STATX_SIZE], Errno> {
-    const _: () = assert!(std::mem::size_of::<libc::statx>() == STATX_SIZE);
-    let mut sx = MaybeUninit::<libc::statx>::zeroed();
-    // SAFETY: `name` is NUL-terminated; `sx` is writable and exactly the
-    // size of struct statx.
-    check(unsafe { libc::statx(dir.as_raw_fd(), name.as_ptr(), flags, mask, sx.as_mut_ptr()) })?;
-    let mut out = [0u8; STATX_SIZE];
-    // SAFETY: `sx` is initialised (zeroed, then written by the kernel) and
-    // is STATX_SIZE bytes long; `out` has room for all of them.
-    unsafe {
-        std::ptr::copy_nonoverlapping(sx.as_ptr().cast::<u8>(), out.as_mut_ptr(), STATX_SIZE);
-    }
-    Ok(out)
-}
-
 /// `fstatfs(fd)` (works on `O_PATH` descriptors).
 pub fn fstatfs(fd: BorrowedFd<'_>) -> Result<libc::statfs, Errno> {
     let mut st = MaybeUninit::<libc::statfs>::zeroed();

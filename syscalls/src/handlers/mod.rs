@@ -1,8 +1,8 @@
 //! The handlers of serviced file calls, one module per family in the
 //! manner of gVisor's `sys_*.go`: [`open`] (open, openat, openat2, creat),
-//! [`stat`] (stat family, statx, statfs), [`attr`] (access, chmod, chown,
-//! utimes, truncate), [`namei`] (mkdir, mknod, unlink, rename, link,
-//! symlink, readlink), [`notify`] (inotify_add_watch) and [`sysinfo`]
+//! [`statfs`], [`attr`] (access, chmod, chown, utimes, truncate),
+//! [`namei`] (mkdir, mknod, unlink, rename, link, symlink, readlink),
+//! [`notify`] (inotify_add_watch) and [`sysinfo`]
 //! (the guest's limits and the /proc files it serves rewritten, with the
 //! texts of `limitfiles`, `mounttab`, `procstat`, `procfiles`, `procsys`
 //! and `masked`, served by `sealed`; sched_getaffinity, sysinfo(2)) and
@@ -43,7 +43,7 @@ mod procsys;
 mod proctext;
 mod rewind;
 mod sealed;
-mod stat;
+mod statfs;
 mod sysinfo;
 mod sysinfo_call;
 #[cfg(test)]
@@ -146,8 +146,8 @@ impl Context {
         self.continue_plain_opens = false;
     }
 
-    /// [`Context::new`] with another policy for the stat cache of
-    /// resolved directories (the default caches the sandbox's own tmpfs
+    /// [`Context::new`] with another policy for the cache of resolved
+    /// directories (the default caches the sandbox's own tmpfs
     /// and overlay layers; tests on a host disk use `All`).
     pub fn with_cache_policy(
         root: OwnedFd,
@@ -187,11 +187,7 @@ fn route(ctx: &Context, g: &dyn Guest, c: &SyscallArgs) -> Res {
         }
         libc::SYS_openat2 => open::openat2(ctx, g, c.int(0), a[1], a[2], a[3]),
 
-        libc::SYS_stat => stat::fstatat(ctx, g, CWD, a[0], a[1], 0),
-        libc::SYS_lstat => stat::fstatat(ctx, g, CWD, a[0], a[1], libc::AT_SYMLINK_NOFOLLOW),
-        libc::SYS_newfstatat => stat::fstatat(ctx, g, c.int(0), a[1], a[2], c.int(3)),
-        libc::SYS_statx => stat::statx(ctx, g, c.int(0), a[1], c.int(2), c.uint(3), a[4]),
-        libc::SYS_statfs => stat::statfs(ctx, g, a[0], a[1]),
+        libc::SYS_statfs => statfs::statfs(ctx, g, a[0], a[1]),
 
         libc::SYS_access => attr::faccessat(ctx, g, CWD, a[0], c.int(1), 0),
         libc::SYS_faccessat => attr::faccessat(ctx, g, c.int(0), a[1], c.int(2), 0),

@@ -11,11 +11,9 @@
 //! every `status` under a cpu limit (`procfiles.rs`), every
 //! `timens_offsets` and `autogroup` (`procself.rs`), the guest's
 //! `/proc/net` socket lists (`procnet.rs`), and the /proc/sys
-//! files of host counts and sizes (`procsys.rs`); the size a path
-//! stat reports for them; and a fresh copy of those whose figures change,
-//! for a reader that rewinds (`refreshed`, used by `rewind.rs`), global
-//! and per-process ones. Does
-//! not own: the texts (`proctext.rs` picks and feeds the renderers, those
+//! files of host counts and sizes (`procsys.rs`); and a fresh copy of
+//! those whose figures change, for a reader that rewinds (`refreshed`,
+//! used by `rewind.rs`), global and per-process ones. Does not own: the texts (`proctext.rs` picks and feeds the renderers, those
 //! modules render), enforcing the limits (cgroups, in
 //! the supervisor), or `/sys/devices/system/cpu`, which the view holds as
 //! plain files (`launch/plan.rs`).
@@ -36,7 +34,7 @@ use vfs::resolve::flags::IN_ROOT;
 use vfs::Resolver;
 
 use super::covers::read_host;
-use super::masked::{self, StatSizes};
+use super::masked;
 use super::mounttab::Table;
 use super::procfiles::{self, PerProcess, ProcessFile};
 use super::procnet::NetFile;
@@ -215,8 +213,6 @@ pub(crate) struct Synthetic {
     pub(super) cpu_clock: CpuClock,
     pub(super) ctxt: HighWater,
     pub(super) processes: HighWater,
-    /// The sizes a path stat reports for served procfs files.
-    stat_sizes: StatSizes,
     /// The sandbox's numbers of the host's autogroups (`procself.rs`).
     pub(super) autogroups: AutogroupIds,
 }
@@ -252,7 +248,6 @@ impl Synthetic {
             cpu_clock: CpuClock::default(),
             ctxt: HighWater::default(),
             processes: HighWater::default(),
-            stat_sizes: StatSizes::default(),
             autogroups: AutogroupIds::default(),
         }
     }
@@ -277,21 +272,6 @@ impl Synthetic {
     /// The sandbox's uptime in seconds now.
     pub(crate) fn uptime(&self) -> f64 {
         self.baseline.uptime(boottime())
-    }
-
-    /// The size a path stat of (`dev`, `ino`), whose procfs size is
-    /// `size`, reports: a served file's text size where procfs would tell
-    /// the host's (`masked.rs`).
-    pub(crate) fn stat_size(&self, fs: &Resolver, dev: u64, ino: u64, size: u64) -> u64 {
-        let served = self
-            .proc_dev
-            .and_then(|proc_dev| self.stat_sizes.served(fs, proc_dev, dev, ino, size));
-        served.unwrap_or(size)
-    }
-
-    /// Whether `dev` is the view's procfs (true when it is unknown).
-    pub(crate) fn on_procfs(&self, dev: u64) -> bool {
-        self.proc_dev.is_none_or(|proc_dev| proc_dev == dev)
     }
 
     pub(crate) fn is_empty(&self) -> bool {

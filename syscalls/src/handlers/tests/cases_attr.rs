@@ -1,6 +1,5 @@
 //! access, chmod, chown, utimes, truncate against the kernel.
 
-use super::cases_stat::tree;
 use super::*;
 
 const SOME: &[&str] = &[

@@ -1,7 +1,6 @@
 //! mkdir, mknod, unlink, rmdir, rename, link, symlink, readlink against
 //! the kernel.
 
-use super::cases_stat::tree;
 use super::*;
 
 /// Final components and paths with every odd ending.

@@ -1,6 +1,5 @@
 //! open, openat, openat2, creat against the kernel.
 
-use super::cases_stat::tree;
 use super::*;
 
 const O: i32 = 0;

@@ -348,6 +348,25 @@ pub fn std_tree(root: &Path) {
     symlink("../file", root.join("dir/up")).unwrap();
 }
 
+/// A [`std_tree`] one level down in a tempdir (so `..` is ours, not /tmp).
+pub struct Tree(#[allow(dead_code)] tempfile::TempDir, PathBuf);
+
+impl Tree {
+    pub fn path(&self) -> &Path {
+        &self.1
+    }
+}
+
+/// A fresh [`Tree`], for cases that change nothing (see [`same`]).
+pub fn tree() -> Tree {
+    process_umask();
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path().join("root");
+    fs::create_dir(&root).unwrap();
+    std_tree(&root);
+    Tree(t, root)
+}
+
 /// A path of `n` bytes ("a/a/a..."), for ENAMETOOLONG.
 pub fn long_path(n: usize) -> String {
     let mut s = "a/".repeat(n / 2);

@@ -10,10 +10,10 @@
 //! the same file on both sides.
 
 mod cases_attr;
+mod cases_lookup;
 mod cases_model;
 mod cases_namei;
 mod cases_open;
-mod cases_stat;
 mod cases_sysinfo;
 mod confinement;
 mod harness;
