@@ -148,6 +148,12 @@ impl Drop for Daemon {
     }
 }
 
+/// The `sleeper` container's command: it writes two files (for `docker
+/// cp` out) and becomes `sleep`.
+const WRITER: &str =
+    "echo from-tmp > /tmp/out; busybox mkdir -p /root; echo from-root > /root/file; \
+                      exec sleep 100";
+
 /// A busybox-static image, imported from a tarball of the rootfs.
 fn import_image(d: &Daemon) {
     let tar = busybox_tarball(d.dir.path());
@@ -225,8 +231,9 @@ fn docker_runs_containers_with_runtime_supervisor() {
         "--memory",
         "64m",
         IMAGE,
-        "sleep",
-        "100",
+        "sh",
+        "-c",
+        WRITER,
     ]);
     // Only the sandbox's: its init and the command, not the runtime's
     // anchor and monitor.
@@ -338,9 +345,9 @@ fn docker_runs_containers_with_runtime_supervisor() {
 /// `docker stats` of the running `sleeper` (started with `--memory
 /// 64m`): the shim reads the cgroups of the container's pid (the
 /// anchor): its memory under the limit, and pids: the anchor, the
-/// sandbox's init and `sleep`. Then `docker cp` in and back out (dockerd
-/// copies through the bundle's rootfs: a file the guest itself writes
-/// stays in the sandbox's layer, see ARCHITECTURE.md).
+/// sandbox's init and `sleep`. Then `docker cp` in and back out, and out
+/// of the files the container wrote itself (dockerd copies through the
+/// bundle's rootfs, which the guest writes in place: see ARCHITECTURE.md).
 fn stats_and_cp(d: &Daemon) {
     let stats = d.ok(&[
         "stats",
@@ -368,6 +375,27 @@ fn stats_and_cp(d: &Daemon) {
     let back = d.dir.join("from-container.txt");
     d.ok(&["cp", "sleeper:/tmp/copied.txt", back.to_str().unwrap()]);
     assert_eq!(fs::read_to_string(&back).unwrap_or_default(), "copied in\n");
+    // What the container wrote (WRITER: done once /root/file is there).
+    assert!(
+        poll_until(Duration::from_secs(30), || d
+            .docker(&["exec", "sleeper", "busybox", "test", "-s", "/root/file"])
+            .status
+            .success()),
+        "the container never wrote /root/file"
+    );
+    for (inside, want) in [("/tmp/out", "from-tmp\n"), ("/root/file", "from-root\n")] {
+        let out = d.dir.join("copied-out");
+        d.ok(&["cp", &format!("sleeper:{inside}"), out.to_str().unwrap()]);
+        assert_eq!(
+            fs::read_to_string(&out).unwrap_or_default(),
+            want,
+            "{inside}"
+        );
+        fs::remove_file(&out).expect("remove the copy");
+    }
+    // And the engine sees them as the container's changes.
+    let diff = d.ok(&["diff", "sleeper"]);
+    assert!(diff.lines().any(|l| l == "A /root/file"), "diff:\n{diff}");
 }
 
 /// `--pids-limit 4` counts the container's processes as under runc (the

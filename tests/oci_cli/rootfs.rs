@@ -10,12 +10,14 @@
 use super::*;
 
 /// Writes two files, reads the sandbox's hostname, says what / is.
-const SCRIPT: &str = "echo from-tmp > /tmp/out; mkdir -p /root; echo from-root > /root/file; \
+const SCRIPT: &str =
+    "echo from-tmp > /tmp/out; busybox mkdir -p /root; echo from-root > /root/file; \
                       cat /etc/hostname";
 
 /// Runs `SCRIPT` in a bundle whose root is read-only or not; the tree
 /// after the run, and the guest's stdout.
 fn run_writer(readonly: bool) -> (Tree, String) {
+    let id = if readonly { "writer-ro" } else { "writer-rw" };
     let t = Tree::new();
     let rt = Runtime::new(t.path());
     bundle(t.path(), |c| {
@@ -23,10 +25,8 @@ fn run_writer(readonly: bool) -> (Tree, String) {
         c["root"]["readonly"] = readonly.into();
         c["hostname"] = "writer".into();
     });
-    let mkdir = t.join("rootfs/bin/mkdir");
-    std::os::unix::fs::symlink("busybox", mkdir).expect("applet link");
-    let pid = create(&rt, t.path(), "writer");
-    assert!(rt.run(&["start", "writer"]).status.success());
+    let pid = create(&rt, t.path(), id);
+    assert!(rt.run(&["start", id]).status.success());
     let status = wait_exit(pid);
     let out = fs::read_to_string(t.join("stdout")).unwrap_or_default();
     let err = fs::read_to_string(t.join("stderr")).unwrap_or_default();
@@ -34,7 +34,7 @@ fn run_writer(readonly: bool) -> (Tree, String) {
         matches!(status, WaitStatus::Exited(_, 0)),
         "{status:?} {out} {err}"
     );
-    assert!(rt.run(&["delete", "writer"]).status.success());
+    assert!(rt.run(&["delete", id]).status.success());
     (t, out)
 }
 

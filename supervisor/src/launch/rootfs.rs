@@ -29,7 +29,7 @@ use std::path::Path;
 
 use nix::mount::{mount, MsFlags};
 
-use super::bind::{bind, open_source, proc_fd};
+use super::bind::{bind, locked_flags, open_source, proc_fd};
 use super::plan::ViewPlan;
 use super::view::{check, guest_mode, make_dir, prepare_etc, Result, NEW_ROOT, UPPER, WORK};
 
@@ -118,8 +118,9 @@ fn bind_in_place(plan: &ViewPlan, src: BorrowedFd<'_>) -> Result<()> {
         None::<&str>,
     );
     check(r, || "binding the root file system".into())?;
-    let ro = MsFlags::MS_REMOUNT | MsFlags::MS_BIND | MsFlags::MS_NOSUID | MsFlags::MS_NODEV;
-    let r = mount(None::<&str>, NEW_ROOT, None::<&str>, ro, None::<&str>);
+    let flags = MsFlags::MS_REMOUNT | MsFlags::MS_BIND | MsFlags::MS_NOSUID | MsFlags::MS_NODEV;
+    let flags = flags | locked_flags(src);
+    let r = mount(None::<&str>, NEW_ROOT, None::<&str>, flags, None::<&str>);
     check(r, || "remounting the root file system nosuid".into())?;
     let root = Path::new(NEW_ROOT);
     for (name, mode) in SKELETON {
