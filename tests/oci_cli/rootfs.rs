@@ -62,3 +62,32 @@ fn a_read_only_root_keeps_the_writes_in_the_sandbox() {
     assert!(!rootfs.join("root").exists());
     assert!(!rootfs.join("etc/hostname").exists());
 }
+
+#[test]
+fn a_writable_root_whose_mount_point_is_a_symlink_is_refused() {
+    need_busybox!();
+    let t = Tree::new();
+    let rt = Runtime::new(t.path());
+    bundle(t.path(), |c| {
+        set_args(c, "true");
+        c["root"]["readonly"] = false.into();
+    });
+    // /dev leading out of the tree, where the sandbox's /dev would be mounted.
+    let dev = t.join("rootfs/dev");
+    fs::remove_dir(&dev).expect("rmdir dev");
+    std::os::unix::fs::symlink("/oldroot/tmp", &dev).expect("dev symlink");
+    subreaper();
+    let out = rt
+        .cmd(&["create", "--bundle"])
+        .arg(t.path())
+        .arg("linked")
+        .output()
+        .expect("create");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "create succeeded: {err}");
+    assert!(
+        err.contains("the root file system's /dev is not a directory"),
+        "{err}"
+    );
+    let _ = rt.run(&["delete", "--force", "linked"]);
+}

@@ -103,8 +103,9 @@ fn mount_overlay(plan: &ViewPlan, src: BorrowedFd<'_>) -> Result<()> {
 /// The tree itself as `/` (the OCI runtime's writable bundle root, as
 /// runc uses it): the guest's writes land in the tree, where the engine
 /// looks for them (`docker cp` out, `docker diff`). The mount points
-/// /proc, /dev and /sys are made in the tree if missing and must be real
-/// directories there (a symlink would carry a mount elsewhere); /tmp is
+/// /proc, /dev and /sys, and /etc, are made in the tree if missing and
+/// must be real directories there (a symlink would carry a mount
+/// elsewhere); /tmp is
 /// the tree's, made 1777 if missing. The sandbox's /etc files live in
 /// the layer and are bound over the tree's (made empty if missing), so
 /// the tree's own are never written by us.
@@ -123,7 +124,7 @@ fn bind_in_place(plan: &ViewPlan, src: BorrowedFd<'_>) -> Result<()> {
     let r = mount(None::<&str>, NEW_ROOT, None::<&str>, flags, None::<&str>);
     check(r, || "remounting the root file system nosuid".into())?;
     let root = Path::new(NEW_ROOT);
-    for (name, mode) in SKELETON {
+    for (name, mode) in SKELETON.iter().chain(&[("etc", 0o755)]) {
         let path = root.join(name);
         make_dir(&path, *mode)?;
         let real_dir = fs::symlink_metadata(&path).is_ok_and(|m| m.is_dir());
