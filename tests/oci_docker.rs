@@ -199,6 +199,7 @@ fn docker_runs_containers_with_runtime_supervisor() {
         dump(&user)
     );
     guest_sees_its_limits(&d);
+    update_shows_to_the_guest(&d);
 
     // -i: stdin reaches the container.
     let cat = d.docker_in(
@@ -429,4 +430,37 @@ fn guest_sees_its_limits(d: &Daemon) {
         .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
         .collect();
     assert_eq!(seen, ["MemTotal: 65536 kB", "1"], "{}", dump(&out));
+}
+
+/// `docker update --cpus 1 --pids-limit 8` of a container started with
+/// `--cpus 2 --pids-limit 50`: `nproc` and threads-max follow.
+fn update_shows_to_the_guest(d: &Daemon) {
+    if std::thread::available_parallelism().map_or(1, |n| n.get()) < 2 {
+        return; // one CPU: a limit of 2 reads 1 already
+    }
+    let read = [
+        "exec",
+        "upd",
+        "sh",
+        "-c",
+        "busybox nproc; cat /proc/sys/kernel/threads-max",
+    ];
+    d.ok(&[
+        "run",
+        "-d",
+        "--name",
+        "upd",
+        "--runtime=supervisor",
+        "--cpus",
+        "2",
+        "--pids-limit",
+        "50",
+        IMAGE,
+        "sleep",
+        "100",
+    ]);
+    assert_eq!(d.ok(&read), "2\n50\n");
+    d.ok(&["update", "--cpus", "1", "--pids-limit", "8", "upd"]);
+    assert_eq!(d.ok(&read), "1\n8\n");
+    d.ok(&["rm", "-f", "upd"]);
 }
