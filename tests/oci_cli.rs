@@ -97,6 +97,8 @@ macro_rules! need_busybox {
 mod exec;
 #[path = "oci_cli/limits.rs"]
 mod limits;
+#[path = "oci_cli/rootfs.rs"]
+mod rootfs;
 
 #[test]
 fn a_container_runs_through_its_lifecycle_with_its_exit_status() {

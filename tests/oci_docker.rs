@@ -148,6 +148,12 @@ impl Drop for Daemon {
     }
 }
 
+/// The `sleeper` container's command: it writes two files (for `docker
+/// cp` out) and becomes `sleep`.
+const WRITER: &str =
+    "echo from-tmp > /tmp/out; busybox mkdir -p /root; echo from-root > /root/file; \
+                      exec sleep 100";
+
 /// A busybox-static image, imported from a tarball of the rootfs.
 fn import_image(d: &Daemon) {
     let tar = busybox_tarball(d.dir.path());
@@ -193,6 +199,7 @@ fn docker_runs_containers_with_runtime_supervisor() {
         dump(&user)
     );
     guest_sees_its_limits(&d);
+    update_shows_to_the_guest(&d);
 
     // -i: stdin reaches the container.
     let cat = d.docker_in(
@@ -225,8 +232,9 @@ fn docker_runs_containers_with_runtime_supervisor() {
         "--memory",
         "64m",
         IMAGE,
-        "sleep",
-        "100",
+        "sh",
+        "-c",
+        WRITER,
     ]);
     // Only the sandbox's: its init and the command, not the runtime's
     // anchor and monitor.
@@ -338,9 +346,9 @@ fn docker_runs_containers_with_runtime_supervisor() {
 /// `docker stats` of the running `sleeper` (started with `--memory
 /// 64m`): the shim reads the cgroups of the container's pid (the
 /// anchor): its memory under the limit, and pids: the anchor, the
-/// sandbox's init and `sleep`. Then `docker cp` in and back out (dockerd
-/// copies through the bundle's rootfs: a file the guest itself writes
-/// stays in the sandbox's layer, see ARCHITECTURE.md).
+/// sandbox's init and `sleep`. Then `docker cp` in and back out, and out
+/// of the files the container wrote itself (dockerd copies through the
+/// bundle's rootfs, which the guest writes in place: see ARCHITECTURE.md).
 fn stats_and_cp(d: &Daemon) {
     let stats = d.ok(&[
         "stats",
@@ -368,6 +376,27 @@ fn stats_and_cp(d: &Daemon) {
     let back = d.dir.join("from-container.txt");
     d.ok(&["cp", "sleeper:/tmp/copied.txt", back.to_str().unwrap()]);
     assert_eq!(fs::read_to_string(&back).unwrap_or_default(), "copied in\n");
+    // What the container wrote (WRITER: done once /root/file is there).
+    assert!(
+        poll_until(Duration::from_secs(30), || d
+            .docker(&["exec", "sleeper", "busybox", "test", "-s", "/root/file"])
+            .status
+            .success()),
+        "the container never wrote /root/file"
+    );
+    for (inside, want) in [("/tmp/out", "from-tmp\n"), ("/root/file", "from-root\n")] {
+        let out = d.dir.join("copied-out");
+        d.ok(&["cp", &format!("sleeper:{inside}"), out.to_str().unwrap()]);
+        assert_eq!(
+            fs::read_to_string(&out).unwrap_or_default(),
+            want,
+            "{inside}"
+        );
+        fs::remove_file(&out).expect("remove the copy");
+    }
+    // And the engine sees them as the container's changes.
+    let diff = d.ok(&["diff", "sleeper"]);
+    assert!(diff.lines().any(|l| l == "A /root/file"), "diff:\n{diff}");
 }
 
 /// `--pids-limit 4` counts the container's processes as under runc (the
@@ -401,4 +430,37 @@ fn guest_sees_its_limits(d: &Daemon) {
         .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
         .collect();
     assert_eq!(seen, ["MemTotal: 65536 kB", "1"], "{}", dump(&out));
+}
+
+/// `docker update --cpus 1 --pids-limit 8` of a container started with
+/// `--cpus 2 --pids-limit 50`: `nproc` and threads-max follow.
+fn update_shows_to_the_guest(d: &Daemon) {
+    if std::thread::available_parallelism().map_or(1, |n| n.get()) < 2 {
+        return; // one CPU: a limit of 2 reads 1 already
+    }
+    let read = [
+        "exec",
+        "upd",
+        "sh",
+        "-c",
+        "busybox nproc; cat /proc/sys/kernel/threads-max",
+    ];
+    d.ok(&[
+        "run",
+        "-d",
+        "--name",
+        "upd",
+        "--runtime=supervisor",
+        "--cpus",
+        "2",
+        "--pids-limit",
+        "50",
+        IMAGE,
+        "sleep",
+        "100",
+    ]);
+    assert_eq!(d.ok(&read), "2\n50\n");
+    d.ok(&["update", "--cpus", "1", "--pids-limit", "8", "upd"]);
+    assert_eq!(d.ok(&read), "1\n8\n");
+    d.ok(&["rm", "-f", "upd"]);
 }

@@ -32,6 +32,10 @@ pub struct GuestView {
     pub memory_usage: Option<Reading>,
     /// The memory limit now (an `update` changes it); without it, `memory`.
     pub memory_limit_now: Option<Reading>,
+    /// The CPUs now, rounded up (`u64::MAX`: unlimited); without it, `cpus`.
+    pub cpus_now: Option<Reading>,
+    /// The pids limit now (`u64::MAX`: unlimited); without it, `pids`.
+    pub pids_now: Option<Reading>,
 }
 
 impl GuestView {
@@ -58,15 +62,24 @@ pub(crate) fn guest_limits(view: GuestView, counters: &Arc<Counters>) -> GuestLi
             .memory_usage
             .or_else(|| counters.has_memory().then(own_usage)),
         cpus: guest_cpus(view.cpus),
+        cpus_now: view.cpus_now.map(|read| {
+            Box::new(move || read().map(|n| at_most_host(usize::try_from(n).unwrap_or(usize::MAX))))
+                as Box<dyn Fn() -> Option<usize> + Send + Sync>
+        }),
         pids: view.pids,
+        pids_now: view.pids_now,
     }
 }
 
 /// The CPUs the guest may use: `cpus` rounded up, at most the host's
 /// online ones.
 pub(crate) fn guest_cpus(cpus: Option<f64>) -> Option<usize> {
-    let n = cpus?.ceil().max(1.0) as usize;
+    Some(at_most_host(cpus?.ceil().max(1.0) as usize))
+}
+
+/// `n` CPUs, at least one and at most the host's online ones.
+fn at_most_host(n: usize) -> usize {
     let host = sysconf(SysconfVar::_NPROCESSORS_ONLN).ok().flatten();
     let host = host.and_then(|h| usize::try_from(h).ok()).unwrap_or(n);
-    Some(n.min(host.max(1)))
+    n.min(host).max(1)
 }

@@ -352,6 +352,7 @@ fn launch_config(args: &RunArgs, view: &GuestView) -> Result<LaunchConfig, Launc
         hostname: args.hostname.clone(),
         mounts,
         rootfs: args.rootfs.clone(),
+        rootfs_in_place: false,
         masks: args.mask.clone(),
         disk_size: args.disk,
         filter: bpf::compile(),

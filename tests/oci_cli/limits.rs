@@ -2,7 +2,8 @@
 //! one CPU of quota, 50 pids) is what /proc/meminfo, `nproc` and
 //! /proc/sys/kernel/threads-max tell the guest — the same answers as
 //! `supervisor run --memory 64m --cpus 1 --pids 50` — and an `update` of
-//! the memory limit shows in the next read of /proc/meminfo. Part of the
+//! the memory limit shows in the next read of /proc/meminfo, one of the
+//! CPUs and pids in `nproc`, /proc/cpuinfo and threads-max. Part of the
 //! `oci_cli` test binary (`tests/oci_cli.rs` owns the bundle and helpers).
 
 use super::common::Run;
@@ -124,4 +125,62 @@ fn update_of_the_memory_limit_shows_in_meminfo() {
         .collect();
     assert_eq!(totals, ["65536", "131072"], "{out}");
     assert!(rt.run(&["delete", "upd"]).status.success());
+}
+
+#[test]
+fn update_of_the_cpus_and_pids_shows_to_the_guest() {
+    need_busybox!();
+    let host_cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if host_cpus < 2 {
+        skip!("needs 2 CPUs to see a CPU limit go down");
+    }
+    let t = Tree::new();
+    let rt = Runtime::new(t.path());
+    // What the guest reads of its CPUs and pids, before and after the
+    // update (a file the test writes).
+    let read = "nproc; grep -c ^processor /proc/cpuinfo; cat /proc/sys/kernel/threads-max";
+    let script = format!("{read}; while [ ! -e /data/go ]; do sleep 0.05; done; {read}");
+    let shared = t.join("shared");
+    fs::create_dir(&shared).unwrap();
+    bundle(t.path(), |c| {
+        set_args(c, &script);
+        c["linux"]["resources"] = json!({
+            "cpu": {"quota": 200000, "period": 100000},
+            "pids": {"limit": 50},
+        });
+        c["mounts"]
+            .as_array_mut()
+            .unwrap()
+            .push(json!({"destination": "/data",
+            "type": "bind", "source": shared, "options": ["rbind", "rw"]}));
+    });
+    link_applets(&t.join("rootfs"));
+    let pid = create(&rt, t.path(), "updcpu");
+    assert!(rt.run(&["start", "updcpu"]).status.success());
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while fs::read_to_string(t.join("stdout"))
+        .unwrap_or_default()
+        .lines()
+        .count()
+        < 3
+    {
+        assert!(Instant::now() < deadline, "no first reading");
+        thread::sleep(Duration::from_millis(10));
+    }
+    let up = rt.update(
+        "updcpu",
+        br#"{"cpu": {"quota": 100000, "period": 100000}, "pids": {"limit": 8}}"#,
+    );
+    assert!(up.status.success(), "update: {up:?}");
+    fs::write(shared.join("go"), "").unwrap();
+    let status = wait_exit(pid);
+    let out = fs::read_to_string(t.join("stdout")).unwrap_or_default();
+    let err = fs::read_to_string(t.join("stderr")).unwrap_or_default();
+    assert!(
+        matches!(status, WaitStatus::Exited(_, 0)),
+        "{status:?} {out} {err}"
+    );
+    let seen: Vec<&str> = out.lines().collect();
+    assert_eq!(seen, ["2", "2", "50", "1", "1", "8"], "{out}");
+    assert!(rt.run(&["delete", "updcpu"]).status.success());
 }

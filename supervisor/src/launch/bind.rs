@@ -153,7 +153,7 @@ pub fn bind(
 
 /// Flags of the mount holding `fd` that a remount must keep: the kernel
 /// locks them on mounts inherited from a more privileged namespace.
-fn locked_flags(fd: BorrowedFd<'_>) -> MsFlags {
+pub fn locked_flags(fd: BorrowedFd<'_>) -> MsFlags {
     let Ok(st) = fstatvfs(fd) else {
         return MsFlags::empty();
     };

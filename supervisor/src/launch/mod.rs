@@ -88,6 +88,12 @@ pub struct LaunchConfig {
     pub mounts: Vec<vfs::mounts::MountSpec>,
     /// `--rootfs`: this tree, not the host's directories, under `/`.
     pub rootfs: Option<PathBuf>,
+    /// The guest writes to the `rootfs` tree itself, as runc lets it,
+    /// instead of to an overlay whose upper layer is in the `--disk`
+    /// layer: the OCI runtime with a writable bundle root, so that the
+    /// engine sees what the container wrote (`docker cp` out, `diff`).
+    /// The `--disk` cap then does not cover `/`; the engine's storage does.
+    pub rootfs_in_place: bool,
     /// `--mask` paths, hidden once every mount is in place.
     pub masks: Vec<PathBuf>,
     /// Size of the writable layer (tmpfs) in bytes.
@@ -132,6 +138,7 @@ impl LaunchConfig {
             hostname: DEFAULT_HOSTNAME.into(),
             mounts: Vec::new(),
             rootfs: None,
+            rootfs_in_place: false,
             masks: Vec::new(),
             disk_size: DEFAULT_DISK_SIZE,
             filter,
@@ -302,6 +309,7 @@ pub fn launch_with(cfg: &LaunchConfig, hooks: &dyn InitHooks) -> Result<Sandbox,
         nameserver: cfg.nameserver,
     })
     .map_err(LaunchError::setup)?;
+    plan.rootfs_in_place = cfg.rootfs_in_place;
     plan.proc_covers = sandbox_syscalls::handlers::Limited {
         memory: cfg.memory_limited,
         pids: cfg.pids_limited,

@@ -25,6 +25,9 @@ pub struct ViewPlan {
     /// `--rootfs`: the tree (canonical, a directory) that is the lower
     /// layer of `/` instead of the host's directories.
     pub rootfs: Option<PathBuf>,
+    /// The guest writes to the `rootfs` tree itself, not to an overlay
+    /// of it ([`super::LaunchConfig::rootfs_in_place`]).
+    pub rootfs_in_place: bool,
     /// Top-level host directories shown in the view (none with a rootfs).
     pub top_dirs: Vec<TopDir>,
     /// Entries of /etc (relative) that exist on the host and are hidden.
@@ -201,6 +204,7 @@ impl ViewPlan {
         Ok(ViewPlan {
             layer_size: input.layer_size,
             rootfs,
+            rootfs_in_place: false,
             top_dirs,
             etc_hidden,
             etc_files: etc::files(

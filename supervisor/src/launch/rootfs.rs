@@ -1,11 +1,15 @@
-//! `--rootfs DIR`: the user's tree as the lower layer of the guest's `/`.
+//! `--rootfs DIR`: the user's tree as the lower layer of the guest's `/`
+//! or, for the OCI runtime with a writable bundle root, as `/` itself.
 //! Runs in init, inside the layer (`view.rs` steps 3-4 done), and leaves
-//! an overlay mounted on `/newroot` that the rest of `view::build` fills
-//! like the host view's root: /proc, /dev, /sys, mounts, masks.
+//! an overlay (or the tree) mounted on `/newroot` that the rest of
+//! `view::build` fills like the host view's root: /proc, /dev, /sys,
+//! mounts, masks.
 //!
 //! Owns: binding the tree where overlayfs can name it without the host's
 //! path (`/lower` in the layer, so the guest's mount table shows
-//! `lowerdir=/lower`), the upper layer's skeleton, and the overlay.
+//! `lowerdir=/lower`), the upper layer's skeleton, and the overlay; or
+//! the tree bound in place with its mount points and the sandbox's /etc
+//! files bound over the tree's ([`bind_in_place`]).
 //! Does not own: what the view contains (`plan.rs`) or the /etc text
 //! (`etc.rs`).
 //!
@@ -19,12 +23,13 @@
 //! are written there too; everything else is created through
 //! `RESOLVE_IN_ROOT` lookups (`bind.rs`).
 
-use std::os::fd::BorrowedFd;
+use std::fs;
+use std::os::fd::{AsFd, BorrowedFd};
 use std::path::Path;
 
 use nix::mount::{mount, MsFlags};
 
-use super::bind::proc_fd;
+use super::bind::{bind, locked_flags, open_source, proc_fd};
 use super::plan::ViewPlan;
 use super::view::{check, guest_mode, make_dir, prepare_etc, Result, NEW_ROOT, UPPER, WORK};
 
@@ -40,9 +45,18 @@ const SKELETON: &[(&str, u32)] = &[
     ("tmp", 0o1777),
 ];
 
-/// Mounts the overlay of the tree `src` (an O_PATH descriptor of the
-/// `--rootfs` directory) on `/newroot`.
+/// Mounts the tree `src` (an O_PATH descriptor of the `--rootfs`
+/// directory) on `/newroot`: in place when the plan says so, else as the
+/// lower layer of an overlay.
 pub fn mount_root(plan: &ViewPlan, src: BorrowedFd<'_>) -> Result<()> {
+    match plan.rootfs_in_place {
+        true => bind_in_place(plan, src),
+        false => mount_overlay(plan, src),
+    }
+}
+
+/// The overlay of the tree, its upper layer in the `--disk` layer.
+fn mount_overlay(plan: &ViewPlan, src: BorrowedFd<'_>) -> Result<()> {
     make_dir(Path::new(LOWER), 0o755)?;
     // Not recursive: mounts under the tree on the host stay out.
     check(
@@ -84,4 +98,58 @@ pub fn mount_root(plan: &ViewPlan, src: BorrowedFd<'_>) -> Result<()> {
             "mounting the overlay on / (is the root file system on a file system overlayfs accepts as a lower layer?)".into()
         },
     )
+}
+
+/// The tree itself as `/` (the OCI runtime's writable bundle root, as
+/// runc uses it): the guest's writes land in the tree, where the engine
+/// looks for them (`docker cp` out, `docker diff`). The mount points
+/// /proc, /dev and /sys, and /etc, are made in the tree if missing and
+/// must be real directories there (a symlink would carry a mount
+/// elsewhere); /tmp is
+/// the tree's, made 1777 if missing. The sandbox's /etc files live in
+/// the layer and are bound over the tree's (made empty if missing), so
+/// the tree's own are never written by us.
+fn bind_in_place(plan: &ViewPlan, src: BorrowedFd<'_>) -> Result<()> {
+    // Not recursive: mounts under the tree on the host stay out.
+    let r = mount(
+        Some(proc_fd(src).as_str()),
+        NEW_ROOT,
+        None::<&str>,
+        MsFlags::MS_BIND,
+        None::<&str>,
+    );
+    check(r, || "binding the root file system".into())?;
+    let flags = MsFlags::MS_REMOUNT | MsFlags::MS_BIND | MsFlags::MS_NOSUID | MsFlags::MS_NODEV;
+    let flags = flags | locked_flags(src);
+    let r = mount(None::<&str>, NEW_ROOT, None::<&str>, flags, None::<&str>);
+    check(r, || "remounting the root file system nosuid".into())?;
+    let root = Path::new(NEW_ROOT);
+    for (name, mode) in SKELETON.iter().chain(&[("etc", 0o755)]) {
+        let path = root.join(name);
+        make_dir(&path, *mode)?;
+        let real_dir = fs::symlink_metadata(&path).is_ok_and(|m| m.is_dir());
+        if !real_dir && *name != "tmp" {
+            return Err(format!("the root file system's /{name} is not a directory"));
+        }
+    }
+    bind_etc_files(plan)
+}
+
+/// The sandbox's /etc files, written in the layer and bound over the
+/// tree's paths (confined to the tree, `bind.rs`).
+fn bind_etc_files(plan: &ViewPlan) -> Result<()> {
+    let store = Path::new(UPPER).join("etc");
+    make_dir(&store, 0o755)?;
+    prepare_etc(plan, &store)?;
+    let root = open_source(Path::new(NEW_ROOT), true)
+        .map_err(|e| format!("opening the new root: {}", e.desc()))?;
+    let flags = MsFlags::MS_NOSUID | MsFlags::MS_NODEV;
+    for (rel, _) in &plan.etc_files {
+        let file = open_source(&store.join(rel), false)
+            .map_err(|e| format!("opening /etc/{}: {}", rel.display(), e.desc()))?;
+        let guest = Path::new("/etc").join(rel);
+        bind(root.as_fd(), file.as_fd(), &guest, false, flags)
+            .map_err(|e| format!("/etc/{}: {e}", rel.display()))?;
+    }
+    Ok(())
 }

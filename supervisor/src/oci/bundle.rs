@@ -61,6 +61,15 @@ impl Bundle {
         Ok(Bundle { dir, spec, rootfs })
     }
 
+    /// Whether the container may write to its root (`root.readonly`
+    /// false or absent): the guest then writes to the bundle's root
+    /// itself, as under runc, where the engine looks (`docker cp`).
+    /// A read-only root keeps the sandbox's overlay.
+    pub fn root_writable(&self) -> bool {
+        let readonly = self.spec.root().as_ref().and_then(|r| r.readonly());
+        !readonly.unwrap_or(false)
+    }
+
     fn process(&self) -> Result<&oci_spec::runtime::Process, String> {
         self.spec
             .process()

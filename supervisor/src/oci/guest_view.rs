@@ -1,44 +1,97 @@
 //! What a container's guest is told of its limits (/proc/meminfo, nproc,
-//! the /proc/sys sizes): the bundle's `linux.resources` figures
-//! (`Bundle::guest_view`), with the memory in use and the memory limit
-//! read from the container's cgroup at each open, so that an `update`
-//! (`docker update --memory`) shows in the next read of /proc/meminfo.
+//! /proc/cpuinfo, the /proc/sys sizes): the bundle's `linux.resources`
+//! figures (`Bundle::guest_view`), with the memory in use, the memory
+//! limit, the CPU quota and the pids limit read from the container's
+//! cgroup at each use, so that an `update` (`docker update --memory
+//! --cpus --pids-limit`) shows in the guest's next read.
 //!
-//! Owns: which cgroup files give those two figures and reading them.
+//! Owns: which cgroup files give those figures and reading them.
 //! Does not own the limits' enforcement (`resources.rs`), the
 //! directories (`cgroup.rs`), or the texts served (the syscalls crate).
 
 use std::fs::File;
 use std::os::unix::fs::FileExt;
+use std::path::Path;
 
 use super::cgroup::ContainerCgroup;
+use super::resources::V1_PIDS_OVERHEAD;
 use crate::run::{GuestView, Reading};
 
-/// `view` (the bundle's figures) with readers of the container's memory
-/// cgroup, when it has one. The files are opened now, before the
-/// monitor confines itself.
+/// `view` (the bundle's figures) with readers of the container's
+/// cgroup, for each limit the bundle has (what is covered is decided at
+/// create). The files are opened now, before the monitor confines itself.
 pub fn with_cgroup(mut view: GuestView, cgroup: &ContainerCgroup) -> GuestView {
-    if view.memory.is_none() {
-        return view;
-    }
     let v2 = cgroup.v2.is_some();
-    let Some(dir) = cgroup.dir_of("memory") else {
-        return view;
+    let open = |controller: &str, v1: &str, v2_name: &str| {
+        let dir = cgroup.dir_of(controller)?;
+        File::open(dir.join(if v2 { v2_name } else { v1 })).ok()
     };
-    let open = |v1: &str, v2_name: &str| File::open(dir.join(if v2 { v2_name } else { v1 })).ok();
-    view.memory_usage = open("memory.usage_in_bytes", "memory.current").map(reader);
-    view.memory_limit_now = open("memory.limit_in_bytes", "memory.max").map(reader);
+    if view.memory.is_some() {
+        view.memory_usage = open("memory", "memory.usage_in_bytes", "memory.current").map(reader);
+        view.memory_limit_now = open("memory", "memory.limit_in_bytes", "memory.max").map(reader);
+    }
+    if view.cpus.is_some() {
+        view.cpus_now = match v2 {
+            true => open("cpu", "", "cpu.max").map(v2_cpus_reader),
+            false => cgroup.dir_of("cpu").and_then(v1_cpus_reader),
+        };
+    }
+    if view.pids.is_some() {
+        let overhead = if v2 {
+            0
+        } else {
+            V1_PIDS_OVERHEAD.unsigned_abs()
+        };
+        view.pids_now = open("pids", "pids.max", "pids.max").map(|file| {
+            let read = reader(file);
+            Box::new(move || read().map(|max| max.saturating_sub(overhead))) as Reading
+        });
+    }
     view
+}
+
+/// v1's CPUs: `cpu.cfs_quota_us` over `cpu.cfs_period_us`, rounded up
+/// (a quota of -1 is no limit: `u64::MAX`).
+fn v1_cpus_reader(dir: &Path) -> Option<Reading> {
+    let quota = File::open(dir.join("cpu.cfs_quota_us")).ok()?;
+    let period = File::open(dir.join("cpu.cfs_period_us")).ok()?;
+    Some(Box::new(move || {
+        let quota = read_text(&quota)?;
+        let period = read_text(&period)?;
+        cpus_of(quota.trim(), period.trim())
+    }))
+}
+
+/// v2's CPUs: `cpu.max` is "QUOTA PERIOD" or "max PERIOD".
+fn v2_cpus_reader(file: File) -> Reading {
+    Box::new(move || {
+        let text = read_text(&file)?;
+        let (quota, period) = text.trim().split_once(' ')?;
+        cpus_of(quota, period)
+    })
+}
+
+/// Quota over period, rounded up; `u64::MAX` when there is no quota.
+fn cpus_of(quota: &str, period: &str) -> Option<u64> {
+    if quota == "max" || quota == "-1" {
+        return Some(u64::MAX);
+    }
+    let quota: u64 = quota.parse().ok()?;
+    let period: u64 = period.parse().ok().filter(|p| *p > 0)?;
+    Some(quota.div_ceil(period).max(1))
+}
+
+/// The text at the start of `file` (at most 64 bytes).
+fn read_text(file: &File) -> Option<String> {
+    let mut buf = [0u8; 64];
+    let n = file.read_at(&mut buf, 0).ok()?;
+    String::from_utf8(buf.get(..n)?.to_vec()).ok()
 }
 
 /// Reads the number at the start of `file` at each call ("max", v2's
 /// no limit, is `u64::MAX`: the host's memory).
 fn reader(file: File) -> Reading {
-    Box::new(move || {
-        let mut buf = [0u8; 64];
-        let n = file.read_at(&mut buf, 0).ok()?;
-        parse_figure(buf.get(..n)?)
-    })
+    Box::new(move || parse_figure(read_text(&file)?.as_bytes()))
 }
 
 fn parse_figure(text: &[u8]) -> Option<u64> {
@@ -51,7 +104,18 @@ fn parse_figure(text: &[u8]) -> Option<u64> {
 
 #[cfg(test)]
 mod tests {
-    use super::parse_figure;
+    use super::{cpus_of, parse_figure};
+
+    #[test]
+    fn cpus_are_quota_over_period_rounded_up() {
+        assert_eq!(cpus_of("100000", "100000"), Some(1));
+        assert_eq!(cpus_of("150000", "100000"), Some(2));
+        assert_eq!(cpus_of("1000", "100000"), Some(1));
+        assert_eq!(cpus_of("-1", "100000"), Some(u64::MAX));
+        assert_eq!(cpus_of("max", "100000"), Some(u64::MAX));
+        assert_eq!(cpus_of("100000", "0"), None);
+        assert_eq!(cpus_of("x", "100000"), None);
+    }
 
     #[test]
     fn figures_are_numbers_or_max() {

@@ -85,6 +85,7 @@ fn create_in(
         exec_socket: dir.join("exec.sock"),
         log: dir.join("monitor.log"),
         guest: bundle.guest_view(),
+        root_writable: bundle.root_writable(),
     };
     let (pid, init_pid) = match spawn_monitor(plan, args) {
         Ok(pids) => pids,

@@ -48,6 +48,9 @@ pub struct MonitorPlan {
     pub log: PathBuf,
     /// What the guest is told of `linux.resources` (`Bundle::guest_view`).
     pub guest: GuestView,
+    /// The bundle's root is writable (`root.readonly` false): the guest
+    /// writes to it in place (`LaunchConfig::rootfs_in_place`).
+    pub root_writable: bool,
 }
 
 /// Runs the monitor (the sandbox `args` describe) in the forked child; never returns. `ready` is the
@@ -157,6 +160,7 @@ impl Embedding for Monitor {
         config.env = self.plan.env.clone();
         config.id_count = super::user::id_count();
         config.user = self.plan.user.clone();
+        config.rootfs_in_place = self.plan.root_writable;
         config.pty = self.plan.terminal.then_some([true; 3]);
         config.self_join.extend(self.alone.borrow().iter().cloned());
     }

@@ -14,7 +14,7 @@ use super::cgroup::{write, ContainerCgroup};
 /// anchor's pid, reads the right `pids.current`) and the sandbox's init.
 /// `pids.max` is the container's limit plus these, so that the guest may
 /// start as many processes as under runc.
-const V1_PIDS_OVERHEAD: i64 = 2;
+pub(super) const V1_PIDS_OVERHEAD: i64 = 2;
 
 impl ContainerCgroup {
     /// Writes the memory, pids and cpu parts of `res`.

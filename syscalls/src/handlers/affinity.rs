@@ -39,7 +39,7 @@ pub fn sched_getaffinity(ctx: &Context, g: &dyn Guest, pid: i32, len: u32, addr:
         }
     };
     let mut mask = kernel_mask(host, len)?;
-    if let Some(n) = ctx.limits.cpus {
+    if let Some(n) = ctx.limits.cpus_limit() {
         keep_first(&mut mask, n);
     }
     live(g)?;

@@ -59,7 +59,9 @@ pub(super) fn text(ctx: &Context, kind: ProcFile, host: String) -> String {
             let usage = limits.memory_usage.as_ref().and_then(|f| f());
             meminfo(&host, limits.memory_limit().unwrap_or(0), usage)
         }
-        (ProcFile::CpuInfo, GuestLimits { cpus: Some(n), .. }) => cpuinfo(&host, *n),
+        (ProcFile::CpuInfo, limits @ GuestLimits { cpus: Some(n), .. }) => {
+            cpuinfo(&host, limits.cpus_limit().unwrap_or(*n))
+        }
         (ProcFile::MountTable(table), _) => mounttab::rewrite(table, &host),
         (ProcFile::KernelCmdline, _) => masked::CMDLINE.to_owned(),
         (ProcFile::Stat, _) => sandbox_stat(ctx, &host, base.btime(boottime())),
@@ -70,8 +72,8 @@ pub(super) fn text(ctx: &Context, kind: ProcFile, host: String) -> String {
         }
         (ProcFile::LoadAvg, _) => procfiles::loadavg(&view_census(&ctx.fs)),
         (ProcFile::BootId, _) => base.boot_id.clone(),
-        (ProcFile::PerProcess(PerProcess::Status), GuestLimits { cpus: Some(n), .. }) => {
-            procfiles::status(&host, *n)
+        (ProcFile::PerProcess(PerProcess::Status), limits @ GuestLimits { cpus: Some(n), .. }) => {
+            procfiles::status(&host, limits.cpus_limit().unwrap_or(*n))
         }
         (ProcFile::PerProcess(PerProcess::TimensOffsets), _) => procself::timens_offsets(&host),
         (ProcFile::PerProcess(PerProcess::Autogroup), _) => {
@@ -84,7 +86,7 @@ pub(super) fn text(ctx: &Context, kind: ProcFile, host: String) -> String {
                 host_memory: (watches && limits.memory_limit.is_some())
                     .then(host_memtotal)
                     .flatten(),
-                pids: limits.pids,
+                pids: limits.pids_limit(),
                 open_files: match file {
                     SysFile::FileNr => with_view_proc(&ctx.fs, procfiles::open_files).unwrap_or(0),
                     _ => 0,
@@ -128,7 +130,10 @@ fn host_memtotal() -> Option<u64> {
 fn sandbox_stat(ctx: &Context, host: &str, btime: u64) -> String {
     let syn = &ctx.synthetic;
     let census = view_census(&ctx.fs);
-    let n = ctx.limits.cpus.unwrap_or_else(|| procstat::host_cpus(host));
+    let n = ctx
+        .limits
+        .cpus_limit()
+        .unwrap_or_else(|| procstat::host_cpus(host));
     let elapsed = (syn.uptime() * USER_HZ as f64) as u64;
     let cpus = syn
         .cpu_clock

@@ -60,8 +60,15 @@ pub struct GuestLimits {
     pub memory_usage: Option<Box<dyn Fn() -> Option<u64> + Send + Sync>>,
     /// How many CPUs the guest may use (ceil of --cpus, at most the host's), if limited.
     pub cpus: Option<usize>,
+    /// The CPUs now, read at each use (a container's `update` changes
+    /// them); `cpus` when it reads nothing. Only consulted when `cpus`
+    /// is set (which decides what is covered).
+    pub cpus_now: Option<Box<dyn Fn() -> Option<usize> + Send + Sync>>,
     /// How many tasks the guest may have (--pids), if limited.
     pub pids: Option<u64>,
+    /// The pids limit now, read at each use; `pids` when it reads
+    /// nothing. Only consulted when `pids` is set.
+    pub pids_now: Option<Box<dyn Fn() -> Option<u64> + Send + Sync>>,
 }
 
 impl fmt::Debug for GuestLimits {
@@ -74,7 +81,9 @@ impl fmt::Debug for GuestLimits {
             )
             .field("memory_usage", &self.memory_usage.as_ref().map(|_| "Fn"))
             .field("cpus", &self.cpus)
+            .field("cpus_now", &self.cpus_now.as_ref().map(|_| "Fn"))
             .field("pids", &self.pids)
+            .field("pids_now", &self.pids_now.as_ref().map(|_| "Fn"))
             .finish()
     }
 }
@@ -84,6 +93,21 @@ impl GuestLimits {
     pub fn memory_limit(&self) -> Option<u64> {
         let fixed = self.memory_limit?;
         let now = self.memory_limit_now.as_ref().and_then(|f| f());
+        Some(now.unwrap_or(fixed))
+    }
+
+    /// The CPUs the guest may use now: read again when they can change,
+    /// else the fixed number.
+    pub fn cpus_limit(&self) -> Option<usize> {
+        let fixed = self.cpus?;
+        let now = self.cpus_now.as_ref().and_then(|f| f());
+        Some(now.unwrap_or(fixed))
+    }
+
+    /// The pids limit now: read again when it can change, else the fixed one.
+    pub fn pids_limit(&self) -> Option<u64> {
+        let fixed = self.pids?;
+        let now = self.pids_now.as_ref().and_then(|f| f());
         Some(now.unwrap_or(fixed))
     }
 }

@@ -129,7 +129,9 @@ fn synthetic_proc_files_whatever_the_path() {
         memory_limit_now: None,
         memory_usage: Some(Box::new(|| Some(100 << 20))),
         cpus: Some(1),
+        cpus_now: None,
         pids: None,
+        pids_now: None,
     });
     let proc_fd = 7;
     f.g.give_fd(proc_fd, open_path(Path::new("/proc"), libc::O_PATH));
