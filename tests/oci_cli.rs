@@ -85,6 +85,27 @@ fn set_args(config: &mut serde_json::Value, script: &str) {
     config["process"]["args"] = json!(["sh", "-c", script]);
 }
 
+/// Waits for container `id` (its create returned `pid`) to exit 0, and
+/// deletes it; its stdout (the bundle `dir`'s stdout file).
+fn finish(rt: &Runtime, dir: &Path, id: &str, pid: i32) -> String {
+    let status = wait_exit(pid);
+    let out = fs::read_to_string(dir.join("stdout")).unwrap_or_default();
+    let err = fs::read_to_string(dir.join("stderr")).unwrap_or_default();
+    assert!(
+        matches!(status, WaitStatus::Exited(_, 0)),
+        "{status:?} {out} {err}"
+    );
+    assert!(rt.run(&["delete", id]).status.success());
+    out
+}
+
+/// Runs container `id` of bundle `dir` to its end; its stdout.
+fn run_to_end(rt: &Runtime, dir: &Path, id: &str) -> String {
+    let pid = create(rt, dir, id);
+    assert!(rt.run(&["start", id]).status.success());
+    finish(rt, dir, id, pid)
+}
+
 macro_rules! need_busybox {
     () => {
         if !have_busybox() {

@@ -22,6 +22,13 @@ fn link_applets(rootfs: &Path) {
     }
 }
 
+/// Binds `shared` (where the test says "go") at /data, writable.
+fn mount_data(config: &mut serde_json::Value, shared: &Path) {
+    let mount = json!({"destination": "/data",
+        "type": "bind", "source": shared, "options": ["rbind", "rw"]});
+    config["mounts"].as_array_mut().unwrap().push(mount);
+}
+
 fn limited_bundle(dir: &Path, script: &str) {
     bundle(dir, |c| {
         set_args(c, script);
@@ -32,21 +39,6 @@ fn limited_bundle(dir: &Path, script: &str) {
         });
     });
     link_applets(&dir.join("rootfs"));
-}
-
-/// Runs container `id` of bundle `dir` to its end; its stdout.
-fn run_to_end(rt: &Runtime, dir: &Path, id: &str) -> String {
-    let pid = create(rt, dir, id);
-    assert!(rt.run(&["start", id]).status.success());
-    let status = wait_exit(pid);
-    let out = fs::read_to_string(dir.join("stdout")).unwrap_or_default();
-    let err = fs::read_to_string(dir.join("stderr")).unwrap_or_default();
-    assert!(
-        matches!(status, WaitStatus::Exited(_, 0)),
-        "{status:?} {out} {err}"
-    );
-    assert!(rt.run(&["delete", id]).status.success());
-    out
 }
 
 #[test]
@@ -96,11 +88,7 @@ fn update_of_the_memory_limit_shows_in_meminfo() {
     bundle(t.path(), |c| {
         set_args(c, script);
         c["linux"]["resources"] = json!({"memory": {"limit": 64 << 20}});
-        c["mounts"]
-            .as_array_mut()
-            .unwrap()
-            .push(json!({"destination": "/data",
-            "type": "bind", "source": shared, "options": ["rbind", "rw"]}));
+        mount_data(c, &shared);
     });
     link_applets(&t.join("rootfs"));
     let pid = create(&rt, t.path(), "upd");
@@ -148,11 +136,7 @@ fn update_of_the_cpus_and_pids_shows_to_the_guest() {
             "cpu": {"quota": 200000, "period": 100000},
             "pids": {"limit": 50},
         });
-        c["mounts"]
-            .as_array_mut()
-            .unwrap()
-            .push(json!({"destination": "/data",
-            "type": "bind", "source": shared, "options": ["rbind", "rw"]}));
+        mount_data(c, &shared);
     });
     link_applets(&t.join("rootfs"));
     let pid = create(&rt, t.path(), "updcpu");
@@ -173,14 +157,7 @@ fn update_of_the_cpus_and_pids_shows_to_the_guest() {
     );
     assert!(up.status.success(), "update: {up:?}");
     fs::write(shared.join("go"), "").unwrap();
-    let status = wait_exit(pid);
-    let out = fs::read_to_string(t.join("stdout")).unwrap_or_default();
-    let err = fs::read_to_string(t.join("stderr")).unwrap_or_default();
-    assert!(
-        matches!(status, WaitStatus::Exited(_, 0)),
-        "{status:?} {out} {err}"
-    );
+    let out = finish(&rt, t.path(), "updcpu", pid);
     let seen: Vec<&str> = out.lines().collect();
     assert_eq!(seen, ["2", "2", "50", "1", "1", "8"], "{out}");
-    assert!(rt.run(&["delete", "updcpu"]).status.success());
 }

@@ -25,16 +25,7 @@ fn run_writer(readonly: bool) -> (Tree, String) {
         c["root"]["readonly"] = readonly.into();
         c["hostname"] = "writer".into();
     });
-    let pid = create(&rt, t.path(), id);
-    assert!(rt.run(&["start", id]).status.success());
-    let status = wait_exit(pid);
-    let out = fs::read_to_string(t.join("stdout")).unwrap_or_default();
-    let err = fs::read_to_string(t.join("stderr")).unwrap_or_default();
-    assert!(
-        matches!(status, WaitStatus::Exited(_, 0)),
-        "{status:?} {out} {err}"
-    );
-    assert!(rt.run(&["delete", id]).status.success());
+    let out = run_to_end(&rt, t.path(), id);
     (t, out)
 }
 
