@@ -44,8 +44,12 @@ pub mod flags {
 use flags::*;
 
 /// How many times a scoped lookup is retried when the kernel reports a
-/// concurrent rename or mount (EAGAIN).
-const EAGAIN_RETRIES: usize = 4;
+/// concurrent rename or mount (EAGAIN). The kernel checks for one only
+/// where a path walks `..`, but a rename *anywhere* on the host counts:
+/// under a busy build (or another sandbox renaming in a loop) four tries
+/// were seen to run out, and the guest's call would fail with an EAGAIN
+/// its kernel never gives. Each try is one lookup (microseconds).
+const EAGAIN_RETRIES: usize = 64;
 
 /// The caller of a resolution, for the prefixes that name it.
 pub trait Caller {
@@ -431,7 +435,11 @@ fn retry(resolve: u64, mut f: impl FnMut() -> Result<OwnedFd, Errno>) -> Result<
     let mut n = 0;
     loop {
         match f() {
-            Err(Errno::EAGAIN) if resolve & CACHED == 0 && n < EAGAIN_RETRIES => n += 1,
+            Err(Errno::EAGAIN) if resolve & CACHED == 0 && n < EAGAIN_RETRIES => {
+                n += 1;
+                // Let the renaming thread finish before the next try.
+                std::thread::yield_now();
+            }
             r => return r,
         }
     }
