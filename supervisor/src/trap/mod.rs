@@ -304,9 +304,9 @@ fn serve_calls_acting(shared: &Arc<Shared>, mut acting: Option<&mut creds::Actin
             ),
             Err(e) => Reply::Error(e),
         };
-        let held = traced.as_ref().map(|(tracer, ..)| tracer.hold());
+        let traced = traced.map(|(tracer, start, what)| (tracer.hold(), start, what));
         let answered = answer(&shared.listener, &n, reply);
-        if let (Some(held), Some((_, start, (pid, call, denied)))) = (held, traced) {
+        if let Some((held, start, (pid, call, denied))) = traced {
             held.line(pid, &call, denied, answered, start.elapsed());
         }
     }
