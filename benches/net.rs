@@ -16,11 +16,17 @@
 //! net_udp_rr_64_msg (the same through sendmsg/recvmsg with names and
 //! no control messages), net_udp_rr_64_ancillary (the same through sendmsg with an IP_TTL
 //! control message and recvmsg reporting IP_PKTINFO and IP_TTL),
-//! net_udp_rr_64_connected (connected sockets, send/recv: native). A summary of medians, ratios and throughput is
-//! printed at the end.
+//! net_udp_rr_64_connected (connected sockets, send/recv: native),
+//! net_relay_rr_64 and net_relay_bulk_64k (the same request/response and
+//! bulk protocols against servers this bench runs on the host's
+//! 127.0.0.1: sandboxed, that is egress through the netstack's relay,
+//! allowed by `--allow-net 127.0.0.1:PORT`). A summary of medians, ratios
+//! and throughput is printed at the end.
 //!
 //! Environment: SUPERVISOR_BIN overrides the supervisor binary.
 
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::{Arc, Mutex};
@@ -41,6 +47,8 @@ const CALLS: &[(&str, &str)] = &[
     ("net_udp_rr_64_msg", "udp_rr_msg"),
     ("net_udp_rr_64_ancillary", "udp_rr_ancil"),
     ("net_udp_rr_64_connected", "udp_rr_conn"),
+    ("net_relay_rr_64", "relay_rr"),
+    ("net_relay_bulk_64k", "relay_bulk"),
 ];
 const GUEST_DIR: &str = "/netbench";
 
@@ -55,6 +63,42 @@ fn build(dir: &Path) -> PathBuf {
         .expect("cc");
     assert!(status.success(), "cc {}: {status}", src.display());
     out
+}
+
+/// A server on the host's 127.0.0.1 that runs `serve` on every
+/// connection in a thread of its own; its port.
+fn host_server(serve: fn(TcpStream) -> std::io::Result<()>) -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind a host server");
+    let port = listener.local_addr().expect("its port").port();
+    std::thread::spawn(move || {
+        for conn in listener.incoming().flatten() {
+            let _ = conn.set_nodelay(true);
+            std::thread::spawn(move || serve(conn));
+        }
+    });
+    port
+}
+
+/// The guest's `echo`: 64 bytes back for every 64 received.
+fn echo(mut conn: TcpStream) -> std::io::Result<()> {
+    let mut b = [0u8; 64];
+    loop {
+        conn.read_exact(&mut b)?;
+        conn.write_all(&b)?;
+    }
+}
+
+/// The guest's `drain`: a count, that many 64 KiB chunks, one byte back.
+fn drain(mut conn: TcpStream) -> std::io::Result<()> {
+    let mut chunk = vec![0u8; 65536];
+    loop {
+        let mut count = [0u8; 8];
+        conn.read_exact(&mut count)?;
+        for _ in 0..u64::from_ne_bytes(count) {
+            conn.read_exact(&mut chunk)?;
+        }
+        conn.write_all(b"k")?;
+    }
 }
 
 fn summary(samples: &Samples) {
@@ -72,7 +116,7 @@ fn summary(samples: &Samples) {
             s / 1e3,
             s / n
         );
-        if *group == "net_tcp_bulk_64k" {
+        if *group == "net_tcp_bulk_64k" || *group == "net_relay_bulk_64k" {
             let gbps = |ns: f64| 65536.0 / ns;
             println!(
                 "| bulk throughput | {:.2} GB/s | {:.2} GB/s | {:.2}x |",
@@ -93,13 +137,20 @@ fn main() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let prog = build(tmp.path());
     let samples: Samples = Arc::default();
-    let native = Guest::spawn("native", Command::new(&prog)).expect("native guest");
+    let ports = [host_server(echo), host_server(drain)].map(|p| p.to_string());
+    let mut native = Command::new(&prog);
+    native.args(&ports);
+    let native = Guest::spawn("native", native).expect("native guest");
     let mut sup = Command::new(supervisor_bin());
     sup.arg("run")
         .arg("--ro")
-        .arg(format!("{}:{GUEST_DIR}", tmp.path().display()))
-        .arg("--")
-        .arg(format!("{GUEST_DIR}/net_bench_guest"));
+        .arg(format!("{}:{GUEST_DIR}", tmp.path().display()));
+    for port in &ports {
+        sup.arg(format!("--allow-net=127.0.0.1:{port}"));
+    }
+    sup.arg("--")
+        .arg(format!("{GUEST_DIR}/net_bench_guest"))
+        .args(&ports);
     let supervised = Guest::spawn("supervised", sup).expect("supervised guest");
     let guests = [
         Arc::new(Mutex::new(native)),

@@ -16,6 +16,10 @@
  *   udp_rr_msg      the same through sendmsg and recvmsg with names but no
  *                   control messages (what udp_rr_ancil adds)       [serviced]
  *   udp_rr_conn     connected UDP sockets, send and recv             [native data]
+ *   relay_rr        tcp_rr against an echo server on the host's 127.0.0.1
+ *                   (port argv[1]; sandboxed: egress, through the relay)
+ *   relay_bulk      tcp_bulk against a draining server on the host's
+ *                   127.0.0.1 (port argv[2]; the same protocol as drain)
  *   ping 0          answers 0
  */
 #define _GNU_SOURCE
@@ -201,8 +205,27 @@ static int udp_rr(int fd, int ancil, struct sockaddr_in *to, long n) {
 }
 
 static int rr_fd = -1, bulk_fd = -1, acc_l = -1, acc_port;
+static int relay_rr_fd = -1, relay_bulk_fd = -1;
 static int udp_fd = -1, udp_ancil_fd = -1, udp_msg_fd = -1, udp_conn_fd = -1;
 static struct sockaddr_in udp_to, udp_ancil_to, udp_msg_to, udp_conn_to;
+
+/* n 64-byte requests on `fd`, each answered by 64 bytes. */
+static int rr(int fd, long n) {
+    char b[64] = {0};
+    for (long i = 0; i < n; i++)
+        if (full(fd, b, sizeof b, 1) || full(fd, b, sizeof b, 0)) return -1;
+    return 0;
+}
+
+/* n chunks to a draining peer (drain's protocol), acknowledged once. */
+static int bulk(int fd, long n) {
+    uint64_t count = n;
+    char k;
+    if (fd < 0 || full(fd, &count, sizeof count, 1)) return -1;
+    for (long i = 0; i < n; i++)
+        if (full(fd, chunk, CHUNK, 1)) return -1;
+    return full(fd, &k, 1, 0);
+}
 
 static int run(const char *name, long n, uint64_t *ns) {
     uint64_t t0 = now_ns();
@@ -221,9 +244,11 @@ static int run(const char *name, long n, uint64_t *ns) {
             if (getsockname(rr_fd, (struct sockaddr *)&a, &l)) return -1;
         }
     } else if (!strcmp(name, "tcp_rr")) {
-        char b[64] = {0};
-        for (long i = 0; i < n; i++)
-            if (full(rr_fd, b, sizeof b, 1) || full(rr_fd, b, sizeof b, 0)) return -1;
+        if (rr(rr_fd, n)) return -1;
+    } else if (!strcmp(name, "relay_rr")) {
+        if (relay_rr_fd < 0 || rr(relay_rr_fd, n)) return -1;
+    } else if (!strcmp(name, "relay_bulk")) {
+        if (bulk(relay_bulk_fd, n)) return -1;
     } else if (!strcmp(name, "udp_rr")) {
         if (udp_rr(udp_fd, PLAIN, &udp_to, n)) return -1;
     } else if (!strcmp(name, "udp_rr_ancil")) {
@@ -237,12 +262,7 @@ static int run(const char *name, long n, uint64_t *ns) {
                 recv(udp_conn_fd, b, sizeof b, 0) != sizeof b)
                 return -1;
     } else if (!strcmp(name, "tcp_bulk")) {
-        uint64_t count = n;
-        char k;
-        if (full(bulk_fd, &count, sizeof count, 1)) return -1;
-        for (long i = 0; i < n; i++)
-            if (full(bulk_fd, chunk, CHUNK, 1)) return -1;
-        if (full(bulk_fd, &k, 1, 0)) return -1;
+        if (bulk(bulk_fd, n)) return -1;
     } else {
         return -2;
     }
@@ -250,8 +270,16 @@ static int run(const char *name, long n, uint64_t *ns) {
     return 0;
 }
 
-int main(void) {
+int main(int argc, char **argv) {
     setvbuf(stdout, NULL, _IOLBF, 0);
+    if (argc >= 3) {
+        relay_rr_fd = dial(atoi(argv[1]));
+        relay_bulk_fd = dial(atoi(argv[2]));
+        if (relay_rr_fd < 0 || relay_bulk_fd < 0) {
+            printf("ERR setup relay\n");
+            return 1;
+        }
+    }
     rr_fd = pair_with(echo);
     bulk_fd = pair_with(drain);
     acc_l = listener(&acc_port);
