@@ -134,7 +134,8 @@ pub fn update(root: &Path, a: &UpdateArgs) -> Result<(), String> {
         pids.set_limit(p);
         res.set_pids(Some(pids));
     }
-    record.cgroup.set_resources(&res)
+    record.cgroup.set_resources(&res)?;
+    super::sys_cpu::follow_update(&record)
 }
 
 /// `spec`: a default config.json in the bundle directory (runc's

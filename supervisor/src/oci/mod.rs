@@ -29,6 +29,7 @@ pub mod log;
 pub mod monitor;
 pub mod resources;
 pub mod state;
+pub mod sys_cpu;
 pub mod user;
 
 use cli::{GlobalFlags, OciCommand};
