@@ -20,7 +20,6 @@ use std::path::Path;
 use nix::unistd::{sysconf, SysconfVar};
 
 use super::cgroup::ContainerCgroup;
-use super::resources::V1_PIDS_OVERHEAD;
 use crate::run::{GuestView, Reading};
 
 /// `view` (the bundle's figures) with readers of the container's
@@ -50,12 +49,9 @@ pub fn with_cgroup(mut view: GuestView, cgroup: &ContainerCgroup) -> GuestView {
         view.cpus = view.cpus.or_else(host_cpus);
         view.cpus_now = Some(cpus);
     }
-    if let Some(file) = open("pids", "pids.max", "pids.max") {
-        let overhead = if v2 {
-            0
-        } else {
-            V1_PIDS_OVERHEAD.unsigned_abs()
-        };
+    let pids = cgroup.pids_dir().map(|d| d.join("pids.max"));
+    if let Some(file) = pids.and_then(|p| File::open(p).ok()) {
+        let overhead = cgroup.pids_overhead().unsigned_abs();
         view.pids = view.pids.or(Some(u64::MAX));
         let read = reader(file);
         view.pids_now = Some(Box::new(move || {
