@@ -65,7 +65,7 @@ fn run_command(root: &std::path::Path, log: &Log, command: OciCommand) -> Result
         OciCommand::Ps(a) => info::ps(root, &a),
         OciCommand::Pause(a) => info::set_paused(root, &a.id, true),
         OciCommand::Resume(a) => info::set_paused(root, &a.id, false),
-        OciCommand::Update(a) => info::update(root, &a),
+        OciCommand::Update(a) => info::update(root, log, &a),
         OciCommand::Exec(a) => exec::exec(root, &a).map(drop),
     }
 }
