@@ -230,6 +230,10 @@ fn an_update_adds_limits_the_container_was_created_without() {
         fs::read_to_string(&memory).unwrap_or_default().trim(),
         "67108864"
     );
+    if let Some(own_cpu) = own_v1_dir("cpu") {
+        let quota = fs::read_to_string(own_cpu.join("addlim/cpu.cfs_quota_us")).unwrap_or_default();
+        assert_eq!(quota.trim(), "100000");
+    }
     if let Some(own_pids) = own_v1_dir("pids") {
         // The limit and the runtime's allowance (the anchor and init).
         let max = fs::read_to_string(own_pids.join("addlim/pids.max")).unwrap_or_default();
