@@ -158,23 +158,27 @@ fn spawn_monitor(plan: MonitorPlan, args: crate::cli::RunArgs) -> Result<(i32, i
             drop(ready_tx);
             let mut answer = String::new();
             let _ = fs::File::from(ready_rx).read_to_string(&mut answer);
-            let init_pid = answer.strip_prefix("ok").map(str::parse::<i32>);
-            let init_pid = match (init_pid, own_pid_ns) {
-                (Some(Ok(n)), true) => anchor::host_pid_of_init(pid.as_raw(), n).map(Ok),
-                (other, _) => other,
-            };
-            match init_pid {
-                Some(Ok(init_pid)) if init_pid > 0 => Ok((pid.as_raw(), init_pid)),
-                _ => {
-                    let _ = kill(pid, Signal::SIGKILL);
-                    let _ = nix::sys::wait::waitpid(pid, None);
-                    Err(match answer.strip_prefix('E') {
-                        Some(msg) => msg.to_string(),
-                        None => "the container's monitor died while setting up".into(),
-                    })
-                }
-            }
+            let init_pid = init_host_pid(&answer, pid.as_raw(), own_pid_ns);
+            init_pid.map(|init| (pid.as_raw(), init)).inspect_err(|_| {
+                let _ = kill(pid, Signal::SIGKILL);
+                let _ = nix::sys::wait::waitpid(pid, None);
+            })
         }
+    }
+}
+
+/// Init's host pid from the anchor's `answer` ("ok" and init's pid in
+/// the anchor's pid namespace, or "E" and an error); `own_pid_ns`: that
+/// namespace is not the host's.
+fn init_host_pid(answer: &str, anchor: i32, own_pid_ns: bool) -> Result<i32, String> {
+    match answer.strip_prefix("ok").map(str::parse::<i32>) {
+        Some(Ok(n)) if n > 0 && own_pid_ns => anchor::host_pid_of_init(anchor, n)
+            .ok_or_else(|| "the sandbox's init is not among the monitor's children".into()),
+        Some(Ok(n)) if n > 0 => Ok(n),
+        _ => Err(match answer.strip_prefix('E') {
+            Some(msg) => msg.to_string(),
+            None => "the container's monitor died while setting up".into(),
+        }),
     }
 }
 

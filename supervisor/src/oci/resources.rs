@@ -62,9 +62,7 @@ impl ContainerCgroup {
         }
         Ok(())
     }
-}
 
-impl ContainerCgroup {
     /// The runtime's own tasks counted by [`ContainerCgroup::pids_dir`]'s
     /// `pids.max`, beside the container's limit.
     pub(super) fn pids_overhead(&self) -> i64 {
