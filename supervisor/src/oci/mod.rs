@@ -12,7 +12,8 @@
 //! Owns dispatching the commands and logging their errors (`log.rs`).
 //! Submodules: `cli` (flags), `lifecycle` (create, start, kill, delete),
 //! `info` (state, list, ps, pause, resume, update, spec, features),
-//! `exec` and `exec_socket`, `console`, `hooks`, `user`. Does not own the sandbox: that is `run.rs` and `launch/`.
+//! `exec` and `exec_socket`, `console`, `hooks`, `user`, `sys_cpu` (the
+//! guest's /sys CPUs after `update`). Does not own the sandbox: that is `run.rs` and `launch/`.
 
 pub mod anchor;
 pub mod bundle;

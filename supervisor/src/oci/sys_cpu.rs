@@ -26,6 +26,7 @@ use nix::errno::Errno;
 use nix::fcntl::OFlag;
 use nix::sched::{setns, CloneFlags};
 use nix::sys::stat::{mkdirat, Mode};
+use nix::sys::statfs::{fstatfs, TMPFS_MAGIC};
 use nix::sys::wait::{waitpid, WaitStatus};
 use nix::unistd::{unlinkat, UnlinkatFlags};
 
@@ -99,6 +100,11 @@ fn rewrite_in_sandbox(init: i32, wanted: &SysCpu) -> Result<(), String> {
     setns(ns, CloneFlags::CLONE_NEWNS)
         .map_err(|e| format!("entering the sandbox's mount namespace: {}", e.desc()))?;
     let sys = clone_mount(c"/sys").map_err(|e| format!("copying /sys: {}", e.desc()))?;
+    // The view's own tmpfs, never the root file system's directory.
+    let fs = fstatfs(&sys).map_err(|e| format!("/sys: {}", e.desc()))?;
+    if fs.filesystem_type() != TMPFS_MAGIC {
+        return Err("/sys is not the sandbox's tmpfs".into());
+    }
     make_writable(sys.as_fd()).map_err(|e| format!("/sys: {}", e.desc()))?;
     let dir = cpu_dir(sys.as_fd()).map_err(|e| format!("/sys/{CPU_DIR}: {}", e.desc()))?;
     write_cpus(dir.as_fd(), wanted)

@@ -12,10 +12,11 @@ use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 
 use nix::errno::Errno;
 
-/// A detached copy of the mount at `path` (not its submounts), the
-/// copy's root open as a close-on-exec descriptor.
+/// A detached copy of the mount at `path` (not its submounts; a final
+/// symlink is not followed), the copy's root open as a close-on-exec
+/// descriptor.
 pub fn clone_mount(path: &CStr) -> Result<OwnedFd, Errno> {
-    let flags = libc::OPEN_TREE_CLONE | libc::OPEN_TREE_CLOEXEC;
+    let flags = libc::OPEN_TREE_CLONE | libc::OPEN_TREE_CLOEXEC | libc::AT_SYMLINK_NOFOLLOW as u32;
     // SAFETY: `path` is a valid NUL-terminated string that outlives the
     // call; the rest are integers. On success the kernel returns a new
     // descriptor that nothing else owns.
