@@ -433,7 +433,8 @@ fn guest_sees_its_limits(d: &Daemon) {
 }
 
 /// `docker update --cpus 1 --pids-limit 8` of a container started with
-/// `--cpus 2 --pids-limit 50`: `nproc` and threads-max follow.
+/// `--cpus 2 --pids-limit 50`: `nproc`, /sys/devices/system/cpu/online
+/// (what `os.cpu_count()` reads) and threads-max follow.
 fn update_shows_to_the_guest(d: &Daemon) {
     if std::thread::available_parallelism().map_or(1, |n| n.get()) < 2 {
         return; // one CPU: a limit of 2 reads 1 already
@@ -443,7 +444,7 @@ fn update_shows_to_the_guest(d: &Daemon) {
         "upd",
         "sh",
         "-c",
-        "busybox nproc; cat /proc/sys/kernel/threads-max",
+        "busybox nproc; cat /sys/devices/system/cpu/online /proc/sys/kernel/threads-max",
     ];
     d.ok(&[
         "run",
@@ -459,8 +460,8 @@ fn update_shows_to_the_guest(d: &Daemon) {
         "sleep",
         "100",
     ]);
-    assert_eq!(d.ok(&read), "2\n50\n");
+    assert_eq!(d.ok(&read), "2\n0-1\n50\n");
     d.ok(&["update", "--cpus", "1", "--pids-limit", "8", "upd"]);
-    assert_eq!(d.ok(&read), "1\n8\n");
+    assert_eq!(d.ok(&read), "1\n0\n8\n");
     d.ok(&["rm", "-f", "upd"]);
 }

@@ -145,7 +145,7 @@ fn rootless_podman_runs_containers_with_runtime_supervisor() {
     assert_eq!(three.status.code(), Some(3), "{}", dump(&three));
 
     // A running container: exec (uid 0 of Podman's namespace, tester on
-    // the host), top through the anchor's namespaces, stop.
+    // the host), top through the anchor's namespaces, cp, stop.
     p.ok(&[
         "run",
         "--runtime",
@@ -164,6 +164,16 @@ fn rootless_podman_runs_containers_with_runtime_supervisor() {
         .collect();
     comms.sort();
     assert_eq!(comms, ["sleep", "supervisor-init"], "{top}");
+    // cp both ways while it runs: Podman enters the pid namespace of the
+    // container's pid (the anchor's own, which Podman's user namespace
+    // owns) and its mount namespace (the sandbox's).
+    fs::write(p.dir.join("into.txt"), "in\n").expect("write into.txt");
+    p.ok(&["cp", "into.txt", "sleeper:/tmp/into.txt"]);
+    assert_eq!(p.ok(&["exec", "sleeper", "cat", "/tmp/into.txt"]), "in\n");
+    p.ok(&["exec", "sleeper", "sh", "-c", "echo out > /tmp/out.txt"]);
+    p.ok(&["cp", "sleeper:/tmp/out.txt", "out.txt"]);
+    let out = fs::read_to_string(p.dir.join("out.txt")).unwrap_or_default();
+    assert_eq!(out, "out\n");
     p.ok(&["stop", "--time", "5", "sleeper"]);
     let code = p.ok(&["inspect", "-f", "{{.State.ExitCode}}", "sleeper"]);
     assert_eq!(code.trim(), "143");

@@ -46,7 +46,7 @@ pub use exec::DEFAULT_PATH;
 pub use exec_request::ExecRequests;
 pub use flush::RwFlush;
 pub use init::FORWARDED;
-pub use plan::ViewPlan;
+pub use plan::{SysCpu, ViewPlan};
 pub use users::{GuestUser, OCI_ID_COUNT};
 
 use std::ffi::OsString;

@@ -419,6 +419,9 @@ fn build_dev(plan: &ViewPlan) -> Result<()> {
 /// guest may use, as glibc and nproc count them), then made read-only.
 /// Its own tmpfs, not a directory of the view, so that nothing of a
 /// `--rootfs` tree (a symlink at sys/devices, say) takes part in writing it.
+/// The mount is read-only, not the file system: the OCI runtime's
+/// `update` rewrites the CPUs through a detached copy of the mount
+/// (`oci/sys_cpu.rs`); the guest has no other mount of it.
 fn build_sys(plan: &ViewPlan) -> Result<()> {
     let sys = new_root("sys");
     make_dir(&sys, 0o555)?;
@@ -447,7 +450,7 @@ fn build_sys(plan: &ViewPlan) -> Result<()> {
             make_dir(&dir.join(name), 0o755)?;
         }
     }
-    let ro = MsFlags::MS_REMOUNT | MsFlags::MS_RDONLY | flags;
+    let ro = MsFlags::MS_REMOUNT | MsFlags::MS_BIND | MsFlags::MS_RDONLY | flags;
     check(
         mount(None::<&str>, &sys, None::<&str>, ro, None::<&str>),
         || "making /sys read-only".into(),

@@ -16,6 +16,17 @@
 //! died of signal N). SIGKILL of the anchor ends the monitor (its
 //! PDEATHSIG) and so the sandbox.
 //!
+//! Under rootless Podman the anchor is pid 1 of a pid namespace of its
+//! own (`create` clones it so), owned by Podman's user namespace:
+//! Podman's `cp` enters the pid namespace of the container's pid, and
+//! may not enter the host's. The monitor and the sandbox are in it too,
+//! so the anchor mounts that namespace's procfs over /proc in a mount
+//! namespace of its own (the monitor reads its guests' /proc/<pid> by the
+//! pids its namespace gives them); `create` finds init's host pid by
+//! its pid in the anchor's namespace ([`host_pid_of_init`]). Only
+//! SIGKILL and the signals it waits for reach a namespace's pid 1 from
+//! outside: the forwarded ones, which is what `kill` sends.
+//!
 //! Owns that process; not the monitor (`monitor.rs`), nor the state.
 
 use std::fs::File;
@@ -23,6 +34,7 @@ use std::io::{Read, Write};
 use std::os::fd::{AsRawFd, OwnedFd};
 
 use nix::fcntl::OFlag;
+use nix::mount::{mount, MsFlags};
 use nix::sched::{setns, CloneFlags};
 use nix::sys::signal::{kill, SigSet, Signal};
 use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
@@ -49,6 +61,11 @@ const JOINED: &[(&str, CloneFlags)] = &[
 pub fn run(plan: MonitorPlan, args: RunArgs, ready: OwnedFd) -> ! {
     let mut ready = File::from(ready);
     let _ = setsid();
+    if getpid().as_raw() == 1 {
+        if let Err(e) = mount_own_proc() {
+            fail(&mut ready, &e);
+        }
+    }
     let joined = plan.cgroup.join_monitor(getpid().as_raw());
     let pipe = joined.and_then(|_| {
         pipe2(OFlag::O_CLOEXEC).map_err(|e| format!("creating a pipe: {}", e.desc()))
@@ -85,6 +102,53 @@ pub fn run(plan: MonitorPlan, args: RunArgs, ready: OwnedFd) -> ! {
     let _ = mask.thread_block();
     relay_ready(File::from(from_monitor), ready);
     std::process::exit(forward_until_exit(monitor, &mask))
+}
+
+/// In a pid namespace of its own: this namespace's procfs at /proc, in
+/// a mount namespace of its own whose mounts no longer propagate back.
+fn mount_own_proc() -> Result<(), String> {
+    let none = None::<&str>;
+    mount(none, "/", none, MsFlags::MS_REC | MsFlags::MS_SLAVE, none)
+        .map_err(|e| format!("making the anchor's mounts private: {}", e.desc()))?;
+    let flags = MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC;
+    mount(Some("proc"), "/proc", Some("proc"), flags, none)
+        .map_err(|e| format!("mounting the anchor's /proc: {}", e.desc()))
+}
+
+/// The host pid (as `create`'s /proc names it) of the sandbox's init,
+/// which the anchor's own pid namespace calls `pid`: the child of the
+/// anchor's child (the monitor) whose pid one level beneath ours is `pid`.
+pub fn host_pid_of_init(anchor: i32, pid: i32) -> Option<i32> {
+    let all: Vec<(i32, i32, Vec<i32>)> = std::fs::read_dir("/proc")
+        .ok()?
+        .filter_map(Result::ok)
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter_map(|p| {
+            let status = std::fs::read_to_string(format!("/proc/{p}/status")).ok()?;
+            let (ppid, ns_pids) = parent_and_ns_pids(&status)?;
+            Some((p, ppid, ns_pids))
+        })
+        .collect();
+    let monitor = all.iter().find(|(_, ppid, _)| *ppid == anchor)?.0;
+    all.iter()
+        .find(|(_, ppid, ns)| *ppid == monitor && ns.get(1) == Some(&pid))
+        .map(|(p, _, _)| *p)
+}
+
+/// `PPid` and `NSpid` (from the reader's pid namespace down) of a
+/// /proc/<pid>/status text.
+fn parent_and_ns_pids(status: &str) -> Option<(i32, Vec<i32>)> {
+    let field = |name: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(name)?.strip_prefix(':'))
+    };
+    let ppid = field("PPid")?.trim().parse().ok()?;
+    let ns = field("NSpid")?
+        .split_whitespace()
+        .filter_map(|p| p.parse().ok())
+        .collect();
+    Some((ppid, ns))
 }
 
 fn fail(ready: &mut File, message: &str) -> ! {
@@ -154,5 +218,18 @@ fn forward_until_exit(monitor: Pid, mask: &SigSet) -> i32 {
                 let _ = kill(monitor, sig);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parent_and_ns_pids;
+
+    #[test]
+    fn status_gives_the_parent_and_the_pids_of_each_namespace() {
+        let status = "Name:\tsupervisor-init\nPPid:\t4021\nNSpid:\t4030\t7\t1\n";
+        assert_eq!(parent_and_ns_pids(status), Some((4021, vec![4030, 7, 1])));
+        assert_eq!(parent_and_ns_pids("PPid:\tx\nNSpid:\t1\n"), None);
+        assert_eq!(parent_and_ns_pids("Name:\ta\n"), None);
     }
 }

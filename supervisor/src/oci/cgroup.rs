@@ -7,9 +7,12 @@
 //! it too — except the directories that hold the sandbox alone, which
 //! its init joins itself: the one pause freezes (v1: the freezer
 //! hierarchy; v2: the `sandbox` leaf beside the monitor's `monitor`
-//! leaf) and, under v1, the pids hierarchy (so `pids.max` counts the
-//! container's processes, not the monitor's threads; the anchor joins it
-//! too, for `docker stats`, and the limit is raised by those two).
+//! leaf) and the pids limit's (v1: the pids hierarchy, which the anchor
+//! joins too, for `docker stats`, the limit raised by those two; v2: the
+//! `sandbox` leaf, the pids controller enabled beneath the container's
+//! directory, the limit raised by one for init), so that `pids.max`
+//! counts the container's processes, not the monitor's threads, as
+//! runc's does.
 //!
 //! Owns: placing and creating the directories, who joins which,
 //! freezing and thawing, listing its processes, removing it. Writing
@@ -210,6 +213,7 @@ impl ContainerCgroup {
                     fs::create_dir_all(dir.join(leaf))
                         .map_err(|e| format!("creating cgroup {}/{leaf}: {e}", dir.display()))?;
                 }
+                enable_v2_pids(&dir)?;
             }
         }
         Ok(())
@@ -234,6 +238,17 @@ impl ContainerCgroup {
                 .iter()
                 .find(|(c, _)| c.iter().any(|c| c == name))
                 .map(|(_, d)| d.as_path()),
+        }
+    }
+
+    /// The directory whose `pids.max` is the container's pids limit:
+    /// v1's pids directory (the anchor, init and the guest's), the v2
+    /// `sandbox` leaf (init and the guest's; the monitor's leaf beside it
+    /// is not counted).
+    pub(super) fn pids_dir(&self) -> Option<PathBuf> {
+        match &self.v2 {
+            Some(d) => Some(d.join(V2_SANDBOX)),
+            None => self.dir_of("pids").map(Path::to_path_buf),
         }
     }
 
@@ -373,6 +388,18 @@ impl ContainerCgroup {
     }
 }
 
+/// Enables the v2 pids controller beneath the container's directory
+/// `dir` (still empty of processes), so that its `sandbox` leaf has a
+/// `pids.max` of its own; nothing when the controller is not available
+/// there (a hybrid host whose pids controller is v1's).
+fn enable_v2_pids(dir: &Path) -> Result<(), String> {
+    let available = fs::read_to_string(dir.join("cgroup.controllers")).unwrap_or_default();
+    match available.split_whitespace().any(|c| c == "pids") {
+        true => write(dir, "cgroup.subtree_control", "+pids"),
+        false => Ok(()),
+    }
+}
+
 /// The pids in `dir`'s `cgroup.procs`.
 fn procs(dir: &Path) -> Vec<i32> {
     let text = fs::read_to_string(dir.join("cgroup.procs")).unwrap_or_default();
@@ -441,6 +468,8 @@ mod tests {
         let dirs = ["/u/c1", "/u/c1/monitor", "/u/c1/sandbox"].map(PathBuf::from);
         assert_eq!(v2.dirs(), dirs);
         assert_eq!(v2.sandbox_dir(), Some(PathBuf::from("/u/c1/sandbox")));
+        // The pids limit counts the sandbox's leaf, not the monitor's.
+        assert_eq!(v2.pids_dir(), Some(PathBuf::from("/u/c1/sandbox")));
         let v1 = ContainerCgroup {
             v1: vec![
                 (vec!["memory".into()], PathBuf::from("/m/c1")),

@@ -57,6 +57,15 @@ pub fn rootless_caller() -> bool {
     in_userns && std::env::var("USER").map_or(true, |u| u != "root")
 }
 
+/// Whether the container's anchor gets a pid namespace of its own
+/// (`anchor.rs`): when the runtime is root in a user namespace other
+/// than the host's (rootless Podman's), whose engine may not enter the
+/// host's pid namespace but may enter one its namespace owns.
+pub fn anchor_in_own_pid_namespace() -> bool {
+    let map = std::fs::read_to_string("/proc/self/uid_map").unwrap_or_default();
+    nix::unistd::geteuid().is_root() && !is_initial_uid_map(&map)
+}
+
 /// Whether `map` (a uid_map's text) is the initial user namespace's.
 fn is_initial_uid_map(map: &str) -> bool {
     let fields: Vec<&str> = map.split_whitespace().collect();

@@ -43,7 +43,7 @@ pub fn open_in_sandbox(anchor: i32, init: i32) -> Result<Terminal, String> {
 
 /// Whether `init` is still the sandbox's init: the child of the
 /// anchor's child, the monitor (a pid the kernel reused is not).
-fn is_sandbox_init(anchor: i32, init: i32) -> bool {
+pub(super) fn is_sandbox_init(anchor: i32, init: i32) -> bool {
     let monitor = parent_of(init);
     init > 0 && monitor.is_some_and(|m| parent_of(m) == Some(anchor))
 }

@@ -3,51 +3,86 @@
 //! figures (`Bundle::guest_view`), with the memory in use, the memory
 //! limit, the CPU quota and the pids limit read from the container's
 //! cgroup at each use, so that an `update` (`docker update --memory
-//! --cpus --pids-limit`) shows in the guest's next read.
+//! --cpus --pids-limit`) shows in the guest's next read — one that adds
+//! a limit the bundle did not have too: with a controller's directory,
+//! the guest is shown that limit even without one (the host's figures,
+//! as "no limit" reads).
 //!
-//! Owns: which cgroup files give those figures and reading them.
-//! Does not own the limits' enforcement (`resources.rs`), the
-//! directories (`cgroup.rs`), or the texts served (the syscalls crate).
+//! Owns: which cgroup files give those figures and reading them. Does
+//! not own the limits' enforcement (`resources.rs`), the directories
+//! (`cgroup.rs`), the texts served (the syscalls crate), or
+//! /sys/devices/system/cpu (`sys_cpu.rs`, which uses [`cpus_reader`]).
 
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
 
+use nix::unistd::{sysconf, SysconfVar};
+
 use super::cgroup::ContainerCgroup;
-use super::resources::V1_PIDS_OVERHEAD;
 use crate::run::{GuestView, Reading};
 
 /// `view` (the bundle's figures) with readers of the container's
-/// cgroup, for each limit the bundle has (what is covered is decided at
-/// create). The files are opened now, before the monitor confines itself.
+/// cgroup, for each controller it has a directory of. A limit the
+/// bundle lacks starts as the host's figure (its memory and CPUs, no
+/// pids limit), so that the files an `update` may change are served
+/// from the start. The files are opened now, before the monitor
+/// confines itself.
 pub fn with_cgroup(mut view: GuestView, cgroup: &ContainerCgroup) -> GuestView {
     let v2 = cgroup.v2.is_some();
     let open = |controller: &str, v1: &str, v2_name: &str| {
         let dir = cgroup.dir_of(controller)?;
         File::open(dir.join(if v2 { v2_name } else { v1 })).ok()
     };
-    if view.memory.is_some() {
+    let host_memory = host_memtotal();
+    if let (Some(limit), Some(host)) = (
+        open("memory", "memory.limit_in_bytes", "memory.max"),
+        host_memory,
+    ) {
+        view.memory = view.memory.or(Some(host));
         view.memory_usage = open("memory", "memory.usage_in_bytes", "memory.current").map(reader);
-        view.memory_limit_now = open("memory", "memory.limit_in_bytes", "memory.max").map(reader);
+        // No limit reads as a huge number (or "max"): the host's memory.
+        let read = reader(limit);
+        view.memory_limit_now = Some(Box::new(move || read().map(|m| m.min(host))));
     }
-    if view.cpus.is_some() {
-        view.cpus_now = match v2 {
-            true => open("cpu", "", "cpu.max").map(v2_cpus_reader),
-            false => cgroup.dir_of("cpu").and_then(v1_cpus_reader),
-        };
+    if let Some(cpus) = cpus_reader(cgroup) {
+        view.cpus = view.cpus.or_else(host_cpus);
+        view.cpus_now = Some(cpus);
     }
-    if view.pids.is_some() {
-        let overhead = if v2 {
-            0
-        } else {
-            V1_PIDS_OVERHEAD.unsigned_abs()
-        };
-        view.pids_now = open("pids", "pids.max", "pids.max").map(|file| {
-            let read = reader(file);
-            Box::new(move || read().map(|max| max.saturating_sub(overhead))) as Reading
-        });
+    let pids = cgroup.pids_dir().map(|d| d.join("pids.max"));
+    if let Some(file) = pids.and_then(|p| File::open(p).ok()) {
+        let overhead = cgroup.pids_overhead().unsigned_abs();
+        view.pids = view.pids.or(Some(u64::MAX));
+        let read = reader(file);
+        view.pids_now = Some(Box::new(move || {
+            read().map(|max| max.saturating_sub(overhead))
+        }));
     }
     view
+}
+
+/// Reads the container's CPUs at each call: its quota over its period,
+/// rounded up (`u64::MAX`: no quota); `None` without a cpu directory.
+pub(super) fn cpus_reader(cgroup: &ContainerCgroup) -> Option<Reading> {
+    let dir = cgroup.dir_of("cpu")?;
+    match cgroup.v2.is_some() {
+        true => File::open(dir.join("cpu.max")).ok().map(v2_cpus_reader),
+        false => v1_cpus_reader(dir),
+    }
+}
+
+/// The host's online CPUs.
+fn host_cpus() -> Option<f64> {
+    let n = sysconf(SysconfVar::_NPROCESSORS_ONLN).ok().flatten()?;
+    Some(n.max(1) as f64)
+}
+
+/// The host's memory (MemTotal of its /proc/meminfo), in bytes.
+fn host_memtotal() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let kb = text.lines().find_map(|l| l.strip_prefix("MemTotal:"))?;
+    let kb: u64 = kb.trim().trim_end_matches("kB").trim().parse().ok()?;
+    kb.checked_mul(1024)
 }
 
 /// v1's CPUs: `cpu.cfs_quota_us` over `cpu.cfs_period_us`, rounded up

@@ -12,6 +12,7 @@ use std::path::Path;
 use oci_spec::runtime::{LinuxResources, ProcessBuilder, Spec};
 
 use super::cli::{ListArgs, ListFormat, PsArgs, SpecArgs, UpdateArgs};
+use super::log::Log;
 use super::state::{list_ids, Record, Status, OCI_VERSION};
 
 /// `state ID`: the runtime spec's state JSON.
@@ -104,8 +105,10 @@ pub fn set_paused(root: &Path, id: &str, paused: bool) -> Result<(), String> {
     }
 }
 
-/// `update ID`: new resources from `--resources` JSON or the flags.
-pub fn update(root: &Path, a: &UpdateArgs) -> Result<(), String> {
+/// `update ID`: new resources from `--resources` JSON or the flags,
+/// then the CPUs the guest sees in /sys (a failure there is a warning:
+/// the limits are in force).
+pub fn update(root: &Path, log: &Log, a: &UpdateArgs) -> Result<(), String> {
     let record = Record::require(root, &a.id)?;
     if record.status() == Status::Stopped {
         return Err(format!("container {} is not running", a.id));
@@ -134,7 +137,11 @@ pub fn update(root: &Path, a: &UpdateArgs) -> Result<(), String> {
         pids.set_limit(p);
         res.set_pids(Some(pids));
     }
-    record.cgroup.set_resources(&res)
+    record.cgroup.set_resources(&res)?;
+    if let Err(e) = super::sys_cpu::follow_update(&record) {
+        log.warn(&e);
+    }
+    Ok(())
 }
 
 /// `spec`: a default config.json in the bundle directory (runc's

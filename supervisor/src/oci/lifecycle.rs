@@ -16,6 +16,7 @@ use std::time::Duration;
 
 use nix::fcntl::OFlag;
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+use nix::sched::CloneFlags;
 use nix::sys::signal::{kill, Signal};
 use nix::sys::stat::Mode;
 use nix::unistd::{mkfifo, pipe2, Pid};
@@ -28,7 +29,7 @@ use super::hooks;
 use super::log::{rfc3339_now, Log};
 use super::monitor::MonitorPlan;
 use super::state::{container_dir, proc_stat, Record, Status};
-use crate::sys::process::{fork_single_threaded, Forked};
+use crate::sys::process::{clone_process, fork_single_threaded, Forked};
 
 /// `create`: everything up to the guest's exec.
 pub fn create(root: &Path, log: &Log, a: &CreateArgs) -> Result<(), String> {
@@ -135,11 +136,19 @@ fn create_in(
 
 /// Forks the container's anchor (which forks the monitor) and waits
 /// until the sandbox is ready; the anchor's pid and the host pid of the
-/// sandbox's init (the answer is "ok" and that pid).
+/// sandbox's init (the answer is "ok" and that pid, as the anchor's pid
+/// namespace names it). The anchor gets a pid namespace (and a mount
+/// namespace, for its procfs) of its own where the engine could not
+/// enter the host's ([`super::cli::anchor_in_own_pid_namespace`]).
 fn spawn_monitor(plan: MonitorPlan, args: crate::cli::RunArgs) -> Result<(i32, i32), String> {
     let (ready_rx, ready_tx) =
         pipe2(OFlag::O_CLOEXEC).map_err(|e| format!("creating a pipe: {}", e.desc()))?;
-    match fork_single_threaded() {
+    let own_pid_ns = super::cli::anchor_in_own_pid_namespace();
+    let forked = match own_pid_ns {
+        true => clone_process(CloneFlags::CLONE_NEWPID | CloneFlags::CLONE_NEWNS),
+        false => fork_single_threaded(),
+    };
+    match forked {
         Err(e) => Err(format!("starting the monitor: {}", e.desc())),
         Ok(Forked::Child) => {
             drop(ready_rx);
@@ -149,19 +158,27 @@ fn spawn_monitor(plan: MonitorPlan, args: crate::cli::RunArgs) -> Result<(i32, i
             drop(ready_tx);
             let mut answer = String::new();
             let _ = fs::File::from(ready_rx).read_to_string(&mut answer);
-            let init_pid = answer.strip_prefix("ok").map(str::parse::<i32>);
-            match init_pid {
-                Some(Ok(init_pid)) if init_pid > 0 => Ok((pid.as_raw(), init_pid)),
-                _ => {
-                    let _ = kill(pid, Signal::SIGKILL);
-                    let _ = nix::sys::wait::waitpid(pid, None);
-                    Err(match answer.strip_prefix('E') {
-                        Some(msg) => msg.to_string(),
-                        None => "the container's monitor died while setting up".into(),
-                    })
-                }
-            }
+            let init_pid = init_host_pid(&answer, pid.as_raw(), own_pid_ns);
+            init_pid.map(|init| (pid.as_raw(), init)).inspect_err(|_| {
+                let _ = kill(pid, Signal::SIGKILL);
+                let _ = nix::sys::wait::waitpid(pid, None);
+            })
         }
+    }
+}
+
+/// Init's host pid from the anchor's `answer` ("ok" and init's pid in
+/// the anchor's pid namespace, or "E" and an error); `own_pid_ns`: that
+/// namespace is not the host's.
+fn init_host_pid(answer: &str, anchor: i32, own_pid_ns: bool) -> Result<i32, String> {
+    match answer.strip_prefix("ok").map(str::parse::<i32>) {
+        Some(Ok(n)) if n > 0 && own_pid_ns => anchor::host_pid_of_init(anchor, n)
+            .ok_or_else(|| "the sandbox's init is not among the monitor's children".into()),
+        Some(Ok(n)) if n > 0 => Ok(n),
+        _ => Err(match answer.strip_prefix('E') {
+            Some(msg) => msg.to_string(),
+            None => "the container's monitor died while setting up".into(),
+        }),
     }
 }
 

@@ -12,7 +12,8 @@
 //! Owns dispatching the commands and logging their errors (`log.rs`).
 //! Submodules: `cli` (flags), `lifecycle` (create, start, kill, delete),
 //! `info` (state, list, ps, pause, resume, update, spec, features),
-//! `exec` and `exec_socket`, `console`, `hooks`, `user`. Does not own the sandbox: that is `run.rs` and `launch/`.
+//! `exec` and `exec_socket`, `console`, `hooks`, `user`, `sys_cpu` (the
+//! guest's /sys CPUs after `update`). Does not own the sandbox: that is `run.rs` and `launch/`.
 
 pub mod anchor;
 pub mod bundle;
@@ -29,6 +30,7 @@ pub mod log;
 pub mod monitor;
 pub mod resources;
 pub mod state;
+pub mod sys_cpu;
 pub mod user;
 
 use cli::{GlobalFlags, OciCommand};
@@ -64,7 +66,7 @@ fn run_command(root: &std::path::Path, log: &Log, command: OciCommand) -> Result
         OciCommand::Ps(a) => info::ps(root, &a),
         OciCommand::Pause(a) => info::set_paused(root, &a.id, true),
         OciCommand::Resume(a) => info::set_paused(root, &a.id, false),
-        OciCommand::Update(a) => info::update(root, &a),
+        OciCommand::Update(a) => info::update(root, log, &a),
         OciCommand::Exec(a) => exec::exec(root, &a).map(drop),
     }
 }

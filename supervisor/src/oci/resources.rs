@@ -16,6 +16,11 @@ use super::cgroup::{write, ContainerCgroup};
 /// start as many processes as under runc.
 pub(super) const V1_PIDS_OVERHEAD: i64 = 2;
 
+/// The runtime's own task in the v2 `sandbox` leaf, where `pids.max`
+/// goes: the sandbox's init (the anchor and monitor are in the
+/// `monitor` leaf beside it).
+pub(super) const V2_PIDS_OVERHEAD: i64 = 1;
+
 impl ContainerCgroup {
     /// Writes the memory, pids and cpu parts of `res`.
     pub fn set_resources(&self, res: &LinuxResources) -> Result<(), String> {
@@ -34,13 +39,12 @@ impl ContainerCgroup {
                 }
             }
         }
-        if let (Some(pids), Some(dir)) = (res.pids(), self.dir_of("pids")) {
+        if let (Some(pids), Some(dir)) = (res.pids(), self.pids_dir()) {
             let max = match pids.limit() {
-                n if n > 0 && v2 => n.to_string(),
-                n if n > 0 => n.saturating_add(V1_PIDS_OVERHEAD).to_string(),
+                n if n > 0 => n.saturating_add(self.pids_overhead()).to_string(),
                 _ => "max".to_string(),
             };
-            write(dir, "pids.max", &max)?;
+            write(&dir, "pids.max", &max)?;
         }
         if let (Some(cpu), Some(dir)) = (res.cpu(), self.dir_of("cpu")) {
             let period = cpu.period().unwrap_or(100_000);
@@ -57,6 +61,15 @@ impl ContainerCgroup {
             }
         }
         Ok(())
+    }
+
+    /// The runtime's own tasks counted by [`ContainerCgroup::pids_dir`]'s
+    /// `pids.max`, beside the container's limit.
+    pub(super) fn pids_overhead(&self) -> i64 {
+        match self.v2 {
+            Some(_) => V2_PIDS_OVERHEAD,
+            None => V1_PIDS_OVERHEAD,
+        }
     }
 }
 

@@ -3,7 +3,8 @@
 //! `close_range`, `openat2` returning an owned fd, descriptor passing,
 //! capabilities and securebits, `seccomp(SET_MODE_FILTER)`, bringing a
 //! network link up, terminal ioctls, pidfds, prlimit, Landlock's
-//! abstract-socket scope, per-thread ids.
+//! abstract-socket scope, per-thread ids, a detached writable copy of
+//! a mount.
 //!
 //! Owns: every `unsafe` block the launch code needs, each with a
 //! `// SAFETY:` comment. Does not own: policy; callers decide what to call
@@ -12,6 +13,7 @@
 pub mod caps;
 pub mod fd;
 pub mod landlock;
+pub mod mount_tree;
 pub mod net;
 pub mod pidfd;
 pub mod process;

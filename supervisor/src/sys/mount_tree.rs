@@ -1,0 +1,58 @@
+//! `open_tree(OPEN_TREE_CLONE)` and `mount_setattr`, which libc and nix
+//! do not wrap: a detached copy of a mount, made writable, that only the
+//! holder of its descriptor reaches (the OCI runtime's `update` rewrites
+//! a sandbox's read-only /sys through one).
+//!
+//! Owns only these raw syscalls. Each `unsafe` block is a syscall with
+//! a NUL-terminated path, integers, or a pointer to a local struct of
+//! the size passed.
+
+use std::ffi::CStr;
+use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
+
+use nix::errno::Errno;
+
+/// A detached copy of the mount at `path` (not its submounts; a final
+/// symlink is not followed), the copy's root open as a close-on-exec
+/// descriptor.
+pub fn clone_mount(path: &CStr) -> Result<OwnedFd, Errno> {
+    let flags = libc::OPEN_TREE_CLONE | libc::OPEN_TREE_CLOEXEC | libc::AT_SYMLINK_NOFOLLOW as u32;
+    // SAFETY: `path` is a valid NUL-terminated string that outlives the
+    // call; the rest are integers. On success the kernel returns a new
+    // descriptor that nothing else owns.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_open_tree,
+            libc::AT_FDCWD as libc::c_long,
+            path.as_ptr(),
+            flags as libc::c_long,
+        )
+    };
+    let fd = Errno::result(r)? as i32;
+    // SAFETY: `fd` is a fresh descriptor returned by the kernel just now.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// Clears the read-only flag of the mount whose root `mount` is (a
+/// detached copy of [`clone_mount`]: no other mount changes).
+pub fn make_writable(mount: BorrowedFd<'_>) -> Result<(), Errno> {
+    let attr = libc::mount_attr {
+        attr_set: 0,
+        attr_clr: libc::MOUNT_ATTR_RDONLY,
+        propagation: 0,
+        userns_fd: 0,
+    };
+    // SAFETY: the path is a static empty NUL-terminated string; `attr`
+    // is a local struct of the size passed, which the kernel only reads.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_mount_setattr,
+            mount.as_raw_fd() as libc::c_long,
+            c"".as_ptr(),
+            libc::AT_EMPTY_PATH as libc::c_long,
+            &attr as *const libc::mount_attr,
+            std::mem::size_of::<libc::mount_attr>(),
+        )
+    };
+    Errno::result(r).map(drop)
+}
