@@ -264,13 +264,20 @@ fn the_factory_enters_the_sandbox_at_the_first_socket() {
     stdin.write_all(b"\n").unwrap();
     drop(stdin);
     let out = child.wait_with_output().expect("wait");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 
     assert_eq!(idle_net, own_net.display().to_string(), "{idle}");
     assert_eq!(field(&idle, "NoNewPrivs:"), "1", "{idle}");
     assert_eq!(field(&idle, "CapEff:"), "0000000000000000", "{idle}");
     assert_eq!(field(&idle, "CapPrm:"), "0000000000000000", "{idle}");
-    assert_eq!(field(&idle, "Seccomp_filters:"), supervisor_filters().to_string());
+    assert_eq!(
+        field(&idle, "Seccomp_filters:"),
+        supervisor_filters().to_string()
+    );
 
     assert!(!serving_net.is_empty());
     assert_ne!(serving_net, idle_net, "{serving}");

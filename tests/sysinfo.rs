@@ -215,6 +215,8 @@ done.set()
 
 #[test]
 fn sysinfo_counts_the_sandbox_s_tasks() {
-    let out = Run::new(&[PY, "-c", PROCS]).supervised().ok("sysinfo procs");
+    let out = Run::new(&[PY, "-c", PROCS])
+        .supervised()
+        .ok("sysinfo procs");
     assert_eq!(out.stdout, "0 6 6\n", "{}", out.dump());
 }
