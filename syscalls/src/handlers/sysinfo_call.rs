@@ -82,7 +82,7 @@ fn task_count(fs: &Resolver) -> u64 {
             continue;
         };
         if let Ok(st) = vfs::sys::fstatat(proc.as_fd(), &path, libc::AT_SYMLINK_NOFOLLOW) {
-            total += u64::from(st.st_nlink).saturating_sub(2);
+            total += st.st_nlink.saturating_sub(2);
         }
     }
     total
