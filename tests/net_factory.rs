@@ -5,7 +5,9 @@
 //! exchange prints what it prints natively); as root and as `tester`.
 //! With the test switch it tries a file open after starting, which its
 //! filter answers by killing it: the guest's next socket() fails with
-//! ENOBUFS, where without the switch it works.
+//! ENOBUFS, where without the switch it works. Until the guest's first
+//! socket call the factory idles outside the sandbox, without
+//! capabilities, and enters it then.
 
 mod common;
 use common::*;
@@ -204,4 +206,81 @@ fn many_sockets_across_pool_refills_like_native() {
     );
     let sandboxed = Run::new(&[PY, "-c", MANY]).supervised().ok("sandboxed");
     assert_eq!(sandboxed.stdout, native.stdout, "{}", sandboxed.dump());
+}
+
+/// Waits for `line` on the guest's stdout.
+fn expect_line(lines: &mut impl Iterator<Item = std::io::Result<String>>, line: &str) {
+    let got = lines.next().and_then(Result::ok);
+    assert_eq!(got.as_deref(), Some(line));
+}
+
+/// The factory's status and network namespace now.
+fn factory_state(supervisor: u32) -> (String, String) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut factory = factory_of(supervisor);
+    while factory.is_none() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+        factory = factory_of(supervisor);
+    }
+    let f = factory.expect("no factory among the supervisor's children");
+    let status = std::fs::read_to_string(format!("/proc/{f}/status")).unwrap_or_default();
+    let net = std::fs::read_link(format!("/proc/{f}/ns/net"))
+        .map(|l| l.display().to_string())
+        .unwrap_or_default();
+    (status, net)
+}
+
+/// The factory enters the sandbox only when the guest first needs a
+/// socket: until then it waits in our network namespace, with no
+/// capability, no_new_privs, and nothing but its channel and the two
+/// namespaces; after the guest's first socket() it is in the sandbox's
+/// namespace, confined, and the exchange works as natively.
+#[test]
+fn the_factory_enters_the_sandbox_at_the_first_socket() {
+    let script = format!(
+        "import sys\nprint('idle', flush=True)\nsys.stdin.readline()\n{}",
+        exchange_then_wait()
+    );
+    let mut child = Command::new(bin())
+        .args(["run", "--", PY, "-c", &script])
+        .env_clear()
+        .env("PATH", PATH)
+        .current_dir("/tmp")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn supervisor");
+    let pid = child.id();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    expect_line(&mut lines, "idle");
+    let own_net = std::fs::read_link("/proc/self/ns/net").unwrap();
+    let (idle, idle_net) = factory_state(pid);
+    stdin.write_all(b"\n").unwrap();
+    expect_line(&mut lines, "hi");
+    expect_line(&mut lines, "ready");
+    let (serving, serving_net) = factory_state(pid);
+    stdin.write_all(b"\n").unwrap();
+    drop(stdin);
+    let out = child.wait_with_output().expect("wait");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    assert_eq!(idle_net, own_net.display().to_string(), "{idle}");
+    assert_eq!(field(&idle, "NoNewPrivs:"), "1", "{idle}");
+    assert_eq!(field(&idle, "CapEff:"), "0000000000000000", "{idle}");
+    assert_eq!(field(&idle, "CapPrm:"), "0000000000000000", "{idle}");
+    assert_eq!(
+        field(&idle, "Seccomp_filters:"),
+        supervisor_filters().to_string()
+    );
+
+    assert!(!serving_net.is_empty());
+    assert_ne!(serving_net, idle_net, "{serving}");
+    assert_eq!(field(&serving, "Seccomp:"), "2", "{serving}");
+    assert_eq!(field(&serving, "CapBnd:"), "0000000000000000", "{serving}");
 }

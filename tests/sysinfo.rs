@@ -188,3 +188,35 @@ fn sysinfo_tells_the_memory_limit() {
     let want = format!("{LIMIT_BYTES}\nTrue\n-1 {}\n", libc::EFAULT);
     assert_eq!(out.stdout, want, "{}", out.dump());
 }
+
+/// sysinfo(2)'s `procs`: three threads, a child and init beside the
+/// guest's main thread: six tasks, as many as the guest's own /proc
+/// lists (natively the host's count, so no native run to compare).
+const PROCS: &str = r#"
+import ctypes, glob, subprocess, threading
+class Sysinfo(ctypes.Structure):
+    _fields_ = [("uptime", ctypes.c_long), ("loads", ctypes.c_ulong * 3),
+                ("ram", ctypes.c_ulong * 6), ("procs", ctypes.c_ushort),
+                ("pad", ctypes.c_ushort), ("high", ctypes.c_ulong * 2),
+                ("mem_unit", ctypes.c_uint), ("tail", ctypes.c_char * 8)]
+libc = ctypes.CDLL(None, use_errno=True)
+done = threading.Event()
+threads = [threading.Thread(target=done.wait) for _ in range(3)]
+for t in threads:
+    t.start()
+child = subprocess.Popen(["/bin/sleep", "60"])
+info = Sysinfo()
+rc = libc.sysinfo(ctypes.byref(info))
+print(rc, info.procs, len(glob.glob("/proc/[0-9]*/task/[0-9]*")))
+child.kill()
+child.wait()
+done.set()
+"#;
+
+#[test]
+fn sysinfo_counts_the_sandbox_s_tasks() {
+    let out = Run::new(&[PY, "-c", PROCS])
+        .supervised()
+        .ok("sysinfo procs");
+    assert_eq!(out.stdout, "0 6 6\n", "{}", out.dump());
+}

@@ -1,7 +1,8 @@
 //! What `supervisor run` does while the sandbox's init builds the view:
 //! the limits' hooks (init joins the cgroup; rlimits once it is set up),
-//! and forking the socket factory, so that the factory's fork and
-//! handshake overlap init's work instead of following it.
+//! and forking the socket factory while this process is single-threaded
+//! (it idles until the first socket call, and enters the sandbox's
+//! namespaces then: `socket_factory.rs`).
 //!
 //! Owns: that ordering only. Does not own the factory itself
 //! (`socket_factory.rs`), the limits (`limits/`), or launch.
@@ -44,13 +45,14 @@ impl InitHooks for RunHooks<'_> {
     }
 
     /// Still single-threaded (launch runs before any thread exists), with
-    /// the id maps written: the factory may fork and join init's user and
-    /// network namespaces, which exist since the clone.
+    /// the id maps written: the factory may fork, holding init's user and
+    /// network namespaces (which exist since the clone, and which init,
+    /// once non-dumpable, no longer lets us open) to join them later.
     fn setting_up(&self, init: Pid) -> Result<(), String> {
         self.limits.setting_up(init)?;
         let userns = open_namespace(init, "user")?;
         let netns = open_namespace(init, "net")?;
-        let factory = SocketFactory::start(userns.as_fd(), netns.as_fd())?;
+        let factory = SocketFactory::start(init, userns.as_fd(), netns.as_fd())?;
         *self.factory.borrow_mut() = Some(factory);
         Ok(())
     }

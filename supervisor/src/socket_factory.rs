@@ -12,12 +12,18 @@
 //! way, so both share one path.
 //!
 //! The factory is forked while the supervisor is single-threaded, outside
-//! the sandbox's pid namespace (the guest cannot see or signal it), keeps
-//! no descriptor but its end of a `SOCK_SEQPACKET` pair, drops every
-//! capability and sets no_new_privs once inside, then installs its own
-//! seccomp filter (`filter.rs`: the channel, `AF_UNIX` sockets, close,
-//! memory; anything else kills it), and dies with
+//! the sandbox's pid namespace (the guest cannot see or signal it), and
+//! keeps only its end of a `SOCK_SEQPACKET` pair and the two namespace
+//! descriptors. It then idles until the first request: most runs never
+//! make a socket, and entering costs about 0.3 ms of CPU (the joins, 41
+//! bounding-set drops, a filter's preparation) that they need not pay.
+//! On the first request it joins the namespaces, keeps no descriptor but
+//! the pair, drops every capability and sets no_new_privs, installs its
+//! own seccomp filter (`filter.rs`: the channel, `AF_UNIX` sockets,
+//! close, memory; anything else kills it), and answers. It dies with
 //! the supervisor (`PR_SET_PDEATHSIG`, and at end of file on the pair).
+//! A later fork would not do: the supervisor is multi-threaded by then
+//! and its own filter (`confine.rs`) refuses a fork and kills `setns`.
 //! Each request names a kind and a count; each answer carries an errno
 //! and the numbers of the new sockets in the factory's table, which the
 //! supervisor copies with `pidfd_getfd` (its own child, same owner);
@@ -35,7 +41,9 @@
 //!
 //! Owns: the factory process, its protocol, the pool. Does not own: what
 //! the sockets are used for (netstack), or finding the namespaces
-//! (launch hands them over).
+//! (launch hands them over). The kernel's list of the namespace's unix
+//! sockets is read through init's `/proc/<pid>/net/unix` (init is in the
+//! namespace from its clone; the factory only from its first request).
 
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::path::PathBuf;
@@ -65,7 +73,8 @@ pub const FORBIDDEN_CALL_FOR_TESTS: &str = "SUPERVISOR_TEST_FACTORY_FORBIDDEN_CA
 const BATCH: u8 = 64;
 /// A pool left with this many sockets is refilled in the background.
 const LOW_WATER: usize = 32;
-/// An answer: an errno, then up to [`BATCH`] descriptor numbers.
+/// An answer: an errno (negated when the factory could not enter the
+/// sandbox's namespaces), then up to [`BATCH`] descriptor numbers.
 const ANSWER_LEN: usize = 4 * (1 + BATCH as usize);
 
 /// What a request asks for (its first byte).
@@ -118,6 +127,9 @@ impl Kind {
 /// workers.
 pub struct SocketFactory {
     pid: Pid,
+    /// The sandbox's init: its `/proc/<pid>/net/unix` lists the
+    /// namespace's unix sockets before the factory has entered it.
+    init: Pid,
     shared: Arc<Shared>,
 }
 
@@ -132,6 +144,8 @@ struct Shared {
     wake: Condvar,
     /// The refill thread has been started.
     refiller: AtomicBool,
+    /// The factory's failure to enter the namespaces has been reported.
+    warned: AtomicBool,
 }
 
 /// What the refill thread is asked to do.
@@ -150,10 +164,15 @@ impl std::fmt::Debug for SocketFactory {
 }
 
 impl SocketFactory {
-    /// Forks the factory, which joins `userns` and then `netns` (the
-    /// sandbox's), and waits until it has. Call it while this process has
-    /// a single thread.
-    pub fn start(userns: BorrowedFd<'_>, netns: BorrowedFd<'_>) -> Result<SocketFactory, String> {
+    /// Forks the factory, which will join `userns` and then `netns` (the
+    /// sandbox's, whose init is `init`) at its first request; it does not
+    /// wait for the child. Call it while this process has a single
+    /// thread.
+    pub fn start(
+        init: Pid,
+        userns: BorrowedFd<'_>,
+        netns: BorrowedFd<'_>,
+    ) -> Result<SocketFactory, String> {
         let err = |what: &str, e: Errno| format!("socket factory: {what}: {}", e.desc());
         let (ours, theirs) = socket::socketpair(
             AddressFamily::Unix,
@@ -163,17 +182,19 @@ impl SocketFactory {
         )
         .map_err(|e| err("socketpair", e))?;
         let parent = getpid();
+        let probe = std::env::var_os(FORBIDDEN_CALL_FOR_TESTS).is_some();
         match clone_process(CloneFlags::empty()).map_err(|e| err("fork", e))? {
             Forked::Child => {
                 drop(ours);
-                factory_main(parent, theirs, userns, netns)
+                factory_main(parent, theirs, (userns, netns), probe)
             }
             Forked::Parent(pid) => {
                 drop(theirs);
                 // Our child, not reaped before `Drop`: the pid is its own.
                 let pidfd = pidfd::open(pid.as_raw(), false).map_err(|e| err("pidfd", e))?;
-                let factory = SocketFactory {
+                Ok(SocketFactory {
                     pid,
+                    init,
                     shared: Arc::new(Shared {
                         pidfd,
                         channel: Mutex::new(ours),
@@ -181,19 +202,9 @@ impl SocketFactory {
                         refills: Default::default(),
                         wake: Condvar::new(),
                         refiller: AtomicBool::new(false),
+                        warned: AtomicBool::new(false),
                     }),
-                };
-                let mut status = [0u8; 4];
-                let (n, _) = recv_with_fds(factory.shared.channel.lock().as_fd(), &mut status)
-                    .map_err(|e| err("waiting for it", e))?;
-                match (n, i32::from_ne_bytes(status)) {
-                    (4, 0) => Ok(factory),
-                    (4, errno) => Err(err(
-                        "entering the sandbox's network namespace",
-                        Errno::from_raw(errno),
-                    )),
-                    _ => Err("socket factory: it died while starting".into()),
-                }
+                })
             }
         }
     }
@@ -209,12 +220,12 @@ impl Shared {
     /// drops its copies.
     fn request(&self, kind: Kind, count: u8) -> Result<Vec<OwnedFd>, Errno> {
         let channel = self.channel.lock();
-        let numbers = ask(channel.as_fd(), kind, count)?;
+        let numbers = ask(channel.as_fd(), kind, count).map_err(|e| self.entry_failed(e))?;
         let copied: Result<Vec<OwnedFd>, Errno> = numbers
             .iter()
             .map(|&n| pidfd::getfd(self.pidfd.as_fd(), n))
             .collect();
-        ask(channel.as_fd(), Kind::Close, 0)?;
+        ask(channel.as_fd(), Kind::Close, 0).map_err(|e| self.entry_failed(e))?;
         let fds = copied.map_err(lost)?;
         let expected = match kind {
             Kind::StreamPair | Kind::DatagramPair => 2,
@@ -228,6 +239,23 @@ impl Shared {
 }
 
 impl Shared {
+    /// Says once on stderr that the factory could not enter the
+    /// sandbox's namespaces (it has exited: every later socket() fails).
+    fn entry_failed(&self, e: Failure) -> Errno {
+        match e {
+            Failure::Entering(errno) => {
+                if !self.warned.swap(true, Ordering::AcqRel) {
+                    eprintln!(
+                        "supervisor: warning: socket factory: entering the sandbox's network namespace: {}",
+                        errno.desc()
+                    );
+                }
+                errno
+            }
+            Failure::Answer(errno) => errno,
+        }
+    }
+
     /// Asks the refill thread for `kind`'s pool (starting it the first
     /// time); if it cannot start, an empty pool asks in line.
     fn refill_later(self: &Arc<Self>, kind: Kind) {
@@ -282,8 +310,17 @@ impl Shared {
     }
 }
 
+/// Why a round trip gave no sockets.
+enum Failure {
+    /// The factory could not join the namespaces (and has exited).
+    Entering(Errno),
+    /// The factory's errno, or the channel's failure.
+    Answer(Errno),
+}
+
 /// One round trip on the channel: the descriptor numbers of the answer.
-fn ask(channel: BorrowedFd<'_>, kind: Kind, count: u8) -> Result<Vec<i32>, Errno> {
+fn ask(channel: BorrowedFd<'_>, kind: Kind, count: u8) -> Result<Vec<i32>, Failure> {
+    let lost = |e| Failure::Answer(lost(e));
     send_with_fds(channel, &[kind as u8, count], &[]).map_err(lost)?;
     let mut answer = [0u8; ANSWER_LEN];
     let (n, _) = recv_with_fds(channel, &mut answer).map_err(lost)?;
@@ -292,8 +329,9 @@ fn ask(channel: BorrowedFd<'_>, kind: Kind, count: u8) -> Result<Vec<i32>, Errno
         .map(|w| i32::from_ne_bytes([w[0], w[1], w[2], w[3]]));
     match words.next() {
         Some(0) => Ok(words.collect()),
-        Some(errno) => Err(Errno::from_raw(errno)),
-        None => Err(Errno::ENOBUFS),
+        Some(errno) if errno < 0 => Err(Failure::Entering(Errno::from_raw(-errno))),
+        Some(errno) => Err(Failure::Answer(Errno::from_raw(errno))),
+        None => Err(Failure::Answer(Errno::ENOBUFS)),
     }
 }
 
@@ -332,7 +370,7 @@ impl UnixSockets for SocketFactory {
     }
 
     fn listing(&self) -> PathBuf {
-        PathBuf::from(format!("/proc/{}/net/unix", self.pid))
+        PathBuf::from(format!("/proc/{}/net/unix", self.init))
     }
 }
 
@@ -347,39 +385,58 @@ impl Drop for SocketFactory {
     }
 }
 
-/// The factory's life: die with the supervisor, keep only the channel,
-/// enter the namespaces, say so, serve until the supervisor hangs up.
-fn factory_main(parent: Pid, channel: OwnedFd, userns: BorrowedFd<'_>, netns: BorrowedFd<'_>) -> ! {
+/// The factory's life: die with the supervisor, keep only the channel
+/// and the namespaces, give up this process's capabilities (the owner of
+/// the sandbox's user namespace may join it without any), wait for the
+/// first request, enter the namespaces, serve until the supervisor hangs
+/// up. `probe`: the test switch is set.
+fn factory_main(
+    parent: Pid,
+    channel: OwnedFd,
+    (userns, netns): (BorrowedFd<'_>, BorrowedFd<'_>),
+    probe: bool,
+) -> ! {
     if nix::sys::prctl::set_pdeathsig(Signal::SIGKILL).is_err() || getppid() != parent {
         exit_now(1);
     }
-    let probe = std::env::var_os(FORBIDDEN_CALL_FOR_TESTS).is_some();
-    let entered = enter(&channel, userns, netns).and_then(|()| filter::install());
-    let status = match entered {
-        Ok(()) => 0,
-        Err(e) => e as i32,
+    let keep = [channel.as_raw_fd(), userns.as_raw_fd(), netns.as_raw_fd()];
+    let idle = close_stray(&keep)
+        .and_then(|()| nix::sys::prctl::set_no_new_privs())
+        .and_then(|()| crate::sys::caps::clear_all());
+    if idle.is_err() {
+        exit_now(1);
+    }
+    let mut first = [0u8; 2];
+    let n = match recv_with_fds(channel.as_fd(), &mut first) {
+        Ok((n, _)) if n > 0 => n,
+        _ => exit_now(0),
     };
-    if send_with_fds(channel.as_fd(), &status.to_ne_bytes(), &[]).is_err() || entered.is_err() {
+    if let Err(e) = enter(&channel, userns, netns).and_then(|()| filter::install()) {
+        let _ = send_with_fds(channel.as_fd(), &(-(e as i32)).to_ne_bytes(), &[]);
         exit_now(1);
     }
     if probe {
         // Killed here by the filter (SIGSYS) if it works.
         let _ = std::fs::File::open("/proc/self/status");
     }
-    serve(channel.as_fd());
+    serve(channel.as_fd(), &first[..n]);
     exit_now(0)
 }
 
-/// Closes every other descriptor (stdio included: the supervisor may be
-/// waiting for the end of a pipe there) and joins the namespaces.
-fn enter(channel: &OwnedFd, userns: BorrowedFd<'_>, netns: BorrowedFd<'_>) -> Result<(), Errno> {
-    let keep = [channel.as_raw_fd(), userns.as_raw_fd(), netns.as_raw_fd()];
-    close_all_except(&keep)?;
+/// Closes every descriptor but `keep`, stdio included (the supervisor
+/// may be waiting for the end of a pipe there).
+fn close_stray(keep: &[i32]) -> Result<(), Errno> {
+    close_all_except(keep)?;
     for fd in 0..3 {
         if !keep.contains(&fd) {
             let _ = nix::unistd::close(fd);
         }
     }
+    Ok(())
+}
+
+/// Joins the namespaces and drops every privilege.
+fn enter(channel: &OwnedFd, userns: BorrowedFd<'_>, netns: BorrowedFd<'_>) -> Result<(), Errno> {
     setns(userns, CloneFlags::CLONE_NEWUSER)?;
     setns(netns, CloneFlags::CLONE_NEWNET)?;
     close_all_except(&[channel.as_raw_fd()])?;
@@ -388,19 +445,15 @@ fn enter(channel: &OwnedFd, userns: BorrowedFd<'_>, netns: BorrowedFd<'_>) -> Re
     crate::launch::privs::drop_privileges().map_err(|_| Errno::EPERM)
 }
 
-/// Answers requests until end of file or an error on the channel. The
-/// last batch is kept until the supervisor says it has copied it.
-fn serve(channel: BorrowedFd<'_>) {
-    let mut request = [0u8; 2];
+/// Answers `first` and then requests until end of file or an error on
+/// the channel. The last batch is kept until the supervisor says it has
+/// copied it.
+fn serve(channel: BorrowedFd<'_>, first: &[u8]) {
     let mut held: Vec<OwnedFd> = Vec::new();
+    let mut request = [0u8; 2];
+    let mut n = first.len().min(2);
+    request[..n].copy_from_slice(&first[..n]);
     loop {
-        let n = match recv_with_fds(channel, &mut request) {
-            Ok((n, _)) => n,
-            Err(_) => return,
-        };
-        if n == 0 {
-            return;
-        }
         held.clear();
         let made = match (n, Kind::parse(request[0])) {
             (2, Some(Kind::Close)) => Ok(Vec::new()),
@@ -421,6 +474,10 @@ fn serve(channel: BorrowedFd<'_>) {
         if send_with_fds(channel, &answer, &[]).is_err() {
             return;
         }
+        n = match recv_with_fds(channel, &mut request) {
+            Ok((0, _)) | Err(_) => return,
+            Ok((n, _)) => n,
+        };
     }
 }
 

@@ -28,9 +28,13 @@ pub fn drop_privileges() -> Result<(), String> {
 /// switch users, and they drop those too before they exec.
 pub fn drop_privileges_keeping(keep: u64) -> Result<(), String> {
     let err = |what: &str, e: Errno| format!("dropping privileges ({what}): {}", e.desc());
-    for cap in (0..=cap_last_cap()).filter(|c| *c >= 64 || keep & (1 << c) == 0) {
+    // Capabilities are numbered from 0 with no gap: the first number the
+    // kernel calls invalid is past its last (no read of
+    // /proc/sys/kernel/cap_last_cap, a cold sysctl lookup in a new procfs).
+    for cap in (0..64u32).filter(|c| keep & (1 << c) == 0) {
         match caps::bounding_drop(cap) {
-            Ok(()) | Err(Errno::EINVAL) => {}
+            Ok(()) => {}
+            Err(Errno::EINVAL) => break,
             Err(e) => return Err(err("bounding set", e)),
         }
     }
@@ -38,14 +42,6 @@ pub fn drop_privileges_keeping(keep: u64) -> Result<(), String> {
     caps::ambient_clear().map_err(|e| err("ambient set", e))?;
     caps::set_only(keep).map_err(|e| err("capset", e))?;
     nix::sys::prctl::set_no_new_privs().map_err(|e| err("no_new_privs", e))
-}
-
-/// The highest capability number this kernel knows.
-fn cap_last_cap() -> u32 {
-    fs::read_to_string("/proc/sys/kernel/cap_last_cap")
-        .ok()
-        .and_then(|s| s.trim().parse().ok())
-        .unwrap_or(63)
 }
 
 /// The filter as the kernel's `struct sock_filter`.

@@ -41,7 +41,6 @@ use super::procnet::NetFile;
 use super::procself::AutogroupIds;
 use super::procstat::{Baseline, CpuClock, HighWater};
 use super::procsys::{SysBaseline, SysFile};
-pub(crate) use super::proctext::view_census;
 use super::proctext::{boottime, host_source, text, HostText};
 use super::sealed::{read_all, read_view, sealed_file};
 use super::Context;

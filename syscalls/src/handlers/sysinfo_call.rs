@@ -4,13 +4,21 @@
 //! `_SC_AVPHYS_PAGES`, hence Python's `os.sysconf`, read them).
 //!
 //! Owns: the host's answer rewritten — uptime, loads and the task count
-//! the sandbox's; under a memory limit total RAM is the limit, free RAM
+//! the sandbox's (counted cheaply: one stat of each process's `task`
+//! directory in the view's procfs, whose link count procfs makes two
+//! more than the process's threads; no file of the census read); under a memory limit total RAM is the limit, free RAM
 //! the limit less the sandbox's usage, shared and buffer RAM capped, no
 //! swap, no high memory (without one, the host's memory figures) — and
 //! written to the guest's `struct sysinfo` (the x86_64 layout, 112
 //! bytes).
 
-use super::sysinfo::view_census;
+use std::ffi::CString;
+use std::os::fd::AsFd;
+
+use nix::dir::Dir;
+use vfs::resolve::flags::IN_ROOT;
+use vfs::resolve::Resolver;
+
 use super::{live, value, Context, Res};
 use crate::guest::Guest;
 
@@ -39,12 +47,45 @@ pub fn sysinfo(ctx: &Context, g: &dyn Guest, addr: u64) -> Res {
     let usage = ctx.limits.memory_usage.as_ref().and_then(|f| f());
     let own = Own {
         uptime: ctx.synthetic.uptime() as u64,
-        tasks: u16::try_from(view_census(&ctx.fs).total).unwrap_or(u16::MAX),
+        tasks: u16::try_from(task_count(&ctx.fs)).unwrap_or(u16::MAX),
     };
     let out = encode(&host, ctx.limits.memory_limit(), usage, &own);
     live(g)?;
     g.write_mem(addr, &out)?;
     value(0)
+}
+
+/// The sandbox's tasks (threads, as the kernel's `procs` counts them):
+/// for each process in the view's procfs, the link count of its `task`
+/// directory less two (`proc_task_getattr` adds the thread count to a
+/// directory's two). A process that ends meanwhile is not counted.
+fn task_count(fs: &Resolver) -> u64 {
+    let flags = (libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC) as u64;
+    let Ok(proc) = vfs::sys::openat2(fs.root(), c"/proc", flags, 0, IN_ROOT) else {
+        return 0;
+    };
+    let Ok(dup) = proc.try_clone() else {
+        return 0;
+    };
+    let Ok(mut dir) = Dir::from(dup) else {
+        return 0;
+    };
+    let pids = dir.iter().filter_map(|e| {
+        let e = e.ok()?;
+        let name = e.file_name().to_bytes();
+        name.iter().all(u8::is_ascii_digit).then(|| name.to_vec())
+    });
+    let mut total = 0u64;
+    for mut pid in pids {
+        pid.extend_from_slice(b"/task");
+        let Ok(path) = CString::new(pid) else {
+            continue;
+        };
+        if let Ok(st) = vfs::sys::fstatat(proc.as_fd(), &path, libc::AT_SYMLINK_NOFOLLOW) {
+            total += st.st_nlink.saturating_sub(2);
+        }
+    }
+    total
 }
 
 /// The guest's `struct sysinfo`: the host's, with the sandbox's uptime,

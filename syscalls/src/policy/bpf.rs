@@ -4,8 +4,10 @@
 //! Layout: check the architecture (anything but x86_64 is killed), kill
 //! x32 numbers, then a binary search over ranges of syscall numbers that
 //! share a rule, so any call is classified in about ten comparisons. Far
-//! jumps go through `ja`, whose offset is 32 bits; conditional jumps stay
-//! within a leaf, well under their 8-bit limit.
+//! jumps go through `ja`, whose offset is 32 bits; a conditional jump
+//! whose target is within its 8-bit reach skips that `ja` (most of the
+//! tree's: a shorter program is cheaper to load, and the kernel checks,
+//! converts and JIT-compiles a filter at every install).
 
 use std::collections::HashMap;
 
@@ -178,21 +180,102 @@ impl Builder {
         self.op(RET_K, k);
     }
 
-    fn finish(self) -> Vec<Insn> {
-        let mut at: HashMap<Label, usize> = HashMap::new();
+    /// Where each label lands (indexed by label; labels are dense).
+    fn layout(&self) -> Vec<usize> {
+        let mut at = vec![0; self.labels];
         let mut pc = 0;
         for item in &self.items {
             match item {
-                Item::Mark(l) => {
-                    at.insert(*l, pc);
-                }
+                Item::Mark(l) => at[*l] = pc,
                 _ => pc += 1,
             }
         }
-        let mut out = Vec::with_capacity(pc);
+        at
+    }
+
+    /// Points conditional jumps at a `ja`'s target directly when it is
+    /// within their 8-bit reach, and drops the `ja`s nothing reaches any
+    /// more; true if anything changed. Dropping instructions only
+    /// shortens forward jumps, so every jump stays in range.
+    fn skip_trampolines(&mut self) -> bool {
+        let at = self.layout();
+        let mut ja_of: Vec<Option<Label>> = vec![None; self.labels];
+        let mut pending: Vec<Label> = Vec::new();
+        for item in &self.items {
+            match item {
+                Item::Mark(l) => pending.push(*l),
+                Item::Ja(to) => pending.drain(..).for_each(|l| ja_of[l] = Some(*to)),
+                _ => pending.clear(),
+            }
+        }
+        let mut changed = false;
+        let mut pc = 0;
+        for item in &mut self.items {
+            match item {
+                Item::Jump { t, f, .. } => {
+                    for label in [t, f] {
+                        if let Some(to) = ja_of[*label] {
+                            if at[to].checked_sub(pc + 1).is_some_and(|d| d < 256) {
+                                *label = to;
+                                changed = true;
+                            }
+                        }
+                    }
+                    pc += 1;
+                }
+                Item::Mark(_) => {}
+                _ => pc += 1,
+            }
+        }
+        changed && self.drop_unreached_ja()
+    }
+
+    /// Removes each `ja` that no jump targets and no instruction falls
+    /// into (it follows a jump or a return); true if any went.
+    fn drop_unreached_ja(&mut self) -> bool {
+        let mut targeted = vec![false; self.labels];
+        for item in &self.items {
+            match item {
+                Item::Jump { t, f, .. } => {
+                    targeted[*t] = true;
+                    targeted[*f] = true;
+                }
+                Item::Ja(l) => targeted[*l] = true,
+                _ => {}
+            }
+        }
+        let before = self.items.len();
+        let mut kept: Vec<Item> = Vec::with_capacity(before);
+        let mut marks: Vec<Label> = Vec::new();
+        let mut ends_flow = false;
+        for item in std::mem::take(&mut self.items) {
+            match item {
+                Item::Mark(l) => {
+                    marks.push(l);
+                    kept.push(item);
+                }
+                Item::Ja(_) if ends_flow && !marks.iter().any(|l| targeted[*l]) => {}
+                other => {
+                    ends_flow = match &other {
+                        Item::Op(i) => i.code == RET_K,
+                        _ => true,
+                    };
+                    marks.clear();
+                    kept.push(other);
+                }
+            }
+        }
+        self.items = kept;
+        self.items.len() < before
+    }
+
+    fn finish(mut self) -> Vec<Insn> {
+        while self.skip_trampolines() {}
+        let at = self.layout();
+        let mut out = Vec::with_capacity(self.items.len());
         for item in self.items {
             let here = out.len();
-            let rel = |l: Label| at[&l] - here - 1;
+            let rel = |l: Label| at[l] - here - 1;
             match item {
                 Item::Op(i) => out.push(i),
                 Item::Jump { code, k, t, f } => {
