@@ -1,5 +1,6 @@
 //! What `supervisor run` does while the sandbox's init builds the view:
-//! the limits' hooks (init joins the cgroup; rlimits once it is set up),
+//! the limits' hooks (their cgroup made, for init to join before the
+//! guest; rlimits once it is set up),
 //! and forking the socket factory, so that the factory's fork and
 //! handshake overlap init's work instead of following it.
 //!
@@ -39,15 +40,19 @@ impl<'a> RunHooks<'a> {
 }
 
 impl InitHooks for RunHooks<'_> {
-    fn self_join_files(&self) -> &[OwnedFd] {
-        self.limits.self_join_files()
+    fn joins_late(&self) -> bool {
+        self.limits.joins_late()
+    }
+
+    /// The limits' cgroup first: init waits for it once the view is built.
+    fn cgroup_join(&self, init: Pid) -> Result<Vec<OwnedFd>, String> {
+        self.limits.cgroup_join(init)
     }
 
     /// Still single-threaded (launch runs before any thread exists), with
     /// the id maps written: the factory may fork and join init's user and
     /// network namespaces, which exist since the clone.
     fn setting_up(&self, init: Pid) -> Result<(), String> {
-        self.limits.setting_up(init)?;
         let userns = open_namespace(init, "user")?;
         let netns = open_namespace(init, "net")?;
         let factory = SocketFactory::start(userns.as_fd(), netns.as_fd())?;

@@ -3,7 +3,8 @@
 //! a crash). The kernel takes the sandbox's processes with the
 //! supervisor (init's PDEATHSIG), but nothing removes a cgroup directory.
 //!
-//! Owns: forking it (while the supervisor is single-threaded), its wait
+//! Owns: forking it (while the supervisor is single-threaded, right after
+//! the cgroup's directories are made), its wait
 //! on a pipe whose only writer is the supervisor, and dismissing it at the
 //! end of a normal run. Does not own the removal itself
 //! (`cgroup::remove_tree`).
@@ -17,6 +18,7 @@ use std::path::PathBuf;
 
 use nix::errno::Errno;
 use nix::fcntl::OFlag;
+use nix::sys::signal::SigSet;
 use nix::sys::wait::waitpid;
 use nix::unistd::{pipe2, read, setsid, Pid};
 
@@ -25,6 +27,7 @@ use crate::sys::fd::close_all_except;
 use crate::sys::process::{exit_now, fork_single_threaded, Forked};
 
 /// The running janitor.
+#[derive(Debug)]
 pub struct Janitor {
     pid: Pid,
     /// Its pipe: closing it (or our death) tells the janitor to act.
@@ -49,6 +52,9 @@ pub fn spawn(dirs: Vec<PathBuf>) -> Result<Janitor, String> {
 /// The janitor's life: wait for the pipe's end, clean up, exit.
 fn watch(rx: OwnedFd, dirs: &[PathBuf]) -> ! {
     let _ = setsid();
+    // Forked during the launch, with the forwarded signals blocked: the
+    // janitor takes signals as any process does.
+    let _ = SigSet::all().thread_unblock();
     // Our stdio too: nothing of the supervisor's may stay open here.
     let _ = nix::unistd::close(0);
     let _ = nix::unistd::close(1);
