@@ -7,7 +7,7 @@
 //! the cgroup's directories are made), its wait
 //! on a pipe whose only writer is the supervisor, and dismissing it at the
 //! end of a normal run. Does not own the removal itself
-//! (`cgroup::remove_tree`).
+//! (`cgroup::remove_tree_sparing`).
 //!
 //! It runs in a session of its own (terminal signals aimed at the
 //! supervisor's group do not reach it) with no descriptor but its pipe:
@@ -22,7 +22,7 @@ use nix::sys::signal::SigSet;
 use nix::sys::wait::waitpid;
 use nix::unistd::{pipe2, read, setsid, Pid};
 
-use super::cgroup::remove_tree;
+use super::cgroup::remove_tree_sparing;
 use crate::sys::fd::close_all_except;
 use crate::sys::process::{exit_now, fork_single_threaded, Forked};
 
@@ -37,10 +37,11 @@ pub struct Janitor {
 /// Forks the janitor for `dirs`. Call while single-threaded.
 pub fn spawn(dirs: Vec<PathBuf>) -> Result<Janitor, String> {
     let (rx, tx) = pipe2(OFlag::O_CLOEXEC).map_err(|e| format!("janitor pipe: {}", e.desc()))?;
+    let supervisor = std::process::id() as i32;
     match fork_single_threaded().map_err(|e| format!("starting the janitor: {}", e.desc()))? {
         Forked::Child => {
             drop(tx);
-            watch(rx, &dirs)
+            watch(rx, &dirs, supervisor)
         }
         Forked::Parent(pid) => Ok(Janitor {
             pid,
@@ -49,8 +50,11 @@ pub fn spawn(dirs: Vec<PathBuf>) -> Result<Janitor, String> {
     }
 }
 
-/// The janitor's life: wait for the pipe's end, clean up, exit.
-fn watch(rx: OwnedFd, dirs: &[PathBuf]) -> ! {
+/// The janitor's life: wait for the pipe's end, clean up, exit. It never
+/// signals the `supervisor`: handed over at the end of a run, it may
+/// find a trap worker of the exiting supervisor still in the sandbox's
+/// cpu group, and a SIGKILL then would be the supervisor's exit status.
+fn watch(rx: OwnedFd, dirs: &[PathBuf], supervisor: i32) -> ! {
     let _ = setsid();
     // Forked during the launch, with the forwarded signals blocked: the
     // janitor takes signals as any process does.
@@ -62,7 +66,7 @@ fn watch(rx: OwnedFd, dirs: &[PathBuf]) -> ! {
     let _ = close_all_except(&[rx.as_raw_fd()]);
     let mut byte = [0u8; 1];
     while let Err(Errno::EINTR) = read(rx.as_raw_fd(), &mut byte) {}
-    remove_tree(dirs);
+    remove_tree_sparing(dirs, Some(supervisor));
     exit_now(0)
 }
 
