@@ -217,8 +217,9 @@ impl Enforcement {
 
     /// Creates the sandbox's cgroup beneath ours (its janitor forked at
     /// once), sets the limits, moves `init` into the directories it cannot
-    /// join itself (v2), plans the rlimits, and returns the v1 `tasks`
-    /// files for init to write "0" to. Call while single-threaded (the
+    /// join itself (v2), opens the counters, and returns the v1 `tasks`
+    /// files for init to write "0" to (the rlimits follow from what was
+    /// made: [`Enforcement::set_rlimits`]). Call while single-threaded (the
     /// janitor forks), while init builds the view.
     pub fn create(&self, init: Pid) -> Result<Vec<OwnedFd>, String> {
         let mut made = self.made.borrow_mut();
@@ -226,7 +227,13 @@ impl Enforcement {
             let name = format!("supervisor-{}", std::process::id());
             let cg = SandboxCgroup::create(&Host::discover(), &self.wanted, &name);
             if !cg.dirs().is_empty() {
-                made.janitor = Some(janitor::spawn(cg.dirs().to_vec())?);
+                match janitor::spawn(cg.dirs().to_vec()) {
+                    Ok(janitor) => made.janitor = Some(janitor),
+                    Err(msg) => {
+                        cg.remove();
+                        return Err(msg);
+                    }
+                }
             }
             made.cgroup = Some(cg);
         }
