@@ -1,8 +1,9 @@
 //! What `supervisor run` does while the sandbox's init builds the view:
-//! the limits' hooks (init joins the cgroup; rlimits once it is set up),
-//! and forking the socket factory while this process is single-threaded
-//! (it idles until the first socket call, and enters the sandbox's
-//! namespaces then: `socket_factory.rs`).
+//! the limits' hooks (their cgroup made, for init to join before the
+//! guest; rlimits once it is set up), and forking the socket factory
+//! while this process is single-threaded (it idles until the first
+//! socket call, and enters the sandbox's namespaces then:
+//! `socket_factory.rs`).
 //!
 //! Owns: that ordering only. Does not own the factory itself
 //! (`socket_factory.rs`), the limits (`limits/`), or launch.
@@ -40,8 +41,13 @@ impl<'a> RunHooks<'a> {
 }
 
 impl InitHooks for RunHooks<'_> {
-    fn self_join_files(&self) -> &[OwnedFd] {
-        self.limits.self_join_files()
+    fn joins_late(&self) -> bool {
+        self.limits.joins_late()
+    }
+
+    /// The limits' cgroup first: init waits for it once the view is built.
+    fn cgroup_join(&self, init: Pid) -> Result<Vec<OwnedFd>, String> {
+        self.limits.cgroup_join(init)
     }
 
     /// Still single-threaded (launch runs before any thread exists), with
@@ -49,7 +55,6 @@ impl InitHooks for RunHooks<'_> {
     /// network namespaces (which exist since the clone, and which init,
     /// once non-dumpable, no longer lets us open) to join them later.
     fn setting_up(&self, init: Pid) -> Result<(), String> {
-        self.limits.setting_up(init)?;
         let userns = open_namespace(init, "user")?;
         let netns = open_namespace(init, "net")?;
         let factory = SocketFactory::start(init, userns.as_fd(), netns.as_fd())?;

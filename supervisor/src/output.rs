@@ -70,7 +70,7 @@ impl Meter {
 /// The guest's stdout and stderr (those not on a terminal) captured
 /// through pipes. Between [`Capture::install`] and [`Capture::restore`]
 /// our own descriptors 1 and 2 are the pipes' write ends; nothing may be
-/// printed then.
+/// printed then. [`Capture::relay`] starts copying, once the guest runs.
 pub struct Capture {
     /// (our descriptor, a saved copy of what it was, the pipe's read end).
     streams: Vec<(RawFd, OwnedFd, OwnedFd)>,
@@ -101,11 +101,18 @@ impl Capture {
         Ok(capture)
     }
 
-    /// Gives our descriptors back (the guest keeps the pipes) and starts
-    /// relaying. Call right after the launch, whatever its result.
-    pub fn restore(&mut self, meter: &Arc<Meter>) {
-        for (fd, saved, rx) in self.streams.drain(..) {
-            let _ = dup2(saved.as_raw_fd(), fd);
+    /// Gives our descriptors back (the guest keeps the pipes). Call right
+    /// after the launch, whatever its result.
+    pub fn restore(&mut self) {
+        for (fd, saved, _) in &self.streams {
+            let _ = dup2(saved.as_raw_fd(), *fd);
+        }
+    }
+
+    /// Starts relaying, once [`Capture::restore`]d: one thread per pipe.
+    /// Until then the guest's output waits in the pipes.
+    pub fn relay(&mut self, meter: &Arc<Meter>) {
+        for (_, saved, rx) in self.streams.drain(..) {
             let meter = meter.clone();
             let relay = thread::Builder::new()
                 .name("output".into())

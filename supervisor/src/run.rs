@@ -27,7 +27,6 @@ use crate::guest_view::{guest_cpus, guest_limits};
 pub use crate::guest_view::{GuestView, Reading};
 use crate::launch::{self, LaunchConfig, LaunchError, FORWARDED};
 use crate::launch_hooks::RunHooks;
-use crate::limits::janitor::{self, Janitor};
 use crate::limits::{watchdog, Enforcement, Tripwire};
 use crate::network::{self, Network};
 use crate::output::{Capture, Meter};
@@ -120,57 +119,45 @@ pub fn run_embedded(args: RunArgs, embedding: &dyn Embedding) -> i32 {
     code
 }
 
-/// What limits the run: their enforcement, the tripwire a fatal limit
-/// pulls, the output meter, and the janitor that cleans up if we die.
+/// What limits the run: their enforcement (its cgroup made during the
+/// launch, with the janitor that cleans up if we die), the tripwire a
+/// fatal limit pulls, and the output meter.
 struct Guards {
     enforcement: Enforcement,
     tripwire: Arc<Tripwire>,
     meter: Option<Arc<Meter>>,
-    janitor: Option<Janitor>,
     /// Init was released, not reaped: it may still be in the cgroup.
     init_released: Cell<bool>,
 }
 
 impl Guards {
-    /// Sets the limits up; before the launch (the janitor forks).
-    fn prepare(args: &RunArgs, report: &mut Report) -> Result<Guards, LaunchError> {
+    /// Plans the limits; before the launch, which makes the cgroup.
+    fn prepare(args: &RunArgs) -> Guards {
         let limits = args.limits();
-        let enforcement = Enforcement::prepare(&limits).map_err(setup_error)?;
-        if let Some(w) = &enforcement.warning {
-            eprintln!("supervisor: warning: {w}");
-            report.limits.warning = Some(w.clone());
-        }
-        let dirs = enforcement.cgroup_dirs();
-        let janitor = match dirs.is_empty() {
-            true => None,
-            false => Some(janitor::spawn(dirs).map_err(setup_error)?),
-        };
         let tripwire = Tripwire::new();
         let meter = limits.output.map(|l| Meter::new(l, tripwire.clone()));
-        Ok(Guards {
-            enforcement,
+        Guards {
+            enforcement: Enforcement::plan(&limits),
             tripwire,
             meter,
-            janitor,
             init_released: Cell::new(false),
-        })
+        }
+    }
+
+    /// Once launched: the one warning about limits not enforced the
+    /// strong way.
+    fn warn(&self, report: &mut Report) {
+        if let Some(w) = self.enforcement.warning() {
+            eprintln!("supervisor: warning: {w}");
+            report.limits.warning = Some(w);
+        }
     }
 
     /// Removes the cgroup and dismisses the janitor; or, when init was
     /// released and may not have left the cgroup yet, leaves the removal
     /// to the janitor without waiting for it.
-    fn finish(mut self) {
-        match self.janitor.take() {
-            Some(j) if self.init_released.get() => {
-                self.enforcement.leave_to_janitor();
-                j.hand_over();
-            }
-            Some(j) => {
-                self.enforcement.remove();
-                j.dismiss();
-            }
-            None => self.enforcement.remove(),
-        }
+    fn finish(self) {
+        self.enforcement.finish(self.init_released.get());
     }
 }
 
@@ -185,7 +172,7 @@ fn execute(
         .unwrap_or_else(|| GuestView::of_flags(args));
     let mut config = launch_config(args, &view)?;
     embedding.configure(&mut config);
-    let guards = Guards::prepare(args, report)?;
+    let guards = Guards::prepare(args);
     let result = serve_and_wait(args, embedding, &config, &guards, report, started, view);
     guards.finish();
     result
@@ -211,10 +198,11 @@ fn serve_and_wait(
     // before this process has any thread (the output relays start below).
     let hooks = RunHooks::new(&guards.enforcement);
     let launched = launch::launch_with(config, &hooks);
-    if let (Some(capture), Some(meter)) = (&mut capture, &guards.meter) {
-        capture.restore(meter);
+    if let Some(capture) = &mut capture {
+        capture.restore();
     }
     let mut sandbox = launched?;
+    guards.warn(report);
     let sockets = match hooks.take_factory() {
         Ok(factory) => Arc::new(factory),
         Err(e) => {
@@ -272,12 +260,6 @@ fn serve_and_wait(
         sandbox.init_pid,
         relay.as_ref().map(|r| r.resizer()),
     );
-    let watchdog = watchdog::start(
-        &guards.enforcement.limits,
-        counters.clone(),
-        guards.tripwire.clone(),
-        started,
-    );
     embedding.before_start(&sandbox).map_err(setup_error)?;
     crate::confine::confine(!args.allow_net.is_empty()).map_err(supervisor_error)?;
     // Without a report, nothing needs init's resource usage: the run ends
@@ -287,6 +269,17 @@ fn serve_and_wait(
         guards.init_released.set(true);
     }
     sandbox.start()?;
+    // Threads the guest's exec need not wait for: they start while it runs
+    // (a guest that writes first only finds its pipe's buffer).
+    if let (Some(capture), Some(meter)) = (&mut capture, &guards.meter) {
+        capture.relay(meter);
+    }
+    let watchdog = watchdog::start(
+        &guards.enforcement.limits,
+        counters.clone(),
+        guards.tripwire.clone(),
+        started,
+    );
     let waited = sandbox.wait_with_stats();
     trap.settle();
     for warning in rw_flush.flush() {

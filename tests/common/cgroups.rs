@@ -17,8 +17,8 @@ pub struct SafetyCgroup {
     dirs: Vec<PathBuf>,
 }
 
-/// Our directory in each hierarchy that has `controller`.
-fn own_dir(controller: &str) -> Option<PathBuf> {
+/// Our directory in the hierarchy that has `controller`.
+pub fn own_dir(controller: &str) -> Option<PathBuf> {
     let text = fs::read_to_string("/proc/self/cgroup").ok()?;
     for line in text.lines() {
         let mut parts = line.splitn(3, ':');

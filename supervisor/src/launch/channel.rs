@@ -1,7 +1,10 @@
 //! The control channel between the supervisor and the sandbox's init: a
 //! `SOCK_SEQPACKET` socketpair, one message per event.
 //!
-//! supervisor → init: `Go` once the id maps are written.
+//! supervisor → init: `Go` once the id maps are written; then, when init
+//! joins the sandbox's cgroup late (`InitHooks::joins_late`), one `Join`
+//! with the cgroup v1 `tasks` files it writes itself into (none on v2,
+//! where the supervisor moves it), sent while init builds the view.
 //! init → supervisor: `Failed(msg)` if setting up failed; `Pty` with the
 //! master of the sandbox's pseudo-terminal attached, just before `Ready`,
 //! when the guest's stdio is to be a terminal; `Ready` with the
@@ -17,7 +20,7 @@ use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 
 use nix::sys::socket::{socketpair, AddressFamily, SockFlag, SockType};
 
-use crate::sys::fd::{recv_with_fd, send_with_fd};
+use crate::sys::fd::{recv_with_fds, send_with_fd, send_with_fds};
 
 const GO: u8 = b'G';
 const READY: u8 = b'R';
@@ -25,6 +28,7 @@ const FAILED: u8 = b'E';
 const STATUS: u8 = b'S';
 const PTY: u8 = b'P';
 const EXEC: u8 = b'X';
+const JOIN: u8 = b'J';
 
 /// One message on the channel.
 pub enum Msg {
@@ -40,6 +44,9 @@ pub enum Msg {
     /// supervisor → init: a connection from a process that asks for a
     /// new process in the sandbox (`exec_request.rs`).
     Exec(OwnedFd),
+    /// supervisor → init: the sandbox's cgroup is ready; the `tasks`
+    /// files attached (any number) are for init to write "0" to.
+    Join(Vec<OwnedFd>),
 }
 
 /// One end of the channel.
@@ -64,6 +71,10 @@ impl Channel {
             Msg::Ready(fd) => send_with_fd(sock, &[READY], Some(fd.as_fd())),
             Msg::Pty(fd) => send_with_fd(sock, &[PTY], Some(fd.as_fd())),
             Msg::Exec(fd) => send_with_fd(sock, &[EXEC], Some(fd.as_fd())),
+            Msg::Join(fds) => {
+                let fds: Vec<BorrowedFd<'_>> = fds.iter().map(AsFd::as_fd).collect();
+                send_with_fds(sock, &[JOIN], &fds)
+            }
             Msg::Failed(text) => {
                 let mut buf = vec![FAILED];
                 buf.extend_from_slice(text.as_bytes());
@@ -82,8 +93,12 @@ impl Channel {
     /// message that makes no sense, which only a dying peer sends).
     pub fn recv(&self) -> nix::Result<Option<Msg>> {
         let mut buf = [0u8; 4096];
-        let (n, fd) = recv_with_fd(self.0.as_fd(), &mut buf)?;
+        let (n, mut fds) = recv_with_fds(self.0.as_fd(), &mut buf)?;
         let body = &buf[1..n.max(1)];
+        if n > 0 && buf[0] == JOIN {
+            return Ok(Some(Msg::Join(fds)));
+        }
+        let fd = (!fds.is_empty()).then(|| fds.swap_remove(0));
         Ok(match (buf[0], n, fd) {
             (_, 0, _) => None,
             (GO, _, _) => Some(Msg::Go),
@@ -128,6 +143,11 @@ mod tests {
         let (r, _w) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).unwrap();
         b.send(&Msg::Ready(r)).unwrap();
         assert!(matches!(a.recv().unwrap(), Some(Msg::Ready(_))));
+        let (r, w) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).unwrap();
+        a.send(&Msg::Join(vec![r, w])).unwrap();
+        assert!(matches!(b.recv().unwrap(), Some(Msg::Join(fds)) if fds.len() == 2));
+        a.send(&Msg::Join(Vec::new())).unwrap();
+        assert!(matches!(b.recv().unwrap(), Some(Msg::Join(fds)) if fds.is_empty()));
         drop(b);
         assert!(a.recv().unwrap().is_none());
     }

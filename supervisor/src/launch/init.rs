@@ -3,7 +3,8 @@
 //!
 //! Owns, in order: dying with the supervisor (PDEATHSIG), waiting for the
 //! id maps, hostname, loopback, the view (`view.rs`), the working
-//! directory, the guest's pseudo-terminal if asked for (opened in the
+//! directory, joining the sandbox's cgroup and entering a cgroup
+//! namespace there, the guest's pseudo-terminal if asked for (opened in the
 //! view's devpts, so the guest can name it), closing inherited
 //! descriptors, dropping privileges and installing the filter
 //! (`privs.rs`), handing the pty master and the listener to the
@@ -19,7 +20,7 @@
 //! wait4, kill, write, exit): nothing serves notifications yet.
 
 use std::fs::File;
-use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::path::Path;
 
 use nix::errno::Errno;
@@ -70,9 +71,12 @@ pub(super) struct InitArgs<'a> {
     pub workdir: &'a Path,
     /// Which of stdin, stdout, stderr the guest gets a pty slave as.
     pub pty: Option<[bool; 3]>,
-    /// Files to write "0" to first: cgroup v1 `tasks` files (see
-    /// `SandboxCgroup::self_join_files`).
+    /// Files to write "0" to first: cgroup v1 `tasks` files (the OCI
+    /// monitor's freezer: `LaunchConfig::self_join`).
     pub self_join: &'a [BorrowedFd<'a>],
+    /// Wait, once the view is built, for the sandbox's cgroup
+    /// (`Msg::Join`), made by the supervisor meanwhile.
+    pub join_late: bool,
     /// Put the guest under Landlock's abstract-socket scope (unless the
     /// test switch [`NO_LANDLOCK_FOR_TESTS`] was set).
     pub landlock: bool,
@@ -89,21 +93,13 @@ pub(super) fn run(args: InitArgs<'_>) -> ! {
     if set_pdeathsig(Signal::SIGKILL).is_err() {
         _exit(125);
     }
-    // Into the sandbox's cgroup while the supervisor writes our id maps.
+    // Into the freezer's cgroup while the supervisor writes our id maps.
     let joined = join_cgroups(args.self_join);
     if !matches!(args.channel.recv(), Ok(Some(Msg::Go))) {
         _exit(125);
     }
     if let Err(msg) = joined {
         fail(&args.channel, msg);
-    }
-    // A cgroup namespace rooted where init now is: /proc/*/cgroup shows
-    // `/`, not the host's cgroup paths.
-    if let Err(e) = unshare(CloneFlags::CLONE_NEWCGROUP) {
-        fail(
-            &args.channel,
-            format!("creating a cgroup namespace: {}", e.desc()),
-        );
     }
     // Our memory is a copy of the supervisor's: its command line and
     // environment must not be readable as /proc/1/cmdline or environ.
@@ -171,6 +167,24 @@ fn join_cgroups(files: &[BorrowedFd<'_>]) -> Result<(), String> {
     Ok(())
 }
 
+/// Joins the sandbox's cgroup once the supervisor has made it (while we
+/// built the view; `InitHooks::cgroup_join`), then enters a cgroup
+/// namespace rooted there: /proc/*/cgroup shows `/`, not the host's
+/// cgroup paths. Before the guest exists, and while init still may
+/// unshare: everything it forks is born inside.
+fn enter_sandbox_cgroup(args: &InitArgs<'_>) -> Result<(), String> {
+    if args.join_late {
+        let files = match args.channel.recv() {
+            Ok(Some(Msg::Join(files))) => files,
+            _ => _exit(125),
+        };
+        let files: Vec<BorrowedFd<'_>> = files.iter().map(|f| f.as_fd()).collect();
+        join_cgroups(&files)?;
+    }
+    unshare(CloneFlags::CLONE_NEWCGROUP)
+        .map_err(|e| format!("creating a cgroup namespace: {}", e.desc()))
+}
+
 fn fail(channel: &Channel, msg: String) -> ! {
     let _ = channel.send(&Msg::Failed(msg));
     _exit(125)
@@ -196,6 +210,7 @@ fn setup(args: &InitArgs<'_>) -> Result<(OwnedFd, Option<Pty>, Option<File>), St
     }
     view::build(args.plan)?;
     chdir(args.workdir).map_err(|e| format!("workdir {}: {}", args.workdir.display(), e.desc()))?;
+    enter_sandbox_cgroup(args)?;
     // Opened before the filter: afterwards, opens are serviced calls.
     let pty = match args.pty {
         Some(_) => {

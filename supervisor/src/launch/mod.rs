@@ -115,9 +115,9 @@ pub struct LaunchConfig {
     /// The name server the guest's /etc/resolv.conf names (the DNS stub
     /// when `--allow-net` has a name rule); `None`: no name server.
     pub nameserver: Option<std::net::IpAddr>,
-    /// More cgroup v1 `tasks` files init writes "0" to, after the
-    /// hooks' own ([`InitHooks::self_join_files`]): the OCI monitor's
-    /// freezer, which must hold the sandbox but not the monitor.
+    /// Cgroup v1 `tasks` files init writes "0" to as its first act: the
+    /// OCI monitor's freezer, which must hold the sandbox but not the
+    /// monitor. (The limits' cgroup comes later: [`InitHooks::cgroup_join`].)
     pub self_join: Vec<std::sync::Arc<OwnedFd>>,
     /// How many ids the user namespace maps from the invoker's (each at
     /// the same number): 1 (the invoker's alone), or for the OCI runtime
@@ -245,13 +245,20 @@ pub fn launch(cfg: &LaunchConfig) -> Result<Sandbox, LaunchError> {
 /// What the caller does to init while it sets up, before it has forked
 /// anything: everything in the sandbox inherits the result.
 pub trait InitHooks {
-    /// Files init writes "0" to before anything else (cgroup v1 `tasks`
-    /// files: init moves itself into the sandbox's cgroup).
-    fn self_join_files(&self) -> &[OwnedFd] {
-        &[]
+    /// Whether init joins a cgroup the caller makes while init builds
+    /// the view ([`InitHooks::cgroup_join`]): init then waits for it
+    /// before its cgroup namespace and the guest. Known before the clone.
+    fn joins_late(&self) -> bool {
+        false
     }
-    /// Called right after init is told to go, while it builds the view
-    /// (so a slow step, like a cgroup migration, overlaps that work).
+    /// When [`InitHooks::joins_late`], called first once init is told to
+    /// go: makes the cgroup (moving init into what it cannot join itself)
+    /// and returns the cgroup v1 `tasks` files init writes "0" to.
+    fn cgroup_join(&self, _init: Pid) -> Result<Vec<OwnedFd>, String> {
+        Ok(Vec::new())
+    }
+    /// Called right after init is told to go (and any cgroup sent), while
+    /// it builds the view, so that slow steps overlap that work.
     fn setting_up(&self, init: Pid) -> Result<(), String>;
     /// Called once init is set up, before it forks the guest (rlimits
     /// set here do not constrain init's own setup).
@@ -321,10 +328,7 @@ pub fn launch_with(cfg: &LaunchConfig, hooks: &dyn InitHooks) -> Result<Sandbox,
     let (start_rx, start_tx) = pipe2(OFlag::O_CLOEXEC).map_err(|e| os_err("creating a pipe", e))?;
     let (exec_rx, exec_tx) = pipe2(OFlag::O_CLOEXEC).map_err(|e| os_err("creating a pipe", e))?;
 
-    let self_join: Vec<BorrowedFd<'_>> = (hooks.self_join_files().iter())
-        .chain(cfg.self_join.iter().map(|f| &**f))
-        .map(|f| f.as_fd())
-        .collect();
+    let self_join: Vec<BorrowedFd<'_>> = cfg.self_join.iter().map(|f| f.as_fd()).collect();
     match clone_process(NAMESPACES) {
         Err(e) => Err(LaunchError::setup(format!(
             "cannot create the sandbox's namespaces: {} (are unprivileged user namespaces allowed? \
@@ -345,6 +349,7 @@ pub fn launch_with(cfg: &LaunchConfig, hooks: &dyn InitHooks) -> Result<Sandbox,
                 workdir: &workdir,
                 pty: cfg.pty,
                 self_join: &self_join,
+                join_late: hooks.joins_late(),
                 switch_users: cfg.id_count > 1,
                 user: cfg.user.as_ref(),
                 landlock: std::env::var_os(init::NO_LANDLOCK_FOR_TESTS).is_none(),

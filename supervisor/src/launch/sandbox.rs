@@ -30,6 +30,12 @@ impl Sandbox {
         self.channel
             .send(&Msg::Go)
             .map_err(|e| LaunchError::setup(format!("starting init: {}", e.desc())))?;
+        if hooks.joins_late() {
+            let files = hooks.cgroup_join(pid).map_err(LaunchError::setup)?;
+            self.channel
+                .send(&Msg::Join(files))
+                .map_err(|e| LaunchError::setup(format!("starting init: {}", e.desc())))?;
+        }
         hooks.setting_up(pid).map_err(LaunchError::setup)?;
         let mut reply = self.channel.recv();
         if let Ok(Some(Msg::Pty(fd))) = reply {

@@ -411,13 +411,20 @@ impl SandboxCgroup {
 /// Kills every process in `dirs` and removes them, retrying while the
 /// kernel finishes the kills (a directory with members cannot go).
 pub fn remove_tree(dirs: &[PathBuf]) {
+    remove_tree_sparing(dirs, None);
+}
+
+/// [`remove_tree`], never signalling process `spare` either: the janitor
+/// spares the supervisor, whose trap worker may still be leaving the
+/// sandbox's cpu group (`worker_cpu_files`) while the supervisor exits.
+pub fn remove_tree_sparing(dirs: &[PathBuf], spare: Option<i32>) {
     for dir in dirs.iter().rev() {
         for _ in 0..200 {
             // unlinkat, not rmdir: the supervisor's own filter allows it.
             match unlinkat(None, dir, UnlinkatFlags::RemoveDir) {
                 Ok(()) | Err(Errno::ENOENT) => break,
                 Err(_) => {
-                    kill_members(dir);
+                    kill_members(dir, spare);
                     evict_own_threads(dir);
                     thread::sleep(Duration::from_millis(5));
                 }
@@ -427,12 +434,13 @@ pub fn remove_tree(dirs: &[PathBuf]) {
 }
 
 /// Kills the processes in `dir`, never this one (a trap worker may
-/// still be leaving the sandbox's cpu group: `worker_cpu_files`).
-fn kill_members(dir: &Path) {
+/// still be leaving the sandbox's cpu group: `worker_cpu_files`) nor
+/// `spare`.
+fn kill_members(dir: &Path, spare: Option<i32>) {
     let procs = fs::read_to_string(dir.join("cgroup.procs")).unwrap_or_default();
     let me = std::process::id() as i32;
     let others = procs.lines().filter_map(|l| l.trim().parse::<i32>().ok());
-    for pid in others.filter(|&pid| pid != me) {
+    for pid in others.filter(|&pid| pid != me && Some(pid) != spare) {
         let _ = nix::sys::signal::kill(
             nix::unistd::Pid::from_raw(pid),
             nix::sys::signal::Signal::SIGKILL,

@@ -3,10 +3,11 @@
 //! a crash). The kernel takes the sandbox's processes with the
 //! supervisor (init's PDEATHSIG), but nothing removes a cgroup directory.
 //!
-//! Owns: forking it (while the supervisor is single-threaded), its wait
+//! Owns: forking it (while the supervisor is single-threaded, right after
+//! the cgroup's directories are made), its wait
 //! on a pipe whose only writer is the supervisor, and dismissing it at the
 //! end of a normal run. Does not own the removal itself
-//! (`cgroup::remove_tree`).
+//! (`cgroup::remove_tree_sparing`).
 //!
 //! It runs in a session of its own (terminal signals aimed at the
 //! supervisor's group do not reach it) with no descriptor but its pipe:
@@ -17,14 +18,16 @@ use std::path::PathBuf;
 
 use nix::errno::Errno;
 use nix::fcntl::OFlag;
+use nix::sys::signal::SigSet;
 use nix::sys::wait::waitpid;
 use nix::unistd::{pipe2, read, setsid, Pid};
 
-use super::cgroup::remove_tree;
+use super::cgroup::remove_tree_sparing;
 use crate::sys::fd::close_all_except;
 use crate::sys::process::{exit_now, fork_single_threaded, Forked};
 
 /// The running janitor.
+#[derive(Debug)]
 pub struct Janitor {
     pid: Pid,
     /// Its pipe: closing it (or our death) tells the janitor to act.
@@ -34,10 +37,11 @@ pub struct Janitor {
 /// Forks the janitor for `dirs`. Call while single-threaded.
 pub fn spawn(dirs: Vec<PathBuf>) -> Result<Janitor, String> {
     let (rx, tx) = pipe2(OFlag::O_CLOEXEC).map_err(|e| format!("janitor pipe: {}", e.desc()))?;
+    let supervisor = std::process::id() as i32;
     match fork_single_threaded().map_err(|e| format!("starting the janitor: {}", e.desc()))? {
         Forked::Child => {
             drop(tx);
-            watch(rx, &dirs)
+            watch(rx, &dirs, supervisor)
         }
         Forked::Parent(pid) => Ok(Janitor {
             pid,
@@ -46,9 +50,15 @@ pub fn spawn(dirs: Vec<PathBuf>) -> Result<Janitor, String> {
     }
 }
 
-/// The janitor's life: wait for the pipe's end, clean up, exit.
-fn watch(rx: OwnedFd, dirs: &[PathBuf]) -> ! {
+/// The janitor's life: wait for the pipe's end, clean up, exit. It never
+/// signals the `supervisor`: handed over at the end of a run, it may
+/// find a trap worker of the exiting supervisor still in the sandbox's
+/// cpu group, and a SIGKILL then would be the supervisor's exit status.
+fn watch(rx: OwnedFd, dirs: &[PathBuf], supervisor: i32) -> ! {
     let _ = setsid();
+    // Forked during the launch, with the forwarded signals blocked: the
+    // janitor takes signals as any process does.
+    let _ = SigSet::all().thread_unblock();
     // Our stdio too: nothing of the supervisor's may stay open here.
     let _ = nix::unistd::close(0);
     let _ = nix::unistd::close(1);
@@ -56,7 +66,7 @@ fn watch(rx: OwnedFd, dirs: &[PathBuf]) -> ! {
     let _ = close_all_except(&[rx.as_raw_fd()]);
     let mut byte = [0u8; 1];
     while let Err(Errno::EINTR) = read(rx.as_raw_fd(), &mut byte) {}
-    remove_tree(dirs);
+    remove_tree_sparing(dirs, Some(supervisor));
     exit_now(0)
 }
 

@@ -16,6 +16,7 @@ pub mod counters;
 pub mod janitor;
 pub mod watchdog;
 
+use std::cell::RefCell;
 use std::fmt::Write as _;
 use std::os::fd::{AsFd, OwnedFd};
 use std::sync::{Arc, OnceLock};
@@ -28,6 +29,7 @@ use crate::launch::InitHooks;
 use crate::sys::pidfd;
 use crate::sys::process::{prlimit, Rlimit};
 use cgroup::{Controller, Counters, Host, SandboxCgroup};
+use janitor::Janitor;
 
 /// The limits of one run, as given on the command line.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -174,57 +176,91 @@ impl Tripwire {
     }
 }
 
-/// How the limits are enforced for one run.
+/// How the limits are enforced for one run. Planned before the launch
+/// (no system call: [`Enforcement::plan`]); the cgroup is made while the
+/// sandbox's init builds the view ([`Enforcement::create`], from the
+/// launch's [`InitHooks::cgroup_join`]), and init joins it before it
+/// forks the guest: limits hold from the guest's first instruction.
 #[derive(Debug)]
 pub struct Enforcement {
     pub limits: Limits,
+    /// The controllers a cgroup is wanted for (none: no cgroup at all).
+    wanted: Vec<Controller>,
+    made: RefCell<Made>,
+}
+
+/// What [`Enforcement::create`] made.
+#[derive(Debug, Default)]
+struct Made {
     cgroup: Option<SandboxCgroup>,
-    rlimits: Vec<(Rlimit, u64)>,
-    /// The cgroup v1 `tasks` files init writes itself into.
-    self_join: Vec<OwnedFd>,
-    /// What could not be enforced through a cgroup, for one warning.
-    pub warning: Option<String>,
+    /// Removes the cgroup if we die first (forked right after the mkdir).
+    janitor: Option<Janitor>,
+    /// Opened with the cgroup, so the serving phase opens nothing.
+    counters: Option<Counters>,
+    worker_cpu_files: Option<(OwnedFd, OwnedFd)>,
 }
 
 impl Enforcement {
-    /// Creates the sandbox's cgroup (beneath ours) with the limits set,
-    /// and plans the rlimits. Call before launch.
-    pub fn prepare(limits: &Limits) -> Result<Enforcement, String> {
-        let wanted = limits.cgroup_controllers();
-        let cgroup = if wanted.is_empty() {
-            None
-        } else {
-            let name = format!("supervisor-{}", std::process::id());
-            Some(SandboxCgroup::create(&Host::discover(), &wanted, &name))
-        };
-        let mut e = Enforcement {
+    /// Plans the enforcement of `limits`; makes nothing yet.
+    pub fn plan(limits: &Limits) -> Enforcement {
+        Enforcement {
             limits: limits.clone(),
-            cgroup,
-            rlimits: Vec::new(),
-            self_join: Vec::new(),
-            warning: None,
-        };
-        if let Err(msg) = e.write_cgroup_limits() {
-            e.remove();
-            return Err(msg);
+            wanted: limits.cgroup_controllers(),
+            made: RefCell::new(Made::default()),
         }
-        if let Some(cg) = &e.cgroup {
-            match cg.self_join_files() {
-                Ok(files) => e.self_join = files,
-                Err(err) => {
-                    e.remove();
-                    return Err(format!("cannot open the sandbox's cgroup: {err}"));
-                }
-            }
-        }
-        e.plan_rlimits();
-        Ok(e)
     }
 
-    fn write_cgroup_limits(&self) -> Result<(), String> {
-        let Some(cg) = &self.cgroup else {
-            return Ok(());
+    /// Whether a cgroup is wanted (init then joins it late).
+    pub fn wants_cgroup(&self) -> bool {
+        !self.wanted.is_empty()
+    }
+
+    /// Creates the sandbox's cgroup beneath ours (its janitor forked at
+    /// once), sets the limits, moves `init` into the directories it cannot
+    /// join itself (v2), opens the counters, and returns the v1 `tasks`
+    /// files for init to write "0" to (the rlimits follow from what was
+    /// made: [`Enforcement::set_rlimits`]). Call while single-threaded (the
+    /// janitor forks), while init builds the view.
+    pub fn create(&self, init: Pid) -> Result<Vec<OwnedFd>, String> {
+        let mut made = self.made.borrow_mut();
+        if self.wants_cgroup() {
+            let name = format!("supervisor-{}", std::process::id());
+            let cg = SandboxCgroup::create(&Host::discover(), &self.wanted, &name);
+            if !cg.dirs().is_empty() {
+                match janitor::spawn(cg.dirs().to_vec()) {
+                    Ok(janitor) => made.janitor = Some(janitor),
+                    Err(msg) => {
+                        cg.remove();
+                        return Err(msg);
+                    }
+                }
+            }
+            made.cgroup = Some(cg);
+        }
+        let joined = made.cgroup.as_ref().map_or(Ok(Vec::new()), |cg| {
+            self.write_cgroup_limits(cg)?;
+            cg.join(init.as_raw())
+                .map_err(|e| format!("cannot move the sandbox into its cgroup: {e}"))?;
+            cg.self_join_files()
+                .map_err(|e| format!("cannot open the sandbox's cgroup: {e}"))
+        });
+        let files = match joined {
+            Ok(files) => files,
+            Err(msg) => {
+                drop(made);
+                self.finish(false);
+                return Err(msg);
+            }
         };
+        let made = &mut *made;
+        if let Some(cg) = &made.cgroup {
+            made.counters = Some(cg.counters());
+            made.worker_cpu_files = cg.worker_cpu_files();
+        }
+        Ok(files)
+    }
+
+    fn write_cgroup_limits(&self, cg: &SandboxCgroup) -> Result<(), String> {
         let l = &self.limits;
         let err = |flag: &str, e: std::io::Error| format!("{flag}: cannot set the limit: {e}");
         if let (Some(m), true) = (l.memory, cg.has(Controller::Memory)) {
@@ -240,32 +276,33 @@ impl Enforcement {
     }
 
     /// rlimits: `--nofile` always; the fallbacks of limits the cgroup
-    /// could not take, each named in the warning.
-    fn plan_rlimits(&mut self) {
-        let l = self.limits.clone();
-        let has = |c| self.cgroup.as_ref().is_some_and(|cg| cg.has(c));
+    /// (as made by then) could not take, each named in the warning.
+    fn plan_rlimits(&self, cgroup: Option<&SandboxCgroup>) -> (Vec<(Rlimit, u64)>, Option<String>) {
+        let l = &self.limits;
+        let has = |c| cgroup.is_some_and(|cg| cg.has(c));
+        let mut rlimits = Vec::new();
         let mut fallback = Vec::new();
         let mut lost = Vec::new();
         if let Some(n) = l.nofile {
-            self.rlimits.push((Rlimit::NoFile, n));
+            rlimits.push((Rlimit::NoFile, n));
         }
         if let (Some(m), false) = (l.memory, has(Controller::Memory)) {
-            self.rlimits.push((Rlimit::Data, m));
+            rlimits.push((Rlimit::Data, m));
             fallback.push("--memory as a per-process data-size rlimit (allocations fail, no kill)");
         }
         if let (Some(p), false) = (l.pids, has(Controller::Pids)) {
-            self.rlimits.push((Rlimit::NProc, p));
+            rlimits.push((Rlimit::NProc, p));
             fallback.push("--pids as RLIMIT_NPROC (forks fail, no kill)");
         }
         if let (Some(t), false) = (l.cpu_time, has(Controller::CpuAcct)) {
-            self.rlimits.push((Rlimit::Cpu, t.as_secs().max(1)));
+            rlimits.push((Rlimit::Cpu, t.as_secs().max(1)));
             fallback.push("--cpu-time as a per-process RLIMIT_CPU");
         }
         if l.cpus.is_some() && !has(Controller::Cpu) {
             lost.push("--cpus");
         }
         if fallback.is_empty() && lost.is_empty() {
-            return;
+            return (rlimits, None);
         }
         let mut w = String::from("no cgroup to enforce limits in (none delegated to us)");
         if !fallback.is_empty() {
@@ -274,25 +311,19 @@ impl Enforcement {
         if !lost.is_empty() {
             let _ = write!(w, "; cannot enforce {}", lost.join(", "));
         }
-        self.warning = Some(w);
+        (rlimits, Some(w))
     }
 
-    /// Moves the sandbox's init into the cgroup where it cannot join
-    /// itself (v2: that migration waits for an RCU grace period, so
-    /// launch overlaps it with init's setup).
-    pub fn join_cgroup(&self, init: Pid) -> Result<(), String> {
-        match &self.cgroup {
-            Some(cg) => cg
-                .join(init.as_raw())
-                .map_err(|e| format!("cannot move the sandbox into its cgroup: {e}")),
-            None => Ok(()),
-        }
+    /// What could not be enforced the strong way (after the launch).
+    pub fn warning(&self) -> Option<String> {
+        self.plan_rlimits(self.made.borrow().cgroup.as_ref()).1
     }
 
     /// Sets init's rlimits (`prlimit`, so a root invoker may also raise
     /// `--nofile`), which the guest inherits.
     pub fn set_rlimits(&self, init: Pid) -> Result<(), String> {
-        for &(resource, value) in &self.rlimits {
+        let (rlimits, _) = self.plan_rlimits(self.made.borrow().cgroup.as_ref());
+        for (resource, value) in rlimits {
             prlimit(init, resource, value)
                 .map_err(|e| format!("cannot set {}: {}", resource.flag_name(), e.desc()))?;
         }
@@ -300,49 +331,50 @@ impl Enforcement {
     }
 
     /// The cpu `tasks` files the trap's workers join and leave by
-    /// (`SandboxCgroup::worker_cpu_files`).
+    /// (`SandboxCgroup::worker_cpu_files`), once.
     pub fn worker_cpu_files(&self) -> Option<(OwnedFd, OwnedFd)> {
-        self.cgroup.as_ref()?.worker_cpu_files()
+        self.made.borrow_mut().worker_cpu_files.take()
     }
 
-    /// The counters of the sandbox's cgroup (empty without one).
+    /// The counters of the sandbox's cgroup (empty without one), once.
     pub fn counters(&self) -> Counters {
-        self.cgroup
-            .as_ref()
-            .map(SandboxCgroup::counters)
-            .unwrap_or_default()
+        self.made.borrow_mut().counters.take().unwrap_or_default()
     }
 
-    /// The cgroup directories, for the janitor.
-    pub fn cgroup_dirs(&self) -> Vec<std::path::PathBuf> {
-        self.cgroup
-            .as_ref()
-            .map(|c| c.dirs().to_vec())
-            .unwrap_or_default()
-    }
-
-    /// Forgets the cgroup without removing it (the janitor removes it).
-    pub fn leave_to_janitor(&mut self) {
-        self.self_join.clear();
-        self.cgroup = None;
-    }
-
-    /// Kills anything left in the cgroup and removes it.
-    pub fn remove(&mut self) {
-        self.self_join.clear();
-        if let Some(cg) = self.cgroup.take() {
-            cg.remove();
+    /// Ends the enforcement: removes the cgroup and dismisses the
+    /// janitor; or, when init was `released` and may not have left the
+    /// cgroup yet, leaves the removal to the janitor without waiting.
+    pub fn finish(&self, released: bool) {
+        let mut made = self.made.borrow_mut();
+        made.worker_cpu_files = None;
+        made.counters = None;
+        let cgroup = made.cgroup.take();
+        match (made.janitor.take(), released) {
+            // The directories are forgotten here, removed by the janitor.
+            (Some(janitor), true) => janitor.hand_over(),
+            (janitor, _) => {
+                if let Some(cg) = cgroup {
+                    cg.remove();
+                }
+                if let Some(j) = janitor {
+                    j.dismiss();
+                }
+            }
         }
     }
 }
 
-/// Init joins the cgroup while it sets up and gets its rlimits after.
+/// With limits, init joins the cgroup made while it builds the view, and
+/// gets its rlimits once set up.
 impl InitHooks for Enforcement {
-    fn self_join_files(&self) -> &[OwnedFd] {
-        &self.self_join
+    fn joins_late(&self) -> bool {
+        self.wants_cgroup()
     }
-    fn setting_up(&self, init: Pid) -> Result<(), String> {
-        self.join_cgroup(init)
+    fn cgroup_join(&self, init: Pid) -> Result<Vec<OwnedFd>, String> {
+        self.create(init)
+    }
+    fn setting_up(&self, _: Pid) -> Result<(), String> {
+        Ok(())
     }
     fn set_up(&self, init: Pid) -> Result<(), String> {
         self.set_rlimits(init)
@@ -351,7 +383,7 @@ impl InitHooks for Enforcement {
 
 impl Drop for Enforcement {
     fn drop(&mut self) {
-        self.remove();
+        self.finish(false);
     }
 }
 
