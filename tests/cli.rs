@@ -1,6 +1,7 @@
 //! The command line: bad input (exit 125/126/127 with one "supervisor: "
 //! line), `--help`, exit-status and signal passthrough, stdio passthrough,
-//! the clean environment, --hostname, --report, and the guest's uid.
+//! the clean environment, --hostname, --report (and its `policy` and
+//! `supervisor_error` reasons), and the guest's uid.
 //! What the guest sees (the view, mounts, quotas) is in tests/view.rs.
 
 mod common;
@@ -308,4 +309,57 @@ fn report_contents() {
     assert!(r["exit_code"].is_null(), "{r}");
     assert_eq!(r["signal"], 9, "{r}");
     assert_eq!(r["reason"], "signaled", "{r}");
+}
+
+/// A call through a foreign ABI (i386's `int $0x80`, an x32 number) runs
+/// natively; under the sandbox the filter kills the process: 159 (SIGSYS),
+/// one line naming the policy, and the report's reason `policy`.
+#[test]
+fn a_forbidden_abi_is_the_policy_reason() {
+    let t = Tree::new();
+    let rep = t.join("r.json");
+    let rep_s = rep.display().to_string();
+    let prog = c_prog("foreign_abi").display().to_string();
+    for abi in ["i386", "x32"] {
+        let run = Run::new(&[&prog, abi]).sup(&c_mounts());
+        let native = run.native();
+        assert_eq!(native.code, Some(0), "{abi} natively: {}", native.dump());
+        assert!(native.stdout.starts_with("returned"), "{}", native.dump());
+        let out = run.sup(&["--report", &rep_s]).supervised();
+        assert_eq!(out.code, Some(128 + libc::SIGSYS), "{abi}: {}", out.dump());
+        assert!(out.stdout.is_empty(), "{abi} ran on: {}", out.dump());
+        assert!(
+            out.stderr.contains("a call the sandbox's policy forbids"),
+            "{abi}: {}",
+            out.dump()
+        );
+        let r = read_report(&rep);
+        assert_eq!(r["reason"], "policy", "{abi}: {r}");
+        assert_eq!(r["signal"], libc::SIGSYS, "{abi}: {r}");
+    }
+}
+
+/// A run the supervisor cannot set up (a --workdir that does not exist)
+/// exits 125 with one line, and its report says `supervisor_error`.
+#[test]
+fn a_setup_failure_is_the_supervisor_error_reason() {
+    let t = Tree::new();
+    let rep = t.join("r.json");
+    let rep_s = rep.display().to_string();
+    let out = Run::new(&["/bin/true"])
+        .sup(&["--report", &rep_s, "--workdir", "/no/such/dir"])
+        .supervised();
+    assert_eq!(out.code, Some(125), "{}", out.dump());
+    let lines: Vec<&str> = out.stderr.lines().collect();
+    assert_eq!(lines.len(), 1, "{}", out.dump());
+    assert!(lines[0].starts_with("supervisor: "), "{}", out.dump());
+    let r = read_report(&rep);
+    assert_eq!(r["reason"], "supervisor_error", "{r}");
+    assert!(r["exit_code"].is_null(), "no guest ran: {r}");
+    assert!(
+        r["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("/no/such/dir")),
+        "{r}"
+    );
 }
