@@ -37,6 +37,7 @@ pub(crate) mod privs;
 mod proc_view;
 mod rootfs;
 mod sandbox;
+mod sys_cpu_files;
 mod timens;
 mod userns;
 mod users;
@@ -47,6 +48,7 @@ pub use exec_request::ExecRequests;
 pub use flush::RwFlush;
 pub use init::FORWARDED;
 pub use plan::{SysCpu, ViewPlan};
+pub use sys_cpu_files::write_sys_cpu;
 pub use users::{GuestUser, OCI_ID_COUNT};
 
 use std::ffi::OsString;

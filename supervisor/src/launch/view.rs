@@ -39,6 +39,7 @@ use super::bind::{add_mask, add_user_mount, bind, ensure_in_root, open_mount_sou
 use super::plan::{TopKind, ViewPlan};
 use super::proc_view;
 use super::rootfs;
+use super::sys_cpu_files::write_sys_cpu;
 use crate::sys::fd::open_at;
 
 /// Where the layer is mounted before the first pivot. Any host directory
@@ -436,19 +437,10 @@ fn build_sys(plan: &ViewPlan) -> Result<()> {
     check(r, || "mounting /sys".into())?;
     let cpu = &plan.sys_cpu;
     if !(cpu.files.is_empty() && cpu.dirs.is_empty()) {
-        let dir = sys.join("devices/system/cpu");
-        for d in [sys.join("devices"), sys.join("devices/system"), dir.clone()] {
-            make_dir(&d, 0o755)?;
-        }
-        for (name, text) in &cpu.files {
-            let path = dir.join(name);
-            let what = |e: std::io::Error| format!("writing /sys/devices/system/cpu/{name}: {e}");
-            fs::write(&path, text).map_err(what)?;
-            fs::set_permissions(&path, fs::Permissions::from_mode(0o444)).map_err(what)?;
-        }
-        for name in &cpu.dirs {
-            make_dir(&dir.join(name), 0o755)?;
-        }
+        let dir = OFlag::O_DIRECTORY | OFlag::O_RDONLY | OFlag::O_CLOEXEC;
+        let fd = open_at(None, &sys, dir, Mode::empty())
+            .map_err(|e| format!("opening /sys: {}", e.desc()))?;
+        write_sys_cpu(fd.as_fd(), cpu)?;
     }
     let ro = MsFlags::MS_REMOUNT | MsFlags::MS_BIND | MsFlags::MS_RDONLY | flags;
     check(
