@@ -32,11 +32,13 @@ impl Sandbox {
             .map_err(|e| LaunchError::setup(format!("starting init: {}", e.desc())))?;
         if hooks.joins_late() {
             let files = hooks.cgroup_join(pid).map_err(LaunchError::setup)?;
-            self.channel
-                .send(&Msg::Join(files))
-                .map_err(|e| LaunchError::setup(format!("starting init: {}", e.desc())))?;
+            if let Err(e) = self.channel.send(&Msg::Join(files)) {
+                return Err(self.init_failure_or(format!("starting init: {}", e.desc())));
+            }
         }
-        hooks.setting_up(pid).map_err(LaunchError::setup)?;
+        if let Err(step) = hooks.setting_up(pid) {
+            return Err(self.init_failure_or(step));
+        }
         let mut reply = self.channel.recv();
         if let Ok(Some(Msg::Pty(fd))) = reply {
             self.pty_master = Some(fd);
@@ -65,6 +67,20 @@ impl Sandbox {
             .send(&Msg::Go)
             .map_err(|e| LaunchError::setup(format!("starting init: {}", e.desc())))?;
         Ok(())
+    }
+
+    /// A step of ours that failed while init built the view, which init
+    /// finishes whatever happens (it has every message it waits for):
+    /// when init failed first, its reason is the real one (our step then
+    /// found init gone, e.g. its namespaces no longer open).
+    fn init_failure_or(&mut self, step: String) -> LaunchError {
+        loop {
+            match self.channel.recv() {
+                Ok(Some(Msg::Pty(fd))) => self.pty_master = Some(fd),
+                Ok(Some(Msg::Failed(msg))) => return LaunchError::setup(msg),
+                _ => return LaunchError::setup(step),
+            }
+        }
     }
 
     /// Lets the guest's main process execute the command. Call it once
