@@ -1,5 +1,5 @@
 //! The census of the sandbox's tasks and the texts counted from it:
-//! `/proc/loadavg` (the sandbox's tasks), and a process's `status` under
+//! `/proc/loadavg` (the sandbox's tasks), sysinfo's task count, and a process's `status` under
 //! `--cpus` (its `Cpus_allowed` cut as `sched_getaffinity` is). Also
 //! which per-process files are recognised by their procfs path, and the
 //! memfd name a served one carries to be found again on a rewind.
@@ -64,6 +64,20 @@ pub(crate) fn census(proc: &Path) -> Census {
         }
     }
     c
+}
+
+/// The sandbox's tasks (threads, as sysinfo's `procs` counts them): for
+/// each process under `proc`, the link count of its `task` directory
+/// less two (`proc_task_getattr` adds the thread count to a directory's
+/// two), so no file of the census is read. A process that ends
+/// meanwhile is not counted.
+pub(crate) fn task_count(proc: &Path) -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    numbered(proc)
+        .into_iter()
+        .filter_map(|pid| std::fs::symlink_metadata(proc.join(format!("{pid}/task"))).ok())
+        .map(|m| m.nlink().saturating_sub(2))
+        .sum()
 }
 
 /// The context switches of the sandbox's living tasks: the sum of

@@ -159,7 +159,7 @@ pub(crate) fn view_census(fs: &Resolver) -> procfiles::Census {
 }
 
 /// `f` of the view's procfs, as a path the supervisor can read.
-fn with_view_proc<T>(fs: &Resolver, f: impl FnOnce(&std::path::Path) -> T) -> Option<T> {
+pub(crate) fn with_view_proc<T>(fs: &Resolver, f: impl FnOnce(&std::path::Path) -> T) -> Option<T> {
     let flags = (libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC) as u64;
     let proc = vfs::sys::openat2(fs.root(), c"/proc", flags, 0, IN_ROOT).ok()?;
     let path = vfs::sys::ProcFd::new(proc.as_fd());

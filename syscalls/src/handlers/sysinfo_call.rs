@@ -12,14 +12,8 @@
 //! written to the guest's `struct sysinfo` (the x86_64 layout, 112
 //! bytes).
 
-use std::ffi::CString;
-use std::os::fd::AsFd;
-
-use nix::dir::Dir;
-use vfs::resolve::flags::IN_ROOT;
-use vfs::resolve::Resolver;
-
-use super::{live, value, Context, Res};
+use super::proctext::with_view_proc;
+use super::{live, procfiles, value, Context, Res};
 use crate::guest::Guest;
 
 /// Size of `struct sysinfo` on x86_64, and the offsets of its fields.
@@ -47,45 +41,13 @@ pub fn sysinfo(ctx: &Context, g: &dyn Guest, addr: u64) -> Res {
     let usage = ctx.limits.memory_usage.as_ref().and_then(|f| f());
     let own = Own {
         uptime: ctx.synthetic.uptime() as u64,
-        tasks: u16::try_from(task_count(&ctx.fs)).unwrap_or(u16::MAX),
+        tasks: u16::try_from(with_view_proc(&ctx.fs, procfiles::task_count).unwrap_or(0))
+            .unwrap_or(u16::MAX),
     };
     let out = encode(&host, ctx.limits.memory_limit(), usage, &own);
     live(g)?;
     g.write_mem(addr, &out)?;
     value(0)
-}
-
-/// The sandbox's tasks (threads, as the kernel's `procs` counts them):
-/// for each process in the view's procfs, the link count of its `task`
-/// directory less two (`proc_task_getattr` adds the thread count to a
-/// directory's two). A process that ends meanwhile is not counted.
-fn task_count(fs: &Resolver) -> u64 {
-    let flags = (libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC) as u64;
-    let Ok(proc) = vfs::sys::openat2(fs.root(), c"/proc", flags, 0, IN_ROOT) else {
-        return 0;
-    };
-    let Ok(dup) = proc.try_clone() else {
-        return 0;
-    };
-    let Ok(mut dir) = Dir::from(dup) else {
-        return 0;
-    };
-    let pids = dir.iter().filter_map(|e| {
-        let e = e.ok()?;
-        let name = e.file_name().to_bytes();
-        name.iter().all(u8::is_ascii_digit).then(|| name.to_vec())
-    });
-    let mut total = 0u64;
-    for mut pid in pids {
-        pid.extend_from_slice(b"/task");
-        let Ok(path) = CString::new(pid) else {
-            continue;
-        };
-        if let Ok(st) = vfs::sys::fstatat(proc.as_fd(), &path, libc::AT_SYMLINK_NOFOLLOW) {
-            total += st.st_nlink.saturating_sub(2);
-        }
-    }
-    total
 }
 
 /// The guest's `struct sysinfo`: the host's, with the sandbox's uptime,
