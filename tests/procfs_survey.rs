@@ -223,7 +223,8 @@ fn native_survey_finds_the_host() {
         "ctxt",
         "processes",
     ];
-    let autogroup = host.autogroup.map(|_| "autogroup");
+    // (Unless the host's counter is still 1: see `process_leaks`.)
+    let autogroup = host.autogroup.filter(|&h| h > 1).map(|_| "autogroup");
     for must in musts.into_iter().chain(autogroup) {
         assert!(
             found.iter().any(|f| f.contains(must)),

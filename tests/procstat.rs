@@ -215,8 +215,16 @@ fn tools_size_themselves_by_the_limits() {
     // Natively the same script tells of the host: the checks can fail.
     let native = sizes(&Run::sh(SIZES, &[]).native().ok("native"));
     assert_eq!(native.get("nproc"), Some(&host_cpus().to_string()));
-    if let Some(threads) = native.get("numpy_threads") {
-        assert_eq!(threads, &host_cpus().to_string(), "OpenBLAS natively");
+    // A threaded BLAS (OpenBLAS, as .ci/run installs) starts a thread per
+    // CPU natively; the reference BLAS starts none, and then the check of
+    // the supervised run above proved nothing: say so.
+    match native.get("numpy_threads").map(String::as_str) {
+        Some("1") if host_cpus() > 1 => eprintln!(
+            "note: numpy's BLAS is not threaded here (install libopenblas0-pthread): \
+             its sizing under --cpus was not checked"
+        ),
+        Some(threads) => assert_eq!(threads, host_cpus().to_string(), "OpenBLAS natively"),
+        None => {}
     }
 }
 
