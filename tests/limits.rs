@@ -227,15 +227,17 @@ fn signal_forwarding_lets_the_guest_exit_cleanly() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
+    let bound = kill_after(child.id(), TIMEOUT);
     let mut out = child.stdout.take().unwrap();
     let mut buf = [0u8; 6];
-    std::io::Read::read_exact(&mut out, &mut buf).unwrap();
+    std::io::Read::read_exact(&mut out, &mut buf).expect("the guest's 'ready'");
     assert_eq!(&buf, b"ready\n");
     // SAFETY: signalling our own child.
     unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
-    let status = child.wait().unwrap();
     let mut rest = String::new();
     std::io::Read::read_to_string(&mut out, &mut rest).unwrap();
+    drop(bound);
+    let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(3));
     assert_eq!(rest, "clean\n");
 }
@@ -280,9 +282,11 @@ fn a_killed_supervisor_leaves_nothing() {
         .stdout(Stdio::piped())
         .stderr(Stdio::null());
     let mut child = cmd.spawn().unwrap();
+    let bound = kill_after(child.id(), TIMEOUT);
     let mut out = child.stdout.take().unwrap();
     let mut buf = [0u8; 6];
-    std::io::Read::read_exact(&mut out, &mut buf).unwrap();
+    std::io::Read::read_exact(&mut out, &mut buf).expect("the guest's 'ready'");
+    drop(bound);
     assert!(
         !cg.children().is_empty(),
         "the sandbox has a cgroup while it runs"
