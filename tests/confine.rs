@@ -40,9 +40,11 @@ fn supervisor_runs_under_its_own_filter() {
         .stderr(Stdio::piped())
         .spawn()
         .expect("spawn supervisor");
+    let bound = kill_after(child.id(), TIMEOUT);
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
     let first = lines.next().and_then(Result::ok);
     if first.as_deref() != Some("ready") {
+        drop(bound);
         let _ = child.kill();
         let out = child.wait_with_output().unwrap();
         panic!(
@@ -62,6 +64,7 @@ fn supervisor_runs_under_its_own_filter() {
     // Let the guest finish: one line on stdin.
     drop(child.stdin.take());
     let rest: Vec<String> = lines.map_while(Result::ok).collect();
+    drop(bound);
     let status = child.wait().unwrap();
     assert!(checked.len() >= 3, "threads: {checked:?}");
     for (comm, (mode, filters, nnp)) in &checked {

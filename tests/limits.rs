@@ -4,7 +4,8 @@
 //! a full --disk, --nofile; the report's reason and the one line on
 //! stderr; exit code 137 for kills; 32 sandboxes at once, one a fork bomb
 //! and one a memory hog; nothing left behind afterwards, even when the
-//! supervisor itself is SIGKILLed.
+//! supervisor itself is SIGKILLed, or a member of the sandbox's cgroup
+//! is slow to leave it.
 //!
 //! Every hostile guest runs under the supervisor AND inside a safety
 //! cgroup the test creates beneath its own (memory and pids capped), and
@@ -226,15 +227,17 @@ fn signal_forwarding_lets_the_guest_exit_cleanly() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
+    let bound = kill_after(child.id(), TIMEOUT);
     let mut out = child.stdout.take().unwrap();
     let mut buf = [0u8; 6];
-    std::io::Read::read_exact(&mut out, &mut buf).unwrap();
+    std::io::Read::read_exact(&mut out, &mut buf).expect("the guest's 'ready'");
     assert_eq!(&buf, b"ready\n");
     // SAFETY: signalling our own child.
     unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
-    let status = child.wait().unwrap();
     let mut rest = String::new();
     std::io::Read::read_to_string(&mut out, &mut rest).unwrap();
+    drop(bound);
+    let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(3));
     assert_eq!(rest, "clean\n");
 }
@@ -279,9 +282,11 @@ fn a_killed_supervisor_leaves_nothing() {
         .stdout(Stdio::piped())
         .stderr(Stdio::null());
     let mut child = cmd.spawn().unwrap();
+    let bound = kill_after(child.id(), TIMEOUT);
     let mut out = child.stdout.take().unwrap();
     let mut buf = [0u8; 6];
-    std::io::Read::read_exact(&mut out, &mut buf).unwrap();
+    std::io::Read::read_exact(&mut out, &mut buf).expect("the guest's 'ready'");
+    drop(bound);
     assert!(
         !cg.children().is_empty(),
         "the sandbox has a cgroup while it runs"
@@ -326,4 +331,50 @@ fn thirty_two_sandboxes_at_once() {
         }
     }
     assert_clean(&cg, "32 sandboxes");
+}
+
+/// A killed process leaves its cgroups only late in its exit (a
+/// sandbox's init after its namespaces are torn down, which a loaded
+/// machine stretches); the removal of the sandbox's cgroup waits for it
+/// instead of leaving the directory behind. Provoked with a member the
+/// v1 freezer holds (killed while frozen, it leaves when thawed, 3 s
+/// later): the removal gave up after about a second before.
+#[test]
+fn a_cgroup_whose_member_is_slow_to_leave_is_still_removed() {
+    use common::cgroups::own_dir;
+    use std::fs;
+    let (Some(freezer), Some(pids)) = (own_dir("freezer"), own_dir("pids")) else {
+        skip!("no v1 freezer and pids hierarchies");
+    };
+    let name = format!("sbx-test-slow-leave-{}", std::process::id());
+    let (frozen, doomed) = (freezer.join(&name), pids.join(&name));
+    if fs::create_dir(&frozen).is_err() || !frozen.join("freezer.state").exists() {
+        let _ = fs::remove_dir(&frozen);
+        skip!("cannot make a v1 freezer cgroup here");
+    }
+    fs::create_dir(&doomed).expect("make the pids cgroup");
+    let mut member = Command::new("sleep").arg("300").spawn().expect("sleep");
+    for dir in [&frozen, &doomed] {
+        fs::write(dir.join("cgroup.procs"), member.id().to_string()).expect("join");
+    }
+    fs::write(frozen.join("freezer.state"), "FROZEN").expect("freeze");
+    let state = || fs::read_to_string(frozen.join("freezer.state")).unwrap_or_default();
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while state().trim() != "FROZEN" && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert_eq!(state().trim(), "FROZEN", "fixture: the member never froze");
+    let thaw_at = frozen.join("freezer.state");
+    let thaw = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_secs(3));
+        fs::write(thaw_at, "THAWED")
+    });
+    supervisor::limits::cgroup::remove_tree(std::slice::from_ref(&doomed));
+    let removed = !doomed.exists();
+    thaw.join().unwrap().expect("thaw");
+    let _ = member.kill();
+    let _ = member.wait();
+    let _ = fs::remove_dir(&frozen);
+    let _ = fs::remove_dir(&doomed);
+    assert!(removed, "{} left behind", doomed.display());
 }

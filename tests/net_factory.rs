@@ -88,6 +88,7 @@ fn factory_while_guest_runs(user: Option<(u32, u32)>) -> (String, String, usize)
         cmd.uid(uid).gid(gid);
     }
     let mut child = cmd.spawn().expect("spawn supervisor");
+    let bound = kill_after(child.id(), TIMEOUT);
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
     let exchanged = lines.next().and_then(Result::ok).unwrap_or_default();
     let ready = lines.next().and_then(Result::ok);
@@ -105,6 +106,7 @@ fn factory_while_guest_runs(user: Option<(u32, u32)>) -> (String, String, usize)
         .and_then(|f| std::fs::read_dir(format!("/proc/{f}/fd")).ok())
         .map_or(0, |d| d.count());
     let _ = child.stdin.take().map(|mut s| s.write_all(b"\n"));
+    drop(bound);
     let out = child.wait_with_output().expect("wait");
     assert_eq!(
         ready.as_deref(),
@@ -252,6 +254,7 @@ fn the_factory_enters_the_sandbox_at_the_first_socket() {
         .spawn()
         .expect("spawn supervisor");
     let pid = child.id();
+    let bound = kill_after(pid, TIMEOUT);
     let mut stdin = child.stdin.take().unwrap();
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
     expect_line(&mut lines, "idle");
@@ -263,6 +266,7 @@ fn the_factory_enters_the_sandbox_at_the_first_socket() {
     let (serving, serving_net) = factory_state(pid);
     stdin.write_all(b"\n").unwrap();
     drop(stdin);
+    drop(bound);
     let out = child.wait_with_output().expect("wait");
     assert!(
         out.status.success(),

@@ -108,6 +108,7 @@ fn ctrl_c_forwarded_to_a_server_in_accept() {
         .stdout(Stdio::piped())
         .spawn()
         .expect("spawn");
+    let bound = kill_after(child.id(), TIMEOUT);
     let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
     assert_eq!(lines.next().and_then(Result::ok).as_deref(), Some("ready"));
     // The supervisor forwards SIGINT to the guest.
@@ -120,6 +121,7 @@ fn ctrl_c_forwarded_to_a_server_in_accept() {
         lines.next().and_then(Result::ok).as_deref(),
         Some("interrupted")
     );
+    drop(bound);
     assert_eq!(child.wait().expect("wait").code(), Some(7));
 }
 

@@ -14,6 +14,7 @@
 //!   output that a test may erase; each one is documented there.
 //! - [`tester_bin`]: the user `tester` and a copy of the binary it can run.
 //! - [`skip!`]: skipping with a printed reason when a tool is missing.
+//! - [`kill_after`]: a bound on a child spawned and read by hand.
 //!
 //! Not here: what any single test expects.
 #![allow(dead_code)]
@@ -21,6 +22,7 @@
 pub mod cgroups;
 mod cprogs;
 pub mod engine;
+mod kill_after;
 pub mod oci;
 pub mod probes;
 mod rootfs;
@@ -28,6 +30,8 @@ mod tester;
 mod tree;
 
 pub use cprogs::*;
+#[allow(unused_imports)] // not every test binary drives a child by hand
+pub use kill_after::*;
 #[allow(unused_imports)] // not every test binary builds a rootfs
 pub use rootfs::*;
 #[allow(unused_imports)] // not every test binary runs as tester

@@ -6,7 +6,6 @@ and sandboxed (no ports, ids or timings in it)."""
 import os
 import sys
 import tempfile
-import time
 
 os.environ["JUPYTER_RUNTIME_DIR"] = tempfile.mkdtemp(prefix="jrt-")
 os.environ["PYDEVD_DISABLE_FILE_VALIDATION"] = "1"
@@ -17,13 +16,12 @@ from jupyter_client import KernelManager  # noqa: E402
 TIMEOUT = 60
 
 
-def run_cell(kc, code, on_sent=None):
+def run_cell(kc, code, on_output=None):
     """Executes `code`; returns (reply status, outputs, error name). An
     error does not abort the cells after it (stop_on_error=False: with it,
-    ipykernel aborts whatever arrives within a short time, a race)."""
+    ipykernel aborts whatever arrives within a short time, a race).
+    `on_output` is called once, when the cell's first output arrives."""
     msg_id = kc.execute(code, stop_on_error=False)
-    if on_sent:
-        on_sent()
     outputs, ename = [], None
     while True:
         msg = kc.get_iopub_msg(timeout=TIMEOUT)
@@ -44,6 +42,9 @@ def run_cell(kc, code, on_sent=None):
             ename = content["ename"]
         elif kind == "status" and content["execution_state"] == "idle":
             break
+        if outputs and on_output:
+            on_output()
+            on_output = None
     reply = kc.get_shell_msg(timeout=TIMEOUT)
     while reply["parent_header"].get("msg_id") != msg_id:
         reply = kc.get_shell_msg(timeout=TIMEOUT)
@@ -67,11 +68,11 @@ def main():
     print("cell", run_cell(kc, "1/0"))
     print("cell", run_cell(kc, "print(x * 2)"))
 
-    def interrupt_soon():
-        time.sleep(1.0)
-        km.interrupt_kernel()
-
-    status, outputs, ename = run_cell(kc, "import time\ntime.sleep(60)\nprint('slept')", interrupt_soon)
+    # Interrupted once the cell says it runs: ipykernel ignores SIGINT
+    # between cells, so an interrupt sent on a timer (a second after the
+    # request) was lost whenever the cell had not started by then.
+    cell = "import time\nprint('sleeping', flush=True)\ntime.sleep(60)\nprint('slept')"
+    status, outputs, ename = run_cell(kc, cell, km.interrupt_kernel)
     print("interrupted", status, outputs, ename)
     print("after interrupt", run_cell(kc, "print('alive', x)"))
 

@@ -18,7 +18,7 @@ use std::os::fd::OwnedFd;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::thread;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use nix::errno::Errno;
 use nix::unistd::{unlinkat, UnlinkatFlags};
@@ -408,6 +408,13 @@ impl SandboxCgroup {
     }
 }
 
+/// How long a removal waits in all for the members of the directories
+/// to leave. A killed process leaves its cgroups late in its exit, after
+/// its memory and namespaces are torn down (a sandbox's init: its mount
+/// namespace), which a loaded machine can stretch past a second; a
+/// directory given up on stays behind for good.
+const REMOVAL_BOUND: Duration = Duration::from_secs(10);
+
 /// Kills every process in `dirs` and removes them, retrying while the
 /// kernel finishes the kills (a directory with members cannot go).
 pub fn remove_tree(dirs: &[PathBuf]) {
@@ -417,18 +424,19 @@ pub fn remove_tree(dirs: &[PathBuf]) {
 /// [`remove_tree`], never signalling process `spare` either: the janitor
 /// spares the supervisor, whose trap worker may still be leaving the
 /// sandbox's cpu group (`worker_cpu_files`) while the supervisor exits.
+/// Retries while a directory is busy (members still leaving), until
+/// [`REMOVAL_BOUND`]; any other error ends the wait for that directory.
 pub fn remove_tree_sparing(dirs: &[PathBuf], spare: Option<i32>) {
+    let end = Instant::now() + REMOVAL_BOUND;
     for dir in dirs.iter().rev() {
-        for _ in 0..200 {
-            // unlinkat, not rmdir: the supervisor's own filter allows it.
-            match unlinkat(None, dir, UnlinkatFlags::RemoveDir) {
-                Ok(()) | Err(Errno::ENOENT) => break,
-                Err(_) => {
-                    kill_members(dir, spare);
-                    evict_own_threads(dir);
-                    thread::sleep(Duration::from_millis(5));
-                }
+        // unlinkat, not rmdir: the supervisor's own filter allows it.
+        while let Err(Errno::EBUSY | Errno::EINTR) = unlinkat(None, dir, UnlinkatFlags::RemoveDir) {
+            if Instant::now() >= end {
+                break;
             }
+            kill_members(dir, spare);
+            evict_own_threads(dir);
+            thread::sleep(Duration::from_millis(5));
         }
     }
 }

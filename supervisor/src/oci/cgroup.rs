@@ -25,7 +25,7 @@ use std::os::fd::OwnedFd;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Component, Path, PathBuf};
 use std::thread;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use oci_spec::runtime::LinuxResources;
 use serde::{Deserialize, Serialize};
@@ -41,6 +41,10 @@ const V1_CONTROLLERS: &[&str] = &["memory", "pids", "cpu", "cpuacct", "freezer"]
 /// container's (runc's `--pids-limit 4` runs a shell and two children;
 /// the monitor's threads must not use up the count).
 const V1_SANDBOX_ONLY: &[&str] = &["freezer", "pids"];
+
+/// How long pause and resume wait for the kernel to finish freezing or
+/// thawing (it was about a second, 500 reads 2 ms apart).
+const FREEZE_BOUND: Duration = Duration::from_secs(10);
 
 /// The v2 leaves beneath the container's directory: the monitor's, and
 /// the sandbox's, which pause freezes (a process may sit only in a
@@ -330,7 +334,8 @@ impl ContainerCgroup {
     }
 
     /// Freezes (`true`) or thaws every process, and waits until the
-    /// kernel says it is done.
+    /// kernel says it is done: at most [`FREEZE_BOUND`] (every task must
+    /// be scheduled once to freeze, which a loaded machine delays).
     pub fn set_frozen(&self, frozen: bool) -> Result<(), String> {
         let Some(dir) = self.sandbox_dir() else {
             return Err("no freezer cgroup for this container".into());
@@ -341,7 +346,8 @@ impl ContainerCgroup {
             (false, false) => ("freezer.state", "THAWED"),
         };
         write(&dir, file, value)?;
-        for _ in 0..500 {
+        let end = Instant::now() + FREEZE_BOUND;
+        while Instant::now() < end {
             if self.is_frozen() == frozen {
                 return Ok(());
             }

@@ -32,8 +32,12 @@ pub fn open_in_sandbox(anchor: i32, init: i32) -> Result<Terminal, String> {
         return Err("the container's sandbox is gone".into());
     }
     let ptmx = PathBuf::from(format!("/proc/{init}/root/dev/pts/ptmx"));
-    let (master, slave, n) = open_pty_at(&ptmx)
-        .map_err(|e| format!("opening a terminal in the container: {}", e.desc()))?;
+    let (master, slave, n) =
+        open_pty_at(&ptmx).map_err(|e| match is_sandbox_init(anchor, init) {
+            // Ended since the check: its root went with init.
+            false => "the container's sandbox is gone".to_string(),
+            true => format!("opening a terminal in the container: {}", e.desc()),
+        })?;
     Ok(Terminal {
         master,
         slave,

@@ -49,8 +49,12 @@ pub fn follow_update(record: &Record) -> Result<(), String> {
         .then(|| guest_cpus(Some(cpus as f64)))
         .flatten();
     let wanted = SysCpu::new(limited, Path::new("/sys/devices/system/cpu"));
-    in_child(|| rewrite_in_sandbox(record.init_pid, &wanted))
-        .map_err(|e| format!("showing the container its CPUs in /sys: {e}"))
+    match in_child(|| rewrite_in_sandbox(record.init_pid, &wanted)) {
+        // The sandbox ended since the check (its namespaces went with
+        // init): nothing to do, as for one gone before.
+        Err(_) if !is_sandbox_init(record.pid, record.init_pid) => Ok(()),
+        r => r.map_err(|e| format!("showing the container its CPUs in /sys: {e}")),
+    }
 }
 
 /// Runs `work` in a forked child (which enters another mount

@@ -1,0 +1,45 @@
+//! A bound on a child the test drives by hand (spawned, read line by
+//! line, signalled): past it the child is killed, so a test blocked
+//! reading its output gets the end of file and fails with a message
+//! instead of hanging until CI's limit. [`Run`](super::Run) has its own
+//! timeout; this is for the `Command::spawn` cases.
+//!
+//! Owns: the killing thread and its cancellation. Not: what the test
+//! then asserts (its read sees the end of the output and fails).
+
+use std::sync::mpsc::{self, RecvTimeoutError, Sender};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+/// Cancels the kill when dropped. Drop it before waiting for the child:
+/// the pid must still be the child's (unreaped) when the kill may come.
+pub struct KillAfter {
+    cancel: Option<Sender<()>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+/// SIGKILLs process `pid` (a child of the test, not yet waited for)
+/// unless the guard is dropped within `limit`.
+pub fn kill_after(pid: u32, limit: Duration) -> KillAfter {
+    let (cancel, cancelled) = mpsc::channel::<()>();
+    let thread = std::thread::spawn(move || {
+        if let Err(RecvTimeoutError::Timeout) = cancelled.recv_timeout(limit) {
+            eprintln!("killing child {pid}: still running after {limit:?} (a hang?)");
+            // SAFETY: kill(2) on our own unreaped child (see KillAfter).
+            unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+        }
+    });
+    KillAfter {
+        cancel: Some(cancel),
+        thread: Some(thread),
+    }
+}
+
+impl Drop for KillAfter {
+    fn drop(&mut self) {
+        drop(self.cancel.take());
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
