@@ -11,7 +11,8 @@
 //! directory searched before the system's whose `libc.so`, `libgcc_s.so`,
 //! ... are link scripts naming the static archives (`libc.a`,
 //! `libgcc_eh.a`, ...), so the `-lc -lgcc_s` rustc passes for a dynamic
-//! link find those. Set `SUPERVISOR_DYNAMIC=1` to link dynamically.
+//! link find those. Set `SUPERVISOR_DYNAMIC=1` to link dynamically; so
+//! does a system without the static archives (with a warning).
 
 use std::env;
 use std::fs;
@@ -20,9 +21,14 @@ use std::path::PathBuf;
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
     println!("cargo:rerun-if-env-changed=SUPERVISOR_DYNAMIC");
+    println!("cargo:rerun-if-env-changed=CC");
     let linux_gnu = env::var("CARGO_CFG_TARGET_OS").as_deref() == Ok("linux")
         && env::var("CARGO_CFG_TARGET_ENV").as_deref() == Ok("gnu");
     if !linux_gnu || env::var_os("SUPERVISOR_DYNAMIC").is_some() {
+        return;
+    }
+    if let Some(missing) = STATIC_FOR.iter().find_map(|(_, a)| missing_archive(a)) {
+        println!("cargo:warning=no {missing} (glibc's or gcc's static libraries): linking supervisor dynamically");
         return;
     }
     let dir = PathBuf::from(env::var_os("OUT_DIR").expect("cargo sets OUT_DIR")).join("static");
@@ -33,6 +39,24 @@ fn main() {
     }
     println!("cargo:rustc-link-arg-bins=-L{}", dir.display());
     println!("cargo:rustc-link-arg-bins=-static-pie");
+}
+
+/// The first archive of `archives` (`-l:NAME ...`) the C compiler cannot
+/// find: a system without glibc's static libraries links dynamically.
+fn missing_archive(archives: &str) -> Option<String> {
+    let cc = env::var("CC").unwrap_or_else(|_| "cc".to_string());
+    archives
+        .split_whitespace()
+        .filter_map(|a| a.strip_prefix("-l:"))
+        .find(|name| {
+            let found = std::process::Command::new(&cc)
+                .arg(format!("-print-file-name={name}"))
+                .output()
+                .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string());
+            // An archive it cannot find comes back as the bare name.
+            !found.is_ok_and(|path| path.contains('/'))
+        })
+        .map(str::to_string)
 }
 
 /// The libraries rustc names for a dynamic link, and the archives that
