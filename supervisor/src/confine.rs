@@ -301,10 +301,10 @@ pub fn program(egress: bool) -> Vec<bpf::Insn> {
     bpf::compile_actions(&list, denied)
 }
 
-/// Installs [`program`] on every thread of the supervisor. Call it once
-/// the workers and the signal thread run, before the guest starts.
-pub fn confine(egress: bool) -> Result<(), String> {
-    let prog: Vec<libc::sock_filter> = program(egress)
+/// [`program`] as the kernel takes it. Compiled while init builds the
+/// view (`launch_hooks.rs`), when this process would otherwise wait.
+pub fn compiled(egress: bool) -> Vec<libc::sock_filter> {
+    program(egress)
         .iter()
         .map(|i| libc::sock_filter {
             code: i.code,
@@ -312,8 +312,13 @@ pub fn confine(egress: bool) -> Result<(), String> {
             jf: i.jf,
             k: i.k,
         })
-        .collect();
-    seccomp::install_filter_all_threads(&prog, seccomp::FLAG_LOG)
+        .collect()
+}
+
+/// Installs `prog` ([`compiled`]) on every thread of the supervisor. Call
+/// it once the workers and the signal thread run, before the guest starts.
+pub fn confine(prog: &[libc::sock_filter]) -> Result<(), String> {
+    seccomp::install_filter_all_threads(prog, seccomp::FLAG_LOG)
         .map_err(|e| format!("cannot install the supervisor's own seccomp filter: {e}"))
 }
 

@@ -3,16 +3,19 @@
 //! guest; rlimits once it is set up), and forking the socket factory
 //! while this process is single-threaded (it idles until the first
 //! socket call, and enters the sandbox's namespaces then:
-//! `socket_factory.rs`).
+//! `socket_factory.rs`), and compiling the supervisor's own filter, which
+//! would otherwise be compiled after the view is built.
 //!
 //! Owns: that ordering only. Does not own the factory itself
-//! (`socket_factory.rs`), the limits (`limits/`), or launch.
+//! (`socket_factory.rs`), the limits (`limits/`), the filter
+//! (`confine.rs`), or launch.
 
 use std::cell::RefCell;
 use std::os::fd::{AsFd, OwnedFd};
 
 use nix::unistd::Pid;
 
+use crate::confine;
 use crate::launch::{open_namespace, InitHooks};
 use crate::limits::Enforcement;
 use crate::socket_factory::SocketFactory;
@@ -21,14 +24,26 @@ use crate::socket_factory::SocketFactory;
 pub struct RunHooks<'a> {
     limits: &'a Enforcement,
     factory: RefCell<Option<SocketFactory>>,
+    /// `--allow-net` was given: which own filter to compile.
+    egress: bool,
+    own_filter: RefCell<Option<Vec<libc::sock_filter>>>,
 }
 
 impl<'a> RunHooks<'a> {
-    pub fn new(limits: &'a Enforcement) -> Self {
+    pub fn new(limits: &'a Enforcement, egress: bool) -> Self {
         RunHooks {
             limits,
             factory: RefCell::new(None),
+            egress,
+            own_filter: RefCell::new(None),
         }
+    }
+
+    /// The supervisor's own filter, compiled during the launch (or now,
+    /// if the launch did not get that far).
+    pub fn take_own_filter(&self) -> Vec<libc::sock_filter> {
+        let compiled = self.own_filter.borrow_mut().take();
+        compiled.unwrap_or_else(|| confine::compiled(self.egress))
     }
 
     /// The socket factory forked during the launch (once).
@@ -59,6 +74,7 @@ impl InitHooks for RunHooks<'_> {
         let netns = open_namespace(init, "net")?;
         let factory = SocketFactory::start(init, userns.as_fd(), netns.as_fd())?;
         *self.factory.borrow_mut() = Some(factory);
+        *self.own_filter.borrow_mut() = Some(confine::compiled(self.egress));
         Ok(())
     }
 

@@ -196,7 +196,8 @@ fn serve_and_wait(
     let publishers = network::bind_publishers(&args.publish).map_err(setup_error)?;
     // Launch forks, and so does the socket factory while init sets up:
     // before this process has any thread (the output relays start below).
-    let hooks = RunHooks::new(&guards.enforcement);
+    let egress = !args.allow_net.is_empty();
+    let hooks = RunHooks::new(&guards.enforcement, egress);
     let launched = launch::launch_with(config, &hooks);
     if let Some(capture) = &mut capture {
         capture.restore();
@@ -261,7 +262,7 @@ fn serve_and_wait(
         relay.as_ref().map(|r| r.resizer()),
     );
     embedding.before_start(&sandbox).map_err(setup_error)?;
-    crate::confine::confine(!args.allow_net.is_empty()).map_err(supervisor_error)?;
+    crate::confine::confine(&hooks.take_own_filter()).map_err(supervisor_error)?;
     // Without a report, nothing needs init's resource usage: the run ends
     // when init has reported, not when the kernel has torn it down.
     if args.report.is_none() && embedding.leaves_teardown() {
