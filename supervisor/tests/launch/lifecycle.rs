@@ -81,6 +81,36 @@ pub fn setup_failures() {
     assert_eq!((e.exit_code, e.message.as_str()), (125, "no command given"));
 }
 
+/// Hooks whose step while init builds the view fails only after init has
+/// failed and exited: the step's own error is then a symptom (here, as
+/// in the race CI once saw, init's namespaces are gone), and the launch
+/// must report init's reason instead.
+struct FailsAfterInit;
+
+impl InitHooks for FailsAfterInit {
+    fn setting_up(&self, init: Pid) -> Result<(), String> {
+        use nix::sys::wait::{waitid, Id, WaitPidFlag};
+        // WNOWAIT: init stays a zombie for the launch to reap.
+        waitid(Id::Pid(init), WaitPidFlag::WEXITED | WaitPidFlag::WNOWAIT)
+            .map_err(|e| format!("waitid: {e}"))?;
+        open_namespace(init, "net").map(drop)
+    }
+    fn set_up(&self, _: Pid) -> Result<(), String> {
+        Ok(())
+    }
+}
+
+pub fn a_step_that_fails_after_init_reports_init_s_reason() {
+    let _g = serial();
+    let mut cfg = config(&["/bin/true"]);
+    cfg.workdir = Some("/no-such-dir".into());
+    let e = launch_with(&cfg, &FailsAfterInit).err().unwrap();
+    assert_eq!(
+        (e.exit_code, e.message.as_str()),
+        (125, "workdir /no-such-dir: No such file or directory")
+    );
+}
+
 pub fn kill_and_forward() {
     let _g = serial();
     let sandbox = launch(&config(&["/bin/sleep", "100"])).unwrap();

@@ -77,6 +77,10 @@ fn main() {
         ("exit_codes", exit_codes),
         ("exec_failures", exec_failures),
         ("setup_failures", setup_failures),
+        (
+            "a_step_that_fails_after_init_reports_init_s_reason",
+            a_step_that_fails_after_init_reports_init_s_reason,
+        ),
         ("kill_and_forward", kill_and_forward),
         ("view_contents", view_contents),
         ("root_is_the_view", root_is_the_view),
