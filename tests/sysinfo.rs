@@ -168,6 +168,46 @@ fn sched_getaffinity_errors_are_the_kernels() {
     assert_eq!(out.stdout, one, "{}", out.dump());
 }
 
+/// sched_getaffinity of other tasks: a child process, a thread of it,
+/// the parent, and a pid that names nobody (ESRCH), each as CPUs counted,
+/// with a too-short length (EINVAL before ESRCH, as the kernel checks).
+const OTHERS: &str = r#"
+import ctypes, errno, os, subprocess
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+def call(pid, n):
+    buf = ctypes.create_string_buffer(1024)
+    ctypes.set_errno(0)
+    r = libc.syscall(ctypes.c_long(204), ctypes.c_long(pid), ctypes.c_long(n), buf)
+    if r < 0:
+        return errno.errorcode[ctypes.get_errno()]
+    return f"{r} bytes, {sum(bin(b).count('1') for b in buf.raw[:r])} cpus"
+child = subprocess.Popen(["/usr/bin/python3", "-c",
+    "import threading, time, sys; t = threading.Thread(target=time.sleep, args=(30,), daemon=True); t.start(); print(t.native_id, flush=True); sys.stdin.read()"],
+    stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+thread = int(child.stdout.readline())
+for name, pid in (("child", child.pid), ("thread", thread), ("parent", os.getppid()), ("nobody", 4194303)):
+    print(name, call(pid, 1024), call(pid, 0))
+child.stdin.close(); child.wait()
+"#;
+
+#[test]
+fn sched_getaffinity_of_other_tasks_tells_the_limit() {
+    let run = Run::new(&[PY, "-c", OTHERS]);
+    let native = run.native().ok("native");
+    let out = run.clone().supervised().ok("no limit");
+    assert_eq!(out.stdout, native.stdout, "{}", out.dump());
+    assert!(
+        native.stdout.contains("nobody ESRCH EINVAL"),
+        "{}",
+        native.stdout
+    );
+    let out = run.sup(&["--cpus", "1"]).supervised().ok("one cpu");
+    let cpus = format!(" bytes, {} cpus", host_cpus());
+    let one = native.stdout.replace(&cpus, " bytes, 1 cpus");
+    assert_eq!(out.stdout, one, "{}", out.dump());
+}
+
 const SYSINFO: &str = r#"
 import ctypes, os
 libc = ctypes.CDLL(None, use_errno=True)

@@ -1,13 +1,16 @@
 //! sched_getaffinity(2) for the caller itself under a cpu limit: the
 //! thread's real mask cut to the first N CPUs (what nproc, Python's
 //! `os.sched_getaffinity` and psutil count), with the kernel's own length
-//! checks and errors. Any other pid is the kernel's (CONTINUE).
+//! checks and errors; another task of the sandbox, its mask (read in the
+//! view's procfs) cut the same way. Without a limit, any other pid is the
+//! kernel's (CONTINUE).
 //!
 //! Does not own: the limit (`GuestLimits`, `sysinfo.rs`), or what
 //! /proc says of it (`Cpus_allowed` in `procfiles.rs`).
 
 use nix::errno::Errno;
 
+use super::proctext::with_view_proc;
 use super::{live, value, Context, Res};
 use crate::guest::{Guest, Reply};
 
@@ -31,10 +34,11 @@ pub fn sched_getaffinity(ctx: &Context, g: &dyn Guest, pid: i32, len: u32, addr:
             g.tid()
         } else if pid == tgid {
             g.host_tgid()?
+        } else if let Some(n) = ctx.limits.cpus_limit() {
+            return other_task(ctx, g, pid, len, addr, n);
         } else {
-            // Any other task: the kernel answers, in the guest's pid
-            // namespace (which names only sandbox tasks), with that task's
-            // real mask, not cut to the cpu limit.
+            // Without a limit the kernel answers, in the guest's pid
+            // namespace (which names only sandbox tasks).
             return Ok(Reply::Continue);
         }
     };
@@ -45,6 +49,52 @@ pub fn sched_getaffinity(ctx: &Context, g: &dyn Guest, pid: i32, len: u32, addr:
     live(g)?;
     g.write_mem(addr, &mask)?;
     value(mask.len() as i64)
+}
+
+/// Another task of the sandbox under a cpu limit: its real mask (the
+/// `Cpus_allowed` of its `status` in the view's procfs, which names it by
+/// its sandbox pid) with only the first `n` CPUs, as the caller's own is
+/// cut, so that `taskset -p PID` agrees with `nproc`. The length checks
+/// and the bytes copied out depend on the length alone: the kernel's for
+/// the caller. A pid the view does not hold (or a negative one) is the
+/// kernel's to answer: ESRCH, after the same length checks.
+fn other_task(ctx: &Context, g: &dyn Guest, pid: i32, len: u32, addr: u64, n: usize) -> Res {
+    let status = (pid > 0)
+        .then(|| {
+            with_view_proc(&ctx.fs, |proc| {
+                std::fs::read_to_string(proc.join(format!("{pid}/status")))
+            })
+        })
+        .flatten()
+        .and_then(Result::ok);
+    let allowed = status.as_deref().and_then(|s| {
+        s.lines()
+            .find_map(|l| l.strip_prefix("Cpus_allowed:"))
+            .map(str::trim)
+    });
+    let Some(allowed) = allowed else {
+        return Ok(Reply::Continue);
+    };
+    let mut mask = kernel_mask(g.tid(), len)?;
+    fill_from_hex(&mut mask, allowed);
+    keep_first(&mut mask, n);
+    live(g)?;
+    g.write_mem(addr, &mask)?;
+    value(mask.len() as i64)
+}
+
+/// `mask` (the kernel's bitmap, little-endian bytes) set from procfs's
+/// `%*pb` text: 32-bit hex words, most significant first, comma-separated.
+/// Bits past `mask`'s length are dropped; a word that does not parse is 0.
+fn fill_from_hex(mask: &mut [u8], text: &str) {
+    mask.fill(0);
+    let words = text.split(',').rev();
+    for (chunk, word) in mask.chunks_mut(4).zip(words) {
+        let bytes = u32::from_str_radix(word, 16).unwrap_or(0).to_le_bytes();
+        for (b, v) in chunk.iter_mut().zip(bytes) {
+            *b = v;
+        }
+    }
 }
 
 /// What the kernel would copy out for `sched_getaffinity(tid, len, ..)`,
@@ -95,5 +145,19 @@ mod tests {
         let mut m = [0xffu8; 8];
         keep_first(&mut m, 0);
         assert_eq!(m, [0; 8]);
+    }
+
+    #[test]
+    fn masks_from_procfs_text() {
+        let mut m = [0xaau8; 8];
+        fill_from_hex(&mut m, "3");
+        assert_eq!(m, [3, 0, 0, 0, 0, 0, 0, 0]);
+        fill_from_hex(&mut m, "00000001,80000f00");
+        assert_eq!(m, [0, 0x0f, 0, 0x80, 1, 0, 0, 0]);
+        let mut short = [0u8; 4];
+        fill_from_hex(&mut short, "ff,00000001");
+        assert_eq!(short, [1, 0, 0, 0]);
+        fill_from_hex(&mut short, "zz");
+        assert_eq!(short, [0; 4]);
     }
 }
