@@ -163,8 +163,7 @@ fn sched_getaffinity_errors_are_the_kernels() {
 
     // Under a cpu limit: the same lengths and errors, one CPU.
     let out = run.clone().sup(&["--cpus", "1"]).supervised().ok("one cpu");
-    let cpus = format!(" bytes, {} cpus", host_cpus());
-    let one = native.stdout.replace(&cpus, " bytes, 1 cpus");
+    let one = as_one_cpu(&native.stdout);
     assert_eq!(out.stdout, one, "{}", out.dump());
 }
 
@@ -203,9 +202,15 @@ fn sched_getaffinity_of_other_tasks_tells_the_limit() {
         native.stdout
     );
     let out = run.sup(&["--cpus", "1"]).supervised().ok("one cpu");
-    let cpus = format!(" bytes, {} cpus", host_cpus());
-    let one = native.stdout.replace(&cpus, " bytes, 1 cpus");
+    let one = as_one_cpu(&native.stdout);
     assert_eq!(out.stdout, one, "{}", out.dump());
+}
+
+/// A native affinity transcript as it reads under `--cpus 1`: every mask
+/// of the host's CPUs one CPU.
+fn as_one_cpu(native: &str) -> String {
+    let cpus = format!(" bytes, {} cpus", host_cpus());
+    native.replace(&cpus, " bytes, 1 cpus")
 }
 
 const SYSINFO: &str = r#"
