@@ -11,6 +11,9 @@ use std::sync::mpsc::{self, RecvTimeoutError, Sender};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
+
 /// Cancels the kill when dropped. Drop it before waiting for the child:
 /// the pid must still be the child's (unreaped) when the kill may come.
 pub struct KillAfter {
@@ -25,8 +28,8 @@ pub fn kill_after(pid: u32, limit: Duration) -> KillAfter {
     let thread = std::thread::spawn(move || {
         if let Err(RecvTimeoutError::Timeout) = cancelled.recv_timeout(limit) {
             eprintln!("killing child {pid}: still running after {limit:?} (a hang?)");
-            // SAFETY: kill(2) on our own unreaped child (see KillAfter).
-            unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+            // Our own child, not yet reaped (see KillAfter): the pid is its.
+            let _ = kill(Pid::from_raw(pid as i32), Signal::SIGKILL);
         }
     });
     KillAfter {
