@@ -87,7 +87,7 @@ fn init_memory_is_not_writable() {
     );
 }
 
-/// The mount tables show the sandbox's mounts at sandbox paths and
+/// The mount tables (mountinfo, mounts, mountstats) show the sandbox's mounts at sandbox paths and
 /// nothing of the host: not the host directories the `--ro`/`--rw`
 /// sources come from, not the layer's internals, not the
 /// host's memory size (devtmpfs's size), not the host's disk.
@@ -97,7 +97,8 @@ fn mount_tables_hide_the_host() {
     let src = t.dir("host-only-dirname");
     let ro = t.file("ro-host-file", "x");
     let script = "cat /proc/self/mountinfo /proc/self/mounts /proc/mounts /proc/1/mountinfo \
-                  /proc/thread-self/mountinfo; grep -c ' /out ' /proc/self/mountinfo";
+                  /proc/thread-self/mountinfo /proc/self/mountstats /proc/1/mountstats; \
+                  grep -c ' /out ' /proc/self/mountinfo; grep -c ' on /out ' /proc/self/mountstats";
     let out = Run::sh(script, &[])
         .sup(&[
             "--rw".to_string(),
@@ -108,7 +109,12 @@ fn mount_tables_hide_the_host() {
         .supervised()
         .ok("mount tables");
     let text = &out.stdout;
-    assert!(text.trim_end().ends_with('1'), "/out listed once:\n{text}");
+    assert!(
+        text.trim_end().ends_with("1\n1"),
+        "/out listed once in mountinfo and mountstats:\n{text}"
+    );
+    // The covers of global /proc files are the sandbox's machinery.
+    assert!(!text.contains(" /proc/stat "), "a cover listed:\n{text}");
     for host in [
         "host-only-dirname",
         "ro-host-file",

@@ -1,15 +1,19 @@
-//! The guest's mount tables (`/proc/<pid>/mountinfo` and `mounts`, with
-//! `/proc/mounts` and `/proc/self/...` leading to them) without the
-//! host in them.
+//! The guest's mount tables (`/proc/<pid>/mountinfo`, `mounts` and
+//! `mountstats`, with `/proc/mounts` and `/proc/self/...` leading to them)
+//! without the host in them.
 //!
 //! Owns: rewriting the kernel's text (recognising the files, by the path
 //! the kernel gives the descriptor on the view's procfs, is
 //! `sysinfo.rs`'s): every mount's root within its source filesystem
 //! (mountinfo's fourth field: the host directory a `--ro`/`--rw` source
 //! or the host cwd came from) becomes `/`; the host's disk and device
-//! names become `sandbox`; and options that describe the host — the
-//! overlay's `lowerdir`/`upperdir`/`workdir` and the size and inode
-//! count of the host's devtmpfs (its memory size) — are dropped; the
+//! names (any source with a `/`: `/dev/vda`, `server:/export`) become
+//! `sandbox`; options that describe the host — the overlay's
+//! `lowerdir`/`upperdir`/`workdir`, the size and inode count of the
+//! host's devtmpfs (its memory size), an NFS mount's server and client
+//! addresses — are dropped, and so are `mountstats`' per-mount
+//! statistics (the indented lines an NFS mount has, which repeat its
+//! options and addresses); the
 //! view's covers of global /proc files (`covers.rs`) are left out, as
 //! the files they cover are what the guest reads there. Does not own
 //! serving the result (`sysinfo::substitute`).
@@ -21,6 +25,7 @@ use super::covers::is_cover;
 pub(crate) enum Table {
     MountInfo,
     Mounts,
+    MountStats,
 }
 
 /// The rewritten text of `table`.
@@ -28,12 +33,15 @@ pub(crate) fn rewrite(table: Table, text: &str) -> String {
     let line = match table {
         Table::MountInfo => mountinfo_line,
         Table::Mounts => mounts_line,
+        Table::MountStats => mountstats_line,
     };
     let point = match table {
         Table::MountInfo => 4,
         Table::Mounts => 1,
+        Table::MountStats => 4,
     };
     text.lines()
+        .filter(|l| !l.starts_with(char::is_whitespace) && !l.is_empty())
         .filter(|l| !l.split(' ').nth(point).is_some_and(is_cover))
         .map(|l| line(l) + "\n")
         .collect()
@@ -66,9 +74,21 @@ fn mounts_line(l: &str) -> String {
     f.join(" ")
 }
 
-/// A host device (`/dev/vda`) or path as a mount's source says `sandbox`.
+/// `device SOURCE mounted on POINT with fstype TYPE [statvers=...]`,
+/// without the statistics version (its statistics lines are dropped).
+fn mountstats_line(l: &str) -> String {
+    let mut f: Vec<String> = l.split(' ').map(str::to_string).collect();
+    if f.len() >= 8 {
+        f[1] = source(&f[7], &f[1]);
+        f.truncate(8);
+    }
+    f.join(" ")
+}
+
+/// A host device (`/dev/vda`), path or remote export (`server:/export`)
+/// as a mount's source says `sandbox`.
 fn source(_fstype: &str, src: &str) -> String {
-    if src.starts_with('/') {
+    if src.contains('/') {
         "sandbox".to_string()
     } else {
         src.to_string()
@@ -82,6 +102,7 @@ fn options(fstype: &str, opts: &str) -> String {
         match fstype {
             "overlay" => matches!(key, "lowerdir" | "upperdir" | "workdir" | "datadir"),
             "devtmpfs" => matches!(key, "size" | "nr_inodes"),
+            "nfs" | "nfs4" => matches!(key, "addr" | "clientaddr" | "mountaddr" | "mounthost"),
             _ => false,
         }
     };
@@ -127,5 +148,34 @@ mod tests {
         );
         let mounts = "proc /proc proc rw 0 0\ntmpfs /proc/kcore tmpfs ro 0 0\n";
         assert_eq!(rewrite(Table::Mounts, mounts), "proc /proc proc rw 0 0\n");
+    }
+
+    #[test]
+    fn mountstats_names_no_host_device_server_or_cover() {
+        let stats = "\
+device /dev/vda mounted on /out with fstype ext4
+device proc mounted on /proc with fstype proc
+device tmpfs mounted on /proc/stat with fstype tmpfs
+device 10.0.0.2:/export mounted on /data with fstype nfs4 statvers=1.1
+\topts:\trw,vers=4.2,clientaddr=10.0.0.9,addr=10.0.0.2
+\tage:\t42
+";
+        assert_eq!(
+            rewrite(Table::MountStats, stats),
+            "\
+device sandbox mounted on /out with fstype ext4
+device proc mounted on /proc with fstype proc
+device sandbox mounted on /data with fstype nfs4
+"
+        );
+    }
+
+    #[test]
+    fn nfs_addresses_are_dropped() {
+        let info = "70 60 0:55 /export /data ro - nfs4 10.0.0.2:/export rw,vers=4.2,addr=10.0.0.2,clientaddr=10.0.0.9\n";
+        assert_eq!(
+            rewrite(Table::MountInfo, info),
+            "70 60 0:55 / /data ro - nfs4 sandbox rw,vers=4.2\n"
+        );
     }
 }

@@ -161,6 +161,7 @@ impl ProcFile {
             ProcFile::CpuInfo => c"cpuinfo",
             ProcFile::MountTable(Table::MountInfo) => c"mountinfo",
             ProcFile::MountTable(Table::Mounts) => c"mounts",
+            ProcFile::MountTable(Table::MountStats) => c"mountstats",
             ProcFile::KernelCmdline => c"cmdline",
             ProcFile::Stat => c"stat",
             ProcFile::VmStat => c"vmstat",
@@ -333,6 +334,7 @@ impl Synthetic {
         match name {
             "mountinfo" => Some(ProcFile::MountTable(Table::MountInfo)),
             "mounts" => Some(ProcFile::MountTable(Table::Mounts)),
+            "mountstats" => Some(ProcFile::MountTable(Table::MountStats)),
             "status" if self.cpus.is_some() => Some(ProcFile::PerProcess(PerProcess::Status)),
             "timens_offsets" => Some(ProcFile::PerProcess(PerProcess::TimensOffsets)),
             "autogroup" => Some(ProcFile::PerProcess(PerProcess::Autogroup)),
