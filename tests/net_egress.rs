@@ -4,7 +4,8 @@
 //! the DNS stub (an allowed name resolves through the host's resolver, a
 //! disallowed one is NXDOMAIN, only resolved addresses are dialable; and
 //! through a real name server on the namespace's loopback), and
-//! every special range refused at once and reported.
+//! every special range refused at once and reported; the guest's
+//! TCP_NODELAY on the relay's host socket.
 //!
 //! Each case runs `tests/net/egress_driver.py` natively inside a fresh
 //! network namespace (`unshare -n`; `-m` too for the DNS case, which puts a
@@ -174,6 +175,29 @@ fn special_ranges_are_refused_at_once_and_reported() {
         listed.join(", ")
     );
     assert_eq!(out, format!("{first}{second}"));
+}
+
+/// TCP_NODELAY as the guest sets it — after connect (A), before connect
+/// (B), never (C), then cleared on A — is on the socket that carries the
+/// connection: natively the guest's own, sandboxed the relay's host
+/// socket (read through pidfd_getfd of the supervisor's descriptors), so
+/// Nagle holds the relay's bytes only where it would hold the guest's.
+#[test]
+fn egress_carries_the_guests_tcp_nodelay() {
+    if !is_root() {
+        skip!("needs root for unshare -n and pidfd_getfd of the supervisor");
+    }
+    let out = drive("nodelay", &["-n"]);
+    let expected = |who: &str| {
+        format!(
+            "{who} connected ready A True B True C False\n\
+             {who} A cleared ready A False B True C False\n"
+        )
+    };
+    assert_eq!(
+        out,
+        format!("{}{}", expected("native"), expected("sandboxed"))
+    );
 }
 
 /// Figures, not a check of them: 64 MiB bulk and 1-byte round trips to a

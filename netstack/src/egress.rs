@@ -60,6 +60,12 @@ pub trait Egress: Send + Sync {
         self.connect(dst, proto).map(drop)
     }
 
+    /// Sets TCP_NODELAY to `on`, as the guest set it on its relayed
+    /// connection whose guest end has inode `conn`, on the host socket
+    /// that carries it (Nagle there would hold the guest's bytes where
+    /// the guest asked for none); nothing for any other socket.
+    fn set_nodelay(&self, _conn: u64, _on: bool) {}
+
     /// Whether a loopback destination (127.0.0.0/8, ::1) is the host's
     /// rather than the sandbox's: only when a rule names it explicitly.
     fn takes_loopback(&self, dst: SocketAddr, proto: Proto) -> bool {

@@ -23,7 +23,7 @@
 
 use std::collections::HashMap;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};
-use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread;
@@ -71,6 +71,10 @@ pub struct Outbound {
     sessions: Mutex<HashMap<(Vec<u8>, SocketAddr), Session>>,
     next_tag: AtomicU64,
     relays: Arc<AtomicUsize>,
+    /// The host TCP socket of each relayed connection (a dup), by the
+    /// inode of the guest's end, while its relay runs: the guest's
+    /// TCP_NODELAY is set there ([`Egress::set_nodelay`]).
+    carriers: Arc<Mutex<HashMap<u64, OwnedFd>>>,
 }
 
 impl Outbound {
@@ -91,6 +95,7 @@ impl Outbound {
             sessions: Mutex::new(HashMap::new()),
             next_tag: AtomicU64::new(1),
             relays: Arc::default(),
+            carriers: Arc::default(),
         }
     }
 
@@ -126,9 +131,10 @@ impl Egress for Outbound {
             Proto::Tcp => {
                 let host = tcp_to(dst)?;
                 let (a, b) = self.sockets.pair(SockType::Stream)?;
+                let carried = Carried::new(&self.carriers, &a, &host);
                 spawn_relay(move || {
                     relay_stream(host, b);
-                    drop(slot);
+                    drop((carried, slot));
                 });
                 a
             }
@@ -147,6 +153,12 @@ impl Egress for Outbound {
 
     fn verdict(&self, dst: SocketAddr, proto: Proto) -> Result<(), Refusal> {
         self.judge(dst, proto)
+    }
+
+    fn set_nodelay(&self, conn: u64, on: bool) {
+        if let Some(host) = self.carriers.lock().get(&conn) {
+            let _ = socket::setsockopt(host, sockopt::TcpNoDelay, &on);
+        }
     }
 
     fn takes_loopback(&self, dst: SocketAddr, proto: Proto) -> bool {
@@ -206,6 +218,34 @@ impl Slot {
 impl Drop for Slot {
     fn drop(&mut self) {
         self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// A relayed connection's entry in [`Outbound::carriers`], removed (and
+/// its dup closed) when the relay ends or never starts.
+struct Carried {
+    map: Arc<Mutex<HashMap<u64, OwnedFd>>>,
+    key: Option<u64>,
+}
+
+impl Carried {
+    fn new(map: &Arc<Mutex<HashMap<u64, OwnedFd>>>, guest: &OwnedFd, host: &OwnedFd) -> Carried {
+        let key = crate::stack::inode_of(guest.as_fd()).ok();
+        if let (Some(k), Ok(dup)) = (key, host.try_clone()) {
+            map.lock().insert(k, dup);
+        }
+        Carried {
+            map: map.clone(),
+            key,
+        }
+    }
+}
+
+impl Drop for Carried {
+    fn drop(&mut self) {
+        if let Some(k) = self.key {
+            self.map.lock().remove(&k);
+        }
     }
 }
 

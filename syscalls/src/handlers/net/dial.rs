@@ -280,7 +280,8 @@ fn refused(ctx: &Context, dst: SocketAddr, r: Refusal) -> Errno {
 }
 
 /// Puts the relayed connection in place of the guest's descriptor with
-/// the descriptor's status flags, and records its addresses.
+/// the descriptor's status flags, records its addresses, and sets the
+/// TCP_NODELAY the guest set before connecting on its host socket.
 pub(super) fn install(
     ctx: &Context,
     g: &dyn Guest,
@@ -298,8 +299,11 @@ pub(super) fn install(
     let mut meta = s.meta.clone();
     meta.local = Some(addr::unspecified(s.meta.domain));
     meta.peer = Some(dst);
-    net.table
-        .insert(netstack::stack::inode_of(conn.as_fd())?, meta);
+    let inode = netstack::stack::inode_of(conn.as_fd())?;
+    if meta.options.flag(libc::IPPROTO_TCP, libc::TCP_NODELAY) {
+        net.egress().set_nodelay(inode, true);
+    }
+    net.table.insert(inode, meta);
     g.replace_fd(fd, &conn)?;
     Ok(Reply::Value(0))
 }

@@ -108,6 +108,9 @@ pub(crate) fn setsockopt(
     stack(ctx)
         .table
         .update(s.inode, |m| m.options.set(level, name, class, v));
+    if level == libc::IPPROTO_TCP && name == libc::TCP_NODELAY {
+        stack(ctx).egress().set_nodelay(s.inode, v != 0);
+    }
     Ok(Reply::Value(0))
 }
 
