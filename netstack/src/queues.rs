@@ -65,9 +65,12 @@ fn request() -> Vec<u8> {
 /// Every unix socket of the netlink socket `diag`'s namespace by inode.
 /// One caller at a time per socket (the answers of two dumps would mix).
 pub fn dump(diag: BorrowedFd<'_>) -> Result<HashMap<u64, Queue>, Errno> {
+    let mut buf = vec![0u8; 64 * 1024];
+    // What an earlier dump that failed half-way left unread would be
+    // taken for this one's answer.
+    while recv(diag.as_raw_fd(), &mut buf, MsgFlags::MSG_DONTWAIT).is_ok_and(|n| n > 0) {}
     send(diag.as_raw_fd(), &request(), MsgFlags::empty())?;
     let mut out = HashMap::new();
-    let mut buf = vec![0u8; 64 * 1024];
     let mut seen = 0;
     loop {
         let n = recv(diag.as_raw_fd(), &mut buf, MsgFlags::empty())?;
@@ -222,8 +225,11 @@ mod tests {
             SockFlag::empty(),
         )
         .unwrap();
-        nix::unistd::write(&a, &[7u8; 300]).unwrap();
+        nix::unistd::write(&a, &[7u8; 100]).unwrap();
         let ino = |fd: &std::os::fd::OwnedFd| nix::sys::stat::fstat(fd.as_raw_fd()).unwrap().st_ino;
+        // A dump asked for and left unread does not answer the next.
+        send(nl.as_raw_fd(), &request(), MsgFlags::empty()).unwrap();
+        nix::unistd::write(&a, &[7u8; 200]).unwrap();
         let all = dump(nl.as_fd()).unwrap();
         assert_eq!(
             all[&ino(&b)],
