@@ -8,7 +8,8 @@
 //! memory, the netstack the first one's bytes). One difference is
 //! asserted as documented: a writer whose bytes wait unread at its peer
 //! shows them in its tx (`AF_UNIX` moves them to the peer at once; TCP
-//! counts them on the receiver once acknowledged, so natively 0).
+//! counts them on the receiver once acknowledged, so natively 0). As
+//! root and as `tester`.
 
 mod common;
 use common::*;
@@ -22,8 +23,11 @@ const EXACT: &[&str] = &["listener rx", "reader rx"];
 /// Compares the transcripts line by line: the same labels; 0 where
 /// native is 0 (but the writer's tx, which is the reader's unread
 /// bytes); the same value for [`EXACT`] lines; non-zero where native is.
-fn like_native(case: &str) {
-    let run = Run::new(&[PY, "-c", SCRIPT, case]).cwd("/tmp");
+fn like_native(case: &str, user: Option<(u32, u32)>) {
+    let mut run = Run::new(&[PY, "-c", SCRIPT, case]).cwd("/tmp");
+    if let Some((uid, gid)) = user {
+        run = run.user(uid, gid);
+    }
     let native = run.native().ok("native");
     let sandboxed = run.supervised().ok("sandboxed");
     let (n, s): (Vec<&str>, Vec<&str>) = (
@@ -57,15 +61,27 @@ fn split(line: &str) -> (&str, &str) {
 
 #[test]
 fn tcp_queues_like_native() {
-    like_native("tcp");
+    like_native("tcp", None);
 }
 
 #[test]
 fn tcp6_queues_like_native() {
-    like_native("tcp6");
+    like_native("tcp6", None);
 }
 
 #[test]
 fn udp_queues_like_native() {
-    like_native("udp");
+    like_native("udp", None);
+}
+
+/// The same as `tester` (uid 1001): the factory that makes the diag socket
+/// is unprivileged then.
+#[test]
+fn queues_as_tester() {
+    if !is_root() || !tester_exists() {
+        skip!("needs root and the user tester (uid 1001)");
+    }
+    for case in ["tcp", "tcp6", "udp"] {
+        like_native(case, Some((1001, 1001)));
+    }
 }
