@@ -7,7 +7,8 @@
 //! supervisor: relays, stand-ins, the DNS stub), and the internet files
 //! with one line per live netstack socket as Linux writes it — TCP
 //! listeners and connections, bound UDP sockets — with the guest's
-//! addresses and the inode its descriptors show, so netstat, `ss`
+//! addresses, the inode its descriptors show and the queues of its host
+//! socket (`netstack::queues`), so netstat, `ss`
 //! (whose netlink query is refused, so it reads these) and psutil see
 //! the guest's servers.
 //!
@@ -347,5 +348,25 @@ mod tests {
         assert_eq!(map_uid("0 1001 1\n", 1001), 0);
         assert_eq!(map_uid("0 0 4294967295\n", 1001), 1001);
         assert_eq!(map_uid("0 1001 1\n", 5), 65534);
+    }
+
+    #[test]
+    fn queues_as_tcp_and_udp_count_them() {
+        let q = |rx, peer| Queue { rx, peer };
+        let all: HashMap<u64, Queue> = [
+            (1, q(2, None)),
+            (2, q(0, Some(3))),
+            (3, q(500, Some(2))),
+            (4, q(100, None)),
+        ]
+        .into();
+        // A listener: its accept queue; tx 0.
+        assert_eq!(queues(Proto::Tcp, LISTEN, 1, &all), (0, 2));
+        // A writer whose peer has not read: its tx is the peer's unread.
+        assert_eq!(queues(Proto::Tcp, ESTABLISHED, 2, &all), (500, 0));
+        assert_eq!(queues(Proto::Tcp, ESTABLISHED, 3, &all), (0, 500));
+        // UDP: the first datagram's bytes, tx 0; a socket the dump missed: 0.
+        assert_eq!(queues(Proto::Udp, CLOSE, 4, &all), (0, 100));
+        assert_eq!(queues(Proto::Tcp, ESTABLISHED, 9, &all), (0, 0));
     }
 }
