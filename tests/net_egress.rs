@@ -178,7 +178,8 @@ fn special_ranges_are_refused_at_once_and_reported() {
 }
 
 /// TCP_NODELAY as the guest sets it — after connect (A), before connect
-/// (B), never (C), then cleared on A — is on the socket that carries the
+/// (B), never (C), during a non-blocking connect (D), then cleared on A —
+/// is on the socket that carries the
 /// connection: natively the guest's own, sandboxed the relay's host
 /// socket (read through pidfd_getfd of the supervisor's descriptors), so
 /// Nagle holds the relay's bytes only where it would hold the guest's.
@@ -190,8 +191,8 @@ fn egress_carries_the_guests_tcp_nodelay() {
     let out = drive("nodelay", &["-n"]);
     let expected = |who: &str| {
         format!(
-            "{who} connected ready A True B True C False\n\
-             {who} A cleared ready A False B True C False\n"
+            "{who} connected ready A True B True C False D True\n\
+             {who} A cleared ready A False B True C False D True\n"
         )
     };
     assert_eq!(

@@ -396,7 +396,7 @@ def mode_bench():
 
 
 GUEST_NODELAY = r"""
-import socket, sys
+import select, socket, sys
 port = int(sys.argv[1])
 conns = {}
 for tag, before in (("A", False), ("B", True), ("C", None)):
@@ -409,6 +409,17 @@ for tag, before in (("A", False), ("B", True), ("C", None)):
     s.sendall(tag.encode())
     s.recv(1)
     conns[tag] = s
+# D: non-blocking, TCP_NODELAY set while the connect is in progress.
+s = socket.socket()
+s.setblocking(False)
+s.connect_ex(("127.0.0.1", port))
+s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+select.select([], [s], [], 10)
+s.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
+s.setblocking(True)
+s.sendall(b"D")
+s.recv(1)
+conns["D"] = s
 print("ready", flush=True)
 sys.stdin.readline()
 conns["A"].setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 0)
