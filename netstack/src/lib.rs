@@ -32,7 +32,7 @@ pub mod sockets;
 pub mod stack;
 pub mod table;
 
-pub use egress::{DenialLog, Denied, DeniedConnection, Egress, NoEgress, Refusal};
+pub use egress::{DenialLog, Denied, DeniedConnection, Egress, HostOption, NoEgress, Refusal};
 pub use name::{Namer, Proto};
 pub use sockets::{LocalSockets, UnixSockets};
 pub use stack::Stack;

@@ -36,7 +36,7 @@ use nix::sys::socket::{
 use nix::sys::time::TimeVal;
 use parking_lot::Mutex;
 
-use crate::egress::{Denied, Egress, Refusal};
+use crate::egress::{Denied, Egress, HostOption, Refusal};
 use crate::name::{Namer, Proto};
 use crate::relay::{relay_datagrams, relay_stream};
 use crate::rules::{AllowList, Resolved};
@@ -73,7 +73,8 @@ pub struct Outbound {
     relays: Arc<AtomicUsize>,
     /// The host TCP socket of each relayed connection (a dup), by the
     /// inode of the guest's end, while its relay runs: the guest's
-    /// TCP_NODELAY is set there ([`Egress::set_nodelay`]).
+    /// TCP_NODELAY and keep-alive are set there
+    /// ([`Egress::set_host_option`]).
     carriers: Arc<Mutex<HashMap<u64, OwnedFd>>>,
 }
 
@@ -155,10 +156,18 @@ impl Egress for Outbound {
         self.judge(dst, proto)
     }
 
-    fn set_nodelay(&self, conn: u64, on: bool) {
-        if let Some(host) = self.carriers.lock().get(&conn) {
-            let _ = socket::setsockopt(host, sockopt::TcpNoDelay, &on);
-        }
+    fn set_host_option(&self, conn: u64, opt: HostOption) {
+        let carriers = self.carriers.lock();
+        let Some(host) = carriers.get(&conn) else {
+            return;
+        };
+        let _ = match opt {
+            HostOption::NoDelay(on) => socket::setsockopt(host, sockopt::TcpNoDelay, &on),
+            HostOption::KeepAlive(on) => socket::setsockopt(host, sockopt::KeepAlive, &on),
+            HostOption::KeepIdle(s) => socket::setsockopt(host, sockopt::TcpKeepIdle, &s),
+            HostOption::KeepIntvl(s) => socket::setsockopt(host, sockopt::TcpKeepInterval, &s),
+            HostOption::KeepCnt(n) => socket::setsockopt(host, sockopt::TcpKeepCount, &n),
+        };
     }
 
     fn takes_loopback(&self, dst: SocketAddr, proto: Proto) -> bool {

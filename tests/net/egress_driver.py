@@ -420,6 +420,23 @@ s.setblocking(True)
 s.sendall(b"D")
 s.recv(1)
 conns["D"] = s
+# E: keep-alive and its timers before connect; F: after.
+for tag in ("E", "F"):
+    s = socket.socket()
+    opts = [(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1), (socket.IPPROTO_TCP, socket.TCP_KEEPIDLE, 30),
+            (socket.IPPROTO_TCP, socket.TCP_KEEPINTVL, 7), (socket.IPPROTO_TCP, socket.TCP_KEEPCNT, 4)]
+    if tag == "E":
+        for o in opts:
+            s.setsockopt(*o)
+    s.connect(("127.0.0.1", port))
+    if tag == "F":
+        for o in opts:
+            s.setsockopt(*o)
+    s.sendall(tag.encode())
+    s.recv(1)
+    conns[tag] = s
+    print(tag, "keepalive", s.getsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE),
+          "idle", s.getsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPIDLE))
 print("ready", flush=True)
 sys.stdin.readline()
 conns["A"].setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 0)
@@ -431,8 +448,9 @@ sys.stdin.readline()
 
 
 def nodelay_of(pid, ports):
-    """TCP_NODELAY of the TCP sockets process `pid` holds whose local port
-    is a key of `ports`, by the value there (a guest connection's tag)."""
+    """TCP_NODELAY, SO_KEEPALIVE, TCP_KEEPIDLE, TCP_KEEPINTVL and
+    TCP_KEEPCNT of the TCP sockets process `pid` holds whose local port is
+    a key of `ports`, by the value there (a guest connection's tag)."""
     import ctypes
     libc = ctypes.CDLL(None, use_errno=True)
     by_inode = {}
@@ -458,15 +476,19 @@ def nodelay_of(pid, ports):
             found[by_inode[inode]] = "pidfd_getfd errno %d" % ctypes.get_errno()
             continue
         s = socket.socket(fileno=dup)
-        found[by_inode[inode]] = s.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) != 0
+        tcp = lambda o: s.getsockopt(socket.IPPROTO_TCP, o)
+        found[by_inode[inode]] = "%s/%d/%d/%d/%d" % (
+            tcp(socket.TCP_NODELAY) != 0, s.getsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE),
+            tcp(socket.TCP_KEEPIDLE), tcp(socket.TCP_KEEPINTVL), tcp(socket.TCP_KEEPCNT))
         s.close()
     os.close(pidfd)
     return found
 
 
 def mode_nodelay():
-    """TCP_NODELAY as the guest set it, on the socket that carries each
-    connection: natively the guest's own, sandboxed the relay's host socket."""
+    """TCP_NODELAY and keep-alive as the guest set them, on the socket that
+    carries each connection: natively the guest's own, sandboxed the
+    relay's host socket."""
     srv = socket.socket()
     srv.bind(("127.0.0.1", 0))
     srv.listen()
@@ -489,6 +511,9 @@ def mode_nodelay():
         p = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         for step in ("connected", "A cleared"):
             ready = p.stdout.readline().strip()
+            while ready not in ("ready", ""):  # "": the guest ended
+                print(label, ready)
+                ready = p.stdout.readline().strip()
             found = nodelay_of(p.pid, dict(ports))
             print(label, step, ready, " ".join("%s %s" % kv for kv in sorted(found.items())))
             p.stdin.write("\n")

@@ -280,8 +280,8 @@ fn refused(ctx: &Context, dst: SocketAddr, r: Refusal) -> Errno {
 }
 
 /// Puts the relayed connection in place of the guest's descriptor with
-/// the descriptor's status flags, records its addresses, and sets the
-/// TCP_NODELAY the guest set before connecting on its host socket.
+/// the descriptor's status flags, records its addresses, and gives its
+/// host socket the options the guest set before connecting.
 pub(super) fn install(
     ctx: &Context,
     g: &dyn Guest,
@@ -300,12 +300,39 @@ pub(super) fn install(
     meta.local = Some(addr::unspecified(s.meta.domain));
     meta.peer = Some(dst);
     let inode = netstack::stack::inode_of(conn.as_fd())?;
-    if meta.options.flag(libc::IPPROTO_TCP, libc::TCP_NODELAY) {
-        net.egress().set_nodelay(inode, true);
+    if meta.proto == Proto::Tcp {
+        host_options(net, s, &conn, inode);
     }
     net.table.insert(inode, meta);
     g.replace_fd(fd, &conn)?;
     Ok(Reply::Value(0))
+}
+
+/// The options the guest set before connecting that the relay's host
+/// socket carries out (`HostOption`); SO_KEEPALIVE, which the replaced
+/// unix socket held, moves to the relayed descriptor too.
+fn host_options(net: &netstack::Stack, s: &Sock, conn: &OwnedFd, inode: u64) {
+    use libc::{IPPROTO_TCP as TCP, SOL_SOCKET};
+    let stored = [
+        libc::TCP_NODELAY,
+        libc::TCP_KEEPIDLE,
+        libc::TCP_KEEPINTVL,
+        libc::TCP_KEEPCNT,
+    ]
+    .map(|name| (TCP, name, s.meta.options.explicit(TCP, name)));
+    use nix::sys::socket::{getsockopt, setsockopt, sockopt::KeepAlive};
+    let keepalive = getsockopt(&s.fd, KeepAlive).unwrap_or(false);
+    if keepalive {
+        let _ = setsockopt(conn, KeepAlive, &true);
+    }
+    let all = stored
+        .into_iter()
+        .chain([(SOL_SOCKET, libc::SO_KEEPALIVE, keepalive.then_some(1))]);
+    for (level, name, v) in all {
+        if let Some(opt) = v.and_then(|v| netstack::HostOption::of(level, name, v)) {
+            net.egress().set_host_option(inode, opt);
+        }
+    }
 }
 
 fn take(inode: u64) -> Option<Dial> {
