@@ -4,7 +4,8 @@
 //! the DNS stub (an allowed name resolves through the host's resolver, a
 //! disallowed one is NXDOMAIN, only resolved addresses are dialable; and
 //! through a real name server on the namespace's loopback), and
-//! every special range refused at once and reported.
+//! every special range refused at once and reported; the guest's
+//! TCP_NODELAY and keep-alive on the relay's host socket.
 //!
 //! Each case runs `tests/net/egress_driver.py` natively inside a fresh
 //! network namespace (`unshare -n`; `-m` too for the DNS case, which puts a
@@ -174,6 +175,46 @@ fn special_ranges_are_refused_at_once_and_reported() {
         listed.join(", ")
     );
     assert_eq!(out, format!("{first}{second}"));
+}
+
+/// TCP_NODELAY as the guest sets it — after connect (A), before connect
+/// (B), never (C), during a non-blocking connect (D), then cleared on A —
+/// and keep-alive with its timers (before connect: E, after: F) are on
+/// the socket that carries the connection: natively the guest's own,
+/// sandboxed the relay's host socket (read through pidfd_getfd of the
+/// supervisor's descriptors), so Nagle holds the relay's bytes only where
+/// it would hold the guest's, and a dead remote is found by probes as
+/// natively. The guest reads its SO_KEEPALIVE back after connecting.
+#[test]
+fn egress_carries_the_guests_tcp_options() {
+    if !is_root() {
+        skip!("needs root for unshare -n and pidfd_getfd of the supervisor");
+    }
+    let out = drive("nodelay", &["-n"]);
+    let side = |who: &str| -> Vec<String> {
+        out.lines()
+            .filter_map(|l| l.strip_prefix(who))
+            .map(str::to_owned)
+            .collect()
+    };
+    let (native, sandboxed) = (side("native "), side("sandboxed "));
+    let first = native.iter().find(|l| l.starts_with("connected"));
+    let first = first.map_or("", String::as_str);
+    for fact in [
+        "A True/0/",
+        "B True/0/",
+        "C False/0/",
+        "D True/0/",
+        "E False/1/30/7/4",
+    ] {
+        assert!(first.contains(fact), "{fact:?} not in {out}");
+    }
+    assert!(
+        native.contains(&"E keepalive 1 idle 30".to_owned()),
+        "{out}"
+    );
+    assert_eq!(native.len(), 4, "{out}");
+    assert_eq!(sandboxed, native, "{out}");
 }
 
 /// Figures, not a check of them: 64 MiB bulk and 1-byte round trips to a

@@ -1,7 +1,8 @@
 //! The socket factory is confined (issue 4): while a guest runs, the
 //! factory process is in seccomp filter mode under one filter more than
-//! the supervisor started with, with no_new_privs, no capabilities and a
-//! single descriptor, and it still serves the guest's sockets (a loopback
+//! the supervisor started with, with no_new_privs, no capabilities and
+//! two descriptors (its channel, and the sock_diag socket it made before
+//! its filter for /proc/net's queues), and it still serves the guest's sockets (a loopback
 //! exchange prints what it prints natively); as root and as `tester`.
 //! With the test switch it tries a file open after starting, which its
 //! filter answers by killing it: the guest's next socket() fails with
@@ -130,7 +131,10 @@ fn assert_confined(user: Option<(u32, u32)>) {
     for caps in ["CapInh:", "CapPrm:", "CapEff:", "CapBnd:", "CapAmb:"] {
         assert_eq!(field(&status, caps), "0000000000000000", "{caps} {status}");
     }
-    assert_eq!(fds, 1, "the factory keeps only its channel");
+    assert_eq!(
+        fds, 2,
+        "the factory keeps only its channel and its sock_diag socket"
+    );
 }
 
 #[test]

@@ -16,17 +16,8 @@
 mod common;
 use common::*;
 
-use std::process::Command;
-
 const SCRIPT: &str = include_str!("net/gaps.py");
 const PY: &str = "/usr/bin/python3";
-
-fn tester_exists() -> bool {
-    Command::new("id")
-        .args(["-u", "tester"])
-        .output()
-        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "1001")
-}
 
 /// Runs one case natively and sandboxed (as `user` when given), checks
 /// the native output has `want` and the sandboxed one is the same.

@@ -90,13 +90,6 @@ fn kernel_scopes() -> bool {
     abi >= 6
 }
 
-fn tester_exists() -> bool {
-    Command::new("id")
-        .args(["-u", "tester"])
-        .output()
-        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == TESTER.0.to_string())
-}
-
 fn check_sandboxed(user: Option<(u32, u32)>) {
     let with_scope = if kernel_scopes() { "EPERM" } else { "reached" };
     let out = drive("sandboxed", user, &[]);

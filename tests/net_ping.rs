@@ -93,13 +93,6 @@ fn mask_times(text: &str) -> String {
     out
 }
 
-fn tester_exists() -> bool {
-    std::process::Command::new("id")
-        .args(["-u", "tester"])
-        .output()
-        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "1001")
-}
-
 /// Runs `argv` natively and sandboxed (root, then tester when present);
 /// the native output must contain every line of `want`.
 fn like_native(argv: &[&str], want: &[&str]) {

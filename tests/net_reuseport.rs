@@ -7,20 +7,11 @@
 mod common;
 use common::*;
 
-use std::process::Command;
-
 const SCRIPT: &str = include_str!("net/reuseport.py");
 const PY: &str = "/usr/bin/python3";
 
 const EXPECTED: &str = "second bind True\nwithout SO_REUSEPORT True\n\
                         accepted 32 both True\nafter the first closes True\n";
-
-fn tester_exists() -> bool {
-    Command::new("id")
-        .args(["-u", "tester"])
-        .output()
-        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "1001")
-}
 
 #[test]
 fn a_reuseport_group_shares_the_port_like_native() {

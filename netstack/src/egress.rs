@@ -60,6 +60,13 @@ pub trait Egress: Send + Sync {
         self.connect(dst, proto).map(drop)
     }
 
+    /// Sets `opt`, as the guest set it on its relayed connection whose
+    /// guest end has inode `conn`, on the host socket that carries it
+    /// (Nagle there would hold the guest's bytes where the guest asked
+    /// for none; keep-alive probes the remote only from there); nothing
+    /// for any other socket.
+    fn set_host_option(&self, _conn: u64, _opt: HostOption) {}
+
     /// Whether a loopback destination (127.0.0.0/8, ::1) is the host's
     /// rather than the sandbox's: only when a rule names it explicitly.
     fn takes_loopback(&self, dst: SocketAddr, proto: Proto) -> bool {
@@ -90,6 +97,33 @@ impl Egress for NoEgress {
         Err(Refusal::Denied(Denied {
             reason: "no egress allowed (loopback only)".into(),
         }))
+    }
+}
+
+/// An option of the guest's TCP socket that the host socket of a relayed
+/// connection carries out.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HostOption {
+    NoDelay(bool),
+    KeepAlive(bool),
+    KeepIdle(u32),
+    KeepIntvl(u32),
+    KeepCnt(u32),
+}
+
+impl HostOption {
+    /// `(level, name)` set to `v` (already checked as the kernel checks
+    /// it), if a relay's host socket carries it.
+    pub fn of(level: i32, name: i32, v: i32) -> Option<HostOption> {
+        let n = u32::try_from(v).ok();
+        match (level, name) {
+            (libc::IPPROTO_TCP, libc::TCP_NODELAY) => Some(HostOption::NoDelay(v != 0)),
+            (libc::SOL_SOCKET, libc::SO_KEEPALIVE) => Some(HostOption::KeepAlive(v != 0)),
+            (libc::IPPROTO_TCP, libc::TCP_KEEPIDLE) => n.map(HostOption::KeepIdle),
+            (libc::IPPROTO_TCP, libc::TCP_KEEPINTVL) => n.map(HostOption::KeepIntvl),
+            (libc::IPPROTO_TCP, libc::TCP_KEEPCNT) => n.map(HostOption::KeepCnt),
+            _ => None,
+        }
     }
 }
 
@@ -152,6 +186,29 @@ impl DenialLog {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn host_options_are_the_transmission_and_keepalive_ones() {
+        let tcp = libc::IPPROTO_TCP;
+        assert_eq!(
+            HostOption::of(tcp, libc::TCP_NODELAY, 7),
+            Some(HostOption::NoDelay(true))
+        );
+        assert_eq!(
+            HostOption::of(libc::SOL_SOCKET, libc::SO_KEEPALIVE, 0),
+            Some(HostOption::KeepAlive(false))
+        );
+        assert_eq!(
+            HostOption::of(tcp, libc::TCP_KEEPIDLE, 30),
+            Some(HostOption::KeepIdle(30))
+        );
+        assert_eq!(HostOption::of(tcp, libc::TCP_KEEPCNT, -1), None);
+        assert_eq!(HostOption::of(tcp, libc::TCP_CORK, 1), None);
+        assert_eq!(
+            HostOption::of(libc::SOL_SOCKET, libc::SO_RCVBUF, 4096),
+            None
+        );
+    }
 
     #[test]
     fn folds_repeats() {

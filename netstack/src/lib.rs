@@ -9,7 +9,8 @@
 //! ([`options`]), control messages of UDP sockets ([`ancillary`]), the egress seam and the denial log ([`egress`]), the
 //! state one sandbox shares ([`stack::Stack`]); and the edge: `--allow-net`
 //! rules and special ranges ([`rules`]), the DNS stub ([`dns`]), relays
-//! ([`relay`]) and published ports ([`publish`]). Does not own: guest
+//! ([`relay`]) and published ports ([`publish`]); the unix sockets'
+//! queue lengths as the kernel's `unix_diag` reports them ([`queues`]). Does not own: guest
 //! memory or the trap (the handlers in `syscalls/` drive this crate).
 
 pub mod addr;
@@ -22,6 +23,7 @@ pub mod name;
 pub mod options;
 pub mod outbound;
 pub mod publish;
+pub mod queues;
 pub mod refused;
 pub mod relay;
 pub mod reuseport;
@@ -30,7 +32,7 @@ pub mod sockets;
 pub mod stack;
 pub mod table;
 
-pub use egress::{DenialLog, Denied, DeniedConnection, Egress, NoEgress, Refusal};
+pub use egress::{DenialLog, Denied, DeniedConnection, Egress, HostOption, NoEgress, Refusal};
 pub use name::{Namer, Proto};
 pub use sockets::{LocalSockets, UnixSockets};
 pub use stack::Stack;

@@ -195,6 +195,11 @@ impl Options {
         }
     }
 
+    /// The value the program set, if it set one.
+    pub fn explicit(&self, level: i32, name: i32) -> Option<i32> {
+        self.vals.get(&(level, name)).copied()
+    }
+
     /// Whether a flag option is set.
     pub fn flag(&self, level: i32, name: i32) -> bool {
         self.vals.get(&(level, name)).is_some_and(|v| *v != 0)

@@ -23,7 +23,7 @@
 
 use std::collections::HashMap;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};
-use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread;
@@ -36,7 +36,7 @@ use nix::sys::socket::{
 use nix::sys::time::TimeVal;
 use parking_lot::Mutex;
 
-use crate::egress::{Denied, Egress, Refusal};
+use crate::egress::{Denied, Egress, HostOption, Refusal};
 use crate::name::{Namer, Proto};
 use crate::relay::{relay_datagrams, relay_stream};
 use crate::rules::{AllowList, Resolved};
@@ -71,6 +71,11 @@ pub struct Outbound {
     sessions: Mutex<HashMap<(Vec<u8>, SocketAddr), Session>>,
     next_tag: AtomicU64,
     relays: Arc<AtomicUsize>,
+    /// The host TCP socket of each relayed connection (a dup), by the
+    /// inode of the guest's end, while its relay runs: the guest's
+    /// TCP_NODELAY and keep-alive are set there
+    /// ([`Egress::set_host_option`]).
+    carriers: Arc<Mutex<HashMap<u64, OwnedFd>>>,
 }
 
 impl Outbound {
@@ -91,6 +96,7 @@ impl Outbound {
             sessions: Mutex::new(HashMap::new()),
             next_tag: AtomicU64::new(1),
             relays: Arc::default(),
+            carriers: Arc::default(),
         }
     }
 
@@ -126,9 +132,10 @@ impl Egress for Outbound {
             Proto::Tcp => {
                 let host = tcp_to(dst)?;
                 let (a, b) = self.sockets.pair(SockType::Stream)?;
+                let carried = Carried::new(&self.carriers, &a, &host);
                 spawn_relay(move || {
                     relay_stream(host, b);
-                    drop(slot);
+                    drop((carried, slot));
                 });
                 a
             }
@@ -147,6 +154,20 @@ impl Egress for Outbound {
 
     fn verdict(&self, dst: SocketAddr, proto: Proto) -> Result<(), Refusal> {
         self.judge(dst, proto)
+    }
+
+    fn set_host_option(&self, conn: u64, opt: HostOption) {
+        let carriers = self.carriers.lock();
+        let Some(host) = carriers.get(&conn) else {
+            return;
+        };
+        let _ = match opt {
+            HostOption::NoDelay(on) => socket::setsockopt(host, sockopt::TcpNoDelay, &on),
+            HostOption::KeepAlive(on) => socket::setsockopt(host, sockopt::KeepAlive, &on),
+            HostOption::KeepIdle(s) => socket::setsockopt(host, sockopt::TcpKeepIdle, &s),
+            HostOption::KeepIntvl(s) => socket::setsockopt(host, sockopt::TcpKeepInterval, &s),
+            HostOption::KeepCnt(n) => socket::setsockopt(host, sockopt::TcpKeepCount, &n),
+        };
     }
 
     fn takes_loopback(&self, dst: SocketAddr, proto: Proto) -> bool {
@@ -206,6 +227,34 @@ impl Slot {
 impl Drop for Slot {
     fn drop(&mut self) {
         self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// A relayed connection's entry in [`Outbound::carriers`], removed (and
+/// its dup closed) when the relay ends or never starts.
+struct Carried {
+    map: Arc<Mutex<HashMap<u64, OwnedFd>>>,
+    key: Option<u64>,
+}
+
+impl Carried {
+    fn new(map: &Arc<Mutex<HashMap<u64, OwnedFd>>>, guest: &OwnedFd, host: &OwnedFd) -> Carried {
+        let key = crate::stack::inode_of(guest.as_fd()).ok();
+        if let (Some(k), Ok(dup)) = (key, host.try_clone()) {
+            map.lock().insert(k, dup);
+        }
+        Carried {
+            map: map.clone(),
+            key,
+        }
+    }
+}
+
+impl Drop for Carried {
+    fn drop(&mut self) {
+        if let Some(k) = self.key {
+            self.map.lock().remove(&k);
+        }
     }
 }
 

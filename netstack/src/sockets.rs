@@ -33,6 +33,9 @@ pub trait UnixSockets: Send + Sync {
     /// The kernel's list of the unix sockets of that namespace (the
     /// `/proc/<pid>/net/unix` of a process inside it).
     fn listing(&self) -> PathBuf;
+    /// A `NETLINK_SOCK_DIAG` socket of that namespace (its unix sockets'
+    /// queues, `queues.rs`). Every call may return the same socket.
+    fn diag(&self) -> Result<OwnedFd, Errno>;
 }
 
 /// Sockets created by the calling thread, in its own network namespace.
@@ -51,4 +54,18 @@ impl UnixSockets for LocalSockets {
     fn listing(&self) -> PathBuf {
         PathBuf::from(OWN_PROC_NET_UNIX)
     }
+
+    fn diag(&self) -> Result<OwnedFd, Errno> {
+        diag_socket()
+    }
+}
+
+/// A new `NETLINK_SOCK_DIAG` socket in the caller's network namespace.
+pub fn diag_socket() -> Result<OwnedFd, Errno> {
+    socket::socket(
+        AddressFamily::Netlink,
+        SockType::Datagram,
+        SockFlag::SOCK_CLOEXEC,
+        socket::SockProtocol::NetlinkSockDiag,
+    )
 }

@@ -18,6 +18,7 @@ mod pending;
 #[cfg(test)]
 mod tests;
 
+use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::sync::Arc;
@@ -31,6 +32,7 @@ use parking_lot::Mutex;
 use crate::addr;
 use crate::egress::{DenialLog, Egress, NoEgress};
 use crate::name::{Named, Namer, Proto};
+use crate::queues::Queue;
 use crate::reuseport::Groups;
 use crate::sockets::{LocalSockets, UnixSockets};
 use crate::table::{Meta, Table};
@@ -54,6 +56,9 @@ pub struct Stack {
     groups: Groups,
     /// Accepted connections whose installation failed.
     pending: Pending,
+    /// The namespace's `NETLINK_SOCK_DIAG` socket, once asked for; held
+    /// through a dump.
+    diag: Mutex<Option<OwnedFd>>,
 }
 
 impl std::fmt::Debug for Stack {
@@ -87,6 +92,7 @@ impl Stack {
             bind_lock: Mutex::new(()),
             groups: Groups::default(),
             pending: Pending::default(),
+            diag: Mutex::new(None),
         }
     }
 
@@ -107,6 +113,19 @@ impl Stack {
     /// stub, whose guest-side sockets must be in the same namespace).
     pub fn sockets(&self) -> Arc<dyn UnixSockets> {
         self.sockets.clone()
+    }
+
+    /// The queues of the namespace's unix sockets by inode
+    /// (`queues.rs`); empty when the kernel will not say.
+    pub fn queues(&self) -> HashMap<u64, Queue> {
+        let mut diag = self.diag.lock();
+        if diag.is_none() {
+            *diag = self.sockets.diag().ok();
+        }
+        let Some(fd) = diag.as_ref() else {
+            return HashMap::new();
+        };
+        crate::queues::dump(fd.as_fd()).unwrap_or_default()
     }
 
     pub fn egress(&self) -> &dyn Egress {

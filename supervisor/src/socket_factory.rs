@@ -18,7 +18,10 @@
 //! make a socket, and entering costs about 0.3 ms of CPU (the joins, 41
 //! bounding-set drops, a filter's preparation) that they need not pay.
 //! On the first request it joins the namespaces, keeps no descriptor but
-//! the pair, drops every capability and sets no_new_privs, installs its
+//! the pair, drops every capability and sets no_new_privs, makes one
+//! `NETLINK_SOCK_DIAG` socket (a dump lists only the sockets of the
+//! namespace it was made in; the supervisor copies it once, for
+//! /proc/net's queues, `netstack::queues`), installs its
 //! own seccomp filter (`filter.rs`: the channel, `AF_UNIX` sockets,
 //! close, memory; anything else kills it), and answers. It dies with
 //! the supervisor (`PR_SET_PDEATHSIG`, and at end of file on the pair).
@@ -86,6 +89,8 @@ enum Kind {
     DatagramPair = 3,
     /// The supervisor has its copies: drop ours.
     Close = 4,
+    /// The `NETLINK_SOCK_DIAG` socket made at entry (kept: asked once).
+    Diag = 5,
 }
 
 impl Kind {
@@ -96,6 +101,7 @@ impl Kind {
             Kind::StreamPair,
             Kind::DatagramPair,
             Kind::Close,
+            Kind::Diag,
         ]
         .into_iter()
         .find(|k| *k as u8 == byte)
@@ -372,6 +378,13 @@ impl UnixSockets for SocketFactory {
     fn listing(&self) -> PathBuf {
         PathBuf::from(format!("/proc/{}/net/unix", self.init))
     }
+
+    fn diag(&self) -> Result<OwnedFd, Errno> {
+        self.shared
+            .request(Kind::Diag, 1)?
+            .pop()
+            .ok_or(Errno::ENOBUFS)
+    }
 }
 
 impl Drop for SocketFactory {
@@ -411,7 +424,14 @@ fn factory_main(
         Ok((n, _)) if n > 0 => n,
         _ => exit_now(0),
     };
-    if let Err(e) = enter(&channel, userns, netns).and_then(|()| filter::install()) {
+    if let Err(e) = enter(&channel, userns, netns) {
+        let _ = send_with_fds(channel.as_fd(), &(-(e as i32)).to_ne_bytes(), &[]);
+        exit_now(1);
+    }
+    // Made before the filter, which allows no netlink socket; a kernel
+    // without sock_diag leaves /proc/net's queues empty.
+    let diag = netstack::sockets::diag_socket().ok();
+    if let Err(e) = filter::install() {
         let _ = send_with_fds(channel.as_fd(), &(-(e as i32)).to_ne_bytes(), &[]);
         exit_now(1);
     }
@@ -419,7 +439,7 @@ fn factory_main(
         // Killed here by the filter (SIGSYS) if it works.
         let _ = std::fs::File::open("/proc/self/status");
     }
-    serve(channel.as_fd(), &first[..n]);
+    serve(channel.as_fd(), &first[..n], diag.as_ref());
     exit_now(0)
 }
 
@@ -447,8 +467,8 @@ fn enter(channel: &OwnedFd, userns: BorrowedFd<'_>, netns: BorrowedFd<'_>) -> Re
 
 /// Answers `first` and then requests until end of file or an error on
 /// the channel. The last batch is kept until the supervisor says it has
-/// copied it.
-fn serve(channel: BorrowedFd<'_>, first: &[u8]) {
+/// copied it; `diag` is kept.
+fn serve(channel: BorrowedFd<'_>, first: &[u8], diag: Option<&OwnedFd>) {
     let mut held: Vec<OwnedFd> = Vec::new();
     let mut request = [0u8; 2];
     let mut n = first.len().min(2);
@@ -457,17 +477,20 @@ fn serve(channel: BorrowedFd<'_>, first: &[u8]) {
         held.clear();
         let made = match (n, Kind::parse(request[0])) {
             (2, Some(Kind::Close)) => Ok(Vec::new()),
-            (2, Some(kind)) => make(kind, request[1].min(BATCH)),
+            (2, Some(Kind::Diag)) => diag.map(|d| vec![d.as_raw_fd()]).ok_or(Errno::EAFNOSUPPORT),
+            (2, Some(kind)) => make(kind, request[1].min(BATCH)).map(|fds| {
+                held = fds;
+                held.iter().map(AsRawFd::as_raw_fd).collect()
+            }),
             _ => Err(Errno::EINVAL),
         };
         let mut answer = Vec::with_capacity(ANSWER_LEN);
         match made {
-            Ok(fds) => {
+            Ok(numbers) => {
                 answer.extend(0i32.to_ne_bytes());
-                for fd in &fds {
-                    answer.extend(fd.as_raw_fd().to_ne_bytes());
+                for n in numbers {
+                    answer.extend(n.to_ne_bytes());
                 }
-                held = fds;
             }
             Err(e) => answer.extend((e as i32).to_ne_bytes()),
         }
@@ -493,6 +516,6 @@ fn make(kind: Kind, count: u8) -> Result<Vec<OwnedFd>, Errno> {
         Kind::Stream | Kind::Datagram => (0..count)
             .map(|_| socket::socket(AddressFamily::Unix, ty, flags, None))
             .collect(),
-        Kind::Close => Ok(Vec::new()),
+        Kind::Close | Kind::Diag => Ok(Vec::new()),
     }
 }

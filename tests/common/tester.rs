@@ -10,6 +10,14 @@ use std::process::Command;
 
 use super::{bin, is_root};
 
+/// Whether the user `tester` exists with uid 1001.
+pub fn tester_exists() -> bool {
+    Command::new("id")
+        .args(["-u", "tester"])
+        .output()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "1001")
+}
+
 /// A copy of the binary the unprivileged user can run, or why not.
 pub fn tester_bin() -> Result<(u32, u32, PathBuf), String> {
     if !is_root() {

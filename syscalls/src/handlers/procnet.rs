@@ -7,7 +7,8 @@
 //! supervisor: relays, stand-ins, the DNS stub), and the internet files
 //! with one line per live netstack socket as Linux writes it — TCP
 //! listeners and connections, bound UDP sockets — with the guest's
-//! addresses and the inode its descriptors show, so netstat, `ss`
+//! addresses, the inode its descriptors show and the queues of its host
+//! socket (`netstack::queues`), so netstat, `ss`
 //! (whose netlink query is refused, so it reads these) and psutil see
 //! the guest's servers.
 //!
@@ -15,10 +16,11 @@
 //! their texts. Does not own: serving the text (`sysinfo::substitute`),
 //! or the sockets' metadata (`netstack`).
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::fmt::Write;
 use std::net::{IpAddr, SocketAddr};
 
+use netstack::queues::Queue;
 use netstack::{addr, Proto, Stack};
 
 /// A served `/proc/<pid>/net/` file.
@@ -107,6 +109,8 @@ pub(crate) struct Sources<'a> {
     pub held: HashSet<u64>,
     /// The netstack sockets' owner as the guest sees it.
     pub uid: u32,
+    /// The namespace's unix sockets' queues by inode (`Stack::queues`).
+    pub queues: HashMap<u64, Queue>,
 }
 
 /// The text of `file`, whose kernel text (the guest's namespace) is `host`.
@@ -149,6 +153,8 @@ struct Entry {
     remote: SocketAddr,
     state: u8,
     inode: u64,
+    /// `tx_queue`, `rx_queue`.
+    queues: (u32, u32),
 }
 
 /// The kernel's header (kept from `host`) and a line per live netstack
@@ -200,11 +206,35 @@ fn entries(file: NetFile, src: &Sources<'_>) -> Vec<Entry> {
             remote,
             state,
             inode: l.inode,
+            queues: queues(meta.proto, state, l.inode, &src.queues),
         });
     }
     // Linux walks the listening sockets first.
     out.sort_by_key(|e| e.state != LISTEN);
     out
+}
+
+/// `tx_queue` and `rx_queue` of the netstack socket `inode` from its
+/// host socket's: a listener's rx is its accept queue (TCP's
+/// `sk_ack_backlog`; tx 0, as Linux writes for a listener); a
+/// connection's rx the bytes unread in its receive queue and its tx the
+/// bytes it wrote that its peer has not read (which `AF_UNIX` moves to the
+/// peer's receive queue at once: TCP counts a byte on the sender's line
+/// until the peer's kernel acknowledges it, then on the receiver's); a UDP
+/// socket's rx the first queued datagram's bytes (what SIOCINQ answers;
+/// Linux's line shows the queue's memory) and tx 0 (a loopback datagram
+/// leaves the send queue at its send).
+fn queues(proto: Proto, state: u8, inode: u64, all: &HashMap<u64, Queue>) -> (u32, u32) {
+    let Some(own) = all.get(&inode) else {
+        return (0, 0);
+    };
+    match (proto, state) {
+        (Proto::Tcp, ESTABLISHED) => {
+            let unread = own.peer.and_then(|p| all.get(&p)).map_or(0, |p| p.rx);
+            (unread, own.rx)
+        }
+        _ => (0, own.rx),
+    }
 }
 
 /// An address as the kernel prints it: the network-order words read as
@@ -234,7 +264,7 @@ fn hex_words(o: [u8; 16]) -> Vec<u32> {
 }
 
 /// A `/proc/net/tcp[6]` line (`tcp4_seq_show`, `tcp6_seq_show`): no
-/// timers, empty queues; the IPv4 file pads lines to 149 columns.
+/// timers; the IPv4 file pads lines to 149 columns.
 fn tcp_line(i: usize, e: &Entry, uid: u32, v6: bool) -> String {
     let tail = match e.state {
         LISTEN => "100 0 0 10 0",
@@ -251,14 +281,16 @@ fn udp_line(i: usize, e: &Entry, uid: u32, v6: bool) -> String {
 }
 
 /// The columns the TCP and UDP files share: slot, local and remote
-/// address, state, empty queues and timers, uid, timeout 0 and inode;
+/// address, state, queues, empty timers, uid, timeout 0 and inode;
 /// then `rest` (reference count onward). IPv4 lines are padded to `pad`.
 fn sock_line(slot: &str, e: &Entry, uid: u32, v6: bool, rest: &str, pad: usize) -> String {
     let line = format!(
-        "{slot}: {} {} {:02X} 00000000:00000000 00:00000000 00000000 {uid:5} {:8} {} {rest}",
+        "{slot}: {} {} {:02X} {:08X}:{:08X} 00:00000000 00000000 {uid:5} {:8} {} {rest}",
         hex_addr(e.local, v6),
         hex_addr(e.remote, v6),
         e.state,
+        e.queues.0,
+        e.queues.1,
         0,
         e.inode,
     );
@@ -316,5 +348,25 @@ mod tests {
         assert_eq!(map_uid("0 1001 1\n", 1001), 0);
         assert_eq!(map_uid("0 0 4294967295\n", 1001), 1001);
         assert_eq!(map_uid("0 1001 1\n", 5), 65534);
+    }
+
+    #[test]
+    fn queues_as_tcp_and_udp_count_them() {
+        let q = |rx, peer| Queue { rx, peer };
+        let all: HashMap<u64, Queue> = [
+            (1, q(2, None)),
+            (2, q(0, Some(3))),
+            (3, q(500, Some(2))),
+            (4, q(100, None)),
+        ]
+        .into();
+        // A listener: its accept queue; tx 0.
+        assert_eq!(queues(Proto::Tcp, LISTEN, 1, &all), (0, 2));
+        // A writer whose peer has not read: its tx is the peer's unread.
+        assert_eq!(queues(Proto::Tcp, ESTABLISHED, 2, &all), (500, 0));
+        assert_eq!(queues(Proto::Tcp, ESTABLISHED, 3, &all), (0, 500));
+        // UDP: the first datagram's bytes, tx 0; a socket the dump missed: 0.
+        assert_eq!(queues(Proto::Udp, CLOSE, 4, &all), (0, 100));
+        assert_eq!(queues(Proto::Tcp, ESTABLISHED, 9, &all), (0, 0));
     }
 }

@@ -109,6 +109,10 @@ fn net_text(ctx: &Context, file: NetFile, host: &str) -> String {
         listing: std::fs::read_to_string(ctx.net.sockets().listing()).unwrap_or_default(),
         held: procnet::held_sockets(),
         uid: procnet::map_uid(&uid_map, nix::unistd::geteuid().as_raw()),
+        queues: match file {
+            NetFile::Unix => Default::default(),
+            _ => ctx.net.queues(),
+        },
     };
     procnet::text(file, host, &src)
 }

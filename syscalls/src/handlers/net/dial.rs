@@ -280,7 +280,8 @@ fn refused(ctx: &Context, dst: SocketAddr, r: Refusal) -> Errno {
 }
 
 /// Puts the relayed connection in place of the guest's descriptor with
-/// the descriptor's status flags, and records its addresses.
+/// the descriptor's status flags, records its addresses, and gives its
+/// host socket the options the guest set before connecting.
 pub(super) fn install(
     ctx: &Context,
     g: &dyn Guest,
@@ -298,10 +299,40 @@ pub(super) fn install(
     let mut meta = s.meta.clone();
     meta.local = Some(addr::unspecified(s.meta.domain));
     meta.peer = Some(dst);
-    net.table
-        .insert(netstack::stack::inode_of(conn.as_fd())?, meta);
+    let inode = netstack::stack::inode_of(conn.as_fd())?;
+    if meta.proto == Proto::Tcp {
+        host_options(net, s, &conn, inode);
+    }
+    net.table.insert(inode, meta);
     g.replace_fd(fd, &conn)?;
     Ok(Reply::Value(0))
+}
+
+/// The options the guest set before connecting that the relay's host
+/// socket carries out (`HostOption`); SO_KEEPALIVE, which the replaced
+/// unix socket held, moves to the relayed descriptor too.
+fn host_options(net: &netstack::Stack, s: &Sock, conn: &OwnedFd, inode: u64) {
+    use libc::{IPPROTO_TCP as TCP, SOL_SOCKET};
+    let stored = [
+        libc::TCP_NODELAY,
+        libc::TCP_KEEPIDLE,
+        libc::TCP_KEEPINTVL,
+        libc::TCP_KEEPCNT,
+    ]
+    .map(|name| (TCP, name, s.meta.options.explicit(TCP, name)));
+    use nix::sys::socket::{getsockopt, setsockopt, sockopt::KeepAlive};
+    let keepalive = getsockopt(&s.fd, KeepAlive).unwrap_or(false);
+    if keepalive {
+        let _ = setsockopt(conn, KeepAlive, &true);
+    }
+    let all = stored
+        .into_iter()
+        .chain([(SOL_SOCKET, libc::SO_KEEPALIVE, keepalive.then_some(1))]);
+    for (level, name, v) in all {
+        if let Some(opt) = v.and_then(|v| netstack::HostOption::of(level, name, v)) {
+            net.egress().set_host_option(inode, opt);
+        }
+    }
 }
 
 fn take(inode: u64) -> Option<Dial> {

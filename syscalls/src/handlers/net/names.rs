@@ -93,7 +93,18 @@ pub(crate) fn setsockopt(
     }
     let class = options::classify(s.meta.domain, s.meta.proto, level, name);
     match class {
-        Class::Native => return Ok(Reply::Continue),
+        Class::Native => {
+            // The unix socket takes it (CONTINUE); a relay's host socket
+            // carries out SO_KEEPALIVE too.
+            let host = (level == libc::SOL_SOCKET && name == libc::SO_KEEPALIVE)
+                .then(|| read_value(g, level, ptr, len).ok())
+                .flatten()
+                .and_then(|v| netstack::HostOption::of(level, name, v));
+            if let Some(opt) = host {
+                stack(ctx).egress().set_host_option(s.inode, opt);
+            }
+            return Ok(Reply::Continue);
+        }
         Class::Unsupported | Class::Identity => return Err(Errno::ENOPROTOOPT),
         Class::Stored { .. } => {}
     }
@@ -108,6 +119,9 @@ pub(crate) fn setsockopt(
     stack(ctx)
         .table
         .update(s.inode, |m| m.options.set(level, name, class, v));
+    if let Some(opt) = netstack::HostOption::of(level, name, v) {
+        stack(ctx).egress().set_host_option(s.inode, opt);
+    }
     Ok(Reply::Value(0))
 }
 
