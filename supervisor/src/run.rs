@@ -55,6 +55,15 @@ pub trait Embedding {
     fn before_start(&self, _sandbox: &launch::Sandbox) -> Result<(), String> {
         Ok(())
     }
+    /// Lets the guest execute its command, once [`Embedding::before_start`]
+    /// has returned (the pool's embedding gives the command, environment
+    /// and stdio only here: [`launch::Sandbox::start_late`]).
+    fn start(&self, sandbox: &mut launch::Sandbox) -> Result<(), LaunchError> {
+        sandbox.start()
+    }
+    /// The run has ended with `code`; `report` is final (written to
+    /// `--report` right after).
+    fn finished(&self, _report: &Report, _code: i32) {}
     /// A run that failed before its guest ended: one line.
     fn error(&self, message: &str) {
         eprintln!("supervisor: {message}");
@@ -110,6 +119,7 @@ pub fn run_embedded(args: RunArgs, embedding: &dyn Embedding) -> i32 {
             report.peak_memory_bytes = Some(usage.max_rss() as u64 * 1024);
         }
     }
+    embedding.finished(&report, code);
     if let Some(path) = &args.report {
         if let Err(e) = report.write(path) {
             eprintln!("supervisor: cannot write report {}: {e}", path.display());
@@ -269,7 +279,7 @@ fn serve_and_wait(
         sandbox.release_on_status();
         guards.init_released.set(true);
     }
-    sandbox.start()?;
+    embedding.start(&mut sandbox)?;
     // Threads the guest's exec need not wait for: they start while it runs
     // (a guest that writes first only finds its pipe's buffer).
     if let (Some(capture), Some(meter)) = (&mut capture, &guards.meter) {
@@ -281,6 +291,7 @@ fn serve_and_wait(
         guards.tripwire.clone(),
         started,
     );
+    let command = sandbox.command_name().to_string();
     let waited = sandbox.wait_with_stats();
     trap.settle();
     for warning in rw_flush.flush() {
@@ -315,6 +326,7 @@ fn serve_and_wait(
         kill: guards.tripwire.reason(),
         oom_kills: counters.oom_kills(),
         layer_full: layer_is_full(&layer),
+        command,
     };
     Ok(ending.conclude(args, &guards.enforcement.limits, report))
 }
@@ -362,11 +374,12 @@ fn launch_config(args: &RunArgs, view: &GuestView) -> Result<LaunchConfig, Launc
         self_join: Vec::new(),
         id_count: 1,
         user: None,
+        late_exec: false,
     })
 }
 
 /// The guest's whole environment: a few host variables and `--env`.
-fn guest_env(extra: &[String]) -> Result<Vec<(OsString, OsString)>, LaunchError> {
+pub fn guest_env(extra: &[String]) -> Result<Vec<(OsString, OsString)>, LaunchError> {
     let mut env: Vec<(OsString, OsString)> = INHERITED_ENV
         .iter()
         .filter_map(|k| std::env::var_os(k).map(|v| (OsString::from(k), v)))
