@@ -452,10 +452,8 @@ fn an_unprivileged_pool_serves_its_user() {
         pooled.dump()
     );
     let cold = run.sup(&["--memory", "256m", "--pids", "32"]).supervised();
-    assert_eq!(
-        (&pooled.stdout, &pooled.stderr),
-        (&cold.stdout, &cold.stderr)
-    );
+    // (A warning about limits enforced as rlimits is the pool's, at set-up.)
+    assert_eq!((pooled.code, &pooled.stdout), (cold.code, &cold.stdout));
     // Root may use it too; the socket's mode keeps every other user out.
     let as_root = Run::new(&["/usr/bin/id", "-u"])
         .sup(&pool.flag())

@@ -5,7 +5,8 @@
 //! refused), the peer check (only our own uid, and root, are served), the
 //! sandboxes' processes (each a `supervisor pool-sandbox` child with the
 //! pool's flags, `slot.rs`), the queue of clients waiting for a ready
-//! sandbox, replacing every sandbox taken or lost at once, and the
+//! sandbox, replacing every sandbox taken or lost (one set-up at a time,
+//! the first begun at once), and the
 //! shutdown (SIGTERM, SIGINT: idle sandboxes torn down, socket removed,
 //! exit 0). It never reads a client's request: the sandbox does. A
 //! sandbox is never given a second client.
@@ -164,7 +165,10 @@ impl Pool {
             // One sandbox first: a flag that fails the launch (a missing
             // --ro source) then fails once, and the pool with it.
             let wanted = if self.proven { self.size } else { 1 };
-            while self.slots.len() < wanted {
+            // One set-up at a time: a burst of clients then shares the
+            // CPUs with one new sandbox, not with as many as it took
+            // (PERFORMANCE.md, 2026-11-30 17:30).
+            if self.slots.len() < wanted && self.slots.iter().all(|s| s.ready) {
                 self.spawn()?;
             }
             let mut fds = vec![
