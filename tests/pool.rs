@@ -325,14 +325,15 @@ fn shaping_flags_with_pool_are_refused() {
             .sup(&pool.flag())
             .sup(flags)
             .supervised();
-        assert_eq!(out.code, Some(125), "{flags:?}: {}", out.dump());
-        assert_eq!(out.stderr.lines().count(), 1, "{}", out.dump());
-        assert!(
-            out.stderr.contains("cannot go with --pool"),
-            "{}",
-            out.dump()
-        );
+        refused(&out, "cannot go with --pool");
     }
+}
+
+/// Exit 125 with one line on stderr, saying `why`.
+fn refused(out: &Out, why: &str) {
+    assert_eq!(out.code, Some(125), "{}", out.dump());
+    assert_eq!(out.stderr.lines().count(), 1, "{}", out.dump());
+    assert!(out.stderr.contains(why), "{}", out.dump());
 }
 
 #[test]
@@ -345,13 +346,7 @@ fn a_socket_no_pool_serves_is_one_line_and_125() {
         let out = Run::new(&["/bin/true"])
             .sup(&["--pool".to_string(), path.display().to_string()])
             .supervised();
-        assert_eq!(out.code, Some(125), "{}", out.dump());
-        assert_eq!(out.stderr.lines().count(), 1, "{}", out.dump());
-        assert!(
-            out.stderr.contains("no pool answers there"),
-            "{}",
-            out.dump()
-        );
+        refused(&out, "no pool answers there");
     }
 }
 
@@ -376,8 +371,7 @@ fn a_pool_that_cannot_start_says_why_in_one_line() {
     ];
     for args in cases {
         let out = run.supervisor_raw(&[&["pool".to_string()], &args[..]].concat());
-        assert_eq!(out.code, Some(125), "{args:?}: {}", out.dump());
-        assert_eq!(out.stderr.lines().count(), 1, "{args:?}: {}", out.dump());
+        refused(&out, "supervisor: ");
     }
     assert_eq!(
         listing(dir.path()),
@@ -430,9 +424,17 @@ fn sigterm_tears_the_idle_sandboxes_down() {
     }
 }
 
+/// [`tester_bin`] once: it copies the binary to one path per process, and
+/// two tests copying at once make the other's exec fail (ETXTBSY).
+fn tester() -> Result<(u32, u32, PathBuf), String> {
+    static ONCE: std::sync::OnceLock<Result<(u32, u32, PathBuf), String>> =
+        std::sync::OnceLock::new();
+    ONCE.get_or_init(tester_bin).clone()
+}
+
 #[test]
 fn an_unprivileged_pool_serves_its_user() {
-    let (uid, gid, tbin) = match tester_bin() {
+    let (uid, gid, tbin) = match tester() {
         Ok(t) => t,
         Err(why) => skip!("{why}"),
     };
@@ -463,7 +465,7 @@ fn an_unprivileged_pool_serves_its_user() {
 
 #[test]
 fn another_user_cannot_use_the_pool() {
-    let (uid, gid, tbin) = match tester_bin() {
+    let (uid, gid, tbin) = match tester() {
         Ok(t) => t,
         Err(why) => skip!("{why}"),
     };
@@ -479,6 +481,24 @@ fn another_user_cannot_use_the_pool() {
         .bin(&tbin)
         .sup(&pool.flag())
         .supervised();
-    assert_eq!(out.code, Some(125), "{}", out.dump());
-    assert_eq!(out.stderr.lines().count(), 1, "{}", out.dump());
+    refused(&out, "Permission denied");
+}
+
+#[test]
+fn a_client_s_trace_goes_to_its_stderr_or_its_file() {
+    let pool = Pool::start(&[]);
+    let open = r#"openat(AT_FDCWD, "/etc/hostname", O_RDONLY"#;
+    let run = Run::new(&["/bin/cat", "/etc/hostname"]).sup(&pool.flag());
+    let plain = run.clone().supervised().ok("untraced");
+    assert!(!plain.stderr.contains(open), "{}", plain.dump());
+    let to_stderr = run.clone().sup(&["--trace"]).supervised().ok("traced");
+    assert_eq!(to_stderr.stdout, "sandbox\n");
+    assert!(to_stderr.stderr.contains(open), "{}", to_stderr.dump());
+    // A relative FILE is the client's: its cwd, not the pool's.
+    let dir = Tree::new();
+    let to_file = run.cwd(dir.path()).sup(&["--trace=calls.txt"]).supervised();
+    let to_file = to_file.ok("traced to a file");
+    assert!(!to_file.stderr.contains(open), "{}", to_file.dump());
+    let text = std::fs::read_to_string(dir.join("calls.txt")).expect("trace file");
+    assert!(text.contains(open), "{text}");
 }

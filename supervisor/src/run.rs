@@ -61,6 +61,11 @@ pub trait Embedding {
     fn start(&self, sandbox: &mut launch::Sandbox) -> Result<(), LaunchError> {
         sandbox.start()
     }
+    /// A trace asked for only now, once [`Embedding::before_start`] has
+    /// returned (the pool's client's `--trace`).
+    fn late_tracer(&self) -> Option<Tracer> {
+        None
+    }
     /// The run has ended with `code`; `report` is final (written to
     /// `--report` right after).
     fn finished(&self, _report: &Report, _code: i32) {}
@@ -272,6 +277,9 @@ fn serve_and_wait(
         relay.as_ref().map(|r| r.resizer()),
     );
     embedding.before_start(&sandbox).map_err(setup_error)?;
+    if let Some(tracer) = embedding.late_tracer() {
+        trap.trace_with(tracer);
+    }
     crate::confine::confine(&hooks.take_own_filter()).map_err(supervisor_error)?;
     // Without a report, nothing needs init's resource usage: the run ends
     // when init has reported, not when the kernel has torn it down.

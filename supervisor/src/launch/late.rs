@@ -82,8 +82,11 @@ fn encode(start: &LateStart<'_>) -> Vec<u8> {
     msg
 }
 
+/// A command and its environment.
+type Decoded = (Vec<OsString>, Vec<(OsString, OsString)>);
+
 /// The command and environment of a message (without its descriptors).
-fn decode(msg: &[u8]) -> Option<(Vec<OsString>, Vec<(OsString, OsString)>)> {
+fn decode(msg: &[u8]) -> Option<Decoded> {
     let argc = u32::from_le_bytes(msg.get(3..7)?.try_into().ok()?) as usize;
     let body = msg.get(7..)?;
     let body = body.strip_suffix(&[0]).unwrap_or(body);

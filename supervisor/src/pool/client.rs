@@ -44,7 +44,19 @@ fn ask(args: &RunArgs, pool: &Path) -> Result<Answer, String> {
         return Err("no command given (see 'supervisor run --help')".into());
     }
     let env = crate::run::guest_env(&args.env).map_err(|e| e.message)?;
-    let request = Request::new(&args.command, &env, args.report.is_some());
+    let request = Request::new(
+        &args.command,
+        &env,
+        args.report.is_some(),
+        args.trace.is_some(),
+    );
+    // As `run` opens it: created or truncated, before the command runs.
+    let trace_file = match &args.trace {
+        Some(p) if p != Path::new("-") => {
+            Some(File::create(p).map_err(|e| format!("--trace={}: {e}", p.display()))?)
+        }
+        _ => None,
+    };
     let mut signals = SigSet::empty();
     FORWARDED.iter().for_each(|s| signals.add(*s));
     signals
@@ -60,7 +72,9 @@ fn ask(args: &RunArgs, pool: &Path) -> Result<Answer, String> {
         )
     })?;
     let stdio = Stdio::ours()?;
-    protocol::send_request(conn.as_fd(), &request, &stdio.fds())?;
+    let mut fds = stdio.fds().to_vec();
+    fds.extend(trace_file.as_ref().map(|f| f.as_fd()));
+    protocol::send_request(conn.as_fd(), &request, &fds)?;
     drop(stdio);
     wait_for_answer(&conn, &sigfd)
 }
@@ -111,7 +125,7 @@ fn conclude(args: &RunArgs, answer: Answer) -> i32 {
 }
 
 /// The first flag given that shapes a sandbox (`None`: only --env,
-/// --report and the command).
+/// --report, --trace and the command).
 fn shaping_flag(a: &RunArgs) -> Option<&'static str> {
     let given = [
         (!a.ro.is_empty(), "--ro"),
@@ -132,7 +146,6 @@ fn shaping_flag(a: &RunArgs) -> Option<&'static str> {
         (a.output_limit.is_some(), "--output-limit"),
         (a.nofile.is_some(), "--nofile"),
         (a.workers.is_some(), "--workers"),
-        (a.trace.is_some(), "--trace"),
     ];
     given.iter().find(|(set, _)| *set).map(|(_, flag)| *flag)
 }

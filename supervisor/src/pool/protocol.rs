@@ -4,7 +4,8 @@
 //! Client → sandbox, on the client's connection (the daemon passes the
 //! connection on unread):
 //! - `Q` + JSON [`Request`], with the client's stdin, stdout and stderr
-//!   attached (SCM_RIGHTS, in that order), first and once;
+//!   attached (SCM_RIGHTS, in that order; a fourth: the `--trace=FILE`
+//!   file), first and once;
 //! - `S` + a signal number (i32, little-endian): a signal the client was
 //!   sent, for the guest.
 //!
@@ -38,10 +39,19 @@ pub struct Request {
     pub env: Vec<(Vec<u8>, Vec<u8>)>,
     /// The client wants the run's report (`--report`).
     pub report: bool,
+    /// The client wants the trace (`--trace`): to a fourth descriptor
+    /// attached (`--trace=FILE`, opened by the client), else to its stderr.
+    #[serde(default)]
+    pub trace: bool,
 }
 
 impl Request {
-    pub fn new(command: &[OsString], env: &[(OsString, OsString)], report: bool) -> Request {
+    pub fn new(
+        command: &[OsString],
+        env: &[(OsString, OsString)],
+        report: bool,
+        trace: bool,
+    ) -> Request {
         Request {
             command: command.iter().map(|a| a.as_bytes().to_vec()).collect(),
             env: env
@@ -49,6 +59,7 @@ impl Request {
                 .map(|(k, v)| (k.as_bytes().to_vec(), v.as_bytes().to_vec()))
                 .collect(),
             report,
+            trace,
         }
     }
 
@@ -175,7 +186,7 @@ mod tests {
         let (a, b) = pair();
         let command = vec![OsString::from("sh"), OsString::from_vec(vec![0xff, b'x'])];
         let env = vec![(OsString::from("K"), OsString::from("V=W"))];
-        let req = Request::new(&command, &env, true);
+        let req = Request::new(&command, &env, true, false);
         send_request(a.as_fd(), &req, &[a.as_fd(), b.as_fd()]).unwrap();
         let Some(FromClient::Request(got, fds)) = recv_from_client(b.as_fd()) else {
             panic!("no request")

@@ -19,6 +19,7 @@ use std::cell::RefCell;
 use std::fs::File;
 use std::io::Write;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::path::Path;
 use std::thread;
 
 use nix::sys::signal::{kill, Signal};
@@ -29,6 +30,7 @@ use crate::cli::PoolArgs;
 use crate::launch::{LateStart, LaunchConfig, LaunchError, Sandbox, FORWARDED};
 use crate::report::Report;
 use crate::run::{self, Embedding};
+use crate::trap::trace::Tracer;
 
 /// The sandbox's state: before a client, and with one.
 struct Slot {
@@ -44,6 +46,8 @@ struct Slot {
 struct Client {
     conn: OwnedFd,
     request: Request,
+    /// `--trace=FILE`'s file, opened by the client.
+    trace_file: Option<OwnedFd>,
 }
 
 /// `supervisor pool-sandbox`: serves one command; returns the exit code
@@ -92,13 +96,18 @@ impl Slot {
             Some(FromClient::Request(r, fds)) => (r, fds),
             _ => return Err(CLOSED.into()),
         };
-        if stdio.len() != 3 {
-            return Err("the pool's client sent no stdin, stdout and stderr".into());
+        let mut stdio = stdio.into_iter();
+        for target in 0..3 {
+            let fd = stdio
+                .next()
+                .ok_or("the pool's client sent no stdin, stdout and stderr")?;
+            dup2(fd.as_raw_fd(), target).map_err(|e| format!("dup2: {}", e.desc()))?;
         }
-        for (target, fd) in stdio.iter().enumerate() {
-            dup2(fd.as_raw_fd(), target as i32).map_err(|e| format!("dup2: {}", e.desc()))?;
-        }
-        Ok(Client { conn, request })
+        Ok(Client {
+            conn,
+            request,
+            trace_file: stdio.next(),
+        })
     }
 }
 
@@ -146,6 +155,16 @@ impl Embedding for Slot {
             ],
         };
         sandbox.start_late(&late)
+    }
+
+    fn late_tracer(&self) -> Option<Tracer> {
+        let mut client = self.client.borrow_mut();
+        let client = client.as_mut().filter(|c| c.request.trace)?;
+        match client.trace_file.take() {
+            Some(fd) => Some(Tracer::to_file(File::from(fd))),
+            // Our stderr is the client's.
+            None => Tracer::open(Path::new("-")).ok(),
+        }
     }
 
     fn leaves_teardown(&self) -> bool {
