@@ -502,3 +502,32 @@ fn a_client_s_trace_goes_to_its_stderr_or_its_file() {
     let text = std::fs::read_to_string(dir.join("calls.txt")).expect("trace file");
     assert!(text.contains(open), "{text}");
 }
+
+/// `--timeout` and the report's wall time count from the command's
+/// start, not from the set-up of a sandbox that then waited idle.
+#[test]
+fn the_clock_starts_with_the_command_not_the_set_up() {
+    let pool = Pool::start(&["--timeout", "1"]);
+    // A run, so that a sandbox is ready; then it waits idle past the limit.
+    Run::new(&["/bin/true"])
+        .sup(&pool.flag())
+        .supervised()
+        .ok("first");
+    std::thread::sleep(Duration::from_millis(1500));
+    let dir = Tree::new();
+    let report = dir.join("r.json");
+    let out = Run::new(&["/bin/sleep", "0.2"])
+        .sup(&pool.flag())
+        .sup(&["--report".to_string(), report.display().to_string()])
+        .supervised();
+    assert_eq!(out.code, Some(0), "{}", out.dump());
+    let wall = read_report(&report)["wall_time_s"]
+        .as_f64()
+        .expect("wall time");
+    assert!(wall < 1.0, "wall time {wall} counts the idle wait");
+    let run = Run::new(&["/bin/sleep", "5"]);
+    let pooled = run.clone().sup(&pool.flag()).supervised();
+    let cold = run.sup(&["--timeout", "1"]).supervised();
+    assert_eq!(pooled.code, Some(137), "{}", pooled.dump());
+    assert_eq!(pooled.stderr, cold.stderr);
+}

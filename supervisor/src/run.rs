@@ -61,6 +61,12 @@ pub trait Embedding {
     fn start(&self, sandbox: &mut launch::Sandbox) -> Result<(), LaunchError> {
         sandbox.start()
     }
+    /// Whether the run's clock (`--timeout`, the report's wall time)
+    /// starts when [`Embedding::before_start`] returns, not at the launch:
+    /// the pool's sandbox may wait long for its client.
+    fn clock_starts_now(&self) -> bool {
+        false
+    }
     /// A trace asked for only now, once [`Embedding::before_start`] has
     /// returned (the pool's client's `--trace`).
     fn late_tracer(&self) -> Option<Tracer> {
@@ -101,10 +107,10 @@ pub fn run(args: RunArgs) -> i32 {
 
 /// [`run`], changed by `embedding`.
 pub fn run_embedded(args: RunArgs, embedding: &dyn Embedding) -> i32 {
-    let started = Instant::now();
+    let started = Cell::new(Instant::now());
     let mut report = Report::new(Reason::SupervisorError);
     report.limits = LimitsReport::new(&args.limits(), args.disk);
-    let code = match execute(&args, embedding, &mut report, started) {
+    let code = match execute(&args, embedding, &mut report, &started) {
         Ok(code) => code,
         Err(e) => {
             embedding.error(&e.message);
@@ -112,7 +118,7 @@ pub fn run_embedded(args: RunArgs, embedding: &dyn Embedding) -> i32 {
             e.exit_code
         }
     };
-    report.wall_time_s = started.elapsed().as_secs_f64();
+    report.wall_time_s = started.get().elapsed().as_secs_f64();
     if let Some((user, system)) = report.cpu_time_from_cgroup {
         report.cpu_time_s = CpuTime { user, system };
     } else if let Ok(usage) = getrusage(UsageWho::RUSAGE_CHILDREN) {
@@ -180,7 +186,7 @@ fn execute(
     args: &RunArgs,
     embedding: &dyn Embedding,
     report: &mut Report,
-    started: Instant,
+    started: &Cell<Instant>,
 ) -> Result<i32, LaunchError> {
     let view = embedding
         .guest_view()
@@ -199,7 +205,7 @@ fn serve_and_wait(
     config: &LaunchConfig,
     guards: &Guards,
     report: &mut Report,
-    started: Instant,
+    started: &Cell<Instant>,
     view: GuestView,
 ) -> Result<i32, LaunchError> {
     let forwarded = block_forwarded_signals()?;
@@ -277,6 +283,9 @@ fn serve_and_wait(
         relay.as_ref().map(|r| r.resizer()),
     );
     embedding.before_start(&sandbox).map_err(setup_error)?;
+    if embedding.clock_starts_now() {
+        started.set(Instant::now());
+    }
     if let Some(tracer) = embedding.late_tracer() {
         trap.trace_with(tracer);
     }
@@ -297,7 +306,7 @@ fn serve_and_wait(
         &guards.enforcement.limits,
         counters.clone(),
         guards.tripwire.clone(),
-        started,
+        started.get(),
     );
     let command = sandbox.command_name().to_string();
     let waited = sandbox.wait_with_stats();

@@ -16,7 +16,7 @@ use std::ffi::OsString;
 use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::fs::FileTypeExt;
 use std::os::unix::process::CommandExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
@@ -122,15 +122,27 @@ fn bind(path: &Path) -> Result<OwnedFd, String> {
         }
         std::fs::remove_file(path).map_err(|e| format!("{shown}: {e}"))?;
     }
+    // Bound and listening under a temporary name, then renamed into place:
+    // a client that sees the path can connect (a bound socket not yet
+    // listening refuses).
+    let mut temporary = path.as_os_str().to_owned();
+    temporary.push(format!(".{}.new", std::process::id()));
+    let temporary = PathBuf::from(temporary);
+    let _ = std::fs::remove_file(&temporary);
     let sock = seqpacket().map_err(|e| format!("socket: {}", e.desc()))?;
-    let addr = UnixAddr::new(path).map_err(|e| format!("{shown}: {}", e.desc()))?;
+    let addr = UnixAddr::new(&temporary).map_err(|e| format!("{shown}: {}", e.desc()))?;
     // Mode 0600 from the start: no moment when others may connect.
     let old = umask(Mode::from_bits_truncate(0o177));
     let bound = socket::bind(std::os::fd::AsRawFd::as_raw_fd(&sock), &addr);
     umask(old);
     bound.map_err(|e| format!("{shown}: {}", e.desc()))?;
-    socket::listen(&sock, Backlog::new(128).unwrap_or(Backlog::MAXCONN))
-        .map_err(|e| format!("{shown}: listen: {}", e.desc()))?;
+    let listening = socket::listen(&sock, Backlog::new(128).unwrap_or(Backlog::MAXCONN))
+        .map_err(|e| format!("{shown}: listen: {}", e.desc()))
+        .and_then(|()| std::fs::rename(&temporary, path).map_err(|e| format!("{shown}: {e}")));
+    if let Err(e) = listening {
+        let _ = std::fs::remove_file(&temporary);
+        return Err(e);
+    }
     Ok(sock)
 }
 

@@ -157,6 +157,10 @@ impl Embedding for Slot {
         sandbox.start_late(&late)
     }
 
+    fn clock_starts_now(&self) -> bool {
+        true
+    }
+
     fn late_tracer(&self) -> Option<Tracer> {
         let mut client = self.client.borrow_mut();
         let client = client.as_mut().filter(|c| c.request.trace)?;
