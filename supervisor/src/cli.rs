@@ -185,7 +185,8 @@ pub struct RunArgs {
 
 const POOL_HELP: &str = "\
 Every sandbox serves one command (`supervisor run --pool SOCKET -- COMMAND`)
-and is then destroyed; a new one is set up at once. The flags above shape
+and is then destroyed; a new one is set up in its place (at once if no other
+is ready, else once that command has ended). The flags above shape
 every sandbox as they shape `supervisor run`'s. The command runs with the
 client's stdin, stdout and stderr (as they are: a terminal gets no
 pseudo-terminal of the sandbox's own) and the environment `run` would give it
