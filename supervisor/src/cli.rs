@@ -196,6 +196,9 @@ own is not used. The socket is made mode 0600, and only the pool's own user
 (and root) is served. SIGTERM or SIGINT: the idle sandboxes are torn down,
 the socket removed, and the pool exits 0.
 
+COMMAND, --env, --report and --pool (listed above, shared with `run`) are
+the client's: the pool refuses them.
+
 Example:
   supervisor pool --socket /tmp/pool.sock --size 4 --memory 512m --pids 64 &
   supervisor run --pool /tmp/pool.sock -- python3 -c 'print(1)'";
