@@ -75,6 +75,12 @@ pub enum Command {
     /// Run COMMAND in a fresh sandbox and exit with its status.
     #[command(after_help = EXAMPLES)]
     Run(Box<RunArgs>),
+    /// Keep sandboxes set up and waiting, each for one `supervisor run --pool SOCKET` command.
+    #[command(after_help = POOL_HELP)]
+    Pool(Box<PoolArgs>),
+    /// One of a pool's sandboxes (started by `supervisor pool`, its connection on stdin).
+    #[command(name = "pool-sandbox", hide = true)]
+    PoolSandbox(Box<PoolArgs>),
     /// Print the syscall policy table (which calls pass, are serviced, are denied) as Markdown.
     Policy,
     /// The OCI runtime (runc's commands, for Docker, containerd, Podman).
@@ -168,9 +174,54 @@ pub struct RunArgs {
     #[arg(long, value_name = "N", hide = true)]
     pub workers: Option<usize>,
 
+    /// Run COMMAND in a sandbox of the pool serving SOCKET (`supervisor pool`), set up before it was asked for; the pool's flags shape it, so only --env, --report and --trace may go with this one. Waits for a sandbox if none is ready.
+    #[arg(long, value_name = "SOCKET")]
+    pub pool: Option<PathBuf>,
+
     /// The program to run and its arguments.
-    #[arg(required = true, trailing_var_arg = true, value_name = "COMMAND")]
+    #[arg(trailing_var_arg = true, value_name = "COMMAND")]
     pub command: Vec<OsString>,
+}
+
+const POOL_HELP: &str = "\
+Every sandbox serves one command (`supervisor run --pool SOCKET -- COMMAND`)
+and is then destroyed; a new one is set up in its place (at once if no other
+is ready, else once that command has ended). The flags above shape
+every sandbox as they shape `supervisor run`'s. The command runs with the
+client's stdin, stdout and stderr (as they are: a terminal gets no
+pseudo-terminal of the sandbox's own) and the environment `run` would give it
+(the client's PATH, HOME, LANG, TERM and --env), in the pool's starting
+directory (--workdir, or the directory the pool was started in): the client's
+own is not used. The socket is made mode 0600, and only the pool's own user
+(and root) is served. SIGTERM or SIGINT: the idle sandboxes are torn down,
+the socket removed, and the pool exits 0.
+
+COMMAND, --env, --report and --pool (listed above, shared with `run`) are
+the client's: the pool refuses them.
+
+Example:
+  supervisor pool --socket /tmp/pool.sock --size 4 --memory 512m --pids 64 &
+  supervisor run --pool /tmp/pool.sock -- python3 -c 'print(1)'";
+
+#[derive(clap::Args, Debug)]
+pub struct PoolArgs {
+    /// The unix socket to serve (made mode 0600; refused if another pool answers there).
+    #[arg(long, value_name = "PATH", required = true)]
+    pub socket: PathBuf,
+
+    /// Sandboxes kept ready.
+    #[arg(long, value_name = "N", default_value = "2", value_parser = parse_pool_size)]
+    pub size: usize,
+
+    #[command(flatten)]
+    pub run: RunArgs,
+}
+
+fn parse_pool_size(s: &str) -> Result<usize, String> {
+    match parse_count(s)? {
+        n if n <= 256 => Ok(n as usize),
+        _ => Err(format!("{s:?}: at most 256 sandboxes")),
+    }
 }
 
 fn parse_ro(s: &str) -> Result<MountSpec, String> {

@@ -36,6 +36,8 @@ pub(crate) struct Ending {
     pub kill: Option<Kill>,
     pub oom_kills: u64,
     pub layer_full: bool,
+    /// argv[0] as given (the flags', or the pool client's).
+    pub command: String,
 }
 
 impl Ending {
@@ -73,10 +75,7 @@ impl Ending {
                 let name = Signal::try_from(sig)
                     .map(|s| s.as_str())
                     .unwrap_or("unknown signal");
-                let mut line = format!(
-                    "{} killed by signal {sig} ({name})",
-                    args.command[0].to_string_lossy()
-                );
+                let mut line = format!("{} killed by signal {sig} ({name})", self.command);
                 report.reason = Reason::Signaled;
                 if sig == libc::SIGSYS {
                     line.push_str(": a call the sandbox's policy forbids");

@@ -15,6 +15,7 @@ pub mod limits;
 pub mod network;
 pub mod oci;
 pub mod output;
+pub mod pool;
 pub mod report;
 pub mod run;
 pub mod socket_factory;
@@ -26,7 +27,16 @@ pub mod tty;
 pub fn main() -> i32 {
     match cli::parse() {
         Ok(cli) => match cli.command {
-            cli::Command::Run(args) => run::run(*args),
+            cli::Command::Run(args) => match args.pool.clone() {
+                Some(pool) => pool::client::main(*args, &pool),
+                None if args.command.is_empty() => {
+                    eprintln!("supervisor: no command given (see 'supervisor run --help')");
+                    125
+                }
+                None => run::run(*args),
+            },
+            cli::Command::Pool(args) => pool::daemon::main(*args, pool::flags_after_subcommand()),
+            cli::Command::PoolSandbox(args) => pool::slot::main(*args),
             cli::Command::Policy => {
                 print!("{}", sandbox_syscalls::policy::doc::markdown());
                 0

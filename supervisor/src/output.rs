@@ -109,10 +109,17 @@ impl Capture {
         }
     }
 
-    /// Starts relaying, once [`Capture::restore`]d: one thread per pipe.
-    /// Until then the guest's output waits in the pipes.
+    /// Starts relaying, once [`Capture::restore`]d: one thread per pipe,
+    /// to what our descriptors 1 and 2 are now (the pool's sandbox has put
+    /// its client's there since the launch). Until then the guest's
+    /// output waits in the pipes.
     pub fn relay(&mut self, meter: &Arc<Meter>) {
-        for (_, saved, rx) in self.streams.drain(..) {
+        for (fd, saved, rx) in self.streams.drain(..) {
+            let now = match fd {
+                1 => std::io::stdout().as_fd().try_clone_to_owned(),
+                _ => std::io::stderr().as_fd().try_clone_to_owned(),
+            };
+            let saved = now.unwrap_or(saved);
             let meter = meter.clone();
             let relay = thread::Builder::new()
                 .name("output".into())

@@ -55,6 +55,26 @@ pub trait Embedding {
     fn before_start(&self, _sandbox: &launch::Sandbox) -> Result<(), String> {
         Ok(())
     }
+    /// Lets the guest execute its command, once [`Embedding::before_start`]
+    /// has returned (the pool's embedding gives the command, environment
+    /// and stdio only here: [`launch::Sandbox::start_late`]).
+    fn start(&self, sandbox: &mut launch::Sandbox) -> Result<(), LaunchError> {
+        sandbox.start()
+    }
+    /// Whether the run's clock (`--timeout`, the report's wall time)
+    /// starts when [`Embedding::before_start`] returns, not at the launch:
+    /// the pool's sandbox may wait long for its client.
+    fn clock_starts_now(&self) -> bool {
+        false
+    }
+    /// A trace asked for only now, once [`Embedding::before_start`] has
+    /// returned (the pool's client's `--trace`).
+    fn late_tracer(&self) -> Option<Tracer> {
+        None
+    }
+    /// The run has ended with `code`; `report` is final (written to
+    /// `--report` right after).
+    fn finished(&self, _report: &Report, _code: i32) {}
     /// A run that failed before its guest ended: one line.
     fn error(&self, message: &str) {
         eprintln!("supervisor: {message}");
@@ -87,10 +107,10 @@ pub fn run(args: RunArgs) -> i32 {
 
 /// [`run`], changed by `embedding`.
 pub fn run_embedded(args: RunArgs, embedding: &dyn Embedding) -> i32 {
-    let started = Instant::now();
+    let started = Cell::new(Instant::now());
     let mut report = Report::new(Reason::SupervisorError);
     report.limits = LimitsReport::new(&args.limits(), args.disk);
-    let code = match execute(&args, embedding, &mut report, started) {
+    let code = match execute(&args, embedding, &mut report, &started) {
         Ok(code) => code,
         Err(e) => {
             embedding.error(&e.message);
@@ -98,7 +118,7 @@ pub fn run_embedded(args: RunArgs, embedding: &dyn Embedding) -> i32 {
             e.exit_code
         }
     };
-    report.wall_time_s = started.elapsed().as_secs_f64();
+    report.wall_time_s = started.get().elapsed().as_secs_f64();
     if let Some((user, system)) = report.cpu_time_from_cgroup {
         report.cpu_time_s = CpuTime { user, system };
     } else if let Ok(usage) = getrusage(UsageWho::RUSAGE_CHILDREN) {
@@ -110,6 +130,7 @@ pub fn run_embedded(args: RunArgs, embedding: &dyn Embedding) -> i32 {
             report.peak_memory_bytes = Some(usage.max_rss() as u64 * 1024);
         }
     }
+    embedding.finished(&report, code);
     if let Some(path) = &args.report {
         if let Err(e) = report.write(path) {
             eprintln!("supervisor: cannot write report {}: {e}", path.display());
@@ -165,7 +186,7 @@ fn execute(
     args: &RunArgs,
     embedding: &dyn Embedding,
     report: &mut Report,
-    started: Instant,
+    started: &Cell<Instant>,
 ) -> Result<i32, LaunchError> {
     let view = embedding
         .guest_view()
@@ -184,7 +205,7 @@ fn serve_and_wait(
     config: &LaunchConfig,
     guards: &Guards,
     report: &mut Report,
-    started: Instant,
+    started: &Cell<Instant>,
     view: GuestView,
 ) -> Result<i32, LaunchError> {
     let forwarded = block_forwarded_signals()?;
@@ -262,6 +283,12 @@ fn serve_and_wait(
         relay.as_ref().map(|r| r.resizer()),
     );
     embedding.before_start(&sandbox).map_err(setup_error)?;
+    if embedding.clock_starts_now() {
+        started.set(Instant::now());
+    }
+    if let Some(tracer) = embedding.late_tracer() {
+        trap.trace_with(tracer);
+    }
     crate::confine::confine(&hooks.take_own_filter()).map_err(supervisor_error)?;
     // Without a report, nothing needs init's resource usage: the run ends
     // when init has reported, not when the kernel has torn it down.
@@ -269,7 +296,7 @@ fn serve_and_wait(
         sandbox.release_on_status();
         guards.init_released.set(true);
     }
-    sandbox.start()?;
+    embedding.start(&mut sandbox)?;
     // Threads the guest's exec need not wait for: they start while it runs
     // (a guest that writes first only finds its pipe's buffer).
     if let (Some(capture), Some(meter)) = (&mut capture, &guards.meter) {
@@ -279,8 +306,9 @@ fn serve_and_wait(
         &guards.enforcement.limits,
         counters.clone(),
         guards.tripwire.clone(),
-        started,
+        started.get(),
     );
+    let command = sandbox.command_name().to_string();
     let waited = sandbox.wait_with_stats();
     trap.settle();
     for warning in rw_flush.flush() {
@@ -315,6 +343,7 @@ fn serve_and_wait(
         kill: guards.tripwire.reason(),
         oom_kills: counters.oom_kills(),
         layer_full: layer_is_full(&layer),
+        command,
     };
     Ok(ending.conclude(args, &guards.enforcement.limits, report))
 }
@@ -362,11 +391,12 @@ fn launch_config(args: &RunArgs, view: &GuestView) -> Result<LaunchConfig, Launc
         self_join: Vec::new(),
         id_count: 1,
         user: None,
+        late_exec: false,
     })
 }
 
 /// The guest's whole environment: a few host variables and `--env`.
-fn guest_env(extra: &[String]) -> Result<Vec<(OsString, OsString)>, LaunchError> {
+pub fn guest_env(extra: &[String]) -> Result<Vec<(OsString, OsString)>, LaunchError> {
     let mut env: Vec<(OsString, OsString)> = INHERITED_ENV
         .iter()
         .filter_map(|k| std::env::var_os(k).map(|v| (OsString::from(k), v)))

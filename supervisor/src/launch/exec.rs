@@ -106,11 +106,12 @@ pub fn candidates(cmd: &OsStr, path: Option<&OsStr>) -> Vec<PathBuf> {
 }
 
 /// Runs in the guest's main process (a child of init, filter installed):
-/// takes its user and drops every capability, takes the terminal if given one, waits for one byte on `start`, then
+/// takes its user and drops every capability, takes the terminal if given one, waits for one byte on `start`
+/// (with no `plan`: for the command and stdio, `late.rs`), then
 /// executes the command. On failure the errno goes to `report` and the
 /// process exits 126 or 127.
 pub(super) fn run_guest(
-    plan: &ExecPlan,
+    plan: Option<&ExecPlan>,
     (start, report): (OwnedFd, OwnedFd),
     terminal: Option<(OwnedFd, [bool; 3])>,
     user: Option<&super::users::GuestUser>,
@@ -124,6 +125,30 @@ pub(super) fn run_guest(
     if let Some((slave, stdio)) = terminal {
         take_terminal(slave, stdio);
     }
+    let late;
+    let plan = match plan {
+        Some(plan) => {
+            wait_for_start(&start);
+            plan
+        }
+        None => match super::late::receive(start.as_fd()) {
+            Some(p) => {
+                late = p;
+                &late
+            }
+            None => exit_now(125),
+        },
+    };
+    drop(start);
+    reset_signals();
+    let err = exec_first(plan);
+    let _ = write(&report, &(err as i32).to_le_bytes());
+    exit_now(exit_code_for(err))
+}
+
+/// Reads the one byte of the start pipe; exits if the supervisor went
+/// away (or dropped the sandbox) before start.
+fn wait_for_start(start: &OwnedFd) {
     let mut byte = [0u8; 1];
     let got = loop {
         match read(start.as_raw_fd(), &mut byte) {
@@ -132,14 +157,8 @@ pub(super) fn run_guest(
         }
     };
     if got != Ok(1) {
-        // The supervisor went away (or dropped the sandbox) before start.
         exit_now(125);
     }
-    drop(start);
-    reset_signals();
-    let err = exec_first(plan);
-    let _ = write(&report, &(err as i32).to_le_bytes());
-    exit_now(exit_code_for(err))
 }
 
 /// A new session whose controlling terminal is the pty `slave`, which

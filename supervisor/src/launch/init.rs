@@ -65,7 +65,8 @@ pub(super) struct InitArgs<'a> {
     pub start: OwnedFd,
     pub exec_report: OwnedFd,
     pub plan: &'a ViewPlan,
-    pub exec: &'a ExecPlan,
+    /// `None`: the command comes at start (`late.rs`).
+    pub exec: Option<&'a ExecPlan>,
     pub filter: &'a [libc::sock_filter],
     pub hostname: &'a str,
     pub workdir: &'a Path,

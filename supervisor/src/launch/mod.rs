@@ -32,6 +32,7 @@ mod exec;
 mod exec_request;
 mod flush;
 mod init;
+mod late;
 mod plan;
 pub(crate) mod privs;
 mod proc_view;
@@ -47,6 +48,7 @@ pub use exec::DEFAULT_PATH;
 pub use exec_request::ExecRequests;
 pub use flush::RwFlush;
 pub use init::FORWARDED;
+pub use late::LateStart;
 pub use plan::{SysCpu, ViewPlan};
 pub use sys_cpu_files::write_sys_cpu;
 pub use users::{GuestUser, OCI_ID_COUNT};
@@ -128,6 +130,10 @@ pub struct LaunchConfig {
     pub id_count: u32,
     /// The main process's user; `None`: the invoker's.
     pub user: Option<GuestUser>,
+    /// The command, environment and stdio are given at start
+    /// ([`Sandbox::start_late`]: the pool), not by `command` (ignored);
+    /// `env` still names the home directory /etc/passwd shows.
+    pub late_exec: bool,
 }
 
 impl LaunchConfig {
@@ -152,6 +158,7 @@ impl LaunchConfig {
             self_join: Vec::new(),
             id_count: 1,
             user: None,
+            late_exec: false,
         }
     }
 
@@ -280,7 +287,10 @@ impl InitHooks for NoHooks {
 
 /// [`launch`], calling `hooks` on init at the two moments they name.
 pub fn launch_with(cfg: &LaunchConfig, hooks: &dyn InitHooks) -> Result<Sandbox, LaunchError> {
-    let exec = ExecPlan::new(&cfg.command, &cfg.env)?;
+    let exec = match cfg.late_exec {
+        true => None,
+        false => Some(ExecPlan::new(&cfg.command, &cfg.env)?),
+    };
     // With a rootfs the host's cwd has no place in the view.
     let host_cwd = match cfg.rootfs {
         Some(_) => None,
@@ -327,7 +337,11 @@ pub fn launch_with(cfg: &LaunchConfig, hooks: &dyn InitHooks) -> Result<Sandbox,
     let filter = privs::to_sock_filter(&cfg.filter);
     let os_err = |what: &str, e: Errno| LaunchError::setup(format!("{what}: {}", e.desc()));
     let (ours, theirs) = channel::pair().map_err(|e| os_err("creating the control channel", e))?;
-    let (start_rx, start_tx) = pipe2(OFlag::O_CLOEXEC).map_err(|e| os_err("creating a pipe", e))?;
+    let (start_rx, start_tx) = match cfg.late_exec {
+        true => late::channel().map(|(ours, theirs)| (theirs, ours)),
+        false => pipe2(OFlag::O_CLOEXEC),
+    }
+    .map_err(|e| os_err("creating the start channel", e))?;
     let (exec_rx, exec_tx) = pipe2(OFlag::O_CLOEXEC).map_err(|e| os_err("creating a pipe", e))?;
 
     let self_join: Vec<BorrowedFd<'_>> = cfg.self_join.iter().map(|f| f.as_fd()).collect();
@@ -345,7 +359,7 @@ pub fn launch_with(cfg: &LaunchConfig, hooks: &dyn InitHooks) -> Result<Sandbox,
                 start: start_rx,
                 exec_report: exec_tx,
                 plan: &plan,
-                exec: &exec,
+                exec: exec.as_ref(),
                 filter: &filter,
                 hostname: &cfg.hostname,
                 workdir: &workdir,
@@ -369,8 +383,8 @@ pub fn launch_with(cfg: &LaunchConfig, hooks: &dyn InitHooks) -> Result<Sandbox,
                 channel: ours,
                 start: start_tx,
                 exec_report: exec_rx,
-                command: exec.name.clone(),
-                command_has_slash: exec.has_slash,
+                command: exec.as_ref().map(|e| e.name.clone()).unwrap_or_default(),
+                command_has_slash: exec.as_ref().is_some_and(|e| e.has_slash),
                 started: AtomicBool::new(false),
                 reaped: false,
                 release: false,

@@ -5,7 +5,7 @@
 //! the module root). Does not own: what init does on its side (`init.rs`).
 
 use std::fs::OpenOptions;
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::fs::OpenOptionsExt;
 use std::sync::atomic::Ordering;
 
@@ -15,7 +15,9 @@ use nix::sys::wait::{waitpid, WaitStatus};
 use nix::unistd::write;
 
 use super::channel::Msg;
-use super::{exec, open_namespace, userns, ExecRequests, InitHooks, LaunchError, Outcome, Sandbox};
+use super::{
+    exec, open_namespace, userns, ExecRequests, InitHooks, LateStart, LaunchError, Outcome, Sandbox,
+};
 
 impl Sandbox {
     /// The supervisor's side of setup: id maps, go, listener, root.
@@ -95,6 +97,23 @@ impl Sandbox {
                 e.desc()
             ))),
         }
+    }
+
+    /// [`Sandbox::start`] for a launch with [`super::LaunchConfig::late_exec`]:
+    /// the guest's main process executes `late.command` with `late.env`
+    /// and `late.stdio`. A bad command (empty, a NUL byte) is an error
+    /// here, and the guest is left unstarted.
+    pub fn start_late(&mut self, late: &LateStart<'_>) -> Result<(), LaunchError> {
+        let plan = exec::ExecPlan::new(late.command, late.env)?;
+        self.command = plan.name;
+        self.command_has_slash = plan.has_slash;
+        self.started.store(true, Ordering::SeqCst);
+        super::late::send(self.start.as_fd(), late)
+    }
+
+    /// argv[0] of the guest's command, as given (for messages).
+    pub fn command_name(&self) -> &str {
+        &self.command
     }
 
     /// Blocks until the guest's main process ends; init then exits and

@@ -264,6 +264,7 @@ fn empty_run_args(command: Vec<OsString>) -> RunArgs {
         trace: None,
         report: None,
         workers: None,
+        pool: None,
         command,
     }
 }

@@ -94,7 +94,8 @@ struct Shared {
     listener: OwnedFd,
     ctx: Context,
     counters: Arc<Counters>,
-    tracer: Option<Tracer>,
+    /// Set before the guest starts: at [`serve`], or by [`Trap::trace_with`].
+    tracer: std::sync::OnceLock<Tracer>,
     /// The cpu `tasks` files each worker joins the guest's cpu group by
     /// and leaves it by (`limits::Enforcement::worker_cpu_files`).
     cpu_group: Option<(OwnedFd, OwnedFd)>,
@@ -136,7 +137,7 @@ pub fn serve(
         listener,
         ctx,
         counters: counters.clone(),
-        tracer,
+        tracer: tracer.map(std::sync::OnceLock::from).unwrap_or_default(),
         cpu_group,
         gate: Mutex::new(Gate {
             receiving: false,
@@ -156,9 +157,16 @@ impl Trap {
     /// Once the guest has ended: waits until the trace line of its last
     /// answered call is written (`--trace`).
     pub fn settle(&self) {
-        if let Some(tracer) = &self.shared.tracer {
+        if let Some(tracer) = self.shared.tracer.get() {
             tracer.settle();
         }
+    }
+
+    /// Traces from now on (the pool's client asks at the request, after
+    /// the trap started serving); before the guest starts. Ignored if
+    /// there is a tracer already.
+    pub fn trace_with(&self, tracer: Tracer) {
+        let _ = self.shared.tracer.set(tracer);
     }
 }
 
@@ -292,7 +300,7 @@ fn serve_calls_acting(shared: &Arc<Shared>, mut acting: Option<&mut creds::Actin
         };
         let traced = shared
             .tracer
-            .as_ref()
+            .get()
             .map(|t| (t, Instant::now(), describe(shared, &n)));
         let reply = match act_as_caller(acting.as_deref_mut(), &n) {
             Ok(()) => handle(

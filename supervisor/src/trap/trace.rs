@@ -50,6 +50,13 @@ impl Tracer {
         })
     }
 
+    /// To `file` (the pool's client opened it).
+    pub fn to_file(file: File) -> Tracer {
+        Tracer {
+            out: Mutex::new(Box::new(LineWriter::new(file))),
+        }
+    }
+
     /// Takes the trace before a call is answered. The guest can run on
     /// (and end) only after its answer, so a line written under the same
     /// hold is out before [`Tracer::settle`] returns: the run's last

@@ -1,0 +1,162 @@
+//! A guest whose command comes late: the pool (`pool/`) launches a
+//! sandbox before anyone asks for it, so the main process's argv, its
+//! environment and its stdin, stdout and stderr are only known at
+//! [`super::Sandbox::start_late`].
+//!
+//! Owns the start channel of such a launch (a `SOCK_SEQPACKET` socketpair
+//! in place of the start pipe) and its one message: three bytes saying
+//! which of descriptors 0, 1, 2 are attached (SCM_RIGHTS, in that
+//! order), argc (u32, little-endian), then every argument and every
+//! `K=V` of the environment, each NUL-terminated. The guest's side
+//! ([`receive`]) puts the descriptors in place and builds the
+//! [`ExecPlan`] (PATH search as for any command); those it was not sent
+//! stay what it inherited (the output capture's pipes). Does not own the
+//! exec itself (`exec.rs`) or where the request came from.
+
+use std::ffi::{OsStr, OsString};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
+
+use nix::errno::Errno;
+use nix::sys::socket::{socketpair, AddressFamily, SockFlag, SockType};
+use nix::unistd::dup2;
+
+use super::exec::ExecPlan;
+use super::LaunchError;
+use crate::sys::fd::{recv_with_fds, send_with_fds};
+
+/// Longest message the guest reads (its arguments and environment).
+const MAX_MESSAGE: usize = 256 * 1024;
+
+/// What the guest's main process runs, chosen at start.
+pub struct LateStart<'a> {
+    pub command: &'a [OsString],
+    /// The guest's complete environment.
+    pub env: &'a [(OsString, OsString)],
+    /// Its stdin, stdout, stderr; `None`: what it inherited.
+    pub stdio: [Option<BorrowedFd<'a>>; 3],
+}
+
+/// The start channel: (the supervisor's end, the guest's end).
+pub(super) fn channel() -> nix::Result<(OwnedFd, OwnedFd)> {
+    socketpair(
+        AddressFamily::Unix,
+        SockType::SeqPacket,
+        None,
+        SockFlag::SOCK_CLOEXEC,
+    )
+}
+
+/// Sends `start` on the supervisor's end. EPIPE (the guest is gone) is
+/// not an error here: the wait says why.
+pub(super) fn send(sock: BorrowedFd<'_>, start: &LateStart<'_>) -> Result<(), LaunchError> {
+    let fds: Vec<BorrowedFd<'_>> = start.stdio.iter().flatten().copied().collect();
+    let msg = encode(start);
+    if msg.len() > MAX_MESSAGE {
+        return Err(LaunchError::setup(
+            "the command and environment are too long for the pool",
+        ));
+    }
+    match send_with_fds(sock, &msg, &fds) {
+        Ok(()) | Err(Errno::EPIPE) | Err(Errno::ECONNRESET) => Ok(()),
+        Err(e) => Err(LaunchError::setup(format!(
+            "starting the guest: {}",
+            e.desc()
+        ))),
+    }
+}
+
+fn encode(start: &LateStart<'_>) -> Vec<u8> {
+    let mut msg: Vec<u8> = start.stdio.iter().map(|f| f.is_some() as u8).collect();
+    msg.extend_from_slice(&(start.command.len() as u32).to_le_bytes());
+    for arg in start.command {
+        msg.extend_from_slice(arg.as_bytes());
+        msg.push(0);
+    }
+    for (k, v) in start.env {
+        msg.extend_from_slice(k.as_bytes());
+        msg.push(b'=');
+        msg.extend_from_slice(v.as_bytes());
+        msg.push(0);
+    }
+    msg
+}
+
+/// A command and its environment.
+type Decoded = (Vec<OsString>, Vec<(OsString, OsString)>);
+
+/// The command and environment of a message (without its descriptors).
+fn decode(msg: &[u8]) -> Option<Decoded> {
+    let argc = u32::from_le_bytes(msg.get(3..7)?.try_into().ok()?) as usize;
+    let body = msg.get(7..)?;
+    let body = body.strip_suffix(&[0]).unwrap_or(body);
+    let mut items = body
+        .split(|&b| b == 0)
+        .map(|s| OsString::from_vec(s.to_vec()));
+    if body.is_empty() && argc == 0 {
+        return Some((Vec::new(), Vec::new()));
+    }
+    let command: Vec<OsString> = items.by_ref().take(argc).collect();
+    if command.len() != argc {
+        return None;
+    }
+    let env = items
+        .map(|kv| {
+            let bytes = kv.as_bytes();
+            let eq = bytes.iter().position(|&b| b == b'=')?;
+            Some((
+                OsStr::from_bytes(&bytes[..eq]).to_owned(),
+                OsStr::from_bytes(&bytes[eq + 1..]).to_owned(),
+            ))
+        })
+        .collect::<Option<Vec<_>>>()?;
+    Some((command, env))
+}
+
+/// In the guest's main process: waits for the message, takes the
+/// descriptors it carries as stdin, stdout, stderr, and returns the plan.
+/// `None`: the supervisor went away, or sent something malformed.
+pub(super) fn receive(sock: BorrowedFd<'_>) -> Option<ExecPlan> {
+    let mut buf = vec![0u8; MAX_MESSAGE];
+    let (n, fds) = recv_with_fds(sock, &mut buf).ok()?;
+    let msg = buf.get(..n)?;
+    let wanted: Vec<i32> = (0..3)
+        .filter(|&i| msg.get(i as usize) == Some(&1))
+        .collect();
+    if n < 7 || wanted.len() != fds.len() {
+        return None;
+    }
+    for (target, fd) in wanted.iter().zip(&fds) {
+        dup2(fd.as_fd().as_raw_fd(), *target).ok()?;
+    }
+    let (command, env) = decode(msg)?;
+    ExecPlan::new(&command, &env).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_message_decodes_to_what_was_encoded() {
+        let command = vec![OsString::from("sh"), "".into(), "-c".into()];
+        let env = vec![("A".into(), "1=2".into()), ("EMPTY".into(), "".into())];
+        let start = LateStart {
+            command: &command,
+            env: &env,
+            stdio: [None, None, None],
+        };
+        let msg = encode(&start);
+        assert_eq!(&msg[..3], &[0, 0, 0]);
+        assert_eq!(decode(&msg), Some((command, env)));
+    }
+
+    #[test]
+    fn malformed_messages_are_refused() {
+        assert_eq!(decode(&[0, 0]), None);
+        // argc says 3, one argument follows.
+        assert_eq!(decode(&[0, 0, 0, 3, 0, 0, 0, b'x', 0]), None);
+        // An environment entry without '='.
+        assert_eq!(decode(&[0, 0, 0, 1, 0, 0, 0, b'x', 0, b'y', 0]), None);
+    }
+}

@@ -1,0 +1,354 @@
+//! `supervisor pool`: the daemon that keeps `--size` sandboxes set up and
+//! waiting, and hands each client's connection to one of them.
+//!
+//! Owns the socket (made mode 0600; a stale one replaced, a served one
+//! refused), the peer check (only our own uid, and root, are served), the
+//! sandboxes' processes (each a `supervisor pool-sandbox` child with the
+//! pool's flags, `slot.rs`), the queue of clients waiting for a ready
+//! sandbox, replacing every sandbox taken or lost (one set-up at a time;
+//! at once when none is left ready, else when the command it replaces has
+//! ended), and the
+//! shutdown (SIGTERM, SIGINT: idle sandboxes torn down, socket removed,
+//! exit 0). It never reads a client's request: the sandbox does. A
+//! sandbox is never given a second client.
+
+use std::collections::VecDeque;
+use std::ffi::OsString;
+use std::os::fd::{AsFd, OwnedFd};
+use std::os::unix::fs::FileTypeExt;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+use nix::sys::signal::{SigSet, Signal};
+use nix::sys::signalfd::{SfdFlags, SignalFd};
+use nix::sys::socket::{
+    self, getsockopt, sockopt, AddressFamily, Backlog, SockFlag, SockType, UnixAddr,
+};
+use nix::sys::stat::{umask, Mode};
+use nix::unistd::getuid;
+
+use super::protocol::{self, Answer};
+use crate::cli::PoolArgs;
+use crate::sys::fd::{accept, send_with_fd};
+
+/// A sandbox's process and the daemon's end of its socketpair.
+struct Slot {
+    child: Child,
+    sock: OwnedFd,
+    ready: bool,
+}
+
+struct Pool {
+    size: usize,
+    /// The pool's own flags, passed on to every sandbox.
+    flags: Vec<OsString>,
+    slots: Vec<Slot>,
+    /// Sandboxes handed a client: reaped when they end.
+    busy: Vec<Child>,
+    waiting: VecDeque<OwnedFd>,
+    /// Some sandbox has been ready: later failures are not fatal.
+    proven: bool,
+}
+
+/// Runs the daemon; returns its exit code. `flags`: the command line
+/// after `pool`, for the sandboxes.
+pub fn main(args: PoolArgs, flags: Vec<OsString>) -> i32 {
+    match serve(args, flags) {
+        Ok(()) => 0,
+        Err(message) => {
+            if !message.is_empty() {
+                eprintln!("supervisor: pool: {message}");
+            }
+            125
+        }
+    }
+}
+
+fn serve(args: PoolArgs, flags: Vec<OsString>) -> Result<(), String> {
+    refuse_client_flags(&args)?;
+    let mut signals = SigSet::empty();
+    [Signal::SIGTERM, Signal::SIGINT, Signal::SIGCHLD]
+        .iter()
+        .for_each(|s| signals.add(*s));
+    signals
+        .thread_block()
+        .map_err(|e| format!("signals: {}", e.desc()))?;
+    let sigfd = SignalFd::with_flags(&signals, SfdFlags::SFD_CLOEXEC | SfdFlags::SFD_NONBLOCK)
+        .map_err(|e| format!("signals: {}", e.desc()))?;
+    let listener = bind(&args.socket)?;
+    let mut pool = Pool {
+        size: args.size,
+        flags,
+        slots: Vec::new(),
+        busy: Vec::new(),
+        waiting: VecDeque::new(),
+        proven: false,
+    };
+    let result = pool.run(&listener, &sigfd);
+    pool.shut_down();
+    let _ = std::fs::remove_file(&args.socket);
+    result
+}
+
+/// The flags that belong to a client (`run --pool`), not to the pool.
+fn refuse_client_flags(args: &PoolArgs) -> Result<(), String> {
+    let run = &args.run;
+    let wrong = [
+        (!run.command.is_empty(), "COMMAND"),
+        (run.pool.is_some(), "--pool"),
+        (run.report.is_some(), "--report"),
+        (!run.env.is_empty(), "--env"),
+    ];
+    match wrong.iter().find(|(given, _)| *given) {
+        Some((_, what)) => Err(format!(
+            "{what} is the client's to give (supervisor run --pool SOCKET [--env ...] [--report FILE] -- COMMAND)"
+        )),
+        None => Ok(()),
+    }
+}
+
+/// The listening socket at `path`, mode 0600. A socket there that no one
+/// answers is replaced; one that answers, or any other file, is refused.
+fn bind(path: &Path) -> Result<OwnedFd, String> {
+    let shown = path.display();
+    if let Ok(meta) = std::fs::symlink_metadata(path) {
+        if !meta.file_type().is_socket() {
+            return Err(format!("{shown}: exists and is not a socket"));
+        }
+        if connect(path).is_ok() {
+            return Err(format!("{shown}: in use (a pool answers there)"));
+        }
+        std::fs::remove_file(path).map_err(|e| format!("{shown}: {e}"))?;
+    }
+    // Bound and listening under a temporary name, then renamed into place:
+    // a client that sees the path can connect (a bound socket not yet
+    // listening refuses).
+    let mut temporary = path.as_os_str().to_owned();
+    temporary.push(format!(".{}.new", std::process::id()));
+    let temporary = PathBuf::from(temporary);
+    let _ = std::fs::remove_file(&temporary);
+    let sock = seqpacket().map_err(|e| format!("socket: {}", e.desc()))?;
+    let addr = UnixAddr::new(&temporary).map_err(|e| format!("{shown}: {}", e.desc()))?;
+    // Mode 0600 from the start: no moment when others may connect.
+    let old = umask(Mode::from_bits_truncate(0o177));
+    let bound = socket::bind(std::os::fd::AsRawFd::as_raw_fd(&sock), &addr);
+    umask(old);
+    bound.map_err(|e| format!("{shown}: {}", e.desc()))?;
+    let listening = socket::listen(&sock, Backlog::new(128).unwrap_or(Backlog::MAXCONN))
+        .map_err(|e| format!("{shown}: listen: {}", e.desc()))
+        .and_then(|()| std::fs::rename(&temporary, path).map_err(|e| format!("{shown}: {e}")));
+    if let Err(e) = listening {
+        let _ = std::fs::remove_file(&temporary);
+        return Err(e);
+    }
+    Ok(sock)
+}
+
+pub(super) fn seqpacket() -> nix::Result<OwnedFd> {
+    socket::socket(
+        AddressFamily::Unix,
+        SockType::SeqPacket,
+        SockFlag::SOCK_CLOEXEC,
+        None,
+    )
+}
+
+/// A connection to the pool at `path`.
+pub(super) fn connect(path: &Path) -> nix::Result<OwnedFd> {
+    let sock = seqpacket()?;
+    let addr = UnixAddr::new(path)?;
+    socket::connect(std::os::fd::AsRawFd::as_raw_fd(&sock), &addr)?;
+    Ok(sock)
+}
+
+/// Whether the peer of `conn` may use the pool: our own uid, or root.
+fn allowed(conn: &OwnedFd) -> bool {
+    match getsockopt(conn, sockopt::PeerCredentials) {
+        Ok(cred) => cred.uid() == getuid().as_raw() || cred.uid() == 0,
+        Err(_) => false,
+    }
+}
+
+impl Pool {
+    fn run(&mut self, listener: &OwnedFd, sigfd: &SignalFd) -> Result<(), String> {
+        loop {
+            // One sandbox first: a flag that fails the launch (a missing
+            // --ro source) then fails once, and the pool with it.
+            let wanted = if self.proven { self.size } else { 1 };
+            // One set-up at a time: a burst of clients then shares the
+            // CPUs with one new sandbox, not with as many as it took
+            // (PERFORMANCE.md, 2026-11-30 17:30).
+            if self.slots.len() < wanted && self.slots.iter().all(|s| s.ready) && self.refill_now()
+            {
+                self.spawn()?;
+            }
+            let mut fds = vec![
+                PollFd::new(listener.as_fd(), PollFlags::POLLIN),
+                PollFd::new(sigfd.as_fd(), PollFlags::POLLIN),
+            ];
+            fds.extend(
+                self.slots
+                    .iter()
+                    .map(|s| PollFd::new(s.sock.as_fd(), PollFlags::POLLIN)),
+            );
+            match poll(&mut fds, PollTimeout::NONE) {
+                Ok(_) | Err(nix::errno::Errno::EINTR) => {}
+                Err(e) => return Err(format!("poll: {}", e.desc())),
+            }
+            let ready = |f: &PollFd<'_>| f.revents().is_some_and(|r| !r.is_empty());
+            let (accept_now, signalled) = (ready(&fds[0]), ready(&fds[1]));
+            let slot_events: Vec<usize> = (0..self.slots.len())
+                .filter(|&i| ready(&fds[i + 2]))
+                .collect();
+            drop(fds);
+            if signalled && self.stop_asked(sigfd) {
+                return Ok(());
+            }
+            if accept_now {
+                self.accept(listener);
+            }
+            for i in slot_events.into_iter().rev() {
+                self.slot_event(i)?;
+            }
+            self.hand_out();
+            self.busy
+                .retain_mut(|c| !matches!(c.try_wait(), Ok(Some(_))));
+        }
+    }
+
+    /// Whether to set a sandbox up now: while none is ready (a client
+    /// would wait), else once the sandboxes handed out have ended, so that
+    /// a set-up does not share the CPUs with the command it replaces
+    /// (PERFORMANCE.md, 2026-11-30 17:48: `python3 -c pass` 15.2 ms
+    /// against 18.4 ms median).
+    fn refill_now(&mut self) -> bool {
+        self.busy
+            .retain_mut(|c| !matches!(c.try_wait(), Ok(Some(_))));
+        !self.slots.iter().any(|s| s.ready) || self.slots.len() + self.busy.len() < self.size
+    }
+
+    /// Reads the signals; whether one asks us to stop.
+    fn stop_asked(&self, sigfd: &SignalFd) -> bool {
+        let mut stop = false;
+        while let Ok(Some(info)) = sigfd.read_signal() {
+            stop |= info.ssi_signo != Signal::SIGCHLD as u32;
+        }
+        stop
+    }
+
+    /// Starts one sandbox (it reports `r` once ready).
+    fn spawn(&mut self) -> Result<(), String> {
+        let (ours, theirs) = socket::socketpair(
+            AddressFamily::Unix,
+            SockType::SeqPacket,
+            None,
+            SockFlag::SOCK_CLOEXEC,
+        )
+        .map_err(|e| format!("socketpair: {}", e.desc()))?;
+        let child = Command::new("/proc/self/exe")
+            .arg("pool-sandbox")
+            .args(&self.flags)
+            .stdin(Stdio::from(theirs))
+            .stdout(Stdio::null())
+            // Not in our process group: a terminal's Ctrl-C is ours alone.
+            .process_group(0)
+            .spawn()
+            .map_err(|e| format!("starting a sandbox: {e}"))?;
+        self.slots.push(Slot {
+            child,
+            sock: ours,
+            ready: false,
+        });
+        Ok(())
+    }
+
+    fn accept(&mut self, listener: &OwnedFd) {
+        let Ok(conn) = accept(listener.as_fd()) else {
+            return;
+        };
+        // Someone else's: closed unanswered (the client says so).
+        if allowed(&conn) {
+            self.waiting.push_back(conn);
+        }
+    }
+
+    /// A sandbox said it is ready, or ended.
+    fn slot_event(&mut self, i: usize) -> Result<(), String> {
+        let mut buf = [0u8; 8];
+        let got = socket::recv(
+            std::os::fd::AsRawFd::as_raw_fd(&self.slots[i].sock),
+            &mut buf,
+            socket::MsgFlags::MSG_DONTWAIT,
+        );
+        match got {
+            Ok(1) if buf[0] == protocol::READY[0] => {
+                self.slots[i].ready = true;
+                self.proven = true;
+                Ok(())
+            }
+            Err(nix::errno::Errno::EAGAIN) => Ok(()),
+            _ => self.lost(i),
+        }
+    }
+
+    /// A sandbox ended before it was given a client (its own line on
+    /// stderr says why): fatal before any was ready; else replaced, after
+    /// a pause, and one waiting client told.
+    fn lost(&mut self, i: usize) -> Result<(), String> {
+        let mut slot = self.slots.swap_remove(i);
+        let status = slot.child.wait();
+        if !self.proven {
+            // 125: it said why, in one line of its own.
+            return Err(match status.ok().and_then(|s| s.code()) {
+                Some(125) => String::new(),
+                _ => "could not set up a sandbox".into(),
+            });
+        }
+        if let Some(conn) = self.waiting.pop_front() {
+            let answer = Answer {
+                code: 125,
+                message: Some("the pool could not set up a sandbox (see the pool's log)".into()),
+                report: None,
+            };
+            let _ = protocol::send_answer(conn.as_fd(), &answer);
+        }
+        std::thread::sleep(Duration::from_millis(100));
+        Ok(())
+    }
+
+    /// Gives waiting clients to ready sandboxes, each to its own.
+    fn hand_out(&mut self) {
+        while !self.waiting.is_empty() {
+            let Some(i) = self.slots.iter().position(|s| s.ready) else {
+                return;
+            };
+            let slot = self.slots.swap_remove(i);
+            let Some(conn) = self.waiting.pop_front() else {
+                return;
+            };
+            match send_with_fd(slot.sock.as_fd(), protocol::CONNECTION, Some(conn.as_fd())) {
+                Ok(()) => self.busy.push(slot.child),
+                Err(_) => {
+                    // It died meanwhile: the client waits for the next.
+                    self.waiting.push_front(conn);
+                    let mut child = slot.child;
+                    let _ = child.wait();
+                }
+            }
+        }
+    }
+
+    /// Tears the idle sandboxes down (their socket's end tells them) and
+    /// waits for them; those serving a client finish on their own.
+    fn shut_down(&mut self) {
+        let slots = std::mem::take(&mut self.slots);
+        let children: Vec<Child> = slots.into_iter().map(|s| s.child).collect();
+        for mut child in children {
+            let _ = child.wait();
+        }
+        self.waiting.clear();
+    }
+}

@@ -1,0 +1,28 @@
+//! The pool (`supervisor pool`, `supervisor run --pool`): sandboxes set up
+//! before anyone asks for one and torn down after the answer, so a
+//! client's command waits for neither.
+//!
+//! The daemon (`daemon.rs`) keeps `--size` sandboxes ready, each its own
+//! process (`slot.rs`: a `run` embedded whose guest execs late,
+//! `launch/late.rs`), and hands each accepted client's connection to one
+//! of them; the client (`client.rs`) sends its command, environment and
+//! stdio, passes signals on, and exits with the answer. The messages are
+//! in `protocol.rs`. Freshness is `run`'s: every sandbox serves one
+//! command and is destroyed.
+
+pub mod client;
+pub mod daemon;
+mod protocol;
+pub mod slot;
+
+use std::ffi::OsString;
+
+/// The command line after the `pool` subcommand (the daemon's flags,
+/// which every sandbox parses again).
+pub fn flags_after_subcommand() -> Vec<OsString> {
+    std::env::args_os()
+        .skip(1)
+        .skip_while(|a| a != "pool")
+        .skip(1)
+        .collect()
+}

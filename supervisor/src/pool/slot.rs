@@ -1,0 +1,231 @@
+//! One sandbox of the pool (`supervisor pool-sandbox`, started by the
+//! daemon with the pool's flags and a socketpair as its stdin): a `run`
+//! embedded ([`crate::run::Embedding`]) whose launch leaves the command
+//! for later (`LaunchConfig::late_exec`).
+//!
+//! Once the trap serves ([`Embedding::before_start`]) it tells the
+//! daemon it is ready and waits for a client's connection; it reads the
+//! request, takes the client's stdin, stdout and stderr as its own (so
+//! every line `run` prints reaches the client, and the output limit's
+//! relays write there), starts a watcher thread for the client's
+//! signals and its end, and lets the guest exec the command. When the run
+//! has ended it sends the answer (exit code, error line, report). Then it
+//! exits, and its sandbox is gone: one command per sandbox.
+//!
+//! Owns the sandbox side of the protocol; not the daemon's bookkeeping
+//! (`daemon.rs`) or the run itself (`run.rs`).
+
+use std::cell::RefCell;
+use std::fs::File;
+use std::io::Write;
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::path::Path;
+use std::thread;
+
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::{dup2, Pid};
+
+use super::protocol::{self, Answer, FromClient, Request};
+use crate::cli::PoolArgs;
+use crate::launch::{LateStart, LaunchConfig, LaunchError, Sandbox, FORWARDED};
+use crate::report::Report;
+use crate::run::{self, Embedding};
+use crate::trap::trace::Tracer;
+
+/// The sandbox's state: before a client, and with one.
+struct Slot {
+    daemon: OwnedFd,
+    /// The output limit captures the guest's stdout and stderr: it
+    /// keeps the pipes it inherited, not the client's descriptors.
+    captured: bool,
+    client: RefCell<Option<Client>>,
+    /// The error line of a run that failed, for the answer.
+    message: RefCell<Option<String>>,
+}
+
+struct Client {
+    conn: OwnedFd,
+    request: Request,
+    /// `--trace=FILE`'s file, opened by the client.
+    trace_file: Option<OwnedFd>,
+}
+
+/// `supervisor pool-sandbox`: serves one command; returns the exit code
+/// (the command's, as `run` would exit; the daemon only logs it).
+pub fn main(args: PoolArgs) -> i32 {
+    let daemon = match take_stdin() {
+        Ok(fd) => fd,
+        Err(e) => {
+            eprintln!("supervisor: pool sandbox: {e}");
+            return 125;
+        }
+    };
+    let slot = Slot {
+        daemon,
+        captured: args.run.output_limit.is_some(),
+        client: RefCell::new(None),
+        message: RefCell::new(None),
+    };
+    run::run_embedded(args.run, &slot)
+}
+
+/// Our stdin is the daemon's socket: keep it (close-on-exec), and put
+/// /dev/null in its place, which init and the guest inherit.
+fn take_stdin() -> Result<OwnedFd, String> {
+    let daemon = std::io::stdin()
+        .as_fd()
+        .try_clone_to_owned()
+        .map_err(|e| format!("stdin: {e}"))?;
+    let null = File::open("/dev/null").map_err(|e| format!("/dev/null: {e}"))?;
+    dup2(null.as_raw_fd(), 0).map_err(|e| format!("dup2: {}", e.desc()))?;
+    Ok(daemon)
+}
+
+impl Slot {
+    /// Waits for a client and reads its request; takes its stdio.
+    fn take_client(&self) -> Result<Client, String> {
+        nix::sys::socket::send(
+            self.daemon.as_raw_fd(),
+            protocol::READY,
+            nix::sys::socket::MsgFlags::MSG_NOSIGNAL,
+        )
+        // The daemon is gone, or tore us down before we were ready.
+        .map_err(|_| CLOSED)?;
+        let conn = protocol::recv_connection(self.daemon.as_fd()).ok_or(CLOSED)?;
+        let (request, stdio) = match protocol::recv_from_client(conn.as_fd()) {
+            Some(FromClient::Request(r, fds)) => (r, fds),
+            _ => return Err(CLOSED.into()),
+        };
+        let mut stdio = stdio.into_iter();
+        for target in 0..3 {
+            let fd = stdio
+                .next()
+                .ok_or("the pool's client sent no stdin, stdout and stderr")?;
+            dup2(fd.as_raw_fd(), target).map_err(|e| format!("dup2: {}", e.desc()))?;
+        }
+        Ok(Client {
+            conn,
+            request,
+            trace_file: stdio.next(),
+        })
+    }
+}
+
+/// Not an error to print: the daemon tore the idle sandbox down, or the
+/// client left before asking.
+const CLOSED: &str = "closed";
+
+impl Embedding for Slot {
+    fn configure(&self, config: &mut LaunchConfig) {
+        config.late_exec = true;
+        // The client's descriptors go to the guest as they are.
+        config.pty = None;
+    }
+
+    fn before_start(&self, sandbox: &Sandbox) -> Result<(), String> {
+        let client = self.take_client()?;
+        let conn = client
+            .conn
+            .try_clone()
+            .map_err(|e| format!("the client's connection: {e}"))?;
+        watch(conn, sandbox.init_pid);
+        *self.client.borrow_mut() = Some(client);
+        Ok(())
+    }
+
+    fn start(&self, sandbox: &mut Sandbox) -> Result<(), LaunchError> {
+        let client = self.client.borrow();
+        let Some(client) = client.as_ref() else {
+            return Err(LaunchError {
+                exit_code: 125,
+                message: CLOSED.into(),
+            });
+        };
+        let command = client.request.command();
+        let env = client.request.env();
+        let (stdin, stdout, stderr) = (std::io::stdin(), std::io::stdout(), std::io::stderr());
+        // 0, 1, 2 are the client's (dup2'd in place by `take_client`).
+        let late = LateStart {
+            command: &command,
+            env: &env,
+            stdio: [
+                Some(stdin.as_fd()),
+                (!self.captured).then(|| stdout.as_fd()),
+                (!self.captured).then(|| stderr.as_fd()),
+            ],
+        };
+        sandbox.start_late(&late)
+    }
+
+    fn clock_starts_now(&self) -> bool {
+        true
+    }
+
+    fn late_tracer(&self) -> Option<Tracer> {
+        let mut client = self.client.borrow_mut();
+        let client = client.as_mut().filter(|c| c.request.trace)?;
+        match client.trace_file.take() {
+            Some(fd) => Some(Tracer::to_file(File::from(fd))),
+            // Our stderr is the client's.
+            None => Tracer::open(Path::new("-")).ok(),
+        }
+    }
+
+    fn leaves_teardown(&self) -> bool {
+        // The report needs init reaped (its resource usage).
+        !self
+            .client
+            .borrow()
+            .as_ref()
+            .is_some_and(|c| c.request.report)
+    }
+
+    fn error(&self, message: &str) {
+        if message != CLOSED {
+            *self.message.borrow_mut() = Some(message.to_string());
+        }
+    }
+
+    fn finished(&self, report: &Report, code: i32) {
+        let client = self.client.borrow();
+        let Some(client) = client.as_ref() else {
+            if let Some(m) = self.message.borrow().as_ref() {
+                // No client to tell: the daemon's log.
+                let _ = writeln!(std::io::stderr(), "supervisor: pool: {m}");
+            }
+            return;
+        };
+        let answer = Answer {
+            code,
+            message: self.message.borrow_mut().take(),
+            report: client
+                .request
+                .report
+                .then(|| serde_json::to_value(report).ok())
+                .flatten(),
+        };
+        let _ = protocol::send_answer(client.conn.as_fd(), &answer);
+    }
+}
+
+/// The watcher: the client's signals go to init (which passes the
+/// forwarded ones to the guest's main process); the client's end (it
+/// died, or was killed) kills the sandbox.
+fn watch(conn: OwnedFd, init: Pid) {
+    let _ = thread::Builder::new()
+        .name("pool-client".into())
+        .spawn(move || loop {
+            match protocol::recv_from_client(conn.as_fd()) {
+                Some(FromClient::Signal(signo)) => {
+                    if let Some(sig) = FORWARDED.iter().find(|s| **s as i32 == signo) {
+                        let _ = kill(init, *sig);
+                    }
+                }
+                Some(FromClient::Request(..)) => {}
+                None => {
+                    let _ = kill(init, Signal::SIGKILL);
+                    return;
+                }
+            }
+        });
+}
