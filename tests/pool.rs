@@ -368,6 +368,13 @@ fn a_pool_that_cannot_start_says_why_in_one_line() {
         vec!["--socket".into(), fresh("y"), "--".into(), "true".into()],
         vec!["--socket".into(), fresh("z"), "--size".into(), "0".into()],
         vec!["--socket".into(), fresh("w"), "--report".into(), fresh("r")],
+        // Every sandbox would bind the same host port.
+        vec![
+            "--socket".into(),
+            fresh("v"),
+            "--publish".into(),
+            "127.0.0.1:1:80".into(),
+        ],
     ];
     for args in cases {
         let out = run.supervisor_raw(&[&["pool".to_string()], &args[..]].concat());

@@ -19,7 +19,7 @@ use std::os::unix::fs::FileTypeExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 use nix::sys::signal::{SigSet, Signal};
@@ -51,7 +51,18 @@ struct Pool {
     waiting: VecDeque<OwnedFd>,
     /// Some sandbox has been ready: later failures are not fatal.
     proven: bool,
+    /// Set-ups failed in a row since a sandbox was last ready, and when
+    /// the next may start (`Pool::backoff`).
+    failures: u32,
+    retry_at: Option<Instant>,
 }
+
+/// The pause after the first failed set-up, doubled for each further
+/// failure in a row, up to [`MAX_PAUSE`]: a cause that lasts (a `--ro`
+/// source removed after the pool started) costs a line now and then in
+/// the pool's log, not a set-up loop.
+const FIRST_PAUSE: Duration = Duration::from_millis(100);
+const MAX_PAUSE: Duration = Duration::from_secs(5);
 
 /// Runs the daemon; returns its exit code. `flags`: the command line
 /// after `pool`, for the sandboxes.
@@ -86,6 +97,8 @@ fn serve(args: PoolArgs, flags: Vec<OsString>) -> Result<(), String> {
         busy: Vec::new(),
         waiting: VecDeque::new(),
         proven: false,
+        failures: 0,
+        retry_at: None,
     };
     let result = pool.run(&listener, &sigfd);
     pool.shut_down();
@@ -102,12 +115,18 @@ fn refuse_client_flags(args: &PoolArgs) -> Result<(), String> {
         (run.report.is_some(), "--report"),
         (!run.env.is_empty(), "--env"),
     ];
-    match wrong.iter().find(|(given, _)| *given) {
-        Some((_, what)) => Err(format!(
+    if let Some((_, what)) = wrong.iter().find(|(given, _)| *given) {
+        return Err(format!(
             "{what} is the client's to give (supervisor run --pool SOCKET [--env ...] [--report FILE] -- COMMAND)"
-        )),
-        None => Ok(()),
+        ));
     }
+    // Each sandbox would bind the host port: the second could not.
+    if !run.publish.is_empty() {
+        return Err(
+            "--publish cannot be pooled: every sandbox would need the same host port".into(),
+        );
+    }
+    Ok(())
 }
 
 /// The listening socket at `path`, mode 0600. A socket there that no one
@@ -181,7 +200,10 @@ impl Pool {
             // One set-up at a time: a burst of clients then shares the
             // CPUs with one new sandbox, not with as many as it took
             // (PERFORMANCE.md, 2026-11-30 17:30).
-            if self.slots.len() < wanted && self.slots.iter().all(|s| s.ready) && self.refill_now()
+            if self.slots.len() < wanted
+                && self.slots.iter().all(|s| s.ready)
+                && self.refill_now()
+                && self.pause_over()
             {
                 self.spawn()?;
             }
@@ -194,7 +216,7 @@ impl Pool {
                     .iter()
                     .map(|s| PollFd::new(s.sock.as_fd(), PollFlags::POLLIN)),
             );
-            match poll(&mut fds, PollTimeout::NONE) {
+            match poll(&mut fds, self.poll_timeout()) {
                 Ok(_) | Err(nix::errno::Errno::EINTR) => {}
                 Err(e) => return Err(format!("poll: {}", e.desc())),
             }
@@ -287,6 +309,7 @@ impl Pool {
             Ok(1) if buf[0] == protocol::READY[0] => {
                 self.slots[i].ready = true;
                 self.proven = true;
+                self.failures = 0;
                 Ok(())
             }
             Err(nix::errno::Errno::EAGAIN) => Ok(()),
@@ -296,7 +319,8 @@ impl Pool {
 
     /// A sandbox ended before it was given a client (its own line on
     /// stderr says why): fatal before any was ready; else replaced, after
-    /// a pause, and one waiting client told.
+    /// a pause that grows while set-ups keep failing, and one waiting
+    /// client told.
     fn lost(&mut self, i: usize) -> Result<(), String> {
         let mut slot = self.slots.swap_remove(i);
         let status = slot.child.wait();
@@ -315,8 +339,30 @@ impl Pool {
             };
             let _ = protocol::send_answer(conn.as_fd(), &answer);
         }
-        std::thread::sleep(Duration::from_millis(100));
+        self.failures += 1;
+        self.retry_at = Some(Instant::now() + backoff(self.failures));
         Ok(())
+    }
+
+    /// Whether no failed set-up's pause holds the next one back.
+    fn pause_over(&mut self) -> bool {
+        match self.retry_at {
+            Some(at) if Instant::now() < at => false,
+            _ => {
+                self.retry_at = None;
+                true
+            }
+        }
+    }
+
+    /// Until the pause ends (then the loop sets the next sandbox up), or
+    /// until something happens.
+    fn poll_timeout(&self) -> PollTimeout {
+        let Some(at) = self.retry_at else {
+            return PollTimeout::NONE;
+        };
+        let left = at.saturating_duration_since(Instant::now()).as_millis();
+        PollTimeout::try_from(left.saturating_add(1)).unwrap_or(PollTimeout::MAX)
     }
 
     /// Gives waiting clients to ready sandboxes, each to its own.
@@ -350,5 +396,25 @@ impl Pool {
             let _ = child.wait();
         }
         self.waiting.clear();
+    }
+}
+
+/// The pause after the `failures`-th set-up in a row that failed.
+fn backoff(failures: u32) -> Duration {
+    let doublings = failures.saturating_sub(1).min(16);
+    FIRST_PAUSE.saturating_mul(1 << doublings).min(MAX_PAUSE)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_pause_doubles_up_to_its_cap() {
+        assert_eq!(backoff(1), FIRST_PAUSE);
+        assert_eq!(backoff(2), FIRST_PAUSE * 2);
+        assert_eq!(backoff(4), FIRST_PAUSE * 8);
+        assert_eq!(backoff(7), MAX_PAUSE);
+        assert_eq!(backoff(u32::MAX), MAX_PAUSE);
     }
 }
