@@ -20,10 +20,13 @@ use std::fs::File;
 use std::io::Write;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc};
 use std::thread;
 
+use nix::fcntl::OFlag;
 use nix::sys::signal::{kill, Signal};
-use nix::unistd::{dup2, Pid};
+use nix::unistd::{dup2, dup3, Pid};
 
 use super::protocol::{self, Answer, FromClient, Request};
 use crate::cli::PoolArgs;
@@ -41,6 +44,10 @@ struct Slot {
     client: RefCell<Option<Client>>,
     /// The error line of a run that failed, for the answer.
     message: RefCell<Option<String>>,
+    /// The client has (or is being sent) its answer: as the guest ended,
+    /// before the teardown ([`Embedding::concluded`]), or at the end. The
+    /// watcher then lets the client go without killing anything.
+    answered: Arc<AtomicBool>,
 }
 
 struct Client {
@@ -65,6 +72,7 @@ pub fn main(args: PoolArgs) -> i32 {
         captured: args.run.output_limit.is_some(),
         client: RefCell::new(None),
         message: RefCell::new(None),
+        answered: Arc::new(AtomicBool::new(false)),
     };
     run::run_embedded(args.run, &slot)
 }
@@ -101,7 +109,12 @@ impl Slot {
             let fd = stdio
                 .next()
                 .ok_or("the pool's client sent no stdin, stdout and stderr")?;
-            dup2(fd.as_raw_fd(), target).map_err(|e| format!("dup2: {}", e.desc()))?;
+            // dup3: the supervisor's own filter, already installed, passes
+            // it and not dup2 (`Embedding::confines_before_start`).
+            if fd.as_raw_fd() != target {
+                dup3(fd.as_raw_fd(), target, OFlag::empty())
+                    .map_err(|e| format!("dup3: {}", e.desc()))?;
+            }
         }
         Ok(Client {
             conn,
@@ -123,14 +136,37 @@ impl Embedding for Slot {
     }
 
     fn before_start(&self, sandbox: &Sandbox) -> Result<(), String> {
+        // The watcher starts while we wait: a thread's start is off the
+        // request's path.
+        let watcher = watch(sandbox.init_pid, self.answered.clone());
         let client = self.take_client()?;
         let conn = client
             .conn
             .try_clone()
             .map_err(|e| format!("the client's connection: {e}"))?;
-        watch(conn, sandbox.init_pid);
+        // A watcher that could not start: the client's end then only
+        // goes unnoticed until the guest ends.
+        let _ = watcher.send(conn);
         *self.client.borrow_mut() = Some(client);
         Ok(())
+    }
+
+    fn confines_before_start(&self) -> bool {
+        true
+    }
+
+    fn concluded(&self, code: i32) {
+        let client = self.client.borrow();
+        let Some(client) = client.as_ref().filter(|c| !c.request.report) else {
+            return;
+        };
+        let answer = Answer {
+            code,
+            message: None,
+            report: None,
+        };
+        self.answered.store(true, Ordering::SeqCst);
+        let _ = protocol::send_answer(client.conn.as_fd(), &answer);
     }
 
     fn start(&self, sandbox: &mut Sandbox) -> Result<(), LaunchError> {
@@ -187,6 +223,9 @@ impl Embedding for Slot {
     }
 
     fn finished(&self, report: &Report, code: i32) {
+        if self.answered.swap(true, Ordering::SeqCst) {
+            return;
+        }
         let client = self.client.borrow();
         let Some(client) = client.as_ref() else {
             if let Some(m) = self.message.borrow().as_ref() {
@@ -208,24 +247,41 @@ impl Embedding for Slot {
     }
 }
 
-/// The watcher: the client's signals go to init (which passes the
-/// forwarded ones to the guest's main process); the client's end (it
-/// died, or was killed) kills the sandbox.
-fn watch(conn: OwnedFd, init: Pid) {
+/// The watcher: once given the client's connection, the client's signals
+/// go to init (which passes the forwarded ones to the guest's main
+/// process); the client's end (it died, or was killed) kills the sandbox.
+/// A sandbox torn down before it had a client drops the sender, and the
+/// watcher ends.
+fn watch(init: Pid, answered: Arc<AtomicBool>) -> mpsc::Sender<OwnedFd> {
+    let (give, take) = mpsc::channel::<OwnedFd>();
     let _ = thread::Builder::new()
         .name("pool-client".into())
-        .spawn(move || loop {
-            match protocol::recv_from_client(conn.as_fd()) {
-                Some(FromClient::Signal(signo)) => {
-                    if let Some(sig) = FORWARDED.iter().find(|s| **s as i32 == signo) {
-                        let _ = kill(init, *sig);
-                    }
-                }
-                Some(FromClient::Request(..)) => {}
-                None => {
-                    let _ = kill(init, Signal::SIGKILL);
-                    return;
+        .spawn(move || {
+            let Ok(conn) = take.recv() else {
+                return;
+            };
+            watch_client(&conn, init, &answered);
+        });
+    give
+}
+
+fn watch_client(conn: &OwnedFd, init: Pid, answered: &AtomicBool) {
+    loop {
+        match protocol::recv_from_client(conn.as_fd()) {
+            Some(FromClient::Signal(signo)) => {
+                if let Some(sig) = FORWARDED.iter().find(|s| **s as i32 == signo) {
+                    let _ = kill(init, *sig);
                 }
             }
-        });
+            Some(FromClient::Request(..)) => {}
+            None => {
+                // Answered: the client went because it was done (and init
+                // may be reaped already: its pid is not ours to signal).
+                if !answered.load(Ordering::SeqCst) {
+                    let _ = kill(init, Signal::SIGKILL);
+                }
+                return;
+            }
+        }
+    }
 }
