@@ -207,6 +207,32 @@ fn the_report_comes_through_the_pool() {
     assert!(json["processes_started"].as_u64().is_some(), "{json}");
 }
 
+/// A report that cannot be written: one line, and 125 for a command that
+/// exited 0 (its own code otherwise), pooled as cold.
+#[test]
+fn an_unwritable_report_is_one_line_pooled_as_cold() {
+    let pool = Pool::start(&[]);
+    let dir = Tree::new();
+    let report = dir
+        .join("no-such-dir")
+        .join("run.json")
+        .display()
+        .to_string();
+    for (script, code) in [("exit 0", 125), ("exit 3", 3)] {
+        let run = Run::sh(script, &[]).sup(&["--report".to_string(), report.clone()]);
+        let (pooled, cold) = both(&pool, run);
+        for out in [&pooled, &cold] {
+            assert_eq!(out.code, Some(code), "{script}: {}", out.dump());
+            assert_eq!(out.stderr.lines().count(), 1, "{script}: {}", out.dump());
+            assert!(
+                out.stderr.contains("cannot write report"),
+                "{script}: {}",
+                out.dump()
+            );
+        }
+    }
+}
+
 /// Spawns a client running `script`, which prints `up` once running.
 fn client_running(pool: &Pool, script: &str) -> (Child, BufReader<std::process::ChildStdout>) {
     let mut child = Command::new(bin())

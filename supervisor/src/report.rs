@@ -183,10 +183,25 @@ impl Report {
             cpu_time_from_cgroup: None,
         }
     }
+}
 
-    /// Writes the report as pretty JSON.
-    pub fn write(&self, path: &Path) -> std::io::Result<()> {
-        let text = serde_json::to_string_pretty(self).map_err(std::io::Error::other)?;
-        std::fs::write(path, text + "\n")
+/// Writes `report` (a [`Report`], or the one a pool's sandbox sent back)
+/// to `path` as pretty JSON; the run's exit code `code` after it: a report
+/// that cannot be written is one line on stderr, and 125 for a run that
+/// would otherwise exit 0.
+pub fn write_then_exit_code(report: &impl Serialize, path: &Path, code: i32) -> i32 {
+    let written = serde_json::to_string_pretty(report)
+        .map_err(std::io::Error::other)
+        .and_then(|text| std::fs::write(path, text + "\n"));
+    match written {
+        Ok(()) => code,
+        Err(e) => {
+            eprintln!("supervisor: cannot write report {}: {e}", path.display());
+            if code == 0 {
+                125
+            } else {
+                code
+            }
+        }
     }
 }

@@ -144,13 +144,10 @@ pub fn run_embedded(args: RunArgs, embedding: &dyn Embedding) -> i32 {
         }
     }
     embedding.finished(&report, code);
-    if let Some(path) = &args.report {
-        if let Err(e) = report.write(path) {
-            eprintln!("supervisor: cannot write report {}: {e}", path.display());
-            return if code == 0 { 125 } else { code };
-        }
+    match &args.report {
+        Some(path) => crate::report::write_then_exit_code(&report, path, code),
+        None => code,
     }
-    code
 }
 
 /// What limits the run: their enforcement (its cgroup made during the

@@ -107,20 +107,11 @@ fn conclude(args: &RunArgs, answer: Answer) -> i32 {
     if let Some(message) = &answer.message {
         eprintln!("supervisor: {message}");
     }
-    let (Some(path), Some(report)) = (&args.report, &answer.report) else {
-        return answer.code;
-    };
-    let text = serde_json::to_string_pretty(report).unwrap_or_default() + "\n";
-    match std::fs::write(path, text) {
-        Ok(()) => answer.code,
-        Err(e) => {
-            eprintln!("supervisor: cannot write report {}: {e}", path.display());
-            if answer.code == 0 {
-                125
-            } else {
-                answer.code
-            }
+    match (&args.report, &answer.report) {
+        (Some(path), Some(report)) => {
+            crate::report::write_then_exit_code(report, path, answer.code)
         }
+        _ => answer.code,
     }
 }
 
