@@ -10,18 +10,21 @@
 //! reads an empty file; the guest's cgroup namespace makes the kernel's
 //! own `/proc/<pid>/cgroup` say `/`. As root and as `tester`.
 //!
+//! Per-process files cannot be covered: where the kernel has Landlock,
+//! the guest's domain grants no reading of the kernel's procfs (but
+//! /proc/sys and /proc/sysvipc, `syscalls/src/handlers/fence.rs`), so a
+//! dodge to `mountinfo`, `mounts`, `mountstats` (the host paths of bind
+//! sources, the host's disk, its devtmpfs size), `status` under `--cpus`
+//! (the host's CPU mask) or `timens_offsets` (the host's uptime) fails
+//! with EACCES, and so does an `O_RDWR` open of them, which passes the
+//! filter and needs no race at all.
+//!
 //! The kernel's per-process files, checked by hand (`cat
-//! /proc/self/X` in a guest; reading them natively needs no race):
-//! `cgroup` and `cpuset` say `/` (tested below); `sched`, `stat`,
-//! `status` give sandbox pids; `loginuid`, `sessionid` the unset
-//! 4294967295; `environ`, `cmdline` are the sandbox's own; `stack` is
-//! refused. Known to tell of the host (ARCHITECTURE.md, "What a dodged
-//! open still reaches"): `mountinfo`, `mounts` (the served copies hide
-//! it, a dodge does not) and `mountstats` (not served) name bind sources'
-//! host paths, the host's disk and its devtmpfs size; `timens_offsets`
-//! the host's uptime at the start and `autogroup` a host-wide counter
-//! (both served as the sandbox's, not to a dodge); the `ns/*` links
-//! host-wide counters.
+//! /proc/self/X` in a guest; the supervisor now opens them): `cgroup` and
+//! `cpuset` say `/` (tested below); `sched`, `stat`, `status` give
+//! sandbox pids; `loginuid`, `sessionid` the unset 4294967295;
+//! `environ`, `cmdline` are the sandbox's own; `stack` is refused; the
+//! `ns/*` links tell host-wide counters.
 //! Never run natively (procrace.c refuses to run outside a sandbox).
 
 mod common;
@@ -88,12 +91,98 @@ fn targets() -> Vec<Target> {
     t
 }
 
-/// Races every target under `--memory 256m` (so meminfo and the memory
-/// sized /proc/sys files are served rewritten) as `user`, with `bin`.
-fn race_all(user: Option<(u32, u32)>, bin: &std::path::Path) {
-    let targets = targets();
-    assert!(targets.len() >= 5, "too few targets on this host");
-    for t in &targets {
+/// The per-process files whose kernel text tells of the host, with the
+/// facts to look for; `status` only when `cpus` (run under `--cpus 1`).
+fn process_targets(cpus: bool) -> Vec<Target> {
+    let host = |p: &str| std::fs::read_to_string(p).unwrap_or_default();
+    let mounts = host("/proc/self/mounts");
+    let field = |line: &str, i: usize| line.split_whitespace().nth(i).map(str::to_string);
+    let mut facts: Vec<String> = Vec::new();
+    // The host's disk, named by the root's mount.
+    facts.extend(
+        mounts
+            .lines()
+            .filter(|l| field(l, 1).as_deref() == Some("/"))
+            .filter_map(|l| field(l, 0))
+            .filter(|d| d.starts_with("/dev/")),
+    );
+    // The host devtmpfs's size (half the host's memory).
+    facts.extend(
+        mounts
+            .lines()
+            .filter(|l| field(l, 2).as_deref() == Some("devtmpfs"))
+            .filter_map(|l| {
+                field(l, 3)?
+                    .split(',')
+                    .find(|o| o.starts_with("size="))
+                    .map(str::to_string)
+            }),
+    );
+    // A --ro bind's root: the host path it came from.
+    let d = c_dir().display().to_string();
+    let mut table_facts = facts.clone();
+    table_facts.push(format!(" {d} {d} "));
+    let mut t = vec![
+        Target {
+            path: "/proc/self/mountinfo",
+            needles: table_facts,
+        },
+        Target {
+            path: "/proc/self/mounts",
+            needles: facts.clone(),
+        },
+        Target {
+            path: "/proc/self/mountstats",
+            needles: facts,
+        },
+        // The host's uptime at the start: a negative offset (the served
+        // text says 0).
+        Target {
+            path: "/proc/self/timens_offsets",
+            needles: (1..=9).map(|n| format!(" -{n}")).collect(),
+        },
+    ];
+    let allowed = host("/proc/self/status")
+        .lines()
+        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+        .map(|v| v.trim().to_string())
+        .filter(|v| v != "0");
+    if let (true, Some(list)) = (cpus, allowed) {
+        t.push(Target {
+            path: "/proc/self/status",
+            needles: vec![format!("Cpus_allowed_list:\t{list}")],
+        });
+    }
+    t.retain(|t| !t.needles.is_empty());
+    t
+}
+
+/// Whether the kernel has Landlock's file-system rules (the guest's
+/// reads of the kernel's procfs are then fenced).
+fn landlock() -> bool {
+    // SAFETY: with a NULL attribute, size 0 and the VERSION flag the call
+    // reads no memory.
+    let abi = unsafe {
+        libc::syscall(
+            libc::SYS_landlock_create_ruleset,
+            std::ptr::null::<u8>(),
+            0usize,
+            1u32,
+        )
+    };
+    abi >= 1
+}
+
+/// Races each target with `sup` options as `user`, with `bin`; with
+/// `fenced`, every dodge must have been refused (EACCES).
+fn race(
+    targets: &[Target],
+    sup: &[&str],
+    user: Option<(u32, u32)>,
+    bin: &std::path::Path,
+    fenced: bool,
+) {
+    for t in targets {
         let mut argv = vec![
             c_prog("procrace").display().to_string(),
             HOST_MARKER.into(),
@@ -101,10 +190,7 @@ fn race_all(user: Option<(u32, u32)>, bin: &std::path::Path) {
             t.path.into(),
         ];
         argv.extend(t.needles.iter().cloned());
-        let mut run = Run::new(&argv)
-            .bin(bin)
-            .sup(&c_mounts())
-            .sup(&["--memory", "256m"]);
+        let mut run = Run::new(&argv).bin(bin).sup(&c_mounts()).sup(sup);
         if let Some((uid, gid)) = user {
             run = run.user(uid, gid);
         }
@@ -132,7 +218,31 @@ fn race_all(user: Option<(u32, u32)>, bin: &std::path::Path) {
             t.path,
             out.stdout
         );
+        if fenced {
+            assert!(
+                out.field("denied") > 0,
+                "{}: no dodge refused: {}",
+                t.path,
+                out.stdout
+            );
+            assert_eq!(
+                out.field("other"),
+                0,
+                "{}: a dodge read: {}",
+                t.path,
+                out.stdout
+            );
+        }
     }
+}
+
+/// Races every global target under `--memory 256m` (so meminfo and the
+/// memory sized /proc/sys files are served rewritten) as `user`, with
+/// `bin`.
+fn race_all(user: Option<(u32, u32)>, bin: &std::path::Path) {
+    let targets = targets();
+    assert!(targets.len() >= 5, "too few targets on this host");
+    race(&targets, &["--memory", "256m"], user, bin, false);
 }
 
 #[test]
@@ -155,6 +265,66 @@ fn dodged_opens_of_proc_read_no_host_fact_unprivileged() {
     };
     let _ = guard();
     race_all(Some((uid, gid)), &bin);
+}
+
+#[test]
+fn dodged_opens_of_per_process_files_are_refused() {
+    if !have("cc") {
+        skip!("no C compiler (cc)");
+    }
+    if !landlock() {
+        skip!("no Landlock: per-process files are not fenced");
+    }
+    let _ = guard();
+    race(&process_targets(true), &["--cpus", "1"], None, &bin(), true);
+}
+
+#[test]
+fn dodged_opens_of_per_process_files_are_refused_unprivileged() {
+    if !have("cc") {
+        skip!("no C compiler (cc)");
+    }
+    if !landlock() {
+        skip!("no Landlock: per-process files are not fenced");
+    }
+    let (uid, gid, bin) = match tester_bin() {
+        Ok(t) => t,
+        Err(e) => skip!("{e}"),
+    };
+    let _ = guard();
+    race(&process_targets(false), &[], Some((uid, gid)), &bin, true);
+}
+
+/// An open for reading and writing passes the filter: no race is needed
+/// to have the kernel open a procfs file. The fence refuses it where
+/// the kernel would have given the host's facts (natively the guest's
+/// own `timens_offsets` and `autogroup` open read-write), while /proc/sys
+/// stays the guest's own and a plain read is served.
+#[test]
+fn read_write_opens_of_proc_are_refused() {
+    if !landlock() {
+        skip!("no Landlock: per-process files are not fenced");
+    }
+    let script = r#"
+import os
+for p in ['/proc/self/timens_offsets', '/proc/self/autogroup', '/proc/self/mountinfo', '/proc/self/status']:
+    try:
+        os.close(os.open(p, os.O_RDWR)); print(p, 'opened')
+    except OSError as e:
+        print(p, e.strerror)
+print(open('/proc/self/timens_offsets').read().split())
+fd = os.open('/proc/sys/kernel/hostname', os.O_RDWR); print(os.read(fd, 64)); os.close(fd)
+"#;
+    let out = Run::new(&["python3", "-c", script])
+        .sup(&["--hostname", "fenced"])
+        .supervised();
+    let want = "/proc/self/timens_offsets Permission denied\n\
+/proc/self/autogroup Permission denied\n\
+/proc/self/mountinfo Permission denied\n\
+/proc/self/status Permission denied\n\
+['monotonic', '0', '0', 'boottime', '0', '0']\n\
+b'fenced\\n'\n";
+    assert_eq!(out.stdout, want, "{}", out.dump());
 }
 
 /// The covers leave the served files as they were: the guest reads the

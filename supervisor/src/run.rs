@@ -252,6 +252,12 @@ fn serve_and_wait(
     let mut ctx = Context::new(root, getuid().as_raw(), getgid().as_raw());
     ctx.set_ids(config.id_map());
     ctx.set_limits(guest_limits(view, &counters));
+    if sandbox.fenced {
+        if let Err(e) = ctx.fence_reads() {
+            sandbox.kill();
+            return Err(setup_error(format!("the guest's view: {}", e.desc())));
+        }
+    }
     ctx.set_sockets(sockets).map_err(supervisor_error)?;
     let net_denials = ctx.net_denials();
     let network = match Network::start(&args.allow_net, publishers, &mut ctx) {

@@ -18,8 +18,10 @@
  * leak; so is a stat, of something other than the innocent file, whose
  * size is more than 1 (the covers are empty or one newline; procfs
  * reports 0 for its text files, and a host size for kcore, config.gz).
- * Prints:
- *   reads: N innocent: N other: N leaks: N sizes: N swaps: N rewrites: N
+ * An open refused with EACCES (the guest's Landlock fence: the kernel's
+ * procfs is not granted reading) is counted as denied. Prints:
+ *   reads: N innocent: N other: N leaks: N sizes: N denied: N swaps: N
+ *   rewrites: N
  * and the first leaking text, if any.
  *
  * Exits 99 at once if HOST_MARKER (a host file) is visible: it is meant
@@ -50,7 +52,7 @@ static char path[256];
 static const char *target;
 static char **needles;
 static int nneedles;
-static long reads, innocent, other, leaks, sizes;
+static long reads, innocent, other, leaks, sizes, denied;
 static ino_t innocent_ino;
 static char first_leak[4096];
 
@@ -108,6 +110,8 @@ static void one_try(const char *p)
 			n += (size_t)r;
 		close(fd);
 		check_text(n);
+	} else if (errno == EACCES) {
+		denied++;
 	}
 	struct stat st;
 	if (stat(p, &st) == 0 && st.st_ino != innocent_ino && st.st_size > 1) {
@@ -163,8 +167,10 @@ int main(int argc, char **argv)
 	race(swapper, "/tmp/pr/a", iterations);
 	memcpy(path, INNOCENT, sizeof INNOCENT);
 	race(rewriter, path, iterations);
-	printf("reads: %ld innocent: %ld other: %ld leaks: %ld sizes: %ld swaps: %ld rewrites: %ld\n",
-	       reads, innocent, other, leaks, sizes, atomic_load(&swaps), atomic_load(&rewrites));
+	printf("reads: %ld innocent: %ld other: %ld leaks: %ld sizes: %ld denied: %ld swaps: %ld "
+	       "rewrites: %ld\n",
+	       reads, innocent, other, leaks, sizes, denied, atomic_load(&swaps),
+	       atomic_load(&rewrites));
 	if (first_leak[0])
 		printf("%s\n", first_leak);
 	return 0;

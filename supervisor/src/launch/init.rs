@@ -233,17 +233,28 @@ fn setup(args: &InitArgs<'_>) -> Result<(OwnedFd, Option<Pty>, Option<File>), St
     // The guest's uptime and boot time are the sandbox's.
     super::timens::fresh_clocks()?;
     privs::drop_privileges_keeping(if args.switch_users { SETID_CAPS } else { 0 })?;
-    // Defence in depth: the netstack's sockets live in the sandbox's own
-    // network namespace (socket_factory.rs); the scope also keeps the
-    // guest from abstract names made outside its domain
-    // (sys/landlock.rs). Kernels before 6.12 lack it and go without.
-    if args.landlock {
-        match crate::sys::landlock::scope_abstract_unix_sockets() {
+    // The fence keeps a racing guest's native opens off the kernel's own
+    // procfs; the scope, defence in depth (the netstack's sockets live in
+    // the sandbox's own network namespace: socket_factory.rs), keeps it
+    // from abstract names made outside its domain (sys/landlock.rs).
+    // Without Landlock (or before 6.12, without the scope) the guest goes
+    // without; the supervisor asks the kernel the same (`Sandbox::fenced`).
+    if args.landlock && crate::sys::landlock::has_fs_rules() {
+        let grants = fence_grants().map_err(|e| format!("landlock rules: {}", e.desc()))?;
+        match crate::sys::landlock::confine_guest(&grants) {
             Ok(()) | Err(Errno::EOPNOTSUPP) | Err(Errno::ENOSYS) => {}
-            Err(e) => return Err(format!("landlock scope: {}", e.desc())),
+            Err(e) => return Err(format!("landlock: {}", e.desc())),
         }
     }
     Ok((privs::install_filter(args.filter)?, pty, last_pid))
+}
+
+/// What the guest's domain grants reading beneath, in the view init is
+/// now rooted in.
+fn fence_grants() -> Result<Vec<OwnedFd>, Errno> {
+    let root =
+        File::open("/").map_err(|e| Errno::from_raw(e.raw_os_error().unwrap_or(libc::EIO)))?;
+    sandbox_syscalls::handlers::fence_grants(root.as_fd())
 }
 
 /// The pid-1 loop: forwards signals that a process sent (si_code <= 0;

@@ -226,6 +226,10 @@ pub struct Sandbox {
     /// inspected; the socket factory joins them).
     pub userns: OwnedFd,
     pub netns: OwnedFd,
+    /// Init put the guest in a Landlock domain that fences its reads
+    /// (`sys/landlock.rs`): the handlers must serve what it refuses
+    /// (`Context::fence_reads`).
+    pub fenced: bool,
     channel: Channel,
     start: OwnedFd,
     exec_report: OwnedFd,
@@ -345,6 +349,7 @@ pub fn launch_with(cfg: &LaunchConfig, hooks: &dyn InitHooks) -> Result<Sandbox,
     let (exec_rx, exec_tx) = pipe2(OFlag::O_CLOEXEC).map_err(|e| os_err("creating a pipe", e))?;
 
     let self_join: Vec<BorrowedFd<'_>> = cfg.self_join.iter().map(|f| f.as_fd()).collect();
+    let landlock = std::env::var_os(init::NO_LANDLOCK_FOR_TESTS).is_none();
     match clone_process(NAMESPACES) {
         Err(e) => Err(LaunchError::setup(format!(
             "cannot create the sandbox's namespaces: {} (are unprivileged user namespaces allowed? \
@@ -368,7 +373,7 @@ pub fn launch_with(cfg: &LaunchConfig, hooks: &dyn InitHooks) -> Result<Sandbox,
                 join_late: hooks.joins_late(),
                 switch_users: cfg.id_count > 1,
                 user: cfg.user.as_ref(),
-                landlock: std::env::var_os(init::NO_LANDLOCK_FOR_TESTS).is_none(),
+                landlock,
             })
         }
         Ok(Forked::Parent(pid)) => {
@@ -380,6 +385,7 @@ pub fn launch_with(cfg: &LaunchConfig, hooks: &dyn InitHooks) -> Result<Sandbox,
                 pty_master: None,
                 userns: placeholder_fd()?,
                 netns: placeholder_fd()?,
+                fenced: landlock && crate::sys::landlock::has_fs_rules(),
                 channel: ours,
                 start: start_tx,
                 exec_report: exec_rx,

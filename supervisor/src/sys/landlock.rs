@@ -1,20 +1,34 @@
-//! Landlock's abstract-unix-socket scope (Linux 6.12, ABI 6): a process
-//! in the domain cannot connect or send to an abstract `AF_UNIX` socket
-//! created outside it.
+//! The guest's Landlock domain (made by init before the guest exists;
+//! the guest already has no_new_privs).
 //!
-//! The guest's TCP/UDP sockets are the supervisor's `AF_UNIX` sockets in
-//! the supervisor's network namespace. Calls on them whose address is of
-//! `AF_UNIX` form (a `sendmmsg`, or a `connect` CONTINUEd for the guest's
-//! own socket while another thread `dup2`s a netstack socket onto the
-//! same number) would otherwise reach abstract names of the host's
-//! namespace. Under this scope they fail with EPERM.
+//! Two restrictions, each where the kernel has it:
+//!
+//! - the fence (Landlock ABI 1, Linux 5.13): the domain handles
+//!   `LANDLOCK_ACCESS_FS_READ_FILE` and grants it beneath the descriptors
+//!   init passes (`sandbox_syscalls::handlers::fence_grants`: the view's
+//!   top-level entries but `/proc`). A native open of another file of the
+//!   kernel's procfs for reading fails with EACCES, whatever path race
+//!   the guest ran; the supervisor serves what it means to give
+//!   (`syscalls/src/handlers/fence.rs`). Writes, directories and
+//!   execution (which needs READ_FILE too) are not otherwise handled.
+//! - the abstract-unix-socket scope (ABI 6, Linux 6.12): a process in the
+//!   domain cannot connect or send to an abstract `AF_UNIX` socket
+//!   created outside it. The guest's TCP/UDP sockets are the
+//!   supervisor's `AF_UNIX` sockets in the supervisor's network
+//!   namespace. Calls on them whose address is of `AF_UNIX` form (a
+//!   `sendmmsg`, or a `connect` CONTINUEd for the guest's own socket
+//!   while another thread `dup2`s a netstack socket onto the same number)
+//!   would otherwise reach abstract names of the host's namespace. Under
+//!   this scope they fail with EPERM.
 
-use std::os::fd::{FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
 use nix::errno::Errno;
 
 const CREATE_RULESET_VERSION: libc::c_uint = 1;
 const SCOPE_ABSTRACT_UNIX_SOCKET: u64 = 1;
+const ACCESS_FS_READ_FILE: u64 = 1 << 2;
+const RULE_PATH_BENEATH: libc::c_uint = 1;
 /// The first ABI with scopes.
 const ABI_SCOPES: libc::c_long = 6;
 
@@ -25,9 +39,17 @@ struct RulesetAttr {
     scoped: u64,
 }
 
-/// Whether the kernel has the abstract-unix-socket scope (Landlock ABI 6).
-pub fn has_abstract_unix_scope() -> bool {
-    landlock_abi() >= ABI_SCOPES
+/// `struct landlock_path_beneath_attr` (packed in the kernel's header).
+#[repr(C, packed)]
+struct PathBeneathAttr {
+    allowed_access: u64,
+    parent_fd: i32,
+}
+
+/// Whether the kernel has Landlock's file-system rules (any ABI): the
+/// guest's reads are then fenced.
+pub fn has_fs_rules() -> bool {
+    landlock_abi() >= 1
 }
 
 fn landlock_abi() -> libc::c_long {
@@ -44,17 +66,25 @@ fn landlock_abi() -> libc::c_long {
 }
 
 /// Puts this process (and everything it starts) in a Landlock domain
-/// that handles nothing but the abstract-unix-socket scope. Needs
-/// no_new_privs. Err(EOPNOTSUPP) when the kernel has no scopes.
-pub fn scope_abstract_unix_sockets() -> Result<(), Errno> {
-    if !has_abstract_unix_scope() {
+/// that fences reads to beneath `grants` (`O_PATH` descriptors) and,
+/// from ABI 6, has the abstract-unix-socket scope. Needs no_new_privs.
+/// Err(EOPNOTSUPP) when the kernel has no Landlock.
+pub fn confine_guest(grants: &[OwnedFd]) -> Result<(), Errno> {
+    let abi = landlock_abi();
+    if abi < 1 {
         return Err(Errno::EOPNOTSUPP);
     }
     let attr = RulesetAttr {
-        handled_access_fs: 0,
+        handled_access_fs: ACCESS_FS_READ_FILE,
         handled_access_net: 0,
-        scoped: SCOPE_ABSTRACT_UNIX_SOCKET,
+        scoped: if abi >= ABI_SCOPES {
+            SCOPE_ABSTRACT_UNIX_SOCKET
+        } else {
+            0
+        },
     };
+    // Kernels before ABI 6 know a shorter struct and take a longer one
+    // whose extra bytes are zero, as they are there.
     // SAFETY: `attr` is a live, initialised struct of the size passed;
     // the kernel copies it before returning.
     let fd = unsafe {
@@ -68,13 +98,25 @@ pub fn scope_abstract_unix_sockets() -> Result<(), Errno> {
     let fd = Errno::result(fd)?;
     // SAFETY: the kernel returned a fresh descriptor nothing else owns.
     let ruleset = unsafe { OwnedFd::from_raw_fd(fd as libc::c_int) };
+    for grant in grants {
+        let rule = PathBeneathAttr {
+            allowed_access: ACCESS_FS_READ_FILE,
+            parent_fd: grant.as_raw_fd(),
+        };
+        // SAFETY: `rule` is a live, initialised struct of the layout the
+        // kernel reads for a path-beneath rule; both descriptors are live.
+        let r = unsafe {
+            libc::syscall(
+                libc::SYS_landlock_add_rule,
+                ruleset.as_raw_fd(),
+                RULE_PATH_BENEATH,
+                &rule as *const PathBeneathAttr,
+                0u32,
+            )
+        };
+        Errno::result(r)?;
+    }
     // SAFETY: plain integer arguments; the ruleset fd is live.
-    let r = unsafe {
-        libc::syscall(
-            libc::SYS_landlock_restrict_self,
-            std::os::fd::AsRawFd::as_raw_fd(&ruleset),
-            0u32,
-        )
-    };
+    let r = unsafe { libc::syscall(libc::SYS_landlock_restrict_self, ruleset.as_raw_fd(), 0u32) };
     Errno::result(r).map(drop)
 }

@@ -27,6 +27,8 @@ mod affinity;
 mod attr;
 mod covers;
 pub use covers::{proc_covers, Limited};
+mod fence;
+pub use fence::granted as fence_grants;
 mod limitfiles;
 mod masked;
 mod mounttab;
@@ -76,6 +78,9 @@ pub struct Context {
     /// resolved) rather than with a descriptor of ours (ADDFD). See
     /// `open.rs`; tests of the VFS's resolution turn it off.
     pub(crate) continue_plain_opens: bool,
+    /// What the guest's Landlock domain lets the kernel open for reading
+    /// (`fence.rs`); `None` when the guest has no such domain.
+    pub(crate) fence: Option<fence::Fence>,
     /// The sandbox's sockets (`net/`).
     pub(crate) net: std::sync::Arc<netstack::Stack>,
 }
@@ -92,6 +97,7 @@ impl Context {
             ids: IdMap::new(host_uid, host_gid),
             limits: GuestLimits::default(),
             continue_plain_opens: true,
+            fence: None,
             net: std::sync::Arc::default(),
         }
     }
@@ -140,6 +146,15 @@ impl Context {
         self.net.clone()
     }
 
+    /// The guest is in a Landlock domain that fences its reads
+    /// (`fence.rs`): read opens the kernel would refuse are served. Call
+    /// it before the guest runs, while the view's root holds what init
+    /// granted.
+    pub fn fence_reads(&mut self) -> Result<(), nix::errno::Errno> {
+        self.fence = Some(fence::Fence::new(&self.fs)?);
+        Ok(())
+    }
+
     /// Always answer opens with a descriptor the supervisor opened
     /// (never CONTINUE): for tests that check what the VFS resolves.
     pub fn install_every_open(&mut self) {
@@ -161,6 +176,7 @@ impl Context {
             limits: GuestLimits::default(),
             synthetic: Default::default(),
             continue_plain_opens: true,
+            fence: None,
             net: std::sync::Arc::default(),
         }
     }

@@ -204,9 +204,11 @@ fn open_common(
 
 /// Resolves `path` as the open would, without opening anything for I/O
 /// or creating anything: whether the kernel may do the open itself, which
-/// is always, unless the object is a file the sandbox serves itself (a
-/// synthetic /proc file opened to be read). Resolution errors are the
-/// open's, except a missing final name when the open creates it.
+/// is always, unless it is a read of a file the sandbox serves itself (a
+/// synthetic /proc file) or of one the guest's Landlock domain keeps the
+/// kernel from opening (`fence.rs`: the kernel's own procfs, names made
+/// at the root since the start). Resolution errors are the open's, except
+/// a missing final name when the open creates it.
 fn kernel_may_open(
     ctx: &Context,
     at: &vfs::At<'_>,
@@ -220,9 +222,16 @@ fn kernel_may_open(
         Err(Errno::ENOENT) if will_create(flags) => return Ok(true),
         Err(e) => return Err(e),
     };
-    // Only reads are served synthetic (see sysinfo::substitute).
+    // Only reads are served (see sysinfo::substitute): an open that
+    // writes is the guest's own, with its own credentials, or nothing.
     let reads = flags & (O_ACCMODE | O_PATH) == libc::O_RDONLY as u64;
-    Ok(!(reads && ctx.synthetic.serves(&object)))
+    if !reads || ctx.synthetic.serves(&object) {
+        return Ok(!reads);
+    }
+    Ok(ctx
+        .fence
+        .as_ref()
+        .is_none_or(|f| f.admits(&ctx.fs, &object)))
 }
 
 /// Opens with O_NONBLOCK first, so that the common case never ties up the

@@ -1,0 +1,200 @@
+//! The fence: what the guest's Landlock domain lets the kernel open for
+//! reading, and so which read opens the handlers may CONTINUE.
+//!
+//! Where the kernel has Landlock, init puts the guest in a domain that
+//! handles `LANDLOCK_ACCESS_FS_READ_FILE` and grants it beneath every
+//! top-level entry of the view's root but `/proc`, and beneath
+//! `/proc/sys` and `/proc/sysvipc` ([`granted`]). A native open of any
+//! other file of the kernel's procfs for reading then fails with EACCES,
+//! whatever the guest raced: the path the VFS resolved and the one the
+//! kernel opens may differ, but the kernel checks the file it opens.
+//! What the sandbox means to give there, the supervisor opens itself and
+//! installs (ADDFD), which Landlock does not restrict.
+//!
+//! Owns: the choice of the grants (shared by init, which makes the rules,
+//! and the handlers), and [`Fence::admits`]: whether an object the VFS
+//! resolved lies beneath a grant, so that a read open CONTINUEd to it
+//! succeeds. Does not own: the Landlock calls
+//! (`supervisor/src/sys/landlock.rs`), nor what is served instead
+//! (`open.rs`, `sysinfo.rs`).
+//!
+//! `/proc/sys` and `/proc/sysvipc` stay native because their files
+//! answer for the opener's namespaces (net, ipc, user), which a file the
+//! supervisor opened would take from the host's; their host-only facts
+//! are covered at start-up (`covers.rs`). Directories need `READ_DIR`,
+//! which the domain does not handle.
+
+use std::ffi::CStr;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+
+use nix::errno::Errno;
+use vfs::Resolver;
+
+/// The top-level name left out of the grants: the kernel's procfs.
+const PROC: &[u8] = b"proc";
+/// Parts of procfs granted all the same (see the module doc).
+const NATIVE_IN_PROC: [&CStr; 2] = [c"proc/sys", c"proc/sysvipc"];
+
+/// `O_PATH` descriptors of what the guest's domain grants reading
+/// beneath: every entry of `root` but `proc` (symlinks left out: the
+/// kernel checks the file a path leads to, never the link), then
+/// `/proc/sys` and `/proc/sysvipc`.
+pub fn granted(root: BorrowedFd<'_>) -> Result<Vec<OwnedFd>, Errno> {
+    let flags = libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC;
+    let listing = vfs::sys::openat(root, c".", flags, 0)?;
+    let mut dir = nix::dir::Dir::from(listing)?;
+    let mut out = Vec::new();
+    for entry in dir.iter() {
+        let entry = entry?;
+        let name = entry.file_name();
+        if matches!(name.to_bytes(), b"." | b".." | PROC) {
+            continue;
+        }
+        let path_flags = libc::O_PATH | libc::O_NOFOLLOW | libc::O_CLOEXEC;
+        let fd = match vfs::sys::openat(root, name, path_flags, 0) {
+            Ok(fd) => fd,
+            Err(Errno::ENOENT) => continue,
+            Err(e) => return Err(e),
+        };
+        if vfs::sys::fstat(fd.as_fd())?.st_mode & libc::S_IFMT != libc::S_IFLNK {
+            out.push(fd);
+        }
+    }
+    for path in NATIVE_IN_PROC {
+        let path_flags = libc::O_PATH | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC;
+        match vfs::sys::openat(root, path, path_flags, 0) {
+            Ok(fd) => out.push(fd),
+            Err(Errno::ENOENT) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(out)
+}
+
+/// The handlers' side of the fence: the devices of the view's root and
+/// procfs, and the identities of the top-level entries granted.
+#[derive(Debug)]
+pub(crate) struct Fence {
+    root_dev: u64,
+    proc_dev: Option<u64>,
+    granted: Vec<(u64, u64)>,
+}
+
+impl Fence {
+    /// Made once the view is built and before the guest runs, when the
+    /// root's entries are those init granted.
+    pub(crate) fn new(fs: &Resolver) -> Result<Fence, Errno> {
+        let root = fs.root();
+        let id = |fd: BorrowedFd<'_>| vfs::sys::fstat(fd).map(|st| (st.st_dev, st.st_ino));
+        let granted = granted(root)?
+            .iter()
+            .map(|fd| id(fd.as_fd()))
+            .collect::<Result<Vec<_>, _>>()?;
+        let proc_dev = vfs::sys::fstatat(root, c"proc", libc::AT_SYMLINK_NOFOLLOW)
+            .ok()
+            .map(|st| st.st_dev);
+        Ok(Fence {
+            root_dev: id(root)?.0,
+            proc_dev,
+            granted,
+        })
+    }
+
+    /// Whether the guest's domain lets the kernel open `object` (which
+    /// the VFS resolved) for reading. False also when that cannot be
+    /// told: the open is then served, which is always allowed.
+    pub(crate) fn admits(&self, fs: &Resolver, object: &OwnedFd) -> bool {
+        let Ok(st) = vfs::sys::fstat(object.as_fd()) else {
+            return false;
+        };
+        if st.st_mode & libc::S_IFMT == libc::S_IFDIR {
+            return true;
+        }
+        if Some(st.st_dev) == self.proc_dev {
+            return fs
+                .view_path(object.as_fd())
+                .is_ok_and(|p| native_in_proc(&p));
+        }
+        // Every mount but procfs was made at start-up beneath a granted
+        // entry; only the root's own file system holds names made since.
+        st.st_dev != self.root_dev || self.beneath_granted_entry(fs, object)
+    }
+
+    /// Whether the top-level entry `object`'s path passes through is one
+    /// of those granted (a name the guest made at the root since is not).
+    fn beneath_granted_entry(&self, fs: &Resolver, object: &OwnedFd) -> bool {
+        let Ok(path) = fs.view_path(object.as_fd()) else {
+            return false;
+        };
+        let Some(first) = top_level(&path) else {
+            return false;
+        };
+        let Ok(name) = std::ffi::CString::new(first) else {
+            return false;
+        };
+        vfs::sys::fstatat(fs.root(), &name, libc::AT_SYMLINK_NOFOLLOW)
+            .is_ok_and(|st| self.granted.contains(&(st.st_dev, st.st_ino)))
+    }
+}
+
+/// The first component of an absolute view path.
+fn top_level(path: &[u8]) -> Option<&[u8]> {
+    let rest = path.strip_prefix(b"/")?;
+    let first = rest.split(|&b| b == b'/').next()?;
+    (!first.is_empty()).then_some(first)
+}
+
+/// Whether a view path lies in a part of procfs the domain grants.
+fn native_in_proc(path: &[u8]) -> bool {
+    NATIVE_IN_PROC.iter().any(|granted| {
+        let granted = granted.to_bytes();
+        path.strip_prefix(b"/")
+            .and_then(|p| p.strip_prefix(granted))
+            .is_some_and(|rest| rest.first() == Some(&b'/'))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn top_level_is_the_first_component() {
+        assert_eq!(top_level(b"/app/x/y"), Some(&b"app"[..]));
+        assert_eq!(top_level(b"/x"), Some(&b"x"[..]));
+        assert_eq!(top_level(b"/"), None);
+        assert_eq!(top_level(b"relative"), None);
+    }
+
+    #[test]
+    fn native_parts_of_proc() {
+        assert!(native_in_proc(b"/proc/sys/kernel/hostname"));
+        assert!(native_in_proc(b"/proc/sysvipc/shm"));
+        assert!(!native_in_proc(b"/proc/sysrq-trigger"));
+        assert!(!native_in_proc(b"/proc/self/mountinfo"));
+        assert!(!native_in_proc(b"/proc/1/status"));
+    }
+
+    #[test]
+    fn grants_leave_out_proc_and_symlinks() {
+        let dir = std::env::temp_dir().join(format!("fence-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("proc/sys")).unwrap();
+        std::fs::create_dir_all(dir.join("usr")).unwrap();
+        std::fs::write(dir.join("file"), b"").unwrap();
+        std::os::unix::fs::symlink("usr", dir.join("bin")).unwrap();
+        let root = std::fs::File::open(&dir).unwrap();
+        let ids: Vec<_> = granted(root.as_fd())
+            .unwrap()
+            .iter()
+            .map(|fd| vfs::sys::fstat(fd.as_fd()).unwrap().st_ino)
+            .collect();
+        let ino =
+            |p: &str| std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(dir.join(p)).unwrap());
+        let mut want = vec![ino("usr"), ino("file"), ino("proc/sys")];
+        let mut got = ids.clone();
+        want.sort();
+        got.sort();
+        assert_eq!(got, want);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
