@@ -38,6 +38,10 @@
  *   create_unlink openat(AT_FDCWD, SCRATCH/cu, O_WRONLY|O_CREAT|O_TRUNC) + close
  *                 + unlink(SCRATCH/cu): SCRATCH is $BENCH_GUEST_SCRATCH, default
  *                 /tmp (the layer's, supervised)                  [pass]
+ *   scratch_read  openat(AT_FDCWD, SCRATCH/cu.PID.rw, O_RDONLY) + close: a read
+ *                 open in the layer's /tmp              [serviced + pass]
+ *   scratch_rdwr  the same with O_RDWR                           [pass]
+ *                 (the file is made at the first use of either)
  *   roundtrip     syscall(SYS_acct, NULL): a DENIED call, which the supervisor
  *                 answers EPERM without doing any work — the bare
  *                 notification round trip. NEVER run natively (as root it
@@ -218,6 +222,24 @@ static int b_create_unlink(long n) {
     return 0;
 }
 
+/* SCRATCH/rw, made once, opened with `flags` n times. */
+static int scratch_open(long n, int flags) {
+    char path[4200];
+    snprintf(path, sizeof path, "%s.rw", path_scratch);
+    int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+    if (fd < 0) return -1;
+    close(fd);
+    for (long i = 0; i < n; i++) {
+        fd = openat(AT_FDCWD, path, flags | O_CLOEXEC);
+        if (fd < 0) return -1;
+        close(fd);
+    }
+    return 0;
+}
+
+static int b_scratch_read(long n) { return scratch_open(n, O_RDONLY); }
+static int b_scratch_rdwr(long n) { return scratch_open(n, O_RDWR); }
+
 static int b_ping(long n) { (void)n; return 0; }
 
 static const struct { const char *name; int (*fn)(long); } benches[] = {
@@ -229,7 +251,8 @@ static const struct { const char *name; int (*fn)(long); } benches[] = {
     {"roundtrip", b_roundtrip},       {"ping", b_ping},
     {"lseek_rewind", b_lseek_rewind}, {"lseek_cur", b_lseek_cur},
     {"opendir_close", b_opendir_close}, {"create_unlink", b_create_unlink},
-    {"openat_sparse", b_openat_sparse},
+    {"openat_sparse", b_openat_sparse}, {"scratch_read", b_scratch_read},
+    {"scratch_rdwr", b_scratch_rdwr},
 };
 
 static void join(char *out, const char *dir, const char *name) {

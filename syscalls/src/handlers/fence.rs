@@ -78,6 +78,21 @@ pub(crate) struct Fence {
     root_dev: u64,
     proc_dev: Option<u64>,
     granted: Vec<(u64, u64)>,
+    /// The root's change and modification times when the grants were
+    /// listed: while they stay, no name was made, removed or renamed at
+    /// the root, and every object on the root's file system lies beneath
+    /// a grant. (Read by a stat, they are fine-grained for the next
+    /// change on file systems with multigrain timestamps, tmpfs since
+    /// Linux 6.13; on older kernels a name made in the same clock tick as
+    /// the view's last one is missed, and a read there fails EACCES.)
+    root_times: RootTimes,
+}
+
+/// The root's `(ctime, mtime)` in seconds and nanoseconds.
+type RootTimes = [i64; 4];
+
+fn root_times(st: &libc::stat) -> RootTimes {
+    [st.st_ctime, st.st_ctime_nsec, st.st_mtime, st.st_mtime_nsec]
 }
 
 impl Fence {
@@ -93,10 +108,12 @@ impl Fence {
         let proc_dev = vfs::sys::fstatat(root, c"proc", libc::AT_SYMLINK_NOFOLLOW)
             .ok()
             .map(|st| st.st_dev);
+        let root_st = vfs::sys::fstat(root)?;
         Ok(Fence {
-            root_dev: id(root)?.0,
+            root_dev: root_st.st_dev,
             proc_dev,
             granted,
+            root_times: root_times(&root_st),
         })
     }
 
@@ -123,6 +140,10 @@ impl Fence {
     /// Whether the top-level entry `object`'s path passes through is one
     /// of those granted (a name the guest made at the root since is not).
     fn beneath_granted_entry(&self, fs: &Resolver, object: &OwnedFd) -> bool {
+        let root = vfs::sys::fstat(fs.root());
+        if root.is_ok_and(|st| root_times(&st) == self.root_times) {
+            return true;
+        }
         let Ok(path) = fs.view_path(object.as_fd()) else {
             return false;
         };
