@@ -333,10 +333,12 @@ pub fn launch_with(cfg: &LaunchConfig, hooks: &dyn InitHooks) -> Result<Sandbox,
     })
     .map_err(LaunchError::setup)?;
     plan.rootfs_in_place = cfg.rootfs_in_place;
+    let landlock = std::env::var_os(init::NO_LANDLOCK_FOR_TESTS).is_none();
     plan.proc_covers = sandbox_syscalls::handlers::Limited {
         memory: cfg.memory_limited,
         pids: cfg.pids_limited,
         cpus: cfg.cpus.is_some(),
+        fenced: landlock && crate::sys::landlock::has_fs_rules(),
     };
     let filter = privs::to_sock_filter(&cfg.filter);
     let os_err = |what: &str, e: Errno| LaunchError::setup(format!("{what}: {}", e.desc()));
@@ -349,7 +351,6 @@ pub fn launch_with(cfg: &LaunchConfig, hooks: &dyn InitHooks) -> Result<Sandbox,
     let (exec_rx, exec_tx) = pipe2(OFlag::O_CLOEXEC).map_err(|e| os_err("creating a pipe", e))?;
 
     let self_join: Vec<BorrowedFd<'_>> = cfg.self_join.iter().map(|f| f.as_fd()).collect();
-    let landlock = std::env::var_os(init::NO_LANDLOCK_FOR_TESTS).is_none();
     match clone_process(NAMESPACES) {
         Err(e) => Err(LaunchError::setup(format!(
             "cannot create the sandbox's namespaces: {} (are unprivileged user namespaces allowed? \
@@ -385,7 +386,7 @@ pub fn launch_with(cfg: &LaunchConfig, hooks: &dyn InitHooks) -> Result<Sandbox,
                 pty_master: None,
                 userns: placeholder_fd()?,
                 netns: placeholder_fd()?,
-                fenced: landlock && crate::sys::landlock::has_fs_rules(),
+                fenced: plan.proc_covers.fenced,
                 channel: ours,
                 start: start_tx,
                 exec_report: exec_rx,

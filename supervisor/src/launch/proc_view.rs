@@ -21,7 +21,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use nix::mount::{mount, MsFlags};
-use sandbox_syscalls::handlers::{proc_covers, Limited};
+use sandbox_syscalls::handlers::{covered_when_fenced, proc_covers, Limited};
 
 use super::view::{check, make_dir, Result};
 
@@ -58,7 +58,7 @@ pub(super) fn mount_proc(proc: &Path, limits: Limited) -> Result<()> {
     }
     let sources = make_cover_files(&texts)?;
     mask_proc_dirs(proc)?;
-    cover_global_files(proc, &covers, &texts, &sources)
+    cover_global_files(proc, &covers, &texts, &sources, limits.fenced)
 }
 
 /// Binds the covers' empty directory over each masked directory procfs
@@ -84,12 +84,14 @@ fn mask_proc_dirs(proc: &Path) -> Result<()> {
 
 /// Binds a cover over each covered file procfs has that others may read
 /// (one mount each; a name this kernel lacks, or only the host's root
-/// may read, is skipped).
+/// may read, is skipped; when the guest's reads are `fenced`, so is
+/// every file a native read cannot reach and whose stat tells no size).
 fn cover_global_files(
     proc: &Path,
     covers: &[(&str, &[u8])],
     texts: &[&[u8]],
     sources: &[PathBuf],
+    fenced: bool,
 ) -> Result<()> {
     for &(path, text) in covers {
         let Some(rel) = path.strip_prefix("/proc/") else {
@@ -100,8 +102,11 @@ fn cover_global_files(
         };
         let src = sources.get(i).ok_or("covering /proc: no cover file")?;
         let target = proc.join(rel);
-        let readable = fs::metadata(&target).is_ok_and(|m| m.permissions().mode() & 0o004 != 0);
-        if !readable {
+        let Ok(meta) = fs::metadata(&target) else {
+            continue;
+        };
+        let readable = meta.permissions().mode() & 0o004 != 0;
+        if !readable || (fenced && !covered_when_fenced(path, meta.len())) {
             continue;
         }
         let r = mount(

@@ -53,12 +53,18 @@ const UNDER_MEMORY: &[&str] = &[
     "/proc/sys/vm/admin_reserve_kbytes",
 ];
 
-/// The limits the sandbox has, which decide the files served rewritten.
+/// The limits the sandbox has, which decide the files served rewritten,
+/// and whether the guest's reads of the kernel's procfs are fenced.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Limited {
     pub memory: bool,
     pub pids: bool,
     pub cpus: bool,
+    /// The guest's Landlock domain refuses it every native read of the
+    /// kernel's procfs but /proc/sys and /proc/sysvipc (`fence.rs`): a
+    /// dodge to a global file fails, and only some need their covers
+    /// ([`covered_when_fenced`]).
+    pub fenced: bool,
 }
 
 /// Every file the view covers under `limits` (its path as the guest
@@ -82,12 +88,23 @@ pub fn proc_covers(limits: Limited) -> impl Iterator<Item = (&'static str, &'sta
     files.map(move |p| (*p, empty)).chain(cmdline)
 }
 
+/// Whether the covered file `path`, whose procfs stat tells `size`, still
+/// needs its cover when the guest's reads are fenced: a file of /proc/sys
+/// (read natively), or one whose path stat (which passes the filter)
+/// tells a size that a read of the served file does not give
+/// (`/proc/cmdline`'s is the length of the host's command line on recent
+/// kernels, `config.gz`'s its own).
+pub fn covered_when_fenced(path: &str, size: u64) -> bool {
+    path.starts_with("/proc/sys/") || size != 0
+}
+
 /// Whether `point`, a mount point of a guest's mount table, is a cover.
 pub(crate) fn is_cover(point: &str) -> bool {
     let all = Limited {
         memory: true,
         pids: true,
         cpus: true,
+        fenced: false,
     };
     proc_covers(all).any(|(p, _)| p == point)
 }
@@ -123,6 +140,14 @@ mod tests {
         };
         assert_eq!(proc_covers(pids).count(), none + 1);
         assert!(!proc_covers(Limited::default()).any(|(p, _)| p == "/proc/meminfo"));
+    }
+
+    #[test]
+    fn fenced_covers_are_sys_files_and_sized_ones() {
+        assert!(covered_when_fenced("/proc/sys/fs/file-nr", 0));
+        assert!(covered_when_fenced("/proc/cmdline", 553));
+        assert!(!covered_when_fenced("/proc/stat", 0));
+        assert!(!covered_when_fenced("/proc/interrupts", 0));
     }
 
     #[test]

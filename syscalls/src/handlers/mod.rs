@@ -26,7 +26,7 @@ mod abi;
 mod affinity;
 mod attr;
 mod covers;
-pub use covers::{proc_covers, Limited};
+pub use covers::{covered_when_fenced, proc_covers, Limited};
 mod fence;
 pub use fence::granted as fence_grants;
 mod limitfiles;
