@@ -157,22 +157,6 @@ fn process_targets(cpus: bool) -> Vec<Target> {
     t
 }
 
-/// Whether the kernel has Landlock's file-system rules (the guest's
-/// reads of the kernel's procfs are then fenced).
-fn landlock() -> bool {
-    // SAFETY: with a NULL attribute, size 0 and the VERSION flag the call
-    // reads no memory.
-    let abi = unsafe {
-        libc::syscall(
-            libc::SYS_landlock_create_ruleset,
-            std::ptr::null::<u8>(),
-            0usize,
-            1u32,
-        )
-    };
-    abi >= 1
-}
-
 /// Races each target with `sup` options as `user`, with `bin`; with
 /// `fenced`, every dodge must have been refused (EACCES).
 fn race(
@@ -267,32 +251,34 @@ fn dodged_opens_of_proc_read_no_host_fact_unprivileged() {
     race_all(Some((uid, gid)), &bin);
 }
 
-#[test]
-fn dodged_opens_of_per_process_files_are_refused() {
+/// Races the per-process files, as root under `--cpus 1` (so `status`
+/// is served cut to it) or as `tester` without.
+fn race_process_files(unprivileged: bool) {
     if !have("cc") {
         skip!("no C compiler (cc)");
     }
-    if !landlock() {
+    if landlock_abi() < 1 {
         skip!("no Landlock: per-process files are not fenced");
     }
     let _ = guard();
-    race(&process_targets(true), &["--cpus", "1"], None, &bin(), true);
+    if !unprivileged {
+        race(&process_targets(true), &["--cpus", "1"], None, &bin(), true);
+        return;
+    }
+    match tester_bin() {
+        Ok((uid, gid, bin)) => race(&process_targets(false), &[], Some((uid, gid)), &bin, true),
+        Err(e) => skip!("{e}"),
+    }
+}
+
+#[test]
+fn dodged_opens_of_per_process_files_are_refused() {
+    race_process_files(false);
 }
 
 #[test]
 fn dodged_opens_of_per_process_files_are_refused_unprivileged() {
-    if !have("cc") {
-        skip!("no C compiler (cc)");
-    }
-    if !landlock() {
-        skip!("no Landlock: per-process files are not fenced");
-    }
-    let (uid, gid, bin) = match tester_bin() {
-        Ok(t) => t,
-        Err(e) => skip!("{e}"),
-    };
-    let _ = guard();
-    race(&process_targets(false), &[], Some((uid, gid)), &bin, true);
+    race_process_files(true);
 }
 
 /// An open for reading and writing passes the filter: no race is needed
@@ -302,7 +288,7 @@ fn dodged_opens_of_per_process_files_are_refused_unprivileged() {
 /// stays the guest's own and a plain read is served.
 #[test]
 fn read_write_opens_of_proc_are_refused() {
-    if !landlock() {
+    if landlock_abi() < 1 {
         skip!("no Landlock: per-process files are not fenced");
     }
     let script = r#"

@@ -408,6 +408,22 @@ pub fn is_root() -> bool {
     ids().0 == 0
 }
 
+/// The kernel's Landlock ABI version (-1 without Landlock): 1 and up
+/// fence the guest's reads of procfs, 6 and up add the abstract-socket
+/// scope (`supervisor/src/sys/landlock.rs`).
+pub fn landlock_abi() -> i64 {
+    // SAFETY: with a NULL attribute, size 0 and the VERSION flag the call
+    // reads no memory and returns the ABI version (or -1).
+    unsafe {
+        libc::syscall(
+            libc::SYS_landlock_create_ruleset,
+            std::ptr::null::<u8>(),
+            0usize,
+            1u32,
+        )
+    }
+}
+
 /// Names in a directory (sorted; empty when unreadable).
 pub fn listing(p: &Path) -> Vec<String> {
     let mut v: Vec<String> = std::fs::read_dir(p)
