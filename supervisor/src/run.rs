@@ -416,6 +416,8 @@ fn launch_config(args: &RunArgs, view: &GuestView) -> Result<LaunchConfig, Launc
         id_count: 1,
         user: None,
         late_exec: false,
+        // Every open the guest makes is served here (`serve_and_wait`).
+        fence_reads: true,
     })
 }
 

@@ -31,6 +31,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -121,14 +122,20 @@ static void one_try(const char *p)
 	}
 }
 
-static void race(void *(*fn)(void *), const char *p, long iterations)
+static void race(void *(*fn)(void *), atomic_long *changes, const char *p, long iterations)
 {
 	pthread_t t;
 	atomic_store(&stop, 0);
+	long before = atomic_load(changes);
 	if (pthread_create(&t, NULL, fn, NULL) != 0) {
 		perror("procrace: thread");
 		exit(2);
 	}
+	/* On a loaded machine the thread may not run before a short loop is
+	 * over: start once it has changed the path at least once (or after
+	 * a few seconds' yields: the test then finds no change). */
+	for (long i = 0; i < 5000000 && atomic_load(changes) == before; i++)
+		sched_yield();
 	for (long i = 0; i < iterations; i++) {
 		char copy[256];
 		/* The rewrite race passes the shared buffer itself. */
@@ -164,9 +171,9 @@ int main(int argc, char **argv)
 		perror("procrace: symlinks");
 		return 2;
 	}
-	race(swapper, "/tmp/pr/a", iterations);
+	race(swapper, &swaps, "/tmp/pr/a", iterations);
 	memcpy(path, INNOCENT, sizeof INNOCENT);
-	race(rewriter, path, iterations);
+	race(rewriter, &rewrites, path, iterations);
 	printf("reads: %ld innocent: %ld other: %ld leaks: %ld sizes: %ld denied: %ld swaps: %ld "
 	       "rewrites: %ld\n",
 	       reads, innocent, other, leaks, sizes, denied, atomic_load(&swaps),

@@ -81,6 +81,9 @@ pub(super) struct InitArgs<'a> {
     /// Put the guest under Landlock's abstract-socket scope (unless the
     /// test switch [`NO_LANDLOCK_FOR_TESTS`] was set).
     pub landlock: bool,
+    /// And fence its reads (the kernel has Landlock, and the caller
+    /// serves the guest's opens: `LaunchConfig::fence_reads`).
+    pub fence: bool,
     /// The user namespace maps a range of ids: init keeps CAP_SETUID and
     /// CAP_SETGID for its children to take other users (`users.rs`).
     pub switch_users: bool,
@@ -238,11 +241,17 @@ fn setup(args: &InitArgs<'_>) -> Result<(OwnedFd, Option<Pty>, Option<File>), St
     // the sandbox's own network namespace: socket_factory.rs), keeps it
     // from abstract names made outside its domain (sys/landlock.rs).
     // Without Landlock (or before 6.12, without the scope) the guest goes
-    // without; the supervisor asks the kernel the same (`Sandbox::fenced`).
-    if args.landlock && crate::sys::landlock::has_fs_rules() {
-        let grants = fence_grants().map_err(|e| format!("landlock rules: {}", e.desc()))?;
-        match crate::sys::landlock::confine_guest(&grants) {
-            Ok(()) | Err(Errno::EOPNOTSUPP) | Err(Errno::ENOSYS) => {}
+    // without; the supervisor asked the kernel the same (`Sandbox::fenced`).
+    if args.landlock {
+        let grants = match args.fence {
+            true => Some(fence_grants().map_err(|e| format!("landlock rules: {}", e.desc()))?),
+            false => None,
+        };
+        match crate::sys::landlock::confine_guest(grants.as_deref()) {
+            Ok(()) => {}
+            // The supervisor counts on the fence (fewer covers, and
+            // CONTINUE for the reads it admits): only the scope may fail.
+            Err(Errno::EOPNOTSUPP) | Err(Errno::ENOSYS) if !args.fence => {}
             Err(e) => return Err(format!("landlock: {}", e.desc())),
         }
     }

@@ -134,6 +134,11 @@ pub struct LaunchConfig {
     /// ([`Sandbox::start_late`]: the pool), not by `command` (ignored);
     /// `env` still names the home directory /etc/passwd shows.
     pub late_exec: bool,
+    /// Fence the guest's reads (where the kernel has Landlock): its own
+    /// opens may not read the kernel's procfs (`sys/landlock.rs`), so the
+    /// caller must serve them (`Context::fence_reads` when
+    /// [`Sandbox::fenced`]). Off for a launch whose opens nobody serves.
+    pub fence_reads: bool,
 }
 
 impl LaunchConfig {
@@ -159,6 +164,7 @@ impl LaunchConfig {
             id_count: 1,
             user: None,
             late_exec: false,
+            fence_reads: false,
         }
     }
 
@@ -338,7 +344,7 @@ pub fn launch_with(cfg: &LaunchConfig, hooks: &dyn InitHooks) -> Result<Sandbox,
         memory: cfg.memory_limited,
         pids: cfg.pids_limited,
         cpus: cfg.cpus.is_some(),
-        fenced: landlock && crate::sys::landlock::has_fs_rules(),
+        fenced: landlock && cfg.fence_reads && crate::sys::landlock::has_fs_rules(),
     };
     let filter = privs::to_sock_filter(&cfg.filter);
     let os_err = |what: &str, e: Errno| LaunchError::setup(format!("{what}: {}", e.desc()));
@@ -375,6 +381,7 @@ pub fn launch_with(cfg: &LaunchConfig, hooks: &dyn InitHooks) -> Result<Sandbox,
                 switch_users: cfg.id_count > 1,
                 user: cfg.user.as_ref(),
                 landlock,
+                fence: plan.proc_covers.fenced,
             })
         }
         Ok(Forked::Parent(pid)) => {

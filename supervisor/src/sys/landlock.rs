@@ -66,16 +66,20 @@ fn landlock_abi() -> libc::c_long {
 }
 
 /// Puts this process (and everything it starts) in a Landlock domain
-/// that fences reads to beneath `grants` (`O_PATH` descriptors) and,
-/// from ABI 6, has the abstract-unix-socket scope. Needs no_new_privs.
-/// Err(EOPNOTSUPP) when the kernel has no Landlock.
-pub fn confine_guest(grants: &[OwnedFd]) -> Result<(), Errno> {
+/// that, with `grants` (`O_PATH` descriptors), fences reads to beneath
+/// them and, from ABI 6, has the abstract-unix-socket scope. Needs
+/// no_new_privs. Err(EOPNOTSUPP) when the kernel has neither asked for.
+pub fn confine_guest(grants: Option<&[OwnedFd]>) -> Result<(), Errno> {
     let abi = landlock_abi();
-    if abi < 1 {
+    if abi < 1 || (grants.is_none() && abi < ABI_SCOPES) {
         return Err(Errno::EOPNOTSUPP);
     }
     let attr = RulesetAttr {
-        handled_access_fs: ACCESS_FS_READ_FILE,
+        handled_access_fs: if grants.is_some() {
+            ACCESS_FS_READ_FILE
+        } else {
+            0
+        },
         handled_access_net: 0,
         scoped: if abi >= ABI_SCOPES {
             SCOPE_ABSTRACT_UNIX_SOCKET
@@ -98,7 +102,7 @@ pub fn confine_guest(grants: &[OwnedFd]) -> Result<(), Errno> {
     let fd = Errno::result(fd)?;
     // SAFETY: the kernel returned a fresh descriptor nothing else owns.
     let ruleset = unsafe { OwnedFd::from_raw_fd(fd as libc::c_int) };
-    for grant in grants {
+    for grant in grants.unwrap_or_default() {
         let rule = PathBeneathAttr {
             allowed_access: ACCESS_FS_READ_FILE,
             parent_fd: grant.as_raw_fd(),
