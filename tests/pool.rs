@@ -191,6 +191,36 @@ fn every_sandbox_is_fresh() {
     }
 }
 
+/// `--warm`: paths looked up in the idle sandbox (missing ones skipped)
+/// leave nothing the command could see: a directory it lists has the
+/// access time a cold run's has (listing without `O_NOATIME` would have
+/// moved it past the modification time: the layer's /tmp and /etc),
+/// and the command runs as cold.
+#[test]
+fn warming_leaves_nothing_the_command_can_see() {
+    let pool = Pool::start(&[
+        "--size",
+        "1",
+        "--warm",
+        "/tmp",
+        "--warm",
+        "/etc",
+        "--warm",
+        "/usr/lib",
+        "--warm",
+        "/no/such/path",
+    ]);
+    let script = "for d in /tmp /etc; do \
+        [ \"$(stat -c %X.%x $d)\" \\> \"$(stat -c %Y.%y $d)\" ] && echo \"$d listed\"; done; \
+        ls /etc | grep -c passwd; python3 -c 'import encodings; print(1)'";
+    for _ in 0..2 {
+        let (pooled, cold) = both(&pool, Run::sh(script, &[]));
+        let cold = cold.ok("a cold run");
+        assert_eq!(cold.stdout, "1\n1\n", "{}", cold.dump());
+        assert_eq!(pooled.ok("a warmed run").stdout, cold.stdout);
+    }
+}
+
 #[test]
 fn the_report_comes_through_the_pool() {
     let pool = Pool::start(&[]);
@@ -394,6 +424,8 @@ fn a_pool_that_cannot_start_says_why_in_one_line() {
         vec!["--socket".into(), fresh("y"), "--".into(), "true".into()],
         vec!["--socket".into(), fresh("z"), "--size".into(), "0".into()],
         vec!["--socket".into(), fresh("w"), "--report".into(), fresh("r")],
+        // --warm names paths in the sandbox's view.
+        vec!["--socket".into(), fresh("u"), "--warm".into(), "usr".into()],
         // Every sandbox would bind the same host port.
         vec![
             "--socket".into(),

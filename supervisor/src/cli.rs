@@ -213,8 +213,23 @@ pub struct PoolArgs {
     #[arg(long, value_name = "N", default_value = "2", value_parser = parse_pool_size)]
     pub size: usize,
 
+    /// Looked up in every idle sandbox's view before it is ready, with a
+    /// directory's entries (repeatable; absolute): the command then finds
+    /// them cached (e.g. --warm /usr/lib/python3.11 --warm /usr/lib/python3.11/encodings).
+    #[arg(long, value_name = "PATH", value_parser = parse_warm)]
+    pub warm: Vec<PathBuf>,
+
     #[command(flatten)]
     pub run: RunArgs,
+}
+
+fn parse_warm(s: &str) -> Result<PathBuf, String> {
+    match PathBuf::from(s) {
+        p if p.is_absolute() => Ok(p),
+        _ => Err(format!(
+            "{s:?}: must be absolute (a path in the sandbox's view)"
+        )),
+    }
 }
 
 fn parse_pool_size(s: &str) -> Result<usize, String> {

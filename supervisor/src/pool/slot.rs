@@ -19,7 +19,7 @@ use std::cell::RefCell;
 use std::fs::File;
 use std::io::Write;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc};
 use std::thread;
@@ -38,6 +38,8 @@ use crate::trap::trace::Tracer;
 /// The sandbox's state: before a client, and with one.
 struct Slot {
     daemon: OwnedFd,
+    /// `--warm`: looked up in the view before the sandbox is ready.
+    warm: Vec<PathBuf>,
     /// The output limit captures the guest's stdout and stderr: it
     /// keeps the pipes it inherited, not the client's descriptors.
     captured: bool,
@@ -69,6 +71,7 @@ pub fn main(args: PoolArgs) -> i32 {
     };
     let slot = Slot {
         daemon,
+        warm: args.warm,
         captured: args.run.output_limit.is_some(),
         client: RefCell::new(None),
         message: RefCell::new(None),
@@ -139,6 +142,7 @@ impl Embedding for Slot {
         // The watcher starts while we wait: a thread's start is off the
         // request's path.
         let watcher = watch(sandbox.init_pid, self.answered.clone());
+        super::warm::warm(sandbox.root.as_fd(), &self.warm);
         let client = self.take_client()?;
         let conn = client
             .conn
