@@ -221,6 +221,41 @@ fn warming_leaves_nothing_the_command_can_see() {
     }
 }
 
+/// A client's `--timeout` ends its command as a cold run's does (its
+/// line, its code, the report's limit); a pool's own shorter timeout
+/// holds against a client's longer one.
+#[test]
+fn a_client_s_timeout_ends_its_command_as_cold() {
+    let open = Pool::start(&[]);
+    let strict = Pool::start(&["--timeout", "0.4"]);
+    let dir = Tree::new();
+    let sleep = || Run::sh("echo up; sleep 30", &[]);
+    let timeout = |t: &str| vec!["--timeout".to_string(), t.to_string()];
+    let cold = sleep().sup(&timeout("0.4")).supervised();
+    assert_eq!(cold.code, Some(137), "{}", cold.dump());
+    assert!(
+        cold.stderr.contains("timeout after 0.4 s"),
+        "{}",
+        cold.dump()
+    );
+    for (pool, flags) in [(&open, timeout("0.4")), (&strict, timeout("30"))] {
+        let report = dir.join("run.json").display().to_string();
+        let out = sleep()
+            .sup(&pool.flag())
+            .sup(&flags)
+            .sup(&["--report".to_string(), report.clone()])
+            .supervised();
+        assert_eq!(
+            (out.code, &out.stdout, &out.stderr),
+            (cold.code, &cold.stdout, &cold.stderr),
+            "{flags:?}: {}",
+            out.dump()
+        );
+        let json = read_report(Path::new(&report));
+        assert_eq!(json["limits"]["timeout_s"], 0.4, "{json}");
+    }
+}
+
 #[test]
 fn the_report_comes_through_the_pool() {
     let pool = Pool::start(&[]);

@@ -197,7 +197,8 @@ own is not used. The socket is made mode 0600, and only the pool's own user
 the socket removed, and the pool exits 0.
 
 COMMAND, --env, --report and --pool (listed above, shared with `run`) are
-the client's: the pool refuses them.
+the client's: the pool refuses them. A client may give --timeout too: the
+shorter of its own and the pool's holds.
 
 Example:
   supervisor pool --socket /tmp/pool.sock --size 4 --memory 512m --pids 64 &

@@ -11,7 +11,7 @@ use std::ffi::OsString;
 use std::os::fd::OwnedFd;
 use std::sync::Arc;
 use std::thread;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use nix::sys::resource::{getrusage, UsageWho};
 use nix::sys::signal::{kill, SigSet, Signal};
@@ -27,7 +27,7 @@ use crate::guest_view::{guest_cpus, guest_limits};
 pub use crate::guest_view::{GuestView, Reading};
 use crate::launch::{self, LaunchConfig, LaunchError, FORWARDED};
 use crate::launch_hooks::RunHooks;
-use crate::limits::{watchdog, Enforcement, Tripwire};
+use crate::limits::{watchdog, Enforcement, Limits, Tripwire};
 use crate::network::{self, Network};
 use crate::output::{Capture, Meter};
 use crate::report::{CpuTime, LimitsReport, Reason, Report};
@@ -70,6 +70,12 @@ pub trait Embedding {
     /// A trace asked for only now, once [`Embedding::before_start`] has
     /// returned (the pool's client's `--trace`).
     fn late_tracer(&self) -> Option<Tracer> {
+        None
+    }
+    /// A timeout asked for only now, once [`Embedding::before_start`] has
+    /// returned (the pool's client's `--timeout`): the shorter of it and
+    /// the run's own holds.
+    fn late_timeout(&self) -> Option<Duration> {
         None
     }
     /// The run has ended with `code`; `report` is final (written to
@@ -303,6 +309,8 @@ fn serve_and_wait(
     if let Some(tracer) = embedding.late_tracer() {
         trap.trace_with(tracer);
     }
+    let limits = limits_with(&guards.enforcement.limits, embedding.late_timeout());
+    report.limits.timeout_s = limits.timeout.map(|d| d.as_secs_f64());
     if !confine_first {
         crate::confine::confine(&hooks.take_own_filter()).map_err(supervisor_error)?;
     }
@@ -319,7 +327,7 @@ fn serve_and_wait(
         capture.relay(meter);
     }
     let watchdog = watchdog::start(
-        &guards.enforcement.limits,
+        &limits,
         counters.clone(),
         guards.tripwire.clone(),
         started.get(),
@@ -361,9 +369,19 @@ fn serve_and_wait(
         layer_full: layer_is_full(&layer),
         command,
     };
-    let code = ending.conclude(args, &guards.enforcement.limits, report);
+    let code = ending.conclude(args, &limits, report);
     embedding.concluded(code);
     Ok(code)
+}
+
+/// `limits` with `timeout` too: the shorter of the two holds.
+fn limits_with(limits: &Limits, timeout: Option<Duration>) -> Limits {
+    let mut limits = limits.clone();
+    limits.timeout = match (limits.timeout, timeout) {
+        (Some(own), Some(late)) => Some(own.min(late)),
+        (own, late) => own.or(late),
+    };
+    limits
 }
 
 /// Which of our stdout (1) and stderr (2) the guest writes to directly

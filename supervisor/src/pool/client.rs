@@ -5,7 +5,8 @@
 //! line, the report written where `--report` says).
 //!
 //! Owns the client's side; refuses the flags that shape a sandbox (the
-//! pool's own flags did that). If the client dies, its connection ends
+//! pool's own flags did that), but passes `--timeout` on (the sandbox
+//! applies the shorter of it and the pool's). If the client dies, its connection ends
 //! and the sandbox kills its guest (`slot.rs`).
 
 use std::fs::File;
@@ -49,6 +50,7 @@ fn ask(args: &RunArgs, pool: &Path) -> Result<Answer, String> {
         &env,
         args.report.is_some(),
         args.trace.is_some(),
+        args.timeout,
     );
     // As `run` opens it: created or truncated, before the command runs.
     let trace_file = match &args.trace {
@@ -116,7 +118,7 @@ fn conclude(args: &RunArgs, answer: Answer) -> i32 {
 }
 
 /// The first flag given that shapes a sandbox (`None`: only --env,
-/// --report, --trace and the command).
+/// --report, --trace, --timeout and the command).
 fn shaping_flag(a: &RunArgs) -> Option<&'static str> {
     let given = [
         (!a.ro.is_empty(), "--ro"),
@@ -132,7 +134,6 @@ fn shaping_flag(a: &RunArgs) -> Option<&'static str> {
         (a.memory.is_some(), "--memory"),
         (a.cpus.is_some(), "--cpus"),
         (a.pids.is_some(), "--pids"),
-        (a.timeout.is_some(), "--timeout"),
         (a.cpu_time.is_some(), "--cpu-time"),
         (a.output_limit.is_some(), "--output-limit"),
         (a.nofile.is_some(), "--nofile"),

@@ -23,6 +23,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc};
 use std::thread;
+use std::time::Duration;
 
 use nix::fcntl::OFlag;
 use nix::sys::signal::{kill, Signal};
@@ -209,6 +210,10 @@ impl Embedding for Slot {
             // Our stderr is the client's.
             None => Tracer::open(Path::new("-")).ok(),
         }
+    }
+
+    fn late_timeout(&self) -> Option<Duration> {
+        self.client.borrow().as_ref()?.request.timeout()
     }
 
     fn leaves_teardown(&self) -> bool {
