@@ -9,7 +9,7 @@
 use std::cell::Cell;
 use std::ffi::OsString;
 use std::os::fd::OwnedFd;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -71,6 +71,13 @@ pub trait Embedding {
     /// returned (the pool's client's `--trace`).
     fn late_tracer(&self) -> Option<Tracer> {
         None
+    }
+    /// Which of stdin, stdout, stderr the guest gets its pty as, known
+    /// once [`Embedding::before_start`] has returned; `launched`: the
+    /// launch's choice (`LaunchConfig::pty`). The pool's sandbox is
+    /// launched with a pty and learns from its client whether to use it.
+    fn terminal(&self, launched: Option<[bool; 3]>) -> Option<[bool; 3]> {
+        launched
     }
     /// A timeout asked for only now, once [`Embedding::before_start`] has
     /// returned (the pool's client's `--timeout`): the shorter of it and
@@ -282,27 +289,27 @@ fn serve_and_wait(
             return Err(supervisor_error(e));
         }
     };
-    // Declared after `sandbox`, so dropped (terminal restored) before it.
     let master = match sandbox.pty_master.take() {
         Some(m) => embedding.pty_master(m).map_err(setup_error)?,
         None => None,
     };
-    let relay = match (master, config.pty) {
-        (Some(master), Some(stdio)) => {
-            Some(tty::Relay::start(master, stdio, guards.meter.clone()).map_err(supervisor_error)?)
-        }
-        _ => None,
-    };
-    forward_signals(
-        forwarded,
-        sandbox.init_pid,
-        relay.as_ref().map(|r| r.resizer()),
-    );
+    let resizer = Arc::new(OnceLock::new());
+    forward_signals(forwarded, sandbox.init_pid, resizer.clone());
     let confine_first = embedding.confines_before_start();
     if confine_first {
         crate::confine::confine(&hooks.take_own_filter()).map_err(supervisor_error)?;
     }
     embedding.before_start(&sandbox).map_err(setup_error)?;
+    // Declared after `sandbox`, so dropped (terminal restored) before it.
+    let relay = match (master, embedding.terminal(config.pty)) {
+        (Some(master), Some(stdio)) if stdio.contains(&true) => {
+            let relay =
+                tty::Relay::start(master, stdio, guards.meter.clone()).map_err(supervisor_error)?;
+            let _ = resizer.set(relay.resizer());
+            Some(relay)
+        }
+        _ => None,
+    };
     if embedding.clock_starts_now() {
         started.set(Instant::now());
     }
@@ -470,13 +477,15 @@ fn block_forwarded_signals() -> Result<SigSet, LaunchError> {
 /// relay (`resizer`), the guest has a terminal and session of its own:
 /// every signal is passed on, except SIGWINCH, which becomes a new window
 /// size of the guest's terminal (the kernel then signals its foreground group).
-fn forward_signals(set: SigSet, init: Pid, resizer: Option<tty::Resizer>) {
+/// The relay may start after this thread (the pool's learns of its client's
+/// terminal late): `resizer` is set then.
+fn forward_signals(set: SigSet, init: Pid, resizer: Arc<OnceLock<tty::Resizer>>) {
     let Ok(sfd) = SignalFd::new(&set) else { return };
     let _ = thread::Builder::new()
         .name("signals".into())
         .spawn(move || loop {
             match sfd.read_signal() {
-                Ok(Some(info)) => match (Signal::try_from(info.ssi_signo as i32), &resizer) {
+                Ok(Some(info)) => match (Signal::try_from(info.ssi_signo as i32), resizer.get()) {
                     (Ok(Signal::SIGWINCH), Some(r)) => r.resize(),
                     (Ok(sig), Some(_)) => {
                         let _ = kill(init, sig);

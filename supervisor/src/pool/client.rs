@@ -1,6 +1,7 @@
 //! `supervisor run --pool SOCKET -- COMMAND`: the client. Sends the
-//! command, the environment `run` would build, and its own stdin, stdout
-//! and stderr to a ready sandbox of the pool; passes the signals `run`
+//! command, the environment `run` would build, its own stdin, stdout
+//! and stderr, and which of them are its terminal (the guest then gets
+//! the sandbox's pty, relayed there) to a ready sandbox of the pool; passes the signals `run`
 //! forwards on; exits as `run` would have (the answer's code, its one
 //! line, the report written where `--report` says).
 //!
@@ -23,6 +24,7 @@ use super::daemon::connect;
 use super::protocol::{self, Answer, Request};
 use crate::cli::RunArgs;
 use crate::launch::{DEFAULT_DISK_SIZE, DEFAULT_HOSTNAME, FORWARDED};
+use crate::tty;
 
 /// Runs `args.command` in the pool at `args.pool`; the exit code.
 pub fn main(args: RunArgs, pool: &Path) -> i32 {
@@ -45,13 +47,17 @@ fn ask(args: &RunArgs, pool: &Path) -> Result<Answer, String> {
         return Err("no command given (see 'supervisor run --help')".into());
     }
     let env = crate::run::guest_env(&args.env).map_err(|e| e.message)?;
-    let request = Request::new(
+    let mut request = Request::new(
         &args.command,
         &env,
         args.report.is_some(),
         args.trace.is_some(),
         args.timeout,
     );
+    // The sandbox relays its pty to our terminal in raw mode, as `run`
+    // does; the modes come back when we have the answer, whatever it did.
+    request.terminal = tty::host_terminal();
+    let _modes = request.terminal.map(|_| tty::SavedModes::of_stdin());
     // As `run` opens it: created or truncated, before the command runs.
     let trace_file = match &args.trace {
         Some(p) if p != Path::new("-") => {

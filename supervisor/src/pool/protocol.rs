@@ -48,6 +48,12 @@ pub struct Request {
     /// holds).
     #[serde(default)]
     pub timeout_s: Option<f64>,
+    /// Which of the client's stdin, stdout, stderr are its terminal
+    /// (`tty::host_terminal`, judged by the client, whose process group
+    /// it is): the guest then gets the sandbox's pseudo-terminal there,
+    /// relayed to the client's terminal, as `run` gives it.
+    #[serde(default)]
+    pub terminal: Option<[bool; 3]>,
 }
 
 impl Request {
@@ -67,6 +73,7 @@ impl Request {
             report,
             trace,
             timeout_s: timeout.map(|d| d.as_secs_f64()),
+            terminal: None,
         }
     }
 

@@ -135,8 +135,14 @@ const CLOSED: &str = "closed";
 impl Embedding for Slot {
     fn configure(&self, config: &mut LaunchConfig) {
         config.late_exec = true;
-        // The client's descriptors go to the guest as they are.
-        config.pty = None;
+        // Whether the client has a terminal is known only at its request:
+        // every sandbox has a pty ready, which the guest takes only then
+        // (`terminal`); else the client's descriptors go to it as they are.
+        config.pty = Some([false; 3]);
+    }
+
+    fn terminal(&self, _launched: Option<[bool; 3]>) -> Option<[bool; 3]> {
+        self.client.borrow().as_ref()?.request.terminal
     }
 
     fn before_start(&self, sandbox: &Sandbox) -> Result<(), String> {
@@ -194,6 +200,9 @@ impl Embedding for Slot {
                 (!self.captured).then(|| stdout.as_fd()),
                 (!self.captured).then(|| stderr.as_fd()),
             ],
+            // `run` relays the pty to 0, 1, 2 where the client said they
+            // are its terminal (`Embedding::terminal`).
+            terminal: client.request.terminal.unwrap_or([false; 3]),
         };
         sandbox.start_late(&late)
     }
@@ -277,11 +286,19 @@ fn watch(init: Pid, answered: Arc<AtomicBool>) -> mpsc::Sender<OwnedFd> {
 fn watch_client(conn: &OwnedFd, init: Pid, answered: &AtomicBool) {
     loop {
         match protocol::recv_from_client(conn.as_fd()) {
-            Some(FromClient::Signal(signo)) => {
-                if let Some(sig) = FORWARDED.iter().find(|s| **s as i32 == signo) {
+            Some(FromClient::Signal(signo)) => match FORWARDED.iter().find(|s| **s as i32 == signo)
+            {
+                // Ours to handle: with the client's terminal relayed, a
+                // new window size goes to the guest's pty (`run`'s signal
+                // thread does that), not to init.
+                Some(Signal::SIGWINCH) => {
+                    let _ = kill(Pid::this(), Signal::SIGWINCH);
+                }
+                Some(sig) => {
                     let _ = kill(init, *sig);
                 }
-            }
+                None => {}
+            },
             Some(FromClient::Request(..)) => {}
             None => {
                 // Answered: the client went because it was done (and init
