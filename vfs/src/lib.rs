@@ -24,5 +24,5 @@ mod walk;
 
 pub use cache::CachePolicy;
 pub use idmap::IdMap;
-pub use plain::Probe;
+pub use plain::{Known, Probe};
 pub use resolve::{At, Caller, Dir, Parent, Resolver};

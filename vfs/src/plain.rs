@@ -50,34 +50,47 @@ pub struct Probe {
     ticket: Option<u64>,
 }
 
-/// What the cache holds for a path: `true` plain, `false` resolved
-/// through a symlink (not remembered; resolve it in full at once).
-pub(crate) type Plain = bool;
+/// What is known of a path in this generation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Known {
+    /// Nothing.
+    Unknown,
+    /// It names a plain object: a read open may be CONTINUEd.
+    Plain,
+    /// It resolves through a symlink: resolve it in full at once.
+    Symlinked,
+}
 
 /// Which devices hold the sandbox's own layers (asked once per device).
 #[derive(Debug, Default)]
 pub(crate) struct LayerDevs(RwLock<Vec<(u64, bool)>>);
 
 impl Resolver {
-    /// Whether `path` (absolute, as the guest wrote it) is known to name a
-    /// plain object in this generation: a read open of it may be
+    /// What is known of `path` (as the guest wrote it) in this
+    /// generation: [`Known::Plain`] when a read open of it may be
     /// CONTINUEd without resolving it again.
-    pub fn known_plain(&self, path: &[u8]) -> bool {
-        self.plain.get(path) == Some(true)
+    pub fn known(&self, path: &[u8]) -> Known {
+        self.plain.get(path).unwrap_or(Known::Unknown)
     }
 
     /// Resolves `path` as a read-only open with `flags` would (the final
     /// component followed unless `O_NOFOLLOW`), to an `O_PATH` descriptor.
     /// An absolute path outside `/proc/self` and its kin is resolved
     /// without symlinks first; one that has none and ends on a layer may
-    /// be remembered afterwards.
-    pub fn probe(&self, at: &At<'_>, path: &CStr, flags: i32) -> Result<Probe, Errno> {
+    /// be remembered afterwards. `known`: what [`Resolver::known`] said.
+    pub fn probe(
+        &self,
+        at: &At<'_>,
+        path: &CStr,
+        flags: i32,
+        known: Known,
+    ) -> Result<Probe, Errno> {
         let flags = (flags & libc::O_NOFOLLOW) | libc::O_PATH;
         let bytes = path.to_bytes();
         let eligible = self.plain.policy != CachePolicy::Off
             && path::is_abs(bytes)
             && path::special_prefix(bytes, true).is_none();
-        if eligible && self.plain.get(bytes) != Some(false) {
+        if eligible && known != Known::Symlinked {
             let generation = self.plain.generation();
             match self.open(at, path, flags, 0, NO_SYMLINKS) {
                 Ok(fd) => {
@@ -87,7 +100,7 @@ impl Resolver {
                     let ticket = layer.then_some(generation);
                     return Ok(Probe { fd, st, ticket });
                 }
-                Err(Errno::ELOOP) => self.plain.insert(bytes, generation, false),
+                Err(Errno::ELOOP) => self.plain.insert(bytes, generation, Known::Symlinked),
                 Err(e) => return Err(e),
             }
         }
@@ -104,7 +117,7 @@ impl Resolver {
     /// serves: remember the path as plain if it may be.
     pub fn remember_plain(&self, path: &CStr, probe: &Probe) {
         if let Some(generation) = probe.ticket {
-            self.plain.insert(path.to_bytes(), generation, true);
+            self.plain.insert(path.to_bytes(), generation, Known::Plain);
         }
     }
 
@@ -158,9 +171,9 @@ mod tests {
             dir: None,
             caller: &Me,
         };
-        let probe = r.probe(&at, path, flags).unwrap();
+        let probe = r.probe(&at, path, flags, r.known(path.to_bytes())).unwrap();
         r.remember_plain(path, &probe);
-        r.known_plain(path.to_bytes())
+        r.known(path.to_bytes()) == Known::Plain
     }
 
     #[test]
@@ -171,33 +184,48 @@ mod tests {
         symlink("a", t.path().join("l")).unwrap();
         symlink("f", t.path().join("a/s")).unwrap();
         let r = resolver(t.path(), CachePolicy::All);
-        assert!(!r.known_plain(b"/a/f"));
+        assert_eq!(r.known(b"/a/f"), Known::Unknown);
         assert!(learn(&r, c"/a/f", 0));
         r.names_added();
-        assert!(!r.known_plain(b"/a/f"), "a symlink or link was made");
+        assert_eq!(
+            r.known(b"/a/f"),
+            Known::Unknown,
+            "a symlink or link was made"
+        );
         assert!(learn(&r, c"/a/f", 0));
         r.changed();
-        assert!(!r.known_plain(b"/a/f"), "a rename, rmdir, chmod...");
+        assert_eq!(
+            r.known(b"/a/f"),
+            Known::Unknown,
+            "a rename, rmdir, chmod..."
+        );
         // A ticket of an older generation is not honoured.
         let at = At {
             dir: None,
             caller: &Me,
         };
-        let old = r.probe(&at, c"/a/f", 0).unwrap();
+        let old = r.probe(&at, c"/a/f", 0, Known::Unknown).unwrap();
         r.names_added();
         r.remember_plain(c"/a/f", &old);
-        assert!(!r.known_plain(b"/a/f"));
+        assert_eq!(r.known(b"/a/f"), Known::Unknown);
         // Through a symlink, or a final symlink itself: never remembered.
         assert!(!learn(&r, c"/l/f", 0));
+        assert_eq!(r.known(b"/l/f"), Known::Symlinked);
         assert!(!learn(&r, c"/a/s", 0));
         assert!(!learn(&r, c"/a/s", libc::O_NOFOLLOW));
         // Without a cache, nothing is.
         assert!(!learn(&resolver(t.path(), CachePolicy::Off), c"/a/f", 0));
         // Errors are the resolution's.
-        assert_eq!(r.probe(&at, c"/a/missing", 0).err(), Some(Errno::ENOENT));
-        assert_eq!(r.probe(&at, c"/a/f/x", 0).err(), Some(Errno::ENOTDIR));
         assert_eq!(
-            r.probe(&at, c"/a/s", libc::O_NOFOLLOW)
+            r.probe(&at, c"/a/missing", 0, Known::Unknown).err(),
+            Some(Errno::ENOENT)
+        );
+        assert_eq!(
+            r.probe(&at, c"/a/f/x", 0, Known::Unknown).err(),
+            Some(Errno::ENOTDIR)
+        );
+        assert_eq!(
+            r.probe(&at, c"/a/s", libc::O_NOFOLLOW, Known::Unknown)
                 .map(|p| p.st.st_mode & libc::S_IFMT)
                 .ok(),
             Some(libc::S_IFLNK)

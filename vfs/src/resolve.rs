@@ -27,7 +27,7 @@ use std::sync::Arc;
 
 use crate::cache::{CachePolicy, DirCache, MAX_DIRS};
 use crate::path::{self, Split};
-use crate::plain::{LayerDevs, Plain, MAX_PLAIN};
+use crate::plain::{Known, LayerDevs, MAX_PLAIN};
 use crate::sys;
 use crate::walk::{self, Last};
 
@@ -120,7 +120,7 @@ pub struct Resolver {
     /// that act on a name (see [`Resolver::parent`]).
     cache: DirCache,
     /// Absolute paths known to name a plain object (`plain.rs`).
-    pub(crate) plain: crate::cache::PathCache<Plain>,
+    pub(crate) plain: crate::cache::PathCache<Known>,
     pub(crate) layer_devs: LayerDevs,
 }
 

@@ -364,7 +364,7 @@ proptest! {
             // plain only when the kernel resolves it without symlinks to
             // an object that is not one.
             let at = At { dir: dirarg, caller: &Me };
-            let probed = r.probe(&at, &c(&p), nofollow);
+            let probed = r.probe(&at, &c(&p), nofollow, r.known(p.as_bytes()));
             match (&probed, &want) {
                 (Ok(a), Ok(b)) => prop_assert_eq!(id(&a.fd), id(b), "probe {:?}", p),
                 (Err(a), Err(b)) => prop_assert_eq!(a, b, "probe {:?}", p),
@@ -373,7 +373,7 @@ proptest! {
             if let Ok(probe) = &probed {
                 r.remember_plain(&c(&p), probe);
             }
-            if r.known_plain(p.as_bytes()) {
+            if r.known(p.as_bytes()) == crate::Known::Plain {
                 let strict = sys::openat2(rootfd.as_fd(), &c(&joined), flags, 0, IN_ROOT | NO_SYMLINKS);
                 let plain = strict.is_ok_and(|fd| {
                     let st = sys::fstat(fd.as_fd()).unwrap();

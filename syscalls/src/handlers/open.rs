@@ -163,7 +163,12 @@ fn open_common(
         // and nothing else, so the kernel may open it.
         return Ok(Reply::Continue);
     }
-    if ctx.continue_plain_opens && plain_read(flags, res) && ctx.fs.known_plain(bytes) {
+    let remembered = vfs::path::is_abs(bytes) && plain_read(flags, res);
+    let known = match ctx.continue_plain_opens && remembered {
+        true => ctx.fs.known(bytes),
+        false => vfs::Known::Unknown,
+    };
+    if known == vfs::Known::Plain {
         // Resolved before to an object that is no served file, and no
         // name has been replaced since (vfs's plain.rs): what resolving
         // it again would answer.
@@ -187,7 +192,7 @@ fn open_common(
         dir: dir.as_ref().map(AsFd::as_fd),
         caller: &Caller(g),
     };
-    if ctx.continue_plain_opens && kernel_may_open(ctx, &at, &path, flags, res)? {
+    if ctx.continue_plain_opens && kernel_may_open(ctx, &at, &path, flags, res, known)? {
         // The VFS has resolved it and the object is what the kernel would
         // open (or create) for the guest: the kernel does it (CONTINUE).
         // A guest that changes the path in between gets another object
@@ -219,9 +224,10 @@ fn kernel_may_open(
     path: &std::ffi::CStr,
     flags: u64,
     res: u64,
+    known: vfs::Known,
 ) -> Result<bool, Errno> {
     if plain_read(flags, res) {
-        let probe = ctx.fs.probe(at, path, flags as i32)?;
+        let probe = ctx.fs.probe(at, path, flags as i32, known)?;
         let served = ctx.synthetic.serves_stat(&probe.fd, &probe.st);
         if !served {
             ctx.fs.remember_plain(path, &probe);
