@@ -185,20 +185,15 @@ mod tests {
         symlink("f", t.path().join("a/s")).unwrap();
         let r = resolver(t.path(), CachePolicy::All);
         assert_eq!(r.known(b"/a/f"), Known::Unknown);
-        assert!(learn(&r, c"/a/f", 0));
-        r.names_added();
-        assert_eq!(
-            r.known(b"/a/f"),
-            Known::Unknown,
-            "a symlink or link was made"
-        );
-        assert!(learn(&r, c"/a/f", 0));
-        r.changed();
-        assert_eq!(
-            r.known(b"/a/f"),
-            Known::Unknown,
-            "a rename, rmdir, chmod..."
-        );
+        let forgetting: [(fn(&Resolver), &str); 2] = [
+            (Resolver::names_added, "a symlink or link was made"),
+            (Resolver::changed, "a rename, rmdir, chmod..."),
+        ];
+        for (forget, what) in forgetting {
+            assert!(learn(&r, c"/a/f", 0));
+            forget(&r);
+            assert_eq!(r.known(b"/a/f"), Known::Unknown, "{what}");
+        }
         // A ticket of an older generation is not honoured.
         let at = At {
             dir: None,
