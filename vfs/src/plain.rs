@@ -185,7 +185,8 @@ mod tests {
         symlink("f", t.path().join("a/s")).unwrap();
         let r = resolver(t.path(), CachePolicy::All);
         assert_eq!(r.known(b"/a/f"), Known::Unknown);
-        let forgetting: [(fn(&Resolver), &str); 2] = [
+        type Forget = fn(&Resolver);
+        let forgetting: [(Forget, &str); 2] = [
             (Resolver::names_added, "a symlink or link was made"),
             (Resolver::changed, "a rename, rmdir, chmod..."),
         ];
