@@ -307,8 +307,17 @@ impl Synthetic {
         self.which(fd).is_some()
     }
 
+    /// [`Synthetic::serves`] for `fd` whose `stat` is `st`.
+    pub(crate) fn serves_stat(&self, fd: &OwnedFd, st: &libc::stat) -> bool {
+        self.which_stat(fd, st).is_some()
+    }
+
     fn which(&self, fd: &OwnedFd) -> Option<ProcFile> {
         let st = vfs::sys::fstat(fd.as_fd()).ok()?;
+        self.which_stat(fd, &st)
+    }
+
+    fn which_stat(&self, fd: &OwnedFd, st: &libc::stat) -> Option<ProcFile> {
         if self.cover_dev == Some(st.st_dev) {
             return covered_file(&procfiles::fd_name(fd)?);
         }
