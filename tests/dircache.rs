@@ -1,4 +1,5 @@
-//! The cache of resolved directories (vfs/src/cache.rs) serves the
+//! The caches of resolved paths in the sandbox's own layer. The cache of
+//! resolved directories (vfs/src/cache.rs) serves the
 //! parent lookups of mkdir, unlink, rename, readlink... in the sandbox's
 //! own layer. Removing a plain file keeps it; removing or replacing a
 //! symlink or a directory, and renames, must not leave a stale answer.
@@ -7,6 +8,10 @@
 //! match. A step asks with `readlink` (serviced, through the cache), not
 //! `stat` (which passes the filter): every name it asks of is a plain
 //! file, so "Invalid argument" says it exists.
+//!
+//! The paths known to name a plain object (vfs/src/plain.rs) answer read
+//! opens CONTINUE without resolving: a name removed unseen and replaced
+//! by a way into /proc must still be served as the /proc file.
 
 mod common;
 use common::*;
@@ -125,4 +130,52 @@ fn parent_lookups_after_unlinks_the_supervisor_never_sees() {
     );
     let out = Run::sh(PARENTS, &["/tmp"]).supervised().ok("supervised");
     assert_eq!(out.stdout, native.stdout, "{}", out.dump());
+}
+
+/// A read open is served as the sandbox's own file (a memfd) or opened
+/// by the kernel. Each path is first opened three times as a plain file
+/// of the layer (remembered as plain), then its name, or a directory on
+/// its way, is removed (`unlink` passes the filter: the supervisor never
+/// hears of it) and replaced by a way to /proc/1/mountinfo, which the
+/// sandbox serves: a symlink, a hard link of a symlink, a rename over it,
+/// a directory turned into a symlink to /proc/1. A file made again in
+/// its place stays the kernel's.
+const REPLACED: &str = r#"
+import os, sys
+def opened(path):
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        return "memfd" if os.readlink(f"/proc/self/fd/{fd}").startswith("/memfd:") else "kernel"
+    finally:
+        os.close(fd)
+def plain(path):
+    with open(path, "w") as f:
+        f.write("x")
+    for _ in range(3):
+        assert opened(path) == "kernel", path
+d = sys.argv[1]
+os.mkdir(d)
+target = "/proc/1/mountinfo"
+print("served", opened(target))
+plain(f"{d}/f"); os.unlink(f"{d}/f"); os.symlink(target, f"{d}/f")
+print("symlink", opened(f"{d}/f"))
+plain(f"{d}/g"); os.unlink(f"{d}/g"); os.link(f"{d}/f", f"{d}/g", follow_symlinks=False)
+print("link", opened(f"{d}/g"))
+plain(f"{d}/h"); os.symlink(target, f"{d}/s"); os.rename(f"{d}/s", f"{d}/h")
+print("rename", opened(f"{d}/h"))
+os.mkdir(f"{d}/sub"); plain(f"{d}/sub/mountinfo")
+os.unlink(f"{d}/sub/mountinfo"); os.rmdir(f"{d}/sub"); os.symlink("/proc/1", f"{d}/sub")
+print("dir", opened(f"{d}/sub/mountinfo"))
+plain(f"{d}/k"); os.unlink(f"{d}/k"); plain(f"{d}/k")
+print("recreated", opened(f"{d}/k"))
+"#;
+
+#[test]
+fn remembered_plain_paths_replaced_unseen_are_served() {
+    let out = Run::new(&["/usr/bin/python3", "-c", REPLACED, "/tmp/plain"])
+        .supervised()
+        .ok("supervised");
+    let want =
+        "served memfd\nsymlink memfd\nlink memfd\nrename memfd\ndir memfd\nrecreated kernel\n";
+    assert_eq!(out.stdout, want, "{}", out.dump());
 }

@@ -12,93 +12,15 @@ mod common;
 
 use std::io::{BufRead, BufReader};
 use std::os::unix::fs::{FileTypeExt, PermissionsExt};
-use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use common::pool::Pool;
 use common::*;
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
-
-/// A running `supervisor pool`, stopped (SIGTERM, by pid) on drop.
-struct Pool {
-    child: Option<Child>,
-    socket: PathBuf,
-    _dir: Tree,
-}
-
-impl Pool {
-    fn start(flags: &[&str]) -> Pool {
-        Pool::start_as(flags, None, &bin())
-    }
-
-    /// The daemon as `user` (uid, gid), with `bin`; its cwd the temp dir.
-    fn start_as(flags: &[&str], user: Option<(u32, u32)>, bin: &Path) -> Pool {
-        let dir = Tree::new();
-        if let Some((uid, gid)) = user {
-            dir.give_to(uid, gid);
-        }
-        let socket = dir.join("pool.sock");
-        let mut c = Command::new(bin);
-        c.arg("pool")
-            .arg("--socket")
-            .arg(&socket)
-            .args(flags)
-            .current_dir(dir.path())
-            .env_clear()
-            .env("PATH", PATH)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .process_group(0);
-        if let Some((uid, gid)) = user {
-            c.uid(uid).gid(gid);
-        }
-        let child = c.spawn().expect("start the pool");
-        let pool = Pool {
-            child: Some(child),
-            socket,
-            _dir: dir,
-        };
-        pool.wait_for_socket();
-        pool
-    }
-
-    fn wait_for_socket(&self) {
-        let until = Instant::now() + TIMEOUT;
-        while !self.socket.exists() {
-            assert!(Instant::now() < until, "the pool made no socket");
-            std::thread::sleep(Duration::from_millis(10));
-        }
-    }
-
-    fn pid(&self) -> u32 {
-        self.child.as_ref().expect("running").id()
-    }
-
-    /// `--pool SOCKET`, for [`Run::sup`].
-    fn flag(&self) -> Vec<String> {
-        vec!["--pool".into(), self.socket.display().to_string()]
-    }
-
-    /// SIGTERM; the daemon's exit status.
-    fn stop(&mut self) -> std::process::ExitStatus {
-        let mut child = self.child.take().expect("running");
-        let _ = kill(Pid::from_raw(child.id() as i32), Signal::SIGTERM);
-        let guard = kill_after(child.id(), TIMEOUT);
-        let status = child.wait().expect("wait for the pool");
-        drop(guard);
-        status
-    }
-}
-
-impl Drop for Pool {
-    fn drop(&mut self) {
-        if self.child.is_some() {
-            self.stop();
-        }
-    }
-}
 
 /// `script` through the pool, and under a cold `supervisor run`.
 fn both(pool: &Pool, run: Run) -> (Out, Out) {
@@ -188,6 +110,84 @@ fn every_sandbox_is_fresh() {
         );
         assert!(!boot_ids.contains(&boot_id), "a sandbox served twice");
         boot_ids.push(boot_id);
+    }
+}
+
+/// `--warm`: paths looked up in the idle sandbox (missing ones skipped)
+/// leave nothing the command could see: a directory it lists has the
+/// access time a cold run's has (listing without `O_NOATIME` would have
+/// moved it past the modification time: the layer's /tmp and /etc),
+/// and the command runs as cold.
+#[test]
+fn warming_leaves_nothing_the_command_can_see() {
+    let flags = [
+        "--size",
+        "1",
+        "--warm",
+        "/tmp",
+        "--warm",
+        "/etc",
+        "--warm",
+        "/usr/lib",
+        "--warm",
+        "/no/such/path",
+    ];
+    warmed_runs_as_cold(&Pool::start(&flags), Run::sh(WARMED, &[]));
+    // Unprivileged, the host's directories are not ours (no O_NOATIME).
+    let (uid, gid, tbin) = match tester() {
+        Ok(t) => t,
+        Err(why) => skip!("{why}"),
+    };
+    let pool = Pool::start_as(&flags, Some((uid, gid)), &tbin);
+    warmed_runs_as_cold(&pool, Run::sh(WARMED, &[]).user(uid, gid).bin(&tbin));
+}
+
+/// Says which of the layer's directories were listed before it ran.
+const WARMED: &str = "for d in /tmp /etc; do \
+    [ \"$(stat -c %X.%x $d)\" \\> \"$(stat -c %Y.%y $d)\" ] && echo \"$d listed\"; done; \
+    ls /etc | grep -c passwd; python3 -c 'import encodings; print(1)'";
+
+fn warmed_runs_as_cold(pool: &Pool, run: Run) {
+    for _ in 0..2 {
+        let (pooled, cold) = both(pool, run.clone());
+        let cold = cold.ok("a cold run");
+        assert_eq!(cold.stdout, "1\n1\n", "{}", cold.dump());
+        assert_eq!(pooled.ok("a warmed run").stdout, cold.stdout);
+    }
+}
+
+/// A client's `--timeout` ends its command as a cold run's does (its
+/// line, its code, the report's limit); a pool's own shorter timeout
+/// holds against a client's longer one.
+#[test]
+fn a_client_s_timeout_ends_its_command_as_cold() {
+    let open = Pool::start(&[]);
+    let strict = Pool::start(&["--timeout", "0.4"]);
+    let dir = Tree::new();
+    let sleep = || Run::sh("echo up; sleep 30", &[]);
+    let timeout = |t: &str| vec!["--timeout".to_string(), t.to_string()];
+    let cold = sleep().sup(&timeout("0.4")).supervised();
+    assert_eq!(cold.code, Some(137), "{}", cold.dump());
+    assert!(
+        cold.stderr.contains("timeout after 0.4 s"),
+        "{}",
+        cold.dump()
+    );
+    for (pool, flags) in [(&open, timeout("0.4")), (&strict, timeout("30"))] {
+        let report = dir.join("run.json").display().to_string();
+        let out = sleep()
+            .sup(&pool.flag())
+            .sup(&flags)
+            .sup(&["--report".to_string(), report.clone()])
+            .supervised();
+        assert_eq!(
+            (out.code, &out.stdout, &out.stderr),
+            (cold.code, &cold.stdout, &cold.stderr),
+            "{flags:?}: {}",
+            out.dump()
+        );
+        let json = read_report(Path::new(&report));
+        assert_eq!(json["limits"]["timeout_s"], 0.4, "{json}");
     }
 }
 
@@ -394,6 +394,8 @@ fn a_pool_that_cannot_start_says_why_in_one_line() {
         vec!["--socket".into(), fresh("y"), "--".into(), "true".into()],
         vec!["--socket".into(), fresh("z"), "--size".into(), "0".into()],
         vec!["--socket".into(), fresh("w"), "--report".into(), fresh("r")],
+        // --warm names paths in the sandbox's view.
+        vec!["--socket".into(), fresh("u"), "--warm".into(), "usr".into()],
         // Every sandbox would bind the same host port.
         vec![
             "--socket".into(),

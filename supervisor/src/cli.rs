@@ -197,7 +197,8 @@ own is not used. The socket is made mode 0600, and only the pool's own user
 the socket removed, and the pool exits 0.
 
 COMMAND, --env, --report and --pool (listed above, shared with `run`) are
-the client's: the pool refuses them.
+the client's: the pool refuses them. A client may give --timeout too: the
+shorter of its own and the pool's holds.
 
 Example:
   supervisor pool --socket /tmp/pool.sock --size 4 --memory 512m --pids 64 &
@@ -213,8 +214,23 @@ pub struct PoolArgs {
     #[arg(long, value_name = "N", default_value = "2", value_parser = parse_pool_size)]
     pub size: usize,
 
+    /// Looked up in every idle sandbox's view before it is ready, with a
+    /// directory's entries (repeatable; absolute): the command then finds
+    /// them cached (e.g. --warm /usr/lib/python3.11 --warm /usr/lib/python3.11/encodings).
+    #[arg(long, value_name = "PATH", value_parser = parse_warm)]
+    pub warm: Vec<PathBuf>,
+
     #[command(flatten)]
     pub run: RunArgs,
+}
+
+fn parse_warm(s: &str) -> Result<PathBuf, String> {
+    match PathBuf::from(s) {
+        p if p.is_absolute() => Ok(p),
+        _ => Err(format!(
+            "{s:?}: must be absolute (a path in the sandbox's view)"
+        )),
+    }
 }
 
 fn parse_pool_size(s: &str) -> Result<usize, String> {

@@ -9,9 +9,9 @@
 use std::cell::Cell;
 use std::ffi::OsString;
 use std::os::fd::OwnedFd;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::thread;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use nix::sys::resource::{getrusage, UsageWho};
 use nix::sys::signal::{kill, SigSet, Signal};
@@ -27,7 +27,7 @@ use crate::guest_view::{guest_cpus, guest_limits};
 pub use crate::guest_view::{GuestView, Reading};
 use crate::launch::{self, LaunchConfig, LaunchError, FORWARDED};
 use crate::launch_hooks::RunHooks;
-use crate::limits::{watchdog, Enforcement, Tripwire};
+use crate::limits::{watchdog, Enforcement, Limits, Tripwire};
 use crate::network::{self, Network};
 use crate::output::{Capture, Meter};
 use crate::report::{CpuTime, LimitsReport, Reason, Report};
@@ -70,6 +70,19 @@ pub trait Embedding {
     /// A trace asked for only now, once [`Embedding::before_start`] has
     /// returned (the pool's client's `--trace`).
     fn late_tracer(&self) -> Option<Tracer> {
+        None
+    }
+    /// Which of stdin, stdout, stderr the guest gets its pty as, known
+    /// once [`Embedding::before_start`] has returned; `launched`: the
+    /// launch's choice (`LaunchConfig::pty`). The pool's sandbox is
+    /// launched with a pty and learns from its client whether to use it.
+    fn terminal(&self, launched: Option<[bool; 3]>) -> Option<[bool; 3]> {
+        launched
+    }
+    /// A timeout asked for only now, once [`Embedding::before_start`] has
+    /// returned (the pool's client's `--timeout`): the shorter of it and
+    /// the run's own holds.
+    fn late_timeout(&self) -> Option<Duration> {
         None
     }
     /// The run has ended with `code`; `report` is final (written to
@@ -282,33 +295,35 @@ fn serve_and_wait(
             return Err(supervisor_error(e));
         }
     };
-    // Declared after `sandbox`, so dropped (terminal restored) before it.
     let master = match sandbox.pty_master.take() {
         Some(m) => embedding.pty_master(m).map_err(setup_error)?,
         None => None,
     };
-    let relay = match (master, config.pty) {
-        (Some(master), Some(stdio)) => {
-            Some(tty::Relay::start(master, stdio, guards.meter.clone()).map_err(supervisor_error)?)
-        }
-        _ => None,
-    };
-    forward_signals(
-        forwarded,
-        sandbox.init_pid,
-        relay.as_ref().map(|r| r.resizer()),
-    );
+    let resizer = Arc::new(OnceLock::new());
+    forward_signals(forwarded, sandbox.init_pid, resizer.clone());
     let confine_first = embedding.confines_before_start();
     if confine_first {
         crate::confine::confine(&hooks.take_own_filter()).map_err(supervisor_error)?;
     }
     embedding.before_start(&sandbox).map_err(setup_error)?;
+    // Declared after `sandbox`, so dropped (terminal restored) before it.
+    let relay = match (master, embedding.terminal(config.pty)) {
+        (Some(master), Some(stdio)) if stdio.contains(&true) => {
+            let relay =
+                tty::Relay::start(master, stdio, guards.meter.clone()).map_err(supervisor_error)?;
+            let _ = resizer.set(relay.resizer());
+            Some(relay)
+        }
+        _ => None,
+    };
     if embedding.clock_starts_now() {
         started.set(Instant::now());
     }
     if let Some(tracer) = embedding.late_tracer() {
         trap.trace_with(tracer);
     }
+    let limits = limits_with(&guards.enforcement.limits, embedding.late_timeout());
+    report.limits.timeout_s = limits.timeout.map(|d| d.as_secs_f64());
     if !confine_first {
         crate::confine::confine(&hooks.take_own_filter()).map_err(supervisor_error)?;
     }
@@ -325,7 +340,7 @@ fn serve_and_wait(
         capture.relay(meter);
     }
     let watchdog = watchdog::start(
-        &guards.enforcement.limits,
+        &limits,
         counters.clone(),
         guards.tripwire.clone(),
         started.get(),
@@ -367,9 +382,19 @@ fn serve_and_wait(
         layer_full: layer_is_full(&layer),
         command,
     };
-    let code = ending.conclude(args, &guards.enforcement.limits, report);
+    let code = ending.conclude(args, &limits, report);
     embedding.concluded(code);
     Ok(code)
+}
+
+/// `limits` with `timeout` too: the shorter of the two holds.
+fn limits_with(limits: &Limits, timeout: Option<Duration>) -> Limits {
+    let mut limits = limits.clone();
+    limits.timeout = match (limits.timeout, timeout) {
+        (Some(own), Some(late)) => Some(own.min(late)),
+        (own, late) => own.or(late),
+    };
+    limits
 }
 
 /// Which of our stdout (1) and stderr (2) the guest writes to directly
@@ -460,13 +485,15 @@ fn block_forwarded_signals() -> Result<SigSet, LaunchError> {
 /// relay (`resizer`), the guest has a terminal and session of its own:
 /// every signal is passed on, except SIGWINCH, which becomes a new window
 /// size of the guest's terminal (the kernel then signals its foreground group).
-fn forward_signals(set: SigSet, init: Pid, resizer: Option<tty::Resizer>) {
+/// The relay may start after this thread (the pool's learns of its client's
+/// terminal late): `resizer` is set then.
+fn forward_signals(set: SigSet, init: Pid, resizer: Arc<OnceLock<tty::Resizer>>) {
     let Ok(sfd) = SignalFd::new(&set) else { return };
     let _ = thread::Builder::new()
         .name("signals".into())
         .spawn(move || loop {
             match sfd.read_signal() {
-                Ok(Some(info)) => match (Signal::try_from(info.ssi_signo as i32), &resizer) {
+                Ok(Some(info)) => match (Signal::try_from(info.ssi_signo as i32), resizer.get()) {
                     (Ok(Signal::SIGWINCH), Some(r)) => r.resize(),
                     (Ok(sig), Some(_)) => {
                         let _ = kill(init, sig);

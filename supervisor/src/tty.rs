@@ -49,6 +49,25 @@ pub fn host_terminal() -> Option<[bool; 3]> {
     Some([true, tty(1), tty(2)])
 }
 
+/// The host terminal's modes, restored when this is dropped: the pool's
+/// client keeps them while its sandbox relays (and sets raw mode) on the
+/// same terminal, so they come back even if that sandbox is killed.
+pub struct SavedModes(Option<Termios>);
+
+impl SavedModes {
+    pub fn of_stdin() -> SavedModes {
+        SavedModes(tcgetattr(io::stdin()).ok())
+    }
+}
+
+impl Drop for SavedModes {
+    fn drop(&mut self) {
+        if let Some(modes) = &self.0 {
+            let _ = tcsetattr(io::stdin(), SetArg::TCSADRAIN, modes);
+        }
+    }
+}
+
 /// The relay between the host terminal and the guest's pty master. While
 /// it exists the host terminal is in raw mode; dropping it restores the
 /// terminal.

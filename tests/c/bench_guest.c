@@ -35,6 +35,13 @@
  *   getpid        syscall(SYS_getpid)                                 [pass]
  *   getcwd        getcwd(buf, sizeof buf)                             [as the policy says]
  *   opendir_close openat(AT_FDCWD, DIR, O_RDONLY|O_DIRECTORY) + close (opendir) [pass]
+ *   scratch_open  openat(AT_FDCWD, SCRATCH, O_RDONLY) + close: a directory of
+ *                 the layer opened to fsync it, as sqlite does after each
+ *                 journal (SCRATCH as in create_unlink)     [serviced + pass]
+ *   usr_open      openat(AT_FDCWD, /usr/lib/os-release, O_RDONLY) + close: a
+ *                 file of the /usr overlay, as Python's imports [serviced + pass]
+ *   proc_open     openat(AT_FDCWD, /proc/self/stat, O_RDONLY) + close: a
+ *                 /proc file through /proc/self             [serviced + pass]
  *   create_unlink openat(AT_FDCWD, SCRATCH/cu, O_WRONLY|O_CREAT|O_TRUNC) + close
  *                 + unlink(SCRATCH/cu): SCRATCH is $BENCH_GUEST_SCRATCH, default
  *                 /tmp (the layer's, supervised)                  [pass]
@@ -65,7 +72,7 @@
 #define DIR_RECORDS 102 /* 100 entries + "." + ".." */
 
 static char path_file[4096], path_big[4096], path_miss[4096], path_link[4096];
-static char path_dir[4096], path_scratch[4096];
+static char path_dir[4096], path_scratch[4096], path_scratch_dir[2048];
 static int dir_fd = -1, big_fd = -1, null_fd = -1;
 static char buf[65536] __attribute__((aligned(4096)));
 static int supervised;
@@ -212,6 +219,19 @@ static int b_opendir_close(long n) {
     return 0;
 }
 
+static int open_close(const char *path, long n) {
+    for (long i = 0; i < n; i++) {
+        int fd = openat(AT_FDCWD, path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0) return -1;
+        close(fd);
+    }
+    return 0;
+}
+
+static int b_scratch_open(long n) { return open_close(path_scratch_dir, n); }
+static int b_usr_open(long n) { return open_close("/usr/lib/os-release", n); }
+static int b_proc_open(long n) { return open_close("/proc/self/stat", n); }
+
 static int b_create_unlink(long n) {
     for (long i = 0; i < n; i++) {
         int fd = openat(AT_FDCWD, path_scratch, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
@@ -223,7 +243,7 @@ static int b_create_unlink(long n) {
 }
 
 /* SCRATCH/rw, made once, opened with `flags` n times. */
-static int scratch_open(long n, int flags) {
+static int scratch_file_open(long n, int flags) {
     char path[4200];
     snprintf(path, sizeof path, "%s.rw", path_scratch);
     int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
@@ -237,8 +257,8 @@ static int scratch_open(long n, int flags) {
     return 0;
 }
 
-static int b_scratch_read(long n) { return scratch_open(n, O_RDONLY); }
-static int b_scratch_rdwr(long n) { return scratch_open(n, O_RDWR); }
+static int b_scratch_read(long n) { return scratch_file_open(n, O_RDONLY); }
+static int b_scratch_rdwr(long n) { return scratch_file_open(n, O_RDWR); }
 
 static int b_ping(long n) { (void)n; return 0; }
 
@@ -251,8 +271,9 @@ static const struct { const char *name; int (*fn)(long); } benches[] = {
     {"roundtrip", b_roundtrip},       {"ping", b_ping},
     {"lseek_rewind", b_lseek_rewind}, {"lseek_cur", b_lseek_cur},
     {"opendir_close", b_opendir_close}, {"create_unlink", b_create_unlink},
-    {"openat_sparse", b_openat_sparse}, {"scratch_read", b_scratch_read},
-    {"scratch_rdwr", b_scratch_rdwr},
+    {"openat_sparse", b_openat_sparse}, {"scratch_open", b_scratch_open},
+    {"usr_open", b_usr_open},         {"proc_open", b_proc_open},
+    {"scratch_read", b_scratch_read}, {"scratch_rdwr", b_scratch_rdwr},
 };
 
 static void join(char *out, const char *dir, const char *name) {
@@ -273,8 +294,8 @@ int main(int argc, char **argv) {
     join(path_link, dir, "link");
     snprintf(path_dir, sizeof path_dir, "%s", dir);
     const char *scratch = getenv("BENCH_GUEST_SCRATCH");
-    snprintf(path_scratch, sizeof path_scratch, "%s/cu.%d", scratch && *scratch ? scratch : "/tmp",
-             (int)getpid());
+    snprintf(path_scratch_dir, sizeof path_scratch_dir, "%s", scratch && *scratch ? scratch : "/tmp");
+    snprintf(path_scratch, sizeof path_scratch, "%s/cu.%d", path_scratch_dir, (int)getpid());
     dir_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     big_fd = open(path_big, O_RDONLY | O_CLOEXEC);
     null_fd = open("/dev/null", O_WRONLY | O_CLOEXEC);

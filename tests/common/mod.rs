@@ -15,6 +15,7 @@
 //! - [`tester_bin`]: the user `tester` and a copy of the binary it can run.
 //! - [`skip!`]: skipping with a printed reason when a tool is missing.
 //! - [`kill_after`]: a bound on a child spawned and read by hand.
+//! - [`pool::Pool`]: a `supervisor pool` daemon for the pool's tests.
 //!
 //! Not here: what any single test expects.
 #![allow(dead_code)]
@@ -24,6 +25,7 @@ mod cprogs;
 pub mod engine;
 mod kill_after;
 pub mod oci;
+pub mod pool;
 pub mod probes;
 mod rootfs;
 mod tester;

@@ -16,16 +16,20 @@
 //! of host directories, which the host may change underneath, and never
 //! procfs, whose pids come and go).
 //!
-//! Does not own: resolution itself (the resolver fills the cache, in
-//! `Resolver::parent`).
+//! The same bounded, generational map also holds the paths known to name
+//! a plain object (see [`crate::plain`]), with a generation of its own.
+//!
+//! Does not own: resolution itself (the resolver fills the caches, in
+//! `Resolver::parent` and `Resolver::probe`).
 
 use std::collections::HashMap;
 use std::os::fd::OwnedFd;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 
-/// Entries kept at most (each holds a descriptor of the supervisor).
-const MAX_ENTRIES: usize = 256;
+/// Directory entries kept at most (each holds a descriptor of the
+/// supervisor).
+pub const MAX_DIRS: usize = 256;
 
 /// Which directories may be cached.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -57,24 +61,31 @@ impl CachePolicy {
 }
 
 #[derive(Debug)]
-struct Entry {
+struct Entry<V> {
     generation: u64,
-    /// None: the directory may not be cached (remembered so that the
-    /// next lookup goes straight to full resolution).
-    dir: Option<Arc<OwnedFd>>,
+    value: V,
 }
 
+/// A bounded map from a guest path to what was learnt of it, valid for
+/// one generation.
 #[derive(Debug)]
-pub struct DirCache {
+pub struct PathCache<V> {
     pub policy: CachePolicy,
+    max: usize,
     generation: AtomicU64,
-    map: RwLock<HashMap<Box<[u8]>, Entry>>,
+    map: RwLock<HashMap<Box<[u8]>, Entry<V>>>,
 }
 
-impl DirCache {
-    pub fn new(policy: CachePolicy) -> DirCache {
-        DirCache {
+/// Directories: `None` when the directory may not be cached (remembered
+/// so that the next lookup goes straight to full resolution).
+pub type DirCache = PathCache<Option<Arc<OwnedFd>>>;
+
+impl<V: Clone> PathCache<V> {
+    /// An empty cache of at most `max` entries.
+    pub fn new(policy: CachePolicy, max: usize) -> PathCache<V> {
+        PathCache {
             policy,
+            max,
             generation: AtomicU64::new(0),
             map: RwLock::new(HashMap::new()),
         }
@@ -85,9 +96,9 @@ impl DirCache {
         self.generation.load(Ordering::Acquire)
     }
 
-    /// What the cache knows of `key` in the current generation: nothing,
-    /// "not cacheable" (`Some(None)`), or the directory.
-    pub fn get(&self, key: &[u8]) -> Option<Option<Arc<OwnedFd>>> {
+    /// What the cache knows of `key` in the current generation, if
+    /// anything.
+    pub fn get(&self, key: &[u8]) -> Option<V> {
         if self.policy == CachePolicy::Off {
             return None;
         }
@@ -95,22 +106,22 @@ impl DirCache {
         let map = self.map.read().ok()?;
         map.get(key)
             .filter(|e| e.generation == now)
-            .map(|e| e.dir.clone())
+            .map(|e| e.value.clone())
     }
 
-    /// Remember `dir` for `key`, resolved during `generation`.
-    pub fn insert(&self, key: &[u8], generation: u64, dir: Option<Arc<OwnedFd>>) {
+    /// Remember `value` for `key`, learnt during `generation`.
+    pub fn insert(&self, key: &[u8], generation: u64, value: V) {
         let Ok(mut map) = self.map.write() else {
             return;
         };
-        if map.len() >= MAX_ENTRIES {
+        if map.len() >= self.max {
             let now = self.generation();
             map.retain(|_, e| e.generation == now);
-            if map.len() >= MAX_ENTRIES {
+            if map.len() >= self.max {
                 map.clear();
             }
         }
-        map.insert(key.into(), Entry { generation, dir });
+        map.insert(key.into(), Entry { generation, value });
     }
 
     /// Start a new generation: every entry so far is stale.
@@ -136,15 +147,15 @@ mod tests {
 
     #[test]
     fn generations() {
-        let c = DirCache::new(CachePolicy::All);
+        let c = DirCache::new(CachePolicy::All, MAX_DIRS);
         let fd = Arc::new(OwnedFd::from(std::fs::File::open("/").unwrap()));
         c.insert(b"/a/", c.generation(), Some(fd));
         assert!(matches!(c.get(b"/a/"), Some(Some(_))));
         c.invalidate();
         assert!(c.get(b"/a/").is_none());
-        for i in 0..MAX_ENTRIES + 10 {
+        for i in 0..MAX_DIRS + 10 {
             c.insert(format!("/{i}/").as_bytes(), c.generation(), None);
         }
-        assert!(c.map.read().unwrap().len() <= MAX_ENTRIES);
+        assert!(c.map.read().unwrap().len() <= MAX_DIRS);
     }
 }

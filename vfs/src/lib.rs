@@ -3,7 +3,8 @@
 //! Owns: resolution of guest paths confined to the view ([`Resolver`]:
 //! `openat2` fast paths, the component walk for magic links, the
 //! `/proc/self` family; a cache of resolved directories for parent
-//! lookups), lexical path utilities ([`path`]), the id mapping of chown
+//! lookups, and the paths known to name a plain object, for read opens),
+//! lexical path utilities ([`path`]), the id mapping of chown
 //! ([`IdMap`]), the host calls the file handlers make ([`sys`]), and the
 //! mount specs of the view ([`mounts`]).
 //!
@@ -14,6 +15,7 @@ mod cache;
 pub mod idmap;
 pub mod mounts;
 pub mod path;
+mod plain;
 pub mod resolve;
 pub mod sys;
 #[cfg(test)]
@@ -22,4 +24,5 @@ mod walk;
 
 pub use cache::CachePolicy;
 pub use idmap::IdMap;
+pub use plain::{Known, Probe};
 pub use resolve::{At, Caller, Dir, Parent, Resolver};

@@ -25,8 +25,9 @@ use nix::errno::Errno;
 
 use std::sync::Arc;
 
-use crate::cache::{CachePolicy, DirCache};
+use crate::cache::{CachePolicy, DirCache, MAX_DIRS};
 use crate::path::{self, Split};
+use crate::plain::{Known, LayerDevs, MAX_PLAIN};
 use crate::sys;
 use crate::walk::{self, Last};
 
@@ -118,6 +119,9 @@ pub struct Resolver {
     /// Directories resolved before, for the parent lookups of the calls
     /// that act on a name (see [`Resolver::parent`]).
     cache: DirCache,
+    /// Absolute paths known to name a plain object (`plain.rs`).
+    pub(crate) plain: crate::cache::PathCache<Known>,
+    pub(crate) layer_devs: LayerDevs,
 }
 
 impl Resolver {
@@ -139,7 +143,9 @@ impl Resolver {
             root,
             root_id,
             root_printed,
-            cache: DirCache::new(policy),
+            cache: DirCache::new(policy, MAX_DIRS),
+            plain: crate::cache::PathCache::new(policy, MAX_PLAIN),
+            layer_devs: LayerDevs::default(),
         }
     }
 
@@ -150,6 +156,11 @@ impl Resolver {
 
     pub(crate) fn is_root(&self, st: &libc::stat) -> bool {
         (st.st_dev, st.st_ino) == self.root_id
+    }
+
+    /// The device of the view's root (the sandbox's tmpfs layer).
+    pub(crate) fn root_dev(&self) -> u64 {
+        self.root_id.0
     }
 
     /// Open `path` with the guest's `O_*` flags (already validated) and
@@ -206,9 +217,11 @@ impl Resolver {
     }
 
     /// The guest changed names or permissions (unlink, rmdir, rename,
-    /// chmod, chown): forget the directories resolved so far.
+    /// chmod, chown): forget the directories resolved so far, and the
+    /// paths known to name a plain object.
     pub fn changed(&self) {
         self.cache.invalidate();
+        self.plain.invalidate();
     }
 
     /// The absolute directory path `dir` (as written, trailing slash kept)

@@ -8,7 +8,7 @@ use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::os::unix::fs::symlink;
 use std::path::Path;
 
-use crate::resolve::flags::IN_ROOT;
+use crate::resolve::flags::{IN_ROOT, NO_SYMLINKS};
 use crate::{sys, At, Caller, Resolver};
 use nix::errno::Errno;
 use proptest::prelude::*;
@@ -359,6 +359,27 @@ proptest! {
                 (Ok(a), Ok(b)) => prop_assert_eq!(id(a), id(b), "walk {:?}", p),
                 (Err(a), Err(b)) => prop_assert_eq!(a, b, "walk {:?}", p),
                 _ => prop_assert!(false, "walk {p:?} (start {start:?}): ours {walked:?}, kernel {want:?}"),
+            }
+            // probe() (read opens) agrees, and a path is remembered as
+            // plain only when the kernel resolves it without symlinks to
+            // an object that is not one.
+            let at = At { dir: dirarg, caller: &Me };
+            let probed = r.probe(&at, &c(&p), nofollow, r.known(p.as_bytes()));
+            match (&probed, &want) {
+                (Ok(a), Ok(b)) => prop_assert_eq!(id(&a.fd), id(b), "probe {:?}", p),
+                (Err(a), Err(b)) => prop_assert_eq!(a, b, "probe {:?}", p),
+                _ => prop_assert!(false, "probe {p:?}: ours {:?}, kernel {want:?}", probed.as_ref().map(|x| &x.fd)),
+            }
+            if let Ok(probe) = &probed {
+                r.remember_plain(&c(&p), probe);
+            }
+            if r.known(p.as_bytes()) == crate::Known::Plain {
+                let strict = sys::openat2(rootfd.as_fd(), &c(&joined), flags, 0, IN_ROOT | NO_SYMLINKS);
+                let plain = strict.is_ok_and(|fd| {
+                    let st = sys::fstat(fd.as_fd()).unwrap();
+                    st.st_mode & libc::S_IFMT != libc::S_IFLNK && Some(id(&fd)) == want.as_ref().ok().map(id)
+                });
+                prop_assert!(plain, "{p:?} remembered as plain");
             }
             // parent(): the directory is always inside the root.
             if !p.is_empty() {

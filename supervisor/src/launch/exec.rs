@@ -122,17 +122,21 @@ pub(super) fn run_guest(
         let _ = write(&report, &(e as i32).to_le_bytes());
         exit_now(126);
     }
-    if let Some((slave, stdio)) = terminal {
-        take_terminal(slave, stdio);
-    }
     let late;
     let plan = match plan {
         Some(plan) => {
+            if let Some((slave, stdio)) = terminal {
+                take_terminal(slave, stdio);
+            }
             wait_for_start(&start);
             plan
         }
+        // A late command says itself which descriptors are the terminal.
         None => match super::late::receive(start.as_fd()) {
-            Some(p) => {
+            Some((p, on_tty)) => {
+                if let Some((slave, _)) = terminal.filter(|_| on_tty.contains(&true)) {
+                    take_terminal(slave, on_tty);
+                }
                 late = p;
                 &late
             }

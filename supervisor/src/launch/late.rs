@@ -4,14 +4,15 @@
 //! [`super::Sandbox::start_late`].
 //!
 //! Owns the start channel of such a launch (a `SOCK_SEQPACKET` socketpair
-//! in place of the start pipe) and its one message: three bytes saying
-//! which of descriptors 0, 1, 2 are attached (SCM_RIGHTS, in that
-//! order), argc (u32, little-endian), then every argument and every
-//! `K=V` of the environment, each NUL-terminated. The guest's side
-//! ([`receive`]) puts the descriptors in place and builds the
-//! [`ExecPlan`] (PATH search as for any command); those it was not sent
-//! stay what it inherited (the output capture's pipes). Does not own the
-//! exec itself (`exec.rs`) or where the request came from.
+//! in place of the start pipe) and its one message: three bytes, one per
+//! descriptor 0, 1, 2 (0: keep what it inherited; 1: attached, by
+//! SCM_RIGHTS, in that order; 2: the sandbox's pseudo-terminal), argc
+//! (u32, little-endian), then every argument and every `K=V` of the
+//! environment, each NUL-terminated. The guest's side ([`receive`]) puts
+//! the descriptors in place and builds the [`ExecPlan`] (PATH search as
+//! for any command); those it was not sent stay what it inherited (the
+//! output capture's pipes). Does not own the exec itself (`exec.rs`,
+//! which also takes the terminal) or where the request came from.
 
 use std::ffi::{OsStr, OsString};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
@@ -35,7 +36,15 @@ pub struct LateStart<'a> {
     pub env: &'a [(OsString, OsString)],
     /// Its stdin, stdout, stderr; `None`: what it inherited.
     pub stdio: [Option<BorrowedFd<'a>>; 3],
+    /// Which of them are the sandbox's pseudo-terminal instead (launched
+    /// with one: `LaunchConfig::pty`); a descriptor given there is not sent.
+    pub terminal: [bool; 3],
 }
+
+/// The first three bytes' values.
+const INHERITED: u8 = 0;
+const ATTACHED: u8 = 1;
+const TERMINAL: u8 = 2;
 
 /// The start channel: (the supervisor's end, the guest's end).
 pub(super) fn channel() -> nix::Result<(OwnedFd, OwnedFd)> {
@@ -50,7 +59,11 @@ pub(super) fn channel() -> nix::Result<(OwnedFd, OwnedFd)> {
 /// Sends `start` on the supervisor's end. EPIPE (the guest is gone) is
 /// not an error here: the wait says why.
 pub(super) fn send(sock: BorrowedFd<'_>, start: &LateStart<'_>) -> Result<(), LaunchError> {
-    let fds: Vec<BorrowedFd<'_>> = start.stdio.iter().flatten().copied().collect();
+    let kinds = stdio_kinds(start);
+    let fds: Vec<BorrowedFd<'_>> = (0..3)
+        .filter(|&i| kinds[i] == ATTACHED)
+        .filter_map(|i| start.stdio[i])
+        .collect();
     let msg = encode(start);
     if msg.len() > MAX_MESSAGE {
         return Err(LaunchError::setup(
@@ -66,8 +79,16 @@ pub(super) fn send(sock: BorrowedFd<'_>, start: &LateStart<'_>) -> Result<(), La
     }
 }
 
+fn stdio_kinds(start: &LateStart<'_>) -> [u8; 3] {
+    std::array::from_fn(|i| match (start.terminal[i], start.stdio[i]) {
+        (true, _) => TERMINAL,
+        (false, Some(_)) => ATTACHED,
+        (false, None) => INHERITED,
+    })
+}
+
 fn encode(start: &LateStart<'_>) -> Vec<u8> {
-    let mut msg: Vec<u8> = start.stdio.iter().map(|f| f.is_some() as u8).collect();
+    let mut msg = stdio_kinds(start).to_vec();
     msg.extend_from_slice(&(start.command.len() as u32).to_le_bytes());
     for arg in start.command {
         msg.extend_from_slice(arg.as_bytes());
@@ -114,23 +135,26 @@ fn decode(msg: &[u8]) -> Option<Decoded> {
 }
 
 /// In the guest's main process: waits for the message, takes the
-/// descriptors it carries as stdin, stdout, stderr, and returns the plan.
+/// descriptors it carries as stdin, stdout, stderr, and returns the plan
+/// and which of them are to be the sandbox's terminal.
 /// `None`: the supervisor went away, or sent something malformed.
-pub(super) fn receive(sock: BorrowedFd<'_>) -> Option<ExecPlan> {
+pub(super) fn receive(sock: BorrowedFd<'_>) -> Option<(ExecPlan, [bool; 3])> {
     let mut buf = vec![0u8; MAX_MESSAGE];
     let (n, fds) = recv_with_fds(sock, &mut buf).ok()?;
     let msg = buf.get(..n)?;
-    let wanted: Vec<i32> = (0..3)
-        .filter(|&i| msg.get(i as usize) == Some(&1))
-        .collect();
-    if n < 7 || wanted.len() != fds.len() {
+    if n < 7 || msg[..3].iter().any(|&k| k > TERMINAL) {
+        return None;
+    }
+    let wanted: Vec<i32> = (0..3).filter(|&i| msg[i as usize] == ATTACHED).collect();
+    if wanted.len() != fds.len() {
         return None;
     }
     for (target, fd) in wanted.iter().zip(&fds) {
         dup2(fd.as_fd().as_raw_fd(), *target).ok()?;
     }
+    let terminal = std::array::from_fn(|i| msg[i] == TERMINAL);
     let (command, env) = decode(msg)?;
-    ExecPlan::new(&command, &env).ok()
+    Some((ExecPlan::new(&command, &env).ok()?, terminal))
 }
 
 #[cfg(test)]
@@ -145,9 +169,10 @@ mod tests {
             command: &command,
             env: &env,
             stdio: [None, None, None],
+            terminal: [false, true, false],
         };
         let msg = encode(&start);
-        assert_eq!(&msg[..3], &[0, 0, 0]);
+        assert_eq!(&msg[..3], &[INHERITED, TERMINAL, INHERITED]);
         assert_eq!(decode(&msg), Some((command, env)));
     }
 

@@ -1,11 +1,13 @@
 //! `supervisor run --pool SOCKET -- COMMAND`: the client. Sends the
-//! command, the environment `run` would build, and its own stdin, stdout
-//! and stderr to a ready sandbox of the pool; passes the signals `run`
+//! command, the environment `run` would build, its own stdin, stdout
+//! and stderr, and which of them are its terminal (the guest then gets
+//! the sandbox's pty, relayed there) to a ready sandbox of the pool; passes the signals `run`
 //! forwards on; exits as `run` would have (the answer's code, its one
 //! line, the report written where `--report` says).
 //!
 //! Owns the client's side; refuses the flags that shape a sandbox (the
-//! pool's own flags did that). If the client dies, its connection ends
+//! pool's own flags did that), but passes `--timeout` on (the sandbox
+//! applies the shorter of it and the pool's). If the client dies, its connection ends
 //! and the sandbox kills its guest (`slot.rs`).
 
 use std::fs::File;
@@ -22,6 +24,7 @@ use super::daemon::connect;
 use super::protocol::{self, Answer, Request};
 use crate::cli::RunArgs;
 use crate::launch::{DEFAULT_DISK_SIZE, DEFAULT_HOSTNAME, FORWARDED};
+use crate::tty;
 
 /// Runs `args.command` in the pool at `args.pool`; the exit code.
 pub fn main(args: RunArgs, pool: &Path) -> i32 {
@@ -44,12 +47,17 @@ fn ask(args: &RunArgs, pool: &Path) -> Result<Answer, String> {
         return Err("no command given (see 'supervisor run --help')".into());
     }
     let env = crate::run::guest_env(&args.env).map_err(|e| e.message)?;
-    let request = Request::new(
+    let mut request = Request::new(
         &args.command,
         &env,
         args.report.is_some(),
         args.trace.is_some(),
+        args.timeout,
     );
+    // The sandbox relays its pty to our terminal in raw mode, as `run`
+    // does; the modes come back when we have the answer, whatever it did.
+    request.terminal = tty::host_terminal();
+    let _modes = request.terminal.map(|_| tty::SavedModes::of_stdin());
     // As `run` opens it: created or truncated, before the command runs.
     let trace_file = match &args.trace {
         Some(p) if p != Path::new("-") => {
@@ -116,7 +124,7 @@ fn conclude(args: &RunArgs, answer: Answer) -> i32 {
 }
 
 /// The first flag given that shapes a sandbox (`None`: only --env,
-/// --report, --trace and the command).
+/// --report, --trace, --timeout and the command).
 fn shaping_flag(a: &RunArgs) -> Option<&'static str> {
     let given = [
         (!a.ro.is_empty(), "--ro"),
@@ -132,7 +140,6 @@ fn shaping_flag(a: &RunArgs) -> Option<&'static str> {
         (a.memory.is_some(), "--memory"),
         (a.cpus.is_some(), "--cpus"),
         (a.pids.is_some(), "--pids"),
-        (a.timeout.is_some(), "--timeout"),
         (a.cpu_time.is_some(), "--cpu-time"),
         (a.output_limit.is_some(), "--output-limit"),
         (a.nofile.is_some(), "--nofile"),

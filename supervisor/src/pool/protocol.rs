@@ -22,6 +22,7 @@
 use std::ffi::OsString;
 use std::os::fd::{BorrowedFd, OwnedFd};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
@@ -43,6 +44,16 @@ pub struct Request {
     /// attached (`--trace=FILE`, opened by the client), else to its stderr.
     #[serde(default)]
     pub trace: bool,
+    /// The client's `--timeout`, in seconds (the pool's own, if shorter,
+    /// holds).
+    #[serde(default)]
+    pub timeout_s: Option<f64>,
+    /// Which of the client's stdin, stdout, stderr are its terminal
+    /// (`tty::host_terminal`, judged by the client, whose process group
+    /// it is): the guest then gets the sandbox's pseudo-terminal there,
+    /// relayed to the client's terminal, as `run` gives it.
+    #[serde(default)]
+    pub terminal: Option<[bool; 3]>,
 }
 
 impl Request {
@@ -51,6 +62,7 @@ impl Request {
         env: &[(OsString, OsString)],
         report: bool,
         trace: bool,
+        timeout: Option<Duration>,
     ) -> Request {
         Request {
             command: command.iter().map(|a| a.as_bytes().to_vec()).collect(),
@@ -60,7 +72,16 @@ impl Request {
                 .collect(),
             report,
             trace,
+            timeout_s: timeout.map(|d| d.as_secs_f64()),
+            terminal: None,
         }
+    }
+
+    /// The client's `--timeout`; `None` too for a value no duration has
+    /// (negative, not finite, too large).
+    pub fn timeout(&self) -> Option<Duration> {
+        self.timeout_s
+            .and_then(|s| Duration::try_from_secs_f64(s).ok())
     }
 
     pub fn command(&self) -> Vec<OsString> {
@@ -186,12 +207,19 @@ mod tests {
         let (a, b) = pair();
         let command = vec![OsString::from("sh"), OsString::from_vec(vec![0xff, b'x'])];
         let env = vec![(OsString::from("K"), OsString::from("V=W"))];
-        let req = Request::new(&command, &env, true, false);
+        let req = Request::new(
+            &command,
+            &env,
+            true,
+            false,
+            Some(Duration::from_millis(1500)),
+        );
         send_request(a.as_fd(), &req, &[a.as_fd(), b.as_fd()]).unwrap();
         let Some(FromClient::Request(got, fds)) = recv_from_client(b.as_fd()) else {
             panic!("no request")
         };
         assert_eq!((got.command(), got.env(), got.report), (command, env, true));
+        assert_eq!(got.timeout(), Some(Duration::from_millis(1500)));
         assert_eq!(fds.len(), 2);
         send_signal(a.as_fd(), 2).unwrap();
         assert!(matches!(

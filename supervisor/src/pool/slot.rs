@@ -19,10 +19,11 @@ use std::cell::RefCell;
 use std::fs::File;
 use std::io::Write;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc};
 use std::thread;
+use std::time::Duration;
 
 use nix::fcntl::OFlag;
 use nix::sys::signal::{kill, Signal};
@@ -38,6 +39,8 @@ use crate::trap::trace::Tracer;
 /// The sandbox's state: before a client, and with one.
 struct Slot {
     daemon: OwnedFd,
+    /// `--warm`: looked up in the view before the sandbox is ready.
+    warm: Vec<PathBuf>,
     /// The output limit captures the guest's stdout and stderr: it
     /// keeps the pipes it inherited, not the client's descriptors.
     captured: bool,
@@ -69,6 +72,7 @@ pub fn main(args: PoolArgs) -> i32 {
     };
     let slot = Slot {
         daemon,
+        warm: args.warm,
         captured: args.run.output_limit.is_some(),
         client: RefCell::new(None),
         message: RefCell::new(None),
@@ -131,14 +135,21 @@ const CLOSED: &str = "closed";
 impl Embedding for Slot {
     fn configure(&self, config: &mut LaunchConfig) {
         config.late_exec = true;
-        // The client's descriptors go to the guest as they are.
-        config.pty = None;
+        // Whether the client has a terminal is known only at its request:
+        // every sandbox has a pty ready, which the guest takes only then
+        // (`terminal`); else the client's descriptors go to it as they are.
+        config.pty = Some([false; 3]);
+    }
+
+    fn terminal(&self, _launched: Option<[bool; 3]>) -> Option<[bool; 3]> {
+        self.client.borrow().as_ref()?.request.terminal
     }
 
     fn before_start(&self, sandbox: &Sandbox) -> Result<(), String> {
         // The watcher starts while we wait: a thread's start is off the
         // request's path.
         let watcher = watch(sandbox.init_pid, self.answered.clone());
+        super::warm::warm(sandbox.root.as_fd(), &self.warm);
         let client = self.take_client()?;
         let conn = client
             .conn
@@ -189,6 +200,9 @@ impl Embedding for Slot {
                 (!self.captured).then(|| stdout.as_fd()),
                 (!self.captured).then(|| stderr.as_fd()),
             ],
+            // `run` relays the pty to 0, 1, 2 where the client said they
+            // are its terminal (`Embedding::terminal`).
+            terminal: client.request.terminal.unwrap_or([false; 3]),
         };
         sandbox.start_late(&late)
     }
@@ -205,6 +219,10 @@ impl Embedding for Slot {
             // Our stderr is the client's.
             None => Tracer::open(Path::new("-")).ok(),
         }
+    }
+
+    fn late_timeout(&self) -> Option<Duration> {
+        self.client.borrow().as_ref()?.request.timeout()
     }
 
     fn leaves_teardown(&self) -> bool {
@@ -268,11 +286,19 @@ fn watch(init: Pid, answered: Arc<AtomicBool>) -> mpsc::Sender<OwnedFd> {
 fn watch_client(conn: &OwnedFd, init: Pid, answered: &AtomicBool) {
     loop {
         match protocol::recv_from_client(conn.as_fd()) {
-            Some(FromClient::Signal(signo)) => {
-                if let Some(sig) = FORWARDED.iter().find(|s| **s as i32 == signo) {
+            Some(FromClient::Signal(signo)) => match FORWARDED.iter().find(|s| **s as i32 == signo)
+            {
+                // Ours to handle: with the client's terminal relayed, a
+                // new window size goes to the guest's pty (`run`'s signal
+                // thread does that), not to init.
+                Some(Signal::SIGWINCH) => {
+                    let _ = kill(Pid::this(), Signal::SIGWINCH);
+                }
+                Some(sig) => {
                     let _ = kill(init, *sig);
                 }
-            }
+                None => {}
+            },
             Some(FromClient::Request(..)) => {}
             None => {
                 // Answered: the client went because it was done (and init

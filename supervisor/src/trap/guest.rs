@@ -140,10 +140,32 @@ pub(super) fn tgid_of(tid: i32) -> Result<i32, Errno> {
         .map_err(|_| Errno::EIO)
 }
 
-/// `/proc/<tid>/status`; ESRCH when the thread is gone.
+/// `/proc/<tid>/status`; ESRCH when the thread is gone. Read into room
+/// for the whole text (about 1.5 KiB): two reads, where
+/// `fs::read_to_string` (procfs reports a size of 0) stats the file and
+/// reads it in pieces of 32, 32, 64... bytes, ten calls.
 pub(super) fn read_status(tid: i32) -> Result<String, Errno> {
-    fs::read_to_string(format!("/proc/{tid}/status")).map_err(|_| Errno::ESRCH)
+    use std::io::Read;
+    let mut f = fs::File::open(format!("/proc/{tid}/status")).map_err(|_| Errno::ESRCH)?;
+    let mut text = vec![0u8; STATUS_ROOM];
+    let mut len = 0;
+    loop {
+        if len == text.len() {
+            text.resize(len * 2, 0);
+        }
+        match f.read(&mut text[len..]) {
+            Ok(0) => break,
+            Ok(n) => len += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => return Err(Errno::ESRCH),
+        }
+    }
+    text.truncate(len);
+    String::from_utf8(text).map_err(|_| Errno::EIO)
 }
+
+/// Bytes a status text is read into at first.
+const STATUS_ROOM: usize = 4096;
 
 /// The value of one `Field:` line of a status text.
 pub(super) fn field_of<'a>(status: &'a str, field: &str) -> Option<&'a str> {

@@ -71,21 +71,22 @@ pub fn granted(root: BorrowedFd<'_>) -> Result<Vec<OwnedFd>, Errno> {
     Ok(out)
 }
 
-/// The handlers' side of the fence: the devices of the view's root and
-/// procfs, and the identities of the top-level entries granted.
+/// The handlers' side of the fence: the device of the view's procfs,
+/// the identities of the top-level entries granted, and the root's times.
 #[derive(Debug)]
 pub(crate) struct Fence {
-    root_dev: u64,
     proc_dev: Option<u64>,
     granted: Vec<(u64, u64)>,
     /// The root's change and modification times when the grants were
     /// listed: while they stay, no name was made, removed or renamed at
-    /// the root, and every object on the root's file system lies beneath
-    /// a grant. (Read by a stat, they are fine-grained for the next
-    /// change on file systems with multigrain timestamps, tmpfs since
-    /// Linux 6.13; on older kernels a name made in the same clock tick as
-    /// the view's last one is missed, and a read there fails EACCES.)
+    /// the root, and every object but procfs's lies beneath a grant.
+    /// (Read by a stat, they are fine-grained for the next change on file
+    /// systems with multigrain timestamps, tmpfs since Linux 6.13; on
+    /// older kernels a name made in the same clock tick as the view's
+    /// last one is missed, and a read there fails EACCES.)
     root_times: RootTimes,
+    /// The root's times when [`Fence::root_changed`] last looked.
+    seen_root: std::sync::Mutex<RootTimes>,
 }
 
 /// The root's `(ctime, mtime)` in seconds and nanoseconds.
@@ -108,22 +109,19 @@ impl Fence {
         let proc_dev = vfs::sys::fstatat(root, c"proc", libc::AT_SYMLINK_NOFOLLOW)
             .ok()
             .map(|st| st.st_dev);
-        let root_st = vfs::sys::fstat(root)?;
+        let times = root_times(&vfs::sys::fstat(root)?);
         Ok(Fence {
-            root_dev: root_st.st_dev,
             proc_dev,
             granted,
-            root_times: root_times(&root_st),
+            root_times: times,
+            seen_root: std::sync::Mutex::new(times),
         })
     }
 
     /// Whether the guest's domain lets the kernel open `object` (which
-    /// the VFS resolved) for reading. False also when that cannot be
-    /// told: the open is then served, which is always allowed.
-    pub(crate) fn admits(&self, fs: &Resolver, object: &OwnedFd) -> bool {
-        let Ok(st) = vfs::sys::fstat(object.as_fd()) else {
-            return false;
-        };
+    /// the VFS resolved; `st` its stat) for reading. False also when that
+    /// cannot be told: the open is then served, which is always allowed.
+    pub(crate) fn admits(&self, fs: &Resolver, object: &OwnedFd, st: &libc::stat) -> bool {
         if st.st_mode & libc::S_IFMT == libc::S_IFDIR {
             return true;
         }
@@ -133,17 +131,35 @@ impl Fence {
                 .is_ok_and(|p| native_in_proc(&p));
         }
         // Every mount but procfs was made at start-up beneath a granted
-        // entry; only the root's own file system holds names made since.
-        st.st_dev != self.root_dev || self.beneath_granted_entry(fs, object)
+        // entry; what the guest made at the root since is beneath none.
+        // (Devices do not tell: an overlay root, `--rootfs` and OCI,
+        // reports its files' as its layers'.)
+        let root = vfs::sys::fstat(fs.root());
+        root.is_ok_and(|st| root_times(&st) == self.root_times)
+            || self.beneath_granted_entry(fs, object)
+    }
+
+    /// Whether a name was made, removed or replaced at the root since the
+    /// last call that said so (or since the grants were listed), noting
+    /// the root's times as seen: the paths remembered as plain are then
+    /// forgotten (a file at the root unlinked and made again, both
+    /// unseen, is beneath no grant).
+    pub(crate) fn root_changed(&self, fs: &Resolver) -> bool {
+        let Ok(st) = vfs::sys::fstat(fs.root()) else {
+            return true;
+        };
+        let now = root_times(&st);
+        let Ok(mut seen) = self.seen_root.lock() else {
+            return true;
+        };
+        let changed = *seen != now;
+        *seen = now;
+        changed
     }
 
     /// Whether the top-level entry `object`'s path passes through is one
     /// of those granted (a name the guest made at the root since is not).
     fn beneath_granted_entry(&self, fs: &Resolver, object: &OwnedFd) -> bool {
-        let root = vfs::sys::fstat(fs.root());
-        if root.is_ok_and(|st| root_times(&st) == self.root_times) {
-            return true;
-        }
         let Ok(path) = fs.view_path(object.as_fd()) else {
             return false;
         };

@@ -180,10 +180,13 @@ pub fn linkat(ctx: &Context, g: &dyn Guest, dirfds: [i32; 2], addrs: [u64; 2], f
     let new = Operand::read(g, dirfds[1], addrs[1])?;
     let np = new.parent(ctx, &caller)?;
     live(g)?;
-    match src {
-        Source::Name(p) => sys::linkat(p.dir.as_fd(), p.name, np.dir.as_fd(), np.name, 0)?,
-        Source::File(fd) => sys::link_fd(fd.as_fd(), np.dir.as_fd(), np.name)?,
-    }
+    let r = match src {
+        Source::Name(p) => sys::linkat(p.dir.as_fd(), p.name, np.dir.as_fd(), np.name, 0),
+        Source::File(fd) => sys::link_fd(fd.as_fd(), np.dir.as_fd(), np.name),
+    };
+    // The new name may be a symlink's, where one removed unseen stood.
+    ctx.fs.names_added();
+    r?;
     value(0)
 }
 
@@ -197,7 +200,10 @@ pub fn symlinkat(ctx: &Context, g: &dyn Guest, target: u64, dirfd: i32, addr: u6
     let op = Operand::read(g, dirfd, addr)?;
     let p = op.parent(ctx, &caller)?;
     live(g)?;
-    sys::symlinkat(&target, p.dir.as_fd(), p.name)?;
+    let r = sys::symlinkat(&target, p.dir.as_fd(), p.name);
+    // It may stand where a name removed unseen stood (unlink passes).
+    ctx.fs.names_added();
+    r?;
     value(0)
 }
 

@@ -163,6 +163,28 @@ fn open_common(
         // and nothing else, so the kernel may open it.
         return Ok(Reply::Continue);
     }
+    let remembered = vfs::path::is_abs(bytes) && plain_read(flags, res);
+    let known = match ctx.continue_plain_opens && remembered {
+        true => ctx.fs.known(bytes),
+        false => vfs::Known::Unknown,
+    };
+    // A name made, removed or replaced at the root since the paths were
+    // remembered may be beneath no grant of the guest's Landlock domain
+    // (a file the guest unlinked and made again, both unseen): forget
+    // them all (`fence.rs`).
+    let known = match (known, &ctx.fence) {
+        (vfs::Known::Plain, Some(fence)) if fence.root_changed(&ctx.fs) => {
+            ctx.fs.changed();
+            vfs::Known::Unknown
+        }
+        (known, _) => known,
+    };
+    if known == vfs::Known::Plain {
+        // Resolved before to an object that is no served file, and no
+        // name has been replaced since (vfs's plain.rs): what resolving
+        // it again would answer.
+        return Ok(Reply::Continue);
+    }
     // RESOLVE_IN_ROOT scopes even an absolute path to the dirfd.
     let dir = if res & resolve::IN_ROOT != 0 && vfs::path::is_abs(bytes) {
         Some(super::dir_itself(g, dirfd)?)
@@ -181,7 +203,7 @@ fn open_common(
         dir: dir.as_ref().map(AsFd::as_fd),
         caller: &Caller(g),
     };
-    if ctx.continue_plain_opens && kernel_may_open(ctx, &at, &path, flags, res)? {
+    if ctx.continue_plain_opens && kernel_may_open(ctx, &at, &path, flags, res, known)? {
         // The VFS has resolved it and the object is what the kernel would
         // open (or create) for the guest: the kernel does it (CONTINUE).
         // A guest that changes the path in between gets another object
@@ -215,7 +237,16 @@ fn kernel_may_open(
     path: &std::ffi::CStr,
     flags: u64,
     res: u64,
+    known: vfs::Known,
 ) -> Result<bool, Errno> {
+    if plain_read(flags, res) {
+        let probe = ctx.fs.probe(at, path, flags as i32, known)?;
+        let served = served(ctx, &probe.fd, &probe.st);
+        if !served {
+            ctx.fs.remember_plain(path, &probe);
+        }
+        return Ok(!served);
+    }
     let probe = (flags as i32 & (libc::O_NOFOLLOW | libc::O_DIRECTORY)) | libc::O_PATH;
     let object = match ctx.fs.open(at, path, probe, 0, res) {
         Ok(object) => object,
@@ -225,13 +256,31 @@ fn kernel_may_open(
     // Only reads are served (see sysinfo::substitute): an open that
     // writes is the guest's own, with its own credentials, or nothing.
     let reads = flags & (O_ACCMODE | O_PATH) == libc::O_RDONLY as u64;
-    if !reads || ctx.synthetic.serves(&object) {
-        return Ok(!reads);
+    if !reads {
+        return Ok(true);
     }
-    Ok(ctx
-        .fence
-        .as_ref()
-        .is_none_or(|f| f.admits(&ctx.fs, &object)))
+    let st = vfs::sys::fstat(object.as_fd())?;
+    Ok(!served(ctx, &object, &st))
+}
+
+/// Whether a read of `object` (whose `stat` is `st`) is served rather
+/// than CONTINUEd: a synthetic file, or one the guest's Landlock domain
+/// keeps the kernel from opening (`fence.rs`). Such a path is never
+/// remembered as plain.
+fn served(ctx: &Context, object: &OwnedFd, st: &libc::stat) -> bool {
+    ctx.synthetic.serves_stat(object, st)
+        || ctx
+            .fence
+            .as_ref()
+            .is_some_and(|f| !f.admits(&ctx.fs, object, st))
+}
+
+/// Whether an open is a plain read the known plain paths may answer:
+/// read-only, creating and truncating nothing, no `O_DIRECTORY` (which
+/// the filter passes for open and openat), no `RESOLVE_*` scope.
+fn plain_read(flags: u64, res: u64) -> bool {
+    const NOT_PLAIN: u64 = O_ACCMODE | O_PATH | O_CREAT | O_TMPFILE_BIT | O_TRUNC | O_DIRECTORY;
+    flags & NOT_PLAIN == 0 && res == 0
 }
 
 /// Opens with O_NONBLOCK first, so that the common case never ties up the

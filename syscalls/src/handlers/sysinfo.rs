@@ -303,13 +303,18 @@ impl Synthetic {
         self.files.is_empty() && self.proc_dev.is_none()
     }
 
-    /// Whether `fd` is one of the files served synthetic.
-    pub(crate) fn serves(&self, fd: &OwnedFd) -> bool {
-        self.which(fd).is_some()
+    /// Whether `fd`, whose `stat` is `st`, is one of the files served
+    /// synthetic.
+    pub(crate) fn serves_stat(&self, fd: &OwnedFd, st: &libc::stat) -> bool {
+        self.which_stat(fd, st).is_some()
     }
 
     fn which(&self, fd: &OwnedFd) -> Option<ProcFile> {
         let st = vfs::sys::fstat(fd.as_fd()).ok()?;
+        self.which_stat(fd, &st)
+    }
+
+    fn which_stat(&self, fd: &OwnedFd, st: &libc::stat) -> Option<ProcFile> {
         if self.cover_dev == Some(st.st_dev) {
             return covered_file(&procfiles::fd_name(fd)?);
         }

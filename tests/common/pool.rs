@@ -1,0 +1,91 @@
+//! A `supervisor pool` daemon for the pool's tests (`tests/pool*.rs`):
+//! started with its socket in a temp dir, stopped by its pid.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
+use std::os::unix::process::CommandExt;
+
+use super::{bin, kill_after, Tree, PATH, TIMEOUT};
+
+/// A running `supervisor pool`, stopped (SIGTERM, by pid) on drop.
+pub struct Pool {
+    child: Option<Child>,
+    pub socket: PathBuf,
+    _dir: Tree,
+}
+
+impl Pool {
+    pub fn start(flags: &[&str]) -> Pool {
+        Pool::start_as(flags, None, &bin())
+    }
+
+    /// The daemon as `user` (uid, gid), with `bin`; its cwd the temp dir.
+    pub fn start_as(flags: &[&str], user: Option<(u32, u32)>, bin: &Path) -> Pool {
+        let dir = Tree::new();
+        if let Some((uid, gid)) = user {
+            dir.give_to(uid, gid);
+        }
+        let socket = dir.join("pool.sock");
+        let mut c = Command::new(bin);
+        c.arg("pool")
+            .arg("--socket")
+            .arg(&socket)
+            .args(flags)
+            .current_dir(dir.path())
+            .env_clear()
+            .env("PATH", PATH)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .process_group(0);
+        if let Some((uid, gid)) = user {
+            c.uid(uid).gid(gid);
+        }
+        let child = c.spawn().expect("start the pool");
+        let pool = Pool {
+            child: Some(child),
+            socket,
+            _dir: dir,
+        };
+        pool.wait_for_socket();
+        pool
+    }
+
+    pub fn wait_for_socket(&self) {
+        let until = Instant::now() + TIMEOUT;
+        while !self.socket.exists() {
+            assert!(Instant::now() < until, "the pool made no socket");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().expect("running").id()
+    }
+
+    /// `--pool SOCKET`, for [`Run::sup`].
+    pub fn flag(&self) -> Vec<String> {
+        vec!["--pool".into(), self.socket.display().to_string()]
+    }
+
+    /// SIGTERM; the daemon's exit status.
+    pub fn stop(&mut self) -> std::process::ExitStatus {
+        let mut child = self.child.take().expect("running");
+        let _ = kill(Pid::from_raw(child.id() as i32), Signal::SIGTERM);
+        let guard = kill_after(child.id(), TIMEOUT);
+        let status = child.wait().expect("wait for the pool");
+        drop(guard);
+        status
+    }
+}
+
+impl Drop for Pool {
+    fn drop(&mut self) {
+        if self.child.is_some() {
+            self.stop();
+        }
+    }
+}
