@@ -8,7 +8,7 @@
 mod common;
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, Stdio};
 
 use common::pool::Pool;
 use common::*;
@@ -23,16 +23,7 @@ const SCRIPT: &str = "test -t 0 && echo stdin-tty; test -t 1 && echo stdout-tty;
 /// `script`'s stdin stays open until the command ends (at its end of
 /// input `script` would type an end-of-file character on the terminal).
 fn on_terminal(command: &str) -> (Option<i32>, String) {
-    let mut child = Command::new("script")
-        .args(["-qec", command, "/dev/null"])
-        .env_clear()
-        .env("PATH", PATH)
-        .current_dir("/")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("script");
+    let mut child = script(command);
     let guard = kill_after(child.id(), TIMEOUT);
     let stdin = child.stdin.take();
     let mut out = Vec::new();
@@ -46,6 +37,21 @@ fn on_terminal(command: &str) -> (Option<i32>, String) {
     drop((stdin, guard));
     let text = String::from_utf8_lossy(&out).replace("\r\n", "\n");
     (status.code(), text)
+}
+
+/// `script` running `command` on its terminal, in /, with its stdin and
+/// stdout ours to write and read.
+fn script(command: &str) -> Child {
+    Command::new("script")
+        .args(["-qec", command, "/dev/null"])
+        .env_clear()
+        .env("PATH", PATH)
+        .current_dir("/")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("script")
 }
 
 fn supervisor(flags: &str, argv: &str) -> String {
@@ -92,15 +98,7 @@ fn ctrl_c_on_the_client_s_terminal_interrupts_the_command() {
         "{}; echo status=$?",
         supervisor(&pooled_flags, "/bin/sh -c 'echo up; exec sleep 60'")
     );
-    let mut child = Command::new("script")
-        .args(["-qec", &line, "/dev/null"])
-        .env_clear()
-        .env("PATH", PATH)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("script");
+    let mut child = script(&line);
     let guard = kill_after(child.id(), TIMEOUT);
     let mut out = BufReader::new(child.stdout.take().expect("stdout"));
     let mut first = String::new();
