@@ -163,8 +163,9 @@ fn open_common(
         // and nothing else, so the kernel may open it.
         return Ok(Reply::Continue);
     }
-    let remembered = vfs::path::is_abs(bytes) && plain_read(flags, res);
-    let known = match ctx.continue_plain_opens && remembered {
+    // Only an absolute path's plain read can have been remembered.
+    let rememberable = vfs::path::is_abs(bytes) && plain_read(flags, res);
+    let known = match ctx.continue_plain_opens && rememberable {
         true => ctx.fs.known(bytes),
         false => vfs::Known::Unknown,
     };
