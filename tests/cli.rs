@@ -124,6 +124,7 @@ fn help_lists_every_flag() {
         "--env",
         "--hostname",
         "--disk",
+        "--writable-system",
         "--report",
     ] {
         assert!(

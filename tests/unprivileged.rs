@@ -134,14 +134,19 @@ fn unprivileged_cannot_write_system_dirs() {
         "natively {USER} could write system dirs?\n{}",
         native.dump()
     );
-    let out = run_as(u, &["/bin/sh", "-c", &(guard() + script)], &t).supervised();
-    assert_eq!(out.code, Some(0), "{}", out.dump());
-    assert_eq!(
-        out.stdout,
-        "",
-        "as {USER} in the sandbox these writes succeeded:\n{}",
-        out.dump()
-    );
+    // Read-only binds by default; overlays (the layer) with the flag.
+    for flags in [&[][..], &["--writable-system"]] {
+        let out = run_as(u, &["/bin/sh", "-c", &(guard() + script)], &t)
+            .sup(flags)
+            .supervised();
+        assert_eq!(out.code, Some(0), "{}", out.dump());
+        assert_eq!(
+            out.stdout,
+            "",
+            "as {USER} in the sandbox ({flags:?}) these writes succeeded:\n{}",
+            out.dump()
+        );
+    }
 }
 
 #[test]

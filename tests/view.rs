@@ -12,7 +12,7 @@ fn default_view() {
                   echo ==; for p in /etc/shadow /etc/gshadow /etc/sudoers /root /home /var /run /srv /mnt /opt; do \
                   test -e $p && echo present $p; done; echo ==; ls /dev; echo ==; ls -A /sys /sys/devices /sys/devices/system | tr '\\n' ' '; echo; \
                   readlink /bin /lib /lib64 /sbin; echo ==; pwd; touch /tmp/x && echo tmp-writable; \
-                  touch /usr/x && echo usr-writable; echo ==; ls /proc/self/ >/dev/null && echo proc-ok";
+                  touch /usr/x 2>/dev/null || echo usr-read-only; mkdir /app && echo root-writable; echo ==; ls /proc/self/ >/dev/null && echo proc-ok";
     let t = Tree::new();
     let out = Run::sh(&(guard() + script), &[]).cwd(t.path()).supervised();
     assert_eq!(out.code, Some(0), "{}", out.dump());
@@ -57,8 +57,8 @@ fn default_view() {
     );
     assert_eq!(
         parts[5],
-        format!("{cwd}\ntmp-writable\nusr-writable\n"),
-        "cwd, /tmp and /usr writes:\n{}",
+        format!("{cwd}\ntmp-writable\nusr-read-only\nroot-writable\n"),
+        "cwd, /tmp, /usr and / writes:\n{}",
         out.dump()
     );
     assert_eq!(parts[6], "proc-ok\n", "{}", out.dump());
@@ -69,6 +69,47 @@ fn default_view() {
         .collect();
     let guest: Vec<&str> = parts[4].lines().skip(1).collect();
     assert_eq!(guest, host, "readlink /bin /lib /lib64 /sbin");
+}
+
+/// /usr is the host's, read-only, by default; `--writable-system` (or a
+/// mount below /usr) puts it under the layer, where writes succeed and
+/// vanish with the run. A program's reads see the same files either way.
+#[test]
+fn system_dirs_are_read_only_unless_writable_system() {
+    if !is_root() {
+        return; // /usr is root's: only root may write there, with the flag.
+    }
+    let name = format!("sv-writable-{}", std::process::id());
+    let script = format!(
+        "{}touch /usr/{name} 2>&1 | sed 's/.*: //'; mkdir -p /usr/local/lib/{name} && echo pip-ok; \
+         ls /usr/lib/os-release >/dev/null && echo reads-ok",
+        guard()
+    );
+    let plain = Run::sh(&script, &[]).supervised();
+    assert_eq!(
+        plain.stdout,
+        "Read-only file system\nreads-ok\n",
+        "{}",
+        plain.dump()
+    );
+    for flags in [
+        &["--writable-system"][..],
+        &["--tmpfs", "/usr/local/scratch"],
+    ] {
+        let out = Run::sh(&script, &[]).sup(flags).supervised();
+        assert_eq!(
+            out.stdout,
+            "pip-ok\nreads-ok\n",
+            "{flags:?}: {}",
+            out.dump()
+        );
+    }
+    let left: Vec<_> = ["/usr", "/usr/local/lib"]
+        .iter()
+        .map(|d| std::path::Path::new(d).join(&name))
+        .filter(|p| p.exists())
+        .collect();
+    assert!(left.is_empty(), "guest writes reached the host: {left:?}");
 }
 
 #[test]

@@ -16,7 +16,7 @@ use crate::limits::Limits;
 const EXAMPLES: &str = "\
 Examples:
   supervisor run -- python3 script.py
-      Run a script; the current directory is visible read-only, /tmp is writable.
+      Run a script; the current directory and /usr are visible read-only, /tmp is writable.
   supervisor run --ro ./data:/data --rw ./out:/out -- python3 job.py
       Read-only inputs at /data; only /out writes reach the host.
   supervisor run --tmpfs /scratch:256m --disk 2g -- make
@@ -24,6 +24,9 @@ Examples:
   supervisor run --rootfs ./debian --rw ./out:/out -- /bin/sh -c 'ls / > /out/ls'
       An unpacked image (docker export, debootstrap) as /, read-only: writes
       outside /out vanish; /proc, /dev, /sys, /tmp are the sandbox's own.
+  supervisor run --writable-system -- pip install --no-index ./wheels/*.whl
+      /usr is read-only unless asked: this root guest installs into it, and
+      the writes vanish with the run like every other write to the layer.
   supervisor run --mask /etc/hosts --mask /usr/share/doc -- ls /usr/share/doc
       Hide paths: a directory shows empty, a file reads as empty.
   supervisor run --env API_URL=http://127.0.0.1:8000 --env LANG -- ./client
@@ -129,6 +132,10 @@ pub struct RunArgs {
     /// Make the guest's listener on GUESTPORT reachable from the host at HOSTIP:HOSTPORT (HOSTIP default 127.0.0.1; /udp for UDP). Repeatable.
     #[arg(long, value_name = "[HOSTIP:]HOSTPORT:GUESTPORT[/udp]", value_parser = parse_publish)]
     pub publish: Vec<netstack::publish::PublishSpec>,
+
+    /// Let the guest write under /usr, /bin, /sbin, /lib and /lib64 (pip install as root, make install): they become overlays whose writes land in the --disk layer and vanish with the run. Without it they are the host's, read-only (Read-only file system), and faster to walk; a --ro, --rw or --tmpfs mount below one of them makes that one an overlay.
+    #[arg(long)]
+    pub writable_system: bool,
 
     /// Size cap of the writable layer over the root (/tmp and every write outside mounts).
     #[arg(long, value_name = "SIZE", default_value = "1g", value_parser = parse_nonzero_size)]

@@ -427,6 +427,7 @@ fn launch_config(args: &RunArgs, view: &GuestView) -> Result<LaunchConfig, Launc
         rootfs_in_place: false,
         masks: args.mask.clone(),
         disk_size: args.disk,
+        writable_system: args.writable_system,
         filter: bpf::compile(),
         pty: tty::host_terminal(),
         cpus: guest_cpus(view.cpus),

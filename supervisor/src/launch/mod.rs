@@ -102,6 +102,9 @@ pub struct LaunchConfig {
     pub masks: Vec<PathBuf>,
     /// Size of the writable layer (tmpfs) in bytes.
     pub disk_size: u64,
+    /// `--writable-system`: the host's /usr, /bin, /sbin, /lib and /lib64
+    /// as overlays writing to the layer, not read-only binds.
+    pub writable_system: bool,
     /// The seccomp program to install.
     pub filter: Vec<Insn>,
     /// Give the guest a pseudo-terminal of the sandbox's own devpts as
@@ -154,6 +157,7 @@ impl LaunchConfig {
             rootfs_in_place: false,
             masks: Vec::new(),
             disk_size: DEFAULT_DISK_SIZE,
+            writable_system: false,
             filter,
             pty: None,
             cpus: None,
@@ -336,6 +340,7 @@ pub fn launch_with(cfg: &LaunchConfig, hooks: &dyn InitHooks) -> Result<Sandbox,
         rootfs: cfg.rootfs.as_deref(),
         masks: &cfg.masks,
         nameserver: cfg.nameserver,
+        writable_system: cfg.writable_system,
     })
     .map_err(LaunchError::setup)?;
     plan.rootfs_in_place = cfg.rootfs_in_place;

@@ -120,7 +120,11 @@ pub struct TopDir {
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum TopKind {
-    /// A real directory: shown as an overlay whose upper layer is in the layer.
+    /// A real directory shown as the host's, read-only (a bind mount):
+    /// the system directories unless [`PlanInput::writable_system`].
+    ReadOnly,
+    /// A real directory: shown as an overlay whose upper layer is in the
+    /// layer (/etc always; the others when the guest may write there).
     Overlay,
     /// A symlink on the host (merged /usr): recreated with this target.
     Symlink(PathBuf),
@@ -168,6 +172,9 @@ pub struct PlanInput<'a> {
     pub masks: &'a [PathBuf],
     /// The name server resolv.conf names, if any.
     pub nameserver: Option<std::net::IpAddr>,
+    /// `--writable-system`: /usr, /bin, /sbin, /lib and /lib64 as
+    /// overlays the guest may write to, not read-only binds.
+    pub writable_system: bool,
 }
 
 impl ViewPlan {
@@ -180,7 +187,7 @@ impl ViewPlan {
             Some(_) => Vec::new(),
             None => HOST_DIRS
                 .iter()
-                .filter_map(|d| inspect_top_dir(d))
+                .filter_map(|d| inspect_top_dir(d, overlaid(d, input)))
                 .collect(),
         };
         let mut mounts = Vec::new();
@@ -228,14 +235,24 @@ impl ViewPlan {
             proc_covers: Default::default(),
         })
     }
-
-    /// The top-level directories that hold host content (overlays).
-    pub fn overlaid(&self) -> impl Iterator<Item = &TopDir> {
-        self.top_dirs.iter().filter(|t| t.kind == TopKind::Overlay)
-    }
 }
 
-fn inspect_top_dir(path: &str) -> Option<TopDir> {
+/// Whether the host directory `dir` (`/usr`) is shown as an overlay. /etc
+/// always is: the sandbox writes its own files there and hides secrets.
+/// The others are read-only binds, faster to walk (a fresh overlay's
+/// dentries are cold), unless the guest may write there
+/// (`--writable-system`) or a user mount lies below (its mount point may
+/// have to be made, which only the layer allows).
+fn overlaid(dir: &str, input: &PlanInput<'_>) -> bool {
+    dir == "/etc"
+        || input.writable_system
+        || input
+            .mounts
+            .iter()
+            .any(|m| m.guest.starts_with(dir) && m.guest != Path::new(dir))
+}
+
+fn inspect_top_dir(path: &str, overlay: bool) -> Option<TopDir> {
     let meta = fs::symlink_metadata(path).ok()?;
     let name = path.trim_start_matches('/').to_string();
     if meta.file_type().is_symlink() {
@@ -245,10 +262,11 @@ fn inspect_top_dir(path: &str) -> Option<TopDir> {
             kind: TopKind::Symlink(target),
         })
     } else if meta.is_dir() {
-        Some(TopDir {
-            name,
-            kind: TopKind::Overlay,
-        })
+        let kind = match overlay {
+            true => TopKind::Overlay,
+            false => TopKind::ReadOnly,
+        };
+        Some(TopDir { name, kind })
     } else {
         None
     }
@@ -332,6 +350,7 @@ mod tests {
             rootfs: None,
             masks: &[],
             nameserver: None,
+            writable_system: false,
         }
     }
 

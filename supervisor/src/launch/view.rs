@@ -13,9 +13,11 @@
 //!    it: the layer becomes `/`, the host's root `/oldroot`.
 //! 4. In the layer: `/newroot`, and `/upper`, `/work` (overlay upper and
 //!    work dirs) and `/shm`, which the guest can never reach.
-//! 5. The new root: a layer directory bound on itself holding overlays of
-//!    the host's /usr, /etc, ... (secrets whited out, passwd and friends
-//!    written in the upper layer) and /tmp; or, with `--rootfs`, an
+//! 5. The new root: a layer directory bound on itself holding read-only
+//!    binds of the host's /usr (and /bin, /sbin, /lib, /lib64 where they
+//!    are directories; overlays instead under `--writable-system` or a
+//!    user mount below), an overlay of /etc (secrets whited out, passwd
+//!    and friends written in the upper layer) and /tmp; or, with `--rootfs`, an
 //!    overlay of the user's tree (`rootfs.rs`). Then in either: a fresh
 //!    /proc (`proc_view.rs`), a small /dev, a read-only /sys holding only
 //!    devices/system/cpu, the host cwd, the user's mounts, $HOME, masks.
@@ -25,7 +27,7 @@
 //! masks) are in `bind.rs`.
 
 use std::fs;
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
@@ -187,7 +189,7 @@ fn make_layer_dirs() -> Result<()> {
 
 /// Step 5 for the host's view: /newroot is a directory of the layer
 /// (bound on itself, so it can be pivoted into) holding the host's top
-/// directories as overlays or symlinks, and /tmp.
+/// directories as read-only binds, overlays or symlinks, and /tmp.
 fn build_host_root(plan: &ViewPlan) -> Result<()> {
     check(
         mount(
@@ -199,16 +201,28 @@ fn build_host_root(plan: &ViewPlan) -> Result<()> {
         ),
         || "binding the new root".into(),
     )?;
+    let root = fd_of_path(NEW_ROOT)?;
     for top in &plan.top_dirs {
         let path = new_root(&top.name);
         match &top.kind {
             TopKind::Symlink(target) => check(symlinkat(target, None, &path), || {
                 format!("creating /{}", top.name)
             })?,
+            TopKind::ReadOnly => add_read_only(root.as_fd(), &top.name)?,
             TopKind::Overlay => add_overlay(plan, &top.name)?,
         }
     }
     make_dir(&new_root("tmp"), 0o1777)
+}
+
+/// The host's `/name` as it is, read-only (the mount's own locked flags
+/// kept, as for `--ro`).
+fn add_read_only(root: BorrowedFd<'_>, name: &str) -> Result<()> {
+    let host = Path::new(OLD_ROOT).join(name);
+    let src = open_source(&host, true).map_err(|e| format!("opening /{name}: {}", e.desc()))?;
+    let flags = MsFlags::MS_RDONLY | MsFlags::MS_NOSUID | MsFlags::MS_NODEV;
+    bind(root, src.as_fd(), &Path::new("/").join(name), true, flags)
+        .map_err(|e| format!("binding /{name}: {e}"))
 }
 
 /// An overlay of the host's `/name`, writes going to the layer.

@@ -253,6 +253,7 @@ fn empty_run_args(command: Vec<OsString>) -> RunArgs {
         hostname: crate::launch::DEFAULT_HOSTNAME.into(),
         allow_net: Vec::new(),
         publish: Vec::new(),
+        writable_system: false,
         disk: crate::launch::DEFAULT_DISK_SIZE,
         memory: None,
         cpus: None,

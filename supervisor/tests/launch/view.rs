@@ -1,5 +1,6 @@
 //! What the guest sees: the view's files and mounts (secrets hidden,
-//! host directories absent, writes landing in the layer, `--ro`, `--rw`,
+//! host directories absent, /usr read-only unless `writable_system`,
+//! writes landing in the layer, `--ro`, `--rw`,
 //! `--tmpfs` and the disk quota), its ids, hostname, pid, umask and cwd,
 //! no capabilities, and only stdio open; and the view as the root of
 //! init's mount namespace. Not the sandbox's lifecycle (`lifecycle.rs`).
@@ -94,10 +95,15 @@ pub fn view_contents() {
         assert_eq!(get(&format!("dir_{d}")), "no", "/{d} visible: {r:?}");
     }
     assert_eq!(get("tmp_write"), "yes");
+    // /usr is a read-only bind of the host's unless `writable_system`.
+    assert_eq!(get("usr_write"), "no");
+    assert_eq!(get("usr_bin_write"), "no");
+    let w = probe(|cfg, _| cfg.writable_system = true);
     // The top of each overlay is the layer's own directory, so the guest
     // may write there whatever its uid; deeper, the host's permissions hold.
-    assert_eq!(get("usr_write"), "yes");
-    assert_eq!(get("usr_bin_write"), if uid == 0 { "yes" } else { "no" });
+    assert_eq!(w.get("usr_write").map(String::as_str), Some("yes"), "{w:?}");
+    let usr_bin = w.get("usr_bin_write").map(String::as_str);
+    assert_eq!(usr_bin, Some(if uid == 0 { "yes" } else { "no" }), "{w:?}");
     assert!(
         !Path::new("/usr/launch-test-file").exists(),
         "a write reached the host's /usr"
