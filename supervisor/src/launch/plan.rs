@@ -365,6 +365,32 @@ mod tests {
     }
 
     #[test]
+    fn system_dirs_are_read_only_binds_unless_writable() {
+        let kind = |plan: &ViewPlan, name: &str| {
+            let top = plan.top_dirs.iter().find(|t| t.name == name);
+            top.map(|t| t.kind.clone())
+        };
+        let plan = ViewPlan::new(&input(&[], &[])).unwrap();
+        assert_eq!(kind(&plan, "usr"), Some(TopKind::ReadOnly));
+        assert_eq!(kind(&plan, "etc"), Some(TopKind::Overlay));
+        let mut writable = input(&[], &[]);
+        writable.writable_system = true;
+        let plan = ViewPlan::new(&writable).unwrap();
+        assert_eq!(kind(&plan, "usr"), Some(TopKind::Overlay));
+        // A mount below /usr needs the layer for its mount point; one at
+        // /usr itself covers it whole.
+        let below = [MountSpec::parse_tmpfs("/usr/local/scratch").unwrap()];
+        let plan = ViewPlan::new(&input(&below, &[])).unwrap();
+        assert_eq!(kind(&plan, "usr"), Some(TopKind::Overlay));
+        let at = [MountSpec::parse_tmpfs("/usr").unwrap()];
+        let plan = ViewPlan::new(&input(&at, &[])).unwrap();
+        assert_eq!(kind(&plan, "usr"), Some(TopKind::ReadOnly));
+        let beside = [MountSpec::parse_tmpfs("/usrdata").unwrap()];
+        let plan = ViewPlan::new(&input(&beside, &[])).unwrap();
+        assert_eq!(kind(&plan, "usr"), Some(TopKind::ReadOnly));
+    }
+
+    #[test]
     fn mounts_parents_first() {
         let m = [
             MountSpec::parse_tmpfs("/data/sub/x").unwrap(),
