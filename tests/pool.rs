@@ -337,6 +337,38 @@ fn the_output_limit_of_the_pool_holds_for_its_clients() {
     assert_eq!((pooled.code, &pooled.stderr), (cold.code, &cold.stderr));
 }
 
+/// `--writable-system` given to the pool shapes its sandboxes as it does a
+/// cold run's; without it /usr is read-only in both.
+#[test]
+fn the_pool_s_writable_system_is_run_s() {
+    if !is_root() {
+        return; // /usr is root's to write, with the flag.
+    }
+    let name = format!("/usr/sv-pool-writable-{}", std::process::id());
+    let run = Run::sh(
+        &format!("touch {name} 2>&1 | sed 's/.*: //'; echo done"),
+        &[],
+    );
+    let plain = Pool::start(&[]);
+    let (pooled, cold) = both(&plain, run.clone());
+    assert_eq!(
+        pooled.stdout,
+        "Read-only file system\ndone\n",
+        "{}",
+        pooled.dump()
+    );
+    assert_eq!(pooled.stdout, cold.stdout, "{}", cold.dump());
+    let writable = Pool::start(&["--writable-system"]);
+    let pooled = run.clone().sup(&writable.flag()).supervised();
+    let cold = run.sup(&["--writable-system"]).supervised();
+    assert_eq!(pooled.stdout, "done\n", "{}", pooled.dump());
+    assert_eq!(pooled.stdout, cold.stdout, "{}", cold.dump());
+    assert!(
+        !std::path::Path::new(&name).exists(),
+        "{name} reached the host"
+    );
+}
+
 /// Only the pool's own flags shape its sandboxes.
 #[test]
 fn shaping_flags_with_pool_are_refused() {
@@ -346,6 +378,7 @@ fn shaping_flags_with_pool_are_refused() {
         &["--ro", "/usr:/x"],
         &["--workdir", "/tmp"],
         &["--allow-net", "127.0.0.1:80"],
+        &["--writable-system"],
     ] {
         let out = Run::new(&["/bin/true"])
             .sup(&pool.flag())
