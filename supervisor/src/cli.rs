@@ -223,7 +223,8 @@ pub struct PoolArgs {
 
     /// Looked up in every idle sandbox's view before it is ready, with a
     /// directory's entries (repeatable; absolute): the command then finds
-    /// them cached (e.g. --warm /usr/lib/python3.11 --warm /usr/lib/python3.11/encodings).
+    /// them cached. Pays on the sandbox's fresh overlays: /etc, and /usr with
+    /// --writable-system (e.g. --warm /usr/lib/python3.11 --warm /usr/lib/python3.11/encodings).
     #[arg(long, value_name = "PATH", value_parser = parse_warm)]
     pub warm: Vec<PathBuf>,
 

@@ -1,11 +1,12 @@
 //! `supervisor pool --warm PATH`: an idle sandbox looks up, in its own
 //! view, the paths its command will likely open, before it says it is
-//! ready. Every sandbox's `/usr` and `/etc` are fresh overlays whose
-//! dentries and inodes the kernel builds on the first lookup of each
-//! path; done while the sandbox waits, the command's own lookups (and the
-//! supervisor's resolution of its serviced opens) find them built.
-//! `python3 -c pass` through the pool: about 0.2–0.4 ms (PERFORMANCE.md,
-//! 2026-11-30, branch `pool5`).
+//! ready. Every sandbox's `/etc` (and `/usr` under `--writable-system`)
+//! is a fresh overlay whose dentries and inodes the kernel builds on the
+//! first lookup of each path; done while the sandbox waits, the command's
+//! own lookups (and the supervisor's resolution of its serviced opens)
+//! find them built. `python3 -c pass` through the pool: about 0.2–0.4 ms
+//! when /usr was an overlay (PERFORMANCE.md, 2026-11-30, branch `pool5`);
+//! on the default read-only bind of /usr the host's own dentries serve.
 //!
 //! Owns the walk; not when it runs (`slot.rs`). It creates only cache
 //! state: every path is opened `O_PATH` (no access time, no open of a
