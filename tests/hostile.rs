@@ -1,0 +1,241 @@
+//! Every syscall the policy table services, against hostile arguments
+//! (tests/c/hostile.c): bad pointers (NULL, 1, a PROT_NONE page, a kernel
+//! address, a string or struct running into an unmapped page), bad lengths
+//! (0, negative, huge, high bits set), bad fds (-1, huge, closed, a pipe, an
+//! O_PATH fd) and bad flags (all bits, unknown bits). The guest runs natively
+//! and under `supervisor run --rw` (as root, and as the unprivileged user
+//! `tester` when it exists), both in a fresh network namespace; the
+//! one-line-per-case outputs and the resulting scratch trees must be equal,
+//! the supervisor must exit with the guest's status and print no panic.
+//!
+//! The list of serviced calls comes from `supervisor policy`: a call added to
+//! the table without a case here fails [`every_serviced_call_has_cases`].
+//! The few cases whose answer legitimately differs are in [`KNOWN`], each
+//! with its reason. Also: threads that unmap and re-map the buffer a
+//! serviced call is reading or writing (the call must come back, with
+//! success or an errno the guest could get natively).
+
+mod common;
+use common::*;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+use std::time::Duration;
+
+/// Cases whose supervised answer differs from the kernel's, and why. The
+/// key is the case name (what precedes ": " in the guest's line).
+const KNOWN: &[(&str, &str)] = &[];
+
+/// Words of `supervisor policy` naming the calls it services (the
+/// "service" row, and the conditional rows' calls whose condition or
+/// fallback says "serviced").
+fn serviced_calls() -> BTreeSet<String> {
+    let out = Run::new(&["policy"]).supervisor_raw(&["policy"]).ok("policy");
+    let mut set = BTreeSet::new();
+    for line in out.stdout.lines() {
+        let cells: Vec<&str> = line.split('|').map(str::trim).collect();
+        if cells.len() < 4 {
+            continue;
+        }
+        let (class, calls) = (cells[1], cells[3]);
+        if class == "service" {
+            set.extend(calls.split(", ").map(str::to_owned));
+        } else if class.starts_with("pass if") {
+            // "name (condition; else fallback); name (...)"
+            for entry in calls.split(") ") {
+                let entry = entry.trim_start_matches("; ");
+                if let Some((name, cond)) = entry.split_once(" (") {
+                    if cond.contains("serviced") {
+                        set.insert(name.trim().to_owned());
+                    }
+                }
+            }
+        }
+    }
+    assert!(set.len() > 40, "parsed too few serviced calls: {set:?}\n{}", out.stdout);
+    set
+}
+
+/// Case name → result, in order, from the guest's output.
+fn cases(out: &str) -> Vec<(String, String)> {
+    out.lines()
+        .filter(|l| !l.starts_with('#') && *l != "done")
+        .filter_map(|l| l.rsplit_once(": "))
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .collect()
+}
+
+/// The syscall a case exercises: its first word.
+fn syscall_of(case: &str) -> &str {
+    case.split(' ').next().unwrap_or(case)
+}
+
+/// The shell line both sides run through: a fresh network namespace with
+/// only loopback up, then (for an unprivileged run) the user switch.
+fn netns_wrap(user: Option<(u32, u32)>) -> Vec<String> {
+    let drop_to = match user {
+        Some((u, g)) => format!("setpriv --reuid={u} --regid={g} --clear-groups -- "),
+        None => String::new(),
+    };
+    let script = format!("ip link set lo up && exec {drop_to}\"$@\"");
+    ["unshare", "-n", "sh", "-c", &script, "sh"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect()
+}
+
+struct Sweep {
+    native: Out,
+    supervised: Out,
+    pair: Pair,
+}
+
+/// Run `hostile [race] DIR` natively on pair.a and supervised on pair.b.
+fn sweep(race: bool, user: Option<(u32, u32)>, sup_bin: &Path) -> Sweep {
+    let prog = c_prog("hostile");
+    let pair = Pair::new(|_| {});
+    if let Some((u, g)) = user {
+        pair.base.give_to(u, g);
+    }
+    let mode: &[&str] = if race { &["race"] } else { &[] };
+    let wrap = netns_wrap(user);
+    let mut argv: Vec<String> = wrap.clone();
+    argv.push(prog.display().to_string());
+    argv.extend(mode.iter().map(|s| s.to_string()));
+    argv.push(pair.a.display().to_string());
+    let native = Run::new(&argv).native();
+    let mut sup = Run::new(&[prog.as_os_str()])
+        .sup(&c_mounts())
+        .rw(pair.base.path())
+        .bin(sup_bin);
+    sup.argv.extend(mode.iter().map(|s| s.into()));
+    sup.argv.push(pair.b.clone().into());
+    sup.wrap = wrap.iter().map(|s| s.into()).collect();
+    sup.timeout = Duration::from_secs(40);
+    let supervised = sup.supervised();
+    Sweep {
+        native,
+        supervised,
+        pair,
+    }
+}
+
+/// The supervisor answered every case and exited as the guest did.
+fn assert_clean(s: &Sweep) {
+    assert_eq!(s.native.code, Some(0), "native run failed:\n{}", s.native.dump());
+    let err = &s.supervised.stderr;
+    assert!(
+        !err.contains("panicked") && !err.contains("RUST_BACKTRACE"),
+        "the supervisor panicked:\n{}",
+        s.supervised.dump()
+    );
+    assert_eq!(
+        s.supervised.code,
+        Some(0),
+        "the supervised guest did not exit 0 (125: the supervisor failed):\n{}",
+        s.supervised.dump()
+    );
+    assert!(
+        s.supervised.stdout.ends_with("done\n") || s.supervised.stdout.contains("race "),
+        "the supervised guest stopped early:\n{}",
+        s.supervised.dump()
+    );
+}
+
+/// Compare case by case; known differences are only required to be there.
+fn judge(s: &Sweep) {
+    assert_clean(s);
+    let known: BTreeMap<&str, &str> = KNOWN.iter().copied().collect();
+    let (n, v) = (cases(&s.native.stdout), cases(&s.supervised.stdout));
+    let names = |c: &[(String, String)]| c.iter().map(|(k, _)| k.clone()).collect::<Vec<_>>();
+    assert_eq!(names(&n), names(&v), "the two runs ran different cases");
+    let mut bad = String::new();
+    for ((case, want), (_, got)) in n.iter().zip(&v) {
+        if want == got {
+            continue;
+        }
+        match known.get(case.as_str()) {
+            Some(why) => eprintln!("known difference: {case}: native {want}, supervised {got} ({why})"),
+            None => bad += &format!("{case}: native {want}, supervised {got}\n"),
+        }
+    }
+    assert!(bad.is_empty(), "hostile cases answered differently:\n{bad}");
+    assert_same(
+        "scratch trees after the sweep",
+        &snapshot_text(&s.pair.a),
+        &snapshot_text(&s.pair.b),
+    );
+}
+
+#[test]
+fn every_serviced_call_has_cases() {
+    if !have("cc") {
+        skip!("no C compiler (cc)");
+    }
+    let s = sweep(false, None, &bin());
+    assert_clean(&s);
+    let mut count: BTreeMap<String, usize> = BTreeMap::new();
+    for (case, _) in cases(&s.native.stdout) {
+        *count.entry(syscall_of(&case).to_owned()).or_default() += 1;
+    }
+    let missing: Vec<_> = serviced_calls()
+        .into_iter()
+        .filter(|c| !count.contains_key(c))
+        .collect();
+    eprintln!("hostile cases by syscall: {count:?}");
+    assert!(
+        missing.is_empty(),
+        "serviced calls without hostile cases in tests/c/hostile.c: {missing:?}"
+    );
+    for (case, _) in KNOWN {
+        assert!(
+            count.contains_key(syscall_of(case)),
+            "KNOWN names a case the guest does not run: {case}"
+        );
+    }
+}
+
+#[test]
+fn hostile_arguments_match_native_as_root() {
+    if !have("cc") || !have("unshare") {
+        skip!("no C compiler (cc) or unshare");
+    }
+    if !is_root() {
+        skip!("needs root (network namespace)");
+    }
+    judge(&sweep(false, None, &bin()));
+}
+
+#[test]
+fn hostile_arguments_match_native_as_tester() {
+    if !have("cc") || !have("unshare") || !have("setpriv") {
+        skip!("no C compiler (cc), unshare or setpriv");
+    }
+    let (uid, gid, bin) = match tester_bin() {
+        Ok(t) => t,
+        Err(e) => skip!("{e}"),
+    };
+    judge(&sweep(false, Some((uid, gid)), &bin));
+}
+
+/// Guest memory unmapped and re-mapped by one thread while another is in a
+/// serviced call that reads or writes it: every call comes back with
+/// success or an errno the kernel gives for such memory.
+#[test]
+fn memory_races_get_answers() {
+    if !have("cc") || !have("unshare") {
+        skip!("no C compiler (cc) or unshare");
+    }
+    if !is_root() {
+        skip!("needs root (network namespace)");
+    }
+    let s = sweep(true, None, &bin());
+    assert_clean(&s);
+    let lines = |o: &Out| o.stdout.lines().filter(|l| l.starts_with("race ")).count();
+    assert_eq!(lines(&s.supervised), 16, "{}", s.supervised.dump());
+    assert!(
+        !s.supervised.stdout.contains("unexpected"),
+        "a racing call got an errno the kernel would not give:\n{}",
+        s.supervised.dump()
+    );
+}
