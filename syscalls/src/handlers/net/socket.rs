@@ -33,6 +33,13 @@ pub(crate) fn socket(ctx: &Context, g: &dyn Guest, domain: i32, ty: i32, protoco
     if flags & !(libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC) != 0 {
         return Err(Errno::EINVAL);
     }
+    // The kernel's __sock_create bounds the family (NPROTO), then the
+    // type (SOCK_MAX), before any family looks at them.
+    const NPROTO: i32 = 46;
+    const SOCK_MAX: i32 = 11;
+    if (0..NPROTO).contains(&domain) && base >= SOCK_MAX {
+        return Err(Errno::EINVAL);
+    }
     let proto = match domain {
         libc::AF_UNIX => return Ok(Reply::Continue),
         libc::AF_INET | libc::AF_INET6 => inet_proto(domain, base, protocol)?,
@@ -63,6 +70,10 @@ fn inet_proto(domain: i32, base: i32, protocol: i32) -> Result<Result<Proto, Err
     } else {
         libc::IPPROTO_ICMPV6
     };
+    // inet_create's first check (IPPROTO_MAX: 263).
+    if !(0..263).contains(&protocol) {
+        return Err(Errno::EINVAL);
+    }
     match (base, protocol) {
         (libc::SOCK_STREAM, 0) | (libc::SOCK_STREAM, libc::IPPROTO_TCP) => Ok(Ok(Proto::Tcp)),
         (libc::SOCK_DGRAM, 0) | (libc::SOCK_DGRAM, libc::IPPROTO_UDP) => Ok(Ok(Proto::Udp)),
