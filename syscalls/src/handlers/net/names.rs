@@ -23,12 +23,14 @@ pub(crate) fn name(
     let Some(s) = ours(ctx, g, fd) else {
         return Ok(Reply::Continue);
     };
-    let room = read_len(g, len_ptr)?;
+    // The name first, then the length (as the kernel: an unconnected
+    // socket is ENOTCONN whatever the length pointer holds).
     let a = if peer {
         stack(ctx).peer_addr(&s)?
     } else {
         stack(ctx).local_addr(&s)
     };
+    let room = read_len(g, len_ptr)?;
     write_sockaddr(g, ptr, len_ptr, room, &addr::encode(s.meta.domain, a))?;
     Ok(Reply::Value(0))
 }
