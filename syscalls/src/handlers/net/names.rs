@@ -55,7 +55,7 @@ pub(crate) fn getsockopt(
     let v = match (pending, class) {
         (Some(result), _) => result?,
         (None, Class::Native) => return Ok(Reply::Continue),
-        (None, Class::Unsupported) => return Err(Errno::ENOPROTOOPT),
+        (None, Class::Unsupported) => return Err(unknown_get(&s.meta, level)),
         (None, Class::Identity) => identity(&s.meta, name),
         (None, Class::Stored { .. }) => s.meta.options.get(level, name, class),
     };
@@ -64,6 +64,23 @@ pub(crate) fn getsockopt(
     g.write_mem(ptr, &v.to_ne_bytes()[..n])?;
     g.write_mem(len_ptr, &(n as u32).to_ne_bytes())?;
     Ok(Reply::Value(0))
+}
+
+/// The errno of a getsockopt the netstack does not answer: an IPv4
+/// socket hands a level that is not its transport's down to
+/// `ip_getsockopt`, which refuses any level but SOL_IP with EOPNOTSUPP;
+/// everything else is ENOPROTOOPT.
+fn unknown_get(meta: &netstack::Meta, level: i32) -> Errno {
+    let transport = match meta.proto {
+        Proto::Tcp => level == libc::SOL_TCP,
+        Proto::Udp => level == libc::SOL_UDP || level == libc::IPPROTO_UDPLITE,
+    };
+    let known = transport || level == libc::SOL_SOCKET || level == libc::SOL_IP;
+    if meta.domain == libc::AF_INET && !known {
+        Errno::EOPNOTSUPP
+    } else {
+        Errno::ENOPROTOOPT
+    }
 }
 
 fn identity(meta: &netstack::Meta, name: i32) -> i32 {
