@@ -107,6 +107,10 @@ pub(crate) fn setsockopt(
     let Some(s) = ours(ctx, g, fd) else {
         return Ok(Reply::Continue);
     };
+    // optlen is an int: negative is EINVAL before anything else.
+    if (len as i32) < 0 {
+        return Err(Errno::EINVAL);
+    }
     if level == libc::IPPROTO_IP && name == libc::IP_RETOPTS {
         return ip_retopts(g, ptr, len);
     }
