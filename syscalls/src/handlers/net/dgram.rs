@@ -60,10 +60,21 @@ pub(crate) fn sendto(
     if len > MAX_DGRAM {
         return Err(Errno::EMSGSIZE);
     }
+    no_oob(flags)?;
     let mut data = vec![0u8; len];
     g.read_mem(buf, &mut data)?;
     let stamp = Stamp::of_socket(s.meta.domain, &s.meta.options);
     send(ctx, g, &s, dst, &data, flags, stamp)
+}
+
+/// UDP (and ping) sockets have no urgent data: MSG_OOB is EOPNOTSUPP,
+/// checked after the length and before the data is read, as
+/// `udp_sendmsg` does.
+pub(super) fn no_oob(flags: i32) -> Result<(), Errno> {
+    if flags & libc::MSG_OOB != 0 {
+        return Err(Errno::EOPNOTSUPP);
+    }
+    Ok(())
 }
 
 /// send(fd, buf, 0, flags) without an address (the only such send the
