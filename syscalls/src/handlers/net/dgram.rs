@@ -112,6 +112,9 @@ fn send_stream(g: &dyn Guest, s: &Sock, buf: u64, len: u64, flags: i32) -> Res {
             Err(Errno::EAGAIN) if !dontwait => {
                 wait::until_ready(g, s.fd.as_fd(), PollFlags::POLLOUT)?;
             }
+            // An unconnected (or listening) TCP socket: tcp_sendmsg's
+            // EPIPE, where the host unix socket says ENOTCONN.
+            Err(Errno::ENOTCONN) => return Err(Errno::EPIPE),
             r => return Ok(Reply::Value(r? as i64)),
         }
     }
