@@ -225,6 +225,11 @@ pub(super) fn receive(
     cap: usize,
     flags: i32,
 ) -> Result<Received, Errno> {
+    // The netstack keeps no error queue: empty, as the kernel's
+    // ip_recv_error answers.
+    if flags & libc::MSG_ERRQUEUE != 0 {
+        return Err(Errno::EAGAIN);
+    }
     let dontwait = flags & libc::MSG_DONTWAIT != 0 || nonblocking(s);
     let host_flags = MsgFlags::from_bits_truncate(flags & RECV_FLAGS) | MsgFlags::MSG_DONTWAIT;
     let mut data = vec![0u8; cap];
