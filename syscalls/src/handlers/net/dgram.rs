@@ -276,6 +276,9 @@ pub(super) fn receive(
             Err(Errno::EAGAIN) if !dontwait => {
                 wait::until_ready(g, s.fd.as_fd(), PollFlags::POLLIN)?;
             }
+            // An unconnected host stream socket says EINVAL; TCP's
+            // receive on a socket never connected is ENOTCONN.
+            Err(Errno::EINVAL) if s.meta.proto == Proto::Tcp => return Err(Errno::ENOTCONN),
             Err(e) => return Err(e),
         }
     }
