@@ -22,7 +22,8 @@ use nix::sys::socket::{self, ControlMessageOwned, MsgFlags, UnixAddr};
 
 use super::ancil;
 use super::{
-    check_family, guest_addr, nonblocking, ours, read_len, stack, wait, write_sockaddr, Res,
+    check_family, guest_addr, nonblocking, ours, read_len, stack, user_range, wait,
+    write_sockaddr, Res,
 };
 use crate::guest::{Guest, Reply};
 use crate::handlers::{live, Context};
@@ -31,6 +32,8 @@ use crate::handlers::{live, Context};
 pub(super) const MAX_DGRAM: usize = 65507;
 /// Most bytes one serviced receive copies.
 pub(super) const MAX_RECV: usize = 256 * 1024;
+/// The most one read or write moves (the kernel's MAX_RW_COUNT).
+pub(super) const MAX_RW_COUNT: usize = 0x7fff_f000;
 /// Flags of a receive that the host socket honours.
 const RECV_FLAGS: i32 = libc::MSG_PEEK | libc::MSG_TRUNC;
 
@@ -187,6 +190,8 @@ pub(crate) fn recvfrom(
     let Some(s) = ours(ctx, g, fd) else {
         return Ok(Reply::Continue);
     };
+    // import_ubuf's bound, before anything is taken off the queue.
+    user_range(buf, usize::try_from(len).unwrap_or(usize::MAX).min(MAX_RW_COUNT))?;
     let cap = usize::try_from(len).unwrap_or(usize::MAX).min(MAX_RECV);
     let got = receive(ctx, g, &s, cap, flags)?;
     // After the receive, as the kernel reads it (a bad pointer loses the
