@@ -18,8 +18,8 @@ use netstack::ancillary::{self, Stamp};
 use netstack::Proto;
 use nix::errno::Errno;
 
-use super::dgram::{receive, send, MAX_DGRAM, MAX_RECV};
-use super::{ancil, guest_addr, ours, write_sockaddr, Res};
+use super::dgram::{no_oob, receive, send, MAX_DGRAM, MAX_RECV};
+use super::{ancil, guest_addr, ours, stack, user_range, write_sockaddr, Res};
 use crate::guest::{Guest, Reply};
 use crate::handlers::Context;
 
@@ -50,9 +50,14 @@ fn read_msghdr(g: &dyn Guest, ptr: u64) -> Result<MsgHdr, Errno> {
         w.copy_from_slice(&b[at..at + 8]);
         u64::from_ne_bytes(w)
     };
+    let name = word(0);
+    // copy_msghdr_from_user: no name is length 0; a negative length is
+    // EINVAL; a longer one than sockaddr_storage is cut to it.
+    let namelen = if name == 0 { 0 } else { word(8) as u32 as i32 };
+    let namelen = u32::try_from(namelen).map_err(|_| Errno::EINVAL)?;
     Ok(MsgHdr {
-        name: word(0),
-        namelen: word(8) as u32,
+        name,
+        namelen: namelen.min(netstack::addr::MAX_LEN as u32),
         iov: word(16),
         iovlen: word(24),
         control: word(32),
@@ -75,10 +80,25 @@ fn read_iovecs(g: &dyn Guest, ptr: u64, n: u64) -> Result<Vec<(u64, usize)>, Err
         w.copy_from_slice(c);
         u64::from_ne_bytes(w)
     };
-    Ok(raw
-        .chunks_exact(16)
-        .map(|c| (word(&c[..8]), word(&c[8..]) as usize))
-        .collect())
+    // import_iovec: a negative length is EINVAL, a segment past user
+    // space EFAULT, before any data moves.
+    raw.chunks_exact(16)
+        .map(|c| {
+            let (base, len) = (word(&c[..8]), word(&c[8..]));
+            let len = usize::try_from(len as i64).map_err(|_| Errno::EINVAL)?;
+            user_range(base, len)?;
+            Ok((base, len))
+        })
+        .collect()
+}
+
+/// MSG_CMSG_COMPAT (0x80000000) is the kernel's own flag: EINVAL from
+/// a 64-bit caller.
+fn no_compat(flags: i32) -> Result<(), Errno> {
+    if flags & i32::MIN != 0 {
+        return Err(Errno::EINVAL);
+    }
+    Ok(())
 }
 
 /// sendmsg(fd, msg, flags).
@@ -86,13 +106,24 @@ pub(crate) fn sendmsg(ctx: &Context, g: &dyn Guest, fd: i32, msg: u64, flags: i3
     let Some(s) = ours(ctx, g, fd) else {
         return Ok(Reply::Continue);
     };
+    no_compat(flags)?;
     let m = read_msghdr(g, msg)?;
-    if m.name == 0 || s.meta.proto == Proto::Tcp {
+    if s.meta.proto == Proto::Tcp {
+        return Ok(Reply::Continue);
+    }
+    if m.name == 0 {
+        // The host socket of an unconnected UDP socket would say
+        // ENOTCONN; udp_sendmsg says EDESTADDRREQ.
+        if stack(ctx).peer_addr(&s).is_err() {
+            return Err(Errno::EDESTADDRREQ);
+        }
         return Ok(Reply::Continue);
     }
     let dst = guest_addr(g, s.meta.domain, m.name, m.namelen)?.ok_or(Errno::EAFNOSUPPORT)?;
+    let iovs = read_iovecs(g, m.iov, m.iovlen)?;
+    no_oob(flags)?;
     let mut data = Vec::new();
-    for (base, len) in read_iovecs(g, m.iov, m.iovlen)? {
+    for (base, len) in iovs {
         if data.len().saturating_add(len) > MAX_DGRAM {
             return Err(Errno::EMSGSIZE);
         }
@@ -123,6 +154,7 @@ pub(crate) fn recvmsg(ctx: &Context, g: &dyn Guest, fd: i32, msg: u64, flags: i3
     let Some(s) = ours(ctx, g, fd) else {
         return Ok(Reply::Continue);
     };
+    no_compat(flags)?;
     let m = read_msghdr(g, msg)?;
     let want = ancil::wanted(&s);
     if m.name == 0 && !want.any() {
