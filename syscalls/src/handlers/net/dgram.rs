@@ -22,8 +22,8 @@ use nix::sys::socket::{self, ControlMessageOwned, MsgFlags, UnixAddr};
 
 use super::ancil;
 use super::{
-    check_family, guest_addr, nonblocking, ours, read_len, stack, user_range, wait,
-    write_sockaddr, Res,
+    check_family, guest_addr, nonblocking, ours, read_len, stack, user_range, wait, write_sockaddr,
+    Res,
 };
 use crate::guest::{Guest, Reply};
 use crate::handlers::{live, Context};
@@ -191,7 +191,10 @@ pub(crate) fn recvfrom(
         return Ok(Reply::Continue);
     };
     // import_ubuf's bound, before anything is taken off the queue.
-    user_range(buf, usize::try_from(len).unwrap_or(usize::MAX).min(MAX_RW_COUNT))?;
+    user_range(
+        buf,
+        usize::try_from(len).unwrap_or(usize::MAX).min(MAX_RW_COUNT),
+    )?;
     let cap = usize::try_from(len).unwrap_or(usize::MAX).min(MAX_RECV);
     let got = receive(ctx, g, &s, cap, flags)?;
     // After the receive, as the kernel reads it (a bad pointer loses the
