@@ -95,34 +95,18 @@ static struct fdv dirfds[7];
 static struct fdv fds[5];
 #define NFDS 5
 
-#define FOR_PATHS(call, expr)                                                  \
-    for (int i_ = 0; i_ < NPATHS; i_++) {                                      \
-        const char *P = paths[i_].p;                                           \
+/* One case per value of a hostile set: DECL names the value for EXPR. */
+#define FOR_SET(set, n, decl, field, call, arg, expr)                          \
+    for (int i_ = 0; i_ < (n); i_++) {                                         \
+        decl set[i_].field;                                                    \
         char nm_[160];                                                         \
-        snprintf(nm_, sizeof nm_, "%s path=%s", call, paths[i_].label);        \
+        snprintf(nm_, sizeof nm_, "%s %s=%s", call, arg, set[i_].label);       \
         R(nm_, expr);                                                          \
     }
-#define FOR_BUFS(call, arg, expr)                                              \
-    for (int i_ = 0; i_ < NBUFS; i_++) {                                       \
-        void *B = (void *)bufs[i_].p;                                          \
-        char nm_[160];                                                         \
-        snprintf(nm_, sizeof nm_, "%s %s=%s", call, arg, bufs[i_].label);      \
-        R(nm_, expr);                                                          \
-    }
-#define FOR_DIRFDS(call, expr)                                                 \
-    for (int i_ = 0; i_ < NDIRFDS; i_++) {                                     \
-        long D = dirfds[i_].fd;                                                \
-        char nm_[160];                                                         \
-        snprintf(nm_, sizeof nm_, "%s dirfd=%s", call, dirfds[i_].label);      \
-        R(nm_, expr);                                                          \
-    }
-#define FOR_FDS(call, expr)                                                    \
-    for (int i_ = 0; i_ < NFDS; i_++) {                                        \
-        long F = fds[i_].fd;                                                   \
-        char nm_[160];                                                         \
-        snprintf(nm_, sizeof nm_, "%s fd=%s", call, fds[i_].label);            \
-        R(nm_, expr);                                                          \
-    }
+#define FOR_PATHS(call, expr) FOR_SET(paths, NPATHS, const char *P =, p, call, "path", expr)
+#define FOR_BUFS(call, arg, expr) FOR_SET(bufs, NBUFS, void *B = (void *), p, call, arg, expr)
+#define FOR_DIRFDS(call, expr) FOR_SET(dirfds, NDIRFDS, long D =, fd, call, "dirfd", expr)
+#define FOR_FDS(call, expr) FOR_SET(fds, NFDS, long F =, fd, call, "fd", expr)
 
 static void die(const char *what) {
     perror(what);
