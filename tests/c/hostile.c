@@ -1014,6 +1014,77 @@ static void t_msg(void) {
     close(sp[0]), close(sp[1]);
 }
 
+/* ---- two bad arguments: which one the kernel reports ------------------ */
+
+static void t_order(void) {
+    struct timespec ts[2] = {{1, 0}, {2, 0}};
+    char buf[64];
+    R("setxattr order path=missing name=null", syscall(SYS_setxattr, "nosuch", NULL, "v", 1, 0));
+    R("setxattr order path=missing name=empty", syscall(SYS_setxattr, "nosuch", "", "v", 1, 0));
+    R("setxattr order path=missing value=one", syscall(SYS_setxattr, "nosuch", "user.b", (void *)1, 16, 0));
+    R("setxattr order path=missing size=huge", syscall(SYS_setxattr, "nosuch", "user.b", "v", SIZE_MAX, 0));
+    R("setxattr order path=missing flags=all_bits", syscall(SYS_setxattr, "nosuch", "user.b", "v", 1, ALL_BITS));
+    R("setxattr order path=null name=null", syscall(SYS_setxattr, NULL, NULL, "v", 1, 0));
+    R("lsetxattr order path=missing name=null", syscall(SYS_lsetxattr, "nosuch", NULL, "v", 1, 0));
+    R("lsetxattr order path=missing flags=all_bits", syscall(SYS_lsetxattr, "nosuch", "user.b", "v", 1, ALL_BITS));
+    R("getxattr order path=missing name=null", syscall(SYS_getxattr, "nosuch", NULL, buf, 64));
+    R("getxattr order path=missing name=empty", syscall(SYS_getxattr, "nosuch", "", buf, 64));
+    R("getxattr order path=missing value=one", syscall(SYS_getxattr, "nosuch", "user.a", (void *)1, 64));
+    R("lgetxattr order path=missing name=null", syscall(SYS_lgetxattr, "nosuch", NULL, buf, 64));
+    R("listxattr order path=missing list=one", syscall(SYS_listxattr, "nosuch", (void *)1, 64));
+    R("llistxattr order path=missing list=one", syscall(SYS_llistxattr, "nosuch", (void *)1, 64));
+    R("removexattr order path=missing name=null", syscall(SYS_removexattr, "nosuch", NULL));
+    R("removexattr order path=missing name=empty", syscall(SYS_removexattr, "nosuch", ""));
+    R("lremovexattr order path=missing name=null", syscall(SYS_lremovexattr, "nosuch", NULL));
+    R("link order old=missing new=null", syscall(SYS_link, "nosuch", NULL));
+    R("link order old=null new=missing_dir", syscall(SYS_link, NULL, "nodir/x"));
+    R("linkat order flags=all_bits old=null", syscall(SYS_linkat, AT_FDCWD, NULL, AT_FDCWD, "k", ALL_BITS));
+    R("linkat order olddir=minus1 new=null", syscall(SYS_linkat, -1, "f", AT_FDCWD, NULL, 0));
+    R("rename order old=missing new=null", syscall(SYS_rename, "nosuch", NULL));
+    R("rename order old=null new=missing_dir", syscall(SYS_rename, NULL, "nodir/x"));
+    R("renameat2 order flags=all_bits old=null", syscall(SYS_renameat2, AT_FDCWD, NULL, AT_FDCWD, "r", ALL_BITS));
+    R("renameat order olddir=minus1 new=null", syscall(SYS_renameat, -1, "f", AT_FDCWD, NULL));
+    R("symlink order target=null name=missing_dir", syscall(SYS_symlink, NULL, "nodir/x"));
+    R("symlinkat order newdir=minus1 target=null", syscall(SYS_symlinkat, NULL, -1, "x"));
+    R("mkdirat order dirfd=minus1 path=null", syscall(SYS_mkdirat, -1, NULL, 0755));
+    R("mknod order mode=dir path=null", syscall(SYS_mknod, NULL, S_IFDIR | 0600, 0));
+    R("mknodat order dirfd=minus1 mode=dir", syscall(SYS_mknodat, -1, "x", S_IFDIR | 0600, 0));
+    R("faccessat order dirfd=minus1 path=null", syscall(SYS_faccessat, -1, NULL, R_OK));
+    R("faccessat order mode=all_bits path=null", syscall(SYS_faccessat, AT_FDCWD, NULL, ALL_BITS));
+    R("faccessat2 order flags=all_bits path=null", syscall(SYS_faccessat2, AT_FDCWD, NULL, R_OK, ALL_BITS));
+    R("access order mode=all_bits path=missing", syscall(SYS_access, "nosuch", ALL_BITS));
+    R("openat order dirfd=minus1 path=null", syscall(SYS_openat, -1, NULL, O_RDONLY));
+    R("openat2 order how=one path=null", syscall(SYS_openat2, AT_FDCWD, NULL, (void *)1, 24));
+    R("openat2 order size=short path=null", syscall(SYS_openat2, AT_FDCWD, NULL, ts, 8));
+    R("readlink order size=0 path=null", syscall(SYS_readlink, NULL, buf, 0));
+    R("readlinkat order dirfd=minus1 path=null", syscall(SYS_readlinkat, -1, NULL, buf, 64));
+    R("readlinkat order size=0 dirfd=minus1", syscall(SYS_readlinkat, -1, "l", buf, 0));
+    R("readlink order path=missing buf=one", syscall(SYS_readlink, "nosuch", (void *)1, 64));
+    R("unlinkat order flags=all_bits path=null", syscall(SYS_unlinkat, AT_FDCWD, NULL, ALL_BITS));
+    R("unlinkat order dirfd=minus1 path=null", syscall(SYS_unlinkat, -1, NULL, AT_REMOVEDIR));
+    R("rmdir order path=missing_dir_component", syscall(SYS_rmdir, "nodir/x"));
+    R("fchmodat2 order flags=all_bits path=null", syscall(SYS_fchmodat2, AT_FDCWD, NULL, 0644, ALL_BITS));
+    R("fchownat order flags=all_bits path=null", syscall(SYS_fchownat, AT_FDCWD, NULL, -1, -1, ALL_BITS));
+    R("fchownat order dirfd=minus1 path=null", syscall(SYS_fchownat, -1, NULL, -1, -1, 0));
+    R("utimensat order flags=all_bits times=one", syscall(SYS_utimensat, AT_FDCWD, "f", (void *)1, ALL_BITS));
+    R("utimensat order times=one path=missing", syscall(SYS_utimensat, AT_FDCWD, "nosuch", (void *)1, 0));
+    R("utimensat order dirfd=minus1 times=one", syscall(SYS_utimensat, -1, "f", (void *)1, 0));
+    R("utimes order times=one path=missing", syscall(SYS_utimes, "nosuch", (void *)1));
+    R("utime order times=one path=missing", syscall(SYS_utime, "nosuch", (void *)1));
+    R("futimesat order dirfd=minus1 times=one", syscall(SYS_futimesat, -1, "f", (void *)1));
+    R("truncate order length=minus1 path=missing", syscall(SYS_truncate, "nosuch", -1L));
+    R("truncate order length=minus1 path=null", syscall(SYS_truncate, NULL, -1L));
+    R("statfs order path=missing buf=one", syscall(SYS_statfs, "nosuch", (void *)1));
+    R("inotify_add_watch order fd=minus1 path=null", syscall(SYS_inotify_add_watch, -1, NULL, IN_MODIFY));
+    R("inotify_add_watch order mask=0 fd=minus1", syscall(SYS_inotify_add_watch, -1, "f", 0));
+    R("chmod order path=null mode=all_bits", syscall(SYS_chmod, NULL, ALL_BITS));
+    R("chown order path=missing ids=minus1", syscall(SYS_chown, "nosuch", -1, -1));
+    R("lchown order path=null ids=minus1", syscall(SYS_lchown, NULL, -1, -1));
+    R("fchmodat order dirfd=pipe path=null", syscall(SYS_fchmodat, pipe_fd, NULL, 0644));
+    R("mkdir order path=missing_dir_component", syscall(SYS_mkdir, "nodir/x", 0755));
+    R("open order path=null flags=tmpfile", syscall(SYS_open, NULL, O_RDONLY | 0x400000, 0600));
+}
+
 /* ---- races: guest memory changing under a serviced call ------------------ */
 
 static volatile int stop;
@@ -1158,6 +1229,8 @@ int main(int argc, char **argv) {
     t_sendto_recvfrom();
     restore();
     t_msg();
+    restore();
+    t_order();
     restore();
     printf("done\n");
     return 0;
