@@ -1120,18 +1120,28 @@ static void race(void) {
     struct sockaddr_in to = lo(port_of(s));
     const char *names[] = {"openat", "faccessat", "readlink", "statfs", "getxattr", "setxattr",
                            "sysinfo", "sched_getaffinity", "getsockname", "getsockopt",
-                           "setsockopt", "connect", "sendto", "sendmsg", "openat2", "mkdir"};
+                           "setsockopt", "connect", "sendto", "sendmsg", "openat2", "mkdir",
+                           "recvfrom", "recvmsg", "bind", "utimensat", "inotify_add_watch",
+                           "symlink"};
+    /* Paths read from the racing page are only ever this name or empty:
+     * whatever an earlier call left there is overwritten by the kernel
+     * (pread: EFAULT, never a crash, when the page is gone). */
+    int namefd = open("racename", O_RDWR | O_CREAT | O_TRUNC, 0644);
+    write(namefd, "race_dir", 9);
+    int in = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
     /* Any of these may come back; a page that vanished gives EFAULT or, for
      * a path that read as zeroes, ENOENT. */
     static const int ok[] = {EFAULT, ENOENT, ENODATA, EINVAL, EEXIST, ERANGE, EAGAIN,
                              ENOTDIR, EAFNOSUPPORT, ECONNREFUSED, EOPNOTSUPP, E2BIG,
                              EDESTADDRREQ, EMSGSIZE, 0};
+    /* The race's UDP socket is bound: bind is EINVAL whatever it reads. */
     for (unsigned k = 0; k < sizeof names / sizeof *names; k++) {
         int bad = 0, n = 1000;
         for (int i = 0; i < n; i++) {
             char *p = race_page;
             long r;
             errno = 0;
+            pread(namefd, p, 9, 0);
             switch (k) {
             case 0: r = syscall(SYS_openat, AT_FDCWD, p, O_RDONLY); break;
             case 1: r = syscall(SYS_faccessat, AT_FDCWD, p, F_OK); break;
@@ -1148,7 +1158,19 @@ static void race(void) {
             case 12: r = syscall(SYS_sendto, s, "x", 1, 0, p, sizeof to); break;
             case 13: r = syscall(SYS_sendmsg, s, p, MSG_DONTWAIT); break;
             case 14: r = syscall(SYS_openat2, AT_FDCWD, "f", p, 24); break;
-            default: r = syscall(SYS_mkdir, p, 0755); break;
+            case 15: r = syscall(SYS_mkdir, p, 0755); break;
+            case 16:
+                sendto(s, "x", 1, 0, (struct sockaddr *)&to, sizeof to);
+                r = syscall(SYS_recvfrom, s, p, 64, MSG_DONTWAIT, p + 64, p + 128);
+                break;
+            case 17:
+                sendto(s, "x", 1, 0, (struct sockaddr *)&to, sizeof to);
+                r = syscall(SYS_recvmsg, s, p, MSG_DONTWAIT);
+                break;
+            case 18: r = syscall(SYS_bind, s, p, sizeof to); break;
+            case 19: r = syscall(SYS_utimensat, AT_FDCWD, "f", p, 0); break;
+            case 20: r = syscall(SYS_inotify_add_watch, in, p, IN_MODIFY); break;
+            default: r = syscall(SYS_symlink, p, "race_link"); break;
             }
             if (r >= 0 && (k == 0 || k == 14))
                 close((int)r);
@@ -1164,6 +1186,7 @@ static void race(void) {
     }
     stop = 1;
     pthread_join(th, NULL);
+    close(in), close(namefd);
     char d[64];
     while (recv(s, d, sizeof d, MSG_DONTWAIT) >= 0)
         ;
