@@ -22,7 +22,9 @@ use nix::errno::Errno;
 use nix::fcntl::{fcntl, FcntlArg, OFlag};
 use nix::poll::PollFlags;
 
-use super::{backlog, check_family, dial, guest_addr, nonblocking, ours, stack, wait, Res};
+use super::{
+    backlog, check_family, dial, guest_addr, nonblocking, ours, read_sockaddr, stack, wait, Res,
+};
 use crate::guest::{Guest, Reply};
 use crate::handlers::{live, Context};
 
@@ -125,7 +127,7 @@ pub(crate) fn connect(ctx: &Context, g: &dyn Guest, fd: i32, ptr: u64, len: u32)
     let Some(s) = ours(ctx, g, fd) else {
         return Ok(Reply::Continue);
     };
-    let Some(dst) = guest_addr(g, s.meta.domain, ptr, len)? else {
+    let Some(dst) = connect_addr(g, &s, ptr, len)? else {
         // AF_UNSPEC: dissolve a UDP association (the host socket keeps
         // its peer; only the reported one goes).
         stack(ctx).set_peer(&s, None);
@@ -143,6 +145,28 @@ pub(crate) fn connect(ctx: &Context, g: &dyn Guest, fd: i32, ptr: u64, len: u32)
         Some(local) => connect_local(ctx, g, fd, &s, local),
         None => egress(ctx, g, fd, &s, dst),
     }
+}
+
+/// A connect's destination. A UDP IPv6 socket also takes an IPv4
+/// address, as `__ip6_datagram_connect` hands it to IPv4's connect
+/// (EAFNOSUPPORT when the socket is v6-only).
+fn connect_addr(g: &dyn Guest, s: &Sock, ptr: u64, len: u32) -> Result<Option<SocketAddr>, Errno> {
+    let bytes = read_sockaddr(g, ptr, len)?;
+    let family = bytes
+        .get(..2)
+        .map(|b| i32::from(u16::from_ne_bytes([b[0], b[1]])));
+    let v4_on_udp6 = s.meta.domain == libc::AF_INET6
+        && s.meta.proto == Proto::Udp
+        && family == Some(libc::AF_INET);
+    if v4_on_udp6 && s.meta.v6only() {
+        return Err(Errno::EAFNOSUPPORT);
+    }
+    let domain = if v4_on_udp6 {
+        libc::AF_INET
+    } else {
+        s.meta.domain
+    };
+    Ok(addr::parse(domain, &bytes)?.map(addr::canonical))
 }
 
 /// Connects to a sandbox-loopback destination. A non-blocking TCP
