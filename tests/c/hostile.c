@@ -584,15 +584,15 @@ static int port_of(int s) {
 }
 
 /* The address-length cases shared by bind and connect. */
-static void addr_cases(const char *call, long nr, int domain, int type, struct sockaddr_in *a) {
+/* The address cases shared by bind and connect: A (ALEN bytes) is a good
+ * address for DOMAIN; OTHER (OLEN bytes) one of the other family. */
+static void addr_cases(const char *call, long nr, int domain, int type, const void *a,
+                       socklen_t alen, const void *other, socklen_t olen) {
     char nm[160];
-    for (int i = 0; i < NFDS; i++) {
-        snprintf(nm, sizeof nm, "%s fd=%s", call, fds[i].label);
-        R(nm, syscall(nr, fds[i].fd, a, sizeof *a));
-    }
-    long lens[] = {0, 1, 2, -1L, 1000, 1L << 30, HIGH_BITS | 16};
-    const char *ll[] = {"0", "1", "2", "minus1", "1000", "huge", "high_bits_16"};
-    for (int i = 0; i < 7; i++) {
+    FOR_FDS(call, syscall(nr, F, a, alen));
+    long lens[] = {0, 1, 2, -1L, 1000, 1L << 30, HIGH_BITS | alen, alen - 1, alen + 1};
+    const char *ll[] = {"0", "1", "2", "minus1", "1000", "huge", "high_bits_len", "short", "long"};
+    for (int i = 0; i < 9; i++) {
         int s = socket(domain, type | SOCK_NONBLOCK, 0);
         snprintf(nm, sizeof nm, "%s len=%s", call, ll[i]);
         R(nm, syscall(nr, s, a, lens[i]));
@@ -601,25 +601,24 @@ static void addr_cases(const char *call, long nr, int domain, int type, struct s
     for (int i = 0; i < NBUFS; i++) {
         int s = socket(domain, type | SOCK_NONBLOCK, 0);
         snprintf(nm, sizeof nm, "%s addr=%s", call, bufs[i].label);
-        R(nm, syscall(nr, s, bufs[i].p, sizeof *a));
+        R(nm, syscall(nr, s, bufs[i].p, alen));
         close(s);
     }
     int s = socket(domain, type | SOCK_NONBLOCK, 0);
-    struct sockaddr_in6 six = {.sin6_family = AF_INET6, .sin6_addr = IN6ADDR_LOOPBACK_INIT};
-    snprintf(nm, sizeof nm, "%s family=inet6_on_inet", call);
-    R(nm, syscall(nr, s, &six, sizeof six));
+    snprintf(nm, sizeof nm, "%s family=other", call);
+    R(nm, syscall(nr, s, other, olen));
     close(s);
-    s = socket(domain, type | SOCK_NONBLOCK, 0);
-    struct sockaddr_in odd = *a;
-    odd.sin_family = 0x7777;
-    snprintf(nm, sizeof nm, "%s family=unknown", call);
-    R(nm, syscall(nr, s, &odd, sizeof odd));
-    close(s);
-    s = socket(domain, type | SOCK_NONBLOCK, 0);
     char *mis = malloc(64);
-    memcpy(mis + 3, a, sizeof *a);
+    memcpy(mis + 3, a, alen);
+    ((struct sockaddr *)(mis + 3))->sa_family = 0x7777;
+    s = socket(domain, type | SOCK_NONBLOCK, 0);
+    snprintf(nm, sizeof nm, "%s family=unknown", call);
+    R(nm, syscall(nr, s, mis + 3, alen));
+    close(s);
+    memcpy(mis + 3, a, alen);
+    s = socket(domain, type | SOCK_NONBLOCK, 0);
     snprintf(nm, sizeof nm, "%s addr=misaligned", call);
-    R(nm, syscall(nr, s, mis + 3, sizeof *a));
+    R(nm, syscall(nr, s, mis + 3, alen));
     free(mis);
     close(s);
 }
@@ -707,15 +706,41 @@ static void t_socket(void) {
 
 static void t_bind_connect(void) {
     struct sockaddr_in a = lo(0);
-    addr_cases("bind tcp", SYS_bind, AF_INET, SOCK_STREAM, &a);
-    addr_cases("bind udp", SYS_bind, AF_INET, SOCK_DGRAM, &a);
+    struct sockaddr_in6 a6 = {.sin6_family = AF_INET6, .sin6_addr = IN6ADDR_LOOPBACK_INIT};
+    addr_cases("bind tcp", SYS_bind, AF_INET, SOCK_STREAM, &a, sizeof a, &a6, sizeof a6);
+    addr_cases("bind udp", SYS_bind, AF_INET, SOCK_DGRAM, &a, sizeof a, &a6, sizeof a6);
+    addr_cases("bind tcp6", SYS_bind, AF_INET6, SOCK_STREAM, &a6, sizeof a6, &a, sizeof a);
+    addr_cases("bind udp6", SYS_bind, AF_INET6, SOCK_DGRAM, &a6, sizeof a6, &a, sizeof a);
     int l = socket(AF_INET, SOCK_STREAM, 0);
     bind(l, (struct sockaddr *)&a, sizeof a);
     int closed_port = port_of(l);
     close(l);
     struct sockaddr_in c = lo(closed_port);
-    addr_cases("connect tcp", SYS_connect, AF_INET, SOCK_STREAM, &c);
-    addr_cases("connect udp", SYS_connect, AF_INET, SOCK_DGRAM, &c);
+    struct sockaddr_in6 c6 = a6;
+    c6.sin6_port = c.sin_port;
+    addr_cases("connect tcp", SYS_connect, AF_INET, SOCK_STREAM, &c, sizeof c, &c6, sizeof c6);
+    addr_cases("connect udp", SYS_connect, AF_INET, SOCK_DGRAM, &c, sizeof c, &c6, sizeof c6);
+    addr_cases("connect tcp6", SYS_connect, AF_INET6, SOCK_STREAM, &c6, sizeof c6, &c, sizeof c);
+    addr_cases("connect udp6", SYS_connect, AF_INET6, SOCK_DGRAM, &c6, sizeof c6, &c, sizeof c);
+    /* An IPv4 address on a UDP IPv6 socket: connected (v4-mapped). */
+    int rx = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK, 0);
+    bind(rx, (struct sockaddr *)&a, sizeof a);
+    struct sockaddr_in rxa = lo(port_of(rx));
+    int u6 = socket(AF_INET6, SOCK_DGRAM, 0);
+    R("connect udp6 v4_address", syscall(SYS_connect, u6, &rxa, sizeof rxa));
+    R("connect udp6 v4_address send", send(u6, "xy", 2, 0));
+    char got[8];
+    R("connect udp6 v4_address received", recv(rx, got, sizeof got, 0));
+    struct sockaddr_in6 pa;
+    socklen_t pl = sizeof pa;
+    R("connect udp6 v4_address getpeername", syscall(SYS_getpeername, u6, &pa, &pl));
+    printf("connect udp6 v4_address peer_family: %d mapped: %d len: %d\n", pa.sin6_family,
+           IN6_IS_ADDR_V4MAPPED(&pa.sin6_addr), (int)pl);
+    int one = 1;
+    int v6o = socket(AF_INET6, SOCK_DGRAM, 0);
+    setsockopt(v6o, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
+    R("connect udp6 v6only v4_address", syscall(SYS_connect, v6o, &rxa, sizeof rxa));
+    close(v6o), close(u6), close(rx);
     int s = socket(AF_INET, SOCK_STREAM, 0);
     bind(s, (struct sockaddr *)&a, sizeof a);
     R("bind twice", syscall(SYS_bind, s, &a, sizeof a));
