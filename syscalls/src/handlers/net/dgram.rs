@@ -22,8 +22,8 @@ use nix::sys::socket::{self, ControlMessageOwned, MsgFlags, UnixAddr};
 
 use super::ancil;
 use super::{
-    check_family, guest_addr, nonblocking, ours, read_len, stack, user_range, wait, write_sockaddr,
-    Res,
+    check_family, family_of, nonblocking, ours, read_len, read_sockaddr, stack, user_range,
+    v4_on_udp6, wait, write_sockaddr, Res,
 };
 use crate::guest::{Guest, Reply};
 use crate::handlers::{live, Context};
@@ -58,7 +58,7 @@ pub(crate) fn sendto(
     if s.meta.proto == Proto::Tcp {
         return send_stream(g, &s, buf, len, flags);
     }
-    let dst = guest_addr(g, s.meta.domain, ptr, alen)?.ok_or(Errno::EAFNOSUPPORT)?;
+    let dst = destination(g, &s, ptr, alen)?;
     let len = usize::try_from(len).map_err(|_| Errno::EMSGSIZE)?;
     if len > MAX_DGRAM {
         return Err(Errno::EMSGSIZE);
@@ -68,6 +68,36 @@ pub(crate) fn sendto(
     g.read_mem(buf, &mut data)?;
     let stamp = Stamp::of_socket(s.meta.domain, &s.meta.options);
     send(ctx, g, &s, dst, &data, flags, stamp)
+}
+
+/// A datagram's destination, as `udp_sendmsg`/`udpv6_sendmsg` take
+/// it. A UDP IPv6 socket also sends to an IPv4 address (ENETUNREACH
+/// when v6-only) and refuses a family it does not know with EINVAL.
+pub(super) fn destination(
+    g: &dyn Guest,
+    s: &Sock,
+    ptr: u64,
+    len: u32,
+) -> Result<SocketAddr, Errno> {
+    let bytes = read_sockaddr(g, ptr, len)?;
+    let mut domain = s.meta.domain;
+    if v4_on_udp6(s, &bytes) {
+        if s.meta.v6only() {
+            return Err(Errno::ENETUNREACH);
+        }
+        domain = libc::AF_INET;
+    } else if domain == libc::AF_INET6
+        && s.meta.proto == Proto::Udp
+        && !netstack::icmp::is_ping(domain, s.meta.protocol)
+    {
+        let family = family_of(&bytes);
+        let known = [libc::AF_INET6, libc::AF_UNSPEC].map(Some);
+        if family.is_some() && !known.contains(&family) {
+            return Err(Errno::EINVAL);
+        }
+    }
+    let a = addr::parse(domain, &bytes)?.ok_or(Errno::EAFNOSUPPORT)?;
+    Ok(addr::canonical(a))
 }
 
 /// UDP (and ping) sockets have no urgent data: MSG_OOB is EOPNOTSUPP,

@@ -82,6 +82,22 @@ pub(crate) fn user_range(ptr: u64, len: usize) -> Result<(), Errno> {
     }
 }
 
+/// The family of a guest address (None when shorter than its field).
+pub(crate) fn family_of(bytes: &[u8]) -> Option<i32> {
+    bytes
+        .get(..2)
+        .map(|b| i32::from(u16::from_ne_bytes([b[0], b[1]])))
+}
+
+/// An IPv4 address given to a UDP IPv6 socket (not a ping socket): the
+/// kernel hands such a connect or send to IPv4's (v4-mapped).
+pub(crate) fn v4_on_udp6(s: &Sock, bytes: &[u8]) -> bool {
+    s.meta.domain == libc::AF_INET6
+        && s.meta.proto == netstack::Proto::Udp
+        && !netstack::icmp::is_ping(s.meta.domain, s.meta.protocol)
+        && family_of(bytes) == Some(libc::AF_INET)
+}
+
 /// Reads the `int` an address-length pointer holds (EFAULT, EINVAL when
 /// negative).
 pub(crate) fn read_len(g: &dyn Guest, ptr: u64) -> Result<usize, Errno> {

@@ -18,8 +18,8 @@ use netstack::ancillary::{self, Stamp};
 use netstack::Proto;
 use nix::errno::Errno;
 
-use super::dgram::{no_oob, receive, send, MAX_DGRAM, MAX_RECV};
-use super::{ancil, guest_addr, ours, stack, user_range, write_sockaddr, Res};
+use super::dgram::{destination, no_oob, receive, send, MAX_DGRAM, MAX_RECV};
+use super::{ancil, ours, stack, user_range, write_sockaddr, Res};
 use crate::guest::{Guest, Reply};
 use crate::handlers::Context;
 
@@ -119,7 +119,7 @@ pub(crate) fn sendmsg(ctx: &Context, g: &dyn Guest, fd: i32, msg: u64, flags: i3
         }
         return Ok(Reply::Continue);
     }
-    let dst = guest_addr(g, s.meta.domain, m.name, m.namelen)?.ok_or(Errno::EAFNOSUPPORT)?;
+    let dst = destination(g, &s, m.name, m.namelen)?;
     let iovs = read_iovecs(g, m.iov, m.iovlen)?;
     no_oob(flags)?;
     let mut data = Vec::new();

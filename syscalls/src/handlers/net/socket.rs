@@ -23,7 +23,8 @@ use nix::fcntl::{fcntl, FcntlArg, OFlag};
 use nix::poll::PollFlags;
 
 use super::{
-    backlog, check_family, dial, guest_addr, nonblocking, ours, read_sockaddr, stack, wait, Res,
+    backlog, check_family, dial, guest_addr, nonblocking, ours, read_sockaddr, stack, v4_on_udp6,
+    wait, Res,
 };
 use crate::guest::{Guest, Reply};
 use crate::handlers::{live, Context};
@@ -152,20 +153,11 @@ pub(crate) fn connect(ctx: &Context, g: &dyn Guest, fd: i32, ptr: u64, len: u32)
 /// (EAFNOSUPPORT when the socket is v6-only).
 fn connect_addr(g: &dyn Guest, s: &Sock, ptr: u64, len: u32) -> Result<Option<SocketAddr>, Errno> {
     let bytes = read_sockaddr(g, ptr, len)?;
-    let family = bytes
-        .get(..2)
-        .map(|b| i32::from(u16::from_ne_bytes([b[0], b[1]])));
-    let v4_on_udp6 = s.meta.domain == libc::AF_INET6
-        && s.meta.proto == Proto::Udp
-        && family == Some(libc::AF_INET);
-    if v4_on_udp6 && s.meta.v6only() {
+    let v4 = v4_on_udp6(s, &bytes);
+    if v4 && s.meta.v6only() {
         return Err(Errno::EAFNOSUPPORT);
     }
-    let domain = if v4_on_udp6 {
-        libc::AF_INET
-    } else {
-        s.meta.domain
-    };
+    let domain = if v4 { libc::AF_INET } else { s.meta.domain };
     Ok(addr::parse(domain, &bytes)?.map(addr::canonical))
 }
 
