@@ -892,6 +892,27 @@ static void t_sendto_recvfrom(void) {
         snprintf(nm, sizeof nm, "sendto addrlen=%s", ll[i]);
         R(nm, syscall(SYS_sendto, tx, "x", 1, 0, &to, lens[i]));
     }
+    /* Family cases, each datagram drained at once. */
+    struct sockaddr_in6 to6 = {.sin6_family = AF_INET6, .sin6_addr = IN6ADDR_LOOPBACK_INIT};
+    to6.sin6_port = to.sin_port;
+    int tx6 = socket(AF_INET6, SOCK_DGRAM | SOCK_NONBLOCK, 0);
+    R("sendto udp6 v4_address", syscall(SYS_sendto, tx6, "x", 1, 0, &to, sizeof to));
+    R("sendto udp6 v4_address drain", recv(rx, buf, sizeof buf, 0));
+    struct iovec v6iov = {"xyz", 3};
+    struct msghdr v6m = {.msg_name = &to, .msg_namelen = sizeof to, .msg_iov = &v6iov, .msg_iovlen = 1};
+    R("sendmsg udp6 v4_address", syscall(SYS_sendmsg, tx6, &v6m, 0));
+    R("sendmsg udp6 v4_address drain", recv(rx, buf, sizeof buf, 0));
+    R("sendto udp6 v6_address_to_v4_receiver", syscall(SYS_sendto, tx6, "x", 1, 0, &to6, sizeof to6));
+    R("sendto udp inet6_address", syscall(SYS_sendto, tx, "x", 1, 0, &to6, sizeof to6));
+    struct sockaddr_in6 odd6 = to6;
+    odd6.sin6_family = 0x7777;
+    R("sendto udp6 family=unknown", syscall(SYS_sendto, tx6, "x", 1, 0, &odd6, sizeof odd6));
+    R("sendto udp6 addrlen=short", syscall(SYS_sendto, tx6, "x", 1, 0, &to6, 20));
+    R("sendto udp6 addrlen=1", syscall(SYS_sendto, tx6, "x", 1, 0, &to6, 1));
+    int one6 = 1;
+    setsockopt(tx6, IPPROTO_IPV6, IPV6_V6ONLY, &one6, sizeof one6);
+    R("sendto udp6 v6only v4_address", syscall(SYS_sendto, tx6, "x", 1, 0, &to, sizeof to));
+    close(tx6);
     R("sendto addrlen=0", syscall(SYS_sendto, tx, "x", 1, 0, &to, 0));
     R("sendto addrlen=short", syscall(SYS_sendto, tx, "x", 1, 0, &to, 4));
     R("sendto flags=all_bits", syscall(SYS_sendto, tx, "x", 1, ALL_BITS, &to, sizeof to));
