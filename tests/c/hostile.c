@@ -813,6 +813,12 @@ static void t_accept_listen(void) {
     FOR_FDS("accept4", syscall(SYS_accept4, F, &peer, &l, 0));
     l = sizeof peer;
     RFD("accept nothing_pending", syscall(SYS_accept, lst, &peer, &l));
+    for (int i = 0; i < NBUFS; i++) {
+        snprintf(nm, sizeof nm, "accept nothing_pending lenptr=%s", bufs[i].label);
+        RFD(nm, syscall(SYS_accept, lst, &peer, bufs[i].p));
+        snprintf(nm, sizeof nm, "accept4 nothing_pending addr=%s", bufs[i].label);
+        RFD(nm, syscall(SYS_accept4, lst, bufs[i].p, &l, SOCK_CLOEXEC));
+    }
     int notl = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
     RFD("accept not_listening", syscall(SYS_accept, notl, &peer, &l));
     close(notl);
