@@ -59,7 +59,15 @@ pub(crate) fn getsockopt(
         (None, Class::Identity) => identity(&s.meta, name),
         (None, Class::Stored { .. }) => s.meta.options.get(level, name, class),
     };
-    let room = read_len(g, len_ptr)?;
+    let room = if level == libc::IPPROTO_IPV6 {
+        // do_ipv6_getsockopt takes the length as unsigned (min with 4);
+        // the other levels refuse a negative one.
+        let mut b = [0u8; 4];
+        g.read_mem(len_ptr, &mut b)?;
+        u32::from_ne_bytes(b) as usize
+    } else {
+        read_len(g, len_ptr)?
+    };
     let n = room.min(4);
     g.write_mem(ptr, &v.to_ne_bytes()[..n])?;
     g.write_mem(len_ptr, &(n as u32).to_ne_bytes())?;
@@ -167,6 +175,10 @@ fn ip_retopts(g: &dyn Guest, ptr: u64, len: u32) -> Res {
 /// An option value: an `int`, or for IP-level options a single byte too
 /// (as `ip_setsockopt` reads them). EINVAL when shorter.
 fn read_value(g: &dyn Guest, level: i32, ptr: u64, len: u32) -> Result<i32, Errno> {
+    // do_ipv6_setsockopt reads a NULL value as 0.
+    if ptr == 0 && level == libc::IPPROTO_IPV6 && len >= 4 {
+        return Ok(0);
+    }
     if len >= 4 {
         let mut b = [0u8; 4];
         g.read_mem(ptr, &mut b)?;
