@@ -43,10 +43,10 @@ const KNOWN: &[(&str, &str)] = &[
         UNMODELLED,
     ),
     ("setsockopt ip_add_membership val=short", UNMODELLED),
-    // accept with a bad address or length: both answer EFAULT/EINVAL, but
-    // the kernel has already taken the connection and drops it; the
-    // netstack's accept reads the guest's length first and leaves the
-    // connection queued, so the next accept gets it.
+    // accept with a bad address or length while a connection is pending:
+    // both answer EFAULT/EINVAL, but the kernel has taken the connection
+    // and drops it; the netstack puts it back in the listener's queue
+    // (accept.rs: "none is lost"), so the next accept gets it.
     ("accept4 pending lenptr=one", ACCEPT_KEEPS),
     ("accept pending drain_after one", ACCEPT_KEEPS),
     ("accept4 pending lenptr=prot_none", ACCEPT_KEEPS),

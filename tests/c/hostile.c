@@ -785,6 +785,17 @@ static void t_names_opts(void) {
     sockopt_cases("getsockopt so_type", SYS_getsockopt, t, SOL_SOCKET, SO_TYPE);
     sockopt_cases("getsockopt so_error", SYS_getsockopt, t, SOL_SOCKET, SO_ERROR);
     sockopt_cases("getsockopt ip_ttl", SYS_getsockopt, t, IPPROTO_IP, IP_TTL);
+    int t6 = socket(AF_INET6, SOCK_DGRAM, 0);
+    struct sockaddr_in6 a6 = {.sin6_family = AF_INET6, .sin6_addr = IN6ADDR_LOOPBACK_INIT};
+    sockopt_cases("setsockopt ipv6_v6only", SYS_setsockopt, t6, IPPROTO_IPV6, IPV6_V6ONLY);
+    sockopt_cases("getsockopt ipv6_v6only", SYS_getsockopt, t6, IPPROTO_IPV6, IPV6_V6ONLY);
+    sockopt_cases("setsockopt ipv6_unicast_hops", SYS_setsockopt, t6, IPPROTO_IPV6, IPV6_UNICAST_HOPS);
+    sockopt_cases("getsockopt ipv6_unicast_hops", SYS_getsockopt, t6, IPPROTO_IPV6, IPV6_UNICAST_HOPS);
+    sockopt_cases("getsockopt udp6 ip_ttl", SYS_getsockopt, t6, IPPROTO_IP, IP_TTL);
+    bind(t6, (struct sockaddr *)&a6, sizeof a6);
+    sockname_cases("getsockname udp6", SYS_getsockname, t6);
+    sockname_cases("getpeername udp6", SYS_getpeername, t6);
+    close(t6);
     int u = socket(AF_UNIX, SOCK_STREAM, 0);
     sockopt_cases("setsockopt unix so_rcvbuf", SYS_setsockopt, u, SOL_SOCKET, SO_RCVBUF);
     sockopt_cases("getsockopt unix so_type", SYS_getsockopt, u, SOL_SOCKET, SO_TYPE);
