@@ -184,10 +184,15 @@ pub(crate) fn recvmsg(ctx: &Context, g: &dyn Guest, fd: i32, msg: u64, flags: i3
     cmsgs.extend(ancil::messages(ctx, &s, want, &got, peek));
     let room = if m.control == 0 { 0 } else { m.controllen };
     let (control, cut) = ancillary::layout(&cmsgs, usize::try_from(room).unwrap_or(usize::MAX));
-    if !control.is_empty() {
-        g.write_mem(m.control, &control)?;
-    }
-    g.write_mem(msg + CONTROLLEN_AT, &(control.len() as u64).to_ne_bytes())?;
+    // A control message the kernel cannot write (put_cmsg's EFAULT) is
+    // skipped, not the call's error: the data is returned and
+    // msg_controllen counts none.
+    let written = if control.is_empty() || g.write_mem(m.control, &control).is_err() {
+        0
+    } else {
+        control.len()
+    };
+    g.write_mem(msg + CONTROLLEN_AT, &(written as u64).to_ne_bytes())?;
     let mut out_flags = if got.truncated { libc::MSG_TRUNC } else { 0 };
     if cut {
         out_flags |= libc::MSG_CTRUNC;
