@@ -1055,6 +1055,38 @@ static void t_msg(void) {
     msg_cases("sendmsg udp", SYS_sendmsg, s, 0);
     msg_cases("recvmsg udp", SYS_recvmsg, s, 0);
     close(s);
+    /* Control messages asked for: recvmsg is serviced even without a name. */
+    s = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK, 0);
+    bind(s, (struct sockaddr *)&a, sizeof a);
+    int on = 1;
+    setsockopt(s, IPPROTO_IP, IP_PKTINFO, &on, sizeof on);
+    setsockopt(s, IPPROTO_IP, IP_RECVTTL, &on, sizeof on);
+    struct sockaddr_in self = lo(port_of(s));
+    char data[16], cbuf[256], nm[160];
+    for (int i = 0; i < NBUFS + 3; i++) {
+        struct iovec iov = {data, sizeof data};
+        struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
+                           .msg_controllen = sizeof cbuf};
+        const char *label;
+        if (i < NBUFS) {
+            m.msg_control = (void *)bufs[i].p;
+            label = bufs[i].label;
+        } else if (i == NBUFS) {
+            m.msg_controllen = SIZE_MAX, label = "controllen_huge";
+        } else if (i == NBUFS + 1) {
+            m.msg_controllen = 20, label = "controllen_one_cmsg_short";
+        } else {
+            m.msg_controllen = 1, label = "controllen_1";
+        }
+        sendto(s, "datagram", 8, 0, (struct sockaddr *)&self, sizeof self);
+        snprintf(nm, sizeof nm, "recvmsg pktinfo control=%s", label);
+        R(nm, syscall(SYS_recvmsg, s, &m, MSG_DONTWAIT));
+        printf("recvmsg pktinfo control=%s flags: %d controllen: %d\n", label,
+               m.msg_flags & (MSG_CTRUNC | MSG_TRUNC), (int)m.msg_controllen);
+        snprintf(nm, sizeof nm, "recvmsg pktinfo control=%s drain", label);
+        R(nm, recv(s, data, sizeof data, MSG_DONTWAIT));
+    }
+    close(s);
     int sp[2];
     socketpair(AF_UNIX, SOCK_DGRAM, 0, sp);
     struct msghdr m = {0};
