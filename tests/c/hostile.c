@@ -286,6 +286,28 @@ static void t_readlink(void) {
     R("readlinkat size=minus1", syscall(SYS_readlinkat, AT_FDCWD, "l", buf, -1));
     R("readlinkat size=huge", syscall(SYS_readlinkat, AT_FDCWD, "l", buf, SIZE_MAX));
     R("readlinkat empty_path_of_opath_link", syscall(SYS_readlinkat, opath_fd, "", buf, 64));
+    /* Links the sandbox may answer itself (its /proc): only errors and
+     * lengths that do not depend on the pid or the host are printed. */
+    const char *proc_links[] = {"/proc/self", "/proc/self/exe", "/proc/self/cwd",
+                                "/proc/thread-self", "/proc/self/fd/0"};
+    /* /proc/self and /proc/thread-self name pids, whose length differs:
+     * no buffer that fits some lengths and not others. */
+    int pid_named[] = {1, 0, 0, 1, 0};
+    for (int k = 0; k < 5; k++) {
+        char nm[160];
+        for (int i = 0; i < NBUFS - pid_named[k]; i++) {
+            snprintf(nm, sizeof nm, "readlink %s buf=%s", proc_links[k], bufs[i].label);
+            R(nm, syscall(SYS_readlink, proc_links[k], bufs[i].p, 64));
+        }
+        snprintf(nm, sizeof nm, "readlink %s size=0", proc_links[k]);
+        R(nm, syscall(SYS_readlink, proc_links[k], buf, 0));
+        snprintf(nm, sizeof nm, "readlink %s size=minus1", proc_links[k]);
+        R(nm, syscall(SYS_readlink, proc_links[k], buf, -1));
+        snprintf(nm, sizeof nm, "readlink %s size=1", proc_links[k]);
+        R(nm, syscall(SYS_readlink, proc_links[k], buf, 1));
+        snprintf(nm, sizeof nm, "readlinkat %s dirfd=minus1 buf=one", proc_links[k]);
+        R(nm, syscall(SYS_readlinkat, -1, proc_links[k], (void *)1, 64));
+    }
 }
 
 /* ---- creating and removing names ---------------------------------------- */
