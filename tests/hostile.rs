@@ -67,7 +67,26 @@ const KNOWN: &[(&str, &str)] = &[
     // handler answers only the CLOSE_WAIT case (ARCHITECTURE.md, "Where
     // TCP and AF_UNIX part") and CONTINUEs the rest: ENOTCONN, not EPIPE.
     ("sendto tcp unconnected empty", PASSES_TO_UNIX),
+    // A served /proc file opened with RESOLVE_CACHED: the kernel's procfs
+    // lookups are not all cached (EAGAIN); the supervisor's own lookup may
+    // wait, which the flag permits (open.rs, openat2).
+    ("openat2 /proc/meminfo resolve=cached", CACHED),
+    ("openat2 /proc/cpuinfo resolve=cached", CACHED),
+    ("openat2 /proc/stat resolve=cached", CACHED),
+    ("openat2 /proc/uptime resolve=cached", CACHED),
+    ("openat2 /proc/loadavg resolve=cached", CACHED),
+    // O_TRUNC asks for write access: the host's root has CAP_DAC_OVERRIDE
+    // over /proc (fd), the guest's namespaced root has not (EACCES); as
+    // an unprivileged user both are EACCES.
+    ("openat /proc/meminfo flags=trunc", TRUNC_PRIV),
+    ("openat /proc/cpuinfo flags=trunc", TRUNC_PRIV),
+    ("openat /proc/stat flags=trunc", TRUNC_PRIV),
+    ("openat /proc/self/status flags=trunc", TRUNC_PRIV),
+    ("openat /proc/uptime flags=trunc", TRUNC_PRIV),
+    ("openat /proc/loadavg flags=trunc", TRUNC_PRIV),
 ];
+const CACHED: &str = "RESOLVE_CACHED on a served /proc file";
+const TRUNC_PRIV: &str = "write access to /proc depends on the host root's capabilities";
 const NB_REFUSED: &str = "non-blocking loopback connect refused at once";
 const UNMODELLED: &str = "option the netstack does not model";
 const ACCEPT_KEEPS: &str = "a failed accept keeps the connection queued";

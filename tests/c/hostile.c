@@ -250,6 +250,50 @@ static void t_openat2(void) {
     }
 }
 
+/* Files the sandbox may serve itself (its /proc), opened for reading with
+ * hostile flags and resolutions. */
+static void t_open_served(void) {
+    const char *files[] = {"/proc/meminfo", "/proc/cpuinfo", "/proc/stat", "/proc/self/status",
+                           "/proc/uptime", "/proc/loadavg"};
+    long flags[] = {O_RDONLY | 0x80000000, HIGH_BITS, O_RDONLY | O_NOFOLLOW, O_RDONLY | O_DIRECT,
+                    O_RDONLY | O_NOATIME, O_RDONLY | O_TRUNC, O_RDONLY | O_CREAT | O_EXCL};
+    const char *fl[] = {"unknown_bits", "high_bits", "nofollow", "direct", "noatime", "trunc",
+                        "creat_excl"};
+    char nm[160];
+    for (int k = 0; k < 6; k++) {
+        for (int i = 0; i < 7; i++) {
+            snprintf(nm, sizeof nm, "openat %s flags=%s", files[k], fl[i]);
+            RFD(nm, syscall(SYS_openat, AT_FDCWD, files[k], flags[i], 0600));
+        }
+        unsigned long long res[] = {RESOLVE_NO_SYMLINKS, RESOLVE_BENEATH, RESOLVE_NO_MAGICLINKS,
+                                    RESOLVE_NO_XDEV, RESOLVE_IN_ROOT, RESOLVE_CACHED};
+        const char *rl[] = {"no_symlinks", "beneath", "no_magiclinks", "no_xdev", "in_root",
+                            "cached"};
+        for (int i = 0; i < 6; i++) {
+            struct open_how how = {.flags = O_RDONLY, .resolve = res[i]};
+            snprintf(nm, sizeof nm, "openat2 %s resolve=%s", files[k], rl[i]);
+            RFD(nm, syscall(SYS_openat2, AT_FDCWD, files[k], &how, sizeof how));
+        }
+        struct open_how bad = {.flags = O_RDONLY | O_CREAT, .mode = 07777 + 1};
+        snprintf(nm, sizeof nm, "openat2 %s mode=out_of_range", files[k]);
+        RFD(nm, syscall(SYS_openat2, AT_FDCWD, files[k], &bad, sizeof bad));
+        struct open_how big = {.flags = O_RDONLY};
+        snprintf(nm, sizeof nm, "openat2 %s size=page_zero_tail", files[k]);
+        char *pg = calloc(1, PG);
+        memcpy(pg, &big, sizeof big);
+        RFD(nm, syscall(SYS_openat2, AT_FDCWD, files[k], pg, PG));
+        free(pg);
+        int fd = open(files[k], O_RDONLY);
+        char b[64];
+        snprintf(nm, sizeof nm, "lseek rewind %s after_read", files[k]);
+        read(fd, b, sizeof b);
+        R(nm, syscall(SYS_lseek, fd, 0, SEEK_SET));
+        snprintf(nm, sizeof nm, "lseek rewind %s high_bits_whence", files[k]);
+        R(nm, syscall(SYS_lseek, fd, 0, HIGH_BITS | SEEK_SET));
+        close(fd);
+    }
+}
+
 /* ---- access, readlink ------------------------------------------------- */
 
 static void t_access(void) {
@@ -1331,6 +1375,8 @@ int main(int argc, char **argv) {
     t_openat();
     restore();
     t_openat2();
+    restore();
+    t_open_served();
     restore();
     t_access();
     restore();
