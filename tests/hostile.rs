@@ -164,6 +164,18 @@ struct Sweep {
 
 /// Run `hostile [race] DIR` natively on pair.a and supervised on pair.b.
 fn sweep(race: bool, user: Option<(u32, u32)>, sup_bin: &Path) -> Sweep {
+    sweep_in(race, user, sup_bin, None)
+}
+
+/// [`sweep`], the supervisor started in `limits` (a safety cgroup) with
+/// `--cpus 1 --memory 512m`, which sends sysinfo, sched_getaffinity and
+/// the /proc files through their limit-aware branches.
+fn sweep_in(
+    race: bool,
+    user: Option<(u32, u32)>,
+    sup_bin: &Path,
+    limits: Option<&cgroups::SafetyCgroup>,
+) -> Sweep {
     let prog = c_prog("hostile");
     let pair = Pair::new(|_| {});
     if let Some((u, g)) = user {
@@ -182,7 +194,10 @@ fn sweep(race: bool, user: Option<(u32, u32)>, sup_bin: &Path) -> Sweep {
         .bin(sup_bin);
     sup.argv.extend(mode.iter().map(|s| s.into()));
     sup.argv.push(pair.b.clone().into());
-    sup.wrap = wrap.iter().map(|s| s.into()).collect();
+    if let Some(cg) = limits {
+        sup = cg.wrap(sup.sup(&["--cpus", "1", "--memory", "512m"]));
+    }
+    sup.wrap.extend(wrap.iter().map(|s| s.into()));
     sup.timeout = Duration::from_secs(40);
     let supervised = sup.supervised();
     Sweep {
@@ -297,6 +312,20 @@ fn hostile_arguments_match_native_as_tester() {
         Err(e) => skip!("{e}"),
     };
     judge(&sweep(false, Some((uid, gid)), &bin));
+}
+
+#[test]
+fn hostile_arguments_match_native_under_limits() {
+    if !have("cc") || !have("unshare") {
+        skip!("no C compiler (cc) or unshare");
+    }
+    if !is_root() {
+        skip!("needs root (network namespace, cgroups)");
+    }
+    let Some(cg) = cgroups::SafetyCgroup::new("hostile", 2 << 30, 256) else {
+        skip!("no cgroup to start the supervisor in");
+    };
+    judge(&sweep_in(false, None, &bin(), Some(&cg)));
 }
 
 /// Guest memory unmapped and re-mapped by one thread while another is in a
