@@ -117,11 +117,17 @@ pub(super) fn no_oob(flags: i32) -> Result<(), Errno> {
 /// name and has hung up (both directions shut); it gets 0. Anything else
 /// (UDP, a length that only looked empty to the filter) runs natively.
 /// Own `shutdown(SHUT_RDWR)` looks the same and also gets 0 (TCP: EPIPE).
+/// An empty send on a TCP socket that was never connected is EPIPE.
 fn send_empty(s: &Sock, len: u64) -> Reply {
     let fd = s.fd.as_raw_fd();
     let connected = socket::getpeername::<UnixAddr>(fd).is_ok();
     if len == 0 && s.meta.proto == Proto::Tcp && connected && wait::hung_up(s.fd.as_fd()) {
         return Reply::Value(0);
+    }
+    // Never connected (or listening): tcp_sendmsg's EPIPE, where the host
+    // unix socket would say ENOTCONN. A dial's stand-in has a peer.
+    if len == 0 && s.meta.proto == Proto::Tcp && !connected {
+        return Reply::Error(Errno::EPIPE);
     }
     Reply::Continue
 }
