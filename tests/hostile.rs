@@ -63,10 +63,6 @@ const KNOWN: &[(&str, &str)] = &[
     // NULL_ARG4_DATA_ARG2): the host `AF_UNIX` socket answers an
     // unconnected send with ENOTCONN where UDP says EDESTADDRREQ.
     ("sendto addr=null", PASSES_TO_UNIX),
-    // An empty send without an address on an unconnected TCP socket: the
-    // handler answers only the CLOSE_WAIT case (ARCHITECTURE.md, "Where
-    // TCP and AF_UNIX part") and CONTINUEs the rest: ENOTCONN, not EPIPE.
-    ("sendto tcp unconnected empty", PASSES_TO_UNIX),
     // A served /proc file opened with RESOLVE_CACHED: the kernel's procfs
     // lookups are not all cached (EAGAIN); the supervisor's own lookup may
     // wait, which the flag permits (open.rs, openat2).
