@@ -140,6 +140,12 @@ fn send_stream(g: &dyn Guest, s: &Sock, buf: u64, len: u64, flags: i32) -> Res {
     let len = usize::try_from(len).unwrap_or(usize::MAX).min(MAX_RECV);
     let mut data = vec![0u8; len];
     g.read_mem(buf, &mut data)?;
+    send_bytes(g, s, &data, flags)
+}
+
+/// Sends `data` on a TCP socket's host stream socket (sendto and
+/// sendmsg with an address, which TCP ignores).
+pub(super) fn send_bytes(g: &dyn Guest, s: &Sock, data: &[u8], flags: i32) -> Res {
     live(g)?;
     let dontwait = flags & libc::MSG_DONTWAIT != 0 || nonblocking(s);
     // Never SIGPIPE in the supervisor: a closed peer is EPIPE.
@@ -147,7 +153,7 @@ fn send_stream(g: &dyn Guest, s: &Sock, buf: u64, len: u64, flags: i32) -> Res {
         | MsgFlags::MSG_DONTWAIT
         | MsgFlags::MSG_NOSIGNAL;
     loop {
-        match socket::send(s.fd.as_raw_fd(), &data, host) {
+        match socket::send(s.fd.as_raw_fd(), data, host) {
             Err(Errno::EAGAIN) if !dontwait => {
                 wait::until_ready(g, s.fd.as_fd(), PollFlags::POLLOUT)?;
             }

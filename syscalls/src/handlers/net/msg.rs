@@ -18,7 +18,7 @@ use netstack::ancillary::{self, Stamp};
 use netstack::Proto;
 use nix::errno::Errno;
 
-use super::dgram::{destination, no_oob, receive, send, MAX_DGRAM, MAX_RECV};
+use super::dgram::{destination, no_oob, receive, send, send_bytes, MAX_DGRAM, MAX_RECV};
 use super::{ancil, ours, stack, user_range, write_sockaddr, Res};
 use crate::guest::{Guest, Reply};
 use crate::handlers::Context;
@@ -109,7 +109,7 @@ pub(crate) fn sendmsg(ctx: &Context, g: &dyn Guest, fd: i32, msg: u64, flags: i3
     no_compat(flags)?;
     let m = read_msghdr(g, msg)?;
     if s.meta.proto == Proto::Tcp {
-        return Ok(Reply::Continue);
+        return send_stream(g, &s, &m, flags);
     }
     if m.name == 0 {
         // The host socket of an unconnected UDP socket would say
@@ -134,6 +134,30 @@ pub(crate) fn sendmsg(ctx: &Context, g: &dyn Guest, fd: i32, msg: u64, flags: i3
     let base = Stamp::of_socket(s.meta.domain, &s.meta.options);
     let stamp = ancillary::parse_sent(s.meta.domain, &read_control(g, &m)?, base)?;
     send(ctx, g, &s, dst, &data, flags, stamp)
+}
+
+/// sendmsg on a TCP socket: a name is ignored, as TCP ignores it (the
+/// host stream socket would refuse it: EISCONN, or EOPNOTSUPP when not
+/// connected), and the data goes as sendto's (at most MAX_RECV bytes).
+/// Without a name the host socket runs it, but one never connected is
+/// EPIPE (tcp_sendmsg), not the host's ENOTCONN.
+fn send_stream(g: &dyn Guest, s: &netstack::stack::Sock, m: &MsgHdr, flags: i32) -> Res {
+    if m.name == 0 {
+        use std::os::fd::AsRawFd;
+        let unix = nix::sys::socket::getpeername::<nix::sys::socket::UnixAddr>;
+        if unix(s.fd.as_raw_fd()).is_err() {
+            return Err(Errno::EPIPE);
+        }
+        return Ok(Reply::Continue);
+    }
+    let mut data = Vec::new();
+    for (base, len) in read_iovecs(g, m.iov, m.iovlen)? {
+        let len = len.min(MAX_RECV - data.len());
+        let at = data.len();
+        data.resize(at + len, 0);
+        g.read_mem(base, &mut data[at..])?;
+    }
+    send_bytes(g, s, &data, flags)
 }
 
 /// The control bytes of a send (ENOBUFS past MAX_CONTROL, as the kernel).
