@@ -1149,6 +1149,39 @@ static void t_msg(void) {
     msg_cases("sendmsg udp", SYS_sendmsg, s, 0);
     msg_cases("recvmsg udp", SYS_recvmsg, s, 0);
     close(s);
+    /* TCP sockets never connected, a listener, a connection. */
+    char data_rx[16];
+    int tcp = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+    struct sockaddr_in tname = lo(9);
+    struct iovec tiov = {"x", 1};
+    struct msghdr tm = {.msg_name = &tname, .msg_namelen = sizeof tname, .msg_iov = &tiov,
+                        .msg_iovlen = 1};
+    R("sendmsg tcp unconnected", syscall(SYS_sendmsg, tcp, &tm, 0));
+    R("recvmsg tcp unconnected", syscall(SYS_recvmsg, tcp, &tm, 0));
+    tm.msg_name = NULL, tm.msg_namelen = 0;
+    R("sendmsg tcp unconnected no_name", syscall(SYS_sendmsg, tcp, &tm, 0));
+    bind(tcp, (struct sockaddr *)&a, sizeof a);
+    listen(tcp, 1);
+    tm.msg_name = &tname, tm.msg_namelen = sizeof tname;
+    R("sendmsg tcp listening", syscall(SYS_sendmsg, tcp, &tm, 0));
+    R("recvmsg tcp listening", syscall(SYS_recvmsg, tcp, &tm, 0));
+    R("sendto tcp listening", syscall(SYS_sendto, tcp, "x", 1, 0, &tname, sizeof tname));
+    R("recvfrom tcp listening", syscall(SYS_recvfrom, tcp, tm.msg_iov, 1, 0, &tname, &tm.msg_namelen));
+    int peer = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in at = lo(port_of(tcp));
+    connect(peer, (struct sockaddr *)&at, sizeof at);
+    int conn = accept(tcp, NULL, NULL);
+    tm.msg_name = &tname, tm.msg_namelen = sizeof tname;
+    R("sendmsg tcp connected with_name", syscall(SYS_sendmsg, peer, &tm, 0));
+    R("sendmsg tcp connected with_name received", recv(conn, data_rx, sizeof data_rx, MSG_DONTWAIT));
+    tm.msg_name = NULL, tm.msg_namelen = 0;
+    R("sendmsg tcp connected no_name", syscall(SYS_sendmsg, peer, &tm, 0));
+    tm.msg_name = &tname, tm.msg_namelen = sizeof tname;
+    tiov.iov_base = (void *)1;
+    R("sendmsg tcp connected with_name iov_base=one", syscall(SYS_sendmsg, peer, &tm, 0));
+    tiov.iov_len = SIZE_MAX;
+    R("sendmsg tcp connected with_name iov_len=huge", syscall(SYS_sendmsg, peer, &tm, 0));
+    close(conn), close(peer), close(tcp);
     /* Control messages asked for: recvmsg is serviced even without a name. */
     s = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK, 0);
     bind(s, (struct sockaddr *)&a, sizeof a);
