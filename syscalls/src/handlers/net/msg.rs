@@ -6,13 +6,17 @@
 //! IP_PKTINFO/IP_TTL/IP_TOS or IPV6_PKTINFO/IPV6_HOPLIMIT/IPV6_TCLASS
 //! when the socket asked for them, cut with MSG_CTRUNC as the kernel
 //! cuts them. A NULL name CONTINUEs (unless the receiving socket wants
-//! control messages), as do a TCP send and sockets not the netstack's.
+//! control messages; a UDP send with no peer is EDESTADDRREQ), as do
+//! sockets not the netstack's. A TCP send with a name is sent as
+//! sendto's, the name ignored as TCP ignores it; one without CONTINUEs
+//! (EPIPE when the socket was never connected).
 //!
 //! The filter passes sendmsg with MSG_NOSIGNAL and recvmsg with
 //! MSG_CMSG_CLOEXEC unchecked: init hands the listener over with those
 //! flags after its filter is on, before any worker can answer. On a
 //! netstack socket such calls know only `AF_UNIX` names (Landlock keeps
-//! them from the supervisor's).
+//! them from the supervisor's): a TCP sendmsg with MSG_NOSIGNAL and a
+//! name gets the host socket's EISCONN.
 
 use netstack::ancillary::{self, Stamp};
 use netstack::Proto;
