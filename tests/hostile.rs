@@ -265,10 +265,22 @@ fn judge(s: &Sweep) {
     );
 }
 
+/// Why the sweeps cannot run here, if they cannot: they need `cc`,
+/// `unshare`, and root for the network namespace.
+fn cannot_sweep() -> Option<&'static str> {
+    if !have("cc") || !have("unshare") {
+        return Some("no C compiler (cc) or unshare");
+    }
+    if !is_root() {
+        return Some("needs root (network namespace)");
+    }
+    None
+}
+
 #[test]
 fn every_serviced_call_has_cases() {
-    if !have("cc") {
-        skip!("no C compiler (cc)");
+    if let Some(why) = cannot_sweep() {
+        skip!("{why}");
     }
     let s = sweep(false, None, &bin());
     assert_clean(&s);
@@ -289,19 +301,19 @@ fn every_serviced_call_has_cases() {
 
 #[test]
 fn hostile_arguments_match_native_as_root() {
-    if !have("cc") || !have("unshare") {
-        skip!("no C compiler (cc) or unshare");
-    }
-    if !is_root() {
-        skip!("needs root (network namespace)");
+    if let Some(why) = cannot_sweep() {
+        skip!("{why}");
     }
     judge(&sweep(false, None, &bin()));
 }
 
 #[test]
 fn hostile_arguments_match_native_as_tester() {
-    if !have("cc") || !have("unshare") || !have("setpriv") {
-        skip!("no C compiler (cc), unshare or setpriv");
+    if let Some(why) = cannot_sweep() {
+        skip!("{why}");
+    }
+    if !have("setpriv") {
+        skip!("no setpriv");
     }
     let (uid, gid, bin) = match tester_bin() {
         Ok(t) => t,
@@ -312,11 +324,8 @@ fn hostile_arguments_match_native_as_tester() {
 
 #[test]
 fn hostile_arguments_match_native_under_limits() {
-    if !have("cc") || !have("unshare") {
-        skip!("no C compiler (cc) or unshare");
-    }
-    if !is_root() {
-        skip!("needs root (network namespace, cgroups)");
+    if let Some(why) = cannot_sweep() {
+        skip!("{why}");
     }
     let Some(cg) = cgroups::SafetyCgroup::new("hostile", 2 << 30, 256) else {
         skip!("no cgroup to start the supervisor in");
@@ -329,11 +338,8 @@ fn hostile_arguments_match_native_under_limits() {
 /// success or an errno the kernel gives for such memory.
 #[test]
 fn memory_races_get_answers() {
-    if !have("cc") || !have("unshare") {
-        skip!("no C compiler (cc) or unshare");
-    }
-    if !is_root() {
-        skip!("needs root (network namespace)");
+    if let Some(why) = cannot_sweep() {
+        skip!("{why}");
     }
     let s = sweep(true, None, &bin());
     assert_clean(&s);
