@@ -370,6 +370,11 @@ impl Resolver {
     fn open_abs(&self, at: &At<'_>, path: &CStr, o: &Open) -> Result<OwnedFd, Errno> {
         let bytes = path.to_bytes();
         if let Some((special, end)) = path::special_prefix(bytes, o.follows_last()) {
+            // Each special prefix is a symlink in the view (/proc/self,
+            // /dev/fd, ...): RESOLVE_NO_SYMLINKS refuses to cross it.
+            if o.resolve & NO_SYMLINKS != 0 {
+                return Err(Errno::ELOOP);
+            }
             let (tgid, tid) = at.caller.proc_ids()?;
             let mut p = special.expand(tgid, tid).into_bytes();
             p.extend_from_slice(&bytes[end..]);

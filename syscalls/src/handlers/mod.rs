@@ -249,13 +249,12 @@ fn route(ctx: &Context, g: &dyn Guest, c: &SyscallArgs) -> Res {
         libc::SYS_readlink => namei::readlinkat(ctx, g, CWD, a[0], a[1], c.int(2)),
         libc::SYS_readlinkat => namei::readlinkat(ctx, g, c.int(0), a[1], a[2], c.int(3)),
 
-        libc::SYS_getxattr | libc::SYS_setxattr | libc::SYS_listxattr | libc::SYS_removexattr => {
-            xattr::by_path(ctx, g, a[0], true)
-        }
-        libc::SYS_lgetxattr
-        | libc::SYS_lsetxattr
-        | libc::SYS_llistxattr
-        | libc::SYS_lremovexattr => xattr::by_path(ctx, g, a[0], false),
+        libc::SYS_getxattr | libc::SYS_removexattr => xattr::named(ctx, g, a[0], a[1], true),
+        libc::SYS_lgetxattr | libc::SYS_lremovexattr => xattr::named(ctx, g, a[0], a[1], false),
+        libc::SYS_setxattr => xattr::set(ctx, g, *a, true),
+        libc::SYS_lsetxattr => xattr::set(ctx, g, *a, false),
+        libc::SYS_listxattr => xattr::by_path(ctx, g, a[0], true),
+        libc::SYS_llistxattr => xattr::by_path(ctx, g, a[0], false),
         libc::SYS_inotify_add_watch => notify::inotify_add_watch(ctx, g, c.int(0), a[1], c.uint(2)),
 
         libc::SYS_sched_getaffinity => {

@@ -159,6 +159,8 @@ pub fn linkat(ctx: &Context, g: &dyn Guest, dirfds: [i32; 2], addrs: [u64; 2], f
     }
     let caller = Caller(g);
     let old_path = read_path(g, addrs[0])?;
+    // Its error comes after the old name's whole lookup, as in the kernel.
+    let new = Operand::read(g, dirfds[1], addrs[1]);
     let old;
     let src = if old_path.is_empty() {
         if flags & libc::AT_EMPTY_PATH == 0 {
@@ -174,10 +176,13 @@ pub fn linkat(ctx: &Context, g: &dyn Guest, dirfds: [i32; 2], addrs: [u64; 2], f
         if follow {
             Source::File(ctx.fs.lookup(&old.at(&caller), &old.path, true)?)
         } else {
+            if new.is_err() {
+                ctx.fs.lookup(&old.at(&caller), &old.path, false)?;
+            }
             Source::Name(old.parent(ctx, &caller)?)
         }
     };
-    let new = Operand::read(g, dirfds[1], addrs[1])?;
+    let new = new?;
     let np = new.parent(ctx, &caller)?;
     live(g)?;
     let r = match src {

@@ -43,6 +43,10 @@ pub fn inotify_add_watch(ctx: &Context, g: &dyn Guest, fd: i32, addr: u64, mask:
         return Err(Errno::EBADF);
     }
     let inotify = g.dup_fd(fd)?;
+    // The kernel's fdget sees no O_PATH descriptor: EBADF, not EINVAL.
+    if is_opath(inotify.as_fd()) {
+        return Err(Errno::EBADF);
+    }
     if !is_inotify(inotify.as_fd()) {
         return Err(Errno::EINVAL);
     }
@@ -57,6 +61,12 @@ pub fn inotify_add_watch(ctx: &Context, g: &dyn Guest, fd: i32, addr: u64, mask:
     // The magic link must be followed to the resolved file itself.
     let wd = sys::inotify_watch_fd(inotify.as_fd(), target.as_fd(), mask & !IN_DONT_FOLLOW)?;
     value(wd as i64)
+}
+
+fn is_opath(fd: std::os::fd::BorrowedFd<'_>) -> bool {
+    use std::os::fd::AsRawFd;
+    nix::fcntl::fcntl(fd.as_raw_fd(), nix::fcntl::FcntlArg::F_GETFL)
+        .is_ok_and(|fl| fl & libc::O_PATH != 0)
 }
 
 fn is_inotify(fd: std::os::fd::BorrowedFd<'_>) -> bool {

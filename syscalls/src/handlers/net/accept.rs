@@ -39,14 +39,18 @@ pub(crate) fn accept4(
     if s.meta.proto != Proto::Tcp {
         return Err(Errno::EOPNOTSUPP);
     }
-    let room = if ptr != 0 {
-        Some(read_len(g, len_ptr)?)
-    } else {
-        None
-    };
     let conn = match stack(ctx).take_pending(s.inode) {
         Some(conn) => conn,
         None => take(g, &s)?,
+    };
+    // The length after the connection, as the kernel reads it (nothing
+    // pending is EAGAIN whatever the pointer); a bad one requeues it.
+    let room = match (ptr != 0).then(|| read_len(g, len_ptr)).transpose() {
+        Ok(room) => room,
+        Err(e) => {
+            stack(ctx).requeue(s.inode, conn);
+            return Err(e);
+        }
     };
     deliver(ctx, g, &s, conn, ptr, len_ptr, room, flags)
 }

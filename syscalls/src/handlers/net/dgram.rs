@@ -22,7 +22,8 @@ use nix::sys::socket::{self, ControlMessageOwned, MsgFlags, UnixAddr};
 
 use super::ancil;
 use super::{
-    check_family, guest_addr, nonblocking, ours, read_len, stack, wait, write_sockaddr, Res,
+    check_family, family_of, nonblocking, ours, read_len, read_sockaddr, stack, user_range,
+    v4_on_udp6, wait, write_sockaddr, Res,
 };
 use crate::guest::{Guest, Reply};
 use crate::handlers::{live, Context};
@@ -31,6 +32,8 @@ use crate::handlers::{live, Context};
 pub(super) const MAX_DGRAM: usize = 65507;
 /// Most bytes one serviced receive copies.
 pub(super) const MAX_RECV: usize = 256 * 1024;
+/// The most one read or write moves (the kernel's MAX_RW_COUNT).
+pub(super) const MAX_RW_COUNT: usize = 0x7fff_f000;
 /// Flags of a receive that the host socket honours.
 const RECV_FLAGS: i32 = libc::MSG_PEEK | libc::MSG_TRUNC;
 
@@ -55,15 +58,56 @@ pub(crate) fn sendto(
     if s.meta.proto == Proto::Tcp {
         return send_stream(g, &s, buf, len, flags);
     }
-    let dst = guest_addr(g, s.meta.domain, ptr, alen)?.ok_or(Errno::EAFNOSUPPORT)?;
+    let dst = destination(g, &s, ptr, alen)?;
     let len = usize::try_from(len).map_err(|_| Errno::EMSGSIZE)?;
     if len > MAX_DGRAM {
         return Err(Errno::EMSGSIZE);
     }
+    no_oob(flags)?;
     let mut data = vec![0u8; len];
     g.read_mem(buf, &mut data)?;
     let stamp = Stamp::of_socket(s.meta.domain, &s.meta.options);
     send(ctx, g, &s, dst, &data, flags, stamp)
+}
+
+/// A datagram's destination, as `udp_sendmsg`/`udpv6_sendmsg` take
+/// it. A UDP IPv6 socket also sends to an IPv4 address (ENETUNREACH
+/// when v6-only) and refuses a family it does not know with EINVAL.
+pub(super) fn destination(
+    g: &dyn Guest,
+    s: &Sock,
+    ptr: u64,
+    len: u32,
+) -> Result<SocketAddr, Errno> {
+    let bytes = read_sockaddr(g, ptr, len)?;
+    let mut domain = s.meta.domain;
+    if v4_on_udp6(s, &bytes) {
+        if s.meta.v6only() {
+            return Err(Errno::ENETUNREACH);
+        }
+        domain = libc::AF_INET;
+    } else if domain == libc::AF_INET6
+        && s.meta.proto == Proto::Udp
+        && !netstack::icmp::is_ping(domain, s.meta.protocol)
+    {
+        let family = family_of(&bytes);
+        let known = [libc::AF_INET6, libc::AF_UNSPEC].map(Some);
+        if family.is_some() && !known.contains(&family) {
+            return Err(Errno::EINVAL);
+        }
+    }
+    let a = addr::parse(domain, &bytes)?.ok_or(Errno::EAFNOSUPPORT)?;
+    Ok(addr::canonical(a))
+}
+
+/// UDP (and ping) sockets have no urgent data: MSG_OOB is EOPNOTSUPP,
+/// checked after the length and before the data is read, as
+/// `udp_sendmsg` does.
+pub(super) fn no_oob(flags: i32) -> Result<(), Errno> {
+    if flags & libc::MSG_OOB != 0 {
+        return Err(Errno::EOPNOTSUPP);
+    }
+    Ok(())
 }
 
 /// send(fd, buf, 0, flags) without an address (the only such send the
@@ -73,11 +117,17 @@ pub(crate) fn sendto(
 /// name and has hung up (both directions shut); it gets 0. Anything else
 /// (UDP, a length that only looked empty to the filter) runs natively.
 /// Own `shutdown(SHUT_RDWR)` looks the same and also gets 0 (TCP: EPIPE).
+/// An empty send on a TCP socket that was never connected is EPIPE.
 fn send_empty(s: &Sock, len: u64) -> Reply {
     let fd = s.fd.as_raw_fd();
     let connected = socket::getpeername::<UnixAddr>(fd).is_ok();
     if len == 0 && s.meta.proto == Proto::Tcp && connected && wait::hung_up(s.fd.as_fd()) {
         return Reply::Value(0);
+    }
+    // Never connected (or listening): tcp_sendmsg's EPIPE, where the host
+    // unix socket would say ENOTCONN. A dial's stand-in has a peer.
+    if len == 0 && s.meta.proto == Proto::Tcp && !connected {
+        return Reply::Error(Errno::EPIPE);
     }
     Reply::Continue
 }
@@ -90,6 +140,12 @@ fn send_stream(g: &dyn Guest, s: &Sock, buf: u64, len: u64, flags: i32) -> Res {
     let len = usize::try_from(len).unwrap_or(usize::MAX).min(MAX_RECV);
     let mut data = vec![0u8; len];
     g.read_mem(buf, &mut data)?;
+    send_bytes(g, s, &data, flags)
+}
+
+/// Sends `data` on a TCP socket's host stream socket (sendto and
+/// sendmsg with an address, which TCP ignores).
+pub(super) fn send_bytes(g: &dyn Guest, s: &Sock, data: &[u8], flags: i32) -> Res {
     live(g)?;
     let dontwait = flags & libc::MSG_DONTWAIT != 0 || nonblocking(s);
     // Never SIGPIPE in the supervisor: a closed peer is EPIPE.
@@ -97,10 +153,13 @@ fn send_stream(g: &dyn Guest, s: &Sock, buf: u64, len: u64, flags: i32) -> Res {
         | MsgFlags::MSG_DONTWAIT
         | MsgFlags::MSG_NOSIGNAL;
     loop {
-        match socket::send(s.fd.as_raw_fd(), &data, host) {
+        match socket::send(s.fd.as_raw_fd(), data, host) {
             Err(Errno::EAGAIN) if !dontwait => {
                 wait::until_ready(g, s.fd.as_fd(), PollFlags::POLLOUT)?;
             }
+            // An unconnected (or listening) TCP socket: tcp_sendmsg's
+            // EPIPE, where the host unix socket says ENOTCONN.
+            Err(Errno::ENOTCONN) => return Err(Errno::EPIPE),
             r => return Ok(Reply::Value(r? as i64)),
         }
     }
@@ -173,6 +232,11 @@ pub(crate) fn recvfrom(
     let Some(s) = ours(ctx, g, fd) else {
         return Ok(Reply::Continue);
     };
+    // import_ubuf's bound, before anything is taken off the queue.
+    user_range(
+        buf,
+        usize::try_from(len).unwrap_or(usize::MAX).min(MAX_RW_COUNT),
+    )?;
     let cap = usize::try_from(len).unwrap_or(usize::MAX).min(MAX_RECV);
     let got = receive(ctx, g, &s, cap, flags)?;
     // After the receive, as the kernel reads it (a bad pointer loses the
@@ -211,6 +275,11 @@ pub(super) fn receive(
     cap: usize,
     flags: i32,
 ) -> Result<Received, Errno> {
+    // The netstack keeps no error queue: empty, as the kernel's
+    // ip_recv_error answers.
+    if flags & libc::MSG_ERRQUEUE != 0 {
+        return Err(Errno::EAGAIN);
+    }
     let dontwait = flags & libc::MSG_DONTWAIT != 0 || nonblocking(s);
     let host_flags = MsgFlags::from_bits_truncate(flags & RECV_FLAGS) | MsgFlags::MSG_DONTWAIT;
     let mut data = vec![0u8; cap];
@@ -257,6 +326,9 @@ pub(super) fn receive(
             Err(Errno::EAGAIN) if !dontwait => {
                 wait::until_ready(g, s.fd.as_fd(), PollFlags::POLLIN)?;
             }
+            // An unconnected host stream socket says EINVAL; TCP's
+            // receive on a socket never connected is ENOTCONN.
+            Err(Errno::EINVAL) if s.meta.proto == Proto::Tcp => return Err(Errno::ENOTCONN),
             Err(e) => return Err(e),
         }
     }

@@ -61,6 +61,43 @@ pub(crate) fn read_sockaddr(g: &dyn Guest, ptr: u64, len: u32) -> Result<Vec<u8>
     Ok(buf)
 }
 
+/// The kernel's `access_ok` for a data buffer: EFAULT up front when
+/// `len` bytes at `ptr` reach past user space (a kernel address), before
+/// anything is sent or a datagram taken off the queue. The bound is
+/// the 5-level-paging one when the CPU has LA57 (a 4-level kernel's
+/// addresses past its own bound then fault at the copy instead).
+pub(crate) fn user_range(ptr: u64, len: usize) -> Result<(), Errno> {
+    static END: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    let end = *END.get_or_init(|| {
+        let la57 = std::fs::read_to_string("/proc/cpuinfo").is_ok_and(|c| c.contains(" la57"));
+        if la57 {
+            0x00ff_ffff_ffff_f000
+        } else {
+            0x7fff_ffff_f000
+        }
+    });
+    match ptr.checked_add(len as u64) {
+        Some(last) if last <= end => Ok(()),
+        _ => Err(Errno::EFAULT),
+    }
+}
+
+/// The family of a guest address (None when shorter than its field).
+pub(crate) fn family_of(bytes: &[u8]) -> Option<i32> {
+    bytes
+        .get(..2)
+        .map(|b| i32::from(u16::from_ne_bytes([b[0], b[1]])))
+}
+
+/// An IPv4 address given to a UDP IPv6 socket (not a ping socket): the
+/// kernel hands such a connect or send to IPv4's (v4-mapped).
+pub(crate) fn v4_on_udp6(s: &Sock, bytes: &[u8]) -> bool {
+    s.meta.domain == libc::AF_INET6
+        && s.meta.proto == netstack::Proto::Udp
+        && !netstack::icmp::is_ping(s.meta.domain, s.meta.protocol)
+        && family_of(bytes) == Some(libc::AF_INET)
+}
+
 /// Reads the `int` an address-length pointer holds (EFAULT, EINVAL when
 /// negative).
 pub(crate) fn read_len(g: &dyn Guest, ptr: u64) -> Result<usize, Errno> {

@@ -6,20 +6,24 @@
 //! IP_PKTINFO/IP_TTL/IP_TOS or IPV6_PKTINFO/IPV6_HOPLIMIT/IPV6_TCLASS
 //! when the socket asked for them, cut with MSG_CTRUNC as the kernel
 //! cuts them. A NULL name CONTINUEs (unless the receiving socket wants
-//! control messages), as do a TCP send and sockets not the netstack's.
+//! control messages; a UDP send with no peer is EDESTADDRREQ), as do
+//! sockets not the netstack's. A TCP send with a name is sent as
+//! sendto's, the name ignored as TCP ignores it; one without CONTINUEs
+//! (EPIPE when the socket was never connected).
 //!
 //! The filter passes sendmsg with MSG_NOSIGNAL and recvmsg with
 //! MSG_CMSG_CLOEXEC unchecked: init hands the listener over with those
 //! flags after its filter is on, before any worker can answer. On a
 //! netstack socket such calls know only `AF_UNIX` names (Landlock keeps
-//! them from the supervisor's).
+//! them from the supervisor's): a TCP sendmsg with MSG_NOSIGNAL and a
+//! name gets the host socket's EISCONN.
 
 use netstack::ancillary::{self, Stamp};
 use netstack::Proto;
 use nix::errno::Errno;
 
-use super::dgram::{receive, send, MAX_DGRAM, MAX_RECV};
-use super::{ancil, guest_addr, ours, write_sockaddr, Res};
+use super::dgram::{destination, no_oob, receive, send, send_bytes, MAX_DGRAM, MAX_RECV};
+use super::{ancil, ours, stack, user_range, write_sockaddr, Res};
 use crate::guest::{Guest, Reply};
 use crate::handlers::Context;
 
@@ -50,9 +54,14 @@ fn read_msghdr(g: &dyn Guest, ptr: u64) -> Result<MsgHdr, Errno> {
         w.copy_from_slice(&b[at..at + 8]);
         u64::from_ne_bytes(w)
     };
+    let name = word(0);
+    // copy_msghdr_from_user: no name is length 0; a negative length is
+    // EINVAL; a longer one than sockaddr_storage is cut to it.
+    let namelen = if name == 0 { 0 } else { word(8) as u32 as i32 };
+    let namelen = u32::try_from(namelen).map_err(|_| Errno::EINVAL)?;
     Ok(MsgHdr {
-        name: word(0),
-        namelen: word(8) as u32,
+        name,
+        namelen: namelen.min(netstack::addr::MAX_LEN as u32),
         iov: word(16),
         iovlen: word(24),
         control: word(32),
@@ -75,10 +84,25 @@ fn read_iovecs(g: &dyn Guest, ptr: u64, n: u64) -> Result<Vec<(u64, usize)>, Err
         w.copy_from_slice(c);
         u64::from_ne_bytes(w)
     };
-    Ok(raw
-        .chunks_exact(16)
-        .map(|c| (word(&c[..8]), word(&c[8..]) as usize))
-        .collect())
+    // import_iovec: a negative length is EINVAL, a segment past user
+    // space EFAULT, before any data moves.
+    raw.chunks_exact(16)
+        .map(|c| {
+            let (base, len) = (word(&c[..8]), word(&c[8..]));
+            let len = usize::try_from(len as i64).map_err(|_| Errno::EINVAL)?;
+            user_range(base, len)?;
+            Ok((base, len))
+        })
+        .collect()
+}
+
+/// MSG_CMSG_COMPAT (0x80000000) is the kernel's own flag: EINVAL from
+/// a 64-bit caller.
+fn no_compat(flags: i32) -> Result<(), Errno> {
+    if flags & i32::MIN != 0 {
+        return Err(Errno::EINVAL);
+    }
+    Ok(())
 }
 
 /// sendmsg(fd, msg, flags).
@@ -86,13 +110,24 @@ pub(crate) fn sendmsg(ctx: &Context, g: &dyn Guest, fd: i32, msg: u64, flags: i3
     let Some(s) = ours(ctx, g, fd) else {
         return Ok(Reply::Continue);
     };
+    no_compat(flags)?;
     let m = read_msghdr(g, msg)?;
-    if m.name == 0 || s.meta.proto == Proto::Tcp {
+    if s.meta.proto == Proto::Tcp {
+        return send_stream(g, &s, &m, flags);
+    }
+    if m.name == 0 {
+        // The host socket of an unconnected UDP socket would say
+        // ENOTCONN; udp_sendmsg says EDESTADDRREQ.
+        if stack(ctx).peer_addr(&s).is_err() {
+            return Err(Errno::EDESTADDRREQ);
+        }
         return Ok(Reply::Continue);
     }
-    let dst = guest_addr(g, s.meta.domain, m.name, m.namelen)?.ok_or(Errno::EAFNOSUPPORT)?;
+    let dst = destination(g, &s, m.name, m.namelen)?;
+    let iovs = read_iovecs(g, m.iov, m.iovlen)?;
+    no_oob(flags)?;
     let mut data = Vec::new();
-    for (base, len) in read_iovecs(g, m.iov, m.iovlen)? {
+    for (base, len) in iovs {
         if data.len().saturating_add(len) > MAX_DGRAM {
             return Err(Errno::EMSGSIZE);
         }
@@ -103,6 +138,30 @@ pub(crate) fn sendmsg(ctx: &Context, g: &dyn Guest, fd: i32, msg: u64, flags: i3
     let base = Stamp::of_socket(s.meta.domain, &s.meta.options);
     let stamp = ancillary::parse_sent(s.meta.domain, &read_control(g, &m)?, base)?;
     send(ctx, g, &s, dst, &data, flags, stamp)
+}
+
+/// sendmsg on a TCP socket: a name is ignored, as TCP ignores it (the
+/// host stream socket would refuse it: EISCONN, or EOPNOTSUPP when not
+/// connected), and the data goes as sendto's (at most MAX_RECV bytes).
+/// Without a name the host socket runs it, but one never connected is
+/// EPIPE (tcp_sendmsg), not the host's ENOTCONN.
+fn send_stream(g: &dyn Guest, s: &netstack::stack::Sock, m: &MsgHdr, flags: i32) -> Res {
+    if m.name == 0 {
+        use std::os::fd::AsRawFd;
+        let unix = nix::sys::socket::getpeername::<nix::sys::socket::UnixAddr>;
+        if unix(s.fd.as_raw_fd()).is_err() {
+            return Err(Errno::EPIPE);
+        }
+        return Ok(Reply::Continue);
+    }
+    let mut data = Vec::new();
+    for (base, len) in read_iovecs(g, m.iov, m.iovlen)? {
+        let len = len.min(MAX_RECV - data.len());
+        let at = data.len();
+        data.resize(at + len, 0);
+        g.read_mem(base, &mut data[at..])?;
+    }
+    send_bytes(g, s, &data, flags)
 }
 
 /// The control bytes of a send (ENOBUFS past MAX_CONTROL, as the kernel).
@@ -123,6 +182,7 @@ pub(crate) fn recvmsg(ctx: &Context, g: &dyn Guest, fd: i32, msg: u64, flags: i3
     let Some(s) = ours(ctx, g, fd) else {
         return Ok(Reply::Continue);
     };
+    no_compat(flags)?;
     let m = read_msghdr(g, msg)?;
     let want = ancil::wanted(&s);
     if m.name == 0 && !want.any() {
@@ -152,10 +212,15 @@ pub(crate) fn recvmsg(ctx: &Context, g: &dyn Guest, fd: i32, msg: u64, flags: i3
     cmsgs.extend(ancil::messages(ctx, &s, want, &got, peek));
     let room = if m.control == 0 { 0 } else { m.controllen };
     let (control, cut) = ancillary::layout(&cmsgs, usize::try_from(room).unwrap_or(usize::MAX));
-    if !control.is_empty() {
-        g.write_mem(m.control, &control)?;
-    }
-    g.write_mem(msg + CONTROLLEN_AT, &(control.len() as u64).to_ne_bytes())?;
+    // A control message the kernel cannot write (put_cmsg's EFAULT) is
+    // skipped, not the call's error: the data is returned and
+    // msg_controllen counts none.
+    let written = if control.is_empty() || g.write_mem(m.control, &control).is_err() {
+        0
+    } else {
+        control.len()
+    };
+    g.write_mem(msg + CONTROLLEN_AT, &(written as u64).to_ne_bytes())?;
     let mut out_flags = if got.truncated { libc::MSG_TRUNC } else { 0 };
     if cut {
         out_flags |= libc::MSG_CTRUNC;

@@ -23,12 +23,14 @@ pub(crate) fn name(
     let Some(s) = ours(ctx, g, fd) else {
         return Ok(Reply::Continue);
     };
-    let room = read_len(g, len_ptr)?;
+    // The name first, then the length (as the kernel: an unconnected
+    // socket is ENOTCONN whatever the length pointer holds).
     let a = if peer {
         stack(ctx).peer_addr(&s)?
     } else {
         stack(ctx).local_addr(&s)
     };
+    let room = read_len(g, len_ptr)?;
     write_sockaddr(g, ptr, len_ptr, room, &addr::encode(s.meta.domain, a))?;
     Ok(Reply::Value(0))
 }
@@ -53,15 +55,40 @@ pub(crate) fn getsockopt(
     let v = match (pending, class) {
         (Some(result), _) => result?,
         (None, Class::Native) => return Ok(Reply::Continue),
-        (None, Class::Unsupported) => return Err(Errno::ENOPROTOOPT),
+        (None, Class::Unsupported) => return Err(unknown_get(&s.meta, level)),
         (None, Class::Identity) => identity(&s.meta, name),
         (None, Class::Stored { .. }) => s.meta.options.get(level, name, class),
     };
-    let room = read_len(g, len_ptr)?;
+    let room = if level == libc::IPPROTO_IPV6 {
+        // do_ipv6_getsockopt takes the length as unsigned (min with 4);
+        // the other levels refuse a negative one.
+        let mut b = [0u8; 4];
+        g.read_mem(len_ptr, &mut b)?;
+        u32::from_ne_bytes(b) as usize
+    } else {
+        read_len(g, len_ptr)?
+    };
     let n = room.min(4);
     g.write_mem(ptr, &v.to_ne_bytes()[..n])?;
     g.write_mem(len_ptr, &(n as u32).to_ne_bytes())?;
     Ok(Reply::Value(0))
+}
+
+/// The errno of a getsockopt the netstack does not answer: an IPv4
+/// socket hands a level that is not its transport's down to
+/// `ip_getsockopt`, which refuses any level but SOL_IP with EOPNOTSUPP;
+/// everything else is ENOPROTOOPT.
+fn unknown_get(meta: &netstack::Meta, level: i32) -> Errno {
+    let transport = match meta.proto {
+        Proto::Tcp => level == libc::SOL_TCP,
+        Proto::Udp => level == libc::SOL_UDP || level == libc::IPPROTO_UDPLITE,
+    };
+    let known = transport || level == libc::SOL_SOCKET || level == libc::SOL_IP;
+    if meta.domain == libc::AF_INET && !known {
+        Errno::EOPNOTSUPP
+    } else {
+        Errno::ENOPROTOOPT
+    }
 }
 
 fn identity(meta: &netstack::Meta, name: i32) -> i32 {
@@ -88,6 +115,10 @@ pub(crate) fn setsockopt(
     let Some(s) = ours(ctx, g, fd) else {
         return Ok(Reply::Continue);
     };
+    // optlen is an int: negative is EINVAL before anything else.
+    if (len as i32) < 0 {
+        return Err(Errno::EINVAL);
+    }
     if level == libc::IPPROTO_IP && name == libc::IP_RETOPTS {
         return ip_retopts(g, ptr, len);
     }
@@ -144,6 +175,10 @@ fn ip_retopts(g: &dyn Guest, ptr: u64, len: u32) -> Res {
 /// An option value: an `int`, or for IP-level options a single byte too
 /// (as `ip_setsockopt` reads them). EINVAL when shorter.
 fn read_value(g: &dyn Guest, level: i32, ptr: u64, len: u32) -> Result<i32, Errno> {
+    // do_ipv6_setsockopt reads a NULL value as 0.
+    if ptr == 0 && level == libc::IPPROTO_IPV6 && len >= 4 {
+        return Ok(0);
+    }
     if len >= 4 {
         let mut b = [0u8; 4];
         g.read_mem(ptr, &mut b)?;

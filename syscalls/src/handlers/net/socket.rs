@@ -22,7 +22,10 @@ use nix::errno::Errno;
 use nix::fcntl::{fcntl, FcntlArg, OFlag};
 use nix::poll::PollFlags;
 
-use super::{backlog, check_family, dial, guest_addr, nonblocking, ours, stack, wait, Res};
+use super::{
+    backlog, check_family, dial, guest_addr, nonblocking, ours, read_sockaddr, stack, v4_on_udp6,
+    wait, Res,
+};
 use crate::guest::{Guest, Reply};
 use crate::handlers::{live, Context};
 
@@ -31,6 +34,13 @@ pub(crate) fn socket(ctx: &Context, g: &dyn Guest, domain: i32, ty: i32, protoco
     let base = ty & 0xf;
     let flags = ty & !0xf;
     if flags & !(libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC) != 0 {
+        return Err(Errno::EINVAL);
+    }
+    // The kernel's __sock_create bounds the family (NPROTO), then the
+    // type (SOCK_MAX), before any family looks at them.
+    const NPROTO: i32 = 46;
+    const SOCK_MAX: i32 = 11;
+    if (0..NPROTO).contains(&domain) && base >= SOCK_MAX {
         return Err(Errno::EINVAL);
     }
     let proto = match domain {
@@ -63,6 +73,10 @@ fn inet_proto(domain: i32, base: i32, protocol: i32) -> Result<Result<Proto, Err
     } else {
         libc::IPPROTO_ICMPV6
     };
+    // inet_create's first check (IPPROTO_MAX: 263).
+    if !(0..263).contains(&protocol) {
+        return Err(Errno::EINVAL);
+    }
     match (base, protocol) {
         (libc::SOCK_STREAM, 0) | (libc::SOCK_STREAM, libc::IPPROTO_TCP) => Ok(Ok(Proto::Tcp)),
         (libc::SOCK_DGRAM, 0) | (libc::SOCK_DGRAM, libc::IPPROTO_UDP) => Ok(Ok(Proto::Udp)),
@@ -114,7 +128,7 @@ pub(crate) fn connect(ctx: &Context, g: &dyn Guest, fd: i32, ptr: u64, len: u32)
     let Some(s) = ours(ctx, g, fd) else {
         return Ok(Reply::Continue);
     };
-    let Some(dst) = guest_addr(g, s.meta.domain, ptr, len)? else {
+    let Some(dst) = connect_addr(g, &s, ptr, len)? else {
         // AF_UNSPEC: dissolve a UDP association (the host socket keeps
         // its peer; only the reported one goes).
         stack(ctx).set_peer(&s, None);
@@ -132,6 +146,19 @@ pub(crate) fn connect(ctx: &Context, g: &dyn Guest, fd: i32, ptr: u64, len: u32)
         Some(local) => connect_local(ctx, g, fd, &s, local),
         None => egress(ctx, g, fd, &s, dst),
     }
+}
+
+/// A connect's destination. A UDP IPv6 socket also takes an IPv4
+/// address, as `__ip6_datagram_connect` hands it to IPv4's connect
+/// (EAFNOSUPPORT when the socket is v6-only).
+fn connect_addr(g: &dyn Guest, s: &Sock, ptr: u64, len: u32) -> Result<Option<SocketAddr>, Errno> {
+    let bytes = read_sockaddr(g, ptr, len)?;
+    let v4 = v4_on_udp6(s, &bytes);
+    if v4 && s.meta.v6only() {
+        return Err(Errno::EAFNOSUPPORT);
+    }
+    let domain = if v4 { libc::AF_INET } else { s.meta.domain };
+    Ok(addr::parse(domain, &bytes)?.map(addr::canonical))
 }
 
 /// Connects to a sandbox-loopback destination. A non-blocking TCP
