@@ -826,9 +826,10 @@ static void t_bind_connect(void) {
     char got[8];
     R("connect udp6 v4_address received", recv(rx, got, sizeof got, 0));
     struct sockaddr_in6 pa;
+    memset(&pa, 0, sizeof pa);
     socklen_t pl = sizeof pa;
     R("connect udp6 v4_address getpeername", syscall(SYS_getpeername, u6, &pa, &pl));
-    printf("connect udp6 v4_address peer_family: %d mapped: %d len: %d\n", pa.sin6_family,
+    printf("connect udp6 v4_address peer: family %d mapped %d len %d\n", pa.sin6_family,
            IN6_IS_ADDR_V4MAPPED(&pa.sin6_addr), (int)pl);
     int one = 1;
     int v6o = socket(AF_INET6, SOCK_DGRAM, 0);

@@ -148,17 +148,20 @@ pub(crate) fn connect(ctx: &Context, g: &dyn Guest, fd: i32, ptr: u64, len: u32)
     }
 }
 
-/// A connect's destination. A UDP IPv6 socket also takes an IPv4
-/// address, as `__ip6_datagram_connect` hands it to IPv4's connect
-/// (EAFNOSUPPORT when the socket is v6-only).
+/// A connect's destination. A UDP IPv6 socket refuses an IPv4 address
+/// with EAFNOSUPPORT, as Linux does for a v6-only one: Linux would connect
+/// it and report a v4-mapped source (`::ffff:127.0.0.1`), which the
+/// netstack's implicit bind does not give. glibc's `getaddrinfo` connects
+/// such a socket to sort its answers and asserts that the source it reads
+/// back is v4-mapped (aborting CPython's test_socket and test_asyncio);
+/// EAFNOSUPPORT is the answer it expects from a v6-only socket, and it
+/// retries with an IPv4 one.
 fn connect_addr(g: &dyn Guest, s: &Sock, ptr: u64, len: u32) -> Result<Option<SocketAddr>, Errno> {
     let bytes = read_sockaddr(g, ptr, len)?;
-    let v4 = v4_on_udp6(s, &bytes);
-    if v4 && s.meta.v6only() {
+    if v4_on_udp6(s, &bytes) {
         return Err(Errno::EAFNOSUPPORT);
     }
-    let domain = if v4 { libc::AF_INET } else { s.meta.domain };
-    Ok(addr::parse(domain, &bytes)?.map(addr::canonical))
+    Ok(addr::parse(s.meta.domain, &bytes)?.map(addr::canonical))
 }
 
 /// Connects to a sandbox-loopback destination. A non-blocking TCP
