@@ -22,8 +22,8 @@ use nix::sys::socket::{self, ControlMessageOwned, MsgFlags, UnixAddr};
 
 use super::ancil;
 use super::{
-    check_family, family_of, nonblocking, ours, read_len, read_sockaddr, stack, user_range,
-    v4_on_udp6, wait, write_sockaddr, Res,
+    check_family, family_of, is_udp6, nonblocking, ours, read_len, read_sockaddr, stack,
+    user_range, v4_on_udp6, wait, write_sockaddr, Res,
 };
 use crate::guest::{Guest, Reply};
 use crate::handlers::{live, Context};
@@ -86,10 +86,7 @@ pub(super) fn destination(
             return Err(Errno::ENETUNREACH);
         }
         domain = libc::AF_INET;
-    } else if domain == libc::AF_INET6
-        && s.meta.proto == Proto::Udp
-        && !netstack::icmp::is_ping(domain, s.meta.protocol)
-    {
+    } else if is_udp6(s) {
         let family = family_of(&bytes);
         let known = [libc::AF_INET6, libc::AF_UNSPEC].map(Some);
         if family.is_some() && !known.contains(&family) {

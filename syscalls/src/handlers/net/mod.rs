@@ -89,13 +89,18 @@ pub(crate) fn family_of(bytes: &[u8]) -> Option<i32> {
         .map(|b| i32::from(u16::from_ne_bytes([b[0], b[1]])))
 }
 
-/// An IPv4 address given to a UDP IPv6 socket (not a ping socket): the
-/// kernel hands such a connect or send to IPv4's (v4-mapped).
-pub(crate) fn v4_on_udp6(s: &Sock, bytes: &[u8]) -> bool {
+/// A UDP IPv6 socket (not a ping socket): `udpv6_sendmsg`'s and
+/// `__ip6_datagram_connect`'s address rules apply to it.
+pub(crate) fn is_udp6(s: &Sock) -> bool {
     s.meta.domain == libc::AF_INET6
         && s.meta.proto == netstack::Proto::Udp
         && !netstack::icmp::is_ping(s.meta.domain, s.meta.protocol)
-        && family_of(bytes) == Some(libc::AF_INET)
+}
+
+/// An IPv4 address given to a UDP IPv6 socket: the kernel hands such a
+/// connect or send to IPv4's (v4-mapped).
+pub(crate) fn v4_on_udp6(s: &Sock, bytes: &[u8]) -> bool {
+    is_udp6(s) && family_of(bytes) == Some(libc::AF_INET)
 }
 
 /// Reads the `int` an address-length pointer holds (EFAULT, EINVAL when
@@ -130,8 +135,13 @@ pub(crate) fn guest_addr(
     ptr: u64,
     len: u32,
 ) -> Result<Option<SocketAddr>, Errno> {
-    let bytes = read_sockaddr(g, ptr, len)?;
-    Ok(addr::parse(domain, &bytes)?.map(addr::canonical))
+    parse_addr(domain, &read_sockaddr(g, ptr, len)?)
+}
+
+/// A guest address already read (`read_sockaddr`), for a socket of
+/// `domain`, canonical (`None`: AF_UNSPEC).
+pub(crate) fn parse_addr(domain: i32, bytes: &[u8]) -> Result<Option<SocketAddr>, Errno> {
+    Ok(addr::parse(domain, bytes)?.map(addr::canonical))
 }
 
 /// An IPv4 destination from a v6-only socket is unreachable, as in Linux.

@@ -23,8 +23,8 @@ use nix::fcntl::{fcntl, FcntlArg, OFlag};
 use nix::poll::PollFlags;
 
 use super::{
-    backlog, check_family, dial, guest_addr, nonblocking, ours, read_sockaddr, stack, v4_on_udp6,
-    wait, Res,
+    backlog, check_family, dial, guest_addr, nonblocking, ours, parse_addr, read_sockaddr, stack,
+    v4_on_udp6, wait, Res,
 };
 use crate::guest::{Guest, Reply};
 use crate::handlers::{live, Context};
@@ -161,7 +161,7 @@ fn connect_addr(g: &dyn Guest, s: &Sock, ptr: u64, len: u32) -> Result<Option<So
     if v4_on_udp6(s, &bytes) {
         return Err(Errno::EAFNOSUPPORT);
     }
-    Ok(addr::parse(s.meta.domain, &bytes)?.map(addr::canonical))
+    parse_addr(s.meta.domain, &bytes)
 }
 
 /// Connects to a sandbox-loopback destination. A non-blocking TCP
