@@ -333,6 +333,35 @@ fn errors_are_json_lines_in_the_log_and_on_stderr() {
     assert_eq!(bad.status.code(), Some(125), "{bad:?}");
 }
 
+/// `process.execCPUAffinity` is checked by oci-spec's pattern, which the
+/// workspace's `regex` shim (shims/regex) answers with regex-lite: a good
+/// CPU list is accepted, a bad one refused with the spec's message.
+#[test]
+fn the_config_s_cpu_affinity_is_checked_by_its_pattern() {
+    need_busybox!();
+    let t = Tree::new();
+    let rt = Runtime::new(t.path());
+    let (good, bad) = (t.join("good"), t.join("bad"));
+    bundle(&good, |c| {
+        set_args(c, "echo ok");
+        c["process"]["execCPUAffinity"] = json!({"initial": "0", "final": "0-1,0"});
+    });
+    assert_eq!(run_to_end(&rt, &good, "aff"), "ok\n");
+    bundle(&bad, |c| {
+        set_args(c, "echo ok");
+        c["process"]["execCPUAffinity"] = json!({"initial": "0-x"});
+    });
+    let out = rt
+        .cmd(&["create", "--bundle"])
+        .arg(&bad)
+        .arg("bad")
+        .output()
+        .expect("create");
+    assert!(!out.status.success(), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("Invalid execCPUAffinity format: 0-x"), "{err}");
+}
+
 #[test]
 fn spec_and_features_print_what_runc_does() {
     let t = Tree::new();

@@ -43,13 +43,27 @@ pub struct Bundle {
     pub rootfs: PathBuf,
 }
 
+/// An error and its causes, one line: oci-spec's own message for a
+/// config it cannot read is only "serde failed"; the cause names the field.
+fn causes(e: &dyn std::error::Error) -> String {
+    let mut line = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        line.push_str(": ");
+        line.push_str(&c.to_string());
+        cause = c.source();
+    }
+    line
+}
+
 impl Bundle {
     pub fn load(dir: &Path) -> Result<Bundle, String> {
         let dir = dir
             .canonicalize()
             .map_err(|e| format!("bundle {}: {e}", dir.display()))?;
         let config = dir.join("config.json");
-        let spec = Spec::load(&config).map_err(|e| format!("{}: {e}", config.display()))?;
+        let spec =
+            Spec::load(&config).map_err(|e| format!("{}: {}", config.display(), causes(&e)))?;
         let root = spec
             .root()
             .as_ref()
