@@ -75,6 +75,32 @@ fn bad_flags_exit_125() {
         }
     }
     assert!(bad.is_empty(), "{}", bad.join("\n\n"));
+    // The line points at the help of the subcommand given, and says what
+    // was missing.
+    let hints: &[(&[&str], &str)] = &[
+        (
+            &["run", "--no-such-flag", "--", "/bin/true"],
+            "(see 'supervisor run --help')",
+        ),
+        (
+            &["pool", "--socket", "/nonexistent-sbx/s", "--size", "0"],
+            "(see 'supervisor pool --help')",
+        ),
+        (&["frobnicate"], "(see 'supervisor --help')"),
+        (
+            &["state"],
+            "not provided: <ID> (see 'supervisor state --help')",
+        ),
+    ];
+    for (args, hint) in hints {
+        let out = sup(args);
+        assert_eq!(out.code, Some(125), "{args:?}:\n{}", out.dump());
+        assert!(
+            out.stderr.trim_end().ends_with(hint),
+            "{args:?}:\n{}",
+            out.dump()
+        );
+    }
     // No arguments at all: usage (several lines allowed), and 125.
     let out = sup(&[]);
     assert_eq!(out.code, Some(125), "no arguments:\n{}", out.dump());

@@ -332,8 +332,9 @@ pub fn parse() -> Result<Cli, i32> {
             }
             _ => {
                 eprintln!(
-                    "supervisor: {} (see 'supervisor run --help')",
-                    one_line(&e.to_string())
+                    "supervisor: {} (see {})",
+                    one_line(&e.to_string()),
+                    help_hint()
                 );
                 125
             }
@@ -341,11 +342,27 @@ pub fn parse() -> Result<Cli, i32> {
     })
 }
 
-/// The first line of clap's message, without its "error: " prefix.
+/// Where the help for the command line given is: `'supervisor SUB --help'`
+/// for the subcommand named (the first word that is not a flag), else the
+/// top-level help.
+fn help_hint() -> String {
+    use clap::CommandFactory;
+    let cli = Cli::command();
+    match std::env::args().skip(1).find(|a| !a.starts_with('-')) {
+        Some(sub) if cli.find_subcommand(&sub).is_some() => format!("'supervisor {sub} --help'"),
+        _ => "'supervisor --help'".to_string(),
+    }
+}
+
+/// The first line of clap's message, without its "error: " prefix; a
+/// line that ends in a colon ("required arguments were not provided:")
+/// takes the next one (what was missing) with it.
 fn one_line(msg: &str) -> String {
-    let first = msg
-        .lines()
-        .find(|l| !l.trim().is_empty())
-        .unwrap_or("invalid arguments");
-    first.trim().trim_start_matches("error: ").to_string()
+    let mut lines = msg.lines().map(str::trim).filter(|l| !l.is_empty());
+    let first = lines.next().unwrap_or("invalid arguments");
+    let first = first.trim_start_matches("error: ");
+    match lines.next() {
+        Some(next) if first.ends_with(':') => format!("{first} {next}"),
+        _ => first.to_string(),
+    }
 }
