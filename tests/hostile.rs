@@ -59,17 +59,6 @@ const KNOWN: &[(&str, &str)] = &[
         ACCEPT_KEEPS,
     ),
     ("accept pending len=minus1 drain", ACCEPT_KEEPS),
-    // A UDP IPv6 socket refuses to connect to an IPv4 address
-    // (EAFNOSUPPORT, as a v6-only socket: socket.rs, `connect_addr`): Linux
-    // connects it with a v4-mapped source, which the netstack's implicit
-    // bind does not report, and glibc's getaddrinfo asserts on that source
-    // (it aborted CPython's test_socket and test_asyncio).
-    ("connect udp6 family=other", V4_ON_UDP6),
-    ("connect udp6 v4_address", V4_ON_UDP6),
-    ("connect udp6 v4_address send", V4_ON_UDP6),
-    ("connect udp6 v4_address received", V4_ON_UDP6),
-    ("connect udp6 v4_address getpeername", V4_ON_UDP6),
-    ("connect udp6 v4_address peer", V4_ON_UDP6),
     // sendto with a NULL address and data passes the filter (the table's
     // NULL_ARG4_DATA_ARG2): the host `AF_UNIX` socket answers an
     // unconnected send with ENOTCONN where UDP says EDESTADDRREQ.
@@ -98,7 +87,6 @@ const NB_REFUSED: &str = "non-blocking loopback connect refused at once";
 const UNMODELLED: &str = "option the netstack does not model";
 const ACCEPT_KEEPS: &str = "a failed accept keeps the connection queued";
 const PASSES_TO_UNIX: &str = "answered by the host AF_UNIX socket";
-const V4_ON_UDP6: &str = "a UDP IPv6 socket does not connect to an IPv4 address";
 
 /// Words of `supervisor policy` naming the calls it services (the
 /// "service" row, and the conditional rows' calls whose condition or

@@ -2,10 +2,15 @@
 //! sendto/recvfrom v4 and v6, connected UDP, asyncio datagram endpoints,
 //! and a C program (tests/c/netprobe.c) checking options, non-blocking
 //! connect, half-close, MSG_PEEK/MSG_DONTWAIT/MSG_TRUNC and errnos,
-//! compared with a native run.
+//! compared with a native run; a UDP IPv6 socket talking to IPv4
+//! through v4-mapped addresses (tests/c/udp6map.c) and glibc's
+//! getaddrinfo, which sorts its answers that way (tests/net/gai.py), both
+//! compared with a native run in a network namespace of its own.
 
 mod common;
 use common::*;
+
+use std::path::Path;
 
 const PY: &str = "/usr/bin/python3";
 const UDP: &str = include_str!("net/udp.py");
@@ -50,5 +55,99 @@ fn python_udp_over_ipv6() {
             "no {line:?}:\n{}",
             out.dump()
         );
+    }
+}
+
+/// `unshare -n` with `lo` up, and `binds` (host file, target) mounted
+/// over the native run's files (a private mount namespace).
+fn native_netns(argv: &[&str], binds: &[(&Path, &str)]) -> Run {
+    let mut script = String::new();
+    for (i, _) in binds.iter().enumerate() {
+        script += &format!("mount --bind \"${}\" \"${}\" && ", 2 * i + 1, 2 * i + 2);
+    }
+    let n = 2 * binds.len();
+    script += &format!("shift {n} && ip link set lo up && exec \"$@\"");
+    let mut v: Vec<String> = ["unshare", "-n", "-m", "sh", "-c", &script, "sh"]
+        .map(String::from)
+        .to_vec();
+    for (host, target) in binds {
+        v.push(host.display().to_string());
+        v.push((*target).to_owned());
+    }
+    v.extend(argv.iter().map(|a| a.to_string()));
+    Run::new(&v)
+}
+
+/// A UDP IPv6 socket talking to an IPv4 one (v4-mapped): connect with an
+/// AF_INET or a v4-mapped address, the names, both directions of data,
+/// sendto without connect, a disconnect and reconnect to the other
+/// family, and IPV6_V6ONLY's refusals (tests/c/udp6map.c), as natively.
+#[test]
+fn udp6_talks_to_ipv4_as_native() {
+    if !is_root() {
+        skip!("needs root for unshare -n");
+    }
+    let prog = c_prog("udp6map");
+    let prog = prog.to_str().expect("utf-8 path");
+    let native = native_netns(&[prog], &[]).native().ok("native udp6map");
+    let run = Run::new(&[prog]).sup(&c_mounts());
+    let sandboxed = isolated(run).supervised().ok("sandboxed udp6map");
+    assert_eq!(sandboxed.stdout, native.stdout, "{}", sandboxed.dump());
+    assert!(
+        native.stdout.contains("inet connect = 0\n"),
+        "{}",
+        native.stdout
+    );
+}
+
+/// glibc's getaddrinfo sorts its answers with a UDP socket per family
+/// (an AF_INET6 one connected to an IPv4 answer must report a v4-mapped
+/// source): the same list in the same order as natively with the
+/// sandbox's /etc/hosts, under the default address selection and one
+/// that prefers IPv4 (where an answer whose connect failed would sort
+/// last).
+#[test]
+fn getaddrinfo_sorts_as_native() {
+    if !is_root() {
+        skip!("needs root for unshare -n");
+    }
+    const GAI: &str = include_str!("net/gai.py");
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("gai");
+    std::fs::create_dir_all(&dir).expect("gai dir");
+    let hosts = Run::new(&["/bin/cat", "/etc/hosts"])
+        .supervised()
+        .ok("the sandbox's /etc/hosts");
+    let hosts_file = dir.join("hosts");
+    std::fs::write(&hosts_file, &hosts.stdout).expect("write hosts");
+    let prefer_v4 = dir.join("gai.conf");
+    std::fs::write(
+        &prefer_v4,
+        "precedence ::1/128 50\nprecedence ::/0 40\nprecedence 2002::/16 30\n\
+         precedence ::/96 20\nprecedence ::ffff:0:0/96 100\n",
+    )
+    .expect("write gai.conf");
+    let default = Path::new("/etc/gai.conf");
+    for conf in [default, prefer_v4.as_path()] {
+        let mut binds = vec![(hosts_file.as_path(), "/etc/hosts")];
+        let mut sup = vec![];
+        if conf != default {
+            binds.push((conf, "/etc/gai.conf"));
+            sup = vec![
+                "--ro".to_string(),
+                format!("{}:/etc/gai.conf", conf.display()),
+            ];
+        }
+        let native = native_netns(&[PY, "-c", GAI], &binds)
+            .native()
+            .ok("native getaddrinfo");
+        let run = Run::new(&[PY, "-c", GAI]).sup(&sup);
+        let sandboxed = isolated(run).supervised().ok("sandboxed getaddrinfo");
+        assert_eq!(
+            sandboxed.stdout,
+            native.stdout,
+            "{conf:?}: {}",
+            sandboxed.dump()
+        );
+        assert!(native.stdout.ends_with("done\n"));
     }
 }

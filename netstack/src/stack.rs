@@ -8,13 +8,15 @@
 //! addresses a socket reports. Its parts: the bind rules (`bind.rs`),
 //! connections and datagrams to sandbox-loopback destinations
 //! (`local.rs`), and the per-listener queue of accepted connections that
-//! could not be installed (`pending.rs`). Does not own: guest memory,
+//! could not be installed (`pending.rs`), and the source a wildcard-named
+//! UDP socket shows (`source.rs`). Does not own: guest memory,
 //! guest descriptors or blocking (the handlers in `syscalls/` do that;
 //! every call here returns at once unless the host socket itself blocks).
 
 mod bind;
 mod local;
 mod pending;
+mod source;
 #[cfg(test)]
 mod tests;
 

@@ -1,6 +1,7 @@
 //! The bind rules of one sandbox's netstack: loopback and wildcard
 //! addresses only, ephemeral ports (explicit port 0, the autobind before
-//! a connect or first send, and listen's), and the conflicts the names
+//! a connect or first send — a UDP socket's to its family's wildcard —
+//! and listen's), and the conflicts the names
 //! cannot show (a wildcard against a specific address of the same port,
 //! `::` against IPv4 unless v6-only), checked against the sandbox's bound
 //! names under one lock; SO_REUSEPORT members join a group
@@ -102,8 +103,9 @@ impl Stack {
     }
 
     /// Binds an unbound socket to an ephemeral port of the loopback
-    /// address that reaches `toward`, as the kernel autobinds before a
-    /// connect or a first send.
+    /// address that reaches `toward`: a TCP socket before its connect (its
+    /// name is then the source the listener's side reports), a ping
+    /// socket before its first echo, a UDP socket before an egress send.
     pub fn autobind(&self, s: &Sock, toward: SocketAddr) -> Result<(), Errno> {
         if self.bound_name(s.fd.as_fd()).is_some() {
             return Ok(());
@@ -115,6 +117,27 @@ impl Stack {
         };
         for _ in 0..EPHEMERAL_TRIES {
             match self.bind_name(s, SocketAddr::new(ip, random_port())) {
+                Err(Errno::EADDRINUSE) => continue,
+                r => return r,
+            }
+        }
+        Err(Errno::EADDRINUSE)
+    }
+
+    /// Binds an unbound UDP socket to an ephemeral port of its family's
+    /// wildcard address, as the kernel's autobind before a connect or a
+    /// first send picks a port and no address: the socket then takes
+    /// datagrams to any loopback address of that port (IPv4 ones too,
+    /// unless v6-only), and its source is chosen per destination
+    /// ([`Stack::connected_to`], [`Stack::source_seen`]). A bound socket
+    /// is left alone.
+    pub fn autobind_port(&self, s: &Sock) -> Result<(), Errno> {
+        if self.bound_name(s.fd.as_fd()).is_some() {
+            return Ok(());
+        }
+        let any = addr::unspecified(s.meta.domain);
+        for _ in 0..EPHEMERAL_TRIES {
+            match self.bind_name(s, SocketAddr::new(any.ip(), random_port())) {
                 Err(Errno::EADDRINUSE) => continue,
                 r => return r,
             }

@@ -37,7 +37,8 @@ impl Stack {
     }
 
     /// connect(2) of a stream or datagram socket to a sandbox-loopback
-    /// destination (canonical): autobinds, then connects to the first
+    /// destination (canonical): autobinds (a UDP socket to a port of its
+    /// wildcard, [`Stack::autobind_port`]), then connects to the first
     /// candidate that has a socket. ECONNREFUSED when none does; other
     /// errors of the host connect (EAGAIN, EISCONN) as they come. A
     /// connected stream socket is EISCONN first (the host connect would
@@ -47,7 +48,12 @@ impl Stack {
         if s.meta.proto == Proto::Tcp && socket::getpeername::<UnixAddr>(fd).is_ok() {
             return Err(Errno::EISCONN);
         }
-        self.autobind(s, dst)?;
+        match s.meta.proto {
+            Proto::Udp if !crate::icmp::is_ping(s.meta.domain, s.meta.protocol) => {
+                self.autobind_port(s)?
+            }
+            _ => self.autobind(s, dst)?,
+        }
         for name in self.candidates(s.meta.proto, dst) {
             let ua = UnixAddr::new_abstract(&name)?;
             match socket::connect(s.fd.as_raw_fd(), &ua) {
@@ -67,6 +73,7 @@ impl Stack {
         let fd = self.create(libc::AF_INET, proto, 0, false)?;
         let s = self.identify(fd).ok_or(Errno::EBADF)?;
         let dst = SocketAddr::new(Ipv4Addr::LOCALHOST.into(), port);
+        self.autobind(&s, dst)?;
         self.connect_local(&s, dst)?;
         Ok(s.fd)
     }
@@ -82,7 +89,7 @@ impl Stack {
         data: &[u8],
         flags: MsgFlags,
     ) -> Result<usize, Errno> {
-        self.autobind(s, dst)?;
+        self.autobind_port(s)?;
         let flags = flags | MsgFlags::MSG_DONTWAIT | MsgFlags::MSG_NOSIGNAL;
         for name in self.candidates(Proto::Udp, dst) {
             let ua = UnixAddr::new_abstract(&name)?;

@@ -65,3 +65,54 @@ fn bind_rules() {
     st.bind(&u, sa(&format!("127.0.0.1:{port}"))).unwrap();
     assert!(st.connect_local(&b, sa("127.0.0.1:1")).is_err());
 }
+
+/// A UDP socket's autobind takes a port of the wildcard; a connect sets
+/// its source (IPv4 for a UDP IPv6 socket connected to IPv4, which then
+/// reaches IPv4 only), a disconnect unsets it.
+#[test]
+fn udp_source_follows_connect() {
+    let st = Stack::default();
+    let rx = sock(&st, libc::AF_INET, Proto::Udp);
+    st.bind(&rx, sa("127.0.0.1:0")).unwrap();
+    let dst = st.local_addr(&rx);
+    let u = sock(&st, libc::AF_INET6, Proto::Udp);
+    st.connect_local(&u, dst).unwrap();
+    let port = st.local_addr(&u).port();
+    assert_eq!(st.local_addr(&u), sa(&format!("[::]:{port}")));
+    st.connected_to(&u, dst);
+    let u = st.identify(u.fd).unwrap();
+    assert_eq!(st.local_addr(&u), sa(&format!("127.0.0.1:{port}")));
+    assert_eq!(st.check_source(&u, sa("[::1]:1")), Err(Errno::EAFNOSUPPORT));
+    assert_eq!(st.check_source(&u, sa("127.0.0.2:1")), Ok(()));
+    // An earlier source stays, as in Linux.
+    st.connected_to(&u, sa("[::1]:1"));
+    let u = st.identify(u.fd).unwrap();
+    assert_eq!(st.local_addr(&u), sa(&format!("127.0.0.1:{port}")));
+    st.disconnect(&u);
+    let u = st.identify(u.fd).unwrap();
+    assert_eq!(st.local_addr(&u), sa(&format!("[::]:{port}")));
+    st.connected_to(&u, sa("[::1]:1"));
+    let u = st.identify(u.fd).unwrap();
+    assert_eq!(st.local_addr(&u), sa(&format!("[::1]:{port}")));
+    assert_eq!(st.check_source(&u, dst), Ok(()));
+}
+
+/// A sender named by a wildcard shows the loopback address of the
+/// family that reached the receiver.
+#[test]
+fn wildcard_senders_seen_from_loopback() {
+    let st = Stack::default();
+    let v4 = sock(&st, libc::AF_INET, Proto::Udp);
+    assert_eq!(st.source_seen(&v4, sa("[::]:7")), sa("127.0.0.1:7"));
+    assert_eq!(st.source_seen(&v4, sa("127.0.0.3:7")), sa("127.0.0.3:7"));
+    let v6 = sock(&st, libc::AF_INET6, Proto::Udp);
+    st.bind(&v6, sa("[::1]:0")).unwrap();
+    assert_eq!(st.source_seen(&v6, sa("[::]:7")), sa("[::1]:7"));
+    let mapped = sock(&st, libc::AF_INET6, Proto::Udp);
+    st.bind(&mapped, sa("[::ffff:127.0.0.1]:0")).unwrap();
+    assert_eq!(st.source_seen(&mapped, sa("[::]:7")), sa("127.0.0.1:7"));
+    let dual = sock(&st, libc::AF_INET6, Proto::Udp);
+    st.bind(&dual, sa("[::]:0")).unwrap();
+    assert_eq!(st.source_seen(&dual, sa("0.0.0.0:7")), sa("127.0.0.1:7"));
+    assert_eq!(st.source_seen(&dual, sa("[::]:7")), sa("[::1]:7"));
+}

@@ -22,8 +22,8 @@ use nix::sys::socket::{self, ControlMessageOwned, MsgFlags, UnixAddr};
 
 use super::ancil;
 use super::{
-    check_family, family_of, is_udp6, nonblocking, ours, read_len, read_sockaddr, stack,
-    user_range, v4_on_udp6, wait, write_sockaddr, Res,
+    autobind_udp, check_family, family_of, is_udp6, nonblocking, ours, read_len, read_sockaddr,
+    stack, user_range, v4_on_udp6, wait, write_sockaddr, Res,
 };
 use crate::guest::{Guest, Reply};
 use crate::handlers::{live, Context};
@@ -58,7 +58,7 @@ pub(crate) fn sendto(
     if s.meta.proto == Proto::Tcp {
         return send_stream(g, &s, buf, len, flags);
     }
-    let dst = destination(g, &s, ptr, alen)?;
+    let dst = destination(ctx, g, &s, ptr, alen)?;
     let len = usize::try_from(len).map_err(|_| Errno::EMSGSIZE)?;
     if len > MAX_DGRAM {
         return Err(Errno::EMSGSIZE);
@@ -71,15 +71,18 @@ pub(crate) fn sendto(
 }
 
 /// A datagram's destination, as `udp_sendmsg`/`udpv6_sendmsg` take
-/// it. A UDP IPv6 socket also sends to an IPv4 address (ENETUNREACH
-/// when v6-only) and refuses a family it does not know with EINVAL.
+/// it, after the autobind `inet_send_prepare` does first. A UDP IPv6
+/// socket also sends to an IPv4 address (ENETUNREACH when v6-only) and
+/// refuses a family it does not know with EINVAL.
 pub(super) fn destination(
+    ctx: &Context,
     g: &dyn Guest,
     s: &Sock,
     ptr: u64,
     len: u32,
 ) -> Result<SocketAddr, Errno> {
     let bytes = read_sockaddr(g, ptr, len)?;
+    autobind_udp(ctx, g, s)?;
     let mut domain = s.meta.domain;
     if v4_on_udp6(s, &bytes) {
         if s.meta.v6only() {
@@ -173,7 +176,7 @@ pub(super) fn send(
     flags: i32,
     stamp: Stamp,
 ) -> Res {
-    check_family(s, dst)?;
+    check_family(ctx, s, dst)?;
     live(g)?;
     let flags = MsgFlags::from_bits_truncate(flags & libc::MSG_DONTWAIT);
     let net = stack(ctx);
@@ -184,7 +187,7 @@ pub(super) fn send(
         addr::local_destination(dst).filter(|_| !net.egress().takes_loopback(dst, Proto::Udp))
     {
         if stamp != Stamp::default() {
-            net.autobind(s, local)?;
+            net.autobind_port(s)?;
             ancil::leave_stamp(s, data, stamp);
         }
         return Ok(Reply::Value(net.send_local(s, local, data, flags)? as i64));
@@ -305,6 +308,7 @@ pub(super) fn receive(
                             .and_then(|n| stack(ctx).namer.decode(n))
                             .map(|n| n.addr);
                         let src = named
+                            .map(|from| stack(ctx).source_seen(s, from))
                             .or(s.meta.peer)
                             .unwrap_or_else(|| addr::unspecified(s.meta.domain));
                         (addr::encode(s.meta.domain, src), Some(src))

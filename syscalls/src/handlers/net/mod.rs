@@ -103,6 +103,20 @@ pub(crate) fn v4_on_udp6(s: &Sock, bytes: &[u8]) -> bool {
     is_udp6(s) && family_of(bytes) == Some(libc::AF_INET)
 }
 
+/// The kernel autobinds a datagram socket before its protocol looks at
+/// a connect's or a send's address (`inet_dgram_connect`,
+/// `inet_send_prepare`): a UDP socket gets its port then, and keeps it
+/// when the call fails. Ping sockets bind at their send (`icmp`).
+pub(crate) fn autobind_udp(ctx: &Context, g: &dyn Guest, s: &Sock) -> Result<(), Errno> {
+    if s.meta.proto != netstack::Proto::Udp
+        || netstack::icmp::is_ping(s.meta.domain, s.meta.protocol)
+    {
+        return Ok(());
+    }
+    crate::handlers::live(g)?;
+    stack(ctx).autobind_port(s)
+}
+
 /// Reads the `int` an address-length pointer holds (EFAULT, EINVAL when
 /// negative).
 pub(crate) fn read_len(g: &dyn Guest, ptr: u64) -> Result<usize, Errno> {
@@ -144,10 +158,15 @@ pub(crate) fn parse_addr(domain: i32, bytes: &[u8]) -> Result<Option<SocketAddr>
     Ok(addr::parse(domain, bytes)?.map(addr::canonical))
 }
 
-/// An IPv4 destination from a v6-only socket is unreachable, as in Linux.
-pub(crate) fn check_family(s: &Sock, dst: SocketAddr) -> Result<(), Errno> {
+/// An IPv4 destination from a v6-only socket is unreachable, as in
+/// Linux; an IPv6 one from a UDP IPv6 socket whose source is v4-mapped is
+/// EAFNOSUPPORT ([`Stack::check_source`]).
+pub(crate) fn check_family(ctx: &Context, s: &Sock, dst: SocketAddr) -> Result<(), Errno> {
     if s.meta.domain == libc::AF_INET6 && dst.is_ipv4() && s.meta.v6only() {
         return Err(Errno::ENETUNREACH);
+    }
+    if is_udp6(s) {
+        stack(ctx).check_source(s, dst)?;
     }
     Ok(())
 }

@@ -123,7 +123,7 @@ pub(crate) fn sendmsg(ctx: &Context, g: &dyn Guest, fd: i32, msg: u64, flags: i3
         }
         return Ok(Reply::Continue);
     }
-    let dst = destination(g, &s, m.name, m.namelen)?;
+    let dst = destination(ctx, g, &s, m.name, m.namelen)?;
     let iovs = read_iovecs(g, m.iov, m.iovlen)?;
     no_oob(flags)?;
     let mut data = Vec::new();

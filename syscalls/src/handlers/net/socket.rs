@@ -23,8 +23,8 @@ use nix::fcntl::{fcntl, FcntlArg, OFlag};
 use nix::poll::PollFlags;
 
 use super::{
-    backlog, check_family, dial, guest_addr, nonblocking, ours, parse_addr, read_sockaddr, stack,
-    v4_on_udp6, wait, Res,
+    autobind_udp, backlog, check_family, dial, family_of, guest_addr, nonblocking, ours,
+    parse_addr, read_sockaddr, stack, v4_on_udp6, wait, Res,
 };
 use crate::guest::{Guest, Reply};
 use crate::handlers::{live, Context};
@@ -128,13 +128,17 @@ pub(crate) fn connect(ctx: &Context, g: &dyn Guest, fd: i32, ptr: u64, len: u32)
     let Some(s) = ours(ctx, g, fd) else {
         return Ok(Reply::Continue);
     };
-    let Some(dst) = connect_addr(g, &s, ptr, len)? else {
+    let bytes = read_sockaddr(g, ptr, len)?;
+    if bytes.len() < 2 {
+        return Err(Errno::EINVAL);
+    }
+    let Some(dst) = connect_addr(ctx, g, &s, &bytes)? else {
         // AF_UNSPEC: dissolve a UDP association (the host socket keeps
-        // its peer; only the reported one goes).
-        stack(ctx).set_peer(&s, None);
+        // its peer; only the reported one and the source it chose go).
+        stack(ctx).disconnect(&s);
         return Ok(Reply::Value(0));
     };
-    check_family(&s, dst)?;
+    check_family(ctx, &s, dst)?;
     live(g)?;
     if let Some(r) = dial::resume(ctx, g, fd, &s) {
         return r;
@@ -148,20 +152,31 @@ pub(crate) fn connect(ctx: &Context, g: &dyn Guest, fd: i32, ptr: u64, len: u32)
     }
 }
 
-/// A connect's destination. A UDP IPv6 socket refuses an IPv4 address
-/// with EAFNOSUPPORT, as Linux does for a v6-only one: Linux would connect
-/// it and report a v4-mapped source (`::ffff:127.0.0.1`), which the
-/// netstack's implicit bind does not give. glibc's `getaddrinfo` connects
-/// such a socket to sort its answers and asserts that the source it reads
-/// back is v4-mapped (aborting CPython's test_socket and test_asyncio);
-/// EAFNOSUPPORT is the answer it expects from a v6-only socket, and it
-/// retries with an IPv4 one.
-fn connect_addr(g: &dyn Guest, s: &Sock, ptr: u64, len: u32) -> Result<Option<SocketAddr>, Errno> {
-    let bytes = read_sockaddr(g, ptr, len)?;
-    if v4_on_udp6(s, &bytes) {
-        return Err(Errno::EAFNOSUPPORT);
+/// A connect's destination (`None`: `AF_UNSPEC`). Any other family
+/// autobinds a UDP socket first, as `inet_dgram_connect` does. A UDP IPv6
+/// socket also takes an IPv4 address, as `__ip6_datagram_connect` hands it
+/// to IPv4's connect: it then reports a v4-mapped source
+/// (`::ffff:127.0.0.1`) and peer, and reaches IPv4 only. A v6-only one
+/// refuses it with EAFNOSUPPORT (a v4-mapped address: ENETUNREACH, from
+/// [`check_family`]).
+fn connect_addr(
+    ctx: &Context,
+    g: &dyn Guest,
+    s: &Sock,
+    bytes: &[u8],
+) -> Result<Option<SocketAddr>, Errno> {
+    if family_of(bytes) == Some(libc::AF_UNSPEC) {
+        return Ok(None);
     }
-    parse_addr(s.meta.domain, &bytes)
+    autobind_udp(ctx, g, s)?;
+    let mut domain = s.meta.domain;
+    if v4_on_udp6(s, bytes) {
+        if s.meta.v6only() {
+            return Err(Errno::EAFNOSUPPORT);
+        }
+        domain = libc::AF_INET;
+    }
+    parse_addr(domain, bytes)
 }
 
 /// Connects to a sandbox-loopback destination. A non-blocking TCP
@@ -220,6 +235,9 @@ fn connected(
     }
     result?;
     net.set_peer(s, Some(dst));
+    if s.meta.proto == Proto::Udp {
+        net.connected_to(s, dst);
+    }
     if guest_nonblocking && s.meta.proto == Proto::Tcp {
         net.table.update(s.inode, |m| m.connect_reported = true);
         return Err(Errno::EINPROGRESS);

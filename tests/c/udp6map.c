@@ -1,0 +1,255 @@
+#define _GNU_SOURCE
+/* A UDP IPv6 socket talking to IPv4 (RFC 4038's v4-mapped addresses), as
+ * Linux's ip6_datagram_connect and udpv6_sendmsg allow it: connect with an
+ * AF_INET sockaddr or a v4-mapped AF_INET6 one, getsockname (the v4-mapped
+ * source), getpeername, send, the AF_INET receiver's view of the sender,
+ * the reply and its v4-mapped source; sendto without connect; what a
+ * v4-mapped socket can still reach; disconnect (AF_UNSPEC) and reconnect
+ * to the other family, as glibc's getaddrinfo does to sort its answers;
+ * IPV6_V6ONLY's refusals. Printed without port numbers (only whether a
+ * port is the one expected), so a native run and a sandboxed one compare
+ * line by line. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+static void res(const char *what, long r) {
+    if (r < 0)
+        printf("%s = -1 %s\n", what, strerrorname_np(errno));
+    else
+        printf("%s = %ld\n", what, r);
+}
+
+/* An address as "family ip port-flag": the port printed as "port" when it
+ * is `want`, "port0" when 0, "port?" otherwise. */
+static void show(const char *what, const struct sockaddr_storage *ss, socklen_t len, int want) {
+    char ip[INET6_ADDRSTRLEN] = "?";
+    int port = -1;
+    const char *fam = "other";
+    if (ss->ss_family == AF_INET) {
+        const struct sockaddr_in *a = (const struct sockaddr_in *)ss;
+        inet_ntop(AF_INET, &a->sin_addr, ip, sizeof ip);
+        port = ntohs(a->sin_port);
+        fam = "inet";
+    } else if (ss->ss_family == AF_INET6) {
+        const struct sockaddr_in6 *a = (const struct sockaddr_in6 *)ss;
+        inet_ntop(AF_INET6, &a->sin6_addr, ip, sizeof ip);
+        port = ntohs(a->sin6_port);
+        fam = "inet6";
+    }
+    const char *p = port == 0 ? "port0" : port == want ? "port" : "port?";
+    printf("%s: %s %s %s len %d\n", what, fam, ip, p, (int)len);
+}
+
+static int port_of(int fd) {
+    struct sockaddr_storage ss;
+    socklen_t l = sizeof ss;
+    memset(&ss, 0, sizeof ss);
+    if (getsockname(fd, (struct sockaddr *)&ss, &l) < 0)
+        return -1;
+    if (ss.ss_family == AF_INET)
+        return ntohs(((struct sockaddr_in *)&ss)->sin_port);
+    return ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
+}
+
+static void name(const char *what, int fd, int peer, int want) {
+    struct sockaddr_storage ss;
+    socklen_t l = sizeof ss;
+    memset(&ss, 0, sizeof ss);
+    int r = peer ? getpeername(fd, (struct sockaddr *)&ss, &l)
+                 : getsockname(fd, (struct sockaddr *)&ss, &l);
+    if (r < 0)
+        res(what, r);
+    else
+        show(what, &ss, l, want);
+}
+
+static struct sockaddr_in in4(int port) {
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port)};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    return a;
+}
+
+static struct sockaddr_in6 in6(const char *ip, int port) {
+    struct sockaddr_in6 a = {.sin6_family = AF_INET6, .sin6_port = htons(port)};
+    inet_pton(AF_INET6, ip, &a.sin6_addr);
+    return a;
+}
+
+static int receiver(int domain) {
+    int s = socket(domain, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    struct timeval tv = {.tv_sec = 5};
+    setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    if (domain == AF_INET) {
+        struct sockaddr_in a = in4(0);
+        bind(s, (struct sockaddr *)&a, sizeof a);
+    } else {
+        int one = 1;
+        setsockopt(s, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
+        struct sockaddr_in6 a = in6("::1", 0);
+        bind(s, (struct sockaddr *)&a, sizeof a);
+    }
+    return s;
+}
+
+static int udp6(int v6only) {
+    int s = socket(AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    struct timeval tv = {.tv_sec = 5};
+    setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    setsockopt(s, IPPROTO_IPV6, IPV6_V6ONLY, &v6only, sizeof v6only);
+    return s;
+}
+
+/* Receives one datagram on `fd`, showing its data and sender (whose port
+ * should be `want`); replies to the sender with `reply` when not NULL. */
+static void take(const char *what, int fd, int want, const char *reply) {
+    char buf[64], label[128];
+    struct sockaddr_storage ss;
+    socklen_t l = sizeof ss;
+    memset(&ss, 0, sizeof ss);
+    ssize_t n = recvfrom(fd, buf, sizeof buf - 1, 0, (struct sockaddr *)&ss, &l);
+    if (n < 0) {
+        res(what, n);
+        return;
+    }
+    buf[n] = 0;
+    snprintf(label, sizeof label, "%s %s from", what, buf);
+    show(label, &ss, l, want);
+    if (reply) {
+        snprintf(label, sizeof label, "%s reply", what);
+        res(label, sendto(fd, reply, strlen(reply), 0, (struct sockaddr *)&ss, l));
+    }
+}
+
+/* `what` and `step` as one label (in a buffer of the caller's). */
+#define LABEL(step) (snprintf(label, sizeof label, "%s %s", what, step), label)
+
+/* After `u` sent "ping" to the IPv4 receiver `r4` on port `p4`: the names
+ * of `u`, the ping as `r4` sees it, the pong back; then a datagram to an
+ * IPv6 receiver on ::1. */
+static void exchange(const char *what, int u, int r4, int p4) {
+    char label[128];
+    int mine = port_of(u);
+    name(LABEL("getsockname"), u, 0, mine);
+    name(LABEL("getpeername"), u, 1, p4);
+    take(LABEL("ipv4 received"), r4, mine, "pong");
+    take(LABEL("udp6 received"), u, p4, NULL);
+    int r6 = receiver(AF_INET6), p6 = port_of(r6);
+    struct sockaddr_in6 v6 = in6("::1", p6);
+    res(LABEL("sendto ::1"), sendto(u, "six", 3, MSG_DONTWAIT, (struct sockaddr *)&v6, sizeof v6));
+    close(r6);
+}
+
+/* A udp6 socket talking to the IPv4 receiver, addressed with an AF_INET
+ * sockaddr or a v4-mapped one when `mapped`. Connected (`connects`): it
+ * then reaches IPv4 only. Sending with sendto alone: it keeps the name
+ * `::` (a port only). */
+static void talk(const char *what, int mapped, int connects) {
+    int r4 = receiver(AF_INET), p4 = port_of(r4);
+    int u = udp6(0);
+    char label[128];
+    struct sockaddr_in a4 = in4(p4);
+    struct sockaddr_in6 m6 = in6("::ffff:127.0.0.1", p4);
+    struct sockaddr *to = mapped ? (struct sockaddr *)&m6 : (struct sockaddr *)&a4;
+    socklen_t tolen = mapped ? sizeof m6 : sizeof a4;
+    if (connects) {
+        res(LABEL("connect"), connect(u, to, tolen));
+        res(LABEL("send"), send(u, "ping", 4, 0));
+    } else {
+        name(LABEL("getsockname before"), u, 0, 0);
+        res(LABEL("sendto"), sendto(u, "ping", 4, 0, to, tolen));
+    }
+    exchange(what, u, r4, p4);
+    if (connects) {
+        struct sockaddr_in6 v6 = in6("::1", p4);
+        res(LABEL("connect ::1"), connect(u, (struct sockaddr *)&v6, sizeof v6));
+        name(LABEL("getsockname after"), u, 0, port_of(u));
+    }
+    close(u), close(r4);
+}
+
+/* A dual-stack socket bound to `::` keeps that name; it reaches both. */
+static void wildcard(void) {
+    int r4 = receiver(AF_INET), p4 = port_of(r4);
+    int u = udp6(0);
+    struct sockaddr_in6 any = in6("::", 0);
+    res("wildcard bind", bind(u, (struct sockaddr *)&any, sizeof any));
+    int mine = port_of(u);
+    name("wildcard getsockname", u, 0, mine);
+    struct sockaddr_in6 m6 = in6("::ffff:127.0.0.1", p4);
+    res("wildcard sendto", sendto(u, "ping", 4, 0, (struct sockaddr *)&m6, sizeof m6));
+    name("wildcard getsockname after sendto", u, 0, mine);
+    take("wildcard ipv4 received", r4, mine, "pong");
+    take("wildcard udp6 received", u, p4, NULL);
+    close(u), close(r4);
+}
+
+/* glibc's getaddrinfo: one udp6 socket connected to ::1, disconnected
+ * (AF_UNSPEC), connected to 127.0.0.1 (AF_INET), its source read back. */
+static void resorted(void) {
+    int u = udp6(0);
+    struct sockaddr_in6 v6 = in6("::1", 80);
+    struct sockaddr_in a4 = in4(80);
+    res("resort connect ::1", connect(u, (struct sockaddr *)&v6, sizeof v6));
+    int mine = port_of(u);
+    name("resort getsockname v6", u, 0, mine);
+    struct sockaddr un = {.sa_family = AF_UNSPEC};
+    res("resort disconnect", connect(u, &un, sizeof un));
+    res("resort connect 127.0.0.1", connect(u, (struct sockaddr *)&a4, sizeof a4));
+    struct sockaddr_storage ss;
+    socklen_t l = sizeof ss;
+    memset(&ss, 0, sizeof ss);
+    getsockname(u, (struct sockaddr *)&ss, &l);
+    printf("resort getsockname v4: family %d mapped %d len %d\n", ss.ss_family,
+           IN6_IS_ADDR_V4MAPPED(&((struct sockaddr_in6 *)&ss)->sin6_addr), (int)l);
+    name("resort getpeername v4", u, 1, 80);
+    close(u);
+}
+
+/* IPV6_V6ONLY: no IPv4 at all. */
+static void v6only(void) {
+    int r4 = receiver(AF_INET), p4 = port_of(r4);
+    struct sockaddr_in a4 = in4(p4);
+    struct sockaddr_in6 m6 = in6("::ffff:127.0.0.1", p4);
+    int u = udp6(1);
+    res("v6only connect inet", connect(u, (struct sockaddr *)&a4, sizeof a4));
+    res("v6only connect mapped", connect(u, (struct sockaddr *)&m6, sizeof m6));
+    res("v6only sendto inet", sendto(u, "x", 1, 0, (struct sockaddr *)&a4, sizeof a4));
+    res("v6only sendto mapped", sendto(u, "x", 1, 0, (struct sockaddr *)&m6, sizeof m6));
+    name("v6only getsockname", u, 0, 0);
+    close(u), close(r4);
+}
+
+/* The other way: an IPv4 socket's datagram to a dual-stack udp6 socket
+ * bound to `::`, which sees it from ::ffff:127.0.0.1. */
+static void toward_udp6(void) {
+    int u = udp6(0);
+    struct timeval tv = {.tv_sec = 5};
+    setsockopt(u, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    struct sockaddr_in6 any = in6("::", 0);
+    bind(u, (struct sockaddr *)&any, sizeof any);
+    int p6 = port_of(u);
+    int s4 = receiver(AF_INET), p4 = port_of(s4);
+    struct sockaddr_in a4 = in4(p6);
+    res("from ipv4 sendto", sendto(s4, "hi", 2, 0, (struct sockaddr *)&a4, sizeof a4));
+    take("from ipv4 udp6 received", u, p4, "back");
+    take("from ipv4 ipv4 received", s4, p6, NULL);
+    close(s4), close(u);
+}
+
+int main(void) {
+    setvbuf(stdout, NULL, _IONBF, 0);
+    talk("inet", 0, 1);
+    talk("mapped", 1, 1);
+    talk("sendto inet", 0, 0);
+    talk("sendto mapped", 1, 0);
+    wildcard();
+    resorted();
+    v6only();
+    toward_udp6();
+    return 0;
+}
