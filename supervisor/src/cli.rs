@@ -228,6 +228,11 @@ pub struct PoolArgs {
     #[arg(long, value_name = "PATH", value_parser = parse_warm)]
     pub warm: Vec<PathBuf>,
 
+    /// The daemon's, for `pool-sandbox`: the sandbox was started at nice
+    /// 19 and restores this nice value on all its tasks once set up.
+    #[arg(long, value_name = "NICE", hide = true, allow_negative_numbers = true)]
+    pub restore_nice: Option<i32>,
+
     #[command(flatten)]
     pub run: RunArgs,
 }

@@ -93,6 +93,12 @@ pub trait Embedding {
     /// answers its client here when no report is asked for, so the
     /// teardown happens after the answer.
     fn concluded(&self, _code: i32) {}
+    /// The sandbox is set up: the trap serves, and the supervisor is
+    /// about to confine itself (`setpriority` is not in its filter). The
+    /// pool's sandbox, set up at nice 19, restores its priority here.
+    fn set_up(&self) -> Result<(), String> {
+        Ok(())
+    }
     /// Whether the supervisor confines itself before
     /// [`Embedding::before_start`] rather than after it: the pool's
     /// sandbox waits for its client there, so its confinement (the own
@@ -301,6 +307,7 @@ fn serve_and_wait(
     };
     let resizer = Arc::new(OnceLock::new());
     forward_signals(forwarded, sandbox.init_pid, resizer.clone());
+    embedding.set_up().map_err(setup_error)?;
     let confine_first = embedding.confines_before_start();
     if confine_first {
         crate::confine::confine(&hooks.take_own_filter()).map_err(supervisor_error)?;

@@ -25,12 +25,22 @@ impl Pool {
 
     /// The daemon as `user` (uid, gid), with `bin`; its cwd the temp dir.
     pub fn start_as(flags: &[&str], user: Option<(u32, u32)>, bin: &Path) -> Pool {
+        Pool::launch(Command::new(bin), flags, user)
+    }
+
+    /// The daemon run by `wrapper` (`nice -n 5`, say), as root.
+    pub fn start_under(wrapper: &[&str], flags: &[&str]) -> Pool {
+        let mut c = Command::new(wrapper[0]);
+        c.args(&wrapper[1..]).arg(bin());
+        Pool::launch(c, flags, None)
+    }
+
+    fn launch(mut c: Command, flags: &[&str], user: Option<(u32, u32)>) -> Pool {
         let dir = Tree::new();
         if let Some((uid, gid)) = user {
             dir.give_to(uid, gid);
         }
         let socket = dir.join("pool.sock");
-        let mut c = Command::new(bin);
         c.arg("pool")
             .arg("--socket")
             .arg(&socket)

@@ -7,7 +7,8 @@
 //! pool's flags, `slot.rs`), the queue of clients waiting for a ready
 //! sandbox, replacing every sandbox taken or lost (one set-up at a time;
 //! at once when none is left ready, else when the command it replaces has
-//! ended), and the
+//! ended; each set-up at nice 19 where its priority can be restored, and
+//! at the daemon's own while a client waits for it), and the
 //! shutdown (SIGTERM, SIGINT: idle sandboxes torn down, socket removed,
 //! exit 0). It never reads a client's request: the sandbox does. A
 //! sandbox is never given a second client.
@@ -33,12 +34,15 @@ use nix::unistd::getuid;
 use super::protocol::{self, Answer};
 use crate::cli::PoolArgs;
 use crate::sys::fd::{accept, send_with_fd};
+use crate::sys::priority;
 
 /// A sandbox's process and the daemon's end of its socketpair.
 struct Slot {
     child: Child,
     sock: OwnedFd,
     ready: bool,
+    /// Its set-up runs at the daemon's own priority (a client waits).
+    boosted: bool,
 }
 
 struct Pool {
@@ -55,6 +59,10 @@ struct Pool {
     /// the next may start (`Pool::backoff`).
     failures: u32,
     retry_at: Option<Instant>,
+    /// The daemon's nice value, when it can restore it on a sandbox set
+    /// up at [`priority::LOWEST`]: set-ups then yield the CPUs to the
+    /// commands running (PERFORMANCE.md, 2026-12-01, branch `yield`).
+    nice: Option<i32>,
 }
 
 /// The pause after the first failed set-up, doubled for each further
@@ -80,6 +88,9 @@ pub fn main(args: PoolArgs, flags: Vec<OsString>) -> i32 {
 
 fn serve(args: PoolArgs, flags: Vec<OsString>) -> Result<(), String> {
     refuse_client_flags(&args)?;
+    if args.restore_nice.is_some() {
+        return Err("--restore-nice is the pool's own, for its sandboxes".into());
+    }
     let mut signals = SigSet::empty();
     [Signal::SIGTERM, Signal::SIGINT, Signal::SIGCHLD]
         .iter()
@@ -99,6 +110,7 @@ fn serve(args: PoolArgs, flags: Vec<OsString>) -> Result<(), String> {
         proven: false,
         failures: 0,
         retry_at: None,
+        nice: yielding_nice(),
     };
     let result = pool.run(&listener, &sigfd);
     pool.shut_down();
@@ -127,6 +139,15 @@ fn refuse_client_flags(args: &PoolArgs) -> Result<(), String> {
         );
     }
     Ok(())
+}
+
+/// The nice value sandboxes restore once set up, if their set-ups can run
+/// at the lowest priority: not when we run at it already, nor when the
+/// restore would be refused (no CAP_SYS_NICE, RLIMIT_NICE too low: an
+/// unprivileged pool sets up at its own priority, as before).
+fn yielding_nice() -> Option<i32> {
+    let nice = priority::own_nice().ok()?;
+    (nice < priority::LOWEST && priority::may_raise_to(nice)).then_some(nice)
 }
 
 /// The listening socket at `path`, mode 0600. A socket there that no one
@@ -236,6 +257,7 @@ impl Pool {
                 self.slot_event(i)?;
             }
             self.hand_out();
+            self.boost();
             self.reap_ended();
         }
     }
@@ -275,21 +297,44 @@ impl Pool {
             SockFlag::SOCK_CLOEXEC,
         )
         .map_err(|e| format!("socketpair: {}", e.desc()))?;
-        let child = Command::new("/proc/self/exe")
+        let mut command = Command::new("/proc/self/exe");
+        command
             .arg("pool-sandbox")
             .args(&self.flags)
             .stdin(Stdio::from(theirs))
             .stdout(Stdio::null())
-            // Not in our process group: a terminal's Ctrl-C is ours alone.
-            .process_group(0)
+            // Not in our process group: a terminal's Ctrl-C is ours alone;
+            // and its own, which `boost` and its restore address.
+            .process_group(0);
+        // A client waiting already: at our priority from the start.
+        let lowered = self.nice.filter(|_| self.waiting.is_empty());
+        if let Some(nice) = lowered {
+            command.arg(format!("--restore-nice={nice}"));
+            priority::start_at_nice(&mut command, priority::LOWEST);
+        }
+        let child = command
             .spawn()
             .map_err(|e| format!("starting a sandbox: {e}"))?;
         self.slots.push(Slot {
             child,
             sock: ours,
             ready: false,
+            boosted: lowered.is_none(),
         });
         Ok(())
+    }
+
+    /// While clients wait, the set-ups they wait for run at our own
+    /// priority, not behind the commands running. A failure leaves the
+    /// set-up slower, not wrong: the sandbox restores its priority itself.
+    fn boost(&mut self) {
+        let Some(nice) = self.nice.filter(|_| !self.waiting.is_empty()) else {
+            return;
+        };
+        for slot in self.slots.iter_mut().filter(|s| !s.ready && !s.boosted) {
+            slot.boosted = true;
+            let _ = priority::set_group_nice(slot.child.id() as i32, nice);
+        }
     }
 
     fn accept(&mut self, listener: &OwnedFd) {

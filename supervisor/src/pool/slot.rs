@@ -34,6 +34,7 @@ use crate::cli::PoolArgs;
 use crate::launch::{LateStart, LaunchConfig, LaunchError, Sandbox, FORWARDED};
 use crate::report::Report;
 use crate::run::{self, Embedding};
+use crate::sys::priority;
 use crate::trap::trace::Tracer;
 
 /// The sandbox's state: before a client, and with one.
@@ -41,6 +42,9 @@ struct Slot {
     daemon: OwnedFd,
     /// `--warm`: looked up in the view before the sandbox is ready.
     warm: Vec<PathBuf>,
+    /// `--restore-nice`: the set-up ran at nice 19; the sandbox's tasks
+    /// get this nice value back before it is ready.
+    restore_nice: Option<i32>,
     /// The output limit captures the guest's stdout and stderr: it
     /// keeps the pipes it inherited, not the client's descriptors.
     captured: bool,
@@ -73,6 +77,7 @@ pub fn main(args: PoolArgs) -> i32 {
     let slot = Slot {
         daemon,
         warm: args.warm,
+        restore_nice: args.restore_nice,
         captured: args.run.output_limit.is_some(),
         client: RefCell::new(None),
         message: RefCell::new(None),
@@ -160,6 +165,18 @@ impl Embedding for Slot {
         let _ = watcher.send(conn);
         *self.client.borrow_mut() = Some(client);
         Ok(())
+    }
+
+    fn set_up(&self) -> Result<(), String> {
+        let Some(nice) = self.restore_nice else {
+            return Ok(());
+        };
+        // Our process group holds every task of the sandbox: our threads,
+        // init, the guest's main process (it leaves the group only at its
+        // exec, for a terminal's session), the socket factory. No guest
+        // may run at nice 19: a failed restore fails the set-up.
+        priority::set_group_nice(0, nice)
+            .map_err(|e| format!("restoring the sandbox's priority: {}", e.desc()))
     }
 
     fn confines_before_start(&self) -> bool {
