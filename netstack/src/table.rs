@@ -57,6 +57,12 @@ impl Meta {
     }
 
     /// Whether IPV6_V6ONLY is set.
+    /// A UDP socket, not a ping socket (both are `Proto::Udp`): the
+    /// UDP autobind and address rules apply to it.
+    pub fn is_udp(&self) -> bool {
+        self.proto == Proto::Udp && !crate::icmp::is_ping(self.domain, self.protocol)
+    }
+
     pub fn v6only(&self) -> bool {
         self.domain == libc::AF_INET6 && self.options.flag(libc::IPPROTO_IPV6, libc::IPV6_V6ONLY)
     }

@@ -48,11 +48,10 @@ impl Stack {
         if s.meta.proto == Proto::Tcp && socket::getpeername::<UnixAddr>(fd).is_ok() {
             return Err(Errno::EISCONN);
         }
-        match s.meta.proto {
-            Proto::Udp if !crate::icmp::is_ping(s.meta.domain, s.meta.protocol) => {
-                self.autobind_port(s)?
-            }
-            _ => self.autobind(s, dst)?,
+        if s.meta.is_udp() {
+            self.autobind_port(s)?
+        } else {
+            self.autobind(s, dst)?
         }
         for name in self.candidates(s.meta.proto, dst) {
             let ua = UnixAddr::new_abstract(&name)?;

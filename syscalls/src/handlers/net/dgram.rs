@@ -22,8 +22,8 @@ use nix::sys::socket::{self, ControlMessageOwned, MsgFlags, UnixAddr};
 
 use super::ancil;
 use super::{
-    autobind_udp, check_family, family_of, is_udp6, nonblocking, ours, read_len, read_sockaddr,
-    stack, user_range, v4_on_udp6, wait, write_sockaddr, Res,
+    address_domain, autobind_udp, check_family, family_of, host_connected, is_udp6, nonblocking,
+    ours, parse_addr, read_len, read_sockaddr, stack, user_range, wait, write_sockaddr, Res,
 };
 use crate::guest::{Guest, Reply};
 use crate::handlers::{live, Context};
@@ -83,21 +83,15 @@ pub(super) fn destination(
 ) -> Result<SocketAddr, Errno> {
     let bytes = read_sockaddr(g, ptr, len)?;
     autobind_udp(ctx, g, s)?;
-    let mut domain = s.meta.domain;
-    if v4_on_udp6(s, &bytes) {
-        if s.meta.v6only() {
-            return Err(Errno::ENETUNREACH);
-        }
-        domain = libc::AF_INET;
-    } else if is_udp6(s) {
+    let domain = address_domain(s, &bytes, Errno::ENETUNREACH)?;
+    if is_udp6(s) && domain == libc::AF_INET6 {
         let family = family_of(&bytes);
         let known = [libc::AF_INET6, libc::AF_UNSPEC].map(Some);
         if family.is_some() && !known.contains(&family) {
             return Err(Errno::EINVAL);
         }
     }
-    let a = addr::parse(domain, &bytes)?.ok_or(Errno::EAFNOSUPPORT)?;
-    Ok(addr::canonical(a))
+    parse_addr(domain, &bytes)?.ok_or(Errno::EAFNOSUPPORT)
 }
 
 /// UDP (and ping) sockets have no urgent data: MSG_OOB is EOPNOTSUPP,
@@ -119,8 +113,7 @@ pub(super) fn no_oob(flags: i32) -> Result<(), Errno> {
 /// Own `shutdown(SHUT_RDWR)` looks the same and also gets 0 (TCP: EPIPE).
 /// An empty send on a TCP socket that was never connected is EPIPE.
 fn send_empty(s: &Sock, len: u64) -> Reply {
-    let fd = s.fd.as_raw_fd();
-    let connected = socket::getpeername::<UnixAddr>(fd).is_ok();
+    let connected = host_connected(s);
     if len == 0 && s.meta.proto == Proto::Tcp && connected && wait::hung_up(s.fd.as_fd()) {
         return Reply::Value(0);
     }

@@ -92,9 +92,7 @@ pub(crate) fn family_of(bytes: &[u8]) -> Option<i32> {
 /// A UDP IPv6 socket (not a ping socket): `udpv6_sendmsg`'s and
 /// `__ip6_datagram_connect`'s address rules apply to it.
 pub(crate) fn is_udp6(s: &Sock) -> bool {
-    s.meta.domain == libc::AF_INET6
-        && s.meta.proto == netstack::Proto::Udp
-        && !netstack::icmp::is_ping(s.meta.domain, s.meta.protocol)
+    s.meta.domain == libc::AF_INET6 && s.meta.is_udp()
 }
 
 /// An IPv4 address given to a UDP IPv6 socket: the kernel hands such a
@@ -103,14 +101,33 @@ pub(crate) fn v4_on_udp6(s: &Sock, bytes: &[u8]) -> bool {
     is_udp6(s) && family_of(bytes) == Some(libc::AF_INET)
 }
 
+/// The family a guest address given to `s` is read as: a UDP IPv6
+/// socket takes an `AF_INET` one as IPv4's (its source then v4-mapped),
+/// unless it is v6-only, which refuses it with `v6only` (a connect's
+/// EAFNOSUPPORT, a send's ENETUNREACH).
+pub(crate) fn address_domain(s: &Sock, bytes: &[u8], v6only: Errno) -> Result<i32, Errno> {
+    if !v4_on_udp6(s, bytes) {
+        return Ok(s.meta.domain);
+    }
+    if s.meta.v6only() {
+        return Err(v6only);
+    }
+    Ok(libc::AF_INET)
+}
+
+/// Whether the host socket behind `s` has a peer (a stream connected, a
+/// datagram socket associated; a dial's stand-in has one).
+pub(crate) fn host_connected(s: &Sock) -> bool {
+    use std::os::fd::AsRawFd;
+    nix::sys::socket::getpeername::<nix::sys::socket::UnixAddr>(s.fd.as_raw_fd()).is_ok()
+}
+
 /// The kernel autobinds a datagram socket before its protocol looks at
 /// a connect's or a send's address (`inet_dgram_connect`,
 /// `inet_send_prepare`): a UDP socket gets its port then, and keeps it
 /// when the call fails. Ping sockets bind at their send (`icmp`).
 pub(crate) fn autobind_udp(ctx: &Context, g: &dyn Guest, s: &Sock) -> Result<(), Errno> {
-    if s.meta.proto != netstack::Proto::Udp
-        || netstack::icmp::is_ping(s.meta.domain, s.meta.protocol)
-    {
+    if !s.meta.is_udp() {
         return Ok(());
     }
     crate::handlers::live(g)?;

@@ -23,7 +23,7 @@ use netstack::Proto;
 use nix::errno::Errno;
 
 use super::dgram::{destination, no_oob, receive, send, send_bytes, MAX_DGRAM, MAX_RECV};
-use super::{ancil, ours, stack, user_range, write_sockaddr, Res};
+use super::{ancil, host_connected, ours, stack, user_range, write_sockaddr, Res};
 use crate::guest::{Guest, Reply};
 use crate::handlers::Context;
 
@@ -147,9 +147,7 @@ pub(crate) fn sendmsg(ctx: &Context, g: &dyn Guest, fd: i32, msg: u64, flags: i3
 /// EPIPE (tcp_sendmsg), not the host's ENOTCONN.
 fn send_stream(g: &dyn Guest, s: &netstack::stack::Sock, m: &MsgHdr, flags: i32) -> Res {
     if m.name == 0 {
-        use std::os::fd::AsRawFd;
-        let unix = nix::sys::socket::getpeername::<nix::sys::socket::UnixAddr>;
-        if unix(s.fd.as_raw_fd()).is_err() {
+        if !host_connected(s) {
             return Err(Errno::EPIPE);
         }
         return Ok(Reply::Continue);

@@ -23,8 +23,8 @@ use nix::fcntl::{fcntl, FcntlArg, OFlag};
 use nix::poll::PollFlags;
 
 use super::{
-    autobind_udp, backlog, check_family, dial, family_of, guest_addr, nonblocking, ours,
-    parse_addr, read_sockaddr, stack, v4_on_udp6, wait, Res,
+    address_domain, autobind_udp, backlog, check_family, dial, family_of, guest_addr, nonblocking,
+    ours, parse_addr, read_sockaddr, stack, wait, Res,
 };
 use crate::guest::{Guest, Reply};
 use crate::handlers::{live, Context};
@@ -169,14 +169,7 @@ fn connect_addr(
         return Ok(None);
     }
     autobind_udp(ctx, g, s)?;
-    let mut domain = s.meta.domain;
-    if v4_on_udp6(s, bytes) {
-        if s.meta.v6only() {
-            return Err(Errno::EAFNOSUPPORT);
-        }
-        domain = libc::AF_INET;
-    }
-    parse_addr(domain, bytes)
+    parse_addr(address_domain(s, bytes, Errno::EAFNOSUPPORT)?, bytes)
 }
 
 /// Connects to a sandbox-loopback destination. A non-blocking TCP
