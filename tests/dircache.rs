@@ -1,13 +1,14 @@
 //! The caches of resolved paths in the sandbox's own layer. The cache of
 //! resolved directories (vfs/src/cache.rs) serves the
-//! parent lookups of mkdir, unlink, rename, readlink... in the sandbox's
+//! parent lookups of mkdir, rmdir, rename, link... in the sandbox's
 //! own layer. Removing a plain file keeps it; removing or replacing a
 //! symlink or a directory, and renames, must not leave a stale answer.
 //! Each step runs in /tmp of the sandbox (the layer, where directories
 //! are cached) and in a scratch directory natively, and the answers must
-//! match. A step asks with `readlink` (serviced, through the cache), not
-//! `stat` (which passes the filter): every name it asks of is a plain
-//! file, so "Invalid argument" says it exists.
+//! match. A step asks with `ln NAME NAME` (a serviced `linkat` whose two
+//! parent lookups go through the cache, and which changes nothing), not
+//! `stat` or `readlink` (which pass the filter): "File exists" says the
+//! name exists.
 //!
 //! The paths known to name a plain object (vfs/src/plain.rs) answer read
 //! opens CONTINUE without resolving: a name removed unseen and replaced
@@ -18,11 +19,11 @@ use common::*;
 
 /// `$1`: the directory to work in. Absolute paths only, so every call
 /// takes the cached path. Prints one line per step: its label and
-/// whether the path exists (a plain file: readlink says EINVAL).
+/// whether the path exists (a hard link onto itself: EEXIST).
 const SCRIPT: &str = r#"
 set -u
 d=$(mktemp -d "$1/dircache.XXXXXX") || exit 9
-st() { case $(readlink -v "$1" 2>&1) in *"Invalid argument") echo "$2 yes";; *) echo "$2 no";; esac; }
+st() { case $(ln "$1" "$1" 2>&1) in *"File exists") echo "$2 yes";; *) echo "$2 no";; esac; }
 mkdir "$d/real" "$d/other"
 touch "$d/real/f" "$d/other/g"
 ln -s real "$d/link"

@@ -65,7 +65,6 @@ pub const ALLOWED: &[S] = &[
     S::fchown,
     S::fchownat,
     S::utimensat,
-    S::faccessat2,
     S::truncate,
     S::ftruncate,
     S::inotify_add_watch,

@@ -29,6 +29,8 @@ enum Arg {
     /// unlinkat's flags (AT_REMOVEDIR shares a bit with AT_EACCESS).
     UnlinkFlags,
     AccessMode,
+    /// lseek's SEEK_SET, SEEK_CUR, SEEK_END...
+    Whence,
     /// Permission bits, in octal.
     Mode,
     Int,
@@ -74,6 +76,7 @@ fn signature(call: Sysno) -> Option<&'static [Arg]> {
         S::listxattr | S::llistxattr => &[Path, Hex, Int],
         S::removexattr | S::lremovexattr => &[Path, Path],
         S::ioctl => &[Fd, Hex, Hex],
+        S::lseek => &[Fd, Int, Whence],
         S::sched_getaffinity => &[Int, Int, Hex],
         S::sysinfo => &[Hex],
         S::mount => &[Path, Path, Path, Hex, Hex],
@@ -114,6 +117,12 @@ fn arg(out: &mut String, kind: Arg, raw: u64, guest: &dyn Guest) {
         AtFlags => out.push_str(&flag_names(raw as u32, AT_FLAGS, "0")),
         UnlinkFlags => out.push_str(&flag_names(raw as u32, &[(0x200, "AT_REMOVEDIR")], "0")),
         AccessMode => out.push_str(&flag_names(raw as u32, ACCESS, "F_OK")),
+        Whence => match WHENCE.get(raw as usize) {
+            Some(name) => out.push_str(name),
+            None => {
+                let _ = write!(out, "{}", raw as i32);
+            }
+        },
         Mode => {
             let _ = write!(out, "0{:o}", raw as u32);
         }
@@ -161,6 +170,8 @@ const AT_FLAGS: &[(u32, &str)] = &[
     (0x1000, "AT_EMPTY_PATH"),
 ];
 
+/// lseek's `whence` values, by number.
+const WHENCE: &[&str] = &["SEEK_SET", "SEEK_CUR", "SEEK_END", "SEEK_DATA", "SEEK_HOLE"];
 const ACCESS: &[(u32, &str)] = &[(4, "R_OK"), (2, "W_OK"), (1, "X_OK")];
 
 /// Whole sets first where one includes another flag's bit (O_SYNC,

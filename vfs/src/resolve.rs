@@ -319,15 +319,9 @@ impl Resolver {
             .ok_or(Errno::ENOENT)
     }
 
-    /// Whether the kernel prints the view's root as `/` for this process
-    /// (true in the sandbox; then printed paths are view paths already).
-    pub fn root_is_slash(&self) -> bool {
-        self.root_printed == b"/"
-    }
-
     /// A path as the kernel prints it for this process, as a view path:
     /// `None` when it is not under the view's root.
-    pub fn strip_root<'b>(&self, printed: &'b [u8]) -> Option<&'b [u8]> {
+    fn strip_root<'b>(&self, printed: &'b [u8]) -> Option<&'b [u8]> {
         let r = &self.root_printed[..];
         if r == b"/" {
             return path::is_abs(printed).then_some(printed);

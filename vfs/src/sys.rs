@@ -283,23 +283,6 @@ pub fn utimens_fd(
     check_long(r).map(drop)
 }
 
-/// `faccessat2(fd, "", mode, AT_EMPTY_PATH | AT_EACCESS)`: the kernel's
-/// access check on the file behind an `O_PATH` descriptor, with the
-/// caller's effective ids and effective capabilities.
-pub fn access_fd(fd: BorrowedFd<'_>, mode: i32) -> Result<(), Errno> {
-    // SAFETY: the path is a NUL-terminated empty string.
-    let r = unsafe {
-        libc::syscall(
-            libc::SYS_faccessat2,
-            fd.as_raw_fd(),
-            c"".as_ptr(),
-            mode,
-            libc::AT_EMPTY_PATH | libc::AT_EACCESS,
-        )
-    };
-    check_long(r).map(drop)
-}
-
 /// `truncate("/proc/self/fd/N", len)`: the kernel's path truncate (no
 /// open, so FIFOs and devices answer as they do natively).
 pub fn truncate_fd(fd: BorrowedFd<'_>, len: i64) -> Result<(), Errno> {

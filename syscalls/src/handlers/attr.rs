@@ -1,5 +1,4 @@
-//! access/faccessat/faccessat2, chmod/fchmodat/fchmodat2, chown/lchown/
-//! fchownat, utime/utimes/futimesat/utimensat, truncate.
+//! chmod/fchmodat/fchmodat2, chown/lchown/fchownat, utime/utimes/futimesat/utimensat, truncate.
 //!
 //! Owns: the argument checks of these calls in kernel order. Each
 //! resolves the path to an `O_PATH` descriptor (following a final symlink
@@ -23,26 +22,6 @@ const UTIME_OMIT: i64 = (1 << 30) - 2;
 
 fn follows(flags: i32) -> bool {
     flags & NOFOLLOW == 0
-}
-
-/// faccessat2 (and access, faccessat with flags 0). The check always runs
-/// with the effective ids (AT_EACCESS): the guest's real and effective ids
-/// are the same, and the worker's real-id check would use its permitted
-/// capabilities.
-pub fn faccessat(
-    ctx: &Context,
-    g: &dyn Guest,
-    dirfd: i32,
-    addr: u64,
-    mode: i32,
-    flags: i32,
-) -> Res {
-    if mode & !0o7 != 0 || flags & !(libc::AT_EACCESS | NOFOLLOW | EMPTY) != 0 {
-        return Err(Errno::EINVAL);
-    }
-    let fd = lookup_at(ctx, g, dirfd, addr, flags & EMPTY != 0, follows(flags))?;
-    sys::access_fd(fd.as_fd(), mode)?;
-    value(0)
 }
 
 /// fchmodat2 (and chmod, fchmodat with flags 0).

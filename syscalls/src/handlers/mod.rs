@@ -1,7 +1,7 @@
 //! The handlers of serviced file calls, one module per family in the
 //! manner of gVisor's `sys_*.go`: [`open`] (open, openat, openat2, creat),
-//! [`statfs`], [`attr`] (access, chmod, chown, utimes, truncate),
-//! [`namei`] (mkdir, mknod, unlink, rename, link, symlink, readlink),
+//! [`statfs`], [`attr`] (chmod, chown, utimes, truncate),
+//! [`namei`] (mkdir, mknod, unlink, rename, link, symlink),
 //! [`notify`] (inotify_add_watch) and [`sysinfo`]
 //! (the guest's limits and the /proc files it serves rewritten, with the
 //! texts of `limitfiles`, `mounttab`, `procstat`, `procfiles`, `procsys`
@@ -205,9 +205,6 @@ fn route(ctx: &Context, g: &dyn Guest, c: &SyscallArgs) -> Res {
 
         libc::SYS_statfs => statfs::statfs(ctx, g, a[0], a[1]),
 
-        libc::SYS_access => attr::faccessat(ctx, g, CWD, a[0], c.int(1), 0),
-        libc::SYS_faccessat => attr::faccessat(ctx, g, c.int(0), a[1], c.int(2), 0),
-        libc::SYS_faccessat2 => attr::faccessat(ctx, g, c.int(0), a[1], c.int(2), c.int(3)),
         libc::SYS_chmod => attr::fchmodat(ctx, g, CWD, a[0], c.uint(1), 0),
         libc::SYS_fchmodat => attr::fchmodat(ctx, g, c.int(0), a[1], c.uint(2), 0),
         libc::SYS_fchmodat2 => attr::fchmodat(ctx, g, c.int(0), a[1], c.uint(2), c.int(3)),
@@ -246,8 +243,6 @@ fn route(ctx: &Context, g: &dyn Guest, c: &SyscallArgs) -> Res {
         libc::SYS_linkat => namei::linkat(ctx, g, [c.int(0), c.int(2)], [a[1], a[3]], c.int(4)),
         libc::SYS_symlink => namei::symlinkat(ctx, g, a[0], CWD, a[1]),
         libc::SYS_symlinkat => namei::symlinkat(ctx, g, a[0], c.int(1), a[2]),
-        libc::SYS_readlink => namei::readlinkat(ctx, g, CWD, a[0], a[1], c.int(2)),
-        libc::SYS_readlinkat => namei::readlinkat(ctx, g, c.int(0), a[1], a[2], c.int(3)),
 
         libc::SYS_getxattr | libc::SYS_removexattr => xattr::named(ctx, g, a[0], a[1], true),
         libc::SYS_lgetxattr | libc::SYS_lremovexattr => xattr::named(ctx, g, a[0], a[1], false),

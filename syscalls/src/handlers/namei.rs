@@ -1,17 +1,18 @@
 //! mkdir(at), mknod(at), unlink(at), rmdir, rename(at)(2), link(at),
-//! symlink(at), readlink(at): the calls that act on a name in a directory.
+//! symlink(at): the calls that act on a name in a directory. (readlink
+//! passes the filter: the policy table says why.)
 //!
 //! Owns: their argument checks in kernel order. Each resolves the parent
 //! directory of the final component (following everything before it) and
 //! hands the component, exactly as the guest wrote it (`.`, `..`, `/`,
 //! trailing slashes included), to the matching `*at` call, which does not
 //! follow a final symlink, so the kernel gives the native answer for every
-//! odd case. The two lookups that would follow a final component — link
-//! with AT_SYMLINK_FOLLOW (or a trailing slash) and readlink with a
-//! trailing slash — resolve the whole path in the view instead.
+//! odd case. The lookup that would follow a final component — link
+//! with AT_SYMLINK_FOLLOW (or a trailing slash) — resolves the whole path
+//! in the view instead.
 
 use std::ffi::CString;
-use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::os::fd::{AsFd, OwnedFd};
 
 use nix::errno::Errno;
 use vfs::{sys, At, Parent};
@@ -176,9 +177,9 @@ pub fn linkat(ctx: &Context, g: &dyn Guest, dirfds: [i32; 2], addrs: [u64; 2], f
         if follow {
             Source::File(ctx.fs.lookup(&old.at(&caller), &old.path, true)?)
         } else {
-            if new.is_err() {
-                ctx.fs.lookup(&old.at(&caller), &old.path, false)?;
-            }
+            // The whole old name first: its errors come before the new
+            // name's parent lookup's (ENOENT before ENOTDIR).
+            ctx.fs.lookup(&old.at(&caller), &old.path, false)?;
             Source::Name(old.parent(ctx, &caller)?)
         }
     };
@@ -210,92 +211,4 @@ pub fn symlinkat(ctx: &Context, g: &dyn Guest, target: u64, dirfd: i32, addr: u6
     ctx.fs.names_added();
     r?;
     value(0)
-}
-
-/// readlinkat (and readlink): truncated to `bufsiz` without a NUL, as the
-/// kernel does. An empty path reads the link `dirfd` itself is.
-pub fn readlinkat(
-    ctx: &Context,
-    g: &dyn Guest,
-    dirfd: i32,
-    addr: u64,
-    buf: u64,
-    bufsiz: i32,
-) -> Res {
-    if bufsiz <= 0 {
-        return Err(Errno::EINVAL);
-    }
-    let path = read_path(g, addr)?;
-    let mut out = [0u8; libc::PATH_MAX as usize];
-    let (n, procfs) = if path.is_empty() {
-        let fd = dir_itself(g, dirfd)?;
-        (
-            sys::readlinkat(fd.as_fd(), c"", &mut out)?,
-            in_procfs(ctx, fd.as_fd()),
-        )
-    } else {
-        let caller = Caller(g);
-        let op = Operand {
-            start: start(g, dirfd, path.to_bytes())?,
-            path,
-        };
-        if op.path.to_bytes().ends_with(b"/") {
-            // The trailing slash makes the lookup follow: a directory.
-            ctx.fs.lookup(&op.at(&caller), &op.path, true)?;
-            return Err(Errno::EINVAL);
-        }
-        let p = op.parent(ctx, &caller)?;
-        if let Some(own) = proc_self_link(g, p.dir.as_fd(), p.name.to_bytes())? {
-            let len = own.len().min(bufsiz as usize);
-            g.write_mem(buf, &own.as_bytes()[..len])?;
-            return value(len as i64);
-        }
-        (
-            sys::readlinkat(p.dir.as_fd(), p.name, &mut out)?,
-            in_procfs(ctx, p.dir.as_fd()),
-        )
-    };
-    let target = out.get(..n).unwrap_or(&[]);
-    // A magic link prints a host path; show it as a view path.
-    let target = if procfs {
-        ctx.fs.strip_root(target).unwrap_or(target)
-    } else {
-        target
-    };
-    let len = target.len().min(bufsiz as usize);
-    g.write_mem(buf, &target[..len])?;
-    value(len as i64)
-}
-
-/// procfs' magic number and the inode number of its root.
-const PROC_SUPER_MAGIC: i64 = 0x9fa0;
-const PROC_ROOT_INO: u64 = 1;
-
-/// `self` and `thread-self` in procfs' root name the caller, not the
-/// supervisor (for which they name nothing): their targets for the guest.
-fn proc_self_link(
-    g: &dyn Guest,
-    dir: BorrowedFd<'_>,
-    name: &[u8],
-) -> Result<Option<String>, Errno> {
-    if name != b"self" && name != b"thread-self" {
-        return Ok(None);
-    }
-    let is_proc_root = sys::fstatfs(dir).is_ok_and(|s| s.f_type == PROC_SUPER_MAGIC)
-        && sys::fstat(dir).is_ok_and(|s| s.st_ino == PROC_ROOT_INO);
-    if !is_proc_root {
-        return Ok(None);
-    }
-    let (tgid, tid) = g.ns_ids()?;
-    Ok(Some(if name == b"self" {
-        tgid.to_string()
-    } else {
-        format!("{tgid}/task/{tid}")
-    }))
-}
-
-/// Whether `dir` is in procfs, where link targets are printed host paths.
-/// Only asked when the view's root is not what the host prints as `/`.
-fn in_procfs(ctx: &Context, dir: BorrowedFd<'_>) -> bool {
-    !ctx.fs.root_is_slash() && sys::fstatfs(dir).is_ok_and(|s| s.f_type == PROC_SUPER_MAGIC)
 }

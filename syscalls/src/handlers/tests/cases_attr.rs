@@ -1,58 +1,10 @@
-//! access, chmod, chown, utimes, truncate against the kernel.
+//! chmod, chown, utimes, truncate against the kernel.
 
 use super::*;
 
 const SOME: &[&str] = &[
     "file", "link", "dir", "dlink/", "dangling", "missing", "file/", "loop1", "dir/up",
 ];
-
-#[test]
-fn access_family() {
-    let t = tree();
-    for &rel in SOME {
-        for mode in [0, 1, 2, 4, 7, 8] {
-            same(t.path(), &format!("access {rel} {mode}"), &|s| {
-                (libc::SYS_access, [s.path(rel), mode, 0, 0, 0, 0], vec![])
-            });
-        }
-    }
-    let flags = [
-        0,
-        libc::AT_EACCESS,
-        libc::AT_SYMLINK_NOFOLLOW,
-        libc::AT_EMPTY_PATH,
-        0x1,
-    ];
-    for &f in &flags {
-        for &d in &[D::Cwd, D::Fd("dir"), D::Fd("file"), D::Bad] {
-            for &p in &[
-                P::Rel("file"),
-                P::Rel("link"),
-                P::Rel("up"),
-                P::Rel(""),
-                P::Abs("dangling"),
-                P::Bad,
-            ] {
-                same(t.path(), &format!("faccessat2 {d:?} {p:?} {f:#x}"), &|s| {
-                    let (d, p) = (da(s, d), pa(s, p));
-                    (libc::SYS_faccessat2, [d, p, 4, f as u64, 0, 0], vec![])
-                });
-                same(t.path(), &format!("faccessat {d:?} {p:?}"), &|s| {
-                    let (d, p) = (da(s, d), pa(s, p));
-                    (libc::SYS_faccessat, [d, p, 2, f as u64, 0, 0], vec![])
-                });
-            }
-        }
-    }
-    // Read-only mounts answer EROFS for W_OK (the host's /proc/sys is one on most systems).
-    same(t.path(), "access /proc/sys/kernel W_OK", &|s| {
-        (
-            libc::SYS_access,
-            [s.s("/proc/sys/kernel"), 2, 0, 0, 0, 0],
-            vec![],
-        )
-    });
-}
 
 #[test]
 fn chmod_family() {

@@ -1,4 +1,4 @@
-//! mkdir, mknod, unlink, rmdir, rename, link, symlink, readlink against
+//! mkdir, mknod, unlink, rmdir, rename, link, symlink against
 //! the kernel.
 
 use super::*;
@@ -307,52 +307,4 @@ fn symlink_family() {
             vec![],
         )
     });
-}
-
-#[test]
-fn readlink_family() {
-    let t = tree();
-    for &rel in NAMES.iter().chain(&["dir/up", ""]) {
-        for size in [0i64, 1, 3, 100, -1] {
-            same(t.path(), &format!("readlink {rel} {size}"), &|s| {
-                let (p, b) = (s.path(rel), s.buf(128));
-                (
-                    libc::SYS_readlink,
-                    [p, b, size as u64, 0, 0, 0],
-                    vec![(b, 128)],
-                )
-            });
-        }
-    }
-    for &d in &[D::Cwd, D::Fd("dir"), D::Fd("link"), D::Bad] {
-        for &p in &[
-            P::Rel("up"),
-            P::Rel("link"),
-            P::Rel(""),
-            P::Raw("/"),
-            P::Bad,
-        ] {
-            same(t.path(), &format!("readlinkat {d:?} {p:?}"), &|s| {
-                let (d, p, b) = (da(s, d), pa(s, p), s.buf(64));
-                (libc::SYS_readlinkat, [d, p, b, 64, 0, 0], vec![(b, 64)])
-            });
-        }
-    }
-    same(t.path(), "readlink to a bad buffer", &|s| {
-        (libc::SYS_readlink, [s.path("link"), 1, 10, 0, 0, 0], vec![])
-    });
-    // Magic links and /proc/self.
-    let f = fs::File::open(t.path().join("file")).unwrap();
-    for p in [
-        format!("/proc/self/fd/{}", f.as_raw_fd()),
-        "/proc/self/exe".into(),
-        "/proc/self/cwd".into(),
-        "/dev/stdin".into(),
-        "/proc/self".into(),
-    ] {
-        same(t.path(), &format!("readlink {p}"), &|s| {
-            let (a, b) = (s.s(&p), s.buf(256));
-            (libc::SYS_readlink, [a, b, 256, 0, 0, 0], vec![(b, 256)])
-        });
-    }
 }

@@ -89,7 +89,6 @@ fn escapes_stay_inside() {
     let at = libc::AT_FDCWD as i64 as u64;
     let st = f.g.put(&[0u8; 256]);
     let cases: Vec<(i64, [u64; 6])> = vec![
-        (libc::SYS_access, [s(&f, "/up/secret"), 0, 0, 0, 0, 0]),
         (
             libc::SYS_mkdir,
             [s(&f, "/toroot/../outdir/x"), 0o777, 0, 0, 0, 0],
@@ -132,10 +131,9 @@ fn escapes_stay_inside() {
             [s(&f, "/toroot/../secret"), 0, 0, 0, 0, 0],
         ),
         (libc::SYS_utimensat, [at, s(&f, "/up/secret"), 0, 0, 0, 0]),
-        (libc::SYS_readlink, [s(&f, "/up/secret"), st, 100, 0, 0, 0]),
         (
-            libc::SYS_access,
-            [s(&f, "../../../../secret"), 0, 0, 0, 0, 0],
+            libc::SYS_open,
+            [s(&f, "../../../../secret"), libc::O_PATH as u64, 0, 0, 0, 0],
         ),
         (libc::SYS_statfs, [s(&f, "/hostpath"), st, 0, 0, 0, 0]),
         (
@@ -154,11 +152,6 @@ fn escapes_stay_inside() {
         let r = f.call(nr, a);
         assert!(matches!(r, Outcome::Err(Errno::ENOENT)), "{nr}: {r:?}");
     }
-    // The readlink of an escaping link itself is harmless: it is its text.
-    assert_eq!(
-        f.call(libc::SYS_readlink, [s(&f, "/abs"), st, 100, 0, 0, 0]),
-        Outcome::Val(10)
-    );
     assert_eq!(snapshot(&v.outside.join("outdir")), before);
     let after = fs::metadata(v.outside.join("secret")).unwrap();
     assert_eq!(
