@@ -11,10 +11,16 @@ use common::*;
 
 const PY: &str = "/usr/bin/python3";
 
-/// Reads /proc/stat and /proc/uptime, lets a child burn a second of CPU
-/// time, rewinds both and reads again.
+/// Rewinds a plain file first (before the sandbox has served any file,
+/// when a rewind is not looked at), then reads /proc/stat and
+/// /proc/uptime, lets a child burn a second of CPU time, rewinds both and
+/// reads again.
 const REWIND_READER: &str = r#"
 import os, subprocess, sys
+with open("/etc/hostname") as plain:
+    text = plain.read()
+    plain.seek(0)
+    assert plain.read() == text
 def busy(text):
     f = [int(x) for x in text.splitlines()[0].split()[1:]]
     return sum(f) - f[3] - f[4]

@@ -23,7 +23,8 @@
 //! (`sysinfo::substitute`), whose text cannot change. The filter traps
 //! only `lseek(fd, 0, SEEK_SET)` (a BPF test of two registers; every other
 //! seek passes). One readlink of `/proc/<tid>/fd/<fd>` sends plain files
-//! back to the kernel. When the guest's `fd` is one of those memfds, a fresh one
+//! back to the kernel, or nothing at all while the sandbox has served no
+//! file yet (`Synthetic::served_any`: no descriptor can be one). When the guest's `fd` is one of those memfds, a fresh one
 //! is made and put at the same number (`SECCOMP_ADDFD_FLAG_SETFD`, as
 //! dup2, keeping close-on-exec and `O_NONBLOCK`), and the call answers 0:
 //! the next read starts at the new text's beginning. Any other descriptor
@@ -51,8 +52,12 @@ pub(crate) fn lseek(ctx: &Context, g: &dyn Guest, fd: i32, offset: u64, whence: 
     if offset != 0 || whence != libc::SEEK_SET as u32 {
         return Ok(Reply::Continue);
     }
-    // Most rewinds are of plain files: one readlink tells them apart. A
+    // Most rewinds are of plain files. In a sandbox that was never served
+    // a file, every descriptor is; else one readlink tells them apart. A
     // bad descriptor is the kernel's to answer (EBADF, ESPIPE).
+    if !ctx.synthetic.served_any() {
+        return Ok(Reply::Continue);
+    }
     let Ok(link) = g.fd_link(fd) else {
         return Ok(Reply::Continue);
     };

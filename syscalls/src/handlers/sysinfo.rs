@@ -28,6 +28,7 @@
 use std::ffi::{CStr, CString};
 use std::fmt;
 use std::os::fd::{AsFd, OwnedFd};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use nix::errno::Errno;
 use vfs::resolve::flags::IN_ROOT;
@@ -239,6 +240,9 @@ pub(crate) struct Synthetic {
     pub(super) processes: HighWater,
     /// The sandbox's numbers of the host's autogroups (`procself.rs`).
     pub(super) autogroups: AutogroupIds,
+    /// Set before the first served file reaches the guest: until then no
+    /// descriptor in the sandbox can be one, and a rewind needs no look.
+    served_any: AtomicBool,
 }
 
 impl Synthetic {
@@ -274,7 +278,16 @@ impl Synthetic {
             ctxt: HighWater::default(),
             processes: HighWater::default(),
             autogroups: AutogroupIds::default(),
+            served_any: AtomicBool::new(false),
         }
+    }
+
+    /// Whether any served file was ever made for the guest. Read by a
+    /// rewind before it looks at the guest's descriptor: false means the
+    /// descriptor is the guest's own (SeqCst, as the mark is made before
+    /// the file is handed over).
+    pub(crate) fn served_any(&self) -> bool {
+        self.served_any.load(Ordering::SeqCst)
     }
 
     /// The view's files rewritten under `limits`.
@@ -411,6 +424,7 @@ pub(crate) fn substitute(ctx: &Context, fd: OwnedFd, flags: i32) -> Result<Owned
     let Some(kind) = ctx.synthetic.which(&fd) else {
         return Ok(fd);
     };
+    ctx.synthetic.served_any.store(true, Ordering::SeqCst);
     let name = memfd_name(kind, &fd);
     let host = match host_source(kind) {
         HostText::None => String::new(),
