@@ -17,7 +17,7 @@
 //! newfstatat_miss, readlinkat, faccessat, getdents64_100, getcwd,
 //! opendir_close, create_unlink (in /tmp supervised, /dev/shm natively)
 //! (serviced or as the policy decides), lseek_rewind (serviced: a rewind may re-serve a
-//! /proc file), read_4k, lseek_cur, write_4k, getpid (passthrough), each with
+//! /proc file), read_4k, mmap_4k, lseek_cur, write_4k, getpid (passthrough), each with
 //! `native` and `supervised`; notify_roundtrip/supervised; startup/true_native
 //! startup/true_supervised and startup/true_supervised_limits (every
 //! limit flag set); GROUP/supervised_limits for the LIMITED_GROUPS, from a
@@ -93,6 +93,7 @@ const CALLS: &[(&str, &str, bool)] = &[
     ("opendir_close", "opendir_close", true),
     ("create_unlink", "create_unlink", true),
     ("read_4k", "read4k", true),
+    ("mmap_4k", "mmap4k", true),
     ("lseek_rewind", "lseek_rewind", true),
     ("lseek_cur", "lseek_cur", true),
     ("write_4k", "write4k", true),

@@ -20,16 +20,18 @@
  *                 loop, left out of the time): how real programs make their
  *                 serviced calls, each after the worker has gone to sleep and
  *                 the caches have cooled                      [serviced + pass]
- *   newfstatat    fstatat(AT_FDCWD, DIR/f001, &st, 0)                 [serviced]
- *   stat_miss     fstatat(AT_FDCWD, DIR/missing, &st, 0) -> ENOENT    [serviced]
- *   readlinkat    readlinkat(AT_FDCWD, DIR/link, buf, sizeof buf)     [serviced]
- *   faccessat     faccessat(AT_FDCWD, DIR/f001, R_OK, 0)              [serviced]
+ *   newfstatat    fstatat(AT_FDCWD, DIR/f001, &st, 0)                 [pass]
+ *   stat_miss     fstatat(AT_FDCWD, DIR/missing, &st, 0) -> ENOENT    [pass]
+ *   readlinkat    readlinkat(AT_FDCWD, DIR/link, buf, sizeof buf)     [pass]
+ *   faccessat     faccessat(AT_FDCWD, DIR/f001, R_OK, 0)              [pass]
  *   getdents64    lseek(dirfd, 0) + getdents64 until all 102 records
  *                 (100 entries + . and ..) are read; one getdents64 call
  *                 with a 64 KiB buffer normally returns them all       [as the policy says]
  *   read4k        pread64(fd of DIR/f000, buf, 4096, 0)               [pass]
+ *   mmap4k        mmap(4096, PROT_READ, MAP_PRIVATE, fd of DIR/f000) + a read
+ *                 of its first byte (the page fault) + munmap           [pass]
  *   lseek_rewind  lseek(fd of DIR/f000, 0, SEEK_SET): a rewind of a plain
- *                 file                                       [serviced: CONTINUE]
+ *                 file                  [serviced: CONTINUE, once a file was served]
  *   lseek_cur     lseek(fd of DIR/f000, 0, SEEK_CUR)                  [pass]
  *   write4k       write(fd of /dev/null, buf, 4096)                   [pass]
  *   getpid        syscall(SYS_getpid)                                 [pass]
@@ -67,6 +69,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #define DIR_RECORDS 102 /* 100 entries + "." + ".." */
@@ -172,6 +175,18 @@ static int b_read4k(long n) {
     return 0;
 }
 
+static int b_mmap4k(long n) {
+    volatile char sink = 0;
+    for (long i = 0; i < n; i++) {
+        char *p = mmap(NULL, 4096, PROT_READ, MAP_PRIVATE, big_fd, 0);
+        if (p == MAP_FAILED) return -1;
+        sink += p[0];
+        if (munmap(p, 4096) != 0) return -1;
+    }
+    (void)sink;
+    return 0;
+}
+
 static int b_lseek_rewind(long n) {
     for (long i = 0; i < n; i++)
         if (lseek(big_fd, 0, SEEK_SET) != 0) return -1;
@@ -274,6 +289,7 @@ static const struct { const char *name; int (*fn)(long); } benches[] = {
     {"openat_sparse", b_openat_sparse}, {"scratch_open", b_scratch_open},
     {"usr_open", b_usr_open},         {"proc_open", b_proc_open},
     {"scratch_read", b_scratch_read}, {"scratch_rdwr", b_scratch_rdwr},
+    {"mmap4k", b_mmap4k},
 };
 
 static void join(char *out, const char *dir, const char *name) {
