@@ -3,7 +3,7 @@
 //! and a C program (tests/c/netprobe.c) checking options, non-blocking
 //! connect, half-close, MSG_PEEK/MSG_DONTWAIT/MSG_TRUNC and errnos,
 //! compared with a native run; a UDP IPv6 socket talking to IPv4
-//! through v4-mapped addresses (tests/c/udp6map.c) and glibc's
+//! through v4-mapped addresses and UDP disconnects (tests/c/udp6map.c) and glibc's
 //! getaddrinfo, which sorts its answers that way (tests/net/gai.py), both
 //! compared with a native run in a network namespace of its own.
 
@@ -81,7 +81,10 @@ fn native_netns(argv: &[&str], binds: &[(&Path, &str)]) -> Run {
 /// A UDP IPv6 socket talking to an IPv4 one (v4-mapped): connect with an
 /// AF_INET or a v4-mapped address, the names, both directions of data,
 /// sendto without connect, a disconnect and reconnect to the other
-/// family, and IPV6_V6ONLY's refusals (tests/c/udp6map.c), as natively.
+/// family, and IPV6_V6ONLY's refusals; a dual-stack receiver's view of a
+/// sender bound to `::` (v4-mapped over IPv4); what a disconnect keeps
+/// of UDP sockets bound every way, of both families (tests/c/udp6map.c),
+/// as natively.
 #[test]
 fn udp6_talks_to_ipv4_as_native() {
     if !is_root() {
@@ -93,11 +96,13 @@ fn udp6_talks_to_ipv4_as_native() {
     let run = Run::new(&[prog]).sup(&c_mounts());
     let sandboxed = isolated(run).supervised().ok("sandboxed udp6map");
     assert_eq!(sandboxed.stdout, native.stdout, "{}", sandboxed.dump());
-    assert!(
-        native.stdout.contains("inet connect = 0\n"),
-        "{}",
-        native.stdout
-    );
+    for line in [
+        "inet connect = 0\n",
+        "dual inet dual received ping from: inet6 ::ffff:127.0.0.1 port len 28\n",
+        "disconnect inet6 none connected getsockname after: inet6 :: port0 len 28\n",
+    ] {
+        assert!(native.stdout.contains(line), "{line}: {}", native.stdout);
+    }
 }
 
 /// glibc's getaddrinfo sorts its answers with a UDP socket per family

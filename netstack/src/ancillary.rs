@@ -101,22 +101,23 @@ pub fn fingerprint(data: &[u8]) -> u64 {
     h
 }
 
-/// Stamps of sent datagrams not yet received, oldest first.
+/// Stamps of sent datagrams not yet received, oldest first (a [`Stamp`],
+/// or any other per-datagram mark: `crate::stack`'s "sent over IPv4").
 #[derive(Debug, Default)]
-pub struct Stamps {
-    queue: Mutex<VecDeque<(Vec<u8>, u64, Stamp)>>,
+pub struct Stamps<T = Stamp> {
+    queue: Mutex<VecDeque<(Vec<u8>, u64, T)>>,
 }
 
-impl Stamps {
+impl<T: Copy + Default> Stamps<T> {
     /// An empty store (for a `static`).
-    pub const fn new() -> Stamps {
+    pub const fn new() -> Stamps<T> {
         Stamps {
             queue: parking_lot::const_mutex(VecDeque::new()),
         }
     }
 
     /// Records the stamp of a datagram sent from the socket named `from`.
-    pub fn record(&self, from: &[u8], print: u64, stamp: Stamp) {
+    pub fn record(&self, from: &[u8], print: u64, stamp: T) {
         let mut q = self.queue.lock();
         if q.len() >= MAX_STAMPS {
             q.pop_front();
@@ -126,15 +127,15 @@ impl Stamps {
 
     /// The stamp of a datagram received from `from` (the oldest that
     /// matches), removed unless `peek`; the default without one.
-    pub fn take(&self, from: &[u8], print: u64, peek: bool) -> Stamp {
+    pub fn take(&self, from: &[u8], print: u64, peek: bool) -> T {
         let mut q = self.queue.lock();
         let Some(at) = q.iter().position(|(f, p, _)| *p == print && f == from) else {
-            return Stamp::default();
+            return T::default();
         };
         if peek {
             return q[at].2;
         }
-        q.remove(at).map_or_else(Stamp::default, |(_, _, s)| s)
+        q.remove(at).map_or_else(T::default, |(_, _, s)| s)
     }
 }
 

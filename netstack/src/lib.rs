@@ -10,7 +10,8 @@
 //! state one sandbox shares ([`stack::Stack`]); and the edge: `--allow-net`
 //! rules and special ranges ([`rules`]), the DNS stub ([`dns`]), relays
 //! ([`relay`]) and published ports ([`publish`]); the unix sockets'
-//! queue lengths as the kernel's `unix_diag` reports them ([`queues`]). Does not own: guest
+//! queue lengths as the kernel's `unix_diag` reports them ([`queues`]); the one
+//! host call nix does not wrap, a datagram disconnect (`sys`). Does not own: guest
 //! memory or the trap (the handlers in `syscalls/` drive this crate).
 
 pub mod addr;
@@ -30,6 +31,7 @@ pub mod reuseport;
 pub mod rules;
 pub mod sockets;
 pub mod stack;
+mod sys;
 pub mod table;
 
 pub use egress::{DenialLog, Denied, DeniedConnection, Egress, HostOption, NoEgress, Refusal};

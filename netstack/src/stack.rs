@@ -9,7 +9,7 @@
 //! connections and datagrams to sandbox-loopback destinations
 //! (`local.rs`), and the per-listener queue of accepted connections that
 //! could not be installed (`pending.rs`), and the source a wildcard-named
-//! UDP socket shows (`source.rs`). Does not own: guest memory,
+//! UDP socket shows and a UDP disconnect (`source.rs`). Does not own: guest memory,
 //! guest descriptors or blocking (the handlers in `syscalls/` do that;
 //! every call here returns at once unless the host socket itself blocks).
 
@@ -61,6 +61,8 @@ pub struct Stack {
     /// The namespace's `NETLINK_SOCK_DIAG` socket, once asked for; held
     /// through a dump.
     diag: Mutex<Option<OwnedFd>>,
+    /// Which datagrams of senders bound to `::` went over IPv4.
+    over_v4: source::OverV4,
 }
 
 impl std::fmt::Debug for Stack {
@@ -95,6 +97,7 @@ impl Stack {
             groups: Groups::default(),
             pending: Pending::default(),
             diag: Mutex::new(None),
+            over_v4: source::OverV4::default(),
         }
     }
 
@@ -204,13 +207,19 @@ impl Stack {
         self.namer.decode(crate::name::abstract_of(&ua)?)
     }
 
-    /// The socket's own address (unbound: the domain's wildcard, port 0).
+    /// The socket's own address (unbound: the domain's wildcard, port 0;
+    /// a port a disconnect released: port 0).
     pub fn local_addr(&self, s: &Sock) -> SocketAddr {
         if let Some(local) = s.meta.local {
             return local;
         }
-        self.bound_name(s.fd.as_fd())
-            .map_or_else(|| addr::unspecified(s.meta.domain), |n| n.addr)
+        let mut a = self
+            .bound_name(s.fd.as_fd())
+            .map_or_else(|| addr::unspecified(s.meta.domain), |n| n.addr);
+        if s.meta.released {
+            a.set_port(0);
+        }
+        a
     }
 
     /// The connected peer's address (ENOTCONN when not connected).

@@ -37,6 +37,12 @@ pub struct Meta {
     /// A non-blocking connect answered EINPROGRESS and no connect has
     /// asked since: the next one returns 0 (then EISCONN), as TCP does.
     pub connect_reported: bool,
+    /// Bound by the guest to a port of its choosing (not 0): a UDP
+    /// disconnect keeps it (Linux's SOCK_BINDPORT_LOCK).
+    pub port_locked: bool,
+    /// A UDP disconnect released the port this socket's host name still
+    /// holds: it reports port 0 until the next autobind takes it again.
+    pub released: bool,
 }
 
 impl Meta {
@@ -53,6 +59,8 @@ impl Meta {
             local: None,
             peer: None,
             connect_reported: false,
+            port_locked: false,
+            released: false,
         }
     }
 

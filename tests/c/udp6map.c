@@ -6,9 +6,13 @@
  * the reply and its v4-mapped source; sendto without connect; what a
  * v4-mapped socket can still reach; disconnect (AF_UNSPEC) and reconnect
  * to the other family, as glibc's getaddrinfo does to sort its answers;
- * IPV6_V6ONLY's refusals. Printed without port numbers (only whether a
- * port is the one expected), so a native run and a sandboxed one compare
- * line by line. */
+ * IPV6_V6ONLY's refusals; what a dual-stack receiver bound to `::` sees
+ * of a sender bound to `::` (v4-mapped when the datagram went over IPv4);
+ * what a disconnect (AF_UNSPEC) keeps of a socket's name (Linux's
+ * __udp_disconnect releases a port and an address not bound explicitly)
+ * and that anyone may send to it again. Printed without port numbers
+ * (only whether a port is the one expected), so a native run and a
+ * sandboxed one compare line by line. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
@@ -241,6 +245,133 @@ static void toward_udp6(void) {
     close(s4), close(u);
 }
 
+/* A dual-stack receiver bound to `::` (`r6`, port `p6`) and a udp6
+ * socket bound to `::` that sends it "ping" to `to`: the sender as `r6`
+ * sees it (peeked, then taken), and `r6`'s reply as the sender sees it. */
+static void dual_one(const char *what, int u, int r6, int p6, const struct sockaddr *to,
+                     socklen_t tolen) {
+    char label[128];
+    if (to)
+        res(LABEL("sendto"), sendto(u, "ping", 4, 0, to, tolen));
+    else
+        res(LABEL("send"), send(u, "ping", 4, 0));
+    int mine = port_of(u);
+    char buf[8];
+    struct sockaddr_storage ss;
+    socklen_t l = sizeof ss;
+    memset(&ss, 0, sizeof ss);
+    ssize_t n = recvfrom(r6, buf, sizeof buf, MSG_PEEK, (struct sockaddr *)&ss, &l);
+    if (n < 0)
+        res(LABEL("peek"), n);
+    else
+        show(LABEL("peek from"), &ss, l, mine);
+    take(LABEL("dual received"), r6, mine, "pong");
+    take(LABEL("reply received"), u, p6, NULL);
+}
+
+/* What a dual-stack receiver sees of senders bound to `::`: over IPv4
+ * (an AF_INET or v4-mapped destination, or connected to one) from
+ * ::ffff:127.0.0.1, over IPv6 from ::1; an AF_INET receiver from
+ * 127.0.0.1. */
+static void dual_stack(void) {
+    int r6 = udp6(0);
+    struct sockaddr_in6 any = in6("::", 0);
+    bind(r6, (struct sockaddr *)&any, sizeof any);
+    int p6 = port_of(r6);
+    struct sockaddr_in a4 = in4(p6);
+    struct sockaddr_in6 m6 = in6("::ffff:127.0.0.1", p6), l6 = in6("::1", p6);
+    int u = udp6(0);
+    dual_one("dual inet", u, r6, p6, (struct sockaddr *)&a4, sizeof a4);
+    dual_one("dual mapped", u, r6, p6, (struct sockaddr *)&m6, sizeof m6);
+    dual_one("dual ::1", u, r6, p6, (struct sockaddr *)&l6, sizeof l6);
+    int r4 = receiver(AF_INET);
+    struct sockaddr_in to4 = in4(port_of(r4));
+    res("dual to ipv4 sendto", sendto(u, "ping", 4, 0, (struct sockaddr *)&to4, sizeof to4));
+    take("dual to ipv4 received", r4, port_of(u), NULL);
+    close(u), close(r4);
+    u = udp6(0);
+    res("dual connected connect", connect(u, (struct sockaddr *)&a4, sizeof a4));
+    dual_one("dual connected", u, r6, p6, NULL, 0);
+    close(u), close(r6);
+}
+
+/* `ip` and `port` as an address of `domain` (its length in `*len`). */
+static struct sockaddr_storage at(int domain, const char *ip, int port, socklen_t *len) {
+    struct sockaddr_storage ss;
+    memset(&ss, 0, sizeof ss);
+    if (domain == AF_INET) {
+        struct sockaddr_in a = in4(port);
+        inet_pton(AF_INET, ip, &a.sin_addr);
+        memcpy(&ss, &a, *len = sizeof a);
+    } else {
+        struct sockaddr_in6 a = in6(ip, port);
+        memcpy(&ss, &a, *len = sizeof a);
+    }
+    return ss;
+}
+
+/* A socket of `domain` bound as `how` says ("none"; "port0": the
+ * wildcard and port 0; "addr0": loopback and port 0; "port": the
+ * wildcard and a port of its choosing), connected to the receiver `r`
+ * or having sent to it, then disconnected: its names, a send that
+ * autobinds again, the reply, and a datagram from another socket. */
+static void disconnected(int domain, const char *how, int connects) {
+    int v4 = domain == AF_INET;
+    const char *lo = v4 ? "127.0.0.1" : "::1", *any = v4 ? "0.0.0.0" : "::";
+    int r = receiver(domain), pr = port_of(r), fixed = 0;
+    int u = socket(domain, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    struct timeval tv = {.tv_sec = 5};
+    setsockopt(u, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    socklen_t blen, dlen;
+    struct sockaddr_storage b = at(domain, strcmp(how, "addr0") ? any : lo, 0, &blen);
+    if (strcmp(how, "port") == 0) {
+        int t = socket(domain, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+        bind(t, (struct sockaddr *)&b, blen);
+        fixed = port_of(t);
+        close(t);
+        b = at(domain, any, fixed, &blen);
+    }
+    if (strcmp(how, "none") != 0)
+        bind(u, (struct sockaddr *)&b, blen);
+    struct sockaddr_storage d = at(domain, lo, pr, &dlen);
+    char label[128], what[64];
+    snprintf(what, sizeof what, "disconnect %s %s %s", v4 ? "inet" : "inet6", how,
+             connects ? "connected" : "sent");
+    if (connects)
+        res(LABEL("connect"), connect(u, (struct sockaddr *)&d, dlen));
+    else
+        res(LABEL("sendto"), sendto(u, "x", 1, 0, (struct sockaddr *)&d, dlen));
+    int mine = port_of(u);
+    name(LABEL("getsockname"), u, 0, mine);
+    struct sockaddr un = {.sa_family = AF_UNSPEC};
+    res(LABEL("disconnect"), connect(u, &un, sizeof un));
+    name(LABEL("getsockname after"), u, 0, mine);
+    name(LABEL("getpeername after"), u, 1, pr);
+    res(LABEL("disconnect again"), connect(u, &un, sizeof un));
+    if (!connects)
+        take(LABEL("first"), r, mine, NULL);
+    res(LABEL("sendto after"), sendto(u, "y", 1, 0, (struct sockaddr *)&d, dlen));
+    int again = port_of(u);
+    name(LABEL("getsockname resent"), u, 0, again);
+    take(LABEL("resent"), r, again, "z");
+    take(LABEL("reply"), u, pr, NULL);
+    int o = receiver(domain);
+    socklen_t ulen;
+    struct sockaddr_storage to_u = at(domain, lo, again, &ulen);
+    res(LABEL("other sendto"), sendto(o, "o", 1, 0, (struct sockaddr *)&to_u, ulen));
+    take(LABEL("other received"), u, port_of(o), NULL);
+    close(o), close(u), close(r);
+}
+
+/* Every disconnect case, each family. */
+static void disconnects(void) {
+    const char *hows[] = {"none", "port0", "addr0", "port"};
+    for (int d = 0; d < 2; d++)
+        for (int h = 0; h < 4; h++)
+            for (int c = 0; c < 2; c++)
+                disconnected(d ? AF_INET6 : AF_INET, hows[h], c);
+}
+
 int main(void) {
     setvbuf(stdout, NULL, _IONBF, 0);
     talk("inet", 0, 1);
@@ -251,5 +382,7 @@ int main(void) {
     resorted();
     v6only();
     toward_udp6();
+    dual_stack();
+    disconnects();
     return 0;
 }

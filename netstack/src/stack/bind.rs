@@ -40,7 +40,9 @@ impl Stack {
         }
         let _held = self.bind_lock.lock();
         if a.port() != 0 {
-            return self.bind_checked(s, a);
+            self.bind_checked(s, a)?;
+            self.table.update(s.inode, |m| m.port_locked = true);
+            return Ok(());
         }
         for _ in 0..EPHEMERAL_TRIES {
             let mut p = a;
@@ -90,6 +92,7 @@ impl Stack {
         let tag = crate::name::random_u64();
         let member = self.namer.encode_member(s.meta.proto, a, v6only, tag);
         socket::bind(s.fd.as_raw_fd(), &UnixAddr::new_abstract(&member)?)?;
+        self.name_taken(&member);
         match self.groups.add(&primary, member) {
             true => Ok(()),
             false => Err(Errno::EADDRINUSE),
@@ -99,7 +102,9 @@ impl Stack {
     fn bind_name(&self, s: &Sock, a: SocketAddr) -> Result<(), Errno> {
         let name = self.namer.encode(s.meta.proto, a, s.meta.v6only());
         let ua = UnixAddr::new_abstract(&name)?;
-        socket::bind(s.fd.as_raw_fd(), &ua)
+        socket::bind(s.fd.as_raw_fd(), &ua)?;
+        self.name_taken(&name);
+        Ok(())
     }
 
     /// Binds an unbound socket to an ephemeral port of the loopback
@@ -130,9 +135,13 @@ impl Stack {
     /// datagrams to any loopback address of that port (IPv4 ones too,
     /// unless v6-only), and its source is chosen per destination
     /// ([`Stack::connected_to`], [`Stack::source_seen`]). A bound socket
-    /// is left alone.
+    /// is left alone, but for the port a disconnect released, which it
+    /// takes again.
     pub fn autobind_port(&self, s: &Sock) -> Result<(), Errno> {
         if self.bound_name(s.fd.as_fd()).is_some() {
+            if s.meta.released {
+                self.table.update(s.inode, |m| m.released = false);
+            }
             return Ok(());
         }
         let any = addr::unspecified(s.meta.domain);

@@ -90,9 +90,19 @@ impl Stack {
     ) -> Result<usize, Errno> {
         self.autobind_port(s)?;
         let flags = flags | MsgFlags::MSG_DONTWAIT | MsgFlags::MSG_NOSIGNAL;
+        let v4_sender = self.v4_sender(s, dst);
         for name in self.candidates(Proto::Udp, dst) {
             let ua = UnixAddr::new_abstract(&name)?;
-            match socket::sendto(s.fd.as_raw_fd(), data, &ua, flags) {
+            // Marked before it is sent (a receive may come at once).
+            let mark = v4_sender.as_deref().filter(|_| self.reaches_any6(&name));
+            if let Some(from) = mark {
+                self.mark_v4(from, data, true);
+            }
+            let sent = socket::sendto(s.fd.as_raw_fd(), data, &ua, flags);
+            if let (Some(from), Err(_)) = (mark, &sent) {
+                self.mark_v4(from, data, false);
+            }
+            match sent {
                 Ok(n) => return Ok(n),
                 Err(Errno::ECONNREFUSED) | Err(Errno::ENOENT) => continue,
                 Err(Errno::EAGAIN) | Err(Errno::EPERM) => return Ok(data.len()),

@@ -19,6 +19,14 @@ fn sa(s: &str) -> SocketAddr {
     s.parse().unwrap()
 }
 
+/// A UDP socket of `domain` bound to `a`, and its address.
+fn udp_bound(stack: &Stack, domain: i32, a: &str) -> (Sock, SocketAddr) {
+    let s = sock(stack, domain, Proto::Udp);
+    stack.bind(&s, sa(a)).unwrap();
+    let at = stack.local_addr(&s);
+    (s, at)
+}
+
 #[test]
 fn bind_listen_connect_accept_by_address() {
     let st = Stack::default();
@@ -72,9 +80,7 @@ fn bind_rules() {
 #[test]
 fn udp_source_follows_connect() {
     let st = Stack::default();
-    let rx = sock(&st, libc::AF_INET, Proto::Udp);
-    st.bind(&rx, sa("127.0.0.1:0")).unwrap();
-    let dst = st.local_addr(&rx);
+    let (_rx, dst) = udp_bound(&st, libc::AF_INET, "127.0.0.1:0");
     let u = sock(&st, libc::AF_INET6, Proto::Udp);
     st.connect_local(&u, dst).unwrap();
     let port = st.local_addr(&u).port();
@@ -88,7 +94,11 @@ fn udp_source_follows_connect() {
     st.connected_to(&u, sa("[::1]:1"));
     let u = st.identify(u.fd).unwrap();
     assert_eq!(st.local_addr(&u), sa(&format!("127.0.0.1:{port}")));
-    st.disconnect(&u);
+    st.disconnect(&u).unwrap();
+    let u = st.identify(u.fd).unwrap();
+    // The autobound port is released (reported 0), and taken again.
+    assert_eq!(st.local_addr(&u), sa("[::]:0"));
+    st.autobind_port(&u).unwrap();
     let u = st.identify(u.fd).unwrap();
     assert_eq!(st.local_addr(&u), sa(&format!("[::]:{port}")));
     st.connected_to(&u, sa("[::1]:1"));
@@ -103,16 +113,89 @@ fn udp_source_follows_connect() {
 fn wildcard_senders_seen_from_loopback() {
     let st = Stack::default();
     let v4 = sock(&st, libc::AF_INET, Proto::Udp);
-    assert_eq!(st.source_seen(&v4, sa("[::]:7")), sa("127.0.0.1:7"));
-    assert_eq!(st.source_seen(&v4, sa("127.0.0.3:7")), sa("127.0.0.3:7"));
+    assert_eq!(seen(&st, &v4, "[::]:7"), sa("127.0.0.1:7"));
+    assert_eq!(seen(&st, &v4, "127.0.0.3:7"), sa("127.0.0.3:7"));
     let v6 = sock(&st, libc::AF_INET6, Proto::Udp);
     st.bind(&v6, sa("[::1]:0")).unwrap();
-    assert_eq!(st.source_seen(&v6, sa("[::]:7")), sa("[::1]:7"));
+    assert_eq!(seen(&st, &v6, "[::]:7"), sa("[::1]:7"));
     let mapped = sock(&st, libc::AF_INET6, Proto::Udp);
     st.bind(&mapped, sa("[::ffff:127.0.0.1]:0")).unwrap();
-    assert_eq!(st.source_seen(&mapped, sa("[::]:7")), sa("127.0.0.1:7"));
+    assert_eq!(seen(&st, &mapped, "[::]:7"), sa("127.0.0.1:7"));
     let dual = sock(&st, libc::AF_INET6, Proto::Udp);
     st.bind(&dual, sa("[::]:0")).unwrap();
-    assert_eq!(st.source_seen(&dual, sa("0.0.0.0:7")), sa("127.0.0.1:7"));
-    assert_eq!(st.source_seen(&dual, sa("[::]:7")), sa("[::1]:7"));
+    assert_eq!(seen(&st, &dual, "0.0.0.0:7"), sa("127.0.0.1:7"));
+    assert_eq!(seen(&st, &dual, "[::]:7"), sa("[::1]:7"));
+}
+
+/// What `to` sees of a datagram from a sender that has no name.
+fn seen(st: &Stack, to: &Sock, from: &str) -> SocketAddr {
+    st.source_seen(to, sa(from), b"", b"", false)
+}
+
+/// Receives one datagram on `rx` and returns the sender it shows.
+fn received_from(st: &Stack, rx: &Sock) -> SocketAddr {
+    let mut buf = [0u8; 16];
+    let (n, from) =
+        socket::recvfrom::<socket::UnixAddr>(std::os::fd::AsRawFd::as_raw_fd(&rx.fd), &mut buf)
+            .unwrap();
+    let from = from.unwrap();
+    let name = crate::name::abstract_of(&from).unwrap();
+    let addr = st.namer.decode(name).unwrap().addr;
+    st.source_seen(rx, addr, name, &buf[..n], false)
+}
+
+/// A dual-stack receiver bound to `::` sees a sender bound to `::` from
+/// `::ffff:127.0.0.1` when its datagram went over IPv4 (a send to an
+/// IPv4 address, or any send once connected to one), from ::1 otherwise.
+#[test]
+fn dual_stack_receiver_sees_the_family_sent_over() {
+    let st = Stack::default();
+    let (dual, at) = udp_bound(&st, libc::AF_INET6, "[::]:0");
+    let port = at.port();
+    let (to4, to6) = (
+        sa(&format!("127.0.0.1:{port}")),
+        sa(&format!("[::1]:{port}")),
+    );
+    let u = sock(&st, libc::AF_INET6, Proto::Udp);
+    let flags = socket::MsgFlags::empty();
+    st.send_local(&u, to4, b"four", flags).unwrap();
+    let mine = st.identify(u.fd.try_clone().unwrap()).unwrap();
+    let mine = |ip: &str| sa(&format!("{ip}:{}", st.local_addr(&mine).port()));
+    assert_eq!(received_from(&st, &dual), mine("127.0.0.1"));
+    st.send_local(&u, to6, b"six", flags).unwrap();
+    assert_eq!(received_from(&st, &dual), mine("[::1]"));
+    st.connect_local(&u, to4).unwrap();
+    st.connected_to(&u, to4);
+    socket::send(std::os::fd::AsRawFd::as_raw_fd(&u.fd), b"conn", flags).unwrap();
+    assert_eq!(received_from(&st, &dual), mine("127.0.0.1"));
+    st.disconnect(&u).unwrap();
+    let u = st.identify(u.fd).unwrap();
+    st.send_local(&u, to6, b"six", flags).unwrap();
+    assert_eq!(received_from(&st, &dual), mine("[::1]"));
+}
+
+/// A disconnect dissolves the host association; a port bound explicitly
+/// stays, an address bound explicitly with port 0 keeps the address.
+#[test]
+fn disconnect_releases_what_was_not_bound() {
+    let st = Stack::default();
+    let (_rx, dst) = udp_bound(&st, libc::AF_INET, "127.0.0.1:0");
+    // A free port, for `b` to bind explicitly.
+    let (probe, free) = udp_bound(&st, libc::AF_INET, "0.0.0.0:0");
+    let port = free.port();
+    let (a, _) = udp_bound(&st, libc::AF_INET, "127.0.0.1:0");
+    let b = sock(&st, libc::AF_INET, Proto::Udp);
+    drop(probe);
+    st.bind(&b, sa(&format!("0.0.0.0:{port}"))).unwrap();
+    for s in [&a, &b] {
+        let s = st.identify(s.fd.try_clone().unwrap()).unwrap();
+        st.connect_local(&s, dst).unwrap();
+        st.disconnect(&s).unwrap();
+        let s = st.identify(s.fd.try_clone().unwrap()).unwrap();
+        assert_eq!(st.peer_addr(&s), Err(Errno::ENOTCONN));
+    }
+    let a = st.identify(a.fd).unwrap();
+    assert_eq!(st.local_addr(&a), sa("127.0.0.1:0"));
+    let b = st.identify(b.fd).unwrap();
+    assert_eq!(st.local_addr(&b), sa(&format!("0.0.0.0:{port}")));
 }

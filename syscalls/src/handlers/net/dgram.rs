@@ -296,12 +296,11 @@ pub(super) fn receive(
                     // An unnamed source is the egress relay of a
                     // connected socket: the peer it was connected to.
                     Proto::Udp => {
-                        let named = raw
+                        let peek = flags & libc::MSG_PEEK != 0;
+                        let src = raw
                             .as_deref()
-                            .and_then(|n| stack(ctx).namer.decode(n))
-                            .map(|n| n.addr);
-                        let src = named
-                            .map(|from| stack(ctx).source_seen(s, from))
+                            .and_then(|n| Some((n, stack(ctx).namer.decode(n)?.addr)))
+                            .map(|(n, from)| stack(ctx).source_seen(s, from, n, &data, peek))
                             .or(s.meta.peer)
                             .unwrap_or_else(|| addr::unspecified(s.meta.domain));
                         (addr::encode(s.meta.domain, src), Some(src))

@@ -133,9 +133,9 @@ pub(crate) fn connect(ctx: &Context, g: &dyn Guest, fd: i32, ptr: u64, len: u32)
         return Err(Errno::EINVAL);
     }
     let Some(dst) = connect_addr(ctx, g, &s, &bytes)? else {
-        // AF_UNSPEC: dissolve a UDP association (the host socket keeps
-        // its peer; only the reported one and the source it chose go).
-        stack(ctx).disconnect(&s);
+        // AF_UNSPEC: dissolve a UDP association (`Stack::disconnect`).
+        live(g)?;
+        stack(ctx).disconnect(&s)?;
         return Ok(Reply::Value(0));
     };
     check_family(ctx, &s, dst)?;
