@@ -266,10 +266,7 @@ fn setup(args: &InitArgs<'_>) -> Result<(OwnedFd, Option<Pty>, Option<File>), St
 /// The sandbox's network namespace, made by the calling thread, with
 /// loopback up: sent to the supervisor on `channel`, and returned for
 /// init's main thread to join.
-fn fresh_network(
-    nameserver: Option<std::net::IpAddr>,
-    channel: &Channel,
-) -> Result<OwnedFd, Errno> {
+fn fresh_network(nameserver: Option<std::net::IpAddr>, channel: &Channel) -> Result<OwnedFd, Errno> {
     let netns = unshare_thread_netns()?;
     channel.send(&Msg::Net(netns.try_clone().map_err(|_| Errno::EMFILE)?))?;
     // Loopback only matters to programs that use it; no reason to fail.
