@@ -11,7 +11,7 @@
 //! (`confine.rs`), or launch.
 
 use std::cell::RefCell;
-use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::os::fd::{AsFd, OwnedFd};
 
 use nix::unistd::Pid;
 
@@ -66,13 +66,13 @@ impl InitHooks for RunHooks<'_> {
     }
 
     /// Still single-threaded (launch runs before any thread exists), with
-    /// the id maps written: the factory may fork, holding init's user
-    /// namespace (which exists since the clone, and which init, once
-    /// non-dumpable, no longer lets us open) and its network namespace
-    /// (which init sent) to join them later.
-    fn setting_up(&self, init: Pid, netns: BorrowedFd<'_>) -> Result<(), String> {
+    /// the id maps written: the factory may fork, holding init's user and
+    /// network namespaces (which exist since the clone, and which init,
+    /// once non-dumpable, no longer lets us open) to join them later.
+    fn setting_up(&self, init: Pid) -> Result<(), String> {
         let userns = open_namespace(init, "user")?;
-        let factory = SocketFactory::start(init, userns.as_fd(), netns)?;
+        let netns = open_namespace(init, "net")?;
+        let factory = SocketFactory::start(init, userns.as_fd(), netns.as_fd())?;
         *self.factory.borrow_mut() = Some(factory);
         *self.own_filter.borrow_mut() = Some(confine::compiled(self.egress));
         Ok(())

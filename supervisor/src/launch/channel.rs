@@ -29,7 +29,6 @@ const STATUS: u8 = b'S';
 const PTY: u8 = b'P';
 const EXEC: u8 = b'X';
 const JOIN: u8 = b'J';
-const NET: u8 = b'N';
 
 /// One message on the channel.
 pub enum Msg {
@@ -48,9 +47,6 @@ pub enum Msg {
     /// supervisor → init: the sandbox's cgroup is ready; the `tasks`
     /// files attached (any number) are for init to write "0" to.
     Join(Vec<OwnedFd>),
-    /// init → supervisor: the sandbox's network namespace, made (by a
-    /// thread of init, while init builds the view).
-    Net(OwnedFd),
 }
 
 /// One end of the channel.
@@ -75,7 +71,6 @@ impl Channel {
             Msg::Ready(fd) => send_with_fd(sock, &[READY], Some(fd.as_fd())),
             Msg::Pty(fd) => send_with_fd(sock, &[PTY], Some(fd.as_fd())),
             Msg::Exec(fd) => send_with_fd(sock, &[EXEC], Some(fd.as_fd())),
-            Msg::Net(fd) => send_with_fd(sock, &[NET], Some(fd.as_fd())),
             Msg::Join(fds) => {
                 let fds: Vec<BorrowedFd<'_>> = fds.iter().map(AsFd::as_fd).collect();
                 send_with_fds(sock, &[JOIN], &fds)
@@ -110,7 +105,6 @@ impl Channel {
             (READY, _, Some(fd)) => Some(Msg::Ready(fd)),
             (PTY, _, Some(fd)) => Some(Msg::Pty(fd)),
             (EXEC, _, Some(fd)) => Some(Msg::Exec(fd)),
-            (NET, _, Some(fd)) => Some(Msg::Net(fd)),
             (FAILED, _, _) => Some(Msg::Failed(String::from_utf8_lossy(body).into_owned())),
             (STATUS, 9, _) => {
                 let status = i32::from_le_bytes([body[0], body[1], body[2], body[3]]);

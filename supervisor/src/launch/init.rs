@@ -24,7 +24,7 @@ use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::path::Path;
 
 use nix::errno::Errno;
-use nix::sched::{setns, unshare, CloneFlags};
+use nix::sched::{unshare, CloneFlags};
 use nix::sys::prctl::{set_dumpable, set_pdeathsig};
 use nix::sys::signal::{kill, SigSet, Signal};
 use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
@@ -36,7 +36,7 @@ use super::plan::ViewPlan;
 use super::users::{GuestUser, SETID_CAPS};
 use super::{privs, view};
 use crate::sys::fd::close_all_except;
-use crate::sys::net::{add_address, set_link_up, unshare_thread_netns};
+use crate::sys::net::{add_address, set_link_up};
 use crate::sys::process::{
     exit_now as _exit, fork_single_threaded, reset_signal_dispositions, scrub_cmdline_and_environ,
     sigwaitinfo, Forked,
@@ -204,20 +204,15 @@ type Pty = (OwnedFd, OwnedFd);
 fn setup(args: &InitArgs<'_>) -> Result<(OwnedFd, Option<Pty>, Option<File>), String> {
     sethostname(args.hostname)
         .map_err(|e| format!("--hostname {}: {}", args.hostname, e.desc()))?;
-    // The network namespace is made by a thread while this one builds
-    // the view: its making is the slowest of the namespaces (~0.4 ms).
-    // The thread hands it to the supervisor as soon as it exists (the
-    // socket factory joins it), and to us to join once the view is built.
-    let (view, network) = std::thread::scope(|scope| {
-        let network = scope.spawn(|| fresh_network(args.plan.nameserver, &args.channel));
-        (view::build(args.plan), network.join())
-    });
-    let netns = network
-        .unwrap_or(Err(Errno::EIO))
-        .map_err(|e| format!("creating a network namespace: {}", e.desc()))?;
-    view?;
-    setns(netns, CloneFlags::CLONE_NEWNET)
-        .map_err(|e| format!("entering the network namespace: {}", e.desc()))?;
+    // Loopback only matters to programs that use it; no reason to fail.
+    let _ = set_link_up("lo");
+    // glibc's getaddrinfo with AI_ADDRCONFIG (curl, getent ahosts) asks
+    // DNS for IPv4 only when an address other than 127.0.0.1 is
+    // configured: the stub's own address on `lo` is that address.
+    if let Some(std::net::IpAddr::V4(stub)) = args.plan.nameserver {
+        let _ = add_address("lo:dns", stub);
+    }
+    view::build(args.plan)?;
     chdir(args.workdir).map_err(|e| format!("workdir {}: {}", args.workdir.display(), e.desc()))?;
     enter_sandbox_cgroup(args)?;
     // Opened before the filter: afterwards, opens are serviced calls.
@@ -261,23 +256,6 @@ fn setup(args: &InitArgs<'_>) -> Result<(OwnedFd, Option<Pty>, Option<File>), St
         }
     }
     Ok((privs::install_filter(args.filter)?, pty, last_pid))
-}
-
-/// The sandbox's network namespace, made by the calling thread, with
-/// loopback up: sent to the supervisor on `channel`, and returned for
-/// init's main thread to join.
-fn fresh_network(nameserver: Option<std::net::IpAddr>, channel: &Channel) -> Result<OwnedFd, Errno> {
-    let netns = unshare_thread_netns()?;
-    channel.send(&Msg::Net(netns.try_clone().map_err(|_| Errno::EMFILE)?))?;
-    // Loopback only matters to programs that use it; no reason to fail.
-    let _ = set_link_up("lo");
-    // glibc's getaddrinfo with AI_ADDRCONFIG (curl, getent ahosts) asks
-    // DNS for IPv4 only when an address other than 127.0.0.1 is
-    // configured: the stub's own address on `lo` is that address.
-    if let Some(std::net::IpAddr::V4(stub)) = nameserver {
-        let _ = add_address("lo:dns", stub);
-    }
-    Ok(netns)
 }
 
 /// What the guest's domain grants reading beneath, in the view init is

@@ -252,11 +252,10 @@ pub struct Sandbox {
     release: bool,
 }
 
-/// The namespaces init is born in. Its network namespace is made by a
-/// thread of init while init builds the view (`init.rs`), then joined.
 const NAMESPACES: CloneFlags = CloneFlags::CLONE_NEWUSER
     .union(CloneFlags::CLONE_NEWNS)
     .union(CloneFlags::CLONE_NEWPID)
+    .union(CloneFlags::CLONE_NEWNET)
     .union(CloneFlags::CLONE_NEWIPC)
     .union(CloneFlags::CLONE_NEWUTS);
 
@@ -281,10 +280,9 @@ pub trait InitHooks {
     fn cgroup_join(&self, _init: Pid) -> Result<Vec<OwnedFd>, String> {
         Ok(Vec::new())
     }
-    /// Called right after init is told to go (and any cgroup sent) and
-    /// has made the sandbox's network namespace (`netns`), while it
-    /// builds the view, so that slow steps overlap that work.
-    fn setting_up(&self, init: Pid, netns: BorrowedFd<'_>) -> Result<(), String>;
+    /// Called right after init is told to go (and any cgroup sent), while
+    /// it builds the view, so that slow steps overlap that work.
+    fn setting_up(&self, init: Pid) -> Result<(), String>;
     /// Called once init is set up, before it forks the guest (rlimits
     /// set here do not constrain init's own setup).
     fn set_up(&self, init: Pid) -> Result<(), String>;
@@ -293,7 +291,7 @@ pub trait InitHooks {
 struct NoHooks;
 
 impl InitHooks for NoHooks {
-    fn setting_up(&self, _: Pid, _: BorrowedFd<'_>) -> Result<(), String> {
+    fn setting_up(&self, _: Pid) -> Result<(), String> {
         Ok(())
     }
     fn set_up(&self, _: Pid) -> Result<(), String> {

@@ -38,16 +38,7 @@ impl Sandbox {
                 return Err(self.init_failure_or(format!("starting init: {}", e.desc())));
             }
         }
-        self.netns = match self.channel.recv() {
-            Ok(Some(Msg::Net(fd))) => fd,
-            Ok(Some(Msg::Failed(msg))) => return Err(LaunchError::setup(msg)),
-            _ => {
-                return Err(LaunchError::setup(
-                    "the sandbox's init died while setting up",
-                ))
-            }
-        };
-        if let Err(step) = hooks.setting_up(pid, self.netns.as_fd()) {
+        if let Err(step) = hooks.setting_up(pid) {
             return Err(self.init_failure_or(step));
         }
         let mut reply = self.channel.recv();
@@ -71,6 +62,7 @@ impl Sandbox {
             .map(OwnedFd::from)
             .map_err(|e| LaunchError::setup(format!("opening the sandbox's root: {e}")))?;
         self.userns = open_namespace(pid, "user").map_err(LaunchError::setup)?;
+        self.netns = open_namespace(pid, "net").map_err(LaunchError::setup)?;
         hooks.set_up(pid).map_err(LaunchError::setup)?;
         // Init may now hide itself from the guest (see init.rs).
         self.channel

@@ -373,7 +373,7 @@ impl InitHooks for Enforcement {
     fn cgroup_join(&self, init: Pid) -> Result<Vec<OwnedFd>, String> {
         self.create(init)
     }
-    fn setting_up(&self, _: Pid, _: std::os::fd::BorrowedFd<'_>) -> Result<(), String> {
+    fn setting_up(&self, _: Pid) -> Result<(), String> {
         Ok(())
     }
     fn set_up(&self, init: Pid) -> Result<(), String> {

@@ -1,8 +1,7 @@
-//! Network namespaces and links: making a fresh network namespace from
-//! one thread and naming it by a descriptor, bringing loopback up in it,
-//! and giving it one more IPv4 address.
+//! Network links: bringing loopback up in a fresh network namespace, and
+//! giving it one more IPv4 address.
 
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::AsRawFd;
 
 use nix::errno::Errno;
 use nix::sys::socket::{socket, AddressFamily, SockFlag, SockType};
@@ -68,18 +67,4 @@ pub fn set_link_up(name: &str) -> nix::Result<()> {
         Errno::result(libc::ioctl(sock.as_raw_fd(), libc::SIOCSIFFLAGS, &req))?;
     }
     Ok(())
-}
-
-/// Moves the calling thread (only it) into a new network namespace and
-/// returns a descriptor of that namespace, for another thread to join
-/// with `setns`. Asks for no file: the namespace is named by the
-/// `SIOCGSKNS` of a socket made in it (CAP_NET_ADMIN over it, which its
-/// maker holds).
-pub fn unshare_thread_netns() -> nix::Result<OwnedFd> {
-    nix::sched::unshare(nix::sched::CloneFlags::CLONE_NEWNET)?;
-    let sock = inet_socket()?;
-    // SAFETY: SIOCGSKNS takes no argument and returns a new descriptor.
-    let fd = Errno::result(unsafe { libc::ioctl(sock.as_raw_fd(), libc::SIOCGSKNS) })?;
-    // SAFETY: the ioctl returned a descriptor that nothing else owns.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
