@@ -98,8 +98,9 @@ fn a_command_has_the_pool_s_priority_on_every_thread_as_natively() {
         let native = native_at(nice);
         assert!(native.starts_with(&format!("{nice} 2 ")), "{native}");
         let pool = pool_at(nice, "2");
-        // The first sandboxes, then their replacements.
-        for _ in 0..3 {
+        // The first sandboxes, then their replacements (ten: a restore
+        // that races init's fork of the guest lost about one run in 40).
+        for _ in 0..10 {
             let pooled = nices().sup(&pool.flag()).supervised().ok("pooled");
             assert_eq!(pooled.stdout, native, "pool at nice {nice}");
         }

@@ -18,11 +18,13 @@ use nix::unistd::Pid;
 use crate::confine;
 use crate::launch::{open_namespace, InitHooks};
 use crate::limits::Enforcement;
+use crate::run::Embedding;
 use crate::socket_factory::SocketFactory;
 
 /// The hooks of one run.
 pub struct RunHooks<'a> {
     limits: &'a Enforcement,
+    embedding: &'a dyn Embedding,
     factory: RefCell<Option<SocketFactory>>,
     /// `--allow-net` was given: which own filter to compile.
     egress: bool,
@@ -30,9 +32,10 @@ pub struct RunHooks<'a> {
 }
 
 impl<'a> RunHooks<'a> {
-    pub fn new(limits: &'a Enforcement, egress: bool) -> Self {
+    pub fn new(limits: &'a Enforcement, egress: bool, embedding: &'a dyn Embedding) -> Self {
         RunHooks {
             limits,
+            embedding,
             factory: RefCell::new(None),
             egress,
             own_filter: RefCell::new(None),
@@ -78,7 +81,11 @@ impl InitHooks for RunHooks<'_> {
         Ok(())
     }
 
+    /// Before init forks the guest's main process, while this process
+    /// has no thread: what the embedding sets now (the pool's restored
+    /// priority) every task made afterwards inherits.
     fn set_up(&self, init: Pid) -> Result<(), String> {
-        self.limits.set_up(init)
+        self.limits.set_up(init)?;
+        self.embedding.set_up()
     }
 }

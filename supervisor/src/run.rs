@@ -93,9 +93,13 @@ pub trait Embedding {
     /// answers its client here when no report is asked for, so the
     /// teardown happens after the answer.
     fn concluded(&self, _code: i32) {}
-    /// The sandbox is set up: the trap serves, and the supervisor is
-    /// about to confine itself (`setpriority` is not in its filter). The
-    /// pool's sandbox, set up at nice 19, restores its priority here.
+    /// Init has set the sandbox up and waits for the go to fork the
+    /// guest's main process; this process has no thread yet (the trap's
+    /// workers start later). The pool's sandbox, set up at nice 19,
+    /// restores its priority here, so that every task made from now on
+    /// inherits it: restored later, it raced init's fork of the guest's
+    /// main process, which could copy nice 19 before the restore and join
+    /// the process group after it.
     fn set_up(&self) -> Result<(), String> {
         Ok(())
     }
@@ -247,7 +251,7 @@ fn serve_and_wait(
     // Launch forks, and so does the socket factory while init sets up:
     // before this process has any thread (the output relays start below).
     let egress = !args.allow_net.is_empty();
-    let hooks = RunHooks::new(&guards.enforcement, egress);
+    let hooks = RunHooks::new(&guards.enforcement, egress, embedding);
     let launched = launch::launch_with(config, &hooks);
     if let Some(capture) = &mut capture {
         capture.restore();
@@ -307,7 +311,6 @@ fn serve_and_wait(
     };
     let resizer = Arc::new(OnceLock::new());
     forward_signals(forwarded, sandbox.init_pid, resizer.clone());
-    embedding.set_up().map_err(setup_error)?;
     let confine_first = embedding.confines_before_start();
     if confine_first {
         crate::confine::confine(&hooks.take_own_filter()).map_err(supervisor_error)?;

@@ -171,10 +171,11 @@ impl Embedding for Slot {
         let Some(nice) = self.restore_nice else {
             return Ok(());
         };
-        // Our process group holds every task of the sandbox: our threads,
-        // init, the guest's main process (it leaves the group only at its
-        // exec, for a terminal's session), the socket factory. No guest
-        // may run at nice 19: a failed restore fails the set-up.
+        // Our process group holds every task of the sandbox so far: this
+        // process (no thread yet), init (waiting for the go), the socket
+        // factory; what is made later (our threads, the guest's main
+        // process) inherits the value. No guest may run at nice 19: a
+        // failed restore fails the set-up.
         priority::set_group_nice(0, nice)
             .map_err(|e| format!("restoring the sandbox's priority: {}", e.desc()))
     }
