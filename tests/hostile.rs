@@ -106,8 +106,7 @@ fn serviced_calls() -> BTreeSet<String> {
             set.extend(calls.split(", ").map(str::to_owned));
         } else if class.starts_with("pass if") {
             // "name (condition; else fallback); name (...)"
-            for entry in calls.split(") ") {
-                let entry = entry.trim_start_matches("; ");
+            for entry in calls.split("); ") {
                 if let Some((name, cond)) = entry.split_once(" (") {
                     if cond.contains("serviced") {
                         set.insert(name.trim().to_owned());

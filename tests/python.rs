@@ -215,8 +215,8 @@ show("remove", lambda: os.removexattr(f, "user.a"))
 show("after", lambda: sorted(os.listxattr(f)))
 "#;
 
-/// The path forms of the xattr calls (resolved by the VFS, done by the
-/// kernel as the guest) answer as natively.
+/// The path forms of the xattr calls (passed to the kernel, which does
+/// them as the guest in its own view) answer as natively.
 #[test]
 fn xattrs_by_path_match_native() {
     let pair = Pair::new(|_| {});

@@ -50,7 +50,6 @@ mod sysinfo;
 mod sysinfo_call;
 #[cfg(test)]
 mod tests;
-mod xattr;
 
 use std::ffi::CString;
 use std::os::fd::{AsFd, OwnedFd};
@@ -244,12 +243,6 @@ fn route(ctx: &Context, g: &dyn Guest, c: &SyscallArgs) -> Res {
         libc::SYS_symlink => namei::symlinkat(ctx, g, a[0], CWD, a[1]),
         libc::SYS_symlinkat => namei::symlinkat(ctx, g, a[0], c.int(1), a[2]),
 
-        libc::SYS_getxattr | libc::SYS_removexattr => xattr::named(ctx, g, a[0], a[1], true),
-        libc::SYS_lgetxattr | libc::SYS_lremovexattr => xattr::named(ctx, g, a[0], a[1], false),
-        libc::SYS_setxattr => xattr::set(ctx, g, *a, true),
-        libc::SYS_lsetxattr => xattr::set(ctx, g, *a, false),
-        libc::SYS_listxattr => xattr::by_path(ctx, g, a[0], true),
-        libc::SYS_llistxattr => xattr::by_path(ctx, g, a[0], false),
         libc::SYS_inotify_add_watch => notify::inotify_add_watch(ctx, g, c.int(0), a[1], c.uint(2)),
 
         libc::SYS_sched_getaffinity => {

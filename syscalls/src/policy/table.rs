@@ -192,10 +192,13 @@ pub fn rule_for(nr: S) -> Rule {
         // could not be trusted; see ARCHITECTURE.md.
         S::execve | S::execveat | S::chdir | S::fchdir | S::getcwd => Pass,
 
-        // Extended attributes by path: resolved by the VFS, then done by
-        // the kernel as the guest, which translates ids in ACLs (xattr.rs).
-        S::setxattr | S::lsetxattr | S::getxattr | S::lgetxattr => Service,
-        S::listxattr | S::llistxattr | S::removexattr | S::lremovexattr => Service,
+        // Extended attributes by path: the handler resolved the path and
+        // answered CONTINUE (the kernel, acting as the guest in its own
+        // user namespace, translates the ids in ACLs and file
+        // capabilities), a lookup a racing guest could dodge: they pass,
+        // as the opens that cannot be served a file do.
+        S::setxattr | S::lsetxattr | S::getxattr | S::lgetxattr => Pass,
+        S::listxattr | S::llistxattr | S::removexattr | S::lremovexattr => Pass,
 
         // ---- Descriptors the guest holds. --------------------------------
         S::read | S::write | S::close | S::fstat | S::pread64 | S::pwrite64 => Pass,
