@@ -24,7 +24,8 @@
 //! only `lseek(fd, 0, SEEK_SET)` (a BPF test of two registers; every other
 //! seek passes). One readlink of `/proc/<tid>/fd/<fd>` sends plain files
 //! back to the kernel, or nothing at all while the sandbox has served no
-//! file yet (`Synthetic::served_any`: no descriptor can be one). When the guest's `fd` is one of those memfds, a fresh one
+//! file yet (`Synthetic::served_any`: no descriptor can be one). When the
+//! guest's `fd` is one of those memfds, a fresh one
 //! is made and put at the same number (`SECCOMP_ADDFD_FLAG_SETFD`, as
 //! dup2, keeping close-on-exec and `O_NONBLOCK`), and the call answers 0:
 //! the next read starts at the new text's beginning. Any other descriptor
