@@ -178,9 +178,11 @@ pub fn linkat(ctx: &Context, g: &dyn Guest, dirfds: [i32; 2], addrs: [u64; 2], f
             Source::File(ctx.fs.lookup(&old.at(&caller), &old.path, true)?)
         } else {
             // The whole old name first: its errors come before the new
-            // name's parent lookup's (ENOENT before ENOTDIR).
-            ctx.fs.lookup(&old.at(&caller), &old.path, false)?;
-            Source::Name(old.parent(ctx, &caller)?)
+            // name's parent lookup's (ENOENT before ENOTDIR). Its parent,
+            // then the name in it, not followed: one resolution, not two.
+            let p = old.parent(ctx, &caller)?;
+            sys::fstatat(p.dir.as_fd(), p.name, libc::AT_SYMLINK_NOFOLLOW)?;
+            Source::Name(p)
         }
     };
     let new = new?;
