@@ -74,6 +74,18 @@ pub fn openat(dir: BorrowedFd<'_>, path: &CStr, flags: i32, mode: u32) -> Result
     owned(r as libc::c_long)
 }
 
+/// Opens the object behind `fd` (an `O_PATH` descriptor, say) afresh with
+/// `flags`, through `/proc/self/fd/N`: the same inode, with the open's
+/// own permission checks, and nothing resolved again. `O_NOFOLLOW` is
+/// dropped (it would refuse the magic link itself); ours is close-on-exec.
+pub fn reopen(fd: BorrowedFd<'_>, flags: i32) -> Result<OwnedFd, Errno> {
+    let p = ProcFd::new(fd);
+    let flags = (flags & !libc::O_NOFOLLOW) | libc::O_CLOEXEC;
+    // SAFETY: the path is NUL-terminated and lives across the call.
+    let r = unsafe { libc::open(p.as_cstr().as_ptr(), flags) };
+    owned(r as libc::c_long)
+}
+
 /// `fstat(fd)` (works on `O_PATH` descriptors, symlinks included).
 pub fn fstat(fd: BorrowedFd<'_>) -> Result<libc::stat, Errno> {
     let mut st = MaybeUninit::<libc::stat>::zeroed();
