@@ -319,9 +319,10 @@ impl Resolver {
             .ok_or(Errno::ENOENT)
     }
 
-    /// A path as the kernel prints it for this process, as a view path:
-    /// `None` when it is not under the view's root.
-    fn strip_root<'b>(&self, printed: &'b [u8]) -> Option<&'b [u8]> {
+    /// A path as the kernel prints it for this process (a descriptor's
+    /// `readlink`), as a view path: `None` when it is not under the
+    /// view's root.
+    pub fn strip_root<'b>(&self, printed: &'b [u8]) -> Option<&'b [u8]> {
         let r = &self.root_printed[..];
         if r == b"/" {
             return path::is_abs(printed).then_some(printed);

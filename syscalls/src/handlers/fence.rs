@@ -30,6 +30,8 @@ use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use nix::errno::Errno;
 use vfs::Resolver;
 
+use super::procfiles::Named;
+
 /// The top-level name left out of the grants: the kernel's procfs.
 const PROC: &[u8] = b"proc";
 /// Parts of procfs granted all the same (see the module doc).
@@ -121,15 +123,20 @@ impl Fence {
     /// Whether the guest's domain lets the kernel open `object` (which
     /// the VFS resolved; `st` its stat) for reading. False also when that
     /// cannot be told: the open is then served, which is always allowed.
-    pub(crate) fn admits(&self, fs: &Resolver, object: &OwnedFd, st: &libc::stat) -> bool {
+    pub(crate) fn admits(&self, fs: &Resolver, object: &Named<'_>, st: &libc::stat) -> bool {
         if st.st_mode & libc::S_IFMT == libc::S_IFDIR {
             return true;
         }
         if Some(st.st_dev) == self.proc_dev {
-            return fs
-                .view_path(object.as_fd())
-                .is_ok_and(|p| native_in_proc(&p));
+            // The name the synthetic files' check read already, unless
+            // it was too long for it.
+            let path = match object.name() {
+                Some(printed) => fs.strip_root(printed.as_bytes()).map(<[u8]>::to_vec),
+                None => fs.view_path(object.fd.as_fd()).ok(),
+            };
+            return path.is_some_and(|p| native_in_proc(&p));
         }
+        let object = object.fd;
         // Every mount but procfs was made at start-up beneath a granted
         // entry; what the guest made at the root since is beneath none.
         // (Devices do not tell: an overlay root, `--rootfs` and OCI,

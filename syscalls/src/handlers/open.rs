@@ -16,6 +16,7 @@ use nix::fcntl::{fcntl, FcntlArg, OFlag};
 use nix::sys::stat::fstat;
 use vfs::resolve::flags as resolve;
 
+use super::procfiles::Named;
 use super::{live, read_path, start, sysinfo, Caller, Context, Res};
 use crate::guest::{Guest, Reply};
 
@@ -274,8 +275,9 @@ fn decide(
 ) -> Result<Decision, Errno> {
     if plain_read(flags, res) {
         let probe = ctx.fs.probe(at, path, flags as i32, known)?;
-        let synthetic = ctx.synthetic.which_stat(&probe.fd, &probe.st);
-        if synthetic.is_none() && !fenced(ctx, &probe.fd, &probe.st) {
+        let named = Named::new(&probe.fd);
+        let synthetic = ctx.synthetic.which_stat(&named, &probe.st);
+        if synthetic.is_none() && !fenced(ctx, &named, &probe.st) {
             ctx.fs.remember_plain(path, &probe);
             return Ok(Decision::Kernel);
         }
@@ -294,7 +296,8 @@ fn decide(
         return Ok(Decision::Kernel);
     }
     let st = vfs::sys::fstat(object.as_fd())?;
-    let served = ctx.synthetic.which_stat(&object, &st).is_some() || fenced(ctx, &object, &st);
+    let named = Named::new(&object);
+    let served = ctx.synthetic.which_stat(&named, &st).is_some() || fenced(ctx, &named, &st);
     Ok(match served {
         true => Decision::Serve(None),
         false => Decision::Kernel,
@@ -304,7 +307,7 @@ fn decide(
 /// Whether the guest's Landlock domain keeps the kernel from opening
 /// `object` (whose `stat` is `st`) for reading (`fence.rs`). Such a
 /// path, like a synthetic file's, is never remembered as plain.
-fn fenced(ctx: &Context, object: &OwnedFd, st: &libc::stat) -> bool {
+fn fenced(ctx: &Context, object: &Named<'_>, st: &libc::stat) -> bool {
     ctx.fence
         .as_ref()
         .is_some_and(|f| !f.admits(&ctx.fs, object, st))

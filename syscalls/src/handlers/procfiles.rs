@@ -317,6 +317,27 @@ fn number(s: &str) -> Option<u32> {
     s.parse().ok()
 }
 
+/// A descriptor and what the kernel names it ([`fd_name`]), read at
+/// most once however many checks ask (a served read asks two).
+pub(crate) struct Named<'a> {
+    pub fd: &'a OwnedFd,
+    name: std::cell::OnceCell<Option<String>>,
+}
+
+impl<'a> Named<'a> {
+    pub(crate) fn new(fd: &'a OwnedFd) -> Named<'a> {
+        Named {
+            fd,
+            name: std::cell::OnceCell::new(),
+        }
+    }
+
+    /// [`fd_name`] of the descriptor.
+    pub(crate) fn name(&self) -> Option<&str> {
+        self.name.get_or_init(|| fd_name(self.fd)).as_deref()
+    }
+}
+
 /// What the kernel names `fd`, if it fits 64 bytes (every per-process
 /// file of interest does).
 pub(crate) fn fd_name(fd: &OwnedFd) -> Option<String> {

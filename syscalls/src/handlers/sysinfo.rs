@@ -319,13 +319,17 @@ impl Synthetic {
     /// Which of the files served synthetic `fd` is, if any.
     fn which(&self, fd: &OwnedFd) -> Option<ProcFile> {
         let st = vfs::sys::fstat(fd.as_fd()).ok()?;
-        self.which_stat(fd, &st)
+        self.which_stat(&procfiles::Named::new(fd), &st)
     }
 
     /// Which of the files served synthetic `fd`, whose `stat` is `st`, is.
-    pub(super) fn which_stat(&self, fd: &OwnedFd, st: &libc::stat) -> Option<ProcFile> {
+    pub(super) fn which_stat(
+        &self,
+        fd: &procfiles::Named<'_>,
+        st: &libc::stat,
+    ) -> Option<ProcFile> {
         if self.cover_dev == Some(st.st_dev) {
-            return covered_file(&procfiles::fd_name(fd)?);
+            return covered_file(fd.name()?);
         }
         let id = (st.st_dev, st.st_ino);
         if let Some(f) = self.files.iter().find(|f| f.0 == id) {
@@ -334,14 +338,14 @@ impl Synthetic {
         if self.proc_dev != Some(st.st_dev) {
             return None;
         }
-        let path = procfiles::fd_name(fd)?;
-        if let Some(kind) = global_file(&path) {
+        let path = fd.name()?;
+        if let Some(kind) = global_file(path) {
             return Some(kind);
         }
-        if let Some(file) = NetFile::at(&path) {
+        if let Some(file) = NetFile::at(path) {
             return Some(ProcFile::Net(file));
         }
-        self.per_process(ProcessFile::at(&path)?.name)
+        self.per_process(ProcessFile::at(path)?.name)
     }
 
     /// The served per-process file named `name` (in `/proc/<pid>`).
