@@ -191,14 +191,16 @@ fn nopeer_gap(label: &str) -> Option<usize> {
     })
 }
 
-/// Sends and receives on UDP and TCP sockets without a peer, and the
-/// port of a disconnected UDP socket (tests/c/nopeer.c): as natively,
+/// Sends and receives on UDP and TCP sockets without a peer, the port
+/// of a disconnected UDP socket, and the queue of a connected one that
+/// disconnects and connects elsewhere (tests/c/nopeer.c): as natively,
 /// line by line, but for the calls that run natively on the host socket
 /// ([`NOPEER_GAPS`], each checked for both its answers). The serviced
 /// ones answer as Linux: an empty `sendto` without an address and a
 /// `sendmsg` without a name on an unconnected UDP socket EDESTADDRREQ
 /// after an autobind, a TCP `recvmsg` before connect ENOTCONN, a TCP
-/// send's EPIPE with its SIGPIPE.
+/// send's EPIPE with its SIGPIPE, and the datagrams queued on a UDP
+/// socket stay when its peer changes.
 #[test]
 fn no_peer_answers_as_native() {
     if !is_root() {
@@ -232,6 +234,8 @@ fn no_peer_answers_as_native() {
         "tcp inet fresh recvmsg = -1 ENOTCONN",
         "tcp inet6 listening sendmsg sigpipe = 1",
         "release inet sent port 0 = 1",
+        "kept inet6 peer sends again = 1",
+        "kept inet6 received b from = 1",
     ] {
         assert!(linux.contains(&line), "{line}: {}", native.stdout);
     }

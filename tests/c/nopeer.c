@@ -15,9 +15,12 @@
  *   0.
  * - UDP disconnect after an autobind: the port is released (another
  *   socket may bind it) and the next send autobinds a new one.
+ * - What a connected UDP socket has queued stays through a disconnect
+ *   and a connect elsewhere, and its peer is told nothing.
  * Printed without port numbers. */
 #include <signal.h>
 #include <stdio.h>
+#include <sys/time.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -194,6 +197,57 @@ static void released(int domain, int connects) {
     close(o), close(u), close(r);
 }
 
+/* Takes one datagram off `u` (waiting at most 5 s): its data, and
+ * which of the ports `p1`, `p2` it came from. */
+static void take(const char *what, int u, int p1, int p2) {
+    char buf[8] = {0}, label[256];
+    struct sockaddr_storage from;
+    socklen_t flen = sizeof from;
+    memset(&from, 0, sizeof from);
+    ssize_t n = recvfrom(u, buf, sizeof buf - 1, 0, (struct sockaddr *)&from, &flen);
+    if (n < 0) {
+        res(what, n);
+        return;
+    }
+    int port = from.ss_family == AF_INET ? ntohs(((struct sockaddr_in *)&from)->sin_port)
+                                         : ntohs(((struct sockaddr_in6 *)&from)->sin6_port);
+    snprintf(label, sizeof label, "%s %s from", what, buf);
+    res(label, port == p1 ? 1 : port == p2 ? 2 : 0);
+}
+
+/* A UDP socket of `domain` bound to a port of its own, connected to `r1`
+ * which is connected back to it, with a datagram from `r1` queued: a
+ * disconnect and a connect to `r2` keep what is queued (from the same
+ * sender), and `r1` is told nothing. */
+static void kept(int domain) {
+    char what[64], label[160];
+    snprintf(what, sizeof what, "kept %s", domain == AF_INET ? "inet" : "inet6");
+    socklen_t len;
+    struct sockaddr_storage a = loopback(domain, 0, &len);
+    int r1 = socket(domain, SOCK_DGRAM, 0), r2 = socket(domain, SOCK_DGRAM, 0);
+    bind(r1, (struct sockaddr *)&a, len);
+    bind(r2, (struct sockaddr *)&a, len);
+    int p1 = port_of(r1), p2 = port_of(r2);
+    int u = socket(domain, SOCK_DGRAM, 0);
+    struct timeval tv = {.tv_sec = 5};
+    setsockopt(u, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    struct sockaddr_storage b = any(domain, free_port(domain), &len);
+    res(LABEL("bind"), bind(u, (struct sockaddr *)&b, len));
+    struct sockaddr_storage to1 = loopback(domain, p1, &len), to2 = loopback(domain, p2, &len);
+    struct sockaddr_storage back = loopback(domain, port_of(u), &len);
+    res(LABEL("connect"), connect(u, (struct sockaddr *)&to1, len));
+    res(LABEL("peer connects back"), connect(r1, (struct sockaddr *)&back, len));
+    res(LABEL("peer sends"), send(r1, "a", 1, 0));
+    struct sockaddr un = {.sa_family = AF_UNSPEC};
+    res(LABEL("disconnect"), connect(u, &un, sizeof un));
+    res(LABEL("peer sends again"), send(r1, "b", 1, 0));
+    res(LABEL("connect elsewhere"), connect(u, (struct sockaddr *)&to2, len));
+    res(LABEL("other peer sends"), sendto(r2, "c", 1, 0, (struct sockaddr *)&back, len));
+    for (int i = 0; i < 3; i++)
+        take(LABEL("received"), u, p1, p2);
+    close(u), close(r1), close(r2);
+}
+
 int main(void) {
     setvbuf(stdout, NULL, _IONBF, 0);
     signal(SIGPIPE, on_pipe);
@@ -207,6 +261,7 @@ int main(void) {
             tcp(domain, states[t]);
         released(domain, 1);
         released(domain, 0);
+        kept(domain);
     }
     return 0;
 }
