@@ -79,6 +79,19 @@ fn native_netns(argv: &[&str], binds: &[(&Path, &str)]) -> Run {
     Run::new(&v)
 }
 
+/// tests/c/NAME run natively in a network namespace of its own (`lo`
+/// up) and sandboxed in another: (native, sandboxed), both successful.
+fn native_and_sandboxed(name: &str) -> (Out, Out) {
+    let prog = c_prog(name);
+    let prog = prog.to_str().expect("utf-8 path");
+    let native = native_netns(&[prog], &[])
+        .native()
+        .ok(&format!("native {name}"));
+    let run = Run::new(&[prog]).sup(&c_mounts());
+    let sandboxed = isolated(run).supervised().ok(&format!("sandboxed {name}"));
+    (native, sandboxed)
+}
+
 /// A UDP IPv6 socket talking to an IPv4 one (v4-mapped): connect with an
 /// AF_INET or a v4-mapped address, the names, both directions of data,
 /// sendto without connect, a disconnect and reconnect to the other
@@ -91,11 +104,7 @@ fn udp6_talks_to_ipv4_as_native() {
     if !is_root() {
         skip!("needs root for unshare -n");
     }
-    let prog = c_prog("udp6map");
-    let prog = prog.to_str().expect("utf-8 path");
-    let native = native_netns(&[prog], &[]).native().ok("native udp6map");
-    let run = Run::new(&[prog]).sup(&c_mounts());
-    let sandboxed = isolated(run).supervised().ok("sandboxed udp6map");
+    let (native, sandboxed) = native_and_sandboxed("udp6map");
     assert_eq!(sandboxed.stdout, native.stdout, "{}", sandboxed.dump());
     for line in [
         "inet connect = 0\n",
@@ -206,11 +215,7 @@ fn no_peer_answers_as_native() {
     if !is_root() {
         skip!("needs root for unshare -n");
     }
-    let prog = c_prog("nopeer");
-    let prog = prog.to_str().expect("utf-8 path");
-    let native = native_netns(&[prog], &[]).native().ok("native nopeer");
-    let run = Run::new(&[prog]).sup(&c_mounts());
-    let sandboxed = isolated(run).supervised().ok("sandboxed nopeer");
+    let (native, sandboxed) = native_and_sandboxed("nopeer");
     let (ours, linux): (Vec<_>, Vec<_>) = (
         sandboxed.stdout.lines().collect(),
         native.stdout.lines().collect(),

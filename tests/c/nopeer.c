@@ -200,17 +200,12 @@ static void released(int domain, int connects) {
 /* Takes one datagram off `u` (waiting at most 5 s): its data, and
  * which of the ports `p1`, `p2` it came from. */
 static void take(const char *what, int u, int p1, int p2) {
-    char buf[8] = {0}, label[256];
+    char buf[8], label[256];
     struct sockaddr_storage from;
-    socklen_t flen = sizeof from;
-    memset(&from, 0, sizeof from);
-    ssize_t n = recvfrom(u, buf, sizeof buf - 1, 0, (struct sockaddr *)&from, &flen);
-    if (n < 0) {
-        res(what, n);
+    socklen_t flen;
+    if (received(what, u, buf, sizeof buf, &from, &flen) < 0)
         return;
-    }
-    int port = from.ss_family == AF_INET ? ntohs(((struct sockaddr_in *)&from)->sin_port)
-                                         : ntohs(((struct sockaddr_in6 *)&from)->sin6_port);
+    int port = port_in(&from);
     snprintf(label, sizeof label, "%s %s from", what, buf);
     res(label, port == p1 ? 1 : port == p2 ? 2 : 0);
 }

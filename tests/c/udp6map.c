@@ -91,14 +91,9 @@ static int udp6(int v6only) {
 static void take(const char *what, int fd, int want, const char *reply) {
     char buf[64], label[128];
     struct sockaddr_storage ss;
-    socklen_t l = sizeof ss;
-    memset(&ss, 0, sizeof ss);
-    ssize_t n = recvfrom(fd, buf, sizeof buf - 1, 0, (struct sockaddr *)&ss, &l);
-    if (n < 0) {
-        res(what, n);
+    socklen_t l;
+    if (received(what, fd, buf, sizeof buf, &ss, &l) < 0)
         return;
-    }
-    buf[n] = 0;
     snprintf(label, sizeof label, "%s %s from", what, buf);
     show(label, &ss, l, want);
     if (reply) {
