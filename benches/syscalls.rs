@@ -13,7 +13,9 @@
 //! The bare notification round trip (`notify_roundtrip/supervised`) is a
 //! DENIED call, `acct(NULL)`: the supervisor answers EPERM without any work.
 //!
-//! Stable benchmark ids (group/function): openat_close, newfstatat,
+//! Stable benchmark ids (group/function): openat_close, usr_open (a file of
+//! the host's /usr, never remembered), proc_self_open (`/proc/self/stat`,
+//! served by the supervisor under the fence), newfstatat,
 //! newfstatat_miss, readlinkat, faccessat, getdents64_100, getcwd,
 //! opendir_close, create_unlink (in /tmp supervised, /dev/shm natively)
 //! (serviced or as the policy decides), lseek_rewind (serviced: a rewind may re-serve a
@@ -84,6 +86,8 @@ const LIMITED_GROUPS: &[&str] = &[
 /// (criterion group, guest command, has a native half).
 const CALLS: &[(&str, &str, bool)] = &[
     ("openat_close", "openat_close", true),
+    ("usr_open", "usr_open", true),
+    ("proc_self_open", "proc_open", true),
     ("newfstatat", "newfstatat", true),
     ("newfstatat_miss", "stat_miss", true),
     ("readlinkat", "readlinkat", true),

@@ -64,8 +64,6 @@ pub const ALLOWED: &[S] = &[
     S::fchmodat2,
     S::fchown,
     S::fchownat,
-    S::utimensat,
-    S::truncate,
     S::ftruncate,
     S::inotify_add_watch,
     // Flushing --rw sources once the guest has ended (launch/flush.rs).

@@ -1330,10 +1330,10 @@ static void race(void) {
     struct sockaddr_in a = loopback4(0);
     bind(s, (struct sockaddr *)&a, sizeof a);
     struct sockaddr_in to = loopback4(port_of(s));
-    const char *names[] = {"openat", "faccessat", "readlink", "statfs", "getxattr", "setxattr",
+    const char *names[] = {"openat", "faccessat", "readlink", "chmod", "getxattr", "setxattr",
                            "sysinfo", "sched_getaffinity", "getsockname", "getsockopt",
                            "setsockopt", "connect", "sendto", "sendmsg", "openat2", "mkdir",
-                           "recvfrom", "recvmsg", "bind", "utimensat", "inotify_add_watch",
+                           "recvfrom", "recvmsg", "bind", "rename", "inotify_add_watch",
                            "symlink"};
     /* Paths read from the racing page are only ever this name or empty:
      * whatever an earlier call left there is overwritten by the kernel
@@ -1358,7 +1358,7 @@ static void race(void) {
             case 0: r = syscall(SYS_openat, AT_FDCWD, p, O_RDONLY); break;
             case 1: r = syscall(SYS_faccessat, AT_FDCWD, p, F_OK); break;
             case 2: r = syscall(SYS_readlink, "l", p, 64); break;
-            case 3: r = syscall(SYS_statfs, "f", p); break;
+            case 3: r = syscall(SYS_chmod, p, 0755); break;
             case 4: r = syscall(SYS_getxattr, "f", "user.a", p, 64); break;
             case 5: r = syscall(SYS_setxattr, "f", "user.r", p, 64, 0); break;
             case 6: r = syscall(SYS_sysinfo, p); break;
@@ -1380,7 +1380,7 @@ static void race(void) {
                 r = syscall(SYS_recvmsg, s, p, MSG_DONTWAIT);
                 break;
             case 18: r = syscall(SYS_bind, s, p, sizeof to); break;
-            case 19: r = syscall(SYS_utimensat, AT_FDCWD, "f", p, 0); break;
+            case 19: r = syscall(SYS_rename, p, p); break;
             case 20: r = syscall(SYS_inotify_add_watch, in, p, IN_MODIFY); break;
             default: r = syscall(SYS_symlink, p, "race_link"); break;
             }

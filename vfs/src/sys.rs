@@ -74,6 +74,18 @@ pub fn openat(dir: BorrowedFd<'_>, path: &CStr, flags: i32, mode: u32) -> Result
     owned(r as libc::c_long)
 }
 
+/// Opens the object behind `fd` (an `O_PATH` descriptor, say) afresh with
+/// `flags`, through `/proc/self/fd/N`: the same inode, with the open's
+/// own permission checks, and nothing resolved again. `O_NOFOLLOW` is
+/// dropped (it would refuse the magic link itself); ours is close-on-exec.
+pub fn reopen(fd: BorrowedFd<'_>, flags: i32) -> Result<OwnedFd, Errno> {
+    let p = ProcFd::new(fd);
+    let flags = (flags & !libc::O_NOFOLLOW) | libc::O_CLOEXEC;
+    // SAFETY: the path is NUL-terminated and lives across the call.
+    let r = unsafe { libc::open(p.as_cstr().as_ptr(), flags) };
+    owned(r as libc::c_long)
+}
+
 /// `fstat(fd)` (works on `O_PATH` descriptors, symlinks included).
 pub fn fstat(fd: BorrowedFd<'_>) -> Result<libc::stat, Errno> {
     let mut st = MaybeUninit::<libc::stat>::zeroed();
@@ -99,27 +111,6 @@ pub fn fstatfs(fd: BorrowedFd<'_>) -> Result<libc::statfs, Errno> {
     check(unsafe { libc::fstatfs(fd.as_raw_fd(), st.as_mut_ptr()) })?;
     // SAFETY: zero-initialised and, on success, filled by the kernel.
     Ok(unsafe { st.assume_init() })
-}
-
-/// Size of `struct statfs` in the x86_64 ABI.
-pub const STATFS_SIZE: usize = 120;
-
-/// `fstatfs(fd)` as the raw 120 bytes of `struct statfs` (`f_fsid`
-/// included, whose libc fields are private).
-pub fn fstatfs_bytes(fd: BorrowedFd<'_>) -> Result<[u8; STATFS_SIZE], Errno> {
-    const _: () = assert!(std::mem::size_of::<libc::statfs>() == STATFS_SIZE);
-    let st = fstatfs(fd)?;
-    let mut out = [0u8; STATFS_SIZE];
-    // SAFETY: `st` is an initialised, plain-data struct of STATFS_SIZE
-    // bytes; `out` has room for all of them.
-    unsafe {
-        std::ptr::copy_nonoverlapping(
-            (&st as *const libc::statfs).cast::<u8>(),
-            out.as_mut_ptr(),
-            STATFS_SIZE,
-        );
-    }
-    Ok(out)
 }
 
 /// `readlinkat(dir, name)` into `buf`; returns the length written (the
@@ -256,41 +247,6 @@ pub fn chown_fd(fd: BorrowedFd<'_>, uid: u32, gid: u32) -> Result<(), Errno> {
     check(r).map(drop)
 }
 
-/// `utimensat(fd, "", times, AT_EMPTY_PATH)` on an `O_PATH` descriptor, or
-/// `utimensat(fd, NULL, times, 0)` (futimens) when `path_less` is set.
-/// `times` are the raw (sec, nsec) pairs; `None` means "now".
-pub fn utimens_fd(
-    fd: BorrowedFd<'_>,
-    times: Option<[(i64, i64); 2]>,
-    path_less: bool,
-) -> Result<(), Errno> {
-    let ts = times.map(|t| {
-        t.map(|(sec, nsec)| libc::timespec {
-            tv_sec: sec,
-            tv_nsec: nsec,
-        })
-    });
-    let tp = ts.as_ref().map_or(std::ptr::null(), |t| t.as_ptr());
-    let (path, flags) = if path_less {
-        (std::ptr::null(), 0)
-    } else {
-        (c"".as_ptr(), libc::AT_EMPTY_PATH)
-    };
-    // SAFETY: `path` is NULL or a NUL-terminated string; `tp` is NULL or
-    // points to two timespecs that outlive the call. (The raw syscall:
-    // glibc's wrapper refuses a NULL path.)
-    let r = unsafe { libc::syscall(libc::SYS_utimensat, fd.as_raw_fd(), path, tp, flags) };
-    check_long(r).map(drop)
-}
-
-/// `truncate("/proc/self/fd/N", len)`: the kernel's path truncate (no
-/// open, so FIFOs and devices answer as they do natively).
-pub fn truncate_fd(fd: BorrowedFd<'_>, len: i64) -> Result<(), Errno> {
-    let p = ProcFd::new(fd);
-    // SAFETY: the path is NUL-terminated.
-    check(unsafe { libc::truncate(p.as_cstr().as_ptr(), len) }).map(drop)
-}
-
 /// `inotify_add_watch(inotify, "/proc/self/fd/N", mask)`: watch the file
 /// behind the `O_PATH` descriptor `target`.
 pub fn inotify_watch_fd(
@@ -301,12 +257,6 @@ pub fn inotify_watch_fd(
     let p = ProcFd::new(target);
     // SAFETY: the path is NUL-terminated.
     check(unsafe { libc::inotify_add_watch(inotify.as_raw_fd(), p.as_cstr().as_ptr(), mask) })
-}
-
-/// `futimens`-style: `utimensat(fd, NULL, ...)` on a real (non-O_PATH)
-/// descriptor the guest holds.
-pub fn futimens(fd: BorrowedFd<'_>, times: Option<[(i64, i64); 2]>) -> Result<(), Errno> {
-    utimens_fd(fd, times, true)
 }
 
 /// The supervisor's own name for a descriptor, `/proc/self/fd/N`, built

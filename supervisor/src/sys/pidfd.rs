@@ -1,4 +1,4 @@
-//! `pidfd_open`, `pidfd_getfd`, `pidfd_send_signal` and the
+//! `pidfd_open`, `pidfd_getfd`, `pidfd_send_signal` (and its signal 0) and the
 //! `PIDFD_GET_INFO` ioctl, which libc and nix do not wrap.
 //!
 //! Owns only these raw syscalls. Each `unsafe` block is a syscall
@@ -43,13 +43,23 @@ pub fn getfd(pidfd: BorrowedFd<'_>, fd: i32) -> Result<OwnedFd, Errno> {
 /// Sends `sig` to the process behind `pidfd`: unlike `kill`, it can never
 /// reach another process that reused the pid.
 pub fn send_signal(pidfd: BorrowedFd<'_>, sig: nix::sys::signal::Signal) -> Result<(), Errno> {
+    send_raw(pidfd, sig as libc::c_long)
+}
+
+/// Whether the task behind `pidfd` still runs: a signal 0 checks that it
+/// exists (and that we may signal it) and sends nothing.
+pub fn alive(pidfd: BorrowedFd<'_>) -> bool {
+    send_raw(pidfd, 0).is_ok()
+}
+
+fn send_raw(pidfd: BorrowedFd<'_>, sig: libc::c_long) -> Result<(), Errno> {
     // SAFETY: integer arguments on a live pidfd; the siginfo pointer is
     // null, so the kernel reads no memory of ours.
     let r = unsafe {
         libc::syscall(
             libc::SYS_pidfd_send_signal,
             pidfd.as_raw_fd() as libc::c_long,
-            sig as libc::c_long,
+            sig,
             std::ptr::null::<libc::siginfo_t>(),
             0,
         )

@@ -4,7 +4,7 @@
 //! Owns: mapping each `Guest` method onto host calls against the
 //! caller's tid — guest memory through `memory`, descriptors through
 //! `/proc/<tid>/fd` and `pidfd_getfd` (pidfds cached in `pidfds`), ids and umask from
-//! `/proc/<tid>/status`. Does not own: what the handlers do with them.
+//! `/proc/<tid>/status` (the pid-namespace ids kept in `pidfds`). Does not own: what the handlers do with them.
 
 use std::fs::{self, OpenOptions};
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
@@ -111,19 +111,25 @@ impl Guest for NotifGuest<'_> {
     }
 
     fn ns_ids(&self) -> Result<(i32, i32), Errno> {
-        let status = read_status(self.tid)?;
-        let last = |field: &str| -> Result<i32, Errno> {
-            field_of(&status, field)
-                .and_then(|v| v.split_whitespace().last())
-                .and_then(|s| s.parse().ok())
-                .ok_or(Errno::EIO)
-        };
-        Ok((last("NStgid:")?, last("NSpid:")?))
+        pidfds::ns_ids(self.tid, || read_ns_ids(self.tid))
     }
 
     fn host_tgid(&self) -> Result<i32, Errno> {
         tgid_of(self.tid)
     }
+}
+
+/// Thread `tid`'s (tgid, tid) in the innermost pid namespace, from its
+/// status text.
+fn read_ns_ids(tid: i32) -> Result<(i32, i32), Errno> {
+    let status = read_status(tid)?;
+    let last = |field: &str| -> Result<i32, Errno> {
+        field_of(&status, field)
+            .and_then(|v| v.split_whitespace().last())
+            .and_then(|s| s.parse().ok())
+            .ok_or(Errno::EIO)
+    };
+    Ok((last("NStgid:")?, last("NSpid:")?))
 }
 
 /// An `O_PATH` descriptor for a `/proc/<tid>/...` magic link (std adds

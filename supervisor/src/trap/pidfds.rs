@@ -1,11 +1,14 @@
 //! A small cache of pidfds of trapped guest threads, so that copying a
 //! guest descriptor (`pidfd_getfd`) does not first cost a `pidfd_open`
 //! (with its close about 10 µs on Linux 6.18, against 2.5 µs for the
-//! copy: a pidfs file each time; a loopback connect made two), and
-//! signalling a trapped thread (a serviced send's SIGPIPE).
+//! copy: a pidfs file each time; a loopback connect made two), and of
+//! each thread's ids in the sandbox's pid namespace, so that resolving
+//! `/proc/self` does not read `/proc/<tid>/status` each time (10 µs).
+//! The same pidfds signal a trapped thread (a serviced send's SIGPIPE).
 //!
-//! Owns: which pidfds are kept (the last [`KEPT`] threads used) and
-//! opening them. Does not own: what is copied through them.
+//! Owns: which pidfds are kept (the last [`KEPT`] threads used), opening
+//! them, and the ids kept beside them. Does not own: what is copied
+//! through them, nor how the ids are read (`guest.rs`).
 //!
 //! Why a stale entry is harmless: a pidfd pins the kernel's `struct pid`
 //! of the thread it was opened for, never a number. When that thread has
@@ -13,6 +16,8 @@
 //! whose descriptors are gone (ESRCH or EBADF), so a failed copy reopens
 //! the tid once and tries again. A live thread is the only holder of its
 //! tid, so a copy that succeeds came from the trapped thread's table.
+//! Kept ids are given only while their pidfd's thread is alive (a signal
+//! 0, 0.4 µs): the trapped thread holds the tid, so that thread is it.
 
 use std::os::fd::{AsFd, OwnedFd};
 use std::sync::Arc;
@@ -25,7 +30,17 @@ use crate::sys::pidfd;
 /// Pidfds kept (most recently used last).
 const KEPT: usize = 64;
 
-static CACHE: Mutex<Vec<(i32, Arc<OwnedFd>)>> = Mutex::new(Vec::new());
+/// A thread's ids in the sandbox's pid namespace: (tgid, tid).
+pub type NsIds = (i32, i32);
+
+/// One kept thread: its tid, its pidfd, and its ids once read.
+struct Kept {
+    tid: i32,
+    pidfd: Arc<OwnedFd>,
+    ns_ids: Option<NsIds>,
+}
+
+static CACHE: Mutex<Vec<Kept>> = Mutex::new(Vec::new());
 
 /// A copy of descriptor `fd` of thread `tid`.
 pub fn getfd(tid: i32, fd: i32) -> Result<OwnedFd, Errno> {
@@ -38,7 +53,7 @@ pub fn getfd(tid: i32, fd: i32) -> Result<OwnedFd, Errno> {
     let (fresh, of_thread) = open(tid)?;
     let copy = pidfd::getfd(fresh.as_fd(), fd);
     if copy.is_ok() && of_thread {
-        keep(tid, Arc::new(fresh));
+        keep(tid, Arc::new(fresh), None);
     }
     copy
 }
@@ -57,26 +72,61 @@ pub fn signal(tid: i32, sig: nix::sys::signal::Signal) -> Result<(), Errno> {
     pidfd::send_signal(fresh.as_fd(), sig)
 }
 
+/// Thread `tid`'s ids in the sandbox's pid namespace: kept ones while
+/// its pidfd's thread lives, else `read` (of `/proc/<tid>/status`),
+/// kept for next time when a pidfd of the thread itself was at hand
+/// and outlived the read (so the text read was that thread's).
+pub fn ns_ids(tid: i32, read: impl FnOnce() -> Result<NsIds, Errno>) -> Result<NsIds, Errno> {
+    let pidfd = match cached_entry(tid) {
+        Some((pidfd, Some(ids))) if pidfd::alive(pidfd.as_fd()) => return Ok(ids),
+        // Kept by a copy: checked below, once the ids are read.
+        Some((pidfd, None)) => Some(pidfd),
+        // Kept for a thread that has ended (its tid is the trapped one's now).
+        Some((_, Some(_))) | None => match open(tid) {
+            Ok((fresh, true)) => Some(Arc::new(fresh)),
+            _ => None,
+        },
+    };
+    let ids = read()?;
+    match pidfd {
+        Some(p) if pidfd::alive(p.as_fd()) => keep(tid, p, Some(ids)),
+        _ => forget(tid),
+    }
+    Ok(ids)
+}
+
 fn cached(tid: i32) -> Option<Arc<OwnedFd>> {
+    cached_entry(tid).map(|(p, _)| p)
+}
+
+fn cached_entry(tid: i32) -> Option<(Arc<OwnedFd>, Option<NsIds>)> {
     let cache = CACHE.lock();
     cache
         .iter()
         .rev()
-        .find(|(t, _)| *t == tid)
-        .map(|(_, p)| p.clone())
+        .find(|k| k.tid == tid)
+        .map(|k| (k.pidfd.clone(), k.ns_ids))
 }
 
 fn forget(tid: i32) {
-    CACHE.lock().retain(|(t, _)| *t != tid);
+    CACHE.lock().retain(|k| k.tid != tid);
 }
 
-fn keep(tid: i32, p: Arc<OwnedFd>) {
+/// Keeps `pidfd` for `tid`, with `ns_ids` or those kept already for the
+/// same pidfd.
+fn keep(tid: i32, pidfd: Arc<OwnedFd>, ns_ids: Option<NsIds>) {
     let mut cache = CACHE.lock();
-    cache.retain(|(t, _)| *t != tid);
+    let mut ns_ids = ns_ids;
+    if let Some(i) = cache.iter().position(|k| k.tid == tid) {
+        let old = cache.remove(i);
+        if Arc::ptr_eq(&old.pidfd, &pidfd) {
+            ns_ids = ns_ids.or(old.ns_ids);
+        }
+    }
     if cache.len() >= KEPT {
         cache.remove(0);
     }
-    cache.push((tid, p));
+    cache.push(Kept { tid, pidfd, ns_ids });
 }
 
 /// A pidfd for the thread's process, and whether it names the thread:

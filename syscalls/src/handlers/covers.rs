@@ -115,9 +115,9 @@ pub(crate) fn read_host(path: &str) -> Result<String, Errno> {
     if !path.starts_with("/proc/") || path.contains("/..") {
         return Err(Errno::ENOENT);
     }
-    std::fs::read(path)
-        .map(|b| String::from_utf8_lossy(&b).into_owned())
-        .map_err(|e| Errno::from_raw(e.raw_os_error().unwrap_or(libc::EIO)))
+    let file = std::fs::File::open(path)
+        .map_err(|e| Errno::from_raw(e.raw_os_error().unwrap_or(libc::EIO)))?;
+    super::sealed::read_all(file.into())
 }
 
 #[cfg(test)]

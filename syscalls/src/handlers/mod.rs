@@ -1,6 +1,6 @@
 //! The handlers of serviced file calls, one module per family in the
 //! manner of gVisor's `sys_*.go`: [`open`] (open, openat, openat2, creat),
-//! [`statfs`], [`attr`] (chmod, chown, utimes, truncate),
+//! [`attr`] (chmod, chown),
 //! [`namei`] (mkdir, mknod, unlink, rename, link, symlink),
 //! [`notify`] (inotify_add_watch) and [`sysinfo`]
 //! (the guest's limits and the /proc files it serves rewritten, with the
@@ -22,7 +22,6 @@
 //! that follows is done on an `O_PATH` descriptor of the resolved file;
 //! creation modes get the guest's umask (the supervisor's is 0).
 
-mod abi;
 mod affinity;
 mod attr;
 mod covers;
@@ -45,7 +44,6 @@ mod procsys;
 mod proctext;
 mod rewind;
 mod sealed;
-mod statfs;
 mod sysinfo;
 mod sysinfo_call;
 #[cfg(test)]
@@ -202,8 +200,6 @@ fn route(ctx: &Context, g: &dyn Guest, c: &SyscallArgs) -> Res {
         }
         libc::SYS_openat2 => open::openat2(ctx, g, c.int(0), a[1], a[2], a[3]),
 
-        libc::SYS_statfs => statfs::statfs(ctx, g, a[0], a[1]),
-
         libc::SYS_chmod => attr::fchmodat(ctx, g, CWD, a[0], c.uint(1), 0),
         libc::SYS_fchmodat => attr::fchmodat(ctx, g, c.int(0), a[1], c.uint(2), 0),
         libc::SYS_fchmodat2 => attr::fchmodat(ctx, g, c.int(0), a[1], c.uint(2), c.int(3)),
@@ -220,11 +216,6 @@ fn route(ctx: &Context, g: &dyn Guest, c: &SyscallArgs) -> Res {
         libc::SYS_fchownat => {
             attr::fchownat(ctx, g, c.int(0), a[1], c.uint(2), c.uint(3), c.int(4))
         }
-        libc::SYS_utime => attr::utime(ctx, g, a[0], a[1]),
-        libc::SYS_utimes => attr::futimesat(ctx, g, CWD, a[0], a[1]),
-        libc::SYS_futimesat => attr::futimesat(ctx, g, c.int(0), a[1], a[2]),
-        libc::SYS_utimensat => attr::utimensat(ctx, g, c.int(0), a[1], a[2], c.int(3)),
-        libc::SYS_truncate => attr::truncate(ctx, g, a[0], a[1] as i64),
 
         libc::SYS_mkdir => namei::mkdirat(ctx, g, CWD, a[0], c.uint(1)),
         libc::SYS_mkdirat => namei::mkdirat(ctx, g, c.int(0), a[1], c.uint(2)),

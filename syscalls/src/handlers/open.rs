@@ -16,7 +16,7 @@ use nix::fcntl::{fcntl, FcntlArg, OFlag};
 use nix::sys::stat::fstat;
 use vfs::resolve::flags as resolve;
 
-use super::{live, read_path, start, Caller, Context, Res};
+use super::{live, read_path, start, sysinfo, Caller, Context, Res};
 use crate::guest::{Guest, Reply};
 
 const O_ACCMODE: u64 = libc::O_ACCMODE as u64;
@@ -204,17 +204,34 @@ fn open_common(
         dir: dir.as_ref().map(AsFd::as_fd),
         caller: &Caller(g),
     };
-    if ctx.continue_plain_opens && kernel_may_open(ctx, &at, &path, flags, res, known)? {
-        // The VFS has resolved it and the object is what the kernel would
-        // open (or create) for the guest: the kernel does it (CONTINUE).
-        // A guest that changes the path in between gets another object
-        // of its own view, with its own credentials: nothing it could
-        // not ask for.
-        return Ok(Reply::Continue);
-    }
+    let resolved = match ctx.continue_plain_opens {
+        true => match decide(ctx, &at, &path, flags, res, known)? {
+            // The VFS has resolved it and the object is what the kernel
+            // would open (or create) for the guest: the kernel does it
+            // (CONTINUE). A guest that changes the path in between gets
+            // another object of its own view, with its own credentials:
+            // nothing it could not ask for.
+            Decision::Kernel => return Ok(Reply::Continue),
+            Decision::Serve(resolved) => resolved,
+        },
+        false => None,
+    };
     let cloexec = flags & O_CLOEXEC != 0;
     let flags = (flags & !O_CLOEXEC) as i32;
-    let fd = open_without_blocking(g, |f| ctx.fs.open(&at, &path, f, mode as u32, res), flags)?;
+    let fd = match resolved {
+        // The read's object, found by the decision: opened again through
+        // its descriptor, not resolved twice. A regular file never makes
+        // an open wait.
+        Some(found) if is_regular(&found.probe.st) => {
+            let fd = vfs::sys::reopen(found.probe.fd.as_fd(), flags)?;
+            return match found.synthetic {
+                Some(kind) => super::sysinfo::synthetic_file(ctx, fd, kind, flags),
+                None => Ok(fd),
+            }
+            .map(|fd| Reply::InstallFd { fd, cloexec });
+        }
+        _ => open_without_blocking(g, |f| ctx.fs.open(&at, &path, f, mode as u32, res), flags)?,
+    };
     // Under a memory or cpu limit, /proc/meminfo and /proc/cpuinfo are
     // the guest's own (recognised by what was opened, not by the path).
     let fd = if ctx.synthetic.is_empty() {
@@ -225,6 +242,21 @@ fn open_common(
     Ok(Reply::InstallFd { fd, cloexec })
 }
 
+/// Whether the kernel may do an open itself, or the supervisor serves it.
+enum Decision {
+    /// The kernel opens (or creates) it for the guest: CONTINUE.
+    Kernel,
+    /// The supervisor opens it; for a plain read, with the object found.
+    Serve(Option<ServedRead>),
+}
+
+/// The object a plain read resolved to, which the sandbox serves: a
+/// synthetic file's (its kind), or one the guest's domain fences off.
+struct ServedRead {
+    probe: vfs::Probe,
+    synthetic: Option<sysinfo::ProcFile>,
+}
+
 /// Resolves `path` as the open would, without opening anything for I/O
 /// or creating anything: whether the kernel may do the open itself, which
 /// is always, unless it is a read of a file the sandbox serves itself (a
@@ -232,48 +264,54 @@ fn open_common(
 /// kernel from opening (`fence.rs`: the kernel's own procfs, names made
 /// at the root since the start). Resolution errors are the open's, except
 /// a missing final name when the open creates it.
-fn kernel_may_open(
+fn decide(
     ctx: &Context,
     at: &vfs::At<'_>,
     path: &std::ffi::CStr,
     flags: u64,
     res: u64,
     known: vfs::Known,
-) -> Result<bool, Errno> {
+) -> Result<Decision, Errno> {
     if plain_read(flags, res) {
         let probe = ctx.fs.probe(at, path, flags as i32, known)?;
-        let served = served(ctx, &probe.fd, &probe.st);
-        if !served {
+        let synthetic = ctx.synthetic.which_stat(&probe.fd, &probe.st);
+        if synthetic.is_none() && !fenced(ctx, &probe.fd, &probe.st) {
             ctx.fs.remember_plain(path, &probe);
+            return Ok(Decision::Kernel);
         }
-        return Ok(!served);
+        return Ok(Decision::Serve(Some(ServedRead { probe, synthetic })));
     }
     let probe = (flags as i32 & (libc::O_NOFOLLOW | libc::O_DIRECTORY)) | libc::O_PATH;
     let object = match ctx.fs.open(at, path, probe, 0, res) {
         Ok(object) => object,
-        Err(Errno::ENOENT) if will_create(flags) => return Ok(true),
+        Err(Errno::ENOENT) if will_create(flags) => return Ok(Decision::Kernel),
         Err(e) => return Err(e),
     };
     // Only reads are served (see sysinfo::substitute): an open that
     // writes is the guest's own, with its own credentials, or nothing.
     let reads = flags & (O_ACCMODE | O_PATH) == libc::O_RDONLY as u64;
     if !reads {
-        return Ok(true);
+        return Ok(Decision::Kernel);
     }
     let st = vfs::sys::fstat(object.as_fd())?;
-    Ok(!served(ctx, &object, &st))
+    let served = ctx.synthetic.which_stat(&object, &st).is_some() || fenced(ctx, &object, &st);
+    Ok(match served {
+        true => Decision::Serve(None),
+        false => Decision::Kernel,
+    })
 }
 
-/// Whether a read of `object` (whose `stat` is `st`) is served rather
-/// than CONTINUEd: a synthetic file, or one the guest's Landlock domain
-/// keeps the kernel from opening (`fence.rs`). Such a path is never
-/// remembered as plain.
-fn served(ctx: &Context, object: &OwnedFd, st: &libc::stat) -> bool {
-    ctx.synthetic.serves_stat(object, st)
-        || ctx
-            .fence
-            .as_ref()
-            .is_some_and(|f| !f.admits(&ctx.fs, object, st))
+/// Whether the guest's Landlock domain keeps the kernel from opening
+/// `object` (whose `stat` is `st`) for reading (`fence.rs`). Such a
+/// path, like a synthetic file's, is never remembered as plain.
+fn fenced(ctx: &Context, object: &OwnedFd, st: &libc::stat) -> bool {
+    ctx.fence
+        .as_ref()
+        .is_some_and(|f| !f.admits(&ctx.fs, object, st))
+}
+
+fn is_regular(st: &libc::stat) -> bool {
+    st.st_mode & libc::S_IFMT == libc::S_IFREG
 }
 
 /// Whether an open is a plain read the known plain paths may answer:

@@ -89,8 +89,7 @@ pub(crate) fn context_switches(proc: &Path) -> u64 {
     for pid in numbered(proc) {
         let tasks = proc.join(pid.to_string()).join("task");
         for tid in numbered(&tasks) {
-            let path = tasks.join(tid.to_string()).join("status");
-            if let Ok(status) = std::fs::read_to_string(path) {
+            if let Some(status) = read_small(&tasks.join(tid.to_string()).join("status")) {
                 sum += switches(&status);
             }
         }
@@ -112,7 +111,13 @@ fn switches(status: &str) -> u64 {
 }
 
 fn read_stat(dir: &Path) -> Option<String> {
-    std::fs::read_to_string(dir.join("stat")).ok()
+    read_small(&dir.join("stat"))
+}
+
+/// A procfs text of the census (`sealed::read_all`: no stat, one read).
+fn read_small(path: &Path) -> Option<String> {
+    let file = std::fs::File::open(path).ok()?;
+    super::sealed::read_all(file.into()).ok()
 }
 
 /// A `stat` line after `pid (comm)`: the comm may hold any byte, so the

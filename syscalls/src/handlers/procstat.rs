@@ -103,18 +103,13 @@ pub fn start_secs(stat: &str) -> Option<i64> {
 }
 
 /// `/proc/uptime` of the sandbox, given the host's boot time now
-/// (seconds) and the sandbox's `/proc/stat` text: the time since the
-/// sandbox's clocks started, and the idle time of its CPUs since then.
-pub(crate) fn uptime(base: &Baseline, host_boottime: f64, stat: &str) -> String {
+/// (seconds) and the CPU lines of the sandbox's `/proc/stat`: the time
+/// since the sandbox's clocks started, and the idle time of its CPUs
+/// since then (the `cpu` line's idle: their sum).
+pub(crate) fn uptime(base: &Baseline, host_boottime: f64, cpus: &[CpuLine]) -> String {
     let up = base.uptime(host_boottime);
-    // The idle field of the `cpu` line, in USER_HZ (100 per second).
-    let idle = stat
-        .lines()
-        .next()
-        .and_then(|l| l.split_whitespace().nth(4))
-        .and_then(|v| v.parse::<u64>().ok())
-        .unwrap_or(0);
-    format!("{up:.2} {:.2}\n", idle as f64 / 100.0)
+    let idle: u64 = cpus.iter().map(|l| l[IDLE]).sum();
+    format!("{up:.2} {:.2}\n", idle as f64 / USER_HZ as f64)
 }
 
 /// The sandbox's CPU time as `n` CPU lines, `elapsed` USER_HZ after it
@@ -317,7 +312,9 @@ btime 123\nprocesses 6\nprocs_running 2\nprocs_blocked 0\nsoftirq 0 0 0\n"
             ),
             "{all}"
         );
-        assert_eq!(uptime(&base, 1012.5, &s), "12.50 12.40\n");
+        assert_eq!(uptime(&base, 1012.5, &one), "12.50 12.40\n");
+        // The `cpu` line's idle: the sum of the CPUs'.
+        assert_eq!(uptime(&base, 1012.5, &two), "12.50 24.90\n");
         assert_eq!(
             vmstat("nr_free_pages 900\npgpgin 70\nnew 5\n", &base),
             "nr_free_pages 0\npgpgin 20\nnew 5\n"

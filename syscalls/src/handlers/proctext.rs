@@ -66,10 +66,7 @@ pub(super) fn text(ctx: &Context, kind: ProcFile, host: String) -> String {
         (ProcFile::KernelCmdline, _) => masked::CMDLINE.to_owned(),
         (ProcFile::Stat, _) => sandbox_stat(ctx, &host, base.btime(boottime())),
         (ProcFile::VmStat, _) => procstat::vmstat(&host, base),
-        (ProcFile::Uptime, _) => {
-            let stat = sandbox_stat(ctx, &host, 0);
-            procstat::uptime(base, boottime(), &stat)
-        }
+        (ProcFile::Uptime, _) => procstat::uptime(base, boottime(), &sandbox_cpus(ctx, &host)),
         (ProcFile::LoadAvg, _) => procfiles::loadavg(&view_census(&ctx.fs)),
         (ProcFile::BootId, _) => base.boot_id.clone(),
         (ProcFile::PerProcess(PerProcess::Status), limits @ GuestLimits { cpus: Some(n), .. }) => {
@@ -134,20 +131,33 @@ fn host_memtotal() -> Option<u64> {
 fn sandbox_stat(ctx: &Context, host: &str, btime: u64) -> String {
     let syn = &ctx.synthetic;
     let census = view_census(&ctx.fs);
-    let n = ctx
-        .limits
-        .cpus_limit()
-        .unwrap_or_else(|| procstat::host_cpus(host));
-    let elapsed = (syn.uptime() * USER_HZ as f64) as u64;
-    let cpus = syn
-        .cpu_clock
-        .monotonic(procstat::cpu_times(n, &census, elapsed));
+    let cpus = cpu_lines(ctx, host, &census);
     let switches = with_view_proc(&ctx.fs, procfiles::context_switches).unwrap_or(0);
     let own = OwnCounts {
         ctxt: syn.ctxt.raise(switches),
         processes: syn.processes.raise(u64::from(census.last_pid)),
     };
     procstat::stat(host, &cpus, &census, &own, btime)
+}
+
+/// The sandbox's CPU lines of its /proc/stat (`cpu_lines`), for its
+/// uptime's idle time: no context switches counted, no other line made.
+fn sandbox_cpus(ctx: &Context, host: &str) -> Vec<procstat::CpuLine> {
+    cpu_lines(ctx, host, &view_census(&ctx.fs))
+}
+
+/// The sandbox's tasks' CPU time as the CPU lines of its /proc/stat: over
+/// the CPUs it may use (the host's `host` text counts them without a
+/// `--cpus` limit), kept monotonic (`procstat.rs`).
+fn cpu_lines(ctx: &Context, host: &str, census: &procfiles::Census) -> Vec<procstat::CpuLine> {
+    let syn = &ctx.synthetic;
+    let n = ctx
+        .limits
+        .cpus_limit()
+        .unwrap_or_else(|| procstat::host_cpus(host));
+    let elapsed = (syn.uptime() * USER_HZ as f64) as u64;
+    syn.cpu_clock
+        .monotonic(procstat::cpu_times(n, census, elapsed))
 }
 
 /// The host's CLOCK_BOOTTIME now, in seconds (the supervisor lives in

@@ -25,9 +25,12 @@ pub(crate) fn read_view(fs: &Resolver, path: &CStr) -> Result<String, Errno> {
     read_all(vfs::sys::openat2(fs.root(), path, flags, 0, IN_ROOT)?)
 }
 
-/// All of `fd`'s text (invalid UTF-8 replaced).
+/// All of `fd`'s text (invalid UTF-8 replaced). Read into room for
+/// 4 KiB from the start: procfs says a size of 0, and an empty buffer
+/// would be filled in pieces of 32, 32, 64... bytes (eight reads for a
+/// `status`).
 pub(crate) fn read_all(fd: OwnedFd) -> Result<String, Errno> {
-    let mut bytes = Vec::new();
+    let mut bytes = Vec::with_capacity(4096);
     std::fs::File::from(fd)
         .read_to_end(&mut bytes)
         .map_err(|e| Errno::from_raw(e.raw_os_error().unwrap_or(libc::EIO)))?;

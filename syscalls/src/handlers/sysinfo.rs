@@ -316,18 +316,14 @@ impl Synthetic {
         self.files.is_empty() && self.proc_dev.is_none()
     }
 
-    /// Whether `fd`, whose `stat` is `st`, is one of the files served
-    /// synthetic.
-    pub(crate) fn serves_stat(&self, fd: &OwnedFd, st: &libc::stat) -> bool {
-        self.which_stat(fd, st).is_some()
-    }
-
+    /// Which of the files served synthetic `fd` is, if any.
     fn which(&self, fd: &OwnedFd) -> Option<ProcFile> {
         let st = vfs::sys::fstat(fd.as_fd()).ok()?;
         self.which_stat(fd, &st)
     }
 
-    fn which_stat(&self, fd: &OwnedFd, st: &libc::stat) -> Option<ProcFile> {
+    /// Which of the files served synthetic `fd`, whose `stat` is `st`, is.
+    pub(super) fn which_stat(&self, fd: &OwnedFd, st: &libc::stat) -> Option<ProcFile> {
         if self.cover_dev == Some(st.st_dev) {
             return covered_file(&procfiles::fd_name(fd)?);
         }
@@ -421,9 +417,20 @@ pub(crate) fn substitute(ctx: &Context, fd: OwnedFd, flags: i32) -> Result<Owned
     if flags & (libc::O_ACCMODE | libc::O_PATH) != libc::O_RDONLY {
         return Ok(fd);
     }
-    let Some(kind) = ctx.synthetic.which(&fd) else {
-        return Ok(fd);
-    };
+    match ctx.synthetic.which(&fd) {
+        Some(kind) => synthetic_file(ctx, fd, kind, flags),
+        None => Ok(fd),
+    }
+}
+
+/// The synthetic file of `kind` in place of `fd`, opened for the guest to
+/// read with `flags` (its kind known already: [`Synthetic::which_stat`]).
+pub(super) fn synthetic_file(
+    ctx: &Context,
+    fd: OwnedFd,
+    kind: ProcFile,
+    flags: i32,
+) -> Result<OwnedFd, Errno> {
     ctx.synthetic.served_any.store(true, Ordering::SeqCst);
     let name = memfd_name(kind, &fd);
     let host = match host_source(kind) {

@@ -112,11 +112,6 @@ const REMOVEDIR_ARG2: &[Cond] = &[Cond {
     arg: 2,
     op: Op::MaskSet(libc::AT_REMOVEDIR as u32),
 }];
-/// `utimensat(fd, NULL, times, 0)` is `futimens(fd, times)`.
-const NULL_PATH_ARG1: &[Cond] = &[Cond {
-    arg: 1,
-    op: Op::IsNull,
-}];
 
 /// `lseek(fd, 0, SEEK_SET)`: a rewind, which re-serves a synthetic /proc
 /// file (`handlers/rewind.rs`). The offset is a 64-bit `off_t` (IsNull
@@ -179,11 +174,23 @@ pub fn rule_for(nr: S) -> Rule {
         S::rmdir => Service,
         S::rename | S::renameat | S::renameat2 => Service,
         S::link | S::linkat | S::symlink | S::symlinkat => Service,
+        // chmod and chown change who may search a directory: serviced,
+        // the resolution caches start over (`Resolver::changed`).
         S::chmod | S::fchmodat | S::fchmodat2 => Service,
         S::chown | S::lchown | S::fchownat => Service,
-        S::utime | S::utimes | S::futimesat => Service,
-        S::utimensat => PassIf(NULL_PATH_ARG1, Fallback::Service),
-        S::truncate | S::statfs => Service,
+        // Times, size and the file system under a path pass: each handler
+        // resolved the path to an `O_PATH` descriptor (an open that passes)
+        // and made the kernel's own call on it as the guest, with its ids
+        // and no capabilities (`statfs` is `fstatfs`, which passes, of that
+        // descriptor; `truncate` checks write permission as the caller).
+        // None served a file: a cover's `statfs` says tmpfs either way.
+        // None started the resolution caches over: times and size change
+        // neither how a path resolves nor who may search a directory. The
+        // kernel's errnos were copied in its order (EFAULT, EINVAL for a
+        // negative length or bad nanoseconds, both UTIME_OMIT answering 0
+        // before any lookup), which the kernel now gives itself.
+        S::utime | S::utimes | S::futimesat | S::utimensat => Pass,
+        S::truncate | S::statfs => Pass,
         S::inotify_add_watch => Service,
 
         // ---- Paths the kernel resolves in the guest's own view. ----------

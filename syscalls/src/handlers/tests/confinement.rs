@@ -87,7 +87,6 @@ fn escapes_stay_inside() {
 
     let s = |f: &Fake, x: &str| f.g.put(&[x.as_bytes(), &[0]].concat());
     let at = libc::AT_FDCWD as i64 as u64;
-    let st = f.g.put(&[0u8; 256]);
     let cases: Vec<(i64, [u64; 6])> = vec![
         (
             libc::SYS_mkdir,
@@ -127,15 +126,28 @@ fn escapes_stay_inside() {
             [s(&f, "/hostpath/secret"), 0o777, 0, 0, 0, 0],
         ),
         (
-            libc::SYS_truncate,
-            [s(&f, "/toroot/../secret"), 0, 0, 0, 0, 0],
+            libc::SYS_fchmodat,
+            [at, s(&f, "/toroot/../secret"), 0o777, 0, 0, 0],
         ),
-        (libc::SYS_utimensat, [at, s(&f, "/up/secret"), 0, 0, 0, 0]),
+        (
+            libc::SYS_chown,
+            [
+                s(&f, "/up/secret"),
+                u32::MAX as u64,
+                u32::MAX as u64,
+                0,
+                0,
+                0,
+            ],
+        ),
         (
             libc::SYS_open,
             [s(&f, "../../../../secret"), libc::O_PATH as u64, 0, 0, 0, 0],
         ),
-        (libc::SYS_statfs, [s(&f, "/hostpath"), st, 0, 0, 0, 0]),
+        (
+            libc::SYS_open,
+            [s(&f, "/hostpath"), libc::O_PATH as u64, 0, 0, 0, 0],
+        ),
         (
             libc::SYS_mknod,
             [
@@ -181,8 +193,11 @@ fn dead_notifications_change_nothing() {
         (libc::SYS_link, [s(&f, "/file"), s(&f, "/hard"), 0, 0, 0, 0]),
         (libc::SYS_symlink, [s(&f, "x"), s(&f, "/sym"), 0, 0, 0, 0]),
         (libc::SYS_chmod, [s(&f, "/file"), 0o777, 0, 0, 0, 0]),
-        (libc::SYS_truncate, [s(&f, "/file"), 0, 0, 0, 0, 0]),
-        (libc::SYS_utimensat, [at, s(&f, "/file"), 0, 0, 0, 0]),
+        (libc::SYS_fchmodat, [at, s(&f, "/file"), 0o777, 0, 0, 0]),
+        (
+            libc::SYS_chown,
+            [s(&f, "/file"), u32::MAX as u64, u32::MAX as u64, 0, 0, 0],
+        ),
         (
             libc::SYS_open,
             [

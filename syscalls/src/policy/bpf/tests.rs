@@ -118,16 +118,18 @@ fn argument_checks() {
         SECCOMP_RET_ALLOW
     );
 
-    let utimensat = Sysno::utimensat.id() as u32;
-    assert_eq!(run(utimensat, [3, 0, 0, 0, 0, 0]), SECCOMP_RET_ALLOW);
+    // IsNull tests the whole register: an address with only high bits
+    // set is not NULL.
     assert_eq!(
-        run(utimensat, [3, 1 << 32, 0, 0, 0, 0]),
+        run(accept, [3, 1 << 32, 0, 0, 0, 0]),
         SECCOMP_RET_USER_NOTIF
     );
-    assert_eq!(
-        run(utimensat, [3, 0x1000, 0, 0, 0, 0]),
-        SECCOMP_RET_USER_NOTIF
-    );
+
+    // Times, size and statfs by path pass whatever their arguments.
+    for nr in [Sysno::utimensat, Sysno::truncate, Sysno::statfs] {
+        let nr = nr.id() as u32;
+        assert_eq!(run(nr, [3, 0x1000, 0, 0, 0, 0]), SECCOMP_RET_ALLOW);
+    }
 }
 
 #[test]
