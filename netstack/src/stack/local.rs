@@ -6,7 +6,7 @@
 //! or destinations outside the sandbox (the egress seam).
 
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
-use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, OwnedFd};
 
 use nix::errno::Errno;
 use nix::sys::socket::{self, MsgFlags, UnixAddr};
@@ -50,9 +50,7 @@ impl Stack {
         }
         if s.meta.is_udp() {
             self.autobind_port(s)?;
-            // Connected elsewhere: leave that peer first, keeping the
-            // queue (a host connect to another peer would purge it).
-            self.keeping_queue(s, || crate::sys::disconnect(s.fd.as_fd()))?
+            self.before_connect(s)?
         } else {
             self.autobind(s, dst)?
         }

@@ -26,10 +26,6 @@ use nix::sys::socket::{self, MsgFlags, SockType, UnixAddr};
 use super::{Sock, Stack};
 use crate::name::{abstract_of, random_u64};
 
-/// Largest datagram taken out whole (beyond the largest `wmem_max` a
-/// host socket's send buffer is likely to have).
-const MAX_QUEUED: usize = 256 * 1024;
-
 /// A datagram taken off a queue, and its sender's name (none: unnamed).
 type Queued = (Vec<u8>, Option<Vec<u8>>);
 
@@ -51,6 +47,17 @@ impl Stack {
             self.put_back(s, queued);
         }
         left
+    }
+
+    /// Before a connect of `s`, which would purge the queue if the host
+    /// socket has a peer: one with datagrams queued leaves its peer
+    /// first, keeping them (the connect then finds no peer to leave).
+    pub(super) fn before_connect(&self, s: &Sock) -> Result<(), Errno> {
+        let peek = MsgFlags::MSG_PEEK | MsgFlags::MSG_TRUNC | MsgFlags::MSG_DONTWAIT;
+        if socket::recv(s.fd.as_raw_fd(), &mut [], peek).is_err() {
+            return Ok(());
+        }
+        self.keeping_queue(s, || crate::sys::disconnect(s.fd.as_fd()))
     }
 
     /// Sends `queued` back to `s`'s own name, each datagram from a
@@ -87,21 +94,25 @@ impl Stack {
     }
 }
 
-/// Every datagram queued on `fd` now, with its sender's name.
+/// Every datagram queued on `fd` now, with its sender's name (each
+/// peeked at first for its whole length, MSG_TRUNC).
 fn take_queue(fd: BorrowedFd<'_>) -> Vec<Queued> {
     let mut out = Vec::new();
-    let mut buf = vec![0u8; MAX_QUEUED];
-    loop {
+    let peek = MsgFlags::MSG_PEEK | MsgFlags::MSG_TRUNC | MsgFlags::MSG_DONTWAIT;
+    while let Ok(len) = socket::recv(fd.as_raw_fd(), &mut [], peek) {
+        let mut buf = vec![0u8; len];
         let mut iov = [IoSliceMut::new(&mut buf)];
         let got =
             socket::recvmsg::<UnixAddr>(fd.as_raw_fd(), &mut iov, None, MsgFlags::MSG_DONTWAIT);
         let Ok(m) = got else {
-            return out;
+            break;
         };
-        let (len, from) = (
+        let (n, from) = (
             m.bytes,
             m.address.as_ref().and_then(abstract_of).map(<[u8]>::to_vec),
         );
-        out.push((buf[..len.min(MAX_QUEUED)].to_vec(), from));
+        buf.truncate(n);
+        out.push((buf, from));
     }
+    out
 }
