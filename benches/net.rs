@@ -56,7 +56,9 @@ fn build(dir: &Path) -> PathBuf {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c/net_bench_guest.c");
     let out = dir.join("net_bench_guest");
     let status = Command::new("cc")
-        .args(["-O2", "-Wall", "-pthread", "-o"])
+        .args(["-O2", "-Wall", "-pthread", "-I"])
+        .arg(src.with_file_name("include"))
+        .arg("-o")
         .arg(&out)
         .arg(&src)
         .status()

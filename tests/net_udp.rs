@@ -4,7 +4,8 @@
 //! connect, half-close, MSG_PEEK/MSG_DONTWAIT/MSG_TRUNC and errnos,
 //! compared with a native run; a UDP IPv6 socket talking to IPv4
 //! through v4-mapped addresses and UDP disconnects (tests/c/udp6map.c) and glibc's
-//! getaddrinfo, which sorts its answers that way (tests/net/gai.py), both
+//! getaddrinfo, which sorts its answers that way (tests/net/gai.py), and
+//! sends and receives on sockets without a peer (tests/c/nopeer.c), each
 //! compared with a native run in a network namespace of its own.
 
 mod common;
@@ -78,6 +79,19 @@ fn native_netns(argv: &[&str], binds: &[(&Path, &str)]) -> Run {
     Run::new(&v)
 }
 
+/// tests/c/NAME run natively in a network namespace of its own (`lo`
+/// up) and sandboxed in another: (native, sandboxed), both successful.
+fn native_and_sandboxed(name: &str) -> (Out, Out) {
+    let prog = c_prog(name);
+    let prog = prog.to_str().expect("utf-8 path");
+    let native = native_netns(&[prog], &[])
+        .native()
+        .ok(&format!("native {name}"));
+    let run = Run::new(&[prog]).sup(&c_mounts());
+    let sandboxed = isolated(run).supervised().ok(&format!("sandboxed {name}"));
+    (native, sandboxed)
+}
+
 /// A UDP IPv6 socket talking to an IPv4 one (v4-mapped): connect with an
 /// AF_INET or a v4-mapped address, the names, both directions of data,
 /// sendto without connect, a disconnect and reconnect to the other
@@ -90,11 +104,7 @@ fn udp6_talks_to_ipv4_as_native() {
     if !is_root() {
         skip!("needs root for unshare -n");
     }
-    let prog = c_prog("udp6map");
-    let prog = prog.to_str().expect("utf-8 path");
-    let native = native_netns(&[prog], &[]).native().ok("native udp6map");
-    let run = Run::new(&[prog]).sup(&c_mounts());
-    let sandboxed = isolated(run).supervised().ok("sandboxed udp6map");
+    let (native, sandboxed) = native_and_sandboxed("udp6map");
     assert_eq!(sandboxed.stdout, native.stdout, "{}", sandboxed.dump());
     for line in [
         "inet connect = 0\n",
@@ -154,5 +164,84 @@ fn getaddrinfo_sorts_as_native() {
             sandboxed.dump()
         );
         assert!(native.stdout.ends_with("done\n"));
+    }
+}
+
+/// What tests/c/nopeer.c prints differently in the sandbox: (kind, the
+/// label's last words, Linux's answer, the sandbox's). These calls run
+/// natively on the host `AF_UNIX` socket, which answers as a unix socket
+/// does (a unix datagram socket without a peer ENOTCONN, a unix stream
+/// socket never connected ENOTCONN on a send, without SIGPIPE, and
+/// EINVAL on a receive), and a disconnect cannot release an autobound
+/// UDP port (ARCHITECTURE.md, "UDP disconnect").
+const NOPEER_GAPS: &[(&str, &str, &str, &str)] = &[
+    ("udp", "sendto NULL", "-1 EDESTADDRREQ", "-1 ENOTCONN"),
+    ("udp", "send", "-1 EDESTADDRREQ", "-1 ENOTCONN"),
+    ("udp", "write", "-1 EDESTADDRREQ", "-1 ENOTCONN"),
+    ("udp", "write empty", "-1 EDESTADDRREQ", "-1 ENOTCONN"),
+    ("udp", "sendmsg nosignal", "-1 EDESTADDRREQ", "-1 ENOTCONN"),
+    ("udp", "sendmmsg", "-1 EDESTADDRREQ", "-1 ENOTCONN"),
+    ("tcp", "send", "-1 EPIPE", "-1 ENOTCONN"),
+    ("tcp", "send sigpipe", "1", "0"),
+    ("tcp", "write", "-1 EPIPE", "-1 ENOTCONN"),
+    ("tcp", "write sigpipe", "1", "0"),
+    ("tcp", "send nosignal", "-1 EPIPE", "-1 ENOTCONN"),
+    ("tcp", "sendmsg nosignal", "-1 EPIPE", "-1 ENOTCONN"),
+    ("tcp", "recv", "-1 ENOTCONN", "-1 EINVAL"),
+    ("tcp", "read", "-1 ENOTCONN", "-1 EINVAL"),
+    ("release", "other binds the old port", "0", "-1 EADDRINUSE"),
+    ("release", "a new port", "1", "0"),
+];
+
+/// The known difference `label` falls under, if any.
+fn nopeer_gap(label: &str) -> Option<usize> {
+    NOPEER_GAPS.iter().position(|(kind, last, _, _)| {
+        label.starts_with(&format!("{kind} ")) && label.ends_with(&format!(" {last}"))
+    })
+}
+
+/// Sends and receives on UDP and TCP sockets without a peer, the port
+/// of a disconnected UDP socket, and the queue of a connected one that
+/// disconnects and connects elsewhere (tests/c/nopeer.c): as natively,
+/// line by line, but for the calls that run natively on the host socket
+/// ([`NOPEER_GAPS`], each checked for both its answers). The serviced
+/// ones answer as Linux: an empty `sendto` without an address and a
+/// `sendmsg` without a name on an unconnected UDP socket EDESTADDRREQ
+/// after an autobind, a TCP `recvmsg` before connect ENOTCONN, a TCP
+/// send's EPIPE with its SIGPIPE, and the datagrams queued on a UDP
+/// socket stay when its peer changes.
+#[test]
+fn no_peer_answers_as_native() {
+    if !is_root() {
+        skip!("needs root for unshare -n");
+    }
+    let (native, sandboxed) = native_and_sandboxed("nopeer");
+    let (ours, linux): (Vec<_>, Vec<_>) = (
+        sandboxed.stdout.lines().collect(),
+        native.stdout.lines().collect(),
+    );
+    assert_eq!(ours.len(), linux.len(), "{}", sandboxed.dump());
+    let mut seen = vec![0; NOPEER_GAPS.len()];
+    for (o, l) in ours.iter().zip(&linux) {
+        let (label, value) = l.split_once(" = ").unwrap_or((l, ""));
+        let Some(i) = nopeer_gap(label) else {
+            assert_eq!(o, l, "{}", sandboxed.dump());
+            continue;
+        };
+        let (_, _, theirs, mine) = NOPEER_GAPS[i];
+        assert_eq!((value, *o), (theirs, format!("{label} = {mine}").as_str()));
+        seen[i] += 1;
+    }
+    assert!(seen.iter().all(|&n| n > 0), "{seen:?}: {}", native.stdout);
+    for line in [
+        "udp inet none sendmsg = -1 EDESTADDRREQ",
+        "udp inet6 port0 sendto NULL empty bound = 1",
+        "tcp inet fresh recvmsg = -1 ENOTCONN",
+        "tcp inet6 listening sendmsg sigpipe = 1",
+        "release inet sent port 0 = 1",
+        "kept inet6 peer sends again = 1",
+        "kept inet6 received b from = 1",
+    ] {
+        assert!(linux.contains(&line), "{line}: {}", native.stdout);
     }
 }

@@ -8,14 +8,17 @@
 //! addresses a socket reports. Its parts: the bind rules (`bind.rs`),
 //! connections and datagrams to sandbox-loopback destinations
 //! (`local.rs`), and the per-listener queue of accepted connections that
-//! could not be installed (`pending.rs`), and the source a wildcard-named
-//! UDP socket shows and a UDP disconnect (`source.rs`). Does not own: guest memory,
+//! could not be installed (`pending.rs`), the source a wildcard-named
+//! UDP socket shows and a UDP disconnect (`source.rs`), and the queued
+//! datagrams a host socket leaving its peer keeps (`requeue.rs`). Does
+//! not own: guest memory,
 //! guest descriptors or blocking (the handlers in `syscalls/` do that;
 //! every call here returns at once unless the host socket itself blocks).
 
 mod bind;
 mod local;
 mod pending;
+mod requeue;
 mod source;
 #[cfg(test)]
 mod tests;

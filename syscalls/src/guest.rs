@@ -126,6 +126,13 @@ pub trait Guest {
         false
     }
 
+    /// Raises SIGPIPE on the thread, as the kernel does where a send fails
+    /// with EPIPE without MSG_NOSIGNAL. The filter's WAIT_KILLABLE_RECV
+    /// keeps a caught one pending until the call has returned (its
+    /// handler then runs, as after the kernel's send); the default action
+    /// ends the process at once, as it would natively.
+    fn raise_sigpipe(&self) {}
+
     /// Installs `fd` in the guest and answers the call with its number
     /// (`ADDFD` + `SEND`, atomically). On failure the file comes back, so
     /// that nothing it holds (an accepted connection) is lost.

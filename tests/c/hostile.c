@@ -34,6 +34,8 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
+#include "guest.h"
+
 #ifndef SYS_fchmodat2
 #define SYS_fchmodat2 452
 #endif
@@ -664,19 +666,6 @@ static void t_misc(void) {
 
 /* ---- sockets ------------------------------------------------------------- */
 
-static struct sockaddr_in lo(int port) {
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port)};
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    return a;
-}
-
-static int port_of(int s) {
-    struct sockaddr_in a;
-    socklen_t l = sizeof a;
-    getsockname(s, (struct sockaddr *)&a, &l);
-    return ntohs(a.sin_port);
-}
-
 /* The address-length cases shared by bind and connect. */
 /* The address cases shared by bind and connect: A (ALEN bytes) is a good
  * address for DOMAIN; OTHER (OLEN bytes) one of the other family. */
@@ -799,7 +788,7 @@ static void t_socket(void) {
 }
 
 static void t_bind_connect(void) {
-    struct sockaddr_in a = lo(0);
+    struct sockaddr_in a = loopback4(0);
     struct sockaddr_in6 a6 = {.sin6_family = AF_INET6, .sin6_addr = IN6ADDR_LOOPBACK_INIT};
     addr_cases("bind tcp", SYS_bind, AF_INET, SOCK_STREAM, &a, sizeof a, &a6, sizeof a6);
     addr_cases("bind udp", SYS_bind, AF_INET, SOCK_DGRAM, &a, sizeof a, &a6, sizeof a6);
@@ -809,7 +798,7 @@ static void t_bind_connect(void) {
     bind(l, (struct sockaddr *)&a, sizeof a);
     int closed_port = port_of(l);
     close(l);
-    struct sockaddr_in c = lo(closed_port);
+    struct sockaddr_in c = loopback4(closed_port);
     struct sockaddr_in6 c6 = a6;
     c6.sin6_port = c.sin_port;
     addr_cases("connect tcp", SYS_connect, AF_INET, SOCK_STREAM, &c, sizeof c, &c6, sizeof c6);
@@ -819,7 +808,7 @@ static void t_bind_connect(void) {
     /* An IPv4 address on a UDP IPv6 socket: connected (v4-mapped). */
     int rx = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK, 0);
     bind(rx, (struct sockaddr *)&a, sizeof a);
-    struct sockaddr_in rxa = lo(port_of(rx));
+    struct sockaddr_in rxa = loopback4(port_of(rx));
     int u6 = socket(AF_INET6, SOCK_DGRAM, 0);
     R("connect udp6 v4_address", syscall(SYS_connect, u6, &rxa, sizeof rxa));
     R("connect udp6 v4_address send", send(u6, "xy", 2, 0));
@@ -861,7 +850,7 @@ static void t_bind_connect(void) {
 }
 
 static void t_names_opts(void) {
-    struct sockaddr_in a = lo(0);
+    struct sockaddr_in a = loopback4(0);
     int t = socket(AF_INET, SOCK_STREAM, 0);
     bind(t, (struct sockaddr *)&a, sizeof a);
     sockname_cases("getsockname", SYS_getsockname, t);
@@ -869,7 +858,7 @@ static void t_names_opts(void) {
     int lst = socket(AF_INET, SOCK_STREAM, 0);
     bind(lst, (struct sockaddr *)&a, sizeof a);
     listen(lst, 4);
-    struct sockaddr_in to = lo(port_of(lst));
+    struct sockaddr_in to = loopback4(port_of(lst));
     int c = socket(AF_INET, SOCK_STREAM, 0);
     connect(c, (struct sockaddr *)&to, sizeof to);
     sockname_cases("getpeername connected", SYS_getpeername, c);
@@ -907,13 +896,13 @@ static void t_names_opts(void) {
 }
 
 static void t_accept_listen(void) {
-    struct sockaddr_in a = lo(0), peer;
+    struct sockaddr_in a = loopback4(0), peer;
     socklen_t l;
     char nm[160];
     int lst = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
     bind(lst, (struct sockaddr *)&a, sizeof a);
     listen(lst, 8);
-    struct sockaddr_in to = lo(port_of(lst));
+    struct sockaddr_in to = loopback4(port_of(lst));
     l = sizeof peer;
     FOR_FDS("accept", syscall(SYS_accept, F, &peer, &l));
     FOR_FDS("accept4", syscall(SYS_accept4, F, &peer, &l, 0));
@@ -979,7 +968,7 @@ static void t_accept_listen(void) {
 }
 
 static void t_sendto_recvfrom(void) {
-    struct sockaddr_in a = lo(0), from;
+    struct sockaddr_in a = loopback4(0), from;
     socklen_t fl;
     /* Static, not on the stack: "len=huge" is clamped to MAX_RW_COUNT (2 GiB)
      * and checked against the end of user space, which a randomised stack
@@ -988,7 +977,7 @@ static void t_sendto_recvfrom(void) {
     char nm[160];
     int rx = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK, 0);
     bind(rx, (struct sockaddr *)&a, sizeof a);
-    struct sockaddr_in to = lo(port_of(rx));
+    struct sockaddr_in to = loopback4(port_of(rx));
     int tx = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK, 0);
     FOR_FDS("sendto", syscall(SYS_sendto, F, "x", 1, 0, &to, sizeof to));
     FOR_BUFS("sendto", "addr", syscall(SYS_sendto, tx, "x", 1, 0, B, sizeof to));
@@ -1075,7 +1064,7 @@ static void t_sendto_recvfrom(void) {
 
 static void msg_cases(const char *call, long nr, int s, long flags) {
     char nm[160], data[16] = "payload", ctl[64];
-    struct sockaddr_in to = lo(port_of(s));
+    struct sockaddr_in to = loopback4(port_of(s));
     struct iovec iov = {data, 8};
     struct msghdr good = {.msg_name = &to, .msg_namelen = sizeof to, .msg_iov = &iov, .msg_iovlen = 1};
     FOR_FDS(call, syscall(nr, F, &good, flags | MSG_DONTWAIT));
@@ -1144,7 +1133,7 @@ static void msg_cases(const char *call, long nr, int s, long flags) {
 }
 
 static void t_msg(void) {
-    struct sockaddr_in a = lo(0);
+    struct sockaddr_in a = loopback4(0);
     int s = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK, 0);
     bind(s, (struct sockaddr *)&a, sizeof a);
     msg_cases("sendmsg udp", SYS_sendmsg, s, 0);
@@ -1153,7 +1142,7 @@ static void t_msg(void) {
     /* TCP sockets never connected, a listener, a connection. */
     char data_rx[16];
     int tcp = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
-    struct sockaddr_in tname = lo(9);
+    struct sockaddr_in tname = loopback4(9);
     struct iovec tiov = {"x", 1};
     struct msghdr tm = {.msg_name = &tname, .msg_namelen = sizeof tname, .msg_iov = &tiov,
                         .msg_iovlen = 1};
@@ -1169,7 +1158,7 @@ static void t_msg(void) {
     R("sendto tcp listening", syscall(SYS_sendto, tcp, "x", 1, 0, &tname, sizeof tname));
     R("recvfrom tcp listening", syscall(SYS_recvfrom, tcp, tm.msg_iov, 1, 0, &tname, &tm.msg_namelen));
     int peer = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in at = lo(port_of(tcp));
+    struct sockaddr_in at = loopback4(port_of(tcp));
     connect(peer, (struct sockaddr *)&at, sizeof at);
     int conn = accept(tcp, NULL, NULL);
     tm.msg_name = &tname, tm.msg_namelen = sizeof tname;
@@ -1189,7 +1178,7 @@ static void t_msg(void) {
     int on = 1;
     setsockopt(s, IPPROTO_IP, IP_PKTINFO, &on, sizeof on);
     setsockopt(s, IPPROTO_IP, IP_RECVTTL, &on, sizeof on);
-    struct sockaddr_in self = lo(port_of(s));
+    struct sockaddr_in self = loopback4(port_of(s));
     char data[16], cbuf[256], nm[160];
     for (int i = 0; i < NBUFS + 3; i++) {
         struct iovec iov = {data, sizeof data};
@@ -1338,9 +1327,9 @@ static void race(void) {
     pthread_t th;
     pthread_create(&th, NULL, flipper, NULL);
     int s = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK, 0);
-    struct sockaddr_in a = lo(0);
+    struct sockaddr_in a = loopback4(0);
     bind(s, (struct sockaddr *)&a, sizeof a);
-    struct sockaddr_in to = lo(port_of(s));
+    struct sockaddr_in to = loopback4(port_of(s));
     const char *names[] = {"openat", "faccessat", "readlink", "chmod", "getxattr", "setxattr",
                            "sysinfo", "sched_getaffinity", "getsockname", "getsockopt",
                            "setsockopt", "connect", "sendto", "sendmsg", "openat2", "mkdir",

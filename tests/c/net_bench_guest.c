@@ -35,6 +35,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "guest.h"
+
 #define CHUNK 65536
 static char chunk[CHUNK];
 
@@ -54,15 +56,9 @@ static int full(int fd, void *b, size_t n, int writing) {
     return 0;
 }
 
-static struct sockaddr_in addr_of(int port) {
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port)};
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    return a;
-}
-
 static int listener(int *port) {
     int s = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = addr_of(0);
+    struct sockaddr_in a = loopback4(0);
     socklen_t l = sizeof a;
     if (s < 0 || bind(s, (struct sockaddr *)&a, sizeof a) || listen(s, 128)) return -1;
     getsockname(s, (struct sockaddr *)&a, &l);
@@ -72,7 +68,7 @@ static int listener(int *port) {
 
 static int dial(int port) {
     int c = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = addr_of(port);
+    struct sockaddr_in a = loopback4(port);
     if (c < 0 || connect(c, (struct sockaddr *)&a, sizeof a)) return -1;
     int one = 1;
     setsockopt(c, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
@@ -120,7 +116,7 @@ enum { PLAIN, ANCIL, MSG };
  * IP_PKTINFO and IP_RECVTTL. */
 static int udp_bound(int ancil, struct sockaddr_in *a) {
     int fd = socket(AF_INET, SOCK_DGRAM, 0);
-    *a = addr_of(0);
+    *a = loopback4(0);
     socklen_t l = sizeof *a;
     if (fd < 0 || bind(fd, (struct sockaddr *)a, sizeof *a) ||
         getsockname(fd, (struct sockaddr *)a, &l))

@@ -16,12 +16,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-static void res(const char *what, int r) {
-    if (r < 0)
-        printf("%s = -1 %s\n", what, strerrorname_np(errno));
-    else
-        printf("%s = %d\n", what, r);
-}
+#include "guest.h"
 
 static int opt(int fd, int level, int name) {
     int v = -1;
@@ -31,22 +26,9 @@ static int opt(int fd, int level, int name) {
     return v;
 }
 
-static struct sockaddr_in lo(int port) {
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port)};
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    return a;
-}
-
-static int port_of(int fd) {
-    struct sockaddr_in a;
-    socklen_t l = sizeof a;
-    getsockname(fd, (struct sockaddr *)&a, &l);
-    return ntohs(a.sin_port);
-}
-
 static int listener(void) {
     int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    struct sockaddr_in a = lo(0);
+    struct sockaddr_in a = loopback4(0);
     bind(s, (struct sockaddr *)&a, sizeof a);
     listen(s, 16);
     return s;
@@ -63,7 +45,7 @@ static void tcp(void) {
     res("setsockopt nodelay", setsockopt(c, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one));
     printf("nodelay %d\n", opt(c, IPPROTO_TCP, TCP_NODELAY));
     res("setsockopt nodelay short", setsockopt(c, IPPROTO_TCP, TCP_NODELAY, &one, 2));
-    struct sockaddr_in a = lo(port);
+    struct sockaddr_in a = loopback4(port);
     int r = connect(c, (struct sockaddr *)&a, sizeof a);
     printf("nonblocking connect %s\n", r == 0 ? "0" : strerrorname_np(errno));
     struct pollfd p = {.fd = c, .events = POLLOUT};
@@ -90,7 +72,7 @@ static void tcp(void) {
     p = (struct pollfd){.fd = c, .events = POLLIN};
     poll(&p, 1, 5000);
     res("recv back", recv(c, buf, sizeof buf, 0));
-    struct sockaddr_in b = lo(port);
+    struct sockaddr_in b = loopback4(port);
     int d = socket(AF_INET, SOCK_STREAM, 0);
     res("bind in use", bind(d, (struct sockaddr *)&b, sizeof b));
     res("bind short", bind(d, (struct sockaddr *)&b, 8));
@@ -105,12 +87,12 @@ static void tcp(void) {
 
 static void udp(void) {
     int r = socket(AF_INET, SOCK_DGRAM, 0);
-    struct sockaddr_in a = lo(0);
+    struct sockaddr_in a = loopback4(0);
     res("udp bind", bind(r, (struct sockaddr *)&a, sizeof a));
     int port = port_of(r);
     printf("udp type %d protocol %d\n", opt(r, SOL_SOCKET, SO_TYPE), opt(r, SOL_SOCKET, SO_PROTOCOL));
     int s = socket(AF_INET, SOCK_DGRAM, 0);
-    struct sockaddr_in to = lo(port);
+    struct sockaddr_in to = loopback4(port);
     res("sendto", sendto(s, "datagram", 8, 0, (struct sockaddr *)&to, sizeof to));
     char buf[64];
     struct sockaddr_in from;
@@ -124,7 +106,7 @@ static void udp(void) {
     res("connect udp", connect(s, (struct sockaddr *)&to, sizeof to));
     res("send connected", send(s, "c", 1, 0));
     res("recv", recv(r, buf, sizeof buf, 0));
-    struct sockaddr_in nobody = lo(9);
+    struct sockaddr_in nobody = loopback4(9);
     int u = socket(AF_INET, SOCK_DGRAM, 0);
     res("sendto nobody", sendto(u, "x", 1, 0, (struct sockaddr *)&nobody, sizeof nobody));
     close(r), close(s), close(u);
@@ -134,7 +116,7 @@ static void udp(void) {
 static void hostile(void) {
     int s = listener();
     int port = port_of(s);
-    struct sockaddr_in a = lo(port);
+    struct sockaddr_in a = loopback4(port);
     socklen_t l = sizeof a;
     int v = 1;
     socklen_t vl = 4, neg = (socklen_t)-1;
@@ -151,7 +133,7 @@ static void hostile(void) {
     res("accept4 bad flags", accept4(s, (struct sockaddr *)&a, &l, 0x40));
     res("socket bad flags", socket(AF_INET, SOCK_STREAM | 0x100, 0));
     int u = socket(AF_INET, SOCK_DGRAM, 0);
-    struct sockaddr_in to = lo(port);
+    struct sockaddr_in to = loopback4(port);
     res("sendto bad buffer", sendto(u, (void *)8, 10, 0, (struct sockaddr *)&to, sizeof to));
     res("sendto huge length", sendto(u, "x", 1u << 30, 0, (struct sockaddr *)&to, sizeof to));
     res("sendto bad addr", sendto(u, "x", 1, 0, (struct sockaddr *)8, sizeof to));

@@ -21,12 +21,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-static void res(const char *what, long r) {
-    if (r < 0)
-        printf("%s = -1 %s\n", what, strerrorname_np(errno));
-    else
-        printf("%s = %ld\n", what, r);
-}
+#include "guest.h"
 
 /* An address as "family ip port-flag": the port printed as "port" when it
  * is `want`, "port0" when 0, "port?" otherwise. */
@@ -49,17 +44,6 @@ static void show(const char *what, const struct sockaddr_storage *ss, socklen_t 
     printf("%s: %s %s %s len %d\n", what, fam, ip, p, (int)len);
 }
 
-static int port_of(int fd) {
-    struct sockaddr_storage ss;
-    socklen_t l = sizeof ss;
-    memset(&ss, 0, sizeof ss);
-    if (getsockname(fd, (struct sockaddr *)&ss, &l) < 0)
-        return -1;
-    if (ss.ss_family == AF_INET)
-        return ntohs(((struct sockaddr_in *)&ss)->sin_port);
-    return ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
-}
-
 static void name(const char *what, int fd, int peer, int want) {
     struct sockaddr_storage ss;
     socklen_t l = sizeof ss;
@@ -70,12 +54,6 @@ static void name(const char *what, int fd, int peer, int want) {
         res(what, r);
     else
         show(what, &ss, l, want);
-}
-
-static struct sockaddr_in in4(int port) {
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port)};
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    return a;
 }
 
 static struct sockaddr_in6 in6(const char *ip, int port) {
@@ -89,7 +67,7 @@ static int receiver(int domain) {
     struct timeval tv = {.tv_sec = 5};
     setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
     if (domain == AF_INET) {
-        struct sockaddr_in a = in4(0);
+        struct sockaddr_in a = loopback4(0);
         bind(s, (struct sockaddr *)&a, sizeof a);
     } else {
         int one = 1;
@@ -113,14 +91,9 @@ static int udp6(int v6only) {
 static void take(const char *what, int fd, int want, const char *reply) {
     char buf[64], label[128];
     struct sockaddr_storage ss;
-    socklen_t l = sizeof ss;
-    memset(&ss, 0, sizeof ss);
-    ssize_t n = recvfrom(fd, buf, sizeof buf - 1, 0, (struct sockaddr *)&ss, &l);
-    if (n < 0) {
-        res(what, n);
+    socklen_t l;
+    if (received(what, fd, buf, sizeof buf, &ss, &l) < 0)
         return;
-    }
-    buf[n] = 0;
     snprintf(label, sizeof label, "%s %s from", what, buf);
     show(label, &ss, l, want);
     if (reply) {
@@ -156,7 +129,7 @@ static void talk(const char *what, int mapped, int connects) {
     int r4 = receiver(AF_INET), p4 = port_of(r4);
     int u = udp6(0);
     char label[128];
-    struct sockaddr_in a4 = in4(p4);
+    struct sockaddr_in a4 = loopback4(p4);
     struct sockaddr_in6 m6 = in6("::ffff:127.0.0.1", p4);
     struct sockaddr *to = mapped ? (struct sockaddr *)&m6 : (struct sockaddr *)&a4;
     socklen_t tolen = mapped ? sizeof m6 : sizeof a4;
@@ -197,7 +170,7 @@ static void wildcard(void) {
 static void resorted(void) {
     int u = udp6(0);
     struct sockaddr_in6 v6 = in6("::1", 80);
-    struct sockaddr_in a4 = in4(80);
+    struct sockaddr_in a4 = loopback4(80);
     res("resort connect ::1", connect(u, (struct sockaddr *)&v6, sizeof v6));
     int mine = port_of(u);
     name("resort getsockname v6", u, 0, mine);
@@ -217,7 +190,7 @@ static void resorted(void) {
 /* IPV6_V6ONLY: no IPv4 at all. */
 static void v6only(void) {
     int r4 = receiver(AF_INET), p4 = port_of(r4);
-    struct sockaddr_in a4 = in4(p4);
+    struct sockaddr_in a4 = loopback4(p4);
     struct sockaddr_in6 m6 = in6("::ffff:127.0.0.1", p4);
     int u = udp6(1);
     res("v6only connect inet", connect(u, (struct sockaddr *)&a4, sizeof a4));
@@ -238,7 +211,7 @@ static void toward_udp6(void) {
     bind(u, (struct sockaddr *)&any, sizeof any);
     int p6 = port_of(u);
     int s4 = receiver(AF_INET), p4 = port_of(s4);
-    struct sockaddr_in a4 = in4(p6);
+    struct sockaddr_in a4 = loopback4(p6);
     res("from ipv4 sendto", sendto(s4, "hi", 2, 0, (struct sockaddr *)&a4, sizeof a4));
     take("from ipv4 udp6 received", u, p4, "back");
     take("from ipv4 ipv4 received", s4, p6, NULL);
@@ -278,14 +251,14 @@ static void dual_stack(void) {
     struct sockaddr_in6 any = in6("::", 0);
     bind(r6, (struct sockaddr *)&any, sizeof any);
     int p6 = port_of(r6);
-    struct sockaddr_in a4 = in4(p6);
+    struct sockaddr_in a4 = loopback4(p6);
     struct sockaddr_in6 m6 = in6("::ffff:127.0.0.1", p6), l6 = in6("::1", p6);
     int u = udp6(0);
     dual_one("dual inet", u, r6, p6, (struct sockaddr *)&a4, sizeof a4);
     dual_one("dual mapped", u, r6, p6, (struct sockaddr *)&m6, sizeof m6);
     dual_one("dual ::1", u, r6, p6, (struct sockaddr *)&l6, sizeof l6);
     int r4 = receiver(AF_INET);
-    struct sockaddr_in to4 = in4(port_of(r4));
+    struct sockaddr_in to4 = loopback4(port_of(r4));
     res("dual to ipv4 sendto", sendto(u, "ping", 4, 0, (struct sockaddr *)&to4, sizeof to4));
     take("dual to ipv4 received", r4, port_of(u), NULL);
     close(u), close(r4);
@@ -300,7 +273,7 @@ static struct sockaddr_storage at(int domain, const char *ip, int port, socklen_
     struct sockaddr_storage ss;
     memset(&ss, 0, sizeof ss);
     if (domain == AF_INET) {
-        struct sockaddr_in a = in4(port);
+        struct sockaddr_in a = loopback4(port);
         inet_pton(AF_INET, ip, &a.sin_addr);
         memcpy(&ss, &a, *len = sizeof a);
     } else {

@@ -1,6 +1,7 @@
 //! The C programs of tests/c/*.c, built once per test binary with `cc` into
 //! `$CARGO_TARGET_TMPDIR/cprogs` (world-readable, so the unprivileged tests
-//! can run them), and the mount that makes them visible in the sandbox.
+//! can run them), with tests/c/include (the guests' shared `guest.h`) on
+//! the include path, and the mount that makes them visible in the sandbox.
 
 use super::*;
 
@@ -61,8 +62,12 @@ fn build_one(src: &Path, out: &Path, name: &str) -> Result<(), String> {
     // Build under a private name, then rename: concurrent test binaries never
     // see a half-written program.
     let tmp = out.join(format!("{name}.{}.tmp", std::process::id()));
+    // tests/c/include: the header the guests share (guest.h).
+    let include = src.with_file_name("include");
     let st = Command::new("cc")
-        .args(["-O1", "-Wall", "-Wno-unused-result", "-pthread", "-o"])
+        .args(["-O1", "-Wall", "-Wno-unused-result", "-pthread", "-I"])
+        .arg(&include)
+        .arg("-o")
         .arg(&tmp)
         .arg(src)
         .stdin(Stdio::null())

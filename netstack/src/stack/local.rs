@@ -49,7 +49,8 @@ impl Stack {
             return Err(Errno::EISCONN);
         }
         if s.meta.is_udp() {
-            self.autobind_port(s)?
+            self.autobind_port(s)?;
+            self.before_connect(s)?
         } else {
             self.autobind(s, dst)?
         }

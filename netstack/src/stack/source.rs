@@ -114,13 +114,13 @@ impl Stack {
     /// again), a wildcard-named socket's source is unset again, and a port
     /// the guest did not bind explicitly is released (reported as 0 until
     /// the next autobind, which takes the same port again: the host name
-    /// cannot be undone).
+    /// cannot be undone). Datagrams queued on it stay (`requeue.rs`).
     pub fn disconnect(&self, s: &Sock) -> Result<(), Errno> {
         let host_peer = socket::getpeername::<UnixAddr>(s.fd.as_raw_fd()).ok();
         // A relay's pair has an unnamed peer: its association stays.
         let named = host_peer.as_ref().and_then(crate::name::abstract_of);
         if s.meta.proto == Proto::Udp && named.is_some() {
-            crate::sys::disconnect(s.fd.as_fd())?;
+            self.keeping_queue(s, || crate::sys::disconnect(s.fd.as_fd()))?;
         }
         let wildcard = self.wildcard_named(s).is_some();
         let release =

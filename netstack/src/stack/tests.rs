@@ -199,3 +199,29 @@ fn disconnect_releases_what_was_not_bound() {
     let b = st.identify(b.fd).unwrap();
     assert_eq!(st.local_addr(&b), sa(&format!("0.0.0.0:{port}")));
 }
+
+/// What a connected UDP socket has queued stays, from the same sender,
+/// through a disconnect and a connect to another peer (a unix datagram
+/// socket leaving its peer purges its queue).
+#[test]
+fn queued_datagrams_stay_when_the_peer_changes() {
+    let st = Stack::default();
+    let flags = socket::MsgFlags::empty();
+    let (r1, at1) = udp_bound(&st, libc::AF_INET, "127.0.0.1:0");
+    let (_r2, at2) = udp_bound(&st, libc::AF_INET, "127.0.0.1:0");
+    let (u, at) = udp_bound(&st, libc::AF_INET, "127.0.0.1:0");
+    st.connect_local(&u, at1).unwrap();
+    st.send_local(&r1, at, b"one", flags).unwrap();
+    st.disconnect(&u).unwrap();
+    let u = st.identify(u.fd).unwrap();
+    st.send_local(&r1, at, b"two", flags).unwrap();
+    st.connect_local(&u, at2).unwrap();
+    for want in [&b"one"[..], b"two"] {
+        let mut buf = [0u8; 8];
+        let raw = std::os::fd::AsRawFd::as_raw_fd(&u.fd);
+        let flags = socket::MsgFlags::MSG_PEEK | socket::MsgFlags::MSG_DONTWAIT;
+        let n = socket::recv(raw, &mut buf, flags).unwrap();
+        assert_eq!(&buf[..n], want);
+        assert_eq!(received_from(&st, &u), at1);
+    }
+}

@@ -97,6 +97,11 @@ impl Guest for NotifGuest<'_> {
         signals::catchable_pending(self.tid)
     }
 
+    fn raise_sigpipe(&self) {
+        // A thread that has just died takes no signal: nothing to do.
+        let _ = pidfds::signal(self.tid, nix::sys::signal::Signal::SIGPIPE);
+    }
+
     fn install_fd(&self, fd: OwnedFd, cloexec: bool) -> Result<i32, (Errno, OwnedFd)> {
         ioctl::add_fd_and_answer(self.listener, self.id, fd.as_fd(), cloexec).map_err(|e| (e, fd))
     }

@@ -22,8 +22,9 @@ use nix::sys::socket::{self, ControlMessageOwned, MsgFlags, UnixAddr};
 
 use super::ancil;
 use super::{
-    address_domain, autobind_udp, check_family, family_of, host_connected, is_udp6, nonblocking,
-    ours, parse_addr, read_len, read_sockaddr, stack, user_range, wait, write_sockaddr, Res,
+    address_domain, autobind_udp, check_family, family_of, has_destination, host_connected,
+    is_udp6, nonblocking, ours, parse_addr, read_len, read_sockaddr, stack, user_range, wait,
+    write_sockaddr, Res,
 };
 use crate::guest::{Guest, Reply};
 use crate::handlers::{live, Context};
@@ -53,7 +54,7 @@ pub(crate) fn sendto(
         return Ok(Reply::Continue);
     };
     if ptr == 0 {
-        return Ok(send_empty(&s, len));
+        return send_empty(ctx, g, &s, len, flags);
     }
     if s.meta.proto == Proto::Tcp {
         return send_stream(g, &s, buf, len, flags);
@@ -109,20 +110,37 @@ pub(super) fn no_oob(flags: i32) -> Result<(), Errno> {
 /// peer has closed (CLOSE_WAIT) and returns 0, where the host `AF_UNIX`
 /// socket is already shut for sending (EPIPE). Such a socket has a peer
 /// name and has hung up (both directions shut); it gets 0. Anything else
-/// (UDP, a length that only looked empty to the filter) runs natively.
+/// (a length that only looked empty to the filter) runs natively.
 /// Own `shutdown(SHUT_RDWR)` looks the same and also gets 0 (TCP: EPIPE).
-/// An empty send on a TCP socket that was never connected is EPIPE.
-fn send_empty(s: &Sock, len: u64) -> Reply {
+/// An empty send on a TCP socket that was never connected is EPIPE; on
+/// a UDP socket without a peer EDESTADDRREQ (after its autobind).
+fn send_empty(ctx: &Context, g: &dyn Guest, s: &Sock, len: u64, flags: i32) -> Res {
+    if len != 0 {
+        return Ok(Reply::Continue);
+    }
+    if s.meta.proto == Proto::Udp {
+        has_destination(ctx, g, s)?;
+        return Ok(Reply::Continue);
+    }
     let connected = host_connected(s);
-    if len == 0 && s.meta.proto == Proto::Tcp && connected && wait::hung_up(s.fd.as_fd()) {
-        return Reply::Value(0);
+    if connected && wait::hung_up(s.fd.as_fd()) {
+        return Ok(Reply::Value(0));
     }
     // Never connected (or listening): tcp_sendmsg's EPIPE, where the host
     // unix socket would say ENOTCONN. A dial's stand-in has a peer.
-    if len == 0 && s.meta.proto == Proto::Tcp && !connected {
-        return Reply::Error(Errno::EPIPE);
+    if !connected {
+        return Err(epipe(g, flags));
     }
-    Reply::Continue
+    Ok(Reply::Continue)
+}
+
+/// A TCP send's EPIPE, with the SIGPIPE `sk_stream_error` raises unless
+/// the call asked for MSG_NOSIGNAL.
+pub(super) fn epipe(g: &dyn Guest, flags: i32) -> Errno {
+    if flags & libc::MSG_NOSIGNAL == 0 {
+        g.raise_sigpipe();
+    }
+    Errno::EPIPE
 }
 
 /// sendto on a TCP socket: the address is ignored, as TCP ignores it
@@ -152,7 +170,7 @@ pub(super) fn send_bytes(g: &dyn Guest, s: &Sock, data: &[u8], flags: i32) -> Re
             }
             // An unconnected (or listening) TCP socket: tcp_sendmsg's
             // EPIPE, where the host unix socket says ENOTCONN.
-            Err(Errno::ENOTCONN) => return Err(Errno::EPIPE),
+            Err(Errno::ENOTCONN | Errno::EPIPE) => return Err(epipe(g, flags)),
             r => return Ok(Reply::Value(r? as i64)),
         }
     }

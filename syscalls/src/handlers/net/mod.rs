@@ -134,6 +134,19 @@ pub(crate) fn autobind_udp(ctx: &Context, g: &dyn Guest, s: &Sock) -> Result<(),
     stack(ctx).autobind_port(s)
 }
 
+/// A datagram send without an address (sendmsg without a name, an
+/// empty send): fine when the socket has a peer; otherwise EDESTADDRREQ,
+/// as `udp_sendmsg` and `ping_v4_sendmsg` answer, after the port that
+/// `inet_send_prepare` binds first (UDP). The host socket would say
+/// ENOTCONN.
+pub(crate) fn has_destination(ctx: &Context, g: &dyn Guest, s: &Sock) -> Result<(), Errno> {
+    if stack(ctx).peer_addr(s).is_ok() {
+        return Ok(());
+    }
+    autobind_udp(ctx, g, s)?;
+    Err(Errno::EDESTADDRREQ)
+}
+
 /// Reads the `int` an address-length pointer holds (EFAULT, EINVAL when
 /// negative).
 pub(crate) fn read_len(g: &dyn Guest, ptr: u64) -> Result<usize, Errno> {

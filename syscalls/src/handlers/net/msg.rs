@@ -22,8 +22,8 @@ use netstack::ancillary::{self, Stamp};
 use netstack::Proto;
 use nix::errno::Errno;
 
-use super::dgram::{destination, no_oob, receive, send, send_bytes, MAX_DGRAM, MAX_RECV};
-use super::{ancil, host_connected, ours, stack, user_range, write_sockaddr, Res};
+use super::dgram::{destination, epipe, no_oob, receive, send, send_bytes, MAX_DGRAM, MAX_RECV};
+use super::{ancil, has_destination, host_connected, ours, user_range, write_sockaddr, Res};
 use crate::guest::{Guest, Reply};
 use crate::handlers::Context;
 
@@ -116,11 +116,7 @@ pub(crate) fn sendmsg(ctx: &Context, g: &dyn Guest, fd: i32, msg: u64, flags: i3
         return send_stream(g, &s, &m, flags);
     }
     if m.name == 0 {
-        // The host socket of an unconnected UDP socket would say
-        // ENOTCONN; udp_sendmsg says EDESTADDRREQ.
-        if stack(ctx).peer_addr(&s).is_err() {
-            return Err(Errno::EDESTADDRREQ);
-        }
+        has_destination(ctx, g, &s)?;
         return Ok(Reply::Continue);
     }
     let dst = destination(ctx, g, &s, m.name, m.namelen)?;
@@ -148,7 +144,7 @@ pub(crate) fn sendmsg(ctx: &Context, g: &dyn Guest, fd: i32, msg: u64, flags: i3
 fn send_stream(g: &dyn Guest, s: &netstack::stack::Sock, m: &MsgHdr, flags: i32) -> Res {
     if m.name == 0 {
         if !host_connected(s) {
-            return Err(Errno::EPIPE);
+            return Err(epipe(g, flags));
         }
         return Ok(Reply::Continue);
     }
@@ -184,6 +180,11 @@ pub(crate) fn recvmsg(ctx: &Context, g: &dyn Guest, fd: i32, msg: u64, flags: i3
     let m = read_msghdr(g, msg)?;
     let want = ancil::wanted(&s);
     if m.name == 0 && !want.any() {
+        // A host stream socket never connected says EINVAL; TCP's
+        // receive says ENOTCONN (as `receive` maps it).
+        if s.meta.proto == Proto::Tcp && !host_connected(&s) {
+            return Err(Errno::ENOTCONN);
+        }
         return Ok(Reply::Continue);
     }
     let iovs = read_iovecs(g, m.iov, m.iovlen)?;
