@@ -81,31 +81,44 @@ fn removals_and_renames_in_the_layer_answer_as_natively() {
     assert_eq!(out.stdout, native.stdout, "{}", out.dump());
 }
 
-/// Parent lookups (mkdir, rmdir, rename: serviced) after removals the
-/// supervisor never hears of (unlink passes the filter): a directory
-/// reached through a symlink, the symlink removed and pointed elsewhere,
-/// a file removed and a directory made in its place. `check` tests where
-/// each name landed with `[ -e ]` (its stat passes too).
+/// Parent lookups (symlink, rmdir, rename: serviced) after changes the
+/// supervisor never hears of (unlink, mkdir and mknod pass the filter): a
+/// directory reached through a symlink, the symlink removed and pointed
+/// elsewhere, a file removed and a directory or a FIFO made in its place.
+/// `check` tests where each name landed with `[ -e ] || [ -L ]` (their
+/// stats pass too); the symlinks made as probes dangle.
 const PARENTS: &str = r#"
 set -u
 d=$(mktemp -d "$1/dircache.XXXXXX") || exit 9
-check() { if [ -e "$1" ]; then echo "$2 yes"; else echo "$2 no"; fi; }
+check() { if [ -e "$1" ] || [ -L "$1" ]; then echo "$2 yes"; else echo "$2 no"; fi; }
 mkdir "$d/real" "$d/other"
 ln -s real "$d/link"
-mkdir "$d/link/a"
+ln -s x "$d/link/a"
 check "$d/real/a" made-through-link
 rm "$d/link"
 ln -s other "$d/link"
+ln -s x "$d/link/s"
+check "$d/other/s" made-through-new-link
+check "$d/real/s" made-through-old-link
 mkdir "$d/link/b"
-check "$d/other/b" made-through-new-link
-check "$d/real/b" made-through-old-link
 rmdir "$d/link/b"
 check "$d/other/b" removed-through-new-link
-touch "$d/real/f"
-rm "$d/real/f"
-mkdir "$d/real/f"
-mkdir "$d/real/f/g"
-check "$d/real/f/g" made-in-file-replaced
+# `$1` makes a non-directory at real/f (unseen), named `$2`: nothing can
+# be made beneath it; then a directory takes its place, unseen, and can.
+replaced() {
+    "$1" "$d/real/f"
+    ln -s x "$d/real/f/g" 2>/dev/null || echo "$2-is-no-parent"
+    rm "$d/real/f"
+    mkdir "$d/real/f"
+    ln -s x "$d/real/f/g"
+    check "$d/real/f/g" "made-in-$2-replaced"
+}
+replaced touch file
+mkdir "$d/real/f/h"
+rmdir "$d/real/f/h"
+check "$d/real/f/h" removed-in-file-replaced
+rm -r "$d/real/f"
+replaced mkfifo fifo
 mv "$d/link" "$d/moved"
 check "$d/moved" link-renamed
 rm -r "$d"
@@ -116,7 +129,11 @@ const PARENTS_EXPECTED: &str = "made-through-link yes
 made-through-new-link yes
 made-through-old-link no
 removed-through-new-link no
+file-is-no-parent
 made-in-file-replaced yes
+removed-in-file-replaced no
+fifo-is-no-parent
+made-in-fifo-replaced yes
 link-renamed yes
 done
 ";
@@ -139,12 +156,13 @@ fn parent_lookups_after_unlinks_the_supervisor_never_sees() {
 /// its way, is removed (`unlink` passes the filter: the supervisor never
 /// hears of it) and replaced by a way to /proc/1/mountinfo, which the
 /// sandbox serves: a symlink, a hard link of a symlink, a rename over it,
-/// a directory turned into a symlink to /proc/1. A file made again in
-/// its place stays the kernel's.
+/// a directory turned into a symlink to /proc/1. A file, a directory or a
+/// FIFO made again in its place (all unseen: creat, mkdir and mknod pass
+/// the filter) stays the kernel's.
 const REPLACED: &str = r#"
 import os, sys
-def opened(path):
-    fd = os.open(path, os.O_RDONLY)
+def opened(path, flags=0):
+    fd = os.open(path, os.O_RDONLY | flags)
     try:
         return "memfd" if os.readlink(f"/proc/self/fd/{fd}").startswith("/memfd:") else "kernel"
     finally:
@@ -169,6 +187,10 @@ os.unlink(f"{d}/sub/mountinfo"); os.rmdir(f"{d}/sub"); os.symlink("/proc/1", f"{
 print("dir", opened(f"{d}/sub/mountinfo"))
 plain(f"{d}/k"); os.unlink(f"{d}/k"); plain(f"{d}/k")
 print("recreated", opened(f"{d}/k"))
+plain(f"{d}/m"); os.unlink(f"{d}/m"); os.mkdir(f"{d}/m")
+print("dir made", opened(f"{d}/m"))
+plain(f"{d}/p"); os.unlink(f"{d}/p"); os.mkfifo(f"{d}/p")
+print("fifo made", opened(f"{d}/p", os.O_NONBLOCK))
 "#;
 
 #[test]
@@ -177,6 +199,7 @@ fn remembered_plain_paths_replaced_unseen_are_served() {
         .supervised()
         .ok("supervised");
     let want =
-        "served memfd\nsymlink memfd\nlink memfd\nrename memfd\ndir memfd\nrecreated kernel\n";
+        "served memfd\nsymlink memfd\nlink memfd\nrename memfd\ndir memfd\nrecreated kernel\n\
+         dir made kernel\nfifo made kernel\n";
     assert_eq!(out.stdout, want, "{}", out.dump());
 }

@@ -12,7 +12,10 @@ mod common;
 use common::*;
 
 const PY: &str = "/usr/bin/python3";
-const SCRIPT: &str = include_str!("fs/path_attrs.py");
+const SCRIPT: &str = concat!(
+    include_str!("fs/syscall.py"),
+    include_str!("fs/path_attrs.py")
+);
 const PASSED: &[&str] = &[
     "utime",
     "utimes",

@@ -52,8 +52,6 @@ pub const ALLOWED: &[S] = &[
     S::fstatfs,
     S::readlink,
     S::readlinkat,
-    S::mkdirat,
-    S::mknodat,
     S::unlinkat,
     S::renameat,
     S::renameat2,

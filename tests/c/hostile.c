@@ -1332,7 +1332,7 @@ static void race(void) {
     struct sockaddr_in to = loopback4(port_of(s));
     const char *names[] = {"openat", "faccessat", "readlink", "chmod", "getxattr", "setxattr",
                            "sysinfo", "sched_getaffinity", "getsockname", "getsockopt",
-                           "setsockopt", "connect", "sendto", "sendmsg", "openat2", "mkdir",
+                           "setsockopt", "connect", "sendto", "sendmsg", "openat2", "rmdir",
                            "recvfrom", "recvmsg", "bind", "rename", "inotify_add_watch",
                            "symlink"};
     /* Paths read from the racing page are only ever this name or empty:
@@ -1370,7 +1370,7 @@ static void race(void) {
             case 12: r = syscall(SYS_sendto, s, "x", 1, 0, p, sizeof to); break;
             case 13: r = syscall(SYS_sendmsg, s, p, MSG_DONTWAIT); break;
             case 14: r = syscall(SYS_openat2, AT_FDCWD, "f", p, 24); break;
-            case 15: r = syscall(SYS_mkdir, p, 0755); break;
+            case 15: r = syscall(SYS_rmdir, p); break;
             case 16:
                 sendto(s, "x", 1, 0, (struct sockaddr *)&to, sizeof to);
                 r = syscall(SYS_recvfrom, s, p, 64, MSG_DONTWAIT, p + 64, p + 128);

@@ -1,23 +1,11 @@
 # Times, truncate and statfs by path, with hostile arguments, and the
 # coreutils that use them: run natively and supervised by tests/path_attrs.rs,
 # whose outputs must be equal. argv[1]: a scratch directory (same path inside).
+# (After tests/fs/syscall.py: `raw`, `KERNEL`.)
 import ctypes, errno, os, struct, subprocess, sys
 d = sys.argv[1]
 os.chdir(d)
-libc = ctypes.CDLL(None, use_errno=True)
-libc.syscall.restype = ctypes.c_long
 NR = dict(truncate=76, utime=132, statfs=137, utimes=235, futimesat=261, utimensat=280)
-KERNEL = 0xFFFF888000000000
-def arg(a):
-    if isinstance(a, bytes):
-        return ctypes.c_char_p(a)
-    if isinstance(a, int):
-        return ctypes.c_long(a)
-    return a
-def raw(name, *args):
-    ctypes.set_errno(0)
-    r = libc.syscall(ctypes.c_long(NR[name]), *[arg(a) for a in args])
-    return r if r >= 0 else errno.errorcode[ctypes.get_errno()]
 def show(what, fn):
     try: print(what, fn())
     except OSError as e: print(what, "errno", errno.errorcode[e.errno])

@@ -1,5 +1,5 @@
 //! A cache of resolved directories, for the parent lookups of the calls
-//! that act on a name (mkdir, unlink, rename, readlink...).
+//! that act on a name (rmdir, rename, link, symlink, chmod...).
 //!
 //! Owns: a bounded map from an absolute guest directory path (exactly as
 //! written, trailing slash included) to an `O_PATH` descriptor of what it

@@ -128,18 +128,6 @@ pub fn readlinkat(dir: BorrowedFd<'_>, name: &CStr, buf: &mut [u8]) -> Result<us
     Errno::result(n).map(|n| n as usize)
 }
 
-/// `mkdirat(dir, name, mode)`.
-pub fn mkdirat(dir: BorrowedFd<'_>, name: &CStr, mode: u32) -> Result<(), Errno> {
-    // SAFETY: `name` is NUL-terminated.
-    check(unsafe { libc::mkdirat(dir.as_raw_fd(), name.as_ptr(), mode) }).map(drop)
-}
-
-/// `mknodat(dir, name, mode, dev)`.
-pub fn mknodat(dir: BorrowedFd<'_>, name: &CStr, mode: u32, dev: u64) -> Result<(), Errno> {
-    // SAFETY: `name` is NUL-terminated.
-    check(unsafe { libc::mknodat(dir.as_raw_fd(), name.as_ptr(), mode, dev) }).map(drop)
-}
-
 /// `unlinkat(dir, name, flags)`.
 pub fn unlinkat(dir: BorrowedFd<'_>, name: &CStr, flags: i32) -> Result<(), Errno> {
     // SAFETY: `name` is NUL-terminated.

@@ -1,7 +1,7 @@
 //! The handlers of serviced file calls, one module per family in the
 //! manner of gVisor's `sys_*.go`: [`open`] (open, openat, openat2, creat),
 //! [`attr`] (chmod, chown),
-//! [`namei`] (mkdir, mknod, unlink, rename, link, symlink),
+//! [`namei`] (unlink, rmdir, rename, link, symlink),
 //! [`notify`] (inotify_add_watch) and [`sysinfo`]
 //! (the guest's limits and the /proc files it serves rewritten, with the
 //! texts of `limitfiles`, `mounttab`, `procstat`, `procfiles`, `procsys`
@@ -217,10 +217,6 @@ fn route(ctx: &Context, g: &dyn Guest, c: &SyscallArgs) -> Res {
             attr::fchownat(ctx, g, c.int(0), a[1], c.uint(2), c.uint(3), c.int(4))
         }
 
-        libc::SYS_mkdir => namei::mkdirat(ctx, g, CWD, a[0], c.uint(1)),
-        libc::SYS_mkdirat => namei::mkdirat(ctx, g, c.int(0), a[1], c.uint(2)),
-        libc::SYS_mknod => namei::mknodat(ctx, g, CWD, a[0], c.uint(1)),
-        libc::SYS_mknodat => namei::mknodat(ctx, g, c.int(0), a[1], c.uint(2)),
         libc::SYS_unlink => namei::unlinkat(ctx, g, CWD, a[0], 0),
         libc::SYS_rmdir => namei::unlinkat(ctx, g, CWD, a[0], libc::AT_REMOVEDIR),
         libc::SYS_unlinkat => namei::unlinkat(ctx, g, c.int(0), a[1], c.int(2)),

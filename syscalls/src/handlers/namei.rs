@@ -1,6 +1,6 @@
-//! mkdir(at), mknod(at), unlink(at), rmdir, rename(at)(2), link(at),
-//! symlink(at): the calls that act on a name in a directory. (readlink
-//! passes the filter: the policy table says why.)
+//! unlink(at), rmdir, rename(at)(2), link(at), symlink(at): the calls
+//! that act on a name in a directory. (readlink, mkdir(at) and mknod(at)
+//! pass the filter: the policy table says why.)
 //!
 //! Owns: their argument checks in kernel order. Each resolves the parent
 //! directory of the final component (following everything before it) and
@@ -51,44 +51,6 @@ impl Operand {
     ) -> Result<Parent<'a, 'a>, Errno> {
         ctx.fs.parent(&self.at(caller), &self.path)
     }
-}
-
-/// mkdirat (and mkdir).
-pub fn mkdirat(ctx: &Context, g: &dyn Guest, dirfd: i32, addr: u64, mode: u32) -> Res {
-    let caller = Caller(g);
-    let op = Operand::read(g, dirfd, addr)?;
-    let p = op.parent(ctx, &caller)?;
-    let umask = g.umask()?;
-    live(g)?;
-    sys::mkdirat(p.dir.as_fd(), p.name, (mode & 0xffff) & !umask)?;
-    value(0)
-}
-
-/// mknodat (and mknod): regular files and FIFOs only. Device nodes and
-/// sockets are EPERM (devices are EPERM natively too, without
-/// CAP_MKNOD); a directory type is EPERM and an unknown type EINVAL
-/// before anything else, as in the kernel.
-pub fn mknodat(ctx: &Context, g: &dyn Guest, dirfd: i32, addr: u64, mode: u32) -> Res {
-    let mode = mode & 0xffff;
-    let kind = mode & libc::S_IFMT;
-    match kind {
-        libc::S_IFDIR => return Err(Errno::EPERM),
-        0 | libc::S_IFREG | libc::S_IFIFO | libc::S_IFCHR | libc::S_IFBLK | libc::S_IFSOCK => {}
-        _ => return Err(Errno::EINVAL),
-    }
-    let caller = Caller(g);
-    let op = Operand::read(g, dirfd, addr)?;
-    let p = op.parent(ctx, &caller)?;
-    if !matches!(kind, 0 | libc::S_IFREG | libc::S_IFIFO) {
-        return match sys::fstatat(p.dir.as_fd(), p.name, libc::AT_SYMLINK_NOFOLLOW) {
-            Ok(_) => Err(Errno::EEXIST),
-            Err(_) => Err(Errno::EPERM),
-        };
-    }
-    let umask = g.umask()?;
-    live(g)?;
-    sys::mknodat(p.dir.as_fd(), p.name, mode & !umask, 0)?;
-    value(0)
 }
 
 /// unlinkat (and unlink, rmdir with AT_REMOVEDIR).

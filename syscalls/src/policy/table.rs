@@ -162,7 +162,23 @@ pub fn rule_for(nr: S) -> Rule {
         // glibc's `realpath` a readlink of each component.
         S::access | S::faccessat | S::faccessat2 => Pass,
         S::readlink | S::readlinkat => Pass,
-        S::mkdir | S::mkdirat | S::mknod | S::mknodat => Service,
+        // Making a directory or a node passes: the handler resolved the
+        // parent and made the kernel's own call there as the guest (its
+        // ids, no capabilities), with `mode & !umask` read from
+        // /proc/<tid>/status. The kernel does that natively, and better:
+        // under a default ACL it applies the ACL, not the umask (the
+        // handler's mode lost group bits the ACL grants), and it lets any
+        // user make a socket inode or a whiteout (char 0:0), which the
+        // handler refused (EPERM); other devices need CAP_MKNOD in the
+        // initial namespace, which the guest never holds (EPERM either
+        // way), and overlayfs refuses whiteouts made through it. Nothing
+        // is cached against a name made: a new name changes no path that
+        // resolved, the plain paths' verdict holds for a directory, file
+        // or FIFO of the layer in a removed name's place (only a symlink
+        // leads away: serviced, `names_added`), and a name made at the
+        // root changes the root's times, which the fence watches. `tar x`,
+        // `pip install`, `git clone`, `make` make many directories.
+        S::mkdir | S::mkdirat | S::mknod | S::mknodat => Pass,
         // Removing a name that is not a directory passes: the kernel
         // removes it in the guest's own view with its own credentials,
         // what the handler did; the cache of resolved directories keeps

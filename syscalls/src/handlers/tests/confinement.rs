@@ -88,14 +88,8 @@ fn escapes_stay_inside() {
     let s = |f: &Fake, x: &str| f.g.put(&[x.as_bytes(), &[0]].concat());
     let at = libc::AT_FDCWD as i64 as u64;
     let cases: Vec<(i64, [u64; 6])> = vec![
-        (
-            libc::SYS_mkdir,
-            [s(&f, "/toroot/../outdir/x"), 0o777, 0, 0, 0, 0],
-        ),
-        (
-            libc::SYS_mkdir,
-            [s(&f, "../../../outdir/y"), 0o777, 0, 0, 0, 0],
-        ),
+        (libc::SYS_rmdir, [s(&f, "/toroot/../outdir"), 0, 0, 0, 0, 0]),
+        (libc::SYS_rmdir, [s(&f, "../../../outdir"), 0, 0, 0, 0, 0]),
         (libc::SYS_unlink, [s(&f, "/up/secret"), 0, 0, 0, 0, 0]),
         (
             libc::SYS_rename,
@@ -149,15 +143,8 @@ fn escapes_stay_inside() {
             [s(&f, "/hostpath"), libc::O_PATH as u64, 0, 0, 0, 0],
         ),
         (
-            libc::SYS_mknod,
-            [
-                s(&f, "/up/outdir/fifo"),
-                (libc::S_IFIFO | 0o600) as u64,
-                0,
-                0,
-                0,
-                0,
-            ],
+            libc::SYS_symlink,
+            [s(&f, "x"), s(&f, "/up/outdir/sym"), 0, 0, 0, 0],
         ),
     ];
     for (nr, a) in cases {
@@ -183,8 +170,7 @@ fn dead_notifications_change_nothing() {
     let s = |f: &Fake, x: &str| f.g.put(&[x.as_bytes(), &[0]].concat());
     let at = libc::AT_FDCWD as i64 as u64;
     let cases: Vec<(i64, [u64; 6])> = vec![
-        (libc::SYS_mkdir, [s(&f, "/d"), 0o777, 0, 0, 0, 0]),
-        (libc::SYS_mknod, [s(&f, "/n"), 0o600, 0, 0, 0, 0]),
+        (libc::SYS_rmdir, [s(&f, "/sub/deeper"), 0, 0, 0, 0, 0]),
         (libc::SYS_unlink, [s(&f, "/file"), 0, 0, 0, 0, 0]),
         (
             libc::SYS_rename,
