@@ -205,8 +205,8 @@ fn open_common(
         dir: dir.as_ref().map(AsFd::as_fd),
         caller: &Caller(g),
     };
-    let resolved = match ctx.continue_plain_opens {
-        true => match decide(ctx, &at, &path, flags, res, known)? {
+    let resolved = if ctx.continue_plain_opens {
+        match decide(ctx, &at, &path, flags, res, known)? {
             // The VFS has resolved it and the object is what the kernel
             // would open (or create) for the guest: the kernel does it
             // (CONTINUE). A guest that changes the path in between gets
@@ -214,8 +214,9 @@ fn open_common(
             // nothing it could not ask for.
             Decision::Kernel => return Ok(Reply::Continue),
             Decision::Serve(resolved) => resolved,
-        },
-        false => None,
+        }
+    } else {
+        None
     };
     let cloexec = flags & O_CLOEXEC != 0;
     let flags = (flags & !O_CLOEXEC) as i32;
@@ -226,7 +227,7 @@ fn open_common(
         Some(found) if is_regular(&found.probe.st) => {
             let fd = vfs::sys::reopen(found.probe.fd.as_fd(), flags)?;
             return match found.synthetic {
-                Some(kind) => super::sysinfo::synthetic_file(ctx, fd, kind, flags),
+                Some(kind) => sysinfo::synthetic_file(ctx, fd, kind, flags),
                 None => Ok(fd),
             }
             .map(|fd| Reply::InstallFd { fd, cloexec });
@@ -238,7 +239,7 @@ fn open_common(
     let fd = if ctx.synthetic.is_empty() {
         fd
     } else {
-        super::sysinfo::substitute(ctx, fd, flags)?
+        sysinfo::substitute(ctx, fd, flags)?
     };
     Ok(Reply::InstallFd { fd, cloexec })
 }
@@ -297,11 +298,11 @@ fn decide(
     }
     let st = vfs::sys::fstat(object.as_fd())?;
     let named = Named::new(&object);
-    let served = ctx.synthetic.which_stat(&named, &st).is_some() || fenced(ctx, &named, &st);
-    Ok(match served {
-        true => Decision::Serve(None),
-        false => Decision::Kernel,
-    })
+    if ctx.synthetic.which_stat(&named, &st).is_some() || fenced(ctx, &named, &st) {
+        Ok(Decision::Serve(None))
+    } else {
+        Ok(Decision::Kernel)
+    }
 }
 
 /// Whether the guest's Landlock domain keeps the kernel from opening

@@ -66,7 +66,11 @@ pub(super) fn text(ctx: &Context, kind: ProcFile, host: String) -> String {
         (ProcFile::KernelCmdline, _) => masked::CMDLINE.to_owned(),
         (ProcFile::Stat, _) => sandbox_stat(ctx, &host, base.btime(boottime())),
         (ProcFile::VmStat, _) => procstat::vmstat(&host, base),
-        (ProcFile::Uptime, _) => procstat::uptime(base, boottime(), &sandbox_cpus(ctx, &host)),
+        // Only the idle time of its CPU lines: no switches counted.
+        (ProcFile::Uptime, _) => {
+            let cpus = cpu_lines(ctx, &host, &view_census(&ctx.fs));
+            procstat::uptime(base, boottime(), &cpus)
+        }
         (ProcFile::LoadAvg, _) => procfiles::loadavg(&view_census(&ctx.fs)),
         (ProcFile::BootId, _) => base.boot_id.clone(),
         (ProcFile::PerProcess(PerProcess::Status), limits @ GuestLimits { cpus: Some(n), .. }) => {
@@ -138,12 +142,6 @@ fn sandbox_stat(ctx: &Context, host: &str, btime: u64) -> String {
         processes: syn.processes.raise(u64::from(census.last_pid)),
     };
     procstat::stat(host, &cpus, &census, &own, btime)
-}
-
-/// The sandbox's CPU lines of its /proc/stat (`cpu_lines`), for its
-/// uptime's idle time: no context switches counted, no other line made.
-fn sandbox_cpus(ctx: &Context, host: &str) -> Vec<procstat::CpuLine> {
-    cpu_lines(ctx, host, &view_census(&ctx.fs))
 }
 
 /// The sandbox's tasks' CPU time as the CPU lines of its /proc/stat: over
