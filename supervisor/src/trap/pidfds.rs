@@ -19,7 +19,7 @@
 //! Kept ids are given only while their pidfd's thread is alive (a signal
 //! 0, 0.4 µs): the trapped thread holds the tid, so that thread is it.
 
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::sync::Arc;
 
 use nix::errno::Errno;
@@ -44,32 +44,32 @@ static CACHE: Mutex<Vec<Kept>> = Mutex::new(Vec::new());
 
 /// A copy of descriptor `fd` of thread `tid`.
 pub fn getfd(tid: i32, fd: i32) -> Result<OwnedFd, Errno> {
-    if let Some(cached) = cached(tid) {
-        if let Ok(copy) = pidfd::getfd(cached.as_fd(), fd) {
-            return Ok(copy);
-        }
-        forget(tid);
-    }
-    let (fresh, of_thread) = open(tid)?;
-    let copy = pidfd::getfd(fresh.as_fd(), fd);
-    if copy.is_ok() && of_thread {
-        keep(tid, Arc::new(fresh), None);
-    }
-    copy
+    through_pidfd(tid, |p| pidfd::getfd(p, fd))
 }
 
 /// Sends `sig` to thread `tid` (through a pidfd, so never to a thread
 /// that reused the number; to its process on a kernel without
 /// `PIDFD_THREAD`).
 pub fn signal(tid: i32, sig: nix::sys::signal::Signal) -> Result<(), Errno> {
+    through_pidfd(tid, |p| pidfd::send_signal(p, sig))
+}
+
+/// `op` through a pidfd of thread `tid`: the kept one first; when that
+/// fails (its thread may have ended and the tid been reused), once more
+/// through a fresh one, kept when it names the thread and `op` succeeded.
+fn through_pidfd<T>(tid: i32, op: impl Fn(BorrowedFd<'_>) -> Result<T, Errno>) -> Result<T, Errno> {
     if let Some(cached) = cached(tid) {
-        if pidfd::send_signal(cached.as_fd(), sig).is_ok() {
-            return Ok(());
+        if let Ok(done) = op(cached.as_fd()) {
+            return Ok(done);
         }
         forget(tid);
     }
-    let (fresh, _) = open(tid)?;
-    pidfd::send_signal(fresh.as_fd(), sig)
+    let (fresh, of_thread) = open(tid)?;
+    let done = op(fresh.as_fd());
+    if done.is_ok() && of_thread {
+        keep(tid, Arc::new(fresh), None);
+    }
+    done
 }
 
 /// Thread `tid`'s ids in the sandbox's pid namespace: kept ones while
