@@ -254,3 +254,45 @@ fn the_containers_command_runs_as_process_user() {
     assert_eq!(fs::metadata(shared.join("mine-1000")).unwrap().uid(), 1000);
     assert!(rt.run(&["delete", "cmd"]).status.success());
 }
+
+/// A directory root resolved for one of its calls is not lent to another
+/// user: root makes a symlink in `/tmp/priv/pub` (0777, under root's 0700
+/// `/tmp/priv`), which keeps that directory resolved; uid 1000 then makes
+/// a symlink and removes a directory there by the same spellings, and is
+/// refused for want of search permission on `/tmp/priv` (EACCES), as
+/// natively.
+#[test]
+fn a_directory_resolved_for_one_user_is_not_lent_to_another() {
+    need_busybox!();
+    let t = Tree::new();
+    let rt = Runtime::new(t.path());
+    users_bundle(&t, "sleep 100", json!({"uid": 0, "gid": 0}));
+    let pid = create(&rt, t.path(), "lend");
+    assert!(rt.run(&["start", "lend"]).status.success());
+    let exec = |user: &str, script: &str| {
+        let out = rt.run(&["exec", "--user", user, "lend", "sh", "-c", script]);
+        (String::from_utf8_lossy(&out.stdout).into_owned(), out)
+    };
+    let setup = "mkdir -p /tmp/priv/pub/d1 /tmp/priv/pub/d2 && chmod 777 /tmp/priv/pub && \
+        chmod 700 /tmp/priv && ln -s x /tmp/priv/pub/l && echo ok";
+    let (seen, out) = exec("0:0", setup);
+    assert_eq!(seen, "ok\n", "{out:?}");
+    for i in 1..=2 {
+        let probe = format!(
+            "ln -s y /tmp/priv/pub/m{i} && echo linked; rmdir /tmp/priv/pub/d{i} && echo removed; \
+             echo end"
+        );
+        let (seen, out) = exec("1000:1000", &probe);
+        assert_eq!(seen, "end\n", "{out:?}");
+        let errors = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(errors.matches("Permission denied").count(), 2, "{out:?}");
+    }
+    // Root's own calls still work there.
+    let (seen, out) = exec(
+        "0:0",
+        "rmdir /tmp/priv/pub/d1 && ln -s y /tmp/priv/pub/m && echo ok",
+    );
+    assert_eq!(seen, "ok\n", "{out:?}");
+    assert!(rt.run(&["delete", "--force", "lend"]).status.success());
+    assert!(matches!(wait_exit(pid), WaitStatus::Signaled(..)));
+}

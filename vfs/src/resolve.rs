@@ -216,6 +216,19 @@ impl Resolver {
         self.open(at, path, libc::O_PATH | nofollow, 0, 0)
     }
 
+    /// Stop keeping resolved directories (the plain paths stay): for a
+    /// sandbox whose processes have different ids. A directory kept from
+    /// one caller's resolution skips the kernel's search-permission checks
+    /// on its ancestors for every later caller, which is right only for
+    /// callers with the same ids, and a permission change made through a
+    /// descriptor (`fchmod`, `fchown`, `fsetxattr`: they pass the filter)
+    /// never starts the cache over: one user could then act in a directory
+    /// another has closed to it. A remembered plain path is only ever
+    /// answered CONTINUE, which the kernel checks afresh.
+    pub fn keep_no_dirs(&mut self) {
+        self.cache = DirCache::new(CachePolicy::Off, MAX_DIRS);
+    }
+
     /// The guest changed names or permissions (unlink, rmdir, rename,
     /// chmod, chown): forget the directories resolved so far, and the
     /// paths known to name a plain object.

@@ -100,7 +100,12 @@ impl Context {
     }
 
     /// The guest's id mapping ([`Context::new`]: the invoker's ids alone).
+    /// With more than one id, no resolved directory is kept across calls
+    /// ([`vfs::Resolver::keep_no_dirs`] says why).
     pub fn set_ids(&mut self, ids: IdMap) {
+        if ids.count() > 1 {
+            self.fs.keep_no_dirs();
+        }
         self.ids = ids;
     }
 
