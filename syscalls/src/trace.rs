@@ -53,6 +53,7 @@ fn signature(call: Sysno) -> Option<&'static [Arg]> {
         S::rename | S::link | S::symlink => &[Path, Path],
         S::renameat => &[Dirfd, Path, Dirfd, Path],
         S::renameat2 => &[Dirfd, Path, Dirfd, Path, Hex],
+        S::fchmod => &[Fd, Mode],
         S::fchmodat => &[Dirfd, Path, Mode],
         S::fchmodat2 => &[Dirfd, Path, Mode, AtFlags],
         S::rmdir => &[Path],

@@ -113,6 +113,18 @@ pub fn fstatfs(fd: BorrowedFd<'_>) -> Result<libc::statfs, Errno> {
     Ok(unsafe { st.assume_init() })
 }
 
+/// The file status flags of the open file behind `fd` (`F_GETFL`).
+pub fn status_flags(fd: BorrowedFd<'_>) -> Result<i32, Errno> {
+    // SAFETY: F_GETFL takes no argument and only reads the descriptor.
+    check(unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_GETFL) })
+}
+
+/// `fchmod(fd, mode)`.
+pub fn fchmod(fd: BorrowedFd<'_>, mode: u32) -> Result<(), Errno> {
+    // SAFETY: plain integer arguments.
+    check(unsafe { libc::fchmod(fd.as_raw_fd(), mode) }).map(drop)
+}
+
 /// `readlinkat(dir, name)` into `buf`; returns the length written (the
 /// kernel truncates silently to `buf.len()`).
 pub fn readlinkat(dir: BorrowedFd<'_>, name: &CStr, buf: &mut [u8]) -> Result<usize, Errno> {

@@ -27,6 +27,7 @@
 
 mod bind;
 mod channel;
+mod dev_view;
 mod etc;
 mod exec;
 mod exec_request;

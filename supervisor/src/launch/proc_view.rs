@@ -27,10 +27,49 @@ use super::view::{check, make_dir, Result};
 
 /// Directories of the host's procfs that tell of its devices, disks,
 /// interrupts and load (`/proc/fs/ext4/vda`, `/proc/irq/*/smp_affinity`,
-/// PCI ids, the host's pressure stall figures) and that no program in a
+/// PCI ids, the host's pressure stall figures, the kernel's debug
+/// messages switched on by a write to `dynamic_debug/control`) and that no program in a
 /// sandbox needs: an empty read-only directory over each (files of the
 /// same kind read as empty: `sysinfo.rs`).
-const MASKED_PROC_DIRS: &[&str] = &["acpi", "asound", "bus", "fs", "irq", "pressure", "scsi"];
+const MASKED_PROC_DIRS: &[&str] = &[
+    "acpi",
+    "asound",
+    "bus",
+    "fs",
+    "irq",
+    "pressure",
+    "scsi",
+    "dynamic_debug",
+];
+
+/// Parts of procfs the guest may read but never change, each bound
+/// read-only over itself (as docker's `readonlyPaths`):
+/// - `sys`: a sysctl checks only that the writer's uid is the host's
+///   root, and root's sandbox maps its root to the host's (with no
+///   capability), so a writable /proc/sys would let its guest set
+///   `kernel.core_pattern` (a program the kernel runs as the host's root
+///   when a process dumps core), `kernel.modprobe`, `vm.drop_caches`...;
+/// - `sysrq-trigger`: a write is a magic SysRq key (reboot, crash), for
+///   whoever may open it, its owner included;
+/// - `latency_stats` and `mtrr`, the other top-level files their owner
+///   may write;
+/// - `sysvipc`, `tty` and `driver`: directories of host-wide entries, whose
+///   mode a `chmod` by their owner changes in every procfs on the host.
+///
+/// A name this kernel lacks is skipped.
+const READ_ONLY_PROC: &[&str] = &[
+    "sys",
+    "sysrq-trigger",
+    "latency_stats",
+    "mtrr",
+    "sysvipc",
+    "tty",
+    "driver",
+];
+
+/// Where procfs is bound read-only in the layer (out of the guest's
+/// reach, detached with the layer), as the source of the read-only parts.
+const PROC_RO: &str = "/proc-ro";
 
 /// Where the covers' tmpfs is mounted in the layer (out of the guest's
 /// reach, like the overlays' upper and work directories).
@@ -57,8 +96,48 @@ pub(super) fn mount_proc(proc: &Path, limits: Limited) -> Result<()> {
         }
     }
     let sources = make_cover_files(&texts)?;
+    bind_read_only_parts(proc)?;
     mask_proc_dirs(proc)?;
     cover_global_files(proc, &covers, &texts, &sources, limits.fenced)
+}
+
+/// Binds each of [`READ_ONLY_PROC`] over itself, read-only: procfs is
+/// bound at [`PROC_RO`] and made read-only there (one remount), and each
+/// part is bound from that mount, whose flags a bind keeps.
+fn bind_read_only_parts(proc: &Path) -> Result<()> {
+    make_dir(Path::new(PROC_RO), 0o555)?;
+    let r = mount(
+        Some(proc),
+        PROC_RO,
+        None::<&str>,
+        MsFlags::MS_BIND,
+        None::<&str>,
+    );
+    check(r, || "binding /proc".into())?;
+    let ro = MsFlags::MS_REMOUNT
+        | MsFlags::MS_BIND
+        | MsFlags::MS_RDONLY
+        | MsFlags::MS_NOSUID
+        | MsFlags::MS_NODEV
+        | MsFlags::MS_NOEXEC;
+    check(
+        mount(None::<&str>, PROC_RO, None::<&str>, ro, None::<&str>),
+        || "making a read-only /proc".into(),
+    )?;
+    for name in READ_ONLY_PROC {
+        let r = mount(
+            Some(&Path::new(PROC_RO).join(name)),
+            &proc.join(name),
+            None::<&str>,
+            MsFlags::MS_BIND,
+            None::<&str>,
+        );
+        match r {
+            Err(nix::errno::Errno::ENOENT) => {}
+            r => check(r, || format!("making /proc/{name} read-only"))?,
+        }
+    }
+    Ok(())
 }
 
 /// Binds the covers' empty directory over each masked directory procfs

@@ -39,9 +39,9 @@ use nix::unistd::{chdir, getuid, mkdir, pivot_root, symlinkat};
 
 use super::bind::{add_mask, add_user_mount, bind, ensure_in_root, open_mount_source, open_source};
 use super::plan::{TopKind, ViewPlan};
-use super::proc_view;
 use super::rootfs;
 use super::sys_cpu_files::write_sys_cpu;
+use super::{dev_view, proc_view};
 use crate::sys::fd::open_at;
 
 /// Where the layer is mounted before the first pivot. Any host directory
@@ -52,7 +52,7 @@ const OLD_ROOT: &str = "/oldroot";
 pub(super) const NEW_ROOT: &str = "/newroot";
 pub(super) const UPPER: &str = "/upper";
 pub(super) const WORK: &str = "/work";
-const SHM: &str = "/shm";
+pub(super) const SHM: &str = "/shm";
 
 pub(super) type Result<T> = std::result::Result<T, String>;
 
@@ -97,7 +97,7 @@ pub fn build(plan: &ViewPlan) -> Result<()> {
     }
     build_sys(plan)?;
     proc_view::mount_proc(&new_root("proc"), plan.proc_covers)?;
-    build_dev(plan)?;
+    dev_view::build_dev(&new_root("dev"), &plan.dev_nodes, Path::new(OLD_ROOT))?;
 
     let root = fd_of_path(NEW_ROOT)?;
     if let (Some(cwd), Some(src)) = (&plan.cwd_bind, &cwd_src) {
@@ -359,75 +359,6 @@ fn seal_etc_files(plan: &ViewPlan) -> Result<()> {
         )?;
     }
     Ok(())
-}
-
-/// /dev: a small read-only tmpfs with the host's harmless devices bound
-/// in, a private devpts, shm from the layer, and the usual symlinks.
-fn build_dev(plan: &ViewPlan) -> Result<()> {
-    let dev = new_root("dev");
-    make_dir(&dev, 0o755)?;
-    let flags = MsFlags::MS_NOSUID | MsFlags::MS_NOEXEC;
-    let r = mount(
-        Some("tmpfs"),
-        &dev,
-        Some("tmpfs"),
-        flags,
-        Some("size=64k,nr_inodes=256,mode=0755"),
-    );
-    check(r, || "mounting /dev".into())?;
-    for name in &plan.dev_nodes {
-        let target = dev.join(name);
-        fs::write(&target, b"").map_err(|e| format!("creating /dev/{name}: {e}"))?;
-        let host = Path::new(OLD_ROOT).join("dev").join(name);
-        check(
-            mount(
-                Some(&host),
-                &target,
-                None::<&str>,
-                MsFlags::MS_BIND,
-                None::<&str>,
-            ),
-            || format!("binding /dev/{name}"),
-        )?;
-    }
-    let pts = dev.join("pts");
-    make_dir(&pts, 0o755)?;
-    let r = mount(
-        Some("devpts"),
-        &pts,
-        Some("devpts"),
-        flags,
-        Some("newinstance,ptmxmode=0666,mode=0620"),
-    );
-    check(r, || "mounting /dev/pts".into())?;
-    let shm = dev.join("shm");
-    make_dir(&shm, 0o1777)?;
-    check(
-        mount(
-            Some(SHM),
-            &shm,
-            None::<&str>,
-            MsFlags::MS_BIND,
-            None::<&str>,
-        ),
-        || "binding /dev/shm".into(),
-    )?;
-    for (name, target) in [
-        ("ptmx", "pts/ptmx"),
-        ("fd", "/proc/self/fd"),
-        ("stdin", "/proc/self/fd/0"),
-        ("stdout", "/proc/self/fd/1"),
-        ("stderr", "/proc/self/fd/2"),
-    ] {
-        check(symlinkat(target, None, &dev.join(name)), || {
-            format!("creating /dev/{name}")
-        })?;
-    }
-    let ro = MsFlags::MS_REMOUNT | MsFlags::MS_BIND | MsFlags::MS_RDONLY | flags;
-    check(
-        mount(None::<&str>, &dev, None::<&str>, ro, None::<&str>),
-        || "making /dev read-only".into(),
-    )
 }
 
 /// /sys: a small tmpfs holding only devices/system/cpu (the CPUs the

@@ -1,4 +1,5 @@
-//! chmod/fchmodat/fchmodat2, chown/lchown/fchownat.
+//! chmod/fchmodat/fchmodat2, chown/lchown/fchownat, and the fchmod calls
+//! that take read permission away.
 //!
 //! Owns: the argument checks of these calls in kernel order. Each
 //! resolves the path to an `O_PATH` descriptor (following a final symlink
@@ -8,6 +9,16 @@
 //! search a directory, so they start the resolution caches over
 //! (`Resolver::changed`). The times, `truncate` and `statfs` by path pass
 //! the filter (the policy table says why).
+//!
+//! No mode of a procfs object is changed: EPERM, as Linux answers for
+//! every file of a process. A global file's mode (`/proc/stat`,
+//! `/proc/cpuinfo`) is kept by the kernel for every procfs on the host,
+//! and its owner may change it without any capability: a guest whose
+//! root is the host's (root's sandbox) would otherwise make `/proc/stat`
+//! unreadable for every other sandbox and every user of the host. A
+//! descriptor's `fchmod` passes the filter unless it takes read
+//! permission away from someone (see the policy table), so that only
+//! those are checked here.
 
 use std::os::fd::AsFd;
 
@@ -30,12 +41,37 @@ pub fn fchmodat(ctx: &Context, g: &dyn Guest, dirfd: i32, addr: u64, mode: u32, 
         return Err(Errno::EINVAL);
     }
     let fd = lookup_at(ctx, g, dirfd, addr, flags & EMPTY != 0, follows(flags))?;
+    refuse_procfs(fd.as_fd())?;
     live(g)?;
     // umode_t: the kernel keeps the low 16 bits.
     let r = sys::chmod_fd(fd.as_fd(), mode & 0xffff, flags & NOFOLLOW);
     ctx.fs.changed();
     r?;
     value(0)
+}
+
+/// fchmod of a mode that leaves someone without read permission (the
+/// others pass the filter). Made on the guest's own open file, so that
+/// what was checked is what changes.
+pub fn fchmod(g: &dyn Guest, fd: i32, mode: u32) -> Res {
+    let file = g.dup_fd(fd)?;
+    // fchmod needs an open file: an O_PATH descriptor is EBADF.
+    if sys::status_flags(file.as_fd())? & libc::O_PATH != 0 {
+        return Err(Errno::EBADF);
+    }
+    refuse_procfs(file.as_fd())?;
+    live(g)?;
+    sys::fchmod(file.as_fd(), mode & 0xffff)?;
+    value(0)
+}
+
+/// EPERM for an object of a procfs (see the module doc).
+fn refuse_procfs(fd: std::os::fd::BorrowedFd<'_>) -> Result<(), Errno> {
+    const PROC_SUPER_MAGIC: i64 = 0x9fa0;
+    match sys::fstatfs(fd) {
+        Ok(st) if st.f_type == PROC_SUPER_MAGIC => Err(Errno::EPERM),
+        _ => Ok(()),
+    }
 }
 
 /// fchownat (and chown, lchown). Ids are the guest's; one without a
