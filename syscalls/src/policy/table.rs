@@ -196,7 +196,8 @@ pub fn rule_for(nr: S) -> Rule {
         S::rename | S::renameat | S::renameat2 => Service,
         S::link | S::linkat | S::symlink | S::symlinkat => Service,
         // chmod and chown change who may search a directory: serviced,
-        // the resolution caches start over (`Resolver::changed`).
+        // the resolution caches start over (`Resolver::changed`). No
+        // procfs mode changes (`handlers/attr.rs`).
         S::chmod | S::fchmodat | S::fchmodat2 => Service,
         S::chown | S::lchown | S::fchownat => Service,
         // Times, size and the file system under a path pass: each handler
