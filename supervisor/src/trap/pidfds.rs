@@ -13,9 +13,12 @@
 //! Why a stale entry is harmless: a pidfd pins the kernel's `struct pid`
 //! of the thread it was opened for, never a number. When that thread has
 //! ended and its tid is reused, the cached pidfd still names the dead one,
-//! whose descriptors are gone (ESRCH or EBADF), so a failed copy reopens
-//! the tid once and tries again. A live thread is the only holder of its
-//! tid, so a copy that succeeds came from the trapped thread's table.
+//! which the kernel no longer finds (ESRCH), so such a failure reopens the
+//! tid once and tries again. A live thread is the only holder of its tid
+//! (an ended one still holding it, a zombie, is never the trapped thread),
+//! so any other answer came from the trapped thread itself: a copy that
+//! succeeds came from its table, and EBADF is its own (a descriptor it
+//! does not have), answered without a reopen.
 //! Kept ids are given only while their pidfd's thread is alive (a signal
 //! 0, 0.4 µs): the trapped thread holds the tid, so that thread is it.
 
@@ -55,14 +58,16 @@ pub fn signal(tid: i32, sig: nix::sys::signal::Signal) -> Result<(), Errno> {
 }
 
 /// `op` through a pidfd of thread `tid`: the kept one first; when that
-/// fails (its thread may have ended and the tid been reused), once more
-/// through a fresh one, kept when it names the thread and `op` succeeded.
+/// fails with ESRCH (its thread has ended, and the tid may have been
+/// reused), once more through a fresh one, kept when it names the thread
+/// and `op` succeeded. Any other error is the live thread's own answer
+/// (a descriptor it does not have: EBADF), and the kept pidfd stays.
 fn through_pidfd<T>(tid: i32, op: impl Fn(BorrowedFd<'_>) -> Result<T, Errno>) -> Result<T, Errno> {
     if let Some(cached) = cached(tid) {
-        if let Ok(done) = op(cached.as_fd()) {
-            return Ok(done);
+        match op(cached.as_fd()) {
+            Err(Errno::ESRCH) => forget(tid),
+            done => return done,
         }
-        forget(tid);
     }
     let (fresh, of_thread) = open(tid)?;
     let done = op(fresh.as_fd());

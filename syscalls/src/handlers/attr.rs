@@ -52,8 +52,9 @@ pub fn fchmodat(ctx: &Context, g: &dyn Guest, dirfd: i32, addr: u64, mode: u32, 
 
 /// fchmod of a mode that leaves someone without read permission (the
 /// others pass the filter). Made on the guest's own open file, so that
-/// what was checked is what changes.
-pub fn fchmod(g: &dyn Guest, fd: i32, mode: u32) -> Res {
+/// what was checked is what changes. It may close a directory, so the
+/// resolution caches start over, as for chmod.
+pub fn fchmod(ctx: &Context, g: &dyn Guest, fd: i32, mode: u32) -> Res {
     let file = g.dup_fd(fd)?;
     // fchmod needs an open file: an O_PATH descriptor is EBADF.
     if sys::status_flags(file.as_fd())? & libc::O_PATH != 0 {
@@ -61,7 +62,9 @@ pub fn fchmod(g: &dyn Guest, fd: i32, mode: u32) -> Res {
     }
     refuse_procfs(file.as_fd())?;
     live(g)?;
-    sys::fchmod(file.as_fd(), mode & 0xffff)?;
+    let r = sys::fchmod(file.as_fd(), mode & 0xffff);
+    ctx.fs.changed();
+    r?;
     value(0)
 }
 

@@ -206,7 +206,7 @@ fn route(ctx: &Context, g: &dyn Guest, c: &SyscallArgs) -> Res {
         libc::SYS_openat2 => open::openat2(ctx, g, c.int(0), a[1], a[2], a[3]),
 
         libc::SYS_chmod => attr::fchmodat(ctx, g, CWD, a[0], c.uint(1), 0),
-        libc::SYS_fchmod => attr::fchmod(g, c.int(0), c.uint(1)),
+        libc::SYS_fchmod => attr::fchmod(ctx, g, c.int(0), c.uint(1)),
         libc::SYS_fchmodat => attr::fchmodat(ctx, g, c.int(0), a[1], c.uint(2), 0),
         libc::SYS_fchmodat2 => attr::fchmodat(ctx, g, c.int(0), a[1], c.uint(2), c.int(3)),
         libc::SYS_chown => attr::fchownat(ctx, g, CWD, a[0], c.uint(1), c.uint(2), 0),
