@@ -4,7 +4,8 @@
 //! chmod, chown, times or xattrs of the host's inodes), /proc/sys and
 //! procfs's host-wide directories are read-only (no sysctl written: a
 //! root guest is the host's root to the sysctl checks), and no mode of a
-//! procfs file changes. `tests/fs/host_shared.py` probes each harmlessly
+//! procfs file changes, and no set-id bit is set on a host file (a `--rw`
+//! bind, stdout). `tests/fs/host_shared.py` probes each harmlessly
 //! (its own value written back, its own mode set), as root and as the
 //! unprivileged `tester`, and the host's inodes are checked unchanged
 //! afterwards. The script refuses to run natively: natively, as root,
@@ -39,6 +40,16 @@ const COMMON: &[&str] = &[
     "mode own 0o600",
     "chmod own 0640 ok",
     "mode own 0o640",
+    "chmod host 04755 EPERM",
+    "chmod host 02755 EPERM",
+    "fchmod host 04755 EPERM",
+    "fchmod host 04555 EPERM",
+    "fchmod host 0700 ok",
+    "mode host 0o700",
+    "fchmod stdout 04644 EPERM",
+    "chmod host dir 02775 ok",
+    "chmod layer 04755 ok",
+    "mode layer 0o4755",
 ];
 
 /// A host inode's mode and change time, to see that nothing touched it.
@@ -53,7 +64,20 @@ fn probe(user: Option<(u32, u32, std::path::PathBuf)>) -> Vec<String> {
     let watched = ["/dev/zero", "/dev/urandom"];
     let before: Vec<_> = watched.iter().map(|p| inode(p)).collect();
     let exec_mode = std::fs::metadata("/proc/execdomains").map(|m| m.mode());
-    let mut run = Run::new(&["/usr/bin/python3", "-c", SCRIPT, &marker]);
+    let shared = tempfile::tempdir().expect("tempdir");
+    std::fs::set_permissions(shared.path(), std::fs::Permissions::from_mode(0o777)).expect("chmod");
+    let dir = shared.path().display().to_string();
+    let stdout_file = shared.path().join("stdout");
+    let mut run = Run::new(&[
+        "/bin/sh",
+        "-c",
+        "exec /usr/bin/python3 -c \"$0\" \"$1\" \"$2\" > \"$3\"",
+        SCRIPT,
+        &marker,
+        &dir,
+        &stdout_file.display().to_string(),
+    ])
+    .rw(shared.path());
     if let Some((uid, gid, bin)) = user {
         run = run.user(uid, gid).bin(bin);
     }
@@ -72,7 +96,11 @@ fn probe(user: Option<(u32, u32, std::path::PathBuf)>) -> Vec<String> {
     for (p, b) in watched.iter().zip(&before) {
         assert_eq!(&inode(p), b, "{p} changed on the host");
     }
-    out.stdout.lines().map(str::to_owned).collect()
+    // The host file given as stdout kept its mode.
+    let out_mode = std::fs::metadata(&stdout_file).expect("stdout file").mode();
+    assert_eq!(out_mode & 0o7000, 0, "stdout's file got a set-id bit");
+    let text = std::fs::read_to_string(&stdout_file).expect("stdout");
+    text.lines().map(str::to_owned).collect()
 }
 
 /// The host marker's path, made by [`guard`].

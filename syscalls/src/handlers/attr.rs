@@ -17,10 +17,19 @@
 //! root is the host's (root's sandbox) would otherwise make `/proc/stat`
 //! unreadable for every other sandbox and every user of the host. A
 //! descriptor's `fchmod` passes the filter unless it takes read
-//! permission away from someone (see the policy table), so that only
-//! those are checked here.
+//! permission away from someone or sets a set-id bit (see the policy
+//! table), so that only those are checked here.
+//!
+//! No set-user-id bit, and no set-group-id bit on a file, is set on an
+//! object outside the sandbox's own layers (a `--rw` bind, a host file
+//! given as stdout): EPERM. In root's sandbox the guest's root is the
+//! host's, so the file would be a set-user-id-root program of the
+//! guest's making on the host's file system, for any host user who can
+//! reach it (writing it after the chmod clears the bit; before, it does
+//! not). The guest itself runs with `no_new_privs`, so the bit never
+//! served it.
 
-use std::os::fd::AsFd;
+use std::os::fd::{AsFd, BorrowedFd};
 
 use nix::errno::Errno;
 use vfs::sys;
@@ -42,6 +51,7 @@ pub fn fchmodat(ctx: &Context, g: &dyn Guest, dirfd: i32, addr: u64, mode: u32, 
     }
     let fd = lookup_at(ctx, g, dirfd, addr, flags & EMPTY != 0, follows(flags))?;
     refuse_procfs(fd.as_fd())?;
+    refuse_set_id(ctx, fd.as_fd(), mode)?;
     live(g)?;
     // umode_t: the kernel keeps the low 16 bits.
     let r = sys::chmod_fd(fd.as_fd(), mode & 0xffff, flags & NOFOLLOW);
@@ -50,8 +60,8 @@ pub fn fchmodat(ctx: &Context, g: &dyn Guest, dirfd: i32, addr: u64, mode: u32, 
     value(0)
 }
 
-/// fchmod of a mode that leaves someone without read permission (the
-/// others pass the filter). Made on the guest's own open file, so that
+/// fchmod of a mode that leaves someone without read permission or sets
+/// a set-id bit (the others pass the filter). Made on the guest's own open file, so that
 /// what was checked is what changes. It may close a directory, so the
 /// resolution caches start over, as for chmod.
 pub fn fchmod(ctx: &Context, g: &dyn Guest, fd: i32, mode: u32) -> Res {
@@ -61,6 +71,7 @@ pub fn fchmod(ctx: &Context, g: &dyn Guest, fd: i32, mode: u32) -> Res {
         return Err(Errno::EBADF);
     }
     refuse_procfs(file.as_fd())?;
+    refuse_set_id(ctx, file.as_fd(), mode)?;
     live(g)?;
     let r = sys::fchmod(file.as_fd(), mode & 0xffff);
     ctx.fs.changed();
@@ -68,8 +79,22 @@ pub fn fchmod(ctx: &Context, g: &dyn Guest, fd: i32, mode: u32) -> Res {
     value(0)
 }
 
+/// EPERM for a set-user-id bit, or a set-group-id bit on anything but a
+/// directory, asked of an object outside the sandbox's own layers (see
+/// the module doc).
+fn refuse_set_id(ctx: &Context, fd: BorrowedFd<'_>, mode: u32) -> Result<(), Errno> {
+    let set_id = match sys::fstat(fd) {
+        Ok(st) if st.st_mode & libc::S_IFMT == libc::S_IFDIR => mode & libc::S_ISUID,
+        _ => mode & (libc::S_ISUID | libc::S_ISGID),
+    };
+    if set_id != 0 && !ctx.fs.on_own_layer(fd) {
+        return Err(Errno::EPERM);
+    }
+    Ok(())
+}
+
 /// EPERM for an object of a procfs (see the module doc).
-fn refuse_procfs(fd: std::os::fd::BorrowedFd<'_>) -> Result<(), Errno> {
+fn refuse_procfs(fd: BorrowedFd<'_>) -> Result<(), Errno> {
     const PROC_SUPER_MAGIC: i64 = 0x9fa0;
     match sys::fstatfs(fd) {
         Ok(st) if st.f_type == PROC_SUPER_MAGIC => Err(Errno::EPERM),

@@ -107,11 +107,18 @@ const OPEN_READS_ARG2: &[Cond] = &[Cond {
     arg: 2,
     op: Op::MaskClear(OPEN_NEVER_SERVED),
 }];
-/// `fchmod(fd, mode)` leaving read permission to everyone: passes.
-const READABLE_BY_ALL_ARG1: &[Cond] = &[Cond {
-    arg: 1,
-    op: Op::MaskSet(0o444),
-}];
+/// `fchmod(fd, mode)` leaving read permission to everyone and setting
+/// no set-id bit: passes.
+const PLAIN_READABLE_MODE_ARG1: &[Cond] = &[
+    Cond {
+        arg: 1,
+        op: Op::MaskSet(0o444),
+    },
+    Cond {
+        arg: 1,
+        op: Op::MaskClear(0o6000),
+    },
+];
 /// `unlinkat(dirfd, path, AT_REMOVEDIR)`: rmdir, serviced.
 const REMOVEDIR_ARG2: &[Cond] = &[Cond {
     arg: 2,
@@ -240,12 +247,14 @@ pub fn rule_for(nr: S) -> Rule {
         S::ftruncate | S::fallocate | S::fadvise64 | S::readahead => Pass,
         // A descriptor's fchmod that takes read permission from someone
         // is serviced: it must not reach a host-wide procfs file (whose
-        // mode is the same in every procfs on the host, `handlers/attr.rs`).
-        // One that leaves the file readable by all changes nothing anyone
-        // could be denied: no top-level procfs file a guest can hold open
-        // acts on writes (the writable ones are bound read-only,
-        // `launch/proc_view.rs`).
-        S::fchmod => PassIf(READABLE_BY_ALL_ARG1, Fallback::Service),
+        // mode is the same in every procfs on the host, `handlers/attr.rs`),
+        // nor may one that sets a set-id bit reach a host file (a
+        // set-user-id-root program of the guest's making, in root's
+        // sandbox). One that leaves the file readable by all and sets no
+        // such bit changes nothing anyone could be denied: no top-level
+        // procfs file a guest can hold open acts on writes (the writable
+        // ones are bound read-only, `launch/proc_view.rs`).
+        S::fchmod => PassIf(PLAIN_READABLE_MODE_ARG1, Fallback::Service),
         S::fchown | S::fstatfs | S::getdents64 => Pass,
         S::fsetxattr | S::fgetxattr | S::flistxattr | S::fremovexattr => Pass,
         S::sendfile | S::splice | S::tee | S::vmsplice | S::copy_file_range => Pass,
