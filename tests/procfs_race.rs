@@ -285,7 +285,8 @@ fn dodged_opens_of_per_process_files_are_refused_unprivileged() {
 /// to have the kernel open a procfs file. The fence refuses it where
 /// the kernel would have given the host's facts (natively the guest's
 /// own `timens_offsets` and `autogroup` open read-write), while /proc/sys
-/// stays the guest's own and a plain read is served.
+/// stays the guest's own to read, read-only (EROFS, as docker's
+/// `readonlyPaths`: `launch/proc_view.rs`), and a plain read is served.
 #[test]
 fn read_write_opens_of_proc_are_refused() {
     if landlock_abi() < 1 {
@@ -299,7 +300,11 @@ for p in ['/proc/self/timens_offsets', '/proc/self/autogroup', '/proc/self/mount
     except OSError as e:
         print(p, e.strerror)
 print(open('/proc/self/timens_offsets').read().split())
-fd = os.open('/proc/sys/kernel/hostname', os.O_RDWR); print(os.read(fd, 64)); os.close(fd)
+try:
+    os.open('/proc/sys/kernel/hostname', os.O_RDWR); print('opened')
+except OSError as e:
+    print(e.strerror)
+fd = os.open('/proc/sys/kernel/hostname', os.O_RDONLY); print(os.read(fd, 64)); os.close(fd)
 "#;
     let out = Run::new(&["python3", "-c", script])
         .sup(&["--hostname", "fenced"])
@@ -309,6 +314,7 @@ fd = os.open('/proc/sys/kernel/hostname', os.O_RDWR); print(os.read(fd, 64)); os
 /proc/self/mountinfo Permission denied\n\
 /proc/self/status Permission denied\n\
 ['monotonic', '0', '0', 'boottime', '0', '0']\n\
+Read-only file system\n\
 b'fenced\\n'\n";
     assert_eq!(out.stdout, want, "{}", out.dump());
 }
