@@ -151,6 +151,45 @@ pub fn bind(
     r.map_err(|e| format!("cannot remount: {}", e.desc()))
 }
 
+/// Binds `src` at the directory `target` of the layer (out of the
+/// guest's reach: a source for read-only binds into the view) with its
+/// submounts when `recursive`, and makes the new mount read-only, nosuid,
+/// nodev (unless `devices`) and noexec, keeping the flags the source's
+/// mount has locked. `what` names it in errors.
+pub fn bind_read_only_source(
+    src: &Path,
+    target: &Path,
+    recursive: bool,
+    devices: bool,
+    what: &str,
+) -> Result<()> {
+    let rec = if recursive {
+        MsFlags::MS_REC
+    } else {
+        MsFlags::empty()
+    };
+    mount(
+        Some(src),
+        target,
+        None::<&str>,
+        MsFlags::MS_BIND | rec,
+        None::<&str>,
+    )
+    .map_err(|e| format!("binding {what}: {}", e.desc()))?;
+    let bound = open_source(target, true).map_err(|e| format!("opening {what}: {}", e.desc()))?;
+    let mut flags = MsFlags::MS_REMOUNT
+        | MsFlags::MS_BIND
+        | MsFlags::MS_RDONLY
+        | MsFlags::MS_NOSUID
+        | MsFlags::MS_NOEXEC
+        | locked_flags(bound.as_fd());
+    if !devices {
+        flags |= MsFlags::MS_NODEV;
+    }
+    mount(None::<&str>, target, None::<&str>, flags, None::<&str>)
+        .map_err(|e| format!("making {what} read-only: {}", e.desc()))
+}
+
 /// Flags of the mount holding `fd` that a remount must keep: the kernel
 /// locks them on mounts inherited from a more privileged namespace.
 pub fn locked_flags(fd: BorrowedFd<'_>) -> MsFlags {

@@ -18,13 +18,12 @@
 //! device.
 
 use std::fs;
-use std::os::fd::AsFd;
 use std::path::Path;
 
 use nix::mount::{mount, MsFlags};
 use nix::unistd::symlinkat;
 
-use super::bind::{locked_flags, open_source};
+use super::bind::bind_read_only_source;
 use super::view::{check, make_dir, Result, SHM};
 
 /// Where the host's /dev is bound read-only in the layer (out of the
@@ -78,32 +77,13 @@ pub(super) fn build_dev(dev: &Path, nodes: &[&str], old_root: &Path) -> Result<(
     )
 }
 
-/// Binds the host's /dev (`host`) at [`HOST_DEV`] and makes that mount
-/// read-only, keeping the flags the host's mount has. The bind takes the
-/// submounts along (/dev/pts, /dev/shm...): the kernel refuses to bind a
-/// mount without the mounts a more privileged namespace put on it.
+/// Binds the host's /dev (`host`) at [`HOST_DEV`], read-only. The bind
+/// takes the submounts along (/dev/pts, /dev/shm...): the kernel refuses
+/// to bind a mount without the mounts a more privileged namespace put on
+/// it.
 fn bind_host_dev_read_only(host: &Path) -> Result<()> {
     make_dir(Path::new(HOST_DEV), 0o755)?;
-    let r = mount(
-        Some(host),
-        HOST_DEV,
-        None::<&str>,
-        MsFlags::MS_BIND | MsFlags::MS_REC,
-        None::<&str>,
-    );
-    check(r, || "binding the host's /dev".into())?;
-    let src = open_source(Path::new(HOST_DEV), true)
-        .map_err(|e| format!("opening the host's /dev: {}", e.desc()))?;
-    let ro = MsFlags::MS_REMOUNT
-        | MsFlags::MS_BIND
-        | MsFlags::MS_RDONLY
-        | MsFlags::MS_NOSUID
-        | MsFlags::MS_NOEXEC
-        | locked_flags(src.as_fd());
-    check(
-        mount(None::<&str>, HOST_DEV, None::<&str>, ro, None::<&str>),
-        || "making the host's /dev read-only".into(),
-    )
+    bind_read_only_source(host, Path::new(HOST_DEV), true, true, "the host's /dev")
 }
 
 /// A private devpts at `dev/pts` and the layer's shm at `dev/shm`.

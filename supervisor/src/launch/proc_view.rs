@@ -23,6 +23,7 @@ use std::path::{Path, PathBuf};
 use nix::mount::{mount, MsFlags};
 use sandbox_syscalls::handlers::{covered_when_fenced, proc_covers, Limited};
 
+use super::bind::bind_read_only_source;
 use super::view::{check, make_dir, Result};
 
 /// Directories of the host's procfs that tell of its devices, disks,
@@ -106,24 +107,7 @@ pub(super) fn mount_proc(proc: &Path, limits: Limited) -> Result<()> {
 /// part is bound from that mount, whose flags a bind keeps.
 fn bind_read_only_parts(proc: &Path) -> Result<()> {
     make_dir(Path::new(PROC_RO), 0o555)?;
-    let r = mount(
-        Some(proc),
-        PROC_RO,
-        None::<&str>,
-        MsFlags::MS_BIND,
-        None::<&str>,
-    );
-    check(r, || "binding /proc".into())?;
-    let ro = MsFlags::MS_REMOUNT
-        | MsFlags::MS_BIND
-        | MsFlags::MS_RDONLY
-        | MsFlags::MS_NOSUID
-        | MsFlags::MS_NODEV
-        | MsFlags::MS_NOEXEC;
-    check(
-        mount(None::<&str>, PROC_RO, None::<&str>, ro, None::<&str>),
-        || "making a read-only /proc".into(),
-    )?;
+    bind_read_only_source(proc, Path::new(PROC_RO), false, false, "/proc")?;
     for name in READ_ONLY_PROC {
         let r = mount(
             Some(&Path::new(PROC_RO).join(name)),
