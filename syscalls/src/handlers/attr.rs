@@ -20,8 +20,8 @@
 //! permission away from someone or sets a set-id bit (see the policy
 //! table), so that only those are checked here.
 //!
-//! No set-user-id bit, and no set-group-id bit on a file, is set on an
-//! object outside the sandbox's own layers (a `--rw` bind, a host file
+//! No file becomes a set-user-id or set-group-id program (the bit with
+//! an execute bit) outside the sandbox's own layers (a `--rw` bind, a host file
 //! given as stdout): EPERM. In root's sandbox the guest's root is the
 //! host's, so the file would be a set-user-id-root program of the
 //! guest's making on the host's file system, for any host user who can
@@ -79,15 +79,19 @@ pub fn fchmod(ctx: &Context, g: &dyn Guest, fd: i32, mode: u32) -> Res {
     value(0)
 }
 
-/// EPERM for a set-user-id bit, or a set-group-id bit on anything but a
-/// directory, asked of an object outside the sandbox's own layers (see
-/// the module doc).
+/// EPERM for a mode that makes a program set-user-id (with any execute
+/// bit) or set-group-id (with the group's), asked of an object outside
+/// the sandbox's own layers (see the module doc). A directory's set-id
+/// bits, and a set-group-id bit without group execute (mandatory
+/// locking's old mark), make no program: allowed.
 fn refuse_set_id(ctx: &Context, fd: BorrowedFd<'_>, mode: u32) -> Result<(), Errno> {
-    let set_id = match sys::fstat(fd) {
-        Ok(st) if st.st_mode & libc::S_IFMT == libc::S_IFDIR => mode & libc::S_ISUID,
-        _ => mode & (libc::S_ISUID | libc::S_ISGID),
-    };
-    if set_id != 0 && !ctx.fs.on_own_layer(fd) {
+    let makes_program = (mode & libc::S_ISUID != 0 && mode & 0o111 != 0)
+        || (mode & libc::S_ISGID != 0 && mode & libc::S_IXGRP != 0);
+    if !makes_program {
+        return Ok(());
+    }
+    let is_dir = sys::fstat(fd).is_ok_and(|st| st.st_mode & libc::S_IFMT == libc::S_IFDIR);
+    if !is_dir && !ctx.fs.on_own_layer(fd) {
         return Err(Errno::EPERM);
     }
     Ok(())
