@@ -2,8 +2,8 @@
 # devices bound from the host's /dev, the sysctls, procfs's host-wide
 # files and directories. Each probe is harmless even where the sandbox
 # failed: a sysctl is written its own value, a device or directory given
-# its own mode; the one mode change that takes something away (a global
-# procfs file to 0400) is checked by the test, which restores the mode.
+# its own mode; the mode changes of a global procfs file (0400, 0644) are
+# checked by the test, which restores the mode.
 # Prints one line a probe; never run natively (the host marker).
 import errno, os, sys, tempfile
 
@@ -66,6 +66,9 @@ probe("chmod /proc/execdomains 0400", lambda: os.chmod("/proc/execdomains", 0o40
 fd = os.open("/proc/execdomains", os.O_RDONLY)
 probe("fchmod /proc/execdomains 0400", lambda: os.fchmod(fd, 0o400))
 probe("fchmod /proc/execdomains 0444", lambda: os.fchmod(fd, 0o444))
+# Read kept, write given: passed the filter until 2026-12-01, and showed
+# in every procfs mounted after (the test looks in a fresh sandbox's).
+probe("fchmod /proc/execdomains 0644", lambda: os.fchmod(fd, 0o644))
 os.close(fd)
 probe("mode /proc/execdomains", lambda: oct(os.stat("/proc/execdomains").st_mode & 0o7777))
 

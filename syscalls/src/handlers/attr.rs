@@ -1,5 +1,4 @@
-//! chmod/fchmodat/fchmodat2, chown/lchown/fchownat, and the fchmod calls
-//! that take read permission away.
+//! chmod/fchmodat/fchmodat2, chown/lchown/fchownat, and fchmod.
 //!
 //! Owns: the argument checks of these calls in kernel order. Each
 //! resolves the path to an `O_PATH` descriptor (following a final symlink
@@ -15,10 +14,10 @@
 //! `/proc/cpuinfo`) is kept by the kernel for every procfs on the host,
 //! and its owner may change it without any capability: a guest whose
 //! root is the host's (root's sandbox) would otherwise make `/proc/stat`
-//! unreadable for every other sandbox and every user of the host. A
-//! descriptor's `fchmod` passes the filter unless it takes read
-//! permission away from someone (see the policy table), so that only
-//! those are checked here.
+//! unreadable for every other sandbox and every user of the host, or the
+//! host's 0400 `/proc/slabinfo` readable to all. A descriptor's `fchmod`
+//! is serviced for that check whatever the mode: one that takes nothing
+//! away loosens as much.
 
 use std::os::fd::AsFd;
 
@@ -50,9 +49,8 @@ pub fn fchmodat(ctx: &Context, g: &dyn Guest, dirfd: i32, addr: u64, mode: u32, 
     value(0)
 }
 
-/// fchmod of a mode that leaves someone without read permission (the
-/// others pass the filter). Made on the guest's own open file, so that
-/// what was checked is what changes.
+/// fchmod. Made on the guest's own open file, so that what was checked
+/// is what changes.
 pub fn fchmod(g: &dyn Guest, fd: i32, mode: u32) -> Res {
     let file = g.dup_fd(fd)?;
     // fchmod needs an open file: an O_PATH descriptor is EBADF.
