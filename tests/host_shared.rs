@@ -8,15 +8,26 @@
 //! (its own value written back, its own mode set), as root and as the
 //! unprivileged `tester`, and the host's inodes are checked unchanged
 //! afterwards. The script refuses to run natively: natively, as root,
-//! these changes would reach the host.
+//! these changes would reach the host. So with the guest's stdio when it
+//! is the host's (`launch/host_stdio.rs`): stdin the host's /dev/null,
+//! stdout and stderr a terminal of the host's (`tests/fs/host_stdio.py`).
 
 mod common;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::Path;
 
+use common::pool::Pool;
 use common::*;
 
-const SCRIPT: &str = include_str!("fs/host_shared.py");
+const SCRIPT: &str = concat!(
+    include_str!("fs/host_probe.py"),
+    include_str!("fs/host_shared.py")
+);
+const STDIO_SCRIPT: &str = concat!(
+    include_str!("fs/host_probe.py"),
+    include_str!("fs/host_stdio.py")
+);
+const PTY_WRAP: &str = include_str!("fs/pty_wrap.py");
 
 /// The probes' answers that are the same for root and for tester.
 const COMMON: &[&str] = &[
@@ -151,4 +162,96 @@ fn an_unprivileged_guest_changes_nothing_it_shares_with_the_host() {
     expect(&lines, "write kernel/core_pattern EACCES");
     expect(&lines, "setxattr /dev/zero EROFS");
     assert_eq!(lines.len(), COMMON.len() + 4, "{}", lines.join("\n"));
+}
+
+/// What each user's guest answers for its stdio, the host's /dev/null
+/// and a host terminal (which `tester`'s guest owns: its own to change).
+const STDIO: &[&str] = &[
+    "0 mem",
+    "0 fchmod EROFS",
+    "0 fchown EROFS",
+    "0 futimens EROFS",
+    "0 chmod link EROFS",
+    "0 chown link EROFS",
+    "1 tty",
+    "0 read 0",
+    "0 reopen ok",
+    "1 write ok",
+    "1 isatty True",
+];
+
+/// Runs the stdio probes as `user` (None: root), through `pool` if
+/// given, under the pty wrapper, and checks the host's /dev/null after.
+fn probe_stdio(user: Option<(u32, u32, std::path::PathBuf)>, pool: Option<&Pool>) -> Vec<String> {
+    let marker = guard_marker();
+    let before = inode("/dev/null");
+    let mut run = Run::new(&["/usr/bin/python3", "-c", STDIO_SCRIPT, &marker]);
+    run.wrap = ["/usr/bin/python3", "-c", PTY_WRAP]
+        .map(Into::into)
+        .to_vec();
+    if let Some((uid, gid, bin)) = user {
+        run = run.user(uid, gid).bin(bin);
+    }
+    if let Some(pool) = pool {
+        run = run.sup(&pool.flag());
+    }
+    let out = run.supervised();
+    assert_eq!(out.code, Some(0), "{}", out.dump());
+    assert_eq!(inode("/dev/null"), before, "/dev/null changed on the host");
+    let lines: Vec<String> = out.stdout.lines().map(str::to_owned).collect();
+    for want in STDIO {
+        expect(&lines, want);
+    }
+    lines
+}
+
+/// The terminal is root's: reached read-only, like /dev/null.
+fn expect_root_terminal_unchanged(lines: &[String]) {
+    for probe in ["fchmod", "fchown", "futimens", "chmod link", "chown link"] {
+        expect(lines, &format!("1 {probe} EROFS"));
+    }
+    expect(lines, "host terminal unchanged");
+}
+
+#[test]
+fn a_root_guest_changes_nothing_of_its_stdio_on_the_host() {
+    if !is_root() {
+        skip!("the host's root is who owns these inodes");
+    }
+    let lines = probe_stdio(None, None);
+    expect_root_terminal_unchanged(&lines);
+    // Init took the view's own /dev/null: named as ever.
+    expect(&lines, "0 names /dev/null");
+    assert_eq!(lines.len(), STDIO.len() + 7, "{}", lines.join("\n"));
+}
+
+#[test]
+fn a_pooled_root_guest_changes_nothing_of_its_stdio_on_the_host() {
+    if !is_root() {
+        skip!("the host's root is who owns these inodes");
+    }
+    let pool = Pool::start(&[]);
+    let lines = probe_stdio(None, Some(&pool));
+    expect_root_terminal_unchanged(&lines);
+    // The client's copy, not the view's node: the root of the copy.
+    expect(&lines, "0 names /");
+    assert_eq!(lines.len(), STDIO.len() + 7, "{}", lines.join("\n"));
+}
+
+#[test]
+fn an_unprivileged_guest_changes_nothing_of_the_hosts_stdio() {
+    let tester = match tester_bin() {
+        Ok(t) => t,
+        Err(e) => skip!("{e}"),
+    };
+    let lines = probe_stdio(Some(tester), None);
+    // The terminal is tester's own (the wrapper ran as tester), and an
+    // unprivileged supervisor cannot copy a mount of the host's: as
+    // natively (the change is its node's own mode, owner and times).
+    for probe in ["fchmod", "fchown", "futimens", "chmod link", "chown link"] {
+        expect(&lines, &format!("1 {probe} ok"));
+    }
+    expect(&lines, "host terminal CHANGED");
+    expect(&lines, "0 names /dev/null");
+    assert_eq!(lines.len(), STDIO.len() + 7, "{}", lines.join("\n"));
 }
