@@ -10,7 +10,9 @@
 //! afterwards. The script refuses to run natively: natively, as root,
 //! these changes would reach the host. So with the guest's stdio when it
 //! is the host's (`launch/host_stdio.rs`): stdin the host's /dev/null,
-//! stdout and stderr a terminal of the host's (`tests/fs/host_stdio.py`).
+//! stdout and stderr a terminal of the host's (`tests/fs/host_stdio.py`);
+//! and with the set-id bits of a file of the host's, its stdout or one in
+//! a `--rw` mount (`handlers/setid.rs`, `tests/fs/host_setid.py`).
 
 mod common;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
@@ -28,6 +30,10 @@ const STDIO_SCRIPT: &str = concat!(
     include_str!("fs/host_stdio.py")
 );
 const PTY_WRAP: &str = include_str!("fs/pty_wrap.py");
+const SETID_SCRIPT: &str = concat!(
+    include_str!("fs/host_probe.py"),
+    include_str!("fs/host_setid.py")
+);
 
 /// The probes' answers that are the same for root and for tester.
 const COMMON: &[&str] = &[
@@ -254,4 +260,73 @@ fn an_unprivileged_guest_changes_nothing_of_the_hosts_stdio() {
     expect(&lines, "host terminal CHANGED");
     expect(&lines, "0 names /dev/null");
     assert_eq!(lines.len(), STDIO.len() + 7, "{}", lines.join("\n"));
+}
+
+/// What each user's guest answers when it asks for set-id bits.
+const SETID: &[&str] = &[
+    "fchmod stdout 04755 ok",
+    "chmod stdout link 06755 ok",
+    "fchmod rw 04755 ok",
+    "chmod rw 06755 ok",
+    "mode rw 0o755",
+    "chmod rw 02644 ok",
+    "mode rw 0o2644",
+    "chmod rw 04644 ok",
+    "mode rw 0o4644",
+    "chmod rw 04744 ok",
+    "mode rw 0o744",
+    "chmod rw 0755 ok",
+    "chmod rw dir 06775 ok",
+    // A directory's set-id bits make no program (set-group-ID hands
+    // its group down), as on Linux.
+    "mode rw dir 0o6775",
+    "chmod own 04755 ok",
+    "mode own 0o4755",
+];
+
+/// Runs the set-id probes as `user` (None: root), with stdout a file of
+/// a fresh tree and `--rw` a directory of it, and checks both files on
+/// the host after.
+fn probe_setid(user: Option<(u32, u32, std::path::PathBuf)>) {
+    let marker = guard_marker();
+    let t = Tree::new();
+    let rw = t.dir("rw");
+    let stdout = t.join("stdout");
+    let rw_arg = rw.display().to_string();
+    let mut run = Run::new(&["/usr/bin/python3", "-c", SETID_SCRIPT, &marker, &rw_arg]);
+    run = run.rw(t.path());
+    let redirect = format!("exec \"$0\" \"$@\" > {}", stdout.display());
+    run.wrap = ["/bin/sh", "-c", redirect.as_str()]
+        .map(Into::into)
+        .to_vec();
+    if let Some((uid, gid, bin)) = user {
+        t.give_to(uid, gid);
+        run = run.user(uid, gid).bin(bin);
+    }
+    let out = run.supervised();
+    let host_mode = |p: &Path| std::fs::metadata(p).map(|m| m.mode() & 0o7777).ok();
+    assert_eq!(host_mode(&stdout), Some(0o755), "{}", out.dump());
+    assert_eq!(host_mode(&rw.join("prog")), Some(0o755), "{}", out.dump());
+    assert_eq!(out.code, Some(0), "{}", out.dump());
+    let lines: Vec<String> = out.stderr.lines().map(str::to_owned).collect();
+    for want in SETID {
+        expect(&lines, want);
+    }
+    assert_eq!(lines.len(), SETID.len(), "{}", lines.join("\n"));
+}
+
+#[test]
+fn a_root_guest_makes_no_set_id_program_of_the_hosts() {
+    if !is_root() {
+        skip!("the host's root is who would own the program");
+    }
+    probe_setid(None);
+}
+
+#[test]
+fn an_unprivileged_guest_makes_no_set_id_program_of_the_hosts() {
+    match tester_bin() {
+        Ok(tester) => probe_setid(Some(tester)),
+        Err(e) => skip!("{e}"),
+    }
 }

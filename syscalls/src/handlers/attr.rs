@@ -17,14 +17,15 @@
 //! unreadable for every other sandbox and every user of the host, or the
 //! host's 0400 `/proc/slabinfo` readable to all. A descriptor's `fchmod`
 //! is serviced for that check whatever the mode: one that takes nothing
-//! away loosens as much.
+//! away loosens as much. Nor does a guest give a file of the host's the
+//! set-id bits (`setid.rs`).
 
 use std::os::fd::AsFd;
 
 use nix::errno::Errno;
 use vfs::sys;
 
-use super::{live, lookup_at, value, Context, Res};
+use super::{live, lookup_at, setid, value, Context, Res};
 use crate::guest::Guest;
 
 const NOFOLLOW: i32 = libc::AT_SYMLINK_NOFOLLOW;
@@ -41,9 +42,10 @@ pub fn fchmodat(ctx: &Context, g: &dyn Guest, dirfd: i32, addr: u64, mode: u32, 
     }
     let fd = lookup_at(ctx, g, dirfd, addr, flags & EMPTY != 0, follows(flags))?;
     refuse_procfs(fd.as_fd())?;
-    live(g)?;
     // umode_t: the kernel keeps the low 16 bits.
-    let r = sys::chmod_fd(fd.as_fd(), mode & 0xffff, flags & NOFOLLOW);
+    let mode = setid::mode_for(fd.as_fd(), mode & 0xffff);
+    live(g)?;
+    let r = sys::chmod_fd(fd.as_fd(), mode, flags & NOFOLLOW);
     ctx.fs.changed();
     r?;
     value(0)
@@ -58,8 +60,9 @@ pub fn fchmod(g: &dyn Guest, fd: i32, mode: u32) -> Res {
         return Err(Errno::EBADF);
     }
     refuse_procfs(file.as_fd())?;
+    let mode = setid::mode_for(file.as_fd(), mode & 0xffff);
     live(g)?;
-    sys::fchmod(file.as_fd(), mode & 0xffff)?;
+    sys::fchmod(file.as_fd(), mode)?;
     value(0)
 }
 
