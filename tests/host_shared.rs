@@ -330,3 +330,38 @@ fn an_unprivileged_guest_makes_no_set_id_program_of_the_hosts() {
         Err(e) => skip!("{e}"),
     }
 }
+
+/// Secrets of the host's /etc, which root's guest would read as their
+/// owner (`vfs::mounts::ETC_HIDDEN`): each the host has is absent.
+const ETC_SECRETS: &[&str] = &[
+    "shadow",
+    "gshadow",
+    "sudoers",
+    "security/opasswd",
+    "ssl/private",
+    "docker/key.json",
+    "wireguard",
+    "NetworkManager/system-connections",
+    "letsencrypt",
+    "krb5.keytab",
+    "ipsec.secrets",
+];
+
+#[test]
+fn a_root_guest_reads_no_secret_of_the_hosts_etc() {
+    if !is_root() {
+        skip!("the host's root is who owns these files");
+    }
+    let present: Vec<String> = ETC_SECRETS
+        .iter()
+        .map(|rel| format!("/etc/{rel}"))
+        .filter(|p| Path::new(p).symlink_metadata().is_ok())
+        .collect();
+    assert!(!present.is_empty(), "the host has none of {ETC_SECRETS:?}");
+    let script = "for p; do test -e \"$p\" -o -L \"$p\" && echo \"visible $p\"; done; echo done";
+    let mut argv = vec!["/bin/sh", "-c", script, "sh"];
+    argv.extend(present.iter().map(String::as_str));
+    let out = Run::new(&argv).supervised();
+    assert_eq!(out.code, Some(0), "{}", out.dump());
+    assert_eq!(out.stdout, "done\n", "{present:?}: {}", out.dump());
+}
