@@ -80,13 +80,7 @@ const KNOWN: &[(&str, &str)] = &[
     ("openat /proc/self/status flags=trunc", TRUNC_PRIV),
     ("openat /proc/uptime flags=trunc", TRUNC_PRIV),
     ("openat /proc/loadavg flags=trunc", TRUNC_PRIV),
-    // All mode bits include the set-id bits, which are never set on a
-    // host file (the sweep's tree is a host directory bound in): EPERM
-    // (handlers/attr.rs).
-    ("chmod mode=all_bits", SET_ID_HOST),
-    ("fchmod file mode=all_bits", SET_ID_HOST),
 ];
-const SET_ID_HOST: &str = "no set-id bit on a host file";
 const CACHED: &str = "RESOLVE_CACHED on a served /proc file";
 const TRUNC_PRIV: &str = "write access to /proc depends on the host root's capabilities";
 const NB_REFUSED: &str = "non-blocking loopback connect refused at once";

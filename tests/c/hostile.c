@@ -471,14 +471,15 @@ static void t_chmod(void) {
     R("fchmodat2 empty_path_flag", syscall(SYS_fchmodat2, opath_fd, "", 0644, AT_EMPTY_PATH));
     R("fchmodat2 empty_path_flag_null", syscall(SYS_fchmodat2, opath_fd, NULL, 0644, AT_EMPTY_PATH));
     R("fchmodat2 empty_path_no_flag", syscall(SYS_fchmodat2, opath_fd, "", 0644, 0));
-    /* fchmod is serviced when the mode takes read away from someone. */
-    FOR_FDS("fchmod", syscall(SYS_fchmod, F, 0600));
-    int ff = open("f", O_RDONLY);
-    R("fchmod file mode=0600", syscall(SYS_fchmod, ff, 0600));
-    R("fchmod file mode=high_bits", syscall(SYS_fchmod, ff, HIGH_BITS | 0600));
-    R("fchmod file mode=all_bits", syscall(SYS_fchmod, ff, ALL_BITS));
-    R("fchmod file mode=0644", syscall(SYS_fchmod, ff, 0644));
-    close(ff);
+    /* fchmod is serviced whatever the mode (no procfs mode changes). */
+    FOR_FDS("fchmod", syscall(SYS_fchmod, F, 0644));
+    int ffd = open("f", O_RDONLY);
+    R("fchmod mode=all_bits", syscall(SYS_fchmod, ffd, ALL_BITS));
+    R("fchmod mode=high_bits", syscall(SYS_fchmod, ffd, HIGH_BITS | 0644));
+    R("fchmod mode=0600", syscall(SYS_fchmod, ffd, 0600));
+    R("fchmod opath", syscall(SYS_fchmod, opath_fd, 0644));
+    R("fchmod mode=0644", syscall(SYS_fchmod, ffd, 0644));
+    close(ffd);
 }
 
 static void t_chown(void) {

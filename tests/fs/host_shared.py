@@ -2,22 +2,10 @@
 # devices bound from the host's /dev, the sysctls, procfs's host-wide
 # files and directories. Each probe is harmless even where the sandbox
 # failed: a sysctl is written its own value, a device or directory given
-# its own mode; the one mode change that takes something away (a global
-# procfs file to 0400) is checked by the test, which restores the mode.
-# Prints one line a probe; never run natively (the host marker).
-# argv: the host marker's path, a host directory bound in with --rw.
-import errno, os, sys, tempfile
-
-if os.path.exists(sys.argv[1]):
-    sys.exit("NOT SANDBOXED: refusing to run")
-
-
-def probe(label, f):
-    try:
-        r = f()
-        print(label, "ok" if r is None else r)
-    except OSError as e:
-        print(label, errno.errorcode.get(e.errno, e.errno))
+# its own mode; the mode changes of a global procfs file (0400, 0644) are
+# checked by the test, which restores the mode.
+# Prints one line a probe; never run natively (host_probe.py, its head).
+import tempfile
 
 
 def same_mode(path):
@@ -67,6 +55,9 @@ probe("chmod /proc/execdomains 0400", lambda: os.chmod("/proc/execdomains", 0o40
 fd = os.open("/proc/execdomains", os.O_RDONLY)
 probe("fchmod /proc/execdomains 0400", lambda: os.fchmod(fd, 0o400))
 probe("fchmod /proc/execdomains 0444", lambda: os.fchmod(fd, 0o444))
+# Read kept, write given: passed the filter until 2026-12-01, and showed
+# in every procfs mounted after (the test looks in a fresh sandbox's).
+probe("fchmod /proc/execdomains 0644", lambda: os.fchmod(fd, 0o644))
 os.close(fd)
 probe("mode /proc/execdomains", lambda: oct(os.stat("/proc/execdomains").st_mode & 0o7777))
 
@@ -79,29 +70,3 @@ probe("fchmod own 0600", lambda: os.fchmod(fd, 0o600))
 probe("mode own", lambda: oct(os.stat(p).st_mode & 0o7777))
 probe("chmod own 0640", lambda: os.chmod(p, 0o640))
 probe("mode own", lambda: oct(os.stat(p).st_mode & 0o7777))
-
-# Set-id bits: never on a host file (a set-user-id-root program of the
-# guest's making, in root's sandbox); on the sandbox's own layer, and a
-# directory's set-group-id, as ever.
-host_file = os.path.join(sys.argv[2], "prog")
-open(host_file, "w").write("#!/bin/sh\n")
-os.chmod(host_file, 0o755)
-layer_file = os.path.join(d, "prog")
-open(layer_file, "w").write("#!/bin/sh\n")
-probe("chmod host 04755", lambda: os.chmod(host_file, 0o4755))
-probe("chmod host 02755", lambda: os.chmod(host_file, 0o2755))
-fd = os.open(host_file, os.O_RDONLY)
-probe("fchmod host 04755", lambda: os.fchmod(fd, 0o4755))
-probe("fchmod host 04555", lambda: os.fchmod(fd, 0o4555))
-probe("fchmod host 0700", lambda: os.fchmod(fd, 0o700))
-os.close(fd)
-probe("mode host", lambda: oct(os.stat(host_file).st_mode & 0o7777))
-probe("fchmod stdout 04755", lambda: os.fchmod(1, 0o4755))
-# A set-group-id bit without group execute makes no program.
-probe("chmod host 02640", lambda: os.chmod(host_file, 0o2640))
-probe("mode host", lambda: oct(os.stat(host_file).st_mode & 0o7777))
-host_dir = os.path.join(sys.argv[2], "shared")
-os.mkdir(host_dir)
-probe("chmod host dir 02775", lambda: os.chmod(host_dir, 0o2775))
-probe("chmod layer 04755", lambda: os.chmod(layer_file, 0o4755))
-probe("mode layer", lambda: oct(os.stat(layer_file).st_mode & 0o7777))

@@ -25,7 +25,11 @@ pub const HOST_DIRS: &[&str] = &["/usr", "/etc", "/bin", "/sbin", "/lib", "/lib6
 
 /// Entries of the host's /etc that the guest must not see (relative to
 /// /etc; a trailing `*` matches any suffix). passwd and group are
-/// rewritten for the sandbox, so their backups go too.
+/// rewritten for the sandbox, so their backups go too. The private keys
+/// and secrets of the host's services go as well: root's sandbox maps its
+/// root to the host's root, the owner of these 0600 and 0700 entries,
+/// and until 2026-12-01 its guest read the host's TLS keys
+/// (`ssl/private`) and the docker daemon's key (`docker/key.json`).
 pub const ETC_HIDDEN: &[&str] = &[
     "shadow",
     "shadow-",
@@ -37,6 +41,20 @@ pub const ETC_HIDDEN: &[&str] = &[
     "sudoers.d",
     "ssh/ssh_host_*",
     "security/opasswd",
+    "ssl/private",
+    "pki/tls/private",
+    "docker/key.json",
+    "docker/daemon-key.json",
+    "wireguard",
+    "NetworkManager/system-connections",
+    "letsencrypt",
+    "ipsec.secrets",
+    "ipsec.d/private",
+    "krb5.keytab",
+    "ppp/chap-secrets",
+    "ppp/pap-secrets",
+    "credstore",
+    "credstore.encrypted",
 ];
 
 /// Guest directories the sandbox provides itself; user mounts may not

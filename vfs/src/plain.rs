@@ -127,13 +127,6 @@ impl Resolver {
         self.plain.invalidate();
     }
 
-    /// Whether the object behind `fd` lies on one of the sandbox's own
-    /// layers (the root's tmpfs, the overlays: what no one outside the
-    /// sandbox reaches), not on a host file system bound in or held open.
-    pub fn on_own_layer(&self, fd: std::os::fd::BorrowedFd<'_>) -> bool {
-        sys::fstat(fd).is_ok_and(|st| self.on_layer(fd, st.st_dev))
-    }
-
     /// Whether `dev` (of `fd`) holds one of the sandbox's own layers.
     fn on_layer(&self, fd: std::os::fd::BorrowedFd<'_>, dev: u64) -> bool {
         let known = self.layer_devs.0.read().ok().and_then(|devs| {

@@ -158,8 +158,9 @@ impl Resolver {
         (st.st_dev, st.st_ino) == self.root_id
     }
 
-    /// The device of the view's root (the sandbox's tmpfs layer).
-    pub(crate) fn root_dev(&self) -> u64 {
+    /// The device of the view's root (the sandbox's tmpfs layer, or an
+    /// OCI container's root file system).
+    pub fn root_dev(&self) -> u64 {
         self.root_id.0
     }
 

@@ -196,12 +196,18 @@ mod tests {
             fs::write(etc.join(f), "").unwrap();
         }
         fs::create_dir(etc.join("sudoers.d")).unwrap();
+        fs::create_dir_all(etc.join("ssl/private")).unwrap();
+        fs::create_dir_all(etc.join("docker")).unwrap();
+        fs::write(etc.join("docker/key.json"), "").unwrap();
+        fs::write(etc.join("docker/daemon.json"), "").unwrap();
         let hidden = hidden_entries(etc);
         let want: Vec<PathBuf> = [
             "shadow",
             "sudoers.d",
             "ssh/ssh_host_rsa_key",
             "ssh/ssh_host_rsa_key.pub",
+            "ssl/private",
+            "docker/key.json",
         ]
         .iter()
         .map(PathBuf::from)

@@ -89,6 +89,9 @@ pub(super) struct InitArgs<'a> {
     pub switch_users: bool,
     /// The main process's user (`None`: init's own).
     pub user: Option<&'a GuestUser>,
+    /// Stdin, stdout, stderr reopened through read-only mounts, to take
+    /// the place of those inherited (`host_stdio.rs`).
+    pub stdio: [Option<BorrowedFd<'a>>; 3],
 }
 
 /// Runs init; never returns.
@@ -102,7 +105,7 @@ pub(super) fn run(args: InitArgs<'_>) -> ! {
     if !matches!(args.channel.recv(), Ok(Some(Msg::Go))) {
         _exit(125);
     }
-    if let Err(msg) = joined {
+    if let Err(msg) = joined.and_then(|()| take_stdio(&args.stdio)) {
         fail(&args.channel, msg);
     }
     // Our memory is a copy of the supervisor's: its command line and
@@ -162,6 +165,18 @@ pub(super) fn run(args: InitArgs<'_>) -> ! {
     supervise(main, &channel, &signals, last_pid.as_ref())
 }
 
+/// Puts each reopened descriptor in place of the stdin, stdout or stderr
+/// init inherited (the originals are closed with the rest in `setup`).
+fn take_stdio(stdio: &[Option<BorrowedFd<'_>>; 3]) -> Result<(), String> {
+    for (i, fd) in stdio.iter().enumerate() {
+        if let Some(fd) = fd {
+            nix::unistd::dup2(fd.as_raw_fd(), i as i32)
+                .map_err(|e| format!("taking the reopened stdio: {}", e.desc()))?;
+        }
+    }
+    Ok(())
+}
+
 /// Moves init (one thread) into each cgroup whose `tasks` file is given.
 fn join_cgroups(files: &[BorrowedFd<'_>]) -> Result<(), String> {
     for f in files {
@@ -214,6 +229,8 @@ fn setup(args: &InitArgs<'_>) -> Result<(OwnedFd, Option<Pty>, Option<File>), St
     }
     view::build(args.plan)?;
     chdir(args.workdir).map_err(|e| format!("workdir {}: {}", args.workdir.display(), e.desc()))?;
+    super::host_stdio::take_view_devices()
+        .map_err(|e| format!("taking the view's devices as stdio: {}", e.desc()))?;
     enter_sandbox_cgroup(args)?;
     // Opened before the filter: afterwards, opens are serviced calls.
     let pty = match args.pty {

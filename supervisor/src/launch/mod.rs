@@ -32,6 +32,7 @@ mod etc;
 mod exec;
 mod exec_request;
 mod flush;
+pub(crate) mod host_stdio;
 mod init;
 mod late;
 mod plan;
@@ -363,6 +364,9 @@ pub fn launch_with(cfg: &LaunchConfig, hooks: &dyn InitHooks) -> Result<Sandbox,
     let (exec_rx, exec_tx) = pipe2(OFlag::O_CLOEXEC).map_err(|e| os_err("creating a pipe", e))?;
 
     let self_join: Vec<BorrowedFd<'_>> = cfg.self_join.iter().map(|f| f.as_fd()).collect();
+    // Reopened here, in the invoker's mount namespace (init's is a copy,
+    // whose mounts the kernel will not clone from the host's).
+    let stdio = host_stdio::shielded_stdio();
     match clone_process(NAMESPACES) {
         Err(e) => Err(LaunchError::setup(format!(
             "cannot create the sandbox's namespaces: {} (are unprivileged user namespaces allowed? \
@@ -388,10 +392,11 @@ pub fn launch_with(cfg: &LaunchConfig, hooks: &dyn InitHooks) -> Result<Sandbox,
                 user: cfg.user.as_ref(),
                 landlock,
                 fence: plan.proc_covers.fenced,
+                stdio: std::array::from_fn(|i| stdio[i].as_ref().map(|f| f.as_fd())),
             })
         }
         Ok(Forked::Parent(pid)) => {
-            drop((theirs, start_rx, exec_tx));
+            drop((theirs, start_rx, exec_tx, stdio));
             let mut sandbox = Sandbox {
                 init_pid: pid,
                 listener: placeholder_fd()?,

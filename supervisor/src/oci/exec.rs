@@ -29,6 +29,7 @@ use super::bundle::Bundle;
 use super::cli::ExecArgs;
 use super::exec_socket::connect_to;
 use super::state::{container_dir, Record, Status};
+use crate::launch::host_stdio::shielded_stdio;
 use crate::launch::GuestUser;
 use crate::sys::fd::{recv_with_fd, send_with_fd};
 use crate::sys::process::{fork_single_threaded, Forked};
@@ -180,9 +181,12 @@ fn build_request(record: &Record, a: &ExecArgs) -> Result<Request, String> {
 fn send_request(conn: &OwnedFd, r: &Request, slave: Option<BorrowedFd>) -> Result<(), String> {
     let err = |e: Errno| format!("sending the exec request: {}", e.desc());
     let (stdin, stdout, stderr) = (std::io::stdin(), std::io::stdout(), std::io::stderr());
+    // A host device goes through a read-only mount (`launch::host_stdio`).
+    let shields = shielded_stdio();
+    let ours = [stdin.as_fd(), stdout.as_fd(), stderr.as_fd()];
     let stdio = match slave {
         Some(slave) => [slave; 3],
-        None => [stdin.as_fd(), stdout.as_fd(), stderr.as_fd()],
+        None => std::array::from_fn(|i| shields[i].as_ref().map_or(ours[i], |s| s.as_fd())),
     };
     for (tag, fd) in [b"0", b"1", b"2"].into_iter().zip(stdio) {
         send_with_fd(conn.as_fd(), tag, Some(fd)).map_err(err)?;

@@ -23,6 +23,7 @@ use nix::sys::signalfd::{SfdFlags, SignalFd};
 use super::daemon::connect;
 use super::protocol::{self, Answer, Request};
 use crate::cli::RunArgs;
+use crate::launch::host_stdio::shielded;
 use crate::launch::{DEFAULT_DISK_SIZE, DEFAULT_HOSTNAME, FORWARDED};
 use crate::tty;
 
@@ -150,10 +151,12 @@ fn shaping_flag(a: &RunArgs) -> Option<&'static str> {
 }
 
 /// Our stdin, stdout and stderr as the guest gets them: /dev/null in
-/// place of one that is closed.
+/// place of one that is closed, a host device reopened through a
+/// read-only mount (`launch::host_stdio`).
 struct Stdio {
     nulls: [Option<File>; 3],
     ours: (std::io::Stdin, std::io::Stdout, std::io::Stderr),
+    shields: [Option<OwnedFd>; 3],
 }
 
 impl Stdio {
@@ -169,7 +172,13 @@ impl Stdio {
             }
         }
         let ours = (std::io::stdin(), std::io::stdout(), std::io::stderr());
-        Ok(Stdio { nulls, ours })
+        let mut stdio = Stdio {
+            nulls,
+            ours,
+            shields: [None, None, None],
+        };
+        stdio.shields = stdio.fds().map(shielded);
+        Ok(stdio)
     }
 
     fn fds(&self) -> [BorrowedFd<'_>; 3] {
@@ -182,6 +191,11 @@ impl Stdio {
         for (fd, null) in self.nulls.iter().enumerate() {
             if let Some(null) = null {
                 fds[fd] = null.as_fd();
+            }
+        }
+        for (fd, shield) in self.shields.iter().enumerate() {
+            if let Some(shield) = shield {
+                fds[fd] = shield.as_fd();
             }
         }
         fds

@@ -1,7 +1,9 @@
 //! `open_tree(OPEN_TREE_CLONE)` and `mount_setattr`, which libc and nix
-//! do not wrap: a detached copy of a mount, made writable, that only the
-//! holder of its descriptor reaches (the OCI runtime's `update` rewrites
-//! a sandbox's read-only /sys through one).
+//! do not wrap: a detached copy of a mount, made writable or read-only,
+//! that only the holder of its descriptor reaches (the OCI runtime's
+//! `update` rewrites a sandbox's read-only /sys through one; the guest's
+//! stdio, when a host device, is reopened through a read-only one:
+//! `launch/host_stdio.rs`).
 //!
 //! Owns only these raw syscalls. Each `unsafe` block is a syscall with
 //! a NUL-terminated path, integers, or a pointer to a local struct of
@@ -16,14 +18,24 @@ use nix::errno::Errno;
 /// symlink is not followed), the copy's root open as a close-on-exec
 /// descriptor.
 pub fn clone_mount(path: &CStr) -> Result<OwnedFd, Errno> {
-    let flags = libc::OPEN_TREE_CLONE | libc::OPEN_TREE_CLOEXEC | libc::AT_SYMLINK_NOFOLLOW as u32;
+    open_tree(libc::AT_FDCWD, path, libc::AT_SYMLINK_NOFOLLOW as u32)
+}
+
+/// A detached copy of the mount `file` is on, rooted at `file` itself (a
+/// copy of one file when `file` is not a directory).
+pub fn clone_mount_of(file: BorrowedFd<'_>) -> Result<OwnedFd, Errno> {
+    open_tree(file.as_raw_fd(), c"", libc::AT_EMPTY_PATH as u32)
+}
+
+fn open_tree(dirfd: i32, path: &CStr, flags: u32) -> Result<OwnedFd, Errno> {
+    let flags = libc::OPEN_TREE_CLONE | libc::OPEN_TREE_CLOEXEC | flags;
     // SAFETY: `path` is a valid NUL-terminated string that outlives the
     // call; the rest are integers. On success the kernel returns a new
     // descriptor that nothing else owns.
     let r = unsafe {
         libc::syscall(
             libc::SYS_open_tree,
-            libc::AT_FDCWD as libc::c_long,
+            dirfd as libc::c_long,
             path.as_ptr(),
             flags as libc::c_long,
         )
@@ -36,9 +48,19 @@ pub fn clone_mount(path: &CStr) -> Result<OwnedFd, Errno> {
 /// Clears the read-only flag of the mount whose root `mount` is (a
 /// detached copy of [`clone_mount`]: no other mount changes).
 pub fn make_writable(mount: BorrowedFd<'_>) -> Result<(), Errno> {
+    set_attr(mount, 0, libc::MOUNT_ATTR_RDONLY)
+}
+
+/// Sets the read-only flag of the mount whose root `mount` is (a
+/// detached copy: no other mount changes).
+pub fn make_read_only(mount: BorrowedFd<'_>) -> Result<(), Errno> {
+    set_attr(mount, libc::MOUNT_ATTR_RDONLY, 0)
+}
+
+fn set_attr(mount: BorrowedFd<'_>, set: u64, clear: u64) -> Result<(), Errno> {
     let attr = libc::mount_attr {
-        attr_set: 0,
-        attr_clr: libc::MOUNT_ATTR_RDONLY,
+        attr_set: set,
+        attr_clr: clear,
         propagation: 0,
         userns_fd: 0,
     };

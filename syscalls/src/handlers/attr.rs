@@ -1,5 +1,4 @@
-//! chmod/fchmodat/fchmodat2, chown/lchown/fchownat, and the fchmod calls
-//! that take read permission away.
+//! chmod/fchmodat/fchmodat2, chown/lchown/fchownat, and fchmod.
 //!
 //! Owns: the argument checks of these calls in kernel order. Each
 //! resolves the path to an `O_PATH` descriptor (following a final symlink
@@ -15,26 +14,18 @@
 //! `/proc/cpuinfo`) is kept by the kernel for every procfs on the host,
 //! and its owner may change it without any capability: a guest whose
 //! root is the host's (root's sandbox) would otherwise make `/proc/stat`
-//! unreadable for every other sandbox and every user of the host. A
-//! descriptor's `fchmod` passes the filter unless it takes read
-//! permission away from someone or sets a set-id bit (see the policy
-//! table), so that only those are checked here.
-//!
-//! No file becomes a set-user-id or set-group-id program (the bit with
-//! an execute bit) outside the sandbox's own layers (a `--rw` bind, a host file
-//! given as stdout): EPERM. In root's sandbox the guest's root is the
-//! host's, so the file would be a set-user-id-root program of the
-//! guest's making on the host's file system, for any host user who can
-//! reach it (writing it after the chmod clears the bit; before, it does
-//! not). The guest itself runs with `no_new_privs`, so the bit never
-//! served it.
+//! unreadable for every other sandbox and every user of the host, or the
+//! host's 0400 `/proc/slabinfo` readable to all. A descriptor's `fchmod`
+//! is serviced for that check whatever the mode: one that takes nothing
+//! away loosens as much. Nor does a guest give a file of the host's the
+//! set-id bits (`setid.rs`).
 
-use std::os::fd::{AsFd, BorrowedFd};
+use std::os::fd::AsFd;
 
 use nix::errno::Errno;
 use vfs::sys;
 
-use super::{live, lookup_at, value, Context, Res};
+use super::{live, lookup_at, setid, value, Context, Res};
 use crate::guest::Guest;
 
 const NOFOLLOW: i32 = libc::AT_SYMLINK_NOFOLLOW;
@@ -51,18 +42,17 @@ pub fn fchmodat(ctx: &Context, g: &dyn Guest, dirfd: i32, addr: u64, mode: u32, 
     }
     let fd = lookup_at(ctx, g, dirfd, addr, flags & EMPTY != 0, follows(flags))?;
     refuse_procfs(fd.as_fd())?;
-    refuse_set_id(ctx, fd.as_fd(), mode)?;
-    live(g)?;
     // umode_t: the kernel keeps the low 16 bits.
-    let r = sys::chmod_fd(fd.as_fd(), mode & 0xffff, flags & NOFOLLOW);
+    let mode = setid::mode_for(fd.as_fd(), mode & 0xffff, ctx.fs.root_dev());
+    live(g)?;
+    let r = sys::chmod_fd(fd.as_fd(), mode, flags & NOFOLLOW);
     ctx.fs.changed();
     r?;
     value(0)
 }
 
-/// fchmod of a mode that leaves someone without read permission or sets
-/// a set-id bit (the others pass the filter). Made on the guest's own open file, so that
-/// what was checked is what changes. It may close a directory, so the
+/// fchmod. Made on the guest's own open file, so that what was checked
+/// is what changes. A directory's may change who can search it, so the
 /// resolution caches start over, as for chmod.
 pub fn fchmod(ctx: &Context, g: &dyn Guest, fd: i32, mode: u32) -> Res {
     let file = g.dup_fd(fd)?;
@@ -71,34 +61,18 @@ pub fn fchmod(ctx: &Context, g: &dyn Guest, fd: i32, mode: u32) -> Res {
         return Err(Errno::EBADF);
     }
     refuse_procfs(file.as_fd())?;
-    refuse_set_id(ctx, file.as_fd(), mode)?;
+    let mode = setid::mode_for(file.as_fd(), mode & 0xffff, ctx.fs.root_dev());
     live(g)?;
-    let r = sys::fchmod(file.as_fd(), mode & 0xffff);
-    ctx.fs.changed();
+    let r = sys::fchmod(file.as_fd(), mode);
+    if sys::fstat(file.as_fd()).is_ok_and(|st| st.st_mode & libc::S_IFMT == libc::S_IFDIR) {
+        ctx.fs.changed();
+    }
     r?;
     value(0)
 }
 
-/// EPERM for a mode that makes a program set-user-id (with any execute
-/// bit) or set-group-id (with the group's), asked of an object outside
-/// the sandbox's own layers (see the module doc). A directory's set-id
-/// bits, and a set-group-id bit without group execute (mandatory
-/// locking's old mark), make no program: allowed.
-fn refuse_set_id(ctx: &Context, fd: BorrowedFd<'_>, mode: u32) -> Result<(), Errno> {
-    let makes_program = (mode & libc::S_ISUID != 0 && mode & 0o111 != 0)
-        || (mode & libc::S_ISGID != 0 && mode & libc::S_IXGRP != 0);
-    if !makes_program {
-        return Ok(());
-    }
-    let is_dir = sys::fstat(fd).is_ok_and(|st| st.st_mode & libc::S_IFMT == libc::S_IFDIR);
-    if !is_dir && !ctx.fs.on_own_layer(fd) {
-        return Err(Errno::EPERM);
-    }
-    Ok(())
-}
-
 /// EPERM for an object of a procfs (see the module doc).
-fn refuse_procfs(fd: BorrowedFd<'_>) -> Result<(), Errno> {
+fn refuse_procfs(fd: std::os::fd::BorrowedFd<'_>) -> Result<(), Errno> {
     const PROC_SUPER_MAGIC: i64 = 0x9fa0;
     match sys::fstatfs(fd) {
         Ok(st) if st.f_type == PROC_SUPER_MAGIC => Err(Errno::EPERM),

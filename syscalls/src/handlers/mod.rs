@@ -44,6 +44,7 @@ mod procsys;
 mod proctext;
 mod rewind;
 mod sealed;
+mod setid;
 mod sysinfo;
 mod sysinfo_call;
 #[cfg(test)]

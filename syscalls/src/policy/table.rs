@@ -107,18 +107,6 @@ const OPEN_READS_ARG2: &[Cond] = &[Cond {
     arg: 2,
     op: Op::MaskClear(OPEN_NEVER_SERVED),
 }];
-/// `fchmod(fd, mode)` leaving read permission to everyone and setting
-/// no set-id bit: passes.
-const PLAIN_READABLE_MODE_ARG1: &[Cond] = &[
-    Cond {
-        arg: 1,
-        op: Op::MaskSet(0o444),
-    },
-    Cond {
-        arg: 1,
-        op: Op::MaskClear(0o6000),
-    },
-];
 /// `unlinkat(dirfd, path, AT_REMOVEDIR)`: rmdir, serviced.
 const REMOVEDIR_ARG2: &[Cond] = &[Cond {
     arg: 2,
@@ -245,16 +233,13 @@ pub fn rule_for(nr: S) -> Rule {
         S::dup | S::dup2 | S::dup3 | S::fcntl | S::flock | S::close_range => Pass,
         S::fsync | S::fdatasync | S::syncfs | S::sync | S::sync_file_range => Pass,
         S::ftruncate | S::fallocate | S::fadvise64 | S::readahead => Pass,
-        // A descriptor's fchmod that takes read permission from someone
-        // is serviced: it must not reach a host-wide procfs file (whose
-        // mode is the same in every procfs on the host, `handlers/attr.rs`),
-        // nor may one that sets a set-id bit reach a host file (a
-        // set-user-id-root program of the guest's making, in root's
-        // sandbox). One that leaves the file readable by all and sets no
-        // such bit changes nothing anyone could be denied: no top-level
-        // procfs file a guest can hold open acts on writes (the writable
-        // ones are bound read-only, `launch/proc_view.rs`).
-        S::fchmod => PassIf(PLAIN_READABLE_MODE_ARG1, Fallback::Service),
+        // A descriptor's fchmod is serviced: it must not reach a host-wide
+        // procfs file, whose mode is the same in every procfs on the host
+        // (`handlers/attr.rs`). Giving read to all takes nothing away and
+        // still loosens: a root guest's `fchmod(fd, 0444)` of the host's
+        // 0400 /proc/slabinfo or /proc/kpageflags made it readable to
+        // every user in every procfs mounted after (until 2026-12-01).
+        S::fchmod => Service,
         S::fchown | S::fstatfs | S::getdents64 => Pass,
         S::fsetxattr | S::fgetxattr | S::flistxattr | S::fremovexattr => Pass,
         S::sendfile | S::splice | S::tee | S::vmsplice | S::copy_file_range => Pass,

@@ -9,7 +9,9 @@ const SOME: &[&str] = &[
 #[test]
 fn chmod_family() {
     for &rel in SOME {
-        for mode in [0o600u64, 0o4755, 0o177777] {
+        // No set-id program: the test's tree is on a file system the host
+        // has mounted, where those bits are dropped (`setid.rs`).
+        for mode in [0o600u64, 0o4644, 0o2644, 0o171777] {
             twin(&std_tree, &format!("chmod {rel} {mode:o}"), &|s| {
                 (libc::SYS_chmod, [s.path(rel), mode, 0, 0, 0, 0], vec![])
             });

@@ -1,0 +1,141 @@
+//! The guest's stdin, stdout and stderr when they are host devices: each
+//! reopened through a read-only mount, so that the guest may read and
+//! write the device but never change the host's node.
+//!
+//! Why: a descriptor the guest inherits is the host's inode on the host's
+//! mount. Root's sandbox maps its root to the host's root, the owner of
+//! the host's /dev/null and of root's terminal, and an owner needs no
+//! capability to `fchmod`, `fchown`, `futimens` or set an ACL on what it
+//! owns (`fchown`, `futimens`, `fsetxattr` pass the filter; `chmod
+//! /proc/self/fd/0` reaches the same node through a path): `supervisor
+//! run ... < /dev/null` let a root guest take write permission from the
+//! host's /dev/null for every user, and a guest writing to root's
+//! terminal could open it to every user. The same node reached through a
+//! read-only mount answers each with EROFS, as the devices bound into the
+//! view's /dev do (`dev_view.rs`).
+//!
+//! How, in the invoker's mount namespace (`launch`, before init is
+//! cloned; the pool client and the OCI runtime's `exec`, on the
+//! descriptors they send): `open_tree(OPEN_TREE_CLONE)` of the descriptor
+//! makes a mount of its one file that belongs to no namespace (nothing of
+//! the host's mount table changes), `mount_setattr` makes that copy
+//! read-only, and the file is opened again through it with the
+//! descriptor's access mode and status flags (and `O_NOCTTY`). The copy
+//! lives as long as the new descriptor; `/proc/self/fd/N` names it `/`.
+//! Init then puts the view's own /dev node (a read-only bind of the
+//! host's) in place of a memory device it inherited, which names it
+//! `/dev/null` as before; the pool's and `exec`'s processes cannot (an
+//! open before their exec is not served: they are not yet dumpable).
+//!
+//! Only devices that reopen as the same device are reopened: the memory
+//! devices (null, zero, full, random, urandom...) and terminals (a tty,
+//! the console, a pseudo-terminal's slave; not ptmx, which would make a
+//! new terminal). A pipe, a socket or an anonymous file is the guest's
+//! own; a regular file or FIFO the invoker redirected to is shared on
+//! purpose, as a `--rw` mount is (ARCHITECTURE.md, "What the guest
+//! shares with the host").
+//!
+//! The copy needs CAP_SYS_ADMIN over the invoker's mount namespace: as
+//! another user a terminal stays as it was (that guest is the invoker's
+//! own user, and owns nothing of the host's that the invoker does not).
+
+use std::fs::OpenOptions;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
+use std::os::unix::fs::OpenOptionsExt;
+
+use nix::fcntl::{fcntl, FcntlArg, OFlag};
+use nix::sys::stat::{fstat, major, minor, stat, SFlag};
+
+use crate::sys::mount_tree::{clone_mount_of, make_read_only};
+
+/// The view's devices a memory device of the host's may be reopened as.
+const VIEW_DEVICES: &[&str] = &[
+    "/dev/null",
+    "/dev/zero",
+    "/dev/full",
+    "/dev/random",
+    "/dev/urandom",
+];
+
+/// Which of a character device's numbers reopen as the same device.
+fn reopens_as_itself(rdev: u64) -> bool {
+    match (major(rdev), minor(rdev)) {
+        // mem: null, zero, full, random, urandom, kmsg...
+        (1, _) => true,
+        // tty0..N and serial lines; /dev/tty and /dev/console (5:2 is ptmx).
+        (4, _) | (5, 0) | (5, 1) => true,
+        // Unix98 pseudo-terminal slaves.
+        (136..=143, _) => true,
+        _ => false,
+    }
+}
+
+/// A character device's number and `fd`'s status flags; `None` for
+/// anything else (or an `O_PATH` descriptor, or a closed one).
+fn device(fd: RawFd) -> Option<(u64, OFlag)> {
+    let st = fstat(fd).ok()?;
+    let chr = is_chr(st.st_mode);
+    let flags = OFlag::from_bits_truncate(fcntl(fd, FcntlArg::F_GETFL).ok()?);
+    (chr && !flags.contains(OFlag::O_PATH)).then_some((st.st_rdev, flags))
+}
+
+/// Opens `path` as `flags` say `fd` was (access mode, append,
+/// non-blocking), never as a controlling terminal.
+fn reopen(path: &str, flags: OFlag) -> Option<OwnedFd> {
+    let access = flags & OFlag::O_ACCMODE;
+    let status = flags & OFlag::O_NONBLOCK | OFlag::O_NOCTTY;
+    let file = OpenOptions::new()
+        .read(access != OFlag::O_WRONLY)
+        .write(access != OFlag::O_RDONLY)
+        .append(flags.contains(OFlag::O_APPEND))
+        .custom_flags(status.bits())
+        .open(path)
+        .ok()?;
+    Some(file.into())
+}
+
+/// `fd` reopened read-only-mounted, when it is a host device of
+/// [`reopens_as_itself`] and the invoker may clone its mount; `None`
+/// otherwise (keep `fd`).
+pub fn shielded(fd: BorrowedFd<'_>) -> Option<OwnedFd> {
+    let (rdev, flags) = device(fd.as_raw_fd())?;
+    if !reopens_as_itself(rdev) {
+        return None;
+    }
+    let copy = clone_mount_of(fd).ok()?;
+    make_read_only(copy.as_fd()).ok()?;
+    reopen(&format!("/proc/self/fd/{}", copy.as_raw_fd()), flags)
+}
+
+/// [`shielded`] of our own stdin, stdout and stderr.
+pub fn shielded_stdio() -> [Option<OwnedFd>; 3] {
+    let (stdin, stdout, stderr) = (std::io::stdin(), std::io::stdout(), std::io::stderr());
+    [stdin.as_fd(), stdout.as_fd(), stderr.as_fd()].map(shielded)
+}
+
+/// In the view: puts the view's own node (a read-only bind, `dev_view.rs`)
+/// in place of each of stdin, stdout, stderr that is the same memory
+/// device, so that it reads as `/dev/null` in `/proc/self/fd` rather
+/// than as the root of a detached copy. Any user, no capability needed.
+pub fn take_view_devices() -> Result<(), nix::errno::Errno> {
+    for i in 0..3 {
+        if let Some(view) = through_view(i) {
+            nix::unistd::dup2(view.as_raw_fd(), i)?;
+        }
+    }
+    Ok(())
+}
+
+/// Descriptor `fd` reopened as the view's node of its memory device.
+fn through_view(fd: RawFd) -> Option<OwnedFd> {
+    let (rdev, flags) = device(fd)?;
+    if major(rdev) != 1 {
+        return None;
+    }
+    let same = |path: &&&str| stat(**path).is_ok_and(|st| st.st_rdev == rdev && is_chr(st.st_mode));
+    reopen(VIEW_DEVICES.iter().find(same)?, flags)
+}
+
+fn is_chr(mode: u32) -> bool {
+    SFlag::from_bits_truncate(mode) & SFlag::S_IFMT == SFlag::S_IFCHR
+}

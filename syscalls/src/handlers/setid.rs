@@ -1,0 +1,122 @@
+//! No set-user-ID or set-group-ID file of the host's made by a guest:
+//! `chmod`, `fchmodat`, `fchmodat2` and `fchmod` drop those bits when the
+//! object is on a file system the host has mounted.
+//!
+//! Why: a guest is its invoker on the host (root's sandbox maps its root
+//! to the host's root, with no capability), and the owner of a file may
+//! give it the set-id bits without any. A root guest that wrote an ELF to
+//! its redirected stdout (`supervisor run ... > out`) or into a `--rw`
+//! mount and then called `fchmod(fd, 04755)` left a set-user-ID-root
+//! program on the host, which any user who can reach it runs as root.
+//! The sandbox's own mounts are nosuid and the guest has `no_new_privs`,
+//! so the bits mean nothing inside; the host's mounts are not. (Writing
+//! to a set-id file clears the bits for a caller without CAP_FSETID, so
+//! an `open(O_CREAT, 04755)` followed by writes leaves none: the bits
+//! after the content can only come from this family of calls, all
+//! serviced.)
+//!
+//! Which file systems are the host's: those whose device a mount of the
+//! supervisor's own mount table (the host's) names, read from
+//! `/proc/self/mountinfo` at each such call (they are rare), but the
+//! view's root: the sandbox's layer, or an OCI container's root file
+//! system, where a runtime keeps an image's set-id programs (`docker
+//! build`'s `apt-get install sudo`), as runc does. The
+//! sandbox's layer, overlays and `--tmpfs` mounts exist only in its own
+//! mount namespace and keep the bits as on Linux; so do bits that make
+//! no program anywhere: those of anything but a regular file (a
+//! directory's set-group-ID bit only hands down the group), set-user-ID
+//! on a file no one may execute,
+//! set-group-ID without group execute (a later `chmod +x` comes here
+//! again).
+//!
+//! Owns only this decision; the calls are `attr.rs`'s.
+
+use std::os::fd::BorrowedFd;
+
+use vfs::sys;
+
+/// `mode` without the set-id bits that would make `fd`'s object a
+/// set-id program of the host's. `root_dev`: the device of the view's
+/// root, never counted as the host's (see the module doc).
+pub(super) fn mode_for(fd: BorrowedFd<'_>, mode: u32, root_dev: u64) -> u32 {
+    let setid = libc::S_ISUID | libc::S_ISGID;
+    if mode & setid == 0 {
+        return mode;
+    }
+    let Ok(st) = sys::fstat(fd) else {
+        return mode;
+    };
+    if st.st_dev == root_dev {
+        return mode;
+    }
+    let mounts = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
+    // A table that cannot be read counts every file system as the host's.
+    if !mounts.is_empty() && !host_device(&mounts, st.st_dev) {
+        return mode;
+    }
+    match st.st_mode & libc::S_IFMT {
+        libc::S_IFREG => mode & !program_bits(mode),
+        _ => mode,
+    }
+}
+
+/// The set-id bits of `mode` that exec honours: set-user-ID on a file
+/// anyone may execute, set-group-ID with group execute (without it the
+/// bit is the old mandatory-locking mark, and no program).
+fn program_bits(mode: u32) -> u32 {
+    let uid = match mode & 0o111 {
+        0 => 0,
+        _ => libc::S_ISUID,
+    };
+    let gid = match mode & libc::S_IXGRP {
+        0 => 0,
+        _ => libc::S_ISGID,
+    };
+    (uid | gid) & mode
+}
+
+/// Whether a line of `mountinfo` names device `dev` (its third field,
+/// `major:minor`).
+fn host_device(mountinfo: &str, dev: u64) -> bool {
+    let want = (libc::major(dev), libc::minor(dev));
+    mountinfo.lines().any(|line| {
+        let Some(field) = line.split(' ').nth(2) else {
+            return false;
+        };
+        let Some((major, minor)) = field.split_once(':') else {
+            return false;
+        };
+        (major.parse(), minor.parse()) == (Ok(want.0), Ok(want.1))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TABLE: &str = "22 1 254:0 / / rw,relatime shared:1 - ext4 /dev/vda rw\n\
+                         30 22 0:26 / /tmp rw shared:5 - tmpfs tmpfs rw\n";
+
+    #[test]
+    fn a_device_the_host_mounts_is_the_hosts() {
+        assert!(host_device(TABLE, libc::makedev(254, 0)));
+        assert!(host_device(TABLE, libc::makedev(0, 26)));
+    }
+
+    #[test]
+    fn only_bits_that_make_a_program_go() {
+        assert_eq!(program_bits(0o4755), libc::S_ISUID);
+        assert_eq!(program_bits(0o6755), libc::S_ISUID | libc::S_ISGID);
+        assert_eq!(program_bits(0o4644), 0);
+        assert_eq!(program_bits(0o2744), 0);
+        assert_eq!(program_bits(0o6701), libc::S_ISUID);
+        assert_eq!(program_bits(0o0755), 0);
+    }
+
+    #[test]
+    fn a_device_only_the_sandbox_mounts_is_its_own() {
+        assert!(!host_device(TABLE, libc::makedev(0, 53)));
+        assert!(!host_device(TABLE, libc::makedev(26, 0)));
+        assert!(!host_device("garbage\n\n1 2\n", libc::makedev(0, 0)));
+    }
+}
