@@ -27,6 +27,8 @@ use std::os::fd::OwnedFd;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 
+use libc::{OVERLAYFS_SUPER_MAGIC, PROC_SUPER_MAGIC};
+
 /// Directory entries kept at most (each holds a descriptor of the
 /// supervisor).
 pub const MAX_DIRS: usize = 256;
@@ -44,9 +46,6 @@ pub enum CachePolicy {
     /// Any directory but procfs (tests, whose trees are on a host disk).
     All,
 }
-
-const OVERLAYFS_SUPER_MAGIC: i64 = 0x794c_7630;
-const PROC_SUPER_MAGIC: i64 = 0x9fa0;
 
 impl CachePolicy {
     /// Whether a directory may be cached: `same_fs_as_root`, and the

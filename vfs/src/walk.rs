@@ -24,8 +24,7 @@ use crate::sys;
 
 /// Symlinks followed before ELOOP (the kernel's MAXSYMLINKS).
 const MAX_LINKS: u32 = 40;
-/// procfs' magic number and the inode number of its root.
-const PROC_SUPER_MAGIC: i64 = 0x9fa0;
+/// The inode number of procfs' root.
 const PROC_ROOT_INO: u64 = 1;
 
 /// How a walked path ends.
@@ -220,7 +219,7 @@ fn dotdot(r: &Resolver, cur: OwnedFd, resolve: u64) -> Result<OwnedFd, Errno> {
 /// link (whose printed target is a path for the supervisor or a
 /// `type:[inode]` name, never a relative path).
 fn read_link(caller: &dyn Caller, dir: BorrowedFd<'_>, name: &CStr) -> Result<Link, Errno> {
-    let in_proc = sys::fstatfs(dir)?.f_type == PROC_SUPER_MAGIC;
+    let in_proc = sys::fstatfs(dir)?.f_type == libc::PROC_SUPER_MAGIC;
     if in_proc && sys::fstat(dir)?.st_ino == PROC_ROOT_INO {
         match name.to_bytes() {
             b"self" => {

@@ -61,10 +61,13 @@ pub fn fchmod(ctx: &Context, g: &dyn Guest, fd: i32, mode: u32) -> Res {
         return Err(Errno::EBADF);
     }
     refuse_procfs(file.as_fd())?;
-    let mode = setid::mode_for(file.as_fd(), mode & 0xffff, ctx.fs.root_dev());
+    // One status for both questions: the set-id check and whether a
+    // directory changed (a chmod changes neither device nor type).
+    let st = sys::fstat(file.as_fd()).ok();
+    let mode = setid::mode_given(mode & 0xffff, ctx.fs.root_dev(), || st);
     live(g)?;
     let r = sys::fchmod(file.as_fd(), mode);
-    if sys::fstat(file.as_fd()).is_ok_and(|st| st.st_mode & libc::S_IFMT == libc::S_IFDIR) {
+    if st.is_some_and(|st| st.st_mode & libc::S_IFMT == libc::S_IFDIR) {
         ctx.fs.changed();
     }
     r?;
@@ -73,9 +76,8 @@ pub fn fchmod(ctx: &Context, g: &dyn Guest, fd: i32, mode: u32) -> Res {
 
 /// EPERM for an object of a procfs (see the module doc).
 fn refuse_procfs(fd: std::os::fd::BorrowedFd<'_>) -> Result<(), Errno> {
-    const PROC_SUPER_MAGIC: i64 = 0x9fa0;
     match sys::fstatfs(fd) {
-        Ok(st) if st.f_type == PROC_SUPER_MAGIC => Err(Errno::EPERM),
+        Ok(st) if st.f_type == libc::PROC_SUPER_MAGIC => Err(Errno::EPERM),
         _ => Ok(()),
     }
 }

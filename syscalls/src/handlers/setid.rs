@@ -39,11 +39,22 @@ use vfs::sys;
 /// set-id program of the host's. `root_dev`: the device of the view's
 /// root, never counted as the host's (see the module doc).
 pub(super) fn mode_for(fd: BorrowedFd<'_>, mode: u32, root_dev: u64) -> u32 {
+    mode_given(mode, root_dev, || sys::fstat(fd).ok())
+}
+
+/// [`mode_for`] with the object's status already in hand (or asked of
+/// `stat` only when `mode` has a set-id bit); an object whose status
+/// cannot be read keeps `mode`.
+pub(super) fn mode_given(
+    mode: u32,
+    root_dev: u64,
+    stat: impl FnOnce() -> Option<libc::stat>,
+) -> u32 {
     let setid = libc::S_ISUID | libc::S_ISGID;
     if mode & setid == 0 {
         return mode;
     }
-    let Ok(st) = sys::fstat(fd) else {
+    let Some(st) = stat() else {
         return mode;
     };
     if st.st_dev == root_dev {
