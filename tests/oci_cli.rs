@@ -272,20 +272,26 @@ fn the_config_becomes_the_sandbox() {
     fs::create_dir(&host_dir).unwrap();
     fs::write(host_dir.join("f"), "from the host\n").unwrap();
     fs::write(t.join("secret"), "hidden\n").unwrap();
+    let out_dir = t.join("out");
+    fs::create_dir(&out_dir).unwrap();
     let script = "echo \"env=$GREETING home=${HOME:-unset}\"; echo \"cwd=$(pwd)\"; \
                   echo \"host=$(hostname)\"; cat /data/f; echo x > /data/g 2>/dev/null || echo ro; \
-                  echo \"mask=[$(cat /etc/secret)]\"; echo \"scratch=$(stat -f -c %T /scratch)\"";
+                  echo \"mask=[$(cat /etc/secret)]\"; echo \"scratch=$(stat -f -c %T /scratch)\"; \
+                  (echo x > /out/f) 2>/dev/null || echo out-ro";
     bundle(t.path(), |c| {
         set_args(c, script);
         c["process"]["env"] = json!(["PATH=/bin", "GREETING=hello"]);
         c["process"]["cwd"] = json!("/tmp");
         c["hostname"] = json!("oci-box");
         c["linux"]["maskedPaths"] = json!(["/etc/secret", "/proc/kcore"]);
+        c["linux"]["readonlyPaths"] = json!(["/out", "/proc/bus", "/nowhere"]);
         let mounts = c["mounts"].as_array_mut().unwrap();
         mounts.push(json!({"destination": "/data", "type": "bind",
             "source": host_dir, "options": ["rbind", "ro"]}));
         mounts.push(json!({"destination": "/etc/secret", "type": "bind",
             "source": t.join("secret"), "options": ["bind", "ro"]}));
+        mounts.push(json!({"destination": "/out", "type": "bind",
+            "source": out_dir, "options": ["rbind", "rw"]}));
         mounts.push(json!({"destination": "/scratch", "type": "tmpfs",
             "source": "tmpfs", "options": ["size=1m"]}));
         c["linux"]["resources"] = json!({"memory": {"limit": 256 << 20}, "pids": {"limit": 64}});
@@ -302,9 +308,13 @@ fn the_config_becomes_the_sandbox() {
     let out = fs::read_to_string(t.join("stdout")).unwrap();
     assert_eq!(
         out,
-        "env=hello home=unset\ncwd=/tmp\nhost=oci-box\nfrom the host\nro\nmask=[]\nscratch=tmpfs\n",
+        "env=hello home=unset\ncwd=/tmp\nhost=oci-box\nfrom the host\nro\nmask=[]\nscratch=tmpfs\nout-ro\n",
         "stderr: {}",
         fs::read_to_string(t.join("stderr")).unwrap()
+    );
+    assert!(
+        !out_dir.join("f").exists(),
+        "readonlyPaths: the write reached the host"
     );
     assert!(rt.run(&["delete", "cfg"]).status.success());
 }

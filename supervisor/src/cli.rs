@@ -113,6 +113,10 @@ pub struct RunArgs {
     #[arg(long = "mask", value_name = "PATH", value_parser = parse_mask)]
     pub mask: Vec<PathBuf>,
 
+    /// Make PATH inside read-only, with everything mounted below it (runc's readonlyPaths, bwrap's --remount-ro); a missing PATH is ignored. Repeatable.
+    #[arg(long = "remount-ro", value_name = "PATH", value_parser = parse_remount_ro)]
+    pub remount_ro: Vec<PathBuf>,
+
     /// Starting directory inside the sandbox [default: the current directory; / with --rootfs].
     #[arg(long, value_name = "DIR")]
     pub workdir: Option<PathBuf>,
@@ -267,6 +271,10 @@ fn parse_rootfs(s: &str) -> Result<PathBuf, String> {
 }
 fn parse_mask(s: &str) -> Result<PathBuf, String> {
     vfs::mounts::parse_mask(s).map_err(|e| e.to_string())
+}
+
+fn parse_remount_ro(s: &str) -> Result<PathBuf, String> {
+    vfs::mounts::parse_remount_ro(s).map_err(|e| e.to_string())
 }
 fn parse_publish(s: &str) -> Result<netstack::publish::PublishSpec, String> {
     s.parse()

@@ -436,6 +436,7 @@ fn launch_config(args: &RunArgs, view: &GuestView) -> Result<LaunchConfig, Launc
         rootfs: args.rootfs.clone(),
         rootfs_in_place: false,
         masks: args.mask.clone(),
+        read_only: args.remount_ro.clone(),
         disk_size: args.disk,
         writable_system: args.writable_system,
         filter: bpf::compile(),

@@ -174,7 +174,19 @@ fn parse_bind(s: &str, kind: MountKind) -> Result<MountSpec, SpecError> {
 /// Unlike mount targets it may lie under /proc, /dev or /sys: hiding
 /// something there is what masks are for (runc masks /proc/kcore).
 pub fn parse_mask(s: &str) -> Result<PathBuf, SpecError> {
-    let bad = |why: String| SpecError(format!("--mask {s}: {why}"));
+    parse_view_path("--mask", s)
+}
+
+/// `--remount-ro PATH`: a guest path to make read-only, with all below it
+/// (absolute, normalised, not `/`; like masks, it may lie under /proc).
+pub fn parse_remount_ro(s: &str) -> Result<PathBuf, SpecError> {
+    parse_view_path("--remount-ro", s)
+}
+
+/// A path of the finished view that `flag` changes: absolute, normalised,
+/// not `/`.
+fn parse_view_path(flag: &str, s: &str) -> Result<PathBuf, SpecError> {
+    let bad = |why: String| SpecError(format!("{flag} {s}: {why}"));
     if s.contains('\0') {
         return Err(bad("path contains a NUL byte".into()));
     }
@@ -184,7 +196,7 @@ pub fn parse_mask(s: &str) -> Result<PathBuf, SpecError> {
     }
     let n = normalise(p).ok_or_else(|| bad("climbs above /".into()))?;
     if n == Path::new("/") {
-        return Err(bad("cannot mask the guest's /".into()));
+        return Err(bad("cannot apply to the guest's /".into()));
     }
     Ok(n)
 }
@@ -418,7 +430,16 @@ mod tests {
                 e.0.starts_with("--mask ") && e.0.contains(why),
                 "{bad}: {e}"
             );
+            let e = parse_remount_ro(bad).unwrap_err();
+            assert!(
+                e.0.starts_with("--remount-ro ") && e.0.contains(why),
+                "{bad}: {e}"
+            );
         }
+        assert_eq!(
+            parse_remount_ro("/data/./in/").unwrap(),
+            Path::new("/data/in")
+        );
     }
 
     #[test]

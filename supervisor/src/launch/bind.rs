@@ -1,6 +1,6 @@
 //! Mounts at paths the user chose, inside the view under construction:
-//! the `--ro`/`--rw`/`--tmpfs` mounts, the host's current directory and
-//! the `--mask` paths.
+//! the `--ro`/`--rw`/`--tmpfs` mounts, the host's current directory, the
+//! `--remount-ro` paths and the `--mask` paths.
 //!
 //! Owns: opening bind sources (before the host's paths go away),
 //! creating mount points confined to the new root (`openat2` with
@@ -21,6 +21,7 @@ use nix::sys::statvfs::{fstatvfs, FsFlags};
 
 use super::plan::{MountWhat, PlannedMount};
 use crate::sys::fd::{open_at, open_in_root};
+use crate::sys::mount_tree::make_tree_read_only;
 
 /// Our descriptors as paths, through the host's procfs under the layer.
 const PROC_FD: &str = "/oldroot/proc/self/fd";
@@ -109,6 +110,33 @@ pub fn add_mask(root: BorrowedFd<'_>, null: BorrowedFd<'_>, guest: &Path) -> Res
         // Not nodev: /dev/null must stay usable to read as empty.
         bind(root, null, guest, false, ro.difference(MsFlags::MS_NODEV))
     }
+}
+
+/// `--remount-ro PATH`, as runc's `readonlyPaths` (and bwrap's
+/// `--remount-ro`): what the view shows at `guest` is bound on itself with
+/// its submounts, and the new mounts are made read-only together
+/// (`mount_setattr` with `AT_RECURSIVE`: runc's remount leaves submounts
+/// writable). Resolved in the view like a mask; a path that does not
+/// exist is not an error. Only the sandbox's mount namespace changes.
+pub fn remount_read_only(root: BorrowedFd<'_>, guest: &Path) -> Result<()> {
+    let target = match open_in_root(root, guest, OFlag::O_PATH) {
+        Ok(fd) => fd,
+        Err(Errno::ENOENT | Errno::ENOTDIR) => return Ok(()),
+        Err(e) => return Err(format!("cannot open: {}", e.desc())),
+    };
+    let at = proc_fd(target.as_fd());
+    let r = mount(
+        Some(at.as_str()),
+        at.as_str(),
+        None::<&str>,
+        MsFlags::MS_BIND | MsFlags::MS_REC,
+        None::<&str>,
+    );
+    r.map_err(|e| format!("cannot mount: {}", e.desc()))?;
+    // Reopen: `target` still names the object under the new mount.
+    let mounted = open_in_root(root, guest, OFlag::O_PATH)
+        .map_err(|e| format!("cannot reopen: {}", e.desc()))?;
+    make_tree_read_only(mounted.as_fd()).map_err(|e| format!("cannot remount: {}", e.desc()))
 }
 
 fn mount_point_error(guest: &Path, e: Errno) -> String {

@@ -102,6 +102,9 @@ pub struct LaunchConfig {
     pub rootfs_in_place: bool,
     /// `--mask` paths, hidden once every mount is in place.
     pub masks: Vec<PathBuf>,
+    /// `--remount-ro` paths (OCI `readonlyPaths`), made read-only once
+    /// every mount is in place.
+    pub read_only: Vec<PathBuf>,
     /// Size of the writable layer (tmpfs) in bytes.
     pub disk_size: u64,
     /// `--writable-system`: the host's /usr, /bin, /sbin, /lib and /lib64
@@ -158,6 +161,7 @@ impl LaunchConfig {
             rootfs: None,
             rootfs_in_place: false,
             masks: Vec::new(),
+            read_only: Vec::new(),
             disk_size: DEFAULT_DISK_SIZE,
             writable_system: false,
             filter,
@@ -341,6 +345,7 @@ pub fn launch_with(cfg: &LaunchConfig, hooks: &dyn InitHooks) -> Result<Sandbox,
         cpus: cfg.cpus,
         rootfs: cfg.rootfs.as_deref(),
         masks: &cfg.masks,
+        read_only: &cfg.read_only,
         nameserver: cfg.nameserver,
         writable_system: cfg.writable_system,
     })

@@ -47,6 +47,9 @@ pub struct ViewPlan {
     pub home: Option<PathBuf>,
     /// The user's mounts, parents before children.
     pub mounts: Vec<PlannedMount>,
+    /// `--remount-ro` paths, made read-only (with their submounts) after
+    /// every mount is in place, before the masks (runc's order).
+    pub read_only: Vec<PathBuf>,
     /// `--mask` paths, hidden after every mount is in place.
     pub masks: Vec<PathBuf>,
     /// The limits that decide which /proc files get covers.
@@ -170,6 +173,8 @@ pub struct PlanInput<'a> {
     pub rootfs: Option<&'a Path>,
     /// `--mask` paths (absolute, normalised).
     pub masks: &'a [PathBuf],
+    /// `--remount-ro` paths (absolute, normalised).
+    pub read_only: &'a [PathBuf],
     /// The name server resolv.conf names, if any.
     pub nameserver: Option<std::net::IpAddr>,
     /// `--writable-system`: /usr, /bin, /sbin, /lib and /lib64 as
@@ -231,6 +236,7 @@ impl ViewPlan {
             cwd_bind: cwd_bind.map(Path::to_path_buf),
             home,
             mounts,
+            read_only: input.read_only.to_vec(),
             masks: input.masks.to_vec(),
             proc_covers: Default::default(),
         })
@@ -349,6 +355,7 @@ mod tests {
             cpus: None,
             rootfs: None,
             masks: &[],
+            read_only: &[],
             nameserver: None,
             writable_system: false,
         }

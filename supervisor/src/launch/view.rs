@@ -20,11 +20,12 @@
 //!    and friends written in the upper layer) and /tmp; or, with `--rootfs`, an
 //!    overlay of the user's tree (`rootfs.rs`). Then in either: a fresh
 //!    /proc (`proc_view.rs`), a small /dev, a read-only /sys holding only
-//!    devices/system/cpu, the host cwd, the user's mounts, $HOME, masks.
+//!    devices/system/cpu, the host cwd, the user's mounts, $HOME, the
+//!    `--remount-ro` paths, masks.
 //! 6. Pivot into /newroot and detach the old root (layer and host).
 //!
 //! The mounts at paths the user chose (step 5's cwd, user mounts, $HOME,
-//! masks) are in `bind.rs`.
+//! read-only paths, masks) are in `bind.rs`.
 
 use std::fs;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
@@ -37,7 +38,10 @@ use nix::mount::{mount, umount2, MntFlags, MsFlags};
 use nix::sys::stat::{mknod, umask, Mode, SFlag};
 use nix::unistd::{chdir, getuid, mkdir, pivot_root, symlinkat};
 
-use super::bind::{add_mask, add_user_mount, bind, ensure_in_root, open_mount_source, open_source};
+use super::bind::{
+    add_mask, add_user_mount, bind, ensure_in_root, open_mount_source, open_source,
+    remount_read_only,
+};
 use super::plan::{TopKind, ViewPlan};
 use super::rootfs;
 use super::sys_cpu_files::write_sys_cpu;
@@ -111,6 +115,10 @@ pub fn build(plan: &ViewPlan) -> Result<()> {
     if let Some(home) = &plan.home {
         // A HOME we cannot create is not worth failing the run for.
         let _ = ensure_in_root(root.as_fd(), home, true);
+    }
+    for path in &plan.read_only {
+        remount_read_only(root.as_fd(), path)
+            .map_err(|e| format!("--remount-ro {}: {e}", path.display()))?;
     }
     if !plan.masks.is_empty() {
         let null = open_source(&Path::new(OLD_ROOT).join("dev/null"), false)

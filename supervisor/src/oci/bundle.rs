@@ -1,7 +1,7 @@
 //! A bundle's config.json (read with the `oci-spec` crate), translated
 //! into a `supervisor run`: the bundle's root becomes `--rootfs`, its
 //! bind and tmpfs mounts `--ro`/`--rw`/`--tmpfs`, `maskedPaths` `--mask`,
-//! `process.cwd` `--workdir`, `RLIMIT_NOFILE` `--nofile`; the
+//! `readonlyPaths` `--remount-ro`, `process.cwd` `--workdir`, `RLIMIT_NOFILE` `--nofile`; the
 //! environment is exactly `process.env`.
 //!
 //! What the sandbox provides itself is not taken from the config: /proc,
@@ -198,6 +198,12 @@ impl Bundle {
                     Err(e) => warnings.push(e.to_string()),
                 }
             }
+            for p in linux.readonly_paths().clone().unwrap_or_default() {
+                match vfs::mounts::parse_remount_ro(&p) {
+                    Ok(path) => args.remount_ro.push(path),
+                    Err(e) => warnings.push(e.to_string()),
+                }
+            }
         }
         Ok((args, warnings))
     }
@@ -262,6 +268,7 @@ fn empty_run_args(command: Vec<OsString>) -> RunArgs {
         tmpfs: Vec::new(),
         rootfs: None,
         mask: Vec::new(),
+        remount_ro: Vec::new(),
         workdir: None,
         env: Vec::new(),
         hostname: crate::launch::DEFAULT_HOSTNAME.into(),

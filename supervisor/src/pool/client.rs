@@ -133,6 +133,7 @@ fn shaping_flag(a: &RunArgs) -> Option<&'static str> {
         (!a.tmpfs.is_empty(), "--tmpfs"),
         (a.rootfs.is_some(), "--rootfs"),
         (!a.mask.is_empty(), "--mask"),
+        (!a.remount_ro.is_empty(), "--remount-ro"),
         (a.workdir.is_some(), "--workdir"),
         (a.hostname != DEFAULT_HOSTNAME, "--hostname"),
         (!a.allow_net.is_empty(), "--allow-net"),

@@ -3,7 +3,8 @@
 //! that only the holder of its descriptor reaches (the OCI runtime's
 //! `update` rewrites a sandbox's read-only /sys through one; the guest's
 //! stdio, when a host device, is reopened through a read-only one:
-//! `launch/host_stdio.rs`).
+//! `launch/host_stdio.rs`); and a view's `--remount-ro` path, with
+//! its submounts, made read-only: `launch/bind.rs`).
 //!
 //! Owns only these raw syscalls. Each `unsafe` block is a syscall with
 //! a NUL-terminated path, integers, or a pointer to a local struct of
@@ -57,7 +58,17 @@ pub fn make_read_only(mount: BorrowedFd<'_>) -> Result<(), Errno> {
     set_attr(mount, libc::MOUNT_ATTR_RDONLY, 0)
 }
 
+/// Sets the read-only flag of the mount whose root `mount` is and of
+/// every mount below it (`AT_RECURSIVE`), attached or not.
+pub fn make_tree_read_only(mount: BorrowedFd<'_>) -> Result<(), Errno> {
+    set_attr_flags(mount, libc::MOUNT_ATTR_RDONLY, 0, libc::AT_RECURSIVE)
+}
+
 fn set_attr(mount: BorrowedFd<'_>, set: u64, clear: u64) -> Result<(), Errno> {
+    set_attr_flags(mount, set, clear, 0)
+}
+
+fn set_attr_flags(mount: BorrowedFd<'_>, set: u64, clear: u64, flags: i32) -> Result<(), Errno> {
     let attr = libc::mount_attr {
         attr_set: set,
         attr_clr: clear,
@@ -71,7 +82,7 @@ fn set_attr(mount: BorrowedFd<'_>, set: u64, clear: u64) -> Result<(), Errno> {
             libc::SYS_mount_setattr,
             mount.as_raw_fd() as libc::c_long,
             c"".as_ptr(),
-            libc::AT_EMPTY_PATH as libc::c_long,
+            (libc::AT_EMPTY_PATH | flags) as libc::c_long,
             &attr as *const libc::mount_attr,
             std::mem::size_of::<libc::mount_attr>(),
         )
