@@ -3,9 +3,10 @@
 //! the plan, `view.rs` writes them in the upper layer of the view's /etc,
 //! the host's or the `--rootfs` tree's).
 //!
-//! Owns: the contents of passwd, group, hostname, hosts and resolv.conf,
-//! the guest's $HOME as passwd names it, and finding the secret entries
-//! of the host's /etc (`ETC_HIDDEN`). Does not own writing them.
+//! Owns: the contents of passwd, group, hostname, hosts, resolv.conf and
+//! machine-id, the guest's $HOME as passwd names it, and finding the
+//! secret entries of the host's /etc (`ETC_HIDDEN`). Does not own writing
+//! them.
 
 use std::ffi::{OsStr, OsString};
 use std::fs;
@@ -57,6 +58,28 @@ pub fn resolv_conf(nameserver: Option<IpAddr>) -> String {
              options ndots:0 attempts:1\n"
         ),
     }
+}
+
+/// A fresh machine id for one sandbox, in machine-id(5)'s form: 32
+/// lowercase hex digits and a newline, a random (version 4) UUID as
+/// systemd makes one. The host's own /etc/machine-id names the host for
+/// good: two tenants who read the same one know they share a machine, and
+/// a tenant can recognise the host again across runs. Each sandbox gets
+/// its own, as a systemd-nspawn container does. The bytes come from
+/// /dev/urandom; a host without it fails the plan with one line.
+pub fn machine_id() -> Result<String, String> {
+    let mut id = [0u8; 16];
+    fs::File::open("/dev/urandom")
+        .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut id))
+        .map_err(|e| format!("a machine id for the sandbox: /dev/urandom: {e}"))?;
+    Ok(format!("{}\n", id128_v4_hex(id)))
+}
+
+/// `bytes` as an id128 with the version-4 and variant bits set, in hex.
+fn id128_v4_hex(mut bytes: [u8; 16]) -> String {
+    bytes[6] = (bytes[6] & 0x0f) | 0x40;
+    bytes[8] = (bytes[8] & 0x3f) | 0x80;
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// The ETC_HIDDEN entries present under `etc`, `*` patterns expanded.
@@ -179,6 +202,18 @@ mod tests {
             .collect();
         assert_eq!(servers, ["nameserver 127.0.0.53"], "{text}");
         assert!(text.contains("options ndots:0"), "{text}");
+    }
+
+    #[test]
+    fn machine_ids_are_fresh_v4_ids() {
+        let (a, b) = (machine_id().unwrap(), machine_id().unwrap());
+        assert_ne!(a, b);
+        let hex = a.strip_suffix('\n').unwrap();
+        assert_eq!(hex.len(), 32, "{a:?}");
+        assert!(hex.bytes().all(|c| matches!(c, b'0'..=b'9' | b'a'..=b'f')), "{a:?}");
+        assert_eq!(&hex[12..13], "4", "{a:?}");
+        assert!(matches!(&hex[16..17], "8" | "9" | "a" | "b"), "{a:?}");
+        assert_eq!(id128_v4_hex([0xff; 16]), "ffffffffffff4fffbfffffffffffffff");
     }
 
     #[test]

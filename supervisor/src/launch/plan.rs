@@ -213,19 +213,25 @@ impl ViewPlan {
             Some(_) => Vec::new(),
             None => etc::hidden_entries(Path::new("/etc")),
         };
+        let mut etc_files = etc::files(
+            input.uid,
+            input.gid,
+            &home_for_passwd,
+            input.hostname,
+            input.nameserver,
+        );
+        // The host's id would name the host to every tenant; a rootfs
+        // tree's own is the image's, not the host's, and stays.
+        if rootfs.is_none() {
+            etc_files.push(("machine-id".into(), etc::machine_id()?.into_bytes()));
+        }
         Ok(ViewPlan {
             layer_size: input.layer_size,
             rootfs,
             rootfs_in_place: false,
             top_dirs,
             etc_hidden,
-            etc_files: etc::files(
-                input.uid,
-                input.gid,
-                &home_for_passwd,
-                input.hostname,
-                input.nameserver,
-            ),
+            etc_files,
             nameserver: input.nameserver,
             dev_nodes: DEV_NODES
                 .iter()
@@ -503,6 +509,7 @@ mod tests {
         assert!(String::from_utf8_lossy(&plan.etc_files[0].1).contains(":/home/sandbox:"));
         let names: Vec<_> = plan.etc_files.iter().map(|f| f.0.clone()).collect();
         assert!(names.contains(&PathBuf::from("resolv.conf")), "{names:?}");
+        assert!(names.contains(&PathBuf::from("machine-id")), "{names:?}");
     }
 
     #[test]

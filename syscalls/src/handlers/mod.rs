@@ -27,6 +27,7 @@ mod attr;
 mod covers;
 pub use covers::{covered_when_fenced, proc_covers, Limited};
 mod fence;
+mod host_fs;
 pub use fence::granted as fence_grants;
 mod limitfiles;
 mod masked;

@@ -15,25 +15,23 @@
 //! after the content can only come from this family of calls, all
 //! serviced.)
 //!
-//! Which file systems are the host's: those whose device a mount of the
-//! supervisor's own mount table (the host's) names, read from
-//! `/proc/self/mountinfo` at each such call (they are rare), but the
-//! view's root: the sandbox's layer, or an OCI container's root file
-//! system, where a runtime keeps an image's set-id programs (`docker
-//! build`'s `apt-get install sudo`), as runc does. The
-//! sandbox's layer, overlays and `--tmpfs` mounts exist only in its own
-//! mount namespace and keep the bits as on Linux; so do bits that make
-//! no program anywhere: those of anything but a regular file (a
-//! directory's set-group-ID bit only hands down the group), set-user-ID
-//! on a file no one may execute,
-//! set-group-ID without group execute (a later `chmod +x` comes here
-//! again).
+//! Which file systems are the host's: `host_fs` decides. The view's root
+//! (the sandbox's layer, or an OCI container's root file system, where a
+//! runtime keeps an image's set-id programs — `docker build`'s `apt-get
+//! install sudo` — as runc does) is not. The sandbox's layer, overlays and
+//! `--tmpfs` mounts keep the bits as on Linux; so do bits that make no
+//! program anywhere: those of anything but a regular file (a directory's
+//! set-group-ID bit only hands down the group), set-user-ID on a file no
+//! one may execute, set-group-ID without group execute (a later `chmod +x`
+//! comes here again).
 //!
 //! Owns only this decision; the calls are `attr.rs`'s.
 
 use std::os::fd::BorrowedFd;
 
 use vfs::sys;
+
+use super::host_fs;
 
 /// `mode` without the set-id bits that would make `fd`'s object a
 /// set-id program of the host's. `root_dev`: the device of the view's
@@ -57,12 +55,7 @@ pub(super) fn mode_given(
     let Some(st) = stat() else {
         return mode;
     };
-    if st.st_dev == root_dev {
-        return mode;
-    }
-    let mounts = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
-    // A table that cannot be read counts every file system as the host's.
-    if !mounts.is_empty() && !host_device(&mounts, st.st_dev) {
+    if !host_fs::is_hosts(st.st_dev, root_dev) {
         return mode;
     }
     match st.st_mode & libc::S_IFMT {
@@ -86,33 +79,9 @@ fn program_bits(mode: u32) -> u32 {
     (uid | gid) & mode
 }
 
-/// Whether a line of `mountinfo` names device `dev` (its third field,
-/// `major:minor`).
-fn host_device(mountinfo: &str, dev: u64) -> bool {
-    let want = (libc::major(dev), libc::minor(dev));
-    mountinfo.lines().any(|line| {
-        let Some(field) = line.split(' ').nth(2) else {
-            return false;
-        };
-        let Some((major, minor)) = field.split_once(':') else {
-            return false;
-        };
-        (major.parse(), minor.parse()) == (Ok(want.0), Ok(want.1))
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    const TABLE: &str = "22 1 254:0 / / rw,relatime shared:1 - ext4 /dev/vda rw\n\
-                         30 22 0:26 / /tmp rw shared:5 - tmpfs tmpfs rw\n";
-
-    #[test]
-    fn a_device_the_host_mounts_is_the_hosts() {
-        assert!(host_device(TABLE, libc::makedev(254, 0)));
-        assert!(host_device(TABLE, libc::makedev(0, 26)));
-    }
 
     #[test]
     fn only_bits_that_make_a_program_go() {
@@ -122,12 +91,5 @@ mod tests {
         assert_eq!(program_bits(0o2744), 0);
         assert_eq!(program_bits(0o6701), libc::S_ISUID);
         assert_eq!(program_bits(0o0755), 0);
-    }
-
-    #[test]
-    fn a_device_only_the_sandbox_mounts_is_its_own() {
-        assert!(!host_device(TABLE, libc::makedev(0, 53)));
-        assert!(!host_device(TABLE, libc::makedev(26, 0)));
-        assert!(!host_device("garbage\n\n1 2\n", libc::makedev(0, 0)));
     }
 }
