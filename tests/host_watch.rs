@@ -59,7 +59,10 @@ fn another_tenant_s_reads_of_a_shared_tree_are_not_seen() {
 
     let dir = shared_dir("supervised");
     let tenant = other_tenant(dir.clone());
-    assert_eq!(watch("host", &dir, Some("/data")), "made:CREATE ready:CREATE");
+    assert_eq!(
+        watch("host", &dir, Some("/data")),
+        "made:CREATE ready:CREATE"
+    );
     tenant.join().unwrap();
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -210,7 +210,10 @@ mod tests {
         assert_ne!(a, b);
         let hex = a.strip_suffix('\n').unwrap();
         assert_eq!(hex.len(), 32, "{a:?}");
-        assert!(hex.bytes().all(|c| matches!(c, b'0'..=b'9' | b'a'..=b'f')), "{a:?}");
+        assert!(
+            hex.bytes().all(|c| matches!(c, b'0'..=b'9' | b'a'..=b'f')),
+            "{a:?}"
+        );
         assert_eq!(&hex[12..13], "4", "{a:?}");
         assert!(matches!(&hex[16..17], "8" | "9" | "a" | "b"), "{a:?}");
         assert_eq!(id128_v4_hex([0xff; 16]), "ffffffffffff4fffbfffffffffffffff");

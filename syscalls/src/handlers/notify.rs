@@ -117,14 +117,20 @@ mod tests {
 
     #[test]
     fn the_sandbox_s_own_files_keep_every_event() {
-        assert_eq!(visible_events(libc::IN_ALL_EVENTS, false, DIR), libc::IN_ALL_EVENTS);
-        assert_eq!(visible_events(libc::IN_ACCESS, false, libc::S_IFCHR), libc::IN_ACCESS);
+        assert_eq!(
+            visible_events(libc::IN_ALL_EVENTS, false, DIR),
+            libc::IN_ALL_EVENTS
+        );
+        assert_eq!(
+            visible_events(libc::IN_ACCESS, false, libc::S_IFCHR),
+            libc::IN_ACCESS
+        );
     }
 
     #[test]
     fn the_host_s_files_lose_the_read_events() {
-        let want = libc::IN_ALL_EVENTS
-            & !(libc::IN_ACCESS | libc::IN_OPEN | libc::IN_CLOSE_NOWRITE);
+        let want =
+            libc::IN_ALL_EVENTS & !(libc::IN_ACCESS | libc::IN_OPEN | libc::IN_CLOSE_NOWRITE);
         assert_eq!(visible_events(libc::IN_ALL_EVENTS, true, DIR), want);
         let flags = libc::IN_ONESHOT | libc::IN_MODIFY;
         assert_eq!(visible_events(flags | libc::IN_OPEN, true, DIR), flags);
@@ -134,7 +140,10 @@ mod tests {
     fn the_host_s_devices_lose_the_writes_too() {
         let chr = libc::S_IFCHR | 0o666;
         let got = visible_events(libc::IN_ALL_EVENTS, true, chr);
-        assert_eq!(got & (libc::IN_MODIFY | libc::IN_CLOSE_WRITE | libc::IN_OPEN), 0);
+        assert_eq!(
+            got & (libc::IN_MODIFY | libc::IN_CLOSE_WRITE | libc::IN_OPEN),
+            0
+        );
         assert_ne!(got & libc::IN_ATTRIB, 0);
     }
 
