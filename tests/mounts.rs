@@ -306,6 +306,44 @@ fn resolv_conf_is_the_sandboxs() {
     );
 }
 
+/// Each sandbox on the host's /etc gets a machine id of its own, new
+/// every run (`launch/etc.rs`): the host's would name the host to every
+/// tenant. A `--rootfs` tree keeps the one it ships.
+#[test]
+fn machine_id_is_the_sandboxs() {
+    let read = || {
+        let out = Run::new(&["/bin/cat", "/etc/machine-id"]).supervised();
+        out.ok("cat /etc/machine-id").stdout
+    };
+    let (a, b) = (read(), read());
+    let hex = a.strip_suffix('\n').unwrap_or_default();
+    assert!(
+        hex.len() == 32
+            && hex
+                .bytes()
+                .all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase()),
+        "not a machine id: {a:?}"
+    );
+    assert_ne!(a, b, "two runs got the same id");
+    if let Ok(host) = std::fs::read_to_string("/etc/machine-id") {
+        assert_ne!(a, host, "the host's id");
+    }
+    let t = Tree::new();
+    let Some(root) = rootfs(&t) else { return };
+    std::fs::write(
+        t.join("root/etc/machine-id"),
+        "0123456789abcdef0123456789abcdef\n",
+    )
+    .unwrap();
+    let out = in_rootfs(&root, &[], &["cat", "/etc/machine-id"]);
+    assert_eq!(
+        out.stdout,
+        "0123456789abcdef0123456789abcdef\n",
+        "{}",
+        out.dump()
+    );
+}
+
 /// What the guest wrote to a `--rw` mount is there when the supervisor
 /// has exited, and flushing it (syncfs, under the supervisor's own
 /// seccomp filter) raises no warning.
