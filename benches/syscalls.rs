@@ -17,7 +17,8 @@
 //! the host's /usr, never remembered), proc_self_open (`/proc/self/stat`,
 //! served by the supervisor under the fence), newfstatat,
 //! newfstatat_miss, readlinkat, faccessat, getdents64_100, getcwd,
-//! opendir_close, create_unlink (in /tmp supervised, /dev/shm natively)
+//! opendir_close, inotify_watch (add + rm of a watch on the bench tree, a
+//! `--ro` bind of the host's), create_unlink (in /tmp supervised, /dev/shm natively)
 //! (serviced or as the policy decides), lseek_rewind (serviced: a rewind may re-serve a
 //! /proc file), read_4k, mmap_4k, lseek_cur, write_4k, getpid (passthrough), each with
 //! `native` and `supervised`; notify_roundtrip/supervised; startup/true_native
@@ -95,6 +96,7 @@ const CALLS: &[(&str, &str, bool)] = &[
     ("getdents64_100", "getdents64", true),
     ("getcwd", "getcwd", true),
     ("opendir_close", "opendir_close", true),
+    ("inotify_watch", "inotify_watch", true),
     ("create_unlink", "create_unlink", true),
     ("read_4k", "read4k", true),
     ("mmap_4k", "mmap4k", true),

@@ -51,6 +51,9 @@
  *                 open in the layer's /tmp              [serviced + pass]
  *   scratch_rdwr  the same with O_RDWR                           [pass]
  *                 (the file is made at the first use of either)
+ *   inotify_watch inotify_add_watch(inotify fd, DIR, IN_OPEN|IN_CREATE|IN_DELETE)
+ *                 + inotify_rm_watch: a file watcher's per-directory call, on
+ *                 a tree the host shares (a --ro bind)      [serviced + pass]
  *   roundtrip     syscall(SYS_acct, NULL): a DENIED call, which the supervisor
  *                 answers EPERM without doing any work — the bare
  *                 notification round trip. NEVER run natively (as root it
@@ -69,6 +72,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
+#include <sys/inotify.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -275,6 +279,16 @@ static int scratch_file_open(long n, int flags) {
 static int b_scratch_read(long n) { return scratch_file_open(n, O_RDONLY); }
 static int b_scratch_rdwr(long n) { return scratch_file_open(n, O_RDWR); }
 
+static int b_inotify_watch(long n) {
+    static int in_fd = -1;
+    if (in_fd < 0 && (in_fd = inotify_init1(IN_CLOEXEC)) < 0) return -1;
+    for (long i = 0; i < n; i++) {
+        int wd = inotify_add_watch(in_fd, path_dir, IN_OPEN | IN_CREATE | IN_DELETE);
+        if (wd < 0 || inotify_rm_watch(in_fd, wd) != 0) return -1;
+    }
+    return 0;
+}
+
 static int b_ping(long n) { (void)n; return 0; }
 
 static const struct { const char *name; int (*fn)(long); } benches[] = {
@@ -289,7 +303,7 @@ static const struct { const char *name; int (*fn)(long); } benches[] = {
     {"openat_sparse", b_openat_sparse}, {"scratch_open", b_scratch_open},
     {"usr_open", b_usr_open},         {"proc_open", b_proc_open},
     {"scratch_read", b_scratch_read}, {"scratch_rdwr", b_scratch_rdwr},
-    {"mmap4k", b_mmap4k},
+    {"mmap4k", b_mmap4k},             {"inotify_watch", b_inotify_watch},
 };
 
 static void join(char *out, const char *dir, const char *name) {
