@@ -179,6 +179,37 @@ pub fn bind(
     r.map_err(|e| format!("cannot remount: {}", e.desc()))
 }
 
+/// Covers the read-only directory bind at `guest` with a read-only
+/// overlay of itself, so that the guest sees the same tree but can
+/// connect to none of its sockets: overlayfs shows a lower layer's socket
+/// as an inode of its own, which no listener is bound to, and a connect
+/// (or a datagram sent there) answers ECONNREFUSED, as runsc's answer to
+/// a host socket without `--host-uds`. Without it a guest run from a
+/// directory holding a socket of the host's (the invoker's gpg-agent or
+/// tmux server beneath the home directory, a service's socket beneath
+/// /run) reached that service. `empty`: an empty directory of the layer,
+/// the second lower layer that overlayfs wants when it has no upper one.
+/// The layers are named through `/proc/self/fd/N`, which needs no
+/// escaping of the paths (and names no host path in the mount table).
+/// False when the kernel refuses the overlay (one it cannot stack on the
+/// source's file system): the plain bind then stays.
+pub fn hide_sockets(root: BorrowedFd<'_>, guest: &Path, empty: BorrowedFd<'_>) -> bool {
+    let Ok(bound) = open_in_root(root, guest, OFlag::O_PATH | OFlag::O_DIRECTORY) else {
+        return false;
+    };
+    let opts = format!("lowerdir={}:{}", proc_fd(bound.as_fd()), proc_fd(empty));
+    let flags = MsFlags::MS_RDONLY | MsFlags::MS_NOSUID | MsFlags::MS_NODEV;
+    let target = proc_fd(bound.as_fd());
+    mount(
+        Some("overlay"),
+        target.as_str(),
+        Some("overlay"),
+        flags,
+        Some(opts.as_str()),
+    )
+    .is_ok()
+}
+
 /// Binds `src` at the directory `target` of the layer (out of the
 /// guest's reach: a source for read-only binds into the view) with its
 /// submounts when `recursive`, and makes the new mount read-only, nosuid,

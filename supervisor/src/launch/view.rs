@@ -39,7 +39,7 @@ use nix::sys::stat::{mknod, umask, Mode, SFlag};
 use nix::unistd::{chdir, getuid, mkdir, pivot_root, symlinkat};
 
 use super::bind::{
-    add_mask, add_user_mount, bind, ensure_in_root, open_mount_source, open_source,
+    add_mask, add_user_mount, bind, ensure_in_root, hide_sockets, open_mount_source, open_source,
     remount_read_only,
 };
 use super::plan::{TopKind, ViewPlan};
@@ -57,6 +57,8 @@ pub(super) const NEW_ROOT: &str = "/newroot";
 pub(super) const UPPER: &str = "/upper";
 pub(super) const WORK: &str = "/work";
 pub(super) const SHM: &str = "/shm";
+/// An empty directory: the second lower layer of a read-only overlay.
+const EMPTY: &str = "/empty";
 
 pub(super) type Result<T> = std::result::Result<T, String>;
 
@@ -108,6 +110,8 @@ pub fn build(plan: &ViewPlan) -> Result<()> {
         let flags = MsFlags::MS_RDONLY | MsFlags::MS_NOSUID | MsFlags::MS_NODEV;
         bind(root.as_fd(), src.as_fd(), cwd, true, flags)
             .map_err(|e| format!("current directory {}: {e}", cwd.display()))?;
+        let empty = fd_of_path(EMPTY)?;
+        hide_sockets(root.as_fd(), cwd, empty.as_fd());
     }
     for (m, src) in plan.mounts.iter().zip(&mount_srcs) {
         add_user_mount(root.as_fd(), m, src.as_ref()).map_err(|e| format!("{}: {e}", m.label))?;
@@ -192,7 +196,8 @@ fn make_layer_dirs() -> Result<()> {
     make_dir(Path::new(NEW_ROOT), 0o755)?;
     make_dir(Path::new(UPPER), 0o700)?;
     make_dir(Path::new(WORK), 0o700)?;
-    make_dir(Path::new(SHM), 0o1777)
+    make_dir(Path::new(SHM), 0o1777)?;
+    make_dir(Path::new(EMPTY), 0o555)
 }
 
 /// Step 5 for the host's view: /newroot is a directory of the layer
