@@ -191,13 +191,17 @@ pub fn bind(
 /// the second lower layer that overlayfs wants when it has no upper one.
 /// The layers are named through `/proc/self/fd/N`, which needs no
 /// escaping of the paths (and names no host path in the mount table).
+/// `xino=off`: the layers are on two file systems (the host's, the
+/// layer's tmpfs), and without the inode-number remapping a walk costs
+/// less (`os.walk` of 472 directories: 6.9 ms on the bind, 8.4 through
+/// the overlay, 8.8 with xino; PERFORMANCE.md 2026-12-01 22:35).
 /// False when the kernel refuses the overlay (one it cannot stack on the
 /// source's file system): the plain bind then stays.
 pub fn hide_sockets(root: BorrowedFd<'_>, guest: &Path, empty: BorrowedFd<'_>) -> bool {
     let Ok(bound) = open_in_root(root, guest, OFlag::O_PATH | OFlag::O_DIRECTORY) else {
         return false;
     };
-    let opts = format!("lowerdir={}:{}", proc_fd(bound.as_fd()), proc_fd(empty));
+    let opts = format!("lowerdir={}:{},xino=off", proc_fd(bound.as_fd()), proc_fd(empty));
     let flags = MsFlags::MS_RDONLY | MsFlags::MS_NOSUID | MsFlags::MS_NODEV;
     let target = proc_fd(bound.as_fd());
     mount(
