@@ -1,20 +1,23 @@
-//! The host's sockets beneath the current directory (bound read-only into
-//! the view, `launch/bind.rs::hide_sockets`) cannot be reached: the
-//! directory is a read-only overlay of itself, so a connect, or a
-//! datagram sent there, answers ECONNREFUSED, as runsc does for a host
-//! socket without `--host-uds`. Natively, and through a `--rw` mount (the
-//! user's explicit sharing), the same calls reach the listeners. The
-//! listeners are this test's own, in a fresh directory.
+//! The host's sockets and FIFOs beneath the current directory (bound
+//! read-only into the view, `launch/bind.rs::share_files_only`) cannot be
+//! reached: the directory is a read-only overlay of itself, so a connect,
+//! or a datagram sent there, answers ECONNREFUSED, as runsc does for a
+//! host socket without `--host-uds`, and a FIFO is the overlay's own pipe
+//! (a non-blocking open for writing finds no reader: ENXIO). Natively,
+//! and through a `--rw` mount (the user's explicit sharing), the same
+//! calls reach the listeners. The listeners are this test's own, in a
+//! fresh directory.
 
 mod common;
-use std::os::unix::fs::PermissionsExt;
+use std::io::Read;
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::os::unix::net::{UnixDatagram, UnixListener};
 use std::path::Path;
 
 use common::*;
 
 const PROBE: &str = r#"
-import errno, socket, sys
+import errno, os, socket, sys
 def attempt(call):
     try:
         call()
@@ -25,10 +28,15 @@ stream = socket.socket(socket.AF_UNIX)
 print("stream", attempt(lambda: stream.connect(sys.argv[1] + "/svc.sock")))
 dgram = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
 print("dgram", attempt(lambda: dgram.sendto(b"x", sys.argv[1] + "/log.sock")))
+def write_fifo():
+    fd = os.open(sys.argv[1] + "/ctl.fifo", os.O_WRONLY | os.O_NONBLOCK)
+    os.write(fd, b"x")
+print("fifo", attempt(write_fifo))
 "#;
 
-/// A stream listener and a datagram socket in `dir`, both non-blocking.
-struct Listeners(UnixListener, UnixDatagram);
+/// A stream listener, a datagram socket and a FIFO's read end in `dir`,
+/// all non-blocking.
+struct Listeners(UnixListener, UnixDatagram, std::fs::File);
 
 impl Listeners {
     fn new(dir: &Path) -> Listeners {
@@ -40,7 +48,15 @@ impl Listeners {
         }
         stream.set_nonblocking(true).unwrap();
         dgram.set_nonblocking(true).unwrap();
-        Listeners(stream, dgram)
+        let fifo = dir.join("ctl.fifo");
+        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o666)).unwrap();
+        std::fs::set_permissions(&fifo, std::fs::Permissions::from_mode(0o666)).unwrap();
+        let reader = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(&fifo)
+            .unwrap();
+        Listeners(stream, dgram, reader)
     }
 
     /// What reached them since the last look: "stream" and/or "dgram".
@@ -51,6 +67,9 @@ impl Listeners {
         }
         if self.1.recv(&mut [0u8; 8]).is_ok() {
             got.push("dgram");
+        }
+        if matches!((&self.2).read(&mut [0u8; 8]), Ok(n) if n > 0) {
+            got.push("fifo");
         }
         got
     }
@@ -65,18 +84,21 @@ fn the_hosts_sockets_beneath_the_cwd_are_refused() {
     let t = Tree::new();
     let host = Listeners::new(t.path());
     let out = probe(t.path(), ".").native().ok("natively");
-    assert_eq!(out.stdout, "stream ok\ndgram ok\n", "natively");
-    assert_eq!(host.reached(), ["stream", "dgram"]);
+    assert_eq!(out.stdout, "stream ok\ndgram ok\nfifo ok\n", "natively");
+    assert_eq!(host.reached(), ["stream", "dgram", "fifo"]);
 
     let out = probe(t.path(), ".").supervised().ok("supervised");
-    assert_eq!(out.stdout, "stream ECONNREFUSED\ndgram ECONNREFUSED\n");
+    assert_eq!(
+        out.stdout,
+        "stream ECONNREFUSED\ndgram ECONNREFUSED\nfifo ENXIO\n"
+    );
     assert!(
         host.reached().is_empty(),
         "a guest reached the host's socket"
     );
     // The tree itself is shown as before.
     let out = Run::sh("ls", &[]).cwd(t.path()).supervised().ok("ls");
-    assert_eq!(out.stdout, "log.sock\nsvc.sock\n");
+    assert_eq!(out.stdout, "ctl.fifo\nlog.sock\nsvc.sock\n");
 
     let tester = match tester_bin() {
         Ok(t) => t,
@@ -89,7 +111,7 @@ fn the_hosts_sockets_beneath_the_cwd_are_refused() {
         .supervised()
         .ok("as tester");
     assert_eq!(
-        out.stdout, "stream ECONNREFUSED\ndgram ECONNREFUSED\n",
+        out.stdout, "stream ECONNREFUSED\ndgram ECONNREFUSED\nfifo ENXIO\n",
         "as tester"
     );
     assert!(
@@ -106,6 +128,6 @@ fn a_rw_mount_shares_its_sockets() {
         .sup(&["--rw".to_string(), format!("{}:/shared", t.s())])
         .supervised()
         .ok("--rw");
-    assert_eq!(out.stdout, "stream ok\ndgram ok\n");
-    assert_eq!(host.reached(), ["stream", "dgram"]);
+    assert_eq!(out.stdout, "stream ok\ndgram ok\nfifo ok\n");
+    assert_eq!(host.reached(), ["stream", "dgram", "fifo"]);
 }

@@ -39,8 +39,8 @@ use nix::sys::stat::{mknod, umask, Mode, SFlag};
 use nix::unistd::{chdir, getuid, mkdir, pivot_root, symlinkat};
 
 use super::bind::{
-    add_mask, add_user_mount, bind, ensure_in_root, hide_sockets, open_mount_source, open_source,
-    remount_read_only,
+    add_mask, add_user_mount, bind, ensure_in_root, open_mount_source, open_source,
+    remount_read_only, share_files_only,
 };
 use super::plan::{TopKind, ViewPlan};
 use super::rootfs;
@@ -111,7 +111,7 @@ pub fn build(plan: &ViewPlan) -> Result<()> {
         bind(root.as_fd(), src.as_fd(), cwd, true, flags)
             .map_err(|e| format!("current directory {}: {e}", cwd.display()))?;
         let empty = fd_of_path(EMPTY)?;
-        hide_sockets(root.as_fd(), cwd, empty.as_fd());
+        share_files_only(root.as_fd(), cwd, empty.as_fd());
     }
     for (m, src) in plan.mounts.iter().zip(&mount_srcs) {
         add_user_mount(root.as_fd(), m, src.as_ref()).map_err(|e| format!("{}: {e}", m.label))?;
