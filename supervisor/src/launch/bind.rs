@@ -180,45 +180,41 @@ pub fn bind(
 }
 
 /// Covers the read-only directory bind at `guest` with a read-only
-/// overlay of itself, so that the guest sees the same tree but can
-/// connect to none of its sockets: overlayfs shows a lower layer's socket
-/// as an inode of its own, which no listener is bound to, and a connect
-/// (or a datagram sent there) answers ECONNREFUSED, as runsc's answer to
-/// a host socket without `--host-uds`; a FIFO likewise is the overlay
-/// inode's own pipe, which no host process holds (a writer waits for a
-/// reader of the sandbox's, a non-blocking one gets ENXIO). Without it a
-/// guest run from a directory holding a socket of the host's (the
-/// invoker's gpg-agent or tmux server beneath the home directory, a
-/// service's socket beneath /run) reached that service, and wrote into
-/// the host's named pipes (FIFOs ignore a read-only mount). `empty`: an empty directory of the layer,
-/// the second lower layer that overlayfs wants when it has no upper one.
-/// The layers are named through `/proc/self/fd/N`, which needs no
-/// escaping of the paths (and names no host path in the mount table).
-/// `xino=off`: the layers are on two file systems (the host's, the
-/// layer's tmpfs), and without the inode-number remapping a walk costs
-/// less (`os.walk` of 472 directories: 6.9 ms on the bind, 8.4 through
-/// the overlay, 8.8 with xino; PERFORMANCE.md 2026-12-01 22:35).
-/// False when the kernel refuses the overlay (one it cannot stack on the
-/// source's file system): the plain bind then stays.
-pub fn share_files_only(root: BorrowedFd<'_>, guest: &Path, empty: BorrowedFd<'_>) -> bool {
+/// overlay of itself, so that the guest sees the same tree but reaches
+/// none of its sockets and FIFOs. Overlayfs shows a lower layer's socket
+/// as an inode of its own, which no listener is bound to: a connect (or a
+/// datagram sent there) answers ECONNREFUSED, as runsc answers for a host
+/// socket without `--host-uds`. A FIFO likewise is the overlay inode's own
+/// pipe, which no host process holds (a writer waits for a reader of the
+/// sandbox's; a non-blocking one gets ENXIO). Without it a guest run from
+/// a directory holding a socket of the host's (the invoker's gpg-agent or
+/// tmux server beneath the home directory, a service's socket beneath
+/// /run) reached that service, and wrote into the host's named pipes
+/// (FIFOs ignore a read-only mount).
+///
+/// `empty`: an empty directory of the layer, the second lower layer that
+/// overlayfs wants when it has no upper one. The layers are named through
+/// `/proc/self/fd/N`, which needs no escaping of the paths (and names no
+/// host path in the mount table). `xino=off`: the layers are on two file
+/// systems (the host's, the layer's tmpfs), and without the inode-number
+/// remapping a walk costs less (`os.walk` of 472 directories: 6.9 ms on
+/// the bind, 8.4 through the overlay, 8.8 with xino; PERFORMANCE.md
+/// 2026-12-01 21:40). Where the kernel refuses the overlay (a file system
+/// it cannot stack on), the plain bind stays.
+pub fn share_files_only(root: BorrowedFd<'_>, guest: &Path, empty: BorrowedFd<'_>) {
     let Ok(bound) = open_in_root(root, guest, OFlag::O_PATH | OFlag::O_DIRECTORY) else {
-        return false;
+        return;
     };
-    let opts = format!(
-        "lowerdir={}:{},xino=off",
-        proc_fd(bound.as_fd()),
-        proc_fd(empty)
-    );
+    let bound = proc_fd(bound.as_fd());
+    let opts = format!("lowerdir={bound}:{},xino=off", proc_fd(empty));
     let flags = MsFlags::MS_RDONLY | MsFlags::MS_NOSUID | MsFlags::MS_NODEV;
-    let target = proc_fd(bound.as_fd());
-    mount(
+    let _ = mount(
         Some("overlay"),
-        target.as_str(),
+        bound.as_str(),
         Some("overlay"),
         flags,
         Some(opts.as_str()),
-    )
-    .is_ok()
+    );
 }
 
 /// Binds `src` at the directory `target` of the layer (out of the

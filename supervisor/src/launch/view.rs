@@ -110,6 +110,7 @@ pub fn build(plan: &ViewPlan) -> Result<()> {
         let flags = MsFlags::MS_RDONLY | MsFlags::MS_NOSUID | MsFlags::MS_NODEV;
         bind(root.as_fd(), src.as_fd(), cwd, true, flags)
             .map_err(|e| format!("current directory {}: {e}", cwd.display()))?;
+        make_dir(Path::new(EMPTY), 0o555)?;
         let empty = fd_of_path(EMPTY)?;
         share_files_only(root.as_fd(), cwd, empty.as_fd());
     }
@@ -196,8 +197,7 @@ fn make_layer_dirs() -> Result<()> {
     make_dir(Path::new(NEW_ROOT), 0o755)?;
     make_dir(Path::new(UPPER), 0o700)?;
     make_dir(Path::new(WORK), 0o700)?;
-    make_dir(Path::new(SHM), 0o1777)?;
-    make_dir(Path::new(EMPTY), 0o555)
+    make_dir(Path::new(SHM), 0o1777)
 }
 
 /// Step 5 for the host's view: /newroot is a directory of the layer
