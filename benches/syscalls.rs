@@ -13,8 +13,10 @@
 //! The bare notification round trip (`notify_roundtrip/supervised`) is a
 //! DENIED call, `acct(NULL)`: the supervisor answers EPERM without any work.
 //!
-//! Stable benchmark ids (group/function): openat_close, usr_open (a file of
-//! the host's /usr, never remembered), proc_self_open (`/proc/self/stat`,
+//! Stable benchmark ids (group/function): openat_close (through the C
+//! library: a fast read, passing the filter marked, where the guest is
+//! fenced), openat_trapped (the same open by syscall(2), unmarked: always
+//! serviced), usr_open (a file of the host's /usr, never remembered), proc_self_open (`/proc/self/stat`,
 //! served by the supervisor under the fence), newfstatat,
 //! newfstatat_miss, readlinkat, faccessat, getdents64_100, getcwd,
 //! opendir_close, inotify_watch (add + rm of a watch on the bench tree, a
@@ -87,6 +89,7 @@ const LIMITED_GROUPS: &[&str] = &[
 /// (criterion group, guest command, has a native half).
 const CALLS: &[(&str, &str, bool)] = &[
     ("openat_close", "openat_close", true),
+    ("openat_trapped", "openat_trapped", true),
     ("usr_open", "usr_open", true),
     ("proc_self_open", "proc_open", true),
     ("newfstatat", "newfstatat", true),

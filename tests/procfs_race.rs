@@ -157,6 +157,14 @@ fn process_targets(cpus: bool) -> Vec<Target> {
     t
 }
 
+/// How the racer opens: as any open, trapped and CONTINUEd by the open
+/// handler; or marked as a fast read, which the filter passes.
+#[derive(Clone, Copy, PartialEq)]
+enum Opens {
+    Trapped,
+    Marked,
+}
+
 /// Races each target with `sup` options as `user`, with `bin`; with
 /// `fenced`, every dodge must have been refused (EACCES).
 fn race(
@@ -165,14 +173,15 @@ fn race(
     user: Option<(u32, u32)>,
     bin: &std::path::Path,
     fenced: bool,
+    opens: Opens,
 ) {
     for t in targets {
-        let mut argv = vec![
-            c_prog("procrace").display().to_string(),
-            HOST_MARKER.into(),
-            TRIES.into(),
-            t.path.into(),
-        ];
+        let mut argv = vec![c_prog("procrace").display().to_string()];
+        if opens == Opens::Marked {
+            let mark = sandbox_syscalls::policy::FAST_READ_MARK;
+            argv.extend(["--mark".to_string(), format!("{mark:#x}")]);
+        }
+        argv.extend([HOST_MARKER.into(), TRIES.into(), t.path.into()]);
         argv.extend(t.needles.iter().cloned());
         let mut run = Run::new(&argv).bin(bin).sup(&c_mounts()).sup(sup);
         if let Some((uid, gid)) = user {
@@ -226,7 +235,14 @@ fn race(
 fn race_all(user: Option<(u32, u32)>, bin: &std::path::Path) {
     let targets = targets();
     assert!(targets.len() >= 5, "too few targets on this host");
-    race(&targets, &["--memory", "256m"], user, bin, false);
+    race(
+        &targets,
+        &["--memory", "256m"],
+        user,
+        bin,
+        false,
+        Opens::Trapped,
+    );
 }
 
 #[test]
@@ -252,8 +268,9 @@ fn dodged_opens_of_proc_read_no_host_fact_unprivileged() {
 }
 
 /// Races the per-process files, as root under `--cpus 1` (so `status`
-/// is served cut to it) or as `tester` without.
-fn race_process_files(unprivileged: bool) {
+/// is served cut to it) or as `tester` without; with `opens` marked as
+/// fast reads, every open that meets the file is the kernel's own.
+fn race_process_files(unprivileged: bool, opens: Opens) {
     if !have("cc") {
         skip!("no C compiler (cc)");
     }
@@ -262,23 +279,49 @@ fn race_process_files(unprivileged: bool) {
     }
     let _ = guard();
     if !unprivileged {
-        race(&process_targets(true), &["--cpus", "1"], None, &bin(), true);
+        race(
+            &process_targets(true),
+            &["--cpus", "1"],
+            None,
+            &bin(),
+            true,
+            opens,
+        );
         return;
     }
     match tester_bin() {
-        Ok((uid, gid, bin)) => race(&process_targets(false), &[], Some((uid, gid)), &bin, true),
+        Ok((uid, gid, bin)) => race(
+            &process_targets(false),
+            &[],
+            Some((uid, gid)),
+            &bin,
+            true,
+            opens,
+        ),
         Err(e) => skip!("{e}"),
     }
 }
 
 #[test]
 fn dodged_opens_of_per_process_files_are_refused() {
-    race_process_files(false);
+    race_process_files(false, Opens::Trapped);
+}
+
+/// A fast read is a native open: the fence alone keeps it off the
+/// kernel's procfs, raced or not (ARCHITECTURE.md, "Fast reads").
+#[test]
+fn marked_opens_of_per_process_files_are_refused() {
+    race_process_files(false, Opens::Marked);
+}
+
+#[test]
+fn marked_opens_of_per_process_files_are_refused_unprivileged() {
+    race_process_files(true, Opens::Marked);
 }
 
 #[test]
 fn dodged_opens_of_per_process_files_are_refused_unprivileged() {
-    race_process_files(true);
+    race_process_files(true, Opens::Trapped);
 }
 
 /// An open for reading and writing passes the filter: no race is needed

@@ -439,7 +439,9 @@ fn launch_config(args: &RunArgs, view: &GuestView) -> Result<LaunchConfig, Launc
         read_only: args.remount_ro.clone(),
         disk_size: args.disk,
         writable_system: args.writable_system,
-        filter: bpf::compile(),
+        filter: bpf::compile_without_fast_reads(),
+        // A trace shows every open, so a traced guest marks none.
+        fast_reads_filter: args.trace.is_none().then(bpf::compile),
         pty: tty::host_terminal(),
         cpus: guest_cpus(view.cpus),
         memory_limited: view.memory.is_some(),

@@ -15,11 +15,16 @@
  *
  * Commands (each iteration = the calls listed; time from CLOCK_MONOTONIC,
  * which is read through the vDSO and never reaches the kernel):
- *   openat_close  openat(AT_FDCWD, DIR/f001, O_RDONLY) + close        [serviced + pass]
+ *   openat_close  openat(AT_FDCWD, DIR/f001, O_RDONLY) + close, through the C
+ *                 library's openat (the fast-reads preload's, supervised
+ *                 and fenced)                        [fast read + pass]
+ *   openat_trapped  the same open by syscall(2), unmarked: what every read
+ *                 open cost before fast reads, and what a static program's
+ *                 or the loader's costs                 [serviced + pass]
  *   openat_sparse openat_close after 100 us of computation (a clock-reading
  *                 loop, left out of the time): how real programs make their
  *                 serviced calls, each after the worker has gone to sleep and
- *                 the caches have cooled                      [serviced + pass]
+ *                 the caches have cooled                      [fast read + pass]
  *   newfstatat    fstatat(AT_FDCWD, DIR/f001, &st, 0)                 [pass]
  *   stat_miss     fstatat(AT_FDCWD, DIR/missing, &st, 0) -> ENOENT    [pass]
  *   readlinkat    readlinkat(AT_FDCWD, DIR/link, buf, sizeof buf)     [pass]
@@ -39,16 +44,17 @@
  *   opendir_close openat(AT_FDCWD, DIR, O_RDONLY|O_DIRECTORY) + close (opendir) [pass]
  *   scratch_open  openat(AT_FDCWD, SCRATCH, O_RDONLY) + close: a directory of
  *                 the layer opened to fsync it, as sqlite does after each
- *                 journal (SCRATCH as in create_unlink)     [serviced + pass]
+ *                 journal (SCRATCH as in create_unlink)   [fast read + pass]
  *   usr_open      openat(AT_FDCWD, /usr/lib/os-release, O_RDONLY) + close: a
- *                 file of the /usr overlay, as Python's imports [serviced + pass]
+ *                 file of /usr, as Python's imports      [fast read + pass]
  *   proc_open     openat(AT_FDCWD, /proc/self/stat, O_RDONLY) + close: a
- *                 /proc file through /proc/self             [serviced + pass]
+ *                 /proc file through /proc/self: the fast read is refused
+ *                 (EACCES), then served         [pass + serviced + pass]
  *   create_unlink openat(AT_FDCWD, SCRATCH/cu, O_WRONLY|O_CREAT|O_TRUNC) + close
  *                 + unlink(SCRATCH/cu): SCRATCH is $BENCH_GUEST_SCRATCH, default
  *                 /tmp (the layer's, supervised)                  [pass]
  *   scratch_read  openat(AT_FDCWD, SCRATCH/cu.PID.rw, O_RDONLY) + close: a read
- *                 open in the layer's /tmp              [serviced + pass]
+ *                 open in the layer's /tmp              [fast read + pass]
  *   scratch_rdwr  the same with O_RDWR                           [pass]
  *                 (the file is made at the first use of either)
  *   inotify_watch inotify_add_watch(inotify fd, DIR, IN_OPEN|IN_CREATE|IN_DELETE)
@@ -105,6 +111,15 @@ static int b_openat_close(long n) {
 
 /* Computation between calls: reads the clock until 100 us have passed. */
 #define SPARSE_GAP_NS 100000ull
+
+static int b_openat_trapped(long n) {
+    for (long i = 0; i < n; i++) {
+        long fd = syscall(SYS_openat, AT_FDCWD, path_file, O_RDONLY | O_CLOEXEC, 0, 0, 0);
+        if (fd < 0) return -1;
+        close((int)fd);
+    }
+    return 0;
+}
 
 static int b_openat_sparse(long n) {
     for (long i = 0; i < n; i++) {
@@ -304,6 +319,7 @@ static const struct { const char *name; int (*fn)(long); } benches[] = {
     {"usr_open", b_usr_open},         {"proc_open", b_proc_open},
     {"scratch_read", b_scratch_read}, {"scratch_rdwr", b_scratch_rdwr},
     {"mmap4k", b_mmap4k},             {"inotify_watch", b_inotify_watch},
+    {"openat_trapped", b_openat_trapped},
 };
 
 static void join(char *out, const char *dir, const char *name) {

@@ -5,7 +5,13 @@
  * makes the same path name a /proc file. What the kernel then opens must
  * hold no host fact (tests/procfs_race.rs).
  *
- * Usage: procrace HOST_MARKER ITERATIONS TARGET [NEEDLE...]
+ * Usage: procrace [--mark MARK] HOST_MARKER ITERATIONS TARGET [NEEDLE...]
+ *
+ * Opens are made by syscall(2), never the C library's open (which the
+ * fast-reads preload would make twice). With --mark, each carries MARK
+ * (FAST_READ_MARK, the policy table's) in openat's fifth register, so the
+ * filter passes it and the kernel opens natively whatever the path names
+ * at that moment: what a fast read reaches, raced.
  *
  * Two ways to change the path between the two lookups, each tried
  * ITERATIONS times:
@@ -101,9 +107,11 @@ static void check_text(size_t n)
 	}
 }
 
+static unsigned long mark;
+
 static void one_try(const char *p)
 {
-	int fd = open(p, O_RDONLY | O_CLOEXEC);
+	int fd = (int)syscall(SYS_openat, AT_FDCWD, p, O_RDONLY | O_CLOEXEC, 0, mark, 0);
 	if (fd >= 0) {
 		size_t n = 0;
 		ssize_t r;
@@ -147,6 +155,11 @@ static void race(void *(*fn)(void *), atomic_long *changes, const char *p, long 
 
 int main(int argc, char **argv)
 {
+	if (argc > 2 && strcmp(argv[1], "--mark") == 0) {
+		mark = strtoul(argv[2], NULL, 0);
+		argc -= 2;
+		argv += 2;
+	}
 	if (argc < 4 || access(argv[1], F_OK) == 0) {
 		fprintf(stderr, "procrace: NOT SANDBOXED (or bad arguments): refusing to run\n");
 		return 99;

@@ -31,6 +31,7 @@ mod dev_view;
 mod etc;
 mod exec;
 mod exec_request;
+mod fast_reads;
 mod flush;
 pub(crate) mod host_stdio;
 mod init;
@@ -110,8 +111,12 @@ pub struct LaunchConfig {
     /// `--writable-system`: the host's /usr, /bin, /sbin, /lib and /lib64
     /// as overlays writing to the layer, not read-only binds.
     pub writable_system: bool,
-    /// The seccomp program to install.
+    /// The seccomp program to install (every plain read open trapped).
     pub filter: Vec<Insn>,
+    /// The program to install instead when the guest is fenced and gets
+    /// the fast-reads preload (`fast_reads.rs`): `filter` with marked read
+    /// opens passing. `None`: no fast reads.
+    pub fast_reads_filter: Option<Vec<Insn>>,
     /// Give the guest a pseudo-terminal of the sandbox's own devpts as
     /// stdin, stdout, stderr where `true` (a session with it as the
     /// controlling terminal); its master comes back in
@@ -165,6 +170,7 @@ impl LaunchConfig {
             disk_size: DEFAULT_DISK_SIZE,
             writable_system: false,
             filter,
+            fast_reads_filter: None,
             pty: None,
             cpus: None,
             memory_limited: false,
@@ -358,7 +364,14 @@ pub fn launch_with(cfg: &LaunchConfig, hooks: &dyn InitHooks) -> Result<Sandbox,
         cpus: cfg.cpus.is_some(),
         fenced: landlock && cfg.fence_reads && crate::sys::landlock::has_fs_rules(),
     };
-    let filter = privs::to_sock_filter(&cfg.filter);
+    let fast_reads = match &cfg.fast_reads_filter {
+        Some(filter) if plan.proc_covers.fenced && fast_reads::possible(cfg.rootfs.as_deref()) => {
+            plan.etc_guest_files = fast_reads::etc_files();
+            Some(filter)
+        }
+        _ => None,
+    };
+    let filter = privs::to_sock_filter(fast_reads.unwrap_or(&cfg.filter));
     let os_err = |what: &str, e: Errno| LaunchError::setup(format!("{what}: {}", e.desc()));
     let (ours, theirs) = channel::pair().map_err(|e| os_err("creating the control channel", e))?;
     let (start_rx, start_tx) = match cfg.late_exec {

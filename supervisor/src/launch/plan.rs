@@ -34,6 +34,11 @@ pub struct ViewPlan {
     pub etc_hidden: Vec<PathBuf>,
     /// Files written into the view's /etc: (name relative to /etc, contents).
     pub etc_files: Vec<(PathBuf, Vec<u8>)>,
+    /// Written like `etc_files` but left the guest's own (not sealed
+    /// read-only for an unprivileged invoker, which costs two mounts a
+    /// file): the fast-reads preload (`fast_reads.rs`), which a guest
+    /// that changed it would break for itself alone.
+    pub etc_guest_files: Vec<(PathBuf, Vec<u8>)>,
     /// The DNS stub's address, given to the guest's `lo` as well (see
     /// `sys::net::add_address`), when resolv.conf names it.
     pub nameserver: Option<std::net::IpAddr>,
@@ -232,6 +237,7 @@ impl ViewPlan {
             top_dirs,
             etc_hidden,
             etc_files,
+            etc_guest_files: Vec::new(),
             nameserver: input.nameserver,
             dev_nodes: DEV_NODES
                 .iter()

@@ -144,7 +144,7 @@ fn bind_etc_files(plan: &ViewPlan) -> Result<()> {
     let root = open_source(Path::new(NEW_ROOT), true)
         .map_err(|e| format!("opening the new root: {}", e.desc()))?;
     let flags = MsFlags::MS_NOSUID | MsFlags::MS_NODEV;
-    for (rel, _) in &plan.etc_files {
+    for (rel, _) in plan.etc_files.iter().chain(&plan.etc_guest_files) {
         let file = open_source(&store.join(rel), false)
             .map_err(|e| format!("opening /etc/{}: {}", rel.display(), e.desc()))?;
         let guest = Path::new("/etc").join(rel);

@@ -308,7 +308,7 @@ pub(super) fn prepare_etc(plan: &ViewPlan, upper: &Path) -> Result<()> {
         let r = mknod(&upper.join(rel), SFlag::S_IFCHR, Mode::empty(), 0);
         check(r, || format!("hiding /etc/{}", rel.display()))?;
     }
-    for (rel, data) in &plan.etc_files {
+    for (rel, data) in plan.etc_files.iter().chain(&plan.etc_guest_files) {
         let path = upper.join(rel);
         fs::write(&path, data).map_err(|e| format!("writing /etc/{}: {e}", rel.display()))?;
         let mode = if getuid().is_root() { 0o644 } else { 0o444 };

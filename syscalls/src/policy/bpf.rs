@@ -13,7 +13,7 @@ use std::collections::HashMap;
 
 use syscalls::Sysno;
 
-use super::{rule_for, Cond, Fallback, Op, Rule};
+use super::{rule_for, rule_without_fast_reads, Cond, Fallback, Op, Rule};
 
 /// One classic-BPF instruction, laid out as `struct sock_filter`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -51,9 +51,17 @@ fn off_arg_hi(arg: u8) -> u32 {
     off_arg_lo(arg) + 4
 }
 
-/// The filter for the guest, from the policy table.
+/// The filter for the guest, from the policy table: for a fenced guest,
+/// whose marked read opens may pass ([`super::FAST_READ_MARK`]).
 pub fn compile() -> Vec<Insn> {
-    compile_ranges(&ranges(), &leaf)
+    compile_ranges(&ranges_of(rule_for), &leaf)
+}
+
+/// The filter for a guest without the fence (no Landlock) or without the
+/// preload that marks its opens (`--trace`): every plain read open is
+/// trapped, marked or not ([`super::rule_without_fast_reads`]).
+pub fn compile_without_fast_reads() -> Vec<Insn> {
+    compile_ranges(&ranges_of(rule_without_fast_reads), &leaf)
 }
 
 /// What a filter built by [`compile_actions`] returns for one syscall.
@@ -114,6 +122,10 @@ fn action_leaf(b: &mut Builder, action: Action) {
 /// Contiguous ranges `[lo, hi]` of syscall numbers sharing a rule, covering
 /// every number from 0 to just below the x32 bit.
 pub fn ranges() -> Vec<(u32, u32, Rule)> {
+    ranges_of(rule_for)
+}
+
+fn ranges_of(rule_for: fn(Sysno) -> Rule) -> Vec<(u32, u32, Rule)> {
     let last = Sysno::last().id() as u32;
     let mut out: Vec<(u32, u32, Rule)> = Vec::new();
     for nr in 0..=last {
@@ -397,6 +409,13 @@ fn test(b: &mut Builder, cond: &Cond, fail: Label) {
             b.mark(hi);
             b.op(LD_W_ABS, off_arg_hi(cond.arg));
             b.jump(JMP_JEQ_K, 0, ok, fail);
+        }
+        Op::Not64(v) => {
+            let hi = b.label();
+            b.jump(JMP_JEQ_K, v as u32, hi, ok);
+            b.mark(hi);
+            b.op(LD_W_ABS, off_arg_hi(cond.arg));
+            b.jump(JMP_JEQ_K, (v >> 32) as u32, fail, ok);
         }
     }
     b.mark(ok);

@@ -93,6 +93,7 @@ fn op(o: &Op) -> String {
             v.iter().map(|x| format!("{x:#x}")).collect::<Vec<_>>()
         ),
         Op::IsNull => "== NULL".to_string(),
+        Op::Not64(v) => format!("!= {v:#x}"),
     }
 }
 

@@ -10,14 +10,14 @@ pub mod bpf;
 pub mod doc;
 mod table;
 
-pub use table::{rule_for, NS_CLONE_FLAGS};
+pub use table::{rule_for, rule_without_fast_reads, FAST_READ_MARK, NS_CLONE_FLAGS};
 
 use nix::errno::Errno;
 use syscalls::Sysno;
 
 /// One condition on one argument register, tested in BPF.
 ///
-/// All tests but [`Op::IsNull`] look at the low 32 bits only: every
+/// All tests but [`Op::IsNull`] and [`Op::Not64`] look at the low 32 bits only: every
 /// argument they are used on is an `int` or `unsigned int` in the kernel,
 /// which ignores the high half, so a guest cannot dodge a test by setting it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -38,6 +38,8 @@ pub enum Op {
     NotIn(&'static [u32]),
     /// The whole 64-bit register is zero (a NULL pointer).
     IsNull,
+    /// The whole 64-bit register is anything but this value.
+    Not64(u64),
 }
 
 /// What happens to a call when the argument test of [`Rule::PassIf`] fails.

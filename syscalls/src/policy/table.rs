@@ -107,6 +107,25 @@ const OPEN_READS_ARG2: &[Cond] = &[Cond {
     arg: 2,
     op: Op::MaskClear(OPEN_NEVER_SERVED),
 }];
+/// The mark of a fast read: openat's fifth register (r8), which the
+/// kernel ignores, holds this value when the guest's preload
+/// (`supervisor/guest/fast_reads.c`) makes the call. Any guest code may
+/// set it; what passes is what a guest racing the open handler's lookup
+/// reaches anyway, and the guest's Landlock domain keeps such an open
+/// off the kernel's procfs (ARCHITECTURE.md, "Fast reads").
+pub const FAST_READ_MARK: u64 = 0xa5c3_9e4f_17b2_d860;
+/// openat's flags ask for a plain read and the call is not marked as a
+/// fast read: serviced.
+const OPEN_READS_UNMARKED_ARG2: &[Cond] = &[
+    Cond {
+        arg: 2,
+        op: Op::MaskClear(OPEN_NEVER_SERVED),
+    },
+    Cond {
+        arg: 4,
+        op: Op::Not64(FAST_READ_MARK),
+    },
+];
 /// `unlinkat(dirfd, path, AT_REMOVEDIR)`: rmdir, serviced.
 const REMOVEDIR_ARG2: &[Cond] = &[Cond {
     arg: 2,
@@ -131,6 +150,16 @@ const fn deny(e: Errno) -> Rule {
     Rule::Deny(e)
 }
 
+/// The rule for one syscall where the guest may not mark fast reads: a
+/// guest without the fence (no Landlock), whose marked opens would reach
+/// the kernel's procfs, or one traced (`--trace` shows every open).
+pub fn rule_without_fast_reads(nr: S) -> Rule {
+    match nr {
+        S::openat => Rule::ServiceIf(OPEN_READS_ARG2),
+        _ => rule_for(nr),
+    }
+}
+
 /// The rule for one syscall.
 pub fn rule_for(nr: S) -> Rule {
     use Rule::{Pass, PassIf, Service, ServiceIf};
@@ -142,8 +171,12 @@ pub fn rule_for(nr: S) -> Rule {
         // racing the path could dodge anyway, so it passes: the kernel
         // opens in the guest's own view with its own credentials.
         // creat always writes. openat2's flags are in memory: serviced.
+        // A plain read marked as a fast read passes too: the guest's
+        // preload marks it and serves itself a file of procfs or the
+        // covers again unmarked; only a fenced guest gets this rule
+        // ([`rule_without_fast_reads`]).
         S::open => ServiceIf(OPEN_READS_ARG1),
-        S::openat => ServiceIf(OPEN_READS_ARG2),
+        S::openat => ServiceIf(OPEN_READS_UNMARKED_ARG2),
         S::creat => Pass,
         S::openat2 => Service,
         // Path stats pass: `stat(path)` tells the guest nothing that

@@ -211,3 +211,38 @@ fn far_jumps_only_where_needed() {
     // three instructions a range (499 for 141 ranges on 2026-11-30).
     assert!(compile().len() < 3 * ranges().len());
 }
+
+#[test]
+fn marked_read_opens_pass_only_in_the_fenced_filter() {
+    use crate::policy::FAST_READ_MARK;
+    let openat = Sysno::openat.id() as u32;
+    let unfenced = compile_without_fast_reads();
+    let eval = |prog: &[Insn], args| evaluate(prog, AUDIT_ARCH_X86_64, openat, args);
+    let read = libc::O_RDONLY as u64 | libc::O_CLOEXEC as u64;
+    let marked = [AT_FDCWD, 0x1000, read, 0, FAST_READ_MARK, 0];
+    assert_eq!(run(openat, marked), SECCOMP_RET_ALLOW);
+    assert_eq!(eval(&unfenced, marked), SECCOMP_RET_USER_NOTIF);
+    // Unmarked, or marked in only one half of the register: trapped.
+    for r8 in [
+        0,
+        FAST_READ_MARK as u32 as u64,
+        FAST_READ_MARK & !0xffff_ffff,
+        !FAST_READ_MARK,
+    ] {
+        let args = [AT_FDCWD, 0x1000, read, 0, r8, 0];
+        assert_eq!(run(openat, args), SECCOMP_RET_USER_NOTIF, "r8 {r8:#x}");
+    }
+    // The mark in another register does nothing.
+    let elsewhere = [AT_FDCWD, 0x1000, read, FAST_READ_MARK, 0, FAST_READ_MARK];
+    assert_eq!(run(openat, elsewhere), SECCOMP_RET_USER_NOTIF);
+    // Opens that are never served pass in both, marked or not.
+    let write = libc::O_WRONLY as u64;
+    for prog in [compile(), unfenced] {
+        assert_eq!(
+            eval(&prog, [AT_FDCWD, 0x1000, write, 0, 0, 0]),
+            SECCOMP_RET_ALLOW
+        );
+    }
+}
+
+const AT_FDCWD: u64 = libc::AT_FDCWD as u32 as u64;

@@ -1,0 +1,189 @@
+/*
+ * fast_reads.c: the sandbox's preload, loaded into every dynamically
+ * linked guest process through the view's /etc/ld.so.preload
+ * (supervisor/src/launch/fast_reads.rs says when; ARCHITECTURE.md,
+ * "Fast reads", says why it is safe).
+ *
+ * The filter traps every plain read open (no write access, O_PATH or
+ * O_DIRECTORY) because one of the sandbox's own /proc files may be the
+ * answer. This library's open family makes the same call with a mark in
+ * a register the kernel ignores (r8, openat's fifth argument), which the
+ * filter lets pass: the kernel opens natively, in the guest's own view,
+ * with its own credentials. Nothing here is trusted. The guest's Landlock
+ * domain (the fence) refuses any native read of the kernel's procfs but
+ * /proc/sys and /proc/sysvipc, so a marked open can reach only what a
+ * guest racing the supervisor's lookup reaches anyway. Correctness, not
+ * security, is this file's job: an open that meets procfs or the
+ * sandbox's covers (EACCES from the fence, or a descriptor whose device
+ * is theirs) is closed and made again unmarked, so that the supervisor
+ * serves it as before.
+ *
+ * The path is never read here: a bad pointer is the kernel's to find
+ * (EFAULT), as with the C library's own open.
+ *
+ * Built by supervisor/build.rs with no C library headers' inline code
+ * and no start files; it needs only __errno_location@GLIBC_2.2.5, which
+ * every x86_64 glibc has. Differences from the C library's open: not a
+ * thread cancellation point.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/types.h>
+
+/* Must equal sandbox_syscalls::policy::FAST_READ_MARK (a unit test in
+ * supervisor/src/launch/fast_reads.rs compares them). */
+#define FAST_READ_MARK 0xa5c39e4f17b2d860UL
+
+#define EXPORT __attribute__((visibility("default")))
+
+/* Flags of which any one makes an open one the filter never traps, or
+ * one whose work the handler does beyond the kernel's (creating). */
+#define NOT_PLAIN (O_ACCMODE | O_PATH | O_DIRECTORY | O_CREAT | __O_TMPFILE | O_TRUNC)
+#define NEEDS_MODE(f) (((f) & O_CREAT) || ((f) & __O_TMPFILE) == __O_TMPFILE)
+
+static long syscall5(long nr, long a, long b, long c, long d, long e)
+{
+    register long r10 __asm__("r10") = d;
+    register long r8 __asm__("r8") = e;
+    long ret;
+    __asm__ volatile("syscall"
+                     : "=a"(ret)
+                     : "0"(nr), "D"(a), "S"(b), "d"(c), "r"(r10), "r"(r8)
+                     : "rcx", "r11", "memory");
+    return ret;
+}
+
+static long syscall2(long nr, long a, long b)
+{
+    return syscall5(nr, a, b, 0, 0, 0);
+}
+
+/* The devices of the view's procfs and of the covers' tmpfs, learned at
+ * the first fast open of each process (two path stats, which pass the
+ * filter). 0: not learned yet; UNKNOWN: no /proc, so no fast opens. */
+#define UNKNOWN ((unsigned long)-1)
+static unsigned long proc_dev, cover_dev;
+
+static int learn_devices(void)
+{
+    unsigned long p = __atomic_load_n(&proc_dev, __ATOMIC_RELAXED);
+    if (p == 0) {
+        struct stat st;
+        p = UNKNOWN;
+        if (syscall2(SYS_stat, (long)"/proc", (long)&st) == 0) {
+            unsigned long c = st.st_dev;
+            p = st.st_dev;
+            /* Every cover is a file of one tmpfs, and /proc/sys/fs/file-nr
+             * always has one under the fence. */
+            if (syscall2(SYS_stat, (long)"/proc/sys/fs/file-nr", (long)&st) == 0)
+                c = st.st_dev;
+            __atomic_store_n(&cover_dev, c, __ATOMIC_RELAXED);
+        }
+        __atomic_store_n(&proc_dev, p, __ATOMIC_RELAXED);
+    }
+    return p != UNKNOWN;
+}
+
+/* Whether descriptor `fd` is a file the supervisor may serve: one of the
+ * view's procfs or of the covers. */
+static int maybe_served(long fd)
+{
+    struct stat st;
+    if (syscall2(SYS_fstat, fd, (long)&st) != 0)
+        return 1;
+    return st.st_dev == __atomic_load_n(&proc_dev, __ATOMIC_RELAXED)
+        || st.st_dev == __atomic_load_n(&cover_dev, __ATOMIC_RELAXED);
+}
+
+static int answer(long ret)
+{
+    if (ret < 0) {
+        errno = (int)-ret;
+        return -1;
+    }
+    return (int)ret;
+}
+
+static int open_at(int dirfd, const char *path, int flags, mode_t mode)
+{
+    long fd;
+    if ((flags & NOT_PLAIN) == 0 && learn_devices()) {
+        fd = syscall5(SYS_openat, dirfd, (long)path, flags, 0, FAST_READ_MARK);
+        if (fd >= 0 && !maybe_served(fd))
+            return (int)fd;
+        if (fd >= 0)
+            syscall2(SYS_close, fd, 0);
+        else if (fd != -EACCES)
+            return answer(fd);
+        /* procfs, a cover, or refused by the fence: the supervisor's. */
+    }
+    fd = syscall5(SYS_openat, dirfd, (long)path, flags, NEEDS_MODE(flags) ? mode : 0, 0);
+    return answer(fd);
+}
+
+/* The C library's fortified open without a mode for a creating open. */
+static void __attribute__((noreturn)) invalid_open_call(void)
+{
+    static const char msg[] = "*** invalid open call: O_CREAT or O_TMPFILE without mode ***: terminated\n";
+    syscall5(SYS_write, 2, (long)msg, sizeof msg - 1, 0, 0);
+    long pid = syscall5(SYS_getpid, 0, 0, 0, 0, 0);
+    long tid = syscall5(SYS_gettid, 0, 0, 0, 0, 0);
+    syscall5(SYS_tgkill, pid, tid, SIGABRT, 0, 0);
+    for (;;)
+        syscall5(SYS_exit_group, 127, 0, 0, 0, 0);
+}
+
+static mode_t mode_arg(int flags, va_list ap)
+{
+    return NEEDS_MODE(flags) ? (mode_t)va_arg(ap, int) : 0;
+}
+
+/* open and openat, under their names and their 64-bit ones (the same
+ * call on x86_64). */
+#define OPENAT(name)                                                   \
+    EXPORT int name(int dirfd, const char *path, int flags, ...)      \
+    {                                                                  \
+        va_list ap;                                                    \
+        va_start(ap, flags);                                           \
+        mode_t mode = mode_arg(flags, ap);                             \
+        va_end(ap);                                                    \
+        return open_at(dirfd, path, flags, mode);                      \
+    }
+#define OPEN(name)                                                     \
+    EXPORT int name(const char *path, int flags, ...)                 \
+    {                                                                  \
+        va_list ap;                                                    \
+        va_start(ap, flags);                                           \
+        mode_t mode = mode_arg(flags, ap);                             \
+        va_end(ap);                                                    \
+        return open_at(AT_FDCWD, path, flags, mode);                   \
+    }
+OPENAT(openat)
+OPENAT(openat64)
+OPEN(open)
+OPEN(open64)
+
+/* The fortified forms, which take no mode (glibc's __open_2 ...). */
+#define FORTIFIED_OPENAT(name)                                         \
+    EXPORT int name(int dirfd, const char *path, int flags)           \
+    {                                                                  \
+        if (NEEDS_MODE(flags))                                         \
+            invalid_open_call();                                       \
+        return open_at(dirfd, path, flags, 0);                         \
+    }
+#define FORTIFIED_OPEN(name)                                           \
+    EXPORT int name(const char *path, int flags)                      \
+    {                                                                  \
+        if (NEEDS_MODE(flags))                                         \
+            invalid_open_call();                                       \
+        return open_at(AT_FDCWD, path, flags, 0);                      \
+    }
+FORTIFIED_OPENAT(__openat_2)
+FORTIFIED_OPENAT(__openat64_2)
+FORTIFIED_OPEN(__open_2)
+FORTIFIED_OPEN(__open64_2)
