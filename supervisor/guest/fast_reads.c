@@ -71,7 +71,8 @@ static unsigned long proc_dev, cover_dev;
 
 static int learn_devices(void)
 {
-    unsigned long p = __atomic_load_n(&proc_dev, __ATOMIC_RELAXED);
+    /* Release and acquire: a thread that sees proc_dev sees cover_dev. */
+    unsigned long p = __atomic_load_n(&proc_dev, __ATOMIC_ACQUIRE);
     if (p == 0) {
         struct stat st;
         p = UNKNOWN;
@@ -84,7 +85,7 @@ static int learn_devices(void)
                 c = st.st_dev;
             __atomic_store_n(&cover_dev, c, __ATOMIC_RELAXED);
         }
-        __atomic_store_n(&proc_dev, p, __ATOMIC_RELAXED);
+        __atomic_store_n(&proc_dev, p, __ATOMIC_RELEASE);
     }
     return p != UNKNOWN;
 }
