@@ -16,8 +16,9 @@
 //! Stable benchmark ids (group/function): openat_close (through the C
 //! library: a fast read, passing the filter marked, where the guest is
 //! fenced), openat_trapped (the same open by syscall(2), unmarked: always
-//! serviced), usr_open (a file of the host's /usr, never remembered), proc_self_open (`/proc/self/stat`,
-//! served by the supervisor under the fence), newfstatat,
+//! serviced), usr_open (a file of the host's /usr, never remembered),
+//! proc_self_open (`/proc/self/stat`, served by the supervisor under the
+//! fence), newfstatat,
 //! newfstatat_miss, readlinkat, faccessat, getdents64_100, getcwd,
 //! opendir_close, inotify_watch (add + rm of a watch on the bench tree, a
 //! `--ro` bind of the host's), create_unlink (in /tmp supervised, /dev/shm natively)

@@ -29,10 +29,11 @@ const PRELOAD_LIST: &str = "ld.so.preload";
 
 /// Whether a launch with `rootfs` (None: the host's directories) can get
 /// the preload: the library was built, and the view is the host's. A
-/// `--rootfs` tree is the user's image, shown as it is (as the OCI
-/// runtime shows an image's /etc to the engine): its C library may not
-/// be glibc, and its own preload list would have to be read and
-/// extended, through symlinks that could lead into the host.
+/// `--rootfs` tree is the user's image, shown as it is: its C library may
+/// not be glibc, and its own preload list would have to be read and
+/// extended, through symlinks that could lead into the host. The OCI
+/// runtime's view is always the bundle's tree (`oci/bundle.rs`), so an
+/// image gets no preload either, and its /etc stays the engine's to show.
 pub fn possible(rootfs: Option<&Path>) -> bool {
     !LIBRARY.is_empty() && rootfs.is_none()
 }

@@ -163,9 +163,6 @@ impl Embedding for Monitor {
         config.rootfs_in_place = self.plan.root_writable;
         config.pty = self.plan.terminal.then_some([true; 3]);
         config.self_join.extend(self.alone.borrow().iter().cloned());
-        // An image's /etc is the engine's to show (`docker diff`), and its
-        // C library may not be glibc: no preload (`launch/fast_reads.rs`).
-        config.fast_reads_filter = None;
     }
 
     fn guest_view(&self) -> Option<GuestView> {
