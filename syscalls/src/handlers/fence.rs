@@ -40,25 +40,17 @@ const NATIVE_IN_PROC: [&CStr; 2] = [c"proc/sys", c"proc/sysvipc"];
 /// `O_PATH` descriptors of what the guest's domain grants reading
 /// beneath: every entry of `root` but `proc` (symlinks left out: the
 /// kernel checks the file a path leads to, never the link), then
-/// `/proc/sys` and `/proc/sysvipc`.
+/// `/proc/sys` and `/proc/sysvipc`. [`granted_ids`] names the same.
 pub fn granted(root: BorrowedFd<'_>) -> Result<Vec<OwnedFd>, Errno> {
-    let flags = libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC;
-    let listing = vfs::sys::openat(root, c".", flags, 0)?;
-    let mut dir = nix::dir::Dir::from(listing)?;
     let mut out = Vec::new();
-    for entry in dir.iter() {
-        let entry = entry?;
-        let name = entry.file_name();
-        if matches!(name.to_bytes(), b"." | b".." | PROC) {
-            continue;
-        }
+    for name in top_level_names(root)? {
         let path_flags = libc::O_PATH | libc::O_NOFOLLOW | libc::O_CLOEXEC;
-        let fd = match vfs::sys::openat(root, name, path_flags, 0) {
+        let fd = match vfs::sys::openat(root, &name, path_flags, 0) {
             Ok(fd) => fd,
             Err(Errno::ENOENT) => continue,
             Err(e) => return Err(e),
         };
-        if vfs::sys::fstat(fd.as_fd())?.st_mode & libc::S_IFMT != libc::S_IFLNK {
+        if !is_symlink(&vfs::sys::fstat(fd.as_fd())?) {
             out.push(fd);
         }
     }
@@ -71,6 +63,51 @@ pub fn granted(root: BorrowedFd<'_>) -> Result<Vec<OwnedFd>, Errno> {
         }
     }
     Ok(out)
+}
+
+/// The identities (device, inode) of what [`granted`] opens, by a stat
+/// of each name: no descriptor is opened or kept.
+fn granted_ids(root: BorrowedFd<'_>) -> Result<Vec<(u64, u64)>, Errno> {
+    let nofollow = libc::AT_SYMLINK_NOFOLLOW;
+    let mut out = Vec::new();
+    for name in top_level_names(root)? {
+        match vfs::sys::fstatat(root, &name, nofollow) {
+            Ok(st) if !is_symlink(&st) => out.push((st.st_dev, st.st_ino)),
+            Ok(_) | Err(Errno::ENOENT) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    for path in NATIVE_IN_PROC {
+        match vfs::sys::fstatat(root, path, nofollow) {
+            Ok(st) if st.st_mode & libc::S_IFMT == libc::S_IFDIR => out.push((st.st_dev, st.st_ino)),
+            // What `O_DIRECTORY | O_NOFOLLOW` refuses.
+            Ok(st) if is_symlink(&st) => return Err(Errno::ELOOP),
+            Ok(_) => return Err(Errno::ENOTDIR),
+            Err(Errno::ENOENT) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(out)
+}
+
+/// The names at the root the grants start from: every entry but `.`,
+/// `..` and `proc`.
+fn top_level_names(root: BorrowedFd<'_>) -> Result<Vec<std::ffi::CString>, Errno> {
+    let flags = libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC;
+    let listing = vfs::sys::openat(root, c".", flags, 0)?;
+    let mut dir = nix::dir::Dir::from(listing)?;
+    let mut names = Vec::new();
+    for entry in dir.iter() {
+        let name = entry?.file_name().to_owned();
+        if !matches!(name.to_bytes(), b"." | b".." | PROC) {
+            names.push(name);
+        }
+    }
+    Ok(names)
+}
+
+fn is_symlink(st: &libc::stat) -> bool {
+    st.st_mode & libc::S_IFMT == libc::S_IFLNK
 }
 
 /// The handlers' side of the fence: the device of the view's procfs,
@@ -103,11 +140,7 @@ impl Fence {
     /// root's entries are those init granted.
     pub(crate) fn new(fs: &Resolver) -> Result<Fence, Errno> {
         let root = fs.root();
-        let id = |fd: BorrowedFd<'_>| vfs::sys::fstat(fd).map(|st| (st.st_dev, st.st_ino));
-        let granted = granted(root)?
-            .iter()
-            .map(|fd| id(fd.as_fd()))
-            .collect::<Result<Vec<_>, _>>()?;
+        let granted = granted_ids(root)?;
         let proc_dev = vfs::sys::fstatat(root, c"proc", libc::AT_SYMLINK_NOFOLLOW)
             .ok()
             .map(|st| st.st_dev);
@@ -239,6 +272,14 @@ mod tests {
         want.sort();
         got.sort();
         assert_eq!(got, want);
+        // The fence's own list names the same objects, without opening them.
+        let mut by_stat: Vec<_> = granted_ids(root.as_fd())
+            .unwrap()
+            .into_iter()
+            .map(|(_, ino)| ino)
+            .collect();
+        by_stat.sort();
+        assert_eq!(by_stat, want);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

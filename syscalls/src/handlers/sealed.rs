@@ -7,7 +7,6 @@
 
 use std::ffi::CStr;
 use std::fs::OpenOptions;
-use std::io::Read;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::OpenOptionsExt;
@@ -28,12 +27,24 @@ pub(crate) fn read_view(fs: &Resolver, path: &CStr) -> Result<String, Errno> {
 /// All of `fd`'s text (invalid UTF-8 replaced). Read into room for
 /// 4 KiB from the start: procfs says a size of 0, and an empty buffer
 /// would be filled in pieces of 32, 32, 64... bytes (eight reads for a
-/// `status`).
+/// `status`). Plain `read`s until end of file, nothing else: std's
+/// `read_to_end` on a file first asks its size and position (a `statx`
+/// and an `lseek`, two calls more on every served /proc read).
 pub(crate) fn read_all(fd: OwnedFd) -> Result<String, Errno> {
-    let mut bytes = Vec::with_capacity(4096);
-    std::fs::File::from(fd)
-        .read_to_end(&mut bytes)
-        .map_err(|e| Errno::from_raw(e.raw_os_error().unwrap_or(libc::EIO)))?;
+    let mut bytes = vec![0u8; 4096];
+    let mut len = 0;
+    loop {
+        if len == bytes.len() {
+            bytes.resize(len * 2, 0);
+        }
+        match nix::unistd::read(fd.as_raw_fd(), &mut bytes[len..]) {
+            Ok(0) => break,
+            Ok(n) => len += n,
+            Err(Errno::EINTR) => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    bytes.truncate(len);
     Ok(String::from_utf8_lossy(&bytes).into_owned())
 }
 
