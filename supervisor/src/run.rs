@@ -2,9 +2,10 @@
 //! it, and turn the outcome into an exit code, a line on stderr, and the
 //! report.
 //!
-//! Owns the order of things (launch before any thread exists; workers
-//! serving before the guest may exec) and the guest's environment. Does
-//! not own any of the steps themselves.
+//! Owns the order of things (launch before any thread exists; the view
+//! measured before the guest may exec; the supervisor confined before
+//! any call is served) and the guest's environment. Does not own any of
+//! the steps themselves.
 
 use std::cell::Cell;
 use std::ffi::OsString;
@@ -50,8 +51,9 @@ pub trait Embedding {
     fn pty_master(&self, master: OwnedFd) -> Result<Option<OwnedFd>, String> {
         Ok(Some(master))
     }
-    /// Called once the trap serves, before the supervisor confines itself
-    /// and the guest may exec; returns when the guest may start.
+    /// Called once the trap serves, before the guest may exec (after it,
+    /// for an embedding that [`Embedding::starts_early`]); returns when
+    /// the guest may start.
     fn before_start(&self, _sandbox: &launch::Sandbox) -> Result<(), String> {
         Ok(())
     }
@@ -111,6 +113,16 @@ pub trait Embedding {
     fn confines_before_start(&self) -> bool {
         false
     }
+    /// Whether the guest may exec as soon as the supervisor has taken the
+    /// view's measure (its root, the fence's grants), before the trap
+    /// serves: its first serviced call waits in the listener's queue, and
+    /// its exec overlaps the trap's start, the signal thread and the
+    /// supervisor's confinement, which then comes before any worker (no
+    /// call is ever served unconfined). Not with a terminal: the guest
+    /// could ask its size before the relay has set it.
+    fn starts_early(&self) -> bool {
+        false
+    }
     /// A run that failed before its guest ended: one line.
     fn error(&self, message: &str) {
         eprintln!("supervisor: {message}");
@@ -132,6 +144,9 @@ pub trait Embedding {
 struct Standalone;
 impl Embedding for Standalone {
     fn leaves_teardown(&self) -> bool {
+        true
+    }
+    fn starts_early(&self) -> bool {
         true
     }
 }
@@ -281,6 +296,17 @@ fn serve_and_wait(
             return Err(setup_error(format!("the guest's view: {}", e.desc())));
         }
     }
+    // What the guest may change (its root) is measured: from here on it
+    // may run, unless it has a terminal (see `Embedding::starts_early`).
+    let early = embedding.starts_early() && config.pty.is_none();
+    let confine_at = match early {
+        true => ConfineAt::BeforeServing,
+        false if embedding.confines_before_start() => ConfineAt::BeforeEmbeddingStart,
+        false => ConfineAt::JustBeforeStart,
+    };
+    if early {
+        start_guest(args, embedding, guards, &mut sandbox)?;
+    }
     ctx.set_sockets(sockets).map_err(supervisor_error)?;
     let net_denials = ctx.net_denials();
     let network = match Network::start(&args.allow_net, publishers, &mut ctx) {
@@ -298,6 +324,12 @@ fn serve_and_wait(
         None => None,
     };
     let cpu_group = guards.enforcement.worker_cpu_files();
+    // The signal thread's signalfd and what the trap reads of this
+    // process come before the confinement, wherever it comes.
+    let resizer = Arc::new(OnceLock::new());
+    forward_signals(forwarded, sandbox.init_pid, resizer.clone());
+    trap::prepare(&ctx);
+    confine_at.here(ConfineAt::BeforeServing, &hooks)?;
     let trap = match trap::serve(listener, ctx, workers, tracer, cpu_group) {
         Ok(t) => t,
         Err(e) => {
@@ -309,12 +341,7 @@ fn serve_and_wait(
         Some(m) => embedding.pty_master(m).map_err(setup_error)?,
         None => None,
     };
-    let resizer = Arc::new(OnceLock::new());
-    forward_signals(forwarded, sandbox.init_pid, resizer.clone());
-    let confine_first = embedding.confines_before_start();
-    if confine_first {
-        crate::confine::confine(&hooks.take_own_filter()).map_err(supervisor_error)?;
-    }
+    confine_at.here(ConfineAt::BeforeEmbeddingStart, &hooks)?;
     embedding.before_start(&sandbox).map_err(setup_error)?;
     // Declared after `sandbox`, so dropped (terminal restored) before it.
     let relay = match (master, embedding.terminal(config.pty)) {
@@ -334,16 +361,10 @@ fn serve_and_wait(
     }
     let limits = limits_with(&guards.enforcement.limits, embedding.late_timeout());
     report.limits.timeout_s = limits.timeout.map(|d| d.as_secs_f64());
-    if !confine_first {
-        crate::confine::confine(&hooks.take_own_filter()).map_err(supervisor_error)?;
+    confine_at.here(ConfineAt::JustBeforeStart, &hooks)?;
+    if !early {
+        start_guest(args, embedding, guards, &mut sandbox)?;
     }
-    // Without a report, nothing needs init's resource usage: the run ends
-    // when init has reported, not when the kernel has torn it down.
-    if args.report.is_none() && embedding.leaves_teardown() {
-        sandbox.release_on_status();
-        guards.init_released.set(true);
-    }
-    embedding.start(&mut sandbox)?;
     // Threads the guest's exec need not wait for: they start while it runs
     // (a guest that writes first only finds its pipe's buffer).
     if let (Some(capture), Some(meter)) = (&mut capture, &guards.meter) {
@@ -395,6 +416,44 @@ fn serve_and_wait(
     let code = ending.conclude(args, &limits, report);
     embedding.concluded(code);
     Ok(code)
+}
+
+/// When the supervisor confines itself (its own filter, `confine.rs`):
+/// always before the guest's first call is served.
+#[derive(Clone, Copy, PartialEq)]
+enum ConfineAt {
+    /// Before the trap's workers start: the guest has started already.
+    BeforeServing,
+    /// Before [`Embedding::before_start`] (which then waits confined).
+    BeforeEmbeddingStart,
+    /// After everything else, just before the guest may exec.
+    JustBeforeStart,
+}
+
+impl ConfineAt {
+    /// Confines the supervisor if `point` is the chosen one.
+    fn here(self, point: ConfineAt, hooks: &RunHooks<'_>) -> Result<(), LaunchError> {
+        if self != point {
+            return Ok(());
+        }
+        crate::confine::confine(&hooks.take_own_filter()).map_err(supervisor_error)
+    }
+}
+
+/// Lets the guest exec its command ([`Embedding::start`]). Without a
+/// report, nothing needs init's resource usage: the run then ends when
+/// init has reported, not when the kernel has torn it down.
+fn start_guest(
+    args: &RunArgs,
+    embedding: &dyn Embedding,
+    guards: &Guards,
+    sandbox: &mut launch::Sandbox,
+) -> Result<(), LaunchError> {
+    if args.report.is_none() && embedding.leaves_teardown() {
+        sandbox.release_on_status();
+        guards.init_released.set(true);
+    }
+    embedding.start(sandbox)
 }
 
 /// `limits` with `timeout` too: the shorter of the two holds.

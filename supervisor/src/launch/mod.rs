@@ -15,10 +15,12 @@
 //!    every privilege, installs the filter (`privs.rs`) and sends the
 //!    listener back over the control channel (`channel.rs`). `launch`
 //!    returns with the listener and a descriptor of the view's root.
-//! 3. The caller starts serving the listener, then calls
-//!    [`Sandbox::start`]: the guest's main process, paused before execve,
-//!    executes the command (`exec.rs`). It must not exec earlier: its
-//!    first serviced call would block with nobody to answer.
+//! 3. The caller measures the view (its root, the fence's grants: before
+//!    the guest can change them) and calls [`Sandbox::start`]: the
+//!    guest's main process, paused before execve, executes the command
+//!    (`exec.rs`). The caller may start serving the listener before or
+//!    after: a serviced call waits in the listener's queue until a worker
+//!    takes it.
 //! 4. [`Sandbox::wait`] (`sandbox.rs`) returns when the main process
 //!    ends; init has then killed and reaped whatever else ran in the
 //!    sandbox, and exits. If the supervisor dies, init gets SIGKILL

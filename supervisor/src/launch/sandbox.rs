@@ -86,7 +86,7 @@ impl Sandbox {
     }
 
     /// Lets the guest's main process execute the command. Call it once
-    /// the listener is being served.
+    /// the view is measured (see the module doc of `launch`, step 3).
     pub fn start(&self) -> Result<(), LaunchError> {
         self.started.store(true, Ordering::SeqCst);
         match write(&self.start, &[1]) {

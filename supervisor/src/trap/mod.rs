@@ -115,6 +115,16 @@ struct Gate {
     total: usize,
 }
 
+/// What the trap reads of the supervisor itself (its own ids and groups,
+/// when the workers switch to their callers'), which its own filter
+/// (`confine.rs`) would refuse: call it before confining the supervisor.
+/// [`serve`] calls it too (it reads once).
+pub fn prepare(ctx: &Context) {
+    if switches_ids(ctx) {
+        creds::remember_own();
+    }
+}
+
 /// Starts the worker pool on `listener`: `workers` threads, of which one
 /// receives at a time and the rest wait to take over. With a `tracer`,
 /// every trapped call is logged (`--trace`). With `cpu_group` (the
@@ -129,9 +139,7 @@ pub fn serve(
 ) -> std::io::Result<Trap> {
     // Best effort: kernels before 6.6 lack it and wake across CPUs.
     let _ = ioctl::set_sync_wake_up(listener.as_fd());
-    if switches_ids(&ctx) {
-        creds::remember_own();
-    }
+    prepare(&ctx);
     let counters = Arc::new(Counters::new());
     let shared = Arc::new(Shared {
         listener,
