@@ -90,3 +90,52 @@ fn trace_to_an_unwritable_file_is_a_setup_error() {
         .starts_with("supervisor: --trace=/nonexistent/dir/trace.log: "));
     assert_eq!(out.stderr.lines().count(), 1);
 }
+
+#[test]
+fn trace_decodes_socket_calls_like_strace() {
+    let t = Tree::new();
+    let log = t.join("trace.log");
+    // A listener and a client on the sandbox's loopback, an IPv6 and a
+    // unix socket: each address the trace should spell out.
+    let script = "import socket\n\
+        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)\n\
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)\n\
+        s.bind(('127.0.0.1', 0)); s.listen(4)\n\
+        port = s.getsockname()[1]\n\
+        c = socket.create_connection(('127.0.0.1', port))\n\
+        c.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)\n\
+        a, _ = s.accept()\n\
+        c.sendall(b'hi'); print(a.recv(2).decode(), port)\n\
+        u = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)\n\
+        u.bind(('::1', 0))\n\
+        u.sendto(b'x', ('::1', u.getsockname()[1]))\n\
+        try:\n    socket.socket(socket.AF_UNIX).connect('/nonexistent.sock')\n\
+        except OSError as e:\n    print(e.errno)\n";
+    let out = Run::new(&[PY, "-c", script])
+        .sup(&[format!("--trace={}", log.display())])
+        .supervised()
+        .ok("traced sockets");
+    let mut words = out.stdout.split_whitespace();
+    assert_eq!(words.next(), Some("hi"), "{}", out.dump());
+    let port = words.next().unwrap_or_default().to_string();
+    let text = std::fs::read_to_string(&log).unwrap();
+    let has = |needle: &str| {
+        assert!(
+            text.lines().any(|l| l.contains(needle)),
+            "no line with {needle:?} in the trace:\n{text}"
+        )
+    };
+    has("socket(AF_INET, SOCK_STREAM|SOCK_CLOEXEC, ");
+    has("setsockopt(3, SOL_SOCKET, SO_REUSEADDR, [1], 4)");
+    has("bind(3, {AF_INET, 127.0.0.1:0}, 16) = 0");
+    has(&format!(
+        "connect(4, {{AF_INET, 127.0.0.1:{port}}}, 16) = 0"
+    ));
+    has("setsockopt(4, IPPROTO_TCP, TCP_NODELAY, [1], 4) = 0");
+    has("accept4(3, ");
+    has("socket(AF_INET6, SOCK_DGRAM|SOCK_CLOEXEC, ");
+    has("bind(6, {AF_INET6, [::1]:0}, 28) = 0");
+    has("sendto(6, ");
+    has(", 1, 0, {AF_INET6, [::1]:");
+    has(r#"{AF_UNIX, "/nonexistent.sock"}, "#);
+}

@@ -79,7 +79,9 @@ fn granted_ids(root: BorrowedFd<'_>) -> Result<Vec<(u64, u64)>, Errno> {
     }
     for path in NATIVE_IN_PROC {
         match vfs::sys::fstatat(root, path, nofollow) {
-            Ok(st) if st.st_mode & libc::S_IFMT == libc::S_IFDIR => out.push((st.st_dev, st.st_ino)),
+            Ok(st) if st.st_mode & libc::S_IFMT == libc::S_IFDIR => {
+                out.push((st.st_dev, st.st_ino))
+            }
             // What `O_DIRECTORY | O_NOFOLLOW` refuses.
             Ok(st) if is_symlink(&st) => return Err(Errno::ELOOP),
             Ok(_) => return Err(Errno::ENOTDIR),
