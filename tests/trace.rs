@@ -10,7 +10,7 @@ const PY: &str = "/usr/bin/python3";
 fn trace_to_a_file_decodes_serviced_and_denied_calls() {
     let t = Tree::new();
     let log = t.join("trace.log");
-    let script = "import os\nfd = os.open('/etc/hostname', os.O_RDONLY | os.O_CLOEXEC)\nos.lseek(fd, 0, os.SEEK_SET)\nos.close(fd)\nos.close(os.open('/tmp/new', os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o600))\nos.close(os.open('/proc/meminfo', os.O_RDONLY))\ntry:\n    os.chroot('/')\nexcept OSError as e:\n    print(e.errno)\ntry:\n    os.rmdir('/nonexistent/x')\nexcept OSError as e:\n    print(e.errno)";
+    let script = "import os\nfd = os.open('/etc/hostname', os.O_RDONLY | os.O_CLOEXEC)\nos.lseek(fd, 0, os.SEEK_SET)\nos.close(fd)\nos.close(os.open('/tmp/new', os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o600))\nos.close(os.open('/proc/meminfo', os.O_RDONLY))\ntry:\n    os.chroot('/')\nexcept OSError as e:\n    print(e.errno)\ntry:\n    os.rmdir('/nonexistent/x')\nexcept OSError as e:\n    print(e.errno)\nimport ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\nif libc.unshare(0x10020000) == -1:\n    print(ctypes.get_errno())";
     let out = Run::new(&[PY, "-c", script])
         .sup(&[
             format!("--trace={}", log.display()),
@@ -18,7 +18,10 @@ fn trace_to_a_file_decodes_serviced_and_denied_calls() {
         ])
         .supervised()
         .ok("traced run");
-    assert_eq!(out.stdout, "1\n2\n", "EPERM for chroot, ENOENT for rmdir");
+    assert_eq!(
+        out.stdout, "1\n2\n1\n",
+        "EPERM for chroot, ENOENT for rmdir, EPERM for unshare"
+    );
     assert_eq!(out.stderr, "", "--trace=FILE writes nothing to stderr");
     let text = std::fs::read_to_string(&log).unwrap();
     let has = |needle: &str| {
@@ -54,6 +57,7 @@ fn trace_to_a_file_decodes_serviced_and_denied_calls() {
     // goes back to the kernel.
     has(r#"lseek(3, 0, SEEK_SET) = ? <passed to the kernel>"#);
     has(r#"rmdir("/nonexistent/x") = -1 ENOENT"#);
+    has("unshare(CLONE_NEWNS|CLONE_NEWUSER) = -1 EPERM (Operation not permitted) [denied by policy]");
     has("= -1 ENOENT (No such file or directory)");
     for line in text.lines() {
         assert!(line.starts_with("[pid "), "line without a pid: {line}");

@@ -18,6 +18,7 @@ use crate::guest::Guest;
 use crate::policy::{name, sysno};
 
 mod net;
+mod process;
 
 /// How one argument is shown.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -53,14 +54,20 @@ enum Arg {
     OptValLen,
     /// `send`/`recv` flags.
     MsgFlags,
+    /// `clone`'s, `unshare`'s and `setns`'s namespace and sharing flags.
+    CloneFlags,
+    /// `ptrace`'s request, `bpf`'s command.
+    PtraceRequest,
+    BpfCommand,
 }
 
 use Arg::*;
 
 /// The arguments of `call`, as far as they are known: every call the
-/// policy may service, but those in [`RAW`], and the denied calls that
-/// name a path. A call that always passes the filter is never traced and
-/// has none (the unit tests check both against the policy table).
+/// policy may service, and the denied calls that name a path or whose
+/// flags say what was refused (namespaces, tracing, bpf, io_uring...).
+/// A call that always passes the filter is never traced and has none
+/// (the unit tests check both against the policy table).
 fn signature(call: Sysno) -> Option<&'static [Arg]> {
     use Sysno as S;
     Some(match call {
@@ -99,6 +106,21 @@ fn signature(call: Sysno) -> Option<&'static [Arg]> {
         S::sendto => &[Fd, Hex, Int, MsgFlags, SockAddrLen, Int],
         S::recvfrom => &[Fd, Hex, Int, MsgFlags, Hex, Hex],
         S::sendmsg | S::recvmsg => &[Fd, Hex, MsgFlags],
+        S::clone => &[CloneFlags, Hex, Hex, Hex, Hex],
+        S::unshare => &[CloneFlags],
+        S::setns => &[Fd, CloneFlags],
+        S::clone3 => &[Hex, Int],
+        S::ptrace => &[PtraceRequest, Int, Hex, Hex],
+        S::bpf => &[BpfCommand, Hex, Int],
+        S::io_uring_setup => &[Int, Hex],
+        S::userfaultfd => &[OpenFlags],
+        S::perf_event_open => &[Hex, Int, Int, Fd, Hex],
+        S::process_vm_readv | S::process_vm_writev => &[Int, Hex, Int, Hex, Int, Hex],
+        S::pidfd_getfd => &[Fd, Fd, Hex],
+        S::open_tree | S::fspick => &[Dirfd, Path, Hex],
+        S::move_mount => &[Dirfd, Path, Dirfd, Path, Hex],
+        S::name_to_handle_at => &[Dirfd, Path, Hex, Hex, AtFlags],
+        S::open_by_handle_at => &[Fd, Hex, OpenFlags],
         _ => return None,
     })
 }
@@ -158,6 +180,9 @@ fn arg(out: &mut String, kind: Arg, args: &[u64; 6], i: usize, guest: &dyn Guest
         SockOpt => out.push_str(&net::option(previous, raw)),
         OptValLen => net::option_value(out, raw, next, guest),
         MsgFlags => out.push_str(&net::msg_flags(raw)),
+        CloneFlags => out.push_str(&process::clone_flags(raw)),
+        PtraceRequest => out.push_str(&process::ptrace_request(raw)),
+        BpfCommand => out.push_str(&process::bpf_command(raw)),
     }
 }
 
