@@ -4,7 +4,8 @@
 //! Owns: the argument signatures of the calls the policy traps (serviced
 //! and denied ones alike), and printing each argument kind (paths read
 //! from guest memory, flag sets, modes, descriptors; the socket calls'
-//! kinds are in `net.rs`). Does not own the result, the timing or where
+//! kinds are in `net.rs`, the process and namespace calls' in
+//! `process.rs`). Does not own the result, the timing or where
 //! the line goes (the supervisor's trap).
 //!
 //! Decoding reads guest memory once more than the handler does; that is
@@ -113,7 +114,7 @@ fn signature(call: Sysno) -> Option<&'static [Arg]> {
         S::ptrace => &[PtraceRequest, Int, Hex, Hex],
         S::bpf => &[BpfCommand, Hex, Int],
         S::io_uring_setup => &[Int, Hex],
-        S::userfaultfd => &[OpenFlags],
+        S::userfaultfd => &[Hex],
         S::perf_event_open => &[Hex, Int, Int, Fd, Hex],
         S::process_vm_readv | S::process_vm_writev => &[Int, Hex, Int, Hex, Int, Hex],
         S::pidfd_getfd => &[Fd, Fd, Hex],
