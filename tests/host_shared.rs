@@ -345,6 +345,12 @@ const ETC_SECRETS: &[&str] = &[
     "letsencrypt",
     "krb5.keytab",
     "ipsec.secrets",
+    "kubernetes",
+    "rancher",
+    "gitlab-runner",
+    "mysql/debian.cnf",
+    "sssd",
+    "netplan",
 ];
 
 #[test]

@@ -30,7 +30,16 @@ pub const HOST_DIRS: &[&str] = &["/usr", "/etc", "/bin", "/sbin", "/lib", "/lib6
 /// root to the host's root, the owner of these 0600 and 0700 entries,
 /// and until 2026-12-01 its guest read the host's TLS keys
 /// (`ssl/private`) and the docker daemon's key (`docker/key.json`).
+/// Since 2026-12-04 the list also names the credential stores of common
+/// cluster, CI, database, mail, directory, VPN, Wi-Fi and configuration
+/// management services (a Kubernetes node's `admin.conf` and CA key, a
+/// CI runner's tokens, MySQL's maintenance password...). It is a list:
+/// a root-only file it does not name stays readable to root's guest
+/// (ARCHITECTURE.md, "What the guest shares with the host"). Looking the
+/// list up costs one read of /etc's top level, whatever its length
+/// (`launch/etc.rs`).
 pub const ETC_HIDDEN: &[&str] = &[
+    // Accounts and privilege.
     "shadow",
     "shadow-",
     "gshadow",
@@ -39,20 +48,64 @@ pub const ETC_HIDDEN: &[&str] = &[
     "group-",
     "sudoers",
     "sudoers.d",
-    "ssh/ssh_host_*",
     "security/opasswd",
+    // Host keys and TLS.
+    "ssh/ssh_host_*",
+    "dropbear",
     "ssl/private",
     "pki/tls/private",
+    "pki/CA/private",
+    "cups/ssl",
+    // Containers and clusters.
     "docker/key.json",
     "docker/daemon-key.json",
+    "containers/auth.json",
+    "kubernetes",
+    "rancher",
+    "ceph/ceph.client.*",
+    "vault.d",
+    "consul.d",
+    "nomad.d",
+    // CI, configuration management.
+    "gitlab",
+    "gitlab-runner",
+    "salt/pki",
+    "puppetlabs/puppet/ssl",
+    "puppet/ssl",
+    "chef",
+    // Networks: VPN, Wi-Fi, dial-up, IPsec.
     "wireguard",
+    "openvpn",
     "NetworkManager/system-connections",
-    "letsencrypt",
+    "netplan",
+    "wpa_supplicant",
     "ipsec.secrets",
     "ipsec.d/private",
-    "krb5.keytab",
+    "swanctl/private",
     "ppp/chap-secrets",
     "ppp/pap-secrets",
+    // Directories and Kerberos.
+    "krb5.keytab",
+    "krb5kdc",
+    "sssd",
+    "nslcd.conf",
+    "ldap.secret",
+    "pam_ldap.secret",
+    "libnss-ldap.secret",
+    // Databases, mail, file services.
+    "mysql/debian.cnf",
+    "pgbouncer/userlist.txt",
+    "postfix/sasl_passwd*",
+    "exim4/passwd.client",
+    "msmtprc",
+    "ssmtp",
+    "fetchmailrc",
+    "rsyncd.secrets",
+    "snmp/snmpd.conf",
+    // Certificates and disk keys.
+    "letsencrypt",
+    "libvirt/secrets",
+    "cryptsetup-keys.d",
     "credstore",
     "credstore.encrypted",
 ];

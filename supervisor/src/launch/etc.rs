@@ -83,25 +83,30 @@ fn id128_v4_hex(mut bytes: [u8; 16]) -> String {
 }
 
 /// The ETC_HIDDEN entries present under `etc`, `*` patterns expanded.
+/// One read of `etc`'s top level first: a pattern whose first name is not
+/// there is not looked up, so most of the list costs nothing.
 pub fn hidden_entries(etc: &Path) -> Vec<PathBuf> {
+    let Ok(dir) = fs::read_dir(etc) else {
+        return Vec::new();
+    };
+    let top: Vec<OsString> = dir.filter_map(Result::ok).map(|e| e.file_name()).collect();
     let mut out = Vec::new();
     for pattern in ETC_HIDDEN {
         let rel = Path::new(pattern);
+        let first = rel.iter().next().unwrap_or_default();
+        let nested = rel.components().count() > 1;
         let name = rel.file_name().map(OsStr::as_bytes).unwrap_or_default();
         let parent = rel.parent().unwrap_or(Path::new(""));
         match name.strip_suffix(b"*") {
+            Some(prefix) if !nested => out.extend(matching(top.iter().cloned(), prefix, parent)),
+            _ if !top.iter().any(|n| n == first) => {}
             Some(prefix) => {
-                let Ok(dir) = fs::read_dir(etc.join(parent)) else {
-                    continue;
-                };
-                let mut found: Vec<PathBuf> = dir
-                    .filter_map(Result::ok)
-                    .filter(|e| e.file_name().as_bytes().starts_with(prefix))
-                    .map(|e| parent.join(e.file_name()))
-                    .collect();
-                found.sort();
-                out.extend(found);
+                if let Ok(dir) = fs::read_dir(etc.join(parent)) {
+                    let names = dir.filter_map(Result::ok).map(|e| e.file_name());
+                    out.extend(matching(names, prefix, parent));
+                }
             }
+            None if !nested => out.push(rel.to_path_buf()),
             None => {
                 if fs::symlink_metadata(etc.join(rel)).is_ok() {
                     out.push(rel.to_path_buf());
@@ -110,6 +115,16 @@ pub fn hidden_entries(etc: &Path) -> Vec<PathBuf> {
         }
     }
     out
+}
+
+/// The `names` that start with `prefix`, beneath `parent`, sorted.
+fn matching(names: impl Iterator<Item = OsString>, prefix: &[u8], parent: &Path) -> Vec<PathBuf> {
+    let mut found: Vec<PathBuf> = names
+        .filter(|n| n.as_bytes().starts_with(prefix))
+        .map(|n| parent.join(n))
+        .collect();
+    found.sort();
+    found
 }
 
 /// $HOME of the guest environment, when it is a usable absolute path.
@@ -235,10 +250,34 @@ mod tests {
         }
         fs::create_dir(etc.join("sudoers.d")).unwrap();
         fs::create_dir_all(etc.join("ssl/private")).unwrap();
-        fs::create_dir_all(etc.join("docker")).unwrap();
-        fs::write(etc.join("docker/key.json"), "").unwrap();
-        fs::write(etc.join("docker/daemon.json"), "").unwrap();
+        for d in [
+            "docker",
+            "kubernetes/pki",
+            "ceph",
+            "mysql",
+            "postfix",
+            "gitlab-runner",
+        ] {
+            fs::create_dir_all(etc.join(d)).unwrap();
+        }
+        for f in [
+            "docker/key.json",
+            "docker/daemon.json",
+            "kubernetes/admin.conf",
+            "kubernetes/pki/ca.key",
+            "ceph/ceph.conf",
+            "ceph/ceph.client.admin.keyring",
+            "mysql/my.cnf",
+            "mysql/debian.cnf",
+            "postfix/main.cf",
+            "postfix/sasl_passwd",
+            "postfix/sasl_passwd.db",
+            "gitlab-runner/config.toml",
+        ] {
+            fs::write(etc.join(f), "").unwrap();
+        }
         let hidden = hidden_entries(etc);
+        // In ETC_HIDDEN's order; what shares a directory with them stays.
         let want: Vec<PathBuf> = [
             "shadow",
             "sudoers.d",
@@ -246,6 +285,12 @@ mod tests {
             "ssh/ssh_host_rsa_key.pub",
             "ssl/private",
             "docker/key.json",
+            "kubernetes",
+            "ceph/ceph.client.admin.keyring",
+            "gitlab-runner",
+            "mysql/debian.cnf",
+            "postfix/sasl_passwd",
+            "postfix/sasl_passwd.db",
         ]
         .iter()
         .map(PathBuf::from)
