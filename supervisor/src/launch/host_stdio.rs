@@ -26,6 +26,8 @@
 //! host's) in place of a memory device it inherited, which names it
 //! `/dev/null` as before; the pool's and `exec`'s processes cannot (an
 //! open before their exec is not served: they are not yet dumpable).
+//! So `launch` copies no memory device the view holds
+//! ([`launch_stdio`]): init replaces it, or fails.
 //!
 //! Only devices that reopen as the same device are reopened: the memory
 //! devices (null, zero, full, random, urandom...) and terminals (a tty,
@@ -48,14 +50,26 @@ use nix::sys::stat::{fstat, major, minor, stat, SFlag};
 
 use crate::sys::mount_tree::{clone_mount_of, make_read_only};
 
-/// The view's devices a memory device of the host's may be reopened as.
-const VIEW_DEVICES: &[&str] = &[
-    "/dev/null",
-    "/dev/zero",
-    "/dev/full",
-    "/dev/random",
-    "/dev/urandom",
+/// The memory devices (major 1) a view's /dev may hold, by minor number:
+/// what a host's memory device in stdio may be reopened as in the view.
+const VIEW_DEVICES: &[(u64, &str)] = &[
+    (3, "null"),
+    (5, "zero"),
+    (7, "full"),
+    (8, "random"),
+    (9, "urandom"),
 ];
+
+/// The name in /dev of the memory device `rdev`, if a view may hold it.
+fn view_device(rdev: u64) -> Option<&'static str> {
+    match major(rdev) {
+        1 => VIEW_DEVICES
+            .iter()
+            .find(|(m, _)| *m == minor(rdev))
+            .map(|(_, name)| *name),
+        _ => None,
+    }
+}
 
 /// Which of a character device's numbers reopen as the same device.
 fn reopens_as_itself(rdev: u64) -> bool {
@@ -113,14 +127,53 @@ pub fn shielded_stdio() -> [Option<OwnedFd>; 3] {
     [stdin.as_fd(), stdout.as_fd(), stderr.as_fd()].map(shielded)
 }
 
+/// For `launch`: [`shielded`] of our own stdin, stdout and stderr, except
+/// a memory device the view's /dev holds (`nodes`, `dev_view.rs`): init
+/// puts the view's node in its place ([`take_view_devices`]) before the
+/// guest exists, so its copy would be made and dropped for nothing. And
+/// not for free: the copy's close and the reopened file's last release
+/// each end a detached mount, a `synchronize_rcu_expedited` in the
+/// kernel's `namespace_unlock` (about 0.05–0.1 ms alone; with 16 sandboxes
+/// starting at once they queue on the kernel's one expedited grace
+/// period: `perf record -e sched:sched_switch -g`, PERFORMANCE.md
+/// 2026-12-04 15:40). Returns the reopened descriptors and which of
+/// stdin, stdout, stderr init must replace.
+pub fn launch_stdio(nodes: &[&str]) -> ([Option<OwnedFd>; 3], [bool; 3]) {
+    let (stdin, stdout, stderr) = (std::io::stdin(), std::io::stdout(), std::io::stderr());
+    let fds = [stdin.as_fd(), stdout.as_fd(), stderr.as_fd()];
+    let in_view = fds.map(|fd| {
+        device(fd.as_raw_fd())
+            .and_then(|(rdev, _)| view_device(rdev))
+            .is_some_and(|name| nodes.contains(&name))
+    });
+    let mut reopened = [None, None, None];
+    for (i, fd) in fds.into_iter().enumerate() {
+        if !in_view[i] {
+            reopened[i] = shielded(fd);
+        }
+    }
+    (reopened, in_view)
+}
+
 /// In the view: puts the view's own node (a read-only bind, `dev_view.rs`)
 /// in place of each of stdin, stdout, stderr that is the same memory
 /// device, so that it reads as `/dev/null` in `/proc/self/fd` rather
-/// than as the root of a detached copy. Any user, no capability needed.
-pub fn take_view_devices() -> Result<(), nix::errno::Errno> {
-    for i in 0..3 {
-        if let Some(view) = through_view(i) {
-            nix::unistd::dup2(view.as_raw_fd(), i)?;
+/// than as the root of a detached copy, or (`required`, see
+/// [`launch_stdio`]) than as the host's own node. Any user, no
+/// capability needed.
+pub fn take_view_devices(required: [bool; 3]) -> Result<(), String> {
+    for (i, required) in required.into_iter().enumerate() {
+        let fd = i as RawFd;
+        match through_view(fd) {
+            Some(view) => nix::unistd::dup2(view.as_raw_fd(), fd)
+                .map(drop)
+                .map_err(|e| format!("taking the view's devices as stdio: {}", e.desc()))?,
+            None if required => {
+                return Err(format!(
+                    "taking the view's devices as stdio: descriptor {fd} has no node in the view"
+                ))
+            }
+            None => {}
         }
     }
     Ok(())
@@ -129,11 +182,9 @@ pub fn take_view_devices() -> Result<(), nix::errno::Errno> {
 /// Descriptor `fd` reopened as the view's node of its memory device.
 fn through_view(fd: RawFd) -> Option<OwnedFd> {
     let (rdev, flags) = device(fd)?;
-    if major(rdev) != 1 {
-        return None;
-    }
-    let same = |path: &&&str| stat(**path).is_ok_and(|st| st.st_rdev == rdev && is_chr(st.st_mode));
-    reopen(VIEW_DEVICES.iter().find(same)?, flags)
+    let path = format!("/dev/{}", view_device(rdev)?);
+    let same = stat(path.as_str()).is_ok_and(|st| st.st_rdev == rdev && is_chr(st.st_mode));
+    same.then(|| reopen(&path, flags)).flatten()
 }
 
 fn is_chr(mode: u32) -> bool {

@@ -92,6 +92,9 @@ pub(super) struct InitArgs<'a> {
     /// Stdin, stdout, stderr reopened through read-only mounts, to take
     /// the place of those inherited (`host_stdio.rs`).
     pub stdio: [Option<BorrowedFd<'a>>; 3],
+    /// Which of stdin, stdout, stderr are the host's memory devices, not
+    /// reopened: the view's node must take their place.
+    pub view_stdio: [bool; 3],
 }
 
 /// Runs init; never returns.
@@ -229,8 +232,7 @@ fn setup(args: &InitArgs<'_>) -> Result<(OwnedFd, Option<Pty>, Option<File>), St
     }
     view::build(args.plan)?;
     chdir(args.workdir).map_err(|e| format!("workdir {}: {}", args.workdir.display(), e.desc()))?;
-    super::host_stdio::take_view_devices()
-        .map_err(|e| format!("taking the view's devices as stdio: {}", e.desc()))?;
+    super::host_stdio::take_view_devices(args.view_stdio)?;
     enter_sandbox_cgroup(args)?;
     // Opened before the filter: afterwards, opens are serviced calls.
     let pty = match args.pty {

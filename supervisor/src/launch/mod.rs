@@ -385,8 +385,9 @@ pub fn launch_with(cfg: &LaunchConfig, hooks: &dyn InitHooks) -> Result<Sandbox,
 
     let self_join: Vec<BorrowedFd<'_>> = cfg.self_join.iter().map(|f| f.as_fd()).collect();
     // Reopened here, in the invoker's mount namespace (init's is a copy,
-    // whose mounts the kernel will not clone from the host's).
-    let stdio = host_stdio::shielded_stdio();
+    // whose mounts the kernel will not clone from the host's), unless
+    // init takes the view's own node in their place.
+    let (stdio, view_stdio) = host_stdio::launch_stdio(&plan.dev_nodes);
     match clone_process(NAMESPACES) {
         Err(e) => Err(LaunchError::setup(format!(
             "cannot create the sandbox's namespaces: {} (are unprivileged user namespaces allowed? \
@@ -413,6 +414,7 @@ pub fn launch_with(cfg: &LaunchConfig, hooks: &dyn InitHooks) -> Result<Sandbox,
                 landlock,
                 fence: plan.proc_covers.fenced,
                 stdio: std::array::from_fn(|i| stdio[i].as_ref().map(|f| f.as_fd())),
+                view_stdio,
             })
         }
         Ok(Forked::Parent(pid)) => {
