@@ -239,8 +239,10 @@ fn a_pooled_root_guest_changes_nothing_of_its_stdio_on_the_host() {
     let pool = Pool::start(&[]);
     let lines = probe_stdio(None, Some(&pool));
     expect_root_terminal_unchanged(&lines);
-    // The client's copy, not the view's node: the root of the copy.
-    expect(&lines, "0 names /");
+    // The view's node, as `run` gives it: the pool's sandbox took it in
+    // place of the client's /dev/null (since 2026-12-04; before, the
+    // client's read-only copy, named `/`).
+    expect(&lines, "0 names /dev/null");
     assert_eq!(lines.len(), STDIO.len() + 7, "{}", lines.join("\n"));
 }
 

@@ -48,6 +48,9 @@ use std::os::unix::fs::OpenOptionsExt;
 use nix::fcntl::{fcntl, FcntlArg, OFlag};
 use nix::sys::stat::{fstat, major, minor, stat, SFlag};
 
+use std::path::Path;
+
+use crate::sys::fd::open_in_root;
 use crate::sys::mount_tree::{clone_mount_of, make_read_only};
 
 /// The memory devices (major 1) a view's /dev may hold, by minor number:
@@ -153,6 +156,41 @@ pub fn launch_stdio(nodes: &[&str]) -> ([Option<OwnedFd>; 3], [bool; 3]) {
         }
     }
     (reopened, in_view)
+}
+
+/// For the pool's client: [`shielded`], except a memory device a view's
+/// /dev may hold, which is sent as it is: the pool's sandbox puts its
+/// view's node in its place ([`view_node_for`]) before its guest gets it,
+/// and the copy (and its two expedited RCU grace periods, one in the
+/// client and one in the guest's last step before its exec) is saved.
+pub fn shielded_unless_view_device(fd: BorrowedFd<'_>) -> Option<OwnedFd> {
+    match device(fd.as_raw_fd()).and_then(|(rdev, _)| view_device(rdev)) {
+        Some(_) => None,
+        None => shielded(fd),
+    }
+}
+
+/// For a process outside the view that holds its `root` (the pool's
+/// sandbox, with a client's stdin, stdout or stderr): `fd` as the view's
+/// own node of the same memory device, opened as `fd` was; `fd` itself
+/// when it is no memory device a view's /dev may hold. An error when it
+/// is one and the view has no such node: the guest must never get the
+/// host's.
+pub fn view_node_for(root: BorrowedFd<'_>, fd: OwnedFd) -> Result<OwnedFd, String> {
+    let Some((rdev, flags)) = device(fd.as_raw_fd()) else {
+        return Ok(fd);
+    };
+    let Some(name) = view_device(rdev) else {
+        return Ok(fd);
+    };
+    let flags = flags & (OFlag::O_ACCMODE | OFlag::O_NONBLOCK | OFlag::O_APPEND) | OFlag::O_NOCTTY;
+    let path = Path::new("dev").join(name);
+    let node = open_in_root(root, &path, flags)
+        .map_err(|e| format!("the sandbox's /dev/{name}: {}", e.desc()))?;
+    match fstat(node.as_raw_fd()) {
+        Ok(st) if is_chr(st.st_mode) && st.st_rdev == rdev => Ok(node),
+        _ => Err(format!("the sandbox's /dev/{name}: not the host's device")),
+    }
 }
 
 /// In the view: puts the view's own node (a read-only bind, `dev_view.rs`)

@@ -23,7 +23,7 @@ use nix::sys::signalfd::{SfdFlags, SignalFd};
 use super::daemon::connect;
 use super::protocol::{self, Answer, Request};
 use crate::cli::RunArgs;
-use crate::launch::host_stdio::shielded;
+use crate::launch::host_stdio::shielded_unless_view_device;
 use crate::launch::{DEFAULT_DISK_SIZE, DEFAULT_HOSTNAME, FORWARDED};
 use crate::tty;
 
@@ -153,7 +153,8 @@ fn shaping_flag(a: &RunArgs) -> Option<&'static str> {
 
 /// Our stdin, stdout and stderr as the guest gets them: /dev/null in
 /// place of one that is closed, a host device reopened through a
-/// read-only mount (`launch::host_stdio`).
+/// read-only mount (`launch::host_stdio`), except a memory device, for
+/// which the pool's sandbox takes its view's own node.
 struct Stdio {
     nulls: [Option<File>; 3],
     ours: (std::io::Stdin, std::io::Stdout, std::io::Stderr),
@@ -178,7 +179,7 @@ impl Stdio {
             ours,
             shields: [None, None, None],
         };
-        stdio.shields = stdio.fds().map(shielded);
+        stdio.shields = stdio.fds().map(shielded_unless_view_device);
         Ok(stdio)
     }
 

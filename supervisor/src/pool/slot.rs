@@ -18,7 +18,7 @@
 use std::cell::RefCell;
 use std::fs::File;
 use std::io::Write;
-use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc};
@@ -31,6 +31,7 @@ use nix::unistd::{dup2, dup3, Pid};
 
 use super::protocol::{self, Answer, FromClient, Request};
 use crate::cli::PoolArgs;
+use crate::launch::host_stdio;
 use crate::launch::{LateStart, LaunchConfig, LaunchError, Sandbox, FORWARDED};
 use crate::report::Report;
 use crate::run::{self, Embedding};
@@ -99,8 +100,10 @@ fn take_stdin() -> Result<OwnedFd, String> {
 }
 
 impl Slot {
-    /// Waits for a client and reads its request; takes its stdio.
-    fn take_client(&self) -> Result<Client, String> {
+    /// Waits for a client and reads its request; takes its stdio (a
+    /// memory device as the node of the view under `root`:
+    /// `host_stdio::view_node_for`).
+    fn take_client(&self, root: BorrowedFd<'_>) -> Result<Client, String> {
         nix::sys::socket::send(
             self.daemon.as_raw_fd(),
             protocol::READY,
@@ -118,6 +121,7 @@ impl Slot {
             let fd = stdio
                 .next()
                 .ok_or("the pool's client sent no stdin, stdout and stderr")?;
+            let fd = host_stdio::view_node_for(root, fd)?;
             // dup3: the supervisor's own filter, already installed, passes
             // it and not dup2 (`Embedding::confines_before_start`).
             if fd.as_raw_fd() != target {
@@ -155,7 +159,7 @@ impl Embedding for Slot {
         // request's path.
         let watcher = watch(sandbox.init_pid, self.answered.clone());
         super::warm::warm(sandbox.root.as_fd(), &self.warm);
-        let client = self.take_client()?;
+        let client = self.take_client(sandbox.root.as_fd())?;
         let conn = client
             .conn
             .try_clone()
