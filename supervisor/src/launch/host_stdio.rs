@@ -27,7 +27,10 @@
 //! `/dev/null` as before; the pool's and `exec`'s processes cannot (an
 //! open before their exec is not served: they are not yet dumpable).
 //! So `launch` copies no memory device the view holds
-//! ([`launch_stdio`]): init replaces it, or fails.
+//! ([`launch_stdio`]): init replaces it, or fails. Nor does the pool's
+//! client ([`shielded_unless_view_device`]): the pool's sandbox, outside
+//! the view and holding its root, opens the view's node in its place
+//! ([`view_node_for`]), or fails the request. `exec` still copies.
 //!
 //! Only devices that reopen as the same device are reopened: the memory
 //! devices (null, zero, full, random, urandom...) and terminals (a tty,
