@@ -47,13 +47,12 @@
 use std::fs::OpenOptions;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
 use std::os::unix::fs::OpenOptionsExt;
-
-use nix::fcntl::{fcntl, FcntlArg, OFlag};
-use nix::sys::stat::{fstat, major, minor, stat, SFlag};
-
 use std::path::Path;
 
-use crate::sys::fd::open_in_root;
+use nix::fcntl::{fcntl, FcntlArg, OFlag};
+use nix::sys::stat::{fstat, major, minor, Mode, SFlag};
+
+use crate::sys::fd::{open_at, open_in_root};
 use crate::sys::mount_tree::{clone_mount_of, make_read_only};
 
 /// The memory devices (major 1) a view's /dev may hold, by minor number:
@@ -183,12 +182,24 @@ pub fn view_node_for(root: BorrowedFd<'_>, fd: OwnedFd) -> Result<OwnedFd, Strin
     let Some((rdev, flags)) = device(fd.as_raw_fd()) else {
         return Ok(fd);
     };
-    let Some(name) = view_device(rdev) else {
-        return Ok(fd);
-    };
+    match view_device(rdev) {
+        Some(name) => node_in_view(root, name, rdev, flags),
+        None => Ok(fd),
+    }
+}
+
+/// The view's own node (under `root`) of the memory device `rdev`, called
+/// `name` in /dev, opened as `flags` say a descriptor of it was (access
+/// mode, append, non-blocking; never as a controlling terminal): resolved
+/// in the view, and checked to be that device.
+fn node_in_view(
+    root: BorrowedFd<'_>,
+    name: &str,
+    rdev: u64,
+    flags: OFlag,
+) -> Result<OwnedFd, String> {
     let flags = flags & (OFlag::O_ACCMODE | OFlag::O_NONBLOCK | OFlag::O_APPEND) | OFlag::O_NOCTTY;
-    let path = Path::new("dev").join(name);
-    let node = open_in_root(root, &path, flags)
+    let node = open_in_root(root, &Path::new("dev").join(name), flags)
         .map_err(|e| format!("the sandbox's /dev/{name}: {}", e.desc()))?;
     match fstat(node.as_raw_fd()) {
         Ok(st) if is_chr(st.st_mode) && st.st_rdev == rdev => Ok(node),
@@ -203,9 +214,16 @@ pub fn view_node_for(root: BorrowedFd<'_>, fd: OwnedFd) -> Result<OwnedFd, Strin
 /// [`launch_stdio`]) than as the host's own node. Any user, no
 /// capability needed.
 pub fn take_view_devices(required: [bool; 3]) -> Result<(), String> {
+    let root = open_at(
+        None,
+        Path::new("/"),
+        OFlag::O_PATH | OFlag::O_DIRECTORY,
+        Mode::empty(),
+    )
+    .map_err(|e| format!("taking the view's devices as stdio: /: {}", e.desc()))?;
     for (i, required) in required.into_iter().enumerate() {
         let fd = i as RawFd;
-        match through_view(fd) {
+        match through_view(root.as_fd(), fd) {
             Some(view) => nix::unistd::dup2(view.as_raw_fd(), fd)
                 .map(drop)
                 .map_err(|e| format!("taking the view's devices as stdio: {}", e.desc()))?,
@@ -220,12 +238,11 @@ pub fn take_view_devices(required: [bool; 3]) -> Result<(), String> {
     Ok(())
 }
 
-/// Descriptor `fd` reopened as the view's node of its memory device.
-fn through_view(fd: RawFd) -> Option<OwnedFd> {
+/// Descriptor `fd` reopened as the view's node (under `root`) of its
+/// memory device.
+fn through_view(root: BorrowedFd<'_>, fd: RawFd) -> Option<OwnedFd> {
     let (rdev, flags) = device(fd)?;
-    let path = format!("/dev/{}", view_device(rdev)?);
-    let same = stat(path.as_str()).is_ok_and(|st| st.st_rdev == rdev && is_chr(st.st_mode));
-    same.then(|| reopen(&path, flags)).flatten()
+    node_in_view(root, view_device(rdev)?, rdev, flags).ok()
 }
 
 fn is_chr(mode: u32) -> bool {
