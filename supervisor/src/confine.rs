@@ -13,6 +13,16 @@
 //! fails with EPERM, so a rare legitimate path the list missed costs one
 //! failed call (logged by the kernel: `SECCOMP_FILTER_FLAG_LOG`), not the
 //! sandbox.
+//!
+//! The refusals the supervisor meets on every run are not news and are
+//! not logged: glibc tries `clone3` at each thread it starts and falls
+//! back to `clone` on ENOSYS; with egress, glibc's resolver tries a
+//! netlink socket and copes with EAFNOSUPPORT. Those come from a filter
+//! of their own without the log flag ([`quiet_program`]), which the
+//! logged one lets them through to: the kernel runs every filter, takes
+//! the strictest answer, and logs only if the filter that gave it asked
+//! to. With one filter every sandbox wrote a line or more to the host's
+//! kernel log (an audit record per thread started after confinement).
 
 use sandbox_syscalls::policy::bpf::{
     self, Action, SECCOMP_RET_ALLOW, SECCOMP_RET_ERRNO, SECCOMP_RET_KILL_PROCESS,
@@ -260,17 +270,35 @@ const UNIX_OR_INET: &[Cond] = &[Cond {
 /// What every call not listed gets.
 const EPERM: u32 = SECCOMP_RET_ERRNO | libc::EPERM as u32;
 
-/// The supervisor's filter program; `egress`: `--allow-net` was given.
+/// What clone3 gets ([`expected_refusals`]).
+const CLONE3_REFUSED: u32 = SECCOMP_RET_ERRNO | libc::ENOSYS as u32;
+
+/// The refusals the supervisor meets on every run, for the filter the
+/// kernel does not log ([`quiet_program`]): glibc tries clone3 at each
+/// thread it starts (clone3's flags sit in memory, out of BPF's reach:
+/// ENOSYS makes glibc fall back to clone, whose flags [`program`]
+/// checks); with egress, glibc's resolver (the DNS stub's host lookups)
+/// opens a NETLINK_ROUTE socket to sort several addresses and copes with
+/// EAFNOSUPPORT (other families fail so instead of killing).
+fn expected_refusals(egress: bool) -> Vec<(S, Action)> {
+    let mut refusals = vec![(S::clone3, Action::Ret(CLONE3_REFUSED))];
+    if egress {
+        let other_family = SECCOMP_RET_ERRNO | libc::EAFNOSUPPORT as u32;
+        let socket = Action::If(UNIX_OR_INET, SECCOMP_RET_ALLOW, other_family);
+        refusals.push((S::socket, socket));
+    }
+    refusals
+}
+
+/// The logged filter; `egress`: `--allow-net` was given. The calls of
+/// [`expected_refusals`] pass it: the quiet filter, installed before it,
+/// answers them.
 pub fn program(egress: bool) -> Vec<bpf::Insn> {
     let denied = EPERM;
     let extra = if egress { EGRESS_ALLOWED } else { &[] };
-    // With egress, glibc's resolver (the DNS stub's host lookups) opens a
-    // NETLINK_ROUTE socket to sort several addresses and copes with a
-    // refusal: other families fail with EAFNOSUPPORT instead of killing.
-    let (families, other_family) = match egress {
-        true => (UNIX_OR_INET, SECCOMP_RET_ERRNO | libc::EAFNOSUPPORT as u32),
-        false => (UNIX_ONLY, SECCOMP_RET_KILL_PROCESS),
-    };
+    let left_to_quiet = expected_refusals(egress)
+        .into_iter()
+        .map(|(s, _)| (s, Action::Ret(SECCOMP_RET_ALLOW)));
     let allow = ALLOWED
         .iter()
         .chain(extra.iter())
@@ -281,26 +309,45 @@ pub fn program(egress: bool) -> Vec<bpf::Insn> {
     let special = [
         (S::ioctl, Action::If(IOCTLS, SECCOMP_RET_ALLOW, denied)),
         (S::clone, Action::If(THREAD_ONLY, SECCOMP_RET_ALLOW, denied)),
-        // clone3's flags sit in memory, out of BPF's reach: ENOSYS makes
-        // glibc fall back to clone, whose flags are checked above.
-        (
-            S::clone3,
-            Action::Ret(SECCOMP_RET_ERRNO | libc::ENOSYS as u32),
-        ),
+        // Without egress (with it, the quiet filter has socket).
         (
             S::socket,
-            Action::If(families, SECCOMP_RET_ALLOW, other_family),
+            Action::If(UNIX_ONLY, SECCOMP_RET_ALLOW, SECCOMP_RET_KILL_PROCESS),
         ),
     ];
-    let list: Vec<_> = special.into_iter().chain(allow).chain(kill).collect();
+    // A call listed twice keeps its first action: the quiet filter's
+    // calls pass first.
+    let list: Vec<_> = left_to_quiet
+        .chain(special)
+        .chain(allow)
+        .chain(kill)
+        .collect();
     bpf::compile_actions(&list, denied)
 }
 
-/// [`program`] as the kernel takes it. Compiled while init builds the
-/// view (`launch_hooks.rs`), when this process would otherwise wait.
-pub fn compiled(egress: bool) -> Vec<libc::sock_filter> {
-    program(egress)
-        .iter()
+/// The quiet filter: [`expected_refusals`]; every other call passes it.
+pub fn quiet_program(egress: bool) -> Vec<bpf::Insn> {
+    bpf::compile_actions(&expected_refusals(egress), SECCOMP_RET_ALLOW)
+}
+
+/// The supervisor's two filters as the kernel takes them: [`program`]
+/// (logged) and [`quiet_program`]. Compiled while init builds the view
+/// (`launch_hooks.rs`), when this process would otherwise wait.
+pub struct OwnFilters {
+    logged: Vec<libc::sock_filter>,
+    quiet: Vec<libc::sock_filter>,
+}
+
+/// Both filters for a run (`egress`: `--allow-net` was given).
+pub fn compiled(egress: bool) -> OwnFilters {
+    OwnFilters {
+        logged: for_kernel(&program(egress)),
+        quiet: for_kernel(&quiet_program(egress)),
+    }
+}
+
+fn for_kernel(prog: &[bpf::Insn]) -> Vec<libc::sock_filter> {
+    prog.iter()
         .map(|i| libc::sock_filter {
             code: i.code,
             jt: i.jt,
@@ -310,10 +357,14 @@ pub fn compiled(egress: bool) -> Vec<libc::sock_filter> {
         .collect()
 }
 
-/// Installs `prog` ([`compiled`]) on every thread of the supervisor. Call
-/// it once the workers and the signal thread run, before the guest starts.
-pub fn confine(prog: &[libc::sock_filter]) -> Result<(), String> {
-    seccomp::install_filter_all_threads(prog, seccomp::FLAG_LOG)
+/// Installs the filters ([`compiled`]) on every thread of the supervisor:
+/// the quiet one first (the logged one forbids `seccomp` itself), and the
+/// logged one only if the quiet one is in (alone, it would let clone3
+/// through). Call it once the signal thread runs, before the guest's
+/// first call is served.
+pub fn confine(filters: &OwnFilters) -> Result<(), String> {
+    seccomp::install_filter_all_threads(&filters.quiet, 0)
+        .and_then(|()| seccomp::install_filter_all_threads(&filters.logged, seccomp::FLAG_LOG))
         .map_err(|e| format!("cannot install the supervisor's own seccomp filter: {e}"))
 }
 
@@ -322,12 +373,30 @@ mod tests {
     use super::*;
     use bpf::{evaluate, AUDIT_ARCH_X86_64};
 
+    /// The action part of a seccomp return value, ordered as the kernel
+    /// orders them (signed: KILL_PROCESS is the lowest).
+    fn action_only(ret: u32) -> i32 {
+        (ret & 0xffff_0000) as i32
+    }
+
+    /// What the kernel answers under both filters, and whether the answer
+    /// is the logged filter's: it runs every filter, newest first, and
+    /// keeps the first answer of the strictest action.
+    fn kernel(egress: bool, nr: u32, args: [u64; 6]) -> (u32, bool) {
+        let quiet = evaluate(&quiet_program(egress), AUDIT_ARCH_X86_64, nr, args);
+        let logged = evaluate(&program(egress), AUDIT_ARCH_X86_64, nr, args);
+        match action_only(quiet) < action_only(logged) {
+            true => (quiet, false),
+            false => (logged, true),
+        }
+    }
+
     fn action(s: S, args: [u64; 6]) -> u32 {
-        evaluate(&program(false), AUDIT_ARCH_X86_64, s.id() as u32, args)
+        kernel(false, s.id() as u32, args).0
     }
 
     fn with_egress(s: S, args: [u64; 6]) -> u32 {
-        evaluate(&program(true), AUDIT_ARCH_X86_64, s.id() as u32, args)
+        kernel(true, s.id() as u32, args).0
     }
 
     #[test]
@@ -372,6 +441,39 @@ mod tests {
         }
         assert_eq!(action(S::setuid, [0; 6]), EPERM);
         assert!(program(false).len() < 4096 && program(true).len() < 4096);
+        assert!(quiet_program(true).len() < 64);
+    }
+
+    #[test]
+    fn only_the_expected_refusals_go_unlogged() {
+        let (inet, netlink) = (libc::AF_INET as u64, libc::AF_NETLINK as u64);
+        let arg_sets = [[0u64; 6], [inet, 1, 0, 0, 0, 0], [netlink, 3, 0, 0, 0, 0]];
+        for egress in [false, true] {
+            let quiet = quiet_program(egress);
+            for nr in 0..=S::last().id() as u32 {
+                for args in arg_sets {
+                    let (answer, logged) = kernel(egress, nr, args);
+                    let by_quiet = evaluate(&quiet, AUDIT_ARCH_X86_64, nr, args);
+                    let expected = expected_refusals(egress)
+                        .iter()
+                        .any(|(s, _)| s.id() as u32 == nr);
+                    assert!(logged || expected, "nr {nr} {args:?} egress {egress}");
+                    if by_quiet != SECCOMP_RET_ALLOW {
+                        assert!(!logged, "nr {nr} {args:?}: {answer:#x}");
+                    }
+                }
+            }
+            assert_eq!(
+                kernel(egress, S::clone3.id() as u32, [0; 6]),
+                (CLONE3_REFUSED, false)
+            );
+        }
+        let socket = S::socket.id() as u32;
+        let nl = [netlink, 3, 0, 0, 0, 0];
+        let eafnosupport = SECCOMP_RET_ERRNO | libc::EAFNOSUPPORT as u32;
+        assert_eq!(kernel(true, socket, nl), (eafnosupport, false));
+        // Without egress a netlink socket kills, and the kill is logged.
+        assert_eq!(kernel(false, socket, nl), (SECCOMP_RET_KILL_PROCESS, true));
     }
 
     #[test]

@@ -28,7 +28,7 @@ pub struct RunHooks<'a> {
     factory: RefCell<Option<SocketFactory>>,
     /// `--allow-net` was given: which own filter to compile.
     egress: bool,
-    own_filter: RefCell<Option<Vec<libc::sock_filter>>>,
+    own_filter: RefCell<Option<confine::OwnFilters>>,
 }
 
 impl<'a> RunHooks<'a> {
@@ -42,9 +42,9 @@ impl<'a> RunHooks<'a> {
         }
     }
 
-    /// The supervisor's own filter, compiled during the launch (or now,
+    /// The supervisor's own filters, compiled during the launch (or now,
     /// if the launch did not get that far).
-    pub fn take_own_filter(&self) -> Vec<libc::sock_filter> {
+    pub fn take_own_filter(&self) -> confine::OwnFilters {
         let compiled = self.own_filter.borrow_mut().take();
         compiled.unwrap_or_else(|| confine::compiled(self.egress))
     }

@@ -320,10 +320,13 @@ fn serve_calls_acting(shared: &Arc<Shared>, mut acting: Option<&mut creds::Actin
             ),
             Err(e) => Reply::Error(e),
         };
-        let traced = traced.map(|(tracer, start, what)| (tracer.hold(), start, what));
+        // Timed up to the answer, not after it: the guest it wakes may take
+        // this worker's CPU until its next trapped call, and that wait is
+        // the guest's running time, not this call's.
+        let traced = traced.map(|(tracer, start, what)| (start.elapsed(), tracer.hold(), what));
         let answered = answer(&shared.listener, &n, reply);
-        if let Some((held, start, (pid, call, denied))) = traced {
-            held.line(pid, &call, denied, answered, start.elapsed());
+        if let Some((took, held, (pid, call, denied))) = traced {
+            held.line(pid, &call, denied, answered, took);
         }
     }
 }

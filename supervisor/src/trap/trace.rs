@@ -1,5 +1,6 @@
 //! `--trace`: one line per trapped call, strace-style, with the sandbox's
-//! pid, the decoded call, its result and how long the supervisor took:
+//! pid, the decoded call, its result and how long the supervisor took
+//! (from receiving the notification to having its answer ready):
 //!
 //! `[pid 2] openat(AT_FDCWD, "/etc/passwd", O_RDONLY|O_CLOEXEC) = 3 <0.000021>`
 //!
