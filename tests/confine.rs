@@ -5,12 +5,10 @@
 //! kernel log.
 
 mod common;
+use common::kernel_log::KernelLog;
 use common::*;
 use std::io::{BufRead, BufReader};
-use std::io::{Read, Seek};
-use std::os::unix::fs::OpenOptionsExt;
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
 
 /// `Seccomp:`, `Seccomp_filters:` and `NoNewPrivs:` of a status file.
 fn seccomp_fields(status: &str) -> (String, i64, String) {
@@ -81,41 +79,8 @@ fn supervisor_runs_under_its_own_filter() {
     assert_eq!(status.code(), Some(0));
 }
 
-/// The kernel log's records written from now on (`/dev/kmsg`: root, and
-/// `kernel.dmesg_restrict` permitting).
-struct KernelLog(std::fs::File);
-
-impl KernelLog {
-    fn from_now() -> Option<KernelLog> {
-        let file = std::fs::OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_NONBLOCK)
-            .open("/dev/kmsg")
-            .ok()?;
-        let mut file = file;
-        file.seek(std::io::SeekFrom::End(0)).ok()?;
-        Some(KernelLog(file))
-    }
-
-    /// The records written since the last call (one record a read).
-    fn new_records(&mut self) -> Vec<String> {
-        let mut records = Vec::new();
-        let mut buf = vec![0u8; 8192];
-        loop {
-            match self.0.read(&mut buf) {
-                Ok(0) => break,
-                Ok(n) => records.push(String::from_utf8_lossy(&buf[..n]).into_owned()),
-                // Overwritten before we read it: the next one follows.
-                Err(e) if e.raw_os_error() == Some(libc::EPIPE) => continue,
-                Err(_) => break,
-            }
-        }
-        records
-    }
-}
-
-/// Runs `args` under the supervisor; its pid, once it has ended with 0.
-fn supervised(args: &[&str]) -> u32 {
+/// Runs `args` under the supervisor, which must end with 0.
+fn supervised(args: &[&str]) {
     let child = Command::new(bin())
         .args(args)
         .env_clear()
@@ -131,7 +96,6 @@ fn supervised(args: &[&str]) -> u32 {
     let out = child.wait_with_output().unwrap();
     drop(bound);
     assert!(out.status.success(), "{args:?}: {}", engine::dump(&out));
-    pid
 }
 
 /// Before, every run wrote an audit record (type 1326) to the host's
@@ -153,36 +117,10 @@ fn expected_refusals_leave_the_hosts_kernel_log_alone() {
         def dial():\n    c = socket.create_connection(('127.0.0.1', port)); c.sendall(b'x'); c.close()\n\
         t = threading.Thread(target=dial); t.start()\n\
         a, _ = s.accept(); assert a.recv(1) == b'x'; t.join()\n";
-    let runs = [
-        supervised(&["run", "--", "/bin/sh", "-c", "true"]),
-        supervised(&["run", "--", "/usr/bin/python3", "-c", server]),
-    ];
-    let control = Command::new(c_prog("seccomp_logged")).output().unwrap();
-    let control_out = String::from_utf8_lossy(&control.stdout).into_owned();
-    assert_eq!(
-        control_out.split_whitespace().nth(1),
-        Some("-1"),
-        "control: {control_out}"
-    );
-    let control_pid = control_out
-        .split_whitespace()
-        .next()
-        .unwrap_or("?")
-        .to_string();
-    let control_mark = format!(" pid={control_pid} ");
-    let mut records = Vec::new();
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !records.iter().any(|r: &String| r.contains(&control_mark)) {
-        if Instant::now() > deadline {
-            skip!("seccomp's audit records do not reach /dev/kmsg here (an audit daemon?)");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-        records.extend(log.new_records());
-    }
-    let exe = format!("exe=\"{}\"", bin().display());
-    let ours: Vec<&String> = records
-        .iter()
-        .filter(|r| r.contains(&exe) || runs.iter().any(|p| r.contains(&format!(" pid={p} "))))
-        .collect();
-    assert!(ours.is_empty(), "the supervisor's records: {ours:#?}");
+    supervised(&["run", "--", "/bin/sh", "-c", "true"]);
+    supervised(&["run", "--", "/usr/bin/python3", "-c", server]);
+    let Some(records) = log.seccomp_records_of_bin() else {
+        skip!("seccomp's audit records do not reach /dev/kmsg here (an audit daemon?)");
+    };
+    assert!(records.is_empty(), "the supervisor's records: {records:#?}");
 }

@@ -159,11 +159,13 @@ pub const ALLOWED: &[S] = &[
 ];
 
 /// Calls allowed only when `--allow-net` gives egress: the host
-/// resolver's batched queries (the DNS stub's lookups through
-/// getaddrinfo).
+/// resolver's (the DNS stub's lookups through getaddrinfo) batched
+/// queries, and `uname` (its first query takes the host name's domain
+/// as the default one). Until 2026-12-04 `uname` was refused, and
+/// logged, at each lookup that asked a name server.
 /// (A relayed connection's unix pair comes from the socket factory:
 /// `socketpair` is EPERM here.)
-pub const EGRESS_ALLOWED: &[S] = &[S::sendmmsg];
+pub const EGRESS_ALLOWED: &[S] = &[S::sendmmsg, S::uname];
 
 /// Calls that kill the supervisor (and with it, by PDEATHSIG, the
 /// sandbox): what an attacker who took over the supervisor would reach
@@ -212,7 +214,8 @@ pub const KILLED: &[S] = &[
 
 /// `ioctl` requests: the listener's, reading or setting a terminal's
 /// modes and window size (the pseudo-terminal relay), and a caller's ids
-/// (`PIDFD_GET_INFO`, trap/creds.rs). Never TIOCSTI.
+/// (`PIDFD_GET_INFO`, trap/creds.rs), the bytes a socket holds
+/// (`FIONREAD`). Never TIOCSTI.
 const IOCTLS: &[Cond] = &[Cond {
     arg: 1,
     op: Op::MaskedIn(
@@ -230,6 +233,8 @@ const IOCTLS: &[Cond] = &[Cond {
             libc::TIOCGWINSZ as u32,
             libc::TIOCSWINSZ as u32,
             crate::sys::pidfd::PIDFD_GET_INFO as u32,
+            // The resolver sizes a name server's UDP answer by it.
+            libc::FIONREAD as u32,
         ],
     ),
 }];
@@ -425,6 +430,8 @@ mod tests {
         assert_eq!(with_egress(S::sendmmsg, [0; 6]), SECCOMP_RET_ALLOW);
         assert_eq!(action(S::sendmmsg, [0; 6]), EPERM);
         assert_eq!(with_egress(S::setsockopt, [0; 6]), SECCOMP_RET_ALLOW);
+        assert_eq!(with_egress(S::uname, [0; 6]), SECCOMP_RET_ALLOW);
+        assert_eq!(action(S::uname, [0; 6]), EPERM);
         for s in [S::execve, S::ptrace, S::setns] {
             assert_eq!(with_egress(s, [0; 6]), SECCOMP_RET_KILL_PROCESS);
         }
@@ -494,6 +501,11 @@ mod tests {
         assert_eq!(action(S::clone, [ns, 0, 0, 0, 0, 0]), EPERM);
         let recv = libc::SECCOMP_IOCTL_NOTIF_RECV;
         assert_eq!(action(S::ioctl, [3, recv, 0, 0, 0, 0]), SECCOMP_RET_ALLOW);
+        let fionread = libc::FIONREAD;
+        assert_eq!(
+            action(S::ioctl, [9, fionread, 0, 0, 0, 0]),
+            SECCOMP_RET_ALLOW
+        );
         let tiocsti = libc::TIOCSTI;
         assert_eq!(action(S::ioctl, [0, tiocsti, 0, 0, 0, 0]), EPERM);
         let inet = libc::AF_INET as u64;

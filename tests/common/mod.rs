@@ -16,6 +16,8 @@
 //! - [`skip!`]: skipping with a printed reason when a tool is missing.
 //! - [`kill_after`]: a bound on a child spawned and read by hand.
 //! - [`pool::Pool`]: a `supervisor pool` daemon for the pool's tests.
+//! - [`kernel_log::KernelLog`]: the seccomp records a run left in the host's
+//!   kernel log.
 //!
 //! Not here: what any single test expects.
 #![allow(dead_code)]
@@ -23,6 +25,7 @@
 pub mod cgroups;
 mod cprogs;
 pub mod engine;
+pub mod kernel_log;
 mod kill_after;
 pub mod oci;
 pub mod pool;
