@@ -81,20 +81,12 @@ fn supervisor_runs_under_its_own_filter() {
 
 /// Runs `args` under the supervisor, which must end with 0.
 fn supervised(args: &[&str]) {
-    let child = Command::new(bin())
-        .args(args)
+    let mut cmd = Command::new(bin());
+    cmd.args(args)
         .env_clear()
         .env("PATH", PATH)
-        .current_dir("/")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn supervisor");
-    let pid = child.id();
-    let bound = kill_after(pid, TIMEOUT);
-    let out = child.wait_with_output().unwrap();
-    drop(bound);
+        .current_dir("/");
+    let out = engine::output_with_watchdog(cmd, b"");
     assert!(out.status.success(), "{args:?}: {}", engine::dump(&out));
 }
 

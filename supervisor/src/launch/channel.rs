@@ -63,6 +63,12 @@ pub fn pair() -> nix::Result<(Channel, Channel)> {
     Ok((Channel(a), Channel(b)))
 }
 
+impl AsFd for Channel {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.0.as_fd()
+    }
+}
+
 impl Channel {
     pub fn send(&self, msg: &Msg) -> nix::Result<()> {
         let sock = self.0.as_fd();

@@ -9,12 +9,12 @@
 //! needs is prepared before fork; it allocates nothing it could avoid.
 
 use std::ffi::{CString, OsStr, OsString};
-use std::os::fd::{AsFd, AsRawFd, IntoRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 use nix::errno::Errno;
-use nix::unistd::{dup2, execve, read, setsid, write};
+use nix::unistd::{close, dup2, execve, read, setsid, write};
 
 use super::LaunchError;
 use crate::sys::process::{exit_now, reset_signals};
@@ -105,21 +105,24 @@ pub fn candidates(cmd: &OsStr, path: Option<&OsStr>) -> Vec<PathBuf> {
         .collect()
 }
 
-/// Runs in the guest's main process (a child of init, filter installed):
-/// takes its user and drops every capability, takes the terminal if given one, waits for one byte on `start`
-/// (with no `plan`: for the command and stdio, `late.rs`), then
-/// executes the command. On failure the errno goes to `report` and the
-/// process exits 126 or 127.
+/// Runs in the guest's main process (a child of init sharing its memory
+/// until it executes, `sys::process::spawn_sharing_memory`; filter
+/// installed): takes its user and drops every capability, takes the
+/// terminal if given one,
+/// waits for one byte on `start` (with no `plan`: for the command and
+/// stdio, `late.rs`), then executes the command. On failure the errno
+/// goes to `report` and the process exits 126 or 127. `start` and
+/// `report` close on exec. Drops nothing init owns.
 pub(super) fn run_guest(
     plan: Option<&ExecPlan>,
-    (start, report): (OwnedFd, OwnedFd),
-    terminal: Option<(OwnedFd, [bool; 3])>,
+    (start, report): (BorrowedFd<'_>, BorrowedFd<'_>),
+    terminal: Option<(BorrowedFd<'_>, [bool; 3])>,
     user: Option<&super::users::GuestUser>,
 ) -> ! {
     // First of all, before any call of ours is serviced (the trap reads
     // a process's ids once).
     if let Err(e) = super::users::become_user(user) {
-        let _ = write(&report, &(e as i32).to_le_bytes());
+        let _ = write(report, &(e as i32).to_le_bytes());
         exit_now(126);
     }
     let late;
@@ -128,11 +131,11 @@ pub(super) fn run_guest(
             if let Some((slave, stdio)) = terminal {
                 take_terminal(slave, stdio);
             }
-            wait_for_start(&start);
+            wait_for_start(start);
             plan
         }
         // A late command says itself which descriptors are the terminal.
-        None => match super::late::receive(start.as_fd()) {
+        None => match super::late::receive(start) {
             Some((p, on_tty)) => {
                 if let Some((slave, _)) = terminal.filter(|_| on_tty.contains(&true)) {
                     take_terminal(slave, on_tty);
@@ -143,16 +146,15 @@ pub(super) fn run_guest(
             None => exit_now(125),
         },
     };
-    drop(start);
     reset_signals();
     let err = exec_first(plan);
-    let _ = write(&report, &(err as i32).to_le_bytes());
+    let _ = write(report, &(err as i32).to_le_bytes());
     exit_now(exit_code_for(err))
 }
 
 /// Reads the one byte of the start pipe; exits if the supervisor went
 /// away (or dropped the sandbox) before start.
-fn wait_for_start(start: &OwnedFd) {
+fn wait_for_start(start: BorrowedFd<'_>) {
     let mut byte = [0u8; 1];
     let got = loop {
         match read(start.as_raw_fd(), &mut byte) {
@@ -169,16 +171,18 @@ fn wait_for_start(start: &OwnedFd) {
 /// becomes stdin, stdout, stderr where `stdio` says so (as the job control
 /// of a shell expects: Ctrl-C then signals the guest's foreground group).
 /// setsid, ioctl and dup2 all pass the filter. A failure leaves the guest
-/// without job control, not without its command.
-pub(super) fn take_terminal(slave: OwnedFd, stdio: [bool; 3]) {
+/// without job control, not without its command. Called in a child about
+/// to execute: closes the child's copy of `slave` unless it is one of 0–2
+/// (the child's descriptor table is its own; its owner's copy, in the
+/// parent, stays open).
+pub(super) fn take_terminal(slave: BorrowedFd<'_>, stdio: [bool; 3]) {
     let _ = setsid();
-    let _ = set_controlling_terminal(slave.as_fd());
+    let _ = set_controlling_terminal(slave);
     for (fd, _) in stdio.iter().enumerate().filter(|(_, &tty)| tty) {
         let _ = dup2(slave.as_raw_fd(), fd as i32);
     }
-    if slave.as_raw_fd() <= 2 {
-        // It took the place of a closed stdio descriptor: keep it there.
-        let _ = slave.into_raw_fd();
+    if slave.as_raw_fd() > 2 {
+        let _ = close(slave.as_raw_fd());
     }
 }
 

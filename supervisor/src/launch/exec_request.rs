@@ -139,7 +139,7 @@ fn helper(conn: OwnedFd) -> ! {
             }
             reset_signals();
             match slave {
-                Some(slave) => super::exec::take_terminal(slave, [true; 3]),
+                Some(slave) => super::exec::take_terminal(slave.as_fd(), [true; 3]),
                 None => {
                     for (i, fd) in stdio.iter().enumerate() {
                         if let Some(fd) = fd {

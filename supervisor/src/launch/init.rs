@@ -38,8 +38,8 @@ use super::{privs, view};
 use crate::sys::fd::close_all_except;
 use crate::sys::net::{add_address, set_link_up};
 use crate::sys::process::{
-    exit_now as _exit, fork_single_threaded, reset_signal_dispositions, scrub_cmdline_and_environ,
-    sigwaitinfo, Forked,
+    exit_now as _exit, reset_signal_dispositions, scrub_cmdline_and_environ, sigwaitinfo,
+    spawn_sharing_memory,
 };
 use crate::sys::term::open_pty;
 
@@ -152,13 +152,22 @@ pub(super) fn run(args: InitArgs<'_>) -> ! {
         exec: plan,
         ..
     } = args;
-    let main = match fork_single_threaded() {
-        Ok(Forked::Child) => {
-            drop(channel);
-            let terminal = slave.zip(args.pty);
-            exec::run_guest(plan, (start, exec_report), terminal, args.user)
-        }
-        Ok(Forked::Parent(pid)) => pid,
+    // The guest's main process shares init's memory until it executes:
+    // nothing to copy for it, nothing for its exec to tear down. It
+    // closes its copy of init's end of the channel (the supervisor must
+    // see init's end close with init), and drops nothing of init's.
+    let terminal = slave.as_ref().map(AsFd::as_fd).zip(args.pty);
+    let own_channel = channel.as_fd().as_raw_fd();
+    let main = match spawn_sharing_memory(|| {
+        let _ = nix::unistd::close(own_channel);
+        exec::run_guest(
+            plan,
+            (start.as_fd(), exec_report.as_fd()),
+            terminal,
+            args.user,
+        )
+    }) {
+        Ok(pid) => pid,
         Err(e) => fail(&channel, format!("starting the guest: {}", e.desc())),
     };
     drop(start);

@@ -200,3 +200,106 @@ pub fn prlimit(pid: Pid, resource: Rlimit, value: u64) -> nix::Result<()> {
     };
     Errno::result(ret).map(drop)
 }
+
+/// Size of the stack [`spawn_sharing_memory`] gives its child (touched
+/// only as far as the child goes; the lowest page is a guard).
+const SPAWN_STACK: usize = 1 << 20;
+
+/// `clone(CLONE_VM | CLONE_VFORK | SIGCHLD)` on a stack of its own, as
+/// posix_spawn does: the child runs `child` in the caller's memory while
+/// the caller waits, until the child executes a program or exits. No copy
+/// of the caller's page tables is made, the child takes no copy-on-write
+/// fault, and the program it executes tears nothing down.
+///
+/// `child` should end in execve or [`exit_now`] (if it returns, the child
+/// exits 125), and must leave alone what
+/// the caller owns (its writes are the caller's): it may read through
+/// references, make and drop values of its own, and use descriptors by
+/// number (its descriptor table is its own copy). The caller must be
+/// single-threaded (no other thread may hold a lock the child needs).
+pub fn spawn_sharing_memory<F: FnOnce()>(child: F) -> nix::Result<Pid> {
+    extern "C" fn enter<F: FnOnce()>(arg: *mut libc::c_void) -> libc::c_int {
+        // SAFETY: `arg` is the `Option<F>` in spawn_sharing_memory's frame,
+        // which stays alive and untouched while the caller waits for this
+        // child (CLONE_VFORK); only this child takes it.
+        let slot = unsafe { &mut *(arg as *mut Option<F>) };
+        if let Some(f) = slot.take() {
+            f();
+        }
+        exit_now(125)
+    }
+    // SAFETY: a fresh private anonymous mapping; no existing memory is
+    // touched. Checked for MAP_FAILED below.
+    let stack = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            SPAWN_STACK,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE | libc::MAP_STACK,
+            -1,
+            0,
+        )
+    };
+    if stack == libc::MAP_FAILED {
+        return Err(Errno::last());
+    }
+    // The closure lives here until the child takes it; never dropped here
+    // (the child consumed it, or it is forgotten on failure).
+    let mut slot = std::mem::ManuallyDrop::new(Some(child));
+    // SAFETY: the guard page is the lowest page of the mapping made above.
+    let guarded = unsafe { libc::mprotect(stack, page_size(), libc::PROT_NONE) };
+    let pid = match Errno::result(guarded) {
+        // SAFETY: the child runs `enter::<F>` on the top of the mapping
+        // above (stacks grow down), with `slot` as its argument; with
+        // CLONE_VFORK this thread is suspended until the child has
+        // executed a program or exited, so the child's use of the shared
+        // memory never runs beside this thread's, and `slot` and the
+        // stack outlive it.
+        Ok(_) => Errno::result(unsafe {
+            libc::clone(
+                enter::<F>,
+                (stack as *mut u8).add(SPAWN_STACK) as *mut libc::c_void,
+                libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD,
+                &mut *slot as *mut Option<F> as *mut libc::c_void,
+            )
+        }),
+        Err(e) => Err(e),
+    };
+    // SAFETY: the child no longer runs on the stack (it executed a program,
+    // exited, or was never made); nothing else refers to the mapping.
+    unsafe { libc::munmap(stack, SPAWN_STACK) };
+    pid.map(Pid::from_raw)
+}
+
+fn page_size() -> usize {
+    // SAFETY: sysconf reads a constant of the system.
+    let size = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    usize::try_from(size).unwrap_or(4096)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use nix::sys::wait::{waitpid, WaitStatus};
+
+    #[test]
+    fn the_spawned_child_shares_memory_and_runs_before_the_caller_goes_on() {
+        let mut written = 0u32;
+        // Allocation-free child: safe even in the test harness's
+        // multi-threaded process.
+        let pid = spawn_sharing_memory(|| {
+            written = 7;
+            exit_now(3)
+        })
+        .expect("spawn");
+        // CLONE_VFORK: the child has exited by now, and its write is ours.
+        assert_eq!(written, 7);
+        assert_eq!(waitpid(pid, None), Ok(WaitStatus::Exited(pid, 3)));
+    }
+
+    #[test]
+    fn a_child_that_returns_exits_125() {
+        let pid = spawn_sharing_memory(|| {}).expect("spawn");
+        assert_eq!(waitpid(pid, None), Ok(WaitStatus::Exited(pid, 125)));
+    }
+}
