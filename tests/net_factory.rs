@@ -292,3 +292,64 @@ fn the_factory_enters_the_sandbox_at_the_first_socket() {
     assert_eq!(field(&serving, "Seccomp:"), "2", "{serving}");
     assert_eq!(field(&serving, "CapBnd:"), "0000000000000000", "{serving}");
 }
+
+/// The sandbox's init: the supervisor's child inside the sandbox's pid
+/// namespace (two NSpid entries).
+fn init_of(pid: u32) -> Option<u32> {
+    children(pid).into_iter().find(|c| {
+        let status = std::fs::read_to_string(format!("/proc/{c}/status")).unwrap_or_default();
+        field(&status, "NSpid:").split_whitespace().count() == 2
+    })
+}
+
+/// The sandbox's local routes, as the host reads them through init's
+/// `/proc/<pid>/net/fib_trie`: `127.0.0.1` is there once the loopback is up.
+fn sandbox_loopback_up(supervisor: u32) -> bool {
+    let init = init_of(supervisor).expect("no init among the supervisor's children");
+    std::fs::read_to_string(format!("/proc/{init}/net/fib_trie"))
+        .expect("init's fib_trie")
+        .contains("127.0.0.1")
+}
+
+/// The loopback comes up when the guest first looks at its network
+/// namespace (here: a read under /proc/net), not at every start: a
+/// sandbox that never looks never pays for it (about 0.6 ms of CPU).
+/// Before, the guest finds it up, as natively.
+#[test]
+fn the_loopback_comes_up_when_the_guest_first_looks() {
+    if !is_root() {
+        skip!("reads another namespace's /proc/<pid>/net as root");
+    }
+    let script = "echo idle; read x; grep -c 127.0.0.1 /proc/net/fib_trie; read y";
+    let mut child = Command::new(bin())
+        .args(["run", "--", "/bin/sh", "-c", script])
+        .env_clear()
+        .env("PATH", PATH)
+        .current_dir("/tmp")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn supervisor");
+    let pid = child.id();
+    let bound = kill_after(pid, TIMEOUT);
+    let mut stdin = child.stdin.take().unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    expect_line(&mut lines, "idle");
+    let before = sandbox_loopback_up(pid);
+    stdin.write_all(b"\n").unwrap();
+    let seen = lines.next().and_then(Result::ok).unwrap_or_default();
+    let after = sandbox_loopback_up(pid);
+    stdin.write_all(b"\n").unwrap();
+    drop(stdin);
+    drop(bound);
+    let out = child.wait_with_output().expect("wait");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!before, "the loopback was up before the guest looked");
+    assert_ne!(seen, "0", "the guest saw no loopback route");
+    assert!(after, "the loopback is still down after the guest looked");
+}

@@ -36,6 +36,13 @@ pub trait UnixSockets: Send + Sync {
     /// A `NETLINK_SOCK_DIAG` socket of that namespace (its unix sockets'
     /// queues, `queues.rs`). Every call may return the same socket.
     fn diag(&self) -> Result<OwnedFd, Errno>;
+    /// Readies that namespace before the guest looks at it or uses it
+    /// (its loopback up, for one): called before the guest's first
+    /// netlink route socket or read under `/proc/<pid>/net`; the first
+    /// socket made here readies it too. Idempotent and cheap once done.
+    fn ready_namespace(&self) -> Result<(), Errno> {
+        Ok(())
+    }
 }
 
 /// Sockets created by the calling thread, in its own network namespace.

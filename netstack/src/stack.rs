@@ -123,6 +123,11 @@ impl Stack {
         self.sockets.clone()
     }
 
+    /// [`UnixSockets::ready_namespace`] of the sockets' namespace.
+    pub fn ready_namespace(&self) -> Result<(), Errno> {
+        self.sockets.ready_namespace()
+    }
+
     /// The queues of the namespace's unix sockets by inode
     /// (`queues.rs`); empty when the kernel will not say.
     pub fn queues(&self) -> HashMap<u64, Queue> {

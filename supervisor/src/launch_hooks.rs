@@ -11,6 +11,7 @@
 //! (`confine.rs`), or launch.
 
 use std::cell::RefCell;
+use std::net::Ipv4Addr;
 use std::os::fd::{AsFd, OwnedFd};
 
 use nix::unistd::Pid;
@@ -28,16 +29,26 @@ pub struct RunHooks<'a> {
     factory: RefCell<Option<SocketFactory>>,
     /// `--allow-net` was given: which own filter to compile.
     egress: bool,
+    /// The DNS stub's address, for the socket factory to put on the
+    /// loopback when it brings it up.
+    dns_stub: Option<Ipv4Addr>,
     own_filter: RefCell<Option<confine::OwnFilters>>,
 }
 
 impl<'a> RunHooks<'a> {
-    pub fn new(limits: &'a Enforcement, egress: bool, embedding: &'a dyn Embedding) -> Self {
+    /// `network`: whether `--allow-net` was given, and the DNS stub's
+    /// address if a rule names a host.
+    pub fn new(
+        limits: &'a Enforcement,
+        (egress, dns_stub): (bool, Option<Ipv4Addr>),
+        embedding: &'a dyn Embedding,
+    ) -> Self {
         RunHooks {
             limits,
             embedding,
             factory: RefCell::new(None),
             egress,
+            dns_stub,
             own_filter: RefCell::new(None),
         }
     }
@@ -75,7 +86,7 @@ impl InitHooks for RunHooks<'_> {
     fn setting_up(&self, init: Pid) -> Result<(), String> {
         let userns = open_namespace(init, "user")?;
         let netns = open_namespace(init, "net")?;
-        let factory = SocketFactory::start(init, userns.as_fd(), netns.as_fd())?;
+        let factory = SocketFactory::start(init, userns.as_fd(), netns.as_fd(), self.dns_stub)?;
         *self.factory.borrow_mut() = Some(factory);
         *self.own_filter.borrow_mut() = Some(confine::compiled(self.egress));
         Ok(())

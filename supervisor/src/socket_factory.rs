@@ -17,8 +17,11 @@
 //! descriptors. It then idles until the first request: most runs never
 //! make a socket, and entering costs about 0.3 ms of CPU (the joins, 41
 //! bounding-set drops, a filter's preparation) that they need not pay.
-//! On the first request it joins the namespaces, keeps no descriptor but
-//! the pair, drops every capability and sets no_new_privs, makes one
+//! On the first request it joins the namespaces, brings the namespace's
+//! loopback up (and gives it the DNS stub's address, with `--allow-net`
+//! names: glibc's AI_ADDRCONFIG asks DNS for IPv4 only when an address
+//! other than 127.0.0.1 exists), keeps no descriptor but the pair, drops
+//! every capability and sets no_new_privs, makes one
 //! `NETLINK_SOCK_DIAG` socket (a dump lists only the sockets of the
 //! namespace it was made in; the supervisor copies it once, for
 //! /proc/net's queues, `netstack::queues`), installs its
@@ -42,12 +45,21 @@
 //! (a refill on a loaded machine took 0.5–1 ms: one `socket()` in 64
 //! waiting for it cost the others about 14 µs each on average).
 //!
+//! Until 2026-12-04 init brought the loopback up while it built the
+//! view: on every start, 0.6 ms of CPU (`dev_open` and what follows) of
+//! about 6 for `/bin/true`. Now a sandbox that never looks at its
+//! network namespace never pays it: the trap readies the namespace
+//! ([`SocketFactory::ready_namespace`], an empty request) before the
+//! guest's first netlink route socket or read under `/proc/<pid>/net`,
+//! and any socket made here readies it first.
+//!
 //! Owns: the factory process, its protocol, the pool. Does not own: what
 //! the sockets are used for (netstack), or finding the namespaces
 //! (launch hands them over). The kernel's list of the namespace's unix
 //! sockets is read through init's `/proc/<pid>/net/unix` (init is in the
 //! namespace from its clone; the factory only from its first request).
 
+use std::net::Ipv4Addr;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -63,6 +75,7 @@ use nix::unistd::{getpid, getppid, Pid};
 use parking_lot::{Condvar, Mutex};
 
 use crate::sys::fd::{close_all_except, recv_with_fds, send_with_fds};
+use crate::sys::net::{add_address, set_link_up};
 use crate::sys::pidfd;
 use crate::sys::process::{clone_process, exit_now, Forked};
 
@@ -152,6 +165,9 @@ struct Shared {
     refiller: AtomicBool,
     /// The factory's failure to enter the namespaces has been reported.
     warned: AtomicBool,
+    /// The factory has answered a request: it is in the namespaces, and
+    /// their loopback is up.
+    entered: AtomicBool,
 }
 
 /// What the refill thread is asked to do.
@@ -171,13 +187,15 @@ impl std::fmt::Debug for SocketFactory {
 
 impl SocketFactory {
     /// Forks the factory, which will join `userns` and then `netns` (the
-    /// sandbox's, whose init is `init`) at its first request; it does not
-    /// wait for the child. Call it while this process has a single
-    /// thread.
+    /// sandbox's, whose init is `init`) at its first request, and then
+    /// bring its loopback up, with `dns_stub` as a second address if
+    /// given; it does not wait for the child. Call it while this process
+    /// has a single thread.
     pub fn start(
         init: Pid,
         userns: BorrowedFd<'_>,
         netns: BorrowedFd<'_>,
+        dns_stub: Option<Ipv4Addr>,
     ) -> Result<SocketFactory, String> {
         let err = |what: &str, e: Errno| format!("socket factory: {what}: {}", e.desc());
         let (ours, theirs) = socket::socketpair(
@@ -192,7 +210,7 @@ impl SocketFactory {
         match clone_process(CloneFlags::empty()).map_err(|e| err("fork", e))? {
             Forked::Child => {
                 drop(ours);
-                factory_main(parent, theirs, (userns, netns), probe)
+                factory_main(parent, theirs, (userns, netns), dns_stub, probe)
             }
             Forked::Parent(pid) => {
                 drop(theirs);
@@ -209,6 +227,7 @@ impl SocketFactory {
                         wake: Condvar::new(),
                         refiller: AtomicBool::new(false),
                         warned: AtomicBool::new(false),
+                        entered: AtomicBool::new(false),
                     }),
                 })
             }
@@ -227,6 +246,7 @@ impl Shared {
     fn request(&self, kind: Kind, count: u8) -> Result<Vec<OwnedFd>, Errno> {
         let channel = self.channel.lock();
         let numbers = ask(channel.as_fd(), kind, count).map_err(|e| self.entry_failed(e))?;
+        self.entered.store(true, Ordering::Release);
         let copied: Result<Vec<OwnedFd>, Errno> = numbers
             .iter()
             .map(|&n| pidfd::getfd(self.pidfd.as_fd(), n))
@@ -385,6 +405,18 @@ impl UnixSockets for SocketFactory {
             .pop()
             .ok_or(Errno::ENOBUFS)
     }
+
+    /// An empty request, the first time: the factory enters the
+    /// namespaces (bringing their loopback up) before it answers.
+    fn ready_namespace(&self) -> Result<(), Errno> {
+        if self.shared.entered.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        let channel = self.shared.channel.lock();
+        ask(channel.as_fd(), Kind::Close, 0).map_err(|e| self.shared.entry_failed(e))?;
+        self.shared.entered.store(true, Ordering::Release);
+        Ok(())
+    }
 }
 
 impl Drop for SocketFactory {
@@ -401,12 +433,14 @@ impl Drop for SocketFactory {
 /// The factory's life: die with the supervisor, keep only the channel
 /// and the namespaces, give up this process's capabilities (the owner of
 /// the sandbox's user namespace may join it without any), wait for the
-/// first request, enter the namespaces, serve until the supervisor hangs
-/// up. `probe`: the test switch is set.
+/// first request, enter the namespaces (bringing their loopback up, with
+/// `dns_stub`), serve until the supervisor hangs up. `probe`: the test
+/// switch is set.
 fn factory_main(
     parent: Pid,
     channel: OwnedFd,
     (userns, netns): (BorrowedFd<'_>, BorrowedFd<'_>),
+    dns_stub: Option<Ipv4Addr>,
     probe: bool,
 ) -> ! {
     if nix::sys::prctl::set_pdeathsig(Signal::SIGKILL).is_err() || getppid() != parent {
@@ -424,7 +458,7 @@ fn factory_main(
         Ok((n, _)) if n > 0 => n,
         _ => exit_now(0),
     };
-    if let Err(e) = enter(&channel, userns, netns) {
+    if let Err(e) = enter(&channel, (userns, netns), dns_stub) {
         let _ = send_with_fds(channel.as_fd(), &(-(e as i32)).to_ne_bytes(), &[]);
         exit_now(1);
     }
@@ -455,10 +489,20 @@ fn close_stray(keep: &[i32]) -> Result<(), Errno> {
     Ok(())
 }
 
-/// Joins the namespaces and drops every privilege.
-fn enter(channel: &OwnedFd, userns: BorrowedFd<'_>, netns: BorrowedFd<'_>) -> Result<(), Errno> {
+/// Joins the namespaces, brings the loopback up (with the DNS stub's
+/// address), and drops every privilege.
+fn enter(
+    channel: &OwnedFd,
+    (userns, netns): (BorrowedFd<'_>, BorrowedFd<'_>),
+    dns_stub: Option<Ipv4Addr>,
+) -> Result<(), Errno> {
     setns(userns, CloneFlags::CLONE_NEWUSER)?;
     setns(netns, CloneFlags::CLONE_NEWNET)?;
+    // Loopback only matters to programs that use it; no reason to fail.
+    let _ = set_link_up("lo");
+    if let Some(stub) = dns_stub {
+        let _ = add_address("lo:dns", stub);
+    }
     close_all_except(&[channel.as_raw_fd()])?;
     // Joining the user namespace gave every capability in it; making
     // unix sockets needs none.

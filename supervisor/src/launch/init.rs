@@ -2,13 +2,15 @@
 //! inside all the new namespaces.
 //!
 //! Owns, in order: dying with the supervisor (PDEATHSIG), waiting for the
-//! id maps, hostname, loopback, the view (`view.rs`), the working
+//! id maps, hostname (not the loopback: the socket factory brings it up
+//! when the guest first looks), the view (`view.rs`), the working
 //! directory, joining the sandbox's cgroup and entering a cgroup
 //! namespace there, the guest's pseudo-terminal if asked for (opened in the
 //! view's devpts, so the guest can name it), closing inherited
 //! descriptors, dropping privileges and installing the filter
 //! (`privs.rs`), handing the pty master and the listener to the
-//! supervisor, forking the guest's main process (`exec.rs`), and then the
+//! supervisor, starting the guest's main process (`exec.rs`, sharing
+//! init's memory until it executes), and then the
 //! pid-1 loop: forward signals, reap, and report the main process's wait
 //! status; on [`super::exec_request::EXEC_SIGNAL`], fork a helper for
 //! each exec request on the channel. When the main process ends, init
@@ -36,7 +38,6 @@ use super::plan::ViewPlan;
 use super::users::{GuestUser, SETID_CAPS};
 use super::{privs, view};
 use crate::sys::fd::close_all_except;
-use crate::sys::net::{add_address, set_link_up};
 use crate::sys::process::{
     exit_now as _exit, reset_signal_dispositions, scrub_cmdline_and_environ, sigwaitinfo,
     spawn_sharing_memory,
@@ -231,14 +232,9 @@ type Pty = (OwnedFd, OwnedFd);
 fn setup(args: &InitArgs<'_>) -> Result<(OwnedFd, Option<Pty>, Option<File>), String> {
     sethostname(args.hostname)
         .map_err(|e| format!("--hostname {}: {}", args.hostname, e.desc()))?;
-    // Loopback only matters to programs that use it; no reason to fail.
-    let _ = set_link_up("lo");
-    // glibc's getaddrinfo with AI_ADDRCONFIG (curl, getent ahosts) asks
-    // DNS for IPv4 only when an address other than 127.0.0.1 is
-    // configured: the stub's own address on `lo` is that address.
-    if let Some(std::net::IpAddr::V4(stub)) = args.plan.nameserver {
-        let _ = add_address("lo:dns", stub);
-    }
+    // The loopback (and the DNS stub's address on it) is the socket
+    // factory's to bring up, when the guest first looks at the network
+    // namespace (`socket_factory.rs`): most runs never do.
     view::build(args.plan)?;
     chdir(args.workdir).map_err(|e| format!("workdir {}: {}", args.workdir.display(), e.desc()))?;
     super::host_stdio::take_view_devices(args.view_stdio)?;

@@ -277,6 +277,7 @@ fn decide(
     if plain_read(flags, res) {
         let probe = ctx.fs.probe(at, path, flags as i32, known)?;
         let named = Named::new(&probe.fd);
+        ready_if_network(ctx, &named, &probe.st);
         let synthetic = ctx.synthetic.which_stat(&named, &probe.st);
         if synthetic.is_none() && !fenced(ctx, &named, &probe.st) {
             ctx.fs.remember_plain(path, &probe);
@@ -298,10 +299,21 @@ fn decide(
     }
     let st = vfs::sys::fstat(object.as_fd())?;
     let named = Named::new(&object);
+    ready_if_network(ctx, &named, &st);
     if ctx.synthetic.which_stat(&named, &st).is_some() || fenced(ctx, &named, &st) {
         Ok(Decision::Serve(None))
     } else {
         Ok(Decision::Kernel)
+    }
+}
+
+/// Before a read under a process's `/proc/<pid>/net`, where the kernel
+/// shows the guest's network namespace: the namespace readied (its
+/// loopback up, `UnixSockets::ready_namespace`). A failure leaves the
+/// loopback down, not the open refused.
+fn ready_if_network(ctx: &Context, named: &Named<'_>, st: &libc::stat) {
+    if ctx.synthetic.in_net_dir(named, st) {
+        let _ = super::net::stack(ctx).ready_namespace();
     }
 }
 

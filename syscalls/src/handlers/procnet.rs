@@ -44,6 +44,23 @@ impl NetFile {
         }
     }
 
+    /// Whether `path`, as the kernel names it, is a process's network
+    /// directory or under it (`/proc/<pid>/net/dev`,
+    /// `/proc/<pid>/task/<tid>/net`): what the kernel shows there is the
+    /// guest's network namespace.
+    pub(crate) fn in_net_dir(path: &str) -> bool {
+        let Some(rest) = path.strip_prefix("/proc/") else {
+            return false;
+        };
+        let numeric = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+        let parts: Vec<&str> = rest.splitn(5, '/').collect();
+        match parts.as_slice() {
+            [pid, "net", ..] => numeric(pid),
+            [pid, "task", tid, "net", ..] => numeric(pid) && numeric(tid),
+            _ => false,
+        }
+    }
+
     /// The file at `path` as the kernel names it (`/proc/<pid>/net/tcp`,
     /// `/proc/<pid>/task/<tid>/net/tcp`), if served.
     pub(crate) fn at(path: &str) -> Option<NetFile> {
@@ -341,6 +358,22 @@ mod tests {
         assert_eq!(NetFile::at("/proc/1/task/3/net/unix"), Some(NetFile::Unix));
         assert_eq!(NetFile::at("/proc/net/tcp"), None);
         assert_eq!(NetFile::at("/proc/1/net/dev"), None);
+        for inside in [
+            "/proc/1/net",
+            "/proc/7/net/dev",
+            "/proc/7/task/8/net/fib_trie",
+        ] {
+            assert!(NetFile::in_net_dir(inside), "{inside}");
+        }
+        for outside in [
+            "/proc/net",
+            "/proc/self/net/dev",
+            "/proc/1/netstat",
+            "/proc/1/task/x/net",
+            "/sys/net",
+        ] {
+            assert!(!NetFile::in_net_dir(outside), "{outside}");
+        }
         let a: SocketAddr = "127.0.0.1:8080".parse().unwrap();
         assert_eq!(hex_addr(a, false), "0100007F:1F90");
         let b: SocketAddr = "[::1]:80".parse().unwrap();

@@ -348,6 +348,12 @@ impl Synthetic {
         self.per_process(ProcessFile::at(path)?.name)
     }
 
+    /// Whether `fd` (whose `stat` is `st`) is in the view's procfs, in
+    /// a process's network directory ([`NetFile::in_net_dir`]).
+    pub(super) fn in_net_dir(&self, fd: &procfiles::Named<'_>, st: &libc::stat) -> bool {
+        self.proc_dev == Some(st.st_dev) && fd.name().is_some_and(NetFile::in_net_dir)
+    }
+
     /// The served per-process file named `name` (in `/proc/<pid>`).
     fn per_process(&self, name: &str) -> Option<ProcFile> {
         match name {

@@ -48,8 +48,12 @@ pub(crate) fn socket(ctx: &Context, g: &dyn Guest, domain: i32, ty: i32, protoco
         libc::AF_INET | libc::AF_INET6 => inet_proto(domain, base, protocol)?,
         // The guest's own namespace holds only `lo`: its kernel answers
         // getifaddrs and if_nameindex exactly, and without CAP_NET_ADMIN
-        // the guest can change nothing there.
-        libc::AF_NETLINK if protocol == libc::NETLINK_ROUTE => return Ok(Reply::Continue),
+        // the guest can change nothing there. Readied first: the
+        // loopback comes up when the guest first looks.
+        libc::AF_NETLINK if protocol == libc::NETLINK_ROUTE => {
+            let _ = stack(ctx).ready_namespace();
+            return Ok(Reply::Continue);
+        }
         libc::AF_PACKET => return Ok(Reply::Deny(Errno::EPERM)),
         _ => return Ok(Reply::Deny(Errno::EAFNOSUPPORT)),
     };
