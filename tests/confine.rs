@@ -5,10 +5,10 @@
 //! kernel log.
 
 mod common;
+use common::driven::interactive;
 use common::kernel_log::KernelLog;
 use common::*;
-use std::io::{BufRead, BufReader};
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 /// `Seccomp:`, `Seccomp_filters:` and `NoNewPrivs:` of a status file.
 fn seccomp_fields(status: &str) -> (String, i64, String) {
@@ -27,24 +27,8 @@ fn seccomp_fields(status: &str) -> (String, i64, String) {
 fn supervisor_runs_under_its_own_filter() {
     let own = std::fs::read_to_string("/proc/self/status").unwrap();
     let (_, own_filters, _) = seccomp_fields(&own);
-    let mut child = Command::new(bin())
-        .args([
-            "run",
-            "--",
-            "/bin/sh",
-            "-c",
-            "echo ready; read x; echo done",
-        ])
-        .env_clear()
-        .env("PATH", PATH)
-        .current_dir("/")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn supervisor");
-    let bound = kill_after(child.id(), TIMEOUT);
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let script = "echo ready; read x; echo done";
+    let (mut child, bound, stdin, mut lines) = interactive(&["/bin/sh", "-c", script], "/");
     let first = lines.next().and_then(Result::ok);
     if first.as_deref() != Some("ready") {
         drop(bound);
@@ -65,7 +49,7 @@ fn supervisor_runs_under_its_own_filter() {
         checked.push((comm.trim().to_string(), seccomp_fields(&status)));
     }
     // Let the guest finish: one line on stdin.
-    drop(child.stdin.take());
+    drop(stdin);
     let rest: Vec<String> = lines.map_while(Result::ok).collect();
     drop(bound);
     let status = child.wait().unwrap();

@@ -13,6 +13,7 @@
 mod common;
 use common::*;
 
+use common::driven::{finish, interactive};
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -247,20 +248,8 @@ fn the_factory_enters_the_sandbox_at_the_first_socket() {
         "import sys\nprint('idle', flush=True)\nsys.stdin.readline()\n{}",
         exchange_then_wait()
     );
-    let mut child = Command::new(bin())
-        .args(["run", "--", PY, "-c", &script])
-        .env_clear()
-        .env("PATH", PATH)
-        .current_dir("/tmp")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn supervisor");
+    let (child, bound, mut stdin, mut lines) = interactive(&[PY, "-c", &script], "/tmp");
     let pid = child.id();
-    let bound = kill_after(pid, TIMEOUT);
-    let mut stdin = child.stdin.take().unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
     expect_line(&mut lines, "idle");
     let own_net = std::fs::read_link("/proc/self/ns/net").unwrap();
     let (idle, idle_net) = factory_state(pid);
@@ -269,14 +258,7 @@ fn the_factory_enters_the_sandbox_at_the_first_socket() {
     expect_line(&mut lines, "ready");
     let (serving, serving_net) = factory_state(pid);
     stdin.write_all(b"\n").unwrap();
-    drop(stdin);
-    drop(bound);
-    let out = child.wait_with_output().expect("wait");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    finish(child, bound, stdin);
 
     assert_eq!(idle_net, own_net.display().to_string(), "{idle}");
     assert_eq!(field(&idle, "NoNewPrivs:"), "1", "{idle}");
@@ -321,34 +303,15 @@ fn the_loopback_comes_up_when_the_guest_first_looks() {
         skip!("reads another namespace's /proc/<pid>/net as root");
     }
     let script = "echo idle; read x; grep -c 127.0.0.1 /proc/net/fib_trie; read y";
-    let mut child = Command::new(bin())
-        .args(["run", "--", "/bin/sh", "-c", script])
-        .env_clear()
-        .env("PATH", PATH)
-        .current_dir("/tmp")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn supervisor");
+    let (child, bound, mut stdin, mut lines) = interactive(&["/bin/sh", "-c", script], "/tmp");
     let pid = child.id();
-    let bound = kill_after(pid, TIMEOUT);
-    let mut stdin = child.stdin.take().unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
     expect_line(&mut lines, "idle");
     let before = sandbox_loopback_up(pid);
     stdin.write_all(b"\n").unwrap();
     let seen = lines.next().and_then(Result::ok).unwrap_or_default();
     let after = sandbox_loopback_up(pid);
     stdin.write_all(b"\n").unwrap();
-    drop(stdin);
-    drop(bound);
-    let out = child.wait_with_output().expect("wait");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    finish(child, bound, stdin);
     assert!(!before, "the loopback was up before the guest looked");
     assert_ne!(seen, "0", "the guest saw no loopback route");
     assert!(after, "the loopback is still down after the guest looked");

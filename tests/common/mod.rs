@@ -14,7 +14,8 @@
 //!   output that a test may erase; each one is documented there.
 //! - [`tester_bin`]: the user `tester` and a copy of the binary it can run.
 //! - [`skip!`]: skipping with a printed reason when a tool is missing.
-//! - [`kill_after`]: a bound on a child spawned and read by hand.
+//! - [`kill_after`]: a bound on a child spawned and read by hand;
+//!   [`driven::interactive`]: such a `supervisor run`.
 //! - [`pool::Pool`]: a `supervisor pool` daemon for the pool's tests.
 //! - [`kernel_log::KernelLog`]: the seccomp records a run left in the host's
 //!   kernel log.
@@ -24,6 +25,7 @@
 
 pub mod cgroups;
 mod cprogs;
+pub mod driven;
 pub mod engine;
 pub mod kernel_log;
 mod kill_after;
