@@ -7,6 +7,7 @@
 use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
 use std::process::Command;
+use std::sync::OnceLock;
 
 use super::{bin, is_root};
 
@@ -18,8 +19,18 @@ pub fn tester_exists() -> bool {
         .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "1001")
 }
 
-/// A copy of the binary the unprivileged user can run, or why not.
+/// A copy of the binary the unprivileged user can run, or why not. Made
+/// once per test process: a copy made while another test's thread
+/// execs the last one, or forks while this process holds the copy open
+/// for writing (the child inherits that descriptor until its own exec),
+/// makes an exec of the copy fail with ETXTBSY. The bytes are written by
+/// `cp`, a process of its own, so no fork of ours ever holds them open.
 pub fn tester_bin() -> Result<(u32, u32, PathBuf), String> {
+    static ONCE: OnceLock<Result<(u32, u32, PathBuf), String>> = OnceLock::new();
+    ONCE.get_or_init(copy_for_tester).clone()
+}
+
+fn copy_for_tester() -> Result<(u32, u32, PathBuf), String> {
     if !is_root() {
         return Err("needs root to become tester".into());
     }
@@ -37,7 +48,18 @@ pub fn tester_bin() -> Result<(u32, u32, PathBuf), String> {
         |p: &std::path::Path, m| std::fs::set_permissions(p, std::fs::Permissions::from_mode(m));
     mode(&dir, 0o755).map_err(|e| e.to_string())?;
     let tmp = dir.join(format!("supervisor.{}", std::process::id()));
-    std::fs::copy(bin(), &tmp).map_err(|e| e.to_string())?;
+    let copied = Command::new("cp")
+        .arg(bin())
+        .arg(&tmp)
+        .status()
+        .map_err(|e| format!("cp: {e}"))?;
+    if !copied.success() {
+        return Err(format!(
+            "cp {} {}: {copied}",
+            bin().display(),
+            tmp.display()
+        ));
+    }
     mode(&tmp, 0o755).map_err(|e| e.to_string())?;
     let bin = dir.join("supervisor");
     std::fs::rename(&tmp, &bin).map_err(|e| e.to_string())?;
