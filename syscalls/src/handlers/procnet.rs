@@ -49,29 +49,13 @@ impl NetFile {
     /// `/proc/<pid>/task/<tid>/net`): what the kernel shows there is the
     /// guest's network namespace.
     pub(crate) fn in_net_dir(path: &str) -> bool {
-        let Some(rest) = path.strip_prefix("/proc/") else {
-            return false;
-        };
-        let numeric = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
-        let parts: Vec<&str> = rest.splitn(5, '/').collect();
-        match parts.as_slice() {
-            [pid, "net", ..] => numeric(pid),
-            [pid, "task", tid, "net", ..] => numeric(pid) && numeric(tid),
-            _ => false,
-        }
+        under_net_dir(path).is_some()
     }
 
     /// The file at `path` as the kernel names it (`/proc/<pid>/net/tcp`,
     /// `/proc/<pid>/task/<tid>/net/tcp`), if served.
     pub(crate) fn at(path: &str) -> Option<NetFile> {
-        let rest = path.strip_prefix("/proc/")?;
-        let parts: Vec<&str> = rest.split('/').collect();
-        let numeric = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
-        let name = match parts.as_slice() {
-            [pid, "net", name] if numeric(pid) => *name,
-            [pid, "task", tid, "net", name] if numeric(pid) && numeric(tid) => *name,
-            _ => return None,
-        };
+        let name = under_net_dir(path)?;
         match name {
             "unix" => Some(NetFile::Unix),
             "tcp" => Some(NetFile::Tcp),
@@ -90,6 +74,28 @@ impl NetFile {
             NetFile::Udp6 => proto == Proto::Udp && domain == libc::AF_INET6,
             NetFile::Unix => false,
         }
+    }
+}
+
+/// What follows a process's network directory in `path`, as the kernel
+/// names it: `""` for `/proc/<pid>/net` itself, `"tcp"` for
+/// `/proc/<pid>/task/<tid>/net/tcp`; `None` outside such a directory.
+fn under_net_dir(path: &str) -> Option<&str> {
+    let numeric = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    let (pid, rest) = path.strip_prefix("/proc/")?.split_once('/')?;
+    if !numeric(pid) {
+        return None;
+    }
+    let rest = match rest.strip_prefix("task/") {
+        Some(task) => {
+            let (tid, rest) = task.split_once('/')?;
+            numeric(tid).then_some(rest)?
+        }
+        None => rest,
+    };
+    match rest.strip_prefix("net")? {
+        "" => Some(""),
+        below => below.strip_prefix('/'),
     }
 }
 
