@@ -245,13 +245,12 @@ impl Shared {
     /// drops its copies.
     fn request(&self, kind: Kind, count: u8) -> Result<Vec<OwnedFd>, Errno> {
         let channel = self.channel.lock();
-        let numbers = ask(channel.as_fd(), kind, count).map_err(|e| self.entry_failed(e))?;
-        self.entered.store(true, Ordering::Release);
+        let numbers = self.round_trip(channel.as_fd(), kind, count)?;
         let copied: Result<Vec<OwnedFd>, Errno> = numbers
             .iter()
             .map(|&n| pidfd::getfd(self.pidfd.as_fd(), n))
             .collect();
-        ask(channel.as_fd(), Kind::Close, 0).map_err(|e| self.entry_failed(e))?;
+        self.round_trip(channel.as_fd(), Kind::Close, 0)?;
         let fds = copied.map_err(lost)?;
         let expected = match kind {
             Kind::StreamPair | Kind::DatagramPair => 2,
@@ -265,6 +264,19 @@ impl Shared {
 }
 
 impl Shared {
+    /// [`ask`] on `channel` (held locked): an answer means the factory
+    /// has entered the namespaces (noted); a failure to enter is said once.
+    fn round_trip(
+        &self,
+        channel: BorrowedFd<'_>,
+        kind: Kind,
+        count: u8,
+    ) -> Result<Vec<i32>, Errno> {
+        let numbers = ask(channel, kind, count).map_err(|e| self.entry_failed(e))?;
+        self.entered.store(true, Ordering::Release);
+        Ok(numbers)
+    }
+
     /// Says once on stderr that the factory could not enter the
     /// sandbox's namespaces (it has exited: every later socket() fails).
     fn entry_failed(&self, e: Failure) -> Errno {
@@ -413,9 +425,9 @@ impl UnixSockets for SocketFactory {
             return Ok(());
         }
         let channel = self.shared.channel.lock();
-        ask(channel.as_fd(), Kind::Close, 0).map_err(|e| self.shared.entry_failed(e))?;
-        self.shared.entered.store(true, Ordering::Release);
-        Ok(())
+        self.shared
+            .round_trip(channel.as_fd(), Kind::Close, 0)
+            .map(drop)
     }
 }
 
