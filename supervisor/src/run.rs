@@ -266,7 +266,12 @@ fn serve_and_wait(
     // Launch forks, and so does the socket factory while init sets up:
     // before this process has any thread (the output relays start below).
     let egress = !args.allow_net.is_empty();
-    let hooks = RunHooks::new(&guards.enforcement, (egress, dns_stub(args)), embedding);
+    // The stub's address on the loopback: the nameserver the view names.
+    let dns_stub = match config.nameserver {
+        Some(std::net::IpAddr::V4(stub)) => Some(stub),
+        _ => None,
+    };
+    let hooks = RunHooks::new(&guards.enforcement, (egress, dns_stub), embedding);
     let launched = launch::launch_with(config, &hooks);
     if let Some(capture) = &mut capture {
         capture.restore();
@@ -476,14 +481,6 @@ fn captured_fds(pty: Option<[bool; 3]>) -> Vec<i32> {
         .collect()
 }
 
-/// The DNS stub's address, when an `--allow-net` rule names a host.
-fn dns_stub(args: &RunArgs) -> Option<std::net::Ipv4Addr> {
-    args.allow_net
-        .iter()
-        .any(netstack::rules::Rule::is_name)
-        .then_some(netstack::dns::STUB_ADDR)
-}
-
 fn launch_config(args: &RunArgs, view: &GuestView) -> Result<LaunchConfig, LaunchError> {
     let mut mounts: Vec<_> = args
         .ro
@@ -513,7 +510,11 @@ fn launch_config(args: &RunArgs, view: &GuestView) -> Result<LaunchConfig, Launc
         cpus: guest_cpus(view.cpus),
         memory_limited: view.memory.is_some(),
         pids_limited: view.pids.is_some(),
-        nameserver: dns_stub(args).map(std::net::IpAddr::V4),
+        nameserver: args
+            .allow_net
+            .iter()
+            .any(netstack::rules::Rule::is_name)
+            .then_some(std::net::IpAddr::V4(netstack::dns::STUB_ADDR)),
         self_join: Vec::new(),
         id_count: 1,
         user: None,
