@@ -13,7 +13,7 @@ mod common;
 use std::io::{BufRead, BufReader};
 use std::os::unix::fs::{FileTypeExt, PermissionsExt};
 use std::os::unix::process::ExitStatusExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -134,7 +134,7 @@ fn warming_leaves_nothing_the_command_can_see() {
     ];
     warmed_runs_as_cold(&Pool::start(&flags), Run::sh(WARMED, &[]));
     // Unprivileged, the host's directories are not ours (no O_NOATIME).
-    let (uid, gid, tbin) = match tester() {
+    let (uid, gid, tbin) = match tester_bin() {
         Ok(t) => t,
         Err(why) => skip!("{why}"),
     };
@@ -492,17 +492,9 @@ fn sigterm_tears_the_idle_sandboxes_down() {
     }
 }
 
-/// [`tester_bin`] once: it copies the binary to one path per process, and
-/// two tests copying at once make the other's exec fail (ETXTBSY).
-fn tester() -> Result<(u32, u32, PathBuf), String> {
-    static ONCE: std::sync::OnceLock<Result<(u32, u32, PathBuf), String>> =
-        std::sync::OnceLock::new();
-    ONCE.get_or_init(tester_bin).clone()
-}
-
 #[test]
 fn an_unprivileged_pool_serves_its_user() {
-    let (uid, gid, tbin) = match tester() {
+    let (uid, gid, tbin) = match tester_bin() {
         Ok(t) => t,
         Err(why) => skip!("{why}"),
     };
@@ -533,7 +525,7 @@ fn an_unprivileged_pool_serves_its_user() {
 
 #[test]
 fn another_user_cannot_use_the_pool() {
-    let (uid, gid, tbin) = match tester() {
+    let (uid, gid, tbin) = match tester_bin() {
         Ok(t) => t,
         Err(why) => skip!("{why}"),
     };
