@@ -6,7 +6,8 @@
 //! pipe (close-on-exec: end of stream = exec succeeded, four bytes = the
 //! errno it failed with), and turning that errno into exit code and
 //! message (127 not found, 126 cannot execute). Everything the child
-//! needs is prepared before fork; it allocates nothing it could avoid.
+//! needs is prepared before it exists (init's child shares init's
+//! memory until it executes); it allocates nothing it could avoid.
 
 use std::ffi::{CString, OsStr, OsString};
 use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd};
@@ -108,11 +109,10 @@ pub fn candidates(cmd: &OsStr, path: Option<&OsStr>) -> Vec<PathBuf> {
 /// Runs in the guest's main process (a child of init sharing its memory
 /// until it executes, `sys::process::spawn_sharing_memory`; filter
 /// installed): takes its user and drops every capability, takes the
-/// terminal if given one,
-/// waits for one byte on `start` (with no `plan`: for the command and
-/// stdio, `late.rs`), then executes the command. On failure the errno
-/// goes to `report` and the process exits 126 or 127. `start` and
-/// `report` close on exec. Drops nothing init owns.
+/// terminal if given one, waits for one byte on `start` (with no `plan`:
+/// for the command and stdio, `late.rs`), then executes the command. On
+/// failure the errno goes to `report` and the process exits 126 or 127.
+/// `start` and `report` close on exec. Drops nothing init owns.
 pub(super) fn run_guest(
     plan: Option<&ExecPlan>,
     (start, report): (BorrowedFd<'_>, BorrowedFd<'_>),

@@ -212,11 +212,11 @@ const SPAWN_STACK: usize = 1 << 20;
 /// fault, and the program it executes tears nothing down.
 ///
 /// `child` should end in execve or [`exit_now`] (if it returns, the child
-/// exits 125), and must leave alone what
-/// the caller owns (its writes are the caller's): it may read through
-/// references, make and drop values of its own, and use descriptors by
-/// number (its descriptor table is its own copy). The caller must be
-/// single-threaded (no other thread may hold a lock the child needs).
+/// exits 125), and must leave alone what the caller owns (its writes are
+/// the caller's): it may read through references, make and drop values of
+/// its own, and use descriptors by number (its descriptor table is its
+/// own copy). The caller must be single-threaded (no other thread may
+/// hold a lock the child needs).
 pub fn spawn_sharing_memory<F: FnOnce()>(child: F) -> nix::Result<Pid> {
     extern "C" fn enter<F: FnOnce()>(arg: *mut libc::c_void) -> libc::c_int {
         // SAFETY: `arg` is the `Option<F>` in spawn_sharing_memory's frame,
