@@ -2,8 +2,9 @@
 //! `$OUT_DIR/fast_reads.so`, which `src/launch/fast_reads.rs` embeds.
 //!
 //! The library must load under any x86_64 glibc a `--rootfs` tree may
-//! have: no start files, no C library but the one symbol it names
-//! (`__errno_location`, versioned GLIBC_2.2.5), no stack protector or
+//! have: no start files, no C library but the three symbols it names
+//! (`__errno_location`, `fdopen`, `_IO_fopen`, each versioned
+//! GLIBC_2.2.5), no stack protector or
 //! fortified calls that would pull in newer symbols. Without a C compiler
 //! (or on another target) the file is left empty and the sandbox does
 //! without fast reads (a warning says so).

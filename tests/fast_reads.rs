@@ -41,6 +41,10 @@ fn open_family(user: Option<(u32, u32, PathBuf)>) {
         "openat64 rel: \"text of b\"",
         "bad pointer = -1 EFAULT",
         "mode 644",
+        "fopen re: cloexec 1",
+        "fopen rb: \"text of a\"",
+        "fopen bad pointer = -1 EFAULT",
+        "fopen after w: \"written\"",
     ] {
         assert!(native.stdout.contains(line), "{line}: {}", native.dump());
     }
@@ -127,6 +131,68 @@ fn plain_reads_pass_the_filter() {
     assert_eq!(out.stdout, "19900\n");
     assert!(fast < 50, "{fast} opens serviced with fast reads");
     assert!(traced >= 200, "{traced} opens serviced under --trace");
+}
+
+/// The openat calls the supervisor served for `fast_reads --fopen-many
+/// FILE 200` run with `extra` flags.
+fn serviced_fopens(extra: &[&str]) -> u64 {
+    let dir = tree("fopen");
+    let prog = c_prog("fast_reads");
+    let a = dir.path().join("a");
+    let rep = tempfile::NamedTempFile::new().expect("report file");
+    let rep_s = rep.path().display().to_string();
+    let mut sup = c_mounts();
+    sup.extend(["--report".to_string(), rep_s]);
+    sup.extend(extra.iter().map(|s| s.to_string()));
+    Run::new(&[
+        prog.as_os_str(),
+        "--fopen-many".as_ref(),
+        a.as_os_str(),
+        "200".as_ref(),
+    ])
+    .sup(&sup)
+    .ro(dir.path())
+    .supervised()
+    .ok("supervised");
+    let r = read_report(rep.path());
+    r["syscalls"]["serviced"]["openat"].as_u64().unwrap_or(0)
+}
+
+/// A C program's fopen in a read mode passes the filter as its open does
+/// (only the loader's opens are served); under `--trace` each is trapped.
+#[test]
+fn fopen_reads_pass_the_filter() {
+    if landlock_abi() < 1 {
+        skip!("no Landlock: no fence, so no fast reads");
+    }
+    let fast = serviced_fopens(&[]);
+    let trace = tempfile::NamedTempFile::new().expect("trace file");
+    let traced = serviced_fopens(&[&format!("--trace={}", trace.path().display())]);
+    assert!(fast < 50, "{fast} opens served with fast reads");
+    assert!(traced >= 200, "{traced} opens served under --trace");
+}
+
+/// A /proc file reached through fopen is the sandbox's: its meminfo
+/// under `--memory`, not the host's.
+#[test]
+fn fopen_of_a_proc_file_is_served() {
+    let prog = c_prog("fast_reads");
+    let mut sup = c_mounts();
+    sup.extend(["--memory".to_string(), "300m".to_string()]);
+    let out = Run::new(&[
+        prog.as_os_str(),
+        "--fopen-first".as_ref(),
+        "/proc/meminfo".as_ref(),
+    ])
+    .sup(&sup)
+    .supervised()
+    .ok("supervised");
+    assert_eq!(
+        out.stdout,
+        "first: \"MemTotal:         307200 kB\"\n",
+        "{}",
+        out.dump()
+    );
 }
 
 /// Without the fence (`SUPERVISOR_TEST_NO_LANDLOCK`), a marked open could

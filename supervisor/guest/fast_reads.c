@@ -21,16 +21,22 @@
  * The path is never read here: a bad pointer is the kernel's to find
  * (EFAULT), as with the C library's own open.
  *
+ * fopen and fopen64 in a read mode make the same open, then hand the
+ * descriptor to the C library's fdopen; any other mode goes to the C
+ * library's own fopen, which glibc also exports as _IO_fopen.
+ *
  * Built by supervisor/build.rs with no C library headers' inline code
- * and no start files; it needs only __errno_location@GLIBC_2.2.5, which
- * every x86_64 glibc has. Differences from the C library's open: not a
- * thread cancellation point.
+ * and no start files; it needs only __errno_location, fdopen and
+ * _IO_fopen, all at GLIBC_2.2.5, which every x86_64 glibc has.
+ * Differences from the C library's open and fopen: not a thread
+ * cancellation point.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
@@ -188,3 +194,61 @@ FORTIFIED_OPENAT(__openat_2)
 FORTIFIED_OPENAT(__openat64_2)
 FORTIFIED_OPEN(__open_2)
 FORTIFIED_OPEN(__open64_2)
+
+/* The C library's fopen under its other exported name: this library
+ * defines fopen, not _IO_fopen. */
+extern FILE *_IO_fopen(const char *path, const char *mode);
+
+/* The open flags of `mode` when it is a read mode whose every letter this
+ * file handles as the C library's fopen does: 'r', then at most six of
+ * b and t (ignored), m (fdopen maps the file) and e (close-on-exec).
+ * -1 for any other mode: '+', 'x', 'c', ",ccs=", writing. */
+static int read_mode_flags(const char *mode)
+{
+    int flags = O_RDONLY;
+    if (mode[0] != 'r')
+        return -1;
+    for (int i = 1; mode[i] != '\0'; i++) {
+        if (i > 6)
+            return -1;
+        switch (mode[i]) {
+        case 'b':
+        case 't':
+        case 'm':
+            break;
+        case 'e':
+            flags |= O_CLOEXEC;
+            break;
+        default:
+            return -1;
+        }
+    }
+    return flags;
+}
+
+static FILE *fopen_common(const char *path, const char *mode)
+{
+    int flags = read_mode_flags(mode);
+    if (flags < 0)
+        return _IO_fopen(path, mode);
+    int fd = open_at(AT_FDCWD, path, flags, 0);
+    if (fd < 0)
+        return NULL;
+    FILE *file = fdopen(fd, mode);
+    if (file == NULL) {
+        int saved = errno;
+        syscall2(SYS_close, fd, 0);
+        errno = saved;
+    }
+    return file;
+}
+
+EXPORT FILE *fopen(const char *path, const char *mode)
+{
+    return fopen_common(path, mode);
+}
+
+EXPORT FILE *fopen64(const char *path, const char *mode)
+{
+    return fopen_common(path, mode);
+}

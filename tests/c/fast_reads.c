@@ -6,9 +6,14 @@
  * openat, openat64 with a directory descriptor and relative names, the
  * fortified __open_2 family), reads, and prints results and errno names;
  * then bad pointers, creating opens with a mode (the umask applies),
- * read opens of directories and of a FIFO with O_NONBLOCK.
+ * read opens of directories and of a FIFO with O_NONBLOCK; then fopen and
+ * fopen64 in every read mode the preload makes itself (r with b, t, m,
+ * e) and in the modes it leaves to the C library (r+, w, a, x, c, ccs).
  * fast_reads --abort DIR: the fortified open of a creating call without
- * a mode, which the C library ends with SIGABRT. */
+ * a mode, which the C library ends with SIGABRT.
+ * fast_reads --fopen-many FILE N: fopen and read FILE N times (the test
+ * counts the opens the supervisor served).
+ * fast_reads --fopen-first FILE: the first line fopen reads of FILE. */
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <stdlib.h>
@@ -38,8 +43,76 @@ static void show(const char *what, int fd)
     close(fd);
 }
 
+/* Reads the first line (at most 63 bytes) of `file`, and closes it. */
+static void fshow(const char *what, FILE *file)
+{
+    char buf[64] = {0};
+    if (file == NULL) {
+        res(what, -1);
+        return;
+    }
+    if (fgets(buf, sizeof buf, file) == NULL)
+        printf("%s: read nothing%s\n", what, ferror(file) ? " (error)" : "");
+    else
+        printf("%s: \"%.*s\"\n", what, (int)strcspn(buf, "\n"), buf);
+    fclose(file);
+}
+
+/* Whether `file`'s descriptor is close-on-exec, then fshow. */
+static void fshow_cloexec(const char *what, FILE *file)
+{
+    if (file != NULL)
+        printf("%s: cloexec %d\n", what, (fcntl(fileno(file), F_GETFD) & FD_CLOEXEC) != 0);
+    fshow(what, file);
+}
+
+static void fopen_family(const char *dir, const char *a, const char *missing, const char *made)
+{
+    fshow_cloexec("fopen r", fopen(a, "r"));
+    fshow_cloexec("fopen rb", fopen(a, "rb"));
+    fshow_cloexec("fopen re", fopen(a, "re"));
+    fshow_cloexec("fopen rbe", fopen(a, "rbe"));
+    fshow("fopen rt", fopen(a, "rt"));
+    fshow("fopen rm", fopen(a, "rm"));
+    fshow("fopen64 r", fopen64(a, "r"));
+    fshow("fopen missing", fopen(missing, "r"));
+    fshow("fopen dir", fopen(dir, "r"));
+    fshow("fopen bad pointer", fopen((const char *)8, "r"));
+    fshow("fopen empty", fopen("", "r"));
+    fshow("fopen rc", fopen(a, "rc"));
+    fshow("fopen r ccs", fopen(a, "r,ccs=UTF-8"));
+    fshow("fopen r+", fopen(a, "r+"));
+    FILE *w = fopen(made, "w");
+    res("fopen w", w == NULL ? -1 : 0);
+    if (w != NULL) {
+        fputs("written\n", w);
+        fclose(w);
+    }
+    fshow("fopen after w", fopen(made, "r"));
+    w = fopen64(made, "a");
+    res("fopen64 a", w == NULL ? -1 : 0);
+    if (w != NULL)
+        fclose(w);
+    fshow("fopen wx existing", fopen(made, "wx"));
+    unlink(made);
+    fshow("fopen missing r+", fopen(missing, "r+"));
+}
+
 int main(int argc, char **argv)
 {
+    if (argc == 4 && strcmp(argv[1], "--fopen-many") == 0) {
+        for (int i = atoi(argv[3]); i > 0; i--) {
+            FILE *f = fopen(argv[2], "r");
+            if (f == NULL || fgetc(f) == EOF)
+                return 1;
+            fclose(f);
+        }
+        return 0;
+    }
+    if (argc == 3 && strcmp(argv[1], "--fopen-first") == 0) {
+        fshow("first", fopen(argv[2], "re"));
+        return 0;
+    }
     if (argc == 3 && strcmp(argv[1], "--abort") == 0) {
         char path[4096];
         snprintf(path, sizeof path, "%s/made", argv[2]);
@@ -98,5 +171,7 @@ int main(int argc, char **argv)
     close(fd);
     unlink(fifo);
     close(d);
+
+    fopen_family(dir, a, missing, made);
     return 0;
 }

@@ -7,9 +7,10 @@
 //! trip, ~10 µs against ~2 µs natively; sqlite opens its directory to
 //! fsync it at every commit). A fenced guest gets `guest/fast_reads.c`
 //! as a preload (the view's `/etc/ld.so.preload` names it, so no
-//! environment variable shows or drops it): its open family marks the
-//! call ([`sandbox_syscalls::policy::FAST_READ_MARK`]), the filter lets
-//! it pass, and whatever turns out to be procfs's or a cover's is opened
+//! environment variable shows or drops it): its open family (and fopen
+//! in a read mode) marks the call
+//! ([`sandbox_syscalls::policy::FAST_READ_MARK`]), the filter lets it
+//! pass, and whatever turns out to be procfs's or a cover's is opened
 //! again unmarked, for the supervisor to serve.
 //!
 //! Owns: the library's bytes, when a launch gets it, and the /etc files
