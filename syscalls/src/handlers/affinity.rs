@@ -60,13 +60,9 @@ pub fn sched_getaffinity(ctx: &Context, g: &dyn Guest, pid: i32, len: u32, addr:
 /// kernel's to answer: ESRCH, after the same length checks.
 fn other_task(ctx: &Context, g: &dyn Guest, pid: i32, len: u32, addr: u64, n: usize) -> Res {
     let status = (pid > 0)
-        .then(|| {
-            with_view_proc(&ctx.fs, |proc| {
-                std::fs::read_to_string(proc.join(format!("{pid}/status")))
-            })
-        })
+        .then(|| with_view_proc(&ctx.fs, |proc| proc.read(&format!("{pid}/status"))))
         .flatten()
-        .and_then(Result::ok);
+        .flatten();
     let allowed = status.as_deref().and_then(|s| {
         s.lines()
             .find_map(|l| l.strip_prefix("Cpus_allowed:"))

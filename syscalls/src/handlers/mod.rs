@@ -36,6 +36,7 @@ mod namei;
 mod net;
 mod notify;
 mod open;
+mod procdir;
 mod procfiles;
 mod procnet;
 mod procself;

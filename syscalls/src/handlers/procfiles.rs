@@ -10,7 +10,8 @@
 
 use std::ffi::CString;
 use std::os::fd::{AsFd, OwnedFd};
-use std::path::Path;
+
+use super::procdir::ProcDir;
 
 /// The sandbox's tasks as its procfs lists them.
 #[derive(Debug, Default, PartialEq, Eq)]
@@ -26,32 +27,23 @@ pub(crate) struct Census {
     pub system: u64,
 }
 
-/// The numbered entries of `dir`.
-fn numbered(dir: &Path) -> Vec<u32> {
-    std::fs::read_dir(dir)
-        .map(|d| {
-            d.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
-/// Counts the tasks under `proc` (the sandbox's procfs, as a path the
-/// supervisor can read): every `<pid>/task/<tid>`, by the state in its
-/// `stat`, and every process's CPU time in `<pid>/stat`. Tasks that end
-/// meanwhile are skipped.
-pub(crate) fn census(proc: &Path) -> Census {
+/// Counts the tasks under `proc` (the sandbox's procfs): every
+/// `<pid>/task/<tid>`, by the state in its `stat`, and every process's
+/// CPU time in `<pid>/stat`. Tasks that end meanwhile are skipped.
+pub(crate) fn census(proc: &ProcDir) -> Census {
     let mut c = Census::default();
-    for pid in numbered(proc) {
+    for pid in proc.numbered(".") {
         c.last_pid = c.last_pid.max(pid);
-        let dir = proc.join(pid.to_string());
-        if let Some((user, system)) = read_stat(&dir).as_deref().and_then(cpu_time) {
+        if let Some((user, system)) = proc
+            .read(&format!("{pid}/stat"))
+            .as_deref()
+            .and_then(cpu_time)
+        {
             c.user += user;
             c.system += system;
         }
-        let tasks = dir.join("task");
-        for tid in numbered(&tasks) {
-            let Some(stat) = read_stat(&tasks.join(tid.to_string())) else {
+        for tid in proc.numbered(&format!("{pid}/task")) {
+            let Some(stat) = proc.read(&format!("{pid}/task/{tid}/stat")) else {
                 continue;
             };
             c.total += 1;
@@ -71,12 +63,11 @@ pub(crate) fn census(proc: &Path) -> Census {
 /// less two (`proc_task_getattr` adds the thread count to a directory's
 /// two), so no file of the census is read. A process that ends
 /// meanwhile is not counted.
-pub(crate) fn task_count(proc: &Path) -> u64 {
-    use std::os::unix::fs::MetadataExt;
-    numbered(proc)
+pub(crate) fn task_count(proc: &ProcDir) -> u64 {
+    proc.numbered(".")
         .into_iter()
-        .filter_map(|pid| std::fs::symlink_metadata(proc.join(format!("{pid}/task"))).ok())
-        .map(|m| m.nlink().saturating_sub(2))
+        .filter_map(|pid| proc.link_count(&format!("{pid}/task")))
+        .map(|links| links.saturating_sub(2))
         .sum()
 }
 
@@ -84,12 +75,11 @@ pub(crate) fn task_count(proc: &Path) -> u64 {
 /// `voluntary_ctxt_switches` and `nonvoluntary_ctxt_switches` in every
 /// `<pid>/task/<tid>/status` under `proc` (the kernel keeps no such count
 /// per pid namespace; a task's switches leave the sum when it ends).
-pub(crate) fn context_switches(proc: &Path) -> u64 {
+pub(crate) fn context_switches(proc: &ProcDir) -> u64 {
     let mut sum = 0;
-    for pid in numbered(proc) {
-        let tasks = proc.join(pid.to_string()).join("task");
-        for tid in numbered(&tasks) {
-            if let Some(status) = read_small(&tasks.join(tid.to_string()).join("status")) {
+    for pid in proc.numbered(".") {
+        for tid in proc.numbered(&format!("{pid}/task")) {
+            if let Some(status) = proc.read(&format!("{pid}/task/{tid}/status")) {
                 sum += switches(&status);
             }
         }
@@ -108,16 +98,6 @@ fn switches(status: &str) -> u64 {
             v.trim().parse::<u64>().ok()
         })
         .sum()
-}
-
-fn read_stat(dir: &Path) -> Option<String> {
-    read_small(&dir.join("stat"))
-}
-
-/// A procfs text of the census (`sealed::read_all`: no stat, one read).
-fn read_small(path: &Path) -> Option<String> {
-    let file = std::fs::File::open(path).ok()?;
-    super::sealed::read_all(file.into()).ok()
 }
 
 /// A `stat` line after `pid (comm)`: the comm may hold any byte, so the
@@ -143,11 +123,11 @@ fn cpu_time(stat: &str) -> Option<(u64, u64)> {
 
 /// The descriptors the sandbox's processes hold (`<pid>/fd` under
 /// `proc`), for `/proc/sys/fs/file-nr`.
-pub(crate) fn open_files(proc: &Path) -> u64 {
-    numbered(proc)
+pub(crate) fn open_files(proc: &ProcDir) -> u64 {
+    proc.numbered(".")
         .into_iter()
-        .filter_map(|pid| std::fs::read_dir(proc.join(pid.to_string()).join("fd")).ok())
-        .map(|d| d.count() as u64)
+        .filter_map(|pid| proc.entry_count(&format!("{pid}/fd")))
+        .map(|n| n as u64)
         .sum()
 }
 

@@ -9,9 +9,6 @@
 //! `masked.rs`, `procstat.rs`, `procfiles.rs`, `procnet.rs`,
 //! `procsys.rs`).
 
-use std::os::fd::AsFd;
-use std::os::unix::ffi::OsStrExt;
-
 use vfs::resolve::flags::IN_ROOT;
 use vfs::Resolver;
 
@@ -19,6 +16,7 @@ use super::covers::read_host;
 use super::limitfiles::{cpuinfo, meminfo};
 use super::masked;
 use super::mounttab;
+use super::procdir::ProcDir;
 use super::procfiles::{self, PerProcess};
 use super::procnet::{self, NetFile};
 use super::procself;
@@ -170,11 +168,9 @@ pub(crate) fn view_census(fs: &Resolver) -> procfiles::Census {
     with_view_proc(fs, procfiles::census).unwrap_or_default()
 }
 
-/// `f` of the view's procfs, as a path the supervisor can read.
-pub(crate) fn with_view_proc<T>(fs: &Resolver, f: impl FnOnce(&std::path::Path) -> T) -> Option<T> {
+/// `f` of the view's procfs, as a directory descriptor.
+pub(crate) fn with_view_proc<T>(fs: &Resolver, f: impl FnOnce(&ProcDir) -> T) -> Option<T> {
     let flags = (libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC) as u64;
     let proc = vfs::sys::openat2(fs.root(), c"/proc", flags, 0, IN_ROOT).ok()?;
-    let path = vfs::sys::ProcFd::new(proc.as_fd());
-    let path = std::ffi::OsStr::from_bytes(path.as_cstr().to_bytes());
-    Some(f(std::path::Path::new(path)))
+    Some(f(&ProcDir::new(proc)))
 }
