@@ -74,6 +74,10 @@ pub struct Cli {
 }
 
 #[derive(Subcommand, Debug)]
+// `defer`: clap builds a subcommand's arguments only when it is the one
+// given, so `run` does not build every OCI command's too (a pooled
+// client's start: 128 page faults and 0.65 ms of CPU became 101 and 0.58).
+#[command(defer = true)]
 pub enum Command {
     /// Run COMMAND in a fresh sandbox and exit with its status.
     #[command(after_help = EXAMPLES)]

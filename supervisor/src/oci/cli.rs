@@ -81,6 +81,8 @@ pub enum LogFormat {
 
 /// The runtime commands.
 #[derive(Subcommand, Debug)]
+// Built only when named, as `cli::Command`'s subcommands are.
+#[command(defer = true)]
 pub enum OciCommand {
     /// OCI runtime: write a default config.json (like `runc spec`).
     Spec(SpecArgs),
