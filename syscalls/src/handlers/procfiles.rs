@@ -25,12 +25,31 @@ pub(crate) struct Census {
     /// children they reaped (`utime + cutime`, `stime + cstime`).
     pub user: u64,
     pub system: u64,
+    /// The living tasks' context switches (only when their `status` was
+    /// read: [`census_reading`]).
+    pub switches: u64,
+}
+
+/// What the census reads of each task: its `stat` (the state), or its
+/// `status` (the state and the context switches `/proc/stat` sums).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum TaskFile {
+    Stat,
+    Status,
 }
 
 /// Counts the tasks under `proc` (the sandbox's procfs): every
 /// `<pid>/task/<tid>`, by the state in its `stat`, and every process's
 /// CPU time in `<pid>/stat`. Tasks that end meanwhile are skipped.
 pub(crate) fn census(proc: &ProcDir) -> Census {
+    census_reading(proc, TaskFile::Stat)
+}
+
+/// [`census`], reading each task's `file`: with [`TaskFile::Status`],
+/// `switches` is the sum of the living tasks' voluntary and involuntary
+/// context switches too (the kernel keeps no such count per pid
+/// namespace; a task's switches leave the sum when it ends).
+pub(crate) fn census_reading(proc: &ProcDir, file: TaskFile) -> Census {
     let mut c = Census::default();
     for pid in proc.numbered(".") {
         c.last_pid = c.last_pid.max(pid);
@@ -43,19 +62,40 @@ pub(crate) fn census(proc: &ProcDir) -> Census {
             c.system += system;
         }
         for tid in proc.numbered(&format!("{pid}/task")) {
-            let Some(stat) = proc.read(&format!("{pid}/task/{tid}/stat")) else {
+            let name = match file {
+                TaskFile::Stat => "stat",
+                TaskFile::Status => "status",
+            };
+            let Some(text) = proc.read(&format!("{pid}/task/{tid}/{name}")) else {
                 continue;
             };
             c.total += 1;
             c.last_pid = c.last_pid.max(tid);
-            match after_comm(&stat).and_then(|r| r.trim_start().chars().next()) {
+            let state = match file {
+                TaskFile::Stat => after_comm(&text).and_then(|r| r.trim_start().chars().next()),
+                TaskFile::Status => status_state(&text),
+            };
+            match state {
                 Some('R') => c.running += 1,
                 Some('D') => c.blocked += 1,
                 _ => {}
             }
+            if file == TaskFile::Status {
+                c.switches += switches(&text);
+            }
         }
     }
     c
+}
+
+/// A task's state letter from its `status` (`State:\tR (running)`).
+fn status_state(status: &str) -> Option<char> {
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("State:"))?
+        .trim_start()
+        .chars()
+        .next()
 }
 
 /// The sandbox's tasks (threads, as sysinfo's `procs` counts them): for
@@ -69,22 +109,6 @@ pub(crate) fn task_count(proc: &ProcDir) -> u64 {
         .filter_map(|pid| proc.link_count(&format!("{pid}/task")))
         .map(|links| links.saturating_sub(2))
         .sum()
-}
-
-/// The context switches of the sandbox's living tasks: the sum of
-/// `voluntary_ctxt_switches` and `nonvoluntary_ctxt_switches` in every
-/// `<pid>/task/<tid>/status` under `proc` (the kernel keeps no such count
-/// per pid namespace; a task's switches leave the sum when it ends).
-pub(crate) fn context_switches(proc: &ProcDir) -> u64 {
-    let mut sum = 0;
-    for pid in proc.numbered(".") {
-        for tid in proc.numbered(&format!("{pid}/task")) {
-            if let Some(status) = proc.read(&format!("{pid}/task/{tid}/status")) {
-                sum += switches(&status);
-            }
-        }
-    }
-    sum
 }
 
 /// A task's voluntary and involuntary context switches, from its `status`.
@@ -361,6 +385,11 @@ mod tests {
         let status = "Name:\tx\nvoluntary_ctxt_switches:\t7\nnonvoluntary_ctxt_switches:\t5\n";
         assert_eq!(switches(status), 12);
         assert_eq!(switches("Name:\tx\n"), 0);
+        assert_eq!(
+            status_state("Name:\tx\nState:\tD (disk sleep)\n"),
+            Some('D')
+        );
+        assert_eq!(status_state("Name:\tx\n"), None);
         let c = Census {
             running: 2,
             total: 3,

@@ -282,6 +282,7 @@ softirq 300 1 2\n";
             last_pid: 4,
             user: 7,
             system: 3,
+            switches: 0,
         }
     }
 

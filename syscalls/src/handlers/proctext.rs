@@ -132,11 +132,13 @@ fn host_memtotal() -> Option<u64> {
 /// members), all kept monotonic.
 fn sandbox_stat(ctx: &Context, host: &str, btime: u64) -> String {
     let syn = &ctx.synthetic;
-    let census = view_census(&ctx.fs);
+    let census = with_view_proc(&ctx.fs, |proc| {
+        procfiles::census_reading(proc, procfiles::TaskFile::Status)
+    })
+    .unwrap_or_default();
     let cpus = cpu_lines(ctx, host, &census);
-    let switches = with_view_proc(&ctx.fs, procfiles::context_switches).unwrap_or(0);
     let own = OwnCounts {
-        ctxt: syn.ctxt.raise(switches),
+        ctxt: syn.ctxt.raise(census.switches),
         processes: syn.processes.raise(u64::from(census.last_pid)),
     };
     procstat::stat(host, &cpus, &census, &own, btime)
