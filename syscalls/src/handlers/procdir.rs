@@ -28,14 +28,16 @@ impl ProcDir {
     /// The numbered entries of the directory `rel` ("." for this one),
     /// in the order procfs lists them; none if it cannot be read.
     pub(crate) fn numbered(&self, rel: &str) -> Vec<u32> {
-        self.listing(rel)
-            .map(|names| names.iter().filter_map(|n| n.parse().ok()).collect())
-            .unwrap_or_default()
+        let mut numbers = Vec::new();
+        self.each_name(rel, |name| numbers.extend(name.parse::<u32>().ok()));
+        numbers
     }
 
     /// How many entries the directory `rel` has, "." and ".." aside.
     pub(crate) fn entry_count(&self, rel: &str) -> Option<usize> {
-        Some(self.listing(rel)?.len())
+        let mut count = 0;
+        self.each_name(rel, |_| count += 1)?;
+        Some(count)
     }
 
     /// The link count of `rel` (not followed if a symlink).
@@ -54,18 +56,20 @@ impl ProcDir {
         sealed::read_all(file).ok()
     }
 
-    /// The names in the directory `rel`, "." and ".." aside.
-    fn listing(&self, rel: &str) -> Option<Vec<String>> {
+    /// Calls `f` with each name in the directory `rel`, "." and ".."
+    /// aside (borrowed: no name is copied); `None` if it cannot be read.
+    fn each_name(&self, rel: &str, mut f: impl FnMut(&str)) -> Option<()> {
         let name = CString::new(rel).ok()?;
         let flags = libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC;
         let dir = vfs::sys::openat(self.fd.as_fd(), &name, flags, 0).ok()?;
         let mut dir = nix::dir::Dir::from(dir).ok()?;
-        let names = dir
-            .iter()
-            .filter_map(|e| e.ok()?.file_name().to_str().ok().map(str::to_owned))
-            .filter(|n| n != "." && n != "..")
-            .collect();
-        Some(names)
+        for entry in dir.iter().flatten() {
+            match entry.file_name().to_str() {
+                Ok("." | "..") | Err(_) => {}
+                Ok(name) => f(name),
+            }
+        }
+        Some(())
     }
 }
 

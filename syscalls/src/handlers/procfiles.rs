@@ -38,6 +38,26 @@ pub(crate) enum TaskFile {
     Status,
 }
 
+impl TaskFile {
+    fn name(self) -> &'static str {
+        match self {
+            TaskFile::Stat => "stat",
+            TaskFile::Status => "status",
+        }
+    }
+
+    /// The task's state letter, and its context switches (0 from `stat`).
+    fn state_and_switches(self, text: &str) -> (Option<char>, u64) {
+        match self {
+            TaskFile::Stat => (
+                after_comm(text).and_then(|r| r.trim_start().chars().next()),
+                0,
+            ),
+            TaskFile::Status => (status_state(text), switches(text)),
+        }
+    }
+}
+
 /// Counts the tasks under `proc` (the sandbox's procfs): every
 /// `<pid>/task/<tid>`, by the state in its `stat`, and every process's
 /// CPU time in `<pid>/stat`. Tasks that end meanwhile are skipped.
@@ -62,27 +82,18 @@ pub(crate) fn census_reading(proc: &ProcDir, file: TaskFile) -> Census {
             c.system += system;
         }
         for tid in proc.numbered(&format!("{pid}/task")) {
-            let name = match file {
-                TaskFile::Stat => "stat",
-                TaskFile::Status => "status",
-            };
-            let Some(text) = proc.read(&format!("{pid}/task/{tid}/{name}")) else {
+            let Some(text) = proc.read(&format!("{pid}/task/{tid}/{}", file.name())) else {
                 continue;
             };
             c.total += 1;
             c.last_pid = c.last_pid.max(tid);
-            let state = match file {
-                TaskFile::Stat => after_comm(&text).and_then(|r| r.trim_start().chars().next()),
-                TaskFile::Status => status_state(&text),
-            };
+            let (state, switches) = file.state_and_switches(&text);
             match state {
                 Some('R') => c.running += 1,
                 Some('D') => c.blocked += 1,
                 _ => {}
             }
-            if file == TaskFile::Status {
-                c.switches += switches(&text);
-            }
+            c.switches += switches;
         }
     }
     c
