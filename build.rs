@@ -13,6 +13,15 @@
 //! `libgcc_eh.a`, ...), so the `-lc -lgcc_s` rustc passes for a dynamic
 //! link find those. Set `SUPERVISOR_DYNAMIC=1` to link dynamically; so
 //! does a system without the static archives (with a warning).
+//!
+//! Also compiles `src/fast_client.c`, the pool's client on its fast path,
+//! and makes its `sv_entry` the binary's entry point: it serves
+//! `supervisor run --pool SOCKET [--] COMMAND...` before the C library
+//! starts, and jumps to the C library's `_start` for anything else (the
+//! file says why and how). The object must need no symbol but `_start`
+//! (`nm -u`): anything else would be called before a static PIE is
+//! relocated. Without a C compiler or `nm`, the binary keeps the C
+//! library's entry (with a warning) and the Rust client serves every call.
 
 use std::env;
 use std::fs;
@@ -24,6 +33,9 @@ fn main() {
     println!("cargo:rerun-if-env-changed=CC");
     let linux_gnu = env::var("CARGO_CFG_TARGET_OS").as_deref() == Ok("linux")
         && env::var("CARGO_CFG_TARGET_ENV").as_deref() == Ok("gnu");
+    if linux_gnu && env::var("CARGO_CFG_TARGET_ARCH").as_deref() == Ok("x86_64") {
+        link_fast_client();
+    }
     if !linux_gnu || env::var_os("SUPERVISOR_DYNAMIC").is_some() {
         return;
     }
@@ -39,6 +51,56 @@ fn main() {
     }
     println!("cargo:rustc-link-arg-bins=-L{}", dir.display());
     println!("cargo:rustc-link-arg-bins=-static-pie");
+}
+
+const FAST_CLIENT: &str = "src/fast_client.c";
+
+/// Compiles [`FAST_CLIENT`] and links it in as the binary's entry point.
+fn link_fast_client() {
+    println!("cargo:rerun-if-changed={FAST_CLIENT}");
+    let cc = env::var("CC").unwrap_or_else(|_| "cc".to_string());
+    let out =
+        PathBuf::from(env::var_os("OUT_DIR").expect("cargo sets OUT_DIR")).join("fast_client.o");
+    let compiled = std::process::Command::new(&cc)
+        .args([
+            "-c",
+            "-O2",
+            "-fPIE",
+            "-ffreestanding",
+            "-fno-builtin",
+            "-fno-stack-protector",
+            "-fno-tree-loop-distribute-patterns",
+            "-fvisibility=hidden",
+            "-Wall",
+            "-Werror",
+            "-o",
+        ])
+        .arg(&out)
+        .arg(FAST_CLIENT)
+        .status();
+    if !compiled.is_ok_and(|s| s.success()) {
+        println!("cargo:warning=could not compile {FAST_CLIENT} with {cc}: the pool's client runs without its fast path");
+        return;
+    }
+    let Ok(listed) = std::process::Command::new("nm")
+        .arg("-u")
+        .arg(&out)
+        .output()
+    else {
+        println!("cargo:warning=no nm to check {FAST_CLIENT}'s object: the pool's client runs without its fast path");
+        return;
+    };
+    let needed: Vec<String> = String::from_utf8_lossy(&listed.stdout)
+        .split_whitespace()
+        .filter(|w| *w != "U" && *w != "_start")
+        .map(str::to_string)
+        .collect();
+    assert!(
+        listed.status.success() && needed.is_empty(),
+        "{FAST_CLIENT} must call nothing before the C library starts, but its object needs {needed:?}"
+    );
+    println!("cargo:rustc-link-arg-bins={}", out.display());
+    println!("cargo:rustc-link-arg-bins=-Wl,--entry=sv_entry");
 }
 
 /// The first archive of `archives` (`-l:NAME ...`) the C compiler cannot

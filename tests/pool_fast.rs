@@ -1,0 +1,246 @@
+//! The pool's client on its fast path (`src/fast_client.c`): the binary
+//! enters there, and a command it serves before the C library starts
+//! comes out as the Rust client (`supervisor/src/pool/client.rs`) gives
+//! it. A harmless `--timeout` makes the Rust client serve the same
+//! command (any flag but `--pool` does), so each case runs both ways
+//! against one pool; the cold `supervisor run` is the reference for what
+//! neither client decides (pool.rs checks the rest of the pool through
+//! the fast path, since its commands take it).
+//!
+//! Also: the command lines and stdio the fast path leaves to the Rust
+//! client (a closed descriptor, a device it would copy, a bad or missing
+//! `--pool`) still work, or fail with clap's or the client's own line.
+
+mod common;
+
+use std::process::{Command, Stdio};
+
+use common::pool::Pool;
+use common::*;
+
+/// The Rust client: the same command with a flag the fast path leaves.
+const SLOW: [&str; 2] = ["--timeout", "3600"];
+
+fn fast_and_slow(pool: &Pool, run: &Run) -> (Out, Out) {
+    let fast = run.clone().sup(&pool.flag()).supervised();
+    let slow = run.clone().sup(&pool.flag()).sup(&SLOW).supervised();
+    (fast, slow)
+}
+
+fn same(what: &str, fast: &Out, slow: &Out) {
+    assert_eq!(
+        (fast.code, fast.signal, &fast.stdout_bytes, &fast.stderr),
+        (slow.code, slow.signal, &slow.stdout_bytes, &slow.stderr),
+        "{what}: fast {} slow {}",
+        fast.dump(),
+        slow.dump()
+    );
+}
+
+/// The address `readelf -h` gives as the entry point, and `nm`'s of
+/// `symbol`; `None` without binutils.
+fn entry_and_symbol(symbol: &str) -> Option<(u64, u64)> {
+    let bin = bin();
+    let header = Command::new("readelf").arg("-h").arg(&bin).output().ok()?;
+    let header = String::from_utf8_lossy(&header.stdout).into_owned();
+    let entry = header
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("Entry point address:"))?;
+    let entry = u64::from_str_radix(entry.trim().trim_start_matches("0x"), 16).ok()?;
+    let symbols = Command::new("nm").arg(&bin).output().ok()?;
+    let address = String::from_utf8_lossy(&symbols.stdout)
+        .lines()
+        .find(|l| l.ends_with(&format!(" {symbol}")))
+        .and_then(|l| u64::from_str_radix(l.split(' ').next()?, 16).ok());
+    Some((entry, address.unwrap_or(u64::MAX)))
+}
+
+#[test]
+fn the_binary_enters_at_the_fast_client() {
+    let Some((entry, sv_entry)) = entry_and_symbol("sv_entry") else {
+        skip!("no readelf or nm");
+    };
+    assert_eq!(
+        entry, sv_entry,
+        "the entry point is not sv_entry: build.rs did not link src/fast_client.c"
+    );
+}
+
+#[test]
+fn exit_codes_lines_and_output_are_the_rust_client_s() {
+    let pool = Pool::start(&[]);
+    let cases: &[&[&str]] = &[
+        &["/bin/sh", "-c", "echo out; echo err >&2; exit 3"],
+        &["/bin/sh", "-c", "kill -TERM $$"],
+        &["/bin/sh", "-c", "exit 255"],
+        &["/etc/passwd"],
+        &["no-such-command-here"],
+        // The answer's line carries JSON escapes: a quote, a backslash, a
+        // tab, a control character, and UTF-8.
+        &["no-such \"command\" \\ \t \u{1} é ✓"],
+        &["/usr/bin/env"],
+        &["/bin/echo", "", "two words", "-n", "--pool", "x"],
+    ];
+    for argv in cases {
+        let run = Run::new(argv).env("HOME", "/home/x").env("TERM", "dumb");
+        let (fast, slow) = fast_and_slow(&pool, &run);
+        same(&format!("{argv:?}"), &fast, &slow);
+        let cold = run.supervised();
+        assert_eq!(
+            (fast.code, &fast.stdout, &fast.stderr),
+            (cold.code, &cold.stdout, &cold.stderr),
+            "{argv:?}: fast {} cold {}",
+            fast.dump(),
+            cold.dump()
+        );
+    }
+}
+
+#[test]
+fn arguments_and_environment_arrive_byte_for_byte() {
+    let pool = Pool::start(&[]);
+    // Not UTF-8, and long: 500 arguments of 40 bytes (70 KB of JSON).
+    let mut argv: Vec<std::ffi::OsString> = vec!["/bin/sh".into(), "-c".into()];
+    argv.push(r#"for a in "$@"; do printf '%s\n' "$a"; done | od -c | tail -3; env | sort"#.into());
+    argv.push("sh".into());
+    use std::os::unix::ffi::OsStringExt;
+    argv.push(std::ffi::OsString::from_vec(vec![0xff, 0xfe, b'a', 0x80]));
+    for i in 0..500 {
+        argv.push(format!("{i:040}").into());
+    }
+    let run = Run::new(&argv)
+        .env("LANG", "C.UTF-8")
+        .env("NOT_PASSED", "x");
+    let (fast, slow) = fast_and_slow(&pool, &run);
+    let fast = fast.ok("fast");
+    same("long argv", &fast, &slow);
+    assert!(!fast.stdout.contains("NOT_PASSED"), "{}", fast.dump());
+    assert!(fast.stdout.contains("LANG=C.UTF-8"), "{}", fast.dump());
+}
+
+#[test]
+fn a_request_too_long_for_the_pool_is_the_rust_client_s_line() {
+    let pool = Pool::start(&[]);
+    // 300 KB of arguments: more than a message of the protocol holds.
+    let big = "y".repeat(100_000);
+    let run = Run::new(&["/bin/true", &big, &big, &big]);
+    let (fast, slow) = fast_and_slow(&pool, &run);
+    same("too long", &fast, &slow);
+    assert_eq!(fast.code, Some(125), "{}", fast.dump());
+    assert!(
+        fast.stderr.contains("too long for the pool"),
+        "{}",
+        fast.dump()
+    );
+}
+
+/// `supervisor ARGS` with `sh -c PREFIX` in front (to close or replace a
+/// descriptor first), stdin from `data`.
+fn client_via_sh(prefix: &str, args: &[String], data: &[u8]) -> Out {
+    let script = format!("{prefix} exec \"$0\" \"$@\"");
+    let mut c = Command::new("/bin/sh");
+    c.arg("-c").arg(script).arg(bin()).args(args);
+    c.env_clear().env("PATH", PATH).current_dir("/");
+    c.stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = c.spawn().expect("sh");
+    let guard = kill_after(child.id(), TIMEOUT);
+    if let Some(mut stdin) = child.stdin.take() {
+        use std::io::Write;
+        let _ = stdin.write_all(data);
+    }
+    let out = child.wait_with_output().expect("wait");
+    drop(guard);
+    Out {
+        code: out.status.code(),
+        signal: std::os::unix::process::ExitStatusExt::signal(&out.status),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stdout_bytes: out.stdout,
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+#[test]
+fn stdio_the_fast_path_leaves_is_served_as_before() {
+    let pool = Pool::start(&[]);
+    let mut args = vec!["run".to_string()];
+    args.extend(pool.flag());
+    args.extend(
+        [
+            "--",
+            "/bin/sh",
+            "-c",
+            "ls -l /proc/self/fd/0 | sed 's/.*-> //'; cat; echo done",
+        ]
+        .map(String::from),
+    );
+    // A closed stdin: the guest gets /dev/null, as under a cold run.
+    let closed = client_via_sh("exec 0<&-;", &args, b"").ok("closed stdin");
+    assert_eq!(closed.stdout, "/dev/null\ndone\n", "{}", closed.dump());
+    // /dev/zero on stdin: a memory device goes as it is (the view's node).
+    let zero = client_via_sh(
+        "exec 0</dev/zero;",
+        &{
+            let mut a = args.clone();
+            a.truncate(a.len() - 1);
+            a.push("ls -l /proc/self/fd/0 | sed 's/.*-> //'; head -c 3 | od -An -c".into());
+            a
+        },
+        b"",
+    )
+    .ok("/dev/zero");
+    assert_eq!(
+        zero.stdout,
+        "/dev/zero\n  \\0  \\0  \\0\n",
+        "{}",
+        zero.dump()
+    );
+    // A pipe: the client's own, as it is.
+    let piped = client_via_sh("", &args, b"through\n").ok("pipe");
+    assert!(
+        piped.stdout.ends_with("through\ndone\n"),
+        "{}",
+        piped.dump()
+    );
+}
+
+#[test]
+fn command_lines_the_fast_path_leaves_are_clap_s() {
+    let pool = Pool::start(&[]);
+    let socket = pool.socket.display().to_string();
+    let raw = |args: &[&str]| Run::new(&["/bin/true"]).supervisor_raw(args);
+    let one_line = |out: &Out, why: &str| {
+        assert_eq!(out.code, Some(125), "{}", out.dump());
+        assert_eq!(out.stderr.lines().count(), 1, "{}", out.dump());
+        assert!(out.stderr.contains(why), "{}", out.dump());
+    };
+    // --pool without its value, or an empty one, or twice.
+    one_line(&raw(&["run", "--pool"]), "a value is required");
+    one_line(&raw(&["run", "--pool=", "/bin/true"]), "--pool");
+    let twice = raw(&["run", "--pool", &socket, "--pool", &socket, "/bin/true"]);
+    one_line(&twice, "cannot be used multiple times");
+    // No command.
+    one_line(&raw(&["run", "--pool", &socket, "--"]), "no command given");
+    // `--pool=SOCKET` and a command without `--` take the fast path.
+    let joined = raw(&[
+        "run",
+        &format!("--pool={socket}"),
+        "/bin/sh",
+        "-c",
+        "exit 4",
+    ]);
+    assert_eq!(joined.code, Some(4), "{}", joined.dump());
+    // A socket path too long for an address: the Rust client's line.
+    let long = format!("/{}", "s".repeat(200));
+    let too_long = raw(&["run", "--pool", &long, "--", "/bin/true"]);
+    assert_eq!(too_long.code, Some(125), "{}", too_long.dump());
+    assert_eq!(too_long.stderr.lines().count(), 1, "{}", too_long.dump());
+    // Everything else still works as it did.
+    let version = raw(&["--version"]);
+    assert!(
+        version.stdout.starts_with("supervisor "),
+        "{}",
+        version.dump()
+    );
+}
