@@ -13,7 +13,7 @@
 
 mod common;
 
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 use common::pool::Pool;
 use common::*;
@@ -134,62 +134,37 @@ fn a_request_too_long_for_the_pool_is_the_rust_client_s_line() {
     );
 }
 
-/// `supervisor ARGS` with `sh -c PREFIX` in front (to close or replace a
-/// descriptor first), stdin from `data`.
-fn client_via_sh(prefix: &str, args: &[String], data: &[u8]) -> Out {
-    let script = format!("{prefix} exec \"$0\" \"$@\"");
-    let mut c = Command::new("/bin/sh");
-    c.arg("-c").arg(script).arg(bin()).args(args);
-    c.env_clear().env("PATH", PATH).current_dir("/");
-    c.stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let mut child = c.spawn().expect("sh");
-    let guard = kill_after(child.id(), TIMEOUT);
-    if let Some(mut stdin) = child.stdin.take() {
-        use std::io::Write;
-        let _ = stdin.write_all(data);
-    }
-    let out = child.wait_with_output().expect("wait");
-    drop(guard);
-    Out {
-        code: out.status.code(),
-        signal: std::os::unix::process::ExitStatusExt::signal(&out.status),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stdout_bytes: out.stdout,
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
+/// `run` through the pool, the client started by `sh -c PREFIX` (which
+/// closes or replaces a descriptor first).
+fn pooled_after(pool: &Pool, prefix: &str, script: &str, stdin: &[u8]) -> Out {
+    let mut run = Run::sh(script, &[]).sup(&pool.flag()).stdin(stdin);
+    run.wrap = ["/bin/sh", "-c", &format!("{prefix} exec \"$@\""), "sh"]
+        .map(Into::into)
+        .to_vec();
+    run.supervised()
 }
 
 #[test]
 fn stdio_the_fast_path_leaves_is_served_as_before() {
     let pool = Pool::start(&[]);
-    let mut args = vec!["run".to_string()];
-    args.extend(pool.flag());
-    args.extend(
-        [
-            "--",
-            "/bin/sh",
-            "-c",
-            "ls -l /proc/self/fd/0 | sed 's/.*-> //'; cat; echo done",
-        ]
-        .map(String::from),
-    );
+    let names_stdin = "ls -l /proc/self/fd/0 | sed 's/.*-> //';";
     // A closed stdin: the guest gets /dev/null, as under a cold run.
-    let closed = client_via_sh("exec 0<&-;", &args, b"").ok("closed stdin");
+    let closed = pooled_after(
+        &pool,
+        "exec 0<&-;",
+        &format!("{names_stdin} cat; echo done"),
+        b"",
+    );
+    let closed = closed.ok("closed stdin");
     assert_eq!(closed.stdout, "/dev/null\ndone\n", "{}", closed.dump());
     // /dev/zero on stdin: a memory device goes as it is (the view's node).
-    let zero = client_via_sh(
+    let zero = pooled_after(
+        &pool,
         "exec 0</dev/zero;",
-        &{
-            let mut a = args.clone();
-            a.truncate(a.len() - 1);
-            a.push("ls -l /proc/self/fd/0 | sed 's/.*-> //'; head -c 3 | od -An -c".into());
-            a
-        },
+        &format!("{names_stdin} head -c 3 | od -An -c"),
         b"",
-    )
-    .ok("/dev/zero");
+    );
+    let zero = zero.ok("/dev/zero");
     assert_eq!(
         zero.stdout,
         "/dev/zero\n  \\0  \\0  \\0\n",
@@ -197,12 +172,8 @@ fn stdio_the_fast_path_leaves_is_served_as_before() {
         zero.dump()
     );
     // A pipe: the client's own, as it is.
-    let piped = client_via_sh("", &args, b"through\n").ok("pipe");
-    assert!(
-        piped.stdout.ends_with("through\ndone\n"),
-        "{}",
-        piped.dump()
-    );
+    let piped = pooled_after(&pool, "", "cat; echo done", b"through\n").ok("pipe");
+    assert_eq!(piped.stdout, "through\ndone\n", "{}", piped.dump());
 }
 
 #[test]
