@@ -7,6 +7,10 @@
 //! neither client decides (pool.rs checks the rest of the pool through
 //! the fast path, since its commands take it).
 //!
+//! That the common command line really takes it shows in a waiting
+//! client's memory map: no `[heap]`, since the C library never started
+//! (the Rust client's map has one, which the test checks too).
+//!
 //! Also: the command lines and stdio the fast path leaves to the Rust
 //! client (a closed descriptor, a device it would copy, a bad or missing
 //! `--pool`) still work, or fail with clap's or the client's own line.
@@ -213,5 +217,46 @@ fn command_lines_the_fast_path_leaves_are_clap_s() {
         version.stdout.starts_with("supervisor "),
         "{}",
         version.dump()
+    );
+}
+
+/// Whether a client of `pool` with `flags`, waiting for its command's
+/// answer, has a C library heap: the fast path never starts the C
+/// library, so its memory map has no `[heap]`; the Rust client's has.
+fn waiting_client_has_heap(pool: &Pool, flags: &[&str]) -> bool {
+    use std::io::{BufRead, BufReader};
+    let mut child = Command::new(bin())
+        .arg("run")
+        .args(pool.flag())
+        .args(flags)
+        .args(["--", "/bin/sh", "-c", "echo up; exec sleep 60"])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("client");
+    let guard = kill_after(child.id(), TIMEOUT);
+    let mut line = String::new();
+    let mut out = BufReader::new(child.stdout.take().expect("stdout"));
+    out.read_line(&mut line).expect("read");
+    assert_eq!(line, "up\n", "the guest did not start");
+    let maps = std::fs::read_to_string(format!("/proc/{}/maps", child.id())).expect("maps");
+    let _ = child.kill();
+    let _ = child.wait();
+    drop(guard);
+    maps.lines().any(|l| l.ends_with("[heap]"))
+}
+
+#[test]
+fn the_common_command_line_takes_the_fast_path() {
+    let pool = Pool::start(&[]);
+    assert!(
+        !waiting_client_has_heap(&pool, &[]),
+        "`run --pool S -- CMD` went through the C library: the fast path was not taken"
+    );
+    // The check tells the two clients apart.
+    assert!(
+        waiting_client_has_heap(&pool, &SLOW),
+        "the Rust client's map shows no [heap]: this test no longer tells the clients apart"
     );
 }
