@@ -10,7 +10,6 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader};
 use std::os::unix::fs::{FileTypeExt, PermissionsExt};
 use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
@@ -234,27 +233,10 @@ fn an_unwritable_report_is_one_line_pooled_as_cold() {
 }
 
 /// Spawns a client running `script`, which prints `up` once running.
-fn client_running(pool: &Pool, script: &str) -> (Child, BufReader<std::process::ChildStdout>) {
-    let mut child = Command::new(bin())
-        .args(["run", "--pool"])
-        .arg(&pool.socket)
-        .args(["--", "/bin/sh", "-c", script])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("client");
-    let mut out = BufReader::new(child.stdout.take().expect("stdout"));
-    let mut line = String::new();
-    out.read_line(&mut line).expect("read");
-    assert_eq!(line, "up\n", "the guest did not start");
-    (child, out)
-}
-
 #[test]
 fn a_signal_to_the_client_reaches_the_guest() {
     let pool = Pool::start(&[]);
-    let (mut client, _out) = client_running(&pool, "echo up; exec sleep 60");
+    let (mut client, _out) = pool.client_running(&[], "echo up; exec sleep 60");
     let guard = kill_after(client.id(), TIMEOUT);
     kill(Pid::from_raw(client.id() as i32), Signal::SIGINT).expect("kill");
     let status = client.wait().expect("wait");
@@ -283,7 +265,7 @@ fn the_guest_dies_with_its_client() {
         600 + std::process::id() % 300,
         std::process::id() % 997
     );
-    let (mut client, _out) = client_running(&pool, &format!("echo up; exec sleep {marker}"));
+    let (mut client, _out) = pool.client_running(&[], &format!("echo up; exec sleep {marker}"));
     // "up" comes just before the exec.
     let until = Instant::now() + TIMEOUT;
     while sleeping(&marker).len() != 1 {

@@ -152,32 +152,37 @@ fn pooled_after(pool: &Pool, prefix: &str, script: &str, stdin: &[u8]) -> Out {
 fn stdio_the_fast_path_leaves_is_served_as_before() {
     let pool = Pool::start(&[]);
     let names_stdin = "ls -l /proc/self/fd/0 | sed 's/.*-> //';";
-    // A closed stdin: the guest gets /dev/null, as under a cold run.
-    let closed = pooled_after(
-        &pool,
-        "exec 0<&-;",
-        &format!("{names_stdin} cat; echo done"),
-        b"",
-    );
-    let closed = closed.ok("closed stdin");
-    assert_eq!(closed.stdout, "/dev/null\ndone\n", "{}", closed.dump());
-    // /dev/zero on stdin: a memory device goes as it is (the view's node).
-    let zero = pooled_after(
-        &pool,
-        "exec 0</dev/zero;",
-        &format!("{names_stdin} head -c 3 | od -An -c"),
-        b"",
-    );
-    let zero = zero.ok("/dev/zero");
-    assert_eq!(
-        zero.stdout,
-        "/dev/zero\n  \\0  \\0  \\0\n",
-        "{}",
-        zero.dump()
-    );
-    // A pipe: the client's own, as it is.
-    let piped = pooled_after(&pool, "", "cat; echo done", b"through\n").ok("pipe");
-    assert_eq!(piped.stdout, "through\ndone\n", "{}", piped.dump());
+    // (what, the client's shell prefix, the guest's script, stdin, stdout)
+    let cases: [(&str, &str, String, &[u8], &str); 3] = [
+        // A closed stdin: the guest gets /dev/null, as under a cold run.
+        (
+            "closed stdin",
+            "exec 0<&-;",
+            format!("{names_stdin} cat; echo done"),
+            b"",
+            "/dev/null\ndone\n",
+        ),
+        // /dev/zero: a memory device goes as it is (the view's node).
+        (
+            "/dev/zero",
+            "exec 0</dev/zero;",
+            format!("{names_stdin} head -c 3 | od -An -c"),
+            b"",
+            "/dev/zero\n  \\0  \\0  \\0\n",
+        ),
+        // A pipe: the client's own, as it is.
+        (
+            "pipe",
+            "",
+            "cat; echo done".into(),
+            b"through\n",
+            "through\ndone\n",
+        ),
+    ];
+    for (what, prefix, script, stdin, stdout) in cases {
+        let out = pooled_after(&pool, prefix, &script, stdin).ok(what);
+        assert_eq!(out.stdout, stdout, "{what}: {}", out.dump());
+    }
 }
 
 #[test]
@@ -224,22 +229,8 @@ fn command_lines_the_fast_path_leaves_are_clap_s() {
 /// answer, has a C library heap: the fast path never starts the C
 /// library, so its memory map has no `[heap]`; the Rust client's has.
 fn waiting_client_has_heap(pool: &Pool, flags: &[&str]) -> bool {
-    use std::io::{BufRead, BufReader};
-    let mut child = Command::new(bin())
-        .arg("run")
-        .args(pool.flag())
-        .args(flags)
-        .args(["--", "/bin/sh", "-c", "echo up; exec sleep 60"])
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("client");
+    let (mut child, _out) = pool.client_running(flags, "echo up; exec sleep 60");
     let guard = kill_after(child.id(), TIMEOUT);
-    let mut line = String::new();
-    let mut out = BufReader::new(child.stdout.take().expect("stdout"));
-    out.read_line(&mut line).expect("read");
-    assert_eq!(line, "up\n", "the guest did not start");
     let maps = std::fs::read_to_string(format!("/proc/{}/maps", child.id())).expect("maps");
     let _ = child.kill();
     let _ = child.wait();

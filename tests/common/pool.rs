@@ -1,6 +1,7 @@
 //! A `supervisor pool` daemon for the pool's tests (`tests/pool*.rs`):
 //! started with its socket in a temp dir, stopped by its pid.
 
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -79,6 +80,31 @@ impl Pool {
     /// `--pool SOCKET`, for [`Run::sup`].
     pub fn flag(&self) -> Vec<String> {
         vec!["--pool".into(), self.socket.display().to_string()]
+    }
+
+    /// A client `supervisor run --pool SOCKET FLAGS -- /bin/sh -c SCRIPT`,
+    /// stdin /dev/null, stderr piped, returned once SCRIPT has printed
+    /// `up` (its first line) on the stdout also returned.
+    pub fn client_running(
+        &self,
+        flags: &[&str],
+        script: &str,
+    ) -> (Child, BufReader<std::process::ChildStdout>) {
+        let mut child = Command::new(bin())
+            .arg("run")
+            .args(self.flag())
+            .args(flags)
+            .args(["--", "/bin/sh", "-c", script])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("client");
+        let mut out = BufReader::new(child.stdout.take().expect("stdout"));
+        let mut line = String::new();
+        out.read_line(&mut line).expect("read");
+        assert_eq!(line, "up\n", "the guest did not start");
+        (child, out)
     }
 
     /// SIGTERM; the daemon's exit status.
