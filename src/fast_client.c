@@ -138,6 +138,16 @@ static void say(const char *s)
     }
 }
 
+/* `v` in decimal, written to end just before `end` (20 bytes hold any
+ * u64); where it starts. */
+static char *decimal(u64 v, char *end)
+{
+    do
+        *--end = (char)('0' + v % 10);
+    while (v /= 10);
+    return end;
+}
+
 /* The words nix's `Errno::desc` gives the errors a send or a receive on
  * the connection may meet; others by number. */
 static void say_error(i64 err)
@@ -149,15 +159,10 @@ static void say_error(i64 err)
     else if (err == -EMSGSIZE)
         say("Message too long");
     else {
-        char digits[24];
-        int k = (int)sizeof digits;
-        u64 v = (u64)-err;
-        digits[--k] = 0;
-        do
-            digits[--k] = (char)('0' + v % 10);
-        while ((v /= 10) && k > 6);
+        char digits[21];
+        digits[20] = 0;
         say("errno ");
-        say(digits + k);
+        say(decimal((u64)-err, digits + 20));
     }
 }
 
@@ -255,17 +260,11 @@ static void put_bytes(struct out *o, const char *s, u64 n)
 {
     put(o, "[", 1);
     for (u64 i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)s[i];
-        char digits[4];
-        int k = 0;
-        if (c >= 100)
-            digits[k++] = (char)('0' + c / 100);
-        if (c >= 10)
-            digits[k++] = (char)('0' + c / 10 % 10);
-        digits[k++] = (char)('0' + c % 10);
+        char digits[3];
+        const char *d = decimal((unsigned char)s[i], digits + 3);
         if (i)
             put(o, ",", 1);
-        put(o, digits, (u64)k);
+        put(o, d, (u64)(digits + 3 - d));
     }
     put(o, "]", 1);
 }
