@@ -125,7 +125,10 @@ fn resolv_conf_names_the_stub_only_with_name_rules() {
             .map(str::to_string)
             .collect()
     };
-    assert_eq!(servers(&cat(&["pypi.org:443"])), ["nameserver 127.0.0.53"]);
+    assert_eq!(
+        servers(&cat(&["pkg.example.net:443"])),
+        ["nameserver 127.0.0.53"]
+    );
     assert_eq!(
         servers(&cat(&["*.example.org", "10.0.0.0/8"])),
         ["nameserver 127.0.0.53"]

@@ -28,7 +28,7 @@ use common::{bin, Tree};
 
 const CONTAINERD: &str = "/usr/bin/containerd";
 const CTR: &str = "/usr/bin/ctr";
-const IMAGE: &str = "docker.io/library/supervisor-test-busybox:latest";
+const IMAGE: &str = "example.org/library/supervisor-test-busybox:latest";
 
 /// Our own containerd; its containers, the daemon, its mounts and
 /// cgroups are gone after drop.
