@@ -1,7 +1,8 @@
 //! The handlers of serviced file calls, one module per family in the
-//! manner of gVisor's `sys_*.go`: [`open`] (open, openat, openat2, creat),
-//! [`attr`] (chmod, chown),
-//! [`namei`] (unlink, rmdir, rename, link, symlink),
+//! manner of gVisor's `sys_*.go`, each call entered through [`calls`]
+//! (its registers decoded), which the policy table names:
+//! [`open`] (open, openat, openat2), [`attr`] (chmod, chown),
+//! [`namei`] (rmdir, unlinkat, rename, link, symlink),
 //! [`notify`] (inotify_add_watch) and [`sysinfo`]
 //! (the guest's limits and the /proc files it serves rewritten, with the
 //! texts of `limitfiles`, `mounttab`, `procstat`, `procfiles`, `procsys`
@@ -11,8 +12,9 @@
 //! Owns: decoding each call's arguments from registers and guest memory,
 //! checking them in the order the kernel does (so errnos match), resolving
 //! paths through [`vfs::Resolver`], doing the work on host descriptors, and
-//! writing results back. Does not own: which calls are serviced (the
-//! policy table), the notification loop, or guest memory access (the
+//! writing results back. Does not own: which calls are serviced and
+//! which handler serves each (the policy table, [`crate::policy::entry`],
+//! from which [`dispatch`] finds the handler), the notification loop, or guest memory access (the
 //! [`Guest`] implementation).
 //!
 //! Rules kept by every handler: guest memory is read once, then
@@ -24,6 +26,7 @@
 
 mod affinity;
 mod attr;
+pub(crate) mod calls;
 mod covers;
 pub use covers::{covered_when_fenced, proc_covers, Limited};
 mod fence;
@@ -55,7 +58,6 @@ mod tests;
 use std::ffi::CString;
 use std::os::fd::{AsFd, OwnedFd};
 
-use libc::c_long;
 use nix::errno::Errno;
 use vfs::{IdMap, Resolver};
 
@@ -190,87 +192,20 @@ impl Context {
 /// A handler's answer.
 pub(crate) type Res = Result<Reply, Errno>;
 
-/// Service one trapped call whose policy rule is Service. Safe to call
+/// A serviced call's entry point ([`calls`]): decodes the call's
+/// registers and does the work. The policy table names one for every
+/// number it traps for service ([`crate::policy::entry`]).
+pub type Handler = fn(&Context, &dyn Guest, &SyscallArgs) -> Result<Reply, Errno>;
+
+/// Service one trapped call whose policy rule is Service: the handler
+/// the policy table names for its number (ENOSYS for a number it names
+/// none for, which the filter never traps for service). Safe to call
 /// from several threads at once with the same `&Context`.
 pub fn dispatch(ctx: &Context, guest: &dyn Guest, call: &SyscallArgs) -> Reply {
-    route(ctx, guest, call).unwrap_or_else(Reply::Error)
-}
-
-fn route(ctx: &Context, g: &dyn Guest, c: &SyscallArgs) -> Res {
-    const CWD: i32 = libc::AT_FDCWD;
-    let a = &c.args;
-    match c.nr as c_long {
-        libc::SYS_open => open::openat(ctx, g, CWD, a[0], c.uint(1), c.uint(2)),
-        libc::SYS_openat => open::openat(ctx, g, c.int(0), a[1], c.uint(2), c.uint(3)),
-        libc::SYS_creat => {
-            let flags = (libc::O_CREAT | libc::O_WRONLY | libc::O_TRUNC) as u32;
-            open::openat(ctx, g, CWD, a[0], flags, c.uint(1))
-        }
-        libc::SYS_openat2 => open::openat2(ctx, g, c.int(0), a[1], a[2], a[3]),
-
-        libc::SYS_chmod => attr::fchmodat(ctx, g, CWD, a[0], c.uint(1), 0),
-        libc::SYS_fchmod => attr::fchmod(ctx, g, c.int(0), c.uint(1)),
-        libc::SYS_fchmodat => attr::fchmodat(ctx, g, c.int(0), a[1], c.uint(2), 0),
-        libc::SYS_fchmodat2 => attr::fchmodat(ctx, g, c.int(0), a[1], c.uint(2), c.int(3)),
-        libc::SYS_chown => attr::fchownat(ctx, g, CWD, a[0], c.uint(1), c.uint(2), 0),
-        libc::SYS_lchown => attr::fchownat(
-            ctx,
-            g,
-            CWD,
-            a[0],
-            c.uint(1),
-            c.uint(2),
-            libc::AT_SYMLINK_NOFOLLOW,
-        ),
-        libc::SYS_fchownat => {
-            attr::fchownat(ctx, g, c.int(0), a[1], c.uint(2), c.uint(3), c.int(4))
-        }
-
-        libc::SYS_unlink => namei::unlinkat(ctx, g, CWD, a[0], 0),
-        libc::SYS_rmdir => namei::unlinkat(ctx, g, CWD, a[0], libc::AT_REMOVEDIR),
-        libc::SYS_unlinkat => namei::unlinkat(ctx, g, c.int(0), a[1], c.int(2)),
-        libc::SYS_rename => namei::renameat2(ctx, g, [CWD, CWD], [a[0], a[1]], 0),
-        libc::SYS_renameat => namei::renameat2(ctx, g, [c.int(0), c.int(2)], [a[1], a[3]], 0),
-        libc::SYS_renameat2 => {
-            namei::renameat2(ctx, g, [c.int(0), c.int(2)], [a[1], a[3]], c.uint(4))
-        }
-        libc::SYS_link => namei::linkat(ctx, g, [CWD, CWD], [a[0], a[1]], 0),
-        libc::SYS_linkat => namei::linkat(ctx, g, [c.int(0), c.int(2)], [a[1], a[3]], c.int(4)),
-        libc::SYS_symlink => namei::symlinkat(ctx, g, a[0], CWD, a[1]),
-        libc::SYS_symlinkat => namei::symlinkat(ctx, g, a[0], c.int(1), a[2]),
-
-        libc::SYS_inotify_add_watch => notify::inotify_add_watch(ctx, g, c.int(0), a[1], c.uint(2)),
-
-        libc::SYS_sched_getaffinity => {
-            affinity::sched_getaffinity(ctx, g, c.int(0), c.uint(1), a[2])
-        }
-        libc::SYS_sysinfo => sysinfo_call::sysinfo(ctx, g, a[0]),
-        libc::SYS_lseek => rewind::lseek(ctx, g, c.int(0), a[1], c.uint(2)),
-        _ => net_route(ctx, g, c),
-    }
-}
-
-fn net_route(ctx: &Context, g: &dyn Guest, c: &SyscallArgs) -> Res {
-    use net::{accept, dgram, msg, names, socket};
-    let a = &c.args;
-    match c.nr as c_long {
-        libc::SYS_socket => socket::socket(ctx, g, c.int(0), c.int(1), c.int(2)),
-        libc::SYS_bind => socket::bind(ctx, g, c.int(0), a[1], c.uint(2)),
-        libc::SYS_connect => socket::connect(ctx, g, c.int(0), a[1], c.uint(2)),
-        libc::SYS_listen => socket::listen(ctx, g, c.int(0)),
-        libc::SYS_accept => accept::accept4(ctx, g, c.int(0), a[1], a[2], 0),
-        libc::SYS_accept4 => accept::accept4(ctx, g, c.int(0), a[1], a[2], c.int(3)),
-        libc::SYS_getsockname => names::name(ctx, g, c.int(0), a[1], a[2], false),
-        libc::SYS_getpeername => names::name(ctx, g, c.int(0), a[1], a[2], true),
-        libc::SYS_getsockopt => names::getsockopt(ctx, g, c.int(0), c.int(1), c.int(2), a[3], a[4]),
-        libc::SYS_setsockopt => {
-            names::setsockopt(ctx, g, c.int(0), c.int(1), c.int(2), a[3], c.uint(4))
-        }
-        libc::SYS_sendto => dgram::sendto(ctx, g, c.int(0), a[1], a[2], c.int(3), a[4], c.uint(5)),
-        libc::SYS_recvfrom => dgram::recvfrom(ctx, g, c.int(0), a[1], a[2], c.int(3), a[4], a[5]),
-        libc::SYS_sendmsg => msg::sendmsg(ctx, g, c.int(0), a[1], c.int(2)),
-        libc::SYS_recvmsg => msg::recvmsg(ctx, g, c.int(0), a[1], c.int(2)),
-        _ => Err(Errno::ENOSYS),
+    let handler = crate::policy::sysno(call.nr).and_then(|nr| crate::policy::entry(nr).handler());
+    match handler {
+        Some(handler) => handler(ctx, guest, call).unwrap_or_else(Reply::Error),
+        None => Reply::Error(Errno::ENOSYS),
     }
 }
 

@@ -1,4 +1,4 @@
-//! open, openat, openat2, creat.
+//! open, openat, openat2 (creat passes the filter: it always writes).
 //!
 //! Owns: the kernel's flag checks (`build_open_how` for the legacy calls,
 //! which mask unknown flags; `build_open_flags` for all, which rejects bad
@@ -109,7 +109,7 @@ fn check_how(flags: u64, mode: u64, res: u64) -> Result<(), Errno> {
     Ok(())
 }
 
-/// open, openat and creat (open and creat with `AT_FDCWD`).
+/// open and openat (open with `AT_FDCWD`).
 pub fn openat(ctx: &Context, g: &dyn Guest, dirfd: i32, path: u64, flags: u32, mode: u32) -> Res {
     let (flags, mode) = legacy_how(flags, mode);
     check_how(flags, mode, 0)?;
