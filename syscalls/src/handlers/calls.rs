@@ -9,7 +9,7 @@
 //! entry point of each serviced number), or the work (the families).
 
 use super::net::{accept, dgram, msg, names, socket};
-use super::{affinity, attr, namei, notify, open, rewind, sysinfo_call, Context, Res};
+use super::{affinity, attr, lseek, namei, notify, open, sysinfo_call, Context, Res};
 use crate::guest::{Guest, SyscallArgs};
 
 const CWD: i32 = libc::AT_FDCWD;
@@ -110,7 +110,7 @@ pub(crate) fn inotify_add_watch(ctx: &Context, g: &dyn Guest, c: &SyscallArgs) -
 // ---- Descriptors, processes, the machine. -------------------------------------
 
 pub(crate) fn lseek(ctx: &Context, g: &dyn Guest, c: &SyscallArgs) -> Res {
-    rewind::lseek(ctx, g, c.int(0), c.args[1], c.uint(2))
+    lseek::lseek(ctx, g, c.int(0), c.args[1], c.uint(2))
 }
 
 pub(crate) fn sched_getaffinity(ctx: &Context, g: &dyn Guest, c: &SyscallArgs) -> Res {

@@ -12,9 +12,9 @@
 //! written to the guest's `struct sysinfo` (the x86_64 layout, 112
 //! bytes).
 
-use super::proctext::with_view_proc;
-use super::{live, procfiles, value, Context, Res};
+use super::{live, value, Context, Res};
 use crate::guest::Guest;
+use crate::procfs::{task_count, with_view_proc};
 
 /// Size of `struct sysinfo` on x86_64, and the offsets of its fields.
 const SIZE: usize = 112;
@@ -41,8 +41,7 @@ pub fn sysinfo(ctx: &Context, g: &dyn Guest, addr: u64) -> Res {
     let usage = ctx.limits.memory_usage.as_ref().and_then(|f| f());
     let own = Own {
         uptime: ctx.synthetic.uptime() as u64,
-        tasks: u16::try_from(with_view_proc(&ctx.fs, procfiles::task_count).unwrap_or(0))
-            .unwrap_or(u16::MAX),
+        tasks: u16::try_from(with_view_proc(&ctx.fs, task_count).unwrap_or(0)).unwrap_or(u16::MAX),
     };
     let out = encode(&host, ctx.limits.memory_limit(), usage, &own);
     live(g)?;

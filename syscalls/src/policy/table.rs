@@ -99,7 +99,7 @@ const NULL_ARG4_DATA_ARG2: &[Cond] = &[
 ];
 /// Open flags of which any one means the open can never be answered
 /// with a file the sandbox serves (only plain reads of regular /proc
-/// files are, `handlers/sysinfo.rs`): `O_PATH` (nothing to read, and
+/// files are, `procfs/served.rs`): `O_PATH` (nothing to read, and
 /// ADDFD cannot install it), write access (`O_WRONLY`, `O_RDWR` or the
 /// ioctl-only mode 3) and `O_DIRECTORY` (no served file is a directory).
 /// For every such open the handler's answer was CONTINUE: the kernel
@@ -141,7 +141,7 @@ const REMOVEDIR_ARG2: &[Cond] = &[Cond {
 }];
 
 /// `lseek(fd, 0, SEEK_SET)`: a rewind, which re-serves a synthetic /proc
-/// file (`handlers/rewind.rs`). The offset is a 64-bit `off_t` (IsNull
+/// file (`handlers/lseek.rs`). The offset is a 64-bit `off_t` (IsNull
 /// tests the whole register); `whence` an `unsigned int`.
 const REWIND: &[Cond] = &[
     Cond {
@@ -450,7 +450,7 @@ pub fn entry(nr: S) -> Entry {
         S::setuid | S::setgid | S::setreuid | S::setregid | S::setresuid | S::setresgid => PASS,
         S::setfsuid | S::setfsgid | S::setgroups | S::capget | S::capset => PASS,
         S::getrlimit | S::setrlimit | S::prlimit64 | S::getrusage => PASS,
-        // Memory figures of the sandbox under --memory (sysinfo_call.rs).
+        // Memory figures of the sandbox under --memory (handlers/sysinfo_call.rs).
         S::sysinfo => serve(calls::sysinfo),
         S::getpriority | S::setpriority | S::getcpu | S::getrandom => PASS,
         S::sched_yield | S::sched_setparam | S::sched_getparam => PASS,

@@ -1,22 +1,22 @@
-//! What the guest sees of its own limits (memory, CPUs, tasks), and the
-//! recognising and serving of every rewritten /proc file.
+//! Recognising and serving every rewritten /proc file.
 //!
-//! Owns: [`GuestLimits`] (set by the supervisor with
-//! [`Context::set_limits`]); recognising the files served rewritten and
+//! Owns: which files the view's limits ([`Context::set_limits`]) and the
+//! sandbox itself have rewritten, recognising them at an open and
 //! serving them (the text in a sealed, read-only memfd, `sealed.rs`):
 //! `/proc/meminfo` and `/proc/cpuinfo` when a limit is set
-//! (`limitfiles.rs`), the mount tables (`mounttab.rs`), the kernel's
+//! (`limit_texts.rs`), the mount tables (`mount_tables.rs`), the kernel's
 //! command line and the masked files (`masked.rs`), `/proc/stat`,
-//! `vmstat` and `uptime` (`procstat.rs`), `loadavg`, the boot id and
-//! every `status` under a cpu limit (`procfiles.rs`), every
-//! `timens_offsets` and `autogroup` (`procself.rs`), the guest's
-//! `/proc/net` socket lists (`procnet.rs`), and the /proc/sys
-//! files of host counts and sizes (`procsys.rs`); and a fresh copy of
+//! `vmstat` and `uptime` (`stat.rs`), `loadavg`, the boot id and
+//! every `status` under a cpu limit (`tasks.rs`), every
+//! `timens_offsets` and `autogroup` (`timens_autogroup.rs`), the guest's
+//! `/proc/net` socket lists (`net.rs`), and the /proc/sys
+//! files of host counts and sizes (`proc_sys.rs`); and a fresh copy of
 //! those whose figures change, for a reader that rewinds (`refreshed`,
-//! used by `rewind.rs`), global and per-process ones. Does not own: the texts (`proctext.rs` picks and feeds the renderers, those
-//! modules render), enforcing the limits (cgroups, in
-//! the supervisor), or `/sys/devices/system/cpu`, which the view holds as
-//! plain files (`launch/plan.rs`).
+//! used by `handlers/lseek.rs`), global and per-process ones. Does not
+//! own: the texts (`texts.rs` picks and feeds the renderers, those
+//! modules render), the limits (`limits.rs`) or enforcing them (cgroups,
+//! in the supervisor), or `/sys/devices/system/cpu`, which the view
+//! holds as plain files (`launch/plan.rs`).
 //!
 //! The files are recognised by what was opened, not by the guest's
 //! spelling of the path (`/proc/./meminfo`, a symlink, a dirfd on
@@ -26,7 +26,6 @@
 //! descriptor.
 
 use std::ffi::{CStr, CString};
-use std::fmt;
 use std::os::fd::{AsFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -35,82 +34,17 @@ use vfs::resolve::flags::IN_ROOT;
 use vfs::Resolver;
 
 use super::covers::read_host;
+use super::limits::GuestLimits;
 use super::masked;
-use super::mounttab::Table;
-use super::procfiles::{self, PerProcess, ProcessFile};
-use super::procnet::NetFile;
-use super::procself::AutogroupIds;
-use super::procstat::{Baseline, CpuClock, HighWater};
-use super::procsys::{SysBaseline, SysFile};
-use super::proctext::{boottime, host_source, text, HostText};
+use super::mount_tables::Table;
+use super::net::NetFile;
+use super::proc_sys::{SysBaseline, SysFile};
 use super::sealed::{read_all, read_view, sealed_file};
-use super::Context;
-
-/// What the guest is told about its limits. The default (no limits)
-/// changes nothing: the guest sees the host.
-#[derive(Default)]
-pub struct GuestLimits {
-    /// Memory limit in bytes (MemTotal in /proc/meminfo), if any.
-    pub memory_limit: Option<u64>,
-    /// The memory limit now, read at each open (a container's `update`
-    /// changes it); `memory_limit` when it reads nothing. Only consulted
-    /// when `memory_limit` is set (which decides what is covered).
-    pub memory_limit_now: Option<Box<dyn Fn() -> Option<u64> + Send + Sync>>,
-    /// Bytes the sandbox uses now (for MemFree/MemAvailable), read at each open of /proc/meminfo.
-    pub memory_usage: Option<Box<dyn Fn() -> Option<u64> + Send + Sync>>,
-    /// How many CPUs the guest may use (ceil of --cpus, at most the host's), if limited.
-    pub cpus: Option<usize>,
-    /// The CPUs now, read at each use (a container's `update` changes
-    /// them); `cpus` when it reads nothing. Only consulted when `cpus`
-    /// is set (which decides what is covered).
-    pub cpus_now: Option<Box<dyn Fn() -> Option<usize> + Send + Sync>>,
-    /// How many tasks the guest may have (--pids), if limited.
-    pub pids: Option<u64>,
-    /// The pids limit now, read at each use; `pids` when it reads
-    /// nothing. Only consulted when `pids` is set.
-    pub pids_now: Option<Box<dyn Fn() -> Option<u64> + Send + Sync>>,
-}
-
-impl fmt::Debug for GuestLimits {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("GuestLimits")
-            .field("memory_limit", &self.memory_limit)
-            .field(
-                "memory_limit_now",
-                &self.memory_limit_now.as_ref().map(|_| "Fn"),
-            )
-            .field("memory_usage", &self.memory_usage.as_ref().map(|_| "Fn"))
-            .field("cpus", &self.cpus)
-            .field("cpus_now", &self.cpus_now.as_ref().map(|_| "Fn"))
-            .field("pids", &self.pids)
-            .field("pids_now", &self.pids_now.as_ref().map(|_| "Fn"))
-            .finish()
-    }
-}
-
-impl GuestLimits {
-    /// The memory limit now: read again when it can change, else the fixed one.
-    pub fn memory_limit(&self) -> Option<u64> {
-        let fixed = self.memory_limit?;
-        let now = self.memory_limit_now.as_ref().and_then(|f| f());
-        Some(now.unwrap_or(fixed))
-    }
-
-    /// The CPUs the guest may use now: read again when they can change,
-    /// else the fixed number.
-    pub fn cpus_limit(&self) -> Option<usize> {
-        let fixed = self.cpus?;
-        let now = self.cpus_now.as_ref().and_then(|f| f());
-        Some(now.unwrap_or(fixed))
-    }
-
-    /// The pids limit now: read again when it can change, else the fixed one.
-    pub fn pids_limit(&self) -> Option<u64> {
-        let fixed = self.pids?;
-        let now = self.pids_now.as_ref().and_then(|f| f());
-        Some(now.unwrap_or(fixed))
-    }
-}
+use super::stat::{Baseline, CpuClock, HighWater};
+use super::tasks::{self, PerProcess, ProcessFile};
+use super::texts::{boottime, host_source, text, HostText};
+use super::timens_autogroup::AutogroupIds;
+use crate::Context;
 
 impl Context {
     /// Tell the guest about its limits from now on. Call it before the
@@ -128,26 +62,26 @@ impl Context {
 
 /// A /proc file the guest gets rewritten.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum ProcFile {
+pub(crate) enum ProcFile {
     MemInfo,
     CpuInfo,
-    /// A process's mount table (`mounttab.rs`), rewritten always.
+    /// A process's mount table (`mount_tables.rs`), rewritten always.
     MountTable(Table),
     /// The host kernel's command line (`/proc/cmdline`): always empty,
     /// since it names the host's boot image, devices and init.
     KernelCmdline,
     /// `/proc/stat`, `/proc/loadavg`, the boot id: the sandbox's own
-    /// (`procfiles.rs`).
+    /// (`tasks.rs`).
     Stat,
     VmStat,
     Uptime,
     LoadAvg,
     BootId,
-    /// A process's file rewritten under a limit (`procfiles.rs`).
+    /// A process's file rewritten under a limit (`tasks.rs`).
     PerProcess(PerProcess),
-    /// A /proc/sys file of host counts or sizes (`procsys.rs`).
+    /// A /proc/sys file of host counts or sizes (`proc_sys.rs`).
     Sys(SysFile),
-    /// The guest's `/proc/net` socket lists (`procnet.rs`).
+    /// The guest's `/proc/net` socket lists (`net.rs`).
     Net(NetFile),
     /// A host-wide file nobody in a sandbox needs, which tells of the
     /// host (its kernel, devices, memory, keys, timers): read as empty.
@@ -198,7 +132,7 @@ impl ProcFile {
     }
 
     /// Whether a per-process file is of this kind (served in a memfd
-    /// named for its process, `procfiles::ProcessFile::memfd_name`).
+    /// named for its process, `tasks::ProcessFile::memfd_name`).
     fn per_process(self) -> bool {
         matches!(self, ProcFile::PerProcess(_) | ProcFile::MountTable(_))
     }
@@ -238,7 +172,7 @@ pub(crate) struct Synthetic {
     pub(super) cpu_clock: CpuClock,
     pub(super) ctxt: HighWater,
     pub(super) processes: HighWater,
-    /// The sandbox's numbers of the host's autogroups (`procself.rs`).
+    /// The sandbox's numbers of the host's autogroups (`timens_autogroup.rs`).
     pub(super) autogroups: AutogroupIds,
     /// Set before the first served file reaches the guest: until then no
     /// descriptor in the sandbox can be one, and a rewind needs no look.
@@ -319,15 +253,11 @@ impl Synthetic {
     /// Which of the files served synthetic `fd` is, if any.
     fn which(&self, fd: &OwnedFd) -> Option<ProcFile> {
         let st = vfs::sys::fstat(fd.as_fd()).ok()?;
-        self.which_stat(&procfiles::Named::new(fd), &st)
+        self.which_stat(&tasks::Named::new(fd), &st)
     }
 
     /// Which of the files served synthetic `fd`, whose `stat` is `st`, is.
-    pub(super) fn which_stat(
-        &self,
-        fd: &procfiles::Named<'_>,
-        st: &libc::stat,
-    ) -> Option<ProcFile> {
+    pub(crate) fn which_stat(&self, fd: &tasks::Named<'_>, st: &libc::stat) -> Option<ProcFile> {
         if self.cover_dev == Some(st.st_dev) {
             return covered_file(fd.name()?);
         }
@@ -350,7 +280,7 @@ impl Synthetic {
 
     /// Whether `fd` (whose `stat` is `st`) is in the view's procfs, in
     /// a process's network directory ([`NetFile::in_net_dir`]).
-    pub(super) fn in_net_dir(&self, fd: &procfiles::Named<'_>, st: &libc::stat) -> bool {
+    pub(crate) fn in_net_dir(&self, fd: &tasks::Named<'_>, st: &libc::stat) -> bool {
         self.proc_dev == Some(st.st_dev) && fd.name().is_some_and(NetFile::in_net_dir)
     }
 
@@ -435,7 +365,7 @@ pub(crate) fn substitute(ctx: &Context, fd: OwnedFd, flags: i32) -> Result<Owned
 
 /// The synthetic file of `kind` in place of `fd`, opened for the guest to
 /// read with `flags` (its kind known already: [`Synthetic::which_stat`]).
-pub(super) fn synthetic_file(
+pub(crate) fn synthetic_file(
     ctx: &Context,
     fd: OwnedFd,
     kind: ProcFile,
@@ -447,7 +377,7 @@ pub(super) fn synthetic_file(
         HostText::None => String::new(),
         HostText::View(path) => read_host(path)?,
         HostText::Opened if ctx.synthetic.is_cover(&fd) => {
-            read_host(&procfiles::fd_name(&fd).ok_or(Errno::EIO)?)?
+            read_host(&tasks::fd_name(&fd).ok_or(Errno::EIO)?)?
         }
         HostText::Opened => read_all(fd)?,
     };
@@ -459,7 +389,7 @@ pub(super) fn synthetic_file(
 /// file's names its process, for a rewind to find it again.
 fn memfd_name(kind: ProcFile, fd: &OwnedFd) -> CString {
     let own = kind.per_process().then(|| {
-        let path = procfiles::fd_name(fd)?;
+        let path = tasks::fd_name(fd)?;
         ProcessFile::at(&path)?.memfd_name()
     });
     own.flatten()
@@ -467,7 +397,7 @@ fn memfd_name(kind: ProcFile, fd: &OwnedFd) -> CString {
 }
 
 /// A fresh copy, at offset 0, of the served file whose memfd is named
-/// `memfd_name`, for a reader that rewinds (`rewind.rs`); `None` when no
+/// `memfd_name`, for a reader that rewinds (`handlers/lseek.rs`); `None` when no
 /// such file changes while it is open (its snapshot stays right), or
 /// when a per-process file can no longer be read (its process ended:
 /// the reader keeps the text it has).
