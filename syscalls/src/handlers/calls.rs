@@ -9,7 +9,7 @@
 //! entry point of each serviced number), or the work (the families).
 
 use super::net::{accept, dgram, msg, names, socket};
-use super::{affinity, attr, lseek, namei, notify, open, sysinfo_call, Context, Res};
+use super::{affinity, attr, lseek, namei, notify, open, sysinfo, Context, Res};
 use crate::guest::{Guest, SyscallArgs};
 
 const CWD: i32 = libc::AT_FDCWD;
@@ -118,7 +118,7 @@ pub(crate) fn sched_getaffinity(ctx: &Context, g: &dyn Guest, c: &SyscallArgs) -
 }
 
 pub(crate) fn sysinfo(ctx: &Context, g: &dyn Guest, c: &SyscallArgs) -> Res {
-    sysinfo_call::sysinfo(ctx, g, c.args[0])
+    sysinfo::sysinfo(ctx, g, c.args[0])
 }
 
 // ---- Sockets (`net/`). ----------------------------------------------------------

@@ -4,7 +4,7 @@
 //! [`open`] (open, openat, openat2), [`attr`] (chmod, chown),
 //! [`namei`] (rmdir, unlinkat, rename, link, symlink),
 //! [`notify`] (inotify_add_watch), [`affinity`] (sched_getaffinity),
-//! [`sysinfo_call`] (sysinfo(2)) and [`lseek`] (lseek back to 0 of a
+//! [`sysinfo`] (sysinfo(2)) and [`lseek`] (lseek back to 0 of a
 //! served /proc file: fresh figures); the socket calls are [`net`]'s.
 //! The /proc files an open may be answered with, and the guest's limits,
 //! are [`crate::procfs`]'s.
@@ -35,7 +35,7 @@ mod net;
 mod notify;
 mod open;
 mod setid;
-mod sysinfo_call;
+mod sysinfo;
 #[cfg(test)]
 mod tests;
 

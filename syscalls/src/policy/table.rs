@@ -450,7 +450,7 @@ pub fn entry(nr: S) -> Entry {
         S::setuid | S::setgid | S::setreuid | S::setregid | S::setresuid | S::setresgid => PASS,
         S::setfsuid | S::setfsgid | S::setgroups | S::capget | S::capset => PASS,
         S::getrlimit | S::setrlimit | S::prlimit64 | S::getrusage => PASS,
-        // Memory figures of the sandbox under --memory (handlers/sysinfo_call.rs).
+        // Memory figures of the sandbox under --memory (handlers/sysinfo.rs).
         S::sysinfo => serve(calls::sysinfo),
         S::getpriority | S::setpriority | S::getcpu | S::getrandom => PASS,
         S::sched_yield | S::sched_setparam | S::sched_getparam => PASS,
