@@ -15,7 +15,7 @@ mod table;
 pub use table::{entry, rule_for, rule_without_fast_reads, Entry, FAST_READ_MARK, NS_CLONE_FLAGS};
 
 use nix::errno::Errno;
-use syscalls::Sysno;
+use sysno::Sysno;
 
 /// One condition on one argument register, tested in BPF.
 ///

@@ -16,7 +16,7 @@
 //! any number not named here is denied with ENOSYS.
 
 use nix::errno::Errno::{self, ENOSYS, EOPNOTSUPP, EPERM};
-use syscalls::Sysno as S;
+use sysno::Sysno as S;
 
 use super::{Cond, Fallback, Op, Rule};
 use crate::handlers::{calls, Handler};

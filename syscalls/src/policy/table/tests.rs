@@ -2,7 +2,7 @@
 //! that names a handler traps some call for service (the handler is
 //! reached), and every call a filter traps for service finds a handler.
 
-use syscalls::Sysno;
+use sysno::Sysno;
 
 use super::{entry, rule_for, rule_without_fast_reads};
 use crate::policy::bpf::{
