@@ -12,7 +12,7 @@
 //!
 //! Per-process files cannot be covered: where the kernel has Landlock,
 //! the guest's domain grants no reading of the kernel's procfs (but
-//! /proc/sys and /proc/sysvipc, `syscalls/src/handlers/fence.rs`), so a
+//! /proc/sys and /proc/sysvipc, `syscalls/src/procfs/fence.rs`), so a
 //! dodge to `mountinfo`, `mounts`, `mountstats` (the host paths of bind
 //! sources, the host's disk, its devtmpfs size), `status` under `--cpus`
 //! (the host's CPU mask) or `timens_offsets` (the host's uptime) fails

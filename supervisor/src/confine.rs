@@ -28,7 +28,7 @@ use sandbox_syscalls::policy::bpf::{
     self, Action, SECCOMP_RET_ALLOW, SECCOMP_RET_ERRNO, SECCOMP_RET_KILL_PROCESS,
 };
 use sandbox_syscalls::policy::{Cond, Op, NS_CLONE_FLAGS};
-use syscalls::Sysno as S;
+use sysno::Sysno as S;
 
 use crate::sys::seccomp;
 

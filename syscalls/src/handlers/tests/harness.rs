@@ -77,10 +77,7 @@ pub fn fd_outcome(fd: OwnedFd, cloexec: bool) -> Outcome {
 
 /// Syscalls that return a new descriptor.
 pub fn returns_fd(nr: i64) -> bool {
-    matches!(
-        nr,
-        libc::SYS_open | libc::SYS_openat | libc::SYS_openat2 | libc::SYS_creat
-    )
+    matches!(nr, libc::SYS_open | libc::SYS_openat | libc::SYS_openat2)
 }
 
 pub struct Native {

@@ -163,7 +163,6 @@ fn native_umask(nr: i64, a: &mut [u64; 6]) {
     match nr {
         libc::SYS_open if creates(a[1]) => a[2] &= um,
         libc::SYS_openat if creates(a[2]) => a[3] &= um,
-        libc::SYS_creat => a[1] &= um,
         libc::SYS_openat2 if a[2] > 4096 && a[3] >= 16 => {
             // SAFETY (test only): a[2] points to an open_how of ours
             // (at least 16 bytes: flags, mode).

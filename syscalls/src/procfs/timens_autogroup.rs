@@ -15,7 +15,7 @@
 //!   nice value is the kernel's (writes to the file reach the kernel).
 //!
 //! Owns: the two texts and the numbering of autogroups. Does not own:
-//! recognising the files (`sysinfo.rs`, `procfiles.rs`) or serving them.
+//! recognising the files (`served.rs`, `tasks.rs`) or serving them.
 
 use std::collections::VecDeque;
 use std::sync::Mutex;

@@ -4,7 +4,7 @@
 //! as one empty line.
 //!
 //! Owns: the [`MASKED`] list and the [`CMDLINE`] text. Does not own:
-//! serving the empty text (`sysinfo::substitute`), what a path stat of
+//! serving the empty text (`served::substitute`), what a path stat of
 //! one says (the kernel answers it, on the view's cover of the file:
 //! `covers.rs`), or the directories of host facts, which the view masks
 //! with empty tmpfs (`launch/view.rs`).

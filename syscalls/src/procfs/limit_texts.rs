@@ -2,7 +2,7 @@
 //! host's text rewritten to tell of `--memory` (MemTotal the limit, swap
 //! 0) and `--cpus` (the first N processors).
 //!
-//! Does not own: recognising or serving the files (`sysinfo.rs`), or
+//! Does not own: recognising or serving the files (`served.rs`), or
 //! the limits themselves (`GuestLimits`, set by the supervisor).
 
 /// Lines of /proc/meminfo that are sizes of address space or of a page,

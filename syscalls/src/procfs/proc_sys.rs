@@ -7,8 +7,8 @@
 //!
 //! Owns: which /proc/sys files are served ([`SysFile`]), their texts,
 //! and the [`SysBaseline`] the host-wide counters are relative to. Does
-//! not own: recognising or serving them (`sysinfo.rs`), counting the
-//! sandbox's descriptors (`procfiles::open_files`), or the /proc/sys
+//! not own: recognising or serving them (`served.rs`), counting the
+//! sandbox's descriptors (`tasks::open_files`), or the /proc/sys
 //! files a namespace already makes the sandbox's (`kernel/hostname`,
 //! `kernel/ns_last_pid`, `kernel/pid_max`).
 

@@ -4,27 +4,28 @@
 //! in the view's procfs, the host's boot clock and MemTotal).
 //!
 //! Owns: choosing the renderer for a [`ProcFile`] and feeding it. Does
-//! not own: recognising the files or serving the result (`sysinfo.rs`),
-//! or the renderers themselves (`limitfiles.rs`, `mounttab.rs`,
-//! `masked.rs`, `procstat.rs`, `procfiles.rs`, `procnet.rs`,
-//! `procsys.rs`).
+//! not own: recognising the files or serving the result (`served.rs`),
+//! or the renderers themselves (`limit_texts.rs`, `mount_tables.rs`,
+//! `masked.rs`, `stat.rs`, `tasks.rs`, `net.rs`,
+//! `proc_sys.rs`).
 
 use vfs::resolve::flags::IN_ROOT;
 use vfs::Resolver;
 
 use super::covers::read_host;
-use super::limitfiles::{cpuinfo, meminfo};
+use super::limit_texts::{cpuinfo, meminfo};
+use super::limits::GuestLimits;
 use super::masked;
-use super::mounttab;
-use super::procdir::ProcDir;
-use super::procfiles::{self, PerProcess};
-use super::procnet::{self, NetFile};
-use super::procself;
-use super::procstat::{self, OwnCounts, USER_HZ};
-use super::procsys::{self, SysFile};
+use super::mount_tables;
+use super::net::{self, NetFile};
+use super::proc_sys::{self, SysFile};
 use super::sealed::read_view;
-use super::sysinfo::{GuestLimits, ProcFile};
-use super::Context;
+use super::served::ProcFile;
+use super::stat::{self, OwnCounts, USER_HZ};
+use super::tasks::{self, PerProcess};
+use super::timens_autogroup;
+use super::view_dir::ProcDir;
+use crate::Context;
 
 /// Where the host's text a served file is made from comes from.
 pub(super) enum HostText {
@@ -60,38 +61,40 @@ pub(super) fn text(ctx: &Context, kind: ProcFile, host: String) -> String {
         (ProcFile::CpuInfo, limits @ GuestLimits { cpus: Some(n), .. }) => {
             cpuinfo(&host, limits.cpus_limit().unwrap_or(*n))
         }
-        (ProcFile::MountTable(table), _) => mounttab::rewrite(table, &host),
+        (ProcFile::MountTable(table), _) => mount_tables::rewrite(table, &host),
         (ProcFile::KernelCmdline, _) => masked::CMDLINE.to_owned(),
         (ProcFile::Stat, _) => sandbox_stat(ctx, &host, base.btime(boottime())),
-        (ProcFile::VmStat, _) => procstat::vmstat(&host, base),
+        (ProcFile::VmStat, _) => stat::vmstat(&host, base),
         // Only the idle time of its CPU lines: no switches counted.
         (ProcFile::Uptime, _) => {
             let cpus = cpu_lines(ctx, &host, &view_census(&ctx.fs));
-            procstat::uptime(base, boottime(), &cpus)
+            stat::uptime(base, boottime(), &cpus)
         }
-        (ProcFile::LoadAvg, _) => procfiles::loadavg(&view_census(&ctx.fs)),
+        (ProcFile::LoadAvg, _) => tasks::loadavg(&view_census(&ctx.fs)),
         (ProcFile::BootId, _) => base.boot_id.clone(),
         (ProcFile::PerProcess(PerProcess::Status), limits @ GuestLimits { cpus: Some(n), .. }) => {
-            procfiles::status(&host, limits.cpus_limit().unwrap_or(*n))
+            tasks::status(&host, limits.cpus_limit().unwrap_or(*n))
         }
-        (ProcFile::PerProcess(PerProcess::TimensOffsets), _) => procself::timens_offsets(&host),
+        (ProcFile::PerProcess(PerProcess::TimensOffsets), _) => {
+            timens_autogroup::timens_offsets(&host)
+        }
         (ProcFile::PerProcess(PerProcess::Autogroup), _) => {
-            procself::autogroup(&host, &ctx.synthetic.autogroups)
+            timens_autogroup::autogroup(&host, &ctx.synthetic.autogroups)
         }
         (ProcFile::Sys(file), limits) => {
             let watches = matches!(file, SysFile::EpollWatches | SysFile::InotifyWatches);
-            let sizes = procsys::Sizes {
+            let sizes = proc_sys::Sizes {
                 memory_limit: limits.memory_limit(),
                 host_memory: (watches && limits.memory_limit.is_some())
                     .then(host_memtotal)
                     .flatten(),
                 pids: limits.pids_limit(),
                 open_files: match file {
-                    SysFile::FileNr => with_view_proc(&ctx.fs, procfiles::open_files).unwrap_or(0),
+                    SysFile::FileNr => with_view_proc(&ctx.fs, tasks::open_files).unwrap_or(0),
                     _ => 0,
                 },
             };
-            procsys::text(file, &host, &ctx.synthetic.sys_baseline, &sizes)
+            proc_sys::text(file, &host, &ctx.synthetic.sys_baseline, &sizes)
         }
         (ProcFile::Masked, _) => String::new(),
         (ProcFile::Net(file), _) => net_text(ctx, file, &host),
@@ -99,21 +102,21 @@ pub(super) fn text(ctx: &Context, kind: ProcFile, host: String) -> String {
     }
 }
 
-/// A `/proc/net` list of the guest's (`procnet.rs`), from the netstack's
+/// A `/proc/net` list of the guest's (`net.rs`), from the netstack's
 /// state now.
 fn net_text(ctx: &Context, file: NetFile, host: &str) -> String {
     let uid_map = read_view(&ctx.fs, c"/proc/1/uid_map").unwrap_or_default();
-    let src = procnet::Sources {
+    let src = net::Sources {
         net: &ctx.net,
         listing: std::fs::read_to_string(ctx.net.sockets().listing()).unwrap_or_default(),
-        held: procnet::held_sockets(),
-        uid: procnet::map_uid(&uid_map, nix::unistd::geteuid().as_raw()),
+        held: net::held_sockets(),
+        uid: net::map_uid(&uid_map, nix::unistd::geteuid().as_raw()),
         queues: match file {
             NetFile::Unix => Default::default(),
             _ => ctx.net.queues(),
         },
     };
-    procnet::text(file, host, &src)
+    net::text(file, host, &src)
 }
 
 /// The host's MemTotal in bytes, from the host's /proc/meminfo.
@@ -125,7 +128,7 @@ fn host_memtotal() -> Option<u64> {
 }
 
 /// The sandbox's /proc/stat from the host's `host`: its tasks' CPU time
-/// over the CPUs it may use (`procstat.rs`), their context switches, and
+/// over the CPUs it may use (`stat.rs`), their context switches, and
 /// the highest pid seen in its procfs (pids go out in order from 1, so
 /// that counts the tasks it made, less those that came and went between
 /// two reads: the kernel tells a pid namespace's last pid only to its own
@@ -133,7 +136,7 @@ fn host_memtotal() -> Option<u64> {
 fn sandbox_stat(ctx: &Context, host: &str, btime: u64) -> String {
     let syn = &ctx.synthetic;
     let census = with_view_proc(&ctx.fs, |proc| {
-        procfiles::census_reading(proc, procfiles::TaskFile::Status)
+        tasks::census_reading(proc, tasks::TaskFile::Status)
     })
     .unwrap_or_default();
     let cpus = cpu_lines(ctx, host, &census);
@@ -141,21 +144,20 @@ fn sandbox_stat(ctx: &Context, host: &str, btime: u64) -> String {
         ctxt: syn.ctxt.raise(census.switches),
         processes: syn.processes.raise(u64::from(census.last_pid)),
     };
-    procstat::stat(host, &cpus, &census, &own, btime)
+    stat::stat(host, &cpus, &census, &own, btime)
 }
 
 /// The sandbox's tasks' CPU time as the CPU lines of its /proc/stat: over
 /// the CPUs it may use (the host's `host` text counts them without a
-/// `--cpus` limit), kept monotonic (`procstat.rs`).
-fn cpu_lines(ctx: &Context, host: &str, census: &procfiles::Census) -> Vec<procstat::CpuLine> {
+/// `--cpus` limit), kept monotonic (`stat.rs`).
+fn cpu_lines(ctx: &Context, host: &str, census: &tasks::Census) -> Vec<stat::CpuLine> {
     let syn = &ctx.synthetic;
     let n = ctx
         .limits
         .cpus_limit()
-        .unwrap_or_else(|| procstat::host_cpus(host));
+        .unwrap_or_else(|| stat::host_cpus(host));
     let elapsed = (syn.uptime() * USER_HZ as f64) as u64;
-    syn.cpu_clock
-        .monotonic(procstat::cpu_times(n, census, elapsed))
+    syn.cpu_clock.monotonic(stat::cpu_times(n, census, elapsed))
 }
 
 /// The host's CLOCK_BOOTTIME now, in seconds (the supervisor lives in
@@ -166,8 +168,8 @@ pub(super) fn boottime() -> f64 {
 }
 
 /// The sandbox's tasks, counted in the view's procfs.
-pub(crate) fn view_census(fs: &Resolver) -> procfiles::Census {
-    with_view_proc(fs, procfiles::census).unwrap_or_default()
+pub(crate) fn view_census(fs: &Resolver) -> tasks::Census {
+    with_view_proc(fs, tasks::census).unwrap_or_default()
 }
 
 /// `f` of the view's procfs, as a directory descriptor.

@@ -18,7 +18,7 @@
 //! telling a cover's mount in a mount table ([`is_cover`]) and reading
 //! the host's text of a covered file ([`read_host`]). Does not own: the
 //! mounts (`launch/proc_view.rs`), recognising and serving the files
-//! (`sysinfo.rs`), or the per-process files (mount tables, `status`,
+//! (`served.rs`), or the per-process files (mount tables, `status`,
 //! `net/*`), which a bind made at start-up cannot cover (see
 //! ARCHITECTURE.md, "What a dodged open still reaches").
 
@@ -123,11 +123,11 @@ pub(crate) fn read_host(path: &str) -> Result<String, Errno> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::handlers::procsys::SysFile;
+    use crate::procfs::proc_sys::SysFile;
 
     #[test]
     fn every_served_sys_file_is_covered() {
-        for p in crate::handlers::procsys::SERVED {
+        for p in crate::procfs::proc_sys::SERVED {
             assert!(SysFile::at(p).is_some(), "{p}");
             assert!(is_cover(p));
         }

@@ -4,7 +4,7 @@
 //!
 //! Owns: rewriting the kernel's text (recognising the files, by the path
 //! the kernel gives the descriptor on the view's procfs, is
-//! `sysinfo.rs`'s): every mount's root within its source filesystem
+//! `served.rs`'s): every mount's root within its source filesystem
 //! (mountinfo's fourth field: the host directory a `--ro`/`--rw` source
 //! or the host cwd came from) becomes `/`; the host's disk and device
 //! names (any source with a `/`: `/dev/vda`, `server:/export`) become
@@ -16,7 +16,7 @@
 //! options and addresses); the
 //! view's covers of global /proc files (`covers.rs`) are left out, as
 //! the files they cover are what the guest reads there. Does not own
-//! serving the result (`sysinfo::substitute`).
+//! serving the result (`served::substitute`).
 
 use super::covers::is_cover;
 

@@ -4,14 +4,14 @@
 //! which per-process files are recognised by their procfs path, and the
 //! memfd name a served one carries to be found again on a rewind.
 //!
-//! Does not own: recognising the global files (by identity, `sysinfo.rs`)
-//! or serving any text (`sysinfo::substitute`); `/proc/stat` and
-//! `/proc/uptime` (`procstat.rs`), `/proc/sys` (`procsys.rs`).
+//! Does not own: recognising the global files (by identity, `served.rs`)
+//! or serving any text (`served::substitute`); `/proc/stat` and
+//! `/proc/uptime` (`stat.rs`), `/proc/sys` (`proc_sys.rs`).
 
 use std::ffi::CString;
 use std::os::fd::{AsFd, OwnedFd};
 
-use super::procdir::ProcDir;
+use super::view_dir::ProcDir;
 
 /// The sandbox's tasks as its procfs lists them.
 #[derive(Debug, Default, PartialEq, Eq)]
@@ -258,7 +258,7 @@ fn cut_list(list: &str, n: usize) -> String {
 pub(crate) enum PerProcess {
     /// `status` under a cpu limit.
     Status,
-    /// `timens_offsets` and `autogroup`, always (`procself.rs`).
+    /// `timens_offsets` and `autogroup`, always (`timens_autogroup.rs`).
     TimensOffsets,
     Autogroup,
 }

@@ -8,7 +8,7 @@
 //! sysinfo(2) made one per task.
 //!
 //! Owns: reading the directory. Does not own: what the census counts
-//! (`procfiles.rs`) or finding the view's procfs (`proctext::with_view_proc`).
+//! (`tasks.rs`) or finding the view's procfs (`texts::with_view_proc`).
 
 use std::ffi::CString;
 use std::os::fd::{AsFd, OwnedFd};

@@ -3,7 +3,7 @@
 //!
 //! Owns: making and sealing the memfd, and reading a descriptor to its
 //! end. Does not own: which files are served or their texts
-//! (`sysinfo.rs` and its siblings).
+//! (`served.rs` and its siblings).
 
 use std::ffi::CStr;
 use std::fs::OpenOptions;

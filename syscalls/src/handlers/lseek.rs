@@ -20,7 +20,7 @@
 //! `lseek` (procps, Python, glibc's `rewind`), so `pread` is left alone.
 //!
 //! How: the served files are sealed memfds made at open time
-//! (`sysinfo::substitute`), whose text cannot change. The filter traps
+//! (`procfs::substitute`), whose text cannot change. The filter traps
 //! only `lseek(fd, 0, SEEK_SET)` (a BPF test of two registers; every other
 //! seek passes). One readlink of `/proc/<tid>/fd/<fd>` sends plain files
 //! back to the kernel, or nothing at all while the sandbox has served no
@@ -32,7 +32,7 @@
 //! is left to the kernel (CONTINUE).
 //!
 //! Owns: recognising a served memfd behind a guest descriptor and the
-//! swap. Does not own: the texts or which files change (`sysinfo.rs`).
+//! swap. Does not own: the texts or which files change (`procfs/served.rs`).
 //!
 //! A served memfd is recognised by what the guest cannot fake into
 //! anything it could not have anyway: its memfd name (`/memfd:stat`), its
@@ -43,10 +43,9 @@ use std::os::fd::{AsRawFd, OwnedFd};
 
 use nix::fcntl::{fcntl, FcntlArg, OFlag, SealFlag};
 
-use super::procfiles::fd_name;
-use super::sysinfo::{changes, refreshed};
 use super::{live, value, Context, Res};
 use crate::guest::{Guest, Reply};
+use crate::procfs::{changes, fd_name, refreshed};
 
 /// `lseek(fd, offset, whence)`, trapped only as a rewind.
 pub(crate) fn lseek(ctx: &Context, g: &dyn Guest, fd: i32, offset: u64, whence: u32) -> Res {
@@ -123,7 +122,7 @@ mod tests {
 
     #[test]
     fn served_files_are_recognised_and_others_not() {
-        let served = super::super::sealed::sealed_file(c"stat", b"cpu 1\n", 0).unwrap();
+        let served = crate::procfs::sealed_file(c"stat", b"cpu 1\n", 0).unwrap();
         assert_eq!(served_name(&served).as_deref(), Some("stat"));
         let flags = nix::sys::memfd::MemFdCreateFlag::MFD_CLOEXEC;
         let plain = nix::sys::memfd::memfd_create(c"stat", flags).unwrap();

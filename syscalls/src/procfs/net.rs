@@ -13,7 +13,7 @@
 //! the guest's servers.
 //!
 //! Owns: recognising those files by the path the kernel gives them, and
-//! their texts. Does not own: serving the text (`sysinfo::substitute`),
+//! their texts. Does not own: serving the text (`served::substitute`),
 //! or the sockets' metadata (`netstack`).
 
 use std::collections::{HashMap, HashSet};

@@ -7,14 +7,14 @@
 //! Owns: the [`Baseline`] these texts are relative to, the split of the
 //! sandbox's CPU time into per-CPU counters, and [`CpuClock`] and
 //! [`HighWater`], which keep every counter served monotonic. Does not own: recognising or serving
-//! the files (`sysinfo.rs`), the census of the tasks (`procfiles.rs`), or
+//! the files (`served.rs`), the census of the tasks (`tasks.rs`), or
 //! the clocks, which the kernel answers in the sandbox's time namespace
 //! (`launch/timens.rs` in the supervisor).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
-use super::procfiles::Census;
+use super::tasks::Census;
 
 /// USER_HZ: the unit of every time in /proc/stat and a task's `stat`.
 pub(crate) const USER_HZ: u64 = 100;

@@ -16,7 +16,7 @@
 //! resolved lies beneath a grant, so that a read open CONTINUEd to it
 //! succeeds. Does not own: the Landlock calls
 //! (`supervisor/src/sys/landlock.rs`), nor what is served instead
-//! (`open.rs`, `sysinfo.rs`).
+//! (`handlers/open.rs`, `served.rs`).
 //!
 //! `/proc/sys` and `/proc/sysvipc` stay native because their files
 //! answer for the opener's namespaces (net, ipc, user), which a file the
@@ -30,7 +30,7 @@ use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use nix::errno::Errno;
 use vfs::Resolver;
 
-use super::procfiles::Named;
+use super::tasks::Named;
 
 /// The top-level name left out of the grants: the kernel's procfs.
 const PROC: &[u8] = b"proc";
