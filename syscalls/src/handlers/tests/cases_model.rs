@@ -60,19 +60,19 @@ fn natively(root: &Path, p: &str, call: impl Fn(*const libc::c_char) -> i32) -> 
 
 /// `mkdir(path, 0755)` with the guest's umask.
 fn mkdir(path: *const libc::c_char) -> i32 {
-    // SAFETY (test only): a NUL-terminated path of ours.
+    // SAFETY: (test only) a NUL-terminated path of ours.
     unsafe { libc::mkdir(path, 0o755 & !process_umask()) }
 }
 
 /// `unlink(path)`.
 fn unlink(path: *const libc::c_char) -> i32 {
-    // SAFETY (test only): a NUL-terminated path of ours.
+    // SAFETY: (test only) a NUL-terminated path of ours.
     unsafe { libc::unlink(path) }
 }
 
 /// `creat(path, 0644)` with the guest's umask; the descriptor closed.
 fn creat(path: *const libc::c_char) -> i32 {
-    // SAFETY (test only): a NUL-terminated path of ours; the descriptor
+    // SAFETY: (test only) a NUL-terminated path of ours; the descriptor
     // returned is ours to close.
     unsafe {
         let fd = libc::creat(path, 0o644 & !process_umask());
