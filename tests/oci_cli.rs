@@ -343,9 +343,8 @@ fn errors_are_json_lines_in_the_log_and_on_stderr() {
     assert_eq!(bad.status.code(), Some(125), "{bad:?}");
 }
 
-/// `process.execCPUAffinity` is checked by oci-spec's pattern, which the
-/// workspace's `regex` shim (shims/regex) answers with regex-lite: a good
-/// CPU list is accepted, a bad one refused with the spec's message.
+/// `process.execCPUAffinity` is checked as a CPU list (`oci/config.rs`):
+/// a good one is accepted, a bad one refused with the spec's message.
 #[test]
 fn the_config_s_cpu_affinity_is_checked_by_its_pattern() {
     need_busybox!();

@@ -14,8 +14,11 @@
 //! Also: the command lines and stdio the fast path leaves to the Rust
 //! client (a closed descriptor, a device it would copy, a bad or missing
 //! `--pool`) still work, or fail with clap's or the client's own line.
+//! `wire.rs`: both clients against a stand-in for the pool, byte for byte.
 
 mod common;
+#[path = "pool_fast/wire.rs"]
+mod wire;
 
 use std::process::Command;
 

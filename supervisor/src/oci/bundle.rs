@@ -1,4 +1,4 @@
-//! A bundle's config.json (read with the `oci-spec` crate), translated
+//! A bundle's config.json (read by `config.rs`), translated
 //! into a `supervisor run`: the bundle's root becomes `--rootfs`, its
 //! bind and tmpfs mounts `--ro`/`--rw`/`--tmpfs`, `maskedPaths` `--mask`,
 //! `readonlyPaths` `--remount-ro`, `process.cwd` `--workdir`, `RLIMIT_NOFILE` `--nofile`; the
@@ -17,7 +17,7 @@
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
-use oci_spec::runtime::{LinuxResources, Mount, PosixRlimitType, Spec};
+use super::config::{LinuxResources, Mount, PosixRlimitType, Process, Spec};
 use vfs::mounts::MountSpec;
 
 use crate::cli::RunArgs;
@@ -43,8 +43,7 @@ pub struct Bundle {
     pub rootfs: PathBuf,
 }
 
-/// An error and its causes, one line: oci-spec's own message for a
-/// config it cannot read is only "serde failed"; the cause names the field.
+/// An error and its causes, one line.
 fn causes(e: &dyn std::error::Error) -> String {
     let mut line = e.to_string();
     let mut cause = e.source();
@@ -84,7 +83,7 @@ impl Bundle {
         !readonly.unwrap_or(false)
     }
 
-    fn process(&self) -> Result<&oci_spec::runtime::Process, String> {
+    fn process(&self) -> Result<&Process, String> {
         self.spec
             .process()
             .as_ref()

@@ -12,7 +12,7 @@ use std::process::{Command, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use oci_spec::runtime::Hook;
+use super::config::Hook;
 
 /// Longest a hook without a timeout may run.
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
