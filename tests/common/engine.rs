@@ -1,5 +1,5 @@
-//! Helpers of the container-engine tests (`tests/oci_docker.rs`,
-//! `tests/oci_podman.rs`, `tests/oci_containerd.rs`), which start a real
+//! Helpers of the container-engine tests (`tests/oci/docker.rs`,
+//! `tests/oci/podman.rs`, `tests/oci/containerd.rs`), which start a real
 //! engine with this runtime registered: the busybox image's rootfs
 //! tarball, this process's cgroup (engines get a cgroup parent beneath
 //! it), the cleanup an engine leaves (mounts, cgroup directories), and an

@@ -1,4 +1,5 @@
-//! Shared helpers of the integration tests (each `tests/*.rs` does `mod common;`).
+//! Shared helpers of the integration tests (each area's `tests/AREA/main.rs`
+//! declares `mod common` from here; its modules `use crate::common`).
 //!
 //! What is here:
 //! - [`bin`]: the `supervisor` binary cargo built for this test run.

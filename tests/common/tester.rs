@@ -1,7 +1,7 @@
 //! The unprivileged user `tester` (uid 1001) and a copy of the binary it
 //! can run, for tests that compare a guest of an unprivileged invoker.
 //!
-//! Not here: the user `sbxtest` of `tests/unprivileged.rs`, which that
+//! Not here: the user `sbxtest` of `tests/security/unprivileged.rs`, which that
 //! suite creates itself.
 
 use std::os::unix::fs::PermissionsExt;
