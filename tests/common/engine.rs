@@ -179,6 +179,11 @@ pub fn output_with_watchdog(mut cmd: Command, stdin: &[u8]) -> std::process::Out
     out
 }
 
+/// An output's stdout, as text.
+pub fn stdout(out: &std::process::Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
 /// An output's status, stdout and stderr, for assertion messages.
 pub fn dump(out: &std::process::Output) -> String {
     format!(

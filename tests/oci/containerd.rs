@@ -21,7 +21,7 @@ use std::time::Duration;
 
 use common::engine::{
     busybox_tarball, dump, output_with_watchdog, own_memory_cgroup, poll_until,
-    remove_cgroup_parent, stop_daemon, unmount_beneath, wait_until_up,
+    remove_cgroup_parent, stdout, stop_daemon, unmount_beneath, wait_until_up,
 };
 use common::oci::have_busybox;
 use common::{bin, Tree};
@@ -178,10 +178,6 @@ impl Drop for Daemon {
         unmount_beneath(self.dir.path());
         remove_cgroup_parent(&self.cgroup_parent);
     }
-}
-
-fn stdout(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
 /// The sha256 of a file, in hex (coreutils' sha256sum).

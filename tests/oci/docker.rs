@@ -19,8 +19,9 @@ use std::time::Duration;
 
 use common::engine::{
     busybox_tarball, dump, output_with_watchdog, own_memory_cgroup, poll_until,
-    remove_cgroup_parent, stop_daemon, unmount_beneath, wait_until_up,
+    remove_cgroup_parent, stdout, stop_daemon, unmount_beneath, wait_until_up,
 };
+use common::engine_cli::{self as cases, EngineCli};
 use common::oci::have_busybox;
 use common::{bin, Tree};
 
@@ -90,7 +91,7 @@ impl Daemon {
         };
         wait_until_up(
             "dockerd",
-            || daemon.docker(&["version"]).status.success(),
+            || daemon.output(&["version"]).status.success(),
             || daemon.log(),
         )?;
         Ok(daemon)
@@ -109,35 +110,29 @@ impl Daemon {
         .args(args);
         c
     }
+}
 
-    fn docker(&self, args: &[&str]) -> Output {
-        self.docker_in(args, b"")
+impl EngineCli for Daemon {
+    fn name(&self) -> &'static str {
+        "docker"
     }
 
-    /// Runs `docker ARGS` with `stdin`; killed after 60 s.
-    fn docker_in(&self, args: &[&str], stdin: &[u8]) -> Output {
+    fn output_in(&self, args: &[&str], stdin: &[u8]) -> Output {
         output_with_watchdog(self.cmd(args), stdin)
     }
 
-    /// `docker ARGS`, which must succeed; its stdout.
-    fn ok(&self, args: &[&str]) -> String {
-        let out = self.docker(args);
-        assert!(out.status.success(), "docker {args:?}: {}", dump(&out));
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    }
-
-    fn run(&self, args: &[&str]) -> Output {
+    fn run_args<'a>(&'a self, args: &[&'a str]) -> Vec<&'a str> {
         let mut all = vec!["run", "--runtime=supervisor"];
         all.extend_from_slice(args);
-        self.docker(&all)
+        all
     }
 }
 
 impl Drop for Daemon {
     fn drop(&mut self) {
-        let names = self.docker(&["ps", "-aq"]);
+        let names = self.output(&["ps", "-aq"]);
         for id in String::from_utf8_lossy(&names.stdout).split_whitespace() {
-            let _ = self.docker(&["rm", "-f", id]);
+            let _ = self.output(&["rm", "-f", id]);
         }
         stop_daemon(&mut self.child);
         unmount_beneath(self.dir.path());
@@ -160,10 +155,6 @@ fn import_image(d: &Daemon) {
     d.ok(&["import", tar.to_str().unwrap(), IMAGE]);
 }
 
-fn stdout(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
 #[test]
 fn docker_runs_containers_with_runtime_supervisor() {
     if !Path::new(DOCKERD).exists() || !Path::new(DOCKER).exists() {
@@ -181,11 +172,7 @@ fn docker_runs_containers_with_runtime_supervisor() {
     };
     import_image(&d);
 
-    // Output, and exit codes.
-    let hi = d.run(&["--rm", IMAGE, "echo", "hi"]);
-    assert_eq!(stdout(&hi), "hi\n", "{}", dump(&hi));
-    let three = d.run(&["--rm", IMAGE, "sh", "-c", "exit 3"]);
-    assert_eq!(three.status.code(), Some(3), "{}", dump(&three));
+    cases::output_and_exit_codes(&d, IMAGE);
     pids_limit(&d);
     // -u: the command runs as that user, with that user's file access
     // (the image's / is root's, 0755).
@@ -201,145 +188,27 @@ fn docker_runs_containers_with_runtime_supervisor() {
     guest_sees_its_limits(&d);
     update_shows_to_the_guest(&d);
 
-    // -i: stdin reaches the container.
-    let cat = d.docker_in(
-        &["run", "--rm", "-i", "--runtime=supervisor", IMAGE, "cat"],
-        b"piped in\n",
-    );
-    assert_eq!(stdout(&cat), "piped in\n", "{}", dump(&cat));
-
-    // -t: the container's stdio is a pseudo-terminal (its master went to the shim's console socket).
-    let tty = d.run(&["--rm", "-t", IMAGE, "sh", "-c", "tty; exit 4"]);
-    assert_eq!(stdout(&tty), "/dev/pts/0\r\n", "{}", dump(&tty));
-    assert_eq!(tty.status.code(), Some(4));
-
+    // -i and -t (the terminal's master went to the shim's console socket).
+    cases::stdin_and_terminal(&d, IMAGE);
     // --network none: loopback only.
-    let net = d.run(&["--rm", "--network", "none", IMAGE, "cat", "/proc/net/dev"]);
-    let ifaces: Vec<String> = stdout(&net)
-        .lines()
-        .skip(2)
-        .filter_map(|l| l.split(':').next().map(|s| s.trim().to_string()))
-        .collect();
-    assert_eq!(ifaces, ["lo"], "{}", dump(&net));
+    cases::loopback_only(&d, &["--rm", "--network", "none", IMAGE]);
 
     // top lists the container's processes (host pids via `ps --format json`).
-    d.ok(&[
-        "run",
-        "-d",
-        "--name",
-        "sleeper",
-        "--runtime=supervisor",
-        "--memory",
-        "64m",
-        IMAGE,
-        "sh",
-        "-c",
-        WRITER,
-    ]);
+    d.ok(&d.run_args(&[
+        "-d", "--name", "sleeper", "--memory", "64m", IMAGE, "sh", "-c", WRITER,
+    ]));
     // Only the sandbox's: its init and the command, not the runtime's
     // anchor and monitor.
-    // (init's kernel name is the supervisor's; its argv says what it is.)
     let top = d.ok(&["top", "sleeper", "-o", "pid,args"]);
-    let rows = top.lines().skip(1);
-    let mut comms: Vec<&str> = rows.filter_map(|l| l.split_whitespace().nth(1)).collect();
-    comms.sort();
+    let comms = cases::top_commands(&top);
     assert_eq!(comms, ["sleep", "supervisor-init"], "top:\n{top}");
     stats_and_cp(&d);
-    // exec: a new process in the running sandbox, its status and stdin.
-    // exec -u another user: its ids (container ids map onto the same
-    // host ids; the runtime switches them, as runc does).
-    let other = d.docker(&[
-        "exec",
-        "-u",
-        "1000:1000",
-        "sleeper",
-        "sh",
-        "-c",
-        "id -u; id -g",
-    ]);
-    assert_eq!(stdout(&other), "1000\n1000\n", "{}", dump(&other));
-    let ex = d.docker(&["exec", "sleeper", "sh", "-c", "echo from-exec; exit 9"]);
-    assert_eq!(
-        (stdout(&ex).as_str(), ex.status.code()),
-        ("from-exec\n", Some(9)),
-        "{}",
-        dump(&ex)
-    );
-    let exi = d.docker_in(&["exec", "-i", "sleeper", "cat"], b"exec stdin\n");
-    assert_eq!(stdout(&exi), "exec stdin\n", "{}", dump(&exi));
-    // exec -t: the process's own terminal (its master went to the console socket).
-    let ext = d.docker(&["exec", "-t", "sleeper", "sh", "-c", "tty; exit 2"]);
-    let shown = stdout(&ext);
-    assert!(
-        shown.starts_with("/dev/pts/") && shown.ends_with("\r\n") && ext.status.code() == Some(2),
-        "{}",
-        dump(&ext)
-    );
-    // pause and unpause: the cgroup freezer.
-    d.ok(&["pause", "sleeper"]);
-    assert_eq!(
-        d.ok(&["inspect", "-f", "{{.State.Status}}", "sleeper"])
-            .trim(),
-        "paused"
-    );
-    d.ok(&["unpause", "sleeper"]);
-    assert_eq!(
-        d.ok(&["inspect", "-f", "{{.State.Status}}", "sleeper"])
-            .trim(),
-        "running"
-    );
-    // stop: SIGTERM reaches the command (not pid 1 here, so it dies of it).
-    d.ok(&["stop", "sleeper"]);
-    assert_eq!(
-        d.ok(&["inspect", "-f", "{{.State.ExitCode}}", "sleeper"])
-            .trim(),
-        "143"
-    );
-    d.ok(&["rm", "sleeper"]);
-
-    // kill -s USR1 reaches the command's trap.
-    let script = "trap 'echo got-usr1; exit 7' USR1; echo ready; while :; do sleep 0.05; done";
-    d.ok(&[
-        "run",
-        "-d",
-        "--name",
-        "trapper",
-        "--runtime=supervisor",
-        IMAGE,
-        "sh",
-        "-c",
-        script,
-    ]);
-    assert!(
-        poll_until(Duration::from_secs(30), || d
-            .ok(&["logs", "trapper"])
-            .contains("ready")),
-        "trapper never got ready"
-    );
-    d.ok(&["kill", "-s", "USR1", "trapper"]);
-    assert_eq!(d.ok(&["wait", "trapper"]).trim(), "7");
-    assert_eq!(d.ok(&["logs", "trapper"]), "ready\ngot-usr1\n");
-    d.ok(&["rm", "trapper"]);
-
-    // --memory 64m: a hog is OOM-killed; 137 and OOMKilled (the hog runs only under the supervisor).
-    let hog = d.run(&[
-        "--name",
-        "hog",
-        "--memory",
-        "64m",
-        IMAGE,
-        "sh",
-        "-c",
-        "x=a; while :; do x=$x$x; done",
-    ]);
-    assert_eq!(hog.status.code(), Some(137), "{}", dump(&hog));
-    let state = d.ok(&[
-        "inspect",
-        "-f",
-        "{{.State.ExitCode}} {{.State.OOMKilled}}",
-        "hog",
-    ]);
-    assert_eq!(state.trim(), "137 true");
+    cases::exec_cases(&d, "sleeper");
+    cases::pause_then_stop(&d, "sleeper");
+    cases::signal_reaches_the_trap(&d, IMAGE);
+    cases::memory_hog_is_killed(&d, IMAGE);
+    // Docker saw the OOM.
+    assert_eq!(d.inspect("hog", "{{.State.OOMKilled}}"), "true");
     d.ok(&["rm", "hog"]);
 }
 
@@ -350,36 +219,15 @@ fn docker_runs_containers_with_runtime_supervisor() {
 /// of the files the container wrote itself (dockerd copies through the
 /// bundle's rootfs, which the guest writes in place: see ARCHITECTURE.md).
 fn stats_and_cp(d: &Daemon) {
-    let stats = d.ok(&[
-        "stats",
-        "--no-stream",
-        "--format",
-        "{{.PIDs}}|{{.MemUsage}}",
-        "sleeper",
-    ]);
-    let (pids, mem) = stats.trim().split_once('|').unwrap_or_default();
-    assert_eq!(pids, "3", "stats: {stats}");
-    let (used, limit) = mem.split_once(" / ").unwrap_or_default();
-    assert_eq!(limit, "64MiB", "stats: {stats}");
-    assert!(
-        !used.is_empty() && !used.starts_with("0B"),
-        "stats: {stats}"
-    );
-
-    let host = d.dir.join("to-container.txt");
-    fs::write(&host, "copied in\n").expect("write the file to copy");
-    d.ok(&["cp", host.to_str().unwrap(), "sleeper:/tmp/copied.txt"]);
-    assert_eq!(
-        d.ok(&["exec", "sleeper", "cat", "/tmp/copied.txt"]),
-        "copied in\n"
-    );
+    cases::stats_show_the_sandbox(d, "sleeper", "64MiB");
+    cases::cp_into(d, "sleeper", &d.dir.join("to-container.txt"));
     let back = d.dir.join("from-container.txt");
     d.ok(&["cp", "sleeper:/tmp/copied.txt", back.to_str().unwrap()]);
     assert_eq!(fs::read_to_string(&back).unwrap_or_default(), "copied in\n");
     // What the container wrote (WRITER: done once /root/file is there).
     assert!(
         poll_until(Duration::from_secs(30), || d
-            .docker(&["exec", "sleeper", "busybox", "test", "-s", "/root/file"])
+            .output(&["exec", "sleeper", "busybox", "test", "-s", "/root/file"])
             .status
             .success()),
         "the container never wrote /root/file"
@@ -446,12 +294,10 @@ fn update_shows_to_the_guest(d: &Daemon) {
         "-c",
         "busybox nproc; cat /sys/devices/system/cpu/online /proc/sys/kernel/threads-max",
     ];
-    d.ok(&[
-        "run",
+    d.ok(&d.run_args(&[
         "-d",
         "--name",
         "upd",
-        "--runtime=supervisor",
         "--cpus",
         "2",
         "--pids-limit",
@@ -459,7 +305,7 @@ fn update_shows_to_the_guest(d: &Daemon) {
         IMAGE,
         "sleep",
         "100",
-    ]);
+    ]));
     assert_eq!(d.ok(&read), "2\n0-1\n50\n");
     d.ok(&["update", "--cpus", "1", "--pids-limit", "8", "upd"]);
     assert_eq!(d.ok(&read), "1\n0\n8\n");

@@ -20,7 +20,8 @@ use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use common::engine::{busybox_tarball, dump, output_with_watchdog};
+use common::engine::{busybox_tarball, output_with_watchdog};
+use common::engine_cli::{self as cases, EngineCli};
 use common::oci::have_busybox;
 use common::{tester_bin, Tree};
 
@@ -64,8 +65,20 @@ impl Rootless {
         Rootless { dir, uid, gid }
     }
 
+    /// Podman's rootless pause process (it keeps the user namespace).
+    fn pause_pid(&self) -> Option<i32> {
+        let file: PathBuf = self.dir.join("xdg/libpod/tmp/pause.pid");
+        fs::read_to_string(file).ok()?.trim().parse().ok()
+    }
+}
+
+impl EngineCli for Rootless {
+    fn name(&self) -> &'static str {
+        "podman"
+    }
+
     /// `podman ARGS` as tester, with only the environment it needs.
-    fn podman(&self, args: &[&str]) -> Output {
+    fn output_in(&self, args: &[&str], stdin: &[u8]) -> Output {
         let mut c = Command::new(PODMAN);
         c.env_clear()
             .env("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")
@@ -78,41 +91,24 @@ impl Rootless {
             .uid(self.uid)
             .gid(self.gid)
             .args(args);
-        output_with_watchdog(c, b"")
+        output_with_watchdog(c, stdin)
     }
 
-    /// `podman ARGS`, which must succeed; its stdout.
-    fn ok(&self, args: &[&str]) -> String {
-        let out = self.podman(args);
-        assert!(out.status.success(), "podman {args:?}: {}", dump(&out));
-        stdout(&out)
-    }
-
-    fn run(&self, args: &[&str]) -> Output {
+    fn run_args<'a>(&'a self, args: &[&'a str]) -> Vec<&'a str> {
         let mut all = vec!["run", "--runtime", "supervisor"];
         all.extend_from_slice(args);
-        self.podman(&all)
-    }
-
-    /// Podman's rootless pause process (it keeps the user namespace).
-    fn pause_pid(&self) -> Option<i32> {
-        let file: PathBuf = self.dir.join("xdg/libpod/tmp/pause.pid");
-        fs::read_to_string(file).ok()?.trim().parse().ok()
+        all
     }
 }
 
 impl Drop for Rootless {
     fn drop(&mut self) {
-        let _ = self.podman(&["rm", "--all", "--force", "--time", "0"]);
+        let _ = self.output(&["rm", "--all", "--force", "--time", "0"]);
         if let Some(pid) = self.pause_pid().filter(|p| *p > 1) {
             let pid = nix::unistd::Pid::from_raw(pid);
             let _ = nix::sys::signal::kill(pid, nix::sys::signal::SIGKILL);
         }
     }
-}
-
-fn stdout(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
 /// Whether `/etc/subuid` gives `tester` subordinate ids.
@@ -139,24 +135,11 @@ fn rootless_podman_runs_containers_with_runtime_supervisor() {
     let p = Rootless::new(uid, gid, &runtime);
     p.ok(&["import", "image.tar", IMAGE]);
 
-    let hi = p.run(&["--rm", IMAGE, "echo", "hi"]);
-    assert_eq!(stdout(&hi), "hi\n", "{}", dump(&hi));
-    let three = p.run(&["--rm", IMAGE, "sh", "-c", "exit 3"]);
-    assert_eq!(three.status.code(), Some(3), "{}", dump(&three));
+    cases::output_and_exit_codes(&p, IMAGE);
 
     // A running container: exec (uid 0 of Podman's namespace, tester on
     // the host), top through the anchor's namespaces, cp, stop.
-    p.ok(&[
-        "run",
-        "--runtime",
-        "supervisor",
-        "-d",
-        "--name",
-        "sleeper",
-        IMAGE,
-        "sleep",
-        "100",
-    ]);
+    p.ok(&p.run_args(&["-d", "--name", "sleeper", IMAGE, "sleep", "100"]));
     assert_eq!(p.ok(&["exec", "sleeper", "id", "-u"]), "0\n");
     let top = p.ok(&["top", "sleeper", "args"]);
     let mut comms: Vec<&str> = (top.lines().skip(1))
@@ -175,6 +158,5 @@ fn rootless_podman_runs_containers_with_runtime_supervisor() {
     let out = fs::read_to_string(p.dir.join("out.txt")).unwrap_or_default();
     assert_eq!(out, "out\n");
     p.ok(&["stop", "--time", "5", "sleeper"]);
-    let code = p.ok(&["inspect", "-f", "{{.State.ExitCode}}", "sleeper"]);
-    assert_eq!(code.trim(), "143");
+    assert_eq!(p.inspect("sleeper", "{{.State.ExitCode}}"), "143");
 }
