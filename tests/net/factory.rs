@@ -160,6 +160,8 @@ fn a_forbidden_call_kills_the_factory() {
     let run = Run::new(&[PY, "-c", EXCHANGE]).cwd("/tmp");
     let plain = run.supervised().ok("sandboxed");
     assert_eq!(plain.stdout, "hi\n", "{}", plain.dump());
+    // The kill leaves an audit record naming the binary in the kernel log.
+    let _record = common::kernel_log::deliberate_record();
     let probed = run.env(FORBIDDEN_CALL, "1").supervised();
     assert_eq!(probed.code, Some(0), "{}", probed.dump());
     assert_eq!(probed.stdout, "ENOBUFS\n", "{}", probed.dump());
