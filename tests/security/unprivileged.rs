@@ -67,29 +67,18 @@ fn setup() -> Result<Unpriv, String> {
     }
     let (uid, gid) = (id_of("-u").ok_or("no uid")?, id_of("-g").ok_or("no gid")?);
     // A copy of the binary the user can execute, in a 0755 dir.
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("unpriv-bin");
-    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
-    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755))
-        .map_err(|e| e.to_string())?;
-    let tmp = dir.join(format!("supervisor.{}", std::process::id()));
-    std::fs::copy(bin(), &tmp).map_err(|e| format!("copy binary: {e}"))?;
-    std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o755))
-        .map_err(|e| e.to_string())?;
-    let bin = dir.join("supervisor");
-    std::fs::rename(&tmp, &bin).map_err(|e| e.to_string())?;
-    // Every directory above the C programs and the binary must be searchable.
-    for p in [c_dir(), dir.as_path()] {
-        let mut cur = Some(p);
-        while let Some(d) = cur {
-            let mode = std::fs::metadata(d).map(|m| m.mode()).unwrap_or(0);
-            if mode & 0o001 == 0 {
-                return Err(format!(
-                    "{} is not searchable by others (mode {mode:o})",
-                    d.display()
-                ));
-            }
-            cur = d.parent();
+    let bin = copy_for_others("unpriv-bin")?;
+    // Every directory above the C programs must be searchable.
+    let mut cur = Some(c_dir());
+    while let Some(d) = cur {
+        let mode = std::fs::metadata(d).map(|m| m.mode()).unwrap_or(0);
+        if mode & 0o001 == 0 {
+            return Err(format!(
+                "{} is not searchable by others (mode {mode:o})",
+                d.display()
+            ));
         }
+        cur = d.parent();
     }
     Ok(Unpriv { uid, gid, bin })
 }
