@@ -50,7 +50,7 @@ mod users;
 mod view;
 
 pub use exec::DEFAULT_PATH;
-pub use exec_request::ExecRequests;
+pub use exec_request::{env_pairs, ExecRequests};
 pub use flush::RwFlush;
 pub use init::FORWARDED;
 pub use late::LateStart;

@@ -21,6 +21,7 @@ use super::config::{LinuxResources, Mount, PosixRlimitType, Process, Spec};
 use vfs::mounts::MountSpec;
 
 use crate::cli::RunArgs;
+use crate::launch::env_pairs;
 use crate::run::GuestView;
 
 /// Mount destinations that are the sandbox's own.
@@ -206,17 +207,6 @@ impl Bundle {
         }
         Ok((args, warnings))
     }
-}
-
-/// `K=V` strings as pairs (an entry without `=` is a name with an empty value).
-pub fn env_pairs(env: &[String]) -> Vec<(OsString, OsString)> {
-    env.iter()
-        .filter(|e| !e.is_empty())
-        .map(|e| match e.split_once('=') {
-            Some((k, v)) => (k.into(), v.into()),
-            None => (e.into(), OsString::new()),
-        })
-        .collect()
 }
 
 /// A config mount as a sandbox mount: `Ok(None)` for the sandbox's own

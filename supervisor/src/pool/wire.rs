@@ -6,7 +6,7 @@
 //! compile this file as a module of its own.
 //!
 //! `protocol.rs`'s tests check that the JSON serde writes has these
-//! fields in this order; `tests/pool_fast.rs` checks that the two clients'
+//! fields in this order; `tests/pool/fast_client.rs` checks that the two clients'
 //! requests are the same bytes and that the C client reads the daemon's
 //! answers as the Rust one does.
 

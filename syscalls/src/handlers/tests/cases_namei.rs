@@ -1,5 +1,5 @@
 //! unlink, rmdir, rename, link, symlink against the kernel. (mkdir and
-//! mknod pass the filter: `tests/make_names.rs` compares them under the
+//! mknod pass the filter: `tests/fs/make_names.rs` compares them under the
 //! binary with native.)
 
 use super::*;
