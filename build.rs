@@ -22,10 +22,19 @@
 //! (`nm -u`): anything else would be called before a static PIE is
 //! relocated. Without a C compiler or `nm`, the binary keeps the C
 //! library's entry (with a warning) and the Rust client serves every call.
+//! The protocol's names and sizes it writes are the Rust client's: this
+//! script writes them from `supervisor/src/pool/wire.rs` into
+//! `pool_wire.h`, which the C file includes.
 
 use std::env;
 use std::fs;
 use std::path::PathBuf;
+
+/// The pool protocol's shared constants (compiled here as they are in
+/// the supervisor crate; this script uses only the header).
+#[allow(dead_code)]
+#[path = "supervisor/src/pool/wire.rs"]
+mod wire;
 
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
@@ -54,13 +63,17 @@ fn main() {
 }
 
 const FAST_CLIENT: &str = "src/fast_client.c";
+const WIRE: &str = "supervisor/src/pool/wire.rs";
 
-/// Compiles [`FAST_CLIENT`] and links it in as the binary's entry point.
+/// Compiles [`FAST_CLIENT`] (with [`WIRE`]'s header) and links it in as
+/// the binary's entry point.
 fn link_fast_client() {
     println!("cargo:rerun-if-changed={FAST_CLIENT}");
+    println!("cargo:rerun-if-changed={WIRE}");
     let cc = env::var("CC").unwrap_or_else(|_| "cc".to_string());
-    let out =
-        PathBuf::from(env::var_os("OUT_DIR").expect("cargo sets OUT_DIR")).join("fast_client.o");
+    let out_dir = PathBuf::from(env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
+    fs::write(out_dir.join("pool_wire.h"), wire::c_header()).expect("writing pool_wire.h");
+    let out = out_dir.join("fast_client.o");
     let compiled = std::process::Command::new(&cc)
         .args([
             "-c",
@@ -73,8 +86,10 @@ fn link_fast_client() {
             "-fvisibility=hidden",
             "-Wall",
             "-Werror",
-            "-o",
         ])
+        .arg("-I")
+        .arg(&out_dir)
+        .arg("-o")
         .arg(&out)
         .arg(FAST_CLIENT)
         .status();

@@ -25,13 +25,19 @@
  * no terminal; stdin, stdout and stderr go with it as they are (a memory
  * device of the view's /dev is replaced by the sandbox with the view's
  * own node); the forwarded signals go on as `S` messages; the answer's
- * code is the exit status and its message the one line on stderr.
+ * code is the exit status and its message the one line on stderr. The
+ * protocol's prefixes, field names and sizes are `pool_wire.h`'s, which
+ * build.rs writes from `supervisor/src/pool/wire.rs`, the Rust client's
+ * own; tests/pool_fast.rs checks that both clients send the same bytes
+ * and read the same answers alike.
  *
  * Rules that keep this safe to run before the C library: no call of any
  * function but the ones here (build.rs refuses an object that needs any
  * other symbol); no data with pointers in it (a static PIE is not
  * relocated yet); no thread-local storage, so no stack protector.
  */
+
+#include "pool_wire.h"
 
 typedef unsigned long u64;
 typedef unsigned int u32;
@@ -79,8 +85,8 @@ enum {
 #define SFD_CLOEXEC 0x80000
 #define SFD_NONBLOCK 0x800
 
-/* Longest message either side of the protocol reads (protocol.rs). */
-#define MAX_MESSAGE (256 * 1024)
+/* Longest message either side of the protocol reads. */
+#define MAX_MESSAGE SV_MAX_MESSAGE
 
 static i64 sys(i64 n, i64 a, i64 b, i64 c, i64 d, i64 e, i64 f)
 {
@@ -287,24 +293,27 @@ static int put_env(struct out *o, char **envp, const char *name, int first)
     return 0;
 }
 
-/* `Q` + the JSON of protocol.rs's Request; its length, or 0 when it does
- * not fit (the Rust client then says so). */
+/* `Q` + the JSON of protocol.rs's Request, as serde_json writes it; its
+ * length, or 0 when it does not fit (the Rust client then says so). */
 static u64 request(char *buf, const struct line *line, char **envp)
 {
     struct out o = {buf, 0, MAX_MESSAGE};
-    puts_(&o, "Q{\"command\":[");
+    char prefix = SV_REQUEST;
+    put(&o, &prefix, 1);
+    puts_(&o, "{\"" SV_REQUEST_COMMAND "\":[");
     for (int i = 0; i < line->count; i++) {
         if (i)
             put(&o, ",", 1);
         put_bytes(&o, line->command[i], length(line->command[i]));
     }
-    puts_(&o, "],\"env\":[");
+    puts_(&o, "],\"" SV_REQUEST_ENV "\":[");
     int first = 1;
     first &= !put_env(&o, envp, "PATH", first);
     first &= !put_env(&o, envp, "HOME", first);
     first &= !put_env(&o, envp, "LANG", first);
     first &= !put_env(&o, envp, "TERM", first);
-    puts_(&o, "],\"report\":false,\"trace\":false,\"timeout_s\":null,\"terminal\":null}");
+    puts_(&o, "],\"" SV_REQUEST_REPORT "\":false,\"" SV_REQUEST_TRACE "\":false,\"" SV_REQUEST_TIMEOUT
+              "\":null,\"" SV_REQUEST_TERMINAL "\":null}");
     return o.len <= o.cap ? o.len : 0;
 }
 
@@ -341,7 +350,7 @@ static i64 send_request(int conn, char *msg, u64 len)
 
 static void send_signal(int conn, u32 signo)
 {
-    char msg[5] = {'S', (char)signo, (char)(signo >> 8), (char)(signo >> 16), (char)(signo >> 24)};
+    char msg[5] = {SV_SIGNAL, (char)signo, (char)(signo >> 8), (char)(signo >> 16), (char)(signo >> 24)};
     struct iovec_ iov = {msg, 5};
     struct msghdr_ m = {0, 0, &iov, 1, 0, 0, 0};
     sys3(SYS_sendmsg, conn, &m, MSG_NOSIGNAL);
@@ -385,11 +394,14 @@ static i64 wait_for_answer(int conn, int sigfd, char *buf)
  * holds at least as many bytes as the JSON). 0 if it is not that. */
 static int read_answer(const char *json, u64 n, int *code, char *line, int *has_line)
 {
+    static const char code_key[] = "\"" SV_ANSWER_CODE "\":";
+    static const char message_key[] = "\"" SV_ANSWER_MESSAGE "\":";
+    const u64 code_len = sizeof code_key - 1, message_len = sizeof message_key - 1;
     const char *end = json + n;
     const char *p = 0;
-    for (const char *s = json; s + 7 <= end; s++)
-        if (after(s, "\"code\":")) {
-            p = s + 7;
+    for (const char *s = json; s + code_len <= end; s++)
+        if (after(s, code_key)) {
+            p = s + code_len;
             break;
         }
     if (!p)
@@ -403,10 +415,10 @@ static int read_answer(const char *json, u64 n, int *code, char *line, int *has_
         v = v * 10 + (*p++ - '0');
     *code = (int)(negative ? -v : v);
     *has_line = 0;
-    for (const char *s = json; s + 10 <= end; s++) {
-        if (!after(s, "\"message\":"))
+    for (const char *s = json; s + message_len <= end; s++) {
+        if (!after(s, message_key))
             continue;
-        s += 10;
+        s += message_len;
         if (s < end && *s != '"')
             return 1; /* null */
         u64 k = 0;
@@ -444,7 +456,7 @@ static int read_answer(const char *json, u64 n, int *code, char *line, int *has_
 static int __attribute__((noreturn)) conclude(i64 n, const char *buf, char *line)
 {
     int code = 125, has_line = 0;
-    if (n <= 0 || buf[0] != 'X') {
+    if (n <= 0 || buf[0] != SV_ANSWER) {
         say("supervisor: the pool's sandbox ended without an answer");
         if (n < 0) {
             say(": ");

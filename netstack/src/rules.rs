@@ -1,7 +1,7 @@
 //! `--allow-net` rules and the egress verdict.
 //!
 //! A rule names a network (`203.0.113.0/24`, `[2001:db8::/32]`, a bare
-//! address) or a DNS name (`pypi.org`, `*.example.org`), each with an
+//! address) or a DNS name (`index.example.net`, `*.example.org`), each with an
 //! optional port or port range (`:443`, `:8000-8100`); without one every
 //! port is allowed. Rules apply to TCP and UDP alike.
 //!

@@ -47,7 +47,7 @@ fn glibc_resolves_through_the_stub() {
     assert_eq!(
         lines,
         [
-            "PyPI.org 2 151.101.0.223 2a04:4e42::223",
+            "Pkg.Example.NET 2 2001:db8::223 203.0.113.200",
             "many.example.org 100 203.0.113.0 203.0.113.1 203.0.113.10",
             "evil.com error -2",
             "example.org error -2",
@@ -65,17 +65,17 @@ fn run_in_fresh_netns() -> String {
     assert!(up.success());
     let mut table = HashMap::new();
     table.insert(
-        "pypi.org",
+        "pkg.example.net",
         vec![
-            "151.101.0.223".parse().unwrap(),
-            "2a04:4e42::223".parse().unwrap(),
+            "203.0.113.200".parse().unwrap(),
+            "2001:db8::223".parse().unwrap(),
         ],
     );
     let many = (0..100u32)
         .map(|i| IpAddr::V4((0xcb00_7100 + i).into()))
         .collect();
     table.insert("many.example.org", many);
-    let rules = ["pypi.org", "*.example.org"].map(|r| Rule::parse(r).unwrap());
+    let rules = ["pkg.example.net", "*.example.org"].map(|r| Rule::parse(r).unwrap());
     let resolved = Arc::new(Resolved::new());
     let stub = Arc::new(DnsStub::new(
         Arc::new(AllowList::new(rules.to_vec())),
@@ -105,7 +105,12 @@ fn run_in_fresh_netns() -> String {
         .arg("-c")
         .arg("mount --bind \"$1\" /etc/resolv.conf && shift && exec /usr/bin/python3 -c \"$@\"")
         .args(["sh", rc.to_str().unwrap(), SCRIPT])
-        .args(["PyPI.org", "many.example.org", "evil.com", "example.org"])
+        .args([
+            "Pkg.Example.NET",
+            "many.example.org",
+            "evil.com",
+            "example.org",
+        ])
         .output()
         .unwrap();
     assert!(
@@ -114,8 +119,8 @@ fn run_in_fresh_netns() -> String {
         String::from_utf8_lossy(&out.stderr)
     );
     assert_eq!(
-        resolved.names_of("151.101.0.223".parse().unwrap()),
-        ["pypi.org"]
+        resolved.names_of("203.0.113.200".parse().unwrap()),
+        ["pkg.example.net"]
     );
     String::from_utf8_lossy(&out.stdout).into_owned()
 }

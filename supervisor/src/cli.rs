@@ -31,7 +31,7 @@ Examples:
       Hide paths: a directory shows empty, a file reads as empty.
   supervisor run --env API_URL=http://127.0.0.1:8000 --env LANG -- ./client
       Add one variable and copy one from the host; nothing else leaks in.
-  supervisor run --allow-net pypi.org:443 --allow-net files.pythonhosted.org:443 -- pip download numpy
+  supervisor run --allow-net index.example.org:443 --allow-net files.example.org:443 -- pip download -i https://index.example.org/simple numpy
       Egress only to the package index, by name: the sandbox's DNS stub
       resolves only allowed names, and only their addresses may be dialled.
   supervisor run --allow-net 203.0.113.0/24:8000-8100 --allow-net '*.example.org' -- ./client
@@ -133,7 +133,7 @@ pub struct RunArgs {
     #[arg(long, value_name = "NAME", default_value = "sandbox")]
     pub hostname: String,
 
-    /// Allow egress to RULE: a network or address (203.0.113.0/24, [2001:db8::/32], 198.51.100.7) or a DNS name (pypi.org; *.example.org: names below it), each with an optional :PORT or :FIRST-LAST. Special ranges (private, link-local with the metadata address, the host's loopback, multicast, ...) need a rule naming them. Repeatable; none: no egress.
+    /// Allow egress to RULE: a network or address (203.0.113.0/24, [2001:db8::/32], 198.51.100.7) or a DNS name (index.example.org; *.example.org: names below it), each with an optional :PORT or :FIRST-LAST. Special ranges (private, link-local with the metadata address, the host's loopback, multicast, ...) need a rule naming them. Repeatable; none: no egress.
     #[arg(long = "allow-net", value_name = "RULE", value_parser = netstack::rules::Rule::parse)]
     pub allow_net: Vec<netstack::rules::Rule>,
 

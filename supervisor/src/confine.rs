@@ -28,8 +28,9 @@ use sandbox_syscalls::policy::bpf::{
     self, Action, SECCOMP_RET_ALLOW, SECCOMP_RET_ERRNO, SECCOMP_RET_KILL_PROCESS,
 };
 use sandbox_syscalls::policy::{Cond, Op, NS_CLONE_FLAGS};
-use syscalls::Sysno as S;
+use sysno::Sysno as S;
 
+use crate::launch::privs::to_sock_filter;
 use crate::sys::seccomp;
 
 /// Calls the supervisor makes after launch: the handlers and the VFS
@@ -346,20 +347,9 @@ pub struct OwnFilters {
 /// Both filters for a run (`egress`: `--allow-net` was given).
 pub fn compiled(egress: bool) -> OwnFilters {
     OwnFilters {
-        logged: for_kernel(&program(egress)),
-        quiet: for_kernel(&quiet_program(egress)),
+        logged: to_sock_filter(&program(egress)),
+        quiet: to_sock_filter(&quiet_program(egress)),
     }
-}
-
-fn for_kernel(prog: &[bpf::Insn]) -> Vec<libc::sock_filter> {
-    prog.iter()
-        .map(|i| libc::sock_filter {
-            code: i.code,
-            jt: i.jt,
-            jf: i.jf,
-            k: i.k,
-        })
-        .collect()
 }
 
 /// Installs the filters ([`compiled`]) on every thread of the supervisor:

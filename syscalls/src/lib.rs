@@ -1,17 +1,24 @@
 //! The Linux ABI of the sandbox.
 //!
 //! Owns: the syscall policy table (every x86_64 syscall number is pass,
-//! service, deny or kill), the BPF filter generated from it, and the
-//! handlers that implement serviced calls against `vfs` and `netstack`.
+//! service, deny or kill, and each serviced one names its handler), the
+//! BPF filter generated from it, the handlers that implement serviced
+//! calls against `vfs` and `netstack` ([`handlers`]), the sandbox's /proc
+//! and the limits the guest is told of ([`procfs`]), and the state they
+//! share ([`Context`]).
 //!
 //! Does not own: seccomp itself. Handlers reach the guest only through the
 //! [`guest::Guest`] trait, which the `supervisor` binary implements over
 //! seccomp user notification and tests implement over a fake guest.
 
+mod context;
 pub mod guest;
 pub mod handlers;
 pub mod policy;
+pub mod procfs;
 pub mod trace;
 
+pub use context::Context;
 pub use guest::{Guest, Reply, SyscallArgs};
-pub use handlers::{dispatch, Context, GuestLimits};
+pub use handlers::dispatch;
+pub use procfs::GuestLimits;

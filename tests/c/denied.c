@@ -3,7 +3,7 @@
  * "case: ERRNO-NAME" (or "case: RET" if the call was not denied). Arguments are
  * chosen so that even a call that wrongly went through would do nothing
  * (invalid magic numbers, missing paths, bad pointers) — but NEVER run this
- * natively: it is for `supervisor run` only (tests/denied.rs). Usage:
+ * natively: it is for `supervisor run` only (tests/security/denied.rs). Usage:
  * `denied HOST_MARKER`; it exits 99 at once if that host file is visible,
  * i.e. when it is not in a sandbox.
  *

@@ -8,7 +8,7 @@
  * Usage: fsprobe SCRATCH   (an empty directory; the program chdirs into it)
  *
  * Run natively and under `supervisor run --rw PARENT:PARENT`; the outputs must
- * be equal, except the cases tests/fs_probe.rs lists as privilege-dependent
+ * be equal, except the cases tests/fs/fsprobe.rs lists as privilege-dependent
  * (root natively has capabilities; root in the sandbox has none).
  *
  * Legacy syscall numbers (open, stat, mkdir, ...) are called through

@@ -132,7 +132,7 @@ static void cases_attrs(void)
 	ST("chmod_via_symlink_target", "f");
 	T("chmod_missing", syscall(SYS_chmod, "nope", 0644));
 	/* Set-id bits that make no program: those that do are dropped on the
-	 * host's file systems (handlers/setid.rs, tests/host_shared.rs). */
+	 * host's file systems (handlers/setid.rs, tests/fs/host_shared.rs). */
 	T("chmod_special_bits", syscall(SYS_chmod, "c1", 07644));
 	ST("chmod_special_bits_stat", "c1");
 	int dfd = open("d", O_RDONLY | O_DIRECTORY);

@@ -1,4 +1,4 @@
-/* Every serviced syscall against hostile arguments (tests/hostile.rs).
+/* Every serviced syscall against hostile arguments (tests/security/hostile.rs).
  *
  * Usage: hostile DIR        one line per case, "name: result" (the return
  *                           value, or -ERRNONAME), run in the scratch DIR

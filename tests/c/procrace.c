@@ -3,7 +3,7 @@
  * the kernel's own procfs: the supervisor resolves a path to an ordinary
  * file of the view and lets the kernel open it, while another thread
  * makes the same path name a /proc file. What the kernel then opens must
- * hold no host fact (tests/procfs_race.rs).
+ * hold no host fact (tests/procfs/race.rs).
  *
  * Usage: procrace [--mark MARK] HOST_MARKER ITERATIONS TARGET [NEEDLE...]
  *

@@ -13,7 +13,7 @@
  *   opened: N innocent: N host: N errors: N flips: N
  *
  * Exits 99 at once if HOST_MARKER (a host file) is visible: it is
- * meant for `supervisor run` only (tests/races.rs).
+ * meant for `supervisor run` only (tests/security/races.rs).
  */
 #define _GNU_SOURCE
 #include <errno.h>

@@ -1,5 +1,5 @@
 /*
- * seccomp_logged: the control of tests/confine.rs's kernel-log test. Installs
+ * seccomp_logged: the control of tests/security/confine.rs's kernel-log test. Installs
  * on itself a seccomp filter with SECCOMP_FILTER_FLAG_LOG that refuses
  * getppid with EPERM (and passes everything else), calls getppid, and prints
  * its pid and what the call returned. The kernel writes one audit record

@@ -1,5 +1,5 @@
-//! Helpers of the container-engine tests (`tests/oci_docker.rs`,
-//! `tests/oci_podman.rs`, `tests/oci_containerd.rs`), which start a real
+//! Helpers of the container-engine tests (`tests/oci/docker.rs`,
+//! `tests/oci/podman.rs`, `tests/oci/containerd.rs`), which start a real
 //! engine with this runtime registered: the busybox image's rootfs
 //! tarball, this process's cgroup (engines get a cgroup parent beneath
 //! it), the cleanup an engine leaves (mounts, cgroup directories), and an
@@ -177,6 +177,11 @@ pub fn output_with_watchdog(mut cmd: Command, stdin: &[u8]) -> std::process::Out
     let out = child.wait_with_output().expect("engine client output");
     assert!(!watchdog.join().unwrap_or(false), "{what} hung");
     out
+}
+
+/// An output's stdout, as text.
+pub fn stdout(out: &std::process::Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
 /// An output's status, stdout and stderr, for assertion messages.

@@ -7,26 +7,54 @@
 //! (`SECCOMP_FILTER_FLAG_LOG`); a run that leaves one has met a path its
 //! allow list missed, and a host running sandboxes by the thousand gets a
 //! line in its kernel log for each.
+//!
+//! A test binary runs its tests on several threads, and a record names
+//! the binary, not the test: a [`KernelLog`] holds [`LOG_WATCH`] while it
+//! reads, and a test that makes such a record on purpose (a socket
+//! factory killed by its filter) holds it too ([`deliberate_record`]), so
+//! no watch sees another test's deliberate record.
 
 use super::*;
 use std::fs::File;
 use std::io::Seek;
 use std::os::unix::fs::OpenOptionsExt;
+use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-/// `/dev/kmsg` from the moment it was opened.
-pub struct KernelLog(File);
+/// Held by a [`KernelLog`] for its life and by [`deliberate_record`].
+static LOG_WATCH: Mutex<()> = Mutex::new(());
+
+fn log_watch() -> MutexGuard<'static, ()> {
+    // A failed test poisons the lock; the next one still runs.
+    LOG_WATCH.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Held by a test while it makes a seccomp record of the binary under
+/// test on purpose: no [`KernelLog`] of another test reads meanwhile.
+pub fn deliberate_record() -> MutexGuard<'static, ()> {
+    log_watch()
+}
+
+/// `/dev/kmsg` from the moment it was opened (holding [`LOG_WATCH`]).
+pub struct KernelLog {
+    file: File,
+    _watch: MutexGuard<'static, ()>,
+}
 
 impl KernelLog {
     /// None where the log cannot be read (not root, `kernel.dmesg_restrict`).
     pub fn from_now() -> Option<KernelLog> {
+        let watch = log_watch();
         let mut file = std::fs::OpenOptions::new()
             .read(true)
             .custom_flags(libc::O_NONBLOCK)
             .open("/dev/kmsg")
             .ok()?;
         file.seek(std::io::SeekFrom::End(0)).ok()?;
-        Some(KernelLog(file))
+        Some(KernelLog {
+            file,
+            _watch: watch,
+        })
     }
 
     /// The seccomp records naming the binary under test written since
@@ -58,7 +86,7 @@ impl KernelLog {
         let mut records = Vec::new();
         let mut buf = vec![0u8; 8192];
         loop {
-            match self.0.read(&mut buf) {
+            match self.file.read(&mut buf) {
                 Ok(0) => break,
                 Ok(n) => records.push(String::from_utf8_lossy(&buf[..n]).into_owned()),
                 // Overwritten before we read it: the next one follows.

@@ -1,4 +1,5 @@
-//! Shared helpers of the integration tests (each `tests/*.rs` does `mod common;`).
+//! Shared helpers of the integration tests (each area's `tests/AREA/main.rs`
+//! declares `mod common` from here; its modules `use crate::common`).
 //!
 //! What is here:
 //! - [`bin`]: the `supervisor` binary cargo built for this test run.
@@ -16,6 +17,9 @@
 //! - [`skip!`]: skipping with a printed reason when a tool is missing.
 //! - [`kill_after`]: a bound on a child spawned and read by hand;
 //!   [`driven::interactive`]: such a `supervisor run`.
+//! - [`engine`], [`engine_cli`]: starting and cleaning up after a real
+//!   container engine, and the cases Docker's and Podman's command lines
+//!   share.
 //! - [`pool::Pool`]: a `supervisor pool` daemon for the pool's tests.
 //! - [`kernel_log::KernelLog`]: the seccomp records a run left in the host's
 //!   kernel log.
@@ -27,6 +31,7 @@ pub mod cgroups;
 mod cprogs;
 pub mod driven;
 pub mod engine;
+pub mod engine_cli;
 pub mod kernel_log;
 mod kill_after;
 pub mod oci;

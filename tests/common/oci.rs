@@ -1,4 +1,4 @@
-//! Helpers of the OCI runtime tests (`tests/oci_cli.rs`, `tests/oci_docker.rs`):
+//! Helpers of the OCI runtime tests (`tests/oci/cli.rs`, `tests/oci/docker.rs`):
 //! a busybox-static root file system, a bundle around it, and the runtime's
 //! commands run with a private `--root` and `--log`.
 //!

@@ -1,5 +1,5 @@
-//! Running and judging the two C probes, shared by tests/fsprobe.rs,
-//! tests/denied.rs and tests/unprivileged.rs.
+//! Running and judging the two C probes, shared by tests/fs/fsprobe.rs,
+//! tests/security/denied.rs and tests/security/unprivileged.rs.
 //!
 //! - [`fsprobe`]: tests/c/fsprobe.c natively on `base/a` and supervised on
 //!   `base/b` (`--rw base:base`), then [`judge_fsprobe`] compares them.

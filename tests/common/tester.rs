@@ -1,7 +1,7 @@
 //! The unprivileged user `tester` (uid 1001) and a copy of the binary it
 //! can run, for tests that compare a guest of an unprivileged invoker.
 //!
-//! Not here: the user `sbxtest` of `tests/unprivileged.rs`, which that
+//! Not here: the user `sbxtest` of `tests/security/unprivileged.rs`, which that
 //! suite creates itself.
 
 use std::os::unix::fs::PermissionsExt;
@@ -42,7 +42,19 @@ fn copy_for_tester() -> Result<(u32, u32, PathBuf), String> {
         id("-u").ok_or("no user tester")?,
         id("-g").ok_or("no group")?,
     );
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("procfs-bin");
+    let bin = copy_for_others("procfs-bin")?;
+    Ok((uid, gid, bin))
+}
+
+/// A copy of the binary under test that every user can run:
+/// `$CARGO_TARGET_TMPDIR/DIR_NAME/supervisor`, mode 0755, in directories
+/// all searchable by others (or why not). The bytes are written by `cp`,
+/// a process of its own: were they written by this process, a fork of
+/// another test's thread meanwhile would inherit the descriptor open for
+/// writing until its own exec, and an exec of the copy then could fail
+/// with ETXTBSY. Written under a private name, then renamed.
+pub fn copy_for_others(dir_name: &str) -> Result<PathBuf, String> {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(dir_name);
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
     let mode =
         |p: &std::path::Path, m| std::fs::set_permissions(p, std::fs::Permissions::from_mode(m));
@@ -73,5 +85,5 @@ fn copy_for_tester() -> Result<(u32, u32, PathBuf), String> {
         }
         cur = d.parent();
     }
-    Ok((uid, gid, bin))
+    Ok(bin)
 }

@@ -1,4 +1,4 @@
-# The probes' common head (tests/host_shared.rs puts it before each
+# The probes' common head (tests/fs/host_shared.rs puts it before each
 # script): refuse to run natively (the host marker, argv[1]), and
 # `probe`, which prints a label and "ok", the value, or the errno's name.
 import errno, os, sys

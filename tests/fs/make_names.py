@@ -1,7 +1,7 @@
 # mkdir, mkdirat, mknod and mknodat, with modes, umasks, a default ACL,
 # hostile arguments and errno orders, and the coreutils that use them: run
 # natively (as uid 0 without capabilities, as the guest is) and supervised
-# by tests/make_names.rs, whose outputs must be equal. argv[1]: a scratch
+# by tests/fs/make_names.rs, whose outputs must be equal. argv[1]: a scratch
 # directory; a read-only directory `ro` (holding `sub` and `f`) in it, when
 # the test made one, adds the EROFS cases. Paths printed are relative.
 # (After tests/fs/syscall.py: `raw`, `KERNEL`.)

@@ -1,5 +1,5 @@
 # Times, truncate and statfs by path, with hostile arguments, and the
-# coreutils that use them: run natively and supervised by tests/path_attrs.rs,
+# coreutils that use them: run natively and supervised by tests/fs/path_attrs.rs,
 # whose outputs must be equal. argv[1]: a scratch directory (same path inside).
 # (After tests/fs/syscall.py: `raw`, `KERNEL`.)
 import ctypes, errno, os, struct, subprocess, sys

@@ -1,4 +1,4 @@
-"""Serviced waits (tests/net_waits.rs): SO_RCVTIMEO on a receive with an
+"""Serviced waits (tests/net/waits.rs): SO_RCVTIMEO on a receive with an
 address and on accept; an allowed egress TCP connect (to the host's
 127.0.0.1, named by --allow-net) that is non-blocking (EINPROGRESS, then
 EALREADY, then SO_ERROR), one to a listener whose backlog is full that a

@@ -1,4 +1,4 @@
-"""Host side of tests/net_waits.rs, run inside a fresh network namespace
+"""Host side of tests/net/waits.rs, run inside a fresh network namespace
 (`unshare -n`): a listener whose backlog is full (never accepts), an
 echo server, and a closed port, all on 127.0.0.1; then the client
 (waits.py EGRESS ...) natively and under the supervisor with

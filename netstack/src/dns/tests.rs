@@ -39,8 +39,8 @@ struct Fixture {
 fn fixture(rules: &[&str]) -> Fixture {
     let mut fake = FakeResolver::default();
     fake.table.insert(
-        "pypi.org".into(),
-        Lookup::Found(ips(&["151.101.0.223", "151.101.64.223", "2a04:4e42::223"])),
+        "pkg.example.net".into(),
+        Lookup::Found(ips(&["203.0.113.200", "203.0.113.201", "2001:db8::223"])),
     );
     fake.table
         .insert("broken.example.org".into(), Lookup::Failed);
@@ -66,13 +66,14 @@ fn hex(s: &str) -> Vec<u8> {
         .collect()
 }
 
-/// glibc 2.36's A and AAAA queries for "PyPI.org" (captured from
-/// Python's getaddrinfo under a resolv.conf naming a local server).
-const GLIBC_A: &str = "8329010000010000000000000450795049036f72670000010001";
-const GLIBC_AAAA: &str = "4e2f010000010000000000000450795049036f726700001c0001";
-/// dig 9.18's query for pypi.org A: AD and RD set, EDNS (1232) with a cookie.
+/// glibc 2.36's A and AAAA queries (captured from Python's getaddrinfo
+/// under a resolv.conf naming a local server), the name in them replaced
+/// by the reserved "Pkg.Example.NET", its case kept mixed.
+const GLIBC_A: &str = "83290100000100000000000003506b67074578616d706c65034e45540000010001";
+const GLIBC_AAAA: &str = "4e2f0100000100000000000003506b67074578616d706c65034e455400001c0001";
+/// dig 9.18's query for pkg.example.net A: AD and RD set, EDNS (1232) with a cookie.
 const DIG_A: &str = "be1d 0120 0001 0000 0000 0001 \
-    04 70797069 03 6f7267 00 0001 0001 \
+    03 706b67 07 6578616d706c65 03 6e6574 00 0001 0001 \
     00 0029 04d0 00000000 000c 000a 0008 0123456789abcdef";
 
 fn dig() -> Vec<u8> {
@@ -113,26 +114,32 @@ fn read(resp: &[u8]) -> (u16, u16, u16, u16, Vec<IpAddr>) {
 
 #[test]
 fn glibc_queries_for_allowed_names_are_resolved_and_recorded() {
-    let f = fixture(&["pypi.org:443"]);
+    let f = fixture(&["pkg.example.net:443"]);
     let q = hex(GLIBC_A);
     let resp = f.stub.answer(&q, Transport::Udp).unwrap();
     let (id, flags, an, ar, addrs) = read(&resp);
     assert_eq!((id, flags, an, ar), (0x8329, 0x8180, 2, 0));
-    assert_eq!(addrs, ips(&["151.101.0.223", "151.101.64.223"]));
+    assert_eq!(addrs, ips(&["203.0.113.200", "203.0.113.201"]));
     // The question comes back byte for byte, case included.
     assert_eq!(&resp[12..q.len()], &q[12..]);
-    assert_eq!(f.resolved.names_of(addrs[0]), vec!["pypi.org".to_string()]);
+    assert_eq!(
+        f.resolved.names_of(addrs[0]),
+        vec!["pkg.example.net".to_string()]
+    );
 
     let resp = f.stub.answer(&hex(GLIBC_AAAA), Transport::Udp).unwrap();
     let (id, flags, an, _, addrs) = read(&resp);
     assert_eq!((id, flags, an), (0x4e2f, 0x8180, 1));
-    assert_eq!(addrs, ips(&["2a04:4e42::223"]));
-    assert_eq!(f.resolved.names_of(addrs[0]), vec!["pypi.org".to_string()]);
+    assert_eq!(addrs, ips(&["2001:db8::223"]));
+    assert_eq!(
+        f.resolved.names_of(addrs[0]),
+        vec!["pkg.example.net".to_string()]
+    );
 }
 
 #[test]
 fn dig_query_with_edns_gets_an_opt_record() {
-    let f = fixture(&["pypi.org"]);
+    let f = fixture(&["pkg.example.net"]);
     let resp = f.stub.answer(&dig(), Transport::Udp).unwrap();
     let (id, flags, an, ar, _) = read(&resp);
     assert_eq!((id, flags, an, ar), (0xbe1d, 0x8180, 2, 1));
@@ -155,7 +162,7 @@ fn other_names_get_nxdomain_without_asking_the_host() {
     assert_eq!(f.calls.load(Ordering::SeqCst), 0);
     assert!(f
         .resolved
-        .names_of("151.101.0.223".parse().unwrap())
+        .names_of("203.0.113.200".parse().unwrap())
         .is_empty());
 }
 
@@ -180,17 +187,17 @@ fn rcode(f: &Fixture, q: &[u8]) -> u16 {
 
 #[test]
 fn response_codes() {
-    let f = fixture(&["*.example.org", "pypi.org"]);
-    let pypi: &[&[u8]] = &[b"pypi", b"org"];
+    let f = fixture(&["*.example.org", "pkg.example.net"]);
+    let pkg: &[&[u8]] = &[b"pkg", b"example", b"net"];
     assert_eq!(
-        rcode(&f, &query(1, pypi, 16, 1)),
+        rcode(&f, &query(1, pkg, 16, 1)),
         0,
         "TXT of an allowed name"
     );
     assert_eq!(
         read(
             &f.stub
-                .answer(&query(1, pypi, 16, 1), Transport::Udp)
+                .answer(&query(1, pkg, 16, 1), Transport::Udp)
                 .unwrap()
         )
         .2,
@@ -205,16 +212,16 @@ fn response_codes() {
         2
     );
     assert_eq!(rcode(&f, &query(1, &[b"example", b"org"], 1, 1)), 3, "apex");
-    assert_eq!(rcode(&f, &query(1, pypi, 1, 3)), 4, "class CH");
+    assert_eq!(rcode(&f, &query(1, pkg, 1, 3)), 4, "class CH");
     assert_eq!(rcode(&f, &query(1, &[b"x\0", b"example", b"org"], 1, 1)), 3);
     assert_eq!(rcode(&f, &query(1, &[b"x.y", b"example", b"org"], 1, 1)), 3);
-    let mut status = query(1, pypi, 1, 1);
+    let mut status = query(1, pkg, 1, 1);
     status[2] |= 2 << 3; // opcode STATUS
     assert_eq!(rcode(&f, &status), 4);
-    let mut two = query(1, pypi, 1, 1);
+    let mut two = query(1, pkg, 1, 1);
     two[5] = 2;
     assert_eq!(rcode(&f, &two), 1);
-    let mut response = query(1, pypi, 1, 1);
+    let mut response = query(1, pkg, 1, 1);
     response[2] |= 0x80;
     assert_eq!(f.stub.answer(&response, Transport::Udp), None);
     assert_eq!(f.stub.answer(&[1, 2, 3], Transport::Udp), None);
@@ -223,7 +230,7 @@ fn response_codes() {
 
 #[test]
 fn hostile_names_are_formerr() {
-    let f = fixture(&["pypi.org"]);
+    let f = fixture(&["pkg.example.net"]);
     let header = &hex(GLIBC_A)[..12];
     let cases: &[&[u8]] = &[
         &[0xc0, 12, 0, 1, 0, 1],      // pointer to itself
@@ -266,7 +273,7 @@ fn udp_answers_are_truncated_tcp_ones_are_not() {
 #[test]
 fn tcp_framing() {
     use std::os::unix::net::UnixStream;
-    let f = fixture(&["pypi.org"]);
+    let f = fixture(&["pkg.example.net"]);
     let (mut client, server) = UnixStream::pair().unwrap();
     let stub = std::thread::scope(|s| {
         let h = s.spawn(|| f.stub.serve_stream(server));
@@ -277,7 +284,7 @@ fn tcp_framing() {
         let a = read_frame(&mut client).unwrap().unwrap();
         let aaaa = read_frame(&mut client).unwrap().unwrap();
         assert_eq!(read(&a).0, 0x8329);
-        assert_eq!(read(&aaaa).4, ips(&["2a04:4e42::223"]));
+        assert_eq!(read(&aaaa).4, ips(&["2001:db8::223"]));
         assert_eq!(read_frame(&mut client).unwrap(), None);
         h.join().unwrap()
     });
@@ -293,7 +300,7 @@ fn datagram_service_over_udp_and_unix_sockets() {
     use std::os::fd::AsFd;
     use std::os::unix::net::UnixDatagram;
     use std::time::Duration;
-    let f = fixture(&["pypi.org"]);
+    let f = fixture(&["pkg.example.net"]);
     let server = UdpSocket::bind("127.0.0.1:0").unwrap();
     let addr = server.local_addr().unwrap();
     let client = UdpSocket::bind("127.0.0.1:0").unwrap();
@@ -318,7 +325,7 @@ fn datagram_service_over_udp_and_unix_sockets() {
         assert_eq!(read(&buf[..n]).2, 2);
         unix_client.send_to(&hex(GLIBC_AAAA), &stub_path).unwrap();
         let n = unix_client.recv(&mut buf).unwrap();
-        assert_eq!(read(&buf[..n]).4, ips(&["2a04:4e42::223"]));
+        assert_eq!(read(&buf[..n]).4, ips(&["2001:db8::223"]));
         // Shutting the socket down ends the service (an unconnected UDP
         // socket says ENOTCONN, and is shut down all the same).
         use nix::sys::socket::{shutdown, Shutdown};
@@ -354,7 +361,7 @@ proptest! {
 
     #[test]
     fn random_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..600)) {
-        let f = fixture(&["pypi.org", "*.example.org"]);
+        let f = fixture(&["pkg.example.net", "*.example.org"]);
         for t in [Transport::Udp, Transport::Tcp] {
             if let Some(r) = f.stub.answer(&bytes, t) {
                 prop_assert!(r.len() >= 12);
@@ -367,7 +374,7 @@ proptest! {
         flips in proptest::collection::vec((0usize..64, any::<u8>()), 1..8),
         cut in 0usize..64,
     ) {
-        let f = fixture(&["pypi.org"]);
+        let f = fixture(&["pkg.example.net"]);
         let mut q = dig();
         for (at, v) in flips {
             if let Some(b) = q.get_mut(at) {

@@ -56,7 +56,7 @@ fn no_rules_no_egress() {
     let l = AllowList::default();
     assert!(tcp(&l, "8.8.8.8:53").is_err());
     assert!(!l.has_name_rules());
-    assert!(!l.allows_name("pypi.org"));
+    assert!(!l.allows_name("pkg.example.net"));
 }
 
 #[test]
@@ -73,7 +73,7 @@ fn bad_rules_name_themselves() {
         ("1.2.3.256", "neither an IP address nor a DNS name"),
         ("[2001:db8::1", "closing ']'"),
         ("[2001:db8::1]443", "after ']'"),
-        ("[pypi.org]:443", "not an IPv6 address"),
+        ("[pkg.example.net]:443", "not an IPv6 address"),
         ("2001:db8::/129", "from 0 to 128"),
         ("*", "may only stand first"),
         ("[10.0.0.0/8]", "brackets are for IPv6"),
@@ -83,7 +83,7 @@ fn bad_rules_name_themselves() {
         ("-bad.org", "DNS label"),
         ("bad..org", "DNS label"),
         ("exa mple.org", "DNS label"),
-        ("pypi.org:https", "from 1 to 65535"),
+        ("pkg.example.net:https", "from 1 to 65535"),
     ] {
         let e = Rule::parse(rule).unwrap_err();
         assert!(
@@ -97,34 +97,34 @@ fn bad_rules_name_themselves() {
 
 #[test]
 fn wildcards_match_subdomains_not_the_apex() {
-    let l = list(&["*.example.org", "pypi.org:443", "Files.PythonHosted.org."]);
+    let l = list(&["*.example.org", "pkg.example.net:443", "Files.Example.COM."]);
     assert!(l.has_name_rules());
     assert!(l.allows_name("a.example.org"));
     assert!(l.allows_name("a.b.example.org"));
     assert!(!l.allows_name("example.org"));
     assert!(!l.allows_name("badexample.org"));
     assert!(!l.allows_name("example.org.evil.com"));
-    assert!(l.allows_name("pypi.org"));
-    assert!(!l.allows_name("www.pypi.org"));
-    assert!(l.allows_name("files.pythonhosted.org"));
+    assert!(l.allows_name("pkg.example.net"));
+    assert!(!l.allows_name("www.pkg.example.net"));
+    assert!(l.allows_name("files.example.com"));
 }
 
 #[test]
 fn name_rules_allow_only_what_the_stub_resolved() {
-    let l = list(&["pypi.org:443", "*.example.org"]);
+    let l = list(&["pkg.example.net:443", "*.example.org"]);
     let resolved = Resolved::new();
-    let dst = sa("151.101.0.223:443");
+    let dst = sa("203.0.113.200:443");
     assert!(l.verdict(dst, Proto::Tcp, &resolved).is_err());
-    resolved.record("pypi.org", &[dst.ip()]);
+    resolved.record("pkg.example.net", &[dst.ip()]);
     assert!(l.verdict(dst, Proto::Tcp, &resolved).is_ok());
     assert!(l
-        .verdict(sa("151.101.0.223:80"), Proto::Tcp, &resolved)
+        .verdict(sa("203.0.113.200:80"), Proto::Tcp, &resolved)
         .is_err());
-    let v6: SocketAddr = sa("[2a04:4e42::223]:443");
+    let v6: SocketAddr = sa("[2001:db8::223]:443");
     resolved.record("cdn.example.org", &[v6.ip()]);
     assert!(l.verdict(v6, Proto::Tcp, &resolved).is_ok());
     assert!(l
-        .verdict(sa("[2a04:4e42::223]:8080"), Proto::Udp, &resolved)
+        .verdict(sa("[2001:db8::223]:8080"), Proto::Udp, &resolved)
         .is_ok());
     // A name the rules do not allow, recorded anyway, allows nothing.
     resolved.record("evil.com", &["203.0.113.66".parse().unwrap()]);

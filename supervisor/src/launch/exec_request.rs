@@ -191,8 +191,10 @@ fn answer_errno(conn: &OwnedFd, e: Errno) -> ! {
     exit_now(1)
 }
 
-/// `K=V` strings as pairs (no `=`: an empty value).
-fn env_pairs(env: &[String]) -> Vec<(OsString, OsString)> {
+/// `K=V` strings (an OCI process's `env`, an exec request's) as pairs:
+/// an entry without `=` is a name with an empty value, an empty one is
+/// dropped.
+pub fn env_pairs(env: &[String]) -> Vec<(OsString, OsString)> {
     env.iter()
         .filter(|e| !e.is_empty())
         .map(|e| match e.split_once('=') {

@@ -50,7 +50,7 @@ mod users;
 mod view;
 
 pub use exec::DEFAULT_PATH;
-pub use exec_request::ExecRequests;
+pub use exec_request::{env_pairs, ExecRequests};
 pub use flush::RwFlush;
 pub use init::FORWARDED;
 pub use late::LateStart;
@@ -360,7 +360,7 @@ pub fn launch_with(cfg: &LaunchConfig, hooks: &dyn InitHooks) -> Result<Sandbox,
     .map_err(LaunchError::setup)?;
     plan.rootfs_in_place = cfg.rootfs_in_place;
     let landlock = std::env::var_os(init::NO_LANDLOCK_FOR_TESTS).is_none();
-    plan.proc_covers = sandbox_syscalls::handlers::Limited {
+    plan.proc_covers = sandbox_syscalls::procfs::Limited {
         memory: cfg.memory_limited,
         pids: cfg.pids_limited,
         cpus: cfg.cpus.is_some(),

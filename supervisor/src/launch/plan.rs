@@ -58,7 +58,7 @@ pub struct ViewPlan {
     /// `--mask` paths, hidden after every mount is in place.
     pub masks: Vec<PathBuf>,
     /// The limits that decide which /proc files get covers.
-    pub proc_covers: sandbox_syscalls::handlers::Limited,
+    pub proc_covers: sandbox_syscalls::procfs::Limited,
 }
 
 /// The view's only /sys content, `devices/system/cpu`: the CPUs the guest

@@ -6,7 +6,7 @@
 //! the sandbox serves rewritten.
 //!
 //! Owns: mounting /proc, the empty directories over its host directories,
-//! and the covers: each file of `sandbox_syscalls::handlers::proc_covers`
+//! and the covers: each file of `sandbox_syscalls::procfs::proc_covers`
 //! gets a bind of a file of a tiny read-only tmpfs made in the layer
 //! outside the new root (empty, or one empty line for `/proc/cmdline`),
 //! which the guest reaches only through the covers; each masked directory
@@ -14,14 +14,14 @@
 //! all, not one tmpfs per directory: a new superblock costs about twice a
 //! bind, and its teardown more). Does not own: which
 //! files are covered, or recognising a cover and serving the file in its
-//! place (`syscalls/src/handlers/covers.rs`, `sysinfo.rs`).
+//! place (`syscalls/src/procfs/covers.rs`, `served.rs`).
 
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use nix::mount::{mount, MsFlags};
-use sandbox_syscalls::handlers::{covered_when_fenced, proc_covers, Limited};
+use sandbox_syscalls::procfs::{covered_when_fenced, proc_covers, Limited};
 
 use super::bind::bind_read_only_source;
 use super::view::{check, make_dir, Result};

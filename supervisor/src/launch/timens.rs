@@ -1,6 +1,6 @@
 //! The sandbox's clocks: a time namespace whose boot-time and monotonic
 //! clocks start when init did (plus a lead of
-//! `handlers::CLOCK_LEAD_SECS`: they read that at init's start), so that the kernel itself answers the
+//! `procfs::CLOCK_LEAD_SECS`: they read that at init's start), so that the kernel itself answers the
 //! guest's `/proc/uptime`, `clock_gettime(CLOCK_BOOTTIME/MONOTONIC)`,
 //! `sysinfo`'s uptime, the start times in `/proc/<pid>/stat` and
 //! `/proc/stat`'s btime as of a machine booted with the sandbox.
@@ -8,7 +8,7 @@
 //! Owns: making the namespace (init's children are born in it; init
 //! stays in the host's) and writing its offsets. Does not own the
 //! realtime clock (namespaces cannot move it) or the served /proc files
-//! (`syscalls/src/handlers/procfiles.rs`).
+//! (`syscalls/src/procfs/`).
 
 use nix::errno::Errno;
 use nix::sched::{unshare, CloneFlags};
@@ -52,7 +52,7 @@ fn offsets_text(start: i64, boot_now: i64, mono_now: i64) -> String {
 /// the lead, as the served /proc/uptime computes it.
 fn own_clock_origin() -> Option<i64> {
     let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
-    sandbox_syscalls::handlers::clock_origin_secs(&stat)
+    sandbox_syscalls::procfs::clock_origin_secs(&stat)
 }
 
 #[cfg(test)]

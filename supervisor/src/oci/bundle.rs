@@ -1,4 +1,4 @@
-//! A bundle's config.json (read with the `oci-spec` crate), translated
+//! A bundle's config.json (read by `config.rs`), translated
 //! into a `supervisor run`: the bundle's root becomes `--rootfs`, its
 //! bind and tmpfs mounts `--ro`/`--rw`/`--tmpfs`, `maskedPaths` `--mask`,
 //! `readonlyPaths` `--remount-ro`, `process.cwd` `--workdir`, `RLIMIT_NOFILE` `--nofile`; the
@@ -17,10 +17,11 @@
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
-use oci_spec::runtime::{LinuxResources, Mount, PosixRlimitType, Spec};
+use super::config::{LinuxResources, Mount, PosixRlimitType, Process, Spec};
 use vfs::mounts::MountSpec;
 
 use crate::cli::RunArgs;
+use crate::launch::env_pairs;
 use crate::run::GuestView;
 
 /// Mount destinations that are the sandbox's own.
@@ -43,8 +44,7 @@ pub struct Bundle {
     pub rootfs: PathBuf,
 }
 
-/// An error and its causes, one line: oci-spec's own message for a
-/// config it cannot read is only "serde failed"; the cause names the field.
+/// An error and its causes, one line.
 fn causes(e: &dyn std::error::Error) -> String {
     let mut line = e.to_string();
     let mut cause = e.source();
@@ -84,7 +84,7 @@ impl Bundle {
         !readonly.unwrap_or(false)
     }
 
-    fn process(&self) -> Result<&oci_spec::runtime::Process, String> {
+    fn process(&self) -> Result<&Process, String> {
         self.spec
             .process()
             .as_ref()
@@ -207,17 +207,6 @@ impl Bundle {
         }
         Ok((args, warnings))
     }
-}
-
-/// `K=V` strings as pairs (an entry without `=` is a name with an empty value).
-pub fn env_pairs(env: &[String]) -> Vec<(OsString, OsString)> {
-    env.iter()
-        .filter(|e| !e.is_empty())
-        .map(|e| match e.split_once('=') {
-            Some((k, v)) => (k.into(), v.into()),
-            None => (e.into(), OsString::new()),
-        })
-        .collect()
 }
 
 /// A config mount as a sandbox mount: `Ok(None)` for the sandbox's own

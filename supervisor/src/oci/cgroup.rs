@@ -27,7 +27,7 @@ use std::path::{Component, Path, PathBuf};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use oci_spec::runtime::LinuxResources;
+use super::config::LinuxResources;
 use serde::{Deserialize, Serialize};
 
 use crate::limits::cgroup::remove_tree;

@@ -22,8 +22,8 @@ use std::fs;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::{Path, PathBuf};
 
+use super::config::Process;
 use nix::errno::Errno;
-use oci_spec::runtime::Process;
 
 use super::bundle::Bundle;
 use super::cli::ExecArgs;

@@ -12,7 +12,7 @@ use std::process::{Command, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use oci_spec::runtime::Hook;
+use super::config::Hook;
 
 /// Longest a hook without a timeout may run.
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
@@ -32,7 +32,7 @@ fn run_one(hook: &Hook, state: &serde_json::Value) -> Result<(), String> {
         cmd.arg0(arg0).args(rest);
     }
     cmd.env_clear();
-    for (k, v) in super::bundle::env_pairs(&hook.env().clone().unwrap_or_default()) {
+    for (k, v) in crate::launch::env_pairs(&hook.env().clone().unwrap_or_default()) {
         cmd.env(k, v);
     }
     cmd.stdin(Stdio::piped())

@@ -5,8 +5,8 @@
 //! the child of an *anchor* (`anchor.rs`) that `create` forks and leaves
 //! behind: the anchor's pid is the container's (it sits in the sandbox's
 //! namespaces), the monitor's exit status the container's. State lives in `--root`/<id>
-//! (`state.rs`); a bundle's config.json becomes a `supervisor run`
-//! (`bundle.rs`); the container's cgroup is the engine's
+//! (`state.rs`); a bundle's config.json, read by `config.rs`, becomes a
+//! `supervisor run` (`bundle.rs`); the container's cgroup is the engine's
 //! `linux.cgroupsPath` (`cgroup.rs`; its limits `resources.rs`).
 //!
 //! Owns dispatching the commands and logging their errors (`log.rs`).
@@ -19,6 +19,7 @@ pub mod anchor;
 pub mod bundle;
 pub mod cgroup;
 pub mod cli;
+pub mod config;
 pub mod console;
 pub mod exec;
 pub mod exec_socket;

@@ -5,7 +5,7 @@
 //! limit's allowance for the runtime's own tasks. Does not own where the
 //! directories are or who is in them (`cgroup.rs`).
 
-use oci_spec::runtime::LinuxResources;
+use super::config::LinuxResources;
 
 use super::cgroup::{write, ContainerCgroup};
 

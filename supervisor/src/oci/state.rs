@@ -66,9 +66,9 @@ pub struct Record {
     pub cgroup: ContainerCgroup,
     /// The bundle's poststart and poststop hooks (run by `start`, `delete`).
     #[serde(default)]
-    pub poststart: Vec<oci_spec::runtime::Hook>,
+    pub poststart: Vec<super::config::Hook>,
     #[serde(default)]
-    pub poststop: Vec<oci_spec::runtime::Hook>,
+    pub poststop: Vec<super::config::Hook>,
 }
 
 /// A container id that is safe as a directory name.

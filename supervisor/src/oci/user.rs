@@ -9,7 +9,7 @@
 //!
 //! Owns the check and the id count; not the switch.
 
-use oci_spec::runtime::User;
+use super::config::User;
 
 use crate::launch::{GuestUser, OCI_ID_COUNT};
 

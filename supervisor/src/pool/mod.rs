@@ -7,15 +7,17 @@
 //! `launch/late.rs`), and hands each accepted client's connection to one
 //! of them; the client (`client.rs`) sends its command, environment and
 //! stdio, passes signals on, and exits with the answer. The messages are
-//! in `protocol.rs`; `warm.rs` looks up `--warm`'s paths in an idle
+//! in `protocol.rs` (their names and sizes that `src/fast_client.c`
+//! shares in `wire.rs`); `warm.rs` looks up `--warm`'s paths in an idle
 //! sandbox. Freshness is `run`'s: every sandbox serves one
 //! command and is destroyed.
 
 pub mod client;
 pub mod daemon;
-mod protocol;
+pub mod protocol;
 pub mod slot;
 mod warm;
+pub mod wire;
 
 use std::ffi::OsString;
 

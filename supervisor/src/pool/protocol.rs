@@ -17,7 +17,9 @@
 //! means: tear down, unused.
 //!
 //! Owns the encoding and decoding; nothing here trusts the peer: every
-//! decode returns `None` or a one-line error on anything malformed.
+//! decode returns `None` or a one-line error on anything malformed. The
+//! prefixes, field names and sizes the fast client (`src/fast_client.c`)
+//! writes too are `wire.rs`'s.
 
 use std::ffi::OsString;
 use std::os::fd::{BorrowedFd, OwnedFd};
@@ -26,12 +28,13 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use super::wire::{ANSWER, REQUEST, SIGNAL};
 use crate::sys::fd::{recv_with_fds, send_with_fds};
 
-/// Longest message either side reads.
-pub const MAX_MESSAGE: usize = 256 * 1024;
+pub use super::wire::MAX_MESSAGE;
 
-/// What the client asks a sandbox to run.
+/// What the client asks a sandbox to run. The fields and their order
+/// are `wire::REQUEST_FIELDS` (a test checks).
 #[derive(Serialize, Deserialize, Debug, PartialEq)]
 pub struct Request {
     /// argv, as bytes (arguments need not be UTF-8).
@@ -99,7 +102,8 @@ impl Request {
     }
 }
 
-/// How the run ended, as `supervisor run` would have exited.
+/// How the run ended, as `supervisor run` would have exited. The fields
+/// and their order are `wire::ANSWER_FIELDS` (a test checks).
 #[derive(Serialize, Deserialize, Debug, PartialEq)]
 pub struct Answer {
     pub code: i32,
@@ -120,7 +124,7 @@ pub fn send_request(
     req: &Request,
     stdio: &[BorrowedFd<'_>],
 ) -> Result<(), String> {
-    let mut msg = vec![b'Q'];
+    let mut msg = vec![REQUEST];
     msg.extend(serde_json::to_vec(req).map_err(|e| e.to_string())?);
     if msg.len() > MAX_MESSAGE {
         return Err("the command and environment are too long for the pool".into());
@@ -129,7 +133,7 @@ pub fn send_request(
 }
 
 pub fn send_signal(conn: BorrowedFd<'_>, signo: i32) -> nix::Result<()> {
-    let mut msg = vec![b'S'];
+    let mut msg = vec![SIGNAL];
     msg.extend_from_slice(&signo.to_le_bytes());
     send_with_fds(conn, &msg, &[])
 }
@@ -139,13 +143,17 @@ pub fn send_signal(conn: BorrowedFd<'_>, signo: i32) -> nix::Result<()> {
 pub fn recv_from_client(conn: BorrowedFd<'_>) -> Option<FromClient> {
     let mut buf = vec![0u8; MAX_MESSAGE];
     let (n, fds) = recv_with_fds(conn, &mut buf).ok()?;
-    let msg = buf.get(..n)?;
-    match msg.first()? {
-        b'Q' => {
+    decode_from_client(buf.get(..n)?, fds)
+}
+
+/// A message from the client, received with `fds`; `None` if malformed.
+pub fn decode_from_client(msg: &[u8], fds: Vec<OwnedFd>) -> Option<FromClient> {
+    match *msg.first()? {
+        REQUEST => {
             let req = serde_json::from_slice(&msg[1..]).ok()?;
             Some(FromClient::Request(req, fds))
         }
-        b'S' => {
+        SIGNAL => {
             let signo = i32::from_le_bytes(msg.get(1..5)?.try_into().ok()?);
             Some(FromClient::Signal(signo))
         }
@@ -154,7 +162,7 @@ pub fn recv_from_client(conn: BorrowedFd<'_>) -> Option<FromClient> {
 }
 
 pub fn send_answer(conn: BorrowedFd<'_>, answer: &Answer) -> nix::Result<()> {
-    let mut msg = vec![b'X'];
+    let mut msg = vec![ANSWER];
     msg.extend(serde_json::to_vec(answer).unwrap_or_default());
     send_with_fds(conn, &msg, &[])
 }
@@ -165,7 +173,7 @@ pub fn recv_answer(conn: BorrowedFd<'_>) -> Result<Answer, String> {
     let none = "the pool's sandbox ended without an answer";
     let (n, _) = recv_with_fds(conn, &mut buf).map_err(|e| format!("{none}: {}", e.desc()))?;
     match buf.get(..n) {
-        Some([b'X', json @ ..]) => serde_json::from_slice(json)
+        Some([ANSWER, json @ ..]) => serde_json::from_slice(json)
             .map_err(|e| format!("a malformed answer from the pool: {e}")),
         _ => Err(none.into()),
     }
@@ -188,6 +196,7 @@ pub fn recv_connection(daemon: BorrowedFd<'_>) -> Option<OwnedFd> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::wire;
     use super::*;
     use nix::sys::socket::{socketpair, AddressFamily, SockFlag, SockType};
     use std::os::fd::AsFd;
@@ -242,6 +251,30 @@ mod tests {
         assert_eq!(
             recv_answer(b.as_fd()).unwrap_err(),
             "the pool's sandbox ended without an answer"
+        );
+    }
+
+    /// The JSON serde writes, with every field given: `wire.rs`'s names,
+    /// in its order (what the fast client writes and reads).
+    #[test]
+    fn the_fields_are_wire_s() {
+        let req = Request::new(&[], &[], false, false, None);
+        let [command, env, report, trace, timeout, terminal] = wire::REQUEST_FIELDS;
+        assert_eq!(
+            String::from_utf8(serde_json::to_vec(&req).unwrap()).unwrap(),
+            format!(
+                r#"{{"{command}":[],"{env}":[],"{report}":false,"{trace}":false,"{timeout}":null,"{terminal}":null}}"#
+            )
+        );
+        let answer = Answer {
+            code: 0,
+            message: None,
+            report: None,
+        };
+        let [code, message, report] = wire::ANSWER_FIELDS;
+        assert_eq!(
+            String::from_utf8(serde_json::to_vec(&answer).unwrap()).unwrap(),
+            format!(r#"{{"{code}":0,"{message}":null,"{report}":null}}"#)
         );
     }
 

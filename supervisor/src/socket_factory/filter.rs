@@ -16,7 +16,7 @@
 
 use sandbox_syscalls::policy::bpf::{self, Action, SECCOMP_RET_ALLOW, SECCOMP_RET_KILL_PROCESS};
 use sandbox_syscalls::policy::{Cond, Op};
-use syscalls::Sysno as S;
+use sysno::Sysno as S;
 
 use crate::launch::privs::to_sock_filter;
 use crate::sys::seccomp;

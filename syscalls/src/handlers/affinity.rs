@@ -5,14 +5,14 @@
 //! view's procfs) cut the same way. Without a limit, any other pid is the
 //! kernel's (CONTINUE).
 //!
-//! Does not own: the limit (`GuestLimits`, `sysinfo.rs`), or what
-//! /proc says of it (`Cpus_allowed` in `procfiles.rs`).
+//! Does not own: the limit (`GuestLimits`, `procfs/limits.rs`), or what
+//! /proc says of it (`Cpus_allowed` in `procfs/tasks.rs`).
 
 use nix::errno::Errno;
 
-use super::proctext::with_view_proc;
 use super::{live, value, Context, Res};
 use crate::guest::{Guest, Reply};
+use crate::procfs::with_view_proc;
 
 /// The largest mask asked of the kernel, in bytes: 65536 CPUs, more than
 /// any kernel's NR_CPUS, so always at least its `cpumask_size()`.

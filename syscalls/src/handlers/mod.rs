@@ -1,18 +1,21 @@
 //! The handlers of serviced file calls, one module per family in the
-//! manner of gVisor's `sys_*.go`: [`open`] (open, openat, openat2, creat),
-//! [`attr`] (chmod, chown),
-//! [`namei`] (unlink, rmdir, rename, link, symlink),
-//! [`notify`] (inotify_add_watch) and [`sysinfo`]
-//! (the guest's limits and the /proc files it serves rewritten, with the
-//! texts of `limitfiles`, `mounttab`, `procstat`, `procfiles`, `procsys`
-//! and `masked`, served by `sealed`; sched_getaffinity, sysinfo(2)) and
-//! [`rewind`] (lseek back to 0 of a served file: fresh figures).
+//! manner of gVisor's `sys_*.go`, each call entered through [`calls`]
+//! (its registers decoded), which the policy table names:
+//! [`open`] (open, openat, openat2), [`attr`] (chmod, chown),
+//! [`namei`] (rmdir, unlinkat, rename, link, symlink),
+//! [`notify`] (inotify_add_watch), [`affinity`] (sched_getaffinity),
+//! [`sysinfo`] (sysinfo(2)) and [`lseek`] (lseek back to 0 of a
+//! served /proc file: fresh figures); the socket calls are [`net`]'s.
+//! The /proc files an open may be answered with, and the guest's limits,
+//! are [`crate::procfs`]'s.
 //!
 //! Owns: decoding each call's arguments from registers and guest memory,
 //! checking them in the order the kernel does (so errnos match), resolving
 //! paths through [`vfs::Resolver`], doing the work on host descriptors, and
-//! writing results back. Does not own: which calls are serviced (the
-//! policy table), the notification loop, or guest memory access (the
+//! writing results back. Does not own: which calls are serviced and
+//! which handler serves each (the policy table, [`crate::policy::entry`],
+//! from which [`dispatch`] finds the handler), the notification loop,
+//! the texts of /proc ([`crate::procfs`]), or guest memory access (the
 //! [`Guest`] implementation).
 //!
 //! Rules kept by every handler: guest memory is read once, then
@@ -24,253 +27,43 @@
 
 mod affinity;
 mod attr;
-mod covers;
-pub use covers::{covered_when_fenced, proc_covers, Limited};
-mod fence;
+pub(crate) mod calls;
 mod host_fs;
-pub use fence::granted as fence_grants;
-mod limitfiles;
-mod masked;
-mod mounttab;
+mod lseek;
 mod namei;
 mod net;
 mod notify;
 mod open;
-mod procdir;
-mod procfiles;
-mod procnet;
-mod procself;
-mod procstat;
-pub use procstat::{clock_origin_secs, start_secs, CLOCK_LEAD_SECS};
-mod procsys;
-mod proctext;
-mod rewind;
-mod sealed;
 mod setid;
 mod sysinfo;
-mod sysinfo_call;
 #[cfg(test)]
 mod tests;
 
 use std::ffi::CString;
 use std::os::fd::{AsFd, OwnedFd};
 
-use libc::c_long;
 use nix::errno::Errno;
-use vfs::{IdMap, Resolver};
 
 use crate::guest::{Guest, Reply, SyscallArgs};
-
-pub use sysinfo::GuestLimits;
-
-/// What the handlers share: the view's resolver, the id mapping, and
-/// what the guest is told of its limits. Immutable once it serves, so
-/// `&Context` serves many workers.
-#[derive(Debug)]
-pub struct Context {
-    pub(crate) fs: Resolver,
-    pub(crate) ids: IdMap,
-    pub(crate) limits: GuestLimits,
-    /// The view's /proc files rewritten under [`Context::limits`].
-    pub(crate) synthetic: sysinfo::Synthetic,
-    /// Whether an open that creates nothing and names no synthetic file
-    /// is answered CONTINUE (the kernel opens the object the VFS
-    /// resolved) rather than with a descriptor of ours (ADDFD). See
-    /// `open.rs`; tests of the VFS's resolution turn it off.
-    pub(crate) continue_plain_opens: bool,
-    /// What the guest's Landlock domain lets the kernel open for reading
-    /// (`fence.rs`); `None` when the guest has no such domain.
-    pub(crate) fence: Option<fence::Fence>,
-    /// The sandbox's sockets (`net/`).
-    pub(crate) net: std::sync::Arc<netstack::Stack>,
-}
-
-impl Context {
-    /// `root`: an `O_PATH` descriptor of the guest's root
-    /// (`/proc/<init>/root`). `host_uid`/`host_gid`: the invoker's ids,
-    /// which are also the guest's.
-    pub fn new(root: OwnedFd, host_uid: u32, host_gid: u32) -> Context {
-        let fs = Resolver::new(root);
-        Context {
-            synthetic: sysinfo::Synthetic::always(&fs),
-            fs,
-            ids: IdMap::new(host_uid, host_gid),
-            limits: GuestLimits::default(),
-            continue_plain_opens: true,
-            fence: None,
-            net: std::sync::Arc::default(),
-        }
-    }
-
-    /// The guest's id mapping ([`Context::new`]: the invoker's ids alone).
-    /// With more than one id, no resolved directory is kept across calls
-    /// ([`vfs::Resolver::keep_no_dirs`] says why).
-    pub fn set_ids(&mut self, ids: IdMap) {
-        if ids.count() > 1 {
-            self.fs.keep_no_dirs();
-        }
-        self.ids = ids;
-    }
-
-    /// The guest's id mapping.
-    pub fn ids(&self) -> &IdMap {
-        &self.ids
-    }
-
-    /// The refused connections, for the report.
-    pub fn net_denials(&self) -> std::sync::Arc<netstack::DenialLog> {
-        self.net.denials()
-    }
-
-    /// Plugs in the way out of the sandbox (the default refuses all).
-    /// Call it before [`Context::net`] hands the stack out; later it is
-    /// EBUSY.
-    pub fn set_egress(
-        &mut self,
-        egress: Box<dyn netstack::Egress>,
-    ) -> Result<(), nix::errno::Errno> {
-        let net = std::sync::Arc::get_mut(&mut self.net).ok_or(nix::errno::Errno::EBUSY)?;
-        net.set_egress(egress);
-        Ok(())
-    }
-
-    /// Makes the netstack's host sockets from `sockets` (the sandbox's
-    /// network namespace); same rule as [`Context::set_egress`].
-    pub fn set_sockets(
-        &mut self,
-        sockets: std::sync::Arc<dyn netstack::UnixSockets>,
-    ) -> Result<(), nix::errno::Errno> {
-        let net = std::sync::Arc::get_mut(&mut self.net).ok_or(nix::errno::Errno::EBUSY)?;
-        net.set_sockets(sockets);
-        Ok(())
-    }
-
-    /// The sandbox's socket layer, for what serves it from outside the
-    /// trap: the DNS stub's sockets, `--publish` connections.
-    pub fn net(&self) -> std::sync::Arc<netstack::Stack> {
-        self.net.clone()
-    }
-
-    /// The guest is in a Landlock domain that fences its reads
-    /// (`fence.rs`): read opens the kernel would refuse are served. Call
-    /// it before the guest runs, while the view's root holds what init
-    /// granted.
-    pub fn fence_reads(&mut self) -> Result<(), nix::errno::Errno> {
-        self.fence = Some(fence::Fence::new(&self.fs)?);
-        Ok(())
-    }
-
-    /// Always answer opens with a descriptor the supervisor opened
-    /// (never CONTINUE): for tests that check what the VFS resolves.
-    pub fn install_every_open(&mut self) {
-        self.continue_plain_opens = false;
-    }
-
-    /// [`Context::new`] with another policy for the cache of resolved
-    /// directories (the default caches the sandbox's own tmpfs
-    /// and overlay layers; tests on a host disk use `All`).
-    pub fn with_cache_policy(
-        root: OwnedFd,
-        host_uid: u32,
-        host_gid: u32,
-        policy: vfs::CachePolicy,
-    ) -> Context {
-        Context {
-            fs: Resolver::with_cache(root, policy),
-            ids: IdMap::new(host_uid, host_gid),
-            limits: GuestLimits::default(),
-            synthetic: Default::default(),
-            continue_plain_opens: true,
-            fence: None,
-            net: std::sync::Arc::default(),
-        }
-    }
-}
+use crate::Context;
 
 /// A handler's answer.
 pub(crate) type Res = Result<Reply, Errno>;
 
-/// Service one trapped call whose policy rule is Service. Safe to call
+/// A serviced call's entry point ([`calls`]): decodes the call's
+/// registers and does the work. The policy table names one for every
+/// number it traps for service ([`crate::policy::entry`]).
+pub type Handler = fn(&Context, &dyn Guest, &SyscallArgs) -> Result<Reply, Errno>;
+
+/// Service one trapped call whose policy rule is Service: the handler
+/// the policy table names for its number (ENOSYS for a number it names
+/// none for, which the filter never traps for service). Safe to call
 /// from several threads at once with the same `&Context`.
 pub fn dispatch(ctx: &Context, guest: &dyn Guest, call: &SyscallArgs) -> Reply {
-    route(ctx, guest, call).unwrap_or_else(Reply::Error)
-}
-
-fn route(ctx: &Context, g: &dyn Guest, c: &SyscallArgs) -> Res {
-    const CWD: i32 = libc::AT_FDCWD;
-    let a = &c.args;
-    match c.nr as c_long {
-        libc::SYS_open => open::openat(ctx, g, CWD, a[0], c.uint(1), c.uint(2)),
-        libc::SYS_openat => open::openat(ctx, g, c.int(0), a[1], c.uint(2), c.uint(3)),
-        libc::SYS_creat => {
-            let flags = (libc::O_CREAT | libc::O_WRONLY | libc::O_TRUNC) as u32;
-            open::openat(ctx, g, CWD, a[0], flags, c.uint(1))
-        }
-        libc::SYS_openat2 => open::openat2(ctx, g, c.int(0), a[1], a[2], a[3]),
-
-        libc::SYS_chmod => attr::fchmodat(ctx, g, CWD, a[0], c.uint(1), 0),
-        libc::SYS_fchmod => attr::fchmod(ctx, g, c.int(0), c.uint(1)),
-        libc::SYS_fchmodat => attr::fchmodat(ctx, g, c.int(0), a[1], c.uint(2), 0),
-        libc::SYS_fchmodat2 => attr::fchmodat(ctx, g, c.int(0), a[1], c.uint(2), c.int(3)),
-        libc::SYS_chown => attr::fchownat(ctx, g, CWD, a[0], c.uint(1), c.uint(2), 0),
-        libc::SYS_lchown => attr::fchownat(
-            ctx,
-            g,
-            CWD,
-            a[0],
-            c.uint(1),
-            c.uint(2),
-            libc::AT_SYMLINK_NOFOLLOW,
-        ),
-        libc::SYS_fchownat => {
-            attr::fchownat(ctx, g, c.int(0), a[1], c.uint(2), c.uint(3), c.int(4))
-        }
-
-        libc::SYS_unlink => namei::unlinkat(ctx, g, CWD, a[0], 0),
-        libc::SYS_rmdir => namei::unlinkat(ctx, g, CWD, a[0], libc::AT_REMOVEDIR),
-        libc::SYS_unlinkat => namei::unlinkat(ctx, g, c.int(0), a[1], c.int(2)),
-        libc::SYS_rename => namei::renameat2(ctx, g, [CWD, CWD], [a[0], a[1]], 0),
-        libc::SYS_renameat => namei::renameat2(ctx, g, [c.int(0), c.int(2)], [a[1], a[3]], 0),
-        libc::SYS_renameat2 => {
-            namei::renameat2(ctx, g, [c.int(0), c.int(2)], [a[1], a[3]], c.uint(4))
-        }
-        libc::SYS_link => namei::linkat(ctx, g, [CWD, CWD], [a[0], a[1]], 0),
-        libc::SYS_linkat => namei::linkat(ctx, g, [c.int(0), c.int(2)], [a[1], a[3]], c.int(4)),
-        libc::SYS_symlink => namei::symlinkat(ctx, g, a[0], CWD, a[1]),
-        libc::SYS_symlinkat => namei::symlinkat(ctx, g, a[0], c.int(1), a[2]),
-
-        libc::SYS_inotify_add_watch => notify::inotify_add_watch(ctx, g, c.int(0), a[1], c.uint(2)),
-
-        libc::SYS_sched_getaffinity => {
-            affinity::sched_getaffinity(ctx, g, c.int(0), c.uint(1), a[2])
-        }
-        libc::SYS_sysinfo => sysinfo_call::sysinfo(ctx, g, a[0]),
-        libc::SYS_lseek => rewind::lseek(ctx, g, c.int(0), a[1], c.uint(2)),
-        _ => net_route(ctx, g, c),
-    }
-}
-
-fn net_route(ctx: &Context, g: &dyn Guest, c: &SyscallArgs) -> Res {
-    use net::{accept, dgram, msg, names, socket};
-    let a = &c.args;
-    match c.nr as c_long {
-        libc::SYS_socket => socket::socket(ctx, g, c.int(0), c.int(1), c.int(2)),
-        libc::SYS_bind => socket::bind(ctx, g, c.int(0), a[1], c.uint(2)),
-        libc::SYS_connect => socket::connect(ctx, g, c.int(0), a[1], c.uint(2)),
-        libc::SYS_listen => socket::listen(ctx, g, c.int(0)),
-        libc::SYS_accept => accept::accept4(ctx, g, c.int(0), a[1], a[2], 0),
-        libc::SYS_accept4 => accept::accept4(ctx, g, c.int(0), a[1], a[2], c.int(3)),
-        libc::SYS_getsockname => names::name(ctx, g, c.int(0), a[1], a[2], false),
-        libc::SYS_getpeername => names::name(ctx, g, c.int(0), a[1], a[2], true),
-        libc::SYS_getsockopt => names::getsockopt(ctx, g, c.int(0), c.int(1), c.int(2), a[3], a[4]),
-        libc::SYS_setsockopt => {
-            names::setsockopt(ctx, g, c.int(0), c.int(1), c.int(2), a[3], c.uint(4))
-        }
-        libc::SYS_sendto => dgram::sendto(ctx, g, c.int(0), a[1], a[2], c.int(3), a[4], c.uint(5)),
-        libc::SYS_recvfrom => dgram::recvfrom(ctx, g, c.int(0), a[1], a[2], c.int(3), a[4], a[5]),
-        libc::SYS_sendmsg => msg::sendmsg(ctx, g, c.int(0), a[1], c.int(2)),
-        libc::SYS_recvmsg => msg::recvmsg(ctx, g, c.int(0), a[1], c.int(2)),
-        _ => Err(Errno::ENOSYS),
+    let handler = crate::policy::sysno(call.nr).and_then(|nr| crate::policy::entry(nr).handler());
+    match handler {
+        Some(handler) => handler(ctx, guest, call).unwrap_or_else(Reply::Error),
+        None => Reply::Error(Errno::ENOSYS),
     }
 }
 

@@ -1,6 +1,6 @@
-//! unlink(at), rmdir, rename(at)(2), link(at), symlink(at): the calls
-//! that act on a name in a directory. (readlink, mkdir(at) and mknod(at)
-//! pass the filter: the policy table says why.)
+//! unlinkat of a directory, rmdir, rename(at)(2), link(at), symlink(at):
+//! the calls that act on a name in a directory. (unlink, readlink,
+//! mkdir(at) and mknod(at) pass the filter: the policy table says why.)
 //!
 //! Owns: their argument checks in kernel order. Each resolves the parent
 //! directory of the final component (following everything before it) and
@@ -53,7 +53,8 @@ impl Operand {
     }
 }
 
-/// unlinkat (and unlink, rmdir with AT_REMOVEDIR).
+/// unlinkat (and rmdir, with AT_REMOVEDIR). The filter traps only
+/// removals of directories: a name that is not one is the kernel's.
 pub fn unlinkat(ctx: &Context, g: &dyn Guest, dirfd: i32, addr: u64, flags: i32) -> Res {
     if flags & !libc::AT_REMOVEDIR != 0 {
         return Err(Errno::EINVAL);

@@ -1,4 +1,4 @@
-//! open, openat, openat2, creat.
+//! open, openat, openat2 (creat passes the filter: it always writes).
 //!
 //! Owns: the kernel's flag checks (`build_open_how` for the legacy calls,
 //! which mask unknown flags; `build_open_flags` for all, which rejects bad
@@ -7,7 +7,7 @@
 //! own descriptor (always `O_CLOEXEC`) installed in the guest with the
 //! guest's `O_CLOEXEC` as the install flag. Resolution, including the
 //! guest's `RESOLVE_*` flags, is [`vfs::Resolver::open`]'s; the synthetic
-//! /proc files that may replace the result are [`super::sysinfo`]'s.
+//! /proc files that may replace the result are [`crate::procfs`]'s.
 
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 
@@ -16,9 +16,9 @@ use nix::fcntl::{fcntl, FcntlArg, OFlag};
 use nix::sys::stat::fstat;
 use vfs::resolve::flags as resolve;
 
-use super::procfiles::Named;
-use super::{live, read_path, start, sysinfo, Caller, Context, Res};
+use super::{live, read_path, start, Caller, Context, Res};
 use crate::guest::{Guest, Reply};
+use crate::procfs::{self, Named};
 
 const O_ACCMODE: u64 = libc::O_ACCMODE as u64;
 const O_CREAT: u64 = libc::O_CREAT as u64;
@@ -109,7 +109,7 @@ fn check_how(flags: u64, mode: u64, res: u64) -> Result<(), Errno> {
     Ok(())
 }
 
-/// open, openat and creat (open and creat with `AT_FDCWD`).
+/// open and openat (open with `AT_FDCWD`).
 pub fn openat(ctx: &Context, g: &dyn Guest, dirfd: i32, path: u64, flags: u32, mode: u32) -> Res {
     let (flags, mode) = legacy_how(flags, mode);
     check_how(flags, mode, 0)?;
@@ -173,7 +173,7 @@ fn open_common(
     // A name made, removed or replaced at the root since the paths were
     // remembered may be beneath no grant of the guest's Landlock domain
     // (a file the guest unlinked and made again, both unseen): forget
-    // them all (`fence.rs`).
+    // them all (`procfs/fence.rs`).
     let known = match (known, &ctx.fence) {
         (vfs::Known::Plain, Some(fence)) if fence.root_changed(&ctx.fs) => {
             ctx.fs.changed();
@@ -227,7 +227,7 @@ fn open_common(
         Some(found) if is_regular(&found.probe.st) => {
             let fd = vfs::sys::reopen(found.probe.fd.as_fd(), flags)?;
             return match found.synthetic {
-                Some(kind) => sysinfo::synthetic_file(ctx, fd, kind, flags),
+                Some(kind) => procfs::synthetic_file(ctx, fd, kind, flags),
                 None => Ok(fd),
             }
             .map(|fd| Reply::InstallFd { fd, cloexec });
@@ -239,7 +239,7 @@ fn open_common(
     let fd = if ctx.synthetic.is_empty() {
         fd
     } else {
-        sysinfo::substitute(ctx, fd, flags)?
+        procfs::substitute(ctx, fd, flags)?
     };
     Ok(Reply::InstallFd { fd, cloexec })
 }
@@ -256,14 +256,14 @@ enum Decision {
 /// synthetic file's (its kind), or one the guest's domain fences off.
 struct ServedRead {
     probe: vfs::Probe,
-    synthetic: Option<sysinfo::ProcFile>,
+    synthetic: Option<procfs::ProcFile>,
 }
 
 /// Resolves `path` as the open would, without opening anything for I/O
 /// or creating anything: whether the kernel may do the open itself, which
 /// is always, unless it is a read of a file the sandbox serves itself (a
 /// synthetic /proc file) or of one the guest's Landlock domain keeps the
-/// kernel from opening (`fence.rs`: the kernel's own procfs, names made
+/// kernel from opening (`procfs/fence.rs`: the kernel's own procfs, names made
 /// at the root since the start). Resolution errors are the open's, except
 /// a missing final name when the open creates it.
 fn decide(
@@ -291,7 +291,7 @@ fn decide(
         Err(Errno::ENOENT) if will_create(flags) => return Ok(Decision::Kernel),
         Err(e) => return Err(e),
     };
-    // Only reads are served (see sysinfo::substitute): an open that
+    // Only reads are served (see procfs::substitute): an open that
     // writes is the guest's own, with its own credentials, or nothing.
     let reads = flags & (O_ACCMODE | O_PATH) == libc::O_RDONLY as u64;
     if !reads {
@@ -318,7 +318,7 @@ fn ready_if_network(ctx: &Context, named: &Named<'_>, st: &libc::stat) {
 }
 
 /// Whether the guest's Landlock domain keeps the kernel from opening
-/// `object` (whose `stat` is `st`) for reading (`fence.rs`). Such a
+/// `object` (whose `stat` is `st`) for reading (`procfs/fence.rs`). Such a
 /// path, like a synthetic file's, is never remembered as plain.
 fn fenced(ctx: &Context, object: &Named<'_>, st: &libc::stat) -> bool {
     ctx.fence

@@ -11,7 +11,7 @@
 
 use std::collections::HashMap;
 
-use syscalls::Sysno;
+use sysno::Sysno;
 
 use super::{rule_for, rule_without_fast_reads, Cond, Fallback, Op, Rule};
 

@@ -1,19 +1,21 @@
 //! The syscall policy: one table that puts every x86_64 syscall number in
-//! exactly one class, and the seccomp BPF program generated from it.
+//! exactly one class and names the handler of each serviced one, and the
+//! seccomp BPF program generated from it.
 //!
-//! Owns: the classes ([`Rule`]), the table ([`rule_for`]), and the filter
-//! ([`bpf::compile`]). Does not own: installing the filter (the
-//! supervisor does that in the guest's init) or servicing calls (see
-//! [`crate::handlers`]).
+//! Owns: the classes ([`Rule`]), the table ([`entry`], its classes
+//! [`rule_for`]), and the filter ([`bpf::compile`]). Does not own:
+//! installing the filter (the supervisor does that in the guest's init)
+//! or the work of the serviced calls (the handlers the table names, in
+//! [`crate::handlers`], which [`crate::handlers::dispatch`] calls).
 
 pub mod bpf;
 pub mod doc;
 mod table;
 
-pub use table::{rule_for, rule_without_fast_reads, FAST_READ_MARK, NS_CLONE_FLAGS};
+pub use table::{entry, rule_for, rule_without_fast_reads, Entry, FAST_READ_MARK, NS_CLONE_FLAGS};
 
 use nix::errno::Errno;
-use syscalls::Sysno;
+use sysno::Sysno;
 
 /// One condition on one argument register, tested in BPF.
 ///

@@ -13,7 +13,7 @@
 
 use std::fmt::Write as _;
 
-use syscalls::Sysno;
+use sysno::Sysno;
 
 use crate::guest::Guest;
 use crate::policy::{name, sysno};

@@ -19,7 +19,7 @@ use nix::poll::PollFlags;
 
 use super::{nonblocking, ours, read_len, stack, wait, write_sockaddr, Res};
 use crate::guest::{Guest, Reply};
-use crate::handlers::Context;
+use crate::Context;
 
 /// accept4(fd, addr, addrlen, flags) (accept: flags 0).
 pub(crate) fn accept4(

@@ -15,7 +15,7 @@ use nix::sys::socket::{getsockname, UnixAddr};
 
 use super::dgram::Received;
 use super::stack;
-use crate::handlers::Context;
+use crate::Context;
 
 /// Stamps of datagrams sent with a non-default hop limit or class.
 static STAMPS: Stamps = Stamps::new();

@@ -25,7 +25,7 @@ use super::dial::{self, Outcome};
 use super::gate::Gate;
 use super::{stack, Res};
 use crate::guest::{Guest, Reply};
-use crate::handlers::Context;
+use crate::Context;
 
 /// How long a connect waits for backlog room in all (Linux's six SYN
 /// retries take 127 s).

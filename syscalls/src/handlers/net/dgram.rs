@@ -27,7 +27,8 @@ use super::{
     write_sockaddr, Res,
 };
 use crate::guest::{Guest, Reply};
-use crate::handlers::{live, Context};
+use crate::handlers::live;
+use crate::Context;
 
 /// Largest UDP payload (IPv4: 65535 - 20 - 8).
 pub(super) const MAX_DGRAM: usize = 65507;

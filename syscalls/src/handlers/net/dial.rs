@@ -31,7 +31,7 @@ use parking_lot::Mutex;
 use super::gate::{self, Gate};
 use super::{nonblocking, stack, wait, Res};
 use crate::guest::{Guest, Reply};
-use crate::handlers::Context;
+use crate::Context;
 
 /// Most dials in progress at once (past it: ENOBUFS).
 const MAX_DIALS: usize = 256;

@@ -33,8 +33,8 @@ use netstack::stack::Sock;
 use netstack::{addr, Stack};
 use nix::errno::Errno;
 
-use super::Context;
 use crate::guest::{Guest, Reply};
+use crate::Context;
 
 /// A socket handler's answer.
 pub(crate) type Res = Result<Reply, Errno>;

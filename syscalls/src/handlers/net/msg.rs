@@ -25,7 +25,7 @@ use nix::errno::Errno;
 use super::dgram::{destination, epipe, no_oob, receive, send, send_bytes, MAX_DGRAM, MAX_RECV};
 use super::{ancil, has_destination, host_connected, ours, user_range, write_sockaddr, Res};
 use crate::guest::{Guest, Reply};
-use crate::handlers::Context;
+use crate::Context;
 
 /// UIO_MAXIOV.
 const MAX_IOV: usize = 1024;

@@ -9,7 +9,7 @@ use nix::errno::Errno;
 
 use super::{ours, read_len, stack, write_sockaddr, Res};
 use crate::guest::{Guest, Reply};
-use crate::handlers::Context;
+use crate::Context;
 
 /// getsockname (peer false) or getpeername (peer true).
 pub(crate) fn name(

@@ -27,7 +27,8 @@ use super::{
     ours, parse_addr, read_sockaddr, stack, wait, Res,
 };
 use crate::guest::{Guest, Reply};
-use crate::handlers::{live, Context};
+use crate::handlers::live;
+use crate::Context;
 
 /// socket(domain, type, protocol).
 pub(crate) fn socket(ctx: &Context, g: &dyn Guest, domain: i32, ty: i32, protocol: i32) -> Res {

@@ -101,8 +101,10 @@ fn inotify_add_watch() {
         for &m in &masks {
             let case = |s: &mut dyn Side| {
                 // A fresh inotify instance on each side, as guest fd `ino`.
-                // SAFETY (test only): creates a descriptor we then own.
+                // SAFETY: (test only) creates a descriptor we then own.
                 let raw = unsafe { libc::inotify_init1(libc::IN_CLOEXEC) };
+                assert!(raw >= 0, "inotify_init1: {}", Errno::last());
+                // SAFETY: (test only) the descriptor just made, owned by no one else.
                 let ino = s.adopt(unsafe { OwnedFd::from_raw_fd(raw) });
                 (
                     libc::SYS_inotify_add_watch,
@@ -131,7 +133,7 @@ fn inotify_events_arrive() {
     // The watch lands in the guest's own instance and reports events.
     let t = tree();
     let mut f = Fake::new(t.path());
-    // SAFETY (test only): a fresh descriptor we own.
+    // SAFETY: (test only) a fresh descriptor we own.
     let ino =
         unsafe { OwnedFd::from_raw_fd(libc::inotify_init1(libc::IN_CLOEXEC | libc::IN_NONBLOCK)) };
     let mine = ino.try_clone().unwrap();

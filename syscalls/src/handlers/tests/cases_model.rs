@@ -4,8 +4,8 @@
 //! directories (which every serviced call here but open resolves its
 //! parent through) never answers from a stale directory. A hard link of
 //! a name onto itself is the probe that changes nothing: EEXIST says it
-//! exists. mkdir passes the filter: the kernel makes it on both sides,
-//! unseen by the handlers, as in a sandbox.
+//! exists. mkdir, unlink and creat pass the filter: the kernel runs them
+//! on both sides, unseen by the handlers, as in a sandbox.
 
 use proptest::prelude::*;
 
@@ -48,30 +48,53 @@ fn op() -> impl Strategy<Value = Op> {
     ]
 }
 
-/// `mkdir` of `p` beneath `root`, made by the kernel (with the guest's
-/// umask), as when the call passes the filter.
-fn mkdir_natively(root: &Path, p: &str) -> Outcome {
+/// `call` of `p` beneath `root`, made by the kernel, as when the call
+/// passes the filter.
+fn natively(root: &Path, p: &str, call: impl Fn(*const libc::c_char) -> i32) -> Outcome {
     let path = CString::new(root.join(p).into_os_string().into_encoded_bytes()).unwrap();
-    // SAFETY (test only): a NUL-terminated path of ours.
-    let r = unsafe { libc::mkdir(path.as_ptr(), 0o755 & !process_umask()) };
-    if r < 0 {
+    if call(path.as_ptr()) < 0 {
         return Outcome::Err(Errno::last());
     }
     Outcome::Val(0)
 }
 
+/// `mkdir(path, 0755)` with the guest's umask.
+fn mkdir(path: *const libc::c_char) -> i32 {
+    // SAFETY: (test only) a NUL-terminated path of ours.
+    unsafe { libc::mkdir(path, 0o755 & !process_umask()) }
+}
+
+/// `unlink(path)`.
+fn unlink(path: *const libc::c_char) -> i32 {
+    // SAFETY: (test only) a NUL-terminated path of ours.
+    unsafe { libc::unlink(path) }
+}
+
+/// `creat(path, 0644)` with the guest's umask; the descriptor closed.
+fn creat(path: *const libc::c_char) -> i32 {
+    // SAFETY: (test only) a NUL-terminated path of ours; the descriptor
+    // returned is ours to close.
+    unsafe {
+        let fd = libc::creat(path, 0o644 & !process_umask());
+        if fd >= 0 {
+            libc::close(fd);
+        }
+        fd.min(0)
+    }
+}
+
 /// Run `op` on a side; its outcome.
 fn run(s: &mut dyn Side, op: &Op) -> Outcome {
     let (nr, a) = match *op {
-        Op::Mkdir(p) => return mkdir_natively(s.root(), p),
+        Op::Mkdir(p) => return natively(s.root(), p, mkdir),
         Op::Rmdir(p) => (libc::SYS_rmdir, [s.path(p), 0, 0, 0, 0, 0]),
-        Op::Unlink(p) => (libc::SYS_unlink, [s.path(p), 0, 0, 0, 0, 0]),
+        Op::Unlink(p) => return natively(s.root(), p, unlink),
         Op::Rename(p, q) => (libc::SYS_rename, [s.path(p), s.path(q), 0, 0, 0, 0]),
         Op::Symlink(t, p) => {
             let t = if t == "/" { s.path("") } else { s.s(t) };
             (libc::SYS_symlink, [t, s.path(p), 0, 0, 0, 0])
         }
-        Op::Creat(p) => (libc::SYS_creat, [s.path(p), 0o644, 0, 0, 0, 0]),
+        Op::Creat(p) => return natively(s.root(), p, creat),
         Op::Chmod(p, m) => (libc::SYS_chmod, [s.path(p), m as u64, 0, 0, 0, 0]),
         Op::OpenPath(p) => {
             let flags = (libc::O_PATH | libc::O_NOFOLLOW) as u64;

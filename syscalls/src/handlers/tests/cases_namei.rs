@@ -1,5 +1,5 @@
 //! unlink, rmdir, rename, link, symlink against the kernel. (mkdir and
-//! mknod pass the filter: `tests/make_names.rs` compares them under the
+//! mknod pass the filter: `tests/fs/make_names.rs` compares them under the
 //! binary with native.)
 
 use super::*;
@@ -37,19 +37,29 @@ const NAMES: &[&str] = &[
     "dlink/inner",
 ];
 
+/// The arguments of `unlinkat(AT_FDCWD, path, 0)` (`unlink` passes the
+/// filter; unlinkat is the serviced number) or of `rmdir(path)`.
+fn remove_args(nr: i64, path: u64) -> [u64; 6] {
+    if nr == libc::SYS_unlinkat {
+        [libc::AT_FDCWD as i64 as u64, path, 0, 0, 0, 0]
+    } else {
+        [path, 0, 0, 0, 0, 0]
+    }
+}
+
 #[test]
 fn unlink_and_rmdir() {
     for &rel in NAMES {
-        for nr in [libc::SYS_unlink, libc::SYS_rmdir] {
+        for nr in [libc::SYS_unlinkat, libc::SYS_rmdir] {
             twin(&std_tree, &format!("{nr} {rel}"), &|s| {
-                (nr, [s.path(rel), 0, 0, 0, 0, 0], vec![])
+                (nr, remove_args(nr, s.path(rel)), vec![])
             });
         }
     }
     for &p in &[P::Raw("/"), P::Raw(""), P::Bad] {
-        for nr in [libc::SYS_unlink, libc::SYS_rmdir] {
+        for nr in [libc::SYS_unlinkat, libc::SYS_rmdir] {
             twin(&std_tree, &format!("{nr} {p:?}"), &|s| {
-                (nr, [pa(s, p), 0, 0, 0, 0, 0], vec![])
+                (nr, remove_args(nr, pa(s, p)), vec![])
             });
         }
     }

@@ -107,7 +107,7 @@ fn sched_getaffinity_under_a_cpu_limit() {
 fn open_text(f: &Fake, nr: i64, a: [u64; 6]) -> Result<(String, i32), Errno> {
     match dispatch(&f.ctx, &f.g, &SyscallArgs { nr, args: a }) {
         Reply::InstallFd { fd, .. } => {
-            // SAFETY (test only): fcntl on a descriptor we own.
+            // SAFETY: (test only) fcntl on a descriptor we own.
             let fl = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_GETFL) };
             let mut s = String::new();
             fs::File::from(fd).read_to_string(&mut s).unwrap();

@@ -63,7 +63,7 @@ pub trait Side {
 }
 
 pub fn fd_outcome(fd: OwnedFd, cloexec: bool) -> Outcome {
-    // SAFETY (test only): fcntl on a descriptor we own.
+    // SAFETY: (test only) fcntl on a descriptor we own.
     let flags = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_GETFL) };
     let st = vfs::sys::fstat(fd.as_fd()).unwrap();
     Outcome::Fd {
@@ -77,10 +77,7 @@ pub fn fd_outcome(fd: OwnedFd, cloexec: bool) -> Outcome {
 
 /// Syscalls that return a new descriptor.
 pub fn returns_fd(nr: i64) -> bool {
-    matches!(
-        nr,
-        libc::SYS_open | libc::SYS_openat | libc::SYS_openat2 | libc::SYS_creat
-    )
+    matches!(nr, libc::SYS_open | libc::SYS_openat | libc::SYS_openat2)
 }
 
 pub struct Native {
@@ -143,16 +140,16 @@ impl Side for Native {
     }
     fn call(&mut self, nr: i64, mut a: [u64; 6]) -> Outcome {
         native_umask(nr, &mut a);
-        // SAFETY (test only): the kernel validates every argument; the
+        // SAFETY: (test only) the kernel validates every argument; the
         // pointers are ours or deliberately bad.
         let r = unsafe { libc::syscall(nr, a[0], a[1], a[2], a[3], a[4], a[5]) };
         if r < 0 {
             return Outcome::Err(Errno::last());
         }
         if returns_fd(nr) {
-            // SAFETY (test only): the kernel just returned this descriptor.
+            // SAFETY: (test only) the kernel just returned this descriptor.
             let fd = unsafe { OwnedFd::from_raw_fd(r as RawFd) };
-            // SAFETY (test only): fcntl on a descriptor we own.
+            // SAFETY: (test only) fcntl on a descriptor we own.
             let fdflags = unsafe { libc::fcntl(r as RawFd, libc::F_GETFD) };
             return fd_outcome(fd, fdflags & libc::FD_CLOEXEC != 0);
         }

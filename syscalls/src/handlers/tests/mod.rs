@@ -135,10 +135,10 @@ impl Guest for FakeGuest {
 
 pub fn open_path(p: &Path, flags: i32) -> OwnedFd {
     let c = CString::new(p.as_os_str().as_encoded_bytes()).unwrap();
-    // SAFETY (test only): NUL-terminated path; the result is checked.
+    // SAFETY: (test only) NUL-terminated path; the result is checked.
     let fd = unsafe { libc::open(c.as_ptr(), flags | libc::O_CLOEXEC) };
     assert!(fd >= 0, "open {p:?}: {}", Errno::last());
-    // SAFETY (test only): a fresh descriptor we own.
+    // SAFETY: (test only) a fresh descriptor we own.
     unsafe { OwnedFd::from_raw_fd(fd) }
 }
 
@@ -163,9 +163,8 @@ fn native_umask(nr: i64, a: &mut [u64; 6]) {
     match nr {
         libc::SYS_open if creates(a[1]) => a[2] &= um,
         libc::SYS_openat if creates(a[2]) => a[3] &= um,
-        libc::SYS_creat => a[1] &= um,
         libc::SYS_openat2 if a[2] > 4096 && a[3] >= 16 => {
-            // SAFETY (test only): a[2] points to an open_how of ours
+            // SAFETY: (test only) a[2] points to an open_how of ours
             // (at least 16 bytes: flags, mode).
             unsafe {
                 let how = a[2] as *mut u64;

@@ -1,0 +1,521 @@
+//! A bundle's config.json as the runtime reads it: serde types for the
+//! fields of the runtime spec (config.md) that some module of `oci/`
+//! reads, and nothing else. A field the runtime does not read is not
+//! parsed, so it is neither checked nor kept.
+//!
+//! Why types of our own and not a published crate of the whole spec:
+//! the one there is validates `process.execCPUAffinity` with the `regex`
+//! crate, whose Unicode tables are pointers that a static PIE relocates
+//! at every start of the binary, for every command, cold runs and OCI
+//! calls alike (PERFORMANCE.md, "the regex impersonation goes"). The
+//! runtime reads some thirty fields; this module is those.
+//!
+//! What is refused is what runc refuses for these fields: a value of the
+//! wrong JSON type, an unknown rlimit name, a CPU list that is not one
+//! (`0-3,7`); and what the runtime has always refused: a process without
+//! `user` or `cwd`, a mount without `destination`, a hook without `path`,
+//! an rlimit without `type`. Everything else is optional, as in the
+//! spec. The getters are named as the spec's fields (snake case) and
+//! return a reference, or a copy for numbers and flags.
+//!
+//! Owns parsing; what each field means to the sandbox is `bundle.rs`'s,
+//! `resources.rs`'s, `hooks.rs`'s and `user.rs`'s. The default config
+//! `spec` writes is `default_config.json`, a document, not these types.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Deserializer, Serialize};
+
+/// Getters named as the fields: `get` ones return a reference, `copy`
+/// ones a copy.
+macro_rules! getters {
+    ($ty:ident { $($kind:ident $name:ident: $field:ty),* $(,)? }) => {
+        impl $ty {
+            $(getters!(@one $kind $name: $field);)*
+        }
+    };
+    (@one get $name:ident: $field:ty) => {
+        pub fn $name(&self) -> &$field {
+            &self.$name
+        }
+    };
+    (@one copy $name:ident: $field:ty) => {
+        pub fn $name(&self) -> $field {
+            self.$name
+        }
+    };
+}
+
+/// config.json.
+#[derive(Deserialize, Debug, Clone, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct Spec {
+    #[serde(default)]
+    root: Option<Root>,
+    #[serde(default)]
+    mounts: Option<Vec<Mount>>,
+    #[serde(default)]
+    process: Option<Process>,
+    #[serde(default)]
+    hostname: Option<String>,
+    #[serde(default)]
+    hooks: Option<Hooks>,
+    #[serde(default)]
+    annotations: Option<HashMap<String, String>>,
+    #[serde(default)]
+    linux: Option<Linux>,
+}
+
+getters!(Spec {
+    get root: Option<Root>,
+    get mounts: Option<Vec<Mount>>,
+    get process: Option<Process>,
+    get hostname: Option<String>,
+    get hooks: Option<Hooks>,
+    get annotations: Option<HashMap<String, String>>,
+    get linux: Option<Linux>,
+});
+
+/// Why a config cannot be read: one line.
+#[derive(Debug)]
+pub struct ConfigError(String);
+
+impl std::fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+impl Spec {
+    /// The config at `path`.
+    pub fn load(path: &Path) -> Result<Spec, ConfigError> {
+        let text = std::fs::read(path).map_err(|e| ConfigError(e.to_string()))?;
+        serde_json::from_slice(&text).map_err(|e| ConfigError(e.to_string()))
+    }
+}
+
+/// `root`.
+#[derive(Deserialize, Debug, Clone, Default)]
+pub struct Root {
+    #[serde(default)]
+    path: PathBuf,
+    #[serde(default)]
+    readonly: Option<bool>,
+}
+
+getters!(Root {
+    get path: PathBuf,
+    copy readonly: Option<bool>,
+});
+
+/// One of `mounts`.
+#[derive(Deserialize, Debug, Clone)]
+pub struct Mount {
+    destination: PathBuf,
+    #[serde(default, rename = "type")]
+    typ: Option<String>,
+    #[serde(default)]
+    source: Option<PathBuf>,
+    #[serde(default)]
+    options: Option<Vec<String>>,
+}
+
+getters!(Mount {
+    get destination: PathBuf,
+    get typ: Option<String>,
+    get source: Option<PathBuf>,
+    get options: Option<Vec<String>>,
+});
+
+/// `process` (also `exec --process`'s file).
+#[derive(Deserialize, Debug, Clone)]
+#[serde(rename_all = "camelCase")]
+pub struct Process {
+    #[serde(default)]
+    terminal: Option<bool>,
+    user: User,
+    #[serde(default)]
+    args: Option<Vec<String>>,
+    #[serde(default)]
+    env: Option<Vec<String>>,
+    cwd: PathBuf,
+    #[serde(default)]
+    rlimits: Option<Vec<PosixRlimit>>,
+    /// Checked, not applied (the sandbox does not pin CPUs).
+    #[serde(default, rename = "execCPUAffinity")]
+    _exec_cpu_affinity: Option<ExecCpuAffinity>,
+}
+
+getters!(Process {
+    copy terminal: Option<bool>,
+    get user: User,
+    get args: Option<Vec<String>>,
+    get env: Option<Vec<String>>,
+    get cwd: PathBuf,
+    get rlimits: Option<Vec<PosixRlimit>>,
+});
+
+/// `process.user`.
+#[derive(Deserialize, Debug, Clone, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct User {
+    #[serde(default)]
+    uid: u32,
+    #[serde(default)]
+    gid: u32,
+    #[serde(default)]
+    additional_gids: Option<Vec<u32>>,
+}
+
+getters!(User {
+    copy uid: u32,
+    copy gid: u32,
+    get additional_gids: Option<Vec<u32>>,
+});
+
+/// One of `process.rlimits`.
+#[derive(Deserialize, Debug, Clone)]
+pub struct PosixRlimit {
+    #[serde(rename = "type")]
+    typ: PosixRlimitType,
+    #[serde(default)]
+    hard: u64,
+    #[serde(default)]
+    soft: u64,
+}
+
+getters!(PosixRlimit {
+    copy typ: PosixRlimitType,
+    copy hard: u64,
+    copy soft: u64,
+});
+
+/// The rlimit names the spec allows (`RLIMIT_NOFILE`, ...); any other
+/// is refused, as runc refuses it.
+#[derive(Deserialize, Debug, Clone, Copy, PartialEq, Eq)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum PosixRlimitType {
+    RlimitCpu,
+    RlimitFsize,
+    RlimitData,
+    RlimitStack,
+    RlimitCore,
+    RlimitRss,
+    RlimitNproc,
+    RlimitNofile,
+    RlimitMemlock,
+    RlimitAs,
+    RlimitLocks,
+    RlimitSigpending,
+    RlimitMsgqueue,
+    RlimitNice,
+    RlimitRtprio,
+    RlimitRttime,
+}
+
+/// `process.execCPUAffinity`: two CPU lists.
+#[derive(Deserialize, Debug, Clone)]
+struct ExecCpuAffinity {
+    #[serde(default, rename = "initial", deserialize_with = "cpu_list")]
+    _initial: Option<String>,
+    #[serde(default, rename = "final", deserialize_with = "cpu_list")]
+    _final: Option<String>,
+}
+
+/// A CPU list (`0-3,7`), or the spec's error for anything else.
+fn cpu_list<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    let list = Option::<String>::deserialize(d)?;
+    match &list {
+        Some(s) if !is_cpu_list(s) => Err(serde::de::Error::custom(format!(
+            "Invalid execCPUAffinity format: {s}"
+        ))),
+        _ => Ok(list),
+    }
+}
+
+/// `N` or `N-M` items (ASCII digits), comma-separated, at least one.
+fn is_cpu_list(s: &str) -> bool {
+    let number = |n: &str| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit());
+    s.split(',').all(|item| match item.split_once('-') {
+        Some((first, last)) => number(first) && number(last),
+        None => number(item),
+    })
+}
+
+/// `hooks`: the ones the runtime runs.
+#[derive(Deserialize, Debug, Clone, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct Hooks {
+    #[serde(default)]
+    prestart: Option<Vec<Hook>>,
+    #[serde(default)]
+    create_runtime: Option<Vec<Hook>>,
+    #[serde(default)]
+    poststart: Option<Vec<Hook>>,
+    #[serde(default)]
+    poststop: Option<Vec<Hook>>,
+}
+
+getters!(Hooks {
+    get prestart: Option<Vec<Hook>>,
+    get create_runtime: Option<Vec<Hook>>,
+    get poststart: Option<Vec<Hook>>,
+    get poststop: Option<Vec<Hook>>,
+});
+
+/// One hook; also kept in the container's record (`state.rs`) for
+/// `start` and `delete`, so it serializes as it was read.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct Hook {
+    path: PathBuf,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    args: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    env: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    timeout: Option<i64>,
+}
+
+getters!(Hook {
+    get path: PathBuf,
+    get args: Option<Vec<String>>,
+    get env: Option<Vec<String>>,
+    copy timeout: Option<i64>,
+});
+
+/// `linux`.
+#[derive(Deserialize, Debug, Clone, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct Linux {
+    #[serde(default)]
+    resources: Option<LinuxResources>,
+    #[serde(default)]
+    cgroups_path: Option<PathBuf>,
+    #[serde(default)]
+    masked_paths: Option<Vec<String>>,
+    #[serde(default)]
+    readonly_paths: Option<Vec<String>>,
+}
+
+getters!(Linux {
+    get resources: Option<LinuxResources>,
+    get cgroups_path: Option<PathBuf>,
+    get masked_paths: Option<Vec<String>>,
+    get readonly_paths: Option<Vec<String>>,
+});
+
+/// `linux.resources` (also `update --resources`' JSON): the limits the
+/// runtime writes (`resources.rs`).
+#[derive(Deserialize, Debug, Clone, Default)]
+pub struct LinuxResources {
+    #[serde(default)]
+    memory: Option<LinuxMemory>,
+    #[serde(default)]
+    cpu: Option<LinuxCpu>,
+    #[serde(default)]
+    pids: Option<LinuxPids>,
+}
+
+getters!(LinuxResources {
+    get memory: Option<LinuxMemory>,
+    get cpu: Option<LinuxCpu>,
+    get pids: Option<LinuxPids>,
+});
+
+impl LinuxResources {
+    pub fn set_memory(&mut self, memory: Option<LinuxMemory>) {
+        self.memory = memory;
+    }
+
+    pub fn set_pids(&mut self, pids: Option<LinuxPids>) {
+        self.pids = pids;
+    }
+}
+
+/// `linux.resources.memory`, in bytes.
+#[derive(Deserialize, Debug, Clone, Copy, Default)]
+pub struct LinuxMemory {
+    #[serde(default)]
+    limit: Option<i64>,
+    #[serde(default)]
+    swap: Option<i64>,
+}
+
+getters!(LinuxMemory {
+    copy limit: Option<i64>,
+    copy swap: Option<i64>,
+});
+
+impl LinuxMemory {
+    pub fn set_limit(&mut self, limit: Option<i64>) {
+        self.limit = limit;
+    }
+}
+
+/// `linux.resources.cpu`.
+#[derive(Deserialize, Debug, Clone, Copy, Default)]
+pub struct LinuxCpu {
+    #[serde(default)]
+    shares: Option<u64>,
+    #[serde(default)]
+    quota: Option<i64>,
+    #[serde(default)]
+    period: Option<u64>,
+}
+
+getters!(LinuxCpu {
+    copy shares: Option<u64>,
+    copy quota: Option<i64>,
+    copy period: Option<u64>,
+});
+
+/// `linux.resources.pids`.
+#[derive(Deserialize, Debug, Clone, Copy, Default)]
+pub struct LinuxPids {
+    #[serde(default)]
+    limit: i64,
+}
+
+getters!(LinuxPids { copy limit: i64 });
+
+impl LinuxPids {
+    pub fn set_limit(&mut self, limit: i64) {
+        self.limit = limit;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn spec(v: serde_json::Value) -> Result<Spec, String> {
+        serde_json::from_value(v).map_err(|e| e.to_string())
+    }
+
+    fn with_process(process: serde_json::Value) -> Result<Spec, String> {
+        spec(json!({"ociVersion": "1.0.2", "process": process}))
+    }
+
+    #[test]
+    fn the_fields_read_come_through() {
+        let s = spec(json!({
+            "ociVersion": "1.0.2",
+            "root": {"path": "rootfs", "readonly": true},
+            "hostname": "h",
+            "mounts": [{"destination": "/d", "type": "bind", "source": "/s", "options": ["ro"]}],
+            "process": {
+                "terminal": true, "user": {"uid": 1, "gid": 2, "additionalGids": [3]},
+                "args": ["sh"], "env": ["A=b"], "cwd": "/w",
+                "rlimits": [{"type": "RLIMIT_NOFILE", "hard": 9, "soft": 8}]
+            },
+            "hooks": {"poststop": [{"path": "/h", "args": ["h", "x"], "timeout": 5}]},
+            "annotations": {"k": "v"},
+            "linux": {
+                "cgroupsPath": "/c", "maskedPaths": ["/m"], "readonlyPaths": ["/r"],
+                "resources": {"memory": {"limit": 10, "swap": 20}, "cpu": {"shares": 1, "quota": 2, "period": 3}, "pids": {"limit": 4}},
+                "seccomp": {"defaultAction": "SCMP_ACT_ALLOW"}
+            },
+            "vm": {"anything": "not read"}
+        }))
+        .unwrap();
+        let root = s.root().as_ref().unwrap();
+        assert_eq!(
+            (root.path(), root.readonly()),
+            (&PathBuf::from("rootfs"), Some(true))
+        );
+        let p = s.process().as_ref().unwrap();
+        assert_eq!((p.terminal(), p.cwd()), (Some(true), &PathBuf::from("/w")));
+        assert_eq!((p.user().uid(), p.user().gid()), (1, 2));
+        assert_eq!(p.user().additional_gids(), &Some(vec![3]));
+        let rl = &p.rlimits().as_ref().unwrap()[0];
+        assert_eq!(
+            (rl.typ(), rl.hard(), rl.soft()),
+            (PosixRlimitType::RlimitNofile, 9, 8)
+        );
+        let m = &s.mounts().as_ref().unwrap()[0];
+        assert_eq!(
+            (m.typ().as_deref(), m.options().as_ref().map(Vec::len)),
+            (Some("bind"), Some(1))
+        );
+        let hook = &s.hooks().as_ref().unwrap().poststop().as_ref().unwrap()[0];
+        assert_eq!(
+            (hook.path(), hook.timeout()),
+            (&PathBuf::from("/h"), Some(5))
+        );
+        let linux = s.linux().as_ref().unwrap();
+        let res = linux.resources().as_ref().unwrap();
+        assert_eq!(res.memory().unwrap().swap(), Some(20));
+        assert_eq!(res.cpu().unwrap().period(), Some(3));
+        assert_eq!(res.pids().unwrap().limit(), 4);
+        assert_eq!(linux.cgroups_path(), &Some(PathBuf::from("/c")));
+        assert_eq!(s.annotations().as_ref().unwrap()["k"], "v");
+    }
+
+    #[test]
+    fn what_runc_refuses_in_the_fields_read_is_refused() {
+        let process = |extra: serde_json::Value| {
+            let mut p = json!({"user": {"uid": 0, "gid": 0}, "cwd": "/"});
+            p.as_object_mut()
+                .unwrap()
+                .extend(extra.as_object().unwrap().clone());
+            with_process(p)
+        };
+        assert!(process(json!({})).is_ok());
+        for bad in [
+            json!({"args": "sh"}),
+            json!({"terminal": "yes"}),
+            json!({"user": {"uid": -1, "gid": 0}}),
+            json!({"rlimits": [{"type": "RLIMIT_BOGUS", "hard": 1, "soft": 1}]}),
+            json!({"rlimits": [{"hard": 1, "soft": 1}]}),
+        ] {
+            assert!(process(bad.clone()).is_err(), "{bad}");
+        }
+        assert!(with_process(json!({"cwd": "/"})).is_err(), "no user");
+        assert!(with_process(json!({"user": {}})).is_err(), "no cwd");
+        assert!(spec(json!({"mounts": [{"type": "tmpfs"}]})).is_err());
+        assert!(spec(json!({"hooks": {"prestart": [{"args": []}]}})).is_err());
+        assert!(spec(json!({"linux": {"resources": {"memory": {"limit": "1G"}}}})).is_err());
+    }
+
+    #[test]
+    fn a_cpu_affinity_must_be_a_cpu_list() {
+        let affinity = |list: &str| {
+            with_process(json!({
+                "user": {}, "cwd": "/",
+                "execCPUAffinity": {"initial": "0", "final": list}
+            }))
+        };
+        for good in ["0", "0-1,0", "3,5-7,12"] {
+            assert!(affinity(good).is_ok(), "{good}");
+        }
+        for bad in ["", "0-x", "1-2-3", "1,", ",1", "-1", "1-", " 1", "١"] {
+            let err = affinity(bad).unwrap_err();
+            assert!(
+                err.contains(&format!("Invalid execCPUAffinity format: {bad}")),
+                "{bad}: {err}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_default_config_is_one_the_runtime_reads() {
+        let s: Spec = serde_json::from_str(include_str!("default_config.json")).unwrap();
+        let p = s.process().as_ref().unwrap();
+        assert_eq!(
+            (p.args(), p.terminal()),
+            (&Some(vec!["sh".into()]), Some(true))
+        );
+        assert_eq!(s.root().as_ref().unwrap().path(), &PathBuf::from("rootfs"));
+    }
+
+    #[test]
+    fn a_hook_serializes_as_it_was_read() {
+        let text = r#"{"path":"/h","args":["h","x"],"timeout":5}"#;
+        let hook: Hook = serde_json::from_str(text).unwrap();
+        assert_eq!(serde_json::to_string(&hook).unwrap(), text);
+    }
+}

@@ -1,0 +1,175 @@
+//! The texts of `/proc/meminfo` and `/proc/cpuinfo` under a limit: the
+//! host's text rewritten to tell of `--memory` (MemTotal the limit, swap
+//! 0) and `--cpus` (the first N processors).
+//!
+//! Does not own: recognising or serving the files (`served.rs`), or
+//! the limits themselves (`GuestLimits`, set by the supervisor).
+
+/// Lines of /proc/meminfo that are sizes of address space or of a page,
+/// not amounts of memory: kept as the host has them.
+const MEMINFO_KEPT: &[&str] = &["VmallocTotal", "VmallocChunk", "Hugepagesize"];
+/// What free(1) adds up as buff/cache.
+const MEMINFO_CACHE: &[&str] = &["Buffers", "Cached", "SReclaimable"];
+/// Swap the guest is not told about.
+const MEMINFO_ZERO: &[&str] = &["SwapTotal", "SwapFree", "SwapCached", "Zswap", "Zswapped"];
+
+/// The host's /proc/meminfo for a guest limited to `limit` bytes (at most
+/// the host's MemTotal) that uses `usage` bytes now: MemTotal is the
+/// limit, MemFree and MemAvailable what is left of it (without a usage,
+/// the host's figures capped at the limit), swap 0, buffers and caches
+/// within the memory in use, and no other amount above MemTotal. Lines in
+/// other units (HugePages_*) are kept.
+pub(crate) fn meminfo(host: &str, limit: u64, usage: Option<u64>) -> String {
+    let field = |key: &str| {
+        host.lines()
+            .find_map(|l| kb_line(l).filter(|(k, _)| *k == key).map(|(_, v)| v))
+    };
+    let total = match field("MemTotal") {
+        Some(host_total) => (limit / 1024).min(host_total),
+        None => limit / 1024,
+    };
+    let free = usage.map(|u| limit.saturating_sub(u) / 1024);
+    let free_now = free.or(field("MemFree")).unwrap_or(0).min(total);
+    // What free(1) shows as buff/cache fits in the memory in use.
+    let mut cache_left = total - free_now;
+    let mut out = String::with_capacity(host.len());
+    for line in host.lines() {
+        match kb_line(line) {
+            Some((key, v)) => {
+                let v = match key {
+                    "MemTotal" => total,
+                    "MemFree" | "MemAvailable" => free.unwrap_or(v).min(total),
+                    k if MEMINFO_CACHE.contains(&k) => {
+                        let v = v.min(cache_left);
+                        cache_left -= v;
+                        v
+                    }
+                    k if MEMINFO_ZERO.contains(&k) => 0,
+                    k if MEMINFO_KEPT.contains(&k) => v,
+                    _ => v.min(total),
+                };
+                // The kernel's format: the label padded to 16, the value to 8.
+                let label = format!("{key}:");
+                out.push_str(&format!("{label:<15} {v:>8} kB\n"));
+            }
+            None => {
+                out.push_str(line);
+                out.push('\n');
+            }
+        }
+    }
+    out
+}
+
+/// `Key:   1234 kB` as ("Key", 1234).
+fn kb_line(line: &str) -> Option<(&str, u64)> {
+    let (key, rest) = line.split_once(':')?;
+    let v = rest.trim().strip_suffix(" kB")?.trim().parse().ok()?;
+    Some((key, v))
+}
+
+/// The host's /proc/cpuinfo with its first `n` processors only,
+/// numbered 0..n-1, each counting at most `n` siblings and cores.
+pub(crate) fn cpuinfo(host: &str, n: usize) -> String {
+    let mut out = String::with_capacity(host.len());
+    let blocks = host
+        .split("\n\n")
+        .filter(|b| b.trim_start().starts_with("processor"));
+    for (i, block) in blocks.take(n).enumerate() {
+        for line in block.trim_start_matches('\n').lines() {
+            let key = line.split(':').next().unwrap_or("").trim_end();
+            let capped = |line: &str| match line.split_once(':') {
+                Some((k, v)) => match v.trim().parse::<usize>() {
+                    Ok(x) => format!("{k}: {}", x.min(n)),
+                    Err(_) => line.to_string(),
+                },
+                None => line.to_string(),
+            };
+            match key {
+                "processor" => out.push_str(&format!("processor\t: {i}")),
+                "siblings" | "cpu cores" => out.push_str(&capped(line)),
+                _ => out.push_str(line),
+            }
+            out.push('\n');
+        }
+        out.push('\n');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const HOST_MEMINFO: &str = "MemTotal:       24684096 kB\n\
+MemFree:        23875036 kB\n\
+MemAvailable:   24275744 kB\n\
+Buffers:            4808 kB\n\
+Cached:           527128 kB\n\
+SwapCached:            0 kB\n\
+SwapTotal:       8388604 kB\n\
+SwapFree:        8388604 kB\n\
+CommitLimit:    20730652 kB\n\
+VmallocTotal:   34359738367 kB\n\
+HugePages_Total:       0\n\
+Hugepagesize:       2048 kB\n\
+DirectMap2M:    25165824 kB\n";
+
+    #[test]
+    fn meminfo_is_cut_to_the_limit() {
+        let m = meminfo(HOST_MEMINFO, 512 << 20, Some(100 << 20));
+        let want = "MemTotal:         524288 kB\n\
+MemFree:          421888 kB\n\
+MemAvailable:     421888 kB\n\
+Buffers:            4808 kB\n\
+Cached:            97592 kB\n\
+SwapCached:            0 kB\n\
+SwapTotal:             0 kB\n\
+SwapFree:              0 kB\n\
+CommitLimit:      524288 kB\n\
+VmallocTotal:   34359738367 kB\n\
+HugePages_Total:       0\n\
+Hugepagesize:       2048 kB\n\
+DirectMap2M:      524288 kB\n";
+        assert_eq!(m, want);
+        // Usage above the limit: nothing free. No usage: the host's, capped.
+        assert!(
+            meminfo(HOST_MEMINFO, 1 << 20, Some(2 << 20)).contains("MemFree:               0 kB\n")
+        );
+        let m = meminfo(HOST_MEMINFO, 1 << 40, None);
+        assert!(
+            m.starts_with("MemTotal:       24684096 kB\nMemFree:        23875036 kB\n"),
+            "{m}"
+        );
+        // The host's real file keeps its shape.
+        let real = std::fs::read_to_string("/proc/meminfo").unwrap();
+        let m = meminfo(&real, 1 << 30, Some(0));
+        assert_eq!(m.lines().count(), real.lines().count());
+        assert!(m.starts_with("MemTotal:        1048576 kB\n"), "{m}");
+        // ... in the kernel's format: unchanged lines stay byte for byte.
+        let m = meminfo(&real, u64::MAX, None);
+        for (a, b) in m.lines().zip(real.lines()) {
+            let total = real.lines().next().and_then(kb_line).map_or(0, |(_, v)| v);
+            let kept = kb_line(b).is_none_or(|(k, v)| {
+                v <= total && !MEMINFO_ZERO.contains(&k) && !MEMINFO_CACHE.contains(&k)
+            });
+            if kept {
+                assert_eq!(a, b);
+            }
+        }
+    }
+
+    #[test]
+    fn cpuinfo_keeps_the_first_processors() {
+        let host = "processor\t: 0\nsiblings\t: 4\ncpu cores\t: 2\nflags\t\t: fpu\n\n\
+processor\t: 1\nsiblings\t: 4\n\nprocessor\t: 5\nsiblings\t: 4\n\n";
+        assert_eq!(
+            cpuinfo(host, 1),
+            "processor\t: 0\nsiblings\t: 1\ncpu cores\t: 1\nflags\t\t: fpu\n\n"
+        );
+        let two = cpuinfo(host, 2);
+        assert!(two.ends_with("processor\t: 1\nsiblings\t: 2\n\n"), "{two}");
+        assert_eq!(cpuinfo(host, 9).matches("processor").count(), 3);
+        assert!(cpuinfo(host, 9).contains("processor\t: 2\n"));
+    }
+}

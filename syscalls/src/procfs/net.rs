@@ -1,0 +1,411 @@
+//! The guest's `/proc/net/unix`, `tcp`, `tcp6`, `udp` and `udp6`, live
+//! at each open. The guest's TCP/UDP sockets are host `AF_UNIX` sockets
+//! of its own network namespace (the netstack's), so its kernel lists
+//! them in `unix` (with the netstack's names and token) and nothing in
+//! the internet files. Served instead: `unix` without the netstack's
+//! sockets (named behind its token, in its table, or held by the
+//! supervisor: relays, stand-ins, the DNS stub), and the internet files
+//! with one line per live netstack socket as Linux writes it — TCP
+//! listeners and connections, bound UDP sockets — with the guest's
+//! addresses, the inode its descriptors show and the queues of its host
+//! socket (`netstack::queues`), so netstat, `ss`
+//! (whose netlink query is refused, so it reads these) and psutil see
+//! the guest's servers.
+//!
+//! Owns: recognising those files by the path the kernel gives them, and
+//! their texts. Does not own: serving the text (`served::substitute`),
+//! or the sockets' metadata (`netstack`).
+
+use std::collections::{HashMap, HashSet};
+use std::fmt::Write;
+use std::net::{IpAddr, SocketAddr};
+
+use netstack::queues::Queue;
+use netstack::{addr, Proto, Stack};
+
+/// A served `/proc/<pid>/net/` file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum NetFile {
+    Unix,
+    Tcp,
+    Tcp6,
+    Udp,
+    Udp6,
+}
+
+impl NetFile {
+    pub(crate) fn memfd_name(self) -> &'static std::ffi::CStr {
+        match self {
+            NetFile::Unix => c"unix",
+            NetFile::Tcp => c"tcp",
+            NetFile::Tcp6 => c"tcp6",
+            NetFile::Udp => c"udp",
+            NetFile::Udp6 => c"udp6",
+        }
+    }
+
+    /// Whether `path`, as the kernel names it, is a process's network
+    /// directory or under it (`/proc/<pid>/net/dev`,
+    /// `/proc/<pid>/task/<tid>/net`): what the kernel shows there is the
+    /// guest's network namespace.
+    pub(crate) fn in_net_dir(path: &str) -> bool {
+        under_net_dir(path).is_some()
+    }
+
+    /// The file at `path` as the kernel names it (`/proc/<pid>/net/tcp`,
+    /// `/proc/<pid>/task/<tid>/net/tcp`), if served.
+    pub(crate) fn at(path: &str) -> Option<NetFile> {
+        let name = under_net_dir(path)?;
+        match name {
+            "unix" => Some(NetFile::Unix),
+            "tcp" => Some(NetFile::Tcp),
+            "tcp6" => Some(NetFile::Tcp6),
+            "udp" => Some(NetFile::Udp),
+            "udp6" => Some(NetFile::Udp6),
+            _ => None,
+        }
+    }
+
+    fn wants(self, domain: i32, proto: Proto) -> bool {
+        match self {
+            NetFile::Tcp => proto == Proto::Tcp && domain == libc::AF_INET,
+            NetFile::Tcp6 => proto == Proto::Tcp && domain == libc::AF_INET6,
+            NetFile::Udp => proto == Proto::Udp && domain == libc::AF_INET,
+            NetFile::Udp6 => proto == Proto::Udp && domain == libc::AF_INET6,
+            NetFile::Unix => false,
+        }
+    }
+}
+
+/// What follows a process's network directory in `path`, as the kernel
+/// names it: `""` for `/proc/<pid>/net` itself, `"tcp"` for
+/// `/proc/<pid>/task/<tid>/net/tcp`; `None` outside such a directory.
+fn under_net_dir(path: &str) -> Option<&str> {
+    let numeric = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    let (pid, rest) = path.strip_prefix("/proc/")?.split_once('/')?;
+    if !numeric(pid) {
+        return None;
+    }
+    let rest = match rest.strip_prefix("task/") {
+        Some(task) => {
+            let (tid, rest) = task.split_once('/')?;
+            numeric(tid).then_some(rest)?
+        }
+        None => rest,
+    };
+    match rest.strip_prefix("net")? {
+        "" => Some(""),
+        below => below.strip_prefix('/'),
+    }
+}
+
+/// One line of the kernel's `/proc/net/unix`.
+struct UnixLine<'a> {
+    text: &'a str,
+    listening: bool,
+    connected: bool,
+    inode: u64,
+    path: Option<&'a str>,
+}
+
+/// The lines after the header of a `/proc/net/unix` text.
+fn unix_lines(text: &str) -> impl Iterator<Item = UnixLine<'_>> {
+    text.lines().skip(1).filter_map(|line| {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        let flags = u32::from_str_radix(f.get(3)?, 16).ok()?;
+        Some(UnixLine {
+            text: line,
+            listening: flags & 0x0001_0000 != 0,
+            connected: *f.get(5)? == "03",
+            inode: f.get(6)?.parse().ok()?,
+            path: f.get(7).copied(),
+        })
+    })
+}
+
+/// What the texts need besides the kernel's own.
+pub(crate) struct Sources<'a> {
+    pub net: &'a Stack,
+    /// The sandbox namespace's unix listing (the netstack's view).
+    pub listing: String,
+    /// Socket inodes the supervisor holds.
+    pub held: HashSet<u64>,
+    /// The netstack sockets' owner as the guest sees it.
+    pub uid: u32,
+    /// The namespace's unix sockets' queues by inode (`Stack::queues`).
+    pub queues: HashMap<u64, Queue>,
+}
+
+/// The text of `file`, whose kernel text (the guest's namespace) is `host`.
+pub(crate) fn text(file: NetFile, host: &str, src: &Sources<'_>) -> String {
+    match file {
+        NetFile::Unix => guest_unix(host, src),
+        _ => inet(file, host, src),
+    }
+}
+
+/// `host` without the netstack's sockets.
+fn guest_unix(host: &str, src: &Sources<'_>) -> String {
+    let mut out = String::new();
+    if let Some(header) = host.lines().next() {
+        out.push_str(header);
+        out.push('\n');
+    }
+    let netstack = |l: &UnixLine<'_>| {
+        l.path
+            .and_then(|p| p.strip_prefix('@'))
+            .is_some_and(|p| src.net.namer.owns(p.as_bytes()))
+            || src.held.contains(&l.inode)
+            || src.net.table.get(l.inode).is_some()
+    };
+    for line in unix_lines(host).filter(|l| !netstack(l)) {
+        out.push_str(line.text);
+        out.push('\n');
+    }
+    out
+}
+
+/// TCP states as `/proc/net/tcp` numbers them.
+const ESTABLISHED: u8 = 0x01;
+const CLOSE: u8 = 0x07;
+const LISTEN: u8 = 0x0A;
+
+/// One internet socket line's facts.
+struct Entry {
+    local: SocketAddr,
+    remote: SocketAddr,
+    state: u8,
+    inode: u64,
+    /// `tx_queue`, `rx_queue`.
+    queues: (u32, u32),
+}
+
+/// The kernel's header (kept from `host`) and a line per live netstack
+/// socket of `file`'s transport and family.
+fn inet(file: NetFile, host: &str, src: &Sources<'_>) -> String {
+    let mut out = host.lines().next().unwrap_or_default().to_owned();
+    out.push('\n');
+    let v6 = matches!(file, NetFile::Tcp6 | NetFile::Udp6);
+    for (i, e) in entries(file, src).iter().enumerate() {
+        let line = match file {
+            NetFile::Tcp | NetFile::Tcp6 => tcp_line(i, e, src.uid, v6),
+            _ => udp_line(i, e, src.uid, v6),
+        };
+        out.push_str(&line);
+        out.push('\n');
+    }
+    out
+}
+
+fn entries(file: NetFile, src: &Sources<'_>) -> Vec<Entry> {
+    let mut seen = HashSet::new();
+    let mut out = Vec::new();
+    for l in unix_lines(&src.listing) {
+        let Some(meta) = src.net.table.get(l.inode) else {
+            continue;
+        };
+        if !file.wants(meta.domain, meta.proto) || !seen.insert(l.inode) {
+            continue;
+        }
+        let named = l
+            .path
+            .and_then(|p| p.strip_prefix('@'))
+            .and_then(|p| src.net.namer.decode(p.as_bytes()));
+        let Some(local) = meta.local.or(named.map(|n| n.addr)) else {
+            continue;
+        };
+        let remote = meta.peer.unwrap_or_else(|| addr::unspecified(meta.domain));
+        let state = match (meta.proto, l.listening, l.connected) {
+            (Proto::Tcp, true, _) => LISTEN,
+            (Proto::Tcp, false, true) => ESTABLISHED,
+            // A bound TCP socket that neither listens nor is connected
+            // is in no table Linux lists.
+            (Proto::Tcp, false, false) => continue,
+            (Proto::Udp, _, _) if meta.peer.is_some() => ESTABLISHED,
+            (Proto::Udp, _, _) => CLOSE,
+        };
+        out.push(Entry {
+            local,
+            remote,
+            state,
+            inode: l.inode,
+            queues: queues(meta.proto, state, l.inode, &src.queues),
+        });
+    }
+    // Linux walks the listening sockets first.
+    out.sort_by_key(|e| e.state != LISTEN);
+    out
+}
+
+/// `tx_queue` and `rx_queue` of the netstack socket `inode` from its
+/// host socket's: a listener's rx is its accept queue (TCP's
+/// `sk_ack_backlog`; tx 0, as Linux writes for a listener); a
+/// connection's rx the bytes unread in its receive queue and its tx the
+/// bytes it wrote that its peer has not read (which `AF_UNIX` moves to the
+/// peer's receive queue at once: TCP counts a byte on the sender's line
+/// until the peer's kernel acknowledges it, then on the receiver's); a UDP
+/// socket's rx the first queued datagram's bytes (what SIOCINQ answers;
+/// Linux's line shows the queue's memory) and tx 0 (a loopback datagram
+/// leaves the send queue at its send).
+fn queues(proto: Proto, state: u8, inode: u64, all: &HashMap<u64, Queue>) -> (u32, u32) {
+    let Some(own) = all.get(&inode) else {
+        return (0, 0);
+    };
+    match (proto, state) {
+        (Proto::Tcp, ESTABLISHED) => {
+            let unread = own.peer.and_then(|p| all.get(&p)).map_or(0, |p| p.rx);
+            (unread, own.rx)
+        }
+        _ => (0, own.rx),
+    }
+}
+
+/// An address as the kernel prints it: the network-order words read as
+/// native integers, in hex, then the port.
+fn hex_addr(a: SocketAddr, v6: bool) -> String {
+    let words: Vec<u32> = match (a.ip(), v6) {
+        (IpAddr::V4(ip), false) => vec![u32::from_ne_bytes(ip.octets())],
+        (IpAddr::V4(ip), true) => hex_words(ip.to_ipv6_mapped().octets()),
+        (IpAddr::V6(ip), true) => hex_words(ip.octets()),
+        (IpAddr::V6(ip), false) => {
+            let v4 = ip.to_ipv4_mapped().map_or([0; 4], |v| v.octets());
+            vec![u32::from_ne_bytes(v4)]
+        }
+    };
+    let mut s = String::new();
+    for w in words {
+        let _ = write!(s, "{w:08X}");
+    }
+    let _ = write!(s, ":{:04X}", a.port());
+    s
+}
+
+fn hex_words(o: [u8; 16]) -> Vec<u32> {
+    o.chunks_exact(4)
+        .map(|c| u32::from_ne_bytes([c[0], c[1], c[2], c[3]]))
+        .collect()
+}
+
+/// A `/proc/net/tcp[6]` line (`tcp4_seq_show`, `tcp6_seq_show`): no
+/// timers; the IPv4 file pads lines to 149 columns.
+fn tcp_line(i: usize, e: &Entry, uid: u32, v6: bool) -> String {
+    let tail = match e.state {
+        LISTEN => "100 0 0 10 0",
+        _ => "20 4 30 10 -1",
+    };
+    let rest = format!("1 0000000000000000 {tail}");
+    sock_line(&format!("{i:4}"), e, uid, v6, &rest, 149)
+}
+
+/// A `/proc/net/udp[6]` line (`udp4_format_sock`); the IPv4 file pads
+/// lines to 127 columns.
+fn udp_line(i: usize, e: &Entry, uid: u32, v6: bool) -> String {
+    sock_line(&format!("{i:5}"), e, uid, v6, "2 0000000000000000 0", 127)
+}
+
+/// The columns the TCP and UDP files share: slot, local and remote
+/// address, state, queues, empty timers, uid, timeout 0 and inode;
+/// then `rest` (reference count onward). IPv4 lines are padded to `pad`.
+fn sock_line(slot: &str, e: &Entry, uid: u32, v6: bool, rest: &str, pad: usize) -> String {
+    let line = format!(
+        "{slot}: {} {} {:02X} {:08X}:{:08X} 00:00000000 00000000 {uid:5} {:8} {} {rest}",
+        hex_addr(e.local, v6),
+        hex_addr(e.remote, v6),
+        e.state,
+        e.queues.0,
+        e.queues.1,
+        0,
+        e.inode,
+    );
+    match v6 {
+        true => line,
+        false => format!("{line:<pad$}"),
+    }
+}
+
+/// The socket inodes among the descriptors of the calling process.
+pub(crate) fn held_sockets() -> HashSet<u64> {
+    let Ok(dir) = std::fs::read_dir("/proc/self/fd") else {
+        return HashSet::new();
+    };
+    dir.filter_map(|e| {
+        let link = std::fs::read_link(e.ok()?.path()).ok()?;
+        let s = link.to_str()?;
+        s.strip_prefix("socket:[")?.strip_suffix(']')?.parse().ok()
+    })
+    .collect()
+}
+
+/// `uid` (the host's) as a process whose `uid_map` is `map` sees it
+/// (the overflow uid 65534 when unmapped).
+pub(crate) fn map_uid(map: &str, uid: u32) -> u32 {
+    map.lines()
+        .filter_map(|l| {
+            let f: Vec<u32> = l
+                .split_whitespace()
+                .filter_map(|x| x.parse().ok())
+                .collect();
+            match f.as_slice() {
+                [inside, outside, count] => Some((*inside, *outside, *count)),
+                _ => None,
+            }
+        })
+        .find(|(_, outside, count)| uid >= *outside && uid - outside < *count)
+        .map_or(65534, |(inside, outside, _)| inside + (uid - outside))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_and_addresses() {
+        assert_eq!(NetFile::at("/proc/12/net/tcp6"), Some(NetFile::Tcp6));
+        assert_eq!(NetFile::at("/proc/1/task/3/net/unix"), Some(NetFile::Unix));
+        assert_eq!(NetFile::at("/proc/net/tcp"), None);
+        assert_eq!(NetFile::at("/proc/1/net/dev"), None);
+        for inside in [
+            "/proc/1/net",
+            "/proc/7/net/dev",
+            "/proc/7/task/8/net/fib_trie",
+        ] {
+            assert!(NetFile::in_net_dir(inside), "{inside}");
+        }
+        for outside in [
+            "/proc/net",
+            "/proc/self/net/dev",
+            "/proc/1/netstat",
+            "/proc/1/task/x/net",
+            "/sys/net",
+        ] {
+            assert!(!NetFile::in_net_dir(outside), "{outside}");
+        }
+        let a: SocketAddr = "127.0.0.1:8080".parse().unwrap();
+        assert_eq!(hex_addr(a, false), "0100007F:1F90");
+        let b: SocketAddr = "[::1]:80".parse().unwrap();
+        assert_eq!(hex_addr(b, true), "00000000000000000000000001000000:0050");
+        assert_eq!(map_uid("0 1001 1\n", 1001), 0);
+        assert_eq!(map_uid("0 0 4294967295\n", 1001), 1001);
+        assert_eq!(map_uid("0 1001 1\n", 5), 65534);
+    }
+
+    #[test]
+    fn queues_as_tcp_and_udp_count_them() {
+        let q = |rx, peer| Queue { rx, peer };
+        let all: HashMap<u64, Queue> = [
+            (1, q(2, None)),
+            (2, q(0, Some(3))),
+            (3, q(500, Some(2))),
+            (4, q(100, None)),
+        ]
+        .into();
+        // A listener: its accept queue; tx 0.
+        assert_eq!(queues(Proto::Tcp, LISTEN, 1, &all), (0, 2));
+        // A writer whose peer has not read: its tx is the peer's unread.
+        assert_eq!(queues(Proto::Tcp, ESTABLISHED, 2, &all), (500, 0));
+        assert_eq!(queues(Proto::Tcp, ESTABLISHED, 3, &all), (0, 500));
+        // UDP: the first datagram's bytes, tx 0; a socket the dump missed: 0.
+        assert_eq!(queues(Proto::Udp, CLOSE, 4, &all), (0, 100));
+        assert_eq!(queues(Proto::Tcp, ESTABLISHED, 9, &all), (0, 0));
+    }
+}

@@ -1,0 +1,80 @@
+//! The descriptors synthetic files are served in: a sealed, read-only
+//! memfd holding the text, and reading a view's file whole.
+//!
+//! Owns: making and sealing the memfd, and reading a descriptor to its
+//! end. Does not own: which files are served or their texts
+//! (`served.rs` and its siblings).
+
+use std::ffi::CStr;
+use std::fs::OpenOptions;
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::OpenOptionsExt;
+
+use nix::errno::Errno;
+use nix::fcntl::{fcntl, FcntlArg, SealFlag};
+use nix::sys::memfd::{memfd_create, MemFdCreateFlag};
+use nix::sys::stat::{fchmod, Mode};
+use vfs::resolve::flags::IN_ROOT;
+use vfs::Resolver;
+
+/// The text of the view's file at `path`.
+pub(crate) fn read_view(fs: &Resolver, path: &CStr) -> Result<String, Errno> {
+    let flags = (libc::O_RDONLY | libc::O_CLOEXEC) as u64;
+    read_all(vfs::sys::openat2(fs.root(), path, flags, 0, IN_ROOT)?)
+}
+
+/// All of `fd`'s text (invalid UTF-8 replaced). Read into room for
+/// 4 KiB from the start: procfs says a size of 0, and an empty buffer
+/// would be filled in pieces of 32, 32, 64... bytes (eight reads for a
+/// `status`). Plain `read`s until end of file, nothing else: std's
+/// `read_to_end` on a file first asks its size and position (a `statx`
+/// and an `lseek`, two calls more on every served /proc read).
+pub(crate) fn read_all(fd: OwnedFd) -> Result<String, Errno> {
+    let mut bytes = vec![0u8; 4096];
+    let mut len = 0;
+    loop {
+        if len == bytes.len() {
+            bytes.resize(len * 2, 0);
+        }
+        match nix::unistd::read(fd.as_raw_fd(), &mut bytes[len..]) {
+            Ok(0) => break,
+            Ok(n) => len += n,
+            Err(Errno::EINTR) => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    bytes.truncate(len);
+    Ok(String::from_utf8_lossy(&bytes).into_owned())
+}
+
+/// A memfd named `name` holding `data`, mode 0444 and sealed against any
+/// change, reopened read-only with `extra` open flags (a fresh open file
+/// description at offset 0).
+pub(crate) fn sealed_file(name: &CStr, data: &[u8], extra: i32) -> Result<OwnedFd, Errno> {
+    let flags = MemFdCreateFlag::MFD_CLOEXEC | MemFdCreateFlag::MFD_ALLOW_SEALING;
+    let mem = memfd_create(name, flags)?;
+    let mut rest = data;
+    while !rest.is_empty() {
+        match nix::unistd::write(&mem, rest) {
+            Ok(0) => return Err(Errno::EIO),
+            Ok(n) => rest = rest.get(n..).unwrap_or_default(),
+            Err(Errno::EINTR) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    fchmod(mem.as_raw_fd(), Mode::from_bits_truncate(0o444))?;
+    let seals = SealFlag::F_SEAL_SEAL
+        | SealFlag::F_SEAL_SHRINK
+        | SealFlag::F_SEAL_GROW
+        | SealFlag::F_SEAL_WRITE;
+    fcntl(mem.as_raw_fd(), FcntlArg::F_ADD_SEALS(seals))?;
+    let path = vfs::sys::ProcFd::new(mem.as_fd());
+    let path = std::ffi::OsStr::from_bytes(path.as_cstr().to_bytes());
+    OpenOptions::new()
+        .read(true)
+        .custom_flags(extra)
+        .open(path)
+        .map(OwnedFd::from)
+        .map_err(|e| Errno::from_raw(e.raw_os_error().unwrap_or(libc::EIO)))
+}

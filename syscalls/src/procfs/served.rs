@@ -1,0 +1,437 @@
+//! Recognising and serving every rewritten /proc file.
+//!
+//! Owns: which files the view's limits ([`Context::set_limits`]) and the
+//! sandbox itself have rewritten, recognising them at an open and
+//! serving them (the text in a sealed, read-only memfd, `sealed.rs`):
+//! `/proc/meminfo` and `/proc/cpuinfo` when a limit is set
+//! (`limit_texts.rs`), the mount tables (`mount_tables.rs`), the kernel's
+//! command line and the masked files (`masked.rs`), `/proc/stat`,
+//! `vmstat` and `uptime` (`stat.rs`), `loadavg`, the boot id and
+//! every `status` under a cpu limit (`tasks.rs`), every
+//! `timens_offsets` and `autogroup` (`timens_autogroup.rs`), the guest's
+//! `/proc/net` socket lists (`net.rs`), and the /proc/sys
+//! files of host counts and sizes (`proc_sys.rs`); and a fresh copy of
+//! those whose figures change, for a reader that rewinds (`refreshed`,
+//! used by `handlers/lseek.rs`), global and per-process ones. Does not
+//! own: the texts (`texts.rs` picks and feeds the renderers, those
+//! modules render), the limits (`limits.rs`) or enforcing them (cgroups,
+//! in the supervisor), or `/sys/devices/system/cpu`, which the view
+//! holds as plain files (`launch/plan.rs`).
+//!
+//! The files are recognised by what was opened, not by the guest's
+//! spelling of the path (`/proc/./meminfo`, a symlink, a dirfd on
+//! `/proc`, `/proc/self/fd/N` of an `O_PATH` descriptor): meminfo and
+//! cpuinfo by the (device, inode) `set_limits` looks up once; the rest,
+//! on the view's procfs device, by the path the kernel gives the
+//! descriptor.
+
+use std::ffi::{CStr, CString};
+use std::os::fd::{AsFd, OwnedFd};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use nix::errno::Errno;
+use vfs::resolve::flags::IN_ROOT;
+use vfs::Resolver;
+
+use super::covers::read_host;
+use super::limits::GuestLimits;
+use super::masked;
+use super::mount_tables::Table;
+use super::net::NetFile;
+use super::proc_sys::{SysBaseline, SysFile};
+use super::sealed::{read_all, read_view, sealed_file};
+use super::stat::{Baseline, CpuClock, HighWater};
+use super::tasks::{self, PerProcess, ProcessFile};
+use super::texts::{boottime, host_source, text, HostText};
+use super::timens_autogroup::AutogroupIds;
+use crate::Context;
+
+impl Context {
+    /// Tell the guest about its limits from now on. Call it before the
+    /// context serves any call. Looks up the view's `/proc/meminfo` and
+    /// `/proc/cpuinfo` (when a memory or cpu limit is set) to recognise
+    /// opens of them.
+    pub fn set_limits(&mut self, limits: GuestLimits) {
+        let files = &mut self.synthetic.files;
+        files.retain(|f| !matches!(f.1, ProcFile::MemInfo | ProcFile::CpuInfo));
+        files.extend(Synthetic::limit_files(&self.fs, &limits));
+        self.synthetic.cpus = limits.cpus;
+        self.limits = limits;
+    }
+}
+
+/// A /proc file the guest gets rewritten.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ProcFile {
+    MemInfo,
+    CpuInfo,
+    /// A process's mount table (`mount_tables.rs`), rewritten always.
+    MountTable(Table),
+    /// The host kernel's command line (`/proc/cmdline`): always empty,
+    /// since it names the host's boot image, devices and init.
+    KernelCmdline,
+    /// `/proc/stat`, `/proc/loadavg`, the boot id: the sandbox's own
+    /// (`tasks.rs`).
+    Stat,
+    VmStat,
+    Uptime,
+    LoadAvg,
+    BootId,
+    /// A process's file rewritten under a limit (`tasks.rs`).
+    PerProcess(PerProcess),
+    /// A /proc/sys file of host counts or sizes (`proc_sys.rs`).
+    Sys(SysFile),
+    /// The guest's `/proc/net` socket lists (`net.rs`).
+    Net(NetFile),
+    /// A host-wide file nobody in a sandbox needs, which tells of the
+    /// host (its kernel, devices, memory, keys, timers): read as empty.
+    Masked,
+}
+
+impl ProcFile {
+    /// The name of the memfd that serves it.
+    fn memfd_name(self) -> &'static CStr {
+        match self {
+            ProcFile::MemInfo => c"meminfo",
+            ProcFile::CpuInfo => c"cpuinfo",
+            ProcFile::MountTable(Table::MountInfo) => c"mountinfo",
+            ProcFile::MountTable(Table::Mounts) => c"mounts",
+            ProcFile::MountTable(Table::MountStats) => c"mountstats",
+            ProcFile::KernelCmdline => c"cmdline",
+            ProcFile::Stat => c"stat",
+            ProcFile::VmStat => c"vmstat",
+            ProcFile::Uptime => c"uptime",
+            ProcFile::LoadAvg => c"loadavg",
+            ProcFile::BootId => c"boot_id",
+            ProcFile::PerProcess(PerProcess::Status) => c"status",
+            ProcFile::PerProcess(PerProcess::TimensOffsets) => c"timens_offsets",
+            ProcFile::PerProcess(PerProcess::Autogroup) => c"autogroup",
+            ProcFile::Sys(f) => f.memfd_name(),
+            ProcFile::Net(f) => f.memfd_name(),
+            ProcFile::Masked => c"masked",
+        }
+    }
+}
+
+impl ProcFile {
+    /// The served global file whose memfd is named `name`, if its figures
+    /// change while a reader holds it open.
+    fn changing(name: &str) -> Option<ProcFile> {
+        let kind = match name {
+            "meminfo" => ProcFile::MemInfo,
+            "stat" => ProcFile::Stat,
+            "vmstat" => ProcFile::VmStat,
+            "uptime" => ProcFile::Uptime,
+            "loadavg" => ProcFile::LoadAvg,
+            "file-nr" => ProcFile::Sys(SysFile::FileNr),
+            "inode-nr" => ProcFile::Sys(SysFile::InodeNr),
+            "dentry-state" => ProcFile::Sys(SysFile::DentryState),
+            _ => return None,
+        };
+        Some(kind)
+    }
+
+    /// Whether a per-process file is of this kind (served in a memfd
+    /// named for its process, `tasks::ProcessFile::memfd_name`).
+    fn per_process(self) -> bool {
+        matches!(self, ProcFile::PerProcess(_) | ProcFile::MountTable(_))
+    }
+
+    /// The view's path of a global file (as `changing` knows them).
+    fn view_path(self) -> Option<&'static str> {
+        let path = match self {
+            ProcFile::MemInfo => "/proc/meminfo",
+            ProcFile::Stat => "/proc/stat",
+            ProcFile::VmStat => "/proc/vmstat",
+            ProcFile::Sys(SysFile::FileNr) => "/proc/sys/fs/file-nr",
+            ProcFile::Sys(SysFile::InodeNr) => "/proc/sys/fs/inode-nr",
+            ProcFile::Sys(SysFile::DentryState) => "/proc/sys/fs/dentry-state",
+            _ => return None,
+        };
+        Some(path)
+    }
+}
+
+/// The (st_dev, st_ino) of the view's /proc files to rewrite, and the
+/// device of the view's procfs (whose mount tables are rewritten).
+#[derive(Debug, Default)]
+pub(crate) struct Synthetic {
+    files: Vec<((u64, u64), ProcFile)>,
+    proc_dev: Option<u64>,
+    /// The device of the view's covers of global /proc files
+    /// (`covers.rs`), when the view has them.
+    cover_dev: Option<u64>,
+    /// The cpu limit, for the per-process files cut to it.
+    cpus: Option<usize>,
+    /// What /proc/stat and the boot id are relative to.
+    pub(super) baseline: Baseline,
+    /// What /proc/sys's host counts are relative to.
+    pub(super) sys_baseline: SysBaseline,
+    /// The CPU counters, context switches and forks last served in
+    /// /proc/stat.
+    pub(super) cpu_clock: CpuClock,
+    pub(super) ctxt: HighWater,
+    pub(super) processes: HighWater,
+    /// The sandbox's numbers of the host's autogroups (`timens_autogroup.rs`).
+    pub(super) autogroups: AutogroupIds,
+    /// Set before the first served file reaches the guest: until then no
+    /// descriptor in the sandbox can be one, and a rewind needs no look.
+    served_any: AtomicBool,
+}
+
+impl Synthetic {
+    /// What is rewritten whatever the limits: the view's mount tables,
+    /// the kernel's command line, the sandbox's own global files and the
+    /// masked ones, all found by the path the kernel gives a descriptor
+    /// of the view's procfs (no spelling of the guest's changes it).
+    pub(crate) fn always(fs: &Resolver) -> Synthetic {
+        let read = |path: &CStr| read_view(fs, path).ok();
+        let host = |path: &str| read_host(path).unwrap_or_default();
+        let baseline = Baseline::new(
+            host("/proc/vmstat"),
+            read(c"/proc/sys/kernel/random/uuid").unwrap_or_default(),
+            &read(c"/proc/1/stat").unwrap_or_default(),
+        );
+        let sys_baseline = SysBaseline {
+            inode_nr: host("/proc/sys/fs/inode-nr"),
+            dentry_state: host("/proc/sys/fs/dentry-state"),
+        };
+        let proc_dev = identity(fs, c"/proc").map(|(dev, _)| dev);
+        // file-nr is covered whatever the limits and the fence.
+        let cover_dev = identity(fs, c"/proc/sys/fs/file-nr")
+            .map(|(dev, _)| dev)
+            .filter(|dev| Some(*dev) != proc_dev);
+        Synthetic {
+            files: Vec::new(),
+            proc_dev,
+            cover_dev,
+            cpus: None,
+            baseline,
+            sys_baseline,
+            cpu_clock: CpuClock::default(),
+            ctxt: HighWater::default(),
+            processes: HighWater::default(),
+            autogroups: AutogroupIds::default(),
+            served_any: AtomicBool::new(false),
+        }
+    }
+
+    /// Whether any served file was ever made for the guest. Read by a
+    /// rewind before it looks at the guest's descriptor: false means the
+    /// descriptor is the guest's own (SeqCst, as the mark is made before
+    /// the file is handed over).
+    pub(crate) fn served_any(&self) -> bool {
+        self.served_any.load(Ordering::SeqCst)
+    }
+
+    /// The view's files rewritten under `limits`.
+    fn limit_files(fs: &Resolver, limits: &GuestLimits) -> Vec<((u64, u64), ProcFile)> {
+        let wanted = [
+            (
+                c"/proc/meminfo",
+                ProcFile::MemInfo,
+                limits.memory_limit.is_some(),
+            ),
+            (c"/proc/cpuinfo", ProcFile::CpuInfo, limits.cpus.is_some()),
+        ];
+        wanted
+            .into_iter()
+            .filter(|w| w.2)
+            .filter_map(|(path, kind, _)| Some((identity(fs, path)?, kind)))
+            .collect()
+    }
+
+    /// The sandbox's uptime in seconds now.
+    pub(crate) fn uptime(&self) -> f64 {
+        self.baseline.uptime(boottime())
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.files.is_empty() && self.proc_dev.is_none()
+    }
+
+    /// Which of the files served synthetic `fd` is, if any.
+    fn which(&self, fd: &OwnedFd) -> Option<ProcFile> {
+        let st = vfs::sys::fstat(fd.as_fd()).ok()?;
+        self.which_stat(&tasks::Named::new(fd), &st)
+    }
+
+    /// Which of the files served synthetic `fd`, whose `stat` is `st`, is.
+    pub(crate) fn which_stat(&self, fd: &tasks::Named<'_>, st: &libc::stat) -> Option<ProcFile> {
+        if self.cover_dev == Some(st.st_dev) {
+            return covered_file(fd.name()?);
+        }
+        let id = (st.st_dev, st.st_ino);
+        if let Some(f) = self.files.iter().find(|f| f.0 == id) {
+            return Some(f.1);
+        }
+        if self.proc_dev != Some(st.st_dev) {
+            return None;
+        }
+        let path = fd.name()?;
+        if let Some(kind) = global_file(path) {
+            return Some(kind);
+        }
+        if let Some(file) = NetFile::at(path) {
+            return Some(ProcFile::Net(file));
+        }
+        self.per_process(ProcessFile::at(path)?.name)
+    }
+
+    /// Whether `fd` (whose `stat` is `st`) is in the view's procfs, in
+    /// a process's network directory ([`NetFile::in_net_dir`]).
+    pub(crate) fn in_net_dir(&self, fd: &tasks::Named<'_>, st: &libc::stat) -> bool {
+        self.proc_dev == Some(st.st_dev) && fd.name().is_some_and(NetFile::in_net_dir)
+    }
+
+    /// The served per-process file named `name` (in `/proc/<pid>`).
+    fn per_process(&self, name: &str) -> Option<ProcFile> {
+        match name {
+            "mountinfo" => Some(ProcFile::MountTable(Table::MountInfo)),
+            "mounts" => Some(ProcFile::MountTable(Table::Mounts)),
+            "mountstats" => Some(ProcFile::MountTable(Table::MountStats)),
+            "status" if self.cpus.is_some() => Some(ProcFile::PerProcess(PerProcess::Status)),
+            "timens_offsets" => Some(ProcFile::PerProcess(PerProcess::TimensOffsets)),
+            "autogroup" => Some(ProcFile::PerProcess(PerProcess::Autogroup)),
+            _ => None,
+        }
+    }
+
+    /// When `memfd` names a served per-process file whose text changes
+    /// while a reader holds it open (all but `timens_offsets`): its kind
+    /// and view path, if still served.
+    fn changing_process_file(&self, memfd: &str) -> Option<Option<(ProcFile, CString)>> {
+        let file = ProcessFile::served(memfd)?;
+        let kind = self.per_process(file.name);
+        if kind == Some(ProcFile::PerProcess(PerProcess::TimensOffsets)) {
+            return None;
+        }
+        Some(kind.zip(file.view_path()))
+    }
+
+    /// Whether `fd` is one of the view's covers of a global /proc file.
+    fn is_cover(&self, fd: &OwnedFd) -> bool {
+        let dev = vfs::sys::fstat(fd.as_fd()).map(|st| st.st_dev);
+        dev.is_ok_and(|dev| self.cover_dev == Some(dev))
+    }
+}
+
+/// The served file a cover at `path` (as the kernel names it) stands
+/// for: every global file, meminfo and cpuinfo too (served as the
+/// host's when no limit is set).
+fn covered_file(path: &str) -> Option<ProcFile> {
+    match path {
+        "/proc/meminfo" => Some(ProcFile::MemInfo),
+        "/proc/cpuinfo" => Some(ProcFile::CpuInfo),
+        p => global_file(p),
+    }
+}
+
+/// The view's global procfs file at `path` (as the kernel names it), if
+/// it is served.
+fn global_file(path: &str) -> Option<ProcFile> {
+    match path {
+        "/proc/cmdline" => Some(ProcFile::KernelCmdline),
+        "/proc/stat" => Some(ProcFile::Stat),
+        "/proc/vmstat" => Some(ProcFile::VmStat),
+        "/proc/uptime" => Some(ProcFile::Uptime),
+        "/proc/loadavg" => Some(ProcFile::LoadAvg),
+        "/proc/sys/kernel/random/boot_id" => Some(ProcFile::BootId),
+        p if masked::is_masked(p) => Some(ProcFile::Masked),
+        p => SysFile::at(p).map(ProcFile::Sys),
+    }
+}
+
+/// The (device, inode) of the view's file at `path`.
+pub(crate) fn identity(fs: &Resolver, path: &CStr) -> Option<(u64, u64)> {
+    let flags = (libc::O_PATH | libc::O_CLOEXEC) as u64;
+    let fd = vfs::sys::openat2(fs.root(), path, flags, 0, IN_ROOT).ok()?;
+    let st = vfs::sys::fstat(fd.as_fd()).ok()?;
+    Some((st.st_dev, st.st_ino))
+}
+
+/// The open handler's last step: `fd`, just opened for the guest with
+/// `flags`, or the synthetic file in its place when `fd` is one of the
+/// files to rewrite and was opened to be read.
+pub(crate) fn substitute(ctx: &Context, fd: OwnedFd, flags: i32) -> Result<OwnedFd, Errno> {
+    if flags & (libc::O_ACCMODE | libc::O_PATH) != libc::O_RDONLY {
+        return Ok(fd);
+    }
+    match ctx.synthetic.which(&fd) {
+        Some(kind) => synthetic_file(ctx, fd, kind, flags),
+        None => Ok(fd),
+    }
+}
+
+/// The synthetic file of `kind` in place of `fd`, opened for the guest to
+/// read with `flags` (its kind known already: [`Synthetic::which_stat`]).
+pub(crate) fn synthetic_file(
+    ctx: &Context,
+    fd: OwnedFd,
+    kind: ProcFile,
+    flags: i32,
+) -> Result<OwnedFd, Errno> {
+    ctx.synthetic.served_any.store(true, Ordering::SeqCst);
+    let name = memfd_name(kind, &fd);
+    let host = match host_source(kind) {
+        HostText::None => String::new(),
+        HostText::View(path) => read_host(path)?,
+        HostText::Opened if ctx.synthetic.is_cover(&fd) => {
+            read_host(&tasks::fd_name(&fd).ok_or(Errno::EIO)?)?
+        }
+        HostText::Opened => read_all(fd)?,
+    };
+    let text = text(ctx, kind, host);
+    sealed_file(&name, text.as_bytes(), flags & libc::O_NONBLOCK)
+}
+
+/// The name of the memfd serving `fd`, a file of `kind`: a per-process
+/// file's names its process, for a rewind to find it again.
+fn memfd_name(kind: ProcFile, fd: &OwnedFd) -> CString {
+    let own = kind.per_process().then(|| {
+        let path = tasks::fd_name(fd)?;
+        ProcessFile::at(&path)?.memfd_name()
+    });
+    own.flatten()
+        .unwrap_or_else(|| kind.memfd_name().to_owned())
+}
+
+/// A fresh copy, at offset 0, of the served file whose memfd is named
+/// `memfd_name`, for a reader that rewinds (`handlers/lseek.rs`); `None` when no
+/// such file changes while it is open (its snapshot stays right), or
+/// when a per-process file can no longer be read (its process ended:
+/// the reader keeps the text it has).
+pub(crate) fn refreshed(
+    ctx: &Context,
+    memfd_name: &str,
+    nonblock: i32,
+) -> Option<Result<OwnedFd, Errno>> {
+    if let Some(file) = ctx.synthetic.changing_process_file(memfd_name) {
+        let (kind, path) = file?;
+        let host = read_view(&ctx.fs, &path).ok()?;
+        let text = text(ctx, kind, host);
+        return Some(sealed_file(
+            &CString::new(memfd_name).ok()?,
+            text.as_bytes(),
+            nonblock,
+        ));
+    }
+    let kind = ProcFile::changing(memfd_name)?;
+    let host = match (host_source(kind), kind.view_path()) {
+        (HostText::None, _) => Ok(String::new()),
+        (HostText::View(path), _) | (HostText::Opened, Some(path)) => read_host(path),
+        (HostText::Opened, None) => return None,
+    };
+    let sealed = host.and_then(|host| {
+        let text = text(ctx, kind, host);
+        sealed_file(kind.memfd_name(), text.as_bytes(), nonblock)
+    });
+    Some(sealed)
+}
+
+/// Whether the served file whose memfd is named `memfd_name` changes
+/// while a reader holds it open (a rewind then re-serves it).
+pub(crate) fn changes(ctx: &Context, memfd_name: &str) -> bool {
+    ProcFile::changing(memfd_name).is_some()
+        || ctx.synthetic.changing_process_file(memfd_name).is_some()
+}

@@ -1,0 +1,180 @@
+//! The text of each rewritten /proc file: which host text it starts from
+//! (`host_source`) and what the sandbox makes of it (`text`), with the
+//! sandbox-wide figures those texts need (its tasks' census and CPU time
+//! in the view's procfs, the host's boot clock and MemTotal).
+//!
+//! Owns: choosing the renderer for a [`ProcFile`] and feeding it. Does
+//! not own: recognising the files or serving the result (`served.rs`),
+//! or the renderers themselves (`limit_texts.rs`, `mount_tables.rs`,
+//! `masked.rs`, `stat.rs`, `tasks.rs`, `net.rs`,
+//! `proc_sys.rs`).
+
+use vfs::resolve::flags::IN_ROOT;
+use vfs::Resolver;
+
+use super::covers::read_host;
+use super::limit_texts::{cpuinfo, meminfo};
+use super::limits::GuestLimits;
+use super::masked;
+use super::mount_tables;
+use super::net::{self, NetFile};
+use super::proc_sys::{self, SysFile};
+use super::sealed::read_view;
+use super::served::ProcFile;
+use super::stat::{self, OwnCounts, USER_HZ};
+use super::tasks::{self, PerProcess};
+use super::timens_autogroup;
+use super::view_dir::ProcDir;
+use crate::Context;
+
+/// Where the host's text a served file is made from comes from.
+pub(super) enum HostText {
+    /// Nowhere: the text is the sandbox's alone.
+    None,
+    /// Another global file, read in the host's /proc (`covers.rs`).
+    View(&'static str),
+    /// The file the guest opened.
+    Opened,
+}
+
+pub(super) fn host_source(kind: ProcFile) -> HostText {
+    match kind {
+        ProcFile::KernelCmdline
+        | ProcFile::LoadAvg
+        | ProcFile::BootId
+        | ProcFile::Masked
+        | ProcFile::Sys(SysFile::Tainted) => HostText::None,
+        // The sandbox's uptime counts its CPUs' idle time in /proc/stat.
+        ProcFile::Uptime => HostText::View("/proc/stat"),
+        _ => HostText::Opened,
+    }
+}
+
+/// The text served for `kind`, whose host text is `host`.
+pub(super) fn text(ctx: &Context, kind: ProcFile, host: String) -> String {
+    let base = &ctx.synthetic.baseline;
+    match (kind, &ctx.limits) {
+        (ProcFile::MemInfo, limits) if limits.memory_limit.is_some() => {
+            let usage = limits.memory_usage.as_ref().and_then(|f| f());
+            meminfo(&host, limits.memory_limit().unwrap_or(0), usage)
+        }
+        (ProcFile::CpuInfo, limits @ GuestLimits { cpus: Some(n), .. }) => {
+            cpuinfo(&host, limits.cpus_limit().unwrap_or(*n))
+        }
+        (ProcFile::MountTable(table), _) => mount_tables::rewrite(table, &host),
+        (ProcFile::KernelCmdline, _) => masked::CMDLINE.to_owned(),
+        (ProcFile::Stat, _) => sandbox_stat(ctx, &host, base.btime(boottime())),
+        (ProcFile::VmStat, _) => stat::vmstat(&host, base),
+        // Only the idle time of its CPU lines: no switches counted.
+        (ProcFile::Uptime, _) => {
+            let cpus = cpu_lines(ctx, &host, &view_census(&ctx.fs));
+            stat::uptime(base, boottime(), &cpus)
+        }
+        (ProcFile::LoadAvg, _) => tasks::loadavg(&view_census(&ctx.fs)),
+        (ProcFile::BootId, _) => base.boot_id.clone(),
+        (ProcFile::PerProcess(PerProcess::Status), limits @ GuestLimits { cpus: Some(n), .. }) => {
+            tasks::status(&host, limits.cpus_limit().unwrap_or(*n))
+        }
+        (ProcFile::PerProcess(PerProcess::TimensOffsets), _) => {
+            timens_autogroup::timens_offsets(&host)
+        }
+        (ProcFile::PerProcess(PerProcess::Autogroup), _) => {
+            timens_autogroup::autogroup(&host, &ctx.synthetic.autogroups)
+        }
+        (ProcFile::Sys(file), limits) => {
+            let watches = matches!(file, SysFile::EpollWatches | SysFile::InotifyWatches);
+            let sizes = proc_sys::Sizes {
+                memory_limit: limits.memory_limit(),
+                host_memory: (watches && limits.memory_limit.is_some())
+                    .then(host_memtotal)
+                    .flatten(),
+                pids: limits.pids_limit(),
+                open_files: match file {
+                    SysFile::FileNr => with_view_proc(&ctx.fs, tasks::open_files).unwrap_or(0),
+                    _ => 0,
+                },
+            };
+            proc_sys::text(file, &host, &ctx.synthetic.sys_baseline, &sizes)
+        }
+        (ProcFile::Masked, _) => String::new(),
+        (ProcFile::Net(file), _) => net_text(ctx, file, &host),
+        _ => host,
+    }
+}
+
+/// A `/proc/net` list of the guest's (`net.rs`), from the netstack's
+/// state now.
+fn net_text(ctx: &Context, file: NetFile, host: &str) -> String {
+    let uid_map = read_view(&ctx.fs, c"/proc/1/uid_map").unwrap_or_default();
+    let src = net::Sources {
+        net: &ctx.net,
+        listing: std::fs::read_to_string(ctx.net.sockets().listing()).unwrap_or_default(),
+        held: net::held_sockets(),
+        uid: net::map_uid(&uid_map, nix::unistd::geteuid().as_raw()),
+        queues: match file {
+            NetFile::Unix => Default::default(),
+            _ => ctx.net.queues(),
+        },
+    };
+    net::text(file, host, &src)
+}
+
+/// The host's MemTotal in bytes, from the host's /proc/meminfo.
+fn host_memtotal() -> Option<u64> {
+    let text = read_host("/proc/meminfo").ok()?;
+    let kb = text.lines().find_map(|l| l.strip_prefix("MemTotal:"))?;
+    let kb: u64 = kb.trim().trim_end_matches("kB").trim().parse().ok()?;
+    kb.checked_mul(1024)
+}
+
+/// The sandbox's /proc/stat from the host's `host`: its tasks' CPU time
+/// over the CPUs it may use (`stat.rs`), their context switches, and
+/// the highest pid seen in its procfs (pids go out in order from 1, so
+/// that counts the tasks it made, less those that came and went between
+/// two reads: the kernel tells a pid namespace's last pid only to its own
+/// members), all kept monotonic.
+fn sandbox_stat(ctx: &Context, host: &str, btime: u64) -> String {
+    let syn = &ctx.synthetic;
+    let census = with_view_proc(&ctx.fs, |proc| {
+        tasks::census_reading(proc, tasks::TaskFile::Status)
+    })
+    .unwrap_or_default();
+    let cpus = cpu_lines(ctx, host, &census);
+    let own = OwnCounts {
+        ctxt: syn.ctxt.raise(census.switches),
+        processes: syn.processes.raise(u64::from(census.last_pid)),
+    };
+    stat::stat(host, &cpus, &census, &own, btime)
+}
+
+/// The sandbox's tasks' CPU time as the CPU lines of its /proc/stat: over
+/// the CPUs it may use (the host's `host` text counts them without a
+/// `--cpus` limit), kept monotonic (`stat.rs`).
+fn cpu_lines(ctx: &Context, host: &str, census: &tasks::Census) -> Vec<stat::CpuLine> {
+    let syn = &ctx.synthetic;
+    let n = ctx
+        .limits
+        .cpus_limit()
+        .unwrap_or_else(|| stat::host_cpus(host));
+    let elapsed = (syn.uptime() * USER_HZ as f64) as u64;
+    syn.cpu_clock.monotonic(stat::cpu_times(n, census, elapsed))
+}
+
+/// The host's CLOCK_BOOTTIME now, in seconds (the supervisor lives in
+/// the host's time namespace).
+pub(super) fn boottime() -> f64 {
+    nix::time::clock_gettime(nix::time::ClockId::CLOCK_BOOTTIME)
+        .map_or(0.0, |t| t.tv_sec() as f64 + t.tv_nsec() as f64 / 1e9)
+}
+
+/// The sandbox's tasks, counted in the view's procfs.
+pub(crate) fn view_census(fs: &Resolver) -> tasks::Census {
+    with_view_proc(fs, tasks::census).unwrap_or_default()
+}
+
+/// `f` of the view's procfs, as a directory descriptor.
+pub(crate) fn with_view_proc<T>(fs: &Resolver, f: impl FnOnce(&ProcDir) -> T) -> Option<T> {
+    let flags = (libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC) as u64;
+    let proc = vfs::sys::openat2(fs.root(), c"/proc", flags, 0, IN_ROOT).ok()?;
+    Some(f(&ProcDir::new(proc)))
+}

@@ -1,0 +1,306 @@
+//! Fast reads (`supervisor/src/launch/fast_reads.rs`, the preload
+//! `supervisor/guest/fast_reads.c`): a fenced guest's plain read opens
+//! pass the filter, marked by its preload, and whatever meets procfs or a
+//! cover is served as before. The open family's answers are compared with
+//! the same program run natively; the report shows which opens were
+//! trapped; the sandbox's own /proc files are still its own however a
+//! path reaches them.
+
+use crate::common;
+use common::*;
+use std::os::unix::fs::PermissionsExt;
+use std::path::PathBuf;
+
+/// A directory tree for `tests/c/fast_reads.c`: `a`, `sub/b`.
+fn tree(tag: &str) -> tempfile::TempDir {
+    let dir = tempfile::Builder::new()
+        .prefix(&format!("fast-reads-{tag}-"))
+        .tempdir()
+        .expect("tempdir");
+    std::fs::create_dir(dir.path().join("sub")).expect("mkdir");
+    std::fs::write(dir.path().join("a"), "text of a\n").expect("write");
+    std::fs::write(dir.path().join("sub/b"), "text of b\n").expect("write");
+    let open = std::fs::Permissions::from_mode(0o777);
+    std::fs::set_permissions(dir.path(), open).expect("chmod");
+    dir
+}
+
+fn open_family(user: Option<(u32, u32, PathBuf)>) {
+    let dir = tree("family");
+    let prog = c_prog("fast_reads");
+    let mut run = Run::new(&[prog.as_os_str(), dir.path().as_os_str()])
+        .sup(&c_mounts())
+        .rw(dir.path());
+    if let Some((uid, gid, bin)) = user {
+        run = run.user(uid, gid).bin(bin);
+    }
+    let native = run.native().ok("native");
+    let supervised = run.supervised().ok("supervised");
+    assert_eq!(supervised.stdout, native.stdout, "{}", supervised.dump());
+    for line in [
+        "openat64 rel: \"text of b\"",
+        "bad pointer = -1 EFAULT",
+        "mode 644",
+        "fopen re: cloexec 1",
+        "fopen rb: \"text of a\"",
+        "fopen bad pointer = -1 EFAULT",
+        "fopen after w: \"written\"",
+    ] {
+        assert!(native.stdout.contains(line), "{line}: {}", native.dump());
+    }
+}
+
+#[test]
+fn the_open_family_matches_native() {
+    open_family(None);
+}
+
+#[test]
+fn the_open_family_matches_native_unprivileged() {
+    match tester_bin() {
+        Ok(t) => open_family(Some(t)),
+        Err(e) => skip!("{e}"),
+    }
+}
+
+/// The fortified open of a creating call without a mode ends the program
+/// with SIGABRT, as the C library's does.
+#[test]
+fn a_fortified_open_without_a_mode_aborts() {
+    let dir = tree("abort");
+    let prog = c_prog("fast_reads");
+    let run = Run::new(&[prog.as_os_str(), "--abort".as_ref(), dir.path().as_os_str()])
+        .sup(&c_mounts())
+        .rw(dir.path());
+    let native = run.native();
+    let supervised = run.supervised();
+    assert_eq!(native.signal, Some(libc::SIGABRT), "{}", native.dump());
+    assert_eq!(
+        supervised.code,
+        Some(128 + libc::SIGABRT),
+        "{}",
+        supervised.dump()
+    );
+    assert!(
+        supervised.stderr.contains("invalid open call"),
+        "{}",
+        supervised.dump()
+    );
+    assert!(!supervised.stdout.contains("not reached"));
+}
+
+/// Reads 200 files of the layer, the way Python's imports and sqlite's
+/// directory syncs open theirs.
+const READ_MANY: &str = r#"
+import os
+os.makedirs('/tmp/many', exist_ok=True)
+for i in range(200):
+    with open(f'/tmp/many/{i}', 'w') as f:
+        f.write(str(i))
+total = sum(int(open(f'/tmp/many/{i}').read()) for i in range(200))
+print(total)
+"#;
+
+fn serviced_opens(extra: &[&str]) -> (Out, u64) {
+    let rep = tempfile::NamedTempFile::new().expect("report file");
+    let rep_s = rep.path().display().to_string();
+    let mut sup = vec!["--report", rep_s.as_str()];
+    sup.extend_from_slice(extra);
+    let out = Run::new(&["/usr/bin/python3", "-c", READ_MANY])
+        .sup(&sup)
+        .supervised()
+        .ok("supervised");
+    let r = read_report(rep.path());
+    let opens = r["syscalls"]["serviced"]["openat"].as_u64().unwrap_or(0);
+    (out, opens)
+}
+
+/// The reads pass the filter (the report counts only the loader's own
+/// opens, which the preload cannot mark); under `--trace`, which shows
+/// every open, the guest has no preload and each one is trapped.
+#[test]
+fn plain_reads_pass_the_filter() {
+    if landlock_abi() < 1 {
+        skip!("no Landlock: no fence, so no fast reads");
+    }
+    let (out, fast) = serviced_opens(&[]);
+    assert_eq!(out.stdout, "19900\n");
+    let trace = tempfile::NamedTempFile::new().expect("trace file");
+    let flag = format!("--trace={}", trace.path().display());
+    let (out, traced) = serviced_opens(&[&flag]);
+    assert_eq!(out.stdout, "19900\n");
+    assert!(fast < 50, "{fast} opens serviced with fast reads");
+    assert!(traced >= 200, "{traced} opens serviced under --trace");
+}
+
+/// The openat calls the supervisor served for `fast_reads --fopen-many
+/// FILE 200` run with `extra` flags.
+fn serviced_fopens(extra: &[&str]) -> u64 {
+    let dir = tree("fopen");
+    let prog = c_prog("fast_reads");
+    let a = dir.path().join("a");
+    let rep = tempfile::NamedTempFile::new().expect("report file");
+    let rep_s = rep.path().display().to_string();
+    let mut sup = c_mounts();
+    sup.extend(["--report".to_string(), rep_s]);
+    sup.extend(extra.iter().map(|s| s.to_string()));
+    Run::new(&[
+        prog.as_os_str(),
+        "--fopen-many".as_ref(),
+        a.as_os_str(),
+        "200".as_ref(),
+    ])
+    .sup(&sup)
+    .ro(dir.path())
+    .supervised()
+    .ok("supervised");
+    let r = read_report(rep.path());
+    r["syscalls"]["serviced"]["openat"].as_u64().unwrap_or(0)
+}
+
+/// A C program's fopen in a read mode passes the filter as its open does
+/// (only the loader's opens are served); under `--trace` each is trapped.
+#[test]
+fn fopen_reads_pass_the_filter() {
+    if landlock_abi() < 1 {
+        skip!("no Landlock: no fence, so no fast reads");
+    }
+    let fast = serviced_fopens(&[]);
+    let trace = tempfile::NamedTempFile::new().expect("trace file");
+    let traced = serviced_fopens(&[&format!("--trace={}", trace.path().display())]);
+    assert!(fast < 50, "{fast} opens served with fast reads");
+    assert!(traced >= 200, "{traced} opens served under --trace");
+}
+
+/// A /proc file reached through fopen is the sandbox's: its meminfo
+/// under `--memory`, not the host's.
+#[test]
+fn fopen_of_a_proc_file_is_served() {
+    let prog = c_prog("fast_reads");
+    let mut sup = c_mounts();
+    sup.extend(["--memory".to_string(), "300m".to_string()]);
+    let out = Run::new(&[
+        prog.as_os_str(),
+        "--fopen-first".as_ref(),
+        "/proc/meminfo".as_ref(),
+    ])
+    .sup(&sup)
+    .supervised()
+    .ok("supervised");
+    assert_eq!(
+        out.stdout,
+        "first: \"MemTotal:         307200 kB\"\n",
+        "{}",
+        out.dump()
+    );
+}
+
+/// Without the fence (`SUPERVISOR_TEST_NO_LANDLOCK`), a marked open could
+/// read the kernel's procfs: no preload, every read open trapped.
+#[test]
+fn no_fast_reads_without_the_fence() {
+    let script = "import os; print(os.path.exists('/etc/sandbox-fast-reads.so'), \
+                  open('/proc/self/status').readline().split()[0])";
+    let run = Run::new(&["/usr/bin/python3", "-c", script]);
+    let fenced = run.supervised().ok("fenced");
+    let bare = run
+        .env("SUPERVISOR_TEST_NO_LANDLOCK", "1")
+        .supervised()
+        .ok("unfenced");
+    assert_eq!(bare.stdout, "False Name:\n", "{}", bare.dump());
+    let expected = if landlock_abi() >= 1 {
+        "True Name:\n"
+    } else {
+        "False Name:\n"
+    };
+    assert_eq!(fenced.stdout, expected, "{}", fenced.dump());
+}
+
+/// The sandbox's own /proc files are served however the path reaches
+/// them: absolute, relative to a /proc directory, through a symlink of
+/// the guest's (into procfs, or onto a cover under /proc/sys), by `..`.
+/// Each must read what the plain absolute open reads.
+const PROC_PATHS: &str = r#"
+import os
+os.symlink('/proc/meminfo', '/tmp/meminfo')
+os.symlink('/proc/sys/fs/file-nr', '/tmp/file-nr')
+os.symlink('/proc', '/tmp/proc')
+first = lambda p: open(p).readline().split()
+mem = first('/proc/meminfo')
+fnr = first('/proc/sys/fs/file-nr')
+for p in ('/tmp/meminfo', '/tmp/proc/meminfo', '/usr/../proc/meminfo', '//proc/meminfo'):
+    print(p, first(p) == mem)
+print('file-nr', first('/tmp/file-nr')[2] == fnr[2])
+os.chdir('/proc')
+print('relative', first('meminfo') == mem)
+d = os.open('/proc/sys/fs', os.O_RDONLY | os.O_DIRECTORY)
+print('dirfd', open(os.open('file-nr', os.O_RDONLY, dir_fd=d)).readline().split()[2] == fnr[2])
+print('limit', mem[1])
+"#;
+
+#[test]
+fn served_proc_files_however_reached() {
+    let out = Run::new(&["/usr/bin/python3", "-c", PROC_PATHS])
+        .sup(&["--memory", "300m"])
+        .supervised()
+        .ok("supervised");
+    let want = "/tmp/meminfo True\n/tmp/proc/meminfo True\n/usr/../proc/meminfo True\n\
+                //proc/meminfo True\nfile-nr True\nrelative True\ndirfd True\nlimit 307200\n";
+    assert_eq!(out.stdout, want, "{}", out.dump());
+}
+
+/// sqlite commits (its journal, the fsync of its directory) and reads its
+/// database back as natively.
+#[test]
+fn sqlite_in_scratch_matches_native() {
+    let script = r#"
+import os, sqlite3, sys, tempfile
+d = tempfile.mkdtemp(dir=sys.argv[1])
+c = sqlite3.connect(d + '/t.db', isolation_level=None)
+c.execute('create table t (a integer, b text)')
+for i in range(300):
+    c.execute('insert into t values (?, ?)', (i, str(i)))
+print(c.execute('select count(*), sum(a) from t').fetchone())
+c.close()
+print(sorted(os.listdir(d)))
+"#;
+    let scratch = tree("sqlite");
+    let run = Run::new(&[
+        "/usr/bin/python3",
+        "-c",
+        script,
+        &scratch.path().display().to_string(),
+    ])
+    .rw(scratch.path());
+    let native = run.native().ok("native");
+    let supervised = run.supervised().ok("supervised");
+    assert_eq!(supervised.stdout, native.stdout, "{}", supervised.dump());
+    assert!(
+        native.stdout.starts_with("(300, 44850)"),
+        "{}",
+        native.dump()
+    );
+}
+
+/// A `--rootfs` tree is shown as it is: no preload list added to its
+/// /etc (its C library may not be glibc; `tests/fs/mounts.rs` lists /etc).
+#[test]
+fn a_rootfs_tree_gets_no_preload() {
+    let root = tempfile::tempdir().expect("tempdir");
+    if let Err(e) = tiny_rootfs(root.path()) {
+        skip!("{e}");
+    }
+    let rootfs = root.path().display().to_string();
+    let out = Run::new(&[
+        "/bin/rootprobe",
+        "cat",
+        "/etc/ld.so.preload",
+        ",",
+        "cat",
+        "/data/f",
+    ])
+    .sup(&["--rootfs", &rootfs])
+    .supervised();
+    assert!(out.stdout.ends_with("tree\n"), "{}", out.dump());
+    assert!(!out.stdout.contains("fast-reads"), "{}", out.dump());
+}

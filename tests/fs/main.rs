@@ -1,0 +1,28 @@
+//! The file system the guest sees and the serviced path calls: the view
+//! and its mounts (`--rootfs`, `--ro`, `--rw`, `--tmpfs`, `--mask`,
+//! `--remount-ro`, the `--disk` quota), path calls compared with native
+//! runs (fsprobe, the names made and the attributes set by path), the
+//! sandbox's caches of resolved paths, blocking FIFO opens, fast reads,
+//! and what the guest shares with the host (devices, sockets and FIFOs
+//! beneath the current directory, inotify on host file systems).
+//!
+//! The guest scripts the modules run are the `*.py` files beside them.
+//! Not here: escapes out of the view (`tests/security/`), /proc
+//! (`tests/procfs/`).
+
+#[macro_use]
+#[path = "../common/mod.rs"]
+mod common;
+
+mod dircache;
+mod fast_reads;
+mod fifo;
+mod fsprobe;
+mod host_shared;
+mod host_sockets;
+mod host_watch;
+mod make_names;
+mod mounts;
+mod path_attrs;
+mod remount_ro;
+mod view;

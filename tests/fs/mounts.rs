@@ -1,0 +1,523 @@
+//! Mounts and storage: `--rootfs` (a tiny tree holding one static
+//! program), `--mask`, the sandbox's /etc/resolv.conf, durable `--rw`
+//! writes, escapes through `--rw` mounts (hard links and renames across
+//! the mount boundary, symlinks pointing out; compared with the kernel's
+//! own answer natively where that means something), and the sizes
+//! statfs/df report for `/` and `--tmpfs` mounts.
+
+use crate::common;
+use common::*;
+use std::path::Path;
+
+const PY: &str = "/usr/bin/python3";
+
+/// A tiny rootfs in `t/root`, or None (reason printed) when no static
+/// program can be built.
+fn rootfs(t: &Tree) -> Option<String> {
+    let root = t.join("root");
+    match tiny_rootfs(&root) {
+        Ok(()) => Some(root.display().to_string()),
+        Err(e) => {
+            eprintln!("SKIPPED: cannot build a rootfs: {e}");
+            None
+        }
+    }
+}
+
+/// `rootprobe OPS...` under `--rootfs ROOT` with the extra options.
+fn in_rootfs(root: &str, sup: &[&str], ops: &[&str]) -> Out {
+    let mut argv = vec!["/bin/rootprobe"];
+    argv.extend_from_slice(ops);
+    Run::new(&argv)
+        .sup(&["--rootfs", root])
+        .sup(sup)
+        .supervised()
+}
+
+#[test]
+fn rootfs_shows_only_the_tree() {
+    let t = Tree::new();
+    let Some(root) = rootfs(&t) else { return };
+    let ops = [
+        "ls",
+        "/",
+        ",",
+        "ls",
+        "/usr",
+        ",",
+        "ls",
+        "/etc",
+        ",",
+        "cat",
+        "/etc/hostname",
+        ",",
+        "cat",
+        "/data/f",
+        ",",
+        "write",
+        "/data/f",
+        "changed\n",
+        ",",
+        "cat",
+        "/data/f",
+        ",",
+        "stat",
+        "/tmp",
+        ",",
+        "write",
+        "/tmp/t",
+        "t\n",
+        ",",
+        "statfs",
+        "/",
+        ",",
+        "ls",
+        "/proc/self/fd",
+    ];
+    let out = in_rootfs(&root, &["--disk", "64m"], &ops);
+    let want = "bin data dev etc proc sys tmp\n\
+                ERR No such file or directory\n\
+                group hostname hosts passwd resolv.conf\n\
+                sandbox\n\
+                tree\n\
+                ok\n\
+                changed\n\
+                dir 1777 40\n\
+                ok\n\
+                67108864\n\
+                0 1 2 3\n";
+    assert_eq!(out.stdout, want, "{}", out.dump());
+    assert_eq!(out.code, Some(1), "{}", out.dump());
+    // The tree is never written: the write landed in the layer.
+    assert_eq!(
+        std::fs::read_to_string(t.join("root/data/f")).unwrap(),
+        "tree\n"
+    );
+    assert_eq!(listing(&t.join("root")), ["bin", "data", "etc"]);
+    // The sandbox's passwd, not the tree's.
+    let out = in_rootfs(&root, &[], &["cat", "/etc/passwd"]);
+    assert!(out.stdout.starts_with("root:x:0:"), "{}", out.dump());
+}
+
+#[test]
+fn rootfs_takes_mounts_and_workdir() {
+    let (t, rw, ro) = (Tree::new(), Tree::new(), Tree::new());
+    let Some(root) = rootfs(&t) else { return };
+    ro.file("in.txt", "input\n");
+    let out = in_rootfs(
+        &root,
+        &[
+            "--rw",
+            &format!("{}:/out", rw.s()),
+            "--ro",
+            &format!("{}:/data/in", ro.s()),
+            "--tmpfs",
+            "/scratch:8m",
+            "--workdir",
+            "/data",
+        ],
+        &[
+            "write",
+            "/out/x",
+            "made\n",
+            ",",
+            "cat",
+            "/data/in/in.txt",
+            ",",
+            "write",
+            "/data/in/no",
+            "x",
+            ",",
+            "statfs",
+            "/scratch",
+            ",",
+            "ls",
+            ".",
+        ],
+    );
+    assert_eq!(
+        out.stdout,
+        "ok\ninput\nERR Read-only file system\n8388608\nf in\n",
+        "{}",
+        out.dump()
+    );
+    assert_eq!(
+        std::fs::read_to_string(rw.join("x")).ok().as_deref(),
+        Some("made\n")
+    );
+    assert_eq!(listing(&t.join("root")), ["bin", "data", "etc"]);
+}
+
+#[test]
+fn rootfs_errors() {
+    let t = Tree::new();
+    let Some(root) = rootfs(&t) else { return };
+    let missing = t.join("nope").display().to_string();
+    let file = t.join("root/data/f").display().to_string();
+    for (dir, why) in [
+        (missing.as_str(), "No such file or directory"),
+        (file.as_str(), "not a directory"),
+    ] {
+        let out = Run::new(&["/bin/true"])
+            .sup(&["--rootfs", dir])
+            .supervised();
+        assert_eq!(out.code, Some(125), "{}", out.dump());
+        assert_eq!(
+            out.stderr,
+            format!("supervisor: --rootfs {dir}: {why}\n"),
+            "{}",
+            out.dump()
+        );
+    }
+    // No shell in the tree is fine; only the command must exist.
+    let out = Run::new(&["/bin/sh", "-c", "true"])
+        .sup(&["--rootfs", &root])
+        .supervised();
+    assert_eq!(out.code, Some(127), "{}", out.dump());
+    assert_eq!(
+        out.stderr,
+        "supervisor: /bin/sh: No such file or directory\n"
+    );
+}
+
+/// A tree from a stranger may have symlinks where the sandbox mounts or
+/// writes (/etc, /sys, /tmp, /proc, /dev, /etc/passwd): none of them may
+/// lead the building of the view to the host.
+#[test]
+fn rootfs_symlinks_do_not_lead_out() {
+    let (t, victim) = (Tree::new(), Tree::new());
+    let Some(root) = rootfs(&t) else { return };
+    let r = Path::new(&root);
+    let v = victim.s();
+    std::fs::remove_dir_all(r.join("etc")).unwrap();
+    for (name, target) in [
+        ("etc", format!("/oldroot{v}")),
+        ("sys", format!("/oldroot{v}")),
+        ("tmp", format!("../../../../../../../..{v}")),
+        ("proc", format!("/oldroot{v}")),
+        ("dev", format!("/oldroot{v}")),
+        ("home", format!("/oldroot{v}")),
+    ] {
+        std::os::unix::fs::symlink(target, r.join(name)).unwrap();
+    }
+    let out = Run::new(&[
+        "/bin/rootprobe",
+        "ls",
+        "/etc",
+        ",",
+        "ls",
+        "/sys/devices/system",
+        ",",
+        "write",
+        "/tmp/x",
+        "x",
+        ",",
+        "stat",
+        "/dev/null",
+    ])
+    .sup(&["--rootfs", &root])
+    .env("HOME", "/home/u")
+    .supervised();
+    assert_eq!(
+        out.stdout,
+        "group hostname hosts passwd resolv.conf\ncpu\nok\nchr 666 0\n",
+        "{}",
+        out.dump()
+    );
+    assert_eq!(
+        listing(victim.path()),
+        Vec::<String>::new(),
+        "building the view wrote to the host through the tree's symlinks"
+    );
+}
+
+#[test]
+fn mask_hides_files_and_dirs_in_the_host_view() {
+    let ro = Tree::new();
+    ro.file("secret.txt", "secret\n");
+    ro.file("sub/x", "x\n");
+    ro.file("plain.txt", "plain\n");
+    let script = "cat /data/secret.txt | wc -c; ls -A /data/sub | wc -l; cat /data/plain.txt; \
+                  cat /etc/hostname | wc -c; touch /data/sub/new 2>&1 | grep -c 'Read-only'; \
+                  echo x > /etc/hostname; cat /etc/hostname | wc -c; test -e /nowhere || echo absent";
+    let out = Run::sh(&(guard() + script), &[])
+        .sup(&[
+            "--ro",
+            &format!("{}:/data", ro.s()),
+            "--mask",
+            "/data/secret.txt",
+            "--mask",
+            "/data/sub",
+            "--mask",
+            "/etc/hostname",
+            "--mask",
+            "/nowhere/at/all",
+        ])
+        .supervised();
+    assert_eq!(
+        out.stdout,
+        "0\n0\nplain\n0\n1\n0\nabsent\n",
+        "{}",
+        out.dump()
+    );
+    assert_eq!(out.code, Some(0), "{}", out.dump());
+    assert_eq!(
+        std::fs::read_to_string(ro.join("secret.txt")).unwrap(),
+        "secret\n"
+    );
+}
+
+#[test]
+fn mask_under_rootfs() {
+    let t = Tree::new();
+    let Some(root) = rootfs(&t) else { return };
+    std::fs::write(t.join("root/data/g"), "g\n").unwrap();
+    let out = in_rootfs(
+        &root,
+        &["--mask", "/data/f", "--mask", "/bin/../etc"],
+        &["cat", "/data/f", ",", "cat", "/data/g", ",", "ls", "/etc"],
+    );
+    assert_eq!(out.stdout, "g\n\n", "{}", out.dump());
+    assert_eq!(out.code, Some(0), "{}", out.dump());
+}
+
+#[test]
+fn mask_rejects_bad_paths() {
+    for (path, why) in [("relative", "absolute"), ("/", "guest's /")] {
+        let out = Run::new(&["/bin/true"]).sup(&["--mask", path]).supervised();
+        assert_eq!(out.code, Some(125), "{}", out.dump());
+        assert!(out.stderr.contains(why), "{}", out.dump());
+    }
+}
+
+#[test]
+fn resolv_conf_is_the_sandboxs() {
+    let out = Run::sh(
+        "stat -c '%a %F' /etc/resolv.conf; grep -c nameserver /etc/resolv.conf; grep -c '^#' /etc/resolv.conf",
+        &[],
+    )
+    .supervised();
+    let mode = if is_root() { "644" } else { "444" };
+    assert_eq!(
+        out.stdout,
+        format!("{mode} regular file\n0\n1\n"),
+        "{}",
+        out.dump()
+    );
+}
+
+/// Each sandbox on the host's /etc gets a machine id of its own, new
+/// every run (`launch/etc.rs`): the host's would name the host to every
+/// tenant. A `--rootfs` tree keeps the one it ships.
+#[test]
+fn machine_id_is_the_sandboxs() {
+    let read = || {
+        let out = Run::new(&["/bin/cat", "/etc/machine-id"]).supervised();
+        out.ok("cat /etc/machine-id").stdout
+    };
+    let (a, b) = (read(), read());
+    let hex = a.strip_suffix('\n').unwrap_or_default();
+    assert!(
+        hex.len() == 32
+            && hex
+                .bytes()
+                .all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase()),
+        "not a machine id: {a:?}"
+    );
+    assert_ne!(a, b, "two runs got the same id");
+    if let Ok(host) = std::fs::read_to_string("/etc/machine-id") {
+        assert_ne!(a, host, "the host's id");
+    }
+    let t = Tree::new();
+    let Some(root) = rootfs(&t) else { return };
+    std::fs::write(
+        t.join("root/etc/machine-id"),
+        "0123456789abcdef0123456789abcdef\n",
+    )
+    .unwrap();
+    let out = in_rootfs(&root, &[], &["cat", "/etc/machine-id"]);
+    assert_eq!(
+        out.stdout,
+        "0123456789abcdef0123456789abcdef\n",
+        "{}",
+        out.dump()
+    );
+}
+
+/// What the guest wrote to a `--rw` mount is there when the supervisor
+/// has exited, and flushing it (syncfs, under the supervisor's own
+/// seccomp filter) raises no warning.
+#[test]
+fn rw_writes_are_there_after_the_run() {
+    let t = Tree::new();
+    let script = "mkdir -p /out/d/e && head -c 1048576 /dev/urandom > /out/d/e/big && \
+                  echo tail >> /out/d/e/big && ln -s big /out/d/e/link && echo small > /out/s";
+    let out = Run::sh(script, &[])
+        .sup(&["--rw", &format!("{}:/out", t.s())])
+        .supervised();
+    assert_eq!(out.code, Some(0), "{}", out.dump());
+    assert_eq!(out.stderr, "", "{}", out.dump());
+    let big = std::fs::metadata(t.join("d/e/big")).unwrap();
+    assert_eq!(big.len(), 1048576 + 5);
+    assert_eq!(std::fs::read_to_string(t.join("s")).unwrap(), "small\n");
+    assert_eq!(
+        std::fs::read_link(t.join("d/e/link")).unwrap(),
+        Path::new("big")
+    );
+}
+
+/// Links and renames between two mounts fail with EXDEV, even when both
+/// are the same host file system: natively (two binds in a private mount
+/// namespace) and in the sandbox (`--rw`, `--rw`, `--ro`, the layer).
+#[test]
+fn rw_links_and_renames_stay_inside() {
+    if !have(PY) {
+        skip!("no {PY}");
+    }
+    let (a, b, c) = (Tree::new(), Tree::new(), Tree::new());
+    a.file("f", "f\n");
+    c.file("r", "r\n");
+    a.dir("dir");
+    // The three directories come as arguments, never spliced into the
+    // source: a temp dir's random name may itself contain "B/".
+    let script = "import os, sys\n\
+        A, B, C = sys.argv[1:4]\n\
+        for src, dst in [(A+'/f', B+'/g'), (A+'/f', C+'/g'), (C+'/r', A+'/r'), (A+'/dir', B+'/dir')]:\n\
+        \x20   for fn in (os.link, os.rename):\n\
+        \x20       try:\n\
+        \x20           fn(src, dst); print(fn.__name__, 'ok')\n\
+        \x20       except OSError as e:\n\
+        \x20           print(fn.__name__, e.strerror)\n";
+    let out = Run::new(&[PY, "-c", script, "/out", "/out2", "/data"])
+        .sup(&[
+            "--rw",
+            &format!("{}:/out", a.s()),
+            "--rw",
+            &format!("{}:/out2", b.s()),
+            "--ro",
+            &format!("{}:/data", c.s()),
+        ])
+        .supervised();
+    assert_eq!(out.code, Some(0), "{}", out.dump());
+    // EXDEV, but a link into a read-only mount meets EROFS first.
+    let want = "link Invalid cross-device link\nrename Invalid cross-device link\n\
+                link Read-only file system\nrename Invalid cross-device link\n\
+                link Invalid cross-device link\nrename Invalid cross-device link\n\
+                link Invalid cross-device link\nrename Invalid cross-device link\n";
+    assert_eq!(out.stdout, want, "{}", out.dump());
+    // Linking into the layer's /tmp fails the same way.
+    let out = Run::new(&[
+        PY,
+        "-c",
+        "import os\ntry: os.link('/out/f', '/tmp/f')\nexcept OSError as e: print(e.strerror)",
+    ])
+    .sup(&["--rw", &format!("{}:/out", a.s())])
+    .supervised();
+    assert_eq!(out.stdout, "Invalid cross-device link\n", "{}", out.dump());
+    assert_eq!(listing(a.path()), ["dir", "f"]);
+    assert_eq!(listing(b.path()), Vec::<String>::new());
+
+    // Natively: the same binds, same file system, same answers.
+    if !is_root() || !have("unshare") {
+        eprintln!("native comparison skipped (needs root and unshare)");
+        return;
+    }
+    let m = Tree::new();
+    let (ma, mb, mc) = (m.dir("a"), m.dir("b"), m.dir("c"));
+    let wrapper = "mount --bind \"$1\" \"$2\" && mount --bind \"$3\" \"$4\" && \
+                   mount --bind -o ro \"$5\" \"$6\" && exec \"$7\" -c \"$8\" \"$2\" \"$4\" \"$6\"";
+    let out = Run::new(&[
+        "unshare",
+        "--mount",
+        "--propagation",
+        "private",
+        "/bin/sh",
+        "-c",
+        wrapper,
+        "sh",
+        &a.s(),
+        &ma.display().to_string(),
+        &b.s(),
+        &mb.display().to_string(),
+        &c.s(),
+        &mc.display().to_string(),
+        PY,
+        script,
+    ])
+    .native();
+    assert_eq!(out.code, Some(0), "{}", out.dump());
+    assert_eq!(out.stdout, want, "natively:\n{}", out.dump());
+}
+
+/// Symlinks in a `--rw` tree that point out of it resolve in the view:
+/// they never reach the host's files, whether absolute or relative,
+/// followed for reading or for writing.
+#[test]
+fn rw_symlinks_resolve_in_the_view() {
+    let (t, host) = (Tree::new(), Tree::new());
+    host.file("secret", "host secret\n");
+    let out_dir = t.dir("out");
+    let secret = host.join("secret").display().to_string();
+    std::os::unix::fs::symlink(&secret, out_dir.join("abs")).unwrap();
+    // From <t>/out, enough `..` to reach the host's /, then the secret.
+    let rel = format!("../../../../../../../..{secret}");
+    std::os::unix::fs::symlink(&rel, out_dir.join("rel")).unwrap();
+    std::os::unix::fs::symlink("../../../../../../..", out_dir.join("up")).unwrap();
+    std::os::unix::fs::symlink(host.join("new").display().to_string(), out_dir.join("w")).unwrap();
+    let script = "cat /out/abs 2>&1; cat /out/rel 2>&1; ls /out/up/ | tr '\\n' ' '; echo; \
+                  echo pwned > /out/w 2>&1 || echo write-failed; \
+                  ln -s /etc/passwd /out/pw && head -c 5 /out/pw; echo; cd /out/up && pwd -P";
+    let out = Run::sh(&(guard() + script), &[])
+        .sup(&["--rw", &format!("{}:/out", out_dir.display())])
+        .supervised();
+    assert_eq!(out.code, Some(0), "{}", out.dump());
+    assert!(!out.stdout.contains("host secret"), "{}", out.dump());
+    let lines: Vec<&str> = out.stdout.lines().collect();
+    assert_eq!(lines.len(), 6, "{}", out.dump());
+    assert!(
+        lines[0].ends_with("No such file or directory"),
+        "{}",
+        out.dump()
+    );
+    assert!(
+        lines[1].ends_with("No such file or directory"),
+        "{}",
+        out.dump()
+    );
+    assert!(
+        lines[2].contains("out") && lines[2].contains("proc"),
+        "{}",
+        out.dump()
+    );
+    assert!(lines[3].ends_with("write-failed"), "{}", out.dump());
+    assert_eq!(lines[4], "root:");
+    assert_eq!(lines[5], "/");
+    assert_eq!(
+        listing(host.path()),
+        ["secret"],
+        "the guest wrote to the host"
+    );
+    assert_eq!(
+        std::fs::read_to_string(host.join("secret")).unwrap(),
+        "host secret\n"
+    );
+}
+
+/// df and statfs inside report the sandbox's quotas, and writing past
+/// one fails with ENOSPC.
+#[test]
+fn df_reports_quotas() {
+    let script = "df -h / | tail -1 | awk '{print $2}'; df -h /scratch | tail -1 | awk '{print $2}'; \
+                  head -c 70M /dev/zero > /scratch/f; ls -l /scratch/f | awk '{print ($5 <= 67108864)}'; \
+                  rm /scratch/f; head -c 300M /dev/zero > /tmp/f";
+    let out = Run::sh(script, &[])
+        .sup(&["--disk", "256m", "--tmpfs", "/scratch:64m"])
+        .supervised();
+    assert_eq!(out.stdout, "256M\n64M\n1\n", "{}", out.dump());
+    assert_eq!(
+        out.stderr.matches("No space left on device").count(),
+        2,
+        "{}",
+        out.dump()
+    );
+}

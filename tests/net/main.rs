@@ -1,0 +1,29 @@
+//! The network: the netstack's loopback TCP and UDP, ping sockets,
+//! ancillary data, queues and waits as natively, where TCP and the host's
+//! `AF_UNIX` sockets part; egress by `--allow-net` and its DNS stub,
+//! `--publish`, the network flags on the command line; the socket
+//! factory's confinement and the sandbox's own network namespace; a
+//! Jupyter kernel as a whole-program check.
+//!
+//! The guest scripts and host-side drivers the modules run are the
+//! `*.py` files beside them.
+
+#[macro_use]
+#[path = "../common/mod.rs"]
+mod common;
+
+mod ancillary;
+mod egress;
+mod factory;
+mod flags;
+mod gaps;
+mod jupyter;
+mod loopback;
+mod netns;
+mod pending;
+mod ping;
+mod publish;
+mod queues;
+mod reuseport;
+mod udp;
+mod waits;

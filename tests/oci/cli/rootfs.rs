@@ -1,0 +1,84 @@
+//! Where a container's writes land: with a writable bundle root
+//! (`root.readonly` false, what Docker, Podman and containerd give) the
+//! guest writes to the bundle's root itself, as under runc, so the engine
+//! finds them there (`docker cp` out, `docker diff`); the sandbox's own
+//! /etc files are bound over the tree's, never written into it. With a
+//! read-only root the writes stay in the sandbox's layer and vanish.
+//! Part of the `oci` test binary's `cli` module (`tests/oci/cli.rs` owns
+//! the bundle and helpers).
+
+use super::*;
+
+/// Writes two files, reads the sandbox's hostname, says what / is.
+const SCRIPT: &str =
+    "echo from-tmp > /tmp/out; busybox mkdir -p /root; echo from-root > /root/file; \
+                      cat /etc/hostname";
+
+/// Runs `SCRIPT` in a bundle whose root is read-only or not; the tree
+/// after the run, and the guest's stdout.
+fn run_writer(readonly: bool) -> (Tree, String) {
+    let id = if readonly { "writer-ro" } else { "writer-rw" };
+    let t = Tree::new();
+    let rt = Runtime::new(t.path());
+    bundle(t.path(), |c| {
+        set_args(c, SCRIPT);
+        c["root"]["readonly"] = readonly.into();
+        c["hostname"] = "writer".into();
+    });
+    let out = run_to_end(&rt, t.path(), id);
+    (t, out)
+}
+
+#[test]
+fn a_writable_root_takes_the_containers_writes() {
+    need_busybox!();
+    let (t, out) = run_writer(false);
+    assert_eq!(out, "writer\n");
+    let rootfs = t.join("rootfs");
+    let read = |rel: &str| fs::read_to_string(rootfs.join(rel)).ok();
+    assert_eq!(read("tmp/out").as_deref(), Some("from-tmp\n"));
+    assert_eq!(read("root/file").as_deref(), Some("from-root\n"));
+    // The sandbox's hostname was bound over the tree's (an empty mount
+    // point made for it), not written into the tree.
+    assert_eq!(read("etc/hostname").as_deref(), Some(""));
+}
+
+#[test]
+fn a_read_only_root_keeps_the_writes_in_the_sandbox() {
+    need_busybox!();
+    let (t, out) = run_writer(true);
+    assert_eq!(out, "writer\n");
+    let rootfs = t.join("rootfs");
+    assert!(!rootfs.join("tmp/out").exists());
+    assert!(!rootfs.join("root").exists());
+    assert!(!rootfs.join("etc/hostname").exists());
+}
+
+#[test]
+fn a_writable_root_whose_mount_point_is_a_symlink_is_refused() {
+    need_busybox!();
+    let t = Tree::new();
+    let rt = Runtime::new(t.path());
+    bundle(t.path(), |c| {
+        set_args(c, "true");
+        c["root"]["readonly"] = false.into();
+    });
+    // /dev leading out of the tree, where the sandbox's /dev would be mounted.
+    let dev = t.join("rootfs/dev");
+    fs::remove_dir(&dev).expect("rmdir dev");
+    std::os::unix::fs::symlink("/oldroot/tmp", &dev).expect("dev symlink");
+    subreaper();
+    let out = rt
+        .cmd(&["create", "--bundle"])
+        .arg(t.path())
+        .arg("linked")
+        .output()
+        .expect("create");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "create succeeded: {err}");
+    assert!(
+        err.contains("the root file system's /dev is not a directory"),
+        "{err}"
+    );
+    let _ = rt.run(&["delete", "--force", "linked"]);
+}

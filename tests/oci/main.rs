@@ -1,0 +1,24 @@
+//! The OCI runtime (`supervisor oci`): its commands driven as containerd
+//! drives runc, without an engine (`cli`, with its `exec`, `limits`
+//! and `rootfs` cases), pause/resume of a guest mid-notification, and
+//! the real engines using it as their runtime: Docker, Podman (also
+//! rootless) and containerd, each skipping with a printed reason when the
+//! engine is not installed.
+//!
+//! This process becomes a child subreaper at the first container `cli`
+//! creates (as an engine's shim is), so that the container's monitor is
+//! reparented to it. Every other test here waits for its own children by
+//! pid and none counts this process's children; orphans of the engines
+//! (their shims) then end as zombies of this process instead of init's,
+//! which nothing here looks at.
+
+#[macro_use]
+#[path = "../common/mod.rs"]
+mod common;
+
+mod cli;
+mod containerd;
+mod docker;
+mod pause;
+mod podman;
+mod rootless;

@@ -1,0 +1,14 @@
+//! The pool (`supervisor pool`, `supervisor run --pool`): a command
+//! run through a pool's sandbox behaves as under a cold `supervisor run`
+//! (`commands`), the client's fast path before the C library starts
+//! (`fast_client`), the priority of set-ups and commands, and a client
+//! on a terminal. The daemon each test starts is `common::pool::Pool`.
+
+#[macro_use]
+#[path = "../common/mod.rs"]
+mod common;
+
+mod commands;
+mod fast_client;
+mod priority;
+mod terminal;

@@ -1,0 +1,325 @@
+//! Readers that keep a /proc file open and rewind it (`lseek(fd, 0,
+//! SEEK_SET)`, as procps's `vmstat 1` and `top -d` do, and Python's
+//! `f.seek(0)`) see fresh figures in the sandbox, as natively; every other
+//! seek, and rewinds of other files, behave as natively (same results,
+//! errors, descriptor flags). Each program runs natively and supervised
+//! (also as the unprivileged user `tester`); the figures differ, the
+//! properties must match.
+
+use crate::common;
+use common::*;
+
+const PY: &str = "/usr/bin/python3";
+
+/// Rewinds a plain file first (before the sandbox has served any file,
+/// when a rewind is not looked at), then reads /proc/stat and
+/// /proc/uptime, lets a child burn a second of CPU time, rewinds both and
+/// reads again.
+const REWIND_READER: &str = r#"
+import os, subprocess, sys
+with open("/etc/hostname") as plain:
+    text = plain.read()
+    plain.seek(0)
+    assert plain.read() == text
+def busy(text):
+    f = [int(x) for x in text.splitlines()[0].split()[1:]]
+    return sum(f) - f[3] - f[4]
+stat = open("/proc/stat")
+up = open("/proc/uptime")
+fd = stat.fileno()
+first = busy(stat.read())
+up0 = float(up.read().split()[0])
+burn = "import time\nt = time.process_time()\nwhile time.process_time() - t < 1.0: pass"
+subprocess.run([sys.executable, "-c", burn], check=True)
+stat.seek(0)
+second = busy(stat.read())
+up.seek(0)
+up1 = float(up.read().split()[0])
+print("cpu time grew" if second - first >= 50 else f"cpu time stuck: {first} then {second}")
+print("uptime grew" if up1 >= up0 + 1.0 else f"uptime stuck: {up0} then {up1}")
+print("same fd" if stat.fileno() == fd else "fd changed")
+print("cloexec kept" if not os.get_inheritable(fd) else "cloexec lost")
+"#;
+
+#[test]
+fn a_rewinding_reader_sees_the_cpu_time_grow() {
+    let run = Run::new(&[PY, "-c", REWIND_READER]);
+    let native = run.native().ok("native");
+    let out = run.supervised().ok("supervised");
+    let want = "cpu time grew\nuptime grew\nsame fd\ncloexec kept\n";
+    assert_eq!(native.stdout, want, "natively: {}", native.dump());
+    assert_eq!(out.stdout, want, "supervised: {}", out.dump());
+}
+
+#[test]
+fn a_rewinding_reader_sees_the_cpu_time_grow_as_tester() {
+    let (uid, gid, bin) = match tester_bin() {
+        Ok(t) => t,
+        Err(why) => skip!("{why}"),
+    };
+    let run = Run::new(&[PY, "-c", REWIND_READER]).user(uid, gid).bin(bin);
+    let out = run.supervised().ok("supervised as tester");
+    let want = "cpu time grew\nuptime grew\nsame fd\ncloexec kept\n";
+    assert_eq!(out.stdout, want, "as tester: {}", out.dump());
+}
+
+/// Seeks of every kind on a served file, a plain file, a pipe and a bad
+/// descriptor; the descriptor flags a rewind must keep.
+const SEEKS: &str = r#"
+import errno, os, tempfile
+out = []
+r, w = os.pipe()
+for name, fd in [("pipe", r), ("bad fd", 999)]:
+    try:
+        out.append(f"{name} {os.lseek(fd, 0, os.SEEK_SET)}")
+    except OSError as e:
+        out.append(f"{name} {errno.errorcode[e.errno]}")
+tmp, path = tempfile.mkstemp()
+os.write(tmp, b"hello")
+os.close(tmp)
+fd = os.open(path, os.O_RDONLY)
+os.read(fd, 2)
+out.append(f"file rewind {os.lseek(fd, 0, os.SEEK_SET)} {os.read(fd, 5)!r}")
+os.unlink(path)
+s = os.open("/proc/stat", os.O_RDONLY | os.O_NONBLOCK)
+os.set_inheritable(s, True)
+out.append(f"stat read {os.read(s, 4)!r}")
+out.append(f"stat seek {os.lseek(s, 2, os.SEEK_SET)} {os.read(s, 2)!r}")
+out.append(f"stat cur {os.lseek(s, 0, os.SEEK_CUR)}")
+out.append(f"stat rewind {os.lseek(s, 0, os.SEEK_SET)} {os.read(s, 4)!r}")
+out.append(f"stat rewind cur {os.lseek(s, 0, os.SEEK_CUR)}")
+out.append(f"nonblocking {not os.get_blocking(s)} inheritable {os.get_inheritable(s)}")
+d = os.dup(s)
+out.append(f"dup rewind {os.lseek(d, 0, os.SEEK_SET)} {os.read(d, 3)!r}")
+m = open("/proc/meminfo")
+out.append(f"meminfo {m.readline().split(':')[0]}")
+m.seek(0)
+out.append(f"meminfo again {m.readline().split(':')[0]}")
+print("\n".join(out))
+"#;
+
+#[test]
+fn seeks_behave_as_natively() {
+    let run = Run::new(&[PY, "-c", SEEKS]);
+    let native = run.native().ok("native");
+    let out = run.supervised().ok("supervised");
+    assert!(
+        native.stdout.contains("stat rewind 0 b'cpu ") && native.stdout.contains("pipe ESPIPE"),
+        "{}",
+        native.dump()
+    );
+    assert_eq!(out.stdout, native.stdout, "supervised: {}", out.dump());
+    let limited = run.clone().sup(&["--memory", "256m", "--cpus", "1"]);
+    let out = limited.supervised().ok("supervised under limits");
+    assert_eq!(out.stdout, native.stdout, "under limits: {}", out.dump());
+}
+
+/// Under `--memory`, a rewound /proc/meminfo shows the guest's own
+/// allocation (the sandbox's usage, not the host's).
+const MEMINFO: &str = r#"
+def free(f):
+    f.seek(0)
+    return int(next(l for l in f if l.startswith("MemFree:")).split()[1])
+f = open("/proc/meminfo")
+before = free(f)
+hog = bytearray(96 << 20)
+for i in range(0, len(hog), 4096):
+    hog[i] = 1
+after = free(f)
+print("free fell" if before - after >= 64 << 10 else f"free stuck: {before} then {after} kB")
+"#;
+
+#[test]
+fn a_rewound_meminfo_shows_the_guests_allocation() {
+    let out = Run::new(&[PY, "-c", MEMINFO])
+        .sup(&["--memory", "512m"])
+        .supervised()
+        .ok("supervised");
+    assert_eq!(out.stdout, "free fell\n", "{}", out.dump());
+}
+
+/// A busy loop in the background, then vmstat and top, which keep
+/// /proc/stat open and rewind it between samples.
+const TOOLS: &str = r#"
+/usr/bin/python3 -c 'while True: pass' &
+busy=$!
+echo "BUSY $busy"
+vmstat 1 3
+top -b -d 0.5 -n 3 -p "$busy"
+kill "$busy"
+"#;
+
+/// The `us + sy` of each vmstat sample after the first (which averages
+/// since boot), and whether every sample's cpu columns add up to 100.
+fn vmstat_busy(out: &str) -> (Vec<u32>, bool) {
+    let mut lines = out.lines().skip_while(|l| !l.contains(" us "));
+    let Some(header) = lines.next() else {
+        return (Vec::new(), false);
+    };
+    let cols: Vec<&str> = header.split_whitespace().collect();
+    let at = |name: &str| cols.iter().position(|c| *c == name);
+    let (Some(us), Some(sy), Some(id)) = (at("us"), at("sy"), at("id")) else {
+        return (Vec::new(), false);
+    };
+    let rows: Vec<Vec<u32>> = lines
+        .take_while(|l| l.trim_start().starts_with(|c: char| c.is_ascii_digit()))
+        .map(|l| {
+            l.split_whitespace()
+                .filter_map(|v| v.parse().ok())
+                .collect()
+        })
+        .collect();
+    let adds_up = rows.len() == 3
+        && rows.iter().all(|r| {
+            let cpu: u32 = r.iter().skip(us).sum();
+            (97..=103).contains(&cpu) && r.get(id).is_some()
+        });
+    let busy = rows
+        .iter()
+        .skip(1)
+        .map(|r| r.get(us).copied().unwrap_or(0) + r.get(sy).copied().unwrap_or(0))
+        .collect();
+    (busy, adds_up)
+}
+
+/// From top's frames after the first: the `us + sy` of the `%Cpu(s)`
+/// line, and the busy process's %CPU.
+fn top_busy(out: &str, pid: &str) -> Vec<(f64, f64)> {
+    let frames: Vec<&str> = out.split("top - ").skip(1).collect();
+    frames
+        .iter()
+        .skip(1)
+        .map(|frame| {
+            let summary = frame
+                .lines()
+                .find_map(|l| l.strip_prefix("%Cpu(s):"))
+                .unwrap_or("");
+            let field = |name: &str| -> f64 {
+                summary
+                    .split(',')
+                    .find_map(|p| p.trim().strip_suffix(name))
+                    .and_then(|v| v.trim().parse().ok())
+                    .unwrap_or(0.0)
+            };
+            let own = frame
+                .lines()
+                .map(|l| l.split_whitespace().collect::<Vec<_>>())
+                .find(|w| w.first() == Some(&pid))
+                .and_then(|w| w.get(8)?.parse().ok())
+                .unwrap_or(0.0);
+            (field(" us") + field(" sy"), own)
+        })
+        .collect()
+}
+
+/// The least share (percent) a busy loop shows: on a machine shared with
+/// other builds it may get a quarter of one of two CPUs, an eighth of the
+/// total; a rewound /proc/stat that never changed would show 0.
+const BUSY: u32 = 3;
+
+fn check_tools(out: &Out, who: &str) {
+    let pid = out
+        .stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("BUSY "))
+        .unwrap_or("?");
+    let (vm, adds_up) = vmstat_busy(&out.stdout);
+    assert!(adds_up, "{who}: vmstat's cpu columns: {}", out.dump());
+    assert!(
+        vm.len() == 2 && vm.iter().all(|b| *b >= BUSY),
+        "{who}: vmstat does not see the busy loop ({vm:?}): {}",
+        out.dump()
+    );
+    let top = top_busy(&out.stdout, pid);
+    assert!(
+        top.len() == 2
+            && top
+                .iter()
+                .all(|(all, own)| *all >= f64::from(BUSY) && *own >= f64::from(BUSY)),
+        "{who}: top does not see the busy loop ({top:?}): {}",
+        out.dump()
+    );
+}
+
+#[test]
+fn vmstat_and_top_see_a_busy_guest() {
+    if !have("vmstat") || !have("top") {
+        skip!("procps's vmstat or top not installed");
+    }
+    let run = Run::sh(TOOLS, &[]);
+    check_tools(&run.native().ok("native"), "native");
+    check_tools(&run.supervised().ok("supervised"), "supervised");
+}
+
+/// Rewound per-process files a sandbox serves (`status` under `--cpus`,
+/// `mountinfo`, `autogroup`) re-read fresh, as the kernel's: a thread
+/// started between two reads shows in `Threads:`, a memory allocation in
+/// `VmRSS:`; a rewound `mountinfo` reads the same rewritten text (not the
+/// host's) and `autogroup` the same number; the rewound descriptor keeps
+/// its number. The output must be the native one.
+const PER_PROCESS: &str = r#"
+import os, threading
+f = open("/proc/self/status")
+fd = f.fileno()
+def field(k):
+    f.seek(0)
+    return int(next(l for l in f if l.startswith(k + ":")).split()[1])
+t0, rss0 = field("Threads"), field("VmRSS")
+ev = threading.Event()
+th = threading.Thread(target=ev.wait)
+th.start()
+hog = bytearray(64 << 20)
+for i in range(0, len(hog), 4096):
+    hog[i] = 1
+t1, rss1 = field("Threads"), field("VmRSS")
+ev.set()
+th.join()
+print("threads grew" if t1 == t0 + 1 else f"threads stuck: {t0} then {t1}")
+print("rss grew" if rss1 >= rss0 + (32 << 10) else f"rss stuck: {rss0} then {rss1} kB")
+print("same fd" if f.fileno() == fd and os.fstat(fd).st_size >= 0 else "fd changed")
+m = open("/proc/self/mountinfo")
+first = m.read()
+m.seek(0)
+print("mountinfo same" if m.read() == first else "mountinfo changed")
+a = open("/proc/self/autogroup")
+first = a.read()
+a.seek(0)
+print("autogroup same" if a.read() == first else "autogroup changed")
+"#;
+
+const PER_PROCESS_WANT: &str = "threads grew\nrss grew\nsame fd\nmountinfo same\nautogroup same\n";
+
+#[test]
+fn rewound_per_process_files_read_fresh() {
+    let run = Run::new(&[PY, "-c", PER_PROCESS]);
+    let native = run.native().ok("native");
+    assert_eq!(
+        native.stdout,
+        PER_PROCESS_WANT,
+        "natively: {}",
+        native.dump()
+    );
+    for sup in [&["--cpus", "1"][..], &[]] {
+        let out = run.clone().sup(sup).supervised().ok("supervised");
+        assert_eq!(
+            out.stdout,
+            PER_PROCESS_WANT,
+            "supervised {sup:?}: {}",
+            out.dump()
+        );
+    }
+}
+
+#[test]
+fn rewound_per_process_files_read_fresh_as_tester() {
+    let (uid, gid, bin) = match tester_bin() {
+        Ok(t) => t,
+        Err(why) => skip!("{why}"),
+    };
+    let run = Run::new(&[PY, "-c", PER_PROCESS])
+        .sup(&["--cpus", "1"])
+        .user(uid, gid)
+        .bin(bin);
+    let out = run.supervised().ok("supervised as tester");
+    assert_eq!(out.stdout, PER_PROCESS_WANT, "as tester: {}", out.dump());
+}
