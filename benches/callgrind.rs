@@ -7,7 +7,7 @@
 //! the crates below them, made in-process with a scripted guest
 //! (`scripted/`): the handlers' entry point on calls it refuses early
 //! (`dispatch`), reading guest memory (`guest_memory`), openat in its
-//! common cases (`openat`), unlink (`namei`), the view's resolver
+//! common cases (`openat`), rename and rmdir (`namei`), the view's resolver
 //! alone (`resolver`), the rewritten /proc files whose text is the
 //! same run after run (`procfs`), and the netstack's naming and port
 //! and socket tables (`netstack`). Setup (the tree, the context, a
@@ -151,21 +151,29 @@ library_benchmark_group!(name = openat; benchmarks = serviced);
 
 // ---- namei: a call that changes a name. ------------------------------------
 
-fn unlinking(path: &str) -> Call {
+/// A serviced name change: `rename(from, to)` (`to` empty: `rmdir(from)`).
+/// unlink of a file passes to the kernel (the policy table), so it has
+/// no bench here.
+fn renaming((from, to): (&str, &str)) -> Call {
     let mut v = View::new();
     v.warm_up();
-    let p = v.mem.cstr(path);
-    (v, libc::SYS_unlink, [p, 0, 0, 0, 0, 0])
+    let from = v.mem.cstr(from);
+    if to.is_empty() {
+        return (v, libc::SYS_rmdir, [from, 0, 0, 0, 0, 0]);
+    }
+    let to = v.mem.cstr(to);
+    (v, libc::SYS_rename, [from, to, 0, 0, 0, 0])
 }
 
 #[library_benchmark]
-#[bench::file(args = ("/victim"), setup = unlinking)]
-fn unlink(call: Call) -> (Call, Reply) {
+#[bench::rename_file(args = (("/victim", "/renamed")), setup = renaming)]
+#[bench::rmdir_empty(args = (("/gone", "")), setup = renaming)]
+fn name_change(call: Call) -> (Call, Reply) {
     let reply = serve(&call);
     (call, reply)
 }
 
-library_benchmark_group!(name = namei; benchmarks = unlink);
+library_benchmark_group!(name = namei; benchmarks = name_change);
 
 // ---- resolver: the view's resolution alone. --------------------------------
 

@@ -152,7 +152,8 @@ pub struct View {
 impl View {
     /// The tree: `file`, `link` -> `file`, `dir/sub/inner`, `dlink` ->
     /// `dir`, `a/b/c/d/e/deep`, `warm` (for a first call outside the
-    /// count), `victim` (for unlink). Directories are cached as on the
+    /// count), `victim` (for rename) and the empty directory `gone` (for
+    /// rmdir). Directories are cached as on the
     /// sandbox's own tmpfs, whatever file system holds the tree.
     pub fn new() -> View {
         let dir = tempfile::Builder::new()
@@ -160,7 +161,7 @@ impl View {
             .tempdir()
             .expect("bench tempdir");
         let root = dir.path().join("root");
-        for d in ["dir/sub", "a/b/c/d/e"] {
+        for d in ["dir/sub", "a/b/c/d/e", "gone"] {
             fs::create_dir_all(root.join(d)).expect("bench tree");
         }
         for f in ["file", "dir/sub/inner", "a/b/c/d/e/deep", "warm", "victim"] {

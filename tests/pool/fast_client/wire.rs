@@ -24,8 +24,8 @@ use supervisor::pool::protocol::{self, Answer, FromClient, Request, MAX_MESSAGE}
 use supervisor::pool::wire;
 use supervisor::sys::fd::{accept, recv_with_fds, send_with_fds};
 
-use crate::common::{bin, kill_after, Tree, PATH, TIMEOUT};
 use super::SLOW;
+use crate::common::{bin, kill_after, Tree, PATH, TIMEOUT};
 
 /// A listening socket where a pool's would be.
 struct StandIn {
