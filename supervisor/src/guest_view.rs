@@ -12,8 +12,8 @@ use std::sync::Arc;
 use nix::unistd::{sysconf, SysconfVar};
 use sandbox_syscalls::GuestLimits;
 
-use crate::cli::RunArgs;
 use crate::limits::cgroup::Counters;
+use crate::limits::Limits;
 
 /// Reads a figure of the sandbox's cgroup now (at each open of a file
 /// that shows it).
@@ -39,11 +39,12 @@ pub struct GuestView {
 }
 
 impl GuestView {
-    pub(crate) fn of_flags(args: &RunArgs) -> GuestView {
+    /// The limits the run enforces itself, as the guest is told of them.
+    pub(crate) fn of_limits(limits: &Limits) -> GuestView {
         GuestView {
-            memory: args.memory,
-            cpus: args.cpus,
-            pids: args.pids,
+            memory: limits.memory,
+            cpus: limits.cpus,
+            pids: limits.pids,
             ..GuestView::default()
         }
     }

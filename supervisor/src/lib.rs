@@ -6,6 +6,7 @@
 //! `CARGO_BIN_EXE_supervisor` and `cargo test` builds it first.
 
 pub mod cli;
+pub mod config;
 pub mod confine;
 pub mod ending;
 pub mod guest_view;
@@ -33,7 +34,13 @@ pub fn main() -> i32 {
                     eprintln!("supervisor: no command given (see 'supervisor run --help')");
                     125
                 }
-                None => run::run(*args),
+                None => match config::SandboxConfig::try_from(*args) {
+                    Ok(config) => run::run(config),
+                    Err(e) => {
+                        eprintln!("supervisor: {e}");
+                        125
+                    }
+                },
             },
             cli::Command::Pool(args) => pool::daemon::main(*args, pool::flags_after_subcommand()),
             cli::Command::PoolSandbox(args) => pool::slot::main(*args),

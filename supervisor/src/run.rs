@@ -8,7 +8,6 @@
 //! the steps themselves.
 
 use std::cell::Cell;
-use std::ffi::OsString;
 use std::os::fd::OwnedFd;
 use std::sync::{Arc, OnceLock};
 use std::thread;
@@ -22,7 +21,7 @@ use nix::unistd::{getgid, getuid, Pid};
 use sandbox_syscalls::policy::bpf;
 use sandbox_syscalls::Context;
 
-use crate::cli::RunArgs;
+use crate::config::{SandboxConfig, StartMode, Terminal};
 use crate::ending::{layer_is_full, Ending};
 use crate::guest_view::{guest_cpus, guest_limits};
 pub use crate::guest_view::{GuestView, Reading};
@@ -35,9 +34,6 @@ use crate::report::{CpuTime, LimitsReport, Reason, Report};
 use crate::trap;
 use crate::trap::trace::Tracer;
 use crate::tty;
-
-/// Host variables the guest inherits when they are set.
-const INHERITED_ENV: &[&str] = &["PATH", "HOME", "LANG", "TERM"];
 
 /// What a caller that embeds a run changes in it: the OCI runtime's
 /// monitor (`oci/monitor.rs`) launches now and lets the guest exec on
@@ -151,17 +147,17 @@ impl Embedding for Standalone {
     }
 }
 
-/// Runs the sandbox described by `args`; returns the exit code.
-pub fn run(args: RunArgs) -> i32 {
-    run_embedded(args, &Standalone)
+/// Runs the sandbox `config` describes; returns the exit code.
+pub fn run(config: SandboxConfig) -> i32 {
+    run_embedded(config, &Standalone)
 }
 
 /// [`run`], changed by `embedding`.
-pub fn run_embedded(args: RunArgs, embedding: &dyn Embedding) -> i32 {
+pub fn run_embedded(config: SandboxConfig, embedding: &dyn Embedding) -> i32 {
     let started = Cell::new(Instant::now());
     let mut report = Report::new(Reason::SupervisorError);
-    report.limits = LimitsReport::new(&args.limits(), args.disk);
-    let code = match execute(&args, embedding, &mut report, &started) {
+    report.limits = LimitsReport::new(&config.limits, config.fs.disk);
+    let code = match execute(&config, embedding, &mut report, &started) {
         Ok(code) => code,
         Err(e) => {
             embedding.error(&e.message);
@@ -182,7 +178,7 @@ pub fn run_embedded(args: RunArgs, embedding: &dyn Embedding) -> i32 {
         }
     }
     embedding.finished(&report, code);
-    match &args.report {
+    match &config.report {
         Some(path) => crate::report::write_then_exit_code(&report, path, code),
         None => code,
     }
@@ -201,12 +197,11 @@ struct Guards {
 
 impl Guards {
     /// Plans the limits; before the launch, which makes the cgroup.
-    fn prepare(args: &RunArgs) -> Guards {
-        let limits = args.limits();
+    fn prepare(limits: &Limits) -> Guards {
         let tripwire = Tripwire::new();
         let meter = limits.output.map(|l| Meter::new(l, tripwire.clone()));
         Guards {
-            enforcement: Enforcement::plan(&limits),
+            enforcement: Enforcement::plan(limits),
             tripwire,
             meter,
             init_released: Cell::new(false),
@@ -231,24 +226,24 @@ impl Guards {
 }
 
 fn execute(
-    args: &RunArgs,
+    args: &SandboxConfig,
     embedding: &dyn Embedding,
     report: &mut Report,
     started: &Cell<Instant>,
 ) -> Result<i32, LaunchError> {
     let view = embedding
         .guest_view()
-        .unwrap_or_else(|| GuestView::of_flags(args));
+        .unwrap_or_else(|| GuestView::of_limits(&args.limits));
     let mut config = launch_config(args, &view)?;
     embedding.configure(&mut config);
-    let guards = Guards::prepare(args);
+    let guards = Guards::prepare(&args.limits);
     let result = serve_and_wait(args, embedding, &config, &guards, report, started, view);
     guards.finish();
     result
 }
 
 fn serve_and_wait(
-    args: &RunArgs,
+    args: &SandboxConfig,
     embedding: &dyn Embedding,
     config: &LaunchConfig,
     guards: &Guards,
@@ -262,10 +257,10 @@ fn serve_and_wait(
         None => None,
     };
     let rw_flush = launch::RwFlush::open(&config.mounts);
-    let publishers = network::bind_publishers(&args.publish).map_err(setup_error)?;
+    let publishers = network::bind_publishers(&args.net.publish).map_err(setup_error)?;
     // Launch forks, and so does the socket factory while init sets up:
     // before this process has any thread (the output relays start below).
-    let egress = !args.allow_net.is_empty();
+    let egress = !args.net.allow.is_empty();
     // The stub's address on the loopback: the nameserver the view names.
     let dns_stub = match config.nameserver {
         Some(std::net::IpAddr::V4(stub)) => Some(stub),
@@ -314,7 +309,7 @@ fn serve_and_wait(
     }
     ctx.set_sockets(sockets).map_err(supervisor_error)?;
     let net_denials = ctx.net_denials();
-    let network = match Network::start(&args.allow_net, publishers, &mut ctx) {
+    let network = match Network::start(&args.net.allow, publishers, &mut ctx) {
         Ok(n) => n,
         Err(e) => {
             sandbox.kill();
@@ -418,7 +413,7 @@ fn serve_and_wait(
         layer_full: layer_is_full(&layer),
         command,
     };
-    let code = ending.conclude(args, &limits, report);
+    let code = ending.conclude(args.fs.disk, &limits, report);
     embedding.concluded(code);
     Ok(code)
 }
@@ -449,7 +444,7 @@ impl ConfineAt {
 /// report, nothing needs init's resource usage: the run then ends when
 /// init has reported, not when the kernel has torn it down.
 fn start_guest(
-    args: &RunArgs,
+    args: &SandboxConfig,
     embedding: &dyn Embedding,
     guards: &Guards,
     sandbox: &mut launch::Sandbox,
@@ -481,73 +476,49 @@ fn captured_fds(pty: Option<[bool; 3]>) -> Vec<i32> {
         .collect()
 }
 
-fn launch_config(args: &RunArgs, view: &GuestView) -> Result<LaunchConfig, LaunchError> {
-    let mut mounts: Vec<_> = args
-        .ro
-        .iter()
-        .chain(&args.rw)
-        .chain(&args.tmpfs)
-        .cloned()
-        .collect();
+fn launch_config(args: &SandboxConfig, view: &GuestView) -> Result<LaunchConfig, LaunchError> {
+    let mut mounts = args.fs.mounts.clone();
     // Parents before children, whatever the flag order.
     mounts.sort_by_key(|m| m.guest.components().count());
     Ok(LaunchConfig {
         command: args.command.clone(),
-        env: guest_env(&args.env)?,
+        env: args.env.resolve()?,
         workdir: args.workdir.clone(),
         hostname: args.hostname.clone(),
         mounts,
-        rootfs: args.rootfs.clone(),
-        rootfs_in_place: false,
-        masks: args.mask.clone(),
-        read_only: args.remount_ro.clone(),
-        disk_size: args.disk,
-        writable_system: args.writable_system,
+        rootfs: args.fs.rootfs.clone(),
+        rootfs_in_place: args.fs.rootfs_in_place,
+        masks: args.fs.masks.clone(),
+        read_only: args.fs.read_only.clone(),
+        disk_size: args.fs.disk,
+        writable_system: args.fs.writable_system,
         filter: bpf::compile_without_fast_reads(),
         // A trace shows every open, so a traced guest marks none.
         fast_reads_filter: args.trace.is_none().then(bpf::compile),
-        pty: tty::host_terminal(),
+        pty: match args.terminal {
+            Terminal::Host => tty::host_terminal(),
+            Terminal::Always => Some([true; 3]),
+            Terminal::Never => None,
+            // Whether the guest takes it is learned at start
+            // (`Embedding::terminal`).
+            Terminal::AtStart => Some([false; 3]),
+        },
         cpus: guest_cpus(view.cpus),
         memory_limited: view.memory.is_some(),
         pids_limited: view.pids.is_some(),
         nameserver: args
-            .allow_net
+            .net
+            .allow
             .iter()
             .any(netstack::rules::Rule::is_name)
             .then_some(std::net::IpAddr::V4(netstack::dns::STUB_ADDR)),
         self_join: Vec::new(),
-        id_count: 1,
-        user: None,
-        late_exec: false,
+        id_count: args.ids.count,
+        user: args.ids.user.clone(),
+        late_exec: args.start == StartMode::Late,
         // Every open the guest makes is served here (`serve_and_wait`).
         fence_reads: true,
     })
-}
-
-/// The guest's whole environment: a few host variables and `--env`.
-pub fn guest_env(extra: &[String]) -> Result<Vec<(OsString, OsString)>, LaunchError> {
-    let mut env: Vec<(OsString, OsString)> = INHERITED_ENV
-        .iter()
-        .filter_map(|k| std::env::var_os(k).map(|v| (OsString::from(k), v)))
-        .collect();
-    for item in extra {
-        let (k, v) = match item.split_once('=') {
-            Some((k, v)) => (k.to_string(), OsString::from(v)),
-            None => match std::env::var_os(item) {
-                Some(v) => (item.clone(), v),
-                None => continue,
-            },
-        };
-        if k.is_empty() || k.contains('\0') {
-            return Err(LaunchError {
-                exit_code: 125,
-                message: format!("--env {item}: invalid variable name"),
-            });
-        }
-        env.retain(|(old, _)| old != k.as_str());
-        env.push((k.into(), v));
-    }
-    Ok(env)
 }
 
 fn block_forwarded_signals() -> Result<SigSet, LaunchError> {

@@ -17,7 +17,6 @@
 //! by `create`), nor the sandbox itself.
 
 use std::cell::RefCell;
-use std::ffi::OsString;
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
@@ -28,16 +27,12 @@ use std::sync::Arc;
 use nix::unistd::dup2;
 
 use super::cgroup::ContainerCgroup;
-use crate::cli::RunArgs;
+use crate::config::{SandboxConfig, Terminal};
 use crate::launch::{LaunchConfig, Sandbox};
 use crate::run::{run_embedded, Embedding, GuestView};
 
 /// What the monitor is given by `create`.
 pub struct MonitorPlan {
-    pub env: Vec<(OsString, OsString)>,
-    /// `process.user` (`None`: the runtime's own).
-    pub user: Option<crate::launch::GuestUser>,
-    pub terminal: bool,
     pub console_socket: Option<PathBuf>,
     pub cgroup: ContainerCgroup,
     /// The state directory's `start` FIFO.
@@ -48,21 +43,19 @@ pub struct MonitorPlan {
     pub log: PathBuf,
     /// What the guest is told of `linux.resources` (`Bundle::guest_view`).
     pub guest: GuestView,
-    /// The bundle's root is writable (`root.readonly` false): the guest
-    /// writes to it in place (`LaunchConfig::rootfs_in_place`).
-    pub root_writable: bool,
 }
 
-/// Runs the monitor (the sandbox `args` describe) in the forked child; never returns. `ready` is the
+/// Runs the monitor (the sandbox `config` describes) in the forked child; never returns. `ready` is the
 /// write end of the pipe the anchor reads and relays to `create`: "ok"
 /// and init's host pid, or "E" and the error.
-pub fn run(mut plan: MonitorPlan, args: RunArgs, ready: OwnedFd) -> ! {
+pub fn run(mut plan: MonitorPlan, config: SandboxConfig, ready: OwnedFd) -> ! {
     let guest = super::guest_view::with_cgroup(std::mem::take(&mut plan.guest), &plan.cgroup);
     let embedding = Monitor {
         guest: RefCell::new(Some(guest)),
         ready: RefCell::new(Some(File::from(ready))),
         alone: RefCell::new(Vec::new()),
         plan,
+        terminal: config.terminal == Terminal::Always,
         stderr: RefCell::new(None),
     };
     let prepared = embedding.plan.cgroup.sandbox_join_files().map(|files| {
@@ -70,7 +63,7 @@ pub fn run(mut plan: MonitorPlan, args: RunArgs, ready: OwnedFd) -> ! {
     });
     // On a terminal the guest's stdio is the pty: nothing in the sandbox
     // may hold the engine's pipes (runc's caller waits for their end).
-    let prepared = prepared.and_then(|_| match embedding.plan.terminal {
+    let prepared = prepared.and_then(|_| match embedding.terminal {
         true => embedding.detach_stdio(),
         false => Ok(()),
     });
@@ -78,12 +71,14 @@ pub fn run(mut plan: MonitorPlan, args: RunArgs, ready: OwnedFd) -> ! {
         embedding.error(&e);
         std::process::exit(125);
     }
-    let code = run_embedded(args, &embedding);
+    let code = run_embedded(config, &embedding);
     std::process::exit(code)
 }
 
 struct Monitor {
     plan: MonitorPlan,
+    /// `process.terminal`: the guest's stdio is its pty.
+    terminal: bool,
     /// Until the guest may start: the pipe to `create`.
     ready: RefCell<Option<File>>,
     /// The files by which init joins the cgroups of the sandbox alone
@@ -126,7 +121,7 @@ impl Monitor {
             .open("/dev/null")
             .map_err(|e| format!("/dev/null: {e}"))?;
         // Kept only when it is the guest's too (without a terminal).
-        let stderr = match self.plan.terminal {
+        let stderr = match self.terminal {
             true => null.try_clone(),
             false => std::io::stderr()
                 .as_fd()
@@ -157,11 +152,6 @@ impl Monitor {
 
 impl Embedding for Monitor {
     fn configure(&self, config: &mut LaunchConfig) {
-        config.env = self.plan.env.clone();
-        config.id_count = super::user::id_count();
-        config.user = self.plan.user.clone();
-        config.rootfs_in_place = self.plan.root_writable;
-        config.pty = self.plan.terminal.then_some([true; 3]);
         config.self_join.extend(self.alone.borrow().iter().cloned());
     }
 

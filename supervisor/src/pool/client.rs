@@ -23,6 +23,7 @@ use nix::sys::signalfd::{SfdFlags, SignalFd};
 use super::daemon::connect;
 use super::protocol::{self, Answer, Request};
 use crate::cli::RunArgs;
+use crate::config::host_env;
 use crate::launch::host_stdio::shielded_unless_view_device;
 use crate::launch::{DEFAULT_DISK_SIZE, DEFAULT_HOSTNAME, FORWARDED};
 use crate::tty;
@@ -47,7 +48,7 @@ fn ask(args: &RunArgs, pool: &Path) -> Result<Answer, String> {
     if args.command.is_empty() {
         return Err("no command given (see 'supervisor run --help')".into());
     }
-    let env = crate::run::guest_env(&args.env).map_err(|e| e.message)?;
+    let env = host_env(&args.env).map_err(|e| e.message)?;
     let mut request = Request::new(
         &args.command,
         &env,

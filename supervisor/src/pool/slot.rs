@@ -32,7 +32,7 @@ use nix::unistd::{dup2, dup3, Pid};
 use super::protocol::{self, Answer, FromClient, Request};
 use crate::cli::PoolArgs;
 use crate::launch::host_stdio;
-use crate::launch::{LateStart, LaunchConfig, LaunchError, Sandbox, FORWARDED};
+use crate::launch::{LateStart, LaunchError, Sandbox, FORWARDED};
 use crate::report::Report;
 use crate::run::{self, Embedding};
 use crate::sys::priority;
@@ -75,16 +75,23 @@ pub fn main(args: PoolArgs) -> i32 {
             return 125;
         }
     };
+    let config = match args.run.pooled_config() {
+        Ok(config) => config,
+        Err(e) => {
+            eprintln!("supervisor: pool sandbox: {e}");
+            return 125;
+        }
+    };
     let slot = Slot {
         daemon,
         warm: args.warm,
         restore_nice: args.restore_nice,
-        captured: args.run.output_limit.is_some(),
+        captured: config.limits.output.is_some(),
         client: RefCell::new(None),
         message: RefCell::new(None),
         answered: Arc::new(AtomicBool::new(false)),
     };
-    run::run_embedded(args.run, &slot)
+    run::run_embedded(config, &slot)
 }
 
 /// Our stdin is the daemon's socket: keep it (close-on-exec), and put
@@ -142,14 +149,6 @@ impl Slot {
 const CLOSED: &str = "closed";
 
 impl Embedding for Slot {
-    fn configure(&self, config: &mut LaunchConfig) {
-        config.late_exec = true;
-        // Whether the client has a terminal is known only at its request:
-        // every sandbox has a pty ready, which the guest takes only then
-        // (`terminal`); else the client's descriptors go to it as they are.
-        config.pty = Some([false; 3]);
-    }
-
     fn terminal(&self, _launched: Option<[bool; 3]>) -> Option<[bool; 3]> {
         self.client.borrow().as_ref()?.request.terminal
     }

@@ -1,0 +1,282 @@
+//! [`SandboxConfig`]: everything one sandbox is, as the front-ends build
+//! it (`run` from its flags, the pool from its own, the OCI runtime from
+//! a bundle's config.json), checked once by [`SandboxConfig::validate`].
+//! It is plain data (serde), so a front-end may also read it as JSON
+//! ([`SandboxConfig::from_json`]).
+//!
+//! Owns the configuration's shape, its defaults and its checks. Does not
+//! own parsing flags or config.json (the front-ends), nor acting on it
+//! (`run.rs`, `launch/`).
+
+mod text;
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+use vfs::mounts::MountSpec;
+
+use crate::launch::{GuestUser, LaunchError, DEFAULT_DISK_SIZE, DEFAULT_HOSTNAME};
+use crate::limits::Limits;
+
+/// Host variables the guest inherits when they are set ([`GuestEnv::FromHost`]).
+const INHERITED_ENV: &[&str] = &["PATH", "HOME", "LANG", "TERM"];
+
+/// One sandbox: what runs, what it sees, what limits it, what is recorded.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SandboxConfig {
+    /// argv; argv[0] is searched in the guest's PATH if it has no '/'.
+    /// Empty when the command comes at start ([`StartMode::Late`]).
+    pub command: Vec<OsString>,
+    pub env: GuestEnv,
+    /// Starting directory; default: the host's current directory (with
+    /// a root file system: `/`).
+    pub workdir: Option<PathBuf>,
+    pub hostname: String,
+    pub fs: FsConfig,
+    pub net: NetConfig,
+    pub limits: Limits,
+    /// The ids the guest's user namespace maps, and the command's user.
+    pub ids: Ids,
+    pub terminal: Terminal,
+    /// Log every trapped call to this file (`-`: stderr).
+    pub trace: Option<PathBuf>,
+    /// Write the JSON report of the run here.
+    pub report: Option<PathBuf>,
+    /// Threads started to answer trapped calls (`None`: one).
+    pub workers: Option<usize>,
+    /// When the guest's command is known.
+    pub start: StartMode,
+}
+
+/// The guest's environment.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GuestEnv {
+    /// The host's PATH, HOME, LANG and TERM where set, then each entry
+    /// in order: `K=V` sets K, a name alone copies the host's (if set).
+    FromHost(Vec<String>),
+    /// Exactly these variables (an OCI bundle's `process.env`).
+    Exact(Vec<(OsString, OsString)>),
+}
+
+/// The guest's file system.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FsConfig {
+    /// Bind and tmpfs mounts, in the order given (applied parents first).
+    #[serde(with = "text::mounts")]
+    pub mounts: Vec<MountSpec>,
+    /// This tree (an unpacked image), not the host's directories, as `/`.
+    pub rootfs: Option<PathBuf>,
+    /// The guest writes to `rootfs` itself, not to an overlay over it.
+    pub rootfs_in_place: bool,
+    /// Paths hidden once every mount is in place.
+    pub masks: Vec<PathBuf>,
+    /// Paths made read-only once every mount is in place.
+    pub read_only: Vec<PathBuf>,
+    /// The host's /usr, /bin, /sbin, /lib and /lib64 as overlays.
+    pub writable_system: bool,
+    /// Size of the writable layer in bytes.
+    pub disk: u64,
+}
+
+/// The guest's network.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NetConfig {
+    /// Egress rules (none: no egress).
+    #[serde(with = "text::list")]
+    pub allow: Vec<netstack::rules::Rule>,
+    /// Guest listeners reachable from the host.
+    #[serde(with = "text::list")]
+    pub publish: Vec<netstack::publish::PublishSpec>,
+}
+
+/// The ids of the guest.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Ids {
+    /// How many ids the user namespace maps from the invoker's (1: the
+    /// invoker's alone).
+    pub count: u32,
+    /// The command's user; `None`: the invoker's.
+    pub user: Option<GuestUser>,
+}
+
+/// Whether the guest gets a pseudo-terminal of the sandbox's own.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Terminal {
+    /// As its stdin, stdout, stderr where ours is a terminal.
+    Host,
+    /// As all three.
+    Always,
+    /// None: the guest inherits our stdio.
+    Never,
+    /// Set up, and taken where the start says ([`StartMode::Late`]).
+    AtStart,
+}
+
+/// When the guest's command, environment and stdio are known.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StartMode {
+    /// At the launch: [`SandboxConfig::command`].
+    Launch,
+    /// At start (the pool's client's); the launch builds the view only.
+    Late,
+}
+
+impl SandboxConfig {
+    /// `command` in a sandbox with the defaults: nothing mounted, no
+    /// network, no limits, the environment from the host.
+    pub fn new(command: Vec<OsString>) -> SandboxConfig {
+        SandboxConfig {
+            command,
+            env: GuestEnv::FromHost(Vec::new()),
+            workdir: None,
+            hostname: DEFAULT_HOSTNAME.into(),
+            fs: FsConfig {
+                mounts: Vec::new(),
+                rootfs: None,
+                rootfs_in_place: false,
+                masks: Vec::new(),
+                read_only: Vec::new(),
+                writable_system: false,
+                disk: DEFAULT_DISK_SIZE,
+            },
+            net: NetConfig::default(),
+            limits: Limits::default(),
+            ids: Ids {
+                count: 1,
+                user: None,
+            },
+            terminal: Terminal::Host,
+            trace: None,
+            report: None,
+            workers: None,
+            start: StartMode::Launch,
+        }
+    }
+
+    /// A config read from JSON and checked; the error is one line.
+    pub fn from_json(text: &str) -> Result<SandboxConfig, String> {
+        let config: SandboxConfig =
+            serde_json::from_str(text).map_err(|e| format!("sandbox config: {e}"))?;
+        config.validate()?;
+        Ok(config)
+    }
+
+    /// Checks what the types do not: sizes and counts of at least 1, a
+    /// CPU share the kernel takes, durations that are positive. The
+    /// front-ends' parsers check the same, with their own words.
+    pub fn validate(&self) -> Result<(), String> {
+        let l = &self.limits;
+        let positive = |what: &str, n: Option<u64>| match n {
+            Some(0) => Err(format!("{what}: must be at least 1")),
+            _ => Ok(()),
+        };
+        positive("disk", Some(self.fs.disk))?;
+        positive("memory", l.memory)?;
+        positive("pids", l.pids)?;
+        positive("output", l.output)?;
+        positive("nofile", l.nofile)?;
+        if let Some(cpus) = l.cpus.filter(|n| !(0.01..=4096.0).contains(n)) {
+            return Err(format!("cpus {cpus}: expected 0.01 to 4096"));
+        }
+        for (what, d) in [("timeout", l.timeout), ("cpu_time", l.cpu_time)] {
+            if d.is_some_and(|d| d.is_zero()) {
+                return Err(format!("{what}: must be more than 0"));
+            }
+        }
+        if self.start == StartMode::Launch && self.command.is_empty() {
+            return Err("no command given".into());
+        }
+        if self.ids.count == 0 {
+            return Err("ids.count: must be at least 1".into());
+        }
+        Ok(())
+    }
+}
+
+impl GuestEnv {
+    /// The guest's whole environment.
+    pub fn resolve(&self) -> Result<Vec<(OsString, OsString)>, LaunchError> {
+        match self {
+            GuestEnv::Exact(pairs) => Ok(pairs.clone()),
+            GuestEnv::FromHost(extra) => host_env(extra),
+        }
+    }
+}
+
+/// [`GuestEnv::FromHost`]'s environment: the host's PATH, HOME, LANG and
+/// TERM where set, then `extra` (`K=V`, or a name copied from the host).
+pub fn host_env(extra: &[String]) -> Result<Vec<(OsString, OsString)>, LaunchError> {
+    let mut env: Vec<(OsString, OsString)> = INHERITED_ENV
+        .iter()
+        .filter_map(|k| std::env::var_os(k).map(|v| (OsString::from(k), v)))
+        .collect();
+    for item in extra {
+        let (k, v) = match item.split_once('=') {
+            Some((k, v)) => (k.to_string(), OsString::from(v)),
+            None => match std::env::var_os(item) {
+                Some(v) => (item.clone(), v),
+                None => continue,
+            },
+        };
+        if k.is_empty() || k.contains('\0') {
+            return Err(LaunchError {
+                exit_code: 125,
+                message: format!("--env {item}: invalid variable name"),
+            });
+        }
+        env.retain(|(old, _)| old != k.as_str());
+        env.push((k.into(), v));
+    }
+    Ok(env)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_config_survives_json() {
+        let mut config = SandboxConfig::new(vec!["true".into()]);
+        config.fs.mounts = vec![
+            MountSpec::parse_ro("/usr:/u").unwrap(),
+            MountSpec::parse_tmpfs("/scratch:1m").unwrap(),
+        ];
+        config.net.allow = vec![netstack::rules::Rule::parse("*.example.org:443").unwrap()];
+        config.net.publish = vec!["8080:80/udp".parse().unwrap()];
+        config.limits.memory = Some(1 << 20);
+        let text = serde_json::to_string(&config).unwrap();
+        let back = SandboxConfig::from_json(&text).unwrap();
+        assert_eq!(back.fs.mounts, config.fs.mounts);
+        assert_eq!(back.net.allow, config.net.allow);
+        assert_eq!(back.net.publish, config.net.publish);
+        assert_eq!(back.limits, config.limits);
+        assert_eq!(serde_json::to_string(&back).unwrap(), text);
+    }
+
+    #[test]
+    fn validate_refuses_what_no_flag_could_give() {
+        let mut config = SandboxConfig::new(vec!["true".into()]);
+        assert_eq!(config.validate(), Ok(()));
+        config.limits.cpus = Some(0.0);
+        assert!(config.validate().is_err());
+        config.limits.cpus = None;
+        config.fs.disk = 0;
+        assert_eq!(config.validate(), Err("disk: must be at least 1".into()));
+        let empty = SandboxConfig::new(Vec::new());
+        assert_eq!(empty.validate(), Err("no command given".into()));
+    }
+
+    #[test]
+    fn bad_json_is_one_line() {
+        let err = SandboxConfig::from_json("{\"command\": 1}").unwrap_err();
+        assert!(!err.contains('\n'), "{err}");
+    }
+}
