@@ -11,8 +11,8 @@ use std::time::Duration;
 use clap::{Parser, Subcommand};
 use vfs::mounts::{parse_size, MountSpec};
 
-use crate::config::{GuestEnv, SandboxConfig, StartMode, Terminal};
-use crate::limits::Limits;
+use sandbox::config::{GuestEnv, SandboxConfig, StartMode, Terminal};
+use sandbox::limits::Limits;
 
 const EXAMPLES: &str = "\
 Examples:

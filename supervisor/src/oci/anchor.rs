@@ -41,11 +41,11 @@ use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
 use nix::unistd::{dup2, getpid, getppid, pipe2, setsid, Pid};
 
 use super::monitor::{self, MonitorPlan};
-use crate::config::SandboxConfig;
+use sandbox::config::SandboxConfig;
 /// The signals `kill` may send that the anchor passes on (the monitor
 /// passes them to the guest, as init does); SIGCHLD tells it the monitor ended.
-use crate::launch::FORWARDED;
-use crate::sys::process::{fork_single_threaded, sigwaitinfo, Forked};
+use sandbox::launch::FORWARDED;
+use sandbox::sys::process::{fork_single_threaded, sigwaitinfo, Forked};
 
 /// The sandbox's namespaces the anchor joins (the mount one first).
 const JOINED: &[(&str, CloneFlags)] = &[

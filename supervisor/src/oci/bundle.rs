@@ -22,8 +22,8 @@ use std::path::{Path, PathBuf};
 use oci_spec::runtime::{LinuxResources, Mount, PosixRlimitType, Spec};
 use vfs::mounts::{MountKind, MountSpec};
 
-use crate::config::{GuestEnv, Ids, SandboxConfig, Terminal};
-use crate::run::GuestView;
+use sandbox::config::{GuestEnv, Ids, SandboxConfig, Terminal};
+use sandbox::run::GuestView;
 
 /// Mount destinations that are the sandbox's own.
 const SANDBOX_OWN: &[&str] = &[
@@ -151,7 +151,7 @@ impl Bundle {
     }
 
     /// The user the container's command runs as (`None`: the runtime's own).
-    pub fn user(&self) -> Result<Option<crate::launch::GuestUser>, String> {
+    pub fn user(&self) -> Result<Option<sandbox::launch::GuestUser>, String> {
         super::user::from_spec(self.process()?.user()).map_err(|e| format!("process.user: {e}"))
     }
 

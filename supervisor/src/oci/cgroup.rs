@@ -30,7 +30,7 @@ use std::time::{Duration, Instant};
 use oci_spec::runtime::LinuxResources;
 use serde::{Deserialize, Serialize};
 
-use crate::limits::cgroup::remove_tree;
+use sandbox::limits::cgroup::remove_tree;
 
 /// The v1 controllers a container uses.
 const V1_CONTROLLERS: &[&str] = &["memory", "pids", "cpu", "cpuacct", "freezer"];

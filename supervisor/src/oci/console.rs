@@ -14,8 +14,8 @@ use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 
-use crate::sys::fd::send_with_fd;
-use crate::sys::term::open_pty_at;
+use sandbox::sys::fd::send_with_fd;
+use sandbox::sys::term::open_pty_at;
 
 /// A terminal in the sandbox's devpts.
 pub struct Terminal {

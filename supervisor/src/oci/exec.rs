@@ -29,10 +29,10 @@ use super::bundle::Bundle;
 use super::cli::ExecArgs;
 use super::exec_socket::connect_to;
 use super::state::{container_dir, Record, Status};
-use crate::launch::host_stdio::shielded_stdio;
-use crate::launch::GuestUser;
-use crate::sys::fd::{recv_with_fd, send_with_fd};
-use crate::sys::process::{fork_single_threaded, Forked};
+use sandbox::launch::host_stdio::shielded_stdio;
+use sandbox::launch::GuestUser;
+use sandbox::sys::fd::{recv_with_fd, send_with_fd};
+use sandbox::sys::process::{fork_single_threaded, Forked};
 
 /// What the helper is asked to run.
 struct Request {

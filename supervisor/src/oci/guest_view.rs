@@ -20,7 +20,7 @@ use std::path::Path;
 use nix::unistd::{sysconf, SysconfVar};
 
 use super::cgroup::ContainerCgroup;
-use crate::run::{GuestView, Reading};
+use sandbox::run::{GuestView, Reading};
 
 /// `view` (the bundle's figures) with readers of the container's
 /// cgroup, for each controller it has a directory of. A limit the

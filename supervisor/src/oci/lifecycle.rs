@@ -29,8 +29,8 @@ use super::hooks;
 use super::log::{rfc3339_now, Log};
 use super::monitor::MonitorPlan;
 use super::state::{container_dir, proc_stat, Record, Status};
-use crate::config::SandboxConfig;
-use crate::sys::process::{clone_process, fork_single_threaded, Forked};
+use sandbox::config::SandboxConfig;
+use sandbox::sys::process::{clone_process, fork_single_threaded, Forked};
 
 /// `create`: everything up to the guest's exec.
 pub fn create(root: &Path, log: &Log, a: &CreateArgs) -> Result<(), String> {

@@ -27,9 +27,9 @@ use std::sync::Arc;
 use nix::unistd::dup2;
 
 use super::cgroup::ContainerCgroup;
-use crate::config::{SandboxConfig, Terminal};
-use crate::launch::{LaunchConfig, Sandbox};
-use crate::run::{run_embedded, Embedding, GuestView};
+use sandbox::config::{SandboxConfig, Terminal};
+use sandbox::launch::{LaunchConfig, Sandbox};
+use sandbox::run::{run_embedded, Embedding, GuestView};
 
 /// What the monitor is given by `create`.
 pub struct MonitorPlan {

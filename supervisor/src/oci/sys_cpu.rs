@@ -29,10 +29,11 @@ use nix::sys::wait::{waitpid, WaitStatus};
 
 use super::console::is_sandbox_init;
 use super::state::Record;
-use crate::guest_view::guest_cpus;
-use crate::launch::{write_sys_cpu, SysCpu};
-use crate::sys::mount_tree::{clone_mount, make_writable};
-use crate::sys::process::{fork_single_threaded, Forked};
+use sandbox::guest_proc::limits::guest_cpus;
+use sandbox::guest_proc::write_sys_cpu;
+use sandbox::launch::SysCpu;
+use sandbox::sys::mount_tree::{clone_mount, make_writable};
+use sandbox::sys::process::{fork_single_threaded, Forked};
 
 /// Rewrites the sandbox's /sys/devices/system/cpu to the container's
 /// CPUs now. Nothing to do for a container without a cpu cgroup (a
@@ -72,7 +73,7 @@ fn in_child(work: impl FnOnce() -> Result<(), String>) -> Result<(), String> {
                     1
                 }
             };
-            crate::sys::process::exit_now(code)
+            sandbox::sys::process::exit_now(code)
         }
         Forked::Parent(child) => {
             drop(to_parent);

@@ -23,10 +23,10 @@ use nix::sys::signalfd::{SfdFlags, SignalFd};
 use super::daemon::connect;
 use super::protocol::{self, Answer, Request};
 use crate::cli::RunArgs;
-use crate::config::host_env;
-use crate::launch::host_stdio::shielded_unless_view_device;
-use crate::launch::{DEFAULT_DISK_SIZE, DEFAULT_HOSTNAME, FORWARDED};
-use crate::tty;
+use sandbox::config::host_env;
+use sandbox::launch::host_stdio::shielded_unless_view_device;
+use sandbox::launch::{DEFAULT_DISK_SIZE, DEFAULT_HOSTNAME, FORWARDED};
+use sandbox::tty;
 
 /// Runs `args.command` in the pool at `args.pool`; the exit code.
 pub fn main(args: RunArgs, pool: &Path) -> i32 {
@@ -119,7 +119,7 @@ fn conclude(args: &RunArgs, answer: Answer) -> i32 {
     }
     match (&args.report, &answer.report) {
         (Some(path), Some(report)) => {
-            crate::report::write_then_exit_code(report, path, answer.code)
+            sandbox::report::write_then_exit_code(report, path, answer.code)
         }
         _ => answer.code,
     }

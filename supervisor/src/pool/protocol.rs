@@ -26,7 +26,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::sys::fd::{recv_with_fds, send_with_fds};
+use sandbox::sys::fd::{recv_with_fds, send_with_fds};
 
 /// Longest message either side reads.
 pub const MAX_MESSAGE: usize = 256 * 1024;

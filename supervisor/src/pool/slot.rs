@@ -1,6 +1,6 @@
 //! One sandbox of the pool (`supervisor pool-sandbox`, started by the
 //! daemon with the pool's flags and a socketpair as its stdin): a `run`
-//! embedded ([`crate::run::Embedding`]) whose launch leaves the command
+//! embedded ([`sandbox::run::Embedding`]) whose launch leaves the command
 //! for later (`LaunchConfig::late_exec`).
 //!
 //! Once the trap serves ([`Embedding::before_start`]) it tells the
@@ -31,12 +31,12 @@ use nix::unistd::{dup2, dup3, Pid};
 
 use super::protocol::{self, Answer, FromClient, Request};
 use crate::cli::PoolArgs;
-use crate::launch::host_stdio;
-use crate::launch::{LateStart, LaunchError, Sandbox, FORWARDED};
-use crate::report::Report;
-use crate::run::{self, Embedding};
-use crate::sys::priority;
-use crate::trap::trace::Tracer;
+use sandbox::launch::host_stdio;
+use sandbox::launch::{LateStart, LaunchError, Sandbox, FORWARDED};
+use sandbox::report::Report;
+use sandbox::run::{self, Embedding};
+use sandbox::sys::priority;
+use sandbox::trap::trace::Tracer;
 
 /// The sandbox's state: before a client, and with one.
 struct Slot {

@@ -23,8 +23,8 @@ use sandbox_syscalls::Context;
 
 use crate::config::{SandboxConfig, StartMode, Terminal};
 use crate::ending::{layer_is_full, Ending};
-use crate::guest_view::{guest_cpus, guest_limits};
-pub use crate::guest_view::{GuestView, Reading};
+use crate::guest_proc::limits::{guest_cpus, guest_limits};
+pub use crate::guest_proc::{GuestView, Reading};
 use crate::launch::{self, LaunchConfig, LaunchError, FORWARDED};
 use crate::launch_hooks::RunHooks;
 use crate::limits::{watchdog, Enforcement, Limits, Tripwire};

@@ -74,7 +74,7 @@ pub(crate) fn guest_limits(view: GuestView, counters: &Arc<Counters>) -> GuestLi
 
 /// The CPUs the guest may use: `cpus` rounded up, at most the host's
 /// online ones.
-pub(crate) fn guest_cpus(cpus: Option<f64>) -> Option<usize> {
+pub fn guest_cpus(cpus: Option<f64>) -> Option<usize> {
     Some(at_most_host(cpus?.ceil().max(1.0) as usize))
 }
 
