@@ -46,8 +46,13 @@ pub struct SandboxConfig {
     pub report: Option<PathBuf>,
     /// Threads started to answer trapped calls (`None`: one).
     pub workers: Option<usize>,
-    /// When the guest's command is known.
+    /// When the guest's command is known (and the run's clock starts).
     pub start: StartMode,
+    /// When things happen in the run, as the front-end needs them.
+    pub schedule: Schedule,
+    /// Limits enforced outside the run, by a cgroup the front-end made;
+    /// `None`: [`SandboxConfig::limits`], enforced by the run.
+    pub outside_limits: Option<OutsideLimits>,
 }
 
 /// The guest's environment.
@@ -106,13 +111,15 @@ pub struct Ids {
 }
 
 /// Whether the guest gets a pseudo-terminal of the sandbox's own.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Terminal {
-    /// As its stdin, stdout, stderr where ours is a terminal.
+    /// As its stdin, stdout, stderr where ours is a terminal, relayed
+    /// to ours.
     Host,
-    /// As all three.
-    Always,
+    /// As all three, its master sent to the console socket at this path
+    /// (an OCI runtime's `--console-socket`).
+    Console(PathBuf),
     /// None: the guest inherits our stdio.
     Never,
     /// Set up, and taken where the start says ([`StartMode::Late`]).
@@ -123,15 +130,87 @@ pub enum Terminal {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum StartMode {
-    /// At the launch: [`SandboxConfig::command`].
+    /// At the launch: [`SandboxConfig::command`]. The run's clock (the
+    /// timeout, the report's wall time) starts at the launch.
     Launch,
-    /// At start (the pool's client's); the launch builds the view only.
+    /// At start (the pool's client's, from the front-end's
+    /// `Embedding::ready`); the launch builds the view only, and the
+    /// run's clock starts then: the sandbox may wait long for it.
     Late,
+}
+
+/// When things happen in a run, where front-ends differ.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Schedule {
+    /// The guest may exec as soon as the supervisor has taken the view's
+    /// measure (its root, the fence's grants), before the trap serves:
+    /// its first serviced call waits in the listener's queue, and its
+    /// exec overlaps the trap's start, the signal thread and the
+    /// supervisor's confinement, which then comes before any worker (no
+    /// call is ever served unconfined). Not with a terminal (the guest
+    /// could ask its size before the relay has set it); not with a late
+    /// start. For a front-end whose `Embedding::ready` does not wait.
+    pub start_early: bool,
+    /// The supervisor confines itself before the front-end's wait
+    /// (`Embedding::ready`) rather than after it: the pool's sandbox
+    /// waits for its client there, so its confinement (the own filter's
+    /// `seccomp(TSYNC)`, about 0.15 ms) is off the request's path.
+    /// Everything `ready` calls must then pass that filter.
+    pub confine_before_wait: bool,
+    /// The run may end without waiting for the sandbox's init to exit
+    /// and its cgroup to go (the janitor removes it just after), unless a
+    /// report is asked for (it needs init's resource usage): the guest's
+    /// processes are all gone either way.
+    pub leave_teardown: bool,
+    /// The nice value the sandbox's tasks get once init has set the
+    /// sandbox up and waits to fork the guest's main process, while this
+    /// process has no thread yet: every task made from then on inherits
+    /// it. The pool's sandbox is set up at nice 19 and restores its own
+    /// value so (restored later, it raced init's fork of the guest's main
+    /// process). A failed change fails the set-up: no guest runs at the
+    /// set-up's priority.
+    pub nice_after_set_up: Option<i32>,
+}
+
+/// Limits enforced outside the run, by a cgroup its front-end made and
+/// set (the OCI container's `linux.resources`): the guest is told of
+/// them as of the run's own (`guest_proc/outside.rs`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OutsideLimits {
+    /// The figures known at the start.
+    pub memory: Option<u64>,
+    pub cpus: Option<f64>,
+    pub pids: Option<u64>,
+    /// The cgroup that holds them, read at each use (a change shows).
+    pub cgroup: Option<OutsideCgroup>,
+}
+
+/// The directories of a cgroup made outside the run.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OutsideCgroup {
+    /// The directories are cgroup v2's (else v1's).
+    pub v2: bool,
+    /// The directory of the memory controller.
+    pub memory: Option<PathBuf>,
+    /// The directory of the cpu controller.
+    pub cpu: Option<PathBuf>,
+    /// The directory whose `pids.max` is the pids limit.
+    pub pids: Option<PathBuf>,
+    /// Tasks counted there that are not the guest's.
+    pub pids_overhead: u64,
+    /// Files the sandbox's init writes "0" to as its first act, joining
+    /// the directories of the sandbox alone (which hold the sandbox but
+    /// not the supervisor: a freezer's).
+    pub join: Vec<PathBuf>,
 }
 
 impl SandboxConfig {
     /// `command` in a sandbox with the defaults: nothing mounted, no
-    /// network, no limits, the environment from the host.
+    /// network, no limits, the environment from the host, the schedule
+    /// of `supervisor run` (start early, leave the teardown).
     pub fn new(command: Vec<OsString>) -> SandboxConfig {
         SandboxConfig {
             command,
@@ -158,6 +237,13 @@ impl SandboxConfig {
             report: None,
             workers: None,
             start: StartMode::Launch,
+            schedule: Schedule {
+                start_early: true,
+                confine_before_wait: false,
+                leave_teardown: true,
+                nice_after_set_up: None,
+            },
+            outside_limits: None,
         }
     }
 
@@ -193,6 +279,9 @@ impl SandboxConfig {
         }
         if self.start == StartMode::Launch && self.command.is_empty() {
             return Err("no command given".into());
+        }
+        if self.start == StartMode::Late && self.schedule.start_early {
+            return Err("a late start cannot start early".into());
         }
         if self.ids.count == 0 {
             return Err("ids.count: must be at least 1".into());

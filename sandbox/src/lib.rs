@@ -6,11 +6,12 @@
 //! `report`), all configured by one [`config::SandboxConfig`].
 //!
 //! The front-ends (`run`'s flags, the pool, the OCI runtime: the
-//! `supervisor` crate) build that config and call [`run::run`]; nothing
-//! here knows of them. Host calls are wrapped in `sys`.
+//! `supervisor` crate) build that config and call [`run::run`] with
+//! their [`embedding::Embedding`]; nothing here knows of them. Host calls are wrapped in `sys`.
 
 pub mod config;
 pub mod confine;
+pub mod embedding;
 mod ending;
 pub mod guest_proc;
 pub mod launch;

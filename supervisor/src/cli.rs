@@ -338,6 +338,10 @@ impl RunArgs {
         let mut config = unchecked_config(self);
         config.start = StartMode::Late;
         config.terminal = Terminal::AtStart;
+        // The sandbox waits for its client confined; the client's report
+        // decides whether the run waits for the teardown.
+        config.schedule.start_early = false;
+        config.schedule.confine_before_wait = true;
         config.validate()?;
         Ok(config)
     }

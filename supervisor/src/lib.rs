@@ -10,6 +10,7 @@ pub mod cli;
 pub mod oci;
 pub mod pool;
 
+use sandbox::embedding::Standalone;
 use sandbox::{config, run};
 
 /// Entry point of the command; returns the process exit code.
@@ -23,7 +24,7 @@ pub fn main() -> i32 {
                     125
                 }
                 None => match config::SandboxConfig::try_from(*args) {
-                    Ok(config) => run::run(config),
+                    Ok(config) => run::run(config, &Standalone),
                     Err(e) => {
                         eprintln!("supervisor: {e}");
                         125

@@ -1,10 +1,9 @@
-//! What the guest is told of its limits: [`GuestView`] (from `run`'s
-//! flags, or from an embedding that enforces limits itself, such as the
-//! OCI runtime's `linux.resources`) and the [`GuestLimits`] the handlers
+//! What the guest is told of its limits: [`GuestView`] (from the run's
+//! limits, or from limits enforced outside it: `outside.rs`) and the [`GuestLimits`] the handlers
 //! serve /proc/meminfo, nproc and the /proc/sys sizes from.
 //!
 //! Owns turning flags or a view into those figures. Does not own
-//! enforcing the limits (`limits/`, `oci/resources.rs`) or the files'
+//! enforcing the limits (`limits/`, or the front-end's cgroup) or the files'
 //! texts (`sandbox_syscalls` handlers).
 
 use std::sync::Arc;
@@ -20,9 +19,9 @@ use crate::limits::Limits;
 pub type Reading = Box<dyn Fn() -> Option<u64> + Send + Sync>;
 
 /// What the guest is told of its limits (/proc/meminfo, nproc, the
-/// /proc/sys sizes, and which host files are covered): `--memory`,
-/// `--cpus` and `--pids`, or, from an embedding that enforces limits
-/// itself (the OCI runtime's `linux.resources`), those.
+/// /proc/sys sizes, and which host files are covered): the run's
+/// memory, CPUs and pids limits, or those enforced outside it (the OCI
+/// runtime's `linux.resources`).
 #[derive(Default)]
 pub struct GuestView {
     pub memory: Option<u64>,

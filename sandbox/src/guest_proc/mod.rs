@@ -1,6 +1,7 @@
 //! What the guest is shown of /proc and /sys from the supervisor's side:
 //! the figures of its limits that the /proc handlers serve
-//! (`limits.rs`), the view's /proc mount with its covers and masks
+//! (`limits.rs`; for limits enforced outside the run, read from their
+//! cgroup: `outside.rs`), the view's /proc mount with its covers and masks
 //! (`proc_mount.rs`), and the /sys/devices/system/cpu layout
 //! (`sys_cpu.rs`).
 //!
@@ -9,6 +10,7 @@
 //! view (`launch/`).
 
 pub mod limits;
+pub mod outside;
 pub(crate) mod proc_mount;
 pub mod sys_cpu;
 

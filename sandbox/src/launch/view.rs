@@ -380,7 +380,7 @@ fn seal_etc_files(plan: &ViewPlan) -> Result<()> {
 /// `--rootfs` tree (a symlink at sys/devices, say) takes part in writing it.
 /// The mount is read-only, not the file system: the OCI runtime's
 /// `update` rewrites the CPUs through a detached copy of the mount
-/// (`oci/sys_cpu.rs`); the guest has no other mount of it.
+/// (`supervisor/src/oci/sys_cpu.rs`); the guest has no other mount of it.
 fn build_sys(plan: &ViewPlan) -> Result<()> {
     let sys = new_root("sys");
     make_dir(&sys, 0o555)?;

@@ -22,8 +22,7 @@ use std::path::{Path, PathBuf};
 use oci_spec::runtime::{LinuxResources, Mount, PosixRlimitType, Spec};
 use vfs::mounts::{MountKind, MountSpec};
 
-use sandbox::config::{GuestEnv, Ids, SandboxConfig, Terminal};
-use sandbox::run::GuestView;
+use sandbox::config::{GuestEnv, Ids, OutsideLimits, SandboxConfig, Terminal};
 
 /// Mount destinations that are the sandbox's own.
 const SANDBOX_OWN: &[&str] = &[
@@ -116,13 +115,23 @@ impl Bundle {
         self.spec.linux().as_ref()?.resources().clone()
     }
 
-    /// What the guest is told of its limits: `linux.resources`' memory
+    /// `process.terminal`: a terminal on all three stdio, its master
+    /// sent to `console_socket`, which it then needs.
+    pub fn terminal_for(&self, console_socket: Option<&Path>) -> Result<Terminal, String> {
+        match (self.terminal(), console_socket) {
+            (false, _) => Ok(Terminal::Never),
+            (true, Some(path)) => Ok(Terminal::Console(path.to_path_buf())),
+            (true, None) => Err("terminal: true needs --console-socket".into()),
+        }
+    }
+
+    /// The limits the guest is told of: `linux.resources`' memory
     /// limit, CPUs (quota / period) and pids limit, as `--memory`,
     /// `--cpus` and `--pids` would tell it. They are enforced by the
     /// container's cgroup (`resources.rs`), not by the run.
-    pub fn guest_view(&self) -> GuestView {
+    pub fn outside_limits(&self) -> OutsideLimits {
         let Some(res) = self.resources() else {
-            return GuestView::default();
+            return OutsideLimits::default();
         };
         let memory = res.memory().as_ref().and_then(|m| m.limit());
         let cpus = res.cpu().as_ref().and_then(|c| {
@@ -131,13 +140,13 @@ impl Bundle {
             Some(quota as f64 / period as f64)
         });
         let pids = res.pids().as_ref().map(|p| p.limit());
-        GuestView {
+        OutsideLimits {
             memory: memory
                 .and_then(|m| u64::try_from(m).ok())
                 .filter(|m| *m > 0),
             cpus,
             pids: pids.and_then(|p| u64::try_from(p).ok()).filter(|p| *p > 0),
-            ..GuestView::default()
+            cgroup: None,
         }
     }
 
@@ -177,10 +186,12 @@ impl Bundle {
             count: super::user::id_count(),
             user,
         };
-        config.terminal = match self.terminal() {
-            true => Terminal::Always,
-            false => Terminal::Never,
-        };
+        // The terminal is `create`'s to say (`terminal_for`).
+        config.terminal = Terminal::Never;
+        // The guest waits for `start`; `state` and `delete` need its
+        // init reaped when it has ended.
+        config.schedule.start_early = false;
+        config.schedule.leave_teardown = false;
         config.fs.rootfs = Some(self.rootfs.clone());
         config.fs.rootfs_in_place = self.root_writable();
         config.workdir = Some(process.cwd().clone());

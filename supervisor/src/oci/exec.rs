@@ -65,7 +65,7 @@ pub fn exec(root: &Path, a: &ExecArgs) -> Result<i32, String> {
     };
     send_request(&conn, &request, terminal.as_ref().map(|t| t.slave.as_fd()))?;
     if let (Some(t), Some(path)) = (&terminal, &request.console) {
-        super::console::send_master(path, t.name.as_bytes(), t.master.as_fd())?;
+        sandbox::tty::send_master(path, t.name.as_bytes(), t.master.as_fd())?;
     }
     drop(terminal);
     wait_started(&conn, &request)?;

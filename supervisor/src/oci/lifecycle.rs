@@ -29,7 +29,7 @@ use super::hooks;
 use super::log::{rfc3339_now, Log};
 use super::monitor::MonitorPlan;
 use super::state::{container_dir, proc_stat, Record, Status};
-use sandbox::config::SandboxConfig;
+use sandbox::config::{OutsideLimits, SandboxConfig};
 use sandbox::sys::process::{clone_process, fork_single_threaded, Forked};
 
 /// `create`: everything up to the guest's exec.
@@ -59,8 +59,9 @@ fn create_in(
     log: &Log,
     a: &CreateArgs,
     bundle: &Bundle,
-    config: SandboxConfig,
+    mut config: SandboxConfig,
 ) -> Result<(), String> {
+    config.terminal = bundle.terminal_for(a.console_socket.as_deref())?;
     let start_fifo = dir.join("start");
     mkfifo(&start_fifo, Mode::S_IRUSR | Mode::S_IWUSR)
         .map_err(|e| format!("{}: {}", start_fifo.display(), e.desc()))?;
@@ -78,13 +79,16 @@ fn create_in(
         }
     }
     let plan = MonitorPlan {
-        console_socket: a.console_socket.clone(),
         cgroup: cgroup.clone(),
         start_fifo,
         exec_socket: dir.join("exec.sock"),
         log: dir.join("monitor.log"),
-        guest: bundle.guest_view(),
     };
+    // Enforced by the container's cgroup; the guest is told of them.
+    config.outside_limits = Some(OutsideLimits {
+        cgroup: Some(cgroup.outside()),
+        ..bundle.outside_limits()
+    });
     let (pid, init_pid) = match spawn_monitor(plan, config) {
         Ok(pids) => pids,
         Err(e) => {
