@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 
 use nix::errno::Errno;
 use sandbox_syscalls::{dispatch, Context, Guest, Reply, SyscallArgs};
-use supervisor::trap::NotifGuest;
+use sandbox::trap::NotifGuest;
 
 mod sys;
 

@@ -11,7 +11,8 @@ use std::time::Duration;
 use clap::{Parser, Subcommand};
 use vfs::mounts::{parse_size, MountSpec};
 
-use crate::limits::Limits;
+use sandbox::config::{GuestEnv, SandboxConfig, StartMode, Terminal};
+use sandbox::limits::Limits;
 
 const EXAMPLES: &str = "\
 Examples:
@@ -318,19 +319,65 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
     }
 }
 
-impl RunArgs {
-    /// The resource limits the flags ask for.
-    pub fn limits(&self) -> Limits {
-        Limits {
-            memory: self.memory,
-            cpus: self.cpus,
-            pids: self.pids,
-            timeout: self.timeout,
-            cpu_time: self.cpu_time,
-            output: self.output_limit,
-            nofile: self.nofile,
-        }
+impl TryFrom<RunArgs> for SandboxConfig {
+    type Error = String;
+
+    /// The sandbox `run`'s flags describe; checked, one line if wrong.
+    fn try_from(args: RunArgs) -> Result<SandboxConfig, String> {
+        let config = unchecked_config(args);
+        config.validate()?;
+        Ok(config)
     }
+}
+
+impl RunArgs {
+    /// Every sandbox of a pool with these flags (`supervisor pool`'s):
+    /// the command, and whether the guest takes the pty ready for it,
+    /// come with the client.
+    pub fn pooled_config(self) -> Result<SandboxConfig, String> {
+        let mut config = unchecked_config(self);
+        config.start = StartMode::Late;
+        config.terminal = Terminal::AtStart;
+        // The sandbox waits for its client confined; the client's report
+        // decides whether the run waits for the teardown.
+        config.schedule.start_early = false;
+        config.schedule.confine_before_wait = true;
+        config.validate()?;
+        Ok(config)
+    }
+}
+
+/// The sandbox the flags describe (the mounts in the order `--ro`,
+/// `--rw`, `--tmpfs`), not checked yet.
+fn unchecked_config(args: RunArgs) -> SandboxConfig {
+    let mut config = SandboxConfig::new(args.command);
+    config.env = GuestEnv::FromHost(args.env);
+    config.workdir = args.workdir;
+    config.hostname = args.hostname;
+    let mut mounts = args.ro;
+    mounts.extend(args.rw);
+    mounts.extend(args.tmpfs);
+    config.fs.mounts = mounts;
+    config.fs.rootfs = args.rootfs;
+    config.fs.masks = args.mask;
+    config.fs.read_only = args.remount_ro;
+    config.fs.writable_system = args.writable_system;
+    config.fs.disk = args.disk;
+    config.net.allow = args.allow_net;
+    config.net.publish = args.publish;
+    config.limits = Limits {
+        memory: args.memory,
+        cpus: args.cpus,
+        pids: args.pids,
+        timeout: args.timeout,
+        cpu_time: args.cpu_time,
+        output: args.output_limit,
+        nofile: args.nofile,
+    };
+    config.trace = args.trace;
+    config.report = args.report;
+    config.workers = args.workers;
+    config
 }
 
 /// Parsed command line, or the exit code to leave with (help and version

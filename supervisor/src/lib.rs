@@ -1,27 +1,17 @@
-//! The `supervisor` binary's code: CLI, sandbox launch, the seccomp
-//! notification loop, guest memory access, and the run report.
+//! The `supervisor` binary's front-ends over the sandbox engine (the
+//! `sandbox` crate): the command line (`cli`), the pool (`pool`) and the
+//! OCI runtime (`oci`). Each builds a `SandboxConfig` and runs it.
 //!
 //! The binary target itself is a two-line shim in the workspace's root
 //! package (`src/main.rs`), so that the integration tests in `tests/` get
 //! `CARGO_BIN_EXE_supervisor` and `cargo test` builds it first.
 
 pub mod cli;
-pub mod confine;
-pub mod ending;
-pub mod guest_view;
-pub mod launch;
-pub mod launch_hooks;
-pub mod limits;
-pub mod network;
 pub mod oci;
-pub mod output;
 pub mod pool;
-pub mod report;
-pub mod run;
-pub mod socket_factory;
-pub mod sys;
-pub mod trap;
-pub mod tty;
+
+use sandbox::embedding::Standalone;
+use sandbox::{config, run};
 
 /// Entry point of the command; returns the process exit code.
 pub fn main() -> i32 {
@@ -33,7 +23,13 @@ pub fn main() -> i32 {
                     eprintln!("supervisor: no command given (see 'supervisor run --help')");
                     125
                 }
-                None => run::run(*args),
+                None => match config::SandboxConfig::try_from(*args) {
+                    Ok(config) => run::run(config, &Standalone),
+                    Err(e) => {
+                        eprintln!("supervisor: {e}");
+                        125
+                    }
+                },
             },
             cli::Command::Pool(args) => pool::daemon::main(*args, pool::flags_after_subcommand()),
             cli::Command::PoolSandbox(args) => pool::slot::main(*args),

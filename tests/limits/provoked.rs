@@ -369,7 +369,7 @@ fn a_cgroup_whose_member_is_slow_to_leave_is_still_removed() {
         std::thread::sleep(Duration::from_secs(3));
         fs::write(thaw_at, "THAWED")
     });
-    supervisor::limits::cgroup::remove_tree(std::slice::from_ref(&doomed));
+    sandbox::limits::cgroup::remove_tree(std::slice::from_ref(&doomed));
     let removed = !doomed.exists();
     thaw.join().unwrap().expect("thaw");
     let _ = member.kill();

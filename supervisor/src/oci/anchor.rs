@@ -41,11 +41,11 @@ use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
 use nix::unistd::{dup2, getpid, getppid, pipe2, setsid, Pid};
 
 use super::monitor::{self, MonitorPlan};
-use crate::cli::RunArgs;
+use sandbox::config::SandboxConfig;
 /// The signals `kill` may send that the anchor passes on (the monitor
 /// passes them to the guest, as init does); SIGCHLD tells it the monitor ended.
-use crate::launch::FORWARDED;
-use crate::sys::process::{fork_single_threaded, sigwaitinfo, Forked};
+use sandbox::launch::FORWARDED;
+use sandbox::sys::process::{fork_single_threaded, sigwaitinfo, Forked};
 
 /// The sandbox's namespaces the anchor joins (the mount one first).
 const JOINED: &[(&str, CloneFlags)] = &[
@@ -58,7 +58,7 @@ const JOINED: &[(&str, CloneFlags)] = &[
 /// Runs the anchor in the process `create` forked; never returns.
 /// `ready` is the write end of the pipe `create` reads: "ok" and init's
 /// host pid, or "E" and the error (relayed from the monitor).
-pub fn run(plan: MonitorPlan, args: RunArgs, ready: OwnedFd) -> ! {
+pub fn run(plan: MonitorPlan, config: SandboxConfig, ready: OwnedFd) -> ! {
     let mut ready = File::from(ready);
     let _ = setsid();
     if getpid().as_raw() == 1 {
@@ -85,7 +85,7 @@ pub fn run(plan: MonitorPlan, args: RunArgs, ready: OwnedFd) -> ! {
             if orphaned || getppid() != anchor {
                 std::process::exit(125);
             }
-            monitor::run(plan, args, to_anchor)
+            monitor::run(plan, config, to_anchor)
         }
         Ok(Forked::Parent(pid)) => pid,
     };

@@ -1,14 +1,16 @@
 //! A bundle's config.json (read by `config.rs`), translated
-//! into a `supervisor run`: the bundle's root becomes `--rootfs`, its
-//! bind and tmpfs mounts `--ro`/`--rw`/`--tmpfs`, `maskedPaths` `--mask`,
-//! `readonlyPaths` `--remount-ro`, `process.cwd` `--workdir`, `RLIMIT_NOFILE` `--nofile`; the
-//! environment is exactly `process.env`.
+//! into a [`SandboxConfig`]: the bundle's root becomes the root file
+//! system (written in place unless `root.readonly`), its bind and tmpfs
+//! mounts the sandbox's mounts, `maskedPaths` and `readonlyPaths` the
+//! masked and read-only paths, `process.cwd` the working directory,
+//! `RLIMIT_NOFILE` the descriptor limit, `process.terminal` a terminal
+//! on all three stdio; the environment is exactly `process.env`.
 //!
 //! What the sandbox provides itself is not taken from the config: /proc,
 //! /dev (and devpts, shm, mqueue), /sys, and the /etc files Docker binds
 //! (hostname, hosts, resolv.conf: the sandbox writes its own).
-//! `process.user` is checked here and applied by the monitor
-//! (`user.rs`); capabilities never widen the sandbox's policy and are not
+//! `process.user` is checked here (`user.rs`) and becomes the config's
+//! user; capabilities never widen the sandbox's policy and are not
 //! read.
 //!
 //! Owns the translation; not the resources (`cgroup.rs`) or the hooks
@@ -18,11 +20,10 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 use super::config::{LinuxResources, Mount, PosixRlimitType, Process, Spec};
-use vfs::mounts::MountSpec;
+use vfs::mounts::{MountKind, MountSpec};
 
-use crate::cli::RunArgs;
-use crate::launch::env_pairs;
-use crate::run::GuestView;
+use sandbox::config::{GuestEnv, Ids, OutsideLimits, SandboxConfig, Terminal};
+use sandbox::launch::env_pairs;
 
 /// Mount destinations that are the sandbox's own.
 const SANDBOX_OWN: &[&str] = &[
@@ -114,13 +115,23 @@ impl Bundle {
         self.spec.linux().as_ref()?.resources().clone()
     }
 
-    /// What the guest is told of its limits: `linux.resources`' memory
+    /// `process.terminal`: a terminal on all three stdio, its master
+    /// sent to `console_socket`, which it then needs.
+    pub fn terminal_for(&self, console_socket: Option<&Path>) -> Result<Terminal, String> {
+        match (self.terminal(), console_socket) {
+            (false, _) => Ok(Terminal::Never),
+            (true, Some(path)) => Ok(Terminal::Console(path.to_path_buf())),
+            (true, None) => Err("terminal: true needs --console-socket".into()),
+        }
+    }
+
+    /// The limits the guest is told of: `linux.resources`' memory
     /// limit, CPUs (quota / period) and pids limit, as `--memory`,
     /// `--cpus` and `--pids` would tell it. They are enforced by the
     /// container's cgroup (`resources.rs`), not by the run.
-    pub fn guest_view(&self) -> GuestView {
+    pub fn outside_limits(&self) -> OutsideLimits {
         let Some(res) = self.resources() else {
-            return GuestView::default();
+            return OutsideLimits::default();
         };
         let memory = res.memory().as_ref().and_then(|m| m.limit());
         let cpus = res.cpu().as_ref().and_then(|c| {
@@ -129,13 +140,13 @@ impl Bundle {
             Some(quota as f64 / period as f64)
         });
         let pids = res.pids().as_ref().map(|p| p.limit());
-        GuestView {
+        OutsideLimits {
             memory: memory
                 .and_then(|m| u64::try_from(m).ok())
                 .filter(|m| *m > 0),
             cpus,
             pids: pids.and_then(|p| u64::try_from(p).ok()).filter(|p| *p > 0),
-            ..GuestView::default()
+            cgroup: None,
         }
     }
 
@@ -149,12 +160,12 @@ impl Bundle {
     }
 
     /// The user the container's command runs as (`None`: the runtime's own).
-    pub fn user(&self) -> Result<Option<crate::launch::GuestUser>, String> {
+    pub fn user(&self) -> Result<Option<sandbox::launch::GuestUser>, String> {
         super::user::from_spec(self.process()?.user()).map_err(|e| format!("process.user: {e}"))
     }
 
-    /// The `supervisor run` this bundle is; warnings for what is left out.
-    pub fn run_args(&self) -> Result<(RunArgs, Vec<String>), String> {
+    /// The sandbox this bundle is; warnings for what is left out.
+    pub fn sandbox_config(&self) -> Result<(SandboxConfig, Vec<String>), String> {
         let process = self.process()?;
         let mut warnings = Vec::new();
         let command: Vec<OsString> = process
@@ -167,45 +178,64 @@ impl Bundle {
         if command.is_empty() {
             return Err("config.json: process.args is empty".into());
         }
-        super::user::from_spec(process.user()).map_err(|e| format!("process.user: {e}"))?;
-        let mut args = empty_run_args(command);
-        args.rootfs = Some(self.rootfs.clone());
-        args.workdir = Some(process.cwd().clone());
+        let user =
+            super::user::from_spec(process.user()).map_err(|e| format!("process.user: {e}"))?;
+        let mut config = SandboxConfig::new(command);
+        config.env = GuestEnv::Exact(self.env());
+        config.ids = Ids {
+            count: super::user::id_count(),
+            user,
+        };
+        // The terminal is `create`'s to say (`terminal_for`).
+        config.terminal = Terminal::Never;
+        // The guest waits for `start`; `state` and `delete` need its
+        // init reaped when it has ended.
+        config.schedule.start_early = false;
+        config.schedule.leave_teardown = false;
+        config.fs.rootfs = Some(self.rootfs.clone());
+        config.fs.rootfs_in_place = self.root_writable();
+        config.workdir = Some(process.cwd().clone());
         if let Some(h) = self.spec.hostname().as_ref().filter(|h| !h.is_empty()) {
-            args.hostname = h.clone();
+            config.hostname = h.clone();
         }
         for rl in process.rlimits().clone().unwrap_or_default() {
             match rl.typ() {
-                PosixRlimitType::RlimitNofile => args.nofile = Some(rl.hard().max(1)),
+                PosixRlimitType::RlimitNofile => config.limits.nofile = Some(rl.hard().max(1)),
                 other => warnings.push(format!("rlimit {other:?} is not applied")),
             }
         }
+        // Read-only binds, then writable ones, then tmpfs, as `run`'s
+        // flags order them.
+        let mut mounts = Vec::new();
         for m in self.spec.mounts().clone().unwrap_or_default() {
             match translate_mount(&m) {
-                Ok(Some(spec)) => match spec.kind {
-                    vfs::mounts::MountKind::ReadOnly => args.ro.push(spec),
-                    vfs::mounts::MountKind::ReadWrite => args.rw.push(spec),
-                    vfs::mounts::MountKind::Tmpfs { .. } => args.tmpfs.push(spec),
-                },
+                Ok(Some(spec)) => mounts.push(spec),
                 Ok(None) => {}
                 Err(w) => warnings.push(w),
             }
         }
+        mounts.sort_by_key(|m| match m.kind {
+            MountKind::ReadOnly => 0,
+            MountKind::ReadWrite => 1,
+            MountKind::Tmpfs { .. } => 2,
+        });
+        config.fs.mounts = mounts;
         if let Some(linux) = self.spec.linux() {
             for p in linux.masked_paths().clone().unwrap_or_default() {
                 match vfs::mounts::parse_mask(&p) {
-                    Ok(path) => args.mask.push(path),
+                    Ok(path) => config.fs.masks.push(path),
                     Err(e) => warnings.push(e.to_string()),
                 }
             }
             for p in linux.readonly_paths().clone().unwrap_or_default() {
                 match vfs::mounts::parse_remount_ro(&p) {
-                    Ok(path) => args.remount_ro.push(path),
+                    Ok(path) => config.fs.read_only.push(path),
                     Err(e) => warnings.push(e.to_string()),
                 }
             }
         }
-        Ok((args, warnings))
+        config.validate()?;
+        Ok((config, warnings))
     }
 }
 
@@ -247,35 +277,4 @@ fn translate_mount(m: &Mount) -> Result<Option<MountSpec>, String> {
         return Err(format!("mount of type {typ:?} on {dest} is not supported"));
     };
     spec.map(Some).map_err(|e| format!("mount on {dest}: {e}"))
-}
-
-/// A `RunArgs` with the flags' defaults and `command`.
-fn empty_run_args(command: Vec<OsString>) -> RunArgs {
-    RunArgs {
-        ro: Vec::new(),
-        rw: Vec::new(),
-        tmpfs: Vec::new(),
-        rootfs: None,
-        mask: Vec::new(),
-        remount_ro: Vec::new(),
-        workdir: None,
-        env: Vec::new(),
-        hostname: crate::launch::DEFAULT_HOSTNAME.into(),
-        allow_net: Vec::new(),
-        publish: Vec::new(),
-        writable_system: false,
-        disk: crate::launch::DEFAULT_DISK_SIZE,
-        memory: None,
-        cpus: None,
-        pids: None,
-        timeout: None,
-        cpu_time: None,
-        output_limit: None,
-        nofile: None,
-        trace: None,
-        report: None,
-        workers: None,
-        pool: None,
-        command,
-    }
 }

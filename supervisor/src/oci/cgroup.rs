@@ -21,8 +21,6 @@
 
 use std::fs;
 use std::io;
-use std::os::fd::OwnedFd;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Component, Path, PathBuf};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -30,7 +28,8 @@ use std::time::{Duration, Instant};
 use super::config::LinuxResources;
 use serde::{Deserialize, Serialize};
 
-use crate::limits::cgroup::remove_tree;
+use sandbox::config::OutsideCgroup;
+use sandbox::limits::cgroup::remove_tree;
 
 /// The v1 controllers a container uses.
 const V1_CONTROLLERS: &[&str] = &["memory", "pids", "cpu", "cpuacct", "freezer"];
@@ -309,28 +308,26 @@ impl ContainerCgroup {
         }
     }
 
-    /// The files by which the sandbox's init joins the directories of
-    /// the sandbox alone (v1 `tasks` of the freezer and pids, v2 the
-    /// `sandbox` leaf's `cgroup.procs`), open for it to write "0" to
-    /// (`LaunchConfig::self_join`).
-    pub fn sandbox_join_files(&self) -> Result<Vec<OwnedFd>, String> {
-        let paths: Vec<PathBuf> = match &self.v2 {
+    /// The cgroup as the engine reads it: where the guest's limits are
+    /// read from (`sandbox::guest_proc::outside`), and the files by which
+    /// the sandbox's init joins the directories of the sandbox alone (v1
+    /// `tasks` of the freezer and pids, v2 the `sandbox` leaf's
+    /// `cgroup.procs`: the monitor stays out of them).
+    pub fn outside(&self) -> OutsideCgroup {
+        let join: Vec<PathBuf> = match &self.v2 {
             Some(d) => vec![d.join(V2_SANDBOX).join("cgroup.procs")],
             None => (self.v1_sandbox_only().iter())
                 .map(|d| d.join("tasks"))
                 .collect(),
         };
-        paths
-            .iter()
-            .map(|path| {
-                fs::OpenOptions::new()
-                    .write(true)
-                    .custom_flags(libc::O_CLOEXEC)
-                    .open(path)
-                    .map(OwnedFd::from)
-                    .map_err(|e| format!("{}: {e}", path.display()))
-            })
-            .collect()
+        OutsideCgroup {
+            v2: self.v2.is_some(),
+            memory: self.dir_of("memory").map(Path::to_path_buf),
+            cpu: self.dir_of("cpu").map(Path::to_path_buf),
+            pids: self.pids_dir(),
+            pids_overhead: self.pids_overhead().unsigned_abs(),
+            join,
+        }
     }
 
     /// Freezes (`true`) or thaws every process, and waits until the

@@ -6,16 +6,15 @@
 //! devpts (so the process can name it): through `/proc/<init>/root` of
 //! the sandbox's init, the monitor's child (the record keeps its pid).
 //!
-//! Owns connecting and sending, and finding the sandbox's devpts; not a
-//! container's own terminal (opened by init: `launch/init.rs`).
+//! Owns finding the sandbox's devpts for an exec'd process; not the
+//! sending (`sandbox::tty::send_master`, which the engine also uses for a
+//! container's own terminal, opened by init: `sandbox/src/launch/init.rs`).
 
 use std::fs;
-use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
-use std::os::unix::net::UnixStream;
-use std::path::{Path, PathBuf};
+use std::os::fd::OwnedFd;
+use std::path::PathBuf;
 
-use crate::sys::fd::send_with_fd;
-use crate::sys::term::open_pty_at;
+use sandbox::sys::term::open_pty_at;
 
 /// A terminal in the sandbox's devpts.
 pub struct Terminal {
@@ -57,12 +56,4 @@ fn parent_of(pid: i32) -> Option<i32> {
     let text = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     let rest = &text[text.rfind(')')? + 1..];
     rest.split_whitespace().nth(1)?.parse().ok()
-}
-
-/// Sends `master` (whose slave is `name`) to the console socket at `path`.
-pub fn send_master(path: &Path, name: &[u8], master: BorrowedFd<'_>) -> Result<(), String> {
-    let sock = UnixStream::connect(path)
-        .map_err(|e| format!("--console-socket {}: {e}", path.display()))?;
-    send_with_fd(sock.as_fd(), name, Some(master))
-        .map_err(|e| format!("--console-socket {}: {}", path.display(), e.desc()))
 }

@@ -29,10 +29,10 @@ use super::bundle::Bundle;
 use super::cli::ExecArgs;
 use super::exec_socket::connect_to;
 use super::state::{container_dir, Record, Status};
-use crate::launch::host_stdio::shielded_stdio;
-use crate::launch::GuestUser;
-use crate::sys::fd::{recv_with_fd, send_with_fd};
-use crate::sys::process::{fork_single_threaded, Forked};
+use sandbox::launch::host_stdio::shielded_stdio;
+use sandbox::launch::GuestUser;
+use sandbox::sys::fd::{recv_with_fd, send_with_fd};
+use sandbox::sys::process::{fork_single_threaded, Forked};
 
 /// What the helper is asked to run.
 struct Request {
@@ -65,7 +65,7 @@ pub fn exec(root: &Path, a: &ExecArgs) -> Result<i32, String> {
     };
     send_request(&conn, &request, terminal.as_ref().map(|t| t.slave.as_fd()))?;
     if let (Some(t), Some(path)) = (&terminal, &request.console) {
-        super::console::send_master(path, t.name.as_bytes(), t.master.as_fd())?;
+        sandbox::tty::send_master(path, t.name.as_bytes(), t.master.as_fd())?;
     }
     drop(terminal);
     wait_started(&conn, &request)?;

@@ -16,8 +16,8 @@ use nix::sys::socket::{
     bind, connect, listen, socket, AddressFamily, Backlog, SockFlag, SockType, UnixAddr,
 };
 
-use crate::launch::ExecRequests;
-use crate::sys::fd::accept;
+use sandbox::launch::ExecRequests;
+use sandbox::sys::fd::accept;
 
 /// Binds the socket at `path` and starts the relay thread.
 pub fn serve(path: &Path, requests: ExecRequests) -> Result<(), String> {

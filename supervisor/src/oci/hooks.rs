@@ -32,7 +32,7 @@ fn run_one(hook: &Hook, state: &serde_json::Value) -> Result<(), String> {
         cmd.arg0(arg0).args(rest);
     }
     cmd.env_clear();
-    for (k, v) in crate::launch::env_pairs(&hook.env().clone().unwrap_or_default()) {
+    for (k, v) in sandbox::launch::env_pairs(&hook.env().clone().unwrap_or_default()) {
         cmd.env(k, v);
     }
     cmd.stdin(Stdio::piped())

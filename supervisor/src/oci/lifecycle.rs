@@ -29,7 +29,8 @@ use super::hooks;
 use super::log::{rfc3339_now, Log};
 use super::monitor::MonitorPlan;
 use super::state::{container_dir, proc_stat, Record, Status};
-use crate::sys::process::{clone_process, fork_single_threaded, Forked};
+use sandbox::config::{OutsideLimits, SandboxConfig};
+use sandbox::sys::process::{clone_process, fork_single_threaded, Forked};
 
 /// `create`: everything up to the guest's exec.
 pub fn create(root: &Path, log: &Log, a: &CreateArgs) -> Result<(), String> {
@@ -38,14 +39,14 @@ pub fn create(root: &Path, log: &Log, a: &CreateArgs) -> Result<(), String> {
         return Err(format!("container with id {} already exists", a.id));
     }
     let bundle = Bundle::load(&a.bundle)?;
-    let (args, warnings) = bundle.run_args()?;
+    let (config, warnings) = bundle.sandbox_config()?;
     warnings.iter().for_each(|w| log.warn(w));
     fs::DirBuilder::new()
         .recursive(true)
         .mode(0o711)
         .create(&dir)
         .map_err(|e| format!("{}: {e}", dir.display()))?;
-    let result = create_in(&dir, root, log, a, &bundle, args);
+    let result = create_in(&dir, root, log, a, &bundle, config);
     if result.is_err() {
         let _ = fs::remove_dir_all(&dir);
     }
@@ -58,8 +59,9 @@ fn create_in(
     log: &Log,
     a: &CreateArgs,
     bundle: &Bundle,
-    args: crate::cli::RunArgs,
+    mut config: SandboxConfig,
 ) -> Result<(), String> {
+    config.terminal = bundle.terminal_for(a.console_socket.as_deref())?;
     let start_fifo = dir.join("start");
     mkfifo(&start_fifo, Mode::S_IRUSR | Mode::S_IWUSR)
         .map_err(|e| format!("{}: {}", start_fifo.display(), e.desc()))?;
@@ -77,18 +79,17 @@ fn create_in(
         }
     }
     let plan = MonitorPlan {
-        env: bundle.env(),
-        user: bundle.user()?,
-        terminal: bundle.terminal(),
-        console_socket: a.console_socket.clone(),
         cgroup: cgroup.clone(),
         start_fifo,
         exec_socket: dir.join("exec.sock"),
         log: dir.join("monitor.log"),
-        guest: bundle.guest_view(),
-        root_writable: bundle.root_writable(),
     };
-    let (pid, init_pid) = match spawn_monitor(plan, args) {
+    // Enforced by the container's cgroup; the guest is told of them.
+    config.outside_limits = Some(OutsideLimits {
+        cgroup: Some(cgroup.outside()),
+        ..bundle.outside_limits()
+    });
+    let (pid, init_pid) = match spawn_monitor(plan, config) {
         Ok(pids) => pids,
         Err(e) => {
             cgroup.remove();
@@ -140,7 +141,7 @@ fn create_in(
 /// namespace names it). The anchor gets a pid namespace (and a mount
 /// namespace, for its procfs) of its own where the engine could not
 /// enter the host's ([`super::cli::anchor_in_own_pid_namespace`]).
-fn spawn_monitor(plan: MonitorPlan, args: crate::cli::RunArgs) -> Result<(i32, i32), String> {
+fn spawn_monitor(plan: MonitorPlan, config: SandboxConfig) -> Result<(i32, i32), String> {
     let (ready_rx, ready_tx) =
         pipe2(OFlag::O_CLOEXEC).map_err(|e| format!("creating a pipe: {}", e.desc()))?;
     let own_pid_ns = super::cli::anchor_in_own_pid_namespace();
@@ -152,7 +153,7 @@ fn spawn_monitor(plan: MonitorPlan, args: crate::cli::RunArgs) -> Result<(i32, i
         Err(e) => Err(format!("starting the monitor: {}", e.desc())),
         Ok(Forked::Child) => {
             drop(ready_rx);
-            anchor::run(plan, args, ready_tx)
+            anchor::run(plan, config, ready_tx)
         }
         Ok(Forked::Parent(pid)) => {
             drop(ready_tx);

@@ -6,14 +6,15 @@
 //! behind: the anchor's pid is the container's (it sits in the sandbox's
 //! namespaces), the monitor's exit status the container's. State lives in `--root`/<id>
 //! (`state.rs`); a bundle's config.json, read by `config.rs`, becomes a
-//! `supervisor run` (`bundle.rs`); the container's cgroup is the engine's
+//! `SandboxConfig` (`bundle.rs`); the container's cgroup is the engine's
 //! `linux.cgroupsPath` (`cgroup.rs`; its limits `resources.rs`).
 //!
 //! Owns dispatching the commands and logging their errors (`log.rs`).
 //! Submodules: `cli` (flags), `lifecycle` (create, start, kill, delete),
 //! `info` (state, list, ps, pause, resume, update, spec, features),
 //! `exec` and `exec_socket`, `console`, `hooks`, `user`, `sys_cpu` (the
-//! guest's /sys CPUs after `update`). Does not own the sandbox: that is `run.rs` and `launch/`.
+//! guest's /sys CPUs after `update`). Does not own the sandbox: that is the
+//! engine's (`sandbox::run`).
 
 pub mod anchor;
 pub mod bundle;
@@ -23,7 +24,6 @@ pub mod config;
 pub mod console;
 pub mod exec;
 pub mod exec_socket;
-pub mod guest_view;
 pub mod hooks;
 pub mod info;
 pub mod lifecycle;

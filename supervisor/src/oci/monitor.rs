@@ -4,41 +4,35 @@
 //! guest's exit code, or 128+N; the anchor passes it on.
 //!
 //! The anchor forks it while still single-threaded, in the session and
-//! cgroup the anchor set up. The monitor runs the bundle
-//! as `supervisor run` does (`run::run_embedded`): the sandbox launched,
-//! the trap serving; then it tells `create` it is ready (or why it
-//! failed) on a pipe, and waits on the state directory's `start` FIFO
-//! until `start` opens it. Only then does it confine itself and let the
-//! guest exec. Its "ok" carries the host pid of the sandbox's init,
-//! whose namespaces the anchor joins. With `terminal: true` the guest's pty master goes to the
-//! console socket (SCM_RIGHTS) instead of a relay.
+//! cgroup the anchor set up. The monitor runs the bundle's
+//! [`SandboxConfig`] as `supervisor run` does (`sandbox::run::run`): the
+//! sandbox launched, the trap serving; then ([`Embedding::ready`]) it
+//! tells `create` it is ready (or why it failed) on a pipe, and waits on
+//! the state directory's `start` FIFO until `start` opens it. Only then
+//! does it confine itself and let the guest exec. Its "ok" carries the
+//! host pid of the sandbox's init, whose namespaces the anchor joins.
+//! With `terminal: true` the guest's pty master goes to the console
+//! socket (the config's `Terminal::Console`) instead of a relay.
 //!
 //! Owns that sequence and the embedding; not the state record (written
 //! by `create`), nor the sandbox itself.
 
 use std::cell::RefCell;
-use std::ffi::OsString;
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::PathBuf;
-use std::sync::Arc;
 
 use nix::unistd::dup2;
 
 use super::cgroup::ContainerCgroup;
-use crate::cli::RunArgs;
-use crate::launch::{LaunchConfig, Sandbox};
-use crate::run::{run_embedded, Embedding, GuestView};
+use sandbox::config::{SandboxConfig, Terminal};
+use sandbox::embedding::{Embedding, Event, Start};
+use sandbox::launch::Sandbox;
 
 /// What the monitor is given by `create`.
 pub struct MonitorPlan {
-    pub env: Vec<(OsString, OsString)>,
-    /// `process.user` (`None`: the runtime's own).
-    pub user: Option<crate::launch::GuestUser>,
-    pub terminal: bool,
-    pub console_socket: Option<PathBuf>,
     pub cgroup: ContainerCgroup,
     /// The state directory's `start` FIFO.
     pub start_fifo: PathBuf,
@@ -46,53 +40,38 @@ pub struct MonitorPlan {
     pub exec_socket: PathBuf,
     /// Where the monitor's own messages go once the guest holds its stdio.
     pub log: PathBuf,
-    /// What the guest is told of `linux.resources` (`Bundle::guest_view`).
-    pub guest: GuestView,
-    /// The bundle's root is writable (`root.readonly` false): the guest
-    /// writes to it in place (`LaunchConfig::rootfs_in_place`).
-    pub root_writable: bool,
 }
 
-/// Runs the monitor (the sandbox `args` describe) in the forked child; never returns. `ready` is the
+/// Runs the monitor (the sandbox `config` describes) in the forked child; never returns. `ready` is the
 /// write end of the pipe the anchor reads and relays to `create`: "ok"
 /// and init's host pid, or "E" and the error.
-pub fn run(mut plan: MonitorPlan, args: RunArgs, ready: OwnedFd) -> ! {
-    let guest = super::guest_view::with_cgroup(std::mem::take(&mut plan.guest), &plan.cgroup);
+pub fn run(plan: MonitorPlan, config: SandboxConfig, ready: OwnedFd) -> ! {
     let embedding = Monitor {
-        guest: RefCell::new(Some(guest)),
         ready: RefCell::new(Some(File::from(ready))),
-        alone: RefCell::new(Vec::new()),
         plan,
+        terminal: matches!(config.terminal, Terminal::Console(_)),
         stderr: RefCell::new(None),
     };
-    let prepared = embedding.plan.cgroup.sandbox_join_files().map(|files| {
-        *embedding.alone.borrow_mut() = files.into_iter().map(Arc::new).collect();
-    });
     // On a terminal the guest's stdio is the pty: nothing in the sandbox
     // may hold the engine's pipes (runc's caller waits for their end).
-    let prepared = prepared.and_then(|_| match embedding.plan.terminal {
-        true => embedding.detach_stdio(),
-        false => Ok(()),
-    });
-    if let Err(e) = prepared {
-        embedding.error(&e);
-        std::process::exit(125);
+    if embedding.terminal {
+        if let Err(e) = embedding.detach_stdio() {
+            embedding.error(&e);
+            std::process::exit(125);
+        }
     }
-    let code = run_embedded(args, &embedding);
+    let code = sandbox::run::run(config, &embedding);
     std::process::exit(code)
 }
 
 struct Monitor {
     plan: MonitorPlan,
+    /// `process.terminal`: the guest's stdio is its pty.
+    terminal: bool,
     /// Until the guest may start: the pipe to `create`.
     ready: RefCell<Option<File>>,
-    /// The files by which init joins the cgroups of the sandbox alone
-    /// (the one pause freezes, v1's pids; the monitor stays out of them).
-    alone: RefCell<Vec<Arc<OwnedFd>>>,
     /// The container's stderr, kept for messages once fd 2 is the log.
     stderr: RefCell<Option<File>>,
-    /// What the guest is told of its limits, until the run takes it.
-    guest: RefCell<Option<GuestView>>,
 }
 
 impl Monitor {
@@ -126,7 +105,7 @@ impl Monitor {
             .open("/dev/null")
             .map_err(|e| format!("/dev/null: {e}"))?;
         // Kept only when it is the guest's too (without a terminal).
-        let stderr = match self.plan.terminal {
+        let stderr = match self.terminal {
             true => null.try_clone(),
             false => std::io::stderr()
                 .as_fd()
@@ -155,37 +134,9 @@ impl Monitor {
     }
 }
 
-impl Embedding for Monitor {
-    fn configure(&self, config: &mut LaunchConfig) {
-        config.env = self.plan.env.clone();
-        config.id_count = super::user::id_count();
-        config.user = self.plan.user.clone();
-        config.rootfs_in_place = self.plan.root_writable;
-        config.pty = self.plan.terminal.then_some([true; 3]);
-        config.self_join.extend(self.alone.borrow().iter().cloned());
-    }
-
-    fn guest_view(&self) -> Option<GuestView> {
-        self.guest.borrow_mut().take()
-    }
-
-    fn pty_master(&self, master: OwnedFd) -> Result<Option<OwnedFd>, String> {
-        let Some(path) = &self.plan.console_socket else {
-            return Err("terminal: true needs --console-socket".into());
-        };
-        super::console::send_master(path, b"/dev/pts/0", master.as_fd())?;
-        Ok(None)
-    }
-
-    fn before_start(&self, sandbox: &Sandbox) -> Result<(), String> {
-        let requests = sandbox
-            .exec_requests()
-            .map_err(|e| format!("exec requests: {e}"))?;
-        super::exec_socket::serve(&self.plan.exec_socket, requests)?;
-        self.announce_ready(sandbox.init_pid.as_raw())?;
-        self.wait_for_start()
-    }
-
+impl Monitor {
+    /// A run that failed before its guest ended: to `create` while it
+    /// waits, else to the log and the container's stderr.
     fn error(&self, message: &str) {
         if let Some(mut pipe) = self.ready.borrow_mut().take() {
             let _ = pipe.write_all(format!("E{message}").as_bytes());
@@ -194,6 +145,26 @@ impl Embedding for Monitor {
         eprintln!("supervisor: {message}");
         if let Some(mut stderr) = self.stderr.borrow().as_ref() {
             let _ = writeln!(stderr, "supervisor: {message}");
+        }
+    }
+}
+
+impl Embedding for Monitor {
+    /// Serves `exec`, tells `create` the container is ready, and waits
+    /// for `start`.
+    fn ready(&self, sandbox: &Sandbox) -> Result<Start, String> {
+        let requests = sandbox
+            .exec_requests()
+            .map_err(|e| format!("exec requests: {e}"))?;
+        super::exec_socket::serve(&self.plan.exec_socket, requests)?;
+        self.announce_ready(sandbox.init_pid.as_raw())?;
+        self.wait_for_start()?;
+        Ok(Start::Configured)
+    }
+
+    fn event(&self, event: Event<'_>) {
+        if let Event::Failed(message) = event {
+            self.error(message);
         }
     }
 }

@@ -13,7 +13,7 @@
 //! flag, and writes through it. The guest's own mount stays read-only
 //! and nothing new appears in its namespace; the copy goes with the child.
 //!
-//! Owns that rewrite. Does not own what the CPUs are (`guest_view.rs`'s
+//! Owns that rewrite. Does not own what the CPUs are (`sandbox::guest_proc::outside`'s
 //! reader of the cgroup, `SysCpu`'s layout) or the other files the guest
 //! reads its CPUs from (served live by the handlers).
 
@@ -29,16 +29,17 @@ use nix::sys::wait::{waitpid, WaitStatus};
 
 use super::console::is_sandbox_init;
 use super::state::Record;
-use crate::guest_view::guest_cpus;
-use crate::launch::{write_sys_cpu, SysCpu};
-use crate::sys::mount_tree::{clone_mount, make_writable};
-use crate::sys::process::{fork_single_threaded, Forked};
+use sandbox::guest_proc::limits::guest_cpus;
+use sandbox::guest_proc::{outside, write_sys_cpu};
+use sandbox::launch::SysCpu;
+use sandbox::sys::mount_tree::{clone_mount, make_writable};
+use sandbox::sys::process::{fork_single_threaded, Forked};
 
 /// Rewrites the sandbox's /sys/devices/system/cpu to the container's
 /// CPUs now. Nothing to do for a container without a cpu cgroup (a
 /// rootless one) or whose sandbox is gone.
 pub fn follow_update(record: &Record) -> Result<(), String> {
-    let Some(read) = super::guest_view::cpus_reader(&record.cgroup) else {
+    let Some(read) = outside::cpus_reader(&record.cgroup.outside()) else {
         return Ok(());
     };
     let cpus = read().ok_or("reading the container's cpu quota")?;
@@ -72,7 +73,7 @@ fn in_child(work: impl FnOnce() -> Result<(), String>) -> Result<(), String> {
                     1
                 }
             };
-            crate::sys::process::exit_now(code)
+            sandbox::sys::process::exit_now(code)
         }
         Forked::Parent(child) => {
             drop(to_parent);

@@ -11,7 +11,7 @@
 
 use super::config::User;
 
-use crate::launch::{GuestUser, OCI_ID_COUNT};
+use sandbox::launch::{GuestUser, OCI_ID_COUNT};
 
 /// How many ids the container's user namespace maps.
 pub fn id_count() -> u32 {

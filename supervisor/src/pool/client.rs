@@ -23,9 +23,10 @@ use nix::sys::signalfd::{SfdFlags, SignalFd};
 use super::daemon::connect;
 use super::protocol::{self, Answer, Request};
 use crate::cli::RunArgs;
-use crate::launch::host_stdio::shielded_unless_view_device;
-use crate::launch::{DEFAULT_DISK_SIZE, DEFAULT_HOSTNAME, FORWARDED};
-use crate::tty;
+use sandbox::config::host_env;
+use sandbox::launch::host_stdio::shielded_unless_view_device;
+use sandbox::launch::{DEFAULT_DISK_SIZE, DEFAULT_HOSTNAME, FORWARDED};
+use sandbox::tty;
 
 /// Runs `args.command` in the pool at `args.pool`; the exit code.
 pub fn main(args: RunArgs, pool: &Path) -> i32 {
@@ -47,7 +48,7 @@ fn ask(args: &RunArgs, pool: &Path) -> Result<Answer, String> {
     if args.command.is_empty() {
         return Err("no command given (see 'supervisor run --help')".into());
     }
-    let env = crate::run::guest_env(&args.env).map_err(|e| e.message)?;
+    let env = host_env(&args.env).map_err(|e| e.message)?;
     let mut request = Request::new(
         &args.command,
         &env,
@@ -118,7 +119,7 @@ fn conclude(args: &RunArgs, answer: Answer) -> i32 {
     }
     match (&args.report, &answer.report) {
         (Some(path), Some(report)) => {
-            crate::report::write_then_exit_code(report, path, answer.code)
+            sandbox::report::write_then_exit_code(report, path, answer.code)
         }
         _ => answer.code,
     }

@@ -33,8 +33,8 @@ use nix::unistd::getuid;
 
 use super::protocol::{self, Answer};
 use crate::cli::PoolArgs;
-use crate::sys::fd::{accept, send_with_fd};
-use crate::sys::priority;
+use sandbox::sys::fd::{accept, send_with_fd};
+use sandbox::sys::priority;
 
 /// A sandbox's process and the daemon's end of its socketpair.
 struct Slot {

@@ -29,7 +29,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use super::wire::{ANSWER, REQUEST, SIGNAL};
-use crate::sys::fd::{recv_with_fds, send_with_fds};
+use sandbox::sys::fd::{recv_with_fds, send_with_fds};
 
 pub use super::wire::MAX_MESSAGE;
 

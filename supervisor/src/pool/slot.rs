@@ -1,9 +1,9 @@
 //! One sandbox of the pool (`supervisor pool-sandbox`, started by the
 //! daemon with the pool's flags and a socketpair as its stdin): a `run`
-//! embedded ([`crate::run::Embedding`]) whose launch leaves the command
-//! for later (`LaunchConfig::late_exec`).
+//! embedded ([`Embedding`]) whose command comes late
+//! ([`sandbox::config::StartMode::Late`]).
 //!
-//! Once the trap serves ([`Embedding::before_start`]) it tells the
+//! Once the trap serves ([`Embedding::ready`]) it tells the
 //! daemon it is ready and waits for a client's connection; it reads the
 //! request, takes the client's stdin, stdout and stderr as its own (so
 //! every line `run` prints reaches the client, and the output limit's
@@ -23,7 +23,6 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc};
 use std::thread;
-use std::time::Duration;
 
 use nix::fcntl::OFlag;
 use nix::sys::signal::{kill, Signal};
@@ -31,29 +30,23 @@ use nix::unistd::{dup2, dup3, Pid};
 
 use super::protocol::{self, Answer, FromClient, Request};
 use crate::cli::PoolArgs;
-use crate::launch::host_stdio;
-use crate::launch::{LateStart, LaunchConfig, LaunchError, Sandbox, FORWARDED};
-use crate::report::Report;
-use crate::run::{self, Embedding};
-use crate::sys::priority;
-use crate::trap::trace::Tracer;
+use sandbox::embedding::{Embedding, Event, LateCommand, Start};
+use sandbox::launch::host_stdio;
+use sandbox::launch::{Sandbox, FORWARDED};
+use sandbox::report::Report;
+use sandbox::run;
+use sandbox::trap::trace::Tracer;
 
 /// The sandbox's state: before a client, and with one.
 struct Slot {
     daemon: OwnedFd,
     /// `--warm`: looked up in the view before the sandbox is ready.
     warm: Vec<PathBuf>,
-    /// `--restore-nice`: the set-up ran at nice 19; the sandbox's tasks
-    /// get this nice value back before it is ready.
-    restore_nice: Option<i32>,
-    /// The output limit captures the guest's stdout and stderr: it
-    /// keeps the pipes it inherited, not the client's descriptors.
-    captured: bool,
     client: RefCell<Option<Client>>,
     /// The error line of a run that failed, for the answer.
     message: RefCell<Option<String>>,
     /// The client has (or is being sent) its answer: as the guest ended,
-    /// before the teardown ([`Embedding::concluded`]), or at the end. The
+    /// before the teardown ([`Event::GuestEnded`]), or at the end. The
     /// watcher then lets the client go without killing anything.
     answered: Arc<AtomicBool>,
 }
@@ -75,16 +68,26 @@ pub fn main(args: PoolArgs) -> i32 {
             return 125;
         }
     };
+    let config = match args.run.pooled_config() {
+        // `--restore-nice`: the set-up ran at nice 19; the sandbox's
+        // tasks get this nice value back before it is ready.
+        Ok(mut config) => {
+            config.schedule.nice_after_set_up = args.restore_nice;
+            config
+        }
+        Err(e) => {
+            eprintln!("supervisor: pool sandbox: {e}");
+            return 125;
+        }
+    };
     let slot = Slot {
         daemon,
         warm: args.warm,
-        restore_nice: args.restore_nice,
-        captured: args.run.output_limit.is_some(),
         client: RefCell::new(None),
         message: RefCell::new(None),
         answered: Arc::new(AtomicBool::new(false)),
     };
-    run::run_embedded(args.run, &slot)
+    run::run(config, &slot)
 }
 
 /// Our stdin is the daemon's socket: keep it (close-on-exec), and put
@@ -123,7 +126,7 @@ impl Slot {
                 .ok_or("the pool's client sent no stdin, stdout and stderr")?;
             let fd = host_stdio::view_node_for(root, fd)?;
             // dup3: the supervisor's own filter, already installed, passes
-            // it and not dup2 (`Embedding::confines_before_start`).
+            // it and not dup2 (`Schedule::confine_before_wait`).
             if fd.as_raw_fd() != target {
                 dup3(fd.as_raw_fd(), target, OFlag::empty())
                     .map_err(|e| format!("dup3: {}", e.desc()))?;
@@ -142,24 +145,13 @@ impl Slot {
 const CLOSED: &str = "closed";
 
 impl Embedding for Slot {
-    fn configure(&self, config: &mut LaunchConfig) {
-        config.late_exec = true;
-        // Whether the client has a terminal is known only at its request:
-        // every sandbox has a pty ready, which the guest takes only then
-        // (`terminal`); else the client's descriptors go to it as they are.
-        config.pty = Some([false; 3]);
-    }
-
-    fn terminal(&self, _launched: Option<[bool; 3]>) -> Option<[bool; 3]> {
-        self.client.borrow().as_ref()?.request.terminal
-    }
-
-    fn before_start(&self, sandbox: &Sandbox) -> Result<(), String> {
+    /// Waits for a client; its command is the guest's.
+    fn ready(&self, sandbox: &Sandbox) -> Result<Start, String> {
         // The watcher starts while we wait: a thread's start is off the
         // request's path.
         let watcher = watch(sandbox.init_pid, self.answered.clone());
         super::warm::warm(sandbox.root.as_fd(), &self.warm);
-        let client = self.take_client(sandbox.root.as_fd())?;
+        let mut client = self.take_client(sandbox.root.as_fd())?;
         let conn = client
             .conn
             .try_clone()
@@ -167,28 +159,45 @@ impl Embedding for Slot {
         // A watcher that could not start: the client's end then only
         // goes unnoticed until the guest ends.
         let _ = watcher.send(conn);
-        *self.client.borrow_mut() = Some(client);
-        Ok(())
-    }
-
-    fn set_up(&self) -> Result<(), String> {
-        let Some(nice) = self.restore_nice else {
-            return Ok(());
+        let request = &client.request;
+        let tracer = match (request.trace, client.trace_file.take()) {
+            (false, _) => None,
+            (true, Some(fd)) => Some(Tracer::to_file(File::from(fd))),
+            // Our stderr is the client's.
+            (true, None) => Tracer::open(Path::new("-")).ok(),
         };
-        // Our process group holds every task of the sandbox so far: this
-        // process (no thread yet), init (waiting for the go), the socket
-        // factory; what is made later (our threads, the guest's main
-        // process) inherits the value. No guest may run at nice 19: a
-        // failed restore fails the set-up.
-        priority::set_group_nice(0, nice)
-            .map_err(|e| format!("restoring the sandbox's priority: {}", e.desc()))
+        let late = LateCommand {
+            command: request.command(),
+            env: request.env(),
+            // The run relays the pty to 0, 1, 2 (the client's, dup2'd in
+            // place by `take_client`) where the client said they are its
+            // terminal.
+            terminal: request.terminal,
+            tracer,
+            timeout: request.timeout(),
+            report: request.report,
+        };
+        *self.client.borrow_mut() = Some(client);
+        Ok(Start::Late(late))
     }
 
-    fn confines_before_start(&self) -> bool {
-        true
+    fn event(&self, event: Event<'_>) {
+        match event {
+            Event::Failed(message) => {
+                if message != CLOSED {
+                    *self.message.borrow_mut() = Some(message.to_string());
+                }
+            }
+            Event::GuestEnded(code) => self.answer_early(code),
+            Event::Finished(report, code) => self.answer(report, code),
+        }
     }
+}
 
-    fn concluded(&self, code: i32) {
+impl Slot {
+    /// Answers a client that asked for no report as soon as its guest
+    /// has ended, so that the teardown happens after the answer.
+    fn answer_early(&self, code: i32) {
         let client = self.client.borrow();
         let Some(client) = client.as_ref().filter(|c| !c.request.report) else {
             return;
@@ -202,67 +211,8 @@ impl Embedding for Slot {
         let _ = protocol::send_answer(client.conn.as_fd(), &answer);
     }
 
-    fn start(&self, sandbox: &mut Sandbox) -> Result<(), LaunchError> {
-        let client = self.client.borrow();
-        let Some(client) = client.as_ref() else {
-            return Err(LaunchError {
-                exit_code: 125,
-                message: CLOSED.into(),
-            });
-        };
-        let command = client.request.command();
-        let env = client.request.env();
-        let (stdin, stdout, stderr) = (std::io::stdin(), std::io::stdout(), std::io::stderr());
-        // 0, 1, 2 are the client's (dup2'd in place by `take_client`).
-        let late = LateStart {
-            command: &command,
-            env: &env,
-            stdio: [
-                Some(stdin.as_fd()),
-                (!self.captured).then(|| stdout.as_fd()),
-                (!self.captured).then(|| stderr.as_fd()),
-            ],
-            // `run` relays the pty to 0, 1, 2 where the client said they
-            // are its terminal (`Embedding::terminal`).
-            terminal: client.request.terminal.unwrap_or([false; 3]),
-        };
-        sandbox.start_late(&late)
-    }
-
-    fn clock_starts_now(&self) -> bool {
-        true
-    }
-
-    fn late_tracer(&self) -> Option<Tracer> {
-        let mut client = self.client.borrow_mut();
-        let client = client.as_mut().filter(|c| c.request.trace)?;
-        match client.trace_file.take() {
-            Some(fd) => Some(Tracer::to_file(File::from(fd))),
-            // Our stderr is the client's.
-            None => Tracer::open(Path::new("-")).ok(),
-        }
-    }
-
-    fn late_timeout(&self) -> Option<Duration> {
-        self.client.borrow().as_ref()?.request.timeout()
-    }
-
-    fn leaves_teardown(&self) -> bool {
-        // The report needs init reaped (its resource usage).
-        !self
-            .client
-            .borrow()
-            .as_ref()
-            .is_some_and(|c| c.request.report)
-    }
-
-    fn error(&self, message: &str) {
-        if message != CLOSED {
-            *self.message.borrow_mut() = Some(message.to_string());
-        }
-    }
-
-    fn finished(&self, report: &Report, code: i32) {
+    /// Answers the client at the run's end (unless answered already).
+    fn answer(&self, report: &Report, code: i32) {
         if self.answered.swap(true, Ordering::SeqCst) {
             return;
         }

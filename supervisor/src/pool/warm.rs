@@ -29,7 +29,7 @@ use nix::fcntl::OFlag;
 use nix::sys::stat::Mode;
 use nix::sys::statfs::{fstatfs, OVERLAYFS_SUPER_MAGIC};
 
-use crate::sys::fd::{open_at, open_in_root};
+use sandbox::sys::fd::{open_at, open_in_root};
 
 /// Most entries of listed directories looked up per sandbox: a `--warm`
 /// of a huge directory costs a bounded set-up.

@@ -92,7 +92,7 @@ fn receive_master(
     };
     conn.set_nonblocking(false).expect("blocking");
     let mut name = [0u8; 256];
-    let (len, fd) = supervisor::sys::fd::recv_with_fd(conn.as_fd(), &mut name)
+    let (len, fd) = sandbox::sys::fd::recv_with_fd(conn.as_fd(), &mut name)
         .expect("recvmsg on the console socket");
     let master = fd.expect("a descriptor with the console message");
     (String::from_utf8_lossy(&name[..len]).into_owned(), master)

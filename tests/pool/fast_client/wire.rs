@@ -22,7 +22,7 @@ use nix::sys::socket::{
 use nix::unistd::Pid;
 use supervisor::pool::protocol::{self, Answer, FromClient, Request, MAX_MESSAGE};
 use supervisor::pool::wire;
-use supervisor::sys::fd::{accept, recv_with_fds, send_with_fds};
+use sandbox::sys::fd::{accept, recv_with_fds, send_with_fds};
 
 use super::SLOW;
 use crate::common::{bin, kill_after, Tree, PATH, TIMEOUT};

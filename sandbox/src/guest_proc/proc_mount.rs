@@ -23,8 +23,8 @@ use std::path::{Path, PathBuf};
 use nix::mount::{mount, MsFlags};
 use sandbox_syscalls::procfs::{covered_when_fenced, proc_covers, Limited};
 
-use super::bind::bind_read_only_source;
-use super::view::{check, make_dir, Result};
+use crate::launch::bind::bind_read_only_source;
+use crate::launch::view::{check, make_dir, Result};
 
 /// Directories of the host's procfs that tell of its devices, disks,
 /// interrupts and load (`/proc/fs/ext4/vda`, `/proc/irq/*/smp_affinity`,
@@ -82,7 +82,7 @@ const EMPTY_DIR: &str = "/covers/empty";
 
 /// Mounts procfs at `proc`, masks its host directories and covers its
 /// global host files.
-pub(super) fn mount_proc(proc: &Path, limits: Limited) -> Result<()> {
+pub(crate) fn mount_proc(proc: &Path, limits: Limited) -> Result<()> {
     make_dir(proc, 0o555)?;
     let flags = MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC;
     check(

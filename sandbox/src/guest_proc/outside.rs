@@ -1,46 +1,57 @@
-//! What a container's guest is told of its limits (/proc/meminfo, nproc,
-//! /proc/cpuinfo, the /proc/sys sizes): the bundle's `linux.resources`
-//! figures (`Bundle::guest_view`), with the memory in use, the memory
-//! limit, the CPU quota and the pids limit read from the container's
-//! cgroup at each use, so that an `update` (`docker update --memory
+//! Limits enforced outside the run, by a cgroup its front-end made (the
+//! OCI container's, from `linux.resources`): what the guest is told of
+//! them (/proc/meminfo, nproc, /proc/cpuinfo, the /proc/sys sizes) is
+//! the figures known at the start ([`OutsideLimits`]), with the memory
+//! in use, the memory limit, the CPU quota and the pids limit read from
+//! the cgroup at each use, so that a change (`docker update --memory
 //! --cpus --pids-limit`) shows in the guest's next read — one that adds
-//! a limit the bundle did not have too: with a controller's directory,
-//! the guest is shown that limit even without one (the host's figures,
-//! as "no limit" reads).
+//! a limit there was none of too: with a controller's directory, the
+//! guest is shown that limit even without one (the host's figures, as
+//! "no limit" reads).
 //!
 //! Owns: which cgroup files give those figures and reading them. Does
-//! not own the limits' enforcement (`resources.rs`), the directories
-//! (`cgroup.rs`), the texts served (the syscalls crate), or
-//! /sys/devices/system/cpu (`sys_cpu.rs`, which uses [`cpus_reader`]).
+//! not own making the cgroup or setting its limits (the front-end), the
+//! texts served (the syscalls crate), or /sys/devices/system/cpu
+//! (`sys_cpu.rs`, whose CPUs [`cpus_reader`] can read).
 
-use std::fs::File;
-use std::os::unix::fs::FileExt;
+use std::fs::{File, OpenOptions};
+use std::os::fd::OwnedFd;
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::Path;
+use std::sync::Arc;
 
 use nix::unistd::{sysconf, SysconfVar};
 
-use super::cgroup::ContainerCgroup;
-use crate::run::{GuestView, Reading};
+use super::{GuestView, Reading};
+use crate::config::{OutsideCgroup, OutsideLimits};
 
-/// `view` (the bundle's figures) with readers of the container's
-/// cgroup, for each controller it has a directory of. A limit the
-/// bundle lacks starts as the host's figure (its memory and CPUs, no
-/// pids limit), so that the files an `update` may change are served
-/// from the start. The files are opened now, before the monitor
-/// confines itself.
-pub fn with_cgroup(mut view: GuestView, cgroup: &ContainerCgroup) -> GuestView {
-    let v2 = cgroup.v2.is_some();
-    let open = |controller: &str, v1: &str, v2_name: &str| {
-        let dir = cgroup.dir_of(controller)?;
-        File::open(dir.join(if v2 { v2_name } else { v1 })).ok()
+/// The guest's view of `limits`, with readers of their cgroup for each
+/// controller it has a directory of. A limit the figures lack starts as
+/// the host's (its memory and CPUs, no pids limit), so that the files a
+/// change may touch are served from the start. The files are opened
+/// now, before the supervisor confines itself.
+pub fn view_of(limits: &OutsideLimits) -> GuestView {
+    let mut view = GuestView {
+        memory: limits.memory,
+        cpus: limits.cpus,
+        pids: limits.pids,
+        ..GuestView::default()
+    };
+    let Some(cgroup) = &limits.cgroup else {
+        return view;
+    };
+    let v2 = cgroup.v2;
+    let open = |dir: &Option<std::path::PathBuf>, v1: &str, v2_name: &str| {
+        File::open(dir.as_ref()?.join(if v2 { v2_name } else { v1 })).ok()
     };
     let host_memory = host_memtotal();
     if let (Some(limit), Some(host)) = (
-        open("memory", "memory.limit_in_bytes", "memory.max"),
+        open(&cgroup.memory, "memory.limit_in_bytes", "memory.max"),
         host_memory,
     ) {
         view.memory = view.memory.or(Some(host));
-        view.memory_usage = open("memory", "memory.usage_in_bytes", "memory.current").map(reader);
+        view.memory_usage =
+            open(&cgroup.memory, "memory.usage_in_bytes", "memory.current").map(reader);
         // No limit reads as a huge number (or "max"): the host's memory.
         let read = reader(limit);
         view.memory_limit_now = Some(Box::new(move || read().map(|m| m.min(host))));
@@ -49,9 +60,9 @@ pub fn with_cgroup(mut view: GuestView, cgroup: &ContainerCgroup) -> GuestView {
         view.cpus = view.cpus.or_else(host_cpus);
         view.cpus_now = Some(cpus);
     }
-    let pids = cgroup.pids_dir().map(|d| d.join("pids.max"));
+    let pids = cgroup.pids.as_ref().map(|d| d.join("pids.max"));
     if let Some(file) = pids.and_then(|p| File::open(p).ok()) {
-        let overhead = cgroup.pids_overhead().unsigned_abs();
+        let overhead = cgroup.pids_overhead;
         view.pids = view.pids.or(Some(u64::MAX));
         let read = reader(file);
         view.pids_now = Some(Box::new(move || {
@@ -61,11 +72,26 @@ pub fn with_cgroup(mut view: GuestView, cgroup: &ContainerCgroup) -> GuestView {
     view
 }
 
-/// Reads the container's CPUs at each call: its quota over its period,
+/// The cgroup's [`OutsideCgroup::join`] files, open for init to write
+/// "0" to (`LaunchConfig::self_join`).
+pub fn join_files(cgroup: &OutsideCgroup) -> Result<Vec<Arc<OwnedFd>>, String> {
+    (cgroup.join.iter())
+        .map(|path| {
+            OpenOptions::new()
+                .write(true)
+                .custom_flags(libc::O_CLOEXEC)
+                .open(path)
+                .map(|f| Arc::new(OwnedFd::from(f)))
+                .map_err(|e| format!("{}: {e}", path.display()))
+        })
+        .collect()
+}
+
+/// Reads the CPUs of the cgroup at each call: its quota over its period,
 /// rounded up (`u64::MAX`: no quota); `None` without a cpu directory.
-pub(super) fn cpus_reader(cgroup: &ContainerCgroup) -> Option<Reading> {
-    let dir = cgroup.dir_of("cpu")?;
-    match cgroup.v2.is_some() {
+pub fn cpus_reader(cgroup: &OutsideCgroup) -> Option<Reading> {
+    let dir = cgroup.cpu.as_deref()?;
+    match cgroup.v2 {
         true => File::open(dir.join("cpu.max")).ok().map(v2_cpus_reader),
         false => v1_cpus_reader(dir),
     }

@@ -27,7 +27,7 @@
 //!    (PDEATHSIG), and the kernel kills the rest: no guest process
 //!    outlives its supervisor.
 
-mod bind;
+pub(crate) mod bind;
 mod channel;
 mod dev_view;
 mod etc;
@@ -35,19 +35,17 @@ mod exec;
 mod exec_request;
 mod fast_reads;
 mod flush;
-pub(crate) mod host_stdio;
+pub mod host_stdio;
 mod init;
 mod late;
 mod plan;
 pub(crate) mod privs;
-mod proc_view;
 mod rootfs;
 mod sandbox;
-mod sys_cpu_files;
 mod timens;
 mod userns;
 mod users;
-mod view;
+pub(crate) mod view;
 
 pub use exec::DEFAULT_PATH;
 pub use exec_request::{env_pairs, ExecRequests};
@@ -55,7 +53,6 @@ pub use flush::RwFlush;
 pub use init::FORWARDED;
 pub use late::LateStart;
 pub use plan::{SysCpu, ViewPlan};
-pub use sys_cpu_files::write_sys_cpu;
 pub use users::{GuestUser, OCI_ID_COUNT};
 
 use std::ffi::OsString;
@@ -128,7 +125,7 @@ pub struct LaunchConfig {
     /// (0 to N-1). `None`: the host's.
     pub cpus: Option<usize>,
     /// Whether `--memory` and `--pids` are set: the /proc files served
-    /// rewritten under them get covers (`launch/proc_view.rs`).
+    /// rewritten under them get covers (`guest_proc/proc_mount.rs`).
     pub memory_limited: bool,
     pub pids_limited: bool,
     /// The name server the guest's /etc/resolv.conf names (the DNS stub

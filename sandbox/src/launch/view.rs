@@ -19,7 +19,7 @@
 //!    user mount below), an overlay of /etc (secrets whited out, passwd
 //!    and friends written in the upper layer) and /tmp; or, with `--rootfs`, an
 //!    overlay of the user's tree (`rootfs.rs`). Then in either: a fresh
-//!    /proc (`proc_view.rs`), a small /dev, a read-only /sys holding only
+//!    /proc (`guest_proc/proc_mount.rs`), a small /dev, a read-only /sys holding only
 //!    devices/system/cpu, the host cwd, the user's mounts, $HOME, the
 //!    `--remount-ro` paths, masks.
 //! 6. Pivot into /newroot and detach the old root (layer and host).
@@ -42,10 +42,10 @@ use super::bind::{
     add_mask, add_user_mount, bind, ensure_in_root, open_mount_source, open_source,
     remount_read_only, share_files_only,
 };
+use super::dev_view;
 use super::plan::{TopKind, ViewPlan};
 use super::rootfs;
-use super::sys_cpu_files::write_sys_cpu;
-use super::{dev_view, proc_view};
+use crate::guest_proc::{proc_mount, sys_cpu::write_sys_cpu};
 use crate::sys::fd::open_at;
 
 /// Where the layer is mounted before the first pivot. Any host directory
@@ -60,7 +60,7 @@ pub(super) const SHM: &str = "/shm";
 /// An empty directory: the second lower layer of a read-only overlay.
 const EMPTY: &str = "/empty";
 
-pub(super) type Result<T> = std::result::Result<T, String>;
+pub(crate) type Result<T> = std::result::Result<T, String>;
 
 /// Builds the view and pivots into it. Errors are one line for the user.
 pub fn build(plan: &ViewPlan) -> Result<()> {
@@ -102,7 +102,7 @@ pub fn build(plan: &ViewPlan) -> Result<()> {
         seal_etc_files(plan)?;
     }
     build_sys(plan)?;
-    proc_view::mount_proc(&new_root("proc"), plan.proc_covers)?;
+    proc_mount::mount_proc(&new_root("proc"), plan.proc_covers)?;
     dev_view::build_dev(&new_root("dev"), &plan.dev_nodes, Path::new(OLD_ROOT))?;
 
     let root = fd_of_path(NEW_ROOT)?;
@@ -144,7 +144,7 @@ pub fn build(plan: &ViewPlan) -> Result<()> {
     Ok(())
 }
 
-pub(super) fn check<T>(r: nix::Result<T>, what: impl FnOnce() -> String) -> Result<T> {
+pub(crate) fn check<T>(r: nix::Result<T>, what: impl FnOnce() -> String) -> Result<T> {
     r.map_err(|e| format!("{}: {}", what(), e.desc()))
 }
 
@@ -162,7 +162,7 @@ fn fd_of_path(path: &str) -> Result<OwnedFd> {
     .map_err(|e| format!("opening {path}: {}", e.desc()))
 }
 
-pub(super) fn make_dir(path: &Path, mode: u32) -> Result<()> {
+pub(crate) fn make_dir(path: &Path, mode: u32) -> Result<()> {
     match mkdir(path, Mode::from_bits_truncate(mode)) {
         Ok(()) | Err(Errno::EEXIST) => Ok(()),
         Err(e) => Err(format!("creating {}: {}", path.display(), e.desc())),
@@ -380,7 +380,7 @@ fn seal_etc_files(plan: &ViewPlan) -> Result<()> {
 /// `--rootfs` tree (a symlink at sys/devices, say) takes part in writing it.
 /// The mount is read-only, not the file system: the OCI runtime's
 /// `update` rewrites the CPUs through a detached copy of the mount
-/// (`oci/sys_cpu.rs`); the guest has no other mount of it.
+/// (`supervisor/src/oci/sys_cpu.rs`); the guest has no other mount of it.
 fn build_sys(plan: &ViewPlan) -> Result<()> {
     let sys = new_root("sys");
     make_dir(&sys, 0o555)?;

@@ -9,7 +9,6 @@ use std::os::fd::OwnedFd;
 
 use nix::sys::signal::Signal;
 
-use crate::cli::RunArgs;
 use crate::launch::Outcome;
 use crate::limits::{format_size, kill_message, Kill, Limits};
 use crate::report::{Reason, Report};
@@ -43,7 +42,7 @@ pub(crate) struct Ending {
 impl Ending {
     /// The reason, the report's fields, the one line on stderr, and the
     /// exit code.
-    pub fn conclude(self, args: &RunArgs, limits: &Limits, report: &mut Report) -> i32 {
+    pub fn conclude(self, disk: u64, limits: &Limits, report: &mut Report) -> i32 {
         let kill = self.kill.or_else(|| self.inferred_kill(limits));
         if let Some(kill) = kill {
             let line = format!(
@@ -63,7 +62,7 @@ impl Ending {
                 if code != 0 && self.layer_full {
                     let line = format!(
                         "the writable layer is full (--disk {}): writes failed with ENOSPC",
-                        format_size(args.disk)
+                        format_size(disk)
                     );
                     eprintln!("supervisor: {line}");
                     report.reason = Reason::Disk;

@@ -11,7 +11,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
 use nix::unistd::{getgid, getuid};
-use supervisor::launch::*;
+use sandbox::launch::*;
 
 use super::{config, run, serial, TempDir};
 

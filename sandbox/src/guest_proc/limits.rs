@@ -1,10 +1,9 @@
-//! What the guest is told of its limits: [`GuestView`] (from `run`'s
-//! flags, or from an embedding that enforces limits itself, such as the
-//! OCI runtime's `linux.resources`) and the [`GuestLimits`] the handlers
+//! What the guest is told of its limits: [`GuestView`] (from the run's
+//! limits, or from limits enforced outside it: `outside.rs`) and the [`GuestLimits`] the handlers
 //! serve /proc/meminfo, nproc and the /proc/sys sizes from.
 //!
 //! Owns turning flags or a view into those figures. Does not own
-//! enforcing the limits (`limits/`, `oci/resources.rs`) or the files'
+//! enforcing the limits (`limits/`, or the front-end's cgroup) or the files'
 //! texts (`sandbox_syscalls` handlers).
 
 use std::sync::Arc;
@@ -12,17 +11,17 @@ use std::sync::Arc;
 use nix::unistd::{sysconf, SysconfVar};
 use sandbox_syscalls::GuestLimits;
 
-use crate::cli::RunArgs;
 use crate::limits::cgroup::Counters;
+use crate::limits::Limits;
 
 /// Reads a figure of the sandbox's cgroup now (at each open of a file
 /// that shows it).
 pub type Reading = Box<dyn Fn() -> Option<u64> + Send + Sync>;
 
 /// What the guest is told of its limits (/proc/meminfo, nproc, the
-/// /proc/sys sizes, and which host files are covered): `--memory`,
-/// `--cpus` and `--pids`, or, from an embedding that enforces limits
-/// itself (the OCI runtime's `linux.resources`), those.
+/// /proc/sys sizes, and which host files are covered): the run's
+/// memory, CPUs and pids limits, or those enforced outside it (the OCI
+/// runtime's `linux.resources`).
 #[derive(Default)]
 pub struct GuestView {
     pub memory: Option<u64>,
@@ -39,11 +38,12 @@ pub struct GuestView {
 }
 
 impl GuestView {
-    pub(crate) fn of_flags(args: &RunArgs) -> GuestView {
+    /// The limits the run enforces itself, as the guest is told of them.
+    pub(crate) fn of_limits(limits: &Limits) -> GuestView {
         GuestView {
-            memory: args.memory,
-            cpus: args.cpus,
-            pids: args.pids,
+            memory: limits.memory,
+            cpus: limits.cpus,
+            pids: limits.pids,
             ..GuestView::default()
         }
     }
@@ -73,7 +73,7 @@ pub(crate) fn guest_limits(view: GuestView, counters: &Arc<Counters>) -> GuestLi
 
 /// The CPUs the guest may use: `cpus` rounded up, at most the host's
 /// online ones.
-pub(crate) fn guest_cpus(cpus: Option<f64>) -> Option<usize> {
+pub fn guest_cpus(cpus: Option<f64>) -> Option<usize> {
     Some(at_most_host(cpus?.ceil().max(1.0) as usize))
 }
 

@@ -12,8 +12,8 @@ use nix::fcntl::OFlag;
 use nix::sys::signal::Signal;
 use nix::sys::wait::waitpid;
 use nix::unistd::{write, Pid};
-use supervisor::launch::*;
-use supervisor::sys::process::Forked;
+use sandbox::launch::*;
+use sandbox::sys::process::Forked;
 
 use super::{config, run, serial};
 
@@ -182,13 +182,13 @@ pub fn guest_dies_with_the_supervisor() {
     nix::sys::prctl::set_child_subreaper(true).unwrap();
     let (rx, tx) = nix::unistd::pipe2(OFlag::O_CLOEXEC).unwrap();
     // The child plays the supervisor: it launches, then waits.
-    let supervisor = match supervisor::sys::process::fork_single_threaded().unwrap() {
+    let supervisor = match sandbox::sys::process::fork_single_threaded().unwrap() {
         Forked::Child => {
             let sandbox = launch(&config(&["/bin/sleep", "1000"])).unwrap();
             sandbox.start().unwrap();
             let _ = write(&tx, &sandbox.init_pid.as_raw().to_le_bytes());
             let _ = sandbox.wait();
-            supervisor::sys::process::exit_now(0)
+            sandbox::sys::process::exit_now(0)
         }
         Forked::Parent(pid) => pid,
     };

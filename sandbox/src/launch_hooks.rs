@@ -19,13 +19,14 @@ use nix::unistd::Pid;
 use crate::confine;
 use crate::launch::{open_namespace, InitHooks};
 use crate::limits::Enforcement;
-use crate::run::Embedding;
 use crate::socket_factory::SocketFactory;
+use crate::sys::priority;
 
 /// The hooks of one run.
 pub struct RunHooks<'a> {
     limits: &'a Enforcement,
-    embedding: &'a dyn Embedding,
+    /// `Schedule::nice_after_set_up`.
+    nice: Option<i32>,
     factory: RefCell<Option<SocketFactory>>,
     /// `--allow-net` was given: which own filter to compile.
     egress: bool,
@@ -37,15 +38,16 @@ pub struct RunHooks<'a> {
 
 impl<'a> RunHooks<'a> {
     /// `network`: whether `--allow-net` was given, and the DNS stub's
-    /// address if a rule names a host.
+    /// address if a rule names a host; `nice`: the nice value the
+    /// sandbox's tasks get once it is set up.
     pub fn new(
         limits: &'a Enforcement,
         (egress, dns_stub): (bool, Option<Ipv4Addr>),
-        embedding: &'a dyn Embedding,
+        nice: Option<i32>,
     ) -> Self {
         RunHooks {
             limits,
-            embedding,
+            nice,
             factory: RefCell::new(None),
             egress,
             dns_stub,
@@ -93,10 +95,18 @@ impl InitHooks for RunHooks<'_> {
     }
 
     /// Before init forks the guest's main process, while this process
-    /// has no thread: what the embedding sets now (the pool's restored
-    /// priority) every task made afterwards inherits.
+    /// has no thread: what is set now (the nice value the schedule asks
+    /// for) every task made afterwards inherits.
     fn set_up(&self, init: Pid) -> Result<(), String> {
         self.limits.set_up(init)?;
-        self.embedding.set_up()
+        let Some(nice) = self.nice else {
+            return Ok(());
+        };
+        // Our process group holds every task of the sandbox so far: this
+        // process (no thread yet), init (waiting for the go), the socket
+        // factory; what is made later (our threads, the guest's main
+        // process) inherits the value.
+        priority::set_group_nice(0, nice)
+            .map_err(|e| format!("restoring the sandbox's priority: {}", e.desc()))
     }
 }

@@ -1,4 +1,4 @@
-//! A guest whose command comes late: the pool (`pool/`) launches a
+//! A guest whose command comes late: the pool (`supervisor/src/pool/`) launches a
 //! sandbox before anyone asks for it, so the main process's argv, its
 //! environment and its stdin, stdout and stderr are only known at
 //! [`super::Sandbox::start_late`].

@@ -1,15 +1,15 @@
-//! `supervisor run`: launch the sandbox, serve its trapped calls, wait for
-//! it, and turn the outcome into an exit code, a line on stderr, and the
-//! report.
+//! A run: launch the sandbox, serve its trapped calls, wait for it, and
+//! turn the outcome into an exit code, a line on stderr, and the report.
+//! The front-end's part is its [`Embedding`] and the config's
+//! [`crate::config::Schedule`].
 //!
 //! Owns the order of things (launch before any thread exists; the view
 //! measured before the guest may exec; the supervisor confined before
-//! any call is served) and the guest's environment. Does not own any of
-//! the steps themselves.
+//! any call is served). Does not own any of the steps themselves, nor
+//! the configuration (`config.rs`).
 
 use std::cell::Cell;
-use std::ffi::OsString;
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsFd, OwnedFd};
 use std::sync::{Arc, OnceLock};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -22,11 +22,13 @@ use nix::unistd::{getgid, getuid, Pid};
 use sandbox_syscalls::policy::bpf;
 use sandbox_syscalls::Context;
 
-use crate::cli::RunArgs;
+use crate::config::{SandboxConfig, StartMode, Terminal};
+use crate::embedding::{Embedding, Event, LateCommand, Start};
 use crate::ending::{layer_is_full, Ending};
-use crate::guest_view::{guest_cpus, guest_limits};
-pub use crate::guest_view::{GuestView, Reading};
-use crate::launch::{self, LaunchConfig, LaunchError, FORWARDED};
+use crate::guest_proc::limits::{guest_cpus, guest_limits};
+use crate::guest_proc::outside;
+pub use crate::guest_proc::{GuestView, Reading};
+use crate::launch::{self, LateStart, LaunchConfig, LaunchError, FORWARDED};
 use crate::launch_hooks::RunHooks;
 use crate::limits::{watchdog, Enforcement, Limits, Tripwire};
 use crate::network::{self, Network};
@@ -36,135 +38,16 @@ use crate::trap;
 use crate::trap::trace::Tracer;
 use crate::tty;
 
-/// Host variables the guest inherits when they are set.
-const INHERITED_ENV: &[&str] = &["PATH", "HOME", "LANG", "TERM"];
-
-/// What a caller that embeds a run changes in it: the OCI runtime's
-/// monitor (`oci/monitor.rs`) launches now and lets the guest exec on
-/// `start`, hands the guest's terminal to a console socket, and gives the
-/// guest exactly the bundle's environment. [`run`] changes nothing.
-pub trait Embedding {
-    /// Adjusts the launch built from the flags.
-    fn configure(&self, _config: &mut LaunchConfig) {}
-    /// Takes the guest's pty master; what it gives back is relayed to
-    /// our own terminal, as `run` does.
-    fn pty_master(&self, master: OwnedFd) -> Result<Option<OwnedFd>, String> {
-        Ok(Some(master))
-    }
-    /// Called once the trap serves, before the guest may exec (after it,
-    /// for an embedding that [`Embedding::starts_early`]); returns when
-    /// the guest may start.
-    fn before_start(&self, _sandbox: &launch::Sandbox) -> Result<(), String> {
-        Ok(())
-    }
-    /// Lets the guest execute its command, once [`Embedding::before_start`]
-    /// has returned (the pool's embedding gives the command, environment
-    /// and stdio only here: [`launch::Sandbox::start_late`]).
-    fn start(&self, sandbox: &mut launch::Sandbox) -> Result<(), LaunchError> {
-        sandbox.start()
-    }
-    /// Whether the run's clock (`--timeout`, the report's wall time)
-    /// starts when [`Embedding::before_start`] returns, not at the launch:
-    /// the pool's sandbox may wait long for its client.
-    fn clock_starts_now(&self) -> bool {
-        false
-    }
-    /// A trace asked for only now, once [`Embedding::before_start`] has
-    /// returned (the pool's client's `--trace`).
-    fn late_tracer(&self) -> Option<Tracer> {
-        None
-    }
-    /// Which of stdin, stdout, stderr the guest gets its pty as, known
-    /// once [`Embedding::before_start`] has returned; `launched`: the
-    /// launch's choice (`LaunchConfig::pty`). The pool's sandbox is
-    /// launched with a pty and learns from its client whether to use it.
-    fn terminal(&self, launched: Option<[bool; 3]>) -> Option<[bool; 3]> {
-        launched
-    }
-    /// A timeout asked for only now, once [`Embedding::before_start`] has
-    /// returned (the pool's client's `--timeout`): the shorter of it and
-    /// the run's own holds.
-    fn late_timeout(&self) -> Option<Duration> {
-        None
-    }
-    /// The run has ended with `code`; `report` is final (written to
-    /// `--report` right after).
-    fn finished(&self, _report: &Report, _code: i32) {}
-    /// The guest has ended with `code` (its lines printed, `--rw` mounts
-    /// flushed); the sandbox is not torn down yet. The pool's sandbox
-    /// answers its client here when no report is asked for, so the
-    /// teardown happens after the answer.
-    fn concluded(&self, _code: i32) {}
-    /// Init has set the sandbox up and waits for the go to fork the
-    /// guest's main process; this process has no thread yet (the trap's
-    /// workers start later). The pool's sandbox, set up at nice 19,
-    /// restores its priority here, so that every task made from now on
-    /// inherits it: restored later, it raced init's fork of the guest's
-    /// main process, which could copy nice 19 before the restore and join
-    /// the process group after it.
-    fn set_up(&self) -> Result<(), String> {
-        Ok(())
-    }
-    /// Whether the supervisor confines itself before
-    /// [`Embedding::before_start`] rather than after it: the pool's
-    /// sandbox waits for its client there, so its confinement (the own
-    /// filter's `seccomp(TSYNC)`, about 0.15 ms) is off the request's
-    /// path. Everything `before_start` calls must then pass that filter.
-    fn confines_before_start(&self) -> bool {
-        false
-    }
-    /// Whether the guest may exec as soon as the supervisor has taken the
-    /// view's measure (its root, the fence's grants), before the trap
-    /// serves: its first serviced call waits in the listener's queue, and
-    /// its exec overlaps the trap's start, the signal thread and the
-    /// supervisor's confinement, which then comes before any worker (no
-    /// call is ever served unconfined). Not with a terminal: the guest
-    /// could ask its size before the relay has set it.
-    fn starts_early(&self) -> bool {
-        false
-    }
-    /// A run that failed before its guest ended: one line.
-    fn error(&self, message: &str) {
-        eprintln!("supervisor: {message}");
-    }
-    /// Whether the run may end without waiting for the sandbox's init to
-    /// exit and its cgroup to go (the janitor removes it just after):
-    /// the guest's processes are all gone either way.
-    fn leaves_teardown(&self) -> bool {
-        false
-    }
-    /// The limits the guest is told of, when the embedding enforces them
-    /// itself (no cgroup of the run's for them); `None`: the flags'.
-    fn guest_view(&self) -> Option<GuestView> {
-        None
-    }
-}
-
-/// `supervisor run` itself: nothing embedded; it exits right after.
-struct Standalone;
-impl Embedding for Standalone {
-    fn leaves_teardown(&self) -> bool {
-        true
-    }
-    fn starts_early(&self) -> bool {
-        true
-    }
-}
-
-/// Runs the sandbox described by `args`; returns the exit code.
-pub fn run(args: RunArgs) -> i32 {
-    run_embedded(args, &Standalone)
-}
-
-/// [`run`], changed by `embedding`.
-pub fn run_embedded(args: RunArgs, embedding: &dyn Embedding) -> i32 {
+/// Runs the sandbox `config` describes, with `embedding`'s part in it
+/// ([`crate::embedding::Standalone`]: none); returns the exit code.
+pub fn run(config: SandboxConfig, embedding: &dyn Embedding) -> i32 {
     let started = Cell::new(Instant::now());
     let mut report = Report::new(Reason::SupervisorError);
-    report.limits = LimitsReport::new(&args.limits(), args.disk);
-    let code = match execute(&args, embedding, &mut report, &started) {
+    report.limits = LimitsReport::new(&config.limits, config.fs.disk);
+    let code = match execute(&config, embedding, &mut report, &started) {
         Ok(code) => code,
         Err(e) => {
-            embedding.error(&e.message);
+            embedding.event(Event::Failed(&e.message));
             report.message = Some(e.message);
             e.exit_code
         }
@@ -181,8 +64,8 @@ pub fn run_embedded(args: RunArgs, embedding: &dyn Embedding) -> i32 {
             report.peak_memory_bytes = Some(usage.max_rss() as u64 * 1024);
         }
     }
-    embedding.finished(&report, code);
-    match &args.report {
+    embedding.event(Event::Finished(&report, code));
+    match &config.report {
         Some(path) => crate::report::write_then_exit_code(&report, path, code),
         None => code,
     }
@@ -201,12 +84,11 @@ struct Guards {
 
 impl Guards {
     /// Plans the limits; before the launch, which makes the cgroup.
-    fn prepare(args: &RunArgs) -> Guards {
-        let limits = args.limits();
+    fn prepare(limits: &Limits) -> Guards {
         let tripwire = Tripwire::new();
         let meter = limits.output.map(|l| Meter::new(l, tripwire.clone()));
         Guards {
-            enforcement: Enforcement::plan(&limits),
+            enforcement: Enforcement::plan(limits),
             tripwire,
             meter,
             init_released: Cell::new(false),
@@ -231,26 +113,35 @@ impl Guards {
 }
 
 fn execute(
-    args: &RunArgs,
+    config: &SandboxConfig,
     embedding: &dyn Embedding,
     report: &mut Report,
     started: &Cell<Instant>,
 ) -> Result<i32, LaunchError> {
-    let view = embedding
-        .guest_view()
-        .unwrap_or_else(|| GuestView::of_flags(args));
-    let mut config = launch_config(args, &view)?;
-    embedding.configure(&mut config);
-    let guards = Guards::prepare(args);
-    let result = serve_and_wait(args, embedding, &config, &guards, report, started, view);
+    let view = match &config.outside_limits {
+        Some(outside) => outside::view_of(outside),
+        None => GuestView::of_limits(&config.limits),
+    };
+    let mut launching = launch_config(config, &view)?;
+    if let Some(cgroup) = config
+        .outside_limits
+        .as_ref()
+        .and_then(|o| o.cgroup.as_ref())
+    {
+        launching.self_join = outside::join_files(cgroup).map_err(setup_error)?;
+    }
+    let guards = Guards::prepare(&config.limits);
+    let result = serve_and_wait(
+        config, embedding, &launching, &guards, report, started, view,
+    );
     guards.finish();
     result
 }
 
 fn serve_and_wait(
-    args: &RunArgs,
+    config: &SandboxConfig,
     embedding: &dyn Embedding,
-    config: &LaunchConfig,
+    launching: &LaunchConfig,
     guards: &Guards,
     report: &mut Report,
     started: &Cell<Instant>,
@@ -258,21 +149,25 @@ fn serve_and_wait(
 ) -> Result<i32, LaunchError> {
     let forwarded = block_forwarded_signals()?;
     let mut capture = match &guards.meter {
-        Some(_) => Some(Capture::install(&captured_fds(config.pty)).map_err(setup_error)?),
+        Some(_) => Some(Capture::install(&captured_fds(launching.pty)).map_err(setup_error)?),
         None => None,
     };
-    let rw_flush = launch::RwFlush::open(&config.mounts);
-    let publishers = network::bind_publishers(&args.publish).map_err(setup_error)?;
+    let rw_flush = launch::RwFlush::open(&launching.mounts);
+    let publishers = network::bind_publishers(&config.net.publish).map_err(setup_error)?;
     // Launch forks, and so does the socket factory while init sets up:
     // before this process has any thread (the output relays start below).
-    let egress = !args.allow_net.is_empty();
+    let egress = !config.net.allow.is_empty();
     // The stub's address on the loopback: the nameserver the view names.
-    let dns_stub = match config.nameserver {
+    let dns_stub = match launching.nameserver {
         Some(std::net::IpAddr::V4(stub)) => Some(stub),
         _ => None,
     };
-    let hooks = RunHooks::new(&guards.enforcement, (egress, dns_stub), embedding);
-    let launched = launch::launch_with(config, &hooks);
+    let hooks = RunHooks::new(
+        &guards.enforcement,
+        (egress, dns_stub),
+        config.schedule.nice_after_set_up,
+    );
+    let launched = launch::launch_with(launching, &hooks);
     if let Some(capture) = &mut capture {
         capture.restore();
     }
@@ -287,13 +182,13 @@ fn serve_and_wait(
     };
     guards.tripwire.arm(sandbox.init_pid).map_err(setup_error)?;
     umask(Mode::empty()); // handlers apply the guest's own umask
-    let workers = args.workers.unwrap_or(1);
+    let workers = config.workers.unwrap_or(1);
     let listener = sandbox.listener.try_clone().map_err(supervisor_error)?;
     let root = sandbox.root.try_clone().map_err(supervisor_error)?;
     let layer = sandbox.root.try_clone().map_err(supervisor_error)?;
     let counters = Arc::new(guards.enforcement.counters());
     let mut ctx = Context::new(root, getuid().as_raw(), getgid().as_raw());
-    ctx.set_ids(config.id_map());
+    ctx.set_ids(launching.id_map());
     ctx.set_limits(guest_limits(view, &counters));
     if sandbox.fenced {
         if let Err(e) = ctx.fence_reads() {
@@ -302,26 +197,26 @@ fn serve_and_wait(
         }
     }
     // What the guest may change (its root) is measured: from here on it
-    // may run, unless it has a terminal (see `Embedding::starts_early`).
-    let early = embedding.starts_early() && config.pty.is_none();
+    // may run, unless it has a terminal (see `Schedule::start_early`).
+    let early = config.schedule.start_early && launching.pty.is_none();
     let confine_at = match early {
         true => ConfineAt::BeforeServing,
-        false if embedding.confines_before_start() => ConfineAt::BeforeEmbeddingStart,
+        false if config.schedule.confine_before_wait => ConfineAt::BeforeWait,
         false => ConfineAt::JustBeforeStart,
     };
     if early {
-        start_guest(args, embedding, guards, &mut sandbox)?;
+        start_guest(config, guards, &mut sandbox, None)?;
     }
     ctx.set_sockets(sockets).map_err(supervisor_error)?;
     let net_denials = ctx.net_denials();
-    let network = match Network::start(&args.allow_net, publishers, &mut ctx) {
+    let network = match Network::start(&config.net.allow, publishers, &mut ctx) {
         Ok(n) => n,
         Err(e) => {
             sandbox.kill();
             return Err(setup_error(e));
         }
     };
-    let tracer = match &args.trace {
+    let tracer = match &config.trace {
         Some(target) => Some(
             Tracer::open(target)
                 .map_err(|e| setup_error(format!("--trace={}: {e}", target.display())))?,
@@ -343,13 +238,20 @@ fn serve_and_wait(
         }
     };
     let master = match sandbox.pty_master.take() {
-        Some(m) => embedding.pty_master(m).map_err(setup_error)?,
+        Some(m) => relayed_pty(&config.terminal, m).map_err(setup_error)?,
         None => None,
     };
-    confine_at.here(ConfineAt::BeforeEmbeddingStart, &hooks)?;
-    embedding.before_start(&sandbox).map_err(setup_error)?;
+    confine_at.here(ConfineAt::BeforeWait, &hooks)?;
+    let mut late = match embedding.ready(&sandbox).map_err(setup_error)? {
+        Start::Configured => None,
+        Start::Late(late) => Some(late),
+    };
+    let terminal = match &late {
+        Some(late) => late.terminal,
+        None => launching.pty,
+    };
     // Declared after `sandbox`, so dropped (terminal restored) before it.
-    let relay = match (master, embedding.terminal(config.pty)) {
+    let relay = match (master, terminal) {
         (Some(master), Some(stdio)) if stdio.contains(&true) => {
             let relay =
                 tty::Relay::start(master, stdio, guards.meter.clone()).map_err(supervisor_error)?;
@@ -358,17 +260,20 @@ fn serve_and_wait(
         }
         _ => None,
     };
-    if embedding.clock_starts_now() {
+    // A late start's sandbox may have waited long for its command: the
+    // run's clock (the timeout, the report's wall time) starts now.
+    if config.start == StartMode::Late {
         started.set(Instant::now());
     }
-    if let Some(tracer) = embedding.late_tracer() {
+    if let Some(tracer) = late.as_mut().and_then(|l| l.tracer.take()) {
         trap.trace_with(tracer);
     }
-    let limits = limits_with(&guards.enforcement.limits, embedding.late_timeout());
+    let late_timeout = late.as_ref().and_then(|l| l.timeout);
+    let limits = limits_with(&guards.enforcement.limits, late_timeout);
     report.limits.timeout_s = limits.timeout.map(|d| d.as_secs_f64());
     confine_at.here(ConfineAt::JustBeforeStart, &hooks)?;
     if !early {
-        start_guest(args, embedding, guards, &mut sandbox)?;
+        start_guest(config, guards, &mut sandbox, late.as_ref())?;
     }
     // Threads the guest's exec need not wait for: they start while it runs
     // (a guest that writes first only finds its pipe's buffer).
@@ -418,8 +323,8 @@ fn serve_and_wait(
         layer_full: layer_is_full(&layer),
         command,
     };
-    let code = ending.conclude(args, &limits, report);
-    embedding.concluded(code);
+    let code = ending.conclude(config.fs.disk, &limits, report);
+    embedding.event(Event::GuestEnded(code));
     Ok(code)
 }
 
@@ -429,8 +334,8 @@ fn serve_and_wait(
 enum ConfineAt {
     /// Before the trap's workers start: the guest has started already.
     BeforeServing,
-    /// Before [`Embedding::before_start`] (which then waits confined).
-    BeforeEmbeddingStart,
+    /// Before [`Embedding::ready`] (which then waits confined).
+    BeforeWait,
     /// After everything else, just before the guest may exec.
     JustBeforeStart,
 }
@@ -445,20 +350,52 @@ impl ConfineAt {
     }
 }
 
-/// Lets the guest exec its command ([`Embedding::start`]). Without a
-/// report, nothing needs init's resource usage: the run then ends when
-/// init has reported, not when the kernel has torn it down.
+/// Lets the guest exec its command: the config's, or `late`'s with this
+/// process's stdin, stdout and stderr (those the output limit captures
+/// excepted: the guest keeps the pipes it inherited). Without a report,
+/// nothing needs init's resource usage: the run may then end when init
+/// has reported, not when the kernel has torn it down
+/// (`Schedule::leave_teardown`).
 fn start_guest(
-    args: &RunArgs,
-    embedding: &dyn Embedding,
+    config: &SandboxConfig,
     guards: &Guards,
     sandbox: &mut launch::Sandbox,
+    late: Option<&LateCommand>,
 ) -> Result<(), LaunchError> {
-    if args.report.is_none() && embedding.leaves_teardown() {
+    let report = config.report.is_some() || late.is_some_and(|l| l.report);
+    if !report && config.schedule.leave_teardown {
         sandbox.release_on_status();
         guards.init_released.set(true);
     }
-    embedding.start(sandbox)
+    let Some(late) = late else {
+        return sandbox.start();
+    };
+    let captured = guards.meter.is_some();
+    let (stdin, stdout, stderr) = (std::io::stdin(), std::io::stdout(), std::io::stderr());
+    sandbox.start_late(&LateStart {
+        command: &late.command,
+        env: &late.env,
+        stdio: [
+            Some(stdin.as_fd()),
+            (!captured).then(|| stdout.as_fd()),
+            (!captured).then(|| stderr.as_fd()),
+        ],
+        // The relay serves the pty where the command said it is its
+        // terminal (`LateCommand::terminal`).
+        terminal: late.terminal.unwrap_or([false; 3]),
+    })
+}
+
+/// The guest's pty master, where the config says: relayed to our own
+/// terminal (`Some`), or sent to a console socket (`None`).
+fn relayed_pty(terminal: &Terminal, master: OwnedFd) -> Result<Option<OwnedFd>, String> {
+    match terminal {
+        Terminal::Console(path) => {
+            tty::send_master(path, b"/dev/pts/0", master.as_fd())?;
+            Ok(None)
+        }
+        _ => Ok(Some(master)),
+    }
 }
 
 /// `limits` with `timeout` too: the shorter of the two holds.
@@ -481,73 +418,49 @@ fn captured_fds(pty: Option<[bool; 3]>) -> Vec<i32> {
         .collect()
 }
 
-fn launch_config(args: &RunArgs, view: &GuestView) -> Result<LaunchConfig, LaunchError> {
-    let mut mounts: Vec<_> = args
-        .ro
-        .iter()
-        .chain(&args.rw)
-        .chain(&args.tmpfs)
-        .cloned()
-        .collect();
+fn launch_config(config: &SandboxConfig, view: &GuestView) -> Result<LaunchConfig, LaunchError> {
+    let mut mounts = config.fs.mounts.clone();
     // Parents before children, whatever the flag order.
     mounts.sort_by_key(|m| m.guest.components().count());
     Ok(LaunchConfig {
-        command: args.command.clone(),
-        env: guest_env(&args.env)?,
-        workdir: args.workdir.clone(),
-        hostname: args.hostname.clone(),
+        command: config.command.clone(),
+        env: config.env.resolve()?,
+        workdir: config.workdir.clone(),
+        hostname: config.hostname.clone(),
         mounts,
-        rootfs: args.rootfs.clone(),
-        rootfs_in_place: false,
-        masks: args.mask.clone(),
-        read_only: args.remount_ro.clone(),
-        disk_size: args.disk,
-        writable_system: args.writable_system,
+        rootfs: config.fs.rootfs.clone(),
+        rootfs_in_place: config.fs.rootfs_in_place,
+        masks: config.fs.masks.clone(),
+        read_only: config.fs.read_only.clone(),
+        disk_size: config.fs.disk,
+        writable_system: config.fs.writable_system,
         filter: bpf::compile_without_fast_reads(),
         // A trace shows every open, so a traced guest marks none.
-        fast_reads_filter: args.trace.is_none().then(bpf::compile),
-        pty: tty::host_terminal(),
+        fast_reads_filter: config.trace.is_none().then(bpf::compile),
+        pty: match config.terminal {
+            Terminal::Host => tty::host_terminal(),
+            Terminal::Console(_) => Some([true; 3]),
+            Terminal::Never => None,
+            // Whether the guest takes it is learned at start
+            // (`LateCommand::terminal`).
+            Terminal::AtStart => Some([false; 3]),
+        },
         cpus: guest_cpus(view.cpus),
         memory_limited: view.memory.is_some(),
         pids_limited: view.pids.is_some(),
-        nameserver: args
-            .allow_net
+        nameserver: config
+            .net
+            .allow
             .iter()
             .any(netstack::rules::Rule::is_name)
             .then_some(std::net::IpAddr::V4(netstack::dns::STUB_ADDR)),
         self_join: Vec::new(),
-        id_count: 1,
-        user: None,
-        late_exec: false,
+        id_count: config.ids.count,
+        user: config.ids.user.clone(),
+        late_exec: config.start == StartMode::Late,
         // Every open the guest makes is served here (`serve_and_wait`).
         fence_reads: true,
     })
-}
-
-/// The guest's whole environment: a few host variables and `--env`.
-pub fn guest_env(extra: &[String]) -> Result<Vec<(OsString, OsString)>, LaunchError> {
-    let mut env: Vec<(OsString, OsString)> = INHERITED_ENV
-        .iter()
-        .filter_map(|k| std::env::var_os(k).map(|v| (OsString::from(k), v)))
-        .collect();
-    for item in extra {
-        let (k, v) = match item.split_once('=') {
-            Some((k, v)) => (k.to_string(), OsString::from(v)),
-            None => match std::env::var_os(item) {
-                Some(v) => (item.clone(), v),
-                None => continue,
-            },
-        };
-        if k.is_empty() || k.contains('\0') {
-            return Err(LaunchError {
-                exit_code: 125,
-                message: format!("--env {item}: invalid variable name"),
-            });
-        }
-        env.retain(|(old, _)| old != k.as_str());
-        env.push((k.into(), v));
-    }
-    Ok(env)
 }
 
 fn block_forwarded_signals() -> Result<SigSet, LaunchError> {

@@ -33,7 +33,7 @@ const PRELOAD_LIST: &str = "ld.so.preload";
 /// `--rootfs` tree is the user's image, shown as it is: its C library may
 /// not be glibc, and its own preload list would have to be read and
 /// extended, through symlinks that could lead into the host. The OCI
-/// runtime's view is always the bundle's tree (`oci/bundle.rs`), so an
+/// runtime's view is always the bundle's tree (`supervisor/src/oci/bundle.rs`), so an
 /// image gets no preload either, and its /etc stays the engine's to show.
 pub fn possible(rootfs: Option<&Path>) -> bool {
     !LIBRARY.is_empty() && rootfs.is_none()

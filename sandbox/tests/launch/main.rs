@@ -27,7 +27,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
-use supervisor::launch::*;
+use sandbox::launch::*;
 
 use filter::*;
 use lifecycle::*;

@@ -32,7 +32,8 @@ use cgroup::{Controller, Counters, Host, SandboxCgroup};
 use janitor::Janitor;
 
 /// The limits of one run, as given on the command line.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Limits {
     /// Bytes of memory (page cache and the writable layer's tmpfs included).
     pub memory: Option<u64>,

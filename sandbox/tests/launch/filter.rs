@@ -8,7 +8,7 @@ use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use supervisor::launch::*;
+use sandbox::launch::*;
 
 use super::{config, run, serial, TempDir};
 

@@ -2,7 +2,7 @@
 //! which nix does not wrap, and starting a child at a given nice value.
 //!
 //! Owns the calls; not when a priority is lowered or restored (the pool:
-//! `pool/daemon.rs`, `pool/slot.rs`).
+//! `supervisor/src/pool/daemon.rs`, `slot.rs`).
 
 use std::os::unix::process::CommandExt;
 use std::process::Command;

@@ -1,8 +1,8 @@
 //! Launches one sandbox, without the notification loop, and reports how
-//! it ended: a manual check of `supervisor::launch` alone.
+//! it ended: a manual check of `sandbox::launch` alone.
 //!
 //! ```text
-//! cargo run -p supervisor --example launch -- [--ro SPEC] [--rw SPEC] [--tmpfs SPEC]
+//! cargo run -p sandbox-engine --example launch -- [--ro SPEC] [--rw SPEC] [--tmpfs SPEC]
 //!     [--workdir DIR] [--hostname NAME] [--disk SIZE] [--real-filter] [--repeat N] -- CMD [ARGS...]
 //! ```
 //!
@@ -16,7 +16,7 @@ use std::ffi::OsString;
 use std::process::exit;
 use std::time::Instant;
 
-use supervisor::launch::{allow_all_filter, launch, LaunchConfig, LaunchError, Outcome};
+use sandbox::launch::{allow_all_filter, launch, LaunchConfig, LaunchError, Outcome};
 use vfs::mounts::{parse_size, MountSpec};
 
 fn main() {

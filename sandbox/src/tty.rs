@@ -7,12 +7,15 @@
 //! terminal's modes and window size to the guest's pty, the host terminal's
 //! raw mode for the run and its restoration (at the end, on error paths,
 //! and on a panic), the two copying threads, window-size changes
-//! ([`Resizer`]), and draining the guest's last output. Does not own the
+//! ([`Resizer`]), draining the guest's last output, and handing the
+//! pty's master to a console socket instead ([`send_master`]). Does not own the
 //! pty itself (opened by init inside the view, `launch/`), nor signals
 //! (`run.rs` calls [`Resizer::resize`] on SIGWINCH).
 
 use std::io;
-use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
+use std::os::unix::net::UnixStream;
+use std::path::Path;
 use std::sync::{mpsc, Arc, Mutex, Once};
 use std::thread;
 use std::time::Duration;
@@ -24,7 +27,7 @@ use nix::sys::termios::{cfmakeraw, tcgetattr, tcsetattr, SetArg, Termios};
 use nix::unistd::{getpgrp, isatty, pipe2, read, tcgetpgrp};
 
 use crate::output::Meter;
-use crate::sys::fd::write_all;
+use crate::sys::fd::{send_with_fd, write_all};
 use crate::sys::term::{set_window_size, window_size};
 
 /// How long the guest's last output may take to reach the host terminal
@@ -240,4 +243,13 @@ fn copy_out(master: &OwnedFd, stdio: [bool; 3], meter: Option<&Meter>) {
             Err(_) => return,
         }
     }
+}
+
+/// Sends `master` (whose slave is `name`) to the console socket at `path`
+/// (an OCI runtime's `--console-socket`).
+pub fn send_master(path: &Path, name: &[u8], master: BorrowedFd<'_>) -> Result<(), String> {
+    let sock = UnixStream::connect(path)
+        .map_err(|e| format!("--console-socket {}: {e}", path.display()))?;
+    send_with_fd(sock.as_fd(), name, Some(master))
+        .map_err(|e| format!("--console-socket {}: {}", path.display(), e.desc()))
 }

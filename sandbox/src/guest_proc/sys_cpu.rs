@@ -1,7 +1,7 @@
 //! Writing a [`SysCpu`] layout (`online`, `possible`, `present`, the
 //! `cpuN` directories) into a /sys tree given as a descriptor: once when
 //! the view is built (`view.rs`, a fresh tmpfs) and again when an OCI
-//! `update` changes the container's CPUs (`oci/sys_cpu.rs`, through a
+//! `update` changes the container's CPUs (the OCI front-end, through a
 //! writable copy of that mount).
 //!
 //! Owns: that layout on disk, made exactly (stale `cpuN` directories
@@ -18,7 +18,7 @@ use nix::fcntl::OFlag;
 use nix::sys::stat::{mkdirat, Mode};
 use nix::unistd::{unlinkat, UnlinkatFlags};
 
-use super::plan::SysCpu;
+use crate::launch::SysCpu;
 use crate::sys::fd::open_at;
 
 /// Where the CPUs are, beneath a /sys.

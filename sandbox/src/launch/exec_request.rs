@@ -21,7 +21,7 @@
 //! wait4, read, write).
 //!
 //! Owns the helper's side and [`ExecRequests`], the supervisor's handle;
-//! not the requester (`oci/exec.rs`).
+//! not the requester (`supervisor/src/oci/exec.rs`).
 
 use std::ffi::OsString;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
