@@ -95,14 +95,11 @@ fn splice_copy(
 ) -> End {
     let flags = SpliceFFlags::SPLICE_F_MOVE;
     loop {
-        let n = match splice(from, None, pipe.1, None, STREAM_BUF, flags) {
+        let n = match retrying(from, PollFlags::POLLIN, || {
+            splice(from, None, pipe.1, None, STREAM_BUF, flags)
+        }) {
             Ok(0) => return End::Eof,
             Ok(n) => n,
-            Err(Errno::EINTR) => continue,
-            Err(Errno::EAGAIN) => {
-                wait_ready(from, PollFlags::POLLIN);
-                continue;
-            }
             // EINVAL: not spliceable; EPERM: a seccomp filter refuses
             // splice. Either way the buffer does the job.
             Err(Errno::EINVAL | Errno::EPERM | Errno::ENOSYS) if *moved == 0 => {
@@ -112,10 +109,10 @@ fn splice_copy(
         };
         let mut left = n;
         while left > 0 {
-            match splice(pipe.0, None, to, None, left, flags) {
+            match retrying(to, PollFlags::POLLOUT, || {
+                splice(pipe.0, None, to, None, left, flags)
+            }) {
                 Ok(m) => left -= m.min(left),
-                Err(Errno::EINTR) => continue,
-                Err(Errno::EAGAIN) => wait_ready(to, PollFlags::POLLOUT),
                 Err(_) => return End::Failed,
             }
         }
@@ -126,14 +123,11 @@ fn splice_copy(
 fn buffered_copy(from: BorrowedFd, to: BorrowedFd, moved: &mut u64) -> End {
     let mut buf = vec![0u8; STREAM_BUF];
     loop {
-        let n = match recv(from.as_raw_fd(), &mut buf, MsgFlags::empty()) {
+        let n = match retrying(from, PollFlags::POLLIN, || {
+            recv(from.as_raw_fd(), &mut buf, MsgFlags::empty())
+        }) {
             Ok(0) => return End::Eof,
             Ok(n) => n,
-            Err(Errno::EINTR) => continue,
-            Err(Errno::EAGAIN) => {
-                wait_ready(from, PollFlags::POLLIN);
-                continue;
-            }
             Err(_) => return End::Failed,
         };
         if send_all(to, buf.get(..n).unwrap_or_default()).is_err() {
@@ -151,14 +145,29 @@ fn abort(from: BorrowedFd, to: BorrowedFd) {
 
 fn send_all(to: BorrowedFd, mut data: &[u8]) -> Result<(), Errno> {
     while !data.is_empty() {
-        match send(to.as_raw_fd(), data, MsgFlags::MSG_NOSIGNAL) {
-            Ok(n) => data = data.get(n..).unwrap_or_default(),
-            Err(Errno::EINTR) => continue,
-            Err(Errno::EAGAIN) => wait_ready(to, PollFlags::POLLOUT),
-            Err(e) => return Err(e),
-        }
+        let n = retrying(to, PollFlags::POLLOUT, || {
+            send(to.as_raw_fd(), data, MsgFlags::MSG_NOSIGNAL)
+        })?;
+        data = data.get(n..).unwrap_or_default();
     }
     Ok(())
+}
+
+/// `call` again after EINTR, and after EAGAIN once `fd` is ready for
+/// `events` (a descriptor someone made non-blocking); its first other
+/// result.
+fn retrying(
+    fd: BorrowedFd,
+    events: PollFlags,
+    mut call: impl FnMut() -> nix::Result<usize>,
+) -> nix::Result<usize> {
+    loop {
+        match call() {
+            Err(Errno::EINTR) => {}
+            Err(Errno::EAGAIN) => wait_ready(fd, events),
+            result => return result,
+        }
+    }
 }
 
 /// poll(2) by way of ppoll, the one the supervisor's own seccomp filter

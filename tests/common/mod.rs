@@ -126,6 +126,17 @@ impl Out {
         assert_eq!(self.code, Some(0), "{what} failed:\n{}", self.dump());
         self
     }
+    /// Assert that each of `lines` is a whole line of stdout (with the
+    /// missing line and the dump on failure).
+    pub fn assert_lines(&self, lines: &[&str]) {
+        for line in lines {
+            assert!(
+                self.stdout.lines().any(|l| l == *line),
+                "no {line:?}:\n{}",
+                self.dump()
+            );
+        }
+    }
 }
 
 /// One command to run natively or supervised.

@@ -62,15 +62,23 @@ def empty():
         print("unconnected empty send", name(e.errno) in ("EPIPE", "ENOTCONN"))
 
 
-def backlog():
+def connect_to_full(label):
+    """A listener whose backlog of 0 one connection fills, and a
+    non-blocking connect to it, its result printed after `label`:
+    (listener, filler, connecting socket)."""
     l = socket.socket()
     l.bind(("127.0.0.1", 0))
     l.listen(0)
-    addr = l.getsockname()
-    filler = socket.create_connection(addr)
+    filler = socket.create_connection(l.getsockname())
     c = socket.socket()
     c.setblocking(False)
-    print("connect", name(c.connect_ex(addr)))
+    print(label, name(c.connect_ex(l.getsockname())))
+    return l, filler, c
+
+
+def backlog():
+    l, filler, c = connect_to_full("connect")
+    addr = l.getsockname()
     p = select.poll()
     p.register(c, select.POLLIN | select.POLLOUT)
     print("poll", p.poll(0))
@@ -88,13 +96,7 @@ def backlog():
     second.sendall(b"pong")
     print("reply", c.recv(4))
     # A full backlog whose listener closes: refused.
-    l2 = socket.socket()
-    l2.bind(("127.0.0.1", 0))
-    l2.listen(0)
-    f2 = socket.create_connection(l2.getsockname())
-    d = socket.socket()
-    d.setblocking(False)
-    print("connect2", name(d.connect_ex(l2.getsockname())))
+    l2, f2, d = connect_to_full("connect2")
     l2.close()
     f2.close()
     p2 = select.poll()
@@ -103,13 +105,7 @@ def backlog():
     print("closed listener polls", bool(ev))
     print("so_error2", name(d.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)))
     # A connect closed before the listener makes room never arrives.
-    l3 = socket.socket()
-    l3.bind(("127.0.0.1", 0))
-    l3.listen(0)
-    f3 = socket.create_connection(l3.getsockname())
-    e = socket.socket()
-    e.setblocking(False)
-    print("connect3", name(e.connect_ex(l3.getsockname())))
+    l3, f3, e = connect_to_full("connect3")
     e.close()
     time.sleep(0.3)
     got, _ = l3.accept()

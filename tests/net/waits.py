@@ -48,6 +48,19 @@ class Alarm(Exception):
     pass
 
 
+def connect_nonblocking(port, what):
+    """A non-blocking connect to 127.0.0.1:`port`, its error printed after
+    `what`, waited for until writable; the socket."""
+    s = socket.socket()
+    s.setblocking(False)
+    try:
+        s.connect(("127.0.0.1", port))
+    except OSError as e:
+        print(what, name(e))
+    select.select([], [s], [], 10)
+    return s
+
+
 def egress(full, echo, closed):
     s = socket.socket()
     s.setblocking(False)
@@ -74,26 +87,14 @@ def egress(full, echo, closed):
         print("blocking connect interrupted by the handler")
     b.close()
 
-    n = socket.socket()
-    n.setblocking(False)
-    try:
-        n.connect(("127.0.0.1", echo))
-    except OSError as e:
-        print("non-blocking to a server", name(e))
-    select.select([], [n], [], 10)
+    n = connect_nonblocking(echo, "non-blocking to a server")
     print("SO_ERROR", n.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR))
     n.setblocking(True)
     n.sendall(b"echo me")
     print("echo", n.recv(100))
     n.close()
 
-    r = socket.socket()
-    r.setblocking(False)
-    try:
-        r.connect(("127.0.0.1", closed))
-    except OSError as e:
-        print("non-blocking to a closed port", name(e))
-    select.select([], [r], [], 10)
+    r = connect_nonblocking(closed, "non-blocking to a closed port")
     print("SO_ERROR", errno.errorcode.get(r.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)))
 
     # A handler that returns: the blocking connect goes on (PEP 475).

@@ -146,6 +146,32 @@ pub fn unlinkat(dir: BorrowedFd<'_>, name: &CStr, flags: i32) -> Result<(), Errn
     check(unsafe { libc::unlinkat(dir.as_raw_fd(), name.as_ptr(), flags) }).map(drop)
 }
 
+/// A host call on two (directory, name) pairs and a flags word, such as
+/// `renameat2` and `linkat`: called with the descriptors and names given.
+type TwoNamesCall<F> = unsafe extern "C" fn(
+    libc::c_int,
+    *const libc::c_char,
+    libc::c_int,
+    *const libc::c_char,
+    F,
+) -> libc::c_int;
+
+/// `call(olddir, old, newdir, new, flags)` for a call of two
+/// (directory, name) pairs ([`TwoNamesCall`]).
+fn two_names<F>(
+    call: TwoNamesCall<F>,
+    olddir: RawFd,
+    old: &CStr,
+    newdir: RawFd,
+    new: &CStr,
+    flags: F,
+) -> Result<(), Errno> {
+    // SAFETY: `call` is a libc wrapper of a call that reads the two names
+    // (both NUL-terminated) and nothing else of our memory.
+    let r = unsafe { call(olddir, old.as_ptr(), newdir, new.as_ptr(), flags) };
+    check(r).map(drop)
+}
+
 /// `renameat2(olddir, old, newdir, new, flags)`.
 pub fn renameat2(
     olddir: BorrowedFd<'_>,
@@ -154,17 +180,14 @@ pub fn renameat2(
     new: &CStr,
     flags: u32,
 ) -> Result<(), Errno> {
-    // SAFETY: both names are NUL-terminated.
-    let r = unsafe {
-        libc::renameat2(
-            olddir.as_raw_fd(),
-            old.as_ptr(),
-            newdir.as_raw_fd(),
-            new.as_ptr(),
-            flags,
-        )
-    };
-    check(r).map(drop)
+    two_names(
+        libc::renameat2,
+        olddir.as_raw_fd(),
+        old,
+        newdir.as_raw_fd(),
+        new,
+        flags,
+    )
 }
 
 /// `linkat(olddir, old, newdir, new, flags)`.
@@ -175,17 +198,14 @@ pub fn linkat(
     new: &CStr,
     flags: i32,
 ) -> Result<(), Errno> {
-    // SAFETY: both names are NUL-terminated.
-    let r = unsafe {
-        libc::linkat(
-            olddir.as_raw_fd(),
-            old.as_ptr(),
-            newdir.as_raw_fd(),
-            new.as_ptr(),
-            flags,
-        )
-    };
-    check(r).map(drop)
+    two_names(
+        libc::linkat,
+        olddir.as_raw_fd(),
+        old,
+        newdir.as_raw_fd(),
+        new,
+        flags,
+    )
 }
 
 /// Hard-link the file behind the `O_PATH` descriptor `fd` as `newdir/new`
@@ -193,17 +213,14 @@ pub fn linkat(
 /// capability on any kernel).
 pub fn link_fd(fd: BorrowedFd<'_>, newdir: BorrowedFd<'_>, new: &CStr) -> Result<(), Errno> {
     let p = ProcFd::new(fd);
-    // SAFETY: both names are NUL-terminated.
-    let r = unsafe {
-        libc::linkat(
-            CWD,
-            p.as_cstr().as_ptr(),
-            newdir.as_raw_fd(),
-            new.as_ptr(),
-            libc::AT_SYMLINK_FOLLOW,
-        )
-    };
-    check(r).map(drop)
+    two_names(
+        libc::linkat,
+        CWD,
+        p.as_cstr(),
+        newdir.as_raw_fd(),
+        new,
+        libc::AT_SYMLINK_FOLLOW,
+    )
 }
 
 /// `symlinkat(target, dir, name)`.

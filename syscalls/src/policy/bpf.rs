@@ -107,15 +107,7 @@ pub fn compile_actions(list: &[(Sysno, Action)], default: u32) -> Vec<Insn> {
 fn action_leaf(b: &mut Builder, action: Action) {
     match action {
         Action::Ret(k) => b.ret(k),
-        Action::If(conds, pass, otherwise) => {
-            let fail = b.label();
-            for cond in conds {
-                test(b, cond, fail);
-            }
-            b.ret(pass);
-            b.mark(fail);
-            b.ret(otherwise);
-        }
+        Action::If(conds, pass, otherwise) => ret_if_all(b, conds, pass, otherwise),
     }
 }
 
@@ -353,26 +345,25 @@ fn leaf(b: &mut Builder, rule: Rule) {
         Rule::Service | Rule::Deny(_) => b.ret(SECCOMP_RET_USER_NOTIF),
         Rule::Kill => b.ret(SECCOMP_RET_KILL_PROCESS),
         Rule::PassIf(conds, fallback) => {
-            let fail = b.label();
-            for cond in conds {
-                test(b, cond, fail);
-            }
-            b.ret(SECCOMP_RET_ALLOW);
-            b.mark(fail);
-            b.ret(match fallback {
+            let otherwise = match fallback {
                 Fallback::Service | Fallback::Deny(_) => SECCOMP_RET_USER_NOTIF,
-            });
+            };
+            ret_if_all(b, conds, SECCOMP_RET_ALLOW, otherwise);
         }
-        Rule::ServiceIf(conds) => {
-            let pass = b.label();
-            for cond in conds {
-                test(b, cond, pass);
-            }
-            b.ret(SECCOMP_RET_USER_NOTIF);
-            b.mark(pass);
-            b.ret(SECCOMP_RET_ALLOW);
-        }
+        Rule::ServiceIf(conds) => ret_if_all(b, conds, SECCOMP_RET_USER_NOTIF, SECCOMP_RET_ALLOW),
     }
+}
+
+/// Returns `then` when every one of `conds` holds, `otherwise` when any
+/// fails.
+fn ret_if_all(b: &mut Builder, conds: &[Cond], then: u32, otherwise: u32) {
+    let fail = b.label();
+    for cond in conds {
+        test(b, cond, fail);
+    }
+    b.ret(then);
+    b.mark(fail);
+    b.ret(otherwise);
 }
 
 /// Falls through when `cond` holds; jumps to `fail` otherwise.

@@ -150,9 +150,14 @@ pub(crate) fn has_destination(ctx: &Context, g: &dyn Guest, s: &Sock) -> Result<
 /// Reads the `int` an address-length pointer holds (EFAULT, EINVAL when
 /// negative).
 pub(crate) fn read_len(g: &dyn Guest, ptr: u64) -> Result<usize, Errno> {
+    usize::try_from(read_int(g, ptr)?).map_err(|_| Errno::EINVAL)
+}
+
+/// Reads the 4-byte `int` at `ptr` in guest memory (EFAULT).
+pub(crate) fn read_int(g: &dyn Guest, ptr: u64) -> Result<i32, Errno> {
     let mut b = [0u8; 4];
     g.read_mem(ptr, &mut b)?;
-    usize::try_from(i32::from_ne_bytes(b)).map_err(|_| Errno::EINVAL)
+    Ok(i32::from_ne_bytes(b))
 }
 
 /// Writes an address as the kernel does: at most `room` bytes of it, and

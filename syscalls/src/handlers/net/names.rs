@@ -7,7 +7,7 @@ use netstack::options::{self, Class};
 use netstack::{addr, Proto};
 use nix::errno::Errno;
 
-use super::{ours, read_len, stack, write_sockaddr, Res};
+use super::{ours, read_int, read_len, stack, write_sockaddr, Res};
 use crate::guest::{Guest, Reply};
 use crate::Context;
 
@@ -62,9 +62,7 @@ pub(crate) fn getsockopt(
     let room = if level == libc::IPPROTO_IPV6 {
         // do_ipv6_getsockopt takes the length as unsigned (min with 4);
         // the other levels refuse a negative one.
-        let mut b = [0u8; 4];
-        g.read_mem(len_ptr, &mut b)?;
-        u32::from_ne_bytes(b) as usize
+        read_int(g, len_ptr)? as u32 as usize
     } else {
         read_len(g, len_ptr)?
     };
@@ -180,9 +178,7 @@ fn read_value(g: &dyn Guest, level: i32, ptr: u64, len: u32) -> Result<i32, Errn
         return Ok(0);
     }
     if len >= 4 {
-        let mut b = [0u8; 4];
-        g.read_mem(ptr, &mut b)?;
-        return Ok(i32::from_ne_bytes(b));
+        return read_int(g, ptr);
     }
     if len >= 1 && level == libc::IPPROTO_IP {
         let mut b = [0u8; 1];

@@ -51,14 +51,7 @@ fn sched_getaffinity_of_others_is_the_kernels() {
     let f = Fake::new(Path::new("/"));
     for pid in [1u64, u32::MAX as u64, 0x7fff_fff0] {
         let a = [pid, 128, f.g.put(&[0; 128]), 0, 0, 0];
-        let r = dispatch(
-            &f.ctx,
-            &f.g,
-            &SyscallArgs {
-                nr: libc::SYS_sched_getaffinity,
-                args: a,
-            },
-        );
+        let r = getaffinity(&f, a);
         assert!(matches!(r, Reply::Continue), "pid {pid}: {r:?}");
     }
 }
@@ -77,14 +70,7 @@ fn sched_getaffinity_under_a_cpu_limit() {
     for pid in own_ids() {
         let buf = f.g.put(&[0xaa; 128]);
         let a = [pid as u64, 128, buf, 0, 0, 0];
-        let r = dispatch(
-            &f.ctx,
-            &f.g,
-            &SyscallArgs {
-                nr: libc::SYS_sched_getaffinity,
-                args: a,
-            },
-        );
+        let r = getaffinity(&f, a);
         let Reply::Value(n) = r else { panic!("{r:?}") };
         let mut mask = vec![0u8; n as usize];
         f.g.read_mem(buf, &mut mask).unwrap();
@@ -93,15 +79,20 @@ fn sched_getaffinity_under_a_cpu_limit() {
     }
     // Errors stay the kernel's.
     let a = [0, 7, f.g.put(&[0; 8]), 0, 0, 0];
-    let r = dispatch(
+    let r = getaffinity(&f, a);
+    assert!(matches!(r, Reply::Error(Errno::EINVAL)), "{r:?}");
+}
+
+/// sched_getaffinity with the arguments `a`, dispatched by the fake.
+fn getaffinity(f: &Fake, a: [u64; 6]) -> Reply {
+    dispatch(
         &f.ctx,
         &f.g,
         &SyscallArgs {
             nr: libc::SYS_sched_getaffinity,
             args: a,
         },
-    );
-    assert!(matches!(r, Reply::Error(Errno::EINVAL)), "{r:?}");
+    )
 }
 
 fn open_text(f: &Fake, nr: i64, a: [u64; 6]) -> Result<(String, i32), Errno> {
