@@ -22,8 +22,8 @@ use std::os::unix::fs::{symlink, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 use nix::errno::Errno;
-use sandbox_syscalls::{dispatch, Context, Guest, Reply, SyscallArgs};
 use sandbox::trap::NotifGuest;
+use sandbox_syscalls::{dispatch, Context, Guest, Reply, SyscallArgs};
 
 mod sys;
 

@@ -20,9 +20,9 @@ use nix::sys::socket::{
     bind, listen, socket, AddressFamily, Backlog, SockFlag, SockType, UnixAddr,
 };
 use nix::unistd::Pid;
+use sandbox::sys::fd::{accept, recv_with_fds, send_with_fds};
 use supervisor::pool::protocol::{self, Answer, FromClient, Request, MAX_MESSAGE};
 use supervisor::pool::wire;
-use sandbox::sys::fd::{accept, recv_with_fds, send_with_fds};
 
 use super::SLOW;
 use crate::common::{bin, kill_after, Tree, PATH, TIMEOUT};
