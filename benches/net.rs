@@ -30,12 +30,10 @@ use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 mod common;
 
 use common::{median, record, supervisor_bin, Guest, Samples};
-use criterion::Criterion;
 
 /// (criterion group, guest command).
 const CALLS: &[(&str, &str)] = &[
@@ -131,11 +129,7 @@ fn summary(samples: &Samples) {
 }
 
 fn main() {
-    let mut c = Criterion::default()
-        .sample_size(20)
-        .warm_up_time(Duration::from_secs(1))
-        .measurement_time(Duration::from_secs(3))
-        .configure_from_args();
+    let mut c = common::criterion();
     let tmp = tempfile::tempdir().expect("tempdir");
     let prog = build(tmp.path());
     let samples: Samples = Arc::default();

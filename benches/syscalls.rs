@@ -38,13 +38,13 @@ use std::os::unix::fs::symlink;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 mod common;
 
 use common::{median, record, supervisor_bin, Guest, Samples};
 use criterion::measurement::WallTime;
-use criterion::{BenchmarkGroup, Criterion};
+use criterion::BenchmarkGroup;
 
 type Group<'a> = BenchmarkGroup<'a, WallTime>;
 
@@ -313,11 +313,7 @@ fn print_summary(samples: &Samples) {
 }
 
 fn main() {
-    let mut c = Criterion::default()
-        .sample_size(20)
-        .warm_up_time(Duration::from_secs(1))
-        .measurement_time(Duration::from_secs(3))
-        .configure_from_args();
+    let mut c = common::criterion();
     let tmp = tempfile::Builder::new()
         .prefix("supervisor-bench")
         .tempdir()

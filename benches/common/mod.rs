@@ -120,3 +120,14 @@ pub fn median(v: &[f64]) -> Option<f64> {
         _ => Some((v[n / 2 - 1] + v[n / 2]) / 2.0),
     }
 }
+
+/// The benches' criterion settings: 20 samples after 1 s of warm-up, 3 s
+/// of measurement, then the command line's overrides (`--bench` filters,
+/// `--save-baseline`, test mode).
+pub fn criterion() -> criterion::Criterion {
+    criterion::Criterion::default()
+        .sample_size(20)
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(3))
+        .configure_from_args()
+}

@@ -98,24 +98,14 @@ pub fn add_fd_and_answer(
     fd: BorrowedFd<'_>,
     cloexec: bool,
 ) -> Result<i32, Errno> {
-    let newfd_flags = if cloexec { libc::O_CLOEXEC as u32 } else { 0 };
-    let mut add = libc::seccomp_notif_addfd {
+    add_fd(
+        listener,
         id,
-        flags: libc::SECCOMP_ADDFD_FLAG_SEND as u32,
-        srcfd: fd.as_raw_fd() as u32,
-        newfd: 0,
-        newfd_flags,
-    };
-    // SAFETY: `add` is a fully initialised `seccomp_notif_addfd`; `fd` is
-    // borrowed for the duration of the call, so the kernel dups a live fd.
-    let r = unsafe {
-        libc::ioctl(
-            listener.as_raw_fd(),
-            libc::SECCOMP_IOCTL_NOTIF_ADDFD,
-            &mut add,
-        )
-    };
-    Errno::result(r)
+        fd,
+        libc::SECCOMP_ADDFD_FLAG_SEND as u32,
+        0,
+        cloexec,
+    )
 }
 
 /// Installs `fd` in the caller's table at number `target`, replacing
@@ -128,17 +118,32 @@ pub fn add_fd_at(
     target: i32,
     cloexec: bool,
 ) -> Result<(), Errno> {
-    let newfd_flags = if cloexec { libc::O_CLOEXEC as u32 } else { 0 };
     let target = u32::try_from(target).map_err(|_| Errno::EBADF)?;
+    let flags = libc::SECCOMP_ADDFD_FLAG_SETFD as u32;
+    add_fd(listener, id, fd, flags, target, cloexec).map(drop)
+}
+
+/// `SECCOMP_IOCTL_NOTIF_ADDFD` of `fd` for notification `id`, with the
+/// `SECCOMP_ADDFD_FLAG_*` `flags` and (with `SETFD`) the number `newfd`;
+/// the ioctl's result.
+fn add_fd(
+    listener: BorrowedFd<'_>,
+    id: u64,
+    fd: BorrowedFd<'_>,
+    flags: u32,
+    newfd: u32,
+    cloexec: bool,
+) -> Result<i32, Errno> {
+    let newfd_flags = if cloexec { libc::O_CLOEXEC as u32 } else { 0 };
     let mut add = libc::seccomp_notif_addfd {
         id,
-        flags: libc::SECCOMP_ADDFD_FLAG_SETFD as u32,
+        flags,
         srcfd: fd.as_raw_fd() as u32,
-        newfd: target,
+        newfd,
         newfd_flags,
     };
-    // SAFETY: as in `add_fd_and_answer`: a fully initialised struct and a
-    // descriptor borrowed for the duration of the call.
+    // SAFETY: `add` is a fully initialised `seccomp_notif_addfd`; `fd` is
+    // borrowed for the duration of the call, so the kernel dups a live fd.
     let r = unsafe {
         libc::ioctl(
             listener.as_raw_fd(),
@@ -146,7 +151,7 @@ pub fn add_fd_at(
             &mut add,
         )
     };
-    Errno::result(r).map(drop)
+    Errno::result(r)
 }
 
 /// Asks for synchronous wake-ups (Linux 6.6+). Returns whether the kernel
