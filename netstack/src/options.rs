@@ -129,7 +129,7 @@ fn ipv6_level(name: i32) -> Class {
         libc::IPV6_V6ONLY | libc::IPV6_RECVPKTINFO | libc::IPV6_RECVERR => FLAG,
         libc::IPV6_RECVTCLASS | libc::IPV6_FREEBIND => FLAG,
         // Ancillary data requests: accepted, though no control message is
-        // delivered (see ARCHITECTURE.md, "The network").
+        // delivered (see docs/network.md).
         libc::IPV6_PKTINFO | libc::IPV6_RECVHOPLIMIT | libc::IPV6_HOPLIMIT => FLAG,
         libc::IPV6_RECVHOPOPTS | libc::IPV6_HOPOPTS | libc::IPV6_RECVRTHDR => FLAG,
         libc::IPV6_RECVDSTOPTS => FLAG,

@@ -1,8 +1,8 @@
 /*
  * fast_reads.c: the sandbox's preload, loaded into every dynamically
  * linked guest process through the view's /etc/ld.so.preload
- * (supervisor/src/launch/fast_reads.rs says when; ARCHITECTURE.md,
- * "Fast reads", says why it is safe).
+ * (sandbox/src/launch/fast_reads.rs says when; docs/fast-reads.md says
+ * why it is safe).
  *
  * The filter traps every plain read open (no write access, O_PATH or
  * O_DIRECTORY) because one of the sandbox's own /proc files may be the
@@ -25,7 +25,7 @@
  * descriptor to the C library's fdopen; any other mode goes to the C
  * library's own fopen, which glibc also exports as _IO_fopen.
  *
- * Built by supervisor/build.rs with no C library headers' inline code
+ * Built by sandbox/build.rs with no C library headers' inline code
  * and no start files; it needs only __errno_location, fdopen and
  * _IO_fopen, all at GLIBC_2.2.5, which every x86_64 glibc has.
  * Differences from the C library's open and fopen: not a thread
@@ -42,7 +42,7 @@
 #include <sys/types.h>
 
 /* Must equal sandbox_syscalls::policy::FAST_READ_MARK (a unit test in
- * supervisor/src/launch/fast_reads.rs compares them). */
+ * sandbox/src/launch/fast_reads.rs compares them). */
 #define FAST_READ_MARK 0xa5c39e4f17b2d860UL
 
 #define EXPORT __attribute__((visibility("default")))

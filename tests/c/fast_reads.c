@@ -1,5 +1,5 @@
 /* The open family as the fast-reads preload sees it
- * (supervisor/guest/fast_reads.c; tests/fs/fast_reads.rs runs this natively
+ * (sandbox/guest/fast_reads.c; tests/fs/fast_reads.rs runs this natively
  * and under the supervisor and compares the output line by line).
  *
  * fast_reads DIR: opens every way the C library offers (open, open64,

@@ -2,7 +2,7 @@
 /* Sends and receives on internet sockets that have no peer, as Linux
  * answers them (tests/net/udp.rs compares a native run and a sandboxed
  * one; the lines tests/net/udp.rs lists as known differences are calls
- * that run natively on the sandbox's host socket, see ARCHITECTURE.md,
+ * that run natively on the sandbox's host socket, see docs/network.md,
  * "UDP disconnect"):
  * - UDP, unbound, bound to port 0 and bound to a port of its own, each
  *   family: a send without an address is EDESTADDRREQ (sendto with a

@@ -433,7 +433,7 @@ pub fn is_root() -> bool {
 
 /// The kernel's Landlock ABI version (-1 without Landlock): 1 and up
 /// fence the guest's reads of procfs, 6 and up add the abstract-socket
-/// scope (`supervisor/src/sys/landlock.rs`).
+/// scope (`sandbox/src/sys/landlock.rs`).
 pub fn landlock_abi() -> i64 {
     // SAFETY: with a NULL attribute, size 0 and the VERSION flag the call
     // reads no memory and returns the ABI version (or -1).

@@ -1,5 +1,5 @@
-//! Fast reads (`supervisor/src/launch/fast_reads.rs`, the preload
-//! `supervisor/guest/fast_reads.c`): a fenced guest's plain read opens
+//! Fast reads (`sandbox/src/launch/fast_reads.rs`, the preload
+//! `sandbox/guest/fast_reads.c`): a fenced guest's plain read opens
 //! pass the filter, marked by its preload, and whatever meets procfs or a
 //! cover is served as before. The open family's answers are compared with
 //! the same program run natively; the report shows which opens were

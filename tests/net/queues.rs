@@ -2,7 +2,7 @@
 //! `tests/net/queues.py` runs natively and sandboxed. A listener's rx is
 //! its accept queue and an unread connection's rx its unread bytes,
 //! exactly as natively; a reader's and a writer's queues drain to 0 as
-//! natively. Where the accounting differs (ARCHITECTURE.md, "The guest's
+//! natively. Where the accounting differs (docs/network.md, "The guest's
 //! /proc/net") the sandboxed value is non-zero where the native one is:
 //! TCP's full send queue, UDP's queued datagrams (Linux shows their
 //! memory, the netstack the first one's bytes). One difference is

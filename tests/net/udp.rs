@@ -167,7 +167,7 @@ fn getaddrinfo_sorts_as_native() {
 /// does (a unix datagram socket without a peer ENOTCONN, a unix stream
 /// socket never connected ENOTCONN on a send, without SIGPIPE, and
 /// EINVAL on a receive), and a disconnect cannot release an autobound
-/// UDP port (ARCHITECTURE.md, "UDP disconnect").
+/// UDP port (docs/network.md, "UDP disconnect").
 const NOPEER_GAPS: &[(&str, &str, &str, &str)] = &[
     ("udp", "sendto NULL", "-1 EDESTADDRREQ", "-1 ENOTCONN"),
     ("udp", "send", "-1 EDESTADDRREQ", "-1 ENOTCONN"),

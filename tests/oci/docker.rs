@@ -217,7 +217,7 @@ fn docker_runs_containers_with_runtime_supervisor() {
 /// anchor): its memory under the limit, and pids: the anchor, the
 /// sandbox's init and `sleep`. Then `docker cp` in and back out, and out
 /// of the files the container wrote itself (dockerd copies through the
-/// bundle's rootfs, which the guest writes in place: see ARCHITECTURE.md).
+/// bundle's rootfs, which the guest writes in place: see docs/oci.md).
 fn stats_and_cp(d: &Daemon) {
     cases::stats_show_the_sandbox(d, "sleeper", "64MiB");
     cases::cp_into(d, "sleeper", &d.dir.join("to-container.txt"));

@@ -4,7 +4,7 @@
 //! image after a thread other than the leader execs (which takes over
 //! the leader's tid). The sandbox resolves these names itself and keeps
 //! each thread's ids in its pid namespace between calls
-//! (`supervisor/src/trap/pidfds.rs`), so a stale id would show here as a
+//! (`sandbox/src/trap/pidfds.rs`), so a stale id would show here as a
 //! wrong pid. Checked against the same script run natively, as root and
 //! as the unprivileged user `tester`.
 

@@ -6,7 +6,7 @@
 //! that holds a host fact this test knows (the host's MemTotal, kernel
 //! command line, interrupt and disk names, kernel symbols, cgroup path),
 //! and every stat of a /proc file with a host size. The view covers the
-//! global files the sandbox serves (`launch/proc_view.rs`), so a dodge
+//! global files the sandbox serves (`sandbox/src/guest_proc/proc_mount.rs`), so a dodge
 //! reads an empty file; the guest's cgroup namespace makes the kernel's
 //! own `/proc/<pid>/cgroup` say `/`. As root and as `tester`.
 //!
@@ -308,7 +308,7 @@ fn dodged_opens_of_per_process_files_are_refused() {
 }
 
 /// A fast read is a native open: the fence alone keeps it off the
-/// kernel's procfs, raced or not (ARCHITECTURE.md, "Fast reads").
+/// kernel's procfs, raced or not (docs/fast-reads.md).
 #[test]
 fn marked_opens_of_per_process_files_are_refused() {
     race_process_files(false, Opens::Marked);
@@ -329,7 +329,7 @@ fn dodged_opens_of_per_process_files_are_refused_unprivileged() {
 /// the kernel would have given the host's facts (natively the guest's
 /// own `timens_offsets` and `autogroup` open read-write), while /proc/sys
 /// stays the guest's own to read, read-only (EROFS, as docker's
-/// `readonlyPaths`: `launch/proc_view.rs`), and a plain read is served.
+/// `readonlyPaths`: `sandbox/src/guest_proc/proc_mount.rs`), and a plain read is served.
 #[test]
 fn read_write_opens_of_proc_are_refused() {
     if landlock_abi() < 1 {

@@ -1,5 +1,5 @@
 //! What the guest's Landlock fence (`syscalls/src/procfs/fence.rs`,
-//! `supervisor/src/sys/landlock.rs`) leaves working: the domain grants
+//! `sandbox/src/sys/landlock.rs`) leaves working: the domain grants
 //! reading only beneath the view's top-level entries but `/proc`, so
 //! every read the sandbox gives of the kernel's procfs must be served,
 //! and every native open that reaches a file through /proc (the

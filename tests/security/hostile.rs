@@ -28,7 +28,7 @@ const KNOWN: &[(&str, &str)] = &[
     // A non-blocking TCP connect to a loopback port nobody listens on
     // (the sockets are non-blocking): Linux answers EINPROGRESS and
     // reports the refusal through SO_ERROR; the netstack finds no name at
-    // once and refuses (ARCHITECTURE.md, "Names": "none: ECONNREFUSED").
+    // once and refuses (docs/network.md, "Names": "none: ECONNREFUSED").
     ("connect tcp len=high_bits_len", NB_REFUSED),
     ("connect tcp len=long", NB_REFUSED),
     ("connect tcp addr=misaligned", NB_REFUSED),

@@ -35,7 +35,7 @@ pub const HOST_DIRS: &[&str] = &["/usr", "/etc", "/bin", "/sbin", "/lib", "/lib6
 /// management services (a Kubernetes node's `admin.conf` and CA key, a
 /// CI runner's tokens, MySQL's maintenance password...). It is a list:
 /// a root-only file it does not name stays readable to root's guest
-/// (ARCHITECTURE.md, "What the guest shares with the host"). Looking the
+/// (docs/launch-and-view.md, "What the guest shares with the host"). Looking the
 /// list up costs one read of /etc's top level, whatever its length
 /// (`launch/etc.rs`).
 pub const ETC_HIDDEN: &[&str] = &[

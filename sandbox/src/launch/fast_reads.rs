@@ -1,5 +1,5 @@
 //! Fast reads: the guest's preload that lets its plain read opens pass
-//! the filter (ARCHITECTURE.md, "Fast reads").
+//! the filter (docs/fast-reads.md).
 //!
 //! The filter traps every plain read open, since one of the sandbox's
 //! own /proc files may be the answer; most are of the guest's libraries
@@ -20,7 +20,7 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-/// The preload, built by `supervisor/build.rs`; empty where it could not
+/// The preload, built by `sandbox/build.rs`; empty where it could not
 /// be built (no C compiler), and then no launch gets fast reads.
 const LIBRARY: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/fast_reads.so"));
 
@@ -71,7 +71,7 @@ mod tests {
     /// an older tree print a loader error).
     #[test]
     fn the_library_needs_only_the_oldest_glibc() {
-        assert!(!LIBRARY.is_empty(), "supervisor/build.rs built no preload");
+        assert!(!LIBRARY.is_empty(), "sandbox/build.rs built no preload");
         let text = String::from_utf8_lossy(LIBRARY);
         let versions: Vec<&str> = text
             .match_indices("GLIBC_")

@@ -37,7 +37,7 @@
 //! the console, a pseudo-terminal's slave; not ptmx, which would make a
 //! new terminal). A pipe, a socket or an anonymous file is the guest's
 //! own; a regular file or FIFO the invoker redirected to is shared on
-//! purpose, as a `--rw` mount is (ARCHITECTURE.md, "What the guest
+//! purpose, as a `--rw` mount is (docs/launch-and-view.md, "What the guest
 //! shares with the host").
 //!
 //! The copy needs CAP_SYS_ADMIN over the invoker's mount namespace: as

@@ -20,7 +20,7 @@ use serde::{Deserialize, Serialize};
 use crate::sys::caps;
 
 /// How many ids the OCI runtime, as root, maps: container 0–65535 onto
-/// the same host ids (see ARCHITECTURE.md, the OCI runtime).
+/// the same host ids (see docs/oci.md, "Users").
 pub const OCI_ID_COUNT: u32 = 65536;
 
 /// Capabilities init keeps when users switch: CAP_SETGID (6) and

@@ -67,7 +67,7 @@ impl Limits {
         // its CPU time and memory there too (the report's figures then
         // cover processes a kill took, which rusage misses). `--timeout`
         // alone makes none: joining a v1 cgroup costs an RCU grace period
-        // at start-up (see ARCHITECTURE.md, "Limits").
+        // at start-up (see docs/limits-and-report.md).
         if !wanted.is_empty() || self.cpu_time.is_some() {
             for c in [Controller::CpuAcct, Controller::Memory] {
                 if !wanted.contains(&c) {

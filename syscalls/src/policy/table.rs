@@ -11,7 +11,7 @@
 //! signals, futexes, scheduling, or descriptors the guest already holds,
 //! or when the kernel resolves it inside the guest's own mount, pid, user,
 //! uts and ipc namespaces, which hold nothing the guest may not see (see
-//! ARCHITECTURE.md, "Why some path calls pass"). Every path-taking call
+//! docs/policy.md). Every path-taking call
 //! that the VFS must answer is serviced. Everything else is denied, and
 //! any number not named here is denied with ENOSYS.
 
@@ -117,10 +117,10 @@ const OPEN_READS_ARG2: &[Cond] = &[Cond {
 }];
 /// The mark of a fast read: openat's fifth register (r8), which the
 /// kernel ignores, holds this value when the guest's preload
-/// (`supervisor/guest/fast_reads.c`) makes the call. Any guest code may
+/// (`sandbox/guest/fast_reads.c`) makes the call. Any guest code may
 /// set it; what passes is what a guest racing the open handler's lookup
 /// reaches anyway, and the guest's Landlock domain keeps such an open
-/// off the kernel's procfs (ARCHITECTURE.md, "Fast reads").
+/// off the kernel's procfs (docs/fast-reads.md).
 pub const FAST_READ_MARK: u64 = 0xa5c3_9e4f_17b2_d860;
 /// openat's flags ask for a plain read and the call is not marked as a
 /// fast read: serviced.
@@ -268,7 +268,7 @@ pub fn entry(nr: S) -> Entry {
         // passes) do not, and the kernel answers it in the guest's own
         // view with its own credentials — what the handler answered, at
         // native speed. The covers keep the served /proc files' host
-        // sizes out of that view (`launch/proc_view.rs`).
+        // sizes out of that view (`sandbox/src/guest_proc/proc_mount.rs`).
         S::stat | S::lstat | S::newfstatat | S::statx => PASS,
         // The same holds of `access` (the kernel checks the guest's own
         // ids in its own view; it has no capabilities to lend the check)
@@ -339,7 +339,7 @@ pub fn entry(nr: S) -> Entry {
         // ---- Paths the kernel resolves in the guest's own view. ----------
         // exec, chdir and getcwd need the real view anyway (ELF
         // interpreter, #! lines), and a decision taken before CONTINUE
-        // could not be trusted; see ARCHITECTURE.md.
+        // could not be trusted; see docs/policy.md.
         S::execve | S::execveat | S::chdir | S::fchdir | S::getcwd => PASS,
 
         // Extended attributes by path: the handler resolved the path and

@@ -6,7 +6,7 @@
 //! swaps a symlink of its own (or rewrites the path from another thread)
 //! between the two lookups gets the kernel's file, not ours. So the view
 //! binds a read-only file of its own over each global file the handlers
-//! serve (`launch/proc_view.rs`): a dodged open reads an empty file (or,
+//! serve (`sandbox/src/guest_proc/proc_mount.rs`): a dodged open reads an empty file (or,
 //! for `/proc/cmdline`, the same one empty line as served). The handlers
 //! recognise a cover by its device (the view's /sys tmpfs, where the
 //! cover files were made) and the path the kernel gives the descriptor,
@@ -17,10 +17,10 @@
 //! Owns: which files are covered and with what text ([`proc_covers`]),
 //! telling a cover's mount in a mount table ([`is_cover`]) and reading
 //! the host's text of a covered file ([`read_host`]). Does not own: the
-//! mounts (`launch/proc_view.rs`), recognising and serving the files
+//! mounts (`sandbox/src/guest_proc/proc_mount.rs`), recognising and serving the files
 //! (`served.rs`), or the per-process files (mount tables, `status`,
 //! `net/*`), which a bind made at start-up cannot cover (see
-//! ARCHITECTURE.md, "What a dodged open still reaches").
+//! docs/procfs.md, "What a dodged open still reaches").
 
 use nix::errno::Errno;
 

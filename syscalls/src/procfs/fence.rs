@@ -15,7 +15,7 @@
 //! and the handlers), and [`Fence::admits`]: whether an object the VFS
 //! resolved lies beneath a grant, so that a read open CONTINUEd to it
 //! succeeds. Does not own: the Landlock calls
-//! (`supervisor/src/sys/landlock.rs`), nor what is served instead
+//! (`sandbox/src/sys/landlock.rs`), nor what is served instead
 //! (`handlers/open.rs`, `served.rs`).
 //!
 //! `/proc/sys` and `/proc/sysvipc` stay native because their files

@@ -3,7 +3,7 @@
 //!
 //! - `/proc/<pid>/timens_offsets`: the sandbox's clocks are a time
 //!   namespace moved back by the host's uptime at its start
-//!   (`supervisor/src/launch/timens.rs`), which the kernel shows here.
+//!   (`sandbox/src/launch/timens.rs`), which the kernel shows here.
 //!   Served as the kernel shows it outside any time namespace (every
 //!   offset 0, same clocks and columns), so the sandbox's clocks look
 //!   like its own and tell nothing of the host's uptime.
