@@ -182,8 +182,9 @@ fn vmstat_busy(out: &str) -> (Vec<u32>, bool) {
     (busy, adds_up)
 }
 
-/// From top's frames after the first: the `us + sy` of the `%Cpu(s)`
-/// line, and the busy process's %CPU.
+/// From top's frames after the first: the `us + ni + sy` of the `%Cpu(s)`
+/// line (a busy loop started under `nice` counts as `ni`), and the busy
+/// process's %CPU.
 fn top_busy(out: &str, pid: &str) -> Vec<(f64, f64)> {
     let frames: Vec<&str> = out.split("top - ").skip(1).collect();
     frames
@@ -207,7 +208,7 @@ fn top_busy(out: &str, pid: &str) -> Vec<(f64, f64)> {
                 .find(|w| w.first() == Some(&pid))
                 .and_then(|w| w.get(8)?.parse().ok())
                 .unwrap_or(0.0);
-            (field(" us") + field(" sy"), own)
+            (field(" us") + field(" ni") + field(" sy"), own)
         })
         .collect()
 }
