@@ -33,6 +33,10 @@ pub struct Context {
     pub(crate) fence: Option<procfs::Fence>,
     /// The sandbox's sockets (`handlers/net/`).
     pub(crate) net: std::sync::Arc<netstack::Stack>,
+    /// What makes the device nodes the guest asks for in its private
+    /// file systems (`handlers/mknod.rs`); `None` when the supervisor
+    /// cannot (no CAP_MKNOD): the kernel's EPERM.
+    pub(crate) nodes: Option<std::sync::Arc<dyn crate::DeviceNodes>>,
 }
 
 impl Context {
@@ -49,6 +53,7 @@ impl Context {
             continue_plain_opens: true,
             fence: None,
             net: std::sync::Arc::default(),
+            nodes: None,
         }
     }
 
@@ -60,6 +65,11 @@ impl Context {
             self.fs.keep_no_dirs();
         }
         self.ids = ids;
+    }
+
+    /// Makes the guest's device nodes with `nodes` (`handlers/mknod.rs`).
+    pub fn set_device_nodes(&mut self, nodes: std::sync::Arc<dyn crate::DeviceNodes>) {
+        self.nodes = Some(nodes);
     }
 
     /// The guest's id mapping.
@@ -133,6 +143,7 @@ impl Context {
             continue_plain_opens: true,
             fence: None,
             net: std::sync::Arc::default(),
+            nodes: None,
         }
     }
 }

@@ -393,6 +393,16 @@ static void t_mk(void) {
     FOR_DIRFDS("mknodat", syscall(SYS_mknodat, D, "f", S_IFIFO | 0644, 0));
     R("mknodat mode=all_bits", syscall(SYS_mknodat, AT_FDCWD, "na_all", ALL_BITS, 0));
     R("mknodat mode=high_bits", syscall(SYS_mknodat, AT_FDCWD, "na_hi", HIGH_BITS | S_IFIFO, 0));
+    /* Device nodes (serviced): every case fails before the capability
+     * check, natively as supervised, so root and tester agree. */
+    FOR_PATHS("mknod chr", syscall(SYS_mknod, P, S_IFCHR | 0600, 0x103));
+    R("mknod chr existing", syscall(SYS_mknod, "f", S_IFCHR | 0600, 0x103));
+    R("mknod blk missing_parent", syscall(SYS_mknod, "nope/b", S_IFBLK | 0600, 0x700));
+    R("mknod blk through_file", syscall(SYS_mknod, "f/b", S_IFBLK | 0600, 0x700));
+    FOR_PATHS("mknodat blk", syscall(SYS_mknodat, AT_FDCWD, P, S_IFBLK | 0600, 0x700));
+    FOR_DIRFDS("mknodat chr", syscall(SYS_mknodat, D, "f", S_IFCHR | 0600, 0x103));
+    R("mknodat chr high_bits existing",
+      syscall(SYS_mknodat, AT_FDCWD, "f", HIGH_BITS | S_IFCHR | 0600, ALL_BITS));
 }
 
 static void t_rm(void) {

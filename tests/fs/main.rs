@@ -3,6 +3,7 @@
 //! `--remount-ro`, the `--disk` quota), path calls compared with native
 //! runs (fsprobe, the names made and the attributes set by path), the
 //! sandbox's caches of resolved paths, blocking FIFO opens, fast reads,
+//! device nodes and set-id bits of the guest's own files,
 //! and what the guest shares with the host (devices, sockets and FIFOs
 //! beneath the current directory, inotify on host file systems).
 //!
@@ -14,6 +15,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod device_nodes;
 mod dircache;
 mod fast_reads;
 mod fifo;

@@ -223,6 +223,14 @@ pub fn link_fd(fd: BorrowedFd<'_>, newdir: BorrowedFd<'_>, new: &CStr) -> Result
     )
 }
 
+/// `mknodat(dir, name, mode, dev)`, the raw call: `dev` as the kernel
+/// reads it (`unsigned int`, in its encoding), unlike libc's `dev_t`.
+pub fn mknodat(dir: BorrowedFd<'_>, name: &CStr, mode: u32, dev: u32) -> Result<(), Errno> {
+    // SAFETY: `name` is NUL-terminated; the rest are integers.
+    let r = unsafe { libc::syscall(libc::SYS_mknodat, dir.as_raw_fd(), name.as_ptr(), mode, dev) };
+    check_long(r).map(drop)
+}
+
 /// `symlinkat(target, dir, name)`.
 pub fn symlinkat(target: &CStr, dir: BorrowedFd<'_>, name: &CStr) -> Result<(), Errno> {
     // SAFETY: both strings are NUL-terminated.

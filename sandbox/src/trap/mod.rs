@@ -16,6 +16,7 @@ mod creds;
 mod guest;
 mod ioctl;
 mod memory;
+mod nodes;
 mod pidfds;
 mod signals;
 pub mod trace;
@@ -119,10 +120,10 @@ struct Gate {
 /// when the workers switch to their callers'), which its own filter
 /// (`confine.rs`) would refuse: call it before confining the supervisor.
 /// [`serve`] calls it too (it reads once).
-pub fn prepare(ctx: &Context) {
-    if switches_ids(ctx) {
-        creds::remember_own();
-    }
+pub fn prepare(_ctx: &Context) {
+    // The workers (with a range of ids mapped) and the device-node maker
+    // (`nodes.rs`, whatever the mapping) switch back to these.
+    creds::remember_own();
 }
 
 /// Starts the worker pool on `listener`: `workers` threads, of which one
@@ -140,6 +141,10 @@ pub fn serve(
     // Best effort: kernels before 6.6 lack it and wake across CPUs.
     let _ = ioctl::set_sync_wake_up(listener.as_fd());
     prepare(&ctx);
+    let mut ctx = ctx;
+    if let Some(maker) = nodes::start() {
+        ctx.set_device_nodes(maker);
+    }
     let counters = Arc::new(Counters::new());
     let shared = Arc::new(Shared {
         listener,

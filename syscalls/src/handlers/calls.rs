@@ -9,7 +9,7 @@
 //! entry point of each serviced number), or the work (the families).
 
 use super::net::{accept, dgram, msg, names, socket};
-use super::{affinity, attr, lseek, namei, notify, open, sysinfo, Context, Res};
+use super::{affinity, attr, lseek, mknod, namei, notify, open, sysinfo, Context, Res};
 use crate::guest::{Guest, SyscallArgs};
 
 const CWD: i32 = libc::AT_FDCWD;
@@ -27,6 +27,16 @@ pub(crate) fn openat(ctx: &Context, g: &dyn Guest, c: &SyscallArgs) -> Res {
 pub(crate) fn openat2(ctx: &Context, g: &dyn Guest, c: &SyscallArgs) -> Res {
     let a = &c.args;
     open::openat2(ctx, g, c.int(0), a[1], a[2], a[3])
+}
+
+// ---- Files: device nodes. ---------------------------------------------------
+
+pub(crate) fn mknod(ctx: &Context, g: &dyn Guest, c: &SyscallArgs) -> Res {
+    mknod::mknodat(ctx, g, CWD, c.args[0], c.uint(1), c.uint(2))
+}
+
+pub(crate) fn mknodat(ctx: &Context, g: &dyn Guest, c: &SyscallArgs) -> Res {
+    mknod::mknodat(ctx, g, c.int(0), c.args[1], c.uint(2), c.uint(3))
 }
 
 // ---- Files: attributes. -----------------------------------------------------

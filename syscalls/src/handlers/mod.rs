@@ -2,7 +2,8 @@
 //! manner of gVisor's `sys_*.go`, each call entered through [`calls`]
 //! (its registers decoded), which the policy table names:
 //! [`open`] (open, openat, openat2), [`attr`] (chmod, chown),
-//! [`namei`] (rmdir, unlinkat, rename, link, symlink),
+//! [`namei`] (rmdir, unlinkat, rename, link, symlink), [`mknod`]
+//! (mknod and mknodat of devices),
 //! [`notify`] (inotify_add_watch), [`affinity`] (sched_getaffinity),
 //! [`sysinfo`] (sysinfo(2)) and [`lseek`] (lseek back to 0 of a
 //! served /proc file: fresh figures); the socket calls are [`net`]'s.
@@ -30,6 +31,7 @@ mod attr;
 pub(crate) mod calls;
 mod host_fs;
 mod lseek;
+pub(crate) mod mknod;
 mod namei;
 mod net;
 mod notify;

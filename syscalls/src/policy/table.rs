@@ -134,6 +134,21 @@ const OPEN_READS_UNMARKED_ARG2: &[Cond] = &[
         op: Op::Not64(FAST_READ_MARK),
     },
 ];
+/// A mode whose type is a character or block device: the only file types
+/// with `S_IFCHR` (0o020000) set and `S_IFREG` (0o100000) and `S_IFIFO`
+/// (0o010000) clear (a symlink's type has `S_IFREG`, no valid type but
+/// these two is left; the bad types pass, and the kernel says EINVAL).
+const DEVICE_MODE: Op = Op::MaskedIn(0o130000, &[libc::S_IFCHR]);
+/// `mknod(path, mode, dev)` of a device: serviced.
+const DEVICE_ARG1: &[Cond] = &[Cond {
+    arg: 1,
+    op: DEVICE_MODE,
+}];
+/// `mknodat(dirfd, path, mode, dev)` of a device: serviced.
+const DEVICE_ARG2: &[Cond] = &[Cond {
+    arg: 2,
+    op: DEVICE_MODE,
+}];
 /// `unlinkat(dirfd, path, AT_REMOVEDIR)`: rmdir, serviced.
 const REMOVEDIR_ARG2: &[Cond] = &[Cond {
     arg: 2,
@@ -279,23 +294,26 @@ pub fn entry(nr: S) -> Entry {
         // glibc's `realpath` a readlink of each component.
         S::access | S::faccessat | S::faccessat2 => PASS,
         S::readlink | S::readlinkat => PASS,
-        // Making a directory or a node passes: the handler resolved the
-        // parent and made the kernel's own call there as the guest (its
-        // ids, no capabilities), with `mode & !umask` read from
-        // /proc/<tid>/status. The kernel does that natively, and better:
-        // under a default ACL it applies the ACL, not the umask (the
-        // handler's mode lost group bits the ACL grants), and it lets any
-        // user make a socket inode or a whiteout (char 0:0), which the
-        // handler refused (EPERM); other devices need CAP_MKNOD in the
-        // initial namespace, which the guest never holds (EPERM either
-        // way), and overlayfs refuses whiteouts made through it. Nothing
+        // Making a directory or a node that is no device passes: the
+        // handler resolved the parent and made the kernel's own call there
+        // as the guest (its ids, no capabilities), with `mode & !umask`
+        // read from /proc/<tid>/status. The kernel does that natively, and
+        // better: under a default ACL it applies the ACL, not the umask
+        // (the handler's mode lost group bits the ACL grants), and it lets
+        // any user make a socket inode. A device node (a whiteout, char
+        // 0:0, included) is serviced: the guest never holds CAP_MKNOD in
+        // the initial namespace, the supervisor run as root does and makes
+        // it for the guest in the sandbox's own nodev file systems, where
+        // it can never be opened as a device (`handlers/mknod.rs`). Nothing
         // is cached against a name made: a new name changes no path that
         // resolved, the plain paths' verdict holds for a directory, file
         // or FIFO of the layer in a removed name's place (only a symlink
         // leads away: serviced, `names_added`), and a name made at the
         // root changes the root's times, which the fence watches. `tar x`,
         // `pip install`, `git clone`, `make` make many directories.
-        S::mkdir | S::mkdirat | S::mknod | S::mknodat => PASS,
+        S::mkdir | S::mkdirat => PASS,
+        S::mknod => serve_if(DEVICE_ARG1, calls::mknod),
+        S::mknodat => serve_if(DEVICE_ARG2, calls::mknodat),
         // Removing a name that is not a directory passes: the kernel
         // removes it in the guest's own view with its own credentials,
         // what the handler did; the cache of resolved directories keeps

@@ -79,6 +79,8 @@ fn signature(call: Sysno) -> Option<&'static [Arg]> {
         S::rename | S::link | S::symlink => &[Path, Path],
         S::renameat => &[Dirfd, Path, Dirfd, Path],
         S::renameat2 => &[Dirfd, Path, Dirfd, Path, Hex],
+        S::mknod => &[Path, Mode, Hex],
+        S::mknodat => &[Dirfd, Path, Mode, Hex],
         S::fchmod => &[Fd, Mode],
         S::fchmodat => &[Dirfd, Path, Mode],
         S::fchmodat2 => &[Dirfd, Path, Mode, AtFlags],

@@ -40,6 +40,40 @@ fn unknown_numbers_are_trapped_for_denial() {
 }
 
 #[test]
+fn only_device_nodes_trap_mknod() {
+    let (mknod, mknodat) = (Sysno::mknod.id() as u32, Sysno::mknodat.id() as u32);
+    let types = [
+        (libc::S_IFCHR, true),
+        (libc::S_IFBLK, true),
+        (libc::S_IFIFO, false),
+        (libc::S_IFSOCK, false),
+        (libc::S_IFREG, false),
+        (libc::S_IFLNK, false),
+        (libc::S_IFDIR, false),
+        (0, false),
+        (0o150000, false),
+        (0o070000, false),
+    ];
+    for (t, device) in types {
+        let want = match device {
+            true => SECCOMP_RET_USER_NOTIF,
+            false => SECCOMP_RET_ALLOW,
+        };
+        // Permission bits and high garbage (the mode is 32 bits, then
+        // the kernel's umode_t) change nothing.
+        for mode in [
+            u64::from(t),
+            u64::from(t | 0o7777),
+            (0xdead << 32) | u64::from(t),
+        ] {
+            assert_eq!(run(mknod, [0, mode, 0, 0, 0, 0]), want, "mknod {mode:o}");
+            let at = [libc::AT_FDCWD as u64, 0, mode, 0, 0, 0];
+            assert_eq!(run(mknodat, at), want, "mknodat {mode:o}");
+        }
+    }
+}
+
+#[test]
 fn only_rewinds_trap_lseek() {
     let lseek = Sysno::lseek.id() as u32;
     let set = libc::SEEK_SET as u64;
