@@ -60,7 +60,7 @@ pub fn follow_update(record: &Record) -> Result<(), String> {
 
 /// Runs `work` in a forked child (which enters another mount
 /// namespace); its error comes back on a pipe.
-fn in_child(work: impl FnOnce() -> Result<(), String>) -> Result<(), String> {
+pub(super) fn in_child(work: impl FnOnce() -> Result<(), String>) -> Result<(), String> {
     let (from_child, to_parent) =
         nix::unistd::pipe2(OFlag::O_CLOEXEC).map_err(|e| format!("pipe: {}", e.desc()))?;
     match fork_single_threaded().map_err(|e| format!("fork: {}", e.desc()))? {
