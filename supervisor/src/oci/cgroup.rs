@@ -393,9 +393,34 @@ impl ContainerCgroup {
         if self.is_frozen() {
             let _ = self.set_frozen(false);
         }
+        if self.systemd_unit.is_some() {
+            self.step_out();
+        }
         remove_tree(&self.dirs());
         if let Some(unit) = &self.systemd_unit {
             systemd::stop_unit(unit);
+        }
+    }
+}
+
+impl ContainerCgroup {
+    /// Moves this process out of the container's directories it is in (a
+    /// `create` that systemd moved into the container's scope, failing
+    /// after that), into each hierarchy's root, so that removing them
+    /// and stopping the unit spare it.
+    fn step_out(&self) {
+        let dirs = self.dirs();
+        for h in hierarchies() {
+            let inside = h
+                .dir(&h.own)
+                .is_some_and(|d| dirs.iter().any(|c| d.starts_with(c)));
+            if inside {
+                let _ = write(
+                    &h.mount_point,
+                    "cgroup.procs",
+                    &std::process::id().to_string(),
+                );
+            }
         }
     }
 }

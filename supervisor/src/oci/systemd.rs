@@ -8,7 +8,7 @@
 //! knows the container's cgroup as its own, and the runtime manages what
 //! is beneath it (delegation).
 //!
-//! Each call runs in a forked child (`sys_cpu::in_child`): the D-Bus
+//! Each call runs in a forked child (`child::in_child`): the D-Bus
 //! client's executor starts threads, and `create` must still be single
 //! threaded when it forks the container's anchor.
 //!
@@ -25,7 +25,7 @@ use zbus::blocking::Connection;
 use zbus::zvariant::Value;
 
 use super::cgroup_path::SystemdUnit;
-use super::sys_cpu::in_child;
+use super::child::in_child;
 
 const SYSTEMD: &str = "org.freedesktop.systemd1";
 const MANAGER_PATH: &str = "/org/freedesktop/systemd1";
