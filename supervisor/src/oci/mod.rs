@@ -14,8 +14,8 @@
 //! Submodules: `cli` (flags), `lifecycle` (create, start, kill, delete),
 //! `info` (state, list, ps, pause, resume, update, spec, features),
 //! `exec` and `exec_socket`, `console`, `hooks`, `user`, `sys_cpu` (the
-//! guest's /sys CPUs after `update`), `child` (work in a forked child). Does not own the sandbox: that is the
-//! engine's (`sandbox::run`).
+//! guest's /sys CPUs after `update`), `child` (work in a forked child).
+//! Does not own the sandbox: that is the engine's (`sandbox::run`).
 
 pub mod anchor;
 pub mod bundle;
