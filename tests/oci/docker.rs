@@ -227,7 +227,7 @@ fn docker_runs_containers_with_runtime_supervisor() {
 /// included, as under runc; a `--tmpfs /tmp` on it is writable.
 fn read_only_root(d: &Daemon) {
     let script = "touch /x 2>/dev/null || echo root-ro; touch /tmp/x 2>/dev/null || echo tmp-ro; \
-                  touch /x 2>&1 | grep -q 'Read-only file system' && echo erofs";
+                  touch /x 2>&1 | busybox grep -q 'Read-only file system' && echo erofs";
     let out = d.run(&["--rm", "--read-only", IMAGE, "sh", "-c", script]);
     assert_eq!(stdout(&out), "root-ro\ntmp-ro\nerofs\n", "{}", dump(&out));
     let script = "touch /x 2>/dev/null || echo root-ro; echo hi > /tmp/x && cat /tmp/x";

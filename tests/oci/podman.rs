@@ -184,19 +184,14 @@ fn stats_and_cp(p: &Podman) {
     );
 }
 
-/// `podman update --memory 96m --pids-limit 8` of the running `sleeper`
+/// `podman update --memory 96m --cpus 1` of the running `sleeper`
 /// (`--memory 64m`): the runtime writes the container's cgroup, which
-/// `podman stats` reads and the guest is told of.
+/// `podman stats` reads and the guest is told of (MemTotal, `nproc`).
 fn update(p: &Podman) {
-    let read = [
-        "exec",
-        "sleeper",
-        "sh",
-        "-c",
-        "head -1 /proc/meminfo | tr -s ' '; cat /proc/sys/kernel/threads-max",
-    ];
-    p.ok(&["update", "--memory", "96m", "--pids-limit", "8", "sleeper"]);
-    assert_eq!(p.ok(&read), "MemTotal: 98304 kB\n8\n");
+    let script = "head -1 /proc/meminfo | tr -s ' '; busybox nproc";
+    let read = ["exec", "sleeper", "sh", "-c", script];
+    p.ok(&["update", "--memory", "96m", "--cpus", "1", "sleeper"]);
+    assert_eq!(p.ok(&read), "MemTotal: 98304 kB\n1\n");
     let stats = p.ok(&[
         "stats",
         "--no-stream",
