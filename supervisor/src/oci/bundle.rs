@@ -246,7 +246,8 @@ impl Bundle {
 /// The Linux resource number of an rlimit name.
 fn resource_number(typ: PosixRlimitType) -> u32 {
     use PosixRlimitType as T;
-    let n = match typ {
+    // glibc's resource numbers are u32 (`__rlimit_resource_t`).
+    match typ {
         T::RlimitCpu => libc::RLIMIT_CPU,
         T::RlimitFsize => libc::RLIMIT_FSIZE,
         T::RlimitData => libc::RLIMIT_DATA,
@@ -263,8 +264,7 @@ fn resource_number(typ: PosixRlimitType) -> u32 {
         T::RlimitNice => libc::RLIMIT_NICE,
         T::RlimitRtprio => libc::RLIMIT_RTPRIO,
         T::RlimitRttime => libc::RLIMIT_RTTIME,
-    };
-    n as u32
+    }
 }
 
 /// A config mount as a sandbox mount: `Ok(None)` for the sandbox's own
