@@ -348,6 +348,23 @@ mod tests {
     use super::*;
 
     #[test]
+    fn rlimits_name_a_resource_and_keep_soft_below_hard() {
+        let with = |resource, soft, hard| {
+            let mut config = SandboxConfig::new(vec!["true".into()]);
+            config.limits.rlimits = vec![crate::limits::GuestRlimit {
+                resource,
+                soft,
+                hard,
+            }];
+            config.validate()
+        };
+        assert!(with(7, 8, 200).is_ok());
+        assert!(with(4, 0, u64::MAX).is_ok());
+        assert_eq!(with(16, 1, 1).unwrap_err(), "rlimit 16: no such resource");
+        assert!(with(7, 9, 8).is_err());
+    }
+
+    #[test]
     fn a_config_survives_json() {
         let mut config = SandboxConfig::new(vec!["true".into()]);
         config.fs.mounts = vec![
@@ -357,12 +374,19 @@ mod tests {
         config.net.allow = vec![netstack::rules::Rule::parse("*.example.org:443").unwrap()];
         config.net.publish = vec!["8080:80/udp".parse().unwrap()];
         config.limits.memory = Some(1 << 20);
+        config.limits.rlimits = vec![crate::limits::GuestRlimit {
+            resource: 7,
+            soft: 8,
+            hard: 200,
+        }];
+        config.fs.root_read_only = true;
         let text = serde_json::to_string(&config).unwrap();
         let back = SandboxConfig::from_json(&text).unwrap();
         assert_eq!(back.fs.mounts, config.fs.mounts);
         assert_eq!(back.net.allow, config.net.allow);
         assert_eq!(back.net.publish, config.net.publish);
         assert_eq!(back.limits, config.limits);
+        assert!(back.fs.root_read_only);
         assert_eq!(serde_json::to_string(&back).unwrap(), text);
     }
 
