@@ -77,6 +77,10 @@ pub struct FsConfig {
     pub rootfs: Option<PathBuf>,
     /// The guest writes to `rootfs` itself, not to an overlay over it.
     pub rootfs_in_place: bool,
+    /// The guest's `/` is read-only (the OCI runtime's `root.readonly`,
+    /// `docker run --read-only`); the mounts on it keep their own modes.
+    #[serde(default)]
+    pub root_read_only: bool,
     /// Paths hidden once every mount is in place.
     pub masks: Vec<PathBuf>,
     /// Paths made read-only once every mount is in place.
@@ -221,6 +225,7 @@ impl SandboxConfig {
                 mounts: Vec::new(),
                 rootfs: None,
                 rootfs_in_place: false,
+                root_read_only: false,
                 masks: Vec::new(),
                 read_only: Vec::new(),
                 writable_system: false,
@@ -269,6 +274,17 @@ impl SandboxConfig {
         positive("pids", l.pids)?;
         positive("output", l.output)?;
         positive("nofile", l.nofile)?;
+        for r in &l.rlimits {
+            if r.resource >= crate::limits::RLIMIT_COUNT {
+                return Err(format!("rlimit {}: no such resource", r.resource));
+            }
+            if r.soft > r.hard {
+                return Err(format!(
+                    "rlimit {}: soft limit {} above the hard limit {}",
+                    r.resource, r.soft, r.hard
+                ));
+            }
+        }
         if let Some(cpus) = l.cpus.filter(|n| !(0.01..=4096.0).contains(n)) {
             return Err(format!("cpus {cpus}: expected 0.01 to 4096"));
         }
@@ -332,6 +348,23 @@ mod tests {
     use super::*;
 
     #[test]
+    fn rlimits_name_a_resource_and_keep_soft_below_hard() {
+        let with = |resource, soft, hard| {
+            let mut config = SandboxConfig::new(vec!["true".into()]);
+            config.limits.rlimits = vec![crate::limits::GuestRlimit {
+                resource,
+                soft,
+                hard,
+            }];
+            config.validate()
+        };
+        assert!(with(7, 8, 200).is_ok());
+        assert!(with(4, 0, u64::MAX).is_ok());
+        assert_eq!(with(16, 1, 1).unwrap_err(), "rlimit 16: no such resource");
+        assert!(with(7, 9, 8).is_err());
+    }
+
+    #[test]
     fn a_config_survives_json() {
         let mut config = SandboxConfig::new(vec!["true".into()]);
         config.fs.mounts = vec![
@@ -341,12 +374,19 @@ mod tests {
         config.net.allow = vec![netstack::rules::Rule::parse("*.example.org:443").unwrap()];
         config.net.publish = vec!["8080:80/udp".parse().unwrap()];
         config.limits.memory = Some(1 << 20);
+        config.limits.rlimits = vec![crate::limits::GuestRlimit {
+            resource: 7,
+            soft: 8,
+            hard: 200,
+        }];
+        config.fs.root_read_only = true;
         let text = serde_json::to_string(&config).unwrap();
         let back = SandboxConfig::from_json(&text).unwrap();
         assert_eq!(back.fs.mounts, config.fs.mounts);
         assert_eq!(back.net.allow, config.net.allow);
         assert_eq!(back.net.publish, config.net.publish);
         assert_eq!(back.limits, config.limits);
+        assert!(back.fs.root_read_only);
         assert_eq!(serde_json::to_string(&back).unwrap(), text);
     }
 
