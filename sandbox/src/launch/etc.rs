@@ -26,8 +26,14 @@ pub fn files(
     nameserver: Option<IpAddr>,
 ) -> Vec<(PathBuf, Vec<u8>)> {
     vec![
-        ("passwd".into(), passwd(uid, gid, home).into_bytes()),
-        ("group".into(), group(gid).into_bytes()),
+        (
+            "passwd".into(),
+            (passwd(uid, gid, home) + &system_entries(&host_file("passwd"), uid, 2)).into_bytes(),
+        ),
+        (
+            "group".into(),
+            (group(gid) + &system_entries(&host_file("group"), gid, 2)).into_bytes(),
+        ),
         ("hostname".into(), format!("{hostname}\n").into_bytes()),
         ("hosts".into(), hosts(hostname).into_bytes()),
         ("resolv.conf".into(), resolv_conf(nameserver).into_bytes()),
@@ -168,6 +174,39 @@ pub fn group(gid: u32) -> String {
     s
 }
 
+/// The host's `/etc/NAME`, or nothing.
+fn host_file(name: &str) -> String {
+    fs::read_to_string(Path::new("/etc").join(name)).unwrap_or_default()
+}
+
+/// The host's system users (or groups) of `host` (passwd or group
+/// lines), so that a program finds `daemon`, `bin`, `_apt`, `nogroup`
+/// by name: ids 1–999 (root, nobody/nogroup and the sandbox's own `id`
+/// are written above), without secrets (the password field is `x`) and,
+/// for groups, without members (those name the host's people). `id_at`:
+/// the field holding the id (2 in both files).
+fn system_entries(host: &str, own: u32, id_at: usize) -> String {
+    let mut out = String::new();
+    for line in host.lines() {
+        let mut fields: Vec<&str> = line.split(':').collect();
+        let Some(id) = fields.get(id_at).and_then(|f| f.parse::<u32>().ok()) else {
+            continue;
+        };
+        if !(1..1000).contains(&id) || id == own || fields[0].is_empty() {
+            continue;
+        }
+        if fields.len() > 1 {
+            fields[1] = "x";
+        }
+        if fields.len() == 4 {
+            fields[3] = ""; // a group's members
+        }
+        out.push_str(&fields.join(":"));
+        out.push('\n');
+    }
+    out
+}
+
 /// The sandbox's /etc/hosts.
 pub fn hosts(hostname: &str) -> String {
     format!(
@@ -191,6 +230,22 @@ mod tests {
         assert_eq!(group(0), "root:x:0:\nnogroup:x:65534:\n");
         assert!(group(5).contains("sandbox:x:5:\n"));
         assert!(hosts("box").contains("127.0.1.1\tbox\n"));
+    }
+
+    #[test]
+    fn system_users_and_groups() {
+        let host = "root:x:0:0:root:/root:/bin/bash\ndaemon:$6$secret:1:1:daemon:/usr/sbin:/usr/sbin/nologin\n\
+                    alice:x:1000:1000:Alice:/home/alice:/bin/bash\nnobody:x:65534:65534::/:/x\n_apt:x:42:65534::/nonexistent:/usr/sbin/nologin\n";
+        assert_eq!(
+            system_entries(host, 0, 2),
+            "daemon:x:1:1:daemon:/usr/sbin:/usr/sbin/nologin\n_apt:x:42:65534::/nonexistent:/usr/sbin/nologin\n"
+        );
+        assert_eq!(system_entries(host, 42, 2).lines().count(), 1);
+        let groups = "root:x:0:\ndaemon:x:1:\nsudo:x:27:alice,bob\nusers:x:100:\nalice:x:1000:\n";
+        assert_eq!(
+            system_entries(groups, 0, 2),
+            "daemon:x:1:\nsudo:x:27:\nusers:x:100:\n"
+        );
     }
 
     #[test]

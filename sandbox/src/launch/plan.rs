@@ -147,6 +147,16 @@ pub struct PlannedMount {
     pub what: MountWhat,
 }
 
+impl PlannedMount {
+    /// Whether the mount is a directory (a file bind is not).
+    pub fn is_dir(&self) -> bool {
+        match &self.what {
+            MountWhat::Bind { is_dir, .. } => *is_dir,
+            MountWhat::Tmpfs { .. } => true,
+        }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum MountWhat {
     Bind {

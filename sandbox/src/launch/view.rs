@@ -39,10 +39,11 @@ use nix::sys::stat::{mknod, umask, Mode, SFlag};
 use nix::unistd::{chdir, getuid, mkdir, pivot_root, symlinkat};
 
 use super::bind::{
-    add_mask, add_user_mount, bind, ensure_in_root, open_mount_source, open_source,
+    add_mask, add_user_mount, attach_copy, bind, ensure_in_root, open_mount_source, open_source,
     remount_read_only, share_files_only,
 };
 use super::dev_view;
+use super::idmapped::IdmappedSources;
 use super::plan::{TopKind, ViewPlan};
 use super::rootfs;
 use crate::guest_proc::{proc_mount, sys_cpu::write_sys_cpu};
@@ -63,7 +64,9 @@ const EMPTY: &str = "/empty";
 pub(crate) type Result<T> = std::result::Result<T, String>;
 
 /// Builds the view and pivots into it. Errors are one line for the user.
-pub fn build(plan: &ViewPlan) -> Result<()> {
+/// `become_root`: with shifted ids, take the guest root's ids once the
+/// host sources are open (`Some(keep_groups)`, `users::become_namespace_root`).
+pub fn build(plan: &ViewPlan, idmapped: &IdmappedSources, become_root: Option<bool>) -> Result<()> {
     // Modes below are meant exactly; the guest gets the old umask back.
     let umask_before = umask(Mode::empty());
     let private = MsFlags::MS_REC | MsFlags::MS_PRIVATE;
@@ -92,6 +95,11 @@ pub fn build(plan: &ViewPlan) -> Result<()> {
         None => None,
     };
 
+    // With shifted ids, the rest is made as the guest's root: host root
+    // has no id in the namespace, and nothing may be made as it.
+    if let Some(keep_groups) = become_root {
+        super::users::become_namespace_root(keep_groups)?;
+    }
     enter_layer(plan.layer_size)?;
     make_layer_dirs()?;
     match &rootfs_src {
@@ -108,14 +116,21 @@ pub fn build(plan: &ViewPlan) -> Result<()> {
     let root = fd_of_path(NEW_ROOT)?;
     if let (Some(cwd), Some(src)) = (&plan.cwd_bind, &cwd_src) {
         let flags = MsFlags::MS_RDONLY | MsFlags::MS_NOSUID | MsFlags::MS_NODEV;
-        bind(root.as_fd(), src.as_fd(), cwd, true, flags)
-            .map_err(|e| format!("current directory {}: {e}", cwd.display()))?;
+        match &idmapped.cwd {
+            Some(copy) => attach_copy(root.as_fd(), copy.as_fd(), cwd, true),
+            None => bind(root.as_fd(), src.as_fd(), cwd, true, flags),
+        }
+        .map_err(|e| format!("current directory {}: {e}", cwd.display()))?;
         make_dir(Path::new(EMPTY), 0o555)?;
         let empty = fd_of_path(EMPTY)?;
         share_files_only(root.as_fd(), cwd, empty.as_fd());
     }
-    for (m, src) in plan.mounts.iter().zip(&mount_srcs) {
-        add_user_mount(root.as_fd(), m, src.as_ref()).map_err(|e| format!("{}: {e}", m.label))?;
+    for (i, (m, src)) in plan.mounts.iter().zip(&mount_srcs).enumerate() {
+        let added = match idmapped.mounts.get(i).and_then(Option::as_ref) {
+            Some(copy) => attach_copy(root.as_fd(), copy.as_fd(), &m.guest, m.is_dir()),
+            None => add_user_mount(root.as_fd(), m, src.as_ref()),
+        };
+        added.map_err(|e| format!("{}: {e}", m.label))?;
     }
     if let Some(home) = &plan.home {
         // A HOME we cannot create is not worth failing the run for.
