@@ -17,14 +17,21 @@ use std::path::{Path, PathBuf};
 use vfs::mounts::ETC_HIDDEN;
 
 /// The files written into the view's /etc: (name relative to /etc,
-/// contents). passwd comes first.
+/// contents). passwd comes first. `users_from`: the /etc whose system
+/// users and groups passwd and group add (`None`: none).
 pub fn files(
     uid: u32,
     gid: u32,
     home: &Path,
     hostname: &str,
     nameserver: Option<IpAddr>,
+    users_from: Option<&Path>,
 ) -> Vec<(PathBuf, Vec<u8>)> {
+    let host_file = |name: &str| {
+        users_from
+            .and_then(|etc| fs::read_to_string(etc.join(name)).ok())
+            .unwrap_or_default()
+    };
     vec![
         (
             "passwd".into(),
@@ -174,11 +181,6 @@ pub fn group(gid: u32) -> String {
     s
 }
 
-/// The host's `/etc/NAME`, or nothing.
-fn host_file(name: &str) -> String {
-    fs::read_to_string(Path::new("/etc").join(name)).unwrap_or_default()
-}
-
 /// The host's system users (or groups) of `host` (passwd or group
 /// lines), so that a program finds `daemon`, `bin`, `_apt`, `nogroup`
 /// by name: ids 1–999 (root, nobody/nogroup and the sandbox's own `id`
@@ -250,7 +252,7 @@ mod tests {
 
     #[test]
     fn resolv_conf_names_no_server() {
-        let f = files(0, 0, Path::new("/root"), "box", None);
+        let f = files(0, 0, Path::new("/root"), "box", None, None);
         let (name, text) = f.last().unwrap();
         assert_eq!(name, Path::new("resolv.conf"));
         let text = String::from_utf8(text.clone()).unwrap();
@@ -263,7 +265,7 @@ mod tests {
     #[test]
     fn resolv_conf_names_the_stub() {
         let stub = IpAddr::V4(std::net::Ipv4Addr::new(127, 0, 0, 53));
-        let f = files(0, 0, Path::new("/root"), "box", Some(stub));
+        let f = files(0, 0, Path::new("/root"), "box", Some(stub), None);
         let (_, text) = f.last().unwrap();
         let text = String::from_utf8(text.clone()).unwrap();
         let servers: Vec<&str> = text
