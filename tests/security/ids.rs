@@ -14,7 +14,6 @@ use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::process::{Command, Stdio};
 
 use crate::common;
-use common::tester::{copy_for_others, tester_bin};
 use common::*;
 
 const AUTO: [&str; 2] = ["--userns-range", "auto"];
@@ -90,13 +89,22 @@ fn guest_processes_run_as_mapped_host_ids() {
         .expect("ready line");
     assert_eq!(line, "ready\n");
     let start = entry("/etc/subuid", "supervisor").expect("entry").0;
-    let sleeper = std::fs::read_dir("/proc")
-        .unwrap()
-        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
-        .find(|pid| {
-            std::fs::read(format!("/proc/{pid}/cmdline"))
-                .is_ok_and(|c| c == format!("sleep\0{marker}\0").as_bytes())
-        });
+    // "ready" comes before the exec: look until the sleep shows.
+    let find = || {
+        std::fs::read_dir("/proc")
+            .unwrap()
+            .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+            .find(|pid| {
+                std::fs::read(format!("/proc/{pid}/cmdline"))
+                    .is_ok_and(|c| c == format!("sleep\0{marker}\0").as_bytes())
+            })
+    };
+    let sleeper = (0..200).find_map(|_| {
+        find().or_else(|| {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            None
+        })
+    });
     let status = |pid: u32| std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
     let field = |st: &str, name: &str| -> Vec<u32> {
         let line = st.lines().find(|l| l.starts_with(name)).unwrap();
@@ -173,7 +181,7 @@ fn tar_extracts_owners() {
         .native()
         .ok("native tar");
     let out = Run::sh(script, &[])
-        .env("T", "/tmp/t")
+        .sup(&["--env", "T=/tmp/t"])
         .sup(&AUTO)
         .supervised()
         .ok("tar");
@@ -283,7 +291,7 @@ fn unprivileged_with_subordinate_ids_gets_a_range() {
     };
     assert!(count >= 65535);
     let out = Run::sh(
-        "cat /proc/self/uid_map; id -u; touch /tmp/x && chown 1000 /tmp/x && stat -c %u /tmp/x",
+        "cat /proc/self/uid_map; id -u; grep ^CapEff /proc/self/status",
         &[],
     )
     .user(uid, gid)
@@ -297,7 +305,7 @@ fn unprivileged_with_subordinate_ids_gets_a_range() {
             format!("0 {uid} 1"),
             format!("1 {sub} 65535"),
             "0".into(),
-            "1000".into()
+            "CapEff: 00000000a80405fb".into()
         ],
         "{}",
         out.dump()
