@@ -332,3 +332,24 @@ fn unprivileged_without_subordinate_ids_keeps_one_id() {
         "supervisor: note: uid 65534 has no range in /etc/subuid and /etc/subgid: the guest has one id, 65534\n"
     );
 }
+
+/// The host's /usr and /etc (root's) show as the guest root's, as on the
+/// host, and its root may change /etc (in its layer, by copy-up).
+#[test]
+fn host_system_files_show_as_the_guest_roots() {
+    if !is_root() {
+        skip!("needs root");
+    }
+    let stat = Run::sh("stat -c %u:%g /usr/bin/env /etc/profile /usr", &[]);
+    let native = stat.native().ok("native stat");
+    let out = stat.clone().sup(&AUTO).supervised().ok("stat");
+    assert_eq!(out.stdout, native.stdout);
+    let (out, _) = run_root(
+        "echo '# guest' >> /etc/profile && tail -n 1 /etc/profile",
+        &[],
+    );
+    assert_eq!(out.ok("/etc write").stdout, "# guest\n");
+    assert!(!std::fs::read_to_string("/etc/profile")
+        .unwrap()
+        .contains("# guest"));
+}

@@ -16,6 +16,10 @@
 //! A file system without idmapped mounts (or a kernel before 5.12) is a
 //! one-line error naming the limitation.
 //!
+//! With `--rootfs` there are no top directories of the host; otherwise
+//! `/usr` and `/etc` (and `/bin`, `/lib`... where they are directories)
+//! get the same treatment, best effort ([`IdmappedSources::tops`]).
+//!
 //! Owns making the copies. Not attaching them (`bind.rs`), nor the
 //! sandbox's own maps (`userns.rs`).
 
@@ -31,7 +35,7 @@ use nix::sys::wait::waitpid;
 use nix::unistd::{pipe, read, Pid};
 
 use super::bind::open_source;
-use super::plan::{MountWhat, ViewPlan};
+use super::plan::{MountWhat, TopKind, ViewPlan};
 use crate::sys::mount_tree::{clone_mount_of, set_idmap};
 use crate::sys::process::{clone_process, exit_now, Forked};
 
@@ -41,6 +45,14 @@ pub struct IdmappedSources {
     pub cwd: Option<OwnedFd>,
     /// One per planned mount (`None` for a tmpfs).
     pub mounts: Vec<Option<OwnedFd>>,
+    /// The host's top directories shown read-only or as an overlay's
+    /// lower layer (`/usr`, `/etc`), by name, where the file system takes
+    /// an idmap: their owner (root) shows as the guest's root, so that
+    /// `ls -l /usr/bin` reads as on the host and the guest's root may
+    /// change `/etc` (in its layer, by copy-up). Best effort: a directory
+    /// without one is shown as before (its root-owned files as the
+    /// overflow id).
+    pub tops: Vec<(String, OwnedFd)>,
 }
 
 /// Copies of the plan's host sources for a guest whose root is host
@@ -76,7 +88,27 @@ pub fn prepare(plan: &ViewPlan, guest_root: (u32, u32)) -> Result<IdmappedSource
             MountWhat::Tmpfs { .. } => None,
         });
     }
-    Ok(IdmappedSources { cwd, mounts })
+    let mut tops = Vec::new();
+    for top in &plan.top_dirs {
+        let flags = match top.kind {
+            TopKind::ReadOnly => libc::MOUNT_ATTR_RDONLY,
+            // An overlay's lower layer is never written.
+            TopKind::Overlay => libc::MOUNT_ATTR_RDONLY,
+            TopKind::Symlink(_) => continue,
+        };
+        let host = Path::new("/").join(&top.name);
+        if let Ok(copy) = namespaces.copy(&host, flags) {
+            tops.push((top.name.clone(), copy));
+        }
+    }
+    Ok(IdmappedSources { cwd, mounts, tops })
+}
+
+impl IdmappedSources {
+    /// The copy of the host's top directory `name`, if made.
+    pub fn top(&self, name: &str) -> Option<&OwnedFd> {
+        self.tops.iter().find(|(n, _)| n == name).map(|(_, fd)| fd)
+    }
 }
 
 struct Namespaces {

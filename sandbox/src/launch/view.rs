@@ -104,7 +104,7 @@ pub fn build(plan: &ViewPlan, idmapped: &IdmappedSources, become_root: Option<bo
     make_layer_dirs()?;
     match &rootfs_src {
         Some(src) => rootfs::mount_root(plan, src.as_fd())?,
-        None => build_host_root(plan)?,
+        None => build_host_root(plan, idmapped)?,
     }
     if !getuid().is_root() {
         seal_etc_files(plan)?;
@@ -218,7 +218,7 @@ fn make_layer_dirs() -> Result<()> {
 /// Step 5 for the host's view: /newroot is a directory of the layer
 /// (bound on itself, so it can be pivoted into) holding the host's top
 /// directories as read-only binds, overlays or symlinks, and /tmp.
-fn build_host_root(plan: &ViewPlan) -> Result<()> {
+fn build_host_root(plan: &ViewPlan, idmapped: &IdmappedSources) -> Result<()> {
     check(
         mount(
             Some(NEW_ROOT),
@@ -236,8 +236,17 @@ fn build_host_root(plan: &ViewPlan) -> Result<()> {
             TopKind::Symlink(target) => check(symlinkat(target, None, &path), || {
                 format!("creating /{}", top.name)
             })?,
-            TopKind::ReadOnly => add_read_only(root.as_fd(), &top.name)?,
-            TopKind::Overlay => add_overlay(plan, &top.name)?,
+            TopKind::ReadOnly => match idmapped.top(&top.name) {
+                Some(copy) => attach_copy(
+                    root.as_fd(),
+                    copy.as_fd(),
+                    &Path::new("/").join(&top.name),
+                    true,
+                )
+                .map_err(|e| format!("/{}: {e}", top.name))?,
+                None => add_read_only(root.as_fd(), &top.name)?,
+            },
+            TopKind::Overlay => add_overlay(plan, &top.name, idmapped.top(&top.name))?,
         }
     }
     make_dir(&new_root("tmp"), 0o1777)
@@ -253,9 +262,19 @@ fn add_read_only(root: BorrowedFd<'_>, name: &str) -> Result<()> {
         .map_err(|e| format!("binding /{name}: {e}"))
 }
 
-/// An overlay of the host's `/name`, writes going to the layer.
-fn add_overlay(plan: &ViewPlan, name: &str) -> Result<()> {
-    let lower = Path::new(OLD_ROOT).join(name);
+/// Where an idmapped copy of a host directory is attached to serve as
+/// an overlay's lower layer: in the layer, outside the new root.
+const LOWER: &str = "/lower";
+
+/// An overlay of the host's `/name`, writes going to the layer. `copy`:
+/// an idmapped copy of it (`idmapped.rs`) to use as the lower layer,
+/// where the kernel takes one (else the host's directory is).
+fn add_overlay(plan: &ViewPlan, name: &str, copy: Option<&OwnedFd>) -> Result<()> {
+    let plain = Path::new(OLD_ROOT).join(name);
+    let lower = match copy.and_then(|c| staged_lower(name, c.as_fd())) {
+        Some(staged) => staged,
+        None => plain.clone(),
+    };
     let upper = Path::new(UPPER).join(name);
     let work = Path::new(WORK).join(name);
     make_dir(&upper, guest_mode(&lower))?;
@@ -275,16 +294,39 @@ fn add_overlay(plan: &ViewPlan, name: &str) -> Result<()> {
     );
     let flags = MsFlags::MS_NOSUID | MsFlags::MS_NODEV;
     let target = new_root(name);
-    check(
-        mount(
+    let mounted = mount(
+        Some("overlay"),
+        &target,
+        Some("overlay"),
+        flags,
+        Some(opts.as_str()),
+    );
+    if mounted.is_err() && lower != plain {
+        // A kernel that takes no idmapped lower layer here: the host's.
+        let opts = opts.replacen(
+            &format!("lowerdir={}", lower.display()),
+            &format!("lowerdir={}", plain.display()),
+            1,
+        );
+        let again = mount(
             Some("overlay"),
             &target,
             Some("overlay"),
             flags,
             Some(opts.as_str()),
-        ),
-        || format!("mounting the overlay on /{name}"),
-    )
+        );
+        return check(again, || format!("mounting the overlay on /{name}"));
+    }
+    check(mounted, || format!("mounting the overlay on /{name}"))
+}
+
+/// Attaches `copy` at LOWER/name; the path, or `None` where it cannot be.
+fn staged_lower(name: &str, copy: BorrowedFd<'_>) -> Option<PathBuf> {
+    let dir = Path::new(LOWER).join(name);
+    fs::create_dir_all(&dir).ok()?;
+    let target = open_source(&dir, true).ok()?;
+    crate::sys::mount_tree::attach(copy, target.as_fd()).ok()?;
+    Some(dir)
 }
 
 /// The mode for the layer's copy of a host directory. The layer is owned
