@@ -25,7 +25,7 @@ pub struct Extent {
 }
 
 impl Extent {
-    fn to_host(&self, guest: u32) -> Option<u32> {
+    fn host_of(&self, guest: u32) -> Option<u32> {
         let off = guest.checked_sub(self.inside)?;
         (off < self.count).then(|| self.outside + off)
     }
@@ -146,7 +146,7 @@ fn host_id(map: &[Option<Extent>; 2], guest: u32) -> Result<u32, Errno> {
     }
     map.iter()
         .flatten()
-        .find_map(|e| e.to_host(guest))
+        .find_map(|e| e.host_of(guest))
         .ok_or(Errno::EINVAL)
 }
 
