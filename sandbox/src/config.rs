@@ -108,10 +108,38 @@ pub struct NetConfig {
 #[serde(deny_unknown_fields)]
 pub struct Ids {
     /// How many ids the user namespace maps from the invoker's (1: the
-    /// invoker's alone).
+    /// invoker's alone), with [`IdRange::Invoker`].
     pub count: u32,
-    /// The command's user; `None`: the invoker's.
+    /// The command's user; `None`: the invoker's (the guest's root with
+    /// a shifted range).
     pub user: Option<GuestUser>,
+    /// Which host ids the user namespace maps.
+    #[serde(default)]
+    pub range: IdRange,
+    /// Capabilities taken from the guest root's default set (Docker's;
+    /// `launch::guest_caps`), by name (`CHOWN`, `CAP_KILL`, `ALL`).
+    #[serde(default)]
+    pub cap_drop: Vec<String>,
+    /// Capabilities given back (only from the default set).
+    #[serde(default)]
+    pub cap_add: Vec<String>,
+}
+
+/// Which host ids the guest's user namespace maps.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum IdRange {
+    /// The invoker's own ids at the same numbers, [`Ids::count`] of them:
+    /// root's guest is host root without capabilities.
+    #[default]
+    Invoker,
+    /// Root: guest 0–65535 onto the `supervisor` entry of /etc/subuid
+    /// and /etc/subgid, added on first use. Unprivileged: guest 0 as the
+    /// invoker and 1–65535 onto its own subordinate ids, or, without
+    /// any, the invoker's one id (with a note on stderr).
+    Auto,
+    /// Root: guest 0 to COUNT-1 onto these host ids (`--userns-range`).
+    Host(crate::launch::subids::HostRange),
 }
 
 /// Whether the guest gets a pseudo-terminal of the sandbox's own.
@@ -236,6 +264,9 @@ impl SandboxConfig {
             ids: Ids {
                 count: 1,
                 user: None,
+                range: IdRange::Invoker,
+                cap_drop: Vec::new(),
+                cap_add: Vec::new(),
             },
             terminal: Terminal::Host,
             trace: None,
@@ -302,7 +333,36 @@ impl SandboxConfig {
         if self.ids.count == 0 {
             return Err("ids.count: must be at least 1".into());
         }
+        self.ids.caps()?;
+        let one_id = self.ids.range == IdRange::Invoker && self.ids.count == 1;
+        if one_id && self.ids.user.is_some() {
+            return Err("--user: the guest has one id; give --userns-range".into());
+        }
+        if one_id && !(self.ids.cap_drop.is_empty() && self.ids.cap_add.is_empty()) {
+            return Err(
+                "--cap-drop/--cap-add: the guest has one id and no capabilities; give --userns-range"
+                    .into(),
+            );
+        }
         Ok(())
+    }
+}
+
+impl Ids {
+    /// The guest root's capabilities (bit N: capability N) after
+    /// `cap_drop` and `cap_add`; a name outside the default set is a
+    /// one-line error.
+    pub fn caps(&self) -> Result<u64, String> {
+        use crate::launch::guest_caps;
+        let mask = |names: &[String]| -> Result<u64, String> {
+            names
+                .iter()
+                .try_fold(0, |m, n| Ok(m | guest_caps::parse(n)?))
+        };
+        Ok(guest_caps::resolve(
+            mask(&self.cap_drop)?,
+            mask(&self.cap_add)?,
+        ))
     }
 }
 

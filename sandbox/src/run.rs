@@ -22,7 +22,7 @@ use nix::unistd::{getgid, getuid, Pid};
 use sandbox_syscalls::policy::bpf;
 use sandbox_syscalls::Context;
 
-use crate::config::{SandboxConfig, StartMode, Terminal};
+use crate::config::{IdRange, SandboxConfig, StartMode, Terminal};
 use crate::embedding::{Embedding, Event, LateCommand, Start};
 use crate::ending::{layer_is_full, Ending};
 use crate::guest_proc::limits::{guest_cpus, guest_limits};
@@ -457,11 +457,47 @@ fn launch_config(config: &SandboxConfig, view: &GuestView) -> Result<LaunchConfi
             .then_some(std::net::IpAddr::V4(netstack::dns::STUB_ADDR)),
         self_join: Vec::new(),
         id_count: config.ids.count,
+        shifted_ids: shifted_ids(config.ids.range)?,
+        caps: config.ids.caps().map_err(setup_error)?,
         user: config.ids.user.clone(),
         late_exec: config.start == StartMode::Late,
         // Every open the guest makes is served here (`serve_and_wait`).
         fence_reads: true,
     })
+}
+
+/// The user namespace's maps when they are not the invoker's identity
+/// (`config::IdRange`); `None`: the invoker's ids (for an unprivileged
+/// invoker without subordinate ids, after a one-line note).
+fn shifted_ids(range: IdRange) -> Result<Option<vfs::IdMap>, LaunchError> {
+    use crate::launch::subids;
+    let root = nix::unistd::geteuid().is_root();
+    let host = match (range, root) {
+        (IdRange::Invoker, _) => return Ok(None),
+        (IdRange::Host(r), true) => r,
+        (IdRange::Host(_), false) => {
+            return Err(setup_error(
+                "--userns-range: only root may map a host range; an unprivileged user's is its /etc/subuid entry".into(),
+            ))
+        }
+        (IdRange::Auto, true) => subids::root_range().map_err(setup_error)?,
+        (IdRange::Auto, false) => {
+            let (uid, gid) = (getuid().as_raw(), getgid().as_raw());
+            return Ok(match subids::invoker_ranges(uid) {
+                Some((u, g)) => {
+                    let count = u.count.min(g.count).min(subids::RANGE_COUNT - 1);
+                    Some(vfs::IdMap::subordinate(uid, gid, u.start, g.start, count))
+                }
+                None => {
+                    eprintln!(
+                        "supervisor: note: uid {uid} has no range in /etc/subuid and /etc/subgid: the guest has one id, {uid}"
+                    );
+                    None
+                }
+            });
+        }
+    };
+    Ok(Some(vfs::IdMap::shifted(host.start, host.count)))
 }
 
 fn block_forwarded_signals() -> Result<SigSet, LaunchError> {

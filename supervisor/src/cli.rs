@@ -11,7 +11,9 @@ use std::time::Duration;
 use clap::{Parser, Subcommand};
 use vfs::mounts::{parse_size, MountSpec};
 
-use sandbox::config::{GuestEnv, SandboxConfig, StartMode, Terminal};
+use sandbox::config::{GuestEnv, IdRange, SandboxConfig, StartMode, Terminal};
+use sandbox::launch::subids::HostRange;
+use sandbox::launch::GuestUser;
 use sandbox::limits::Limits;
 
 const EXAMPLES: &str = "\
@@ -189,6 +191,22 @@ pub struct RunArgs {
     /// Threads started to answer the guest's trapped calls; one receives at a time, more start when a call blocks [default: 1].
     #[arg(long, value_name = "N", hide = true)]
     pub workers: Option<usize>,
+
+    /// Which host ids the guest's user namespace maps: START:COUNT maps guest ids 0 to COUNT-1 onto host ids from START (root only; COUNT at least 65536); `auto` maps guest 0-65535 onto the `supervisor` entry of /etc/subuid and /etc/subgid (added on first use) as root, or onto the invoker's own subordinate ids otherwise; `none` maps the invoker's own id alone (root's guest is then host root, without capabilities) [default: none].
+    #[arg(long = "userns-range", value_name = "START:COUNT|auto|none", value_parser = parse_userns_range)]
+    pub userns_range: Option<IdRange>,
+
+    /// With a range of ids: take capability CAP from the guest root's set (Docker's default set). Repeatable; ALL for every one.
+    #[arg(long = "cap-drop", value_name = "CAP", value_parser = parse_cap)]
+    pub cap_drop: Vec<String>,
+
+    /// With a range of ids: give capability CAP back (only from Docker's default set: CHOWN, DAC_OVERRIDE, FOWNER, FSETID, KILL, SETGID, SETUID, SETPCAP, NET_BIND_SERVICE, SYS_CHROOT, MKNOD, AUDIT_WRITE, SETFCAP). Repeatable.
+    #[arg(long = "cap-add", value_name = "CAP", value_parser = parse_cap)]
+    pub cap_add: Vec<String>,
+
+    /// With a range of ids: run COMMAND as guest user UID and group GID (default: UID's group in the host's /etc/passwd, else 0), as `docker run --user`.
+    #[arg(long, value_name = "UID[:GID]", value_parser = parse_user)]
+    pub user: Option<GuestUser>,
 
     /// Run COMMAND in a sandbox of the pool serving SOCKET (`supervisor pool`), set up before it was asked for; the pool's flags shape it, so only --env, --report and --trace may go with this one. Waits for a sandbox if none is ready.
     #[arg(long, value_name = "SOCKET")]
@@ -378,7 +396,48 @@ fn unchecked_config(args: RunArgs) -> SandboxConfig {
     config.trace = args.trace;
     config.report = args.report;
     config.workers = args.workers;
+    config.ids.range = args.userns_range.unwrap_or_default();
+    config.ids.cap_drop = args.cap_drop;
+    config.ids.cap_add = args.cap_add;
+    config.ids.user = args.user;
     config
+}
+
+fn parse_userns_range(s: &str) -> Result<IdRange, String> {
+    match s {
+        "auto" => Ok(IdRange::Auto),
+        "none" => Ok(IdRange::Invoker),
+        _ => HostRange::parse(s).map(IdRange::Host),
+    }
+}
+
+fn parse_cap(s: &str) -> Result<String, String> {
+    sandbox::launch::guest_caps::parse(s).map(|_| s.to_string())
+}
+
+/// `UID[:GID]`, numbers; without GID, UID's primary group in the host's
+/// /etc/passwd (whose system users the view's shows), else 0.
+fn parse_user(s: &str) -> Result<GuestUser, String> {
+    let bad = || format!("{s}: expected UID[:GID] (numbers, below 65536)");
+    let id = |t: &str| -> Result<u32, String> {
+        t.parse::<u32>().ok().filter(|n| *n < 65536).ok_or_else(bad)
+    };
+    let (uid, gid) = match s.split_once(':') {
+        Some((u, g)) => (id(u)?, id(g)?),
+        None => {
+            let uid = id(s)?;
+            let gid = nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(uid))
+                .ok()
+                .flatten()
+                .map_or(0, |u| u.gid.as_raw());
+            (uid, gid)
+        }
+    };
+    Ok(GuestUser {
+        uid,
+        gid,
+        groups: Vec::new(),
+    })
 }
 
 /// Parsed command line, or the exit code to leave with (help and version

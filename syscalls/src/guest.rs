@@ -148,4 +148,26 @@ pub trait Guest {
         let _ = (target, fd);
         Err(Errno::ENOSYS)
     }
+
+    /// Runs `act` with those of the capabilities in `wanted` (bit N:
+    /// capability N) that the caller holds in its own user namespace made
+    /// effective for the worker, and lowers them after; EPERM without
+    /// running it when the caller holds none of them. The caller checks
+    /// first that every inode `act` touches has a guest owner and group
+    /// (`IdMap::holds_host`): the worker's capabilities are the host's,
+    /// the caller's reach only the ids its namespace maps. The default:
+    /// no caller holds any.
+    fn with_caller_caps(
+        &self,
+        wanted: u64,
+        act: &mut dyn FnMut() -> Result<(), Errno>,
+    ) -> Result<(), Errno> {
+        let _ = (wanted, act);
+        Err(Errno::EPERM)
+    }
 }
+
+/// Capability bits for [`Guest::with_caller_caps`].
+pub const CAP_CHOWN: u64 = 1 << 0;
+pub const CAP_FOWNER: u64 = 1 << 3;
+pub const CAP_FSETID: u64 = 1 << 4;

@@ -13,6 +13,7 @@ mod denied;
 mod escapes;
 mod fence;
 mod hostile;
+mod ids;
 mod privileges;
 mod races;
 mod unprivileged;

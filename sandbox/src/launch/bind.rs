@@ -179,6 +179,19 @@ pub fn bind(
     r.map_err(|e| format!("cannot remount: {}", e.desc()))
 }
 
+/// Attaches `copy`, a detached idmapped copy of a source
+/// (`idmapped.rs`, its flags already set), at `guest`.
+pub fn attach_copy(
+    root: BorrowedFd<'_>,
+    copy: BorrowedFd<'_>,
+    guest: &Path,
+    dir: bool,
+) -> Result<()> {
+    let target = ensure_in_root(root, guest, dir).map_err(|e| mount_point_error(guest, e))?;
+    crate::sys::mount_tree::attach(copy, target.as_fd())
+        .map_err(|e| format!("cannot attach the idmapped mount: {}", e.desc()))
+}
+
 /// Covers the read-only directory bind at `guest` with a read-only
 /// overlay of itself, so that the guest sees the same tree but reaches
 /// none of its sockets and FIFOs. Overlayfs shows a lower layer's socket

@@ -17,17 +17,30 @@ use std::path::{Path, PathBuf};
 use vfs::mounts::ETC_HIDDEN;
 
 /// The files written into the view's /etc: (name relative to /etc,
-/// contents). passwd comes first.
+/// contents). passwd comes first. `users_from`: the /etc whose system
+/// users and groups passwd and group add (`None`: none).
 pub fn files(
     uid: u32,
     gid: u32,
     home: &Path,
     hostname: &str,
     nameserver: Option<IpAddr>,
+    users_from: Option<&Path>,
 ) -> Vec<(PathBuf, Vec<u8>)> {
+    let host_file = |name: &str| {
+        users_from
+            .and_then(|etc| fs::read_to_string(etc.join(name)).ok())
+            .unwrap_or_default()
+    };
     vec![
-        ("passwd".into(), passwd(uid, gid, home).into_bytes()),
-        ("group".into(), group(gid).into_bytes()),
+        (
+            "passwd".into(),
+            (passwd(uid, gid, home) + &system_entries(&host_file("passwd"), uid, 2)).into_bytes(),
+        ),
+        (
+            "group".into(),
+            (group(gid) + &system_entries(&host_file("group"), gid, 2)).into_bytes(),
+        ),
         ("hostname".into(), format!("{hostname}\n").into_bytes()),
         ("hosts".into(), hosts(hostname).into_bytes()),
         ("resolv.conf".into(), resolv_conf(nameserver).into_bytes()),
@@ -168,6 +181,34 @@ pub fn group(gid: u32) -> String {
     s
 }
 
+/// The host's system users (or groups) of `host` (passwd or group
+/// lines), so that a program finds `daemon`, `bin`, `_apt`, `nogroup`
+/// by name: ids 1–999 (root, nobody/nogroup and the sandbox's own `id`
+/// are written above), without secrets (the password field is `x`) and,
+/// for groups, without members (those name the host's people). `id_at`:
+/// the field holding the id (2 in both files).
+fn system_entries(host: &str, own: u32, id_at: usize) -> String {
+    let mut out = String::new();
+    for line in host.lines() {
+        let mut fields: Vec<&str> = line.split(':').collect();
+        let Some(id) = fields.get(id_at).and_then(|f| f.parse::<u32>().ok()) else {
+            continue;
+        };
+        if !(1..1000).contains(&id) || id == own || fields[0].is_empty() {
+            continue;
+        }
+        if fields.len() > 1 {
+            fields[1] = "x";
+        }
+        if fields.len() == 4 {
+            fields[3] = ""; // a group's members
+        }
+        out.push_str(&fields.join(":"));
+        out.push('\n');
+    }
+    out
+}
+
 /// The sandbox's /etc/hosts.
 pub fn hosts(hostname: &str) -> String {
     format!(
@@ -194,8 +235,24 @@ mod tests {
     }
 
     #[test]
+    fn system_users_and_groups() {
+        let host = "root:x:0:0:root:/root:/bin/bash\ndaemon:$6$secret:1:1:daemon:/usr/sbin:/usr/sbin/nologin\n\
+                    alice:x:1000:1000:Alice:/home/alice:/bin/bash\nnobody:x:65534:65534::/:/x\n_apt:x:42:65534::/nonexistent:/usr/sbin/nologin\n";
+        assert_eq!(
+            system_entries(host, 0, 2),
+            "daemon:x:1:1:daemon:/usr/sbin:/usr/sbin/nologin\n_apt:x:42:65534::/nonexistent:/usr/sbin/nologin\n"
+        );
+        assert_eq!(system_entries(host, 42, 2).lines().count(), 1);
+        let groups = "root:x:0:\ndaemon:x:1:\nsudo:x:27:alice,bob\nusers:x:100:\nalice:x:1000:\n";
+        assert_eq!(
+            system_entries(groups, 0, 2),
+            "daemon:x:1:\nsudo:x:27:\nusers:x:100:\n"
+        );
+    }
+
+    #[test]
     fn resolv_conf_names_no_server() {
-        let f = files(0, 0, Path::new("/root"), "box", None);
+        let f = files(0, 0, Path::new("/root"), "box", None, None);
         let (name, text) = f.last().unwrap();
         assert_eq!(name, Path::new("resolv.conf"));
         let text = String::from_utf8(text.clone()).unwrap();
@@ -208,7 +265,7 @@ mod tests {
     #[test]
     fn resolv_conf_names_the_stub() {
         let stub = IpAddr::V4(std::net::Ipv4Addr::new(127, 0, 0, 53));
-        let f = files(0, 0, Path::new("/root"), "box", Some(stub));
+        let f = files(0, 0, Path::new("/root"), "box", Some(stub), None);
         let (_, text) = f.last().unwrap();
         let text = String::from_utf8(text.clone()).unwrap();
         let servers: Vec<&str> = text

@@ -66,6 +66,8 @@ pub(super) struct InitArgs<'a> {
     pub start: OwnedFd,
     pub exec_report: OwnedFd,
     pub plan: &'a ViewPlan,
+    /// Idmapped copies of the plan's host sources (shifted ids, as root).
+    pub idmapped: &'a super::idmapped::IdmappedSources,
     /// `None`: the command comes at start (`late.rs`).
     pub exec: Option<&'a ExecPlan>,
     pub filter: &'a [libc::sock_filter],
@@ -88,6 +90,14 @@ pub(super) struct InitArgs<'a> {
     /// The user namespace maps a range of ids: init keeps CAP_SETUID and
     /// CAP_SETGID for its children to take other users (`users.rs`).
     pub switch_users: bool,
+    /// The capabilities the guest's root keeps in its user namespace
+    /// (`guest_caps.rs`; 0: none, the securebits locked).
+    pub guest_caps: u64,
+    /// The user namespace's root is not the invoker (`LaunchConfig::shifted_ids`):
+    /// init takes its ids once it has opened the view's host sources.
+    pub shifted_ids: bool,
+    /// The supervisor runs as host root.
+    pub invoker_is_root: bool,
     /// The main process's user (`None`: init's own).
     pub user: Option<&'a GuestUser>,
     /// Stdin, stdout, stderr reopened through read-only mounts, to take
@@ -235,7 +245,8 @@ fn setup(args: &InitArgs<'_>) -> Result<(OwnedFd, Option<Pty>, Option<File>), St
     // The loopback (and the DNS stub's address on it) is the socket
     // factory's to bring up, when the guest first looks at the network
     // namespace (`socket_factory.rs`): most runs never do.
-    view::build(args.plan)?;
+    let become_root = args.shifted_ids.then_some(!args.invoker_is_root);
+    view::build(args.plan, args.idmapped, become_root)?;
     chdir(args.workdir).map_err(|e| format!("workdir {}: {}", args.workdir.display(), e.desc()))?;
     super::host_stdio::take_view_devices(args.view_stdio)?;
     enter_sandbox_cgroup(args)?;
@@ -259,7 +270,12 @@ fn setup(args: &InitArgs<'_>) -> Result<(OwnedFd, Option<Pty>, Option<File>), St
     close_all_except(&keep).map_err(|e| format!("closing descriptors: {}", e.desc()))?;
     // The guest's uptime and boot time are the sandbox's.
     super::timens::fresh_clocks()?;
-    privs::drop_privileges_keeping(if args.switch_users { SETID_CAPS } else { 0 })?;
+    super::users::set_guest_caps(args.guest_caps);
+    let keep = match args.switch_users {
+        true => SETID_CAPS | args.guest_caps,
+        false => 0,
+    };
+    privs::drop_privileges_keeping(keep, args.guest_caps, args.guest_caps == 0)?;
     // The fence keeps a racing guest's native opens off the kernel's own
     // procfs; the scope, defence in depth (the netstack's sockets live in
     // the sandbox's own network namespace: socket_factory.rs), keeps it

@@ -35,13 +35,16 @@ mod exec;
 mod exec_request;
 mod fast_reads;
 mod flush;
+pub mod guest_caps;
 pub mod host_stdio;
+mod idmapped;
 mod init;
 mod late;
 mod plan;
 pub(crate) mod privs;
 mod rootfs;
 mod sandbox;
+pub mod subids;
 mod timens;
 mod userns;
 mod users;
@@ -142,6 +145,15 @@ pub struct LaunchConfig {
     /// as root [`OCI_ID_COUNT`], which lets [`LaunchConfig::user`] and
     /// exec requests name other users (`users.rs`).
     pub id_count: u32,
+    /// The user namespace's maps when they are not the invoker's ids at
+    /// the same numbers (`id_count`): root's shifted range, or an
+    /// unprivileged invoker's subordinate range (`userns.rs`). The guest
+    /// then runs as its root (guest uid 0) unless [`LaunchConfig::user`]
+    /// says otherwise, holding [`LaunchConfig::caps`].
+    pub shifted_ids: Option<vfs::IdMap>,
+    /// The capabilities the guest's root holds in its user namespace
+    /// (bit N: capability N; `guest_caps.rs`) when ids are shifted.
+    pub caps: u64,
     /// The main process's user; `None`: the invoker's.
     pub user: Option<GuestUser>,
     /// The command, environment and stdio are given at start
@@ -180,6 +192,8 @@ impl LaunchConfig {
             nameserver: None,
             self_join: Vec::new(),
             id_count: 1,
+            shifted_ids: None,
+            caps: 0,
             user: None,
             late_exec: false,
             fence_reads: false,
@@ -188,7 +202,18 @@ impl LaunchConfig {
 
     /// The guest's ids as the handlers map them.
     pub fn id_map(&self) -> vfs::IdMap {
-        vfs::IdMap::with_range(getuid().as_raw(), getgid().as_raw(), self.id_count)
+        self.shifted_ids.unwrap_or_else(|| {
+            vfs::IdMap::with_range(getuid().as_raw(), getgid().as_raw(), self.id_count)
+        })
+    }
+
+    /// The capabilities the guest's processes keep: [`LaunchConfig::caps`]
+    /// with shifted ids, none otherwise.
+    fn guest_caps(&self) -> u64 {
+        match self.shifted_ids {
+            Some(_) => self.caps,
+            None => 0,
+        }
     }
 }
 
@@ -340,7 +365,11 @@ pub fn launch_with(cfg: &LaunchConfig, hooks: &dyn InitHooks) -> Result<Sandbox,
             workdir.display()
         )));
     }
-    let (uid, gid) = (getuid().as_raw(), getgid().as_raw());
+    // The invoker's ids as the guest sees them: its root where shifted.
+    let (uid, gid) = match cfg.shifted_ids {
+        Some(_) => (0, 0),
+        None => (getuid().as_raw(), getgid().as_raw()),
+    };
     let mut plan = ViewPlan::new(&PlanInput {
         mounts: &cfg.mounts,
         env: &cfg.env,
@@ -375,6 +404,17 @@ pub fn launch_with(cfg: &LaunchConfig, hooks: &dyn InitHooks) -> Result<Sandbox,
         _ => None,
     };
     let filter = privs::to_sock_filter(fast_reads.unwrap_or(&cfg.filter));
+    // Shifted ids as root: host directories through idmapped copies.
+    let idmapped = match cfg.shifted_ids {
+        Some(ids) if nix::unistd::geteuid().is_root() => {
+            let root = (ids.uid_to_host(0), ids.gid_to_host(0));
+            let (Ok(uid), Ok(gid)) = root else {
+                return Err(LaunchError::setup("the id map has no guest root"));
+            };
+            idmapped::prepare(&plan, (uid, gid)).map_err(LaunchError::setup)?
+        }
+        _ => idmapped::IdmappedSources::default(),
+    };
     let os_err = |what: &str, e: Errno| LaunchError::setup(format!("{what}: {}", e.desc()));
     let (ours, theirs) = channel::pair().map_err(|e| os_err("creating the control channel", e))?;
     let (start_rx, start_tx) = match cfg.late_exec {
@@ -403,6 +443,7 @@ pub fn launch_with(cfg: &LaunchConfig, hooks: &dyn InitHooks) -> Result<Sandbox,
                 start: start_rx,
                 exec_report: exec_tx,
                 plan: &plan,
+                idmapped: &idmapped,
                 exec: exec.as_ref(),
                 filter: &filter,
                 hostname: &cfg.hostname,
@@ -410,7 +451,10 @@ pub fn launch_with(cfg: &LaunchConfig, hooks: &dyn InitHooks) -> Result<Sandbox,
                 pty: cfg.pty,
                 self_join: &self_join,
                 join_late: hooks.joins_late(),
-                switch_users: cfg.id_count > 1,
+                switch_users: cfg.id_map().count() > 1,
+                guest_caps: cfg.guest_caps(),
+                shifted_ids: cfg.shifted_ids.is_some(),
+                invoker_is_root: nix::unistd::geteuid().is_root(),
                 user: cfg.user.as_ref(),
                 landlock,
                 fence: plan.proc_covers.fenced,
@@ -438,7 +482,7 @@ pub fn launch_with(cfg: &LaunchConfig, hooks: &dyn InitHooks) -> Result<Sandbox,
                 release: false,
             };
             // On any error below, dropping `sandbox` kills and reaps init.
-            sandbox.finish_launch((uid, gid, cfg.id_count.max(1)), hooks)?;
+            sandbox.finish_launch(&cfg.id_map(), hooks)?;
             Ok(sandbox)
         }
     }

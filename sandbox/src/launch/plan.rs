@@ -149,6 +149,16 @@ pub struct PlannedMount {
     pub what: MountWhat,
 }
 
+impl PlannedMount {
+    /// Whether the mount is a directory (a file bind is not).
+    pub fn is_dir(&self) -> bool {
+        match &self.what {
+            MountWhat::Bind { is_dir, .. } => *is_dir,
+            MountWhat::Tmpfs { .. } => true,
+        }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum MountWhat {
     Bind {
@@ -220,12 +230,19 @@ impl ViewPlan {
             Some(_) => Vec::new(),
             None => etc::hidden_entries(Path::new("/etc")),
         };
+        // The host's system users and groups; none with a rootfs, whose
+        // tree is the user's (its /etc, maybe links out, is not read here).
+        let etc_of_users = match rootfs {
+            Some(_) => None,
+            None => Some(Path::new("/etc")),
+        };
         let mut etc_files = etc::files(
             input.uid,
             input.gid,
             &home_for_passwd,
             input.hostname,
             input.nameserver,
+            etc_of_users,
         );
         // The host's id would name the host to every tenant; a rootfs
         // tree's own is the image's, not the host's, and stays.

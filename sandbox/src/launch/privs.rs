@@ -1,7 +1,7 @@
 //! Dropping privileges for good, and installing the seccomp filter.
 //!
 //! Owns: the order of the drop (bounding set, securebits, ambient set,
-//! capset to nothing, no_new_privs) and the filter install with
+//! capset to nothing or to what init keeps, no_new_privs) and the filter install with
 //! `NEW_LISTENER | WAIT_KILLABLE_RECV`, including the clear message on
 //! kernels older than 5.19. Does not own the filter's contents
 //! (`sandbox_syscalls::policy`).
@@ -20,25 +20,32 @@ use crate::sys::seccomp::{
 /// Leaves this process (and everything it starts) with no capabilities,
 /// no way to regain any (uid 0 included), and no_new_privs set.
 pub fn drop_privileges() -> Result<(), String> {
-    drop_privileges_keeping(0)
+    drop_privileges_keeping(0, 0, true)
 }
 
 /// As [`drop_privileges`], but keeps the capabilities in `keep` (bit N:
 /// capability N): init keeps `users::SETID_CAPS` for its children to
-/// switch users, and they drop those too before they exec.
-pub fn drop_privileges_keeping(keep: u64) -> Result<(), String> {
+/// switch users, and with shifted ids the guest root's set
+/// (`guest_caps.rs`) for them to keep. `lock_root`: lock the securebits
+/// that stop uid 0 from regaining capabilities on exec and setuid; off
+/// only for a guest root that holds a set within its user namespace,
+/// which then behaves as a container's root does (its exec keeps the set,
+/// bounded by the bounding set; a setuid to another user drops it).
+pub fn drop_privileges_keeping(keep: u64, bounding: u64, lock_root: bool) -> Result<(), String> {
     let err = |what: &str, e: Errno| format!("dropping privileges ({what}): {}", e.desc());
     // Capabilities are numbered from 0 with no gap: the first number the
     // kernel calls invalid is past its last (no read of
     // /proc/sys/kernel/cap_last_cap, a cold sysctl lookup in a new procfs).
-    for cap in (0..64u32).filter(|c| keep & (1 << c) == 0) {
+    for cap in (0..64u32).filter(|c| bounding & (1 << c) == 0) {
         match caps::bounding_drop(cap) {
             Ok(()) => {}
             Err(Errno::EINVAL) => break,
             Err(e) => return Err(err("bounding set", e)),
         }
     }
-    caps::set_securebits(caps::SECUREBITS_LOCKED_DOWN).map_err(|e| err("securebits", e))?;
+    if lock_root {
+        caps::set_securebits(caps::SECUREBITS_LOCKED_DOWN).map_err(|e| err("securebits", e))?;
+    }
     caps::ambient_clear().map_err(|e| err("ambient set", e))?;
     caps::set_only(keep).map_err(|e| err("capset", e))?;
     nix::sys::prctl::set_no_new_privs().map_err(|e| err("no_new_privs", e))

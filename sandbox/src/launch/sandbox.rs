@@ -23,11 +23,11 @@ impl Sandbox {
     /// The supervisor's side of setup: id maps, go, listener, root.
     pub(super) fn finish_launch(
         &mut self,
-        (uid, gid, count): (u32, u32, u32),
+        ids: &vfs::IdMap,
         hooks: &dyn InitHooks,
     ) -> Result<(), LaunchError> {
         let pid = self.init_pid;
-        userns::write_maps(pid, uid, gid, count)
+        userns::write_maps(pid, ids)
             .map_err(|m| LaunchError::setup(format!("cannot set up the user namespace: {m}")))?;
         self.channel
             .send(&Msg::Go)

@@ -40,10 +40,11 @@ use nix::sys::stat::{mknod, umask, Mode, SFlag};
 use nix::unistd::{chdir, getuid, mkdir, pivot_root, symlinkat};
 
 use super::bind::{
-    add_mask, add_user_mount, bind, ensure_in_root, open_mount_source, open_source,
+    add_mask, add_user_mount, attach_copy, bind, ensure_in_root, open_mount_source, open_source,
     remount_read_only, share_files_only,
 };
 use super::dev_view;
+use super::idmapped::IdmappedSources;
 use super::plan::{TopKind, ViewPlan};
 use super::rootfs;
 use crate::guest_proc::{proc_mount, sys_cpu::write_sys_cpu};
@@ -65,7 +66,9 @@ const EMPTY: &str = "/empty";
 pub(crate) type Result<T> = std::result::Result<T, String>;
 
 /// Builds the view and pivots into it. Errors are one line for the user.
-pub fn build(plan: &ViewPlan) -> Result<()> {
+/// `become_root`: with shifted ids, take the guest root's ids once the
+/// host sources are open (`Some(keep_groups)`, `users::become_namespace_root`).
+pub fn build(plan: &ViewPlan, idmapped: &IdmappedSources, become_root: Option<bool>) -> Result<()> {
     // Modes below are meant exactly; the guest gets the old umask back.
     let umask_before = umask(Mode::empty());
     let private = MsFlags::MS_REC | MsFlags::MS_PRIVATE;
@@ -94,11 +97,16 @@ pub fn build(plan: &ViewPlan) -> Result<()> {
         None => None,
     };
 
+    // With shifted ids, the rest is made as the guest's root: host root
+    // has no id in the namespace, and nothing may be made as it.
+    if let Some(keep_groups) = become_root {
+        super::users::become_namespace_root(keep_groups)?;
+    }
     enter_layer(plan.layer_size)?;
     make_layer_dirs()?;
     match &rootfs_src {
         Some(src) => rootfs::mount_root(plan, src.as_fd())?,
-        None => build_host_root(plan)?,
+        None => build_host_root(plan, idmapped)?,
     }
     if !getuid().is_root() {
         seal_etc_files(plan)?;
@@ -110,14 +118,21 @@ pub fn build(plan: &ViewPlan) -> Result<()> {
     let root = fd_of_path(NEW_ROOT)?;
     if let (Some(cwd), Some(src)) = (&plan.cwd_bind, &cwd_src) {
         let flags = MsFlags::MS_RDONLY | MsFlags::MS_NOSUID | MsFlags::MS_NODEV;
-        bind(root.as_fd(), src.as_fd(), cwd, true, flags)
-            .map_err(|e| format!("current directory {}: {e}", cwd.display()))?;
+        match &idmapped.cwd {
+            Some(copy) => attach_copy(root.as_fd(), copy.as_fd(), cwd, true),
+            None => bind(root.as_fd(), src.as_fd(), cwd, true, flags),
+        }
+        .map_err(|e| format!("current directory {}: {e}", cwd.display()))?;
         make_dir(Path::new(EMPTY), 0o555)?;
         let empty = fd_of_path(EMPTY)?;
         share_files_only(root.as_fd(), cwd, empty.as_fd());
     }
-    for (m, src) in plan.mounts.iter().zip(&mount_srcs) {
-        add_user_mount(root.as_fd(), m, src.as_ref()).map_err(|e| format!("{}: {e}", m.label))?;
+    for (i, (m, src)) in plan.mounts.iter().zip(&mount_srcs).enumerate() {
+        let added = match idmapped.mounts.get(i).and_then(Option::as_ref) {
+            Some(copy) => attach_copy(root.as_fd(), copy.as_fd(), &m.guest, m.is_dir()),
+            None => add_user_mount(root.as_fd(), m, src.as_ref()),
+        };
+        added.map_err(|e| format!("{}: {e}", m.label))?;
     }
     if let Some(home) = &plan.home {
         // A HOME we cannot create is not worth failing the run for.
@@ -211,7 +226,7 @@ fn make_layer_dirs() -> Result<()> {
 /// Step 5 for the host's view: /newroot is a directory of the layer
 /// (bound on itself, so it can be pivoted into) holding the host's top
 /// directories as read-only binds, overlays or symlinks, and /tmp.
-fn build_host_root(plan: &ViewPlan) -> Result<()> {
+fn build_host_root(plan: &ViewPlan, idmapped: &IdmappedSources) -> Result<()> {
     check(
         mount(
             Some(NEW_ROOT),
@@ -229,8 +244,17 @@ fn build_host_root(plan: &ViewPlan) -> Result<()> {
             TopKind::Symlink(target) => check(symlinkat(target, None, &path), || {
                 format!("creating /{}", top.name)
             })?,
-            TopKind::ReadOnly => add_read_only(root.as_fd(), &top.name)?,
-            TopKind::Overlay => add_overlay(plan, &top.name)?,
+            TopKind::ReadOnly => match idmapped.top(&top.name) {
+                Some(copy) => attach_copy(
+                    root.as_fd(),
+                    copy.as_fd(),
+                    &Path::new("/").join(&top.name),
+                    true,
+                )
+                .map_err(|e| format!("/{}: {e}", top.name))?,
+                None => add_read_only(root.as_fd(), &top.name)?,
+            },
+            TopKind::Overlay => add_overlay(plan, &top.name, idmapped.top(&top.name))?,
         }
     }
     make_dir(&new_root("tmp"), 0o1777)
@@ -246,9 +270,19 @@ fn add_read_only(root: BorrowedFd<'_>, name: &str) -> Result<()> {
         .map_err(|e| format!("binding /{name}: {e}"))
 }
 
-/// An overlay of the host's `/name`, writes going to the layer.
-fn add_overlay(plan: &ViewPlan, name: &str) -> Result<()> {
-    let lower = Path::new(OLD_ROOT).join(name);
+/// Where an idmapped copy of a host directory is attached to serve as
+/// an overlay's lower layer: in the layer, outside the new root.
+const LOWER: &str = "/lower";
+
+/// An overlay of the host's `/name`, writes going to the layer. `copy`:
+/// an idmapped copy of it (`idmapped.rs`) to use as the lower layer,
+/// where the kernel takes one (else the host's directory is).
+fn add_overlay(plan: &ViewPlan, name: &str, copy: Option<&OwnedFd>) -> Result<()> {
+    let plain = Path::new(OLD_ROOT).join(name);
+    let lower = match copy.and_then(|c| staged_lower(name, c.as_fd())) {
+        Some(staged) => staged,
+        None => plain.clone(),
+    };
     let upper = Path::new(UPPER).join(name);
     let work = Path::new(WORK).join(name);
     make_dir(&upper, guest_mode(&lower))?;
@@ -268,16 +302,39 @@ fn add_overlay(plan: &ViewPlan, name: &str) -> Result<()> {
     );
     let flags = MsFlags::MS_NOSUID | MsFlags::MS_NODEV;
     let target = new_root(name);
-    check(
-        mount(
+    let mounted = mount(
+        Some("overlay"),
+        &target,
+        Some("overlay"),
+        flags,
+        Some(opts.as_str()),
+    );
+    if mounted.is_err() && lower != plain {
+        // A kernel that takes no idmapped lower layer here: the host's.
+        let opts = opts.replacen(
+            &format!("lowerdir={}", lower.display()),
+            &format!("lowerdir={}", plain.display()),
+            1,
+        );
+        let again = mount(
             Some("overlay"),
             &target,
             Some("overlay"),
             flags,
             Some(opts.as_str()),
-        ),
-        || format!("mounting the overlay on /{name}"),
-    )
+        );
+        return check(again, || format!("mounting the overlay on /{name}"));
+    }
+    check(mounted, || format!("mounting the overlay on /{name}"))
+}
+
+/// Attaches `copy` at LOWER/name; the path, or `None` where it cannot be.
+fn staged_lower(name: &str, copy: BorrowedFd<'_>) -> Option<PathBuf> {
+    let dir = Path::new(LOWER).join(name);
+    fs::create_dir_all(&dir).ok()?;
+    let target = open_source(&dir, true).ok()?;
+    crate::sys::mount_tree::attach(copy, target.as_fd()).ok()?;
+    Some(dir)
 }
 
 /// The mode for the layer's copy of a host directory. The layer is owned

@@ -98,6 +98,34 @@ pub fn set_only(mask: u64) -> nix::Result<()> {
     Errno::result(ret).map(drop)
 }
 
+/// Sets the effective set of this thread to `effective` (within the
+/// permitted set, which stays) and clears the inheritable set.
+pub fn set_effective(effective: u64) -> nix::Result<()> {
+    let (_, permitted) = current()?;
+    let mut header = CapHeader {
+        version: CAP_VERSION_3,
+        pid: 0,
+    };
+    let half = |e: u64, p: u64| CapData {
+        effective: e as u32,
+        permitted: p as u32,
+        inheritable: 0,
+    };
+    let data = [
+        half(effective, permitted),
+        half(effective >> 32, permitted >> 32),
+    ];
+    // SAFETY: as in set_only.
+    let ret = unsafe {
+        libc::syscall(
+            libc::SYS_capset,
+            &mut header as *mut CapHeader,
+            data.as_ptr(),
+        )
+    };
+    Errno::result(ret).map(drop)
+}
+
 /// The (effective, permitted) sets of this thread, as 64-bit masks.
 pub fn current() -> nix::Result<(u64, u64)> {
     let mut header = CapHeader {

@@ -1,5 +1,5 @@
 //! File descriptors: closing all but a few, opening confined to a root,
-//! and passing a descriptor over a unix socket.
+//! passing a descriptor over a unix socket, and an exclusive lock.
 
 use std::io::{IoSlice, IoSliceMut};
 use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
@@ -161,4 +161,12 @@ pub fn accept(listener: BorrowedFd<'_>) -> nix::Result<OwnedFd> {
     };
     // SAFETY: accept4 just returned this descriptor; nothing else owns it.
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// Takes an exclusive `flock` of `fd`'s file, waiting for it; it lasts
+/// until the file's last descriptor is closed.
+pub fn lock_exclusive(fd: BorrowedFd<'_>) -> nix::Result<()> {
+    // SAFETY: an integer descriptor and an integer operation.
+    let ret = unsafe { libc::flock(fd.as_raw_fd(), libc::LOCK_EX) };
+    Errno::result(ret).map(drop)
 }

@@ -89,3 +89,48 @@ fn set_attr_flags(mount: BorrowedFd<'_>, set: u64, clear: u64, flags: i32) -> Re
     };
     Errno::result(r).map(drop)
 }
+
+/// Makes the detached mount whose root `mount` is an idmapped mount
+/// through the maps of the user namespace `userns`, and sets `set`
+/// (MOUNT_ATTR_* flags: read-only, nosuid, nodev) on it. EINVAL where the
+/// file system (or the kernel) does not support idmapped mounts.
+pub fn set_idmap(mount: BorrowedFd<'_>, userns: BorrowedFd<'_>, set: u64) -> Result<(), Errno> {
+    let attr = libc::mount_attr {
+        attr_set: libc::MOUNT_ATTR_IDMAP | set,
+        attr_clr: 0,
+        propagation: 0,
+        userns_fd: userns.as_raw_fd() as u64,
+    };
+    // SAFETY: as in set_attr_flags.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_mount_setattr,
+            mount.as_raw_fd() as libc::c_long,
+            c"".as_ptr(),
+            libc::AT_EMPTY_PATH as libc::c_long,
+            &attr as *const libc::mount_attr,
+            std::mem::size_of::<libc::mount_attr>(),
+        )
+    };
+    Errno::result(r).map(drop)
+}
+
+/// Attaches the detached mount `mount` on the directory or file `target`
+/// (both descriptors: `move_mount` with both empty paths).
+pub fn attach(mount: BorrowedFd<'_>, target: BorrowedFd<'_>) -> Result<(), Errno> {
+    const F_EMPTY_PATH: libc::c_uint = 0x04;
+    const T_EMPTY_PATH: libc::c_uint = 0x40;
+    // SAFETY: two descriptors, two static empty NUL-terminated paths and
+    // integer flags.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_move_mount,
+            mount.as_raw_fd() as libc::c_long,
+            c"".as_ptr(),
+            target.as_raw_fd() as libc::c_long,
+            c"".as_ptr(),
+            (F_EMPTY_PATH | T_EMPTY_PATH) as libc::c_long,
+        )
+    };
+    Errno::result(r).map(drop)
+}

@@ -17,10 +17,17 @@
 //! root, as the worker) costs one cache look-up and one ioctl. Does not
 //! own: the worker loop (`mod.rs`).
 //!
-//! Why ids read once stay right: the guest holds no capability and runs
-//! with the locked securebits, so nothing in it can change its ids; init
-//! and the exec helpers switch a new process's ids right after fork,
-//! before it makes any call the trap serves (`launch/users.rs`).
+//! Why ids read once stay right: without a range of ids the guest holds
+//! no capability and runs with the locked securebits, so nothing in it
+//! can change its ids; init and the exec helpers switch a new process's
+//! ids right after fork, before it makes any call the trap serves
+//! (`launch/users.rs`). With a range, a guest root holds CAP_SETUID and
+//! CAP_SETGID in its namespace and may change them: every use of a kept
+//! entry checks the thread's filesystem uid and gid again
+//! (`PIDFD_GET_INFO`), so a setuid or setgid is seen at its next call; a
+//! setgroups alone is not (programs drop groups and then their gid and
+//! uid, which is seen), and until then its calls are served with the
+//! groups it had.
 //!
 //! The worker keeps CAP_SETUID and CAP_SETGID for this (they grant no
 //! file access; setfsuid back to its real uid needs none); with one
@@ -155,6 +162,11 @@ pub fn remember_own() {
 pub struct Acting {
     own: Ids,
     now: Ids,
+    /// Whether it may take other ids (a root supervisor): an
+    /// unprivileged one, whose guest maps a subordinate range, acts only
+    /// for callers with its own ids and refuses the others (EPERM)
+    /// rather than serve them with its own.
+    can_switch: bool,
 }
 
 impl Acting {
@@ -163,12 +175,21 @@ impl Acting {
     /// another, mid-call, would inherit that one's caller's).
     pub fn new() -> Acting {
         let own = OWN.get_or_init(Ids::own).clone();
+        let can_switch = nix::unistd::geteuid().is_root();
+        if !can_switch {
+            return Acting {
+                now: own.clone(),
+                own,
+                can_switch,
+            };
+        }
         let mut acting = Acting {
             now: Ids {
                 uid: u32::MAX,
                 ..own.clone()
             },
             own,
+            can_switch,
         };
         acting.restore();
         acting
@@ -178,6 +199,9 @@ impl Acting {
     pub fn take(&mut self, ids: &Ids) -> Result<(), Errno> {
         if *ids == self.now {
             return Ok(());
+        }
+        if !self.can_switch {
+            return Err(Errno::EPERM);
         }
         self.restore();
         if *ids == self.own {

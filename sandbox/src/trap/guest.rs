@@ -118,6 +118,31 @@ impl Guest for NotifGuest<'_> {
     fn host_tgid(&self) -> Result<i32, Errno> {
         tgid_of(self.tid)
     }
+
+    fn with_caller_caps(
+        &self,
+        wanted: u64,
+        act: &mut dyn FnMut() -> Result<(), Errno>,
+    ) -> Result<(), Errno> {
+        // Read now, not from the ids' cache: a guest root may drop
+        // capabilities without changing its ids.
+        let held = status_field(self.tid, "CapEff:")
+            .ok()
+            .and_then(|v| u64::from_str_radix(v.trim(), 16).ok())
+            .unwrap_or(0);
+        let (before, permitted) = crate::sys::caps::current()?;
+        let raise = held & wanted & permitted;
+        if raise == 0 || !self.still_valid() {
+            return Err(Errno::EPERM);
+        }
+        crate::sys::caps::set_effective(before | raise)?;
+        let r = act();
+        if crate::sys::caps::set_effective(before).is_err() {
+            eprintln!("supervisor: a worker cannot lower its capabilities");
+            std::process::abort();
+        }
+        r
+    }
 }
 
 /// Thread `tid`'s (tgid, tid) in the innermost pid namespace, from its

@@ -248,14 +248,31 @@ fn worker(shared: &Arc<Shared>) {
     // The kernel checks the workers' file access exactly as the guest's.
     // Permitted too: a worker taken over by a hostile guest cannot raise
     // its capabilities again (capset stays allowed by confine.rs). With
-    // a range of ids mapped, a worker keeps CAP_SETUID and CAP_SETGID to
-    // take each caller's ids (`creds.rs`); they grant no file access.
-    let kept: caps::CapsHashSet = match switches_ids(&shared.ctx) {
-        true => [caps::Capability::CAP_SETUID, caps::Capability::CAP_SETGID].into(),
-        false => caps::CapsHashSet::new(),
+    // a range of ids mapped, a root supervisor's worker keeps CAP_SETUID
+    // and CAP_SETGID effective to take each caller's ids (`creds.rs`;
+    // they grant no file access), and CAP_CHOWN, CAP_FOWNER and
+    // CAP_FSETID permitted only, raised for one chown or chmod of an
+    // inode the guest's ids own when the caller holds them in its own
+    // namespace (`guest.rs`, `with_caller_caps`), and only where no
+    // guest id is host root: a worker's fsuid never returns to 0 while it
+    // serves a call then, which would make the kernel raise those
+    // permitted file capabilities again. An unprivileged supervisor has
+    // none to keep: it acts only as its own ids.
+    use caps::Capability::{CAP_CHOWN, CAP_FOWNER, CAP_FSETID, CAP_SETGID, CAP_SETUID};
+    let ranged = switches_ids(&shared.ctx) && nix::unistd::geteuid().is_root();
+    let shifted = ranged && !shared.ctx.ids().holds_host(0, 0);
+    let (effective, mut permitted): (caps::CapsHashSet, caps::CapsHashSet) = match ranged {
+        true => (
+            [CAP_SETUID, CAP_SETGID].into(),
+            [CAP_SETUID, CAP_SETGID].into(),
+        ),
+        false => Default::default(),
     };
-    let dropped = caps::set(None, caps::CapSet::Effective, &kept)
-        .and_then(|()| caps::set(None, caps::CapSet::Permitted, &kept));
+    if shifted {
+        permitted.extend([CAP_CHOWN, CAP_FOWNER, CAP_FSETID]);
+    }
+    let dropped = caps::set(None, caps::CapSet::Effective, &effective)
+        .and_then(|()| caps::set(None, caps::CapSet::Permitted, &permitted));
     if let Err(e) = dropped {
         eprintln!("supervisor: cannot drop worker capabilities: {e}");
         std::process::abort();

@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 use super::config::{LinuxResources, Mount, PosixRlimitType, Process, Spec};
 use vfs::mounts::{MountKind, MountSpec};
 
-use sandbox::config::{GuestEnv, Ids, OutsideLimits, SandboxConfig, Terminal};
+use sandbox::config::{GuestEnv, OutsideLimits, SandboxConfig, Terminal};
 use sandbox::launch::env_pairs;
 use sandbox::limits::GuestRlimit;
 
@@ -184,10 +184,8 @@ impl Bundle {
             super::user::from_spec(process.user()).map_err(|e| format!("process.user: {e}"))?;
         let mut config = SandboxConfig::new(command);
         config.env = GuestEnv::Exact(self.env());
-        config.ids = Ids {
-            count: super::user::id_count(),
-            user,
-        };
+        config.ids.count = super::user::id_count();
+        config.ids.user = user;
         // The terminal is `create`'s to say (`terminal_for`).
         config.terminal = Terminal::Never;
         // The guest waits for `start`; `state` and `delete` need its

@@ -148,6 +148,10 @@ fn shaping_flag(a: &RunArgs) -> Option<&'static str> {
         (a.output_limit.is_some(), "--output-limit"),
         (a.nofile.is_some(), "--nofile"),
         (a.workers.is_some(), "--workers"),
+        (a.userns_range.is_some(), "--userns-range"),
+        (!a.cap_drop.is_empty(), "--cap-drop"),
+        (!a.cap_add.is_empty(), "--cap-add"),
+        (a.user.is_some(), "--user"),
     ];
     given.iter().find(|(set, _)| *set).map(|(_, flag)| *flag)
 }

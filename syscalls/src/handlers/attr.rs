@@ -26,7 +26,7 @@ use nix::errno::Errno;
 use vfs::sys;
 
 use super::{live, lookup_at, setid, value, Context, Res};
-use crate::guest::Guest;
+use crate::guest::{Guest, CAP_CHOWN, CAP_FOWNER, CAP_FSETID};
 
 const NOFOLLOW: i32 = libc::AT_SYMLINK_NOFOLLOW;
 const EMPTY: i32 = libc::AT_EMPTY_PATH;
@@ -45,7 +45,9 @@ pub fn fchmodat(ctx: &Context, g: &dyn Guest, dirfd: i32, addr: u64, mode: u32, 
     // umode_t: the kernel keeps the low 16 bits.
     let mode = setid::mode_for(fd.as_fd(), mode & 0xffff, ctx.fs.root_dev());
     live(g)?;
-    let r = sys::chmod_fd(fd.as_fd(), mode, flags & NOFOLLOW);
+    let r = as_owner(ctx, g, fd.as_fd(), CHMOD_CAPS, &mut || {
+        sys::chmod_fd(fd.as_fd(), mode, flags & NOFOLLOW)
+    });
     ctx.fs.changed();
     r?;
     value(0)
@@ -66,12 +68,42 @@ pub fn fchmod(ctx: &Context, g: &dyn Guest, fd: i32, mode: u32) -> Res {
     let st = sys::fstat(file.as_fd()).ok();
     let mode = setid::mode_given(mode & 0xffff, ctx.fs.root_dev(), || st);
     live(g)?;
-    let r = sys::fchmod(file.as_fd(), mode);
+    let r = as_owner(ctx, g, file.as_fd(), CHMOD_CAPS, &mut || {
+        sys::fchmod(file.as_fd(), mode)
+    });
     if st.is_some_and(|st| st.st_mode & libc::S_IFMT == libc::S_IFDIR) {
         ctx.fs.changed();
     }
     r?;
     value(0)
+}
+
+/// What a chmod of another's file takes: CAP_FOWNER, and CAP_FSETID to
+/// keep a set-group-ID bit whose group is not the caller's.
+const CHMOD_CAPS: u64 = CAP_FOWNER | CAP_FSETID;
+
+/// `act` as the worker, with the caller's ids; where the kernel refuses
+/// it (EPERM: not the owner) and the object's owner and group are both
+/// guest ids, again with the capabilities of `wanted` the caller holds
+/// in its user namespace (its root's CAP_CHOWN, CAP_FOWNER), as the
+/// kernel's own check in that namespace would (`capable_wrt_inode_uidgid`).
+fn as_owner(
+    ctx: &Context,
+    g: &dyn Guest,
+    fd: std::os::fd::BorrowedFd<'_>,
+    wanted: u64,
+    act: &mut dyn FnMut() -> Result<(), Errno>,
+) -> Result<(), Errno> {
+    match act() {
+        Err(Errno::EPERM) => {
+            let st = sys::fstat(fd).map_err(|_| Errno::EPERM)?;
+            if !ctx.ids.holds_host(st.st_uid, st.st_gid) {
+                return Err(Errno::EPERM);
+            }
+            g.with_caller_caps(wanted, act)
+        }
+        r => r,
+    }
 }
 
 /// EPERM for an object of a procfs (see the module doc).
@@ -100,7 +132,9 @@ pub fn fchownat(
     let uid = ctx.ids.uid_to_host(uid)?;
     let gid = ctx.ids.gid_to_host(gid)?;
     live(g)?;
-    let r = sys::chown_fd(fd.as_fd(), uid, gid);
+    let r = as_owner(ctx, g, fd.as_fd(), CAP_CHOWN, &mut || {
+        sys::chown_fd(fd.as_fd(), uid, gid)
+    });
     ctx.fs.changed();
     r?;
     value(0)
