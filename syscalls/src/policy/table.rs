@@ -268,7 +268,7 @@ pub fn entry(nr: S) -> Entry {
         // passes) do not, and the kernel answers it in the guest's own
         // view with its own credentials — what the handler answered, at
         // native speed. The covers keep the served /proc files' host
-        // sizes out of that view (`sandbox/src/guest_proc/proc_mount.rs`).
+        // sizes out of that view (`sandbox/src/launch/proc_mount.rs`).
         S::stat | S::lstat | S::newfstatat | S::statx => PASS,
         // The same holds of `access` (the kernel checks the guest's own
         // ids in its own view; it has no capabilities to lend the check)
