@@ -16,7 +16,7 @@
 //! resolved lies beneath a grant, so that a read open CONTINUEd to it
 //! succeeds. Does not own: the Landlock calls
 //! (`sandbox/src/sys/landlock.rs`), nor what is served instead
-//! (`handlers/open.rs`, `served.rs`).
+//! (the syscalls crate's `handlers/open.rs`, `served.rs`).
 //!
 //! `/proc/sys` and `/proc/sysvipc` stay native because their files
 //! answer for the opener's namespaces (net, ipc, user), which a file the

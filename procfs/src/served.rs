@@ -16,7 +16,7 @@
 //! own: the texts (`texts.rs` picks and feeds the renderers, those
 //! modules render), the limits (`limits.rs`) or enforcing them (cgroups,
 //! in the supervisor), or `/sys/devices/system/cpu`, which the view
-//! holds as plain files (`launch/plan.rs`).
+//! holds as plain files (`sys_cpu.rs`).
 //!
 //! The files are recognised by what was opened, not by the guest's
 //! spelling of the path (`/proc/./meminfo`, a symlink, a dirfd on

@@ -9,7 +9,7 @@
 //! [`HighWater`], which keep every counter served monotonic. Does not own: recognising or serving
 //! the files (`served.rs`), the census of the tasks (`tasks.rs`), or
 //! the clocks, which the kernel answers in the sandbox's time namespace
-//! (`launch/timens.rs` in the supervisor).
+//! (the engine's `launch/timens.rs`).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;

@@ -6,7 +6,7 @@
 //!
 //! Owns the configuration's shape, its defaults and its checks. Does not
 //! own parsing flags or config.json (the front-ends), nor acting on it
-//! (`run.rs`, `launch/`).
+//! (`run/`, `launch/`).
 
 mod text;
 
