@@ -416,7 +416,7 @@ pub fn refreshed(
 ) -> Option<Result<OwnedFd, Errno>> {
     if let Some(file) = ctx.synthetic.changing_process_file(memfd_name) {
         let (kind, path) = file?;
-        let host = read_view(&ctx.fs, &path).ok()?;
+        let host = read_view(ctx.fs, &path).ok()?;
         let text = text(ctx, kind, host);
         return Some(sealed_file(
             &CString::new(memfd_name).ok()?,

@@ -67,10 +67,10 @@ pub(super) fn text(ctx: &Scope<'_>, kind: ProcFile, host: String) -> String {
         (ProcFile::VmStat, _) => stat::vmstat(&host, base),
         // Only the idle time of its CPU lines: no switches counted.
         (ProcFile::Uptime, _) => {
-            let cpus = cpu_lines(ctx, &host, &view_census(&ctx.fs));
+            let cpus = cpu_lines(ctx, &host, &view_census(ctx.fs));
             stat::uptime(base, boottime(), &cpus)
         }
-        (ProcFile::LoadAvg, _) => tasks::loadavg(&view_census(&ctx.fs)),
+        (ProcFile::LoadAvg, _) => tasks::loadavg(&view_census(ctx.fs)),
         (ProcFile::BootId, _) => base.boot_id.clone(),
         (ProcFile::PerProcess(PerProcess::Status), limits @ GuestLimits { cpus: Some(n), .. }) => {
             tasks::status(&host, limits.cpus_limit().unwrap_or(*n))
@@ -90,7 +90,7 @@ pub(super) fn text(ctx: &Scope<'_>, kind: ProcFile, host: String) -> String {
                     .flatten(),
                 pids: limits.pids_limit(),
                 open_files: match file {
-                    SysFile::FileNr => with_view_proc(&ctx.fs, tasks::open_files).unwrap_or(0),
+                    SysFile::FileNr => with_view_proc(ctx.fs, tasks::open_files).unwrap_or(0),
                     _ => 0,
                 },
             };
@@ -105,7 +105,7 @@ pub(super) fn text(ctx: &Scope<'_>, kind: ProcFile, host: String) -> String {
 /// A `/proc/net` list of the guest's (`net.rs`), from the netstack's
 /// state now.
 fn net_text(ctx: &Scope<'_>, file: NetFile, host: &str) -> String {
-    let uid_map = read_view(&ctx.fs, c"/proc/1/uid_map").unwrap_or_default();
+    let uid_map = read_view(ctx.fs, c"/proc/1/uid_map").unwrap_or_default();
     let src = net::Sources {
         net: ctx.net,
         listing: std::fs::read_to_string(ctx.net.sockets().listing()).unwrap_or_default(),
@@ -135,7 +135,7 @@ fn host_memtotal() -> Option<u64> {
 /// members), all kept monotonic.
 fn sandbox_stat(ctx: &Scope<'_>, host: &str, btime: u64) -> String {
     let syn = &ctx.synthetic;
-    let census = with_view_proc(&ctx.fs, |proc| {
+    let census = with_view_proc(ctx.fs, |proc| {
         tasks::census_reading(proc, tasks::TaskFile::Status)
     })
     .unwrap_or_default();
