@@ -6,7 +6,7 @@
 //!
 //! Owns the configuration's shape, its defaults and its checks. Does not
 //! own parsing flags or config.json (the front-ends), nor acting on it
-//! (`run.rs`, `launch/`).
+//! (`run/`, `launch/`).
 
 mod text;
 
@@ -18,6 +18,10 @@ use vfs::mounts::MountSpec;
 
 use crate::launch::{GuestUser, LaunchError, DEFAULT_DISK_SIZE, DEFAULT_HOSTNAME};
 use crate::limits::Limits;
+
+/// Limits enforced outside the run (the OCI container's cgroup) and its
+/// directories: the guest's /proc and /sys show them (`procfs`).
+pub use procfs::{OutsideCgroup, OutsideLimits};
 
 /// Host variables the guest inherits when they are set ([`GuestEnv::FromHost`]).
 const INHERITED_ENV: &[&str] = &["PATH", "HOME", "LANG", "TERM"];
@@ -203,40 +207,6 @@ pub struct Schedule {
     /// process). A failed change fails the set-up: no guest runs at the
     /// set-up's priority.
     pub nice_after_set_up: Option<i32>,
-}
-
-/// Limits enforced outside the run, by a cgroup its front-end made and
-/// set (the OCI container's `linux.resources`): the guest is told of
-/// them as of the run's own (`guest_proc/outside.rs`).
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct OutsideLimits {
-    /// The figures known at the start.
-    pub memory: Option<u64>,
-    pub cpus: Option<f64>,
-    pub pids: Option<u64>,
-    /// The cgroup that holds them, read at each use (a change shows).
-    pub cgroup: Option<OutsideCgroup>,
-}
-
-/// The directories of a cgroup made outside the run.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct OutsideCgroup {
-    /// The directories are cgroup v2's (else v1's).
-    pub v2: bool,
-    /// The directory of the memory controller.
-    pub memory: Option<PathBuf>,
-    /// The directory of the cpu controller.
-    pub cpu: Option<PathBuf>,
-    /// The directory whose `pids.max` is the pids limit.
-    pub pids: Option<PathBuf>,
-    /// Tasks counted there that are not the guest's.
-    pub pids_overhead: u64,
-    /// Files the sandbox's init writes "0" to as its first act, joining
-    /// the directories of the sandbox alone (which hold the sandbox but
-    /// not the supervisor: a freezer's).
-    pub join: Vec<PathBuf>,
 }
 
 impl SandboxConfig {

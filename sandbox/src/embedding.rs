@@ -6,7 +6,7 @@
 //! for its client and answers it.
 //!
 //! Owns that interface and the types it passes. Does not own the order
-//! of the run (`run.rs`) or the timing options (the config's
+//! of the run (`run/`) or the timing options (the config's
 //! [`crate::config::Schedule`]).
 
 use std::ffi::OsString;

@@ -2,7 +2,7 @@
 //! the one line on stderr, and the exit code.
 //!
 //! Owns: that mapping (a fatal limit, an exit, a signal, a full layer).
-//! Does not own: finding out how the run ended (`run.rs` waits, the
+//! Does not own: finding out how the run ended (`run/` waits, the
 //! tripwire and the cgroup counters tell).
 
 use std::os::fd::OwnedFd;

@@ -1,5 +1,5 @@
-//! The sandbox engine: launching a sandbox (`launch`), the guest's
-//! /proc and /sys from the supervisor's side (`guest_proc`), serving its
+//! The sandbox engine: launching a sandbox (`launch`, which mounts the
+//! guest's /proc and /sys as the `procfs` crate plans them), serving its
 //! trapped calls (`trap`), its network (`network`, `socket_factory`),
 //! its limits (`limits`, `output`), the supervisor's own confinement
 //! (`confine`), and a run from launch to report (`run`, `ending`,
@@ -13,7 +13,6 @@ pub mod config;
 pub mod confine;
 pub mod embedding;
 mod ending;
-pub mod guest_proc;
 pub mod launch;
 mod launch_hooks;
 pub mod limits;

@@ -10,7 +10,7 @@
 //! ([`Resizer`]), draining the guest's last output, and handing the
 //! pty's master to a console socket instead ([`send_master`]). Does not own the
 //! pty itself (opened by init inside the view, `launch/`), nor signals
-//! (`run.rs` calls [`Resizer::resize`] on SIGWINCH).
+//! (`run/signals.rs` calls [`Resizer::resize`] on SIGWINCH).
 
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};

@@ -4,14 +4,14 @@
 //! the guest runs and read by many workers at once.
 //!
 //! Owns: [`Context`] and its set-up. Does not own: what the handlers
-//! ([`crate::handlers`]) or the sandbox's /proc ([`crate::procfs`]) do
-//! with it.
+//! ([`crate::handlers`]) or the sandbox's /proc (the `procfs` crate,
+//! through the [`procfs::Scope`] each call lends it) do with it.
 
 use std::os::fd::OwnedFd;
 
 use vfs::{IdMap, Resolver};
 
-use crate::procfs::{self, GuestLimits};
+use procfs::GuestLimits;
 
 /// What the handlers and the sandbox's /proc share: the view's resolver,
 /// the id mapping, and what the guest is told of its limits. Immutable
@@ -111,8 +111,27 @@ impl Context {
         self.net.clone()
     }
 
+    /// Tell the guest about its limits from now on. Call it before the
+    /// context serves any call. Looks up the view's `/proc/meminfo` and
+    /// `/proc/cpuinfo` (when a memory or cpu limit is set) to recognise
+    /// opens of them.
+    pub fn set_limits(&mut self, limits: GuestLimits) {
+        self.synthetic.set_limits(&self.fs, &limits);
+        self.limits = limits;
+    }
+
+    /// What serving a /proc file reads of this context.
+    pub(crate) fn proc(&self) -> procfs::Scope<'_> {
+        procfs::Scope {
+            fs: &self.fs,
+            net: &self.net,
+            synthetic: &self.synthetic,
+            limits: &self.limits,
+        }
+    }
+
     /// The guest is in a Landlock domain that fences its reads
-    /// (`procfs/fence.rs`): read opens the kernel would refuse are served. Call
+    /// (`procfs/src/fence.rs`): read opens the kernel would refuse are served. Call
     /// it before the guest runs, while the view's root holds what init
     /// granted.
     pub fn fence_reads(&mut self) -> Result<(), nix::errno::Errno> {

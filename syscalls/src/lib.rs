@@ -3,9 +3,11 @@
 //! Owns: the syscall policy table (every x86_64 syscall number is pass,
 //! service, deny or kill, and each serviced one names its handler), the
 //! BPF filter generated from it, the handlers that implement serviced
-//! calls against `vfs` and `netstack` ([`handlers`]), the sandbox's /proc
-//! and the limits the guest is told of ([`procfs`]), and the state they
-//! share ([`Context`]).
+//! calls against `vfs` and `netstack` ([`handlers`]), and the state they
+//! share ([`Context`]). The sandbox's /proc and the limits the guest is
+//! told of are the `procfs` crate's; the handlers of the calls that reach
+//! them (open, lseek's rewind, sysinfo, sched_getaffinity) call its
+//! public interface.
 //!
 //! Does not own: seccomp itself. Handlers reach the guest only through the
 //! [`guest::Guest`] trait, which the `supervisor` binary implements over
@@ -15,7 +17,6 @@ mod context;
 pub mod guest;
 pub mod handlers;
 pub mod policy;
-pub mod procfs;
 pub mod trace;
 
 pub use context::Context;

@@ -1,5 +1,5 @@
 //! What a guest shares with the host, it may use but never change
-//! (`launch/dev_view.rs`, `sandbox/src/guest_proc/proc_mount.rs`, `handlers/attr.rs`):
+//! (`launch/dev_view.rs`, `sandbox/src/launch/proc_mount.rs`, `handlers/attr.rs`):
 //! the devices bound from the host's /dev are read-only mounts (no
 //! chmod, chown, times or xattrs of the host's inodes), /proc/sys and
 //! procfs's host-wide directories are read-only (no sysctl written: a

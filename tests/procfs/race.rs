@@ -6,13 +6,13 @@
 //! that holds a host fact this test knows (the host's MemTotal, kernel
 //! command line, interrupt and disk names, kernel symbols, cgroup path),
 //! and every stat of a /proc file with a host size. The view covers the
-//! global files the sandbox serves (`sandbox/src/guest_proc/proc_mount.rs`), so a dodge
+//! global files the sandbox serves (`sandbox/src/launch/proc_mount.rs`), so a dodge
 //! reads an empty file; the guest's cgroup namespace makes the kernel's
 //! own `/proc/<pid>/cgroup` say `/`. As root and as `tester`.
 //!
 //! Per-process files cannot be covered: where the kernel has Landlock,
 //! the guest's domain grants no reading of the kernel's procfs (but
-//! /proc/sys and /proc/sysvipc, `syscalls/src/procfs/fence.rs`), so a
+//! /proc/sys and /proc/sysvipc, `procfs/src/fence.rs`), so a
 //! dodge to `mountinfo`, `mounts`, `mountstats` (the host paths of bind
 //! sources, the host's disk, its devtmpfs size), `status` under `--cpus`
 //! (the host's CPU mask) or `timens_offsets` (the host's uptime) fails
@@ -329,7 +329,7 @@ fn dodged_opens_of_per_process_files_are_refused_unprivileged() {
 /// the kernel would have given the host's facts (natively the guest's
 /// own `timens_offsets` and `autogroup` open read-write), while /proc/sys
 /// stays the guest's own to read, read-only (EROFS, as docker's
-/// `readonlyPaths`: `sandbox/src/guest_proc/proc_mount.rs`), and a plain read is served.
+/// `readonlyPaths`: `sandbox/src/launch/proc_mount.rs`), and a plain read is served.
 #[test]
 fn read_write_opens_of_proc_are_refused() {
     if landlock_abi() < 1 {

@@ -1,4 +1,4 @@
-//! What the guest's Landlock fence (`syscalls/src/procfs/fence.rs`,
+//! What the guest's Landlock fence (`procfs/src/fence.rs`,
 //! `sandbox/src/sys/landlock.rs`) leaves working: the domain grants
 //! reading only beneath the view's top-level entries but `/proc`, so
 //! every read the sandbox gives of the kernel's procfs must be served,

@@ -303,7 +303,7 @@ fn setup(args: &InitArgs<'_>) -> Result<(OwnedFd, Option<Pty>, Option<File>), St
 fn fence_grants() -> Result<Vec<OwnedFd>, Errno> {
     let root =
         File::open("/").map_err(|e| Errno::from_raw(e.raw_os_error().unwrap_or(libc::EIO)))?;
-    sandbox_syscalls::procfs::fence_grants(root.as_fd())
+    procfs::fence_grants(root.as_fd())
 }
 
 /// The pid-1 loop: forwards signals that a process sent (si_code <= 0;

@@ -42,6 +42,7 @@ mod init;
 mod late;
 mod plan;
 pub(crate) mod privs;
+mod proc_mount;
 mod rootfs;
 mod sandbox;
 pub mod subids;
@@ -55,7 +56,7 @@ pub use exec_request::{env_pairs, ExecRequests};
 pub use flush::RwFlush;
 pub use init::FORWARDED;
 pub use late::LateStart;
-pub use plan::{SysCpu, ViewPlan};
+pub use plan::ViewPlan;
 pub use users::{GuestUser, OCI_ID_COUNT};
 
 use std::ffi::OsString;
@@ -130,7 +131,7 @@ pub struct LaunchConfig {
     /// (0 to N-1). `None`: the host's.
     pub cpus: Option<usize>,
     /// Whether `--memory` and `--pids` are set: the /proc files served
-    /// rewritten under them get covers (`guest_proc/proc_mount.rs`).
+    /// rewritten under them get covers (`proc_mount.rs`).
     pub memory_limited: bool,
     pub pids_limited: bool,
     /// The name server the guest's /etc/resolv.conf names (the DNS stub
@@ -390,7 +391,7 @@ pub fn launch_with(cfg: &LaunchConfig, hooks: &dyn InitHooks) -> Result<Sandbox,
     plan.rootfs_in_place = cfg.rootfs_in_place;
     plan.root_read_only = cfg.root_read_only;
     let landlock = std::env::var_os(init::NO_LANDLOCK_FOR_TESTS).is_none();
-    plan.proc_covers = sandbox_syscalls::procfs::Limited {
+    plan.proc_covers = procfs::Limited {
         memory: cfg.memory_limited,
         pids: cfg.pids_limited,
         cpus: cfg.cpus.is_some(),

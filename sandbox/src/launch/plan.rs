@@ -15,6 +15,7 @@ use std::path::{Path, PathBuf};
 
 use super::etc;
 use nix::errno::Errno;
+use procfs::SysCpu;
 use vfs::mounts::{MountKind, MountSpec, HOST_DIRS, RESERVED};
 
 /// Everything `view::build` needs, decided up front.
@@ -60,64 +61,7 @@ pub struct ViewPlan {
     /// `--mask` paths, hidden after every mount is in place.
     pub masks: Vec<PathBuf>,
     /// The limits that decide which /proc files get covers.
-    pub proc_covers: sandbox_syscalls::procfs::Limited,
-}
-
-/// The view's only /sys content, `devices/system/cpu`: the CPUs the guest
-/// may use, as glibc counts them (`online` for `_SC_NPROCESSORS_ONLN`, the
-/// `cpuN` directories for `_SC_NPROCESSORS_CONF`).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct SysCpu {
-    /// `online`, `possible`, `present` and their contents.
-    pub files: Vec<(&'static str, String)>,
-    /// The `cpuN` directories (empty).
-    pub dirs: Vec<String>,
-}
-
-/// The files of /sys/devices/system/cpu the view shows.
-const SYS_CPU_FILES: [&str; 3] = ["online", "possible", "present"];
-
-impl SysCpu {
-    /// `cpus` CPUs (0 to N-1), or the host's (`host`:
-    /// /sys/devices/system/cpu) when the guest has no cpu limit.
-    pub fn new(cpus: Option<usize>, host: &Path) -> SysCpu {
-        match cpus {
-            Some(n) => {
-                let n = n.max(1);
-                let list = if n == 1 {
-                    "0\n".to_string()
-                } else {
-                    format!("0-{}\n", n - 1)
-                };
-                SysCpu {
-                    files: SYS_CPU_FILES.iter().map(|f| (*f, list.clone())).collect(),
-                    dirs: (0..n).map(|i| format!("cpu{i}")).collect(),
-                }
-            }
-            None => {
-                let files = SYS_CPU_FILES
-                    .iter()
-                    .filter_map(|f| Some((*f, fs::read_to_string(host.join(f)).ok()?)))
-                    .collect();
-                let mut dirs: Vec<(u64, String)> = fs::read_dir(host)
-                    .into_iter()
-                    .flatten()
-                    .filter_map(Result::ok)
-                    .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
-                    .filter_map(|e| {
-                        let name = e.file_name().into_string().ok()?;
-                        let n = name.strip_prefix("cpu")?.parse().ok()?;
-                        Some((n, name))
-                    })
-                    .collect();
-                dirs.sort();
-                SysCpu {
-                    files,
-                    dirs: dirs.into_iter().map(|d| d.1).collect(),
-                }
-            }
-        }
-    }
+    pub proc_covers: procfs::Limited,
 }
 
 /// A top-level directory of the host (`/usr`, `/bin`, ...).
@@ -496,28 +440,6 @@ mod tests {
             Path::new("/work/x"),
             &covered
         ));
-    }
-
-    #[test]
-    fn sys_cpu() {
-        let one = SysCpu::new(Some(1), Path::new("/nonexistent"));
-        assert_eq!(one.files[0], ("online", "0\n".to_string()));
-        assert_eq!(one.dirs, ["cpu0"]);
-        let three = SysCpu::new(Some(3), Path::new("/nonexistent"));
-        assert_eq!(three.files.len(), 3);
-        assert!(three.files.iter().all(|f| f.1 == "0-2\n"));
-        assert_eq!(three.dirs, ["cpu0", "cpu1", "cpu2"]);
-        let host = SysCpu::new(None, Path::new("/sys/devices/system/cpu"));
-        let online = fs::read_to_string("/sys/devices/system/cpu/online").unwrap_or_default();
-        assert_eq!(
-            host.files
-                .iter()
-                .find(|f| f.0 == "online")
-                .map(|f| f.1.clone()),
-            Some(online).filter(|o| !o.is_empty())
-        );
-        assert!(host.dirs.contains(&"cpu0".to_string()));
-        assert!(!host.dirs.iter().any(|d| d == "cpufreq" || d == "cpuidle"));
     }
 
     #[test]

@@ -8,7 +8,7 @@
 //! Owns: making the namespace (init's children are born in it; init
 //! stays in the host's) and writing its offsets. Does not own the
 //! realtime clock (namespaces cannot move it) or the served /proc files
-//! (`syscalls/src/procfs/`).
+//! (`procfs/src/`).
 
 use nix::errno::Errno;
 use nix::sched::{unshare, CloneFlags};
@@ -52,7 +52,7 @@ fn offsets_text(start: i64, boot_now: i64, mono_now: i64) -> String {
 /// the lead, as the served /proc/uptime computes it.
 fn own_clock_origin() -> Option<i64> {
     let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
-    sandbox_syscalls::procfs::clock_origin_secs(&stat)
+    procfs::clock_origin_secs(&stat)
 }
 
 #[cfg(test)]

@@ -19,7 +19,7 @@
 //!    user mount below), an overlay of /etc (secrets whited out, passwd
 //!    and friends written in the upper layer) and /tmp; or, with `--rootfs`, an
 //!    overlay of the user's tree (`rootfs.rs`). Then in either: a fresh
-//!    /proc (`guest_proc/proc_mount.rs`), a small /dev, a read-only /sys holding only
+//!    /proc (`proc_mount.rs`), a small /dev, a read-only /sys holding only
 //!    devices/system/cpu, the host cwd, the user's mounts, $HOME, the
 //!    `--remount-ro` paths, masks; last, with a read-only root
 //!    (`root.readonly` of a bundle), the `/` mount itself read-only.
@@ -46,10 +46,11 @@ use super::bind::{
 use super::dev_view;
 use super::idmapped::IdmappedSources;
 use super::plan::{TopKind, ViewPlan};
+use super::proc_mount;
 use super::rootfs;
-use crate::guest_proc::{proc_mount, sys_cpu::write_sys_cpu};
 use crate::sys::fd::open_at;
 use crate::sys::mount_tree::make_read_only;
+use procfs::write_sys_cpu;
 
 /// Where the layer is mounted before the first pivot. Any host directory
 /// would do: / is private by then, so the host never sees this mount.

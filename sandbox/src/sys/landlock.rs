@@ -5,11 +5,11 @@
 //!
 //! - the fence (Landlock ABI 1, Linux 5.13): the domain handles
 //!   `LANDLOCK_ACCESS_FS_READ_FILE` and grants it beneath the descriptors
-//!   init passes (`sandbox_syscalls::procfs::fence_grants`: the view's
+//!   init passes (`procfs::fence_grants`: the view's
 //!   top-level entries but `/proc`). A native open of another file of the
 //!   kernel's procfs for reading fails with EACCES, whatever path race
 //!   the guest ran; the supervisor serves what it means to give
-//!   (`syscalls/src/procfs/fence.rs`). Writes, directories and
+//!   (`procfs/src/fence.rs`). Writes, directories and
 //!   execution (which needs READ_FILE too) are not otherwise handled.
 //! - the abstract-unix-socket scope (ABI 6, Linux 6.12): a process in the
 //!   domain cannot connect or send to an abstract `AF_UNIX` socket

@@ -314,7 +314,7 @@ impl ContainerCgroup {
     }
 
     /// The cgroup as the engine reads it: where the guest's limits are
-    /// read from (`sandbox::guest_proc::outside`), and the files by which
+    /// read from (`procfs::view_of`), and the files by which
     /// the sandbox's init joins the directories of the sandbox alone (v1
     /// `tasks` of the freezer and pids, v2 the `sandbox` leaf's
     /// `cgroup.procs`: the monitor stays out of them).

@@ -13,7 +13,7 @@
 //! flag, and writes through it. The guest's own mount stays read-only
 //! and nothing new appears in its namespace; the copy goes with the child.
 //!
-//! Owns that rewrite. Does not own what the CPUs are (`sandbox::guest_proc::outside`'s
+//! Owns that rewrite. Does not own what the CPUs are (the `procfs` crate's
 //! reader of the cgroup, `SysCpu`'s layout) or the other files the guest
 //! reads its CPUs from (served live by the handlers).
 
@@ -27,16 +27,14 @@ use nix::sys::statfs::{fstatfs, TMPFS_MAGIC};
 use super::child::in_child;
 use super::console::is_sandbox_init;
 use super::state::Record;
-use sandbox::guest_proc::limits::guest_cpus;
-use sandbox::guest_proc::{outside, write_sys_cpu};
-use sandbox::launch::SysCpu;
+use procfs::{cpus_reader, guest_cpus, write_sys_cpu, SysCpu};
 use sandbox::sys::mount_tree::{clone_mount, make_writable};
 
 /// Rewrites the sandbox's /sys/devices/system/cpu to the container's
 /// CPUs now. Nothing to do for a container without a cpu cgroup (a
 /// rootless one) or whose sandbox is gone.
 pub fn follow_update(record: &Record) -> Result<(), String> {
-    let Some(read) = outside::cpus_reader(&record.cgroup.outside()) else {
+    let Some(read) = cpus_reader(&record.cgroup.outside()) else {
         return Ok(());
     };
     let cpus = read().ok_or("reading the container's cpu quota")?;

@@ -12,7 +12,7 @@ use nix::errno::Errno;
 
 use super::{live, value, Context, Res};
 use crate::guest::{Guest, Reply};
-use crate::procfs::with_view_proc;
+use procfs::with_view_proc;
 
 /// The largest mask asked of the kernel, in bytes: 65536 CPUs, more than
 /// any kernel's NR_CPUS, so always at least its `cpumask_size()`.

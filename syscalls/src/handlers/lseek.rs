@@ -45,7 +45,7 @@ use nix::fcntl::{fcntl, FcntlArg, OFlag, SealFlag};
 
 use super::{live, value, Context, Res};
 use crate::guest::{Guest, Reply};
-use crate::procfs::{changes, fd_name, refreshed};
+use procfs::{changes, fd_name, refreshed};
 
 /// `lseek(fd, offset, whence)`, trapped only as a rewind.
 pub(crate) fn lseek(ctx: &Context, g: &dyn Guest, fd: i32, offset: u64, whence: u32) -> Res {
@@ -64,7 +64,7 @@ pub(crate) fn lseek(ctx: &Context, g: &dyn Guest, fd: i32, offset: u64, whence: 
     let Some(name) = std::str::from_utf8(&link).ok().and_then(memfd_name) else {
         return Ok(Reply::Continue);
     };
-    if !changes(ctx, name) {
+    if !changes(&ctx.proc(), name) {
         return Ok(Reply::Continue);
     }
     let Ok(file) = g.dup_fd(fd) else {
@@ -76,7 +76,7 @@ pub(crate) fn lseek(ctx: &Context, g: &dyn Guest, fd: i32, offset: u64, whence: 
     let nonblock =
         fcntl(file.as_raw_fd(), FcntlArg::F_GETFL).map_or(0, |fl| fl & OFlag::O_NONBLOCK.bits());
     drop(file);
-    let Some(fresh) = refreshed(ctx, name, nonblock) else {
+    let Some(fresh) = refreshed(&ctx.proc(), name, nonblock) else {
         return Ok(Reply::Continue);
     };
     let fresh = fresh?;
@@ -122,7 +122,7 @@ mod tests {
 
     #[test]
     fn served_files_are_recognised_and_others_not() {
-        let served = crate::procfs::sealed_file(c"stat", b"cpu 1\n", 0).unwrap();
+        let served = procfs::sealed_file(c"stat", b"cpu 1\n", 0).unwrap();
         assert_eq!(served_name(&served).as_deref(), Some("stat"));
         let flags = nix::sys::memfd::MemFdCreateFlag::MFD_CLOEXEC;
         let plain = nix::sys::memfd::memfd_create(c"stat", flags).unwrap();

@@ -18,7 +18,7 @@ use vfs::resolve::flags as resolve;
 
 use super::{live, read_path, start, Caller, Context, Res};
 use crate::guest::{Guest, Reply};
-use crate::procfs::{self, Named};
+use procfs::Named;
 
 const O_ACCMODE: u64 = libc::O_ACCMODE as u64;
 const O_CREAT: u64 = libc::O_CREAT as u64;
@@ -227,7 +227,7 @@ fn open_common(
         Some(found) if is_regular(&found.probe.st) => {
             let fd = vfs::sys::reopen(found.probe.fd.as_fd(), flags)?;
             return match found.synthetic {
-                Some(kind) => procfs::synthetic_file(ctx, fd, kind, flags),
+                Some(kind) => procfs::synthetic_file(&ctx.proc(), fd, kind, flags),
                 None => Ok(fd),
             }
             .map(|fd| Reply::InstallFd { fd, cloexec });
@@ -239,7 +239,7 @@ fn open_common(
     let fd = if ctx.synthetic.is_empty() {
         fd
     } else {
-        procfs::substitute(ctx, fd, flags)?
+        procfs::substitute(&ctx.proc(), fd, flags)?
     };
     Ok(Reply::InstallFd { fd, cloexec })
 }

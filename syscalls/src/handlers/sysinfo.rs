@@ -14,7 +14,7 @@
 
 use super::{live, value, Context, Res};
 use crate::guest::Guest;
-use crate::procfs::{task_count, with_view_proc};
+use procfs::{task_count, with_view_proc};
 
 /// Size of `struct sysinfo` on x86_64, and the offsets of its fields.
 const SIZE: usize = 112;

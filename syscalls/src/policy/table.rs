@@ -15,11 +15,15 @@
 //! that the VFS must answer is serviced. Everything else is denied, and
 //! any number not named here is denied with ENOSYS.
 
-use nix::errno::Errno::{self, ENOSYS, EOPNOTSUPP, EPERM};
+use nix::errno::Errno::{ENOSYS, EOPNOTSUPP, EPERM};
 use sysno::Sysno as S;
 
-use super::{Cond, Fallback, Op, Rule};
-use crate::handlers::{calls, Handler};
+use super::{Cond, Op, Rule};
+use crate::handlers::calls;
+pub use entry::Entry;
+use entry::{deny, pass_if_else_deny, pass_if_else_serve, serve, serve_if, PASS};
+
+mod entry;
 
 /// Clone flags that would create namespaces (the guest gets none).
 pub const NS_CLONE_FLAGS: u32 = (libc::CLONE_NEWNS
@@ -169,80 +173,6 @@ const REWIND: &[Cond] = &[
     },
 ];
 
-/// One syscall number's row of the table: its class, with the argument
-/// checks BPF makes, and the handler of the calls the filter traps for
-/// service. Made only by the constructors below, so a row has a handler
-/// exactly when its class can trap a call for service.
-#[derive(Clone, Copy)]
-pub struct Entry {
-    /// The class, which the filter is compiled from.
-    pub rule: Rule,
-    handler: Option<Handler>,
-}
-
-impl Entry {
-    /// The handler of the calls this row traps for service; `None` for a
-    /// row that never does.
-    pub fn handler(&self) -> Option<Handler> {
-        self.handler
-    }
-}
-
-impl std::fmt::Debug for Entry {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Entry")
-            .field("rule", &self.rule)
-            .field("handler", &self.handler.map(|_| "fn"))
-            .finish()
-    }
-}
-
-/// Reaches the host kernel.
-const PASS: Entry = Entry {
-    rule: Rule::Pass,
-    handler: None,
-};
-
-/// Trapped, and answered `e` (counted as a denial).
-const fn deny(e: Errno) -> Entry {
-    Entry {
-        rule: Rule::Deny(e),
-        handler: None,
-    }
-}
-
-/// Trapped, and serviced by `handler`.
-const fn serve(handler: Handler) -> Entry {
-    Entry {
-        rule: Rule::Service,
-        handler: Some(handler),
-    }
-}
-
-/// Serviced by `handler` when every condition holds; passes otherwise.
-const fn serve_if(conds: &'static [Cond], handler: Handler) -> Entry {
-    Entry {
-        rule: Rule::ServiceIf(conds),
-        handler: Some(handler),
-    }
-}
-
-/// Passes when every condition holds; serviced by `handler` otherwise.
-const fn pass_if_else_serve(conds: &'static [Cond], handler: Handler) -> Entry {
-    Entry {
-        rule: Rule::PassIf(conds, Fallback::Service),
-        handler: Some(handler),
-    }
-}
-
-/// Passes when every condition holds; answered `e` otherwise.
-const fn pass_if_else_deny(conds: &'static [Cond], e: Errno) -> Entry {
-    Entry {
-        rule: Rule::PassIf(conds, Fallback::Deny(e)),
-        handler: None,
-    }
-}
-
 /// The rule for one syscall where the guest may not mark fast reads: a
 /// guest without the fence (no Landlock), whose marked opens would reach
 /// the kernel's procfs, or one traced (`--trace` shows every open). The
@@ -283,7 +213,7 @@ pub fn entry(nr: S) -> Entry {
         // passes) do not, and the kernel answers it in the guest's own
         // view with its own credentials — what the handler answered, at
         // native speed. The covers keep the served /proc files' host
-        // sizes out of that view (`sandbox/src/guest_proc/proc_mount.rs`).
+        // sizes out of that view (`sandbox/src/launch/proc_mount.rs`).
         S::stat | S::lstat | S::newfstatat | S::statx => PASS,
         // The same holds of `access` (the kernel checks the guest's own
         // ids in its own view; it has no capabilities to lend the check)

@@ -16,32 +16,32 @@ use std::os::fd::{AsFd, OwnedFd};
 use super::sealed;
 
 /// A descriptor of a procfs directory (an `O_PATH` one will do).
-pub(crate) struct ProcDir {
+pub struct ProcDir {
     fd: OwnedFd,
 }
 
 impl ProcDir {
-    pub(crate) fn new(fd: OwnedFd) -> ProcDir {
+    pub fn new(fd: OwnedFd) -> ProcDir {
         ProcDir { fd }
     }
 
     /// The numbered entries of the directory `rel` ("." for this one),
     /// in the order procfs lists them; none if it cannot be read.
-    pub(crate) fn numbered(&self, rel: &str) -> Vec<u32> {
+    pub fn numbered(&self, rel: &str) -> Vec<u32> {
         let mut numbers = Vec::new();
         self.each_name(rel, |name| numbers.extend(name.parse::<u32>().ok()));
         numbers
     }
 
     /// How many entries the directory `rel` has, "." and ".." aside.
-    pub(crate) fn entry_count(&self, rel: &str) -> Option<usize> {
+    pub fn entry_count(&self, rel: &str) -> Option<usize> {
         let mut count = 0;
         self.each_name(rel, |_| count += 1)?;
         Some(count)
     }
 
     /// The link count of `rel` (not followed if a symlink).
-    pub(crate) fn link_count(&self, rel: &str) -> Option<u64> {
+    pub fn link_count(&self, rel: &str) -> Option<u64> {
         let name = CString::new(rel).ok()?;
         let st = vfs::sys::fstatat(self.fd.as_fd(), &name, libc::AT_SYMLINK_NOFOLLOW).ok()?;
         Some(st.st_nlink)
@@ -49,7 +49,7 @@ impl ProcDir {
 
     /// The text of the file `rel` (`sealed::read_all`: one open, plain
     /// reads to the end).
-    pub(crate) fn read(&self, rel: &str) -> Option<String> {
+    pub fn read(&self, rel: &str) -> Option<String> {
         let name = CString::new(rel).ok()?;
         let flags = libc::O_RDONLY | libc::O_CLOEXEC | libc::O_NOFOLLOW;
         let file = vfs::sys::openat(self.fd.as_fd(), &name, flags, 0).ok()?;

@@ -9,21 +9,56 @@
 //! guest is shown that limit even without one (the host's figures, as
 //! "no limit" reads).
 //!
-//! Owns: which cgroup files give those figures and reading them. Does
-//! not own making the cgroup or setting its limits (the front-end), the
-//! texts served (the syscalls crate), or /sys/devices/system/cpu
-//! (`sys_cpu.rs`, whose CPUs [`cpus_reader`] can read).
+//! Owns: [`OutsideLimits`] and [`OutsideCgroup`] (part of the engine's
+//! `SandboxConfig`, which re-exports them), which cgroup files give those
+//! figures and reading them. Does not own making the cgroup or setting
+//! its limits (the front-end), joining it (the engine opens
+//! [`OutsideCgroup::join`] for init), the texts served (`texts.rs`), or
+//! /sys/devices/system/cpu (`sys_cpu.rs`, whose CPUs [`cpus_reader`] can
+//! read).
 
-use std::fs::{File, OpenOptions};
-use std::os::fd::OwnedFd;
-use std::os::unix::fs::{FileExt, OpenOptionsExt};
-use std::path::Path;
-use std::sync::Arc;
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
 
 use nix::unistd::{sysconf, SysconfVar};
+use serde::{Deserialize, Serialize};
 
-use super::{GuestView, Reading};
-use crate::config::{OutsideCgroup, OutsideLimits};
+use super::limits::{GuestView, Reading};
+
+/// Limits enforced outside the run, by a cgroup its front-end made and
+/// set (the OCI container's `linux.resources`): the guest is told of
+/// them as of the run's own ([`view_of`]).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OutsideLimits {
+    /// The figures known at the start.
+    pub memory: Option<u64>,
+    pub cpus: Option<f64>,
+    pub pids: Option<u64>,
+    /// The cgroup that holds them, read at each use (a change shows).
+    pub cgroup: Option<OutsideCgroup>,
+}
+
+/// The directories of a cgroup made outside the run.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OutsideCgroup {
+    /// The directories are cgroup v2's (else v1's).
+    pub v2: bool,
+    /// The directory of the memory controller.
+    pub memory: Option<PathBuf>,
+    /// The directory of the cpu controller.
+    pub cpu: Option<PathBuf>,
+    /// The directory whose `pids.max` is the pids limit.
+    pub pids: Option<PathBuf>,
+    /// Tasks counted there that are not the guest's.
+    pub pids_overhead: u64,
+    /// Files the sandbox's init writes "0" to as its first act, joining
+    /// the directories of the sandbox alone (which hold the sandbox but
+    /// not the supervisor: a freezer's).
+    pub join: Vec<PathBuf>,
+}
 
 /// The guest's view of `limits`, with readers of their cgroup for each
 /// controller it has a directory of. A limit the figures lack starts as
@@ -41,7 +76,7 @@ pub fn view_of(limits: &OutsideLimits) -> GuestView {
         return view;
     };
     let v2 = cgroup.v2;
-    let open = |dir: &Option<std::path::PathBuf>, v1: &str, v2_name: &str| {
+    let open = |dir: &Option<PathBuf>, v1: &str, v2_name: &str| {
         File::open(dir.as_ref()?.join(if v2 { v2_name } else { v1 })).ok()
     };
     let host_memory = host_memtotal();
@@ -70,21 +105,6 @@ pub fn view_of(limits: &OutsideLimits) -> GuestView {
         }));
     }
     view
-}
-
-/// The cgroup's [`OutsideCgroup::join`] files, open for init to write
-/// "0" to (`LaunchConfig::self_join`).
-pub fn join_files(cgroup: &OutsideCgroup) -> Result<Vec<Arc<OwnedFd>>, String> {
-    (cgroup.join.iter())
-        .map(|path| {
-            OpenOptions::new()
-                .write(true)
-                .custom_flags(libc::O_CLOEXEC)
-                .open(path)
-                .map(|f| Arc::new(OwnedFd::from(f)))
-                .map_err(|e| format!("{}: {e}", path.display()))
-        })
-        .collect()
 }
 
 /// Reads the CPUs of the cgroup at each call: its quota over its period,

@@ -19,7 +19,7 @@ use vfs::resolve::flags::IN_ROOT;
 use vfs::Resolver;
 
 /// The text of the view's file at `path`.
-pub(crate) fn read_view(fs: &Resolver, path: &CStr) -> Result<String, Errno> {
+pub fn read_view(fs: &Resolver, path: &CStr) -> Result<String, Errno> {
     let flags = (libc::O_RDONLY | libc::O_CLOEXEC) as u64;
     read_all(vfs::sys::openat2(fs.root(), path, flags, 0, IN_ROOT)?)
 }
@@ -30,7 +30,7 @@ pub(crate) fn read_view(fs: &Resolver, path: &CStr) -> Result<String, Errno> {
 /// `status`). Plain `read`s until end of file, nothing else: std's
 /// `read_to_end` on a file first asks its size and position (a `statx`
 /// and an `lseek`, two calls more on every served /proc read).
-pub(crate) fn read_all(fd: OwnedFd) -> Result<String, Errno> {
+pub fn read_all(fd: OwnedFd) -> Result<String, Errno> {
     let mut bytes = vec![0u8; 4096];
     let mut len = 0;
     loop {
@@ -51,7 +51,7 @@ pub(crate) fn read_all(fd: OwnedFd) -> Result<String, Errno> {
 /// A memfd named `name` holding `data`, mode 0444 and sealed against any
 /// change, reopened read-only with `extra` open flags (a fresh open file
 /// description at offset 0).
-pub(crate) fn sealed_file(name: &CStr, data: &[u8], extra: i32) -> Result<OwnedFd, Errno> {
+pub fn sealed_file(name: &CStr, data: &[u8], extra: i32) -> Result<OwnedFd, Errno> {
     let flags = MemFdCreateFlag::MFD_CLOEXEC | MemFdCreateFlag::MFD_ALLOW_SEALING;
     let mem = memfd_create(name, flags)?;
     let mut rest = data;

@@ -19,7 +19,7 @@ const MEMINFO_ZERO: &[&str] = &["SwapTotal", "SwapFree", "SwapCached", "Zswap", 
 /// the host's figures capped at the limit), swap 0, buffers and caches
 /// within the memory in use, and no other amount above MemTotal. Lines in
 /// other units (HugePages_*) are kept.
-pub(crate) fn meminfo(host: &str, limit: u64, usage: Option<u64>) -> String {
+pub fn meminfo(host: &str, limit: u64, usage: Option<u64>) -> String {
     let field = |key: &str| {
         host.lines()
             .find_map(|l| kb_line(l).filter(|(k, _)| *k == key).map(|(_, v)| v))
@@ -70,7 +70,7 @@ fn kb_line(line: &str) -> Option<(&str, u64)> {
 
 /// The host's /proc/cpuinfo with its first `n` processors only,
 /// numbered 0..n-1, each counting at most `n` siblings and cores.
-pub(crate) fn cpuinfo(host: &str, n: usize) -> String {
+pub fn cpuinfo(host: &str, n: usize) -> String {
     let mut out = String::with_capacity(host.len());
     let blocks = host
         .split("\n\n")

@@ -21,11 +21,11 @@ use super::net::{self, NetFile};
 use super::proc_sys::{self, SysFile};
 use super::sealed::read_view;
 use super::served::ProcFile;
+use super::served::Scope;
 use super::stat::{self, OwnCounts, USER_HZ};
 use super::tasks::{self, PerProcess};
 use super::timens_autogroup;
 use super::view_dir::ProcDir;
-use crate::Context;
 
 /// Where the host's text a served file is made from comes from.
 pub(super) enum HostText {
@@ -51,9 +51,9 @@ pub(super) fn host_source(kind: ProcFile) -> HostText {
 }
 
 /// The text served for `kind`, whose host text is `host`.
-pub(super) fn text(ctx: &Context, kind: ProcFile, host: String) -> String {
+pub(super) fn text(ctx: &Scope<'_>, kind: ProcFile, host: String) -> String {
     let base = &ctx.synthetic.baseline;
-    match (kind, &ctx.limits) {
+    match (kind, ctx.limits) {
         (ProcFile::MemInfo, limits) if limits.memory_limit.is_some() => {
             let usage = limits.memory_usage.as_ref().and_then(|f| f());
             meminfo(&host, limits.memory_limit().unwrap_or(0), usage)
@@ -67,10 +67,10 @@ pub(super) fn text(ctx: &Context, kind: ProcFile, host: String) -> String {
         (ProcFile::VmStat, _) => stat::vmstat(&host, base),
         // Only the idle time of its CPU lines: no switches counted.
         (ProcFile::Uptime, _) => {
-            let cpus = cpu_lines(ctx, &host, &view_census(&ctx.fs));
+            let cpus = cpu_lines(ctx, &host, &view_census(ctx.fs));
             stat::uptime(base, boottime(), &cpus)
         }
-        (ProcFile::LoadAvg, _) => tasks::loadavg(&view_census(&ctx.fs)),
+        (ProcFile::LoadAvg, _) => tasks::loadavg(&view_census(ctx.fs)),
         (ProcFile::BootId, _) => base.boot_id.clone(),
         (ProcFile::PerProcess(PerProcess::Status), limits @ GuestLimits { cpus: Some(n), .. }) => {
             tasks::status(&host, limits.cpus_limit().unwrap_or(*n))
@@ -90,7 +90,7 @@ pub(super) fn text(ctx: &Context, kind: ProcFile, host: String) -> String {
                     .flatten(),
                 pids: limits.pids_limit(),
                 open_files: match file {
-                    SysFile::FileNr => with_view_proc(&ctx.fs, tasks::open_files).unwrap_or(0),
+                    SysFile::FileNr => with_view_proc(ctx.fs, tasks::open_files).unwrap_or(0),
                     _ => 0,
                 },
             };
@@ -104,10 +104,10 @@ pub(super) fn text(ctx: &Context, kind: ProcFile, host: String) -> String {
 
 /// A `/proc/net` list of the guest's (`net.rs`), from the netstack's
 /// state now.
-fn net_text(ctx: &Context, file: NetFile, host: &str) -> String {
-    let uid_map = read_view(&ctx.fs, c"/proc/1/uid_map").unwrap_or_default();
+fn net_text(ctx: &Scope<'_>, file: NetFile, host: &str) -> String {
+    let uid_map = read_view(ctx.fs, c"/proc/1/uid_map").unwrap_or_default();
     let src = net::Sources {
-        net: &ctx.net,
+        net: ctx.net,
         listing: std::fs::read_to_string(ctx.net.sockets().listing()).unwrap_or_default(),
         held: net::held_sockets(),
         uid: net::map_uid(&uid_map, nix::unistd::geteuid().as_raw()),
@@ -133,9 +133,9 @@ fn host_memtotal() -> Option<u64> {
 /// that counts the tasks it made, less those that came and went between
 /// two reads: the kernel tells a pid namespace's last pid only to its own
 /// members), all kept monotonic.
-fn sandbox_stat(ctx: &Context, host: &str, btime: u64) -> String {
+fn sandbox_stat(ctx: &Scope<'_>, host: &str, btime: u64) -> String {
     let syn = &ctx.synthetic;
-    let census = with_view_proc(&ctx.fs, |proc| {
+    let census = with_view_proc(ctx.fs, |proc| {
         tasks::census_reading(proc, tasks::TaskFile::Status)
     })
     .unwrap_or_default();
@@ -150,7 +150,7 @@ fn sandbox_stat(ctx: &Context, host: &str, btime: u64) -> String {
 /// The sandbox's tasks' CPU time as the CPU lines of its /proc/stat: over
 /// the CPUs it may use (the host's `host` text counts them without a
 /// `--cpus` limit), kept monotonic (`stat.rs`).
-fn cpu_lines(ctx: &Context, host: &str, census: &tasks::Census) -> Vec<stat::CpuLine> {
+fn cpu_lines(ctx: &Scope<'_>, host: &str, census: &tasks::Census) -> Vec<stat::CpuLine> {
     let syn = &ctx.synthetic;
     let n = ctx
         .limits
@@ -168,12 +168,12 @@ pub(super) fn boottime() -> f64 {
 }
 
 /// The sandbox's tasks, counted in the view's procfs.
-pub(crate) fn view_census(fs: &Resolver) -> tasks::Census {
+pub fn view_census(fs: &Resolver) -> tasks::Census {
     with_view_proc(fs, tasks::census).unwrap_or_default()
 }
 
 /// `f` of the view's procfs, as a directory descriptor.
-pub(crate) fn with_view_proc<T>(fs: &Resolver, f: impl FnOnce(&ProcDir) -> T) -> Option<T> {
+pub fn with_view_proc<T>(fs: &Resolver, f: impl FnOnce(&ProcDir) -> T) -> Option<T> {
     let flags = (libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC) as u64;
     let proc = vfs::sys::openat2(fs.root(), c"/proc", flags, 0, IN_ROOT).ok()?;
     Some(f(&ProcDir::new(proc)))

@@ -5,30 +5,26 @@
 //!
 //! Owns the order of things (launch before any thread exists; the view
 //! measured before the guest may exec; the supervisor confined before
-//! any call is served). Does not own any of the steps themselves, nor
-//! the configuration (`config.rs`).
+//! any call is served). Does not own any of the steps themselves (the
+//! launch's configuration and what the guest is told of its limits:
+//! `launch_config.rs`; the signal thread: `signals.rs`), nor the
+//! configuration (`config.rs`).
 
 use std::cell::Cell;
 use std::os::fd::{AsFd, OwnedFd};
 use std::sync::{Arc, OnceLock};
-use std::thread;
 use std::time::{Duration, Instant};
 
 use nix::sys::resource::{getrusage, UsageWho};
-use nix::sys::signal::{kill, SigSet, Signal};
-use nix::sys::signalfd::SignalFd;
 use nix::sys::stat::{umask, Mode};
-use nix::unistd::{getgid, getuid, Pid};
-use sandbox_syscalls::policy::bpf;
+use nix::unistd::{getgid, getuid};
+use procfs::{GuestView, Reading};
 use sandbox_syscalls::Context;
 
-use crate::config::{IdRange, SandboxConfig, StartMode, Terminal};
+use crate::config::{SandboxConfig, StartMode, Terminal};
 use crate::embedding::{Embedding, Event, LateCommand, Start};
 use crate::ending::{layer_is_full, Ending};
-use crate::guest_proc::limits::{guest_cpus, guest_limits};
-use crate::guest_proc::outside;
-pub use crate::guest_proc::{GuestView, Reading};
-use crate::launch::{self, LateStart, LaunchConfig, LaunchError, FORWARDED};
+use crate::launch::{self, LateStart, LaunchConfig, LaunchError};
 use crate::launch_hooks::RunHooks;
 use crate::limits::{watchdog, Enforcement, Limits, Tripwire};
 use crate::network::{self, Network};
@@ -37,6 +33,11 @@ use crate::report::{CpuTime, LimitsReport, Reason, Report};
 use crate::trap;
 use crate::trap::trace::Tracer;
 use crate::tty;
+use launch_config::{guest_view, launch_config};
+use signals::{block_forwarded_signals, forward_signals};
+
+mod launch_config;
+mod signals;
 
 /// Runs the sandbox `config` describes, with `embedding`'s part in it
 /// ([`crate::embedding::Standalone`]: none); returns the exit code.
@@ -118,18 +119,8 @@ fn execute(
     report: &mut Report,
     started: &Cell<Instant>,
 ) -> Result<i32, LaunchError> {
-    let view = match &config.outside_limits {
-        Some(outside) => outside::view_of(outside),
-        None => GuestView::of_limits(&config.limits),
-    };
-    let mut launching = launch_config(config, &view)?;
-    if let Some(cgroup) = config
-        .outside_limits
-        .as_ref()
-        .and_then(|o| o.cgroup.as_ref())
-    {
-        launching.self_join = outside::join_files(cgroup).map_err(setup_error)?;
-    }
+    let view = guest_view(config);
+    let launching = launch_config(config, &view)?;
     let guards = Guards::prepare(&config.limits);
     let result = serve_and_wait(
         config, embedding, &launching, &guards, report, started, view,
@@ -189,7 +180,11 @@ fn serve_and_wait(
     let counters = Arc::new(guards.enforcement.counters());
     let mut ctx = Context::new(root, getuid().as_raw(), getgid().as_raw());
     ctx.set_ids(launching.id_map());
-    ctx.set_limits(guest_limits(view, &counters));
+    ctx.set_limits(view.into_limits(|| {
+        let usage = counters.clone();
+        let reading = move || usage.memory_usage();
+        counters.has_memory().then(|| Box::new(reading) as Reading)
+    }));
     if sandbox.fenced {
         if let Err(e) = ctx.fence_reads() {
             sandbox.kill();
@@ -416,125 +411,6 @@ fn captured_fds(pty: Option<[bool; 3]>) -> Vec<i32> {
         .into_iter()
         .filter(|&fd| !on_tty[fd as usize])
         .collect()
-}
-
-fn launch_config(config: &SandboxConfig, view: &GuestView) -> Result<LaunchConfig, LaunchError> {
-    let mut mounts = config.fs.mounts.clone();
-    // Parents before children, whatever the flag order.
-    mounts.sort_by_key(|m| m.guest.components().count());
-    Ok(LaunchConfig {
-        command: config.command.clone(),
-        env: config.env.resolve()?,
-        workdir: config.workdir.clone(),
-        hostname: config.hostname.clone(),
-        mounts,
-        rootfs: config.fs.rootfs.clone(),
-        rootfs_in_place: config.fs.rootfs_in_place,
-        root_read_only: config.fs.root_read_only,
-        masks: config.fs.masks.clone(),
-        read_only: config.fs.read_only.clone(),
-        disk_size: config.fs.disk,
-        writable_system: config.fs.writable_system,
-        filter: bpf::compile_without_fast_reads(),
-        // A trace shows every open, so a traced guest marks none.
-        fast_reads_filter: config.trace.is_none().then(bpf::compile),
-        pty: match config.terminal {
-            Terminal::Host => tty::host_terminal(),
-            Terminal::Console(_) => Some([true; 3]),
-            Terminal::Never => None,
-            // Whether the guest takes it is learned at start
-            // (`LateCommand::terminal`).
-            Terminal::AtStart => Some([false; 3]),
-        },
-        cpus: guest_cpus(view.cpus),
-        memory_limited: view.memory.is_some(),
-        pids_limited: view.pids.is_some(),
-        nameserver: config
-            .net
-            .allow
-            .iter()
-            .any(netstack::rules::Rule::is_name)
-            .then_some(std::net::IpAddr::V4(netstack::dns::STUB_ADDR)),
-        self_join: Vec::new(),
-        id_count: config.ids.count,
-        shifted_ids: shifted_ids(config.ids.range)?,
-        caps: config.ids.caps().map_err(setup_error)?,
-        user: config.ids.user.clone(),
-        late_exec: config.start == StartMode::Late,
-        // Every open the guest makes is served here (`serve_and_wait`).
-        fence_reads: true,
-    })
-}
-
-/// The user namespace's maps when they are not the invoker's identity
-/// (`config::IdRange`); `None`: the invoker's ids (for an unprivileged
-/// invoker without subordinate ids, after a one-line note).
-fn shifted_ids(range: IdRange) -> Result<Option<vfs::IdMap>, LaunchError> {
-    use crate::launch::subids;
-    let root = nix::unistd::geteuid().is_root();
-    let host = match (range, root) {
-        (IdRange::Invoker, _) => return Ok(None),
-        (IdRange::Host(r), true) => r,
-        (IdRange::Host(_), false) => {
-            return Err(setup_error(
-                "--userns-range: only root may map a host range; an unprivileged user's is its /etc/subuid entry".into(),
-            ))
-        }
-        (IdRange::Auto, true) => subids::root_range().map_err(setup_error)?,
-        (IdRange::Auto, false) => {
-            let (uid, gid) = (getuid().as_raw(), getgid().as_raw());
-            return Ok(match subids::invoker_ranges(uid) {
-                Some((u, g)) => {
-                    let count = u.count.min(g.count).min(subids::RANGE_COUNT - 1);
-                    Some(vfs::IdMap::subordinate(uid, gid, u.start, g.start, count))
-                }
-                None => {
-                    eprintln!(
-                        "supervisor: note: uid {uid} has no range in /etc/subuid and /etc/subgid: the guest has one id, {uid}"
-                    );
-                    None
-                }
-            });
-        }
-    };
-    Ok(Some(vfs::IdMap::shifted(host.start, host.count)))
-}
-
-fn block_forwarded_signals() -> Result<SigSet, LaunchError> {
-    let mut set = SigSet::empty();
-    FORWARDED.iter().for_each(|s| set.add(*s));
-    set.thread_block().map_err(supervisor_error)?;
-    Ok(set)
-}
-
-/// Passes signals that another process sent us on to the guest's init.
-/// Signals from the terminal (Ctrl-C) already reach the guest, which
-/// shares our process group, so they are not sent twice. With a terminal
-/// relay (`resizer`), the guest has a terminal and session of its own:
-/// every signal is passed on, except SIGWINCH, which becomes a new window
-/// size of the guest's terminal (the kernel then signals its foreground group).
-/// The relay may start after this thread (the pool's learns of its client's
-/// terminal late): `resizer` is set then.
-fn forward_signals(set: SigSet, init: Pid, resizer: Arc<OnceLock<tty::Resizer>>) {
-    let Ok(sfd) = SignalFd::new(&set) else { return };
-    let _ = thread::Builder::new()
-        .name("signals".into())
-        .spawn(move || loop {
-            match sfd.read_signal() {
-                Ok(Some(info)) => match (Signal::try_from(info.ssi_signo as i32), resizer.get()) {
-                    (Ok(Signal::SIGWINCH), Some(r)) => r.resize(),
-                    (Ok(sig), Some(_)) => {
-                        let _ = kill(init, sig);
-                    }
-                    (Ok(sig), None) if info.ssi_code <= 0 => {
-                        let _ = kill(init, sig);
-                    }
-                    _ => {}
-                },
-                Ok(_) => {}
-                Err(_) => return,
-            }
-        });
 }
 
 fn setup_error(message: String) -> LaunchError {

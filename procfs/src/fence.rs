@@ -16,7 +16,7 @@
 //! resolved lies beneath a grant, so that a read open CONTINUEd to it
 //! succeeds. Does not own: the Landlock calls
 //! (`sandbox/src/sys/landlock.rs`), nor what is served instead
-//! (`handlers/open.rs`, `served.rs`).
+//! (the syscalls crate's `handlers/open.rs`, `served.rs`).
 //!
 //! `/proc/sys` and `/proc/sysvipc` stay native because their files
 //! answer for the opener's namespaces (net, ipc, user), which a file the
@@ -115,7 +115,7 @@ fn is_symlink(st: &libc::stat) -> bool {
 /// The handlers' side of the fence: the device of the view's procfs,
 /// the identities of the top-level entries granted, and the root's times.
 #[derive(Debug)]
-pub(crate) struct Fence {
+pub struct Fence {
     proc_dev: Option<u64>,
     granted: Vec<(u64, u64)>,
     /// The root's change and modification times when the grants were
@@ -140,7 +140,7 @@ fn root_times(st: &libc::stat) -> RootTimes {
 impl Fence {
     /// Made once the view is built and before the guest runs, when the
     /// root's entries are those init granted.
-    pub(crate) fn new(fs: &Resolver) -> Result<Fence, Errno> {
+    pub fn new(fs: &Resolver) -> Result<Fence, Errno> {
         let root = fs.root();
         let granted = granted_ids(root)?;
         let proc_dev = vfs::sys::fstatat(root, c"proc", libc::AT_SYMLINK_NOFOLLOW)
@@ -158,7 +158,7 @@ impl Fence {
     /// Whether the guest's domain lets the kernel open `object` (which
     /// the VFS resolved; `st` its stat) for reading. False also when that
     /// cannot be told: the open is then served, which is always allowed.
-    pub(crate) fn admits(&self, fs: &Resolver, object: &Named<'_>, st: &libc::stat) -> bool {
+    pub fn admits(&self, fs: &Resolver, object: &Named<'_>, st: &libc::stat) -> bool {
         if st.st_mode & libc::S_IFMT == libc::S_IFDIR {
             return true;
         }
@@ -186,7 +186,7 @@ impl Fence {
     /// the root's times as seen: the paths remembered as plain are then
     /// forgotten (a file at the root unlinked and made again, both
     /// unseen, is beneath no grant).
-    pub(crate) fn root_changed(&self, fs: &Resolver) -> bool {
+    pub fn root_changed(&self, fs: &Resolver) -> bool {
         let Ok(st) = vfs::sys::fstat(fs.root()) else {
             return true;
         };

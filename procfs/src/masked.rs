@@ -12,7 +12,7 @@
 /// Files of the view's procfs that read as empty (as runc's and docker's
 /// `maskedPaths` do, and more: the host's devices and memory layout).
 /// Directories of host facts are masked by the view (`launch/view.rs`).
-pub(crate) const MASKED: &[&str] = &[
+pub const MASKED: &[&str] = &[
     "/proc/kcore",
     "/proc/keys",
     "/proc/key-users",
@@ -40,10 +40,10 @@ pub(crate) const MASKED: &[&str] = &[
 
 /// Whether the view's procfs file at `path` (as the kernel names it) is
 /// masked.
-pub(crate) fn is_masked(path: &str) -> bool {
+pub fn is_masked(path: &str) -> bool {
     MASKED.contains(&path)
 }
 
 /// The text `/proc/cmdline` is served as (the host's names its boot
 /// image, devices and init).
-pub(crate) const CMDLINE: &str = "\n";
+pub const CMDLINE: &str = "\n";

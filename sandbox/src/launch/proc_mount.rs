@@ -6,67 +6,31 @@
 //! the sandbox serves rewritten.
 //!
 //! Owns: mounting /proc, the empty directories over its host directories,
-//! and the covers: each file of `sandbox_syscalls::procfs::proc_covers`
+//! and the covers, as the `procfs` crate plans them: each file of
+//! `procfs::proc_covers` (where `procfs::wants_cover`)
 //! gets a bind of a file of a tiny read-only tmpfs made in the layer
 //! outside the new root (empty, or one empty line for `/proc/cmdline`),
 //! which the guest reaches only through the covers; each masked directory
 //! a bind of an empty directory of the same tmpfs (one superblock for
 //! all, not one tmpfs per directory: a new superblock costs about twice a
 //! bind, and its teardown more). Does not own: which
-//! files are covered, or recognising a cover and serving the file in its
-//! place (`syscalls/src/procfs/covers.rs`, `served.rs`).
+//! files are covered, which directories masked or parts read-only, or
+//! recognising a cover and serving the file in its place
+//! (`procfs/src/covers.rs`, `served.rs`). The mounts are made here, in
+//! the engine, beside every other mount of the view: they need launch's
+//! host-call wrappers (`bind.rs`'s read-only bind keeps the locked mount
+//! flags) and its order of steps, which the `procfs` crate, below the
+//! engine, has neither of.
 
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use nix::mount::{mount, MsFlags};
-use sandbox_syscalls::procfs::{covered_when_fenced, proc_covers, Limited};
+use procfs::{proc_covers, wants_cover, Limited, MASKED_PROC_DIRS, READ_ONLY_PROC};
 
-use crate::launch::bind::bind_read_only_source;
-use crate::launch::view::{check, make_dir, Result};
-
-/// Directories of the host's procfs that tell of its devices, disks,
-/// interrupts and load (`/proc/fs/ext4/vda`, `/proc/irq/*/smp_affinity`,
-/// PCI ids, the host's pressure stall figures, the kernel's debug
-/// messages switched on by a write to `dynamic_debug/control`) and that no program in a
-/// sandbox needs: an empty read-only directory over each (files of the
-/// same kind read as empty: `sysinfo.rs`).
-const MASKED_PROC_DIRS: &[&str] = &[
-    "acpi",
-    "asound",
-    "bus",
-    "fs",
-    "irq",
-    "pressure",
-    "scsi",
-    "dynamic_debug",
-];
-
-/// Parts of procfs the guest may read but never change, each bound
-/// read-only over itself (as docker's `readonlyPaths`):
-/// - `sys`: a sysctl checks only that the writer's uid is the host's
-///   root, and root's sandbox maps its root to the host's (with no
-///   capability), so a writable /proc/sys would let its guest set
-///   `kernel.core_pattern` (a program the kernel runs as the host's root
-///   when a process dumps core), `kernel.modprobe`, `vm.drop_caches`...;
-/// - `sysrq-trigger`: a write is a magic SysRq key (reboot, crash), for
-///   whoever may open it, its owner included;
-/// - `latency_stats` and `mtrr`, the other top-level files their owner
-///   may write;
-/// - `sysvipc`, `tty` and `driver`: directories of host-wide entries, whose
-///   mode a `chmod` by their owner changes in every procfs on the host.
-///
-/// A name this kernel lacks is skipped.
-const READ_ONLY_PROC: &[&str] = &[
-    "sys",
-    "sysrq-trigger",
-    "latency_stats",
-    "mtrr",
-    "sysvipc",
-    "tty",
-    "driver",
-];
+use super::bind::bind_read_only_source;
+use super::view::{check, make_dir, Result};
 
 /// Where procfs is bound read-only in the layer (out of the guest's
 /// reach, detached with the layer), as the source of the read-only parts.
@@ -168,8 +132,7 @@ fn cover_global_files(
         let Ok(meta) = fs::metadata(&target) else {
             continue;
         };
-        let readable = meta.permissions().mode() & 0o004 != 0;
-        if !readable || (fenced && !covered_when_fenced(path, meta.len())) {
+        if !wants_cover(path, meta.permissions().mode(), meta.len(), fenced) {
             continue;
         }
         let r = mount(

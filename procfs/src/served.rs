@@ -1,6 +1,6 @@
 //! Recognising and serving every rewritten /proc file.
 //!
-//! Owns: which files the view's limits ([`Context::set_limits`]) and the
+//! Owns: which files the view's limits ([`Synthetic::set_limits`]) and the
 //! sandbox itself have rewritten, recognising them at an open and
 //! serving them (the text in a sealed, read-only memfd, `sealed.rs`):
 //! `/proc/meminfo` and `/proc/cpuinfo` when a limit is set
@@ -16,7 +16,7 @@
 //! own: the texts (`texts.rs` picks and feeds the renderers, those
 //! modules render), the limits (`limits.rs`) or enforcing them (cgroups,
 //! in the supervisor), or `/sys/devices/system/cpu`, which the view
-//! holds as plain files (`launch/plan.rs`).
+//! holds as plain files (`sys_cpu.rs`).
 //!
 //! The files are recognised by what was opened, not by the guest's
 //! spelling of the path (`/proc/./meminfo`, a symlink, a dirfd on
@@ -44,25 +44,22 @@ use super::stat::{Baseline, CpuClock, HighWater};
 use super::tasks::{self, PerProcess, ProcessFile};
 use super::texts::{boottime, host_source, text, HostText};
 use super::timens_autogroup::AutogroupIds;
-use crate::Context;
 
-impl Context {
-    /// Tell the guest about its limits from now on. Call it before the
-    /// context serves any call. Looks up the view's `/proc/meminfo` and
-    /// `/proc/cpuinfo` (when a memory or cpu limit is set) to recognise
-    /// opens of them.
-    pub fn set_limits(&mut self, limits: GuestLimits) {
-        let files = &mut self.synthetic.files;
-        files.retain(|f| !matches!(f.1, ProcFile::MemInfo | ProcFile::CpuInfo));
-        files.extend(Synthetic::limit_files(&self.fs, &limits));
-        self.synthetic.cpus = limits.cpus;
-        self.limits = limits;
-    }
+/// What serving a file reads: the guest's view (`fs`), its sockets
+/// (`net`, for `/proc/net`), what the sandbox has served so far and
+/// against what (`synthetic`), and what the guest is told of its limits.
+/// The syscalls crate's `Context` lends one for each serviced call.
+#[derive(Clone, Copy)]
+pub struct Scope<'a> {
+    pub fs: &'a Resolver,
+    pub net: &'a netstack::Stack,
+    pub synthetic: &'a Synthetic,
+    pub limits: &'a GuestLimits,
 }
 
 /// A /proc file the guest gets rewritten.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum ProcFile {
+pub enum ProcFile {
     MemInfo,
     CpuInfo,
     /// A process's mount table (`mount_tables.rs`), rewritten always.
@@ -155,7 +152,7 @@ impl ProcFile {
 /// The (st_dev, st_ino) of the view's /proc files to rewrite, and the
 /// device of the view's procfs (whose mount tables are rewritten).
 #[derive(Debug, Default)]
-pub(crate) struct Synthetic {
+pub struct Synthetic {
     files: Vec<((u64, u64), ProcFile)>,
     proc_dev: Option<u64>,
     /// The device of the view's covers of global /proc files
@@ -184,7 +181,7 @@ impl Synthetic {
     /// the kernel's command line, the sandbox's own global files and the
     /// masked ones, all found by the path the kernel gives a descriptor
     /// of the view's procfs (no spelling of the guest's changes it).
-    pub(crate) fn always(fs: &Resolver) -> Synthetic {
+    pub fn always(fs: &Resolver) -> Synthetic {
         let read = |path: &CStr| read_view(fs, path).ok();
         let host = |path: &str| read_host(path).unwrap_or_default();
         let baseline = Baseline::new(
@@ -220,7 +217,7 @@ impl Synthetic {
     /// rewind before it looks at the guest's descriptor: false means the
     /// descriptor is the guest's own (SeqCst, as the mark is made before
     /// the file is handed over).
-    pub(crate) fn served_any(&self) -> bool {
+    pub fn served_any(&self) -> bool {
         self.served_any.load(Ordering::SeqCst)
     }
 
@@ -241,12 +238,23 @@ impl Synthetic {
             .collect()
     }
 
+    /// Serve the files rewritten under `limits` from now on. Call it
+    /// before any call is served. Looks up the view's `/proc/meminfo`
+    /// and `/proc/cpuinfo` (when a memory or cpu limit is set) to
+    /// recognise opens of them.
+    pub fn set_limits(&mut self, fs: &Resolver, limits: &GuestLimits) {
+        let files = &mut self.files;
+        files.retain(|f| !matches!(f.1, ProcFile::MemInfo | ProcFile::CpuInfo));
+        files.extend(Synthetic::limit_files(fs, limits));
+        self.cpus = limits.cpus;
+    }
+
     /// The sandbox's uptime in seconds now.
-    pub(crate) fn uptime(&self) -> f64 {
+    pub fn uptime(&self) -> f64 {
         self.baseline.uptime(boottime())
     }
 
-    pub(crate) fn is_empty(&self) -> bool {
+    pub fn is_empty(&self) -> bool {
         self.files.is_empty() && self.proc_dev.is_none()
     }
 
@@ -257,7 +265,7 @@ impl Synthetic {
     }
 
     /// Which of the files served synthetic `fd`, whose `stat` is `st`, is.
-    pub(crate) fn which_stat(&self, fd: &tasks::Named<'_>, st: &libc::stat) -> Option<ProcFile> {
+    pub fn which_stat(&self, fd: &tasks::Named<'_>, st: &libc::stat) -> Option<ProcFile> {
         if self.cover_dev == Some(st.st_dev) {
             return covered_file(fd.name()?);
         }
@@ -280,7 +288,7 @@ impl Synthetic {
 
     /// Whether `fd` (whose `stat` is `st`) is in the view's procfs, in
     /// a process's network directory ([`NetFile::in_net_dir`]).
-    pub(crate) fn in_net_dir(&self, fd: &tasks::Named<'_>, st: &libc::stat) -> bool {
+    pub fn in_net_dir(&self, fd: &tasks::Named<'_>, st: &libc::stat) -> bool {
         self.proc_dev == Some(st.st_dev) && fd.name().is_some_and(NetFile::in_net_dir)
     }
 
@@ -343,7 +351,7 @@ fn global_file(path: &str) -> Option<ProcFile> {
 }
 
 /// The (device, inode) of the view's file at `path`.
-pub(crate) fn identity(fs: &Resolver, path: &CStr) -> Option<(u64, u64)> {
+pub fn identity(fs: &Resolver, path: &CStr) -> Option<(u64, u64)> {
     let flags = (libc::O_PATH | libc::O_CLOEXEC) as u64;
     let fd = vfs::sys::openat2(fs.root(), path, flags, 0, IN_ROOT).ok()?;
     let st = vfs::sys::fstat(fd.as_fd()).ok()?;
@@ -353,7 +361,7 @@ pub(crate) fn identity(fs: &Resolver, path: &CStr) -> Option<(u64, u64)> {
 /// The open handler's last step: `fd`, just opened for the guest with
 /// `flags`, or the synthetic file in its place when `fd` is one of the
 /// files to rewrite and was opened to be read.
-pub(crate) fn substitute(ctx: &Context, fd: OwnedFd, flags: i32) -> Result<OwnedFd, Errno> {
+pub fn substitute(ctx: &Scope<'_>, fd: OwnedFd, flags: i32) -> Result<OwnedFd, Errno> {
     if flags & (libc::O_ACCMODE | libc::O_PATH) != libc::O_RDONLY {
         return Ok(fd);
     }
@@ -365,8 +373,8 @@ pub(crate) fn substitute(ctx: &Context, fd: OwnedFd, flags: i32) -> Result<Owned
 
 /// The synthetic file of `kind` in place of `fd`, opened for the guest to
 /// read with `flags` (its kind known already: [`Synthetic::which_stat`]).
-pub(crate) fn synthetic_file(
-    ctx: &Context,
+pub fn synthetic_file(
+    ctx: &Scope<'_>,
     fd: OwnedFd,
     kind: ProcFile,
     flags: i32,
@@ -401,14 +409,14 @@ fn memfd_name(kind: ProcFile, fd: &OwnedFd) -> CString {
 /// such file changes while it is open (its snapshot stays right), or
 /// when a per-process file can no longer be read (its process ended:
 /// the reader keeps the text it has).
-pub(crate) fn refreshed(
-    ctx: &Context,
+pub fn refreshed(
+    ctx: &Scope<'_>,
     memfd_name: &str,
     nonblock: i32,
 ) -> Option<Result<OwnedFd, Errno>> {
     if let Some(file) = ctx.synthetic.changing_process_file(memfd_name) {
         let (kind, path) = file?;
-        let host = read_view(&ctx.fs, &path).ok()?;
+        let host = read_view(ctx.fs, &path).ok()?;
         let text = text(ctx, kind, host);
         return Some(sealed_file(
             &CString::new(memfd_name).ok()?,
@@ -431,7 +439,7 @@ pub(crate) fn refreshed(
 
 /// Whether the served file whose memfd is named `memfd_name` changes
 /// while a reader holds it open (a rewind then re-serves it).
-pub(crate) fn changes(ctx: &Context, memfd_name: &str) -> bool {
+pub fn changes(ctx: &Scope<'_>, memfd_name: &str) -> bool {
     ProcFile::changing(memfd_name).is_some()
         || ctx.synthetic.changing_process_file(memfd_name).is_some()
 }

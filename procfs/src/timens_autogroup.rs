@@ -22,7 +22,7 @@ use std::sync::Mutex;
 
 /// The kernel's `timens_offsets` text for `host` with every offset 0, in
 /// the kernel's format (`%-10s %10lld %9ld`).
-pub(crate) fn timens_offsets(host: &str) -> String {
+pub fn timens_offsets(host: &str) -> String {
     let mut out = String::new();
     for clock in host.lines().filter_map(|l| l.split_whitespace().next()) {
         out.push_str(&format!("{clock:<10} {:>10} {:>9}\n", 0, 0));
@@ -36,7 +36,7 @@ const REMEMBERED: usize = 4096;
 
 /// The sandbox's numbers for the host's autogroups.
 #[derive(Debug, Default)]
-pub(crate) struct AutogroupIds(Mutex<Numbering>);
+pub struct AutogroupIds(Mutex<Numbering>);
 
 #[derive(Debug, Default)]
 struct Numbering {
@@ -64,7 +64,7 @@ impl AutogroupIds {
 
 /// The kernel's `autogroup` text `host` with the group's host number
 /// replaced by the sandbox's; any other line as it is.
-pub(crate) fn autogroup(host: &str, ids: &AutogroupIds) -> String {
+pub fn autogroup(host: &str, ids: &AutogroupIds) -> String {
     let mut out = String::with_capacity(host.len());
     for line in host.lines() {
         let renamed = line.strip_prefix("/autogroup-").and_then(|rest| {

@@ -25,7 +25,7 @@ use netstack::{addr, Proto, Stack};
 
 /// A served `/proc/<pid>/net/` file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum NetFile {
+pub enum NetFile {
     Unix,
     Tcp,
     Tcp6,
@@ -34,7 +34,7 @@ pub(crate) enum NetFile {
 }
 
 impl NetFile {
-    pub(crate) fn memfd_name(self) -> &'static std::ffi::CStr {
+    pub fn memfd_name(self) -> &'static std::ffi::CStr {
         match self {
             NetFile::Unix => c"unix",
             NetFile::Tcp => c"tcp",
@@ -48,13 +48,13 @@ impl NetFile {
     /// directory or under it (`/proc/<pid>/net/dev`,
     /// `/proc/<pid>/task/<tid>/net`): what the kernel shows there is the
     /// guest's network namespace.
-    pub(crate) fn in_net_dir(path: &str) -> bool {
+    pub fn in_net_dir(path: &str) -> bool {
         under_net_dir(path).is_some()
     }
 
     /// The file at `path` as the kernel names it (`/proc/<pid>/net/tcp`,
     /// `/proc/<pid>/task/<tid>/net/tcp`), if served.
-    pub(crate) fn at(path: &str) -> Option<NetFile> {
+    pub fn at(path: &str) -> Option<NetFile> {
         let name = under_net_dir(path)?;
         match name {
             "unix" => Some(NetFile::Unix),
@@ -124,7 +124,7 @@ fn unix_lines(text: &str) -> impl Iterator<Item = UnixLine<'_>> {
 }
 
 /// What the texts need besides the kernel's own.
-pub(crate) struct Sources<'a> {
+pub struct Sources<'a> {
     pub net: &'a Stack,
     /// The sandbox namespace's unix listing (the netstack's view).
     pub listing: String,
@@ -137,7 +137,7 @@ pub(crate) struct Sources<'a> {
 }
 
 /// The text of `file`, whose kernel text (the guest's namespace) is `host`.
-pub(crate) fn text(file: NetFile, host: &str, src: &Sources<'_>) -> String {
+pub fn text(file: NetFile, host: &str, src: &Sources<'_>) -> String {
     match file {
         NetFile::Unix => guest_unix(host, src),
         _ => inet(file, host, src),
@@ -324,7 +324,7 @@ fn sock_line(slot: &str, e: &Entry, uid: u32, v6: bool, rest: &str, pad: usize) 
 }
 
 /// The socket inodes among the descriptors of the calling process.
-pub(crate) fn held_sockets() -> HashSet<u64> {
+pub fn held_sockets() -> HashSet<u64> {
     let Ok(dir) = std::fs::read_dir("/proc/self/fd") else {
         return HashSet::new();
     };
@@ -338,7 +338,7 @@ pub(crate) fn held_sockets() -> HashSet<u64> {
 
 /// `uid` (the host's) as a process whose `uid_map` is `map` sees it
 /// (the overflow uid 65534 when unmapped).
-pub(crate) fn map_uid(map: &str, uid: u32) -> u32 {
+pub fn map_uid(map: &str, uid: u32) -> u32 {
     map.lines()
         .filter_map(|l| {
             let f: Vec<u32> = l

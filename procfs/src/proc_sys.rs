@@ -16,7 +16,7 @@ use std::ffi::CStr;
 
 /// A /proc/sys file served rewritten.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum SysFile {
+pub enum SysFile {
     /// `fs/file-nr`: the sandbox's open descriptors, 0 free, file-max.
     FileNr,
     /// `fs/file-max`: sized from the memory limit as the kernel sizes it.
@@ -47,7 +47,7 @@ pub(crate) enum SysFile {
 /// Every served /proc/sys file, as the kernel names it (`SysFile::at`
 /// knows each).
 #[cfg(test)]
-pub(crate) const SERVED: &[&str] = &[
+pub const SERVED: &[&str] = &[
     "/proc/sys/fs/file-nr",
     "/proc/sys/fs/file-max",
     "/proc/sys/fs/inode-nr",
@@ -63,7 +63,7 @@ pub(crate) const SERVED: &[&str] = &[
 
 impl SysFile {
     /// The served file at `path` (as the kernel names a descriptor).
-    pub(crate) fn at(path: &str) -> Option<SysFile> {
+    pub fn at(path: &str) -> Option<SysFile> {
         let file = match path.strip_prefix("/proc/sys/")? {
             "fs/file-nr" => SysFile::FileNr,
             "fs/file-max" => SysFile::FileMax,
@@ -82,7 +82,7 @@ impl SysFile {
     }
 
     /// The name of the memfd that serves it.
-    pub(crate) fn memfd_name(self) -> &'static CStr {
+    pub fn memfd_name(self) -> &'static CStr {
         match self {
             SysFile::FileNr => c"file-nr",
             SysFile::FileMax => c"file-max",
@@ -100,19 +100,19 @@ impl SysFile {
 
 /// The host's inode and dentry counts when the sandbox started.
 #[derive(Debug, Default)]
-pub(crate) struct SysBaseline {
-    pub(crate) inode_nr: String,
-    pub(crate) dentry_state: String,
+pub struct SysBaseline {
+    pub inode_nr: String,
+    pub dentry_state: String,
 }
 
 /// What the texts are sized from: the guest's limits and, for file-nr,
 /// its open descriptors.
-pub(crate) struct Sizes {
-    pub(crate) memory_limit: Option<u64>,
+pub struct Sizes {
+    pub memory_limit: Option<u64>,
     /// The host's memory (MemTotal, bytes), for the watch maxima.
-    pub(crate) host_memory: Option<u64>,
-    pub(crate) pids: Option<u64>,
-    pub(crate) open_files: u64,
+    pub host_memory: Option<u64>,
+    pub pids: Option<u64>,
+    pub open_files: u64,
 }
 
 /// The kernel's NR_FILE, file-max's least value.
@@ -132,7 +132,7 @@ const USER_RESERVE_KB: u64 = 131_072;
 const ADMIN_RESERVE_KB: u64 = 8192;
 
 /// The text of `file`, given the host's text `host`.
-pub(crate) fn text(file: SysFile, host: &str, base: &SysBaseline, sizes: &Sizes) -> String {
+pub fn text(file: SysFile, host: &str, base: &SysBaseline, sizes: &Sizes) -> String {
     let values = numbers(host);
     let first = values.first().copied().unwrap_or(0);
     match file {

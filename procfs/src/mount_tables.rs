@@ -22,14 +22,14 @@ use super::covers::is_cover;
 
 /// Which mount table a procfs file is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Table {
+pub enum Table {
     MountInfo,
     Mounts,
     MountStats,
 }
 
 /// The rewritten text of `table`.
-pub(crate) fn rewrite(table: Table, text: &str) -> String {
+pub fn rewrite(table: Table, text: &str) -> String {
     let line = match table {
         Table::MountInfo => mountinfo_line,
         Table::Mounts => mounts_line,

@@ -9,7 +9,7 @@
 //! [`HighWater`], which keep every counter served monotonic. Does not own: recognising or serving
 //! the files (`served.rs`), the census of the tasks (`tasks.rs`), or
 //! the clocks, which the kernel answers in the sandbox's time namespace
-//! (`launch/timens.rs` in the supervisor).
+//! (the engine's `launch/timens.rs`).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
@@ -17,7 +17,7 @@ use std::sync::Mutex;
 use super::tasks::Census;
 
 /// USER_HZ: the unit of every time in /proc/stat and a task's `stat`.
-pub(crate) const USER_HZ: u64 = 100;
+pub const USER_HZ: u64 = 100;
 /// Fields of a `cpuN` line: user nice system idle iowait irq softirq
 /// steal guest guest_nice.
 const CPU_FIELDS: usize = 10;
@@ -26,16 +26,16 @@ const SYSTEM: usize = 2;
 const IDLE: usize = 3;
 
 /// One `cpuN` line's counters, in USER_HZ.
-pub(crate) type CpuLine = [u64; CPU_FIELDS];
+pub type CpuLine = [u64; CPU_FIELDS];
 
 /// What the sandbox's /proc texts are relative to, taken when the
 /// handlers' context is made (just before the guest starts).
 #[derive(Debug, Default)]
-pub(crate) struct Baseline {
+pub struct Baseline {
     /// The host's /proc/vmstat then: counters are served as differences.
     vmstat: String,
     /// A random id of this sandbox's "boot".
-    pub(crate) boot_id: String,
+    pub boot_id: String,
     /// The whole seconds of host boot time at which the sandbox's clocks
     /// start (init's start, as `launch/timens.rs` sets the offsets).
     boot_offset: i64,
@@ -44,7 +44,7 @@ pub(crate) struct Baseline {
 impl Baseline {
     /// `vmstat`: the host's /proc/vmstat now; `uuid`: a fresh random
     /// UUID; `init_stat`: the sandbox's `/proc/1/stat`.
-    pub(crate) fn new(vmstat: String, uuid: String, init_stat: &str) -> Baseline {
+    pub fn new(vmstat: String, uuid: String, init_stat: &str) -> Baseline {
         Baseline {
             vmstat,
             boot_id: uuid,
@@ -55,13 +55,13 @@ impl Baseline {
 
 impl Baseline {
     /// The sandbox's uptime in seconds, given the host's boot time now.
-    pub(crate) fn uptime(&self, host_boottime: f64) -> f64 {
+    pub fn uptime(&self, host_boottime: f64) -> f64 {
         (host_boottime - self.boot_offset as f64).max(0.0)
     }
 
     /// The sandbox's boot time (seconds since the epoch): the wall clock
     /// less its uptime, as the kernel computes btime in a time namespace.
-    pub(crate) fn btime(&self, host_boottime: f64) -> u64 {
+    pub fn btime(&self, host_boottime: f64) -> u64 {
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0.0, |d| d.as_secs_f64());
@@ -106,7 +106,7 @@ pub fn start_secs(stat: &str) -> Option<i64> {
 /// (seconds) and the CPU lines of the sandbox's `/proc/stat`: the time
 /// since the sandbox's clocks started, and the idle time of its CPUs
 /// since then (the `cpu` line's idle: their sum).
-pub(crate) fn uptime(base: &Baseline, host_boottime: f64, cpus: &[CpuLine]) -> String {
+pub fn uptime(base: &Baseline, host_boottime: f64, cpus: &[CpuLine]) -> String {
     let up = base.uptime(host_boottime);
     let idle: u64 = cpus.iter().map(|l| l[IDLE]).sum();
     format!("{up:.2} {:.2}\n", idle as f64 / USER_HZ as f64)
@@ -117,7 +117,7 @@ pub(crate) fn uptime(base: &Baseline, host_boottime: f64, cpus: &[CpuLine]) -> S
 /// (`Census::user`, `Census::system`), spread evenly over the CPUs, and
 /// the rest of each CPU's time idle. The sandbox keeps no nice, iowait,
 /// irq or steal time of its own: those read 0.
-pub(crate) fn cpu_times(n: usize, c: &Census, elapsed: u64) -> Vec<CpuLine> {
+pub fn cpu_times(n: usize, c: &Census, elapsed: u64) -> Vec<CpuLine> {
     let n = n.max(1);
     let share = |total: u64, i: usize| {
         let (each, rest) = (total / n as u64, total % n as u64);
@@ -139,11 +139,11 @@ pub(crate) fn cpu_times(n: usize, c: &Census, elapsed: u64) -> Vec<CpuLine> {
 /// readings, never see time run backwards (a task's time moves to its
 /// parent's only when it is reaped, and an unreaped zombie's drops out).
 #[derive(Debug, Default)]
-pub(crate) struct CpuClock(Mutex<Vec<CpuLine>>);
+pub struct CpuClock(Mutex<Vec<CpuLine>>);
 
 impl CpuClock {
     /// `now`, raised field by field to what was served before.
-    pub(crate) fn monotonic(&self, mut now: Vec<CpuLine>) -> Vec<CpuLine> {
+    pub fn monotonic(&self, mut now: Vec<CpuLine>) -> Vec<CpuLine> {
         let mut last = self.0.lock().unwrap_or_else(|e| e.into_inner());
         for (line, old) in now.iter_mut().zip(last.iter()) {
             for (v, o) in line.iter_mut().zip(old) {
@@ -158,26 +158,26 @@ impl CpuClock {
 /// A count served monotonic (context switches, forks): the highest value
 /// served so far, since a task's share leaves the sum when it ends.
 #[derive(Debug, Default)]
-pub(crate) struct HighWater(AtomicU64);
+pub struct HighWater(AtomicU64);
 
 impl HighWater {
     /// `now`, or what was served before if that was more.
-    pub(crate) fn raise(&self, now: u64) -> u64 {
+    pub fn raise(&self, now: u64) -> u64 {
         self.0.fetch_max(now, Ordering::Relaxed).max(now)
     }
 }
 
 /// The sandbox's own counts in `/proc/stat` besides its CPU time.
 #[derive(Debug, Default)]
-pub(crate) struct OwnCounts {
+pub struct OwnCounts {
     /// Context switches of its tasks (`ctxt`).
-    pub(crate) ctxt: u64,
+    pub ctxt: u64,
     /// Tasks created since it started (`processes`).
-    pub(crate) processes: u64,
+    pub processes: u64,
 }
 
 /// How many CPUs the host's /proc/stat lists.
-pub(crate) fn host_cpus(host: &str) -> usize {
+pub fn host_cpus(host: &str) -> usize {
     host.lines()
         .filter(|l| l.starts_with("cpu") && !l.starts_with("cpu "))
         .count()
@@ -191,13 +191,7 @@ pub(crate) fn host_cpus(host: &str) -> usize {
 /// interrupt lines), and `softirq` all zeros (as many as the host's line
 /// has: a count per softirq kind the kernel defines). The other lines
 /// come in the order of the host's text `host`.
-pub(crate) fn stat(
-    host: &str,
-    cpus: &[CpuLine],
-    c: &Census,
-    own: &OwnCounts,
-    btime: u64,
-) -> String {
+pub fn stat(host: &str, cpus: &[CpuLine], c: &Census, own: &OwnCounts, btime: u64) -> String {
     let mut sum = [0u64; CPU_FIELDS];
     for line in cpus {
         for (s, v) in sum.iter_mut().zip(line) {
@@ -229,7 +223,7 @@ pub(crate) fn stat(
 /// the host's `host` less its value at the baseline (so counters such as
 /// pgpgin or pswpin count from the start, and the host's page gauges,
 /// which tell its memory size, read as what they grew by, at least 0).
-pub(crate) fn vmstat(host: &str, base: &Baseline) -> String {
+pub fn vmstat(host: &str, base: &Baseline) -> String {
     let mut out = String::with_capacity(host.len());
     for line in host.lines() {
         let Some((key, v)) = line.split_once(' ') else {

@@ -15,7 +15,7 @@ use super::view_dir::ProcDir;
 
 /// The sandbox's tasks as its procfs lists them.
 #[derive(Debug, Default, PartialEq, Eq)]
-pub(crate) struct Census {
+pub struct Census {
     pub running: u32,
     pub blocked: u32,
     pub total: u32,
@@ -33,7 +33,7 @@ pub(crate) struct Census {
 /// What the census reads of each task: its `stat` (the state), or its
 /// `status` (the state and the context switches `/proc/stat` sums).
 #[derive(Clone, Copy, PartialEq, Eq)]
-pub(crate) enum TaskFile {
+pub enum TaskFile {
     Stat,
     Status,
 }
@@ -61,7 +61,7 @@ impl TaskFile {
 /// Counts the tasks under `proc` (the sandbox's procfs): every
 /// `<pid>/task/<tid>`, by the state in its `stat`, and every process's
 /// CPU time in `<pid>/stat`. Tasks that end meanwhile are skipped.
-pub(crate) fn census(proc: &ProcDir) -> Census {
+pub fn census(proc: &ProcDir) -> Census {
     census_reading(proc, TaskFile::Stat)
 }
 
@@ -69,7 +69,7 @@ pub(crate) fn census(proc: &ProcDir) -> Census {
 /// `switches` is the sum of the living tasks' voluntary and involuntary
 /// context switches too (the kernel keeps no such count per pid
 /// namespace; a task's switches leave the sum when it ends).
-pub(crate) fn census_reading(proc: &ProcDir, file: TaskFile) -> Census {
+pub fn census_reading(proc: &ProcDir, file: TaskFile) -> Census {
     let mut c = Census::default();
     for pid in proc.numbered(".") {
         c.last_pid = c.last_pid.max(pid);
@@ -114,7 +114,7 @@ fn status_state(status: &str) -> Option<char> {
 /// less two (`proc_task_getattr` adds the thread count to a directory's
 /// two), so no file of the census is read. A process that ends
 /// meanwhile is not counted.
-pub(crate) fn task_count(proc: &ProcDir) -> u64 {
+pub fn task_count(proc: &ProcDir) -> u64 {
     proc.numbered(".")
         .into_iter()
         .filter_map(|pid| proc.link_count(&format!("{pid}/task")))
@@ -158,7 +158,7 @@ fn cpu_time(stat: &str) -> Option<(u64, u64)> {
 
 /// The descriptors the sandbox's processes hold (`<pid>/fd` under
 /// `proc`), for `/proc/sys/fs/file-nr`.
-pub(crate) fn open_files(proc: &ProcDir) -> u64 {
+pub fn open_files(proc: &ProcDir) -> u64 {
     proc.numbered(".")
         .into_iter()
         .filter_map(|pid| proc.entry_count(&format!("{pid}/fd")))
@@ -168,7 +168,7 @@ pub(crate) fn open_files(proc: &ProcDir) -> u64 {
 
 /// `/proc/loadavg` of the sandbox: load averages 0.00 (the sandbox keeps
 /// none), its running and total tasks, and its highest pid.
-pub(crate) fn loadavg(c: &Census) -> String {
+pub fn loadavg(c: &Census) -> String {
     format!(
         "0.00 0.00 0.00 {}/{} {}\n",
         c.running.max(1),
@@ -180,7 +180,7 @@ pub(crate) fn loadavg(c: &Census) -> String {
 /// A process's `status` with `Cpus_allowed` and `Cpus_allowed_list`
 /// keeping only the first `n` CPUs of the process's own mask (as
 /// `sched_getaffinity` answers under `--cpus`).
-pub(crate) fn status(host: &str, n: usize) -> String {
+pub fn status(host: &str, n: usize) -> String {
     let mut out = String::with_capacity(host.len());
     for line in host.lines() {
         if let Some(mask) = line.strip_prefix("Cpus_allowed:") {
@@ -255,7 +255,7 @@ fn cut_list(list: &str, n: usize) -> String {
 /// Per-process files of the view's procfs served rewritten besides the
 /// mount tables.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum PerProcess {
+pub enum PerProcess {
     /// `status` under a cpu limit.
     Status,
     /// `timens_offsets` and `autogroup`, always (`timens_autogroup.rs`).
@@ -266,7 +266,7 @@ pub(crate) enum PerProcess {
 /// A per-process file of the view's procfs: its name and the process
 /// (and thread) it is of.
 #[derive(Debug, PartialEq, Eq)]
-pub(crate) struct ProcessFile<'a> {
+pub struct ProcessFile<'a> {
     pub name: &'a str,
     pid: u32,
     tid: Option<u32>,
@@ -275,7 +275,7 @@ pub(crate) struct ProcessFile<'a> {
 impl<'a> ProcessFile<'a> {
     /// The per-process file `path` is (`/proc/<pid>[/task/<tid>]/<name>`,
     /// as the kernel names a descriptor of the view's procfs).
-    pub(crate) fn at(path: &'a str) -> Option<ProcessFile<'a>> {
+    pub fn at(path: &'a str) -> Option<ProcessFile<'a>> {
         let rest = path.strip_prefix("/proc/")?;
         let mut parts: Vec<&str> = rest.split('/').collect();
         let name = parts.pop()?;
@@ -290,7 +290,7 @@ impl<'a> ProcessFile<'a> {
     /// The name of the memfd it is served in: `status:2`, `status:2:9`
     /// for a thread's, so that a rewind finds the file again
     /// (`ProcessFile::served`).
-    pub(crate) fn memfd_name(&self) -> Option<CString> {
+    pub fn memfd_name(&self) -> Option<CString> {
         let name = match self.tid {
             Some(tid) => format!("{}:{}:{tid}", self.name, self.pid),
             None => format!("{}:{}", self.name, self.pid),
@@ -299,7 +299,7 @@ impl<'a> ProcessFile<'a> {
     }
 
     /// The file served in the memfd named `memfd` (as `memfd_name` names it).
-    pub(crate) fn served(memfd: &'a str) -> Option<ProcessFile<'a>> {
+    pub fn served(memfd: &'a str) -> Option<ProcessFile<'a>> {
         let mut parts = memfd.split(':');
         let name = parts.next().filter(|n| !n.is_empty())?;
         let pid = number(parts.next()?)?;
@@ -315,7 +315,7 @@ impl<'a> ProcessFile<'a> {
     }
 
     /// Its path in the view (`/proc/2/status`).
-    pub(crate) fn view_path(&self) -> Option<CString> {
+    pub fn view_path(&self) -> Option<CString> {
         let path = match self.tid {
             Some(tid) => format!("/proc/{}/task/{tid}/{}", self.pid, self.name),
             None => format!("/proc/{}/{}", self.pid, self.name),
@@ -334,13 +334,13 @@ fn number(s: &str) -> Option<u32> {
 
 /// A descriptor and what the kernel names it ([`fd_name`]), read at
 /// most once however many checks ask (a served read asks two).
-pub(crate) struct Named<'a> {
+pub struct Named<'a> {
     pub fd: &'a OwnedFd,
     name: std::cell::OnceCell<Option<String>>,
 }
 
 impl<'a> Named<'a> {
-    pub(crate) fn new(fd: &'a OwnedFd) -> Named<'a> {
+    pub fn new(fd: &'a OwnedFd) -> Named<'a> {
         Named {
             fd,
             name: std::cell::OnceCell::new(),
@@ -348,14 +348,14 @@ impl<'a> Named<'a> {
     }
 
     /// [`fd_name`] of the descriptor.
-    pub(crate) fn name(&self) -> Option<&str> {
+    pub fn name(&self) -> Option<&str> {
         self.name.get_or_init(|| fd_name(self.fd)).as_deref()
     }
 }
 
 /// What the kernel names `fd`, if it fits 64 bytes (every per-process
 /// file of interest does).
-pub(crate) fn fd_name(fd: &OwnedFd) -> Option<String> {
+pub fn fd_name(fd: &OwnedFd) -> Option<String> {
     let mut buf = [0u8; 64];
     let n = vfs::sys::fd_path(fd.as_fd(), &mut buf).ok()?;
     if n == buf.len() {

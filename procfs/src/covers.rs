@@ -6,7 +6,7 @@
 //! swaps a symlink of its own (or rewrites the path from another thread)
 //! between the two lookups gets the kernel's file, not ours. So the view
 //! binds a read-only file of its own over each global file the handlers
-//! serve (`sandbox/src/guest_proc/proc_mount.rs`): a dodged open reads an empty file (or,
+//! serve (the engine's `launch/proc_mount.rs`): a dodged open reads an empty file (or,
 //! for `/proc/cmdline`, the same one empty line as served). The handlers
 //! recognise a cover by its device (the view's /sys tmpfs, where the
 //! cover files were made) and the path the kernel gives the descriptor,
@@ -14,10 +14,14 @@
 //! supervisor's own /proc: these files are global, the same in every
 //! namespace.
 //!
-//! Owns: which files are covered and with what text ([`proc_covers`]),
-//! telling a cover's mount in a mount table ([`is_cover`]) and reading
-//! the host's text of a covered file ([`read_host`]). Does not own: the
-//! mounts (`sandbox/src/guest_proc/proc_mount.rs`), recognising and serving the files
+//! Owns what the view's /proc mount hides or protects: which files are
+//! covered and with what text ([`proc_covers`], [`wants_cover`]), which
+//! of its directories are masked ([`MASKED_PROC_DIRS`]) and which parts
+//! are bound read-only ([`READ_ONLY_PROC`]); telling a cover's mount in
+//! a mount table ([`is_cover`]) and reading the host's text of a covered
+//! file ([`read_host`]). Does not own: the mounts (the engine's
+//! `launch/proc_mount.rs`, which makes every mount of the view from
+//! these), recognising and serving the files
 //! (`served.rs`), or the per-process files (mount tables, `status`,
 //! `net/*`), which a bind made at start-up cannot cover (see
 //! docs/procfs.md, "What a dodged open still reaches").
@@ -51,6 +55,48 @@ const UNDER_MEMORY: &[&str] = &[
     "/proc/sys/vm/min_free_kbytes",
     "/proc/sys/vm/user_reserve_kbytes",
     "/proc/sys/vm/admin_reserve_kbytes",
+];
+
+/// Directories of the host's procfs that tell of its devices, disks,
+/// interrupts and load (`/proc/fs/ext4/vda`, `/proc/irq/*/smp_affinity`,
+/// PCI ids, the host's pressure stall figures, the kernel's debug
+/// messages switched on by a write to `dynamic_debug/control`) and that no program in a
+/// sandbox needs: an empty read-only directory over each (files of the
+/// same kind read as empty: `masked.rs`).
+pub const MASKED_PROC_DIRS: &[&str] = &[
+    "acpi",
+    "asound",
+    "bus",
+    "fs",
+    "irq",
+    "pressure",
+    "scsi",
+    "dynamic_debug",
+];
+
+/// Parts of procfs the guest may read but never change, each bound
+/// read-only over itself (as docker's `readonlyPaths`):
+/// - `sys`: a sysctl checks only that the writer's uid is the host's
+///   root, and root's sandbox maps its root to the host's (with no
+///   capability), so a writable /proc/sys would let its guest set
+///   `kernel.core_pattern` (a program the kernel runs as the host's root
+///   when a process dumps core), `kernel.modprobe`, `vm.drop_caches`...;
+/// - `sysrq-trigger`: a write is a magic SysRq key (reboot, crash), for
+///   whoever may open it, its owner included;
+/// - `latency_stats` and `mtrr`, the other top-level files their owner
+///   may write;
+/// - `sysvipc`, `tty` and `driver`: directories of host-wide entries, whose
+///   mode a `chmod` by their owner changes in every procfs on the host.
+///
+/// A name this kernel lacks is skipped.
+pub const READ_ONLY_PROC: &[&str] = &[
+    "sys",
+    "sysrq-trigger",
+    "latency_stats",
+    "mtrr",
+    "sysvipc",
+    "tty",
+    "driver",
 ];
 
 /// The limits the sandbox has, which decide the files served rewritten,
@@ -88,18 +134,28 @@ pub fn proc_covers(limits: Limited) -> impl Iterator<Item = (&'static str, &'sta
     files.map(move |p| (*p, empty)).chain(cmdline)
 }
 
+/// Whether the view binds a cover over the covered file `path` (one of
+/// [`proc_covers`]), whose procfs stat tells `mode` and `size`: only
+/// when others may read it (a file only the host's root may read, mode
+/// 0400, the guest cannot open anyway), and when the guest's reads are
+/// `fenced`, only when it still needs one ([`covered_when_fenced`]).
+pub fn wants_cover(path: &str, mode: u32, size: u64, fenced: bool) -> bool {
+    let readable = mode & 0o004 != 0;
+    readable && (!fenced || covered_when_fenced(path, size))
+}
+
 /// Whether the covered file `path`, whose procfs stat tells `size`, still
 /// needs its cover when the guest's reads are fenced: a file of /proc/sys
 /// (read natively), or one whose path stat (which passes the filter)
 /// tells a size that a read of the served file does not give
 /// (`/proc/cmdline`'s is the length of the host's command line on recent
 /// kernels, `config.gz`'s its own).
-pub fn covered_when_fenced(path: &str, size: u64) -> bool {
+fn covered_when_fenced(path: &str, size: u64) -> bool {
     path.starts_with("/proc/sys/") || size != 0
 }
 
 /// Whether `point`, a mount point of a guest's mount table, is a cover.
-pub(crate) fn is_cover(point: &str) -> bool {
+pub fn is_cover(point: &str) -> bool {
     let all = Limited {
         memory: true,
         pids: true,
@@ -111,7 +167,7 @@ pub(crate) fn is_cover(point: &str) -> bool {
 
 /// The host's text of the global /proc file `path`, read in the
 /// supervisor's own procfs (invalid UTF-8 replaced).
-pub(crate) fn read_host(path: &str) -> Result<String, Errno> {
+pub fn read_host(path: &str) -> Result<String, Errno> {
     if !path.starts_with("/proc/") || path.contains("/..") {
         return Err(Errno::ENOENT);
     }
@@ -123,11 +179,11 @@ pub(crate) fn read_host(path: &str) -> Result<String, Errno> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::procfs::proc_sys::SysFile;
+    use crate::proc_sys::SysFile;
 
     #[test]
     fn every_served_sys_file_is_covered() {
-        for p in crate::procfs::proc_sys::SERVED {
+        for p in crate::proc_sys::SERVED {
             assert!(SysFile::at(p).is_some(), "{p}");
             assert!(is_cover(p));
         }
