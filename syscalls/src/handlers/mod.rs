@@ -8,7 +8,7 @@
 //! [`sysinfo`] (sysinfo(2)) and [`lseek`] (lseek back to 0 of a
 //! served /proc file: fresh figures); the socket calls are [`net`]'s.
 //! The /proc files an open may be answered with, and the guest's limits,
-//! are [`crate::procfs`]'s.
+//! are [`procfs`]'s.
 //!
 //! Owns: decoding each call's arguments from registers and guest memory,
 //! checking them in the order the kernel does (so errnos match), resolving
@@ -16,7 +16,7 @@
 //! writing results back. Does not own: which calls are serviced and
 //! which handler serves each (the policy table, [`crate::policy::entry`],
 //! from which [`dispatch`] finds the handler), the notification loop,
-//! the texts of /proc ([`crate::procfs`]), or guest memory access (the
+//! the texts of /proc ([`procfs`]), or guest memory access (the
 //! [`Guest`] implementation).
 //!
 //! Rules kept by every handler: guest memory is read once, then

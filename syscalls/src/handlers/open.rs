@@ -7,7 +7,7 @@
 //! own descriptor (always `O_CLOEXEC`) installed in the guest with the
 //! guest's `O_CLOEXEC` as the install flag. Resolution, including the
 //! guest's `RESOLVE_*` flags, is [`vfs::Resolver::open`]'s; the synthetic
-//! /proc files that may replace the result are [`crate::procfs`]'s.
+//! /proc files that may replace the result are [`procfs`]'s.
 
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 
