@@ -15,4 +15,5 @@ mod fence;
 mod hostile;
 mod privileges;
 mod races;
+mod surface;
 mod unprivileged;
