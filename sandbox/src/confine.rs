@@ -142,10 +142,12 @@ pub const ALLOWED: &[S] = &[
     S::rt_sigreturn,
     S::tgkill,
     S::clock_gettime,
-    // The answers to a guest's clock_getres and times
+    // The answers to a guest's clock_getres, times and priority range
     // (syscalls/src/handlers/clock.rs, task_stat.rs).
     S::clock_getres,
     S::times,
+    S::sched_get_priority_max,
+    S::sched_get_priority_min,
     S::clock_nanosleep,
     S::nanosleep,
     // A sleep interrupted by a stop (SIGSTOP/SIGCONT, a debugger) is

@@ -137,7 +137,6 @@ fn refused_and_answered_primitives_leave_programs_working() {
         ("PR_GET_TSC", "EINVAL"),
         ("personality ADDR_NO_RANDOMIZE", "EPERM"),
         ("personality READ_IMPLIES_EXEC", "EPERM"),
-        ("utimes", "ENOSYS"),
         ("eventfd", "ENOSYS"),
         ("sync_file_range", "ENOSYS"),
         ("landlock", "ENOSYS"),

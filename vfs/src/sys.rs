@@ -383,3 +383,16 @@ pub fn times_ticks() -> Result<i64, Errno> {
     // A tick count near 2^64 reads as -1 (the kernel's answer too).
     Ok(r as i64)
 }
+
+/// `sched_get_priority_max(policy)` (`max`) or `sched_get_priority_min`.
+pub fn sched_priority_bound(policy: libc::c_int, max: bool) -> Result<i64, Errno> {
+    // SAFETY: both calls take an int and touch no memory.
+    let r = unsafe {
+        if max {
+            libc::sched_get_priority_max(policy)
+        } else {
+            libc::sched_get_priority_min(policy)
+        }
+    };
+    check(r).map(i64::from)
+}

@@ -124,8 +124,8 @@ pub(crate) fn sysinfo(ctx: &Context, g: &dyn Guest, c: &SyscallArgs) -> Res {
     sysinfo::sysinfo(ctx, g, c.args[0])
 }
 
-pub(crate) fn ioctl(_ctx: &Context, _g: &dyn Guest, c: &SyscallArgs) -> Res {
-    refused::ioctl(c.uint(1))
+pub(crate) fn ioctl(_ctx: &Context, g: &dyn Guest, c: &SyscallArgs) -> Res {
+    refused::ioctl(g, c.int(0), c.uint(1))
 }
 
 pub(crate) fn sync(ctx: &Context, g: &dyn Guest, _c: &SyscallArgs) -> Res {
@@ -145,7 +145,7 @@ pub(crate) fn set_mempolicy(_ctx: &Context, g: &dyn Guest, c: &SyscallArgs) -> R
 
 pub(crate) fn mbind(_ctx: &Context, g: &dyn Guest, c: &SyscallArgs) -> Res {
     let a = &c.args;
-    numa::mbind(g, a[0], c.uint(2), a[3], a[4], c.uint(5))
+    numa::mbind(g, a[0], a[1], c.uint(2), [a[3], a[4]], c.uint(5))
 }
 
 pub(crate) fn munlock(ctx: &Context, g: &dyn Guest, _c: &SyscallArgs) -> Res {
@@ -162,8 +162,8 @@ pub(crate) fn gettimeofday(_ctx: &Context, g: &dyn Guest, c: &SyscallArgs) -> Re
     clock::gettimeofday(g, c.args[0], c.args[1])
 }
 
-pub(crate) fn clock_getres(_ctx: &Context, g: &dyn Guest, c: &SyscallArgs) -> Res {
-    clock::clock_getres(g, c.int(0), c.args[1])
+pub(crate) fn clock_getres(ctx: &Context, g: &dyn Guest, c: &SyscallArgs) -> Res {
+    clock::clock_getres(ctx, g, c.int(0), c.args[1])
 }
 
 pub(crate) fn sched_get_priority_max(_ctx: &Context, _g: &dyn Guest, c: &SyscallArgs) -> Res {

@@ -4,7 +4,7 @@
 //! answers the common clocks; the CPU-time clocks trap) from the
 //! supervisor's clocks, which are the guest's (the sandbox has no time
 //! namespace), and `sched_get_priority_max`/`min`, constants of the
-//! kernel.
+//! kernel the supervisor asks it for.
 //!
 //! Owns: the answers and their errnos. Does not own: which calls trap
 //! (the policy table).
@@ -13,8 +13,9 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use nix::errno::Errno;
 
-use super::{live, value, Res};
+use super::{live, value, Context, Res};
 use crate::guest::Guest;
+use crate::procfs::with_view_proc;
 
 /// Seconds and microseconds since the epoch.
 fn now() -> (i64, i64) {
@@ -56,15 +57,19 @@ pub fn gettimeofday(g: &dyn Guest, tv: u64, tz: u64) -> Res {
 
 /// clock_getres(clock, res): the host's resolution of a clock by number
 /// (EINVAL for one it does not know). A CPU-time clock of a process or
-/// thread (a negative id) has the same 1 ns resolution whichever it
-/// names; the kernel checks that the task exists, which from here would
-/// need the guest's pid namespace, so any such id is answered 1 ns.
-pub fn clock_getres(g: &dyn Guest, clock: i32, res: u64) -> Res {
-    // A negative id with its low two bits 3 is a clock descriptor
-    // (CLOCKFD), which the guest cannot hold: EINVAL, as for a bad type.
-    let ts = if clock < 0 && clock & 3 == 3 {
-        return Err(Errno::EINVAL);
-    } else if clock < 0 {
+/// thread (a negative id; pid 0 is the caller) has a resolution of 1 ns;
+/// the kernel answers EINVAL when no such task is in the caller's pid
+/// namespace, which the view's procfs says. A clock descriptor (CLOCKFD,
+/// the low bits 3) names none the guest can hold: EINVAL.
+pub fn clock_getres(ctx: &Context, g: &dyn Guest, clock: i32, res: u64) -> Res {
+    let ts = if clock < 0 {
+        let pid = !(clock >> 3);
+        let exists = pid == 0
+            || with_view_proc(&ctx.fs, |proc| proc.read(&format!("{pid}/stat")).is_some())
+                .unwrap_or(false);
+        if clock & 3 == 3 || !exists {
+            return Err(Errno::EINVAL);
+        }
         libc::timespec {
             tv_sec: 0,
             tv_nsec: 1,
@@ -82,21 +87,14 @@ pub fn clock_getres(g: &dyn Guest, clock: i32, res: u64) -> Res {
     value(0)
 }
 
-/// The priority range of a scheduling policy: 1..99 for the real-time
-/// ones (SCHED_FIFO, SCHED_RR), 0 for SCHED_OTHER, SCHED_BATCH,
-/// SCHED_IDLE and SCHED_DEADLINE, EINVAL for any other.
-fn priority_range(policy: i32) -> Result<(i64, i64), Errno> {
-    match policy {
-        1 | 2 => Ok((1, 99)),
-        0 | 3 | 5 | 6 => Ok((0, 0)),
-        _ => Err(Errno::EINVAL),
-    }
-}
-
+/// sched_get_priority_max(policy): the host kernel's own constant, asked
+/// by the supervisor (which policies exist depends on the kernel:
+/// SCHED_EXT is 7 from Linux 6.12).
 pub fn sched_get_priority_max(policy: i32) -> Res {
-    value(priority_range(policy)?.1)
+    value(vfs::sys::sched_priority_bound(policy, true)?)
 }
 
+/// sched_get_priority_min(policy), as [`sched_get_priority_max`].
 pub fn sched_get_priority_min(policy: i32) -> Res {
-    value(priority_range(policy)?.0)
+    value(vfs::sys::sched_priority_bound(policy, false)?)
 }

@@ -34,8 +34,8 @@ const MASK_MAX_BITS: u64 = 4096 * 8;
 const PAGE: u64 = 4096;
 
 /// The nodes a mask names, read as the kernel's `get_nodes` reads it
-/// (`maxnode - 1` bits): whether it names any node, and whether any but
-/// node 0.
+/// (`maxnode - 1` bits): whether it names any node, and whether it names
+/// node 0, the one node this machine has.
 fn read_nodes(g: &dyn Guest, mask: u64, maxnode: u64) -> Result<(bool, bool), Errno> {
     let bits = maxnode.saturating_sub(1);
     if mask == 0 || bits == 0 {
@@ -48,40 +48,37 @@ fn read_nodes(g: &dyn Guest, mask: u64, maxnode: u64) -> Result<(bool, bool), Er
     let mut buf = vec![0u8; words * 8];
     g.read_mem(mask, &mut buf)?;
     let mut any = false;
-    let mut other = false;
+    let mut node0 = false;
     for (i, chunk) in buf.chunks_exact(8).enumerate() {
         let mut w = u64::from_ne_bytes(chunk.try_into().map_err(|_| Errno::EFAULT)?);
         let first = i as u64 * 64;
         if bits - first < 64 {
             w &= (1u64 << (bits - first)) - 1;
         }
-        if w != 0 {
-            any = true;
-        }
-        if (i == 0 && w & !1 != 0) || (i > 0 && w != 0) {
-            other = true;
-        }
+        any |= w != 0;
+        node0 |= i == 0 && w & 1 != 0;
     }
-    Ok((any, other))
+    Ok((any, node0))
 }
 
 /// The kernel's checks of a mode and its node mask (`sanitize_mpol_flags`,
-/// `mpol_new`): EINVAL for an unknown mode or flag, a mask given to
-/// MPOL_DEFAULT or MPOL_LOCAL, an empty one to the modes that need one,
-/// or a node this machine lacks.
+/// `mpol_new`, `mpol_set_nodemask`): EINVAL for an unknown mode or flag,
+/// a mask given to MPOL_DEFAULT or MPOL_LOCAL, an empty one to the modes
+/// that need one, or one that names no node of this machine once cut to
+/// the nodes it has (node 0; MPOL_F_RELATIVE_NODES maps any onto it).
 fn check_policy(g: &dyn Guest, mode: u32, mask: u64, maxnode: u64) -> Result<(), Errno> {
     let m = mode & !MODE_FLAGS;
-    if m >= MPOL_MAX || (mode & (1 << 15) != 0 && mode & (1 << 14) != 0) {
+    let relative = mode & (1 << 14) != 0;
+    if m >= MPOL_MAX || (mode & (1 << 15) != 0 && relative) {
         return Err(Errno::EINVAL);
     }
-    let (any, other) = read_nodes(g, mask, maxnode)?;
-    if other {
-        return Err(Errno::EINVAL);
-    }
+    let (any, node0) = read_nodes(g, mask, maxnode)?;
+    let lands = node0 || (any && relative);
     match m {
         MPOL_DEFAULT | MPOL_LOCAL if any => Err(Errno::EINVAL),
-        MPOL_DEFAULT | MPOL_LOCAL | MPOL_PREFERRED => Ok(()),
-        _ if !any => Err(Errno::EINVAL),
+        MPOL_DEFAULT | MPOL_LOCAL => Ok(()),
+        MPOL_PREFERRED if !any && mode & MODE_FLAGS & !(1 << 13) == 0 => Ok(()),
+        _ if !lands => Err(Errno::EINVAL),
         _ => Ok(()),
     }
 }
@@ -93,14 +90,28 @@ pub fn set_mempolicy(g: &dyn Guest, mode: u32, mask: u64, maxnode: u64) -> Res {
 }
 
 /// mbind(start, len, mode, nodemask, maxnode, flags): 0 after the
-/// kernel's checks (an unaligned start, unknown flags; MPOL_MF_MOVE_ALL
-/// needs CAP_SYS_NICE, which the guest lacks).
-pub fn mbind(g: &dyn Guest, start: u64, mode: u32, mask: u64, maxnode: u64, flags: u32) -> Res {
-    if flags & !(MPOL_MF_STRICT | MPOL_MF_MOVE | MPOL_MF_MOVE_ALL) != 0 || start % PAGE != 0 {
+/// kernel's checks, in its order: the mode's flags, the mask, unknown
+/// flags, MPOL_MF_MOVE_ALL (CAP_SYS_NICE, which the guest lacks), an
+/// unaligned start, an empty range (0 at once), then the mode and nodes.
+pub fn mbind(g: &dyn Guest, start: u64, len: u64, mode: u32, mask: [u64; 2], flags: u32) -> Res {
+    let [mask, maxnode] = mask;
+    if (mode & !MODE_FLAGS) >= MPOL_MAX || (mode & (1 << 15) != 0 && mode & (1 << 14) != 0) {
+        return Err(Errno::EINVAL);
+    }
+    read_nodes(g, mask, maxnode)?;
+    if flags & !(MPOL_MF_STRICT | MPOL_MF_MOVE | MPOL_MF_MOVE_ALL) != 0 {
         return Err(Errno::EINVAL);
     }
     if flags & MPOL_MF_MOVE_ALL != 0 {
         return Err(Errno::EPERM);
+    }
+    if start % PAGE != 0 {
+        return Err(Errno::EINVAL);
+    }
+    let len = len.checked_add(PAGE - 1).ok_or(Errno::EINVAL)? & !(PAGE - 1);
+    start.checked_add(len).ok_or(Errno::EINVAL)?;
+    if len == 0 {
+        return value(0);
     }
     check_policy(g, mode, mask, maxnode)?;
     value(0)

@@ -49,7 +49,8 @@ fn unescape(s: &[u8]) -> Vec<u8> {
             .filter(|d| d.iter().all(|c| (b'0'..=b'7').contains(c)));
         match (s[i], octal) {
             (b'\\', Some(d)) => {
-                out.push((d[0] - b'0') * 64 + (d[1] - b'0') * 8 + (d[2] - b'0'));
+                let v = d.iter().fold(0u32, |v, c| v * 8 + u32::from(c - b'0'));
+                out.push(v as u8);
                 i += 4;
             }
             (c, _) => {

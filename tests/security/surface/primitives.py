@@ -16,8 +16,7 @@ import time
 libc = ctypes.CDLL(None, use_errno=True)
 libc.syscall.restype = ctypes.c_long
 NR = dict(time=201, gettimeofday=96, mlock=149, munlock=150, msgget=68,
-          io_setup=206, sync_file_range=277, eventfd=284, utimes=235,
-          get_mempolicy=239, set_mempolicy=238, pkey_alloc=330,
+          io_setup=206, sync_file_range=277, eventfd=284, get_mempolicy=239, set_mempolicy=238, pkey_alloc=330,
           landlock_create_ruleset=444, prctl=157, personality=135,
           sched_get_priority_max=146, mq_open=240)
 
@@ -219,9 +218,6 @@ def main(scratch):
         in_child(lambda: name(sc("personality", 0x0400000))))
 
     # Legacy and rare calls: ENOSYS, after which libc's modern forms work.
-    os.utime(f, (1, 2))
-    same("os.utime", os.stat(f).st_mtime)
-    own("utimes", name(sc("utimes", ctypes.c_char_p(f.encode()), None)))
     efd = os.eventfd(0)
     os.close(efd)
     same("os.eventfd", "ok")
