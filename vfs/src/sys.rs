@@ -342,22 +342,6 @@ pub fn fd_path(fd: BorrowedFd<'_>, buf: &mut [u8]) -> Result<usize, Errno> {
     Errno::result(n).map(|n| n as usize)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use std::os::fd::AsFd;
-
-    #[test]
-    fn proc_fd_names() {
-        let f = std::fs::File::open("/").unwrap();
-        let p = ProcFd::new(f.as_fd());
-        assert_eq!(
-            p.as_cstr().to_bytes(),
-            format!("/proc/self/fd/{}", f.as_raw_fd()).as_bytes()
-        );
-    }
-}
-
 /// `syncfs(fd)`: writes back the file system `fd` is on.
 pub fn syncfs(fd: BorrowedFd<'_>) -> Result<(), Errno> {
     // SAFETY: syncfs only reads the descriptor number.
@@ -395,4 +379,20 @@ pub fn sched_priority_bound(policy: libc::c_int, max: bool) -> Result<i64, Errno
         }
     };
     check(r).map(i64::from)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::fd::AsFd;
+
+    #[test]
+    fn proc_fd_names() {
+        let f = std::fs::File::open("/").unwrap();
+        let p = ProcFd::new(f.as_fd());
+        assert_eq!(
+            p.as_cstr().to_bytes(),
+            format!("/proc/self/fd/{}", f.as_raw_fd()).as_bytes()
+        );
+    }
 }

@@ -105,7 +105,7 @@ pub fn mbind(g: &dyn Guest, start: u64, len: u64, mode: u32, mask: [u64; 2], fla
     if flags & MPOL_MF_MOVE_ALL != 0 {
         return Err(Errno::EPERM);
     }
-    if start % PAGE != 0 {
+    if !start.is_multiple_of(PAGE) {
         return Err(Errno::EINVAL);
     }
     let len = len.checked_add(PAGE - 1).ok_or(Errno::EINVAL)? & !(PAGE - 1);

@@ -116,7 +116,7 @@ mod tests {
     #[test]
     fn stat_fields_are_numbered_as_in_proc_5() {
         let line = "42 (a (b) c) S 1 42 40 0 -1 4194560 100 0 0 0 7 8 9 10 20 0 1 0 \
-                    123 4096 100 0 0 0 0 0 0 0 0 0 0 0 0 17 1 5 2 0 0 0\n";
+                    123 4096 100 0 0 0 0 0 0 0 0 0 0 0 0 0 17 1 5 2 0 0 0\n";
         let s = Stat::parse(line).unwrap();
         assert_eq!(s.field(4), 1);
         assert_eq!(s.field(PGRP), 42);
