@@ -78,7 +78,8 @@ pub const ALLOWED: &[S] = &[
     S::mknodat,
     S::ftruncate,
     S::inotify_add_watch,
-    // Flushing --rw sources once the guest has ended (launch/flush.rs).
+    // Flushing --rw sources once the guest has ended (launch/flush.rs),
+    // and the guest's sync (syscalls/src/handlers/sync.rs).
     S::syncfs,
     // The synthetic /proc files under limits (sealed with fcntl).
     S::memfd_create,
@@ -144,6 +145,12 @@ pub const ALLOWED: &[S] = &[
     S::rt_sigreturn,
     S::tgkill,
     S::clock_gettime,
+    // The answers to a guest's clock_getres, times and priority range
+    // (syscalls/src/handlers/clock.rs, task_stat.rs).
+    S::clock_getres,
+    S::times,
+    S::sched_get_priority_max,
+    S::sched_get_priority_min,
     S::clock_nanosleep,
     S::nanosleep,
     // A sleep interrupted by a stop (SIGSTOP/SIGCONT, a debugger) is

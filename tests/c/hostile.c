@@ -18,6 +18,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -31,6 +32,7 @@
 #include <sys/sysinfo.h>
 #include <sys/time.h>
 #include <sys/un.h>
+#include <time.h>
 #include <sys/xattr.h>
 #include <unistd.h>
 
@@ -681,6 +683,96 @@ static void t_misc(void) {
     R("sched_getaffinity pid=high_bits_self", syscall(SYS_sched_getaffinity, HIGH_BITS, 8, mask));
     R("sched_getaffinity mask=straddling_unmapped_len16",
       syscall(SYS_sched_getaffinity, 0, 16, edge));
+}
+
+/* ---- calls the supervisor answers: clocks, NUMA, task stats, sync, ioctl - */
+
+static void t_answered(void) {
+    /* Values that differ between runs (times, pids) are shown as 0. */
+    FOR_BUFS("time", "tloc", syscall(SYS_time, B) < 0 ? -1 : 0);
+    FOR_BUFS("gettimeofday", "tv", syscall(SYS_gettimeofday, B, NULL));
+    FOR_BUFS("gettimeofday", "tz", syscall(SYS_gettimeofday, NULL, B));
+    FOR_BUFS("clock_getres", "res", syscall(SYS_clock_getres, CLOCK_MONOTONIC, B));
+    struct timespec ts;
+    R("clock_getres clock=1000", syscall(SYS_clock_getres, 1000, &ts));
+    R("clock_getres clock=high_bits_monotonic",
+      syscall(SYS_clock_getres, HIGH_BITS | CLOCK_MONOTONIC, &ts));
+    R("clock_getres clock=process_cputime", syscall(SYS_clock_getres, CLOCK_PROCESS_CPUTIME_ID, &ts));
+    R("clock_getres clock=self_sched", syscall(SYS_clock_getres, (long)((~0L << 3) | 2), &ts));
+    R("clock_getres clock=pid_huge_sched",
+      syscall(SYS_clock_getres, (long)((~0x3fffffL) << 3 | 2), &ts));
+    R("clock_getres clock=fd0", syscall(SYS_clock_getres, (long)(int)((~0) << 3 | 3), &ts));
+    long policies[] = {0, 1, 2, 3, 5, 6, 4, 7, -1, (long)(HIGH_BITS | 1)};
+    for (unsigned i = 0; i < sizeof policies / sizeof *policies; i++) {
+        char nm[96];
+        snprintf(nm, sizeof nm, "sched_get_priority_max policy=%ld", policies[i] & 0xffffffff);
+        R(nm, syscall(SYS_sched_get_priority_max, policies[i]));
+        snprintf(nm, sizeof nm, "sched_get_priority_min policy=%ld", policies[i] & 0xffffffff);
+        R(nm, syscall(SYS_sched_get_priority_min, policies[i]));
+    }
+
+    /* A one-node machine, natively and answered. */
+    FOR_BUFS("get_mempolicy", "mode", syscall(SYS_get_mempolicy, B, NULL, 0, NULL, 0));
+    FOR_BUFS("get_mempolicy", "nodemask", syscall(SYS_get_mempolicy, NULL, B, 64, NULL, 0));
+    unsigned long nodes[2] = {1, 0};
+    int mode;
+    R("get_mempolicy flags=99", syscall(SYS_get_mempolicy, &mode, NULL, 0, NULL, 99));
+    R("get_mempolicy flags=node", syscall(SYS_get_mempolicy, &mode, NULL, 0, NULL, 1));
+    R("get_mempolicy flags=mems_allowed", syscall(SYS_get_mempolicy, &mode, nodes, 128, NULL, 4));
+    R("get_mempolicy flags=mems_allowed_node", syscall(SYS_get_mempolicy, &mode, nodes, 128, NULL, 5));
+    R("get_mempolicy maxnode=0", syscall(SYS_get_mempolicy, &mode, nodes, 0, NULL, 0));
+    R("get_mempolicy maxnode=huge", syscall(SYS_get_mempolicy, &mode, nodes, 1UL << 20, NULL, 0));
+    FOR_BUFS("set_mempolicy", "nodemask", syscall(SYS_set_mempolicy, 2, B, 64));
+    R("set_mempolicy mode=99", syscall(SYS_set_mempolicy, 99, nodes, 64));
+    R("set_mempolicy mode=bind_node0", syscall(SYS_set_mempolicy, 2, nodes, 64));
+    R("set_mempolicy mode=default_node0", syscall(SYS_set_mempolicy, 0, nodes, 64));
+    R("set_mempolicy mode=preferred_empty", syscall(SYS_set_mempolicy, 1, NULL, 0));
+    R("set_mempolicy mode=local", syscall(SYS_set_mempolicy, 4, NULL, 0));
+    R("set_mempolicy maxnode=huge", syscall(SYS_set_mempolicy, 2, nodes, 1UL << 20));
+    unsigned long node1 = 2;
+    R("set_mempolicy mode=interleave_node1", syscall(SYS_set_mempolicy, 3, &node1, 64));
+    R("set_mempolicy mode=default", syscall(SYS_set_mempolicy, 0, NULL, 0));
+    char *pg = page_full;
+    R("mbind start=misaligned", syscall(SYS_mbind, pg + 1, PG, 2, nodes, 64, 0));
+    R("mbind flags=99", syscall(SYS_mbind, pg, PG, 2, nodes, 64, 99));
+    R("mbind mode=99", syscall(SYS_mbind, pg, PG, 99, nodes, 64, 0));
+    R("mbind len=0", syscall(SYS_mbind, pg, 0, 2, NULL, 0, 0));
+    R("mbind mode=bind_node0", syscall(SYS_mbind, pg, PG, 2, nodes, 64, 0));
+    R("mbind mode=default", syscall(SYS_mbind, pg, PG, 0, NULL, 0, 0));
+    FOR_BUFS("mbind", "nodemask", syscall(SYS_mbind, pg, PG, 2, B, 64, 0));
+    R("munlock page", syscall(SYS_munlock, pg, PG));
+    R("munlockall", syscall(SYS_munlockall));
+    R("sync", syscall(SYS_sync));
+
+    /* A task's stat: pids differ, so a match with the caller's own is 1. */
+    pid_t self = getpid();
+    R("getpgid pid=0_is_getpgrp", syscall(SYS_getpgid, 0) == getpgrp());
+    R("getpgid pid=self_is_getpgrp", syscall(SYS_getpgid, self) == getpgrp());
+    R("getpgid pid=high_bits_is_getpgrp", syscall(SYS_getpgid, HIGH_BITS) == getpgrp());
+    R("getsid pid=0_is_self", syscall(SYS_getsid, 0) == syscall(SYS_getsid, self));
+    long pids[] = {-1, 0x3fffff00, (long)(int)0x80000000};
+    for (unsigned i = 0; i < sizeof pids / sizeof *pids; i++) {
+        char nm[96];
+        struct sched_param sp;
+        snprintf(nm, sizeof nm, "getpgid pid=%ld", pids[i]);
+        R(nm, syscall(SYS_getpgid, pids[i]));
+        snprintf(nm, sizeof nm, "getsid pid=%ld", pids[i]);
+        R(nm, syscall(SYS_getsid, pids[i]));
+        snprintf(nm, sizeof nm, "sched_getscheduler pid=%ld", pids[i]);
+        R(nm, syscall(SYS_sched_getscheduler, pids[i]));
+        snprintf(nm, sizeof nm, "sched_getparam pid=%ld", pids[i]);
+        R(nm, syscall(SYS_sched_getparam, pids[i], &sp));
+    }
+    R("sched_getscheduler pid=0", syscall(SYS_sched_getscheduler, 0));
+    R("sched_getscheduler pid=self", syscall(SYS_sched_getscheduler, self));
+    FOR_BUFS("sched_getparam", "param", syscall(SYS_sched_getparam, 0, B));
+    FOR_BUFS("times", "buf", syscall(SYS_times, B) == -1 ? -1 : 0);
+
+    /* ioctl requests off the allowlist: EBADF first, then ENOTTY. */
+    FOR_FDS("ioctl request=unknown", syscall(SYS_ioctl, F, 0x7f00beefUL, 0));
+    R("ioctl request=unknown fd=dir", syscall(SYS_ioctl, dir_fd, 0x7f00beefUL, 0));
+    R("ioctl request=unknown_high_bits fd=dir",
+      syscall(SYS_ioctl, dir_fd, HIGH_BITS | 0x7f00beefUL, 0));
 }
 
 /* ---- sockets ------------------------------------------------------------- */
@@ -1473,6 +1565,7 @@ int main(int argc, char **argv) {
     t_xattr();
     restore();
     t_misc();
+    t_answered();
     restore();
     t_socket();
     restore();

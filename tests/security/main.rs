@@ -16,4 +16,5 @@ mod hostile;
 mod ids;
 mod privileges;
 mod races;
+mod surface;
 mod unprivileged;

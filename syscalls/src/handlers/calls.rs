@@ -9,7 +9,10 @@
 //! entry point of each serviced number), or the work (the families).
 
 use super::net::{accept, dgram, msg, names, socket};
-use super::{affinity, attr, lseek, mknod, namei, notify, open, sysinfo, Context, Res};
+use super::{
+    affinity, attr, clock, lseek, mknod, namei, notify, numa, open, refused, sync, sysinfo,
+    task_stat, Context, Res,
+};
 use crate::guest::{Guest, SyscallArgs};
 
 const CWD: i32 = libc::AT_FDCWD;
@@ -131,6 +134,56 @@ pub(crate) fn sysinfo(ctx: &Context, g: &dyn Guest, c: &SyscallArgs) -> Res {
     sysinfo::sysinfo(ctx, g, c.args[0])
 }
 
+pub(crate) fn ioctl(_ctx: &Context, g: &dyn Guest, c: &SyscallArgs) -> Res {
+    refused::ioctl(g, c.int(0), c.uint(1))
+}
+
+pub(crate) fn sync(ctx: &Context, g: &dyn Guest, _c: &SyscallArgs) -> Res {
+    sync::sync(ctx, g)
+}
+
+// ---- Memory: NUMA policy and locking. ------------------------------------------
+
+pub(crate) fn get_mempolicy(_ctx: &Context, g: &dyn Guest, c: &SyscallArgs) -> Res {
+    let a = &c.args;
+    numa::get_mempolicy(g, [a[0], a[1], a[2]], a[3], a[4])
+}
+
+pub(crate) fn set_mempolicy(_ctx: &Context, g: &dyn Guest, c: &SyscallArgs) -> Res {
+    numa::set_mempolicy(g, c.uint(0), c.args[1], c.args[2])
+}
+
+pub(crate) fn mbind(_ctx: &Context, g: &dyn Guest, c: &SyscallArgs) -> Res {
+    let a = &c.args;
+    numa::mbind(g, a[0], a[1], c.uint(2), [a[3], a[4]], c.uint(5))
+}
+
+pub(crate) fn munlock(ctx: &Context, g: &dyn Guest, _c: &SyscallArgs) -> Res {
+    numa::munlock(ctx, g)
+}
+
+// ---- Clocks and scheduler constants. ---------------------------------------------
+
+pub(crate) fn time(_ctx: &Context, g: &dyn Guest, c: &SyscallArgs) -> Res {
+    clock::time(g, c.args[0])
+}
+
+pub(crate) fn gettimeofday(_ctx: &Context, g: &dyn Guest, c: &SyscallArgs) -> Res {
+    clock::gettimeofday(g, c.args[0], c.args[1])
+}
+
+pub(crate) fn clock_getres(ctx: &Context, g: &dyn Guest, c: &SyscallArgs) -> Res {
+    clock::clock_getres(ctx, g, c.int(0), c.args[1])
+}
+
+pub(crate) fn sched_get_priority_max(_ctx: &Context, _g: &dyn Guest, c: &SyscallArgs) -> Res {
+    clock::sched_get_priority_max(c.int(0))
+}
+
+pub(crate) fn sched_get_priority_min(_ctx: &Context, _g: &dyn Guest, c: &SyscallArgs) -> Res {
+    clock::sched_get_priority_min(c.int(0))
+}
+
 // ---- Sockets (`net/`). ----------------------------------------------------------
 
 pub(crate) fn socket(ctx: &Context, g: &dyn Guest, c: &SyscallArgs) -> Res {
@@ -191,4 +244,26 @@ pub(crate) fn sendmsg(ctx: &Context, g: &dyn Guest, c: &SyscallArgs) -> Res {
 
 pub(crate) fn recvmsg(ctx: &Context, g: &dyn Guest, c: &SyscallArgs) -> Res {
     msg::recvmsg(ctx, g, c.int(0), c.args[1], c.int(2))
+}
+
+// ---- A task's stat in the view's procfs. ---------------------------------------
+
+pub(crate) fn sched_getscheduler(ctx: &Context, g: &dyn Guest, c: &SyscallArgs) -> Res {
+    task_stat::sched_getscheduler(ctx, g, c.int(0))
+}
+
+pub(crate) fn sched_getparam(ctx: &Context, g: &dyn Guest, c: &SyscallArgs) -> Res {
+    task_stat::sched_getparam(ctx, g, c.int(0), c.args[1])
+}
+
+pub(crate) fn getpgid(ctx: &Context, g: &dyn Guest, c: &SyscallArgs) -> Res {
+    task_stat::getpgid(ctx, g, c.int(0))
+}
+
+pub(crate) fn getsid(ctx: &Context, g: &dyn Guest, c: &SyscallArgs) -> Res {
+    task_stat::getsid(ctx, g, c.int(0))
+}
+
+pub(crate) fn times(ctx: &Context, g: &dyn Guest, c: &SyscallArgs) -> Res {
+    task_stat::times(ctx, g, c.args[0])
 }

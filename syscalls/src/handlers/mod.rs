@@ -5,8 +5,13 @@
 //! [`namei`] (rmdir, unlinkat, rename, link, symlink), [`mknod`]
 //! (mknod and mknodat of devices),
 //! [`notify`] (inotify_add_watch), [`affinity`] (sched_getaffinity),
-//! [`sysinfo`] (sysinfo(2)) and [`lseek`] (lseek back to 0 of a
-//! served /proc file: fresh figures); the socket calls are [`net`]'s.
+//! [`sysinfo`] (sysinfo(2)), [`lseek`] (lseek back to 0 of a
+//! served /proc file: fresh figures), [`sync`] (sync(2) of the
+//! sandbox's own file systems), [`numa`] (NUMA policy as one node,
+//! munlock) and [`clock`] (time, gettimeofday, clock_getres, the
+//! scheduler's priority range), [`task_stat`] (sched_getscheduler,
+//! sched_getparam, getpgid, getsid, times) and [`refused`] (the ioctl
+//! requests off the allowlist); the socket calls are [`net`]'s.
 //! The /proc files an open may be answered with, and the guest's limits,
 //! are [`procfs`]'s.
 //!
@@ -29,15 +34,20 @@
 mod affinity;
 mod attr;
 pub(crate) mod calls;
+mod clock;
 mod host_fs;
 mod lseek;
 pub(crate) mod mknod;
 mod namei;
 mod net;
 mod notify;
+mod numa;
 mod open;
+mod refused;
 mod setid;
+mod sync;
 mod sysinfo;
+mod task_stat;
 #[cfg(test)]
 mod tests;
 

@@ -8,6 +8,7 @@
 //! or the work of the serviced calls (the handlers the table names, in
 //! [`crate::handlers`], which [`crate::handlers::dispatch`] calls).
 
+mod allow;
 pub mod bpf;
 pub mod doc;
 mod table;

@@ -15,10 +15,10 @@
 //! that the VFS must answer is serviced. Everything else is denied, and
 //! any number not named here is denied with ENOSYS.
 
-use nix::errno::Errno::{ENOSYS, EOPNOTSUPP, EPERM};
+use nix::errno::Errno::{EINVAL, ENOSYS, EOPNOTSUPP, EPERM};
 use sysno::Sysno as S;
 
-use super::{Cond, Op, Rule};
+use super::{allow, Cond, Op, Rule};
 use crate::handlers::calls;
 pub use entry::Entry;
 use entry::{deny, pass_if_else_deny, pass_if_else_serve, serve, serve_if, PASS};
@@ -34,13 +34,11 @@ pub const NS_CLONE_FLAGS: u32 = (libc::CLONE_NEWNS
     | libc::CLONE_NEWPID
     | libc::CLONE_NEWNET) as u32;
 
-/// Terminal ioctls that inject input or take over a terminal.
-const TERMINAL_INJECTION: &[u32] = &[
-    libc::TIOCSTI as u32,
-    libc::TIOCLINUX as u32,
-    libc::TIOCSETD as u32,
-    libc::TIOCCONS as u32,
-];
+/// The ioctl requests that reach the kernel ([`allow::IOCTL`] says why
+/// each). Every other request is refused (`handlers/refused.rs`): among
+/// them the file-system requests (FS_IOC_GETFLAGS/SETFLAGS, FIEMAP,
+/// FICLONE, FIDEDUPERANGE), which programs treat as "not supported here".
+const IOCTL_ALLOWED: &[u32] = allow::IOCTL;
 
 /// Sockets the guest's kernel makes itself: local ones of the usual
 /// types. Internet sockets are the netstack's (serviced); the rest is
@@ -57,7 +55,27 @@ const CLONE_WITHOUT_NS: &[Cond] = &[Cond {
 }];
 const IOCTL_SAFE: &[Cond] = &[Cond {
     arg: 1,
-    op: Op::NotIn(TERMINAL_INJECTION),
+    op: Op::MaskedIn(u32::MAX, IOCTL_ALLOWED),
+}];
+/// fcntl's command (arg 1) is one [`allow::FCNTL`] names.
+const FCNTL_KNOWN: &[Cond] = &[Cond {
+    arg: 1,
+    op: Op::MaskedIn(u32::MAX, allow::FCNTL),
+}];
+/// prctl's option (arg 0) is one [`allow::PRCTL`] names.
+const PRCTL_KNOWN: &[Cond] = &[Cond {
+    arg: 0,
+    op: Op::MaskedIn(u32::MAX, allow::PRCTL),
+}];
+/// madvise's advice (arg 2) is one [`allow::MADVISE`] names.
+const MADVISE_KNOWN: &[Cond] = &[Cond {
+    arg: 2,
+    op: Op::MaskedIn(u32::MAX, allow::MADVISE),
+}];
+/// personality's persona (arg 0) is one [`allow::PERSONALITY`] names.
+const PERSONALITY_KNOWN: &[Cond] = &[Cond {
+    arg: 0,
+    op: Op::MaskedIn(u32::MAX, allow::PERSONALITY),
 }];
 const UNIX_SOCKET: &[Cond] = &[
     Cond {
@@ -304,9 +322,19 @@ pub fn entry(nr: S) -> Entry {
         // top -d); every other seek passes.
         S::lseek => serve_if(REWIND, calls::lseek),
         S::readv | S::writev | S::preadv | S::pwritev | S::preadv2 | S::pwritev2 => PASS,
-        S::dup | S::dup2 | S::dup3 | S::fcntl | S::flock | S::close_range => PASS,
-        S::fsync | S::fdatasync | S::syncfs | S::sync | S::sync_file_range => PASS,
-        S::ftruncate | S::fallocate | S::fadvise64 | S::readahead => PASS,
+        S::dup | S::dup2 | S::dup3 | S::flock | S::close_range => PASS,
+        S::fsync | S::fdatasync | S::syncfs => PASS,
+        S::ftruncate | S::fallocate | S::fadvise64 => PASS,
+        // A command outside the list is answered as the kernel answers
+        // one it does not know; leases and write-life hints stay out.
+        S::fcntl => pass_if_else_deny(FCNTL_KNOWN, EINVAL),
+        // sync flushes the sandbox's own file systems (syncfs of each of
+        // its mounts), not every file system of the host.
+        S::sync => serve(calls::sync),
+        // Writeback hints: ENOSYS, which PostgreSQL and RocksDB take as
+        // "no such call" (they fall back to fdatasync at checkpoints);
+        // readahead(2) is advice that no program depends on.
+        S::sync_file_range | S::readahead => deny(ENOSYS),
         // A descriptor's fchmod is serviced: it must not reach a host-wide
         // procfs file, whose mode is the same in every procfs on the host
         // (`handlers/attr.rs`). Giving read to all takes nothing away and
@@ -316,19 +344,37 @@ pub fn entry(nr: S) -> Entry {
         S::fchmod => serve(calls::fchmod),
         S::fchown | S::fstatfs | S::getdents64 => PASS,
         S::fsetxattr | S::fgetxattr | S::flistxattr | S::fremovexattr => PASS,
-        S::sendfile | S::splice | S::tee | S::vmsplice | S::copy_file_range => PASS,
-        S::pipe | S::pipe2 | S::memfd_create | S::eventfd | S::eventfd2 => PASS,
-        S::signalfd | S::signalfd4 | S::timerfd_create | S::timerfd_settime => PASS,
+        // splice is sendfile's cousin (a file into a pipe: `pv`, web
+        // servers, Python's shutil on a pipe); tee and vmsplice move
+        // pipe pages only, vmsplice the guest's own memory into them
+        // (an exploit primitive): ENOSYS, the answer of a kernel without
+        // them, after which programs write.
+        S::sendfile | S::splice | S::copy_file_range => PASS,
+        S::tee | S::vmsplice => deny(ENOSYS),
+        S::pipe | S::pipe2 | S::memfd_create | S::eventfd2 => PASS,
+        S::signalfd4 | S::timerfd_create | S::timerfd_settime => PASS,
+        // The flagless forms, which glibc and musl no longer call (both
+        // call eventfd2 and signalfd4, musl falling back on ENOSYS).
+        S::eventfd | S::signalfd => deny(ENOSYS),
         S::timerfd_gettime | S::inotify_init | S::inotify_init1 | S::inotify_rm_watch => PASS,
-        S::ioctl => pass_if_else_deny(IOCTL_SAFE, EPERM),
+        // Requests by allowlist ([`allow::IOCTL`]); the rest are refused
+        // by the handler: EPERM for the terminal requests that inject
+        // input or take a terminal over, ENOTTY (runsc's answer) for
+        // every other, each counted as a denial.
+        S::ioctl => pass_if_else_serve(IOCTL_SAFE, calls::ioctl),
         S::getdents => deny(ENOSYS),
 
         // ---- Polling and waiting. ----------------------------------------
         S::poll | S::ppoll | S::select | S::pselect6 => PASS,
         S::epoll_create | S::epoll_create1 | S::epoll_ctl | S::epoll_wait => PASS,
-        S::epoll_pwait | S::epoll_pwait2 => PASS,
-        S::io_setup | S::io_destroy | S::io_getevents | S::io_submit | S::io_cancel => PASS,
-        S::io_pgetevents => PASS,
+        S::epoll_pwait => PASS,
+        // Newer than every libc's fallback path: ENOSYS.
+        S::epoll_pwait2 => deny(ENOSYS),
+        // Kernel AIO (a source of use-after-frees): ENOSYS, on which
+        // libaio's users (fio, MySQL's InnoDB, QEMU) fall back to threads
+        // and glibc's POSIX AIO never calls it.
+        S::io_setup | S::io_destroy | S::io_getevents | S::io_submit | S::io_cancel => deny(ENOSYS),
+        S::io_pgetevents => deny(ENOSYS),
 
         // ---- Sockets: internet ones are the netstack's (handlers/net). ---
         // Every call that carries or reports an address or an IP-level
@@ -359,28 +405,60 @@ pub fn entry(nr: S) -> Entry {
 
         // ---- Memory. -----------------------------------------------------
         S::mmap | S::mprotect | S::munmap | S::brk | S::mremap | S::msync => PASS,
-        S::mincore | S::madvise | S::mlock | S::mlock2 | S::munlock => PASS,
-        S::mlockall | S::munlockall | S::remap_file_pages | S::membarrier => PASS,
-        S::mbind | S::set_mempolicy | S::get_mempolicy | S::set_mempolicy_home_node => PASS,
-        S::pkey_mprotect | S::pkey_alloc | S::pkey_free | S::map_shadow_stack => PASS,
-        S::cachestat => PASS,
+        S::membarrier => PASS,
+        // Advice by allowlist (EINVAL, the kernel's answer to advice it
+        // does not know): DONTNEED and FREE stay, every allocator
+        // returns memory with them; KSM merging and poisoning do not.
+        S::madvise => pass_if_else_deny(MADVISE_KNOWN, EINVAL),
+        // Locking memory: EPERM, what an unprivileged process with no
+        // RLIMIT_MEMLOCK gets (gpg and ssh-agent warn and go on);
+        // nothing is ever locked, so unlocking succeeds.
+        S::mlock | S::mlock2 | S::mlockall => deny(EPERM),
+        S::munlock | S::munlockall => serve(calls::munlock),
+        // Page-cache residency (a side channel), page remapping and
+        // protection keys: ENOSYS, on which glibc's pkey_alloc and the
+        // few users of the rest give up the optimisation.
+        S::mincore | S::remap_file_pages | S::cachestat => deny(ENOSYS),
+        S::pkey_mprotect | S::pkey_alloc | S::pkey_free | S::map_shadow_stack => deny(ENOSYS),
+        // NUMA policy: answered as a one-node machine (handlers/numa.rs).
+        S::get_mempolicy => serve(calls::get_mempolicy),
+        S::set_mempolicy => serve(calls::set_mempolicy),
+        S::mbind => serve(calls::mbind),
+        S::set_mempolicy_home_node => deny(ENOSYS),
 
         // ---- Signals. ----------------------------------------------------
         S::rt_sigaction | S::rt_sigprocmask | S::rt_sigreturn | S::rt_sigpending => PASS,
-        S::rt_sigtimedwait | S::rt_sigqueueinfo | S::rt_sigsuspend | S::sigaltstack => PASS,
-        S::rt_tgsigqueueinfo | S::kill | S::tkill | S::tgkill | S::pause => PASS,
+        S::rt_sigtimedwait | S::rt_sigsuspend | S::sigaltstack => PASS,
+        S::kill | S::tkill | S::tgkill | S::pause => PASS,
+        // Signals with a caller-made siginfo (sigqueue(3)): ENOSYS.
+        S::rt_sigqueueinfo | S::rt_tgsigqueueinfo => deny(ENOSYS),
         S::pidfd_open | S::pidfd_send_signal => PASS,
 
         // ---- Time and timers. --------------------------------------------
-        S::nanosleep | S::clock_nanosleep | S::clock_gettime | S::clock_getres => PASS,
-        S::gettimeofday | S::time | S::times | S::getitimer | S::setitimer | S::alarm => PASS,
+        S::nanosleep | S::clock_nanosleep | S::clock_gettime => PASS,
+        S::getitimer | S::setitimer | S::alarm => PASS,
+        // The caller's times, from its stat (handlers/task_stat.rs).
+        S::times => serve(calls::times),
+        // The vDSO answers these; the calls that still trap (no vDSO,
+        // CPU-time clocks' resolution) are answered from the
+        // supervisor's clocks, which are the guest's (handlers/clock.rs).
+        S::gettimeofday => serve(calls::gettimeofday),
+        S::time => serve(calls::time),
+        S::clock_getres => serve(calls::clock_getres),
         S::timer_create | S::timer_settime | S::timer_gettime | S::timer_getoverrun => PASS,
         S::timer_delete => PASS,
 
         // ---- Futexes and threads. ----------------------------------------
-        S::futex | S::futex_waitv | S::futex_wake | S::futex_wait | S::futex_requeue => PASS,
-        S::set_tid_address | S::set_robust_list | S::get_robust_list | S::rseq => PASS,
-        S::arch_prctl | S::prctl | S::gettid | S::restart_syscall => PASS,
+        S::futex | S::set_tid_address | S::set_robust_list | S::rseq => PASS,
+        // futex2 and another thread's robust list: no libc calls them.
+        S::futex_waitv | S::futex_wake | S::futex_wait | S::futex_requeue => deny(ENOSYS),
+        S::get_robust_list => deny(ENOSYS),
+        S::arch_prctl | S::gettid | S::restart_syscall => PASS,
+        // Options by allowlist (EINVAL, the kernel's answer to an option
+        // it does not know): naming, death signals, dumpability,
+        // capabilities and securebits, seccomp and no_new_privs, subreapers,
+        // THP and speculation controls, anonymous VMA names, MDWE.
+        S::prctl => pass_if_else_deny(PRCTL_KNOWN, EINVAL),
 
         // ---- Processes. --------------------------------------------------
         S::clone => pass_if_else_deny(CLONE_WITHOUT_NS, EPERM),
@@ -388,35 +466,58 @@ pub fn entry(nr: S) -> Entry {
         S::clone3 => deny(ENOSYS),
         S::fork | S::vfork | S::exit | S::exit_group | S::wait4 | S::waitid => PASS,
         S::seccomp => PASS,
-        S::landlock_create_ruleset | S::landlock_add_rule | S::landlock_restrict_self => PASS,
+        // A sandbox inside: ENOSYS, the answer of a kernel without
+        // Landlock, on which its users run without it (as they must).
+        S::landlock_create_ruleset | S::landlock_add_rule | S::landlock_restrict_self => {
+            deny(ENOSYS)
+        }
 
         // ---- Identity and limits: answered by the guest's user, uts and
         // pid namespaces, which hold the sandbox's own ids and names. -----
         S::getpid | S::getppid | S::getuid | S::geteuid | S::getgid | S::getegid => PASS,
-        S::getresuid | S::getresgid | S::getgroups | S::getpgrp | S::getpgid => PASS,
-        S::getsid | S::setsid | S::setpgid | S::uname | S::umask | S::personality => PASS,
+        S::getresuid | S::getresgid | S::getgroups | S::getpgrp => PASS,
+        S::setsid | S::setpgid | S::uname | S::umask => PASS,
+        // Another task's group and session: its stat in the view's procfs.
+        S::getpgid => serve(calls::getpgid),
+        S::getsid => serve(calls::getsid),
+        // Docker's list: the query, PER_LINUX, PER_LINUX32 and UNAME26;
+        // READ_IMPLIES_EXEC and ADDR_NO_RANDOMIZE (setarch -X, -R) are
+        // refused EPERM as Docker refuses them.
+        S::personality => pass_if_else_deny(PERSONALITY_KNOWN, EPERM),
         S::setuid | S::setgid | S::setreuid | S::setregid | S::setresuid | S::setresgid => PASS,
         S::setfsuid | S::setfsgid | S::setgroups | S::capget | S::capset => PASS,
         S::getrlimit | S::setrlimit | S::prlimit64 | S::getrusage => PASS,
         // Memory figures of the sandbox under --memory (handlers/sysinfo.rs).
         S::sysinfo => serve(calls::sysinfo),
-        S::getpriority | S::setpriority | S::getcpu | S::getrandom => PASS,
-        S::sched_yield | S::sched_setparam | S::sched_getparam => PASS,
-        S::sched_setscheduler | S::sched_getscheduler | S::sched_get_priority_max => PASS,
-        S::sched_get_priority_min | S::sched_rr_get_interval => PASS,
-        S::sched_setaffinity | S::sched_setattr | S::sched_getattr => PASS,
+        S::getpriority | S::setpriority | S::getrandom => PASS,
+        S::sched_yield | S::sched_setparam | S::sched_setscheduler => PASS,
+        S::sched_rr_get_interval => PASS,
+        // A task's policy and priority: its stat in the view's procfs.
+        S::sched_getscheduler => serve(calls::sched_getscheduler),
+        S::sched_getparam => serve(calls::sched_getparam),
+        S::sched_setaffinity => PASS,
+        // Constants of the kernel: answered (handlers/clock.rs).
+        S::sched_get_priority_max => serve(calls::sched_get_priority_max),
+        S::sched_get_priority_min => serve(calls::sched_get_priority_min),
+        // getcpu is the vDSO's (and rseq's); sched_setattr/getattr are
+        // chrt's, which falls back to sched_setscheduler on ENOSYS.
+        S::getcpu | S::sched_setattr | S::sched_getattr => deny(ENOSYS),
         // The caller's own mask is cut to the guest's cpu limit (nproc,
         // OpenBLAS); other tasks' masks are the kernel's.
         S::sched_getaffinity => serve(calls::sched_getaffinity),
-        S::ioprio_set | S::ioprio_get => PASS,
+        // I/O priorities (ionice): EPERM, as for an unprivileged caller.
+        S::ioprio_set | S::ioprio_get => deny(EPERM),
         S::sethostname | S::setdomainname => deny(EPERM),
 
         // ---- System V and POSIX IPC: the guest's own ipc namespace. ------
         S::shmget | S::shmat | S::shmctl | S::shmdt => PASS,
         S::semget | S::semop | S::semctl | S::semtimedop => PASS,
-        S::msgget | S::msgsnd | S::msgrcv | S::msgctl => PASS,
-        S::mq_open | S::mq_unlink | S::mq_timedsend | S::mq_timedreceive => PASS,
-        S::mq_notify | S::mq_getsetattr => PASS,
+        // Message queues (msg_msg is the heap-spray primitive of many
+        // kernel exploits): ENOSYS, the answer of a kernel built without
+        // them, which programs that use them report and the rest never see.
+        S::msgget | S::msgsnd | S::msgrcv | S::msgctl => deny(ENOSYS),
+        S::mq_open | S::mq_unlink | S::mq_timedsend | S::mq_timedreceive => deny(ENOSYS),
+        S::mq_notify | S::mq_getsetattr => deny(ENOSYS),
 
         // ---- Denied: mounts and namespaces. ------------------------------
         S::mount | S::umount2 | S::pivot_root | S::chroot => deny(EPERM),
