@@ -77,6 +77,10 @@ pub struct FsConfig {
     pub rootfs: Option<PathBuf>,
     /// The guest writes to `rootfs` itself, not to an overlay over it.
     pub rootfs_in_place: bool,
+    /// The guest's `/` is read-only (the OCI runtime's `root.readonly`,
+    /// `docker run --read-only`); the mounts on it keep their own modes.
+    #[serde(default)]
+    pub root_read_only: bool,
     /// Paths hidden once every mount is in place.
     pub masks: Vec<PathBuf>,
     /// Paths made read-only once every mount is in place.
@@ -221,6 +225,7 @@ impl SandboxConfig {
                 mounts: Vec::new(),
                 rootfs: None,
                 rootfs_in_place: false,
+                root_read_only: false,
                 masks: Vec::new(),
                 read_only: Vec::new(),
                 writable_system: false,
@@ -269,6 +274,17 @@ impl SandboxConfig {
         positive("pids", l.pids)?;
         positive("output", l.output)?;
         positive("nofile", l.nofile)?;
+        for r in &l.rlimits {
+            if r.resource >= crate::limits::RLIMIT_COUNT {
+                return Err(format!("rlimit {}: no such resource", r.resource));
+            }
+            if r.soft > r.hard {
+                return Err(format!(
+                    "rlimit {}: soft limit {} above the hard limit {}",
+                    r.resource, r.soft, r.hard
+                ));
+            }
+        }
         if let Some(cpus) = l.cpus.filter(|n| !(0.01..=4096.0).contains(n)) {
             return Err(format!("cpus {cpus}: expected 0.01 to 4096"));
         }

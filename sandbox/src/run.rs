@@ -430,6 +430,7 @@ fn launch_config(config: &SandboxConfig, view: &GuestView) -> Result<LaunchConfi
         mounts,
         rootfs: config.fs.rootfs.clone(),
         rootfs_in_place: config.fs.rootfs_in_place,
+        root_read_only: config.fs.root_read_only,
         masks: config.fs.masks.clone(),
         read_only: config.fs.read_only.clone(),
         disk_size: config.fs.disk,

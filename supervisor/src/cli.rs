@@ -373,6 +373,7 @@ fn unchecked_config(args: RunArgs) -> SandboxConfig {
         cpu_time: args.cpu_time,
         output: args.output_limit,
         nofile: args.nofile,
+        rlimits: Vec::new(),
     };
     config.trace = args.trace;
     config.report = args.report;

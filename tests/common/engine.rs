@@ -1,8 +1,9 @@
 //! Helpers of the container-engine tests (`tests/oci/docker.rs`,
 //! `tests/oci/podman.rs`, `tests/oci/containerd.rs`), which start a real
 //! engine with this runtime registered: the busybox image's rootfs
-//! tarball, this process's cgroup (engines get a cgroup parent beneath
-//! it), the cleanup an engine leaves (mounts, cgroup directories), and an
+//! tarball, this process's cgroup (some engines get a cgroup parent
+//! beneath it), the cleanup an engine leaves (mounts, cgroup directories
+//! beneath a parent of ours or of the engine's own), and an
 //! engine client command run with a watchdog.
 //!
 //! Not here: any engine's configuration or what a test expects.
@@ -107,6 +108,86 @@ fn remove_children(dir: &Path) {
             let _ = std::fs::remove_dir(e.path());
         }
     }
+}
+
+/// The cgroup directories beneath an engine's own cgroup parent (Docker's
+/// `/docker`, Podman's `/libpod_parent` under the cgroupfs manager), in
+/// every mounted hierarchy, as they were before the test's engine ran:
+/// what is there afterwards and was not before is the test's to find
+/// ([`EngineCgroups::left`]) and remove ([`EngineCgroups::remove_left`]),
+/// with the parent itself when the test's engine made it.
+pub struct EngineCgroups {
+    /// The parent's directory in each hierarchy, and whether it existed.
+    parents: Vec<(PathBuf, bool)>,
+    before: std::collections::BTreeSet<PathBuf>,
+}
+
+impl EngineCgroups {
+    /// The directories beneath `parent` (a path from each hierarchy's root) now.
+    pub fn snapshot(parent: &str) -> EngineCgroups {
+        let rel = parent.trim_start_matches('/');
+        let parents: Vec<(PathBuf, bool)> = cgroup_mount_points()
+            .into_iter()
+            .map(|m| m.join(rel))
+            .map(|d| {
+                let existed = d.is_dir();
+                (d, existed)
+            })
+            .collect();
+        let before = parents.iter().flat_map(|(d, _)| dirs_beneath(d)).collect();
+        EngineCgroups { parents, before }
+    }
+
+    /// The directories beneath the parent that were not there before.
+    pub fn left(&self) -> Vec<PathBuf> {
+        (self.parents.iter())
+            .flat_map(|(d, _)| dirs_beneath(d))
+            .filter(|d| !self.before.contains(d))
+            .collect()
+    }
+
+    /// Removes [`Self::left`] (deepest first: no process is left in them
+    /// once the engine is stopped) and each parent the engine made, if empty.
+    pub fn remove_left(&self) {
+        let mut left = self.left();
+        left.sort_by_key(|p| std::cmp::Reverse(p.components().count()));
+        for d in left {
+            let _ = std::fs::remove_dir(d);
+        }
+        for (d, existed) in &self.parents {
+            if !existed {
+                let _ = std::fs::remove_dir(d);
+            }
+        }
+    }
+}
+
+/// Where each cgroup hierarchy (v1 and v2) is mounted.
+fn cgroup_mount_points() -> Vec<PathBuf> {
+    let info = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
+    info.lines()
+        .filter_map(|l| {
+            let (left, right) = l.split_once(" - ")?;
+            let fstype = right.split(' ').next()?;
+            let point = left.split(' ').nth(4)?;
+            matches!(fstype, "cgroup" | "cgroup2").then(|| PathBuf::from(point))
+        })
+        .collect()
+}
+
+/// Every directory beneath `dir` (not `dir`), at any depth.
+fn dirs_beneath(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return out;
+    };
+    for e in entries.flatten() {
+        if e.file_type().is_ok_and(|t| t.is_dir()) {
+            out.extend(dirs_beneath(&e.path()));
+            out.push(e.path());
+        }
+    }
+    out
 }
 
 /// Calls `done` every 50 ms until it holds (true) or `limit` has passed

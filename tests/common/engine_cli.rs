@@ -4,7 +4,8 @@
 //! exit codes, stdin and a terminal, loopback-only networking, exec into a
 //! running container (another user, its status, stdin, a terminal), pause
 //! and unpause, stop, a signal reaching the command's trap, a memory hog
-//! killed at its limit, `stats` and `cp` into a running container.
+//! killed at its limit, `stats` and `cp` into a running container,
+//! `--ulimit`s as natively.
 //!
 //! Not here: how an engine is started or configured, and the cases only
 //! one engine has (`tests/oci/docker.rs`, `tests/oci/podman.rs`,
@@ -199,4 +200,40 @@ pub fn memory_hog_is_killed(e: &impl EngineCli, image: &str) {
     ]);
     assert_eq!(hog.status.code(), Some(137), "{}", dump(&hog));
     assert_eq!(e.inspect("hog", "{{.State.ExitCode}}"), "137");
+}
+
+/// `--ulimit`: the container's processes have the rlimits asked for,
+/// soft and hard apart (nofile, nproc, and the core size), as the same
+/// shell has them natively under `prlimit` (busybox shows the core size
+/// in 512-byte blocks), and the soft nofile limit holds: the ninth
+/// descriptor cannot be opened.
+pub fn ulimits(e: &impl EngineCli, image: &str) {
+    let script = "ulimit -Sn; ulimit -Hn; ulimit -Su; ulimit -Hu; ulimit -Sc; ulimit -Hc; \
+                  (exec 3</dev/null 4</dev/null 5</dev/null 6</dev/null 7</dev/null \
+                  8</dev/null 9</dev/null) 2>/dev/null || echo no-more-fds";
+    let out = e.run(&[
+        "--rm",
+        "--ulimit",
+        "nofile=8:200",
+        "--ulimit",
+        "nproc=50:60",
+        "--ulimit",
+        "core=0:1024",
+        image,
+        "sh",
+        "-c",
+        script,
+    ]);
+    let native = std::process::Command::new("prlimit")
+        .args(["--nofile=8:200", "--nproc=50:60", "--core=0:1024"])
+        .args([super::oci::BUSYBOX, "sh", "-c", script])
+        .output()
+        .expect("run prlimit (util-linux)");
+    assert_eq!(
+        stdout(&native),
+        "8\n200\n50\n60\n0\n2\nno-more-fds\n",
+        "natively: {}",
+        dump(&native)
+    );
+    assert_eq!(stdout(&out), stdout(&native), "{}", dump(&out));
 }

@@ -3,12 +3,17 @@
 //! without dockerd (or busybox-static, whose rootfs is the image) it
 //! skips with a printed reason.
 //!
-//! It starts its own dockerd (data root, exec root, pid file and socket
-//! in a temp dir; no bridge, no iptables; the cgroupfs driver with
-//! `--cgroup-parent` beneath this process's own cgroup), imports a
-//! busybox-static image, runs the cases one after another, and stops the
+//! It starts its own dockerd as Debian installs it, with only its own
+//! data root, exec root, pid file and socket in a temp dir, no bridge
+//! and no iptables (the host's network is not the test's to change), and
+//! a nofile ulimit: its cgroup driver is the default (cgroupfs on this
+//! cgroup v1 host), and no `--cgroup-parent`, so every container's cgroup
+//! is where Docker puts it, `/docker/<id>` from each hierarchy's root.
+//! It imports a busybox-static image, runs the cases one after another,
+//! checks that no container's cgroup is left behind, and stops the
 //! daemon by pid at the end, also on failure (a Drop guard), unmounting
-//! what it left and removing its cgroup parent.
+//! what it left and removing the cgroups that remain beneath `/docker`
+//! that were not there before.
 
 use crate::common;
 
@@ -18,8 +23,8 @@ use std::process::{Child, Command, Output, Stdio};
 use std::time::Duration;
 
 use common::engine::{
-    busybox_tarball, dump, output_with_watchdog, own_memory_cgroup, poll_until,
-    remove_cgroup_parent, stdout, stop_daemon, unmount_beneath, wait_until_up,
+    busybox_tarball, dump, output_with_watchdog, poll_until, stdout, stop_daemon, unmount_beneath,
+    wait_until_up, EngineCgroups,
 };
 use common::engine_cli::{self as cases, EngineCli};
 use common::oci::have_busybox;
@@ -28,12 +33,15 @@ use common::{bin, Tree};
 const DOCKERD: &str = "/usr/sbin/dockerd";
 const DOCKER: &str = "/usr/bin/docker";
 const IMAGE: &str = "supervisor-test-busybox:latest";
+/// Where Docker's cgroupfs driver puts containers' cgroups by default.
+const DOCKER_CGROUP_PARENT: &str = "/docker";
 
 /// Our own dockerd; stopped, unmounted and removed on drop.
 struct Daemon {
     child: Child,
     dir: Tree,
-    cgroup_parent: String,
+    /// The cgroups beneath Docker's default parent, as they were before.
+    cgroups: EngineCgroups,
     /// The host's IPv6 switches as they were before dockerd started:
     /// dockerd 20.10 turns IPv6 off host-wide; the drop puts them back.
     ipv6: Vec<(&'static str, String)>,
@@ -49,8 +57,7 @@ const IPV6_SWITCHES: &[&str] = &[
 impl Daemon {
     fn start() -> Result<Daemon, String> {
         let dir = Tree::new();
-        let own = own_memory_cgroup().ok_or("no memory cgroup for this process")?;
-        let cgroup_parent = format!("{own}/supervisor-oci-test-{}", std::process::id());
+        let cgroups = EngineCgroups::snapshot(DOCKER_CGROUP_PARENT);
         let config = serde_json::json!({"runtimes": {"supervisor": {"path": bin()}}});
         fs::write(dir.join("daemon.json"), config.to_string()).map_err(|e| e.to_string())?;
         let d = |p: &str| dir.join(p);
@@ -70,8 +77,6 @@ impl Daemon {
             .arg("--config-file")
             .arg(d("daemon.json"))
             .args(["--bridge=none", "--iptables=false", "--ip6tables=false"])
-            .args(["--exec-opt", "native.cgroupdriver=cgroupfs"])
-            .args(["--cgroup-parent", &cgroup_parent])
             .args(["--default-ulimit", "nofile=4096:4096"])
             .stdin(Stdio::null())
             .stdout(fs::File::create(d("dockerd.log")).map_err(|e| e.to_string())?)
@@ -86,7 +91,7 @@ impl Daemon {
         let daemon = Daemon {
             child,
             dir,
-            cgroup_parent,
+            cgroups,
             ipv6,
         };
         wait_until_up(
@@ -136,7 +141,7 @@ impl Drop for Daemon {
         }
         stop_daemon(&mut self.child);
         unmount_beneath(self.dir.path());
-        remove_cgroup_parent(&self.cgroup_parent);
+        self.cgroups.remove_left();
         for (path, value) in &self.ipv6 {
             let _ = fs::write(path, value);
         }
@@ -210,6 +215,33 @@ fn docker_runs_containers_with_runtime_supervisor() {
     // Docker saw the OOM.
     assert_eq!(d.inspect("hog", "{{.State.OOMKilled}}"), "true");
     d.ok(&["rm", "hog"]);
+    read_only_root(&d);
+    cases::ulimits(&d, IMAGE);
+
+    // Every container is gone, and so is its cgroup.
+    let left = d.cgroups.left();
+    assert!(left.is_empty(), "cgroups left behind: {left:?}");
+}
+
+/// `--read-only`: the container cannot write to its root (EROFS), /tmp
+/// included, as under runc; a `--tmpfs /tmp` on it is writable.
+fn read_only_root(d: &Daemon) {
+    let script = "touch /x 2>/dev/null || echo root-ro; touch /tmp/x 2>/dev/null || echo tmp-ro; \
+                  touch /x 2>&1 | grep -q 'Read-only file system' && echo erofs";
+    let out = d.run(&["--rm", "--read-only", IMAGE, "sh", "-c", script]);
+    assert_eq!(stdout(&out), "root-ro\ntmp-ro\nerofs\n", "{}", dump(&out));
+    let script = "touch /x 2>/dev/null || echo root-ro; echo hi > /tmp/x && cat /tmp/x";
+    let out = d.run(&[
+        "--rm",
+        "--read-only",
+        "--tmpfs",
+        "/tmp",
+        IMAGE,
+        "sh",
+        "-c",
+        script,
+    ]);
+    assert_eq!(stdout(&out), "root-ro\nhi\n", "{}", dump(&out));
 }
 
 /// `docker stats` of the running `sleeper` (started with `--memory
@@ -280,9 +312,11 @@ fn guest_sees_its_limits(d: &Daemon) {
     assert_eq!(seen, ["MemTotal: 65536 kB", "1"], "{}", dump(&out));
 }
 
-/// `docker update --cpus 1 --pids-limit 8` of a container started with
-/// `--cpus 2 --pids-limit 50`: `nproc`, /sys/devices/system/cpu/online
-/// (what `os.cpu_count()` reads) and threads-max follow.
+/// `docker update --cpus 1 --pids-limit 8 --memory 96m` of a container
+/// started with `--cpus 2 --pids-limit 50 --memory 64m`: `nproc`,
+/// /sys/devices/system/cpu/online (what `os.cpu_count()` reads),
+/// threads-max and MemTotal follow, and `docker stats` shows the new
+/// memory limit (read from the container's cgroup).
 fn update_shows_to_the_guest(d: &Daemon) {
     if std::thread::available_parallelism().map_or(1, |n| n.get()) < 2 {
         return; // one CPU: a limit of 2 reads 1 already
@@ -292,7 +326,8 @@ fn update_shows_to_the_guest(d: &Daemon) {
         "upd",
         "sh",
         "-c",
-        "busybox nproc; cat /sys/devices/system/cpu/online /proc/sys/kernel/threads-max",
+        "busybox nproc; cat /sys/devices/system/cpu/online /proc/sys/kernel/threads-max; \
+         head -1 /proc/meminfo | tr -s ' '",
     ];
     d.ok(&d.run_args(&[
         "-d",
@@ -302,12 +337,27 @@ fn update_shows_to_the_guest(d: &Daemon) {
         "2",
         "--pids-limit",
         "50",
+        "--memory",
+        "64m",
         IMAGE,
         "sleep",
         "100",
     ]));
-    assert_eq!(d.ok(&read), "2\n0-1\n50\n");
-    d.ok(&["update", "--cpus", "1", "--pids-limit", "8", "upd"]);
-    assert_eq!(d.ok(&read), "1\n0\n8\n");
+    assert_eq!(d.ok(&read), "2\n0-1\n50\nMemTotal: 65536 kB\n");
+    d.ok(&[
+        "update",
+        "--cpus",
+        "1",
+        "--pids-limit",
+        "8",
+        "--memory",
+        "96m",
+        "--memory-swap",
+        "192m",
+        "upd",
+    ]);
+    assert_eq!(d.ok(&read), "1\n0\n8\nMemTotal: 98304 kB\n");
+    let stats = d.ok(&["stats", "--no-stream", "--format", "{{.MemUsage}}", "upd"]);
+    assert!(stats.trim().ends_with("/ 96MiB"), "stats: {stats}");
     d.ok(&["rm", "-f", "upd"]);
 }

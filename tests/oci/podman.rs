@@ -7,13 +7,15 @@
 //! `CONTAINERS_STORAGE_CONF` name files in a temp dir (graph root, run
 //! root, tmp dir and file locks there; the vfs driver; the cgroupfs
 //! manager; nofile and nproc ulimits of 4096; the runtime registered
-//! under `[engine.runtimes]`), every container gets `--network none` and
-//! a `--cgroup-parent` beneath this process's own cgroup (Podman puts
-//! conmon in `<parent>/conmon` and the container in
-//! `<parent>/libpod-<id>`). Every podman command runs in the temp dir.
-//! At the end (also on failure: a Drop guard) the containers are
-//! removed, what podman mounted beneath the temp dir is unmounted and
-//! the cgroup parent removed.
+//! under `[engine.runtimes]`), every container gets `--network none`
+//! and no `--cgroup-parent`: Podman's cgroupfs manager puts conmon in
+//! `/libpod_parent/conmon` and the container in
+//! `/libpod_parent/libpod-<id>`, from each hierarchy's root, and the
+//! runtime uses that. Every podman command runs in the temp dir. At the
+//! end no container's cgroup is left; then (also on failure: a Drop
+//! guard) the containers are removed, what podman mounted beneath the
+//! temp dir is unmounted and the cgroups beneath `/libpod_parent` that
+//! were not there before (conmon's) are removed.
 
 use crate::common;
 
@@ -21,27 +23,27 @@ use std::fs;
 use std::path::Path;
 use std::process::{Command, Output};
 
-use common::engine::{
-    busybox_tarball, output_with_watchdog, own_memory_cgroup, remove_cgroup_parent, unmount_beneath,
-};
+use common::engine::{busybox_tarball, output_with_watchdog, unmount_beneath, EngineCgroups};
 use common::engine_cli::{self as cases, EngineCli};
 use common::oci::have_busybox;
 use common::{bin, Tree};
 
 const PODMAN: &str = "/usr/bin/podman";
 const IMAGE: &str = "localhost/supervisor-test-busybox:latest";
+/// Where Podman's cgroupfs manager puts conmon and containers by default.
+const PODMAN_CGROUP_PARENT: &str = "/libpod_parent";
 
 /// Podman with its own configuration and storage; cleaned up on drop.
 struct Podman {
     dir: Tree,
-    cgroup_parent: String,
+    /// The cgroups beneath Podman's default parent, as they were before.
+    cgroups: EngineCgroups,
 }
 
 impl Podman {
     fn new() -> Result<Podman, String> {
         let dir = Tree::new();
-        let own = own_memory_cgroup().ok_or("no memory cgroup for this process")?;
-        let cgroup_parent = format!("{own}/supervisor-podman-test-{}", std::process::id());
+        let cgroups = EngineCgroups::snapshot(PODMAN_CGROUP_PARENT);
         let d = |p: &str| dir.join(p).display().to_string();
         let containers_conf = format!(
             "[containers]\n\
@@ -66,7 +68,7 @@ impl Podman {
         );
         fs::write(dir.join("containers.conf"), containers_conf).map_err(|e| e.to_string())?;
         fs::write(dir.join("storage.conf"), storage_conf).map_err(|e| e.to_string())?;
-        Ok(Podman { dir, cgroup_parent })
+        Ok(Podman { dir, cgroups })
     }
 
     fn cmd(&self, args: &[&str]) -> Command {
@@ -88,17 +90,9 @@ impl EngineCli for Podman {
         output_with_watchdog(self.cmd(args), stdin)
     }
 
-    /// `run` with our runtime, network and cgroup parent, then `args`.
+    /// `run` with our runtime and network, then `args`.
     fn run_args<'a>(&'a self, args: &[&'a str]) -> Vec<&'a str> {
-        let mut all = vec![
-            "run",
-            "--runtime",
-            "supervisor",
-            "--network",
-            "none",
-            "--cgroup-parent",
-            &self.cgroup_parent,
-        ];
+        let mut all = vec!["run", "--runtime", "supervisor", "--network", "none"];
         all.extend_from_slice(args);
         all
     }
@@ -108,7 +102,7 @@ impl Drop for Podman {
     fn drop(&mut self) {
         let _ = self.output(&["rm", "--all", "--force", "--time", "0"]);
         unmount_beneath(self.dir.path());
-        remove_cgroup_parent(&self.cgroup_parent);
+        self.cgroups.remove_left();
     }
 }
 
@@ -138,6 +132,13 @@ fn podman_runs_containers_with_runtime_supervisor() {
 
     detached_container_cases(&p);
     signal_and_oom_cases(&p);
+    read_only_and_ulimits(&p);
+    // Every container is gone, and so is its cgroup (conmon's stays
+    // Podman's, as with runc; the Drop guard removes it).
+    let left: Vec<_> = (p.cgroups.left().into_iter())
+        .filter(|d| !d.ends_with("conmon"))
+        .collect();
+    assert!(left.is_empty(), "cgroups left behind: {left:?}");
 }
 
 /// exec, pause/unpause and stop on a running container.
@@ -147,6 +148,7 @@ fn detached_container_cases(p: &Podman) {
     ]));
     assert_eq!(p.inspect("sleeper", "{{.State.Status}}"), "running");
     stats_and_cp(p);
+    update(p);
     // top: the sandbox's processes only (its init and the command), as
     // the sandbox's own /proc shows them, not the host's.
     let top = p.ok(&["top", "sleeper", "pid", "args"]);
@@ -180,6 +182,43 @@ fn stats_and_cp(p: &Podman) {
         fs::read_to_string(&back).unwrap_or_default(),
         "written inside\n"
     );
+}
+
+/// `podman update --memory 96m --pids-limit 8` of the running `sleeper`
+/// (`--memory 64m`): the runtime writes the container's cgroup, which
+/// `podman stats` reads and the guest is told of.
+fn update(p: &Podman) {
+    let read = [
+        "exec",
+        "sleeper",
+        "sh",
+        "-c",
+        "head -1 /proc/meminfo | tr -s ' '; cat /proc/sys/kernel/threads-max",
+    ];
+    p.ok(&["update", "--memory", "96m", "--pids-limit", "8", "sleeper"]);
+    assert_eq!(p.ok(&read), "MemTotal: 98304 kB\n8\n");
+    let stats = p.ok(&[
+        "stats",
+        "--no-stream",
+        "--format",
+        "{{.MemUsage}}",
+        "sleeper",
+    ]);
+    assert!(stats.trim().ends_with("/ 100.7MB"), "stats: {stats}");
+}
+
+/// `--read-only`: the container cannot write to its root (Podman mounts
+/// tmpfs file systems on /tmp, /var/tmp and /run, which it can), and
+/// `--ulimit`s as natively.
+fn read_only_and_ulimits(p: &Podman) {
+    let script = "touch /x 2>/dev/null || echo root-ro; echo hi > /tmp/x && cat /tmp/x";
+    let out = p.run(&["--rm", "--read-only", IMAGE, "sh", "-c", script]);
+    assert_eq!(cases_stdout(&out), "root-ro\nhi\n", "{out:?}");
+    cases::ulimits(p, IMAGE);
+}
+
+fn cases_stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
 /// kill -s USR1, and an OOM-killed hog.

@@ -100,6 +100,8 @@ pub struct LaunchConfig {
     /// engine sees what the container wrote (`docker cp` out, `diff`).
     /// The `--disk` cap then does not cover `/`; the engine's storage does.
     pub rootfs_in_place: bool,
+    /// The guest's `/` mount is read-only (its submounts keep their modes).
+    pub root_read_only: bool,
     /// `--mask` paths, hidden once every mount is in place.
     pub masks: Vec<PathBuf>,
     /// `--remount-ro` paths (OCI `readonlyPaths`), made read-only once
@@ -164,6 +166,7 @@ impl LaunchConfig {
             mounts: Vec::new(),
             rootfs: None,
             rootfs_in_place: false,
+            root_read_only: false,
             masks: Vec::new(),
             read_only: Vec::new(),
             disk_size: DEFAULT_DISK_SIZE,
@@ -356,6 +359,7 @@ pub fn launch_with(cfg: &LaunchConfig, hooks: &dyn InitHooks) -> Result<Sandbox,
     })
     .map_err(LaunchError::setup)?;
     plan.rootfs_in_place = cfg.rootfs_in_place;
+    plan.root_read_only = cfg.root_read_only;
     let landlock = std::env::var_os(init::NO_LANDLOCK_FOR_TESTS).is_none();
     plan.proc_covers = sandbox_syscalls::procfs::Limited {
         memory: cfg.memory_limited,

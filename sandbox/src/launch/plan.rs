@@ -28,6 +28,8 @@ pub struct ViewPlan {
     /// The guest writes to the `rootfs` tree itself, not to an overlay
     /// of it ([`super::LaunchConfig::rootfs_in_place`]).
     pub rootfs_in_place: bool,
+    /// The `/` mount is made read-only last ([`super::LaunchConfig::root_read_only`]).
+    pub root_read_only: bool,
     /// Top-level host directories shown in the view (none with a rootfs).
     pub top_dirs: Vec<TopDir>,
     /// Entries of /etc (relative) that exist on the host and are hidden.
@@ -234,6 +236,7 @@ impl ViewPlan {
             layer_size: input.layer_size,
             rootfs,
             rootfs_in_place: false,
+            root_read_only: false,
             top_dirs,
             etc_hidden,
             etc_files,

@@ -21,7 +21,8 @@
 //!    overlay of the user's tree (`rootfs.rs`). Then in either: a fresh
 //!    /proc (`guest_proc/proc_mount.rs`), a small /dev, a read-only /sys holding only
 //!    devices/system/cpu, the host cwd, the user's mounts, $HOME, the
-//!    `--remount-ro` paths, masks.
+//!    `--remount-ro` paths, masks; last, with a read-only root
+//!    (`root.readonly` of a bundle), the `/` mount itself read-only.
 //! 6. Pivot into /newroot and detach the old root (layer and host).
 //!
 //! The mounts at paths the user chose (step 5's cwd, user mounts, $HOME,
@@ -47,6 +48,7 @@ use super::plan::{TopKind, ViewPlan};
 use super::rootfs;
 use crate::guest_proc::{proc_mount, sys_cpu::write_sys_cpu};
 use crate::sys::fd::open_at;
+use crate::sys::mount_tree::make_read_only;
 
 /// Where the layer is mounted before the first pivot. Any host directory
 /// would do: / is private by then, so the host never sees this mount.
@@ -132,6 +134,12 @@ pub fn build(plan: &ViewPlan) -> Result<()> {
             add_mask(root.as_fd(), null.as_fd(), path)
                 .map_err(|e| format!("--mask {}: {e}", path.display()))?;
         }
+    }
+    if plan.root_read_only {
+        // Last, once every mount point on it exists: only the `/` mount,
+        // as runc's `readonly` root (/dev, /proc, /dev/shm, tmpfs mounts
+        // and the /etc files bound on it stay as they are).
+        make_read_only(root.as_fd()).map_err(|e| format!("making / read-only: {}", e.desc()))?;
     }
     if !getuid().is_root() && plan.rootfs.is_none() {
         // Like the host's `/`, the sandbox's is not the user's to fill.

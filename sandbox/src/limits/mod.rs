@@ -27,7 +27,7 @@ use nix::unistd::Pid;
 
 use crate::launch::InitHooks;
 use crate::sys::pidfd;
-use crate::sys::process::{prlimit, Rlimit};
+use crate::sys::process::{prlimit, prlimit_soft_hard, Rlimit};
 use cgroup::{Controller, Counters, Host, SandboxCgroup};
 use janitor::Janitor;
 
@@ -49,7 +49,25 @@ pub struct Limits {
     pub output: Option<u64>,
     /// Open descriptors per process.
     pub nofile: Option<u64>,
+    /// Further rlimits of the guest's processes, soft and hard apart (the
+    /// OCI runtime's `process.rlimits`, all of them as runc sets them): set
+    /// on the sandbox's init, which the guest inherits; after `nofile`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rlimits: Vec<GuestRlimit>,
 }
+
+/// One rlimit as given: a Linux `RLIMIT_*` resource number (below
+/// [`RLIMIT_COUNT`]), its soft and hard values (`u64::MAX`: unlimited).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GuestRlimit {
+    pub resource: u32,
+    pub soft: u64,
+    pub hard: u64,
+}
+
+/// How many rlimit resources Linux has (`RLIM_NLIMITS`).
+pub const RLIMIT_COUNT: u32 = 16;
 
 impl Limits {
     fn cgroup_controllers(&self) -> Vec<Controller> {
@@ -327,6 +345,17 @@ impl Enforcement {
         for (resource, value) in rlimits {
             prlimit(init, resource, value)
                 .map_err(|e| format!("cannot set {}: {}", resource.flag_name(), e.desc()))?;
+        }
+        for r in &self.limits.rlimits {
+            prlimit_soft_hard(init, r.resource, r.soft, r.hard).map_err(|e| {
+                format!(
+                    "cannot set rlimit {} to {}:{}: {}",
+                    r.resource,
+                    r.soft,
+                    r.hard,
+                    e.desc()
+                )
+            })?;
         }
         Ok(())
     }

@@ -201,6 +201,28 @@ pub fn prlimit(pid: Pid, resource: Rlimit, value: u64) -> nix::Result<()> {
     Errno::result(ret).map(drop)
 }
 
+/// Sets rlimit `resource` (a Linux `RLIMIT_*` number) of process `pid`
+/// to `soft` and `hard` (`u64::MAX`: unlimited). Raising a hard limit
+/// needs CAP_SYS_RESOURCE; a soft limit above the hard one is EINVAL.
+pub fn prlimit_soft_hard(pid: Pid, resource: u32, soft: u64, hard: u64) -> nix::Result<()> {
+    let new = libc::rlimit64 {
+        rlim_cur: soft,
+        rlim_max: hard,
+    };
+    // SAFETY: `new` is a valid rlimit64 that lives across the call; the
+    // old-value pointer is null, so the kernel writes nothing back. An
+    // unknown resource number is the kernel's to refuse (EINVAL).
+    let ret = unsafe {
+        libc::prlimit64(
+            pid.as_raw(),
+            resource as libc::__rlimit_resource_t,
+            &new,
+            std::ptr::null_mut(),
+        )
+    };
+    Errno::result(ret).map(drop)
+}
+
 /// Size of the stack [`spawn_sharing_memory`] gives its child (touched
 /// only as far as the child goes; the lowest page is a guard).
 const SPAWN_STACK: usize = 1 << 20;

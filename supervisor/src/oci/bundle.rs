@@ -3,7 +3,7 @@
 //! system (written in place unless `root.readonly`), its bind and tmpfs
 //! mounts the sandbox's mounts, `maskedPaths` and `readonlyPaths` the
 //! masked and read-only paths, `process.cwd` the working directory,
-//! `RLIMIT_NOFILE` the descriptor limit, `process.terminal` a terminal
+//! `process.rlimits` the guest's rlimits (all of them, soft and hard), `process.terminal` a terminal
 //! on all three stdio; the environment is exactly `process.env`.
 //!
 //! What the sandbox provides itself is not taken from the config: /proc,
@@ -24,6 +24,7 @@ use vfs::mounts::{MountKind, MountSpec};
 
 use sandbox::config::{GuestEnv, Ids, OutsideLimits, SandboxConfig, Terminal};
 use sandbox::launch::env_pairs;
+use sandbox::limits::GuestRlimit;
 
 /// Mount destinations that are the sandbox's own.
 const SANDBOX_OWN: &[&str] = &[
@@ -79,7 +80,8 @@ impl Bundle {
     /// Whether the container may write to its root (`root.readonly`
     /// false or absent): the guest then writes to the bundle's root
     /// itself, as under runc, where the engine looks (`docker cp`).
-    /// A read-only root keeps the sandbox's overlay.
+    /// A read-only root keeps the sandbox's overlay, whose `/` mount is
+    /// then read-only to the guest (runc's `readonly`).
     pub fn root_writable(&self) -> bool {
         let readonly = self.spec.root().as_ref().and_then(|r| r.readonly());
         !readonly.unwrap_or(false)
@@ -194,15 +196,17 @@ impl Bundle {
         config.schedule.leave_teardown = false;
         config.fs.rootfs = Some(self.rootfs.clone());
         config.fs.rootfs_in_place = self.root_writable();
+        config.fs.root_read_only = !self.root_writable();
         config.workdir = Some(process.cwd().clone());
         if let Some(h) = self.spec.hostname().as_ref().filter(|h| !h.is_empty()) {
             config.hostname = h.clone();
         }
         for rl in process.rlimits().clone().unwrap_or_default() {
-            match rl.typ() {
-                PosixRlimitType::RlimitNofile => config.limits.nofile = Some(rl.hard().max(1)),
-                other => warnings.push(format!("rlimit {other:?} is not applied")),
-            }
+            config.limits.rlimits.push(GuestRlimit {
+                resource: resource_number(rl.typ()),
+                soft: rl.soft(),
+                hard: rl.hard(),
+            });
         }
         // Read-only binds, then writable ones, then tmpfs, as `run`'s
         // flags order them.
@@ -237,6 +241,30 @@ impl Bundle {
         config.validate()?;
         Ok((config, warnings))
     }
+}
+
+/// The Linux resource number of an rlimit name.
+fn resource_number(typ: PosixRlimitType) -> u32 {
+    use PosixRlimitType as T;
+    let n = match typ {
+        T::RlimitCpu => libc::RLIMIT_CPU,
+        T::RlimitFsize => libc::RLIMIT_FSIZE,
+        T::RlimitData => libc::RLIMIT_DATA,
+        T::RlimitStack => libc::RLIMIT_STACK,
+        T::RlimitCore => libc::RLIMIT_CORE,
+        T::RlimitRss => libc::RLIMIT_RSS,
+        T::RlimitNproc => libc::RLIMIT_NPROC,
+        T::RlimitNofile => libc::RLIMIT_NOFILE,
+        T::RlimitMemlock => libc::RLIMIT_MEMLOCK,
+        T::RlimitAs => libc::RLIMIT_AS,
+        T::RlimitLocks => libc::RLIMIT_LOCKS,
+        T::RlimitSigpending => libc::RLIMIT_SIGPENDING,
+        T::RlimitMsgqueue => libc::RLIMIT_MSGQUEUE,
+        T::RlimitNice => libc::RLIMIT_NICE,
+        T::RlimitRtprio => libc::RLIMIT_RTPRIO,
+        T::RlimitRttime => libc::RLIMIT_RTTIME,
+    };
+    n as u32
 }
 
 /// A config mount as a sandbox mount: `Ok(None)` for the sandbox's own

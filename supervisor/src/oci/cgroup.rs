@@ -1,8 +1,9 @@
 //! A container's cgroup: the one the engine names in
 //! `linux.cgroupsPath` (Docker's `docker stats` and containerd's OOM
 //! events read it), created in each v1 hierarchy of memory, pids, cpu,
-//! cpuacct and freezer (or in the v2 hierarchy), always *beneath the
-//! runtime's own cgroup*: a path elsewhere is refused. The monitor joins
+//! cpuacct and freezer (or in the v2 hierarchy), wherever the engine
+//! placed it (`cgroup_path.rs`; under `--systemd-cgroup` in the systemd
+//! scope `systemd.rs` starts for it). The monitor joins
 //! it before it launches the sandbox, so everything in the sandbox is in
 //! it too — except the directories that hold the sandbox alone, which
 //! its init joins itself: the one pause freezes (v1: the freezer
@@ -14,18 +15,20 @@
 //! counts the container's processes, not the monitor's threads, as
 //! runc's does.
 //!
-//! Owns: placing and creating the directories, who joins which,
+//! Owns: creating the directories, who joins which,
 //! freezing and thawing, listing its processes, removing it. Writing
 //! `linux.resources` into it is `resources.rs`. Does not own the `supervisor run` cgroup
 //! (`limits/cgroup.rs`, whose `remove_tree` is reused here).
 
 use std::fs;
 use std::io;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use super::cgroup_path::{placement, Placement};
 use super::config::LinuxResources;
+use super::systemd;
 use serde::{Deserialize, Serialize};
 
 use sandbox::config::OutsideCgroup;
@@ -45,6 +48,9 @@ const V1_SANDBOX_ONLY: &[&str] = &["freezer", "pids"];
 /// thawing (it was about a second, 500 reads 2 ms apart).
 const FREEZE_BOUND: Duration = Duration::from_secs(10);
 
+/// The v2 controllers a container's limits need, enabled above its directory.
+const V2_CONTROLLERS: &[&str] = &["cpu", "memory", "pids"];
+
 /// The v2 leaves beneath the container's directory: the monitor's, and
 /// the sandbox's, which pause freezes (a process may sit only in a
 /// leaf once controllers are enabled, and the monitor must not freeze).
@@ -58,6 +64,9 @@ pub struct ContainerCgroup {
     pub v1: Vec<(Vec<String>, PathBuf)>,
     /// The directory in the v2 hierarchy, when the host uses v2 for these controllers.
     pub v2: Option<PathBuf>,
+    /// The systemd scope that holds them (`--systemd-cgroup`), stopped at removal.
+    #[serde(default)]
+    pub systemd_unit: Option<String>,
 }
 
 /// One cgroup hierarchy this process is in: its controllers (empty: v2),
@@ -126,51 +135,19 @@ fn hierarchies() -> Vec<Hierarchy> {
     out
 }
 
-/// The cgroup the container's must lie beneath, for a runtime at `own`:
-/// `own` itself, except under Podman's cgroupfs manager, which moves
-/// conmon (and so the runtime it calls) into `<cgroup-parent>/conmon`
-/// and names the container `<cgroup-parent>/libpod-<id>`: a sibling of
-/// conmon, so beneath conmon's parent.
-fn allowed_base(own: &Path) -> &Path {
-    match (own.file_name(), own.parent()) {
-        (Some(leaf), Some(parent)) if leaf == "conmon" => parent,
-        _ => own,
-    }
-}
-
-/// Where the container's cgroup goes in a hierarchy in which we are at
-/// `own`: `cgroups_path` (absolute: from the hierarchy's root; relative:
-/// from ours), default `<own>/<id>`; it must lie strictly beneath
-/// [`allowed_base`] and not be `own` itself.
-fn target(own: &Path, cgroups_path: Option<&str>, id: &str) -> Result<PathBuf, String> {
-    let path = match cgroups_path {
-        // systemd's "slice:prefix:name" form: no systemd here, use our default.
-        Some(p) if !p.is_empty() && !p.contains(':') => match p.starts_with('/') {
-            true => PathBuf::from(p),
-            false => own.join(p),
-        },
-        _ => own.join(id),
-    };
-    let clean = path
-        .components()
-        .all(|c| matches!(c, Component::RootDir | Component::Normal(_)));
-    let base = allowed_base(own);
-    if !clean || !path.starts_with(base) || path == base || path == own {
-        return Err(format!(
-            "cgroupsPath {}: must lie beneath the runtime's own cgroup {}",
-            path.display(),
-            base.display()
-        ));
-    }
-    Ok(path)
-}
-
 impl ContainerCgroup {
-    /// Creates the container's cgroup in every hierarchy that has one of
-    /// our controllers (v2: the unified one, when no v1 hierarchy does).
-    pub fn create(cgroups_path: Option<&str>, id: &str) -> Result<ContainerCgroup, String> {
+    /// Creates the container's cgroup where `cgroups_path` places it
+    /// (`cgroup_path.rs`), in every hierarchy that has one of our
+    /// controllers (v2: the unified one, when no v1 hierarchy does); with
+    /// `systemd` (`--systemd-cgroup`) and systemd running, in the
+    /// transient scope it starts for the container (`systemd.rs`).
+    pub fn create(
+        cgroups_path: Option<&str>,
+        id: &str,
+        systemd: bool,
+    ) -> Result<ContainerCgroup, String> {
         let mut cg = ContainerCgroup::default();
-        if let Err(e) = cg.make_all(cgroups_path, id) {
+        if let Err(e) = cg.make_all(cgroups_path, id, systemd) {
             cg.remove();
             return Err(e);
         }
@@ -186,7 +163,7 @@ impl ContainerCgroup {
         id: &str,
         res: Option<&LinuxResources>,
     ) -> Result<ContainerCgroup, String> {
-        match Self::create(cgroups_path, id) {
+        match Self::create(cgroups_path, id, false) {
             Ok(cg) => Ok(cg),
             Err(_) if !res.is_some_and(super::resources::has_limits) => Ok(ContainerCgroup::default()),
             Err(e) => Err(format!(
@@ -195,7 +172,20 @@ impl ContainerCgroup {
         }
     }
 
-    fn make_all(&mut self, cgroups_path: Option<&str>, id: &str) -> Result<(), String> {
+    fn make_all(
+        &mut self,
+        cgroups_path: Option<&str>,
+        id: &str,
+        systemd: bool,
+    ) -> Result<(), String> {
+        let (mut place, unit) = placement(cgroups_path, id, systemd)?;
+        let before = hierarchies();
+        let mut in_scope = false;
+        if let Some(unit) = unit.filter(|u| u.is_scope() && systemd::running()) {
+            self.systemd_unit = Some(unit.name.clone());
+            place = Placement::FromRoot(systemd::start_scope(&unit)?);
+            in_scope = true;
+        }
         let all = hierarchies();
         for h in &all {
             let used = h
@@ -205,16 +195,31 @@ impl ContainerCgroup {
             if !used {
                 continue;
             }
-            let dir = make(h, cgroups_path, id)?;
+            let dir = make(h, &place)?;
+            let alone = (h.controllers.iter()).any(|c| V1_SANDBOX_ONLY.contains(&c.as_str()));
+            if in_scope && alone {
+                // systemd moved us into the scope's directory here too: back
+                // out, so that the monitor `create` forks stays out of it.
+                leave_for(&before, h)?;
+            }
             self.v1.push((h.controllers.clone(), dir));
         }
         if self.v1.is_empty() {
             if let Some(h) = all.iter().find(|h| h.controllers.is_empty()) {
-                let dir = make(h, cgroups_path, id)?;
+                let dir = make(h, &place)?;
                 self.v2 = Some(dir.clone());
                 for leaf in [V2_MONITOR, V2_SANDBOX] {
                     fs::create_dir_all(dir.join(leaf))
                         .map_err(|e| format!("creating cgroup {}/{leaf}: {e}", dir.display()))?;
+                }
+                if in_scope {
+                    // A process may sit only in a leaf once the pids
+                    // controller is enabled beneath the scope.
+                    write(
+                        &dir.join(V2_MONITOR),
+                        "cgroup.procs",
+                        &std::process::id().to_string(),
+                    )?;
                 }
                 enable_v2_pids(&dir)?;
             }
@@ -382,12 +387,41 @@ impl ContainerCgroup {
         self.sandbox_dir().map(|d| procs(&d))
     }
 
-    /// Kills what is left (thawing it first) and removes every directory.
+    /// Kills what is left (thawing it first), removes every directory,
+    /// and stops the container's systemd unit, if it has one.
     pub fn remove(&self) {
         if self.is_frozen() {
             let _ = self.set_frozen(false);
         }
+        if self.systemd_unit.is_some() {
+            self.step_out();
+        }
         remove_tree(&self.dirs());
+        if let Some(unit) = &self.systemd_unit {
+            systemd::stop_unit(unit);
+        }
+    }
+}
+
+impl ContainerCgroup {
+    /// Moves this process out of the container's directories it is in (a
+    /// `create` that systemd moved into the container's scope, failing
+    /// after that), into each hierarchy's root, so that removing them
+    /// and stopping the unit spare it.
+    fn step_out(&self) {
+        let dirs = self.dirs();
+        for h in hierarchies() {
+            let inside = h
+                .dir(&h.own)
+                .is_some_and(|d| dirs.iter().any(|c| d.starts_with(c)));
+            if inside {
+                let _ = write(
+                    &h.mount_point,
+                    "cgroup.procs",
+                    &std::process::id().to_string(),
+                );
+            }
+        }
     }
 }
 
@@ -409,14 +443,61 @@ fn procs(dir: &Path) -> Vec<i32> {
     text.lines().filter_map(|l| l.trim().parse().ok()).collect()
 }
 
-/// Creates the container's directory in hierarchy `h`.
-fn make(h: &Hierarchy, cgroups_path: Option<&str>, id: &str) -> Result<PathBuf, String> {
-    let path = target(&h.own, cgroups_path, id)?;
-    let dir = h
-        .dir(&path)
-        .ok_or_else(|| format!("cgroup {}: outside the mounted hierarchy", path.display()))?;
+/// Creates the container's directory in hierarchy `h` at `place` (v2:
+/// with the memory, pids and cpu controllers enabled in every directory
+/// above it that has them available, as runc does, so that the limits'
+/// files exist in it).
+fn make(h: &Hierarchy, place: &Placement) -> Result<PathBuf, String> {
+    let dir = match place {
+        Placement::FromRoot(p) => h.dir(p).unwrap_or_else(|| {
+            let rel = p.strip_prefix("/").unwrap_or(p);
+            h.mount_point.join(rel)
+        }),
+        Placement::BeneathOwn(rel) => h
+            .dir(&h.own.join(rel))
+            .ok_or_else(|| format!("cgroup {}: outside the mounted hierarchy", rel.display()))?,
+    };
     fs::create_dir_all(&dir).map_err(|e| format!("creating cgroup {}: {e}", dir.display()))?;
+    if h.controllers.is_empty() {
+        enable_v2_above(&h.mount_point, &dir);
+    }
     Ok(dir)
+}
+
+/// Enables the controllers a container's limits need in the
+/// `cgroup.subtree_control` of every directory from `mount_point` down
+/// to `dir`'s parent, where available and not yet enabled. Best effort:
+/// a directory that holds processes refuses (the engine's own parent
+/// never does); a limit whose file is then missing fails with its name.
+fn enable_v2_above(mount_point: &Path, dir: &Path) {
+    let Ok(rel) = dir.strip_prefix(mount_point) else {
+        return;
+    };
+    let mut at = mount_point.to_path_buf();
+    for part in rel.components() {
+        let available = fs::read_to_string(at.join("cgroup.controllers")).unwrap_or_default();
+        let enabled = fs::read_to_string(at.join("cgroup.subtree_control")).unwrap_or_default();
+        for c in V2_CONTROLLERS {
+            let has = |text: &str| text.split_whitespace().any(|x| x == *c);
+            if has(&available) && !has(&enabled) {
+                let _ = write(&at, "cgroup.subtree_control", &format!("+{c}"));
+            }
+        }
+        at.push(part);
+    }
+}
+
+/// Moves this process, which systemd moved into the container's scope
+/// in v1 hierarchy `h`, back into the directory it was in before
+/// (`before`, as read then).
+fn leave_for(before: &[Hierarchy], h: &Hierarchy) -> Result<(), String> {
+    let Some(old) = before.iter().find(|b| b.controllers == h.controllers) else {
+        return Ok(());
+    };
+    match old.dir(&old.own) {
+        Some(dir) => write(&dir, "cgroup.procs", &std::process::id().to_string()),
+        None => Ok(()),
+    }
 }
 
 pub(super) fn write(dir: &Path, file: &str, value: &str) -> Result<(), String> {
@@ -429,43 +510,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_cgroup_goes_beneath_our_own() {
-        let own = Path::new("/process_api/abc");
-        assert_eq!(
-            target(own, None, "c1").unwrap(),
-            PathBuf::from("/process_api/abc/c1")
-        );
-        assert_eq!(
-            target(own, Some("/process_api/abc/docker/c1"), "c1").unwrap(),
-            PathBuf::from("/process_api/abc/docker/c1")
-        );
-        assert_eq!(
-            target(own, Some("docker/c1"), "c1").unwrap(),
-            PathBuf::from("/process_api/abc/docker/c1")
-        );
-        assert_eq!(
-            target(own, Some("system.slice:docker:c1"), "c1").unwrap(),
-            PathBuf::from("/process_api/abc/c1")
-        );
-        for bad in [
-            "/docker/c1",
-            "/process_api/abc",
-            "/process_api/abc/../x",
-            "../x",
-        ] {
-            assert!(target(own, Some(bad), "c1").is_err(), "{bad}");
-        }
-        assert_eq!(
-            target(Path::new("/"), Some("/docker/c1"), "c1").unwrap(),
-            PathBuf::from("/docker/c1")
-        );
-    }
-
-    #[test]
     fn the_sandbox_alone_is_in_the_directory_pause_freezes() {
         let v2 = ContainerCgroup {
             v1: Vec::new(),
             v2: Some(PathBuf::from("/u/c1")),
+            systemd_unit: None,
         };
         // Parents first: removal goes in reverse, leaves before the container's.
         let dirs = ["/u/c1", "/u/c1/monitor", "/u/c1/sandbox"].map(PathBuf::from);
@@ -479,11 +528,13 @@ mod tests {
                 (vec!["freezer".into()], PathBuf::from("/f/c1")),
             ],
             v2: None,
+            systemd_unit: None,
         };
         assert_eq!(v1.sandbox_dir(), Some(PathBuf::from("/f/c1")));
         let no_freezer = ContainerCgroup {
             v1: vec![(vec!["memory".into()], PathBuf::from("/m/c1"))],
             v2: None,
+            systemd_unit: None,
         };
         assert_eq!(no_freezer.sandbox_dir(), None);
     }
@@ -498,6 +549,7 @@ mod tests {
                 (vec!["freezer".into()], PathBuf::from("/f/c1")),
             ],
             v2: None,
+            systemd_unit: None,
         };
         assert_eq!(
             v1.v1_sandbox_only(),
@@ -506,23 +558,8 @@ mod tests {
         let v2 = ContainerCgroup {
             v1: Vec::new(),
             v2: Some(PathBuf::from("/u/c1")),
+            systemd_unit: None,
         };
         assert!(v2.v1_sandbox_only().is_empty());
-    }
-
-    #[test]
-    fn under_podmans_conmon_the_cgroup_is_its_sibling() {
-        let own = Path::new("/process_api/abc/pod/conmon");
-        assert_eq!(
-            target(own, Some("/process_api/abc/pod/libpod-c1"), "c1").unwrap(),
-            PathBuf::from("/process_api/abc/pod/libpod-c1")
-        );
-        for bad in [
-            "/process_api/abc/pod",
-            "/process_api/abc/pod/conmon",
-            "/process_api/abc/other/libpod-c1",
-        ] {
-            assert!(target(own, Some(bad), "c1").is_err(), "{bad}");
-        }
     }
 }

@@ -166,7 +166,7 @@ pub fn features() -> Result<(), String> {
         "mountOptions": ["bind", "rbind", "ro", "rw", "size"],
         "linux": {
             "namespaces": ["user", "mount", "pid", "network", "ipc", "uts"],
-            "cgroup": {"v1": true, "v2": true, "systemd": false, "systemdUser": false},
+            "cgroup": {"v1": true, "v2": true, "systemd": true, "systemdUser": false},
             "seccomp": {"enabled": true, "actions": ["SCMP_ACT_NOTIFY"]},
             "apparmor": {"enabled": false},
             "selinux": {"enabled": false},

@@ -33,7 +33,8 @@ use sandbox::config::{OutsideLimits, SandboxConfig};
 use sandbox::sys::process::{clone_process, fork_single_threaded, Forked};
 
 /// `create`: everything up to the guest's exec.
-pub fn create(root: &Path, log: &Log, a: &CreateArgs) -> Result<(), String> {
+/// `systemd_cgroup`: `--systemd-cgroup`, the cgroupsPath is systemd's form.
+pub fn create(root: &Path, log: &Log, a: &CreateArgs, systemd_cgroup: bool) -> Result<(), String> {
     let dir = container_dir(root, &a.id)?;
     if dir.join("state.json").exists() {
         return Err(format!("container with id {} already exists", a.id));
@@ -46,7 +47,7 @@ pub fn create(root: &Path, log: &Log, a: &CreateArgs) -> Result<(), String> {
         .mode(0o711)
         .create(&dir)
         .map_err(|e| format!("{}: {e}", dir.display()))?;
-    let result = create_in(&dir, root, log, a, &bundle, config);
+    let result = create_in(&dir, root, log, a, &bundle, config, systemd_cgroup);
     if result.is_err() {
         let _ = fs::remove_dir_all(&dir);
     }
@@ -60,6 +61,7 @@ fn create_in(
     a: &CreateArgs,
     bundle: &Bundle,
     mut config: SandboxConfig,
+    systemd_cgroup: bool,
 ) -> Result<(), String> {
     config.terminal = bundle.terminal_for(a.console_socket.as_deref())?;
     let start_fifo = dir.join("start");
@@ -70,7 +72,7 @@ fn create_in(
         true => {
             ContainerCgroup::create_rootless(path.as_deref(), &a.id, bundle.resources().as_ref())?
         }
-        false => ContainerCgroup::create(path.as_deref(), &a.id)?,
+        false => ContainerCgroup::create(path.as_deref(), &a.id, systemd_cgroup)?,
     };
     if let Some(res) = bundle.resources() {
         if let Err(e) = cgroup.set_resources(&res) {

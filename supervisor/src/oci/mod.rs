@@ -7,18 +7,21 @@
 //! namespaces), the monitor's exit status the container's. State lives in `--root`/<id>
 //! (`state.rs`); a bundle's config.json, read by `config.rs`, becomes a
 //! `SandboxConfig` (`bundle.rs`); the container's cgroup is the engine's
-//! `linux.cgroupsPath` (`cgroup.rs`; its limits `resources.rs`).
+//! `linux.cgroupsPath` (`cgroup.rs`; where that is `cgroup_path.rs`, the
+//! systemd scope `systemd.rs`, its limits `resources.rs`).
 //!
 //! Owns dispatching the commands and logging their errors (`log.rs`).
 //! Submodules: `cli` (flags), `lifecycle` (create, start, kill, delete),
 //! `info` (state, list, ps, pause, resume, update, spec, features),
 //! `exec` and `exec_socket`, `console`, `hooks`, `user`, `sys_cpu` (the
-//! guest's /sys CPUs after `update`). Does not own the sandbox: that is the
-//! engine's (`sandbox::run`).
+//! guest's /sys CPUs after `update`), `child` (work in a forked child).
+//! Does not own the sandbox: that is the engine's (`sandbox::run`).
 
 pub mod anchor;
 pub mod bundle;
 pub mod cgroup;
+pub mod cgroup_path;
+pub mod child;
 pub mod cli;
 pub mod config;
 pub mod console;
@@ -32,6 +35,7 @@ pub mod monitor;
 pub mod resources;
 pub mod state;
 pub mod sys_cpu;
+pub mod systemd;
 pub mod user;
 
 use cli::{GlobalFlags, OciCommand};
@@ -43,7 +47,7 @@ pub fn main(global: &GlobalFlags, command: OciCommand) -> i32 {
     let root = global.root();
     let result = match command {
         OciCommand::Exec(a) => exec::exec(&root, &a),
-        other => run_command(&root, &log, other).map(|()| 0),
+        other => run_command(&root, &log, other, global.systemd_cgroup).map(|()| 0),
     };
     match result {
         Ok(code) => code,
@@ -54,11 +58,16 @@ pub fn main(global: &GlobalFlags, command: OciCommand) -> i32 {
     }
 }
 
-fn run_command(root: &std::path::Path, log: &Log, command: OciCommand) -> Result<(), String> {
+fn run_command(
+    root: &std::path::Path,
+    log: &Log,
+    command: OciCommand,
+    systemd_cgroup: bool,
+) -> Result<(), String> {
     match command {
         OciCommand::Spec(a) => info::spec(&a),
         OciCommand::Features => info::features(),
-        OciCommand::Create(a) => lifecycle::create(root, log, &a),
+        OciCommand::Create(a) => lifecycle::create(root, log, &a, systemd_cgroup),
         OciCommand::Start(a) => lifecycle::start(root, &a.id),
         OciCommand::State(a) => info::state(root, &a.id),
         OciCommand::Kill(a) => lifecycle::kill_container(root, &a),

@@ -18,22 +18,19 @@
 //! reads its CPUs from (served live by the handlers).
 
 use std::fs::File;
-use std::io::{Read, Write};
 use std::os::fd::AsFd;
 use std::path::Path;
 
-use nix::fcntl::OFlag;
 use nix::sched::{setns, CloneFlags};
 use nix::sys::statfs::{fstatfs, TMPFS_MAGIC};
-use nix::sys::wait::{waitpid, WaitStatus};
 
+use super::child::in_child;
 use super::console::is_sandbox_init;
 use super::state::Record;
 use sandbox::guest_proc::limits::guest_cpus;
 use sandbox::guest_proc::{outside, write_sys_cpu};
 use sandbox::launch::SysCpu;
 use sandbox::sys::mount_tree::{clone_mount, make_writable};
-use sandbox::sys::process::{fork_single_threaded, Forked};
 
 /// Rewrites the sandbox's /sys/devices/system/cpu to the container's
 /// CPUs now. Nothing to do for a container without a cpu cgroup (a
@@ -55,38 +52,6 @@ pub fn follow_update(record: &Record) -> Result<(), String> {
         // init): nothing to do, as for one gone before.
         Err(_) if !is_sandbox_init(record.pid, record.init_pid) => Ok(()),
         r => r.map_err(|e| format!("showing the container its CPUs in /sys: {e}")),
-    }
-}
-
-/// Runs `work` in a forked child (which enters another mount
-/// namespace); its error comes back on a pipe.
-fn in_child(work: impl FnOnce() -> Result<(), String>) -> Result<(), String> {
-    let (from_child, to_parent) =
-        nix::unistd::pipe2(OFlag::O_CLOEXEC).map_err(|e| format!("pipe: {}", e.desc()))?;
-    match fork_single_threaded().map_err(|e| format!("fork: {}", e.desc()))? {
-        Forked::Child => {
-            drop(from_child);
-            let code = match work() {
-                Ok(()) => 0,
-                Err(e) => {
-                    let _ = File::from(to_parent).write_all(e.as_bytes());
-                    1
-                }
-            };
-            sandbox::sys::process::exit_now(code)
-        }
-        Forked::Parent(child) => {
-            drop(to_parent);
-            let mut message = String::new();
-            let _ = File::from(from_child)
-                .take(4096)
-                .read_to_string(&mut message);
-            match waitpid(child, None) {
-                Ok(WaitStatus::Exited(_, 0)) => Ok(()),
-                _ if !message.is_empty() => Err(message),
-                other => Err(format!("the writer ended: {other:?}")),
-            }
-        }
     }
 }
 

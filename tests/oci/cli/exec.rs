@@ -162,6 +162,9 @@ fn users_bundle(t: &Tree, script: &str, user: serde_json::Value) -> std::path::P
     bundle(t.path(), |c| {
         set_args(c, script);
         c["process"]["user"] = user;
+        // Writable, as the engines pass it (`spec`'s default, runc's, is
+        // a read-only root, which refuses the writes to /tmp).
+        c["root"]["readonly"] = false.into();
         let mounts = c["mounts"].as_array_mut().unwrap();
         mounts.push(json!({"destination": "/data", "type": "bind",
             "source": shared, "options": ["rbind", "rw"]}));

@@ -259,3 +259,42 @@ fn an_update_adds_limits_the_container_was_created_without() {
     assert_eq!(seen.get(12), Some(&"8"), "{out}");
     assert_eq!(total(seen.get(13)).as_deref(), Some("65536"), "{out}");
 }
+
+/// `process.rlimits`: every one reaches the container's processes, soft
+/// and hard apart, as the same shell sees them natively under `prlimit`
+/// (busybox shows the core size in 512-byte blocks, the stack in KiB),
+/// and the soft nofile limit holds: the ninth descriptor cannot be opened.
+#[test]
+fn the_containers_rlimits_are_the_configs() {
+    need_busybox!();
+    let script = "ulimit -Sn; ulimit -Hn; ulimit -Su; ulimit -Hu; ulimit -Sc; ulimit -Hc; \
+                  ulimit -Ss; ulimit -Hs; \
+                  (exec 3</dev/null 4</dev/null 5</dev/null 6</dev/null 7</dev/null \
+                  8</dev/null 9</dev/null) 2>/dev/null || echo no-more-fds";
+    let t = Tree::new();
+    let rt = Runtime::new(t.path());
+    bundle(t.path(), |c| {
+        set_args(c, script);
+        c["process"]["rlimits"] = json!([
+            {"type": "RLIMIT_NOFILE", "soft": 8, "hard": 200},
+            {"type": "RLIMIT_NPROC", "soft": 50, "hard": 60},
+            {"type": "RLIMIT_CORE", "soft": 0, "hard": 1024},
+            {"type": "RLIMIT_STACK", "soft": 8 << 20, "hard": 16 << 20},
+        ]);
+    });
+    let out = run_to_end(&rt, t.path(), "rlimits");
+    let native = std::process::Command::new("prlimit")
+        .args(["--nofile=8:200", "--nproc=50:60", "--core=0:1024"])
+        .args([
+            "--stack=8388608:16777216",
+            common::oci::BUSYBOX,
+            "sh",
+            "-c",
+            script,
+        ])
+        .output()
+        .expect("run prlimit (util-linux)");
+    let native = String::from_utf8_lossy(&native.stdout);
+    assert_eq!(native, "8\n200\n50\n60\n0\n2\n8192\n16384\nno-more-fds\n");
+    assert_eq!(out, native);
+}

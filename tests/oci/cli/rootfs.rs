@@ -3,7 +3,8 @@
 //! guest writes to the bundle's root itself, as under runc, so the engine
 //! finds them there (`docker cp` out, `docker diff`); the sandbox's own
 //! /etc files are bound over the tree's, never written into it. With a
-//! read-only root the writes stay in the sandbox's layer and vanish.
+//! read-only root (`docker run --read-only`) the guest's writes to it fail
+//! with EROFS, as under runc, and nothing reaches the tree.
 //! Part of the `oci` test binary's `cli` module (`tests/oci/cli.rs` owns
 //! the bundle and helpers).
 
@@ -41,6 +42,25 @@ fn a_writable_root_takes_the_containers_writes() {
     // The sandbox's hostname was bound over the tree's (an empty mount
     // point made for it), not written into the tree.
     assert_eq!(read("etc/hostname").as_deref(), Some(""));
+}
+
+/// A read-only root refuses the guest's writes: EROFS, as runc's
+/// read-only root does (its /dev/shm stays writable).
+#[test]
+fn a_read_only_root_refuses_writes() {
+    need_busybox!();
+    let t = Tree::new();
+    let rt = Runtime::new(t.path());
+    let script = "touch /tmp/x 2>&1 | busybox grep -q 'Read-only file system' && echo erofs; \
+                  busybox mkdir /made 2>/dev/null || echo no-mkdir; \
+                  echo shm > /dev/shm/x && cat /dev/shm/x";
+    bundle(t.path(), |c| {
+        set_args(c, script);
+        c["root"]["readonly"] = true.into();
+    });
+    let out = run_to_end(&rt, t.path(), "ro-root");
+    assert_eq!(out, "erofs\nno-mkdir\nshm\n");
+    assert!(!t.join("rootfs/made").exists());
 }
 
 #[test]
