@@ -68,16 +68,18 @@ out=$(docker import --change 'CMD ["sh"]' /tmp/image.tar vmtest:latest 2>&1) || 
 out=$(podman import --change 'CMD=["sh"]' /tmp/image.tar localhost/vmtest:latest 2>&1) || why="${why:+$why; }podman import: $out"
 report import "$start" "$why"
 
-# engine_cases ENGINE FLAG...: the cases, for docker or podman, each
-# `run` with the FLAGs (the runtime, the network), and one on the engine's
-# default network (Docker's bridge, Podman's CNI bridge).
+# engine_cases ENGINE RUNTIME_FLAG...: the cases, for docker or podman,
+# each `run` with the flags that select the runtime: one on the engine's
+# default network (Docker's bridge, Podman's CNI bridge), the others with
+# `--network none`.
 engine_cases() {
     local e=$1
     shift
-    local rt=("$@") out rc pid cg
+    local out rc pid cg
+    local rt=("$@" --network none)
 
     start=$SECONDS why=
-    out=$($e run --rm "${rt[0]}" vmtest echo hi 2>&1)
+    out=$($e run --rm "$@" vmtest echo hi 2>&1)
     rc=$?
     expect "status" "$rc" 0
     expect "output" "$out" hi
@@ -155,8 +157,11 @@ engine_cases() {
     $e rm -f lim >/dev/null 2>&1
 }
 
-engine_cases docker --runtime=supervisor --network none
-engine_cases podman --runtime supervisor --network none
+engine_cases docker --runtime=supervisor
+engine_cases podman --runtime supervisor
 
 echo "$cases cases, $failures failed; the job took $SECONDS s"
+# For the diagnosis of failures: the guest's journal, kept in the job's
+# directory (scripts/vm check keeps it when the job fails).
+[ "$failures" = 0 ] || journalctl -b --no-pager >/job/journal.txt 2>&1
 [ "$failures" = 0 ]
