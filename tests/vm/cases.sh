@@ -54,6 +54,13 @@ expect_match "docker info runtimes" "$(docker info --format '{{json .Runtimes}}'
 expect "podman cgroup" "$(podman info --format '{{.Host.CgroupsVersion}} {{.Host.CgroupManager}}' 2>&1)" "v2 systemd"
 report host "$start" "$why"
 
+# The sandbox alone, without an engine, on this kernel.
+start=$SECONDS why=
+out=$(supervisor run -- /bin/sh -c 'echo hi; exit 3' 2>&1)
+expect "status" "$?" 3
+expect "output" "$out" hi
+report sandbox-run "$start" "$why"
+
 # The image: busybox-static as the whole root file system.
 start=$SECONDS why=
 img=/tmp/image-rootfs
