@@ -239,6 +239,12 @@ const SPAWN_STACK: usize = 1 << 20;
 /// its own, and use descriptors by number (its descriptor table is its
 /// own copy). The caller must be single-threaded (no other thread may
 /// hold a lock the child needs).
+///
+/// A kernel that refuses to share memory with a child born in another
+/// time namespace (EINVAL: Debian 12's 6.1 does, for init's children after
+/// `launch::timens`; newer kernels allow it with CLONE_VFORK) gets a
+/// vfork-suspended child with a copy of the memory instead: the same
+/// contract, with page tables copied.
 pub fn spawn_sharing_memory<F: FnOnce()>(child: F) -> nix::Result<Pid> {
     extern "C" fn enter<F: FnOnce()>(arg: *mut libc::c_void) -> libc::c_int {
         // SAFETY: `arg` is the `Option<F>` in spawn_sharing_memory's frame,
@@ -271,20 +277,30 @@ pub fn spawn_sharing_memory<F: FnOnce()>(child: F) -> nix::Result<Pid> {
     // SAFETY: the guard page is the lowest page of the mapping made above.
     let guarded = unsafe { libc::mprotect(stack, page_size(), libc::PROT_NONE) };
     let pid = match Errno::result(guarded) {
-        // SAFETY: the child runs `enter::<F>` on the top of the mapping
-        // above (stacks grow down), with `slot` as its argument; with
-        // CLONE_VFORK this thread is suspended until the child has
-        // executed a program or exited, so the child's use of the shared
-        // memory never runs beside this thread's, and `slot` and the
-        // stack outlive it.
-        Ok(_) => Errno::result(unsafe {
-            libc::clone(
-                enter::<F>,
-                (stack as *mut u8).add(SPAWN_STACK) as *mut libc::c_void,
-                libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD,
-                &mut *slot as *mut Option<F> as *mut libc::c_void,
-            )
-        }),
+        Ok(_) => {
+            let arg = &mut *slot as *mut Option<F> as *mut libc::c_void;
+            let clone = |flags: libc::c_int| {
+                // SAFETY: the child runs `enter::<F>` on the top of the
+                // mapping above (stacks grow down), with `slot` as its
+                // argument; with CLONE_VFORK this thread is suspended
+                // until the child has executed a program or exited, so the
+                // child's use of the shared memory never runs beside this
+                // thread's, and `slot` and the stack outlive it (without
+                // CLONE_VM the child runs on its own copy of both).
+                Errno::result(unsafe {
+                    libc::clone(
+                        enter::<F>,
+                        (stack as *mut u8).add(SPAWN_STACK) as *mut libc::c_void,
+                        flags,
+                        arg,
+                    )
+                })
+            };
+            match clone(libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD) {
+                Err(Errno::EINVAL) => clone(libc::CLONE_VFORK | libc::SIGCHLD),
+                done => done,
+            }
+        }
         Err(e) => Err(e),
     };
     // SAFETY: the child no longer runs on the stack (it executed a program,
