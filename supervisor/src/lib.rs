@@ -9,6 +9,7 @@
 pub mod cli;
 pub mod oci;
 pub mod pool;
+pub mod sessions;
 
 use sandbox::embedding::Standalone;
 use sandbox::{config, run};
@@ -33,6 +34,7 @@ pub fn main() -> i32 {
             },
             cli::Command::Pool(args) => pool::daemon::main(*args, pool::flags_after_subcommand()),
             cli::Command::PoolSandbox(args) => pool::slot::main(*args),
+            cli::Command::SessionSandbox(args) => sessions::host::main(*args),
             cli::Command::Policy => {
                 print!("{}", sandbox_syscalls::policy::doc::markdown());
                 0
