@@ -83,6 +83,11 @@ impl SafetyCgroup {
         run
     }
 
+    /// Its directories (one per hierarchy; one on v2).
+    pub fn dirs(&self) -> &[PathBuf] {
+        &self.dirs
+    }
+
     /// Lets `uid` move itself in (as a delegating manager would).
     pub fn admit_user(&self, uid: u32, gid: u32) {
         for d in &self.dirs {
