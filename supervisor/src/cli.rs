@@ -89,6 +89,8 @@ pub enum Command {
     /// One of a pool's sandboxes (started by `supervisor pool`, its connection on stdin).
     #[command(name = "pool-sandbox", hide = true)]
     PoolSandbox(Box<PoolArgs>),
+    /// Serve sandboxed executions over HTTP/1.1 + JSON on a Unix socket (and TCP with bearer tokens): docs/serve.md.
+    Serve(Box<crate::serve::ServeArgs>),
     /// Print the syscall policy table (which calls pass, are serviced, are denied) as Markdown.
     Policy,
     /// The OCI runtime (runc's commands, for Docker, containerd, Podman).
