@@ -108,9 +108,10 @@ pub fn run(
     let (out_r, out_w) = pipe()?;
     let (err_r, err_w) = pipe()?;
     let sent = |e: Errno| format!("sending the exec request: {}", e.desc());
-    for (tag, fd) in [b"0", b"1", b"2"]
-        .into_iter()
-        .zip([stdin_r.as_fd(), out_w.as_fd(), err_w.as_fd()])
+    for (tag, fd) in
+        [b"0", b"1", b"2"]
+            .into_iter()
+            .zip([stdin_r.as_fd(), out_w.as_fd(), err_w.as_fd()])
     {
         send_with_fd(conn.as_fd(), tag, Some(fd)).map_err(sent)?;
     }
@@ -146,7 +147,9 @@ pub fn run(
             break end;
         }
     };
-    let Waiting { pipes, mut kept, .. } = waiting;
+    let Waiting {
+        pipes, mut kept, ..
+    } = waiting;
     for (i, pipe) in pipes.into_iter().enumerate() {
         if let Some(pipe) = pipe {
             drain_then_discard(pipe, &mut kept[i], cmd.cap, i, sink);
@@ -345,7 +348,10 @@ fn drain_then_discard(
             Err(_) => return,
         }
     }
-    let _ = fcntl(pipe.as_raw_fd(), FcntlArg::F_SETFL(OFlag::from_bits_truncate(flags)));
+    let _ = fcntl(
+        pipe.as_raw_fd(),
+        FcntlArg::F_SETFL(OFlag::from_bits_truncate(flags)),
+    );
     let _ = std::thread::Builder::new()
         .name("exec-discard".into())
         .spawn(move || {

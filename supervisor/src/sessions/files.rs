@@ -33,7 +33,10 @@ pub fn check_path(path: &str) -> Result<(), String> {
     if path.len() > 4096 || path.contains('\0') {
         return Err("file path: too long or contains NUL".into());
     }
-    if path.split('/').any(|c| c.is_empty() || c == "." || c == "..") {
+    if path
+        .split('/')
+        .any(|c| c.is_empty() || c == "." || c == "..")
+    {
         return Err(format!(
             "file path {path:?}: '.', '..' and empty components are not allowed"
         ));
@@ -84,7 +87,15 @@ mod tests {
     #[test]
     fn escapes_are_refused() {
         for bad in [
-            "", "/etc/passwd", "../x", "a/../../x", "a//b", "./a", "a/.", "a/", "a\0b",
+            "",
+            "/etc/passwd",
+            "../x",
+            "a/../../x",
+            "a//b",
+            "./a",
+            "a/.",
+            "a/",
+            "a\0b",
         ] {
             assert!(check_path(bad).is_err(), "{bad:?}");
         }

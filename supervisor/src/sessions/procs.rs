@@ -32,7 +32,11 @@ pub fn processes(init: i32) -> Vec<Process> {
     };
     let mut found = Vec::new();
     for entry in entries.flatten() {
-        let Some(host_pid) = entry.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else {
+        let Some(host_pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|s| s.parse::<i32>().ok())
+        else {
             continue;
         };
         if host_pid == init {

@@ -127,7 +127,10 @@ impl Sessions {
     /// The sessions kept under `data_dir`: those running when a daemon
     /// last stopped are reported ended (`record.rs`).
     pub fn open(data_dir: &Path, exe: &Path) -> std::result::Result<Sessions, String> {
-        for dir in [record::sessions_dir(data_dir), volume::volumes_dir(data_dir)] {
+        for dir in [
+            record::sessions_dir(data_dir),
+            volume::volumes_dir(data_dir),
+        ] {
             mkdir_private(&dir)?;
         }
         let mut table = HashMap::new();
@@ -385,9 +388,10 @@ impl Session {
     }
 
     fn ended_error(&self) -> Option<SessionError> {
-        lock(&self.record).ended.as_ref().map(|e| {
-            SessionError::Ended(format!("session {} has ended ({})", self.id, e.reason))
-        })
+        lock(&self.record)
+            .ended
+            .as_ref()
+            .map(|e| SessionError::Ended(format!("session {} has ended ({})", self.id, e.reason)))
     }
 
     /// The complete environment: the base, the session's, then `extra`;
@@ -548,10 +552,12 @@ fn check_flags(flags: &[std::ffi::OsString]) -> std::result::Result<(), String> 
         .map(Into::into)
         .chain(flags.iter().cloned())
         .chain(["--", "sleep", "infinity"].into_iter().map(Into::into));
-    let cli = crate::cli::Cli::try_parse_from(argv)
-        .map_err(|e| crate::cli::one_line(&e.to_string()))?;
+    let cli =
+        crate::cli::Cli::try_parse_from(argv).map_err(|e| crate::cli::one_line(&e.to_string()))?;
     match cli.command {
-        crate::cli::Command::Run(args) => sandbox::config::SandboxConfig::try_from(*args).map(|_| ()),
+        crate::cli::Command::Run(args) => {
+            sandbox::config::SandboxConfig::try_from(*args).map(|_| ())
+        }
         _ => Err("not a run".into()),
     }
 }

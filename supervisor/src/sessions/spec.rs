@@ -260,8 +260,9 @@ mod tests {
 
     #[test]
     fn flags_carry_the_limits_and_the_volume() {
-        let s = spec(r#"{"memory": "256m", "pids": 16, "volume": {"name": "v1", "path": "/work"}}"#)
-            .unwrap();
+        let s =
+            spec(r#"{"memory": "256m", "pids": 16, "volume": {"name": "v1", "path": "/work"}}"#)
+                .unwrap();
         let flags = s.run_flags(Some(std::path::Path::new("/d/v1"))).unwrap();
         let flags: Vec<String> = flags.iter().map(|f| f.to_string_lossy().into()).collect();
         assert!(flags.windows(2).any(|w| w == ["--memory", "256m"]));

@@ -59,7 +59,17 @@ mod tests {
             assert!(VolumeName::parse(good).is_ok(), "{good}");
         }
         let long = "x".repeat(65);
-        for bad in ["", ".", "..", ".hidden", "a/b", "../x", "a b", "é", long.as_str()] {
+        for bad in [
+            "",
+            ".",
+            "..",
+            ".hidden",
+            "a/b",
+            "../x",
+            "a b",
+            "é",
+            long.as_str(),
+        ] {
             assert!(VolumeName::parse(bad).is_err(), "{bad:?}");
         }
     }

@@ -189,7 +189,14 @@ async fn exec(socket: &std::path::Path, id: &str, spec: serde_json::Value) -> Re
         ("content-type", "application/json"),
         ("accept", "application/x-ndjson"),
     ];
-    let response = client::send(socket, Method::POST, &path, &headers, body(spec.to_string())).await?;
+    let response = client::send(
+        socket,
+        Method::POST,
+        &path,
+        &headers,
+        body(spec.to_string()),
+    )
+    .await?;
     if response.status() != StatusCode::OK {
         let status = response.status();
         let bytes = client::read_all(response).await?;
@@ -199,7 +206,9 @@ async fn exec(socket: &std::path::Path, id: &str, spec: serde_json::Value) -> Re
     let mut pending: Vec<u8> = Vec::new();
     while let Some(frame) = body.frame().await {
         let frame = frame.map_err(|e| format!("reading the output: {e}"))?;
-        let Some(data) = frame.data_ref() else { continue };
+        let Some(data) = frame.data_ref() else {
+            continue;
+        };
         pending.extend_from_slice(data);
         while let Some(end) = pending.iter().position(|b| *b == b'\n') {
             let line: Vec<u8> = pending.drain(..=end).collect();
@@ -226,7 +235,9 @@ fn exec_line(line: &[u8]) -> Result<Option<i32>, String> {
         Some("stdout") | Some("stderr") => {
             let data = decode(v["data"].as_str().unwrap_or(""), v["encoding"].as_str());
             let _ = match v["type"].as_str() {
-                Some("stdout") => std::io::stdout().write_all(&data).and(std::io::stdout().flush()),
+                Some("stdout") => std::io::stdout()
+                    .write_all(&data)
+                    .and(std::io::stdout().flush()),
                 _ => std::io::stderr().write_all(&data),
             };
             Ok(None)
@@ -235,13 +246,18 @@ fn exec_line(line: &[u8]) -> Result<Option<i32>, String> {
             if let Some(m) = v["message"].as_str() {
                 eprintln!("supervisor: sessions: {m}");
             }
-            Ok(Some(match (v["exit_code"].as_i64(), v["signal"].as_i64()) {
-                (Some(code), _) => code as i32,
-                (None, Some(sig)) => 128 + sig as i32,
-                _ => 125,
-            }))
+            Ok(Some(
+                match (v["exit_code"].as_i64(), v["signal"].as_i64()) {
+                    (Some(code), _) => code as i32,
+                    (None, Some(sig)) => 128 + sig as i32,
+                    _ => 125,
+                },
+            ))
         }
-        _ => Err(v["error"].as_str().unwrap_or("a bad line in the stream").to_string()),
+        _ => Err(v["error"]
+            .as_str()
+            .unwrap_or("a bad line in the stream")
+            .to_string()),
     }
 }
 
@@ -294,7 +310,12 @@ fn progress(sent: u64, total: u64) {
     );
 }
 
-async fn download(socket: &std::path::Path, id: &str, path: &str, dst: &str) -> Result<i32, String> {
+async fn download(
+    socket: &std::path::Path,
+    id: &str,
+    path: &str,
+    dst: &str,
+) -> Result<i32, String> {
     let url = format!("/v1/sessions/{}/files/{}", encode(id), encode(path));
     let response = client::send(socket, Method::GET, &url, &[], body(Bytes::new())).await?;
     let status = response.status();

@@ -10,6 +10,7 @@
 //! Owns the routes and the wire form of results (`result.rs`); the
 //! OpenAPI fragment is `openapi.rs`'s.
 
+pub mod cli;
 mod openapi;
 mod result;
 
@@ -37,7 +38,10 @@ pub fn routes() -> Router<Arc<Serve>> {
         .route("/v1/sessions", post(create).get(list))
         .route("/v1/sessions/{id}", get(show).delete(delete))
         .route("/v1/sessions/{id}/exec", post(exec))
-        .route("/v1/sessions/{id}/files/{*path}", get(get_file).put(put_file))
+        .route(
+            "/v1/sessions/{id}/files/{*path}",
+            get(get_file).put(put_file),
+        )
 }
 
 fn api_error(e: SessionError) -> ApiError {
@@ -179,4 +183,15 @@ async fn get_file(
     let session = serve.sessions.get(&id).map_err(api_error)?;
     let data = blocking(move || session.get_file(&path)).await?;
     Ok(([(header::CONTENT_TYPE, "application/octet-stream")], data).into_response())
+}
+
+/// The daemon's sessions under `--data-dir` (those a previous daemon left
+/// running are reported ended), with their reaper started.
+pub fn open(args: &super::ServeArgs) -> Result<Arc<crate::sessions::Sessions>, String> {
+    let exe = std::env::current_exe().map_err(|e| format!("the supervisor binary: {e}"))?;
+    let sessions = Arc::new(crate::sessions::Sessions::open(&args.data_dir, &exe)?);
+    sessions
+        .start_reaper(std::time::Duration::from_millis(500))
+        .map_err(|e| format!("starting the session reaper: {e}"))?;
+    Ok(sessions)
 }

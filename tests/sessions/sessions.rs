@@ -35,8 +35,16 @@ fn exec_prints_what_the_command_prints_natively() {
     let n = native(&["/bin/sh", "-c", script], "/tmp");
     assert_eq!(v["exit_code"], 3, "{v}");
     assert_eq!(v["reason"], "exited");
-    assert_eq!(v["stdout"].as_str().unwrap().as_bytes(), &n.stdout[..], "{v}");
-    assert_eq!(v["stderr"].as_str().unwrap().as_bytes(), &n.stderr[..], "{v}");
+    assert_eq!(
+        v["stdout"].as_str().unwrap().as_bytes(),
+        &n.stdout[..],
+        "{v}"
+    );
+    assert_eq!(
+        v["stderr"].as_str().unwrap().as_bytes(),
+        &n.stderr[..],
+        "{v}"
+    );
     // stdin, env and cwd reach the command.
     let body = r#"{"command": ["sh", "-c", "cat; echo \"$GREETING\"; pwd"],
         "stdin": "from stdin\n", "env": ["GREETING=hi"], "cwd": "/usr"}"#;
@@ -66,7 +74,10 @@ fn exec_streams_ndjson_then_the_result() {
         body.as_bytes(),
     );
     assert_eq!(a.status, 200);
-    assert!(a.headers.to_ascii_lowercase().contains("application/x-ndjson"));
+    assert!(a
+        .headers
+        .to_ascii_lowercase()
+        .contains("application/x-ndjson"));
     let lines: Vec<serde_json::Value> = String::from_utf8(a.body)
         .unwrap()
         .lines()
@@ -79,8 +90,13 @@ fn exec_streams_ndjson_then_the_result() {
         .collect();
     assert_eq!(out, "line1\nline2\nline3\n");
     // Written 0.2 s apart, the lines arrive as separate chunks.
-    assert!(lines.iter().filter(|l| l["type"] == "stdout").count() >= 2, "{lines:?}");
-    assert!(lines.iter().any(|l| l["type"] == "stderr" && l["data"] == "bad\n"));
+    assert!(
+        lines.iter().filter(|l| l["type"] == "stdout").count() >= 2,
+        "{lines:?}"
+    );
+    assert!(lines
+        .iter()
+        .any(|l| l["type"] == "stderr" && l["data"] == "bad\n"));
     let last = lines.last().unwrap();
     assert_eq!(last["type"], "result");
     assert_eq!(last["exit_code"], 5);
@@ -92,7 +108,13 @@ fn files_go_in_and_come_out() {
     let id = d.create("{}");
     let data: Vec<u8> = (0..=255u8).cycle().take(300_000).collect();
     let url = format!("/v1/sessions/{id}/files/dir/sub/data.bin");
-    let put = request(&d.socket, "PUT", &url, &[("Content-Type", "application/octet-stream")], &data);
+    let put = request(
+        &d.socket,
+        "PUT",
+        &url,
+        &[("Content-Type", "application/octet-stream")],
+        &data,
+    );
     assert_eq!(put.status, 200, "{}", String::from_utf8_lossy(&put.body));
     let got = d.request("GET", &url, b"");
     assert_eq!(got.status, 200);
@@ -100,12 +122,33 @@ fn files_go_in_and_come_out() {
     // The session's own commands see it where the path says.
     let v = d.exec(&id, &["sh", "-c", "wc -c < /tmp/dir/sub/data.bin"]);
     assert_eq!(v["stdout"].as_str().unwrap().trim(), "300000");
-    assert_eq!(d.request("GET", &format!("/v1/sessions/{id}/files/nope"), b"").status, 404);
-    for bad in ["../etc/passwd", "/etc/passwd", "a/../../x", "a//b", "./a", "%2e%2e/x"] {
+    assert_eq!(
+        d.request("GET", &format!("/v1/sessions/{id}/files/nope"), b"")
+            .status,
+        404
+    );
+    for bad in [
+        "../etc/passwd",
+        "/etc/passwd",
+        "a/../../x",
+        "a//b",
+        "./a",
+        "%2e%2e/x",
+    ] {
         let a = d.request("GET", &format!("/v1/sessions/{id}/files/{bad}"), b"");
-        assert_eq!(a.status, 400, "GET {bad}: {}", String::from_utf8_lossy(&a.body));
+        assert_eq!(
+            a.status,
+            400,
+            "GET {bad}: {}",
+            String::from_utf8_lossy(&a.body)
+        );
         let a = d.request("PUT", &format!("/v1/sessions/{id}/files/{bad}"), b"x");
-        assert_eq!(a.status, 400, "PUT {bad}: {}", String::from_utf8_lossy(&a.body));
+        assert_eq!(
+            a.status,
+            400,
+            "PUT {bad}: {}",
+            String::from_utf8_lossy(&a.body)
+        );
     }
 }
 
@@ -113,9 +156,19 @@ fn files_go_in_and_come_out() {
 fn processes_left_running_are_there_at_the_next_exec() {
     let d = Daemon::start();
     let id = d.create("{}");
-    let v = d.exec(&id, &["sh", "-c", "sleep 300 & echo $! > /tmp/bg.pid; echo started"]);
+    let v = d.exec(
+        &id,
+        &[
+            "sh",
+            "-c",
+            "sleep 300 & echo $! > /tmp/bg.pid; echo started",
+        ],
+    );
     assert_eq!(v["stdout"], "started\n", "{v}");
-    let v = d.exec(&id, &["sh", "-c", "kill -0 $(cat /tmp/bg.pid) && echo alive"]);
+    let v = d.exec(
+        &id,
+        &["sh", "-c", "kill -0 $(cat /tmp/bg.pid) && echo alive"],
+    );
     assert_eq!(v["stdout"], "alive\n", "{v}");
     let (status, state) = d.json("GET", &format!("/v1/sessions/{id}"), "");
     assert_eq!(status, 200);
@@ -143,12 +196,20 @@ fn a_volume_outlives_its_session_and_is_found_by_name() {
     assert_eq!(v["state"], "ended");
     assert_eq!(v["reason"], "deleted");
     // An ended session runs nothing.
-    let (status, _) = d.json("POST", &format!("/v1/sessions/{first}/exec"), r#"{"command": ["true"]}"#);
+    let (status, _) = d.json(
+        "POST",
+        &format!("/v1/sessions/{first}/exec"),
+        r#"{"command": ["true"]}"#,
+    );
     assert_eq!(status, 409);
     let host = d.data_dir.join("volumes/notes/saved.txt");
     assert_eq!(std::fs::read_to_string(&host).unwrap(), "kept\n");
     let second = d.create(spec);
-    let got = d.request("GET", &format!("/v1/sessions/{second}/files/saved.txt"), b"");
+    let got = d.request(
+        "GET",
+        &format!("/v1/sessions/{second}/files/saved.txt"),
+        b"",
+    );
     assert_eq!(got.body, b"kept\n");
 }
 
@@ -185,7 +246,10 @@ fn a_restarted_daemon_reports_its_sessions_ended_and_keeps_volumes() {
             std::fs::read(e.path().join("cmdline")).is_ok_and(|c| c == b"sleep\x00600\x00")
         })
     };
-    assert!(poll_until(Duration::from_secs(20), no_sleeper), "the session's process outlived its daemon");
+    assert!(
+        poll_until(Duration::from_secs(20), no_sleeper),
+        "the session's process outlived its daemon"
+    );
     d.launch();
     let (status, v) = d.json("GET", &format!("/v1/sessions/{id}"), "");
     assert_eq!(status, 200);
@@ -200,7 +264,11 @@ fn a_published_port_reaches_a_listener_inside() {
     if !crate::common::have("python3") {
         skip!("python3 is not installed (.ci/run installs it)");
     }
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
     let d = Daemon::start();
     let id = d.create(&format!(r#"{{"publish": ["127.0.0.1:{port}:8000"]}}"#));
     d.exec(&id, &["sh", "-c", "echo hello-from-inside > /tmp/index.html; cd /tmp && python3 -m http.server 8000 >/dev/null 2>&1 &"]);
@@ -213,7 +281,8 @@ fn a_published_port_reaches_a_listener_inside() {
         Some(text)
     };
     assert!(
-        poll_until(Duration::from_secs(30), || fetch().is_some_and(|t| t.contains("hello-from-inside"))),
+        poll_until(Duration::from_secs(30), || fetch()
+            .is_some_and(|t| t.contains("hello-from-inside"))),
         "the listener inside was not reached"
     );
 }
@@ -221,13 +290,24 @@ fn a_published_port_reaches_a_listener_inside() {
 #[test]
 fn bad_input_gets_400_and_unknown_ids_404() {
     let d = Daemon::start();
-    for path in ["/v1/sessions/0123456789abcdef", "/v1/sessions/..%2f..%2fetc"] {
+    for path in [
+        "/v1/sessions/0123456789abcdef",
+        "/v1/sessions/..%2f..%2fetc",
+    ] {
         assert_eq!(d.request("GET", path, b"").status, 404, "{path}");
         assert_eq!(d.request("DELETE", path, b"").status, 404, "{path}");
     }
-    let (status, _) = d.json("POST", "/v1/sessions/0123456789abcdef/exec", r#"{"command": ["true"]}"#);
+    let (status, _) = d.json(
+        "POST",
+        "/v1/sessions/0123456789abcdef/exec",
+        r#"{"command": ["true"]}"#,
+    );
     assert_eq!(status, 404);
-    assert_eq!(d.request("GET", "/v1/sessions/0123456789abcdef/files/a", b"").status, 404);
+    assert_eq!(
+        d.request("GET", "/v1/sessions/0123456789abcdef/files/a", b"")
+            .status,
+        404
+    );
     for spec in [
         r#"{"memory": "lots"}"#,
         r#"{"pids": 0}"#,
@@ -242,16 +322,28 @@ fn bad_input_gets_400_and_unknown_ids_404() {
     ] {
         let (status, v) = d.json("POST", "/v1/sessions", spec);
         assert_eq!(status, 400, "{spec}: {v}");
-        assert!(v["error"].as_str().is_some_and(|e| !e.contains('\n')), "{v}");
+        assert!(
+            v["error"].as_str().is_some_and(|e| !e.contains('\n')),
+            "{v}"
+        );
     }
     let id = d.create("{}");
-    for body in [r#"{"command": []}"#, r#"{"command": ["true"], "timeout": 0}"#, r#"{"cmd": ["true"]}"#] {
+    for body in [
+        r#"{"command": []}"#,
+        r#"{"command": ["true"], "timeout": 0}"#,
+        r#"{"cmd": ["true"]}"#,
+    ] {
         let (status, v) = d.json("POST", &format!("/v1/sessions/{id}/exec"), body);
         assert_eq!(status, 400, "{body}: {v}");
     }
     // None of it left a session behind but the one made.
     let (_, list) = d.json("GET", "/v1/sessions", "");
-    let running = list["sessions"].as_array().unwrap().iter().filter(|s| s["state"] == "running").count();
+    let running = list["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["state"] == "running")
+        .count();
     assert_eq!(running, 1, "{list}");
 }
 
@@ -268,28 +360,64 @@ fn the_cli_lists_runs_copies_and_removes() {
             .expect("run supervisor sessions")
     };
     let out = cli(&["create"]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let id = String::from_utf8(out.stdout).unwrap().trim().to_string();
-    let out = cli(&["exec", &id, "--", "sh", "-c", "echo to-out; echo to-err >&2; exit 4"]);
+    let out = cli(&[
+        "exec",
+        &id,
+        "--",
+        "sh",
+        "-c",
+        "echo to-out; echo to-err >&2; exit 4",
+    ]);
     assert_eq!(out.status.code(), Some(4));
     assert_eq!(out.stdout, b"to-out\n");
     assert_eq!(out.stderr, b"to-err\n");
     let dir = crate::common::Tree::new();
     let big: Vec<u8> = (0..3_000_000u32).map(|i| (i % 251) as u8).collect();
     std::fs::write(dir.join("big.bin"), &big).unwrap();
-    let out = cli(&["cp", dir.join("big.bin").to_str().unwrap(), &format!("{id}:up/big.bin")]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("upload:"), "no progress line");
+    let out = cli(&[
+        "cp",
+        dir.join("big.bin").to_str().unwrap(),
+        &format!("{id}:up/big.bin"),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("upload:"),
+        "no progress line"
+    );
     let back = dir.join("back.bin");
     let out = cli(&["cp", &format!("{id}:up/big.bin"), back.to_str().unwrap()]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(std::fs::read(&back).unwrap() == big);
     let out = cli(&["ls"]);
     let table = String::from_utf8(out.stdout).unwrap();
-    assert!(table.lines().any(|l| l.starts_with(&id) && l.contains("running")), "{table}");
+    assert!(
+        table
+            .lines()
+            .any(|l| l.starts_with(&id) && l.contains("running")),
+        "{table}"
+    );
     assert!(cli(&["rm", &id]).status.success());
     let table = String::from_utf8(cli(&["ls"]).stdout).unwrap();
-    assert!(table.lines().any(|l| l.starts_with(&id) && l.contains("deleted")), "{table}");
+    assert!(
+        table
+            .lines()
+            .any(|l| l.starts_with(&id) && l.contains("deleted")),
+        "{table}"
+    );
     let out = cli(&["exec", "0123456789abcdef", "--", "true"]);
     assert_eq!(out.status.code(), Some(125));
     assert!(String::from_utf8_lossy(&out.stderr).contains("404"));

@@ -60,7 +60,10 @@ impl Daemon {
                 .collect();
             let script = format!("{} && exec \"$@\"", joins.join(" && "));
             let mut wrapped = Command::new("/bin/sh");
-            wrapped.args(["-c", &script, "sh"]).arg(c.get_program()).args(c.get_args());
+            wrapped
+                .args(["-c", &script, "sh"])
+                .arg(c.get_program())
+                .args(c.get_args());
             wrapped
                 .current_dir(self.dir.path())
                 .env_clear()
@@ -74,7 +77,8 @@ impl Daemon {
         self.child = Some(c.spawn().expect("start supervisor serve"));
         let socket = self.socket.clone();
         assert!(
-            poll_until(Duration::from_secs(60), || UnixStream::connect(&socket).is_ok()),
+            poll_until(Duration::from_secs(60), || UnixStream::connect(&socket)
+                .is_ok()),
             "supervisor serve did not come up"
         );
     }
@@ -147,7 +151,10 @@ pub fn request(
         "{method} {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\nContent-Length: {}\r\n",
         body.len()
     );
-    if !headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("content-type")) {
+    if !headers
+        .iter()
+        .any(|(k, _)| k.eq_ignore_ascii_case("content-type"))
+    {
         head.push_str("Content-Type: application/json\r\n");
     }
     for (k, v) in headers {
