@@ -3,7 +3,8 @@
 //! creation and at the end. A daemon that starts finds the records of
 //! sessions that were running when the last one stopped and reports them
 //! ended, reason `daemon_restarted` (their sandboxes died with that
-//! daemon: `host.rs`'s lifeline); their volumes stay.
+//! daemon: `host.rs`'s lifeline); their volumes stay. A daemon that
+//! stops cleanly ends its sessions itself (`daemon_stopped`).
 //!
 //! Owns the record's format and its reading and writing.
 
@@ -15,6 +16,8 @@ use super::spec::SessionSpec;
 
 /// The reason given for sessions found running at a daemon's start.
 pub const DAEMON_RESTARTED: &str = "daemon_restarted";
+/// The reason given for sessions a stopping daemon ends.
+pub const DAEMON_STOPPED: &str = "daemon_stopped";
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Record {

@@ -166,16 +166,15 @@ impl Sessions {
     pub fn create(&self, spec: SessionSpec) -> Result<Arc<Session>> {
         let (idle_ttl, max_lifetime) = spec.lifetimes().map_err(SessionError::BadRequest)?;
         let volume = spec.volume_name().map_err(SessionError::BadRequest)?;
-        let volume_dir = match &volume {
-            Some(name) => {
-                Some(volume::ensure(&self.data_dir, name).map_err(SessionError::Internal)?)
-            }
-            None => None,
-        };
+        let volume_dir = volume.as_ref().map(|name| volume::dir(&self.data_dir, name));
         let flags = spec
             .run_flags(volume_dir.as_deref())
             .map_err(SessionError::BadRequest)?;
+        // Checked before anything is made: a refused request leaves nothing.
         check_flags(&flags).map_err(SessionError::BadRequest)?;
+        if let Some(dir) = &volume_dir {
+            volume::ensure(dir).map_err(SessionError::Internal)?;
+        }
         let id = new_id().map_err(SessionError::Internal)?;
         let dir = record::sessions_dir(&self.data_dir).join(&id);
         mkdir_private(&dir).map_err(SessionError::Internal)?;
@@ -300,7 +299,7 @@ impl Sessions {
     /// Ends every running session (the daemon is stopping).
     pub fn shutdown(&self) {
         for s in self.list() {
-            s.end(record::DAEMON_RESTARTED);
+            s.end(record::DAEMON_STOPPED);
         }
     }
 }

@@ -37,16 +37,19 @@ pub fn volumes_dir(data_dir: &Path) -> PathBuf {
     data_dir.join("volumes")
 }
 
-/// The volume's directory, made (mode 0700) if it is new.
-pub fn ensure(data_dir: &Path, name: &VolumeName) -> Result<PathBuf, String> {
+/// The volume's directory under `data_dir`.
+pub fn dir(data_dir: &Path, name: &VolumeName) -> PathBuf {
+    volumes_dir(data_dir).join(name.as_str())
+}
+
+/// Makes the volume's directory `dir` (mode 0700) if it is new.
+pub fn ensure(dir: &Path) -> Result<(), String> {
     use std::os::unix::fs::DirBuilderExt;
-    let dir = volumes_dir(data_dir).join(name.as_str());
     std::fs::DirBuilder::new()
         .recursive(true)
         .mode(0o700)
-        .create(&dir)
-        .map_err(|e| format!("volume {}: {e}", dir.display()))?;
-    Ok(dir)
+        .create(dir)
+        .map_err(|e| format!("volume {}: {e}", dir.display()))
 }
 
 #[cfg(test)]
