@@ -422,3 +422,24 @@ fn the_cli_lists_runs_copies_and_removes() {
     assert_eq!(out.status.code(), Some(125));
     assert!(String::from_utf8_lossy(&out.stderr).contains("404"));
 }
+
+#[test]
+fn the_daemons_files_and_other_volumes_do_not_show_inside() {
+    let d = Daemon::start();
+    let other = d.create(r#"{"volume": {"name": "secret-of-another"}}"#);
+    d.exec(&other, &["sh", "-c", "echo private > mine.txt"]);
+    let id = d.create(r#"{"volume": {"name": "mine"}}"#);
+    let volumes = d.data_dir.join("volumes");
+    let script = format!(
+        "ls {} 2>&1; ls {} 2>&1; echo done",
+        volumes.display(),
+        d.data_dir.display()
+    );
+    let v = d.exec(&id, &["sh", "-c", &script]);
+    let out = v["stdout"].as_str().unwrap();
+    assert!(out.ends_with("done\n"), "{v}");
+    assert!(
+        !out.contains("secret-of-another") && !out.contains("session.json"),
+        "{out}"
+    );
+}

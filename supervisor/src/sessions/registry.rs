@@ -103,7 +103,7 @@ pub struct SessionInfo {
     pub id: String,
     /// `running` or `ended`.
     pub state: &'static str,
-    /// Why it ended: `deleted`, `idle_ttl`, `max_lifetime`, `sandbox_exited`, `daemon_restarted`.
+    /// Why it ended: `deleted`, `idle_ttl`, `max_lifetime`, `sandbox_exited`, `daemon_stopped`, `daemon_restarted`.
     pub reason: Option<String>,
     pub created_at: u64,
     pub ended_at: Option<u64>,
@@ -166,7 +166,9 @@ impl Sessions {
     pub fn create(&self, spec: SessionSpec) -> Result<Arc<Session>> {
         let (idle_ttl, max_lifetime) = spec.lifetimes().map_err(SessionError::BadRequest)?;
         let volume = spec.volume_name().map_err(SessionError::BadRequest)?;
-        let volume_dir = volume.as_ref().map(|name| volume::dir(&self.data_dir, name));
+        let volume_dir = volume
+            .as_ref()
+            .map(|name| volume::dir(&self.data_dir, name));
         let flags = spec
             .run_flags(volume_dir.as_deref())
             .map_err(SessionError::BadRequest)?;
@@ -236,7 +238,12 @@ impl Sessions {
             .map_err(|e| internal(format!("pipe: {}", e.desc())))?;
         let log = File::create(dir.join("sandbox.log"))
             .map_err(|e| internal(format!("{}: {e}", dir.display())))?;
+        // `run` binds its current directory into the view: the session
+        // sandbox starts in an empty one, so the daemon's never shows.
+        let empty = dir.join("empty");
+        mkdir_private(&empty).map_err(internal)?;
         let child = std::process::Command::new(&self.exe)
+            .current_dir(&empty)
             .arg("session-sandbox")
             .arg("--session-dir")
             .arg(dir)

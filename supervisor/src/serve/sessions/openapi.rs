@@ -131,7 +131,7 @@ pub fn openapi() -> Value {
                     "id": { "type": "string" },
                     "state": { "type": "string", "enum": ["running", "ended"] },
                     "reason": { "type": "string", "nullable": true,
-                        "description": "deleted, idle_ttl, max_lifetime, sandbox_exited, daemon_restarted" },
+                        "description": "deleted, idle_ttl, max_lifetime, sandbox_exited, daemon_stopped, daemon_restarted" },
                     "created_at": { "type": "integer" },
                     "ended_at": { "type": "integer", "nullable": true },
                     "idle_seconds": { "type": "number" },
