@@ -530,10 +530,7 @@ fn wait_ready(dir: &Path, live: &mut Live) -> Result<i32> {
                 return Ok(pid);
             }
         }
-        let exited = match live.child.as_mut().map(Child::try_wait) {
-            Some(Ok(None)) => false,
-            _ => true,
-        };
+        let exited = !matches!(live.child.as_mut().map(Child::try_wait), Some(Ok(None)));
         if exited {
             let log = std::fs::read(dir.join("sandbox.log")).unwrap_or_default();
             return Err(SessionError::StartFailed(format!(

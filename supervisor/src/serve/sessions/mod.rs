@@ -132,8 +132,10 @@ async fn exec(
     }
     // Streamed: one JSON line per chunk as it is read, then the result
     // (or an error line). A client that goes away stops nothing: the
-    // command runs to its end or timeout, as without streaming.
-    let (tx, rx) = tokio::sync::mpsc::unbounded_channel::<Bytes>();
+    // command runs to its end or timeout, as without streaming. The
+    // channel is bounded: a slow reader slows the command (its pipe
+    // fills), the daemon's memory does not grow.
+    let (tx, rx) = tokio::sync::mpsc::channel::<Bytes>(64);
     tokio::task::spawn_blocking(move || {
         let line = |v: Value| {
             let mut text = v.to_string();
@@ -141,7 +143,7 @@ async fn exec(
             Bytes::from(text)
         };
         let mut sink = |stream: Stream, data: &[u8]| {
-            let _ = tx.send(line(result::chunk(stream, data)));
+            let _ = tx.blocking_send(line(result::chunk(stream, data)));
         };
         let last = match session.exec(&spec, &mut sink) {
             Ok(outcome) => {
@@ -151,7 +153,7 @@ async fn exec(
             }
             Err(e) => serde_json::json!({"type": "error", "error": e.to_string()}),
         };
-        let _ = tx.send(line(last));
+        let _ = tx.blocking_send(line(last));
     });
     let stream = futures_util::stream::unfold(rx, |mut rx| async move {
         rx.recv()
