@@ -328,6 +328,16 @@ fn bad_input_gets_400_and_unknown_ids_404() {
         );
     }
     let id = d.create("{}");
+    d.exec(&id, &["true"]);
+    let fds = d.fds();
+    for _ in 0..3 {
+        let other = d.create("{}");
+        d.exec(&other, &["sh", "-c", "echo x; echo y >&2"]);
+        assert_eq!(
+            d.json("DELETE", &format!("/v1/sessions/{other}"), "").0,
+            200
+        );
+    }
     for body in [
         r#"{"command": []}"#,
         r#"{"command": ["true"], "timeout": 0}"#,
@@ -345,6 +355,12 @@ fn bad_input_gets_400_and_unknown_ids_404() {
         .filter(|s| s["state"] == "running")
         .count();
     assert_eq!(running, 1, "{list}");
+    // Nor a descriptor: ended sessions and refused requests hold none.
+    assert!(
+        d.fds() <= fds,
+        "the daemon held {fds} descriptors, now {}",
+        d.fds()
+    );
 }
 
 #[test]

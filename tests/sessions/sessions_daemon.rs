@@ -83,6 +83,18 @@ impl Daemon {
         );
     }
 
+    /// The daemon's pid.
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().expect("running").id()
+    }
+
+    /// How many descriptors the daemon holds.
+    pub fn fds(&self) -> usize {
+        std::fs::read_dir(format!("/proc/{}/fd", self.pid()))
+            .expect("the daemon's fds")
+            .count()
+    }
+
     /// SIGKILL (by pid) and reap: the daemon dies without cleaning up.
     pub fn kill(&mut self) {
         if let Some(mut child) = self.child.take() {
