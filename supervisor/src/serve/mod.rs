@@ -91,6 +91,8 @@ async fn start(args: ServeArgs) -> Result<(), String> {
         None => None,
     };
     let state = Arc::new(app::Serve::new(&args)?);
+    let warming = state.clone();
+    tokio::spawn(async move { warming.executions.warm_up().await });
     let unix = listen::bind_unix(&args.socket)?;
     let mut tasks = tokio::task::JoinSet::new();
     let router = app::router(state.clone(), None, args.max_body);
