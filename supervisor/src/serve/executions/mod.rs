@@ -42,6 +42,8 @@ pub struct Executions {
     pub pools: pools::Pools,
     pub runner: Runner,
     pub store: store::Store,
+    /// `--max-timeout`.
+    pub max_timeout_s: f64,
 }
 
 /// Seconds a refused client is told to wait.
@@ -62,6 +64,7 @@ impl Executions {
             pools: pools::Pools::new(&args.data_dir, exe.clone(), args.pool_size, args.max_pools)?,
             runner: Runner { exe, work },
             store: store::Store::new(&args.data_dir)?,
+            max_timeout_s: args.max_timeout,
         })
     }
 
@@ -87,7 +90,9 @@ async fn create(
     headers: HeaderMap,
     Strict(body): Strict<ExecutionRequest>,
 ) -> Result<Response, ApiError> {
-    let plan = body.plan().map_err(ApiError::bad_request)?;
+    let plan = body
+        .plan(serve.executions.max_timeout_s)
+        .map_err(ApiError::bad_request)?;
     let permit = serve
         .executions
         .admission
@@ -168,6 +173,8 @@ async fn read(
 }
 
 pub fn openapi() -> Value {
+    // `--max-timeout` may be lower: the daemon then answers 400.
+    let max_timeout = 86400;
     let limits = json!({
         "type": "object",
         "additionalProperties": false,
@@ -175,7 +182,7 @@ pub fn openapi() -> Value {
             "memory_bytes": { "type": "integer", "minimum": 1048576, "maximum": 1099511627776u64 },
             "cpus": { "type": "number", "minimum": 0.01, "maximum": 1024 },
             "pids": { "type": "integer", "minimum": 1, "maximum": 4194304 },
-            "timeout_s": { "type": "number", "exclusiveMinimum": true, "minimum": 0, "maximum": 3600 },
+            "timeout_s": { "type": "number", "exclusiveMinimum": true, "minimum": 0, "maximum": max_timeout },
             "output_bytes": { "type": "integer", "minimum": 1, "maximum": 1073741824 },
             "disk_bytes": { "type": "integer", "minimum": 1048576, "maximum": 1099511627776u64 }
         }

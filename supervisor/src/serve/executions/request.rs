@@ -116,9 +116,9 @@ pub struct Plan {
     pub capture_bytes: usize,
 }
 
-/// The timeout when the request gives none, and the longest allowed.
+/// The timeout when the request gives none (if `--max-timeout` is not
+/// shorter).
 pub const DEFAULT_TIMEOUT_S: f64 = 60.0;
-pub const MAX_TIMEOUT_S: f64 = 3600.0;
 /// Bytes of each stream kept when `limits.output_bytes` is not given.
 pub const DEFAULT_CAPTURE: usize = 1 << 20;
 const MAX_FILES: usize = 1000;
@@ -128,7 +128,8 @@ const MAX_ARGS: usize = 4096;
 pub const SCRATCH: &str = "/tmp";
 
 impl ExecutionRequest {
-    pub fn plan(self) -> Result<Plan, String> {
+    /// The checked plan; `max_timeout_s`: `--max-timeout`.
+    pub fn plan(self, max_timeout_s: f64) -> Result<Plan, String> {
         let argv = match (self.command, self.language, self.code) {
             (Some(c), None, None) => c,
             (None, Some(l), Some(code)) => match l.as_str() {
@@ -212,11 +213,11 @@ impl ExecutionRequest {
             },
         };
         let timeout_s = match l.timeout_s {
-            None => DEFAULT_TIMEOUT_S,
-            Some(t) if t.is_finite() && t > 0.0 && t <= MAX_TIMEOUT_S => t,
+            None => DEFAULT_TIMEOUT_S.min(max_timeout_s),
+            Some(t) if t.is_finite() && t > 0.0 && t <= max_timeout_s => t,
             Some(t) => {
                 return Err(format!(
-                    "limits.timeout_s {t}: more than 0, at most {MAX_TIMEOUT_S}"
+                    "limits.timeout_s {t}: more than 0, at most {max_timeout_s} (--max-timeout)"
                 ))
             }
         };
@@ -278,7 +279,7 @@ mod tests {
     fn plan(json: &str) -> Result<Plan, String> {
         serde_json::from_str::<ExecutionRequest>(json)
             .map_err(|e| e.to_string())?
-            .plan()
+            .plan(3600.0)
     }
 
     #[test]
