@@ -7,7 +7,9 @@
 //! Their sockets are `--data-dir/pools/N.sock`, their logs beside them.
 //!
 //! Does not own talking to a pool (`runner.rs`). The daemon ends its
-//! pools (SIGTERM, by pid) when it stops.
+//! pools (SIGTERM, by pid) when it stops; a daemon that was killed
+//! leaves them running, and the next one on the same `--data-dir` ends
+//! them (their pids are recorded beside their sockets).
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -40,7 +42,9 @@ struct PoolChild {
 impl Pools {
     pub fn new(data_dir: &Path, exe: PathBuf, size: u32, max: usize) -> Result<Pools, String> {
         let dir = data_dir.join("pools");
-        // Sockets and logs of a previous daemon's pools are stale.
+        // A previous daemon's pools: ended if it could not end them
+        // itself (it was killed), then their sockets and logs removed.
+        end_stale(&dir);
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
         Ok(Pools {
@@ -84,6 +88,10 @@ impl Pools {
             .stderr(log)
             .spawn()
             .ok()?;
+        let _ = std::fs::write(
+            self.dir.join(format!("{}.pid", live.next)),
+            child.id().to_string(),
+        );
         let mut pool = PoolChild { socket, child };
         // The pool's socket appears once it listens (its first sandbox
         // may still be setting up: a client then waits in its queue).
@@ -107,6 +115,37 @@ impl Pools {
         let mut live = self.live.lock().await;
         for (_, pool) in live.pools.drain() {
             drop(pool);
+        }
+    }
+}
+
+/// SIGTERM to each pool a previous daemon recorded in `dir` (`N.pid`)
+/// that still runs: a process whose command line names its socket.
+fn end_stale(dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.extension().is_none_or(|e| e != "pid") {
+            continue;
+        }
+        let Some(pid) = std::fs::read_to_string(&path)
+            .ok()
+            .and_then(|t| t.trim().parse::<i32>().ok())
+        else {
+            continue;
+        };
+        let socket = path.with_extension("sock");
+        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+        let names_it = cmdline
+            .split(|b| *b == 0)
+            .any(|arg| arg == socket.as_os_str().as_encoded_bytes());
+        if names_it {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(pid),
+                nix::sys::signal::Signal::SIGTERM,
+            );
         }
     }
 }

@@ -47,6 +47,16 @@ pub fn encode(bytes: &[u8]) -> (String, &'static str) {
     }
 }
 
+/// How a run ended: its report (when there is one), else its exit code
+/// and one line; `wall_ms` measured by the daemon, for a run without a
+/// report.
+pub struct Ending<'a> {
+    pub report: Option<&'a Value>,
+    pub code: i32,
+    pub message: Option<String>,
+    pub wall_ms: f64,
+}
+
 #[derive(Serialize, Deserialize, Debug, Clone)]
 pub struct ExecutionResult {
     pub id: String,
@@ -71,18 +81,20 @@ pub struct ExecutionResult {
 }
 
 impl ExecutionResult {
-    /// From the run's report (when there is one) and its exit code and
-    /// one line (when the report is missing).
+    /// From the run's ending and the output captured.
     pub fn new(
         id: &str,
-        report: Option<&Value>,
-        code: i32,
-        message: Option<String>,
+        ending: Ending<'_>,
         stdout: &Capture,
         stderr: &Capture,
-        wall_fallback_ms: f64,
         pooled: bool,
     ) -> ExecutionResult {
+        let Ending {
+            report,
+            code,
+            message,
+            wall_ms: wall_fallback_ms,
+        } = ending;
         let (out, out_enc) = encode(&stdout.bytes);
         let (err, err_enc) = encode(&stderr.bytes);
         let get = |k: &str| report.and_then(|r| r.get(k));

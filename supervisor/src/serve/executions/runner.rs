@@ -28,7 +28,7 @@ use tokio::net::UnixStream;
 use tokio::sync::mpsc;
 
 use super::request::{Plan, SCRATCH};
-use super::result::{Capture, ExecutionResult};
+use super::result::{Capture, Ending, ExecutionResult};
 use crate::pool::daemon::connect;
 use crate::pool::protocol::{self, Answer, Request};
 use sandbox::sys::fd::recv_with_fds;
@@ -78,7 +78,18 @@ impl Runner {
     ) -> ExecutionResult {
         let failed = |message: String| {
             let none = Capture::new(0);
-            ExecutionResult::new(id, None, 125, Some(message), &none, &none, 0.0, true)
+            ExecutionResult::new(
+                id,
+                Ending {
+                    report: None,
+                    code: 125,
+                    message: Some(message),
+                    wall_ms: 0.0,
+                },
+                &none,
+                &none,
+                true,
+            )
         };
         let pipes = (|| -> nix::Result<_> {
             let cloexec = OFlag::O_CLOEXEC;
@@ -164,10 +175,30 @@ impl Runner {
                     message,
                     report,
                 }),
-            )) => ExecutionResult::new(id, report.as_ref(), code, message, &out, &err, wall, true),
-            Ok(((), out, err, Err(message))) => {
-                ExecutionResult::new(id, None, 125, Some(message), &out, &err, wall, true)
-            }
+            )) => ExecutionResult::new(
+                id,
+                Ending {
+                    report: report.as_ref(),
+                    code,
+                    message,
+                    wall_ms: wall,
+                },
+                &out,
+                &err,
+                true,
+            ),
+            Ok(((), out, err, Err(message))) => ExecutionResult::new(
+                id,
+                Ending {
+                    report: None,
+                    code: 125,
+                    message: Some(message),
+                    wall_ms: wall,
+                },
+                &out,
+                &err,
+                true,
+            ),
             Err(_) => failed("the pool's sandbox did not end after its timeout".into()),
         }
     }
@@ -200,7 +231,18 @@ impl Runner {
     ) -> ExecutionResult {
         let failed = |message: String| {
             let none = Capture::new(0);
-            ExecutionResult::new(id, None, 125, Some(message), &none, &none, 0.0, false)
+            ExecutionResult::new(
+                id,
+                Ending {
+                    report: None,
+                    code: 125,
+                    message: Some(message),
+                    wall_ms: 0.0,
+                },
+                &none,
+                &none,
+                false,
+            )
         };
         let mut args: Vec<OsString> = vec!["run".into()];
         args.extend(plan.shape.flags().into_iter().map(OsString::from));
@@ -278,7 +320,18 @@ impl Runner {
                     .to_string(),
             ),
         };
-        ExecutionResult::new(id, report.as_ref(), code, message, &out, &err, wall, false)
+        ExecutionResult::new(
+            id,
+            Ending {
+                report: report.as_ref(),
+                code,
+                message,
+                wall_ms: wall,
+            },
+            &out,
+            &err,
+            false,
+        )
     }
 }
 
