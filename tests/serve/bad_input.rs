@@ -73,6 +73,7 @@ fn bad_requests_get_their_status_and_one_line() {
         ),
         ("GET", "/v1/executions/..%2f..%2fetc%2fpasswd", 404),
         ("GET", "/v1/executions/nope", 404),
+        ("GET", "/v1/executions/%ff%fe", 404),
         ("GET", "/v1/nothing", 404),
         ("DELETE", "/v1/executions", 405),
     ] {

@@ -19,6 +19,7 @@ pub mod store;
 
 use std::sync::Arc;
 
+use axum::extract::rejection::PathRejection;
 use axum::extract::{Path, State};
 use axum::http::{header, HeaderMap, HeaderValue};
 use axum::response::{IntoResponse, Response};
@@ -163,8 +164,12 @@ async fn create(
 
 async fn read(
     State(serve): State<Arc<Serve>>,
-    Path(id): Path<String>,
+    id: Result<Path<String>, PathRejection>,
 ) -> Result<Json<result::ExecutionResult>, ApiError> {
+    // An id that does not even decode names no execution either.
+    let Ok(Path(id)) = id else {
+        return Err(ApiError::not_found("no such execution"));
+    };
     match serve.executions.store.get(&id).await {
         Ok(Some(r)) => Ok(Json(r)),
         Ok(None) => Err(ApiError::not_found(format!("no execution {id:?}"))),
