@@ -167,6 +167,7 @@ fn a_listen_without_a_token_file_is_refused() {
         ])
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(2));
+    // The command line's errors exit 125, as `run`'s do.
+    assert_eq!(out.status.code(), Some(125));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--token-file"));
 }

@@ -115,6 +115,12 @@ impl ExecutionResult {
             let system = c.get("system")?.as_f64()?;
             Some((user + system) * 1000.0)
         });
+        // `--output-limit` counts both streams together and drops the
+        // rest of either: both are then incomplete.
+        let cut = get("output")
+            .and_then(|o| o.get("cut"))
+            .and_then(Value::as_bool)
+            .unwrap_or(false);
         ExecutionResult {
             id: id.into(),
             reason,
@@ -126,10 +132,10 @@ impl ExecutionResult {
                 .or(message),
             stdout: out,
             stdout_encoding: out_enc.into(),
-            stdout_truncated: stdout.truncated,
+            stdout_truncated: stdout.truncated || cut,
             stderr: err,
             stderr_encoding: err_enc.into(),
-            stderr_truncated: stderr.truncated,
+            stderr_truncated: stderr.truncated || cut,
             wall_ms: get("wall_time_s")
                 .and_then(Value::as_f64)
                 .map_or(wall_fallback_ms, |s| s * 1000.0),
