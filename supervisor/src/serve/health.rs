@@ -1,5 +1,6 @@
 //! `GET /v1/health`: the daemon answers, with the executions running and
-//! queued. Owns nothing else.
+//! queued; and the OpenAPI fragment of `/v1/openapi.json` itself (served
+//! by `app.rs`). Owns nothing else.
 
 use std::sync::Arc;
 
@@ -27,6 +28,15 @@ pub fn openapi() -> Value {
             "responses": {
                 "200": { "description": "Alive", "content": { "application/json": { "schema": {
                     "$ref": "#/components/schemas/Health" } } } },
+                "401": super::openapi::error_response("No valid bearer token (TCP only)")
+            }
+        } },
+        "/v1/openapi.json": { "get": {
+            "summary": "This document",
+            "operationId": "openapi",
+            "responses": {
+                "200": { "description": "The OpenAPI document", "content": { "application/json": {
+                    "schema": { "type": "object" } } } },
                 "401": super::openapi::error_response("No valid bearer token (TCP only)")
             }
         } } },

@@ -60,9 +60,20 @@ pub struct ServeArgs {
     #[arg(long, value_name = "N", default_value = "2", value_parser = clap::value_parser!(u32).range(0..=64))]
     pub pool_size: u32,
 
+    /// The longest `limits.timeout_s` accepted (seconds); an execution without one gets the shorter of 60 s and this.
+    #[arg(long, value_name = "SECONDS", default_value = "3600", value_parser = parse_max_timeout)]
+    pub max_timeout: f64,
+
     /// Pools kept at once (each a `supervisor pool` child); executions of further shapes take a plain run.
     #[arg(long, value_name = "N", default_value = "8")]
     pub max_pools: usize,
+}
+
+fn parse_max_timeout(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(t) if t.is_finite() && t > 0.0 && t <= 86400.0 => Ok(t),
+        _ => Err(format!("{s:?}: seconds, more than 0, at most 86400")),
+    }
 }
 
 /// Runs the daemon; the exit code.
@@ -93,6 +104,8 @@ async fn start(args: ServeArgs) -> Result<(), String> {
         None => None,
     };
     let state = Arc::new(app::Serve::new(&args)?);
+    let warming = state.clone();
+    tokio::spawn(async move { warming.executions.warm_up().await });
     let unix = listen::bind_unix(&args.socket)?;
     let mut tasks = tokio::task::JoinSet::new();
     let router = app::router(state.clone(), None, args.max_body);

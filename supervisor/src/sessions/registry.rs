@@ -108,9 +108,9 @@ pub struct SessionInfo {
     pub created_at: u64,
     pub ended_at: Option<u64>,
     /// Seconds since the last exec or file request ended (0 while one runs).
-    pub idle_seconds: f64,
-    pub idle_ttl: u64,
-    pub max_lifetime: u64,
+    pub idle_s: f64,
+    pub idle_ttl_s: u64,
+    pub max_lifetime_s: u64,
     /// Resident memory of the session's processes, bytes.
     pub memory_bytes: u64,
     /// The session's processes (besides its init and the process keeping it alive).
@@ -315,7 +315,7 @@ impl Session {
     /// Runs `spec` in the session; `sink` gets the output as it is written.
     pub fn exec(&self, spec: &ExecSpec, sink: &mut dyn FnMut(Stream, &[u8])) -> Result<Outcome> {
         let timeout = spec.check().map_err(SessionError::BadRequest)?;
-        let env = self.env(&spec.env);
+        let env = self.env(&super::spec::env_strings(&spec.env));
         let cmd = exec::Command {
             args: spec.command.clone(),
             env,
@@ -403,7 +403,7 @@ impl Session {
     /// The complete environment: the base, the session's, then `extra`;
     /// a later value of a name replaces an earlier one.
     fn env(&self, extra: &[String]) -> Vec<String> {
-        let session_env = lock(&self.record).spec.env.clone();
+        let session_env = super::spec::env_strings(&lock(&self.record).spec.env);
         let mut env: Vec<String> = Vec::new();
         for e in BASE_ENV
             .iter()
@@ -487,13 +487,13 @@ impl Session {
             reason: record.ended.as_ref().map(|e| e.reason.clone()),
             created_at: record.created_at,
             ended_at: record.ended.as_ref().map(|e| e.at),
-            idle_seconds: if busy || !running {
+            idle_s: if busy || !running {
                 0.0
             } else {
                 idle.as_secs_f64()
             },
-            idle_ttl: self.idle_ttl.as_secs(),
-            max_lifetime: self.max_lifetime.as_secs(),
+            idle_ttl_s: self.idle_ttl.as_secs(),
+            max_lifetime_s: self.max_lifetime.as_secs(),
             memory_bytes,
             processes,
             workdir: self.workdir.clone(),

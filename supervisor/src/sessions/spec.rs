@@ -8,6 +8,7 @@
 //!
 //! Owns the request types and their checks; not the running sessions.
 
+use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::time::Duration;
 
@@ -24,40 +25,42 @@ const MAX_SECONDS: u64 = 30 * 24 * 3600;
 /// The working directory of a session without a volume.
 pub const SCRATCH_DIR: &str = "/tmp";
 
-/// A new session.
+/// A new session (field names as `POST /v1/executions` has them).
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SessionSpec {
-    /// Memory of the whole session (a size like "512m", or bytes).
+    /// The whole session's limits.
     #[serde(default)]
-    pub memory: Option<Size>,
-    /// CPU quota, in CPUs.
+    pub limits: SessionLimits,
+    /// Egress rules (`supervisor run --allow-net`'s syntax); none: no egress.
     #[serde(default)]
-    pub cpus: Option<f64>,
-    /// Processes and threads at once.
-    #[serde(default)]
-    pub pids: Option<u64>,
-    /// The writable layer's cap (a size, default 1g).
-    #[serde(default)]
-    pub disk: Option<Size>,
-    /// Egress rules, as `--allow-net` takes them.
-    #[serde(default)]
-    pub allow_net: Vec<String>,
+    pub egress: Vec<String>,
     /// Published ports, as `--publish` takes them (`[HOSTIP:]HOSTPORT:GUESTPORT`).
     #[serde(default)]
     pub publish: Vec<String>,
-    /// Variables (`K=V`) every command of the session gets.
+    /// Variables every command of the session gets.
     #[serde(default)]
-    pub env: Vec<String>,
+    pub env: BTreeMap<String, String>,
     /// A persistent volume mounted read-write in the session.
     #[serde(default)]
     pub volume: Option<VolumeSpec>,
     /// Seconds without an exec or file request before the session ends.
     #[serde(default)]
-    pub idle_ttl: Option<u64>,
+    pub idle_ttl_s: Option<u64>,
     /// Seconds after its creation at which the session ends regardless.
     #[serde(default)]
-    pub max_lifetime: Option<u64>,
+    pub max_lifetime_s: Option<u64>,
+}
+
+/// A session's limits (those of `supervisor run`: the whole sandbox's).
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SessionLimits {
+    pub memory_bytes: Option<u64>,
+    pub cpus: Option<f64>,
+    pub pids: Option<u64>,
+    /// The writable layer's cap (default 1 GiB).
+    pub disk_bytes: Option<u64>,
 }
 
 /// A volume by name, and where the session sees it.
@@ -74,41 +77,24 @@ fn default_mount() -> String {
     "/data".into()
 }
 
-/// A size: bytes, or text like "512m".
-#[derive(Clone, Debug, Serialize, Deserialize)]
-#[serde(untagged)]
-pub enum Size {
-    Bytes(u64),
-    Text(String),
-}
-
-impl Size {
-    fn flag(&self) -> String {
-        match self {
-            Size::Bytes(n) => n.to_string(),
-            Size::Text(s) => s.clone(),
-        }
-    }
-}
-
 /// One command in a session.
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ExecSpec {
     /// The program and its arguments (PATH is searched).
     pub command: Vec<String>,
-    /// Bytes on the command's stdin (text); none: an empty stdin.
+    /// Text on the command's stdin; none: an empty stdin.
     #[serde(default)]
     pub stdin: Option<String>,
-    /// Variables (`K=V`) added to the session's.
+    /// Variables added to the session's.
     #[serde(default)]
-    pub env: Vec<String>,
+    pub env: BTreeMap<String, String>,
     /// Working directory (default: the volume's path, else /tmp).
     #[serde(default)]
     pub cwd: Option<String>,
     /// Seconds after which the command is killed (default 60).
     #[serde(default)]
-    pub timeout: Option<f64>,
+    pub timeout_s: Option<f64>,
 }
 
 /// Longest exec timeout accepted (a day).
@@ -131,24 +117,30 @@ impl ExecSpec {
                 return Err(format!("cwd {cwd:?}: must be an absolute path"));
             }
         }
-        let t = self.timeout.unwrap_or(DEFAULT_EXEC_TIMEOUT);
+        let t = self.timeout_s.unwrap_or(DEFAULT_EXEC_TIMEOUT);
         if !(t.is_finite() && t > 0.0 && t <= MAX_EXEC_TIMEOUT) {
             return Err(format!(
-                "timeout {t}: must be more than 0 and at most {MAX_EXEC_TIMEOUT} seconds"
+                "timeout_s {t}: must be more than 0 and at most {MAX_EXEC_TIMEOUT}"
             ));
         }
         Ok(Duration::from_secs_f64(t))
     }
 }
 
-fn check_env(env: &[String]) -> Result<(), String> {
-    for e in env {
-        match e.split_once('=') {
-            Some((k, _)) if !k.is_empty() && !e.contains('\0') => {}
-            _ => return Err(format!("env {e:?}: expected K=V")),
+fn check_env(env: &BTreeMap<String, String>) -> Result<(), String> {
+    for (k, v) in env {
+        if k.is_empty() || k.contains(['=', '\0']) || v.contains('\0') {
+            return Err(format!(
+                "env {k:?}: a name is non-empty without '=' or NUL, a value without NUL"
+            ));
         }
     }
     Ok(())
+}
+
+/// `env` as `K=V` strings.
+pub fn env_strings(env: &BTreeMap<String, String>) -> Vec<String> {
+    env.iter().map(|(k, v)| format!("{k}={v}")).collect()
 }
 
 impl SessionSpec {
@@ -169,8 +161,8 @@ impl SessionSpec {
             )),
         };
         Ok((
-            check("idle_ttl", self.idle_ttl, DEFAULT_IDLE_TTL)?,
-            check("max_lifetime", self.max_lifetime, DEFAULT_MAX_LIFETIME)?,
+            check("idle_ttl_s", self.idle_ttl_s, DEFAULT_IDLE_TTL)?,
+            check("max_lifetime_s", self.max_lifetime_s, DEFAULT_MAX_LIFETIME)?,
         ))
     }
 
@@ -188,30 +180,29 @@ impl SessionSpec {
     pub fn run_flags(&self, volume_dir: Option<&std::path::Path>) -> Result<Vec<OsString>, String> {
         check_env(&self.env)?;
         let mut flags: Vec<OsString> = Vec::new();
-        let mut push = |k: &str, v: String| {
-            flags.push(k.into());
-            flags.push(v.into());
-        };
-        if let Some(m) = &self.memory {
-            push("--memory", m.flag());
+        // `--flag=value`: a value never reads as a flag.
+        let mut push = |k: &str, v: String| flags.push(format!("{k}={v}").into());
+        let l = &self.limits;
+        if let Some(m) = l.memory_bytes {
+            push("--memory", m.to_string());
         }
-        if let Some(c) = self.cpus {
+        if let Some(c) = l.cpus {
             push("--cpus", c.to_string());
         }
-        if let Some(p) = self.pids {
+        if let Some(p) = l.pids {
             push("--pids", p.to_string());
         }
-        if let Some(d) = &self.disk {
-            push("--disk", d.flag());
+        if let Some(d) = l.disk_bytes {
+            push("--disk", d.to_string());
         }
-        for r in &self.allow_net {
+        for r in &self.egress {
             push("--allow-net", r.clone());
         }
         for p in &self.publish {
             push("--publish", p.clone());
         }
-        for e in &self.env {
-            push("--env", e.clone());
+        for e in env_strings(&self.env) {
+            push("--env", e);
         }
         match (&self.volume, volume_dir) {
             (Some(v), Some(dir)) => {
@@ -241,45 +232,56 @@ mod tests {
 
     #[test]
     fn unknown_fields_are_refused() {
-        assert!(spec(r#"{"memroy": "1g"}"#).is_err());
+        assert!(spec(r#"{"memory_bytes": 1}"#).is_err());
+        assert!(spec(r#"{"limits": {"memroy_bytes": 1}}"#).is_err());
         assert!(spec(r#"{"volume": {"name": "v", "pth": "/x"}}"#).is_err());
-        assert!(spec(r#"{"memory": "512m", "pids": 32}"#).is_ok());
+        assert!(spec(r#"{"limits": {"memory_bytes": 536870912, "pids": 32}}"#).is_ok());
     }
 
     #[test]
     fn lifetimes_are_bounded() {
-        assert!(spec(r#"{"idle_ttl": 0}"#).unwrap().lifetimes().is_err());
-        assert!(spec(r#"{"max_lifetime": 99999999999}"#)
+        assert!(spec(r#"{"idle_ttl_s": 0}"#).unwrap().lifetimes().is_err());
+        assert!(spec(r#"{"max_lifetime_s": 99999999999}"#)
             .unwrap()
             .lifetimes()
             .is_err());
-        let (idle, life) = spec(r#"{"idle_ttl": 5}"#).unwrap().lifetimes().unwrap();
+        let (idle, life) = spec(r#"{"idle_ttl_s": 5}"#).unwrap().lifetimes().unwrap();
         assert_eq!(idle, Duration::from_secs(5));
         assert_eq!(life, Duration::from_secs(DEFAULT_MAX_LIFETIME));
     }
 
     #[test]
     fn flags_carry_the_limits_and_the_volume() {
-        let s =
-            spec(r#"{"memory": "256m", "pids": 16, "volume": {"name": "v1", "path": "/work"}}"#)
-                .unwrap();
+        let s = spec(
+            r#"{"limits": {"memory_bytes": 268435456, "pids": 16}, "env": {"A": "b"},
+                "volume": {"name": "v1", "path": "/work"}}"#,
+        )
+        .unwrap();
         let flags = s.run_flags(Some(std::path::Path::new("/d/v1"))).unwrap();
         let flags: Vec<String> = flags.iter().map(|f| f.to_string_lossy().into()).collect();
-        assert!(flags.windows(2).any(|w| w == ["--memory", "256m"]));
-        assert!(flags.windows(2).any(|w| w == ["--rw", "/d/v1:/work"]));
-        assert!(flags.windows(2).any(|w| w == ["--workdir", "/work"]));
+        for want in [
+            "--memory=268435456",
+            "--pids=16",
+            "--env=A=b",
+            "--rw=/d/v1:/work",
+            "--workdir=/work",
+        ] {
+            assert!(flags.iter().any(|f| f == want), "{want}: {flags:?}");
+        }
         let bad = spec(r#"{"volume": {"name": "v1", "path": "rel"}}"#).unwrap();
         assert!(bad.run_flags(Some(std::path::Path::new("/d/v1"))).is_err());
+        let bad = spec(r#"{"env": {"A=B": "c"}}"#).unwrap();
+        assert!(bad.run_flags(None).is_err());
     }
 
     #[test]
     fn exec_requests_are_checked() {
         let e = |j: &str| serde_json::from_str::<ExecSpec>(j).unwrap().check();
         assert!(e(r#"{"command": []}"#).is_err());
-        assert!(e(r#"{"command": ["true"], "timeout": -1}"#).is_err());
-        assert!(e(r#"{"command": ["true"], "env": ["NOEQ"]}"#).is_err());
+        assert!(e(r#"{"command": ["true"], "timeout_s": -1}"#).is_err());
+        assert!(e(r#"{"command": ["true"], "env": {"": "x"}}"#).is_err());
         assert!(e(r#"{"command": ["true"], "cwd": "rel"}"#).is_err());
-        assert!(e(r#"{"command": ["true"], "timeout": 2.5}"#).is_ok());
+        assert!(e(r#"{"command": ["true"], "timeout_s": 2.5}"#).is_ok());
         assert!(serde_json::from_str::<ExecSpec>(r#"{"command": ["true"], "x": 1}"#).is_err());
     }
 }

@@ -112,9 +112,16 @@ async fn run(args: SessionsArgs) -> Result<i32, String> {
             id,
             command,
         } => {
-            let mut spec = serde_json::json!({ "command": command, "env": env });
+            let mut vars = serde_json::Map::new();
+            for e in env {
+                let (k, v) = e
+                    .split_once('=')
+                    .ok_or(format!("--env {e:?}: expected K=V"))?;
+                vars.insert(k.into(), v.into());
+            }
+            let mut spec = serde_json::json!({ "command": command, "env": vars });
             if let Some(t) = timeout {
-                spec["timeout"] = t.into();
+                spec["timeout_s"] = t.into();
             }
             if let Some(c) = cwd {
                 spec["cwd"] = c.into();
@@ -174,7 +181,7 @@ fn print_table(v: &serde_json::Value) {
             "{:<16}  {:<8}  {:>7.0}s  {:>9}K  {:>5}  {:<16}  {}",
             s["id"].as_str().unwrap_or(""),
             s["state"].as_str().unwrap_or(""),
-            s["idle_seconds"].as_f64().unwrap_or(0.0),
+            s["idle_s"].as_f64().unwrap_or(0.0),
             s["memory_bytes"].as_u64().unwrap_or(0) / 1024,
             s["processes"].as_array().map_or(0, Vec::len),
             s["volume"]["name"].as_str().unwrap_or("-"),

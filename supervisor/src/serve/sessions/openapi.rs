@@ -106,26 +106,27 @@ pub fn openapi() -> Value {
                 "type": "object",
                 "additionalProperties": false,
                 "properties": {
-                    "memory": { "description": "Bytes, or a size like \"512m\"",
-                        "oneOf": [ { "type": "integer", "minimum": 1 }, { "type": "string" } ] },
-                    "cpus": { "type": "number", "minimum": 0.01, "maximum": 4096 },
-                    "pids": { "type": "integer", "minimum": 1 },
-                    "disk": { "oneOf": [ { "type": "integer", "minimum": 1 }, { "type": "string" } ] },
-                    "allow_net": { "type": "array", "items": { "type": "string" } },
+                    "limits": { "type": "object", "additionalProperties": false, "properties": {
+                        "memory_bytes": { "type": "integer", "minimum": 1 },
+                        "cpus": { "type": "number", "minimum": 0.01, "maximum": 4096 },
+                        "pids": { "type": "integer", "minimum": 1 },
+                        "disk_bytes": { "type": "integer", "minimum": 1, "default": 1073741824 } } },
+                    "egress": { "type": "array", "items": { "type": "string" },
+                        "description": "supervisor run --allow-net's rules; none: no egress" },
                     "publish": { "type": "array", "items": { "type": "string" },
                         "description": "[HOSTIP:]HOSTPORT:GUESTPORT[/udp]" },
-                    "env": { "type": "array", "items": { "type": "string", "pattern": "^[^=]+=" } },
+                    "env": { "type": "object", "additionalProperties": { "type": "string" } },
                     "volume": { "type": "object", "additionalProperties": false, "required": ["name"],
                         "properties": {
                             "name": { "type": "string", "pattern": "^[A-Za-z0-9_-][A-Za-z0-9_.-]{0,63}$" },
                             "path": { "type": "string", "default": "/data" } } },
-                    "idle_ttl": { "type": "integer", "minimum": 1, "maximum": 2592000, "default": 900 },
-                    "max_lifetime": { "type": "integer", "minimum": 1, "maximum": 2592000, "default": 86400 }
+                    "idle_ttl_s": { "type": "integer", "minimum": 1, "maximum": 2592000, "default": 900 },
+                    "max_lifetime_s": { "type": "integer", "minimum": 1, "maximum": 2592000, "default": 86400 }
                 }
             },
             "Session": {
                 "type": "object",
-                "required": ["id", "state", "created_at", "idle_seconds", "idle_ttl", "max_lifetime",
+                "required": ["id", "state", "created_at", "idle_s", "idle_ttl_s", "max_lifetime_s",
                     "memory_bytes", "processes", "workdir", "publish"],
                 "properties": {
                     "id": { "type": "string" },
@@ -134,9 +135,9 @@ pub fn openapi() -> Value {
                         "description": "deleted, idle_ttl, max_lifetime, sandbox_exited, daemon_stopped, daemon_restarted" },
                     "created_at": { "type": "integer" },
                     "ended_at": { "type": "integer", "nullable": true },
-                    "idle_seconds": { "type": "number" },
-                    "idle_ttl": { "type": "integer" },
-                    "max_lifetime": { "type": "integer" },
+                    "idle_s": { "type": "number" },
+                    "idle_ttl_s": { "type": "integer" },
+                    "max_lifetime_s": { "type": "integer" },
                     "memory_bytes": { "type": "integer" },
                     "processes": { "type": "array", "items": { "type": "object",
                         "required": ["pid", "command"],
@@ -158,9 +159,9 @@ pub fn openapi() -> Value {
                 "properties": {
                     "command": { "type": "array", "minItems": 1, "items": { "type": "string" } },
                     "stdin": { "type": "string" },
-                    "env": { "type": "array", "items": { "type": "string", "pattern": "^[^=]+=" } },
+                    "env": { "type": "object", "additionalProperties": { "type": "string" } },
                     "cwd": { "type": "string", "pattern": "^/" },
-                    "timeout": { "type": "number", "exclusiveMinimum": true, "minimum": 0, "maximum": 86400, "default": 60 }
+                    "timeout_s": { "type": "number", "exclusiveMinimum": true, "minimum": 0, "maximum": 86400, "default": 60 }
                 }
             },
             "ExecResult": {

@@ -47,7 +47,7 @@ fn exec_prints_what_the_command_prints_natively() {
     );
     // stdin, env and cwd reach the command.
     let body = r#"{"command": ["sh", "-c", "cat; echo \"$GREETING\"; pwd"],
-        "stdin": "from stdin\n", "env": ["GREETING=hi"], "cwd": "/usr"}"#;
+        "stdin": "from stdin\n", "env": {"GREETING": "hi"}, "cwd": "/usr"}"#;
     let (status, v) = d.json("POST", &format!("/v1/sessions/{id}/exec"), body);
     assert_eq!(status, 200, "{v}");
     assert_eq!(v["stdout"], "from stdin\nhi\n/usr\n");
@@ -177,7 +177,7 @@ fn processes_left_running_are_there_at_the_next_exec() {
     assert!(procs.iter().any(|p| p["command"] == "sleep 300"), "{state}");
     assert!(state["memory_bytes"].as_u64().unwrap() > 0, "{state}");
     // A command past its timeout is killed; the session goes on.
-    let body = r#"{"command": ["sleep", "100"], "timeout": 1}"#;
+    let body = r#"{"command": ["sleep", "100"], "timeout_s": 1}"#;
     let (_, v) = d.json("POST", &format!("/v1/sessions/{id}/exec"), body);
     assert_eq!(v["reason"], "timeout", "{v}");
     assert_eq!(v["signal"], 9);
@@ -216,8 +216,8 @@ fn a_volume_outlives_its_session_and_is_found_by_name() {
 #[test]
 fn idle_sessions_end_at_their_ttl_and_old_ones_at_their_lifetime() {
     let d = Daemon::start();
-    let idle = d.create(r#"{"idle_ttl": 1}"#);
-    let old = d.create(r#"{"max_lifetime": 2, "idle_ttl": 600}"#);
+    let idle = d.create(r#"{"idle_ttl_s": 1}"#);
+    let old = d.create(r#"{"max_lifetime_s": 2, "idle_ttl_s": 600}"#);
     let state = |id: &str| d.json("GET", &format!("/v1/sessions/{id}"), "").1;
     assert!(
         poll_until(Duration::from_secs(30), || state(&idle)["state"] == "ended"),
@@ -309,15 +309,17 @@ fn bad_input_gets_400_and_unknown_ids_404() {
         404
     );
     for spec in [
-        r#"{"memory": "lots"}"#,
-        r#"{"pids": 0}"#,
-        r#"{"cpus": -1}"#,
-        r#"{"idle_ttl": 0}"#,
+        r#"{"limits": {"memory_bytes": "lots"}}"#,
+        r#"{"limits": {"memory_bytes": 0}}"#,
+        r#"{"limits": {"pids": 0}}"#,
+        r#"{"limits": {"cpus": -1}}"#,
+        r#"{"idle_ttl_s": 0}"#,
         r#"{"unknown": 1}"#,
         r#"{"volume": {"name": "../x"}}"#,
         r#"{"volume": {"name": "v", "path": "relative"}}"#,
-        r#"{"allow_net": ["not a rule!"]}"#,
-        r#"{"env": ["NOVALUE"]}"#,
+        r#"{"egress": ["not a rule!"]}"#,
+        r#"{"publish": ["nonsense"]}"#,
+        r#"{"env": {"A=B": "c"}}"#,
         r#"not json"#,
     ] {
         let (status, v) = d.json("POST", "/v1/sessions", spec);
@@ -340,7 +342,7 @@ fn bad_input_gets_400_and_unknown_ids_404() {
     }
     for body in [
         r#"{"command": []}"#,
-        r#"{"command": ["true"], "timeout": 0}"#,
+        r#"{"command": ["true"], "timeout_s": 0}"#,
         r#"{"cmd": ["true"]}"#,
     ] {
         let (status, v) = d.json("POST", &format!("/v1/sessions/{id}/exec"), body);

@@ -53,12 +53,7 @@ impl Daemon {
             .stdout(Stdio::null())
             .process_group(0);
         if let Some(cg) = &self.cgroup {
-            let joins: Vec<String> = cg
-                .dirs()
-                .iter()
-                .map(|d| format!("echo $$ > {}/cgroup.procs", d.display()))
-                .collect();
-            let script = format!("{} && exec \"$@\"", joins.join(" && "));
+            let script = cg.join_script();
             let mut wrapped = Command::new("/bin/sh");
             wrapped
                 .args(["-c", &script, "sh"])
