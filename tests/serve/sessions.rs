@@ -461,3 +461,17 @@ fn the_daemons_files_and_other_volumes_do_not_show_inside() {
         "{out}"
     );
 }
+
+#[test]
+fn past_max_sessions_a_new_one_gets_429() {
+    let d = Daemon::start_with(&["--max-sessions", "1"]);
+    let first = d.create("{}");
+    let a = d.request("POST", "/v1/sessions", b"{}");
+    assert_eq!(a.status, 429, "{}", String::from_utf8_lossy(&a.body));
+    assert!(a.headers.to_ascii_lowercase().contains("retry-after:"));
+    assert_eq!(
+        d.json("DELETE", &format!("/v1/sessions/{first}"), "").0,
+        200
+    );
+    d.create("{}");
+}

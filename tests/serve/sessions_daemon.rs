@@ -21,10 +21,16 @@ pub struct Daemon {
     pub data_dir: PathBuf,
     dir: Tree,
     cgroup: Option<SafetyCgroup>,
+    flags: Vec<String>,
 }
 
 impl Daemon {
     pub fn start() -> Daemon {
+        Daemon::start_with(&[])
+    }
+
+    /// With these flags of `serve`'s besides --socket and --data-dir.
+    pub fn start_with(flags: &[&str]) -> Daemon {
         let dir = Tree::new();
         let cgroup = SafetyCgroup::new("sessions", 4 << 30, 2048);
         let mut d = Daemon {
@@ -33,6 +39,7 @@ impl Daemon {
             data_dir: dir.join("data"),
             dir,
             cgroup,
+            flags: flags.iter().map(|f| f.to_string()).collect(),
         };
         d.launch();
         d
@@ -46,6 +53,7 @@ impl Daemon {
             .arg(&self.socket)
             .arg("--data-dir")
             .arg(&self.data_dir)
+            .args(&self.flags)
             .current_dir(self.dir.path())
             .env_clear()
             .env("PATH", PATH)

@@ -67,6 +67,10 @@ pub struct ServeArgs {
     /// Pools kept at once (each a `supervisor pool` child); executions of further shapes take a plain run.
     #[arg(long, value_name = "N", default_value = "8")]
     pub max_pools: usize,
+
+    /// Sessions (`/v1/sessions`) running at once; past it a new one gets 429.
+    #[arg(long, value_name = "N", default_value = "64", value_parser = clap::value_parser!(u32).range(1..=100000))]
+    pub max_sessions: u32,
 }
 
 fn parse_max_timeout(s: &str) -> Result<f64, String> {

@@ -50,6 +50,8 @@ pub enum SessionError {
     Ended(String),
     /// The request was right but the sandbox would not start with it: 422.
     StartFailed(String),
+    /// As many sessions run as the daemon allows: 429.
+    Full(String),
     /// Ours: 500.
     Internal(String),
 }
@@ -60,6 +62,7 @@ impl std::fmt::Display for SessionError {
         | SessionError::BadRequest(m)
         | SessionError::Ended(m)
         | SessionError::StartFailed(m)
+        | SessionError::Full(m)
         | SessionError::Internal(m)) = self;
         f.write_str(m)
     }
@@ -72,6 +75,8 @@ pub struct Sessions {
     data_dir: PathBuf,
     /// The `supervisor` binary (spawned as `session-sandbox`).
     exe: PathBuf,
+    /// Sessions running at once, at most.
+    max_running: usize,
     table: Mutex<HashMap<String, Arc<Session>>>,
 }
 
@@ -126,7 +131,11 @@ pub type ExecOutcome = Outcome;
 impl Sessions {
     /// The sessions kept under `data_dir`: those running when a daemon
     /// last stopped are reported ended (`record.rs`).
-    pub fn open(data_dir: &Path, exe: &Path) -> std::result::Result<Sessions, String> {
+    pub fn open(
+        data_dir: &Path,
+        exe: &Path,
+        max_running: usize,
+    ) -> std::result::Result<Sessions, String> {
         for dir in [
             record::sessions_dir(data_dir),
             volume::volumes_dir(data_dir),
@@ -158,6 +167,7 @@ impl Sessions {
         Ok(Sessions {
             data_dir: data_dir.to_path_buf(),
             exe: exe.to_path_buf(),
+            max_running,
             table: Mutex::new(table),
         })
     }
@@ -176,6 +186,12 @@ impl Sessions {
         check_flags(&flags).map_err(SessionError::BadRequest)?;
         if let Some(dir) = &volume_dir {
             volume::ensure(dir).map_err(SessionError::Internal)?;
+        }
+        let running = self.list().iter().filter(|s| s.is_running()).count();
+        if running >= self.max_running {
+            return Err(SessionError::Full(format!(
+                "{running} sessions are running, the most this daemon allows (--max-sessions)"
+            )));
         }
         let id = new_id().map_err(SessionError::Internal)?;
         let dir = record::sessions_dir(&self.data_dir).join(&id);
@@ -391,6 +407,11 @@ impl Session {
             }
             self.ended_error().unwrap_or(SessionError::Internal(e))
         })
+    }
+
+    /// Not ended yet.
+    pub fn is_running(&self) -> bool {
+        lock(&self.record).ended.is_none()
     }
 
     fn ended_error(&self) -> Option<SessionError> {

@@ -5,7 +5,8 @@
 //! volumes and reaper are `crate::sessions`'; this module only maps HTTP
 //! onto them (blocking work on tokio's blocking threads) and their
 //! errors onto statuses: unknown id 404, bad request 400, ended session
-//! 409, a sandbox that would not start with what was asked 422.
+//! 409, a sandbox that would not start with what was asked 422, past
+//! `--max-sessions` 429.
 //!
 //! Owns the routes and the wire form of results (`result.rs`); the
 //! OpenAPI fragment is `openapi.rs`'s.
@@ -51,6 +52,7 @@ fn api_error(e: SessionError) -> ApiError {
         SessionError::Ended(_) => StatusCode::CONFLICT,
         SessionError::StartFailed(_) => StatusCode::UNPROCESSABLE_ENTITY,
         SessionError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+        SessionError::Full(_) => return ApiError::too_many(e.to_string(), 5),
     };
     ApiError::new(status, e.to_string())
 }
@@ -191,7 +193,11 @@ async fn get_file(
 /// running are reported ended), with their reaper started.
 pub fn open(args: &super::ServeArgs) -> Result<Arc<crate::sessions::Sessions>, String> {
     let exe = std::env::current_exe().map_err(|e| format!("the supervisor binary: {e}"))?;
-    let sessions = Arc::new(crate::sessions::Sessions::open(&args.data_dir, &exe)?);
+    let sessions = Arc::new(crate::sessions::Sessions::open(
+        &args.data_dir,
+        &exe,
+        args.max_sessions as usize,
+    )?);
     sessions
         .start_reaper(std::time::Duration::from_millis(500))
         .map_err(|e| format!("starting the session reaper: {e}"))?;

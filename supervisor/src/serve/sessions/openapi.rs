@@ -38,7 +38,8 @@ pub fn openapi() -> Value {
                     "responses": {
                         "201": ok_json("Created and running", "Session"),
                         "400": e400, "401": e401, "413": e413,
-                        "422": error_response("The sandbox would not start with what was asked")
+                        "422": error_response("The sandbox would not start with what was asked"),
+                        "429": error_response("--max-sessions sessions are running")
                     }
                 },
                 "get": {
