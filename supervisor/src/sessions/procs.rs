@@ -103,11 +103,24 @@ mod tests {
     use super::*;
 
     #[test]
-    fn our_own_namespace_lists_us() {
-        // The test runs in the host's pid namespace: pid 1's namespace is
-        // ours, and we are in it with our own pid.
-        let me = std::process::id() as i32;
-        let found = processes(1);
-        assert!(found.iter().any(|p| p.host_pid == me && p.pid == me));
+    fn our_namespace_lists_our_child() {
+        // The test runs in one pid namespace with its child: the child is
+        // listed with its pid (the same both sides) and command line.
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .expect("spawn sleep");
+        let pid = child.id() as i32;
+        let found = processes(std::process::id() as i32);
+        let found_again = host_pid(std::process::id() as i32, pid);
+        let _ = child.kill();
+        let _ = child.wait();
+        let p = found
+            .iter()
+            .find(|p| p.host_pid == pid)
+            .expect("the child is listed");
+        assert_eq!(p.pid, pid);
+        assert_eq!(p.command, "sleep 30");
+        assert_eq!(found_again, Some(pid));
     }
 }
