@@ -101,6 +101,41 @@ pub fn run(
     cmd: &Command,
     sink: &mut dyn FnMut(Stream, &[u8]),
 ) -> Result<Outcome, String> {
+    run_inner(socket, init, cmd, sink, true)
+}
+
+/// How long an ended command's answer may take after its timeout's kill.
+const KILL_GRACE: Duration = Duration::from_secs(10);
+
+/// Kills the session's process `pid` (a pid inside): by its host pid,
+/// found in /proc, or, where the daemon may not read the sandbox's /proc
+/// entries (an unprivileged daemon: init is not dumpable), by a `kill`
+/// run in the session itself.
+fn kill_in_session(socket: &Path, init: i32, pid: i32, inside: bool) {
+    if let Some(host) = super::procs::host_pid(init, pid) {
+        let _ = kill(Pid::from_raw(host), Signal::SIGKILL);
+        return;
+    }
+    if inside {
+        let killer = Command {
+            args: vec!["kill".into(), "-KILL".into(), pid.to_string()],
+            env: vec!["PATH=/usr/local/bin:/usr/bin:/bin".into()],
+            cwd: "/".into(),
+            stdin: Vec::new(),
+            timeout: Duration::from_secs(5),
+            cap: 4096,
+        };
+        let _ = run_inner(socket, init, &killer, &mut |_, _| {}, false);
+    }
+}
+
+fn run_inner(
+    socket: &Path,
+    init: i32,
+    cmd: &Command,
+    sink: &mut dyn FnMut(Stream, &[u8]),
+    may_kill_inside: bool,
+) -> Result<Outcome, String> {
     let started = Instant::now();
     let conn = crate::oci::exec_socket::connect_to(socket)?;
     let pipe = || pipe2(OFlag::O_CLOEXEC).map_err(|e| format!("pipe: {}", e.desc()));
@@ -135,9 +170,13 @@ pub fn run(
         let now = Instant::now();
         if !timed_out && now >= deadline {
             timed_out = true;
-            if let Some(host) = waiting.pid.and_then(|p| super::procs::host_pid(init, p)) {
-                let _ = kill(Pid::from_raw(host), Signal::SIGKILL);
+            if let Some(pid) = waiting.pid {
+                kill_in_session(socket, init, pid, may_kill_inside);
             }
+        }
+        if timed_out && now >= deadline + KILL_GRACE {
+            // Not killed (not found): answer anyway; the command may run on.
+            break Answer::Done(Signal::SIGKILL as i32);
         }
         let wait = match timed_out {
             true => Duration::from_millis(200),
