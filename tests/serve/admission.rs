@@ -83,3 +83,82 @@ fn a_client_that_disconnects_kills_its_execution() {
         }
     }
 }
+
+/// Waiters are served round robin across tenants (tokens on TCP): a
+/// second tenant's one request runs after the first tenant's oldest
+/// waiter, not after all of them.
+#[test]
+fn tenants_take_turns_in_the_queue() {
+    use crate::common::serve::Http;
+    use crate::common::Tree;
+    use std::sync::{Arc, Mutex};
+    let dir = Tree::new();
+    let tokens = dir.file("tokens", "tenant-a\ntenant-b\n");
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let addr = format!("127.0.0.1:{port}");
+    let d = Daemon::start_in(
+        dir,
+        &[
+            &format!("--listen={addr}"),
+            &format!("--token-file={}", tokens.display()),
+            "--max-running=1",
+            "--max-queued=10",
+        ],
+        None,
+    );
+    let tcp = Http::Tcp(addr.clone());
+    let until = Instant::now() + Duration::from_secs(10);
+    while std::net::TcpStream::connect(&addr).is_err() {
+        assert!(Instant::now() < until, "no TCP listener");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let done = Arc::new(Mutex::new(Vec::new()));
+    let health = || d.http().get("/v1/health").json();
+    let mut threads = vec![];
+    // a0 runs; a1, a2, a3 queue in that order; then b1.
+    for (i, (token, name)) in [
+        ("tenant-a", "a0"),
+        ("tenant-a", "a1"),
+        ("tenant-a", "a2"),
+        ("tenant-a", "a3"),
+        ("tenant-b", "b1"),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let (tcp, done) = (tcp.clone(), done.clone());
+        // a0 runs long enough for the others to queue behind it.
+        let pause = if name == "a0" { 5.0 } else { 0.2 };
+        let body = serde_json::to_vec(
+            &json!({"command": ["sh", "-c", format!("sleep {pause}; echo {name}")]}),
+        )
+        .unwrap();
+        threads.push(std::thread::spawn(move || {
+            let auth = format!("Bearer {token}");
+            let r = tcp.request("POST", "/v1/executions", &[("Authorization", &auth)], &body);
+            assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+            done.lock()
+                .unwrap()
+                .push(r.json()["stdout"].as_str().unwrap().trim().to_string());
+        }));
+        // Each in place before the next: running 1, then queued i.
+        while (health()["running"].as_u64(), health()["queued"].as_u64())
+            != (Some(1), Some(i as u64))
+        {
+            assert!(
+                Instant::now() < until + Duration::from_secs(20),
+                "{}",
+                health()
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+    for t in threads {
+        t.join().unwrap();
+    }
+    assert_eq!(*done.lock().unwrap(), ["a0", "a1", "b1", "a2", "a3"]);
+}
