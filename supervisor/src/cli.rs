@@ -91,6 +91,13 @@ pub enum Command {
     /// One of a pool's sandboxes (started by `supervisor pool`, its connection on stdin).
     #[command(name = "pool-sandbox", hide = true)]
     PoolSandbox(Box<PoolArgs>),
+    /// Serve sandboxed executions over HTTP/1.1 + JSON on a Unix socket (and TCP with bearer tokens): docs/serve.md.
+    Serve(Box<crate::serve::ServeArgs>),
+    /// Talk to a running `supervisor serve` about its sessions: ls, create, exec, cp, rm.
+    Sessions(Box<crate::serve::sessions::cli::SessionsArgs>),
+    /// One session's sandbox (started by `supervisor serve`, its lifeline on stdin).
+    #[command(name = "session-sandbox", hide = true)]
+    SessionSandbox(Box<crate::sessions::host::SessionSandboxArgs>),
     /// Print the syscall policy table (which calls pass, are serviced, are denied) as Markdown.
     Policy,
     /// The OCI runtime (runc's commands, for Docker, containerd, Podman).
@@ -481,7 +488,7 @@ fn help_hint() -> String {
 /// The first line of clap's message, without its "error: " prefix; a
 /// line that ends in a colon ("required arguments were not provided:")
 /// takes the next one (what was missing) with it.
-fn one_line(msg: &str) -> String {
+pub(crate) fn one_line(msg: &str) -> String {
     let mut lines = msg.lines().map(str::trim).filter(|l| !l.is_empty());
     let first = lines.next().unwrap_or("invalid arguments");
     let first = first.trim_start_matches("error: ");

@@ -1,6 +1,6 @@
 //! The `supervisor` binary's front-ends over the sandbox engine (the
-//! `sandbox` crate): the command line (`cli`), the pool (`pool`) and the
-//! OCI runtime (`oci`). Each builds a `SandboxConfig` and runs it.
+//! `sandbox` crate): the command line (`cli`), the pool (`pool`), the
+//! HTTP daemon (`serve`) and the OCI runtime (`oci`). Each builds a `SandboxConfig` and runs it.
 //!
 //! The binary target itself is a two-line shim in the workspace's root
 //! package (`src/main.rs`), so that the integration tests in `tests/` get
@@ -9,6 +9,8 @@
 pub mod cli;
 pub mod oci;
 pub mod pool;
+pub mod serve;
+pub mod sessions;
 
 use sandbox::embedding::Standalone;
 use sandbox::{config, run};
@@ -33,6 +35,9 @@ pub fn main() -> i32 {
             },
             cli::Command::Pool(args) => pool::daemon::main(*args, pool::flags_after_subcommand()),
             cli::Command::PoolSandbox(args) => pool::slot::main(*args),
+            cli::Command::Serve(args) => serve::main(*args),
+            cli::Command::Sessions(args) => serve::sessions::cli::main(*args),
+            cli::Command::SessionSandbox(args) => sessions::host::main(*args),
             cli::Command::Policy => {
                 print!("{}", sandbox_syscalls::policy::doc::markdown());
                 0

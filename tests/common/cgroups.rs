@@ -70,17 +70,23 @@ impl SafetyCgroup {
 
     /// `run`, with the supervisor started inside this cgroup.
     pub fn wrap(&self, mut run: Run) -> Run {
-        let joins: Vec<String> = self
-            .dirs
-            .iter()
-            .map(|d| format!("echo $$ > {}/cgroup.procs", d.display()))
-            .collect();
-        let script = format!("{} && exec \"$@\"", joins.join(" && "));
+        let script = self.join_script();
         run.wrap = ["/bin/sh", "-c", &script, "sh"]
             .iter()
             .map(OsString::from)
             .collect();
         run
+    }
+
+    /// A `sh -c` script that moves itself into this cgroup, then execs
+    /// its arguments.
+    pub fn join_script(&self) -> String {
+        let joins: Vec<String> = self
+            .dirs
+            .iter()
+            .map(|d| format!("echo $$ > {}/cgroup.procs", d.display()))
+            .collect();
+        format!("{} && exec \"$@\"", joins.join(" && "))
     }
 
     /// Lets `uid` move itself in (as a delegating manager would).

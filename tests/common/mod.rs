@@ -21,6 +21,8 @@
 //!   container engine, and the cases Docker's and Podman's command lines
 //!   share.
 //! - [`pool::Pool`]: a `supervisor pool` daemon for the pool's tests.
+//! - [`serve::Daemon`]: a `supervisor serve` daemon, and [`serve::Http`], a
+//!   small HTTP/1.1 client over its socket.
 //! - [`kernel_log::KernelLog`]: the seccomp records a run left in the host's
 //!   kernel log.
 //!
@@ -38,6 +40,7 @@ pub mod oci;
 pub mod pool;
 pub mod probes;
 mod rootfs;
+pub mod serve;
 mod tester;
 mod tree;
 

@@ -197,7 +197,7 @@ pub(super) fn seqpacket() -> nix::Result<OwnedFd> {
 }
 
 /// A connection to the pool at `path`.
-pub(super) fn connect(path: &Path) -> nix::Result<OwnedFd> {
+pub(crate) fn connect(path: &Path) -> nix::Result<OwnedFd> {
     let sock = seqpacket()?;
     let addr = UnixAddr::new(path)?;
     socket::connect(std::os::fd::AsRawFd::as_raw_fd(&sock), &addr)?;

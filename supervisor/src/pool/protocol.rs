@@ -172,10 +172,16 @@ pub fn recv_answer(conn: BorrowedFd<'_>) -> Result<Answer, String> {
     let mut buf = vec![0u8; MAX_MESSAGE];
     let none = "the pool's sandbox ended without an answer";
     let (n, _) = recv_with_fds(conn, &mut buf).map_err(|e| format!("{none}: {}", e.desc()))?;
-    match buf.get(..n) {
-        Some([ANSWER, json @ ..]) => serde_json::from_slice(json)
+    decode_answer(buf.get(..n).unwrap_or_default())
+}
+
+/// The answer in `msg` (a message received from the sandbox; empty: its
+/// end); `Err` with one line if it is none.
+pub fn decode_answer(msg: &[u8]) -> Result<Answer, String> {
+    match msg {
+        [ANSWER, json @ ..] => serde_json::from_slice(json)
             .map_err(|e| format!("a malformed answer from the pool: {e}")),
-        _ => Err(none.into()),
+        _ => Err("the pool's sandbox ended without an answer".into()),
     }
 }
 

@@ -15,7 +15,7 @@ use nix::errno::Errno;
 
 use super::{live, value, Context, Res};
 use crate::guest::Guest;
-use crate::procfs::with_view_proc;
+use procfs::with_view_proc;
 
 /// Seconds and microseconds since the epoch.
 fn now() -> (i64, i64) {

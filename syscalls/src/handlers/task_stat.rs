@@ -14,7 +14,7 @@ use nix::errno::Errno;
 
 use super::{live, value, Context, Res};
 use crate::guest::Guest;
-use crate::procfs::with_view_proc;
+use procfs::with_view_proc;
 
 /// The fields of a `stat` line after the command (field 3 on), so that
 /// `field(n)` is the stat(5) field numbered n.

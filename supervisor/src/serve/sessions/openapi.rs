@@ -1,0 +1,188 @@
+//! The session API's OpenAPI fragment (merged by `serve/openapi.rs`).
+//! Owns the paths and schemas of `/v1/sessions`; keep it true to
+//! `mod.rs`'s routes and `crate::sessions::spec`'s types.
+
+use serde_json::{json, Value};
+
+use crate::serve::openapi::error_response;
+
+fn ok_json(description: &str, schema: &str) -> Value {
+    json!({ "description": description, "content": { "application/json": { "schema": {
+        "$ref": format!("#/components/schemas/{schema}") } } } })
+}
+
+fn id_param() -> Value {
+    json!({ "name": "id", "in": "path", "required": true, "schema": { "type": "string" } })
+}
+
+fn path_param() -> Value {
+    json!({ "name": "path", "in": "path", "required": true,
+        "description": "Relative to the session's working directory; no '.', '..' or empty components",
+        "schema": { "type": "string" } })
+}
+
+pub fn openapi() -> Value {
+    let e400 = error_response("Bad request (unknown field, bad limit, bad path)");
+    let e404 = error_response("No such session (or file)");
+    let e409 = error_response("The session has ended");
+    let e401 = error_response("No valid bearer token (TCP only)");
+    let e413 = error_response("The body is larger than --max-body");
+    json!({
+        "paths": {
+            "/v1/sessions": {
+                "post": {
+                    "summary": "Create a session (a long-lived sandbox)",
+                    "operationId": "createSession",
+                    "requestBody": { "required": true, "content": { "application/json": {
+                        "schema": { "$ref": "#/components/schemas/SessionSpec" } } } },
+                    "responses": {
+                        "201": ok_json("Created and running", "Session"),
+                        "400": e400, "401": e401, "413": e413,
+                        "422": error_response("The sandbox would not start with what was asked"),
+                        "429": error_response("--max-sessions sessions are running")
+                    }
+                },
+                "get": {
+                    "summary": "Every session (running and ended)",
+                    "operationId": "listSessions",
+                    "responses": { "200": ok_json("The sessions", "SessionList"), "401": e401 }
+                }
+            },
+            "/v1/sessions/{id}": {
+                "parameters": [id_param()],
+                "get": {
+                    "summary": "A session's state",
+                    "operationId": "getSession",
+                    "responses": { "200": ok_json("Its state", "Session"), "401": e401, "404": e404 }
+                },
+                "delete": {
+                    "summary": "End a session (its volume stays)",
+                    "operationId": "deleteSession",
+                    "responses": { "200": ok_json("Ended", "Session"), "401": e401, "404": e404 }
+                }
+            },
+            "/v1/sessions/{id}/exec": {
+                "parameters": [id_param()],
+                "post": {
+                    "summary": "Run a command in the session",
+                    "description": "With `Accept: application/x-ndjson` the output streams as JSON lines (`{\"type\":\"stdout\"|\"stderr\",\"data\",\"encoding\"}`) and the last line is the result with `\"type\":\"result\"` (or `\"type\":\"error\"`). Processes the command leaves running stay.",
+                    "operationId": "execInSession",
+                    "requestBody": { "required": true, "content": { "application/json": {
+                        "schema": { "$ref": "#/components/schemas/ExecSpec" } } } },
+                    "responses": {
+                        "200": { "description": "The command's end", "content": {
+                            "application/json": { "schema": { "$ref": "#/components/schemas/ExecResult" } },
+                            "application/x-ndjson": { "schema": { "type": "string" } } } },
+                        "400": e400, "401": e401, "404": e404, "409": e409, "413": e413
+                    }
+                }
+            },
+            "/v1/sessions/{id}/files/{path}": {
+                "parameters": [id_param(), path_param()],
+                "get": {
+                    "summary": "A file of the session",
+                    "operationId": "getSessionFile",
+                    "responses": {
+                        "200": { "description": "Its contents", "content": {
+                            "application/octet-stream": { "schema": { "type": "string", "format": "binary" } } } },
+                        "400": e400, "401": e401, "404": e404, "409": e409
+                    }
+                },
+                "put": {
+                    "summary": "Write a file in the session (parents made)",
+                    "operationId": "putSessionFile",
+                    "requestBody": { "required": true, "content": { "application/octet-stream": {
+                        "schema": { "type": "string", "format": "binary" } } } },
+                    "responses": {
+                        "200": { "description": "Written", "content": { "application/json": { "schema": {
+                            "type": "object", "required": ["size"],
+                            "properties": { "size": { "type": "integer", "minimum": 0 } } } } } },
+                        "400": e400, "401": e401, "404": e404, "409": e409, "413": e413
+                    }
+                }
+            }
+        },
+        "components": { "schemas": {
+            "SessionSpec": {
+                "type": "object",
+                "additionalProperties": false,
+                "properties": {
+                    "limits": { "type": "object", "additionalProperties": false, "properties": {
+                        "memory_bytes": { "type": "integer", "minimum": 1 },
+                        "cpus": { "type": "number", "minimum": 0.01, "maximum": 4096 },
+                        "pids": { "type": "integer", "minimum": 1 },
+                        "disk_bytes": { "type": "integer", "minimum": 1, "default": 1073741824 } } },
+                    "egress": { "type": "array", "items": { "type": "string" },
+                        "description": "supervisor run --allow-net's rules; none: no egress" },
+                    "publish": { "type": "array", "items": { "type": "string" },
+                        "description": "[HOSTIP:]HOSTPORT:GUESTPORT[/udp]" },
+                    "env": { "type": "object", "additionalProperties": { "type": "string" } },
+                    "volume": { "type": "object", "additionalProperties": false, "required": ["name"],
+                        "properties": {
+                            "name": { "type": "string", "pattern": "^[A-Za-z0-9_-][A-Za-z0-9_.-]{0,63}$" },
+                            "path": { "type": "string", "default": "/data" } } },
+                    "idle_ttl_s": { "type": "integer", "minimum": 1, "maximum": 2592000, "default": 900 },
+                    "max_lifetime_s": { "type": "integer", "minimum": 1, "maximum": 2592000, "default": 86400 }
+                }
+            },
+            "Session": {
+                "type": "object",
+                "required": ["id", "state", "created_at", "idle_s", "idle_ttl_s", "max_lifetime_s",
+                    "memory_bytes", "processes", "workdir", "publish"],
+                "properties": {
+                    "id": { "type": "string" },
+                    "state": { "type": "string", "enum": ["running", "ended"] },
+                    "reason": { "type": "string", "nullable": true,
+                        "description": "deleted, idle_ttl, max_lifetime, sandbox_exited, daemon_stopped, daemon_restarted" },
+                    "created_at": { "type": "integer" },
+                    "ended_at": { "type": "integer", "nullable": true },
+                    "idle_s": { "type": "number" },
+                    "idle_ttl_s": { "type": "integer" },
+                    "max_lifetime_s": { "type": "integer" },
+                    "memory_bytes": { "type": "integer" },
+                    "processes": { "type": "array", "items": { "type": "object",
+                        "required": ["pid", "command"],
+                        "properties": { "pid": { "type": "integer" }, "command": { "type": "string" } } } },
+                    "workdir": { "type": "string" },
+                    "volume": { "type": "object", "nullable": true, "properties": {
+                        "name": { "type": "string" }, "path": { "type": "string" } } },
+                    "publish": { "type": "array", "items": { "type": "string" } }
+                }
+            },
+            "SessionList": {
+                "type": "object", "required": ["sessions"],
+                "properties": { "sessions": { "type": "array", "items": { "$ref": "#/components/schemas/Session" } } }
+            },
+            "ExecSpec": {
+                "type": "object",
+                "additionalProperties": false,
+                "required": ["command"],
+                "properties": {
+                    "command": { "type": "array", "minItems": 1, "items": { "type": "string" } },
+                    "stdin": { "type": "string" },
+                    "env": { "type": "object", "additionalProperties": { "type": "string" } },
+                    "cwd": { "type": "string", "pattern": "^/" },
+                    "timeout_s": { "type": "number", "exclusiveMinimum": true, "minimum": 0, "maximum": 86400, "default": 60 }
+                }
+            },
+            "ExecResult": {
+                "type": "object",
+                "required": ["reason", "stdout", "stderr", "stdout_encoding", "stderr_encoding",
+                    "stdout_truncated", "stderr_truncated", "wall_ms"],
+                "properties": {
+                    "exit_code": { "type": "integer", "nullable": true },
+                    "signal": { "type": "integer", "nullable": true },
+                    "reason": { "type": "string", "enum": ["exited", "signaled", "timeout", "exec_failed"] },
+                    "message": { "type": "string", "nullable": true },
+                    "stdout": { "type": "string" },
+                    "stdout_encoding": { "type": "string", "enum": ["utf-8", "base64"] },
+                    "stdout_truncated": { "type": "boolean" },
+                    "stderr": { "type": "string" },
+                    "stderr_encoding": { "type": "string", "enum": ["utf-8", "base64"] },
+                    "stderr_truncated": { "type": "boolean" },
+                    "wall_ms": { "type": "number" }
+                }
+            }
+        } }
+    })
+}
