@@ -194,10 +194,12 @@ fn a_guest_in_serviced_calls_freezes_and_thaws_under_v2() {
         v2_cgroup: Some(cg.0.clone()),
     };
     freeze_and_thaw(&r, t.path(), "stat-v2", |anchor, pids| {
-        // The runtime used v2: the anchor (and monitor) in the container's
-        // `monitor` leaf, the sandbox in its frozen `sandbox` leaf.
+        // The runtime used v2: the sandbox in the container's frozen
+        // `sandbox` leaf, and the anchor with it (where the engine's shim,
+        // which finds the cgroup by the anchor's pid, sees the guest's OOM
+        // kills); the monitor beside them, in the `monitor` leaf.
         assert!(
-            v2_cgroup_of(anchor).ends_with("/stat-v2/monitor"),
+            v2_cgroup_of(anchor).ends_with("/stat-v2/sandbox"),
             "{}",
             v2_cgroup_of(anchor)
         );

@@ -42,12 +42,13 @@ expect_match() {
 cgroup_of() { echo "/sys/fs/cgroup$(sed -n 's/^0:://p' "/proc/$1/cgroup" 2>/dev/null)"; }
 # The pids limit the container's cgroup CG keeps: under v2 the runtime
 # puts it on the scope's `sandbox` leaf (the guest's processes, not the
-# runtime's), plus 1 for the sandbox's init (docs/oci.md); else the scope's.
+# runtime's), plus 2 for the anchor and the sandbox's init (docs/oci.md);
+# else the scope's.
 pids_limit() {
     if [ -d "$1/sandbox" ]; then
         local max
         max=$(read_file "$1/sandbox/pids.max")
-        [[ $max =~ ^[0-9]+$ ]] && echo $((max - 1)) || echo "sandbox/pids.max: $max"
+        [[ $max =~ ^[0-9]+$ ]] && echo $((max - 2)) || echo "sandbox/pids.max: $max"
     else
         read_file "$1/pids.max"
     fi

@@ -10,8 +10,9 @@
 //! hierarchy; v2: the `sandbox` leaf beside the monitor's `monitor`
 //! leaf) and the pids limit's (v1: the pids hierarchy, which the anchor
 //! joins too, for `docker stats`, the limit raised by those two; v2: the
-//! `sandbox` leaf, the pids controller enabled beneath the container's
-//! directory, the limit raised by one for init), so that `pids.max`
+//! `sandbox` leaf, which the anchor joins too, for the shim's OOM events
+//! and `docker stats`, the pids controller enabled beneath the container's
+//! directory, the limit raised by those two), so that `pids.max`
 //! counts the container's processes, not the monitor's threads, as
 //! runc's does.
 //!
@@ -251,8 +252,8 @@ impl ContainerCgroup {
 
     /// The directory whose `pids.max` is the container's pids limit:
     /// v1's pids directory (the anchor, init and the guest's), the v2
-    /// `sandbox` leaf (init and the guest's; the monitor's leaf beside it
-    /// is not counted).
+    /// `sandbox` leaf (the same; the monitor's leaf beside it is not
+    /// counted).
     pub(super) fn pids_dir(&self) -> Option<PathBuf> {
         match &self.v2 {
             Some(d) => Some(d.join(V2_SANDBOX)),
@@ -302,11 +303,16 @@ impl ContainerCgroup {
         Ok(())
     }
 
-    /// Moves the anchor, process `pid`, into the v1 pids directory, once
-    /// it has forked the monitor (which stays out); nothing under v2.
+    /// Moves the anchor, process `pid`, once it has forked the monitor
+    /// (which stays out), where the engine's shim must find the
+    /// container: the v1 pids directory, or the v2 `sandbox` leaf. The
+    /// shim takes the container's cgroup from the anchor's pid: under v2
+    /// it watches that directory's `memory.events` for OOM kills (which
+    /// happen to the guest, in the `sandbox` leaf, and count there and
+    /// above, not in the sibling `monitor` leaf) and reads its limits.
     pub fn join_anchor_pids(&self, pid: i32) -> Result<(), String> {
-        match self.v2 {
-            Some(_) => Ok(()),
+        match &self.v2 {
+            Some(d) => write(&d.join(V2_SANDBOX), "cgroup.procs", &pid.to_string()),
             None => (self.v1.iter())
                 .filter(|(c, _)| c.iter().any(|c| c == "pids"))
                 .try_for_each(|(_, d)| write(d, "cgroup.procs", &pid.to_string())),

@@ -76,8 +76,13 @@ pub fn ps(root: &Path, a: &PsArgs) -> Result<(), String> {
     let record = Record::require(root, &a.id)?;
     let pids = match record.status() {
         Status::Stopped => Vec::new(),
+        // Under v2 the anchor shares the sandbox's leaf (`cgroup.rs`);
+        // it is the runtime's, not one of the container's processes.
         _ => match record.cgroup.sandbox_pids() {
-            Some(pids) => pids,
+            Some(mut pids) => {
+                pids.retain(|p| *p != record.pid);
+                pids
+            }
             None => in_pid_namespace_of(record.init_pid, record.cgroup.pids()),
         },
     };

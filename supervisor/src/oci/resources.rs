@@ -16,10 +16,10 @@ use super::cgroup::{write, ContainerCgroup};
 /// start as many processes as under runc.
 pub(super) const V1_PIDS_OVERHEAD: i64 = 2;
 
-/// The runtime's own task in the v2 `sandbox` leaf, where `pids.max`
-/// goes: the sandbox's init (the anchor and monitor are in the
-/// `monitor` leaf beside it).
-pub(super) const V2_PIDS_OVERHEAD: i64 = 1;
+/// The runtime's own tasks in the v2 `sandbox` leaf, where `pids.max`
+/// goes: the anchor (as under v1) and the sandbox's init (the monitor is
+/// in the `monitor` leaf beside it).
+pub(super) const V2_PIDS_OVERHEAD: i64 = 2;
 
 impl ContainerCgroup {
     /// Writes the memory, pids and cpu parts of `res`.
@@ -29,6 +29,11 @@ impl ContainerCgroup {
             if let Some(limit) = mem.limit().filter(|l| *l > 0) {
                 if v2 {
                     write(dir, "memory.max", &limit.to_string())?;
+                    // The anchor's leaf too: the engine's shim reads the
+                    // limit where the anchor is (`docker stats`).
+                    if let Some(leaf) = self.pids_dir() {
+                        write(&leaf, "memory.max", &limit.to_string())?;
+                    }
                 } else {
                     // memsw must stay >= the limit: lower it after, raise it first.
                     let _ = write(dir, "memory.memsw.limit_in_bytes", "-1");
