@@ -474,6 +474,12 @@ fn factory_main(
         let _ = send_with_fds(channel.as_fd(), &(-(e as i32)).to_ne_bytes(), &[]);
         exit_now(1);
     }
+    // Joining a user namespace whose root is another host id (a range of
+    // ids) changed our credentials, and the kernel clears the death
+    // signal on such a change: set it again.
+    if nix::sys::prctl::set_pdeathsig(Signal::SIGKILL).is_err() || getppid() != parent {
+        exit_now(1);
+    }
     // Made before the filter, which allows no netlink socket; a kernel
     // without sock_diag leaves /proc/net's queues empty.
     let diag = netstack::sockets::diag_socket().ok();

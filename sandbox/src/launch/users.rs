@@ -70,6 +70,10 @@ pub fn become_namespace_root(keep_groups: bool) -> Result<(), String> {
     setresgid(root_gid, root_gid, root_gid).map_err(|e| err("setresgid", e))?;
     let root = Uid::from_raw(0);
     setresuid(root, root, root).map_err(|e| err("setresuid", e))?;
+    // The kernel clears the death signal on a change of ids: set it again,
+    // so that init still dies with the supervisor.
+    nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL)
+        .map_err(|e| err("death signal", e))?;
     // The id change made us non-dumpable, which gives our /proc files to
     // the owner of our memory's namespace, the host's root: init must
     // still write its own (timens_offsets). It becomes non-dumpable for
