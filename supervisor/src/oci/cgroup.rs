@@ -214,15 +214,15 @@ impl ContainerCgroup {
                         .map_err(|e| format!("creating cgroup {}/{leaf}: {e}", dir.display()))?;
                 }
                 if in_scope {
-                    // A process may sit only in a leaf once the pids
-                    // controller is enabled beneath the scope.
+                    // A process may sit only in a leaf once controllers
+                    // are enabled beneath the scope.
                     write(
                         &dir.join(V2_MONITOR),
                         "cgroup.procs",
                         &std::process::id().to_string(),
                     )?;
                 }
-                enable_v2_pids(&dir)?;
+                enable_v2_leaf_controllers(&dir)?;
             }
         }
         Ok(())
@@ -431,16 +431,22 @@ impl ContainerCgroup {
     }
 }
 
-/// Enables the v2 pids controller beneath the container's directory
-/// `dir` (still empty of processes), so that its `sandbox` leaf has a
-/// `pids.max` of its own; nothing when the controller is not available
-/// there (a hybrid host whose pids controller is v1's).
-fn enable_v2_pids(dir: &Path) -> Result<(), String> {
+/// The v2 controllers enabled beneath the container's directory, so that
+/// its `sandbox` leaf has limits of its own: `pids.max` (the container's
+/// count, not the monitor's threads) and `memory.max` (the limit where
+/// the engine's shim, which reads the anchor's cgroup, looks for it).
+const V2_LEAF_CONTROLLERS: &[&str] = &["pids", "memory"];
+
+/// Enables [`V2_LEAF_CONTROLLERS`] beneath the container's directory
+/// `dir` (still empty of processes), each where available (a hybrid host
+/// whose pids controller is v1's has none to enable).
+fn enable_v2_leaf_controllers(dir: &Path) -> Result<(), String> {
     let available = fs::read_to_string(dir.join("cgroup.controllers")).unwrap_or_default();
-    match available.split_whitespace().any(|c| c == "pids") {
-        true => write(dir, "cgroup.subtree_control", "+pids"),
-        false => Ok(()),
-    }
+    let available: Vec<&str> = available.split_whitespace().collect();
+    V2_LEAF_CONTROLLERS
+        .iter()
+        .filter(|c| available.contains(c))
+        .try_for_each(|c| write(dir, "cgroup.subtree_control", &format!("+{c}")))
 }
 
 /// The pids in `dir`'s `cgroup.procs`.

@@ -31,7 +31,7 @@ impl ContainerCgroup {
                     write(dir, "memory.max", &limit.to_string())?;
                     // The anchor's leaf too: the engine's shim reads the
                     // limit where the anchor is (`docker stats`).
-                    if let Some(leaf) = self.pids_dir() {
+                    if let Some(leaf) = self.pids_dir().filter(|l| l.join("memory.max").exists()) {
                         write(&leaf, "memory.max", &limit.to_string())?;
                     }
                 } else {
