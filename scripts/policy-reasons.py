@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""The per-call table of ARCHITECTURE.md ("Every call the filter passes"):
+"""The per-call table of docs/policy.md ("Every call the filter passes"):
 each syscall `supervisor policy` counts as reachable, with two references
 and a reason. Reads `supervisor policy` on stdin, prints Markdown.
 

@@ -1,4 +1,4 @@
-//! The host-kernel surface (ARCHITECTURE.md's policy table): which of the
+//! The host-kernel surface (docs/policy.md's policy table): which of the
 //! 17 kernel entry points of public exploits' first steps a guest reaches
 //! (tests/c/surface.c, checked against a native run and the supervisor's
 //! trace), and how programs fare with the primitives the sandbox refuses
@@ -12,7 +12,7 @@ use common::*;
 const PY: &str = "/usr/bin/python3";
 
 /// The entry points left reachable, each for the programs that need it
-/// (ARCHITECTURE.md, "The 17 entry points"): splice is sendfile's cousin,
+/// (docs/policy.md, "The 17 entry points"): splice is sendfile's cousin,
 /// madvise(DONTNEED) is in every allocator, `user.*` xattrs are what
 /// `cp -a`, rsync -X and Python's shutil.copystat copy, and glibc's
 /// getifaddrs is an rtnetlink dump of the guest's own namespace.

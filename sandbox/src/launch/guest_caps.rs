@@ -5,7 +5,7 @@
 //! command line). With one id mapped the guest holds none.
 //!
 //! Owns the names and the set; not how they are kept (`privs.rs`,
-//! `users.rs`) or what they unlock (ARCHITECTURE.md, the policy).
+//! `users.rs`) or what they unlock (docs/policy.md).
 
 /// (number, name) of Docker's default capabilities.
 pub const DEFAULT_CAPS: [(u32, &str); 13] = [

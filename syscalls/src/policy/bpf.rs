@@ -413,7 +413,7 @@ fn test(b: &mut Builder, cond: &Cond, fail: Label) {
 }
 
 /// Runs `prog` on a syscall the way the kernel would, for tests and for
-/// the policy table in ARCHITECTURE.md: returns the seccomp action.
+/// the policy table in docs/policy.md: returns the seccomp action.
 pub fn evaluate(prog: &[Insn], arch: u32, nr: u32, args: [u64; 6]) -> u32 {
     let mut data = [0u32; 16];
     data[0] = nr;

@@ -1,5 +1,5 @@
 //! The policy table rendered for people: the Markdown that
-//! ARCHITECTURE.md embeds and `supervisor policy` prints.
+//! docs/policy.md embeds and `supervisor policy` prints.
 //!
 //! Owns only the rendering; the table itself is in `table.rs`.
 
@@ -99,16 +99,16 @@ fn op(o: &Op) -> String {
 
 #[cfg(test)]
 mod tests {
-    /// ARCHITECTURE.md embeds the table; it must say what the code does.
+    /// docs/policy.md embeds the table; it must say what the code does.
     #[test]
-    fn architecture_md_shows_the_current_table() {
+    fn policy_md_shows_the_current_table() {
         let doc =
-            std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../ARCHITECTURE.md"))
-                .expect("ARCHITECTURE.md at the workspace root");
+            std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/policy.md"))
+                .expect("docs/policy.md in the workspace");
         let table = super::markdown();
         assert!(
             doc.contains(table.trim()),
-            "ARCHITECTURE.md's policy table is stale: regenerate it with `supervisor policy`"
+            "docs/policy.md's policy table is stale: regenerate it with `supervisor policy`"
         );
     }
 }
