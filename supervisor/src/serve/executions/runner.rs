@@ -76,21 +76,7 @@ impl Runner {
         events: Option<mpsc::Sender<Event>>,
         start: Instant,
     ) -> ExecutionResult {
-        let failed = |message: String| {
-            let none = Capture::new(0);
-            ExecutionResult::new(
-                id,
-                Ending {
-                    report: None,
-                    code: 125,
-                    message: Some(message),
-                    wall_ms: 0.0,
-                },
-                &none,
-                &none,
-                true,
-            )
-        };
+        let failed = |message: String| setup_failed(id, message, true);
         let pipes = (|| -> nix::Result<_> {
             let cloexec = OFlag::O_CLOEXEC;
             Ok((
@@ -229,21 +215,7 @@ impl Runner {
         report: &Path,
         staged: &Path,
     ) -> ExecutionResult {
-        let failed = |message: String| {
-            let none = Capture::new(0);
-            ExecutionResult::new(
-                id,
-                Ending {
-                    report: None,
-                    code: 125,
-                    message: Some(message),
-                    wall_ms: 0.0,
-                },
-                &none,
-                &none,
-                false,
-            )
-        };
+        let failed = |message: String| setup_failed(id, message, false);
         let mut args: Vec<OsString> = vec!["run".into()];
         args.extend(plan.shape.flags().into_iter().map(OsString::from));
         args.push(format!("--workdir={SCRATCH}").into());
@@ -379,6 +351,20 @@ async fn drain(
             }
         }
     }
+}
+
+/// The result of an execution whose sandbox could not be set up or
+/// waited for (`pooled`: whether a pool was to run it): exit code 125,
+/// `message` saying why, no output.
+fn setup_failed(id: &str, message: String, pooled: bool) -> ExecutionResult {
+    let none = Capture::new(0);
+    let ending = Ending {
+        report: None,
+        code: 125,
+        message: Some(message),
+        wall_ms: 0.0,
+    };
+    ExecutionResult::new(id, ending, &none, &none, pooled)
 }
 
 /// The pool connection's descriptor (a `SOCK_SEQPACKET` socket the
