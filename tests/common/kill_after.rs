@@ -38,6 +38,16 @@ pub fn kill_after(pid: u32, limit: Duration) -> KillAfter {
     }
 }
 
+/// SIGTERMs `child` (a daemon the test started) and waits for it, killing
+/// it if it is still running after `limit`; its exit status.
+pub fn terminate(mut child: std::process::Child, limit: Duration) -> std::process::ExitStatus {
+    let _ = kill(Pid::from_raw(child.id() as i32), Signal::SIGTERM);
+    let guard = kill_after(child.id(), limit);
+    let status = child.wait().expect("wait for the daemon");
+    drop(guard);
+    status
+}
+
 impl Drop for KillAfter {
     fn drop(&mut self) {
         drop(self.cancel.take());

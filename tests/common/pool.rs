@@ -6,11 +6,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use nix::sys::signal::{kill, Signal};
-use nix::unistd::Pid;
 use std::os::unix::process::CommandExt;
 
-use super::{bin, kill_after, Tree, PATH, TIMEOUT};
+use super::{bin, terminate, Tree, PATH, TIMEOUT};
 
 /// A running `supervisor pool`, stopped (SIGTERM, by pid) on drop.
 pub struct Pool {
@@ -109,12 +107,7 @@ impl Pool {
 
     /// SIGTERM; the daemon's exit status.
     pub fn stop(&mut self) -> std::process::ExitStatus {
-        let mut child = self.child.take().expect("running");
-        let _ = kill(Pid::from_raw(child.id() as i32), Signal::SIGTERM);
-        let guard = kill_after(child.id(), TIMEOUT);
-        let status = child.wait().expect("wait for the pool");
-        drop(guard);
-        status
+        terminate(self.child.take().expect("running"), TIMEOUT)
     }
 }
 

@@ -13,11 +13,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use nix::sys::signal::{kill, Signal};
-use nix::unistd::Pid;
-
 use super::cgroups::SafetyCgroup;
-use super::{bin, kill_after, Tree, PATH, TIMEOUT};
+use super::{bin, terminate, Tree, PATH, TIMEOUT};
 
 /// A running `supervisor serve`, stopped (SIGTERM, by pid) on drop.
 pub struct Daemon {
@@ -101,12 +98,7 @@ impl Daemon {
     }
 
     fn stop_child(&mut self) -> std::process::ExitStatus {
-        let mut child = self.child.take().expect("running");
-        let _ = kill(Pid::from_raw(child.id() as i32), Signal::SIGTERM);
-        let guard = kill_after(child.id(), TIMEOUT);
-        let status = child.wait().expect("wait for serve");
-        drop(guard);
-        status
+        terminate(self.child.take().expect("running"), TIMEOUT)
     }
 }
 
