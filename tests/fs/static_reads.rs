@@ -14,6 +14,7 @@ use common::*;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// A directory tree for the programs: `a`, `sub/b`.
 fn tree(tag: &str) -> tempfile::TempDir {
@@ -31,11 +32,13 @@ fn tree(tag: &str) -> tempfile::TempDir {
 
 /// Builds `name` beside the C programs (so [`c_mounts`] shows it in the
 /// sandbox) with the command `build` makes for an output path: under a
-/// private name first, then renamed, so concurrent test binaries never
-/// see a half-written program.
+/// private name first (one per build, as two tests may build the same
+/// program at once), then renamed, so no test sees a half-written one.
 fn built(name: &str, build: impl FnOnce(&Path) -> Command) -> PathBuf {
     let out = c_dir().join(name);
-    let tmp = c_dir().join(format!("{name}.{}.tmp", std::process::id()));
+    static BUILDS: AtomicUsize = AtomicUsize::new(0);
+    let nth = BUILDS.fetch_add(1, Ordering::Relaxed);
+    let tmp = c_dir().join(format!("{name}.{}.{nth}.tmp", std::process::id()));
     let res = build(&tmp)
         .stdin(Stdio::null())
         .output()
@@ -82,13 +85,17 @@ fn go_static() -> PathBuf {
     })
 }
 
-/// Runs `prog DIR` natively and supervised: the outputs must match and
-/// hold every line of `want`.
-fn matches_native(prog: &Path, tag: &str, want: &[&str]) {
+/// Runs `prog DIR` natively and supervised (as `user`, with its copy of
+/// the binary, when given): the outputs must match and hold every line of
+/// `want`.
+fn matches_native_as(user: Option<(u32, u32, PathBuf)>, prog: &Path, tag: &str, want: &[&str]) {
     let dir = tree(tag);
-    let run = Run::new(&[prog.as_os_str(), dir.path().as_os_str()])
+    let mut run = Run::new(&[prog.as_os_str(), dir.path().as_os_str()])
         .sup(&c_mounts())
         .rw(dir.path());
+    if let Some((uid, gid, bin)) = user {
+        run = run.user(uid, gid).bin(bin);
+    }
     let native = run.native().ok("native");
     let supervised = run.supervised().ok("supervised");
     assert_eq!(supervised.stdout, native.stdout, "{}", supervised.dump());
@@ -112,6 +119,10 @@ const C_LINES: &[&str] = &[
     "text unchanged: 1",
 ];
 
+fn matches_native(prog: &Path, tag: &str, want: &[&str]) {
+    matches_native_as(None, prog, tag, want);
+}
+
 #[test]
 fn a_static_glibc_program_matches_native() {
     matches_native(&c_static("cc"), "glibc", C_LINES);
@@ -120,6 +131,14 @@ fn a_static_glibc_program_matches_native() {
 #[test]
 fn a_static_musl_program_matches_native() {
     matches_native(&c_static("musl-gcc"), "musl", C_LINES);
+}
+
+#[test]
+fn a_static_musl_program_matches_native_unprivileged() {
+    match tester_bin() {
+        Ok(t) => matches_native_as(Some(t), &c_static("musl-gcc"), "musl-user", C_LINES),
+        Err(e) => skip!("{e}"),
+    }
 }
 
 #[test]
