@@ -2,8 +2,9 @@
 //! and its mounts (`--rootfs`, `--ro`, `--rw`, `--tmpfs`, `--mask`,
 //! `--remount-ro`, the `--disk` quota), path calls compared with native
 //! runs (fsprobe, the names made and the attributes set by path), the
-//! sandbox's caches of resolved paths, blocking FIFO opens, fast reads,
-//! device nodes and set-id bits of the guest's own files,
+//! sandbox's caches of resolved paths, blocking FIFO opens, fast reads
+//! and the static programs that go without them, device nodes and set-id
+//! bits of the guest's own files,
 //! and what the guest shares with the host (devices, sockets and FIFOs
 //! beneath the current directory, inotify on host file systems).
 //!
@@ -27,4 +28,5 @@ mod make_names;
 mod mounts;
 mod path_attrs;
 mod remount_ro;
+mod static_reads;
 mod view;

@@ -1,0 +1,152 @@
+/* Read opens as a statically linked program makes them: with no preload
+ * to mark them, each is the C library's own `syscall` instruction
+ * (tests/fs/static_reads.rs builds this with `cc -static` and with
+ * `musl-gcc -static`, runs it natively and under the supervisor and
+ * compares the output line by line). Only portable calls: no guest.h,
+ * errno printed as a number, so glibc and musl print alike.
+ *
+ * static_reads DIR (DIR holds `a` and `sub/b`): the open family (open,
+ * openat with a directory descriptor, fopen), failing opens (a missing
+ * name, a bad pointer, a directory read), 2,000 opens in a row; opens
+ * with every signal blocked, with the program's own SIGSYS handler and
+ * while an interval timer interrupts them; opens in a forked child and in
+ * an exec'd copy of itself; /proc/self/exe; and a checksum of its own text
+ * before and after, which must not change.
+ * static_reads --child DIR: the exec'd copy: one open, then exits. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern const char __executable_start[], etext[];
+
+static char dir[PATH_MAX / 2];
+
+/* The first line of what `fd` holds, or the errno of the open. */
+static void show(const char *what, int fd)
+{
+    char buf[64] = {0};
+    if (fd < 0) {
+        printf("%s: open = -1 errno %d\n", what, errno);
+        return;
+    }
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    if (n < 0)
+        printf("%s: read = -1 errno %d\n", what, errno);
+    else
+        printf("%s: \"%.*s\"\n", what, (int)strcspn(buf, "\n"), buf);
+    close(fd);
+}
+
+static const char *in_dir(const char *name)
+{
+    static char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    return path;
+}
+
+/* 1 when `n` opens and reads of DIR/a all give its text. */
+static int many(int n)
+{
+    for (int i = 0; i < n; i++) {
+        char buf[16] = {0};
+        int fd = open(in_dir("a"), O_RDONLY);
+        if (fd < 0 || read(fd, buf, sizeof buf - 1) != 10 || strcmp(buf, "text of a\n"))
+            return 0;
+        close(fd);
+    }
+    return 1;
+}
+
+static unsigned long text_sum(void)
+{
+    unsigned long sum = 0;
+    for (const char *p = __executable_start; p < etext; p++)
+        sum = sum * 31 + (unsigned char)*p;
+    return sum;
+}
+
+static volatile sig_atomic_t sigsys_seen, ticks;
+static void on_sigsys(int sig) { (void)sig; sigsys_seen = 1; }
+static void on_tick(int sig) { (void)sig; ticks++; }
+
+int main(int argc, char **argv)
+{
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    if (argc == 3 && !strcmp(argv[1], "--child")) {
+        snprintf(dir, sizeof dir, "%s", argv[2]);
+        show("exec'd child open", open(in_dir("sub/b"), O_RDONLY));
+        return 0;
+    }
+    if (argc != 2) {
+        fprintf(stderr, "usage: static_reads DIR\n");
+        return 2;
+    }
+    snprintf(dir, sizeof dir, "%s", argv[1]);
+    unsigned long sum = text_sum();
+
+    show("open", open(in_dir("a"), O_RDONLY));
+    show("open cloexec", open(in_dir("a"), O_RDONLY | O_CLOEXEC));
+    int dfd = open(dir, O_RDONLY | O_DIRECTORY);
+    show("openat rel", openat(dfd, "sub/b", O_RDONLY));
+    show("openat missing", openat(dfd, "missing", O_RDONLY));
+    show("open dir read", open(in_dir("sub"), O_RDONLY));
+    close(dfd);
+    show("open bad pointer", open((const char *)8, O_RDONLY));
+    FILE *f = fopen(in_dir("sub/b"), "r");
+    char line[64] = {0};
+    printf("fopen: \"%s\"\n", f && fgets(line, sizeof line, f) ? strtok(line, "\n") : "(failed)");
+    if (f)
+        fclose(f);
+    printf("2000 opens: %d\n", many(2000));
+
+    sigset_t all, old;
+    sigfillset(&all);
+    sigprocmask(SIG_SETMASK, &all, &old);
+    show("open, every signal blocked", open(in_dir("a"), O_RDONLY));
+    sigprocmask(SIG_SETMASK, &old, NULL);
+
+    struct sigaction sa = {.sa_handler = on_sigsys};
+    sigaction(SIGSYS, &sa, NULL);
+    show("open, own SIGSYS handler", open(in_dir("a"), O_RDONLY));
+    printf("own SIGSYS handler ran: %d\n", (int)sigsys_seen);
+
+    sa.sa_handler = on_tick;
+    sa.sa_flags = SA_RESTART;
+    sigaction(SIGALRM, &sa, NULL);
+    struct itimerval every = {{0, 50}, {0, 50}}, stop = {{0, 0}, {0, 0}};
+    setitimer(ITIMER_REAL, &every, NULL);
+    int interrupted_ok = many(5000);
+    setitimer(ITIMER_REAL, &stop, NULL);
+    printf("5000 opens under a 50 us timer: %d (ticks seen: %d)\n", interrupted_ok, ticks > 0);
+
+    pid_t pid = fork();
+    if (pid == 0) {
+        show("forked child open", open(in_dir("a"), O_RDONLY));
+        _exit(many(100) ? 0 : 1);
+    }
+    int status = -1;
+    waitpid(pid, &status, 0);
+    printf("forked child: exit %d\n", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+    pid = fork();
+    if (pid == 0) {
+        execl("/proc/self/exe", argv[0], "--child", dir, (char *)NULL);
+        printf("exec: errno %d\n", errno);
+        _exit(127);
+    }
+    waitpid(pid, &status, 0);
+    printf("exec'd child: exit %d\n", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+
+    char exe[PATH_MAX] = {0}, self[PATH_MAX] = {0};
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    printf("/proc/self/exe is the program: %d\n", n > 0 && realpath(argv[0], self) && !strcmp(exe, self));
+    printf("text unchanged: %d\n", text_sum() == sum);
+    return 0;
+}

@@ -1,0 +1,159 @@
+//! Statically linked programs, which no preload reaches: glibc's and
+//! musl's `-static` builds of `tests/c/static_reads.c` and a Go program
+//! (`tests/go/static_reads.go`, no C library at all) make their read opens
+//! with their own `syscall` instructions. Each runs natively and under the
+//! supervisor and must print the same: the open family and its errors,
+//! opens in a row, with every signal blocked, beside the program's own
+//! SIGSYS handler, under an interval timer, in threads, in forked and
+//! exec'd children, `/proc/self/exe`, and a checksum of the program's own
+//! text. `.ci/run` installs musl-tools and golang-go for these; without
+//! them the tests fail.
+
+use crate::common;
+use common::*;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// A directory tree for the programs: `a`, `sub/b`.
+fn tree(tag: &str) -> tempfile::TempDir {
+    let dir = tempfile::Builder::new()
+        .prefix(&format!("static-reads-{tag}-"))
+        .tempdir()
+        .expect("tempdir");
+    std::fs::create_dir(dir.path().join("sub")).expect("mkdir");
+    std::fs::write(dir.path().join("a"), "text of a\n").expect("write");
+    std::fs::write(dir.path().join("sub/b"), "text of b\n").expect("write");
+    let open = std::fs::Permissions::from_mode(0o777);
+    std::fs::set_permissions(dir.path(), open).expect("chmod");
+    dir
+}
+
+/// Builds `name` beside the C programs (so [`c_mounts`] shows it in the
+/// sandbox) with the command `build` makes for an output path: under a
+/// private name first (one per build, as two tests may build the same
+/// program at once), then renamed, so no test sees a half-written one.
+fn built(name: &str, build: impl FnOnce(&Path) -> Command) -> PathBuf {
+    let out = c_dir().join(name);
+    static BUILDS: AtomicUsize = AtomicUsize::new(0);
+    let nth = BUILDS.fetch_add(1, Ordering::Relaxed);
+    let tmp = c_dir().join(format!("{name}.{}.{nth}.tmp", std::process::id()));
+    let res = build(&tmp)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap_or_else(|e| panic!("building {name}: {e} (see .ci/run's packages)"));
+    assert!(
+        res.status.success(),
+        "building {name}: {}",
+        String::from_utf8_lossy(&res.stderr)
+    );
+    std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    std::fs::rename(&tmp, &out).expect("rename");
+    out
+}
+
+fn source(rel: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(rel)
+}
+
+/// `tests/c/static_reads.c` linked statically by `compiler` (`cc` for
+/// glibc, `musl-gcc` for musl).
+fn c_static(compiler: &str) -> PathBuf {
+    built(&format!("static_reads.{compiler}"), |out| {
+        let mut cc = Command::new(compiler);
+        cc.args(["-O1", "-Wall", "-static", "-o"])
+            .arg(out)
+            .arg(source("tests/c/static_reads.c"));
+        cc
+    })
+}
+
+/// `tests/go/static_reads.go` built without cgo: a static binary.
+fn go_static() -> PathBuf {
+    let cache = tempfile::tempdir().expect("tempdir");
+    built("static_reads.go", |out| {
+        let mut go = Command::new("go");
+        go.args(["build", "-o"])
+            .arg(out)
+            .arg(source("tests/go/static_reads.go"))
+            .env("CGO_ENABLED", "0")
+            .env("GO111MODULE", "off")
+            .env("GOCACHE", cache.path())
+            .env("HOME", cache.path());
+        go
+    })
+}
+
+/// Runs `prog DIR` natively and supervised (as `user`, with its copy of
+/// the binary, when given): the outputs must match and hold every line of
+/// `want`.
+fn matches_native_as(user: Option<(u32, u32, PathBuf)>, prog: &Path, tag: &str, want: &[&str]) {
+    let dir = tree(tag);
+    let mut run = Run::new(&[prog.as_os_str(), dir.path().as_os_str()])
+        .sup(&c_mounts())
+        .rw(dir.path());
+    if let Some((uid, gid, bin)) = user {
+        run = run.user(uid, gid).bin(bin);
+    }
+    let native = run.native().ok("native");
+    let supervised = run.supervised().ok("supervised");
+    assert_eq!(supervised.stdout, native.stdout, "{}", supervised.dump());
+    for line in want {
+        assert!(native.stdout.contains(line), "{line}: {}", native.dump());
+    }
+}
+
+const C_LINES: &[&str] = &[
+    "openat rel: \"text of b\"",
+    "openat missing: open = -1 errno 2",
+    "open dir read: read = -1 errno 21",
+    "open bad pointer: open = -1 errno 14",
+    "2000 opens: 1",
+    "open, every signal blocked: \"text of a\"",
+    "own SIGSYS handler ran: 0",
+    "5000 opens under a 50 us timer: 1 (ticks seen: 1)",
+    "forked child: exit 0",
+    "exec'd child open: \"text of b\"",
+    "/proc/self/exe is the program: 1",
+    "text unchanged: 1",
+];
+
+fn matches_native(prog: &Path, tag: &str, want: &[&str]) {
+    matches_native_as(None, prog, tag, want);
+}
+
+#[test]
+fn a_static_glibc_program_matches_native() {
+    matches_native(&c_static("cc"), "glibc", C_LINES);
+}
+
+#[test]
+fn a_static_musl_program_matches_native() {
+    matches_native(&c_static("musl-gcc"), "musl", C_LINES);
+}
+
+#[test]
+fn a_static_musl_program_matches_native_unprivileged() {
+    match tester_bin() {
+        Ok(t) => matches_native_as(Some(t), &c_static("musl-gcc"), "musl-user", C_LINES),
+        Err(e) => skip!("{e}"),
+    }
+}
+
+#[test]
+fn a_go_program_matches_native() {
+    matches_native(
+        &go_static(),
+        "go",
+        &[
+            "read rel: \"text of b\"",
+            "read missing: errno 2",
+            "read dir: errno 21",
+            "2000 opens: true",
+            "8 goroutines x 500 opens: [true true true true true true true true]",
+            "exec'd child: \"exec'd child read: \\\"text of b\\\"\\n\" <nil>",
+            "/proc/self/exe is the program: true",
+        ],
+    );
+}
