@@ -2,7 +2,8 @@
 //! made from a template starts with the template's setup already done (a
 //! warm numpy kernel answering on a loopback port inside), answers as
 //! the same computation does natively, and is alone: a variable set in
-//! one kernel, a file written in one session, never shows in a sibling.
+//! one kernel, a file written in one session, never shows in a sibling,
+//! and a session ended by its own pids limit leaves its sibling running.
 //! A setup that fails is a 422 with its last line and leaves nothing; an
 //! unknown template is a 404; a deleted template's sessions stay; a
 //! restarted daemon finds its templates and warms them up again; a
@@ -160,6 +161,19 @@ fn a_session_from_a_template_starts_warm_and_alone() {
     // Own sandboxes: a process killed in one is alive in the other.
     d.exec(&a, &["sh", "-c", "pkill -f kernel.py; sleep 0.2"]);
     assert_eq!(ask(&d, &b, "1 + 1"), "2");
+    // Own limits: forks past the template's pids limit end that session
+    // (a refused fork is fatal), not its sibling.
+    let bomb = r#"{"command": ["sh", "-c", "for i in $(seq 200); do sleep 30 & done; wait"], "timeout_s": 30}"#;
+    let _ = d.json("POST", &format!("/v1/sessions/{a}/exec"), bomb);
+    let state = |id: &str| d.json("GET", &format!("/v1/sessions/{id}"), "").1;
+    assert!(
+        poll_until(Duration::from_secs(30), || state(&a)["state"] == "ended"),
+        "{}",
+        state(&a)
+    );
+    assert_eq!(state(&a)["reason"], "sandbox_exited", "{}", state(&a));
+    assert_eq!(state(&b)["state"], "running");
+    assert_eq!(ask(&d, &b, "np.ones(3).sum()"), "3.0");
     // Both were handed out warm, and the pool fills up again.
     assert!(
         poll_until(Duration::from_secs(60), || template(&d, "np").1["ready"]
@@ -173,6 +187,7 @@ fn a_session_from_a_template_starts_warm_and_alone() {
     // Warm sessions are not sessions until handed out.
     let (_, list) = d.json("GET", "/v1/sessions", "");
     assert_eq!(list["sessions"].as_array().unwrap().len(), 2, "{list}");
+    assert_eq!(warm_dirs(&d), 2);
 }
 
 #[test]
