@@ -93,7 +93,7 @@ pub enum Command {
     PoolSandbox(Box<PoolArgs>),
     /// Serve sandboxed executions over HTTP/1.1 + JSON on a Unix socket (and TCP with bearer tokens): docs/serve.md.
     Serve(Box<crate::serve::ServeArgs>),
-    /// Talk to a running `supervisor serve` about its sessions: ls, create, exec, cp, rm.
+    /// Talk to a running `supervisor serve` about its sessions: ls, create, exec, cp, rm, template.
     Sessions(Box<crate::serve::sessions::cli::SessionsArgs>),
     /// One session's sandbox (started by `supervisor serve`, its lifeline on stdin).
     #[command(name = "session-sandbox", hide = true)]

@@ -51,8 +51,31 @@ fn the_openapi_document_lists_the_routes() {
         "/v1/executions",
         "/v1/executions/{id}",
         "/v1/openapi.json",
+        "/v1/sessions",
+        "/v1/templates",
+        "/v1/templates/{name}",
     ] {
         assert!(doc["paths"].get(path).is_some(), "{path} missing");
     }
     assert!(doc.pointer("/components/schemas/ExecutionResult").is_some());
+    // Every reference names a schema the document has.
+    fn refs(v: &serde_json::Value, out: &mut Vec<String>) {
+        match v {
+            serde_json::Value::Object(m) => {
+                if let Some(r) = m.get("$ref").and_then(|r| r.as_str()) {
+                    out.push(r.to_string());
+                }
+                m.values().for_each(|v| refs(v, out));
+            }
+            serde_json::Value::Array(a) => a.iter().for_each(|v| refs(v, out)),
+            _ => {}
+        }
+    }
+    let mut all = Vec::new();
+    refs(&doc, &mut all);
+    assert!(all.iter().any(|r| r.ends_with("/TemplateSpec")));
+    for r in all {
+        let pointer = r.trim_start_matches('#');
+        assert!(doc.pointer(pointer).is_some(), "{r} names nothing");
+    }
 }

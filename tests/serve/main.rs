@@ -5,7 +5,8 @@
 //! input answered with the right status and one line, without leaks
 //! (`bad_input`), and who may connect (`access`); sessions (`/v1/sessions`
 //! and `supervisor sessions`: `sessions`, with its own daemon helper,
-//! `sessions_daemon`). Each test starts its
+//! `sessions_daemon`); templates, sessions born warm (`templates`).
+//! Each test starts its
 //! own daemon (`common::serve::Daemon`) on a temp socket.
 
 #[macro_use]
@@ -20,3 +21,4 @@ mod executions;
 mod sessions;
 mod sessions_daemon;
 mod streaming;
+mod templates;

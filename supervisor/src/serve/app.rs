@@ -16,7 +16,7 @@ use axum::{Json, Router};
 
 use super::auth::{self, Tokens};
 use super::error::ApiError;
-use super::{executions, health, openapi, sessions, ServeArgs};
+use super::{executions, health, openapi, sessions, templates, ServeArgs};
 
 /// What every handler shares.
 pub struct Serve {
@@ -34,7 +34,7 @@ impl Serve {
         })
     }
 
-    /// Ends what the daemon started (pools, running executions).
+    /// Ends what the daemon started (pools, running executions, sessions, warm sessions).
     pub async fn shut_down(&self) {
         self.executions.shut_down().await;
         let sessions = self.sessions.clone();
@@ -43,8 +43,12 @@ impl Serve {
 }
 
 /// Every API's OpenAPI fragment.
-pub const OPENAPI: &[openapi::Fragment] =
-    &[health::openapi, executions::openapi, sessions::openapi];
+pub const OPENAPI: &[openapi::Fragment] = &[
+    health::openapi,
+    executions::openapi,
+    sessions::openapi,
+    templates::openapi,
+];
 
 /// The routes; `tokens`: the listener's bearer tokens (TCP), `None` on
 /// the Unix socket.
@@ -53,6 +57,7 @@ pub fn router(serve: Arc<Serve>, tokens: Option<Arc<Tokens>>, max_body: usize) -
         .merge(health::routes())
         .merge(executions::routes())
         .merge(sessions::routes())
+        .merge(templates::routes())
         .route(
             "/v1/openapi.json",
             get(|| async { Json(openapi::document(OPENAPI)) }),

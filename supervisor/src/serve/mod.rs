@@ -6,7 +6,8 @@
 //! Owns the flags and the start: the tokio runtime, the listeners, the
 //! shutdown on SIGTERM/SIGINT. The routes are `app.rs`'s (one function
 //! assembling every API's `routes()`), the OpenAPI document
-//! `openapi.rs`'s, each API its own module (`health.rs`, `executions/`).
+//! `openapi.rs`'s, each API its own module (`health.rs`, `executions/`,
+//! `sessions/`, `templates/`).
 //! It does not run sandboxes itself: executions go to pools of
 //! `supervisor pool` children, or to a plain `supervisor run`.
 
@@ -20,6 +21,7 @@ pub mod health;
 pub mod listen;
 pub mod openapi;
 pub mod sessions;
+pub mod templates;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -71,6 +73,10 @@ pub struct ServeArgs {
     /// Sessions (`/v1/sessions`) running at once; past it a new one gets 429.
     #[arg(long, value_name = "N", default_value = "64", value_parser = clap::value_parser!(u32).range(1..=100000))]
     pub max_sessions: u32,
+
+    /// Warm sessions of all templates (`/v1/templates`) kept ready at once.
+    #[arg(long, value_name = "N", default_value = "8", value_parser = clap::value_parser!(u32).range(0..=1024))]
+    pub max_warm: u32,
 }
 
 fn parse_max_timeout(s: &str) -> Result<f64, String> {

@@ -11,15 +11,21 @@
 //! - `files`: put and get of a session's files, as commands in it;
 //! - `volume`: persistent volumes under the data directory;
 //! - `record`: a session's record on disk and recovery at a restart;
-//! - `procs`: a session's processes and memory, from /proc.
+//! - `procs`: a session's processes and memory, from /proc;
+//! - `process`: a session's sandbox process: start, ready, stop;
+//! - `template`: a template (a session's shape and its setup), checked and kept;
+//! - `templates`: the templates' warm sessions and their filler.
 
 pub mod exec;
 pub mod files;
 pub mod host;
+pub mod process;
 pub mod procs;
 pub mod record;
 pub mod registry;
 pub mod spec;
+pub mod template;
+pub mod templates;
 pub mod volume;
 
 pub use registry::{SessionError, SessionInfo, Sessions};

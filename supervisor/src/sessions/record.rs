@@ -4,7 +4,8 @@
 //! sessions that were running when the last one stopped and reports them
 //! ended, reason `daemon_restarted` (their sandboxes died with that
 //! daemon: `host.rs`'s lifeline); their volumes stay. A daemon that
-//! stops cleanly ends its sessions itself (`daemon_stopped`).
+//! stops cleanly ends its sessions itself (`daemon_stopped`). Directories
+//! of templates' warm sessions never handed out (no record) are removed.
 //!
 //! Owns the record's format and its reading and writing.
 
@@ -70,6 +71,12 @@ impl Record {
         for entry in entries.flatten() {
             let dir = entry.path();
             let path = dir.join("session.json");
+            // A template's warm session never handed out: its sandbox
+            // died with the last daemon, and it was nobody's yet.
+            if dir.join(super::templates::WARM_FILE).exists() && !path.exists() {
+                let _ = std::fs::remove_dir_all(&dir);
+                continue;
+            }
             let record = match std::fs::read(&path)
                 .map_err(|e| e.to_string())
                 .and_then(|t| serde_json::from_slice::<Record>(&t).map_err(|e| e.to_string()))

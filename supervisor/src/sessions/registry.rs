@@ -10,9 +10,7 @@
 
 use std::collections::HashMap;
 use std::fs::File;
-use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Stdio};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -21,23 +19,15 @@ use serde::Serialize;
 use super::exec::{self, Outcome, Stream};
 use super::files;
 use super::host::{EXEC_SOCKET, READY_FILE};
+use super::process::{self, Process};
 use super::procs;
 use super::record::{self, Ended, Record};
-use super::spec::{ExecSpec, SessionSpec};
+use super::spec::{self, ExecSpec, SessionSpec};
+use super::templates::{Templates, Warm};
 use super::volume;
 
-/// How long a new session's sandbox may take to be ready.
-const START_TIMEOUT: Duration = Duration::from_secs(30);
-/// How long an ended session's sandbox may take to go before SIGKILL.
-const STOP_TIMEOUT: Duration = Duration::from_secs(10);
 /// Bytes of each stream an exec result keeps.
 pub const OUTPUT_CAP: usize = 1 << 20;
-/// The environment every command starts from (then the session's, then the exec's).
-const BASE_ENV: [&str; 3] = [
-    "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-    "LANG=C.UTF-8",
-    "HOME=/tmp",
-];
 
 /// What went wrong, by who is to blame (the API maps each to a status).
 #[derive(Debug, PartialEq, Eq)]
@@ -48,6 +38,8 @@ pub enum SessionError {
     BadRequest(String),
     /// The session has ended: 409.
     Ended(String),
+    /// The name is taken (a template): 409.
+    Conflict(String),
     /// The request was right but the sandbox would not start with it: 422.
     StartFailed(String),
     /// As many sessions run as the daemon allows: 429.
@@ -61,6 +53,7 @@ impl std::fmt::Display for SessionError {
         let (SessionError::NotFound(m)
         | SessionError::BadRequest(m)
         | SessionError::Ended(m)
+        | SessionError::Conflict(m)
         | SessionError::StartFailed(m)
         | SessionError::Full(m)
         | SessionError::Internal(m)) = self;
@@ -78,6 +71,8 @@ pub struct Sessions {
     /// Sessions running at once, at most.
     max_running: usize,
     table: Mutex<HashMap<String, Arc<Session>>>,
+    /// The templates and their warm sessions.
+    pub templates: Arc<Templates>,
 }
 
 /// One session.
@@ -95,9 +90,7 @@ pub struct Session {
 }
 
 struct Live {
-    child: Option<Child>,
-    /// Closing it ends the sandbox (`host.rs`).
-    lifeline: Option<OwnedFd>,
+    process: Process,
     last_active: Instant,
     running: u32,
 }
@@ -123,6 +116,8 @@ pub struct SessionInfo {
     pub workdir: String,
     pub volume: Option<super::spec::VolumeSpec>,
     pub publish: Vec<String>,
+    /// The template it was made from.
+    pub template: Option<String>,
 }
 
 /// An exec's end, or a file request's.
@@ -135,6 +130,7 @@ impl Sessions {
         data_dir: &Path,
         exe: &Path,
         max_running: usize,
+        max_warm: usize,
     ) -> std::result::Result<Sessions, String> {
         for dir in [
             record::sessions_dir(data_dir),
@@ -156,8 +152,7 @@ impl Sessions {
                 born: Instant::now(),
                 init: 0,
                 live: Mutex::new(Live {
-                    child: None,
-                    lifeline: None,
+                    process: Process::none(),
                     last_active: Instant::now(),
                     running: 0,
                 }),
@@ -169,11 +164,16 @@ impl Sessions {
             exe: exe.to_path_buf(),
             max_running,
             table: Mutex::new(table),
+            templates: Arc::new(Templates::open(data_dir, exe, max_warm)?),
         })
     }
 
-    /// Starts a session's sandbox as `spec` asks; its id once it is ready.
+    /// Starts a session's sandbox as `spec` asks (or takes one of its
+    /// template's warm sessions); the session once it is ready.
     pub fn create(&self, spec: SessionSpec) -> Result<Arc<Session>> {
+        if spec.template.is_some() {
+            return self.create_from_template(spec);
+        }
         let (idle_ttl, max_lifetime) = spec.lifetimes().map_err(SessionError::BadRequest)?;
         let volume = spec.volume_name().map_err(SessionError::BadRequest)?;
         let volume_dir = volume
@@ -187,12 +187,7 @@ impl Sessions {
         if let Some(dir) = &volume_dir {
             volume::ensure(dir).map_err(SessionError::Internal)?;
         }
-        let running = self.list().iter().filter(|s| s.is_running()).count();
-        if running >= self.max_running {
-            return Err(SessionError::Full(format!(
-                "{running} sessions are running, the most this daemon allows (--max-sessions)"
-            )));
-        }
+        self.check_room()?;
         let id = new_id().map_err(SessionError::Internal)?;
         let dir = record::sessions_dir(&self.data_dir).join(&id);
         mkdir_private(&dir).map_err(SessionError::Internal)?;
@@ -203,40 +198,87 @@ impl Sessions {
             ended: None,
         };
         record.save(&dir).map_err(SessionError::Internal)?;
-        let (child, lifeline) = match self.spawn(&dir, &flags) {
-            Ok(c) => c,
+        let process = match process::start(&self.exe, &dir, &flags) {
+            Ok(p) => p,
             Err(e) => {
                 self.record_failed_start(&dir, record, &e);
                 return Err(e);
             }
         };
-        let mut live = Live {
-            child: Some(child),
-            lifeline: Some(lifeline),
-            last_active: Instant::now(),
-            running: 0,
+        Ok(self.adopt(record, dir, process, (idle_ttl, max_lifetime)))
+    }
+
+    /// A new session from a template: one of its warm sessions, or, when
+    /// none is ready, one started and set up now.
+    fn create_from_template(&self, asked: SessionSpec) -> Result<Arc<Session>> {
+        let name = asked.template.clone().unwrap_or_default();
+        asked
+            .check_template_request()
+            .map_err(SessionError::BadRequest)?;
+        let template = self.templates.get(&name)?;
+        let mut spec = template.spec.session_spec();
+        spec.template = Some(name.clone());
+        spec.idle_ttl_s = asked.idle_ttl_s.or(spec.idle_ttl_s);
+        spec.max_lifetime_s = asked.max_lifetime_s.or(spec.max_lifetime_s);
+        let lifetimes = spec.lifetimes().map_err(SessionError::BadRequest)?;
+        self.check_room()?;
+        let Warm { id, dir, process } = match self.templates.take(&template) {
+            Some(warm) => warm,
+            None => self.templates.make_warm(&template)?,
         };
-        let init = match wait_ready(&dir, &mut live) {
-            Ok(pid) => pid,
-            Err(e) => {
-                stop(&mut live);
-                self.record_failed_start(&dir, record, &e);
-                return Err(e);
-            }
+        let record = Record {
+            id,
+            spec,
+            created_at: record::now(),
+            ended: None,
         };
+        if let Err(e) = record.save(&dir) {
+            let mut process = process;
+            process.stop();
+            let _ = std::fs::remove_dir_all(&dir);
+            return Err(SessionError::Internal(e));
+        }
+        super::templates::unmark(&dir);
+        Ok(self.adopt(record, dir, process, lifetimes))
+    }
+
+    /// 429 when as many sessions run as the daemon allows.
+    fn check_room(&self) -> Result<()> {
+        let running = self.list().iter().filter(|s| s.is_running()).count();
+        if running >= self.max_running {
+            return Err(SessionError::Full(format!(
+                "{running} sessions are running, the most this daemon allows (--max-sessions)"
+            )));
+        }
+        Ok(())
+    }
+
+    /// Makes a ready sandbox the session `record` describes.
+    fn adopt(
+        &self,
+        record: Record,
+        dir: PathBuf,
+        process: Process,
+        (idle_ttl, max_lifetime): (Duration, Duration),
+    ) -> Arc<Session> {
+        let id = record.id.clone();
         let session = Arc::new(Session {
             id: id.clone(),
+            workdir: record.spec.workdir(),
             record: Mutex::new(record),
             dir,
-            workdir: spec.workdir(),
             idle_ttl,
             max_lifetime,
             born: Instant::now(),
-            init,
-            live: Mutex::new(live),
+            init: process.init,
+            live: Mutex::new(Live {
+                process,
+                last_active: Instant::now(),
+                running: 0,
+            }),
         });
         lock(&self.table).insert(id, session.clone());
-        Ok(session)
+        session
     }
 
     fn record_failed_start(&self, dir: &Path, mut record: Record, e: &SessionError) {
@@ -245,32 +287,6 @@ impl Sessions {
             at: record::now(),
         });
         let _ = record.save(dir);
-    }
-
-    /// Spawns the session's sandbox; the child and the lifeline's write end.
-    fn spawn(&self, dir: &Path, flags: &[std::ffi::OsString]) -> Result<(Child, OwnedFd)> {
-        let internal = |e: String| SessionError::Internal(e);
-        let (life_r, life_w) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)
-            .map_err(|e| internal(format!("pipe: {}", e.desc())))?;
-        let log = File::create(dir.join("sandbox.log"))
-            .map_err(|e| internal(format!("{}: {e}", dir.display())))?;
-        // `run` binds its current directory into the view: the session
-        // sandbox starts in an empty one, so the daemon's never shows.
-        let empty = dir.join("empty");
-        mkdir_private(&empty).map_err(internal)?;
-        let child = std::process::Command::new(&self.exe)
-            .current_dir(&empty)
-            .arg("session-sandbox")
-            .arg("--session-dir")
-            .arg(dir)
-            .args(flags)
-            .args(["--", "sleep", "infinity"])
-            .stdin(Stdio::from(life_r))
-            .stdout(Stdio::null())
-            .stderr(Stdio::from(log))
-            .spawn()
-            .map_err(|e| internal(format!("starting {}: {e}", self.exe.display())))?;
-        Ok((child, life_w))
     }
 
     /// The session `id`.
@@ -319,8 +335,9 @@ impl Sessions {
             .map(|_| ())
     }
 
-    /// Ends every running session (the daemon is stopping).
+    /// Ends every running session and every warm one (the daemon is stopping).
     pub fn shutdown(&self) {
+        self.templates.shutdown();
         for s in self.list() {
             s.end(record::DAEMON_STOPPED);
         }
@@ -331,7 +348,7 @@ impl Session {
     /// Runs `spec` in the session; `sink` gets the output as it is written.
     pub fn exec(&self, spec: &ExecSpec, sink: &mut dyn FnMut(Stream, &[u8])) -> Result<Outcome> {
         let timeout = spec.check().map_err(SessionError::BadRequest)?;
-        let env = self.env(&super::spec::env_strings(&spec.env));
+        let env = self.env(&spec::env_strings(&spec.env));
         let cmd = exec::Command {
             args: spec.command.clone(),
             env,
@@ -424,19 +441,7 @@ impl Session {
     /// The complete environment: the base, the session's, then `extra`;
     /// a later value of a name replaces an earlier one.
     fn env(&self, extra: &[String]) -> Vec<String> {
-        let session_env = super::spec::env_strings(&lock(&self.record).spec.env);
-        let mut env: Vec<String> = Vec::new();
-        for e in BASE_ENV
-            .iter()
-            .map(|s| s.to_string())
-            .chain(session_env)
-            .chain(extra.iter().cloned())
-        {
-            let name = e.split_once('=').map_or(e.as_str(), |(k, _)| k).to_string();
-            env.retain(|old| old.split_once('=').map_or(old.as_str(), |(k, _)| k) != name);
-            env.push(e);
-        }
-        env
+        spec::command_env(&lock(&self.record).spec.env, extra)
     }
 
     /// Why the session should end now, if it should.
@@ -448,10 +453,8 @@ impl Session {
             return Some("max_lifetime");
         }
         let mut live = lock(&self.live);
-        if let Some(child) = live.child.as_mut() {
-            if !matches!(child.try_wait(), Ok(None)) {
-                return Some("sandbox_exited");
-            }
+        if live.process.exited() {
+            return Some("sandbox_exited");
         }
         if live.running == 0 && live.last_active.elapsed() >= self.idle_ttl {
             return Some("idle_ttl");
@@ -474,8 +477,7 @@ impl Session {
                 eprintln!("supervisor: sessions: {e}");
             }
         }
-        let mut live = lock(&self.live);
-        stop(&mut live);
+        lock(&self.live).process.stop();
         for stale in [EXEC_SOCKET, READY_FILE] {
             let _ = std::fs::remove_file(self.dir.join(stale));
         }
@@ -520,56 +522,13 @@ impl Session {
             workdir: self.workdir.clone(),
             volume: record.spec.volume.clone(),
             publish: record.spec.publish.clone(),
+            template: record.spec.template.clone(),
         }
-    }
-}
-
-/// Closes the lifeline (the sandbox kills itself) and reaps the child,
-/// SIGKILLing it if it lingers.
-fn stop(live: &mut Live) {
-    live.lifeline = None;
-    let Some(mut child) = live.child.take() else {
-        return;
-    };
-    let deadline = Instant::now() + STOP_TIMEOUT;
-    while Instant::now() < deadline {
-        match child.try_wait() {
-            Ok(Some(_)) | Err(_) => return,
-            Ok(None) => std::thread::sleep(Duration::from_millis(5)),
-        }
-    }
-    let _ = child.kill();
-    let _ = child.wait();
-}
-
-/// Waits for the sandbox's `ready` file: init's host pid.
-fn wait_ready(dir: &Path, live: &mut Live) -> Result<i32> {
-    let deadline = Instant::now() + START_TIMEOUT;
-    loop {
-        if let Ok(text) = std::fs::read_to_string(dir.join(READY_FILE)) {
-            if let Ok(pid) = text.trim().parse() {
-                return Ok(pid);
-            }
-        }
-        let exited = !matches!(live.child.as_mut().map(Child::try_wait), Some(Ok(None)));
-        if exited {
-            let log = std::fs::read(dir.join("sandbox.log")).unwrap_or_default();
-            return Err(SessionError::StartFailed(format!(
-                "the session's sandbox did not start: {}",
-                one_line(&log, "no message")
-            )));
-        }
-        if Instant::now() >= deadline {
-            return Err(SessionError::Internal(
-                "the session's sandbox was not ready in time".into(),
-            ));
-        }
-        std::thread::sleep(Duration::from_millis(2));
     }
 }
 
 /// `run`'s flags checked as the command line checks them.
-fn check_flags(flags: &[std::ffi::OsString]) -> std::result::Result<(), String> {
+pub(super) fn check_flags(flags: &[std::ffi::OsString]) -> std::result::Result<(), String> {
     use clap::Parser;
     let argv = ["supervisor", "run"]
         .into_iter()
@@ -587,7 +546,7 @@ fn check_flags(flags: &[std::ffi::OsString]) -> std::result::Result<(), String> 
 }
 
 /// The last non-empty line of `text`, or `default`.
-fn one_line(text: &[u8], default: &str) -> String {
+pub(super) fn one_line(text: &[u8], default: &str) -> String {
     String::from_utf8_lossy(text)
         .lines()
         .rev()
@@ -598,7 +557,7 @@ fn one_line(text: &[u8], default: &str) -> String {
 }
 
 /// 16 random hex digits.
-fn new_id() -> std::result::Result<String, String> {
+pub(super) fn new_id() -> std::result::Result<String, String> {
     use std::io::Read;
     let mut bytes = [0u8; 8];
     File::open("/dev/urandom")
@@ -607,7 +566,7 @@ fn new_id() -> std::result::Result<String, String> {
     Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
 }
 
-fn mkdir_private(dir: &Path) -> std::result::Result<(), String> {
+pub(super) fn mkdir_private(dir: &Path) -> std::result::Result<(), String> {
     use std::os::unix::fs::DirBuilderExt;
     std::fs::DirBuilder::new()
         .recursive(true)
@@ -617,6 +576,6 @@ fn mkdir_private(dir: &Path) -> std::result::Result<(), String> {
 }
 
 /// A lock that a panicked holder did not poison for good.
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+pub(super) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }

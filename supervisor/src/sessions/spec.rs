@@ -50,16 +50,24 @@ pub struct SessionSpec {
     /// Seconds after its creation at which the session ends regardless.
     #[serde(default)]
     pub max_lifetime_s: Option<u64>,
+    /// The template the session is made from (`templates.rs`): its
+    /// sandbox and processes; only the lifetimes may be given besides.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub template: Option<String>,
 }
 
 /// A session's limits (those of `supervisor run`: the whole sandbox's).
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SessionLimits {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub memory_bytes: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpus: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pids: Option<u64>,
     /// The writable layer's cap (default 1 GiB).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub disk_bytes: Option<u64>,
 }
 
@@ -78,22 +86,22 @@ fn default_mount() -> String {
 }
 
 /// One command in a session.
-#[derive(Clone, Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ExecSpec {
     /// The program and its arguments (PATH is searched).
     pub command: Vec<String>,
     /// Text on the command's stdin; none: an empty stdin.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stdin: Option<String>,
     /// Variables added to the session's.
     #[serde(default)]
     pub env: BTreeMap<String, String>,
     /// Working directory (default: the volume's path, else /tmp).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cwd: Option<String>,
     /// Seconds after which the command is killed (default 60).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout_s: Option<f64>,
 }
 
@@ -138,6 +146,31 @@ fn check_env(env: &BTreeMap<String, String>) -> Result<(), String> {
     Ok(())
 }
 
+/// The environment every command starts from (then the session's, then the exec's).
+const BASE_ENV: [&str; 3] = [
+    "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+    "LANG=C.UTF-8",
+    "HOME=/tmp",
+];
+
+/// A command's complete environment: the base, the session's
+/// `session_env`, then `extra` (`K=V`); a later value of a name replaces
+/// an earlier one.
+pub fn command_env(session_env: &BTreeMap<String, String>, extra: &[String]) -> Vec<String> {
+    let mut env: Vec<String> = Vec::new();
+    for e in BASE_ENV
+        .iter()
+        .map(|s| s.to_string())
+        .chain(env_strings(session_env))
+        .chain(extra.iter().cloned())
+    {
+        let name = e.split_once('=').map_or(e.as_str(), |(k, _)| k).to_string();
+        env.retain(|old| old.split_once('=').map_or(old.as_str(), |(k, _)| k) != name);
+        env.push(e);
+    }
+    env
+}
+
 /// `env` as `K=V` strings.
 pub fn env_strings(env: &BTreeMap<String, String>) -> Vec<String> {
     env.iter().map(|(k, v)| format!("{k}={v}")).collect()
@@ -164,6 +197,24 @@ impl SessionSpec {
             check("idle_ttl_s", self.idle_ttl_s, DEFAULT_IDLE_TTL)?,
             check("max_lifetime_s", self.max_lifetime_s, DEFAULT_MAX_LIFETIME)?,
         ))
+    }
+
+    /// A request naming a template gives nothing that shapes the sandbox:
+    /// that is the template's (its sessions are made before they are asked for).
+    pub fn check_template_request(&self) -> Result<(), String> {
+        let l = &self.limits;
+        let shaped = l.memory_bytes.is_some()
+            || l.cpus.is_some()
+            || l.pids.is_some()
+            || l.disk_bytes.is_some()
+            || !self.egress.is_empty()
+            || !self.publish.is_empty()
+            || !self.env.is_empty()
+            || self.volume.is_some();
+        match shaped {
+            true => Err("a session made from a template takes its limits, egress, env, publish and volume from the template: give only template, idle_ttl_s and max_lifetime_s".into()),
+            false => Ok(()),
+        }
     }
 
     /// Where commands start, and file paths are relative to.
@@ -272,6 +323,33 @@ mod tests {
         assert!(bad.run_flags(Some(std::path::Path::new("/d/v1"))).is_err());
         let bad = spec(r#"{"env": {"A=B": "c"}}"#).unwrap();
         assert!(bad.run_flags(None).is_err());
+    }
+
+    #[test]
+    fn a_template_request_gives_only_lifetimes() {
+        let ok = spec(r#"{"template": "np", "idle_ttl_s": 5}"#).unwrap();
+        assert!(ok.check_template_request().is_ok());
+        for bad in [
+            r#"{"template": "np", "limits": {"pids": 4}}"#,
+            r#"{"template": "np", "env": {"A": "b"}}"#,
+            r#"{"template": "np", "volume": {"name": "v"}}"#,
+            r#"{"template": "np", "egress": ["203.0.113.1:80"]}"#,
+        ] {
+            assert!(
+                spec(bad).unwrap().check_template_request().is_err(),
+                "{bad}"
+            );
+        }
+    }
+
+    #[test]
+    fn command_env_lets_later_values_win() {
+        let mut session = BTreeMap::new();
+        session.insert("HOME".to_string(), "/data".to_string());
+        let env = command_env(&session, &["X=1".into(), "HOME=/w".into()]);
+        assert!(env.contains(&"HOME=/w".to_string()), "{env:?}");
+        assert_eq!(env.iter().filter(|e| e.starts_with("HOME=")).count(), 1);
+        assert!(env.iter().any(|e| e.starts_with("PATH=")));
     }
 
     #[test]

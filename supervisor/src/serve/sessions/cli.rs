@@ -3,7 +3,9 @@
 //! streams a command's output to this process's stdout and stderr and
 //! exits with its status, `cp` copies a file in (`cp FILE ID:PATH`, a
 //! progress line on stderr as it uploads) or out (`cp ID:PATH FILE`,
-//! `-` for stdout), `rm` deletes sessions.
+//! `-` for stdout), `rm` deletes sessions; `template ls|create|rm` does
+//! the same for templates (`create NAME SPEC` prints the template once
+//! its setup has run).
 //!
 //! Owns those commands; the HTTP is `serve/client.rs`'s.
 
@@ -61,6 +63,29 @@ pub enum SessionsCommand {
     Rm {
         #[arg(required = true, value_name = "ID")]
         ids: Vec<String>,
+    },
+    /// Templates (sessions born warm): ls, create, rm.
+    Template {
+        #[command(subcommand)]
+        command: TemplateCommand,
+    },
+}
+
+#[derive(clap::Subcommand, Debug)]
+pub enum TemplateCommand {
+    /// List the templates.
+    Ls,
+    /// Make template NAME (its setup runs once first). SPEC: the JSON of `POST /v1/templates` without `name`.
+    Create {
+        #[arg(value_name = "NAME")]
+        name: String,
+        #[arg(value_name = "SPEC", default_value = "{}")]
+        spec: String,
+    },
+    /// Delete templates (sessions made from them stay).
+    Rm {
+        #[arg(required = true, value_name = "NAME")]
+        names: Vec<String>,
     },
 }
 
@@ -128,11 +153,55 @@ async fn run(args: SessionsArgs) -> Result<i32, String> {
             }
             exec(socket, &id, spec).await
         }
+        SessionsCommand::Template { command } => template(socket, command).await,
         SessionsCommand::Cp { src, dst } => match (split_remote(&src), split_remote(&dst)) {
             (None, Some((id, path))) => upload(socket, &src, id, path).await,
             (Some((id, path)), None) => download(socket, id, path, &dst).await,
             _ => Err("cp: exactly one of SRC and DST must be ID:PATH".into()),
         },
+    }
+}
+
+async fn template(socket: &std::path::Path, command: TemplateCommand) -> Result<i32, String> {
+    match command {
+        TemplateCommand::Ls => {
+            let v = json_call(socket, Method::GET, "/v1/templates", body(Bytes::new())).await?;
+            println!(
+                "{:<24}  {:>5}  {:>5}  {:>6}  LAST ERROR",
+                "NAME", "WARM", "READY", "SETUP"
+            );
+            let empty = Vec::new();
+            for t in v["templates"].as_array().unwrap_or(&empty) {
+                println!(
+                    "{:<24}  {:>5}  {:>5}  {:>6}  {}",
+                    t["name"].as_str().unwrap_or(""),
+                    t["warm"].as_u64().unwrap_or(0),
+                    t["ready"].as_u64().unwrap_or(0),
+                    t["setup"].as_array().map_or(0, Vec::len),
+                    t["last_error"].as_str().unwrap_or(""),
+                );
+            }
+            Ok(0)
+        }
+        TemplateCommand::Create { name, spec } => {
+            let mut v: serde_json::Value =
+                serde_json::from_str(&spec).map_err(|e| format!("SPEC: {e}"))?;
+            let Some(fields) = v.as_object_mut() else {
+                return Err("SPEC: expected a JSON object".into());
+            };
+            fields.insert("name".into(), name.into());
+            let made =
+                json_call(socket, Method::POST, "/v1/templates", body(v.to_string())).await?;
+            println!("{}", made["name"].as_str().unwrap_or(""));
+            Ok(0)
+        }
+        TemplateCommand::Rm { names } => {
+            for name in names {
+                let path = format!("/v1/templates/{}", encode(&name));
+                json_call(socket, Method::DELETE, &path, body(Bytes::new())).await?;
+            }
+            Ok(0)
+        }
     }
 }
 

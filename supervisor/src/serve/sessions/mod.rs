@@ -5,8 +5,10 @@
 //! volumes and reaper are `crate::sessions`'; this module only maps HTTP
 //! onto them (blocking work on tokio's blocking threads) and their
 //! errors onto statuses: unknown id 404, bad request 400, ended session
-//! 409, a sandbox that would not start with what was asked 422, past
-//! `--max-sessions` 429.
+//! 409, a sandbox that would not start with what was asked (or a
+//! template's setup that failed) 422, past `--max-sessions` 429. A
+//! session made from a template (`{"template": NAME}`) is handed one of
+//! its warm sessions (`crate::sessions::templates`).
 //!
 //! Owns the routes and the wire form of results (`result.rs`); the
 //! OpenAPI fragment is `openapi.rs`'s.
@@ -45,11 +47,12 @@ pub fn routes() -> Router<Arc<Serve>> {
         )
 }
 
-fn api_error(e: SessionError) -> ApiError {
+/// The status of a sessions' (or templates') error.
+pub fn api_error(e: SessionError) -> ApiError {
     let status = match &e {
         SessionError::NotFound(_) => StatusCode::NOT_FOUND,
         SessionError::BadRequest(_) => StatusCode::BAD_REQUEST,
-        SessionError::Ended(_) => StatusCode::CONFLICT,
+        SessionError::Ended(_) | SessionError::Conflict(_) => StatusCode::CONFLICT,
         SessionError::StartFailed(_) => StatusCode::UNPROCESSABLE_ENTITY,
         SessionError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         SessionError::Full(_) => return ApiError::too_many(e.to_string(), 5),
@@ -190,16 +193,22 @@ async fn get_file(
 }
 
 /// The daemon's sessions under `--data-dir` (those a previous daemon left
-/// running are reported ended), with their reaper started.
+/// running are reported ended), with their reaper started, and its
+/// templates, with the filler that warms them up started.
 pub fn open(args: &super::ServeArgs) -> Result<Arc<crate::sessions::Sessions>, String> {
     let exe = std::env::current_exe().map_err(|e| format!("the supervisor binary: {e}"))?;
     let sessions = Arc::new(crate::sessions::Sessions::open(
         &args.data_dir,
         &exe,
         args.max_sessions as usize,
+        args.max_warm as usize,
     )?);
     sessions
         .start_reaper(std::time::Duration::from_millis(500))
         .map_err(|e| format!("starting the session reaper: {e}"))?;
+    sessions
+        .templates
+        .start_filler()
+        .map_err(|e| format!("starting the templates' filler: {e}"))?;
     Ok(sessions)
 }

@@ -38,6 +38,7 @@ pub fn openapi() -> Value {
                     "responses": {
                         "201": ok_json("Created and running", "Session"),
                         "400": e400, "401": e401, "413": e413,
+                        "404": error_response("No such template"),
                         "422": error_response("The sandbox would not start with what was asked"),
                         "429": error_response("--max-sessions sessions are running")
                     }
@@ -122,7 +123,9 @@ pub fn openapi() -> Value {
                             "name": { "type": "string", "pattern": "^[A-Za-z0-9_-][A-Za-z0-9_.-]{0,63}$" },
                             "path": { "type": "string", "default": "/data" } } },
                     "idle_ttl_s": { "type": "integer", "minimum": 1, "maximum": 2592000, "default": 900 },
-                    "max_lifetime_s": { "type": "integer", "minimum": 1, "maximum": 2592000, "default": 86400 }
+                    "max_lifetime_s": { "type": "integer", "minimum": 1, "maximum": 2592000, "default": 86400 },
+                    "template": { "type": "string",
+                        "description": "Make the session from this template (/v1/templates): its limits, egress and env, its setup's processes already running; only idle_ttl_s and max_lifetime_s may be given besides" }
                 }
             },
             "Session": {
@@ -146,7 +149,8 @@ pub fn openapi() -> Value {
                     "workdir": { "type": "string" },
                     "volume": { "type": "object", "nullable": true, "properties": {
                         "name": { "type": "string" }, "path": { "type": "string" } } },
-                    "publish": { "type": "array", "items": { "type": "string" } }
+                    "publish": { "type": "array", "items": { "type": "string" } },
+                    "template": { "type": "string", "nullable": true }
                 }
             },
             "SessionList": {
