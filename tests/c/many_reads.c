@@ -12,7 +12,11 @@
  * many_reads check DIR: the answers the C library's own open and fopen
  * give (errno numbers, which are Linux's under every C library): a
  * missing file, the modes r+, a, x, w+, an invalid mode, /proc files the
- * sandbox serves, a directory opened for reading. */
+ * sandbox serves, a directory opened for reading.
+ * many_reads env NAME: the value of NAME in the environment, or
+ * "(unset)".
+ * many_reads mapped NAME: "mapped" when a line of /proc/self/maps names
+ * NAME (a library the loader mapped), else "not mapped". */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -124,7 +128,7 @@ static int check(const char *dir)
     show_fd("open proc status", open("/proc/self/status", O_RDONLY));
     show_file("fopen proc stat", fopen("/proc/self/comm", "r"));
     show_fd("open dir", open(dir, O_RDONLY));
-    show_fd("openat rel", openat(AT_FDCWD, "/proc/self/../self/comm", O_RDONLY));
+    show_fd("openat proc comm", openat(AT_FDCWD, "/proc/self/comm", O_RDONLY));
     int lines = 0;
     FILE *f = fopen(path, "r");
     char buf[64];
@@ -145,6 +149,20 @@ int main(int argc, char **argv)
         return read_all(argv[2], atoi(argv[3]));
     if (argc == 3 && strcmp(argv[1], "check") == 0)
         return check(argv[2]);
-    fprintf(stderr, "usage: many_reads make|read DIR N | check DIR\n");
+    if (argc == 3 && strcmp(argv[1], "mapped") == 0) {
+        FILE *maps = fopen("/proc/self/maps", "r");
+        char line[4096];
+        int found = 0;
+        while (maps != NULL && fgets(line, sizeof line, maps) != NULL)
+            found |= strstr(line, argv[2]) != NULL;
+        printf("%s\n", found ? "mapped" : "not mapped");
+        return 0;
+    }
+    if (argc == 3 && strcmp(argv[1], "env") == 0) {
+        const char *value = getenv(argv[2]);
+        printf("%s\n", value != NULL ? value : "(unset)");
+        return 0;
+    }
+    fprintf(stderr, "usage: many_reads make|read DIR N | check DIR | env NAME | mapped NAME\n");
     return 2;
 }

@@ -93,7 +93,11 @@ impl ExecPlan {
     /// (`name` and `value` hold no NUL or `=`: the caller's constants).
     pub fn set_env_default(&mut self, name: &str, value: &str) {
         let prefix = format!("{name}=");
-        if self.envp.iter().any(|e| e.as_bytes().starts_with(prefix.as_bytes())) {
+        if self
+            .envp
+            .iter()
+            .any(|e| e.as_bytes().starts_with(prefix.as_bytes()))
+        {
             return;
         }
         if let Ok(entry) = CString::new(format!("{prefix}{value}")) {

@@ -104,7 +104,10 @@ fn tree_list(root: BorrowedFd<'_>) -> Vec<u8> {
     let Ok(file) = open_in_root(root, &path, flags).map(File::from) else {
         return Vec::new();
     };
-    if !file.metadata().is_ok_and(|m| m.is_file() && m.len() <= MAX_TREE_LIST) {
+    if !file
+        .metadata()
+        .is_ok_and(|m| m.is_file() && m.len() <= MAX_TREE_LIST)
+    {
         return Vec::new();
     }
     let mut list = Vec::new();
@@ -151,7 +154,11 @@ pub fn late_env(
     if env.iter().any(|(k, _)| k == "LD_PRELOAD") {
         return None;
     }
-    let path = env.iter().rev().find(|(k, _)| k == "PATH").map(|(_, v)| v.as_os_str());
+    let path = env
+        .iter()
+        .rev()
+        .find(|(k, _)| k == "PATH")
+        .map(|(_, v)| v.as_os_str());
     let candidates = exec::candidates(first, path);
     if !musl::is_musl_program(root, candidates.iter().map(PathBuf::as_path), None) {
         return None;

@@ -176,9 +176,17 @@ mod tests {
         fn paths(p: &[&'static str]) -> Vec<&'static Path> {
             p.iter().map(|s| Path::new(*s)).collect()
         }
-        assert!(is_musl_program(fd, paths(&["/nowhere/prog", "/bin/prog"]), None));
+        assert!(is_musl_program(
+            fd,
+            paths(&["/nowhere/prog", "/bin/prog"]),
+            None
+        ));
         assert!(is_musl_program(fd, paths(&["/sub/link"]), None));
-        assert!(is_musl_program(fd, paths(&["prog"]), Some(Path::new("/bin"))));
+        assert!(is_musl_program(
+            fd,
+            paths(&["prog"]),
+            Some(Path::new("/bin"))
+        ));
         assert!(!is_musl_program(fd, paths(&["prog"]), None));
         // A directory is passed over, as execve passes over it.
         assert!(!is_musl_program(fd, paths(&["/sub"]), None));
