@@ -1,11 +1,12 @@
 //! Builds the guest's preload, `guest/fast_reads.c`, into
 //! `$OUT_DIR/fast_reads.so`, which `src/launch/fast_reads.rs` embeds.
 //!
-//! The library must load under any x86_64 glibc a `--rootfs` tree may
-//! have: no start files, no C library but the three symbols it names
-//! (`__errno_location`, `fdopen`, `_IO_fopen`, each versioned
-//! GLIBC_2.2.5), no stack protector or
-//! fortified calls that would pull in newer symbols. Without a C compiler
+//! The library must load under any x86_64 glibc or musl a `--rootfs`
+//! tree may have: no start files, no C library but the symbols it names
+//! (`__errno_location` and `fdopen`, which both export, versioned
+//! GLIBC_2.2.5 for glibc, whose versions musl's loader ignores; glibc's
+//! `_IO_fopen`, weakly, so that musl's loader leaves it NULL), no stack
+//! protector or fortified calls that would pull in newer symbols. Without a C compiler
 //! (or on another target) the file is left empty and the sandbox does
 //! without fast reads (a warning says so).
 

@@ -23,13 +23,16 @@
  *
  * fopen and fopen64 in a read mode make the same open, then hand the
  * descriptor to the C library's fdopen; any other mode goes to the C
- * library's own fopen, which glibc also exports as _IO_fopen.
+ * library's own fopen, which glibc also exports as _IO_fopen. Another C
+ * library (musl, whose dynamic loader takes this file from LD_PRELOAD)
+ * has no _IO_fopen: there any other mode is opened here as musl's own
+ * fopen opens it (its flags for the mode, 0666), then fdopen.
  *
  * Built by sandbox/build.rs with no C library headers' inline code
- * and no start files; it needs only __errno_location, fdopen and
- * _IO_fopen, all at GLIBC_2.2.5, which every x86_64 glibc has.
- * Differences from the C library's open and fopen: not a thread
- * cancellation point.
+ * and no start files; it needs only __errno_location and fdopen, which
+ * glibc (at GLIBC_2.2.5) and musl both export, and _IO_fopen, weakly.
+ * One build serves both. Differences from the C library's open and
+ * fopen: not a thread cancellation point.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -195,9 +198,9 @@ FORTIFIED_OPENAT(__openat64_2)
 FORTIFIED_OPEN(__open_2)
 FORTIFIED_OPEN(__open64_2)
 
-/* The C library's fopen under its other exported name: this library
- * defines fopen, not _IO_fopen. */
-extern FILE *_IO_fopen(const char *path, const char *mode);
+/* glibc's fopen under its other exported name: this library defines
+ * fopen, not _IO_fopen. Weak: musl has none, and then it is NULL. */
+extern FILE *_IO_fopen(const char *path, const char *mode) __attribute__((weak));
 
 /* The open flags of `mode` when it is a read mode whose every letter this
  * file handles as the C library's fopen does: 'r', then at most six of
@@ -226,12 +229,47 @@ static int read_mode_flags(const char *mode)
     return flags;
 }
 
+/* Whether `s` holds the letter `c`. */
+static int has(const char *s, char c)
+{
+    for (; *s != '\0'; s++)
+        if (*s == c)
+            return 1;
+    return 0;
+}
+
+/* The open flags musl's fopen gives `mode` (its __fmodeflags); -1 (and
+ * EINVAL) when the first letter is none of r, w, a, as in musl. */
+static int other_mode_flags(const char *mode)
+{
+    if (mode[0] != 'r' && mode[0] != 'w' && mode[0] != 'a')
+        return -1;
+    int flags = has(mode, '+') ? O_RDWR : mode[0] == 'r' ? O_RDONLY : O_WRONLY;
+    if (has(mode, 'x'))
+        flags |= O_EXCL;
+    if (has(mode, 'e'))
+        flags |= O_CLOEXEC;
+    if (mode[0] != 'r')
+        flags |= O_CREAT;
+    if (mode[0] == 'w')
+        flags |= O_TRUNC;
+    if (mode[0] == 'a')
+        flags |= O_APPEND;
+    return flags;
+}
+
 static FILE *fopen_common(const char *path, const char *mode)
 {
     int flags = read_mode_flags(mode);
-    if (flags < 0)
+    if (flags < 0 && _IO_fopen != NULL)
         return _IO_fopen(path, mode);
-    int fd = open_at(AT_FDCWD, path, flags, 0);
+    if (flags < 0)
+        flags = other_mode_flags(mode);
+    if (flags < 0) {
+        errno = EINVAL;
+        return NULL;
+    }
+    int fd = open_at(AT_FDCWD, path, flags, 0666);
     if (fd < 0)
         return NULL;
     FILE *file = fdopen(fd, mode);

@@ -80,3 +80,40 @@ fn build_one(src: &Path, out: &Path, name: &str) -> Result<(), String> {
         .map_err(|e| e.to_string())?;
     std::fs::rename(&tmp, out.join(name)).map_err(|e| e.to_string())
 }
+
+/// tests/c/NAME.c built with musl-gcc (`musl-tools`, which .ci/run
+/// installs) as `NAME.musl` beside the cc builds: a dynamically linked
+/// musl program, its interpreter `/lib/ld-musl-x86_64.so.1`. Panics where
+/// musl-gcc is missing or fails: the tests that need it must not pass
+/// without it.
+pub fn musl_prog(name: &str) -> PathBuf {
+    static BUILT: OnceLock<std::sync::Mutex<BTreeMap<String, PathBuf>>> = OnceLock::new();
+    let built = BUILT.get_or_init(Default::default);
+    let mut built = built.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(p) = built.get(name) {
+        return p.clone();
+    }
+    assert!(
+        have("musl-gcc"),
+        "musl-gcc is missing (apt-get install musl-tools)"
+    );
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/c/{name}.c"));
+    let out = c_dir().join(format!("{name}.musl"));
+    let tmp = c_dir().join(format!("{name}.musl.{}.tmp", std::process::id()));
+    let st = Command::new("musl-gcc")
+        .args(["-O1", "-Wall", "-o"])
+        .arg(&tmp)
+        .arg(&src)
+        .stdin(Stdio::null())
+        .output()
+        .expect("running musl-gcc");
+    assert!(
+        st.status.success(),
+        "musl-gcc {name}.c: {}",
+        String::from_utf8_lossy(&st.stderr)
+    );
+    std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    std::fs::rename(&tmp, &out).expect("rename");
+    built.insert(name.to_owned(), out.clone());
+    out
+}

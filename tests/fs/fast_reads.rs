@@ -282,10 +282,11 @@ print(sorted(os.listdir(d)))
     );
 }
 
-/// A `--rootfs` tree is shown as it is: no preload list added to its
-/// /etc (its C library may not be glibc; `tests/fs/mounts.rs` lists /etc).
+/// A `--rootfs` tree without a dynamic loader (static programs only) is
+/// shown as it is: no preload list added to its /etc (`tests/fs/mounts.rs`
+/// lists /etc; trees with a loader: `fast_reads_any_libc.rs`).
 #[test]
-fn a_rootfs_tree_gets_no_preload() {
+fn a_static_tree_gets_no_preload() {
     let root = tempfile::tempdir().expect("tempdir");
     if let Err(e) = tiny_rootfs(root.path()) {
         skip!("{e}");

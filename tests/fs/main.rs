@@ -19,6 +19,7 @@ mod common;
 mod device_nodes;
 mod dircache;
 mod fast_reads;
+mod fast_reads_any_libc;
 mod fifo;
 mod fsprobe;
 mod host_shared;

@@ -581,3 +581,37 @@ fn the_clock_starts_with_the_command_not_the_set_up() {
     assert_eq!(pooled.code, Some(137), "{}", pooled.dump());
     assert_eq!(pooled.stderr, cold.stderr);
 }
+
+/// A pooled sandbox's late command that is a musl program gets
+/// `LD_PRELOAD` naming the fast-reads library (musl's loader reads no
+/// preload list) and has it mapped; a glibc one gets no `LD_PRELOAD`
+/// (`sandbox/src/launch/fast_reads.rs`).
+#[test]
+fn a_late_musl_command_gets_the_preload() {
+    if landlock_abi() < 1 {
+        skip!("no Landlock: no fence, so no fast reads");
+    }
+    let musl = musl_prog("many_reads");
+    let glibc = c_prog("many_reads");
+    let dir = c_dir().display().to_string();
+    let pool = Pool::start(&["--ro", &format!("{dir}:{dir}")]);
+    let ask = |prog: &Path, what: &[&str]| {
+        let mut argv = vec![prog.as_os_str()];
+        argv.extend(what.iter().map(|w| std::ffi::OsStr::new(*w)));
+        Run::new(&argv)
+            .sup(&pool.flag())
+            .supervised()
+            .ok("pooled")
+            .stdout
+    };
+    assert_eq!(
+        ask(&musl, &["env", "LD_PRELOAD"]),
+        "/etc/sandbox-fast-reads.so\n"
+    );
+    assert_eq!(ask(&musl, &["mapped", "sandbox-fast-reads.so"]), "mapped\n");
+    assert_eq!(ask(&glibc, &["env", "LD_PRELOAD"]), "(unset)\n");
+    assert_eq!(
+        ask(&glibc, &["mapped", "sandbox-fast-reads.so"]),
+        "mapped\n"
+    );
+}

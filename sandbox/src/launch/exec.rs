@@ -81,6 +81,29 @@ impl ExecPlan {
             envp,
         })
     }
+
+    /// The paths execve will try, in order.
+    pub fn candidate_paths(&self) -> impl Iterator<Item = &Path> {
+        self.candidates
+            .iter()
+            .map(|c| Path::new(OsStr::from_bytes(c.as_bytes())))
+    }
+
+    /// Adds `name=value` to the environment unless it has `name` already
+    /// (`name` and `value` hold no NUL or `=`: the caller's constants).
+    pub fn set_env_default(&mut self, name: &str, value: &str) {
+        let prefix = format!("{name}=");
+        if self
+            .envp
+            .iter()
+            .any(|e| e.as_bytes().starts_with(prefix.as_bytes()))
+        {
+            return;
+        }
+        if let Ok(entry) = CString::new(format!("{prefix}{value}")) {
+            self.envp.push(entry);
+        }
+    }
 }
 
 /// The paths to try, in order, as execvp would: the command itself if
@@ -295,6 +318,12 @@ mod tests {
         let p = ExecPlan::new(&["x".into(), "y".into()], &env).unwrap();
         assert_eq!(p.candidates, [CString::new("/p/x").unwrap()]);
         assert_eq!(p.envp[1], CString::new("A=1").unwrap());
+        let mut p = p;
+        p.set_env_default("A", "2");
+        p.set_env_default("B", "3");
+        assert_eq!(p.envp.len(), 3);
+        assert_eq!(p.envp[2], CString::new("B=3").unwrap());
+        assert_eq!(p.candidate_paths().next(), Some(Path::new("/p/x")));
         assert!(!p.has_slash);
     }
 }

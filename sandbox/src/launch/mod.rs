@@ -40,6 +40,7 @@ pub mod host_stdio;
 mod idmapped;
 mod init;
 mod late;
+mod musl;
 mod plan;
 pub(crate) mod privs;
 mod proc_mount;
@@ -286,6 +287,9 @@ pub struct Sandbox {
     command: String,
     command_has_slash: bool,
     started: AtomicBool,
+    /// The fast-reads library is in the view: a late musl command gets
+    /// `LD_PRELOAD` naming it (`fast_reads.rs`).
+    musl_preload: bool,
     reaped: bool,
     /// Do not wait for init's exit once it has reported (see
     /// [`Sandbox::release_on_status`]).
@@ -341,7 +345,7 @@ impl InitHooks for NoHooks {
 
 /// [`launch`], calling `hooks` on init at the two moments they name.
 pub fn launch_with(cfg: &LaunchConfig, hooks: &dyn InitHooks) -> Result<Sandbox, LaunchError> {
-    let exec = match cfg.late_exec {
+    let mut exec = match cfg.late_exec {
         true => None,
         false => Some(ExecPlan::new(&cfg.command, &cfg.env)?),
     };
@@ -398,12 +402,17 @@ pub fn launch_with(cfg: &LaunchConfig, hooks: &dyn InitHooks) -> Result<Sandbox,
         fenced: landlock && cfg.fence_reads && crate::sys::landlock::has_fs_rules(),
     };
     let fast_reads = match &cfg.fast_reads_filter {
-        Some(filter) if plan.proc_covers.fenced && fast_reads::possible(cfg.rootfs.as_deref()) => {
-            plan.etc_guest_files = fast_reads::etc_files();
+        Some(filter) if plan.proc_covers.fenced && fast_reads::possible() => {
+            plan.etc_guest_files = fast_reads::etc_files(cfg.rootfs.as_deref());
             Some(filter)
         }
         _ => None,
     };
+    // The library is in the view: a musl command is told where.
+    let musl_preload = !plan.etc_guest_files.is_empty();
+    if let Some(exec) = exec.as_mut().filter(|_| musl_preload) {
+        fast_reads::preload_musl_command(exec, cfg.rootfs.as_deref(), &workdir);
+    }
     let filter = privs::to_sock_filter(fast_reads.unwrap_or(&cfg.filter));
     // Shifted ids as root: host directories through idmapped copies.
     let idmapped = match cfg.shifted_ids {
@@ -479,6 +488,7 @@ pub fn launch_with(cfg: &LaunchConfig, hooks: &dyn InitHooks) -> Result<Sandbox,
                 command: exec.as_ref().map(|e| e.name.clone()).unwrap_or_default(),
                 command_has_slash: exec.as_ref().is_some_and(|e| e.has_slash),
                 started: AtomicBool::new(false),
+                musl_preload,
                 reaped: false,
                 release: false,
             };

@@ -107,8 +107,15 @@ impl Sandbox {
         let plan = exec::ExecPlan::new(late.command, late.env)?;
         self.command = plan.name;
         self.command_has_slash = plan.has_slash;
+        let musl_env = match self.musl_preload {
+            true => super::fast_reads::late_env(self.root.as_fd(), late.command, late.env),
+            false => None,
+        };
         self.started.store(true, Ordering::SeqCst);
-        super::late::send(self.start.as_fd(), late)
+        match &musl_env {
+            Some(env) => super::late::send(self.start.as_fd(), &LateStart { env, ..*late }),
+            None => super::late::send(self.start.as_fd(), late),
+        }
     }
 
     /// argv[0] of the guest's command, as given (for messages).

@@ -102,3 +102,62 @@ fn a_writable_root_whose_mount_point_is_a_symlink_is_refused() {
     );
     let _ = rt.run(&["delete", "--force", "linked"]);
 }
+
+/// A container's image with a dynamic loader gets the fast-reads preload
+/// (`sandbox/src/launch/fast_reads.rs`): a glibc program of the image has
+/// it mapped through the preload list bound over the image's, a musl
+/// program through `LD_PRELOAD`, and both read as natively. Written into
+/// the bundle's root: only the empty mount points of the two /etc files.
+#[test]
+fn an_image_with_a_loader_gets_the_preload() {
+    need_busybox!();
+    if common::landlock_abi() < 1 {
+        skip!("no Landlock: no fence, so no fast reads");
+    }
+    let t = Tree::new();
+    let rt = Runtime::new(t.path());
+    bundle(t.path(), |c| {
+        c["root"]["readonly"] = false.into();
+    });
+    let rootfs = t.join("rootfs");
+    common::add_dynamic(&rootfs, &common::c_prog("many_reads")).expect("a glibc program");
+    common::add_dynamic(&rootfs, &common::musl_prog("many_reads")).expect("a musl program");
+    fs::create_dir_all(rootfs.join("data/files")).expect("mkdir");
+    for i in 0..200 {
+        fs::write(rootfs.join(format!("data/files/{i}")), format!("{i}\n")).expect("write");
+    }
+    let config_path = t.join("config.json");
+    let config: serde_json::Value =
+        serde_json::from_slice(&fs::read(&config_path).expect("config")).expect("json");
+    let cases: [(&str, &[&str], &str); 4] = [
+        (
+            "glibc-mapped",
+            &["/bin/many_reads", "mapped", "sandbox-fast-reads.so"],
+            "mapped\n",
+        ),
+        (
+            "musl-mapped",
+            &["/bin/many_reads.musl", "mapped", "sandbox-fast-reads.so"],
+            "mapped\n",
+        ),
+        (
+            "glibc-read",
+            &["/bin/many_reads", "read", "/data/files", "200"],
+            "sum 19900 fsum 19900\n",
+        ),
+        (
+            "musl-read",
+            &["/bin/many_reads.musl", "read", "/data/files", "200"],
+            "sum 19900 fsum 19900\n",
+        ),
+    ];
+    for (id, args, want) in cases {
+        let mut c = config.clone();
+        c["process"]["args"] = json!(args);
+        fs::write(&config_path, c.to_string()).expect("write config");
+        assert_eq!(run_to_end(&rt, t.path(), id), want, "{id}");
+    }
+    let read = |rel: &str| fs::read(rootfs.join(rel)).ok();
+    assert_eq!(read("etc/ld.so.preload").as_deref(), Some(&b""[..]));
+    assert_eq!(read("etc/sandbox-fast-reads.so").as_deref(), Some(&b""[..]));
+}
