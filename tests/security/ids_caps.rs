@@ -51,7 +51,7 @@ fn guest_root_renames_and_removes_in_others_directories_as_natively() {
         .native()
         .ok("native");
     let out = Run::sh(AS_ROOT, &[])
-        .env("T", "/tmp")
+        .sup(&["--env", "T=/tmp"])
         .sup(&AUTO)
         .supervised()
         .ok("supervised");
@@ -71,14 +71,15 @@ fn guest_root_renames_and_removes_in_others_directories_as_natively() {
 
 /// The same steps by a root without CAP_DAC_OVERRIDE and CAP_FOWNER
 /// (`--cap-drop`; natively, `setpriv` dropping them from the bounding
-/// set) are refused as natively.
+/// set) are refused as natively. The set-up needs neither: root makes
+/// everything, then gives it away (CAP_CHOWN).
 const WITHOUT_CAPS: &str = r#"
+set -u
 cd "$T"
 r() { "$@" 2>/dev/null; echo "$1 $?"; }
-mkdir d s && chown 65534:65534 d s && chmod 0755 d && chmod 1777 s
-touch s/f && chown 65533:65533 s/f
-touch d/a
-mkdir d/sub
+mkdir d s && chmod 0755 d && chmod 1777 s
+touch s/f d/a && mkdir d/sub
+chown 65533:65533 s/f && chown 65534:65534 d s
 $DROP sh -c '
 r() { "$@" 2>/dev/null; echo "$1 $?"; }
 r mv d/a d/b
@@ -103,8 +104,7 @@ fn guest_root_without_the_capabilities_is_refused_as_natively() {
         .native()
         .ok("native");
     let out = Run::sh(WITHOUT_CAPS, &[])
-        .env("T", "/tmp")
-        .env("DROP", "")
+        .sup(&["--env", "T=/tmp", "--env", "DROP="])
         .sup(&AUTO)
         .sup(&["--cap-drop", "DAC_OVERRIDE", "--cap-drop", "FOWNER"])
         .supervised()
