@@ -129,6 +129,9 @@ fn copy(
     Ok((name, v))
 }
 
+/// The host call that writes one attribute: `(name, value)`.
+type SetAttr<'a> = dyn FnMut(&CStr, &[u8]) -> Result<(), Errno> + 'a;
+
 /// Writes one attribute of `obj` with `act(name, value)`, converted as
 /// the module doc says.
 fn write(
@@ -137,7 +140,7 @@ fn write(
     obj: BorrowedFd<'_>,
     name: &CStr,
     val: &[u8],
-    act: &mut dyn FnMut(&CStr, &[u8]) -> Result<(), Errno>,
+    act: &mut SetAttr<'_>,
 ) -> Res {
     let n = name.to_bytes();
     if n.starts_with(b"trusted.") || (n.starts_with(b"security.") && n != CAPS) {
@@ -211,7 +214,7 @@ const ACL_GROUP: u16 = 0x08;
 fn host_acl(ids: &IdMap, val: &[u8]) -> Result<Vec<u8>, Errno> {
     let head = val.get(..4).ok_or(Errno::EINVAL)?;
     if u32::from_le_bytes([head[0], head[1], head[2], head[3]]) != ACL_VERSION
-        || (val.len() - 4) % ACL_ENTRY != 0
+        || !(val.len() - 4).is_multiple_of(ACL_ENTRY)
     {
         return Err(Errno::EINVAL);
     }
