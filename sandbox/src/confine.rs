@@ -73,6 +73,9 @@ pub const ALLOWED: &[S] = &[
     S::fchmodat2,
     S::fchown,
     S::fchownat,
+    // The guest's extended attributes (syscalls/src/handlers/xattr.rs).
+    S::setxattr,
+    S::fsetxattr,
     // Device nodes the guest asks for (trap/nodes.rs: the one thread
     // that holds CAP_MKNOD) and those the workers refuse by the kernel.
     S::mknodat,

@@ -22,5 +22,5 @@ pub mod trace;
 pub use context::Context;
 pub use guest::{Guest, Reply, SyscallArgs};
 pub use handlers::dispatch;
-pub use handlers::mknod::DeviceNodes;
+pub use handlers::mknod::{DeviceNodes, Node};
 pub use procfs::GuestLimits;

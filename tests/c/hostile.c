@@ -642,6 +642,23 @@ static void t_xattr(void) {
     memcpy(names, n, sizeof n);
     xattr_set("setxattr", SYS_setxattr, "f");
     xattr_set("lsetxattr", SYS_lsetxattr, "l");
+    /* fsetxattr: the hostile descriptors, then hostile names, values and
+     * flags on an open file. */
+    FOR_FDS("fsetxattr", syscall(SYS_fsetxattr, F, "user.b", "v", 1, 0));
+    {
+        char nm[160];
+        int fd = open("f", O_RDWR | O_CLOEXEC);
+        for (int i = 0; i < NNAMES; i++) {
+            snprintf(nm, sizeof nm, "fsetxattr name=%s", names[i].label);
+            R(nm, syscall(SYS_fsetxattr, fd, names[i].p, "v", 1, 0));
+        }
+        R("fsetxattr value=null_size_16", syscall(SYS_fsetxattr, fd, "user.b", NULL, 16, 0));
+        R("fsetxattr size=huge", syscall(SYS_fsetxattr, fd, "user.b", "v", SIZE_MAX, 0));
+        R("fsetxattr flags=all_bits", syscall(SYS_fsetxattr, fd, "user.b", "v", 1, ALL_BITS));
+        R("fsetxattr fd=opath_flags=all_bits",
+          syscall(SYS_fsetxattr, opath_fd, "user.b", "v", 1, ALL_BITS));
+        close(fd);
+    }
     xattr_get("getxattr", SYS_getxattr, "f");
     xattr_get("lgetxattr", SYS_lgetxattr, "l");
     xattr_list("listxattr", SYS_listxattr, "f");

@@ -115,6 +115,7 @@ macro_rules! need_busybox {
 }
 
 mod exec;
+mod ids;
 mod limits;
 mod rootfs;
 

@@ -14,6 +14,7 @@ mod escapes;
 mod fence;
 mod hostile;
 mod ids;
+mod ids_caps;
 mod privileges;
 mod races;
 mod surface;

@@ -284,6 +284,53 @@ pub fn inotify_watch_fd(
     check(unsafe { libc::inotify_add_watch(inotify.as_raw_fd(), p.as_cstr().as_ptr(), mask) })
 }
 
+/// `setxattr("/proc/self/fd/N", name, value, flags)`: set an extended
+/// attribute of the file behind an `O_PATH` descriptor (the magic link
+/// leads to the file itself, a symlink included, which is not followed).
+pub fn setxattr_fd(fd: BorrowedFd<'_>, name: &CStr, value: &[u8], flags: i32) -> Result<(), Errno> {
+    let p = ProcFd::new(fd);
+    // SAFETY: both strings are NUL-terminated; `value` is readable for
+    // its length.
+    let r = unsafe {
+        libc::setxattr(
+            p.as_cstr().as_ptr(),
+            name.as_ptr(),
+            value.as_ptr().cast(),
+            value.len(),
+            flags,
+        )
+    };
+    check(r).map(drop)
+}
+
+/// `setxattr("", NULL, NULL, 0, 0)`: its error tells which the kernel
+/// checks first, the name (EFAULT: copied before the lookup, as since
+/// Linux 6.13) or the path (ENOENT).
+pub fn setxattr_probe() -> Errno {
+    // SAFETY: the path is a NUL-terminated empty string; the kernel reads
+    // nothing through the null name and value (it fails first).
+    let r = unsafe { libc::setxattr(c"".as_ptr(), std::ptr::null(), std::ptr::null(), 0, 0) };
+    match check(r) {
+        Ok(_) => Errno::UnknownErrno,
+        Err(e) => e,
+    }
+}
+
+/// `fsetxattr(fd, name, value, flags)` on an open file.
+pub fn fsetxattr(fd: BorrowedFd<'_>, name: &CStr, value: &[u8], flags: i32) -> Result<(), Errno> {
+    // SAFETY: `name` is NUL-terminated; `value` is readable for its length.
+    let r = unsafe {
+        libc::fsetxattr(
+            fd.as_raw_fd(),
+            name.as_ptr(),
+            value.as_ptr().cast(),
+            value.len(),
+            flags,
+        )
+    };
+    check(r).map(drop)
+}
+
 /// The supervisor's own name for a descriptor, `/proc/self/fd/N`, built
 /// without allocating.
 pub struct ProcFd {

@@ -124,12 +124,7 @@ impl Guest for NotifGuest<'_> {
         wanted: u64,
         act: &mut dyn FnMut() -> Result<(), Errno>,
     ) -> Result<(), Errno> {
-        // Read now, not from the ids' cache: a guest root may drop
-        // capabilities without changing its ids.
-        let held = status_field(self.tid, "CapEff:")
-            .ok()
-            .and_then(|v| u64::from_str_radix(v.trim(), 16).ok())
-            .unwrap_or(0);
+        let held = caller_caps(self.tid);
         let (before, permitted) = crate::sys::caps::current()?;
         let raise = held & wanted & permitted;
         if raise == 0 || !self.still_valid() {
@@ -143,6 +138,17 @@ impl Guest for NotifGuest<'_> {
         }
         r
     }
+}
+
+/// The effective capabilities thread `tid` holds in its own user
+/// namespace (bit N: capability N; none when its status cannot be read).
+/// Read at each use, not from the ids' cache: a guest root may drop
+/// capabilities without changing its ids.
+pub(super) fn caller_caps(tid: i32) -> u64 {
+    status_field(tid, "CapEff:")
+        .ok()
+        .and_then(|v| u64::from_str_radix(v.trim(), 16).ok())
+        .unwrap_or(0)
 }
 
 /// Thread `tid`'s (tgid, tid) in the innermost pid namespace, from its

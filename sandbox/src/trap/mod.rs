@@ -142,7 +142,7 @@ pub fn serve(
     let _ = ioctl::set_sync_wake_up(listener.as_fd());
     prepare(&ctx);
     let mut ctx = ctx;
-    if let Some(maker) = nodes::start() {
+    if let Some(maker) = nodes::start(lends_caps(&ctx)) {
         ctx.set_device_nodes(maker);
     }
     let counters = Arc::new(Counters::new());
@@ -250,17 +250,22 @@ fn worker(shared: &Arc<Shared>) {
     // its capabilities again (capset stays allowed by confine.rs). With
     // a range of ids mapped, a root supervisor's worker keeps CAP_SETUID
     // and CAP_SETGID effective to take each caller's ids (`creds.rs`;
-    // they grant no file access), and CAP_CHOWN, CAP_FOWNER and
-    // CAP_FSETID permitted only, raised for one chown or chmod of an
-    // inode the guest's ids own when the caller holds them in its own
-    // namespace (`guest.rs`, `with_caller_caps`), and only where no
+    // they grant no file access), and CAP_CHOWN, CAP_DAC_OVERRIDE,
+    // CAP_FOWNER, CAP_FSETID and CAP_SETFCAP permitted only, raised for
+    // one call (a chown, a chmod, a rename in another's or a sticky
+    // directory, a namespaced file capability) on
+    // inodes the guest's ids own when the caller holds them in its own
+    // namespace (`guest.rs`, `with_caller_caps`, the syscalls crate's
+    // `handlers/caller_caps.rs`), and only where no
     // guest id is host root: a worker's fsuid never returns to 0 while it
     // serves a call then, which would make the kernel raise those
     // permitted file capabilities again. An unprivileged supervisor has
     // none to keep: it acts only as its own ids.
-    use caps::Capability::{CAP_CHOWN, CAP_FOWNER, CAP_FSETID, CAP_SETGID, CAP_SETUID};
+    use caps::Capability::{
+        CAP_CHOWN, CAP_DAC_OVERRIDE, CAP_FOWNER, CAP_FSETID, CAP_SETFCAP, CAP_SETGID, CAP_SETUID,
+    };
     let ranged = switches_ids(&shared.ctx) && nix::unistd::geteuid().is_root();
-    let shifted = ranged && !shared.ctx.ids().holds_host(0, 0);
+    let shifted = lends_caps(&shared.ctx);
     let (effective, mut permitted): (caps::CapsHashSet, caps::CapsHashSet) = match ranged {
         true => (
             [CAP_SETUID, CAP_SETGID].into(),
@@ -269,7 +274,13 @@ fn worker(shared: &Arc<Shared>) {
         false => Default::default(),
     };
     if shifted {
-        permitted.extend([CAP_CHOWN, CAP_FOWNER, CAP_FSETID]);
+        permitted.extend([
+            CAP_CHOWN,
+            CAP_DAC_OVERRIDE,
+            CAP_FOWNER,
+            CAP_FSETID,
+            CAP_SETFCAP,
+        ]);
     }
     let dropped = caps::set(None, caps::CapSet::Effective, &effective)
         .and_then(|()| caps::set(None, caps::CapSet::Permitted, &permitted));
@@ -281,6 +292,13 @@ fn worker(shared: &Arc<Shared>) {
     serve_calls(shared);
     // Out of the guest's group before it is removed.
     shared.move_to_cpu_group(false);
+}
+
+/// Whether the workers (and the device-node maker) may lend a caller the
+/// file capabilities it holds in its own namespace: a root supervisor
+/// with a range of ids mapped, none of which is host root (see `worker`).
+fn lends_caps(ctx: &Context) -> bool {
+    switches_ids(ctx) && nix::unistd::geteuid().is_root() && !ctx.ids().holds_host(0, 0)
 }
 
 /// Whether workers act with each caller's ids: only when the sandbox

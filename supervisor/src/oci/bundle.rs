@@ -166,6 +166,19 @@ impl Bundle {
         super::user::from_spec(self.process()?.user()).map_err(|e| format!("process.user: {e}"))
     }
 
+    /// The host range `linux.uidMappings` and `gidMappings` map the
+    /// container's ids onto (`user::mapped_range`).
+    pub fn id_range(&self) -> Result<Option<sandbox::launch::subids::HostRange>, String> {
+        let Some(linux) = self.spec.linux() else {
+            return Ok(None);
+        };
+        let none = Vec::new();
+        super::user::mapped_range(
+            linux.uid_mappings().as_ref().unwrap_or(&none),
+            linux.gid_mappings().as_ref().unwrap_or(&none),
+        )
+    }
+
     /// The sandbox this bundle is; warnings for what is left out.
     pub fn sandbox_config(&self) -> Result<(SandboxConfig, Vec<String>), String> {
         let process = self.process()?;
@@ -186,6 +199,10 @@ impl Bundle {
         config.env = GuestEnv::Exact(self.env());
         config.ids.count = super::user::id_count();
         config.ids.user = user;
+        if let Some(range) = self.id_range()? {
+            config.ids.range = sandbox::config::IdRange::Host(range);
+            config.ids.count = range.count;
+        }
         // The terminal is `create`'s to say (`terminal_for`).
         config.terminal = Terminal::Never;
         // The guest waits for `start`; `state` and `delete` need its

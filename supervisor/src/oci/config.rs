@@ -298,6 +298,10 @@ pub struct Linux {
     masked_paths: Option<Vec<String>>,
     #[serde(default)]
     readonly_paths: Option<Vec<String>>,
+    #[serde(default)]
+    uid_mappings: Option<Vec<LinuxIdMapping>>,
+    #[serde(default)]
+    gid_mappings: Option<Vec<LinuxIdMapping>>,
 }
 
 getters!(Linux {
@@ -305,7 +309,21 @@ getters!(Linux {
     get cgroups_path: Option<PathBuf>,
     get masked_paths: Option<Vec<String>>,
     get readonly_paths: Option<Vec<String>>,
+    get uid_mappings: Option<Vec<LinuxIdMapping>>,
+    get gid_mappings: Option<Vec<LinuxIdMapping>>,
 });
+
+/// One line of `linux.uidMappings` or `linux.gidMappings`: container ids
+/// `container_id` onward are host ids `host_id` onward, `size` of them.
+#[derive(Deserialize, Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct LinuxIdMapping {
+    #[serde(rename = "containerID")]
+    pub container_id: u32,
+    #[serde(rename = "hostID")]
+    pub host_id: u32,
+    pub size: u32,
+}
 
 /// `linux.resources` (also `update --resources`' JSON): the limits the
 /// runtime writes (`resources.rs`).

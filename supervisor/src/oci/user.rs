@@ -7,11 +7,68 @@
 //! rootless runtime can map only its own ids, so any other user is
 //! refused with one line.
 //!
-//! Owns the check and the id count; not the switch.
+//! A config whose `linux.uidMappings` and `linux.gidMappings` map the
+//! container's ids onto other host ids (as for runc with a user
+//! namespace) gets them: container 0 onward onto host `hostID` onward, as
+//! `--userns-range START:COUNT` maps a guest's ([`mapped_range`]), so the
+//! container's root is `hostID` on the host, and its processes and the
+//! files it makes are the mapped ids'. The sandbox maps one range, from
+//! container id 0, the same for users and groups, of at least 65536 ids:
+//! any other mapping is a one-line error naming what is missing, and a
+//! rootless runtime (which maps only its own ids) refuses every one.
+//!
+//! Owns the check, the id count and the mapping; not the switch.
 
-use super::config::User;
+use super::config::{LinuxIdMapping, User};
 
+use sandbox::launch::subids::HostRange;
 use sandbox::launch::{GuestUser, OCI_ID_COUNT};
+
+/// The host range `linux.uidMappings` and `linux.gidMappings` map the
+/// container's ids onto; `None` without mappings, or for the identity
+/// mapping of root's runtime (container 0 onto host 0, as without).
+pub fn mapped_range(
+    uids: &[LinuxIdMapping],
+    gids: &[LinuxIdMapping],
+) -> Result<Option<HostRange>, String> {
+    if uids.is_empty() && gids.is_empty() {
+        return Ok(None);
+    }
+    if super::cli::rootless_caller() {
+        return Err(
+            "linux.uidMappings: a rootless runtime maps only its own user into the sandbox".into(),
+        );
+    }
+    let (u, g) = match (uids, gids) {
+        ([u], [g]) => (*u, *g),
+        _ => {
+            return Err(
+                "linux.uidMappings, linux.gidMappings: the sandbox maps one range of each, from container id 0"
+                    .into(),
+            )
+        }
+    };
+    if u.container_id != 0 || g.container_id != 0 {
+        return Err("linux.uidMappings: the sandbox maps container ids from 0".into());
+    }
+    if (u.host_id, u.size) != (g.host_id, g.size) {
+        return Err(
+            "linux.gidMappings: the sandbox maps groups onto the same host range as users".into(),
+        );
+    }
+    if u.host_id == 0 {
+        return match u.size >= OCI_ID_COUNT {
+            true => Ok(None),
+            false => Err(format!(
+                "linux.uidMappings: size {}: the sandbox maps at least {OCI_ID_COUNT} ids",
+                u.size
+            )),
+        };
+    }
+    HostRange::parse(&format!("{}:{}", u.host_id, u.size))
+        .map(Some)
+        .map_err(|e| format!("linux.uidMappings: {e}"))
+}
 
 /// How many ids the container's user namespace maps.
 pub fn id_count() -> u32 {

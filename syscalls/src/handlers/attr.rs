@@ -25,6 +25,7 @@ use std::os::fd::AsFd;
 use nix::errno::Errno;
 use vfs::sys;
 
+use super::caller_caps::{retry_with_caps, Object};
 use super::{live, lookup_at, setid, value, Context, Res};
 use crate::guest::{Guest, CAP_CHOWN, CAP_FOWNER, CAP_FSETID};
 
@@ -82,11 +83,17 @@ pub fn fchmod(ctx: &Context, g: &dyn Guest, fd: i32, mode: u32) -> Res {
 /// keep a set-group-ID bit whose group is not the caller's.
 const CHMOD_CAPS: u64 = CAP_FOWNER | CAP_FSETID;
 
+/// What a chown of another's file takes: CAP_CHOWN, and CAP_FOWNER where
+/// it clears a set-user-ID or set-group-ID bit (the mode change that comes
+/// with it is checked as a chmod's), CAP_FSETID to keep a set-group-ID bit.
+const CHOWN_CAPS: u64 = CAP_CHOWN | CAP_FOWNER | CAP_FSETID;
+
 /// `act` as the worker, with the caller's ids; where the kernel refuses
 /// it (EPERM: not the owner) and the object's owner and group are both
 /// guest ids, again with the capabilities of `wanted` the caller holds
 /// in its user namespace (its root's CAP_CHOWN, CAP_FOWNER), as the
-/// kernel's own check in that namespace would (`capable_wrt_inode_uidgid`).
+/// kernel's own check in that namespace would (`capable_wrt_inode_uidgid`,
+/// `caller_caps.rs`).
 fn as_owner(
     ctx: &Context,
     g: &dyn Guest,
@@ -94,16 +101,7 @@ fn as_owner(
     wanted: u64,
     act: &mut dyn FnMut() -> Result<(), Errno>,
 ) -> Result<(), Errno> {
-    match act() {
-        Err(Errno::EPERM) => {
-            let st = sys::fstat(fd).map_err(|_| Errno::EPERM)?;
-            if !ctx.ids.holds_host(st.st_uid, st.st_gid) {
-                return Err(Errno::EPERM);
-            }
-            g.with_caller_caps(wanted, act)
-        }
-        r => r,
-    }
+    retry_with_caps(ctx, g, wanted, &[Errno::EPERM], &[Object::File(fd)], act)
 }
 
 /// EPERM for an object of a procfs (see the module doc).
@@ -132,7 +130,7 @@ pub fn fchownat(
     let uid = ctx.ids.uid_to_host(uid)?;
     let gid = ctx.ids.gid_to_host(gid)?;
     live(g)?;
-    let r = as_owner(ctx, g, fd.as_fd(), CAP_CHOWN, &mut || {
+    let r = as_owner(ctx, g, fd.as_fd(), CHOWN_CAPS, &mut || {
         sys::chown_fd(fd.as_fd(), uid, gid)
     });
     ctx.fs.changed();

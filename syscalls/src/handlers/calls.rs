@@ -11,7 +11,7 @@
 use super::net::{accept, dgram, msg, names, socket};
 use super::{
     affinity, attr, clock, lseek, mknod, namei, notify, numa, open, refused, sync, sysinfo,
-    task_stat, Context, Res,
+    task_stat, xattr, Context, Res,
 };
 use crate::guest::{Guest, SyscallArgs};
 
@@ -71,6 +71,23 @@ pub(crate) fn lchown(ctx: &Context, g: &dyn Guest, c: &SyscallArgs) -> Res {
 
 pub(crate) fn fchownat(ctx: &Context, g: &dyn Guest, c: &SyscallArgs) -> Res {
     attr::fchownat(ctx, g, c.int(0), c.args[1], c.uint(2), c.uint(3), c.int(4))
+}
+
+// ---- Files: extended attributes. ----------------------------------------------
+
+pub(crate) fn setxattr(ctx: &Context, g: &dyn Guest, c: &SyscallArgs) -> Res {
+    let a = &c.args;
+    xattr::setxattr(ctx, g, [a[0], a[1], a[2], a[3]], c.int(4), true)
+}
+
+pub(crate) fn lsetxattr(ctx: &Context, g: &dyn Guest, c: &SyscallArgs) -> Res {
+    let a = &c.args;
+    xattr::setxattr(ctx, g, [a[0], a[1], a[2], a[3]], c.int(4), false)
+}
+
+pub(crate) fn fsetxattr(ctx: &Context, g: &dyn Guest, c: &SyscallArgs) -> Res {
+    let a = &c.args;
+    xattr::fsetxattr(ctx, g, c.int(0), [a[1], a[2], a[3]], c.int(4))
 }
 
 // ---- Files: names in directories. ---------------------------------------------

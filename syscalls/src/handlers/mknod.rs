@@ -22,7 +22,11 @@
 //! `sandbox/src/trap/nodes.rs`) with the calling guest's ids as the
 //! kernel reports them on the host, so the kernel checks the parent's
 //! permissions as the guest's and the node belongs to the guest, with
-//! `mode & !umask` (the guest's; the supervisor's is 0).
+//! `mode & !umask` (the guest's; the supervisor's is 0). Where the kernel
+//! refuses the caller's ids write access to a parent directory of the
+//! guest's (owner and group guest ids), the maker makes the node again
+//! with the caller's CAP_DAC_OVERRIDE when the caller holds it in its own
+//! namespace, as the kernel would grant it there (`caller_caps.rs`).
 //!
 //! Owns: the argument checks in kernel order and the choice between the
 //! maker and the worker. Does not own: which mknods trap (the policy
@@ -44,14 +48,25 @@ pub trait DeviceNodes: Send + Sync + std::fmt::Debug {
     /// `mknodat(dir, name, mode, dev)` acting as guest thread `tid` (its
     /// file-system ids and groups as the host sees them): the kernel's
     /// permission checks and the node's owner are the caller's.
+    /// `dir_is_guests`: `dir`'s owner and group are guest ids, so that a
+    /// refusal of write access may be overridden with the caller's own
+    /// CAP_DAC_OVERRIDE in its namespace, if it holds it.
     fn make(
         &self,
         tid: i32,
         dir: BorrowedFd<'_>,
         name: &CStr,
-        mode: u32,
-        dev: u32,
+        node: Node,
+        dir_is_guests: bool,
     ) -> Result<(), Errno>;
+}
+
+/// A device node to make: its mode (type and permissions, the umask
+/// applied) and its device number in the kernel's encoding.
+#[derive(Clone, Copy, Debug)]
+pub struct Node {
+    pub mode: u32,
+    pub dev: u32,
 }
 
 /// mknodat (and mknod, from `AT_FDCWD`).
@@ -80,8 +95,11 @@ pub fn mknodat(ctx: &Context, g: &dyn Guest, dirfd: i32, addr: u64, mode: u32, d
     match maker {
         Some(maker) if unopenable_here(ctx, p.dir.as_fd()) => {
             let mode = mode & !(g.umask()? & 0o777);
+            let dir_is_guests =
+                sys::fstat(p.dir.as_fd()).is_ok_and(|st| ctx.ids.holds_host(st.st_uid, st.st_gid));
             live(g)?;
-            maker.make(g.tid(), p.dir.as_fd(), p.name, mode, dev)?;
+            let node = Node { mode, dev };
+            maker.make(g.tid(), p.dir.as_fd(), p.name, node, dir_is_guests)?;
             value(0)
         }
         _ => {

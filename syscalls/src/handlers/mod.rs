@@ -2,7 +2,8 @@
 //! manner of gVisor's `sys_*.go`, each call entered through [`calls`]
 //! (its registers decoded), which the policy table names:
 //! [`open`] (open, openat, openat2), [`attr`] (chmod, chown),
-//! [`namei`] (rmdir, unlinkat, rename, link, symlink), [`mknod`]
+//! [`namei`] (rmdir, unlinkat, rename, link, symlink), [`xattr`]
+//! (setxattr, lsetxattr, fsetxattr), [`mknod`]
 //! (mknod and mknodat of devices),
 //! [`notify`] (inotify_add_watch), [`affinity`] (sched_getaffinity),
 //! [`sysinfo`] (sysinfo(2)), [`lseek`] (lseek back to 0 of a
@@ -33,6 +34,7 @@
 
 mod affinity;
 mod attr;
+mod caller_caps;
 pub(crate) mod calls;
 mod clock;
 mod host_fs;
@@ -50,6 +52,7 @@ mod sysinfo;
 mod task_stat;
 #[cfg(test)]
 mod tests;
+mod xattr;
 
 use std::ffi::CString;
 use std::os::fd::{AsFd, OwnedFd};

@@ -9,7 +9,11 @@
 //! follow a final symlink, so the kernel gives the native answer for every
 //! odd case. The lookup that would follow a final component — link
 //! with AT_SYMLINK_FOLLOW (or a trailing slash) — resolves the whole path
-//! in the view instead.
+//! in the view instead. A call the kernel refuses the caller's ids is
+//! made again with the caller's CAP_DAC_OVERRIDE and CAP_FOWNER where the
+//! directories and names it touches are the guest's (`caller_caps.rs`):
+//! a guest root renames and removes in other users' and in sticky
+//! directories, as in a container.
 
 use std::ffi::CString;
 use std::os::fd::{AsFd, OwnedFd};
@@ -17,8 +21,14 @@ use std::os::fd::{AsFd, OwnedFd};
 use nix::errno::Errno;
 use vfs::{sys, At, Parent};
 
+use super::caller_caps::{retry_with_caps, Object, REFUSED};
 use super::{dir_itself, live, read_path, start, value, Caller, Context, Res};
-use crate::guest::Guest;
+use crate::guest::{Guest, CAP_DAC_OVERRIDE, CAP_FOWNER};
+
+/// What a change of names may take of the caller's capabilities: write
+/// and search in another's directory, and the sticky bit's owner rule
+/// (and protected hard links').
+const NAME_CAPS: u64 = CAP_DAC_OVERRIDE | CAP_FOWNER;
 
 /// A path argument and the directory it starts from.
 struct Operand {
@@ -74,7 +84,11 @@ pub fn unlinkat(ctx: &Context, g: &dyn Guest, dirfd: i32, addr: u64, flags: i32)
         && p.is_cached()
         && ctx.fs.removing_keeps_dirs(p.dir.as_fd(), p.name);
     live(g)?;
-    let r = sys::unlinkat(p.dir.as_fd(), p.name, flags);
+    let dir = p.dir.as_fd();
+    let objects = [Object::File(dir), Object::Entry(dir, p.name)];
+    let r = retry_with_caps(ctx, g, NAME_CAPS, REFUSED, &objects, &mut || {
+        sys::unlinkat(dir, p.name, flags)
+    });
     if !keeps_dirs {
         ctx.fs.changed();
     }
@@ -104,7 +118,16 @@ pub fn renameat2(
     let new = Operand::read(g, dirfds[1], addrs[1])?;
     let np = new.parent(ctx, &caller)?;
     live(g)?;
-    let r = sys::renameat2(op.dir.as_fd(), op.name, np.dir.as_fd(), np.name, flags);
+    let (od, nd) = (op.dir.as_fd(), np.dir.as_fd());
+    let objects = [
+        Object::File(od),
+        Object::Entry(od, op.name),
+        Object::File(nd),
+        Object::Entry(nd, np.name),
+    ];
+    let r = retry_with_caps(ctx, g, NAME_CAPS, REFUSED, &objects, &mut || {
+        sys::renameat2(od, op.name, nd, np.name, flags)
+    });
     ctx.fs.changed();
     r?;
     value(0)
@@ -155,10 +178,16 @@ pub fn linkat(ctx: &Context, g: &dyn Guest, dirfds: [i32; 2], addrs: [u64; 2], f
     let new = new?;
     let np = new.parent(ctx, &caller)?;
     live(g)?;
-    let r = match src {
-        Source::Name(p) => sys::linkat(p.dir.as_fd(), p.name, np.dir.as_fd(), np.name, 0),
-        Source::File(fd) => sys::link_fd(fd.as_fd(), np.dir.as_fd(), np.name),
+    let nd = np.dir.as_fd();
+    let source = match &src {
+        Source::Name(p) => Object::Entry(p.dir.as_fd(), p.name),
+        Source::File(fd) => Object::File(fd.as_fd()),
     };
+    let objects = [source, Object::File(nd)];
+    let r = retry_with_caps(ctx, g, NAME_CAPS, REFUSED, &objects, &mut || match &src {
+        Source::Name(p) => sys::linkat(p.dir.as_fd(), p.name, nd, np.name, 0),
+        Source::File(fd) => sys::link_fd(fd.as_fd(), nd, np.name),
+    });
     // The new name may be a symlink's, where one removed unseen stood.
     ctx.fs.names_added();
     r?;
@@ -175,7 +204,15 @@ pub fn symlinkat(ctx: &Context, g: &dyn Guest, target: u64, dirfd: i32, addr: u6
     let op = Operand::read(g, dirfd, addr)?;
     let p = op.parent(ctx, &caller)?;
     live(g)?;
-    let r = sys::symlinkat(&target, p.dir.as_fd(), p.name);
+    let dir = p.dir.as_fd();
+    let r = retry_with_caps(
+        ctx,
+        g,
+        CAP_DAC_OVERRIDE,
+        REFUSED,
+        &[Object::File(dir)],
+        &mut || sys::symlinkat(&target, dir, p.name),
+    );
     // It may stand where a name removed unseen stood (unlink passes).
     ctx.fs.names_added();
     r?;

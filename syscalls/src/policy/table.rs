@@ -308,12 +308,16 @@ pub fn entry(nr: S) -> Entry {
         // could not be trusted; see docs/policy.md.
         S::execve | S::execveat | S::chdir | S::fchdir | S::getcwd => PASS,
 
-        // Extended attributes by path: the handler resolved the path and
-        // answered CONTINUE (the kernel, acting as the guest in its own
-        // user namespace, translates the ids in ACLs and file
-        // capabilities), a lookup a racing guest could dodge: they pass,
-        // as the opens that cannot be served a file do.
-        S::setxattr | S::lsetxattr | S::getxattr | S::lgetxattr => PASS,
+        // Reading, listing and removing extended attributes by path pass:
+        // the kernel, acting as the guest in its own user namespace,
+        // translates the ids in ACLs and file capabilities. Writes are
+        // serviced: through an idmapped mount the kernel would store a
+        // guest root's file capability as the host directory owner's
+        // (host root's, for root's directory), and the name is in
+        // memory, where no argument check reaches (`handlers/xattr.rs`).
+        S::setxattr => serve(calls::setxattr),
+        S::lsetxattr => serve(calls::lsetxattr),
+        S::getxattr | S::lgetxattr => PASS,
         S::listxattr | S::llistxattr | S::removexattr | S::lremovexattr => PASS,
 
         // ---- Descriptors the guest holds. --------------------------------
@@ -343,7 +347,8 @@ pub fn entry(nr: S) -> Entry {
         // every user in every procfs mounted after (until 2026-12-01).
         S::fchmod => serve(calls::fchmod),
         S::fchown | S::fstatfs | S::getdents64 => PASS,
-        S::fsetxattr | S::fgetxattr | S::flistxattr | S::fremovexattr => PASS,
+        S::fsetxattr => serve(calls::fsetxattr),
+        S::fgetxattr | S::flistxattr | S::fremovexattr => PASS,
         // splice is sendfile's cousin (a file into a pipe: `pv`, web
         // servers, Python's shutil on a pipe); tee and vmsplice move
         // pipe pages only, vmsplice the guest's own memory into them

@@ -91,6 +91,9 @@ fn signature(call: Sysno) -> Option<&'static [Arg]> {
         S::chown | S::lchown => &[Path, Int, Int],
         S::fchownat => &[Dirfd, Path, Int, Int, AtFlags],
         S::inotify_add_watch => &[Fd, Path, Hex],
+        // The attribute's name prints as a path does: a guest string.
+        S::setxattr | S::lsetxattr => &[Path, Path, Hex, Int, Hex],
+        S::fsetxattr => &[Fd, Path, Hex, Int, Hex],
         S::ioctl => &[Fd, Hex, Hex],
         S::lseek => &[Fd, Int, Whence],
         S::sched_getaffinity => &[Int, Int, Hex],
