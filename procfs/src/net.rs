@@ -336,9 +336,20 @@ pub fn held_sockets() -> HashSet<u64> {
     .collect()
 }
 
-/// `uid` (the host's) as a process whose `uid_map` is `map` sees it
-/// (the overflow uid 65534 when unmapped).
-pub fn map_uid(map: &str, uid: u32) -> u32 {
+/// The netstack sockets' owner as a process whose `uid_map` is `map`
+/// sees it, the supervisor's euid being `euid`: the supervisor's own id
+/// where the map has it (the invoker's, as the guest's main process has
+/// it), else the guest's root. Under a range of ids as root the
+/// supervisor (host root) has no id inside; the sockets are then the
+/// sandbox's owner's, the guest's root, whose programs natively see
+/// their own uid 0 in this column (`ss -e`, psutil's `uids`).
+pub fn socket_owner(map: &str, euid: u32) -> u32 {
+    inside_uid(map, euid).unwrap_or(0)
+}
+
+/// `uid` (the host's) inside the namespace whose `uid_map` is `map`, if
+/// it has one.
+fn inside_uid(map: &str, uid: u32) -> Option<u32> {
     map.lines()
         .filter_map(|l| {
             let f: Vec<u32> = l
@@ -351,7 +362,7 @@ pub fn map_uid(map: &str, uid: u32) -> u32 {
             }
         })
         .find(|(_, outside, count)| uid >= *outside && uid - outside < *count)
-        .map_or(65534, |(inside, outside, _)| inside + (uid - outside))
+        .map(|(inside, outside, _)| inside + (uid - outside))
 }
 
 #[cfg(test)]
@@ -384,9 +395,13 @@ mod tests {
         assert_eq!(hex_addr(a, false), "0100007F:1F90");
         let b: SocketAddr = "[::1]:80".parse().unwrap();
         assert_eq!(hex_addr(b, true), "00000000000000000000000001000000:0050");
-        assert_eq!(map_uid("0 1001 1\n", 1001), 0);
-        assert_eq!(map_uid("0 0 4294967295\n", 1001), 1001);
-        assert_eq!(map_uid("0 1001 1\n", 5), 65534);
+        assert_eq!(inside_uid("0 1001 1\n", 1001), Some(0));
+        assert_eq!(inside_uid("0 0 4294967295\n", 1001), Some(1001));
+        assert_eq!(inside_uid("0 1001 1\n", 5), None);
+        assert_eq!(socket_owner("0 196608 65536\n", 0), 0);
+        assert_eq!(socket_owner("0 1001 1\n1 100000 65535\n", 1001), 0);
+        assert_eq!(socket_owner("0 0 4294967295\n", 1001), 1001);
+        assert_eq!(socket_owner("65534 65534 1\n", 65534), 65534);
     }
 
     #[test]

@@ -110,7 +110,7 @@ fn net_text(ctx: &Scope<'_>, file: NetFile, host: &str) -> String {
         net: ctx.net,
         listing: std::fs::read_to_string(ctx.net.sockets().listing()).unwrap_or_default(),
         held: net::held_sockets(),
-        uid: net::map_uid(&uid_map, nix::unistd::geteuid().as_raw()),
+        uid: net::socket_owner(&uid_map, nix::unistd::geteuid().as_raw()),
         queues: match file {
             NetFile::Unix => Default::default(),
             _ => ctx.net.queues(),

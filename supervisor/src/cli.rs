@@ -199,7 +199,7 @@ pub struct RunArgs {
     #[arg(long, value_name = "N", hide = true)]
     pub workers: Option<usize>,
 
-    /// Which host ids the guest's user namespace maps: START:COUNT maps guest ids 0 to COUNT-1 onto host ids from START (root only; COUNT at least 65536); `auto` maps guest 0-65535 onto the `supervisor` entry of /etc/subuid and /etc/subgid (added on first use) as root, or onto the invoker's own subordinate ids otherwise; `none` maps the invoker's own id alone (root's guest is then host root, without capabilities) [default: none].
+    /// Which host ids the guest's user namespace maps: START:COUNT maps guest ids 0 to COUNT-1 onto host ids from START (root only; COUNT at least 65536); `auto` maps guest 0-65535 onto the `supervisor` entry of /etc/subuid and /etc/subgid (added on first use) as root, or onto the invoker's own subordinate ids otherwise; `none` maps the invoker's own id alone (root's guest is then host root, without capabilities) [default: auto as root, none otherwise].
     #[arg(long = "userns-range", value_name = "START:COUNT|auto|none", value_parser = parse_userns_range)]
     pub userns_range: Option<IdRange>,
 
@@ -403,11 +403,22 @@ fn unchecked_config(args: RunArgs) -> SandboxConfig {
     config.trace = args.trace;
     config.report = args.report;
     config.workers = args.workers;
-    config.ids.range = args.userns_range.unwrap_or_default();
+    config.ids.range = args.userns_range.unwrap_or_else(default_id_range);
     config.ids.cap_drop = args.cap_drop;
     config.ids.cap_add = args.cap_add;
     config.ids.user = args.user;
     config
+}
+
+/// The id range when `--userns-range` is not given: as root, `auto` (the
+/// guest's root is an unprivileged host id, as under runsc or Docker's
+/// userns-remap); otherwise the invoker's own id (see docs/launch-and-view.md, Ids).
+pub fn default_id_range() -> IdRange {
+    if nix::unistd::geteuid().is_root() {
+        IdRange::Auto
+    } else {
+        IdRange::Invoker
+    }
 }
 
 fn parse_userns_range(s: &str) -> Result<IdRange, String> {

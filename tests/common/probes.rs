@@ -35,7 +35,9 @@ pub struct FsProbe {
 }
 
 /// Run fsprobe natively and supervised (as `user` if given, which must own
-/// nothing special: the pair is handed to it first).
+/// nothing special: the pair is handed to it first). The guest has one id
+/// (`--userns-range none`, root's default being a range): the cases above
+/// are judged against that guest, whose chown to another id must fail.
 pub fn fsprobe(user: Option<(u32, u32)>, bin: &Path) -> FsProbe {
     let prog = c_prog("fsprobe");
     let pair = Pair::new(|_| {});
@@ -48,6 +50,7 @@ pub fn fsprobe(user: Option<(u32, u32)>, bin: &Path) -> FsProbe {
     let mut sup = Run::new(&[prog.as_os_str(), pair.b.as_os_str()])
         .sup(&c_mounts())
         .rw(pair.base.path())
+        .sup(&["--userns-range", "none"])
         .bin(bin);
     sup.user = user;
     let sup_out = sup.supervised();

@@ -13,6 +13,9 @@
 //! which leaves them to the kernel's EPERM there); and in the sandbox's
 //! own layer, where a root supervisor makes device nodes as a container's
 //! root with CAP_MKNOD does: the native side holds CAP_MKNOD alone.
+//! Both run the guest with one id (`--userns-range none`), the root
+//! without capabilities these native sides model; root's default, a range
+//! whose root holds Docker's set, is `tests/security/ids.rs`'s.
 
 use crate::common;
 use common::*;
@@ -25,6 +28,8 @@ const PASSED: &[&str] = &["mkdir", "mkdirat"];
 /// and the read-only section's `chr` (8); by `mknodat`, its "## types" (5)
 /// and coreutils' `mknod ... c` (2).
 const DEVICE_MKNODS: &[(&str, i64)] = &[("mknod", 15), ("mknodat", 7)];
+/// The guest's ids: the invoker's one (root without capabilities).
+const ONE_ID: [&str; 2] = ["--userns-range", "none"];
 /// uid 0 with no capability, in this process's namespaces.
 const NO_CAPS: &[&str] = &["setpriv", "--bounding-set=-all", "--inh-caps=-all"];
 /// uid 0 with CAP_MKNOD alone, as a container's root makes nodes.
@@ -90,6 +95,7 @@ fn mkdir_and_mknod_match_native_on_a_host_directory() {
         .rw(&pair.b)
         .ro(pair.b.join("ro"))
         .sup(&["--report".to_string(), report.display().to_string()])
+        .sup(&ONE_ID)
         .supervised();
     assert_eq!(sup.code, Some(0), "supervised:\n{}", sup.dump());
     assert_same(
@@ -118,6 +124,7 @@ fn mkdir_and_mknod_match_native_in_the_layer() {
         r#"mkdir "$1" && shift && exec "$@""#,
         &[inside, PY, "-c", SCRIPT, inside],
     )
+    .sup(&ONE_ID)
     .supervised()
     .ok("supervised");
     assert_same(

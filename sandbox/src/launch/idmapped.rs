@@ -13,12 +13,19 @@
 //! (`mount_setattr`). Init attaches the copies in the view
 //! (`move_mount`). Host ids other than the owner's have no id on the
 //! mount: they show as the overflow id and nothing can be made theirs.
-//! A file system without idmapped mounts (or a kernel before 5.12) is a
-//! one-line error naming the limitation.
+//! For `--ro` and `--rw`, a file system without idmapped mounts (or a
+//! kernel before 5.12) is a one-line error naming the limitation; the
+//! current directory, shared without being asked for, is then bound as
+//! it is.
 //!
 //! With `--rootfs` there are no top directories of the host; otherwise
 //! `/usr` and `/etc` (and `/bin`, `/lib`... where they are directories)
-//! get the same treatment, best effort ([`IdmappedSources::tops`]).
+//! get the same treatment, best effort ([`IdmappedSources::tops`]). A
+//! `--rootfs` tree under an overlay is an image: its ids are the guest's
+//! own, so its copy maps host id N to the guest's host id for N (the
+//! sandbox's own map, `0 START COUNT`): a file the tree's root owns shows
+//! as the guest root's, one of uid 100 as guest 100, as in a container
+//! whose image is idmapped ([`IdmappedSources::rootfs`], best effort).
 //!
 //! Owns making the copies. Not attaching them (`bind.rs`), nor the
 //! sandbox's own maps (`userns.rs`).
@@ -33,6 +40,7 @@ use nix::sched::CloneFlags;
 use nix::sys::stat::fstat;
 use nix::sys::wait::waitpid;
 use nix::unistd::{pipe, read, Pid};
+use vfs::IdMap;
 
 use super::bind::open_source;
 use super::plan::{MountWhat, TopKind, ViewPlan};
@@ -53,21 +61,29 @@ pub struct IdmappedSources {
     /// without one is shown as before (its root-owned files as the
     /// overflow id).
     pub tops: Vec<(String, OwnedFd)>,
+    /// The `--rootfs` tree (under an overlay, not in place), its ids
+    /// shifted onto the guest's range, read-only (the overlay's lower
+    /// layer). Best effort: without it the tree is bound as it is.
+    pub rootfs: Option<OwnedFd>,
 }
 
-/// Copies of the plan's host sources for a guest whose root is host
-/// uid and gid `guest_root`.
-pub fn prepare(plan: &ViewPlan, guest_root: (u32, u32)) -> Result<IdmappedSources, String> {
+/// Copies of the plan's host sources for a guest whose ids are `ids`
+/// (host ids of guest 0 onward).
+pub fn prepare(plan: &ViewPlan, ids: &IdMap) -> Result<IdmappedSources, String> {
+    let root = (ids.uid_to_host(0), ids.gid_to_host(0));
+    let (Ok(uid), Ok(gid)) = root else {
+        return Err("the id map has no guest root".into());
+    };
     let mut namespaces = Namespaces {
-        guest_root,
+        guest_root: (uid, gid),
         made: HashMap::new(),
     };
+    // The current directory is shared without being asked for: best
+    // effort, as the top directories (without an idmap its files show
+    // as the overflow id, read-only either way), so that a plain
+    // `supervisor run` works from any directory.
     let cwd = match &plan.cwd_bind {
-        Some(dir) => Some(
-            namespaces
-                .copy(dir, libc::MOUNT_ATTR_RDONLY)
-                .map_err(|e| format!("current directory {}: {e}", dir.display()))?,
-        ),
+        Some(dir) => namespaces.copy(dir, libc::MOUNT_ATTR_RDONLY).ok(),
         None => None,
     };
     let mut mounts = Vec::with_capacity(plan.mounts.len());
@@ -101,7 +117,30 @@ pub fn prepare(plan: &ViewPlan, guest_root: (u32, u32)) -> Result<IdmappedSource
             tops.push((top.name.clone(), copy));
         }
     }
-    Ok(IdmappedSources { cwd, mounts, tops })
+    let rootfs = match &plan.rootfs {
+        Some(tree) if !plan.rootfs_in_place => shifted_copy(tree, ids).ok(),
+        _ => None,
+    };
+    Ok(IdmappedSources {
+        cwd,
+        mounts,
+        tops,
+        rootfs,
+    })
+}
+
+/// A read-only copy of `tree` whose ids are shifted as the guest's are
+/// (`ids`' own lines as the idmap).
+fn shifted_copy(tree: &Path, ids: &IdMap) -> Result<OwnedFd, String> {
+    let src = open_source(tree, false).map_err(|e| e.desc().to_string())?;
+    let copy = clone_mount_of(src.as_fd()).map_err(|e| e.desc().to_string())?;
+    let lines = |extents: &mut dyn Iterator<Item = vfs::idmap::Extent>| {
+        extents.map(|e| e.line()).collect::<String>()
+    };
+    let ns = mapping_namespace(lines(&mut ids.uid_extents()), lines(&mut ids.gid_extents()))?;
+    let flags = libc::MOUNT_ATTR_NOSUID | libc::MOUNT_ATTR_NODEV | libc::MOUNT_ATTR_RDONLY;
+    set_idmap(copy.as_fd(), ns.as_fd(), flags).map_err(|e| e.desc().to_string())?;
+    Ok(copy)
 }
 
 impl IdmappedSources {
@@ -127,7 +166,8 @@ impl Namespaces {
             .map_err(|e| format!("copying the mount of {}: {}", host.display(), e.desc()))?;
         let owner = (st.st_uid, st.st_gid);
         if !self.made.contains_key(&owner) {
-            let ns = mapping_namespace(owner, self.guest_root)
+            let (root, line) = (self.guest_root, |o: u32, r: u32| format!("{o} {r} 1\n"));
+            let ns = mapping_namespace(line(owner.0, root.0), line(owner.1, root.1))
                 .map_err(|e| format!("making an id map for {}: {e}", host.display()))?;
             self.made.insert(owner, ns);
         }
@@ -145,10 +185,11 @@ impl Namespaces {
     }
 }
 
-/// A user namespace mapping host `owner` (uid, gid) to `root` (the
-/// guest root's host ids): a child made in one, kept until its maps are
-/// written and its namespace is open.
-fn mapping_namespace(owner: (u32, u32), root: (u32, u32)) -> Result<OwnedFd, String> {
+/// A user namespace whose maps are `uid_map` and `gid_map` (e.g. the
+/// host `owner` of a directory onto the guest root's host ids, `OWNER
+/// START 1`): a child made in one, kept until its maps are written and
+/// its namespace is open.
+fn mapping_namespace(uid_map: String, gid_map: String) -> Result<OwnedFd, String> {
     let (hold_rx, hold_tx) = pipe().map_err(|e| format!("pipe: {}", e.desc()))?;
     let child = match clone_process(CloneFlags::CLONE_NEWUSER) {
         Err(e) => return Err(format!("clone: {}", e.desc())),
@@ -162,18 +203,18 @@ fn mapping_namespace(owner: (u32, u32), root: (u32, u32)) -> Result<OwnedFd, Str
         Ok(Forked::Parent(pid)) => pid,
     };
     drop(hold_rx);
-    let result = write_and_open(child, owner, root);
+    let result = write_and_open(child, uid_map, gid_map);
     drop(hold_tx);
     let _ = waitpid(child, None);
     result
 }
 
-fn write_and_open(child: Pid, owner: (u32, u32), root: (u32, u32)) -> Result<OwnedFd, String> {
+fn write_and_open(child: Pid, uid_map: String, gid_map: String) -> Result<OwnedFd, String> {
     let write = |name: &str, text: String| {
         fs::write(format!("/proc/{child}/{name}"), text).map_err(|e| format!("{name}: {e}"))
     };
-    write("uid_map", format!("{} {} 1\n", owner.0, root.0))?;
-    write("gid_map", format!("{} {} 1\n", owner.1, root.1))?;
+    write("uid_map", uid_map)?;
+    write("gid_map", gid_map)?;
     fs::File::open(format!("/proc/{child}/ns/user"))
         .map(OwnedFd::from)
         .map_err(|e| format!("opening its namespace: {e}"))

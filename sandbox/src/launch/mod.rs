@@ -417,11 +417,7 @@ pub fn launch_with(cfg: &LaunchConfig, hooks: &dyn InitHooks) -> Result<Sandbox,
     // Shifted ids as root: host directories through idmapped copies.
     let idmapped = match cfg.shifted_ids {
         Some(ids) if nix::unistd::geteuid().is_root() => {
-            let root = (ids.uid_to_host(0), ids.gid_to_host(0));
-            let (Ok(uid), Ok(gid)) = root else {
-                return Err(LaunchError::setup("the id map has no guest root"));
-            };
-            idmapped::prepare(&plan, (uid, gid)).map_err(LaunchError::setup)?
+            idmapped::prepare(&plan, &ids).map_err(LaunchError::setup)?
         }
         _ => idmapped::IdmappedSources::default(),
     };

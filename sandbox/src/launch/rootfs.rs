@@ -47,17 +47,34 @@ const SKELETON: &[(&str, u32)] = &[
 
 /// Mounts the tree `src` (an O_PATH descriptor of the `--rootfs`
 /// directory) on `/newroot`: in place when the plan says so, else as the
-/// lower layer of an overlay.
-pub fn mount_root(plan: &ViewPlan, src: BorrowedFd<'_>) -> Result<()> {
+/// lower layer of an overlay; `shifted`: a detached copy of the tree with
+/// the guest's ids (`idmapped.rs`) to use as that layer where the kernel
+/// takes it.
+pub fn mount_root(
+    plan: &ViewPlan,
+    src: BorrowedFd<'_>,
+    shifted: Option<BorrowedFd<'_>>,
+) -> Result<()> {
     match plan.rootfs_in_place {
         true => bind_in_place(plan, src),
-        false => mount_overlay(plan, src),
+        false => mount_overlay(plan, src, shifted),
     }
 }
 
-/// The overlay of the tree, its upper layer in the `--disk` layer.
-fn mount_overlay(plan: &ViewPlan, src: BorrowedFd<'_>) -> Result<()> {
-    make_dir(Path::new(LOWER), 0o755)?;
+/// Binds the tree at [`LOWER`]: the shifted copy when there is one and
+/// it attaches, else the tree itself. Whether the copy was used.
+fn bind_lower(src: BorrowedFd<'_>, shifted: Option<BorrowedFd<'_>>) -> Result<bool> {
+    if let Some(copy) = shifted {
+        let attached = open_source(Path::new(LOWER), true)
+            .map_err(|e| e.desc().to_string())
+            .and_then(|target| {
+                crate::sys::mount_tree::attach(copy, target.as_fd())
+                    .map_err(|e| e.desc().to_string())
+            });
+        if attached.is_ok() {
+            return Ok(true);
+        }
+    }
     // Not recursive: mounts under the tree on the host stay out.
     check(
         mount(
@@ -69,6 +86,17 @@ fn mount_overlay(plan: &ViewPlan, src: BorrowedFd<'_>) -> Result<()> {
         ),
         || "binding the root file system".into(),
     )?;
+    Ok(false)
+}
+
+/// The overlay of the tree, its upper layer in the `--disk` layer.
+fn mount_overlay(
+    plan: &ViewPlan,
+    src: BorrowedFd<'_>,
+    shifted: Option<BorrowedFd<'_>>,
+) -> Result<()> {
+    make_dir(Path::new(LOWER), 0o755)?;
+    let used_copy = bind_lower(src, shifted)?;
     let upper = Path::new(UPPER).join("root");
     let work = Path::new(WORK).join("root");
     // The tree's / as the guest sees it: its mode, without the write
@@ -86,18 +114,26 @@ fn mount_overlay(plan: &ViewPlan, src: BorrowedFd<'_>) -> Result<()> {
         upper.display(),
         work.display()
     );
-    check(
+    let overlay = || {
         mount(
             Some("overlay"),
             NEW_ROOT,
             Some("overlay"),
             MsFlags::MS_NOSUID | MsFlags::MS_NODEV,
             Some(opts.as_str()),
-        ),
-        || {
-            "mounting the overlay on / (is the root file system on a file system overlayfs accepts as a lower layer?)".into()
-        },
-    )
+        )
+    };
+    let mut mounted = overlay();
+    if mounted.is_err() && used_copy {
+        // A kernel that takes no idmapped lower layer here: the tree
+        // as it is.
+        let _ = nix::mount::umount2(LOWER, nix::mount::MntFlags::MNT_DETACH);
+        bind_lower(src, None)?;
+        mounted = overlay();
+    }
+    check(mounted, || {
+        "mounting the overlay on / (is the root file system on a file system overlayfs accepts as a lower layer?)".into()
+    })
 }
 
 /// The tree itself as `/` (the OCI runtime's writable bundle root, as

@@ -106,7 +106,9 @@ pub fn build(plan: &ViewPlan, idmapped: &IdmappedSources, become_root: Option<bo
     enter_layer(plan.layer_size)?;
     make_layer_dirs()?;
     match &rootfs_src {
-        Some(src) => rootfs::mount_root(plan, src.as_fd())?,
+        Some(src) => {
+            rootfs::mount_root(plan, src.as_fd(), idmapped.rootfs.as_ref().map(AsFd::as_fd))?
+        }
         None => build_host_root(plan, idmapped)?,
     }
     if !getuid().is_root() {

@@ -9,7 +9,7 @@
 //! guest's `RESOLVE_*` flags, is [`vfs::Resolver::open`]'s; the synthetic
 //! /proc files that may replace the result are [`procfs`]'s.
 
-use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 
 use nix::errno::Errno;
 use nix::fcntl::{fcntl, FcntlArg, OFlag};
@@ -17,7 +17,7 @@ use nix::sys::stat::fstat;
 use vfs::resolve::flags as resolve;
 
 use super::{live, read_path, start, Caller, Context, Res};
-use crate::guest::{Guest, Reply};
+use crate::guest::{Guest, Reply, CAP_FOWNER};
 use procfs::Named;
 
 const O_ACCMODE: u64 = libc::O_ACCMODE as u64;
@@ -225,7 +225,7 @@ fn open_common(
         // its descriptor, not resolved twice. A regular file never makes
         // an open wait.
         Some(found) if is_regular(&found.probe.st) => {
-            let fd = vfs::sys::reopen(found.probe.fd.as_fd(), flags)?;
+            let fd = reopen_served(g, found.probe.fd.as_fd(), flags)?;
             return match found.synthetic {
                 Some(kind) => procfs::synthetic_file(&ctx.proc(), fd, kind, flags),
                 None => Ok(fd),
@@ -324,6 +324,28 @@ fn fenced(ctx: &Context, object: &Named<'_>, st: &libc::stat) -> bool {
     ctx.fence
         .as_ref()
         .is_some_and(|f| !f.admits(&ctx.fs, object, st))
+}
+
+/// `object`, a file whose read the sandbox serves (a synthetic /proc
+/// file, or one the guest's domain fences off), opened again for the read
+/// with the guest's `flags`. `O_NOATIME` takes the file's owner or
+/// CAP_FOWNER: a /proc file is the host root's, so a guest root under a
+/// range of ids (not its owner) is answered as a container's root holding
+/// CAP_FOWNER is, when it holds that in its own namespace (the worker
+/// raises it for this reopen alone, of an object already resolved for a
+/// read; the flag changes nothing on procfs).
+fn reopen_served(g: &dyn Guest, object: BorrowedFd<'_>, flags: i32) -> Result<OwnedFd, Errno> {
+    match vfs::sys::reopen(object, flags) {
+        Err(Errno::EPERM) if flags & libc::O_NOATIME != 0 => {
+            let mut opened = None;
+            g.with_caller_caps(CAP_FOWNER, &mut || {
+                opened = Some(vfs::sys::reopen(object, flags)?);
+                Ok(())
+            })?;
+            opened.ok_or(Errno::EPERM)
+        }
+        r => r,
+    }
 }
 
 fn is_regular(st: &libc::stat) -> bool {
