@@ -414,14 +414,26 @@ fn containerds_cri_runs_pods_with_the_supervisor_handler() {
 
     // The container's memory limit (64 MiB) from its config: the hog is
     // OOM-killed, 137, and the CRI says OOMKilled (it runs only under the
-    // supervisor, in a cgroup beneath ours).
+    // supervisor, in a cgroup beneath ours). It starts allocating only
+    // once an exec made /tmp/go, so after StartContainer has returned: the
+    // shim watches the cgroup for OOM kills from the end of its start on.
     let hog = d.run_container(
         &pod,
         &pod_config,
         "hog",
-        &["sh", "-c", "x=a; while :; do x=$x$x; done"],
+        &[
+            "sh",
+            "-c",
+            "until stat /tmp/go >/dev/null 2>&1; do sleep 0.1; done; \
+             x=a; while :; do x=$x$x; done",
+        ],
         64 << 20,
     );
+    let go = d
+        .cri()
+        .exec_sync(&hog, &["touch", "/tmp/go"], 30)
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(go.exit_code, 0, "{go:?}");
     let status = d.exited(&hog, Some("OOMKilled"));
     assert_eq!(status.exit_code, 137, "{status:?}");
 
