@@ -252,10 +252,12 @@ impl CriDaemon {
             format!("state/{cri}/sandboxes"),
             format!("state/{cri}/containers"),
         ] {
-            for e in fs::read_dir(self.dir.join(&tree)).into_iter().flatten() {
-                if let Ok(e) = e {
-                    left.push(format!("state: {}", e.path().display()));
-                }
+            for e in fs::read_dir(self.dir.join(&tree))
+                .into_iter()
+                .flatten()
+                .flatten()
+            {
+                left.push(format!("state: {}", e.path().display()));
             }
         }
         left
