@@ -19,6 +19,7 @@ mod common;
 mod cli;
 mod containerd;
 mod docker;
+mod networks;
 mod pause;
 mod podman;
 mod rootless;
