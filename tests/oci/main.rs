@@ -22,6 +22,7 @@ mod containerd;
 mod cri;
 mod cri_client;
 mod docker;
+mod networks;
 mod pause;
 mod podman;
 mod rootless;

@@ -298,6 +298,10 @@ pub struct Linux {
     masked_paths: Option<Vec<String>>,
     #[serde(default)]
     readonly_paths: Option<Vec<String>>,
+    #[serde(default)]
+    namespaces: Option<Vec<LinuxNamespace>>,
+    #[serde(default)]
+    sysctl: Option<HashMap<String, String>>,
 }
 
 getters!(Linux {
@@ -305,6 +309,23 @@ getters!(Linux {
     get cgroups_path: Option<PathBuf>,
     get masked_paths: Option<Vec<String>>,
     get readonly_paths: Option<Vec<String>>,
+    get namespaces: Option<Vec<LinuxNamespace>>,
+    get sysctl: Option<HashMap<String, String>>,
+});
+
+/// One of `linux.namespaces`: a type (`network`, `ipc`, ...) and, to
+/// join an existing namespace, its path.
+#[derive(Deserialize, Debug, Clone)]
+pub struct LinuxNamespace {
+    #[serde(rename = "type")]
+    typ: String,
+    #[serde(default)]
+    path: Option<PathBuf>,
+}
+
+getters!(LinuxNamespace {
+    get typ: String,
+    get path: Option<PathBuf>,
 });
 
 /// `linux.resources` (also `update --resources`' JSON): the limits the
