@@ -3,7 +3,7 @@
 //! and `rootfs` cases), pause/resume of a guest mid-notification, and
 //! the real engines using it as their runtime: Docker, Podman (also
 //! rootless) and containerd, also through its CRI plugin as the kubelet
-//! drives it (`cri`, with the tests' own CRI client `cri_client`), each
+//! drives it (`cri`, with the tests' own CRI client), each
 //! skipping with a printed reason when the engine is not installed.
 //!
 //! This process becomes a child subreaper at the first container `cli`
@@ -20,7 +20,6 @@ mod common;
 mod cli;
 mod containerd;
 mod cri;
-mod cri_client;
 mod docker;
 mod networks;
 mod pause;

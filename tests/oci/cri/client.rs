@@ -7,7 +7,7 @@
 //! its gRPC status as one line.
 //!
 //! Not here: containerd's configuration or what a test expects of the
-//! answers (`cri.rs`).
+//! answers (`mod.rs`).
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
