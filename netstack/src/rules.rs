@@ -298,11 +298,21 @@ impl std::error::Error for Denied {}
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct AllowList {
     rules: Vec<Rule>,
+    /// Every destination but loopback is allowed ([`AllowList::open`]).
+    open: bool,
 }
 
 impl AllowList {
     pub fn new(rules: Vec<Rule>) -> AllowList {
-        AllowList { rules }
+        AllowList { rules, open: false }
+    }
+
+    /// Every destination that is not loopback, special ranges included,
+    /// as runc's container reaches whatever its network namespace
+    /// reaches; loopback (the sandbox's own) only where one of `rules`
+    /// names it (an engine's DNS resolver at 127.0.0.11:53).
+    pub fn open(rules: Vec<Rule>) -> AllowList {
+        AllowList { rules, open: true }
     }
 
     /// Whether any rule names a DNS name (the sandbox then needs the stub).
@@ -323,6 +333,9 @@ impl AllowList {
         resolved: &Resolved,
     ) -> Result<(), Denied> {
         let ip = canonical_ip(dst.ip());
+        if self.open && !ip.is_loopback() {
+            return Ok(());
+        }
         let names = resolved.names_of(ip);
         let mut matching = self
             .rules

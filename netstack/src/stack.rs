@@ -66,7 +66,12 @@ pub struct Stack {
     diag: Mutex<Option<OwnedFd>>,
     /// Which datagrams of senders bound to `::` went over IPv4.
     over_v4: source::OverV4,
+    /// Told of each TCP listener the guest opens ([`Stack::on_listen`]).
+    listen_hook: std::sync::OnceLock<ListenHook>,
 }
+
+/// What [`Stack::on_listen`] calls with a listener's address and protocol.
+pub type ListenHook = Box<dyn Fn(SocketAddr, Proto) + Send + Sync>;
 
 impl std::fmt::Debug for Stack {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -101,6 +106,22 @@ impl Stack {
             pending: Pending::default(),
             diag: Mutex::new(None),
             over_v4: source::OverV4::default(),
+            listen_hook: std::sync::OnceLock::new(),
+        }
+    }
+
+    /// Calls `hook` with the address of every TCP listener the guest opens
+    /// from now on (at its listen, before the kernel's: a client of the
+    /// hook's may meet no listener for a moment, and retries). Set once;
+    /// a second hook is refused (EBUSY).
+    pub fn on_listen(&self, hook: ListenHook) -> Result<(), Errno> {
+        self.listen_hook.set(hook).map_err(|_| Errno::EBUSY)
+    }
+
+    /// The guest listens on `local` (its bound address).
+    pub fn listening(&self, local: SocketAddr, proto: Proto) {
+        if let Some(hook) = self.listen_hook.get() {
+            hook(local, proto);
         }
     }
 

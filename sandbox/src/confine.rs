@@ -178,8 +178,10 @@ pub const ALLOWED: &[S] = &[
 /// as the default one). Until 2026-12-04 `uname` was refused, and
 /// logged, at each lookup that asked a name server.
 /// (A relayed connection's unix pair comes from the socket factory:
-/// `socketpair` is EPERM here.)
-pub const EGRESS_ALLOWED: &[S] = &[S::sendmmsg, S::uname];
+/// `socketpair` is EPERM here.) Also `listen`: an OCI container's guest
+/// listeners are published on its network namespace as they open
+/// (`network.rs`, `Listeners`), after the confinement.
+pub const EGRESS_ALLOWED: &[S] = &[S::sendmmsg, S::uname, S::listen];
 
 /// Calls that kill the supervisor (and with it, by PDEATHSIG, the
 /// sandbox): what an attacker who took over the supervisor would reach

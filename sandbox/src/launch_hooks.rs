@@ -34,6 +34,8 @@ pub struct RunHooks<'a> {
     /// loopback when it brings it up.
     dns_stub: Option<Ipv4Addr>,
     own_filter: RefCell<Option<confine::OwnFilters>>,
+    /// The init of the sandbox whose loopback this one shares, if any.
+    shared_loopback: Option<Pid>,
 }
 
 impl<'a> RunHooks<'a> {
@@ -52,7 +54,14 @@ impl<'a> RunHooks<'a> {
             egress,
             dns_stub,
             own_filter: RefCell::new(None),
+            shared_loopback: None,
         }
+    }
+
+    /// The socket factory makes the netstack's sockets in the network
+    /// namespace of the sandbox whose init is `init` (a shared loopback).
+    pub fn share_loopback(&mut self, init: Option<Pid>) {
+        self.shared_loopback = init;
     }
 
     /// The supervisor's own filters, compiled during the launch (or now,
@@ -86,9 +95,12 @@ impl InitHooks for RunHooks<'_> {
     /// network namespaces (which exist since the clone, and which init,
     /// once non-dumpable, no longer lets us open) to join them later.
     fn setting_up(&self, init: Pid) -> Result<(), String> {
-        let userns = open_namespace(init, "user")?;
-        let netns = open_namespace(init, "net")?;
-        let factory = SocketFactory::start(init, userns.as_fd(), netns.as_fd(), self.dns_stub)?;
+        // A shared loopback is another sandbox's: its namespaces, and its
+        // init's list of the namespace's unix sockets.
+        let owner = self.shared_loopback.unwrap_or(init);
+        let userns = open_namespace(owner, "user")?;
+        let netns = open_namespace(owner, "net")?;
+        let factory = SocketFactory::start(owner, userns.as_fd(), netns.as_fd(), self.dns_stub)?;
         *self.factory.borrow_mut() = Some(factory);
         *self.own_filter.borrow_mut() = Some(confine::compiled(self.egress));
         Ok(())

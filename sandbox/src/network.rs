@@ -6,11 +6,14 @@
 //!
 //! Owns: the order (publishers bound before launch; egress, stub and
 //! publishers started before the trap serves), the stub's sockets and
-//! threads. Does not own: the rules, the stub's answers, relays or the
+//! threads, and publishing the guest's listeners as they open
+//! (`publish_listeners`: an OCI container's listeners on its network
+//! namespace's interfaces). Does not own: the rules, the stub's answers, relays or the
 //! socket layer (all in `netstack`).
 
+use std::collections::HashMap;
 use std::io;
-use std::net::SocketAddr;
+use std::net::{Ipv4Addr, SocketAddr};
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::os::unix::net::UnixListener;
 use std::sync::Arc;
@@ -18,9 +21,12 @@ use std::thread;
 
 use netstack::dns::{DnsStub, SystemResolver, STUB_ADDR, STUB_PORT};
 use netstack::outbound::Outbound;
-use netstack::publish::{PublishSpec, Publisher, Serving};
-use netstack::rules::{AllowList, Resolved, Rule};
+use netstack::publish::{ConnectGuest, PublishSpec, Publisher, Serving};
+use netstack::rules::{AllowList, Resolved};
 use netstack::{Proto, Stack};
+use parking_lot::Mutex;
+
+use crate::config::NetConfig;
 use nix::sys::socket::{self, Backlog, SockType, UnixAddr};
 use sandbox_syscalls::Context;
 
@@ -35,18 +41,28 @@ pub fn bind_publishers(specs: &[PublishSpec]) -> Result<Vec<Publisher>, String> 
 /// [`Network::finish`].
 pub struct Network {
     published: Vec<Serving>,
+    /// The guest's listeners published on their own ports
+    /// (`publish_listeners`).
+    listeners: Option<Arc<Listeners>>,
 }
 
 impl Network {
-    /// Plugs egress into `ctx` (when rules are given), starts the DNS stub
-    /// (when one names a host) and serves the publishers.
+    /// Plugs egress into `ctx` (when rules are given, or `net.open`),
+    /// starts the DNS stub (when a rule names a host), serves the
+    /// publishers and, with `net.publish_listeners`, publishes each guest
+    /// listener as it opens.
     pub fn start(
-        rules: &[Rule],
+        net: &NetConfig,
         publishers: Vec<Publisher>,
         ctx: &mut Context,
     ) -> Result<Network, String> {
-        if !rules.is_empty() {
-            let allow = Arc::new(AllowList::new(rules.to_vec()));
+        let rules = &net.allow;
+        if net.has_egress() {
+            let allow = match net.open {
+                true => AllowList::open(rules.to_vec()),
+                false => AllowList::new(rules.to_vec()),
+            };
+            let allow = Arc::new(allow);
             let resolved = Arc::new(Resolved::new());
             let (namer, sockets) = (ctx.net().namer.clone(), ctx.net().sockets());
             let outbound = Outbound::new(allow.clone(), resolved.clone(), namer, sockets);
@@ -58,22 +74,90 @@ impl Network {
                     .map_err(|e| format!("cannot start the DNS stub: {e}"))?;
             }
         }
-        let net = ctx.net();
-        let connect_guest = Arc::new(move |port: u16, proto: Proto| {
-            net.connect_from_host(port, proto).map_err(io::Error::from)
+        let stack = ctx.net();
+        let weak = Arc::downgrade(&stack);
+        let connect_guest: ConnectGuest = Arc::new(move |port: u16, proto: Proto| {
+            let stack = weak.upgrade().ok_or(io::ErrorKind::NotConnected)?;
+            stack
+                .connect_from_host(port, proto)
+                .map_err(io::Error::from)
         });
         let published = publishers
             .into_iter()
             .map(|p| p.serve(connect_guest.clone()))
             .collect::<io::Result<Vec<_>>>()
             .map_err(|e| format!("cannot serve --publish: {e}"))?;
-        Ok(Network { published })
+        let listeners = match net.publish_listeners {
+            true => {
+                let listeners = Arc::new(Listeners {
+                    connect_guest,
+                    serving: Mutex::new(HashMap::new()),
+                });
+                let hook = listeners.clone();
+                stack
+                    .on_listen(Box::new(move |local, proto| hook.publish(local, proto)))
+                    .map_err(|e| format!("cannot publish the guest's listeners: {e}"))?;
+                Some(listeners)
+            }
+            false => None,
+        };
+        Ok(Network {
+            published,
+            listeners,
+        })
     }
 
     /// Stops accepting on the published ports (the guest has ended).
     pub fn finish(self) {
         for serving in self.published {
             serving.stop();
+        }
+        if let Some(listeners) = self.listeners {
+            let serving = std::mem::take(&mut *listeners.serving.lock());
+            for (_, serving) in serving {
+                serving.stop();
+            }
+        }
+    }
+}
+
+/// Most guest ports published on the namespace's address at once;
+/// listeners on more ports stay the sandbox's own.
+pub const MAX_PUBLISHED_LISTENERS: usize = 256;
+
+/// The guest's listeners published on the supervisor's network namespace
+/// (a container's interfaces): each wildcard TCP port the guest listens
+/// on gets a host listener on `0.0.0.0` and the same port, relaying to
+/// the guest's as `--publish` does, for the rest of the run.
+struct Listeners {
+    connect_guest: ConnectGuest,
+    serving: Mutex<HashMap<u16, Serving>>,
+}
+
+impl Listeners {
+    /// The guest listens on `local`: published when it is a wildcard
+    /// address (a guest listener on loopback stays the sandbox's), not yet
+    /// published, and there is room. A port the namespace has taken (or a
+    /// failure) leaves the guest's listener its own: the guest's listen
+    /// succeeds either way, as it would in the container's namespace.
+    fn publish(&self, local: SocketAddr, proto: Proto) {
+        if !local.ip().is_unspecified() || local.port() == 0 || proto != Proto::Tcp {
+            return;
+        }
+        let mut serving = self.serving.lock();
+        if serving.contains_key(&local.port()) || serving.len() >= MAX_PUBLISHED_LISTENERS {
+            return;
+        }
+        let spec = PublishSpec {
+            host: SocketAddr::new(Ipv4Addr::UNSPECIFIED.into(), local.port()),
+            guest_port: local.port(),
+            proto,
+        };
+        let started = Publisher::bind(&spec)
+            .ok()
+            .and_then(|p| p.serve(self.connect_guest.clone()).ok());
+        if let Some(s) = started {
+            serving.insert(local.port(), s);
         }
     }
 }

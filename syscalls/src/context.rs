@@ -94,6 +94,14 @@ impl Context {
         Ok(())
     }
 
+    /// Names the netstack's sockets behind `token` (another sandbox's,
+    /// to share its loopback); same rule as [`Context::set_egress`].
+    pub fn set_net_token(&mut self, token: &str) -> Result<(), nix::errno::Errno> {
+        let net = std::sync::Arc::get_mut(&mut self.net).ok_or(nix::errno::Errno::EBUSY)?;
+        net.namer = netstack::Namer::new(token);
+        Ok(())
+    }
+
     /// Makes the netstack's host sockets from `sockets` (the sandbox's
     /// network namespace); same rule as [`Context::set_egress`].
     pub fn set_sockets(

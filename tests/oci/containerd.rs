@@ -203,8 +203,9 @@ fn blob(layout: &Path, media_type: &str, file: &Path) -> serde_json::Value {
 }
 
 /// An OCI image layout archive of the busybox rootfs (one uncompressed
-/// layer), named [`IMAGE`] for `ctr image import`.
-fn oci_archive(dir: &Path) -> PathBuf {
+/// layer), named `name` for `ctr image import`, with `cmd` as the image's
+/// command (`Cmd`; none when empty).
+pub(crate) fn oci_archive(dir: &Path, name: &str, cmd: &[&str]) -> PathBuf {
     let layer_tar = busybox_tarball(dir);
     let layout = dir.join("oci-layout");
     fs::create_dir_all(layout.join("blobs/sha256")).expect("mkdir layout");
@@ -220,7 +221,11 @@ fn oci_archive(dir: &Path) -> PathBuf {
     );
     let config = serde_json::json!({
         "architecture": "amd64", "os": "linux",
-        "config": {"Env": ["PATH=/bin"]},
+        "config": if cmd.is_empty() {
+            serde_json::json!({"Env": ["PATH=/bin"]})
+        } else {
+            serde_json::json!({"Env": ["PATH=/bin"], "Cmd": cmd})
+        },
         "rootfs": {"type": "layers", "diff_ids": [layer["digest"]]},
     });
     let config = blob(
@@ -238,7 +243,7 @@ fn oci_archive(dir: &Path) -> PathBuf {
         "application/vnd.oci.image.manifest.v1+json",
         &write("manifest.json", &manifest),
     );
-    manifest["annotations"] = serde_json::json!({"io.containerd.image.name": IMAGE});
+    manifest["annotations"] = serde_json::json!({"io.containerd.image.name": name});
     let index = serde_json::json!({"schemaVersion": 2, "manifests": [manifest]});
     fs::write(layout.join("index.json"), index.to_string()).expect("index.json");
     fs::write(
@@ -274,7 +279,7 @@ fn containerd_runs_containers_with_runc_binary_supervisor() {
         Ok(d) => d,
         Err(e) => panic!("{e}"),
     };
-    let archive = oci_archive(d.dir.path());
+    let archive = oci_archive(d.dir.path(), IMAGE, &[]);
     d.ok(&["image", "import", archive.to_str().unwrap()]);
 
     // Output, and exit codes (ctr run's own).

@@ -9,7 +9,8 @@
 //! a nofile ulimit: its cgroup driver is the default (cgroupfs on this
 //! cgroup v1 host), and no `--cgroup-parent`, so every container's cgroup
 //! is where Docker puts it, `/docker/<id>` from each hierarchy's root.
-//! It imports a busybox-static image, runs the cases one after another,
+//! It imports a busybox-static image, runs the cases one after another
+//! (a user-defined bridge network among them: `networks.rs`),
 //! checks that no container's cgroup is left behind, and stops the
 //! daemon by pid at the end, also on failure (a Drop guard), unmounting
 //! what it left and removing the cgroups that remain beneath `/docker`
@@ -139,6 +140,8 @@ impl Drop for Daemon {
         for id in String::from_utf8_lossy(&names.stdout).split_whitespace() {
             let _ = self.output(&["rm", "-f", id]);
         }
+        // A network a failed case left (its bridge would outlive dockerd).
+        let _ = self.output(&["network", "prune", "-f"]);
         stop_daemon(&mut self.child);
         unmount_beneath(self.dir.path());
         self.cgroups.remove_left();
@@ -217,6 +220,9 @@ fn docker_runs_containers_with_runtime_supervisor() {
     d.ok(&["rm", "hog"]);
     read_only_root(&d);
     cases::ulimits(&d, IMAGE);
+    // A user-defined bridge network (no iptables on the host: Docker's
+    // proxy carries -p), on a documentation subnet the host routes nowhere.
+    crate::networks::container_networks(&d, IMAGE, "sbxnet", "198.51.100.0/24");
 
     // Every container is gone, and so is its cgroup.
     let left = d.cgroups.left();

@@ -2,8 +2,9 @@
 //! drives runc, without an engine (`cli`, with its `exec`, `limits`
 //! and `rootfs` cases), pause/resume of a guest mid-notification, and
 //! the real engines using it as their runtime: Docker, Podman (also
-//! rootless) and containerd, each skipping with a printed reason when the
-//! engine is not installed.
+//! rootless) and containerd, also through its CRI plugin as the kubelet
+//! drives it (`cri`, with the tests' own CRI client), each
+//! skipping with a printed reason when the engine is not installed.
 //!
 //! This process becomes a child subreaper at the first container `cli`
 //! creates (as an engine's shim is), so that the container's monitor is
@@ -18,7 +19,9 @@ mod common;
 
 mod cli;
 mod containerd;
+mod cri;
 mod docker;
+mod networks;
 mod pause;
 mod podman;
 mod rootless;

@@ -7,7 +7,8 @@
 # with `--runtime supervisor`: on the engine's default network an echo, and
 # with `--network none` output, exit code, a hog killed at -m 64m
 # (OOMKilled under Docker), --cpus 0.5 --pids-limit 50 in the container's
-# cgroup and as the container sees them, exec, stats and update. Each case
+# cgroup and as the container sees them, exec, stats and update; on a
+# user-defined network -p and a second container connecting. Each case
 # prints one line, "ok NAME (S s)" or "FAIL NAME (S s): why"; the job fails
 # when any case fails. The engines run as installed: only the runtime is
 # registered (scripts/vm writes daemon.json and containers.conf).
@@ -178,6 +179,42 @@ engine_cases() {
     report "$e-update" "$start" "$why"
 
     $e rm -f lim >/dev/null 2>&1
+
+    # A user-defined network of the engine's (its bridge and iptables):
+    # the sandboxed web server published with -p and reached from this
+    # host at one of its own addresses (the engine's DNAT; Docker's proxy
+    # too), then from a second sandboxed container on the network: by
+    # name under Docker (its resolver at 127.0.0.11), by address under
+    # Podman 4.3 (its CNI networks resolve names only with the dnsname
+    # plugin, which is not installed).
+    local serve='mkdir -p /www && echo hello-from-web > /www/index.html && exec httpd -f -p 80 -h /www'
+    local host_ip target
+    host_ip=$(ip -4 -o addr show scope global | awk '{ sub("/.*", "", $4); print $4; exit }')
+    start=$SECONDS why=
+    out=$($e network create vmnet 2>&1) || why="network create: $out"
+    out=$($e run -d --name web --network vmnet -p 18080:80 "$@" vmtest sh -c "$serve" 2>&1)
+    rc=$?
+    expect "run -d status (output: $out)" "$rc" 0
+    out=
+    for _ in $(seq 60); do
+        out=$(busybox wget -qO- "http://$host_ip:18080/index.html" 2>&1) && break
+        sleep 1
+    done
+    expect "-p 18080:80 at $host_ip" "$out" hello-from-web
+    report "$e-publish" "$start" "$why"
+
+    start=$SECONDS why=
+    target=web
+    [ "$e" = podman ] && target=$($e inspect -f '{{.NetworkSettings.Networks.vmnet.IPAddress}}' web 2>&1)
+    out=
+    for _ in $(seq 30); do
+        out=$($e run --rm --network vmnet "$@" vmtest wget -qO- "http://$target/index.html" 2>&1) && break
+        sleep 1
+    done
+    expect "wget http://$target/ from a second container" "$out" hello-from-web
+    report "$e-container-to-container" "$start" "$why"
+    $e rm -f web >/dev/null 2>&1
+    $e network rm vmnet >/dev/null 2>&1
 }
 
 engine_cases docker --runtime=supervisor

@@ -285,6 +285,17 @@ mod random {
             prop_assert_eq!(verdict.is_ok(), special::most_specific(ip).is_none());
         }
 
+        /// An open list (a container's egress) allows every address but
+        /// loopback, special ranges included; loopback only as its rules
+        /// name it.
+        #[test]
+        fn an_open_list_refuses_only_loopback(ip in any_ip(), port in 1u16..) {
+            let l = AllowList::open(vec![Rule::parse("127.0.0.11:53").unwrap()]);
+            let verdict = l.verdict(SocketAddr::new(ip, port), Proto::Tcp, &Resolved::new());
+            let named = canonical_ip(ip) == IpAddr::from([127, 0, 0, 11]) && port == 53;
+            prop_assert_eq!(verdict.is_ok(), !canonical_ip(ip).is_loopback() || named);
+        }
+
         /// A host rule for an address allows it, special or not, and no other port.
         #[test]
         fn a_host_rule_names_its_address(ip in any_ip(), port in 1u16..) {

@@ -147,16 +147,19 @@ fn serve_and_wait(
     let publishers = network::bind_publishers(&config.net.publish).map_err(setup_error)?;
     // Launch forks, and so does the socket factory while init sets up:
     // before this process has any thread (the output relays start below).
-    let egress = !config.net.allow.is_empty();
+    let egress = config.net.has_egress();
     // The stub's address on the loopback: the nameserver the view names.
     let dns_stub = match launching.nameserver {
         Some(std::net::IpAddr::V4(stub)) => Some(stub),
         _ => None,
     };
-    let hooks = RunHooks::new(
+    let mut hooks = RunHooks::new(
         &guards.enforcement,
         (egress, dns_stub),
         config.schedule.nice_after_set_up,
+    );
+    hooks.share_loopback(
+        (config.net.shared_loopback.as_ref()).map(|s| nix::unistd::Pid::from_raw(s.init)),
     );
     let launched = launch::launch_with(launching, &hooks);
     if let Some(capture) = &mut capture {
@@ -203,8 +206,11 @@ fn serve_and_wait(
         start_guest(config, guards, &mut sandbox, None)?;
     }
     ctx.set_sockets(sockets).map_err(supervisor_error)?;
+    if let Some(token) = &config.net.token {
+        ctx.set_net_token(token).map_err(supervisor_error)?;
+    }
     let net_denials = ctx.net_denials();
-    let network = match Network::start(&config.net.allow, publishers, &mut ctx) {
+    let network = match Network::start(&config.net, publishers, &mut ctx) {
         Ok(n) => n,
         Err(e) => {
             sandbox.kill();

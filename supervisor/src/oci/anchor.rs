@@ -7,9 +7,10 @@
 //! ours cannot be the monitor, which serves the guest from the host's
 //! namespaces (its /proc shows every host process). So the anchor is a
 //! small single-threaded parent of the monitor: it starts the session,
-//! joins the container's cgroup, forks the monitor (then joins the v1
+//! enters the container's network namespace (`netns.rs`), joins the
+//! container's cgroup, forks the monitor (then joins the v1
 //! pids cgroup, which the monitor stays out of), and once the sandbox
-//! is up joins the sandbox's mount, network, UTS and IPC namespaces
+//! is up joins the sandbox's mount, UTS and IPC namespaces
 //! (those of init, best effort: a runtime without CAP_SYS_ADMIN stays in
 //! its own). Then it only passes the signals `kill` sends on to the
 //! monitor and exits with the monitor's status (128+N when the monitor
@@ -47,10 +48,11 @@ use sandbox::config::SandboxConfig;
 use sandbox::launch::FORWARDED;
 use sandbox::sys::process::{fork_single_threaded, sigwaitinfo, Forked};
 
-/// The sandbox's namespaces the anchor joins (the mount one first).
+/// The sandbox's namespaces the anchor joins (the mount one first). Not
+/// the network one: the anchor stays in the container's (`netns.rs`),
+/// where the engine puts its interface and looks for it.
 const JOINED: &[(&str, CloneFlags)] = &[
     ("mnt", CloneFlags::CLONE_NEWNS),
-    ("net", CloneFlags::CLONE_NEWNET),
     ("uts", CloneFlags::CLONE_NEWUTS),
     ("ipc", CloneFlags::CLONE_NEWIPC),
 ];
@@ -58,13 +60,20 @@ const JOINED: &[(&str, CloneFlags)] = &[
 /// Runs the anchor in the process `create` forked; never returns.
 /// `ready` is the write end of the pipe `create` reads: "ok" and init's
 /// host pid, or "E" and the error (relayed from the monitor).
-pub fn run(plan: MonitorPlan, config: SandboxConfig, ready: OwnedFd) -> ! {
+pub fn run(plan: MonitorPlan, mut config: SandboxConfig, ready: OwnedFd) -> ! {
     let mut ready = File::from(ready);
     let _ = setsid();
     if getpid().as_raw() == 1 {
         if let Err(e) = mount_own_proc() {
             fail(&mut ready, &e);
         }
+    }
+    match plan.network.enter(&plan.net_sysctls) {
+        Ok(true) => {}
+        // Still in the runtime's own namespace (no new one could be
+        // made): the guest keeps its loopback only, as before.
+        Ok(false) => config.net = Default::default(),
+        Err(e) => fail(&mut ready, &e),
     }
     let joined = plan.cgroup.join_monitor(getpid().as_raw());
     let pipe = joined.and_then(|_| {

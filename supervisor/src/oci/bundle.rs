@@ -7,8 +7,10 @@
 //! on all three stdio; the environment is exactly `process.env`.
 //!
 //! What the sandbox provides itself is not taken from the config: /proc,
-//! /dev (and devpts, shm, mqueue), /sys, and the /etc files Docker binds
-//! (hostname, hosts, resolv.conf: the sandbox writes its own).
+//! /dev (and devpts, shm, mqueue), /sys, and /etc/hostname (the sandbox
+//! writes its own). The engine's /etc/hosts and /etc/resolv.conf binds
+//! are kept, as under runc (its DNS).
+//! The network is set as runc's container has it ([`Bundle::network`]).
 //! `process.user` is checked here (`user.rs`) and becomes the config's
 //! user; capabilities never widen the sandbox's policy and are not
 //! read.
@@ -17,24 +19,28 @@
 //! (`hooks.rs`), which read the spec themselves.
 
 use std::ffi::OsString;
+use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
 
 use super::config::{LinuxResources, Mount, PosixRlimitType, Process, Spec};
 use vfs::mounts::{MountKind, MountSpec};
 
-use sandbox::config::{GuestEnv, OutsideLimits, SandboxConfig, Terminal};
+use netstack::rules::Rule;
+use sandbox::config::{GuestEnv, NetConfig, OutsideLimits, SandboxConfig, Terminal};
 use sandbox::launch::env_pairs;
 use sandbox::limits::GuestRlimit;
 
-/// Mount destinations that are the sandbox's own.
-const SANDBOX_OWN: &[&str] = &[
-    "/proc",
-    "/dev",
-    "/sys",
-    "/etc/hostname",
-    "/etc/hosts",
-    "/etc/resolv.conf",
-];
+/// Mount destinations that are the sandbox's own. The engine's
+/// /etc/hosts and /etc/resolv.conf binds are not: they go over the
+/// sandbox's own files as under runc (the engine rewrites them in place:
+/// Docker's `libnetwork-setkey` hook names its resolver there after
+/// `create`), but resolv.conf stays the sandbox's own when egress rules
+/// name hosts (the DNS stub resolves those).
+const SANDBOX_OWN: &[&str] = &["/proc", "/dev", "/sys", "/etc/hostname"];
+
+/// Docker's embedded resolver on its user-defined networks, in the
+/// container's network namespace: the guest reaches it there.
+const DOCKER_RESOLVER: &str = "127.0.0.11:53";
 
 /// A loaded bundle.
 #[derive(Debug, Clone)]
@@ -226,7 +232,14 @@ impl Bundle {
         // Read-only binds, then writable ones, then tmpfs, as `run`'s
         // flags order them.
         let mut mounts = Vec::new();
+        let own_resolv_conf = self
+            .egress_rules()?
+            .is_some_and(|r| r.iter().any(Rule::is_name));
         for m in self.spec.mounts().clone().unwrap_or_default() {
+            let dest = m.destination();
+            if own_resolv_conf && dest == Path::new("/etc/resolv.conf") {
+                continue;
+            }
             match translate_mount(&m) {
                 Ok(Some(spec)) => mounts.push(spec),
                 Ok(None) => {}
@@ -253,9 +266,86 @@ impl Bundle {
                 }
             }
         }
+        self.network(&mut config.net)?;
         config.validate()?;
         Ok((config, warnings))
     }
+
+    /// The container's network as runc gives it: egress to whatever its
+    /// network namespace reaches (`netns.rs`: the anchor and monitor live
+    /// there), limited to [`EGRESS_ANNOTATION`]'s rules when given; every
+    /// guest listener on a wildcard address published on the namespace's
+    /// interfaces. The engine's name servers on loopback (read from its
+    /// resolv.conf now, and Docker's resolver, which its hook writes there
+    /// later) are the namespace's: egress reaches their port 53.
+    fn network(&self, net: &mut NetConfig) -> Result<(), String> {
+        let mut resolvers = self
+            .engine_file("/etc/resolv.conf")
+            .map(|text| loopback_name_servers(&text))
+            .unwrap_or_default();
+        resolvers.extend(Rule::parse(DOCKER_RESOLVER));
+        match self.egress_rules()? {
+            Some(rules) => {
+                net.open = false;
+                net.allow = rules;
+            }
+            None => net.open = true,
+        }
+        net.allow.extend(resolvers);
+        net.publish_listeners = true;
+        Ok(())
+    }
+
+    /// [`EGRESS_ANNOTATION`]'s rules, if the annotation is given.
+    fn egress_rules(&self) -> Result<Option<Vec<Rule>>, String> {
+        let annotations = self.annotations();
+        let Some(text) = annotations.get(EGRESS_ANNOTATION) else {
+            return Ok(None);
+        };
+        parse_rules(text)
+            .map(Some)
+            .map_err(|e| format!("annotation {EGRESS_ANNOTATION}: {e}"))
+    }
+
+    /// The contents of the file the engine binds at `dest`, read now.
+    fn engine_file(&self, dest: &str) -> Option<String> {
+        let mounts = self.spec.mounts().as_ref()?;
+        let m = mounts
+            .iter()
+            .rev()
+            .find(|m| m.destination().as_os_str() == dest)?;
+        std::fs::read_to_string(m.source().as_ref()?).ok()
+    }
+}
+
+/// The annotation that limits a container's egress to `--allow-net`
+/// rules (comma-separated, as `run` takes them); without it the
+/// container reaches what its network namespace reaches, as under runc.
+pub const EGRESS_ANNOTATION: &str = "org.example.supervisor.egress";
+
+/// Rules separated by commas (blanks around them ignored).
+fn parse_rules(text: &str) -> Result<Vec<Rule>, String> {
+    text.split(',')
+        .map(str::trim)
+        .filter(|r| !r.is_empty())
+        .map(Rule::parse)
+        .collect()
+}
+
+/// Rules for the loopback name servers a resolv.conf names (port 53):
+/// those are the network namespace's (Docker's embedded resolver at
+/// 127.0.0.11), not the sandbox's own loopback.
+fn loopback_name_servers(resolv_conf: &str) -> Vec<Rule> {
+    resolv_conf
+        .lines()
+        .filter_map(|l| {
+            let mut words = l.split_whitespace();
+            (words.next() == Some("nameserver")).then(|| words.next())?
+        })
+        .filter_map(|ip| ip.parse::<IpAddr>().ok())
+        .filter(IpAddr::is_loopback)
+        .filter_map(|ip| Rule::parse(&SocketAddr::new(ip, 53).to_string()).ok())
+        .collect()
 }
 
 /// The Linux resource number of an rlimit name.
@@ -320,4 +410,35 @@ fn translate_mount(m: &Mount) -> Result<Option<MountSpec>, String> {
         return Err(format!("mount of type {typ:?} on {dest} is not supported"));
     };
     spec.map(Some).map_err(|e| format!("mount on {dest}: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn loopback_name_servers_are_the_namespaces() {
+        let docker = "nameserver 127.0.0.11\noptions ndots:0\n";
+        let rules: Vec<String> = loopback_name_servers(docker)
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        assert_eq!(rules, ["127.0.0.11:53"]);
+        let host = "# generated\nnameserver 192.0.2.53\nnameserver ::1\nsearch example.org\n";
+        let rules: Vec<String> = loopback_name_servers(host)
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        assert_eq!(rules, ["[::1]:53"]);
+        assert!(loopback_name_servers("nameserver\nnameserver x\n").is_empty());
+    }
+
+    #[test]
+    fn the_egress_annotation_is_a_list_of_rules() {
+        let rules = parse_rules(" 203.0.113.0/24:443, *.example.org ,").unwrap();
+        assert_eq!(rules.len(), 2);
+        assert!(rules[1].is_name());
+        assert!(parse_rules("203.0.113.0/24:x").is_err());
+        assert!(parse_rules("").unwrap().is_empty());
+    }
 }

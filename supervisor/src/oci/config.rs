@@ -302,6 +302,10 @@ pub struct Linux {
     uid_mappings: Option<Vec<LinuxIdMapping>>,
     #[serde(default)]
     gid_mappings: Option<Vec<LinuxIdMapping>>,
+    #[serde(default)]
+    namespaces: Option<Vec<LinuxNamespace>>,
+    #[serde(default)]
+    sysctl: Option<HashMap<String, String>>,
 }
 
 getters!(Linux {
@@ -311,6 +315,23 @@ getters!(Linux {
     get readonly_paths: Option<Vec<String>>,
     get uid_mappings: Option<Vec<LinuxIdMapping>>,
     get gid_mappings: Option<Vec<LinuxIdMapping>>,
+    get namespaces: Option<Vec<LinuxNamespace>>,
+    get sysctl: Option<HashMap<String, String>>,
+});
+
+/// One of `linux.namespaces`: a type (`network`, `ipc`, ...) and, to
+/// join an existing namespace, its path.
+#[derive(Deserialize, Debug, Clone)]
+pub struct LinuxNamespace {
+    #[serde(rename = "type")]
+    typ: String,
+    #[serde(default)]
+    path: Option<PathBuf>,
+}
+
+getters!(LinuxNamespace {
+    get typ: String,
+    get path: Option<PathBuf>,
 });
 
 /// One line of `linux.uidMappings` or `linux.gidMappings`: container ids

@@ -27,9 +27,10 @@ use super::cgroup::ContainerCgroup;
 use super::cli::{CreateArgs, DeleteArgs, KillArgs};
 use super::hooks;
 use super::log::{rfc3339_now, Log};
+use super::loopback::Loopback;
 use super::monitor::MonitorPlan;
 use super::state::{container_dir, proc_stat, Record, Status};
-use sandbox::config::{OutsideLimits, SandboxConfig};
+use sandbox::config::{OutsideLimits, SandboxConfig, SharedLoopback};
 use sandbox::sys::process::{clone_process, fork_single_threaded, Forked};
 
 /// `create`: everything up to the guest's exec.
@@ -85,7 +86,17 @@ fn create_in(
         start_fifo,
         exec_socket: dir.join("exec.sock"),
         log: dir.join("monitor.log"),
+        network: super::netns::NetNamespace::of(&bundle.spec),
+        net_sysctls: super::netns::net_sysctls(&bundle.spec),
     };
+    // A container joining another's network namespace shares its loopback.
+    let shared = super::loopback::shared_by(root, &plan.network);
+    let token = match &shared {
+        Some(l) => l.token.clone(),
+        None => super::loopback::fresh_token(),
+    };
+    config.net.token = Some(token.clone());
+    config.net.shared_loopback = (shared.as_ref()).map(|l| SharedLoopback { init: l.init });
     // Enforced by the container's cgroup; the guest is told of them.
     config.outside_limits = Some(OutsideLimits {
         cgroup: Some(cgroup.outside()),
@@ -112,6 +123,10 @@ fn create_in(
         cgroup: cgroup.clone(),
         poststart: hooks.poststart().clone().unwrap_or_default(),
         poststop: hooks.poststop().clone().unwrap_or_default(),
+        loopback: Some(Loopback {
+            token,
+            init: shared.map_or(init_pid, |l| l.init),
+        }),
     };
     let finish = || -> Result<(), String> {
         record.save(root)?;

@@ -40,6 +40,11 @@ pub struct MonitorPlan {
     pub exec_socket: PathBuf,
     /// Where the monitor's own messages go once the guest holds its stdio.
     pub log: PathBuf,
+    /// The container's network namespace, which the anchor enters before
+    /// it forks the monitor.
+    pub network: super::netns::NetNamespace,
+    /// config.json's `net.*` sysctls, written there.
+    pub net_sysctls: Vec<(String, String)>,
 }
 
 /// Runs the monitor (the sandbox `config` describes) in the forked child; never returns. `ready` is the

@@ -69,6 +69,11 @@ pub struct Record {
     pub poststart: Vec<super::config::Hook>,
     #[serde(default)]
     pub poststop: Vec<super::config::Hook>,
+    /// The loopback the container's guest uses (`loopback.rs`): its
+    /// own, or the one it shares with the container whose network
+    /// namespace it joined.
+    #[serde(default)]
+    pub loopback: Option<super::loopback::Loopback>,
 }
 
 /// A container id that is safe as a directory name.

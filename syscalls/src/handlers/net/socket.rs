@@ -112,10 +112,11 @@ pub(crate) fn bind(ctx: &Context, g: &dyn Guest, fd: i32, ptr: u64, len: u32) ->
     Ok(Reply::Value(0))
 }
 
-/// listen(fd, backlog): autobinds an unbound TCP socket, then the
-/// kernel's listen runs on the host socket (CONTINUE). A connected
-/// socket, a UDP one (EOPNOTSUPP) and the guest's own sockets are the
-/// kernel's to answer.
+/// listen(fd, backlog): autobinds an unbound TCP socket, tells the
+/// stack's listen hook (a container's listeners published on its
+/// network namespace), then the kernel's listen runs on the host socket
+/// (CONTINUE). A connected socket, a UDP one (EOPNOTSUPP) and the
+/// guest's own sockets are the kernel's to answer.
 pub(crate) fn listen(ctx: &Context, g: &dyn Guest, fd: i32) -> Res {
     let Some(s) = ours(ctx, g, fd) else {
         return Ok(Reply::Continue);
@@ -124,6 +125,7 @@ pub(crate) fn listen(ctx: &Context, g: &dyn Guest, fd: i32) -> Res {
     if s.meta.proto == Proto::Tcp && !connected {
         live(g)?;
         stack(ctx).bind_listener(&s)?;
+        stack(ctx).listening(stack(ctx).local_addr(&s), Proto::Tcp);
     }
     Ok(Reply::Continue)
 }

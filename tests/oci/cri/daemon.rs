@@ -1,0 +1,306 @@
+//! The test's own containerd with the CRI plugin on and the runtime
+//! handler `supervisor` as its only runtime, in a network namespace of its
+//! own (`unshare -n`, its loopback up): the node's network of its
+//! host-network pods, and where the CNI bridge of its other pods lives, so
+//! the machine's network is untouched. Root, state, sockets, the runtime's
+//! state root (the shim's `Root`), the CNI configuration and IP allocations,
+//! the pods' logs and containerd's log are in a temp dir; network
+//! namespaces are under its state dir. Also: the pod and container configs
+//! the tests use, waiting for a container's exit, and what a removed pod
+//! may not leave behind.
+//!
+//! Not here: what a test expects of the pods.
+
+use crate::common;
+use crate::cri::client::CriClient;
+
+use std::fs;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use common::engine::{
+    dump, output_with_watchdog, own_memory_cgroup, poll_until, remove_cgroup_parent, stop_daemon,
+    unmount_beneath, wait_until_up,
+};
+use common::{bin, Tree};
+use k8s_cri::v1::{
+    ContainerConfig, ContainerMetadata, ContainerState, ContainerStatus, ImageSpec,
+    LinuxContainerConfig, LinuxContainerResources, LinuxPodSandboxConfig,
+    LinuxSandboxSecurityContext, NamespaceMode, NamespaceOption, PodSandboxConfig,
+    PodSandboxMetadata,
+};
+
+pub const CONTAINERD: &str = "/usr/bin/containerd";
+pub const CTR: &str = "/usr/bin/ctr";
+/// The busybox image; its command (`Cmd`) is what the pod's sandbox
+/// container runs, as a pause image's does.
+pub const IMAGE: &str = "example.org/library/supervisor-test-busybox:cri";
+pub const PAUSE_CMD: &[&str] = &["sleep", "2147483647"];
+/// The runtime handler, as a RuntimeClass's `handler` names it.
+pub const HANDLER: &str = "supervisor";
+
+/// Our own containerd with the CRI plugin; its pods, the daemon, its
+/// mounts and cgroups are gone after drop.
+pub struct CriDaemon {
+    child: Child,
+    pub dir: Tree,
+    pub cgroup_parent: String,
+    client: Option<CriClient>,
+}
+
+impl CriDaemon {
+    /// Starts it; `name` tells the test's cgroup parent from another's.
+    pub fn start(name: &str) -> Result<CriDaemon, String> {
+        let dir = Tree::new();
+        let own = own_memory_cgroup().ok_or("no memory cgroup for this process")?;
+        let cgroup_parent = format!("{own}/supervisor-cri-{name}-{}", std::process::id());
+        let d = |p: &str| dir.join(p).display().to_string();
+        let cri = "plugins.\"io.containerd.grpc.v1.cri\"";
+        let config = format!(
+            "version = 2\nroot = {root:?}\nstate = {state:?}\n\
+             [grpc]\n  address = {sock:?}\n[ttrpc]\n  address = {ttrpc:?}\n\
+             [{cri}]\n  sandbox_image = {IMAGE:?}\n  netns_mounts_under_state_dir = true\n\
+             \x20 stream_server_address = \"127.0.0.1\"\n  stream_server_port = \"0\"\n\
+             [{cri}.cni]\n  bin_dir = {cni_bin:?}\n  conf_dir = {cni_conf:?}\n\
+             [{cri}.containerd]\n  default_runtime_name = {HANDLER:?}\n\
+             [{cri}.containerd.runtimes.{HANDLER}]\n  runtime_type = \"io.containerd.runc.v2\"\n\
+             [{cri}.containerd.runtimes.{HANDLER}.options]\n  BinaryName = {binary:?}\n  \
+             Root = {runc_root:?}\n",
+            root = d("root"),
+            state = d("state"),
+            sock = d("containerd.sock"),
+            ttrpc = d("containerd.sock.ttrpc"),
+            cni_bin = CNI_PLUGINS,
+            cni_conf = d("cni-conf"),
+            binary = bin().display().to_string(),
+            runc_root = d("runtime-root"),
+        );
+        fs::write(dir.join("config.toml"), config).map_err(|e| e.to_string())?;
+        fs::create_dir_all(dir.join("cni-conf")).map_err(|e| e.to_string())?;
+        fs::write(
+            dir.join("cni-conf/10-pods.conflist"),
+            pod_network(&d("cni-ipam")).to_string(),
+        )
+        .map_err(|e| e.to_string())?;
+        let log = fs::File::create(dir.join("containerd.log")).map_err(|e| e.to_string())?;
+        // unshare execs sh, which execs containerd: the child's pid is
+        // containerd's.
+        let child = Command::new("unshare")
+            .args(["-n", "sh", "-c", "ip link set lo up && exec \"$0\" \"$@\""])
+            .arg(CONTAINERD)
+            .arg("--config")
+            .arg(dir.join("config.toml"))
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().map_err(|e| e.to_string())?)
+            .stderr(log)
+            .spawn()
+            .map_err(|e| format!("starting containerd: {e}"))?;
+        let mut daemon = CriDaemon {
+            child,
+            dir,
+            cgroup_parent,
+            client: None,
+        };
+        let socket = daemon.dir.join("containerd.sock");
+        wait_until_up("containerd", || socket.exists(), || daemon.log())?;
+        let mut client = CriClient::connect(&socket)?;
+        let mut answered = Err(String::new());
+        poll_until(Duration::from_secs(60), || {
+            answered = client.version();
+            answered.is_ok()
+        });
+        let version = answered.map_err(|e| format!("{e}\ncontainerd's log:\n{}", daemon.log()))?;
+        assert_eq!(version.runtime_name, "containerd", "{version:?}");
+        daemon.client = Some(client);
+        Ok(daemon)
+    }
+
+    pub fn log(&self) -> String {
+        fs::read_to_string(self.dir.join("containerd.log")).unwrap_or_default()
+    }
+
+    pub fn cri(&mut self) -> &mut CriClient {
+        self.client.as_mut().expect("connected")
+    }
+
+    /// `ctr -n k8s.io ARGS` (the CRI plugin's namespace), which must succeed.
+    pub fn ctr(&self, args: &[&str]) {
+        let mut c = Command::new(CTR);
+        c.arg("--address")
+            .arg(self.dir.join("containerd.sock"))
+            .args(["-n", "k8s.io"])
+            .args(args);
+        let out = output_with_watchdog(c, b"");
+        assert!(out.status.success(), "ctr {args:?}: {}", dump(&out));
+    }
+
+    /// A pod named `name`, on the node's network (`NamespaceMode::Node`)
+    /// or its own (`Pod`: the CNI bridge), its cgroup parent ours, its
+    /// containers' logs in `<dir>/logs/<name>`.
+    pub fn pod_config(&self, name: &str, network: NamespaceMode) -> PodSandboxConfig {
+        let logs = self.dir.join("logs").join(name);
+        fs::create_dir_all(&logs).expect("mkdir pod log directory");
+        PodSandboxConfig {
+            metadata: Some(PodSandboxMetadata {
+                name: name.into(),
+                uid: format!("uid-{name}"),
+                namespace: "default".into(),
+                attempt: 0,
+            }),
+            log_directory: logs.display().to_string(),
+            linux: Some(LinuxPodSandboxConfig {
+                cgroup_parent: self.cgroup_parent.clone(),
+                security_context: Some(LinuxSandboxSecurityContext {
+                    namespace_options: Some(NamespaceOption {
+                        network: network as i32,
+                        pid: NamespaceMode::Container as i32,
+                        ipc: NamespaceMode::Pod as i32,
+                        ..Default::default()
+                    }),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }
+    }
+
+    /// Creates and starts the container `name` running `command` in the
+    /// pod, with `memory` bytes as its memory limit (0: none), its log
+    /// `<name>.log` in the pod's log directory; its id.
+    pub fn run_container(
+        &mut self,
+        pod: &str,
+        pod_config: &PodSandboxConfig,
+        name: &str,
+        command: &[&str],
+        memory: i64,
+    ) -> String {
+        let config = ContainerConfig {
+            metadata: Some(ContainerMetadata {
+                name: name.into(),
+                attempt: 0,
+            }),
+            image: Some(ImageSpec {
+                image: IMAGE.into(),
+                ..Default::default()
+            }),
+            command: command.iter().map(|s| s.to_string()).collect(),
+            log_path: format!("{name}.log"),
+            linux: Some(LinuxContainerConfig {
+                resources: Some(LinuxContainerResources {
+                    memory_limit_in_bytes: memory,
+                    ..Default::default()
+                }),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let id = self
+            .cri()
+            .create_container(pod, &config, pod_config)
+            .unwrap_or_else(|e| panic!("{e}"));
+        if let Err(e) = self.cri().start_container(&id) {
+            panic!("{e}\ncontainerd's log:\n{}", self.log());
+        }
+        id
+    }
+
+    /// Waits until the container `id` has exited (and, when `reason` is
+    /// given, its status says that reason); its status.
+    pub fn exited(&mut self, id: &str, reason: Option<&str>) -> ContainerStatus {
+        let mut last = None;
+        let done = poll_until(Duration::from_secs(60), || {
+            let status = self.cri().container_status(id);
+            let done = status.as_ref().is_ok_and(|s| {
+                s.state == ContainerState::ContainerExited as i32
+                    && reason.is_none_or(|r| s.reason == r)
+            });
+            last = Some(status);
+            done
+        });
+        let status = last.expect("polled at least once");
+        assert!(done, "container {id} never exited ({reason:?}): {status:?}");
+        status.unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// The pods', the runtime's and the CRI plugin's traces beneath the
+    /// test's directory: processes (other than the daemon) whose command
+    /// line names it, and entries of the runtime's state root, of the
+    /// plugin's per-sandbox and per-container directories and of its
+    /// network namespaces.
+    pub fn leftovers(&self) -> Vec<String> {
+        let dir = self.dir.path().display().to_string();
+        let daemon = self.child.id();
+        let mut left = Vec::new();
+        for e in fs::read_dir("/proc").into_iter().flatten().flatten() {
+            let Some(pid) = e.file_name().to_str().and_then(|p| p.parse::<u32>().ok()) else {
+                continue;
+            };
+            let Ok(cmdline) = fs::read(e.path().join("cmdline")) else {
+                continue;
+            };
+            let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+            if pid != daemon && pid != std::process::id() && cmdline.contains(&dir) {
+                left.push(format!("process {pid}: {cmdline}"));
+            }
+        }
+        let cri = "io.containerd.grpc.v1.cri";
+        for tree in [
+            "runtime-root/k8s.io".to_string(),
+            format!("root/{cri}/sandboxes"),
+            format!("root/{cri}/containers"),
+            format!("state/{cri}/sandboxes"),
+            format!("state/{cri}/containers"),
+            format!("state/{cri}/netns"),
+        ] {
+            for e in fs::read_dir(self.dir.join(&tree))
+                .into_iter()
+                .flatten()
+                .flatten()
+            {
+                left.push(format!("state: {}", e.path().display()));
+            }
+        }
+        left
+    }
+}
+
+impl Drop for CriDaemon {
+    fn drop(&mut self) {
+        if let Some(cri) = self.client.as_mut() {
+            for pod in cri.pod_sandboxes().unwrap_or_default() {
+                let _ = cri.stop_pod_sandbox(&pod);
+                let _ = cri.remove_pod_sandbox(&pod);
+            }
+        }
+        self.client = None;
+        stop_daemon(&mut self.child);
+        unmount_beneath(self.dir.path());
+        remove_cgroup_parent(&self.cgroup_parent);
+    }
+}
+
+/// Debian's CNI plugins (containernetworking-plugins).
+pub const CNI_PLUGINS: &str = "/usr/lib/cni";
+
+/// The pods' network: a bridge in the daemon's namespace, an address of
+/// 203.0.113.0/24 per pod (host-local allocations in `ipam_dir`), no
+/// gateway, no masquerading.
+fn pod_network(ipam_dir: &str) -> serde_json::Value {
+    serde_json::json!({
+        "cniVersion": "1.0.0",
+        "name": "supervisor-test-pods",
+        "plugins": [{
+            "type": "bridge",
+            "bridge": "cni-sup0",
+            "isGateway": false,
+            "ipMasq": false,
+            "ipam": {
+                "type": "host-local",
+                "ranges": [[{"subnet": "203.0.113.0/24"}]],
+                "dataDir": ipam_dir,
+            },
+        }],
+    })
+}
