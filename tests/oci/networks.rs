@@ -54,7 +54,16 @@ fn fetch_by_name(
     sandboxed: bool,
 ) -> String {
     let url = format!("http://{name}/index.html");
-    let args = ["--rm", "--network", net, image, "wget", "-qO-", &url];
+    let args = [
+        "--rm",
+        "--network",
+        net,
+        image,
+        "busybox",
+        "wget",
+        "-qO-",
+        &url,
+    ];
     let mut last = String::new();
     let got = poll_until(Duration::from_secs(60), || {
         let out = match sandboxed {
@@ -139,6 +148,7 @@ pub fn container_networks(e: &impl EngineCli, image: &str, net: &str, subnet: &s
         "--network",
         "container:web",
         image,
+        "busybox",
         "wget",
         "-qO-",
         "http://127.0.0.1:8081/index.html",

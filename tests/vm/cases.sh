@@ -7,8 +7,9 @@
 # with `--runtime supervisor`: on the engine's default network an echo, and
 # with `--network none` output, exit code, a hog killed at -m 64m
 # (OOMKilled under Docker), --cpus 0.5 --pids-limit 50 in the container's
-# cgroup and as the container sees them, exec, stats and update; on a
-# user-defined network -p and a second container connecting. Each case
+# cgroup and as the container sees them, exec, stats and update; under
+# Docker, on a user-defined network, -p and a second container connecting
+# by name. Each case
 # prints one line, "ok NAME (S s)" or "FAIL NAME (S s): why"; the job fails
 # when any case fails. The engines run as installed: only the runtime is
 # registered (scripts/vm writes daemon.json and containers.conf).
@@ -180,15 +181,15 @@ engine_cases() {
 
     $e rm -f lim >/dev/null 2>&1
 
-    # A user-defined network of the engine's (its bridge and iptables):
-    # the sandboxed web server published with -p and reached from this
-    # host at one of its own addresses (the engine's DNAT; Docker's proxy
-    # too), then from a second sandboxed container on the network: by
-    # name under Docker (its resolver at 127.0.0.11), by address under
-    # Podman 4.3 (its CNI networks resolve names only with the dnsname
-    # plugin, which is not installed).
+    # Docker only: a user-defined network of the engine's (its bridge,
+    # iptables and resolver): the sandboxed web server published with -p
+    # and reached from this host at one of its own addresses, then by name
+    # from a second sandboxed container on the network. (Podman 4.3's CNI
+    # network failed both here, where the outer machine's Podman serves -p
+    # through the same code: docs/oci.md.)
+    [ "$e" = docker ] || return 0
     local serve='mkdir -p /www && echo hello-from-web > /www/index.html && exec httpd -f -p 80 -h /www'
-    local host_ip target
+    local host_ip
     host_ip=$(ip -4 -o addr show scope global | awk '{ sub("/.*", "", $4); print $4; exit }')
     start=$SECONDS why=
     out=$($e network create vmnet 2>&1) || why="network create: $out"
@@ -204,14 +205,12 @@ engine_cases() {
     report "$e-publish" "$start" "$why"
 
     start=$SECONDS why=
-    target=web
-    [ "$e" = podman ] && target=$($e inspect -f '{{.NetworkSettings.Networks.vmnet.IPAddress}}' web 2>&1)
     out=
-    for _ in $(seq 30); do
-        out=$($e run --rm --network vmnet "$@" vmtest wget -qO- "http://$target/index.html" 2>&1) && break
+    for _ in $(seq 10); do
+        out=$($e run --rm --network vmnet "$@" vmtest wget -qO- http://web/index.html 2>&1) && break
         sleep 1
     done
-    expect "wget http://$target/ from a second container" "$out" hello-from-web
+    expect "wget http://web/ from a second container" "$out" hello-from-web
     report "$e-container-to-container" "$start" "$why"
     $e rm -f web >/dev/null 2>&1
     $e network rm vmnet >/dev/null 2>&1
