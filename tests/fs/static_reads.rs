@@ -15,6 +15,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
 
 /// A directory tree for the programs: `a`, `sub/b`.
 fn tree(tag: &str) -> tempfile::TempDir {
@@ -31,11 +32,19 @@ fn tree(tag: &str) -> tempfile::TempDir {
 }
 
 /// Builds `name` beside the C programs (so [`c_mounts`] shows it in the
-/// sandbox) with the command `build` makes for an output path: under a
-/// private name first (one per build, as two tests may build the same
-/// program at once), then renamed, so no test sees a half-written one.
+/// sandbox) with the command `build` makes for an output path, once per
+/// test process: tests that share a program wait for its one build, since
+/// a second build renamed over the file while another test runs it would
+/// make that run's `/proc/self/exe` a deleted file. It is built under a
+/// private name first (another test process may build it at once), then
+/// renamed, so no test sees a half-written one.
 fn built(name: &str, build: impl FnOnce(&Path) -> Command) -> PathBuf {
+    static DONE: Mutex<Vec<String>> = Mutex::new(Vec::new());
+    let mut done = DONE.lock().unwrap_or_else(|e| e.into_inner());
     let out = c_dir().join(name);
+    if done.iter().any(|n| n == name) {
+        return out;
+    }
     static BUILDS: AtomicUsize = AtomicUsize::new(0);
     let nth = BUILDS.fetch_add(1, Ordering::Relaxed);
     let tmp = c_dir().join(format!("{name}.{}.{nth}.tmp", std::process::id()));
@@ -50,6 +59,7 @@ fn built(name: &str, build: impl FnOnce(&Path) -> Command) -> PathBuf {
     );
     std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o755)).expect("chmod");
     std::fs::rename(&tmp, &out).expect("rename");
+    done.push(name.to_string());
     out
 }
 
