@@ -89,3 +89,22 @@ fn proc_self_names_the_caller_unprivileged() {
     };
     check(run().user(uid, gid).bin(bin).supervised(), "tester");
 }
+
+/// Paths that leave the caller's directory with `..` and name `self` or
+/// `thread-self` again read the caller's files, as natively (the second
+/// `self` is the caller's, not the supervisor's).
+#[test]
+fn proc_self_after_dotdot_names_the_caller() {
+    let script = r#"
+import os
+for p in ["/proc/self/../self/stat", "/proc/thread-self/../../../self/stat",
+          "/proc/self/task/../../self/stat", "/proc/self/../thread-self/stat"]:
+    print(p, int(open(p).read().split()[0]) == os.getpid())
+"#;
+    let native = Run::new(&["/usr/bin/python3", "-c", script]).native().ok("native");
+    let supervised = Run::new(&["/usr/bin/python3", "-c", script])
+        .supervised()
+        .ok("supervised");
+    assert!(!native.stdout.contains("False"), "{}", native.dump());
+    assert_eq!(supervised.stdout, native.stdout, "{}", supervised.dump());
+}

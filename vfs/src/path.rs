@@ -138,6 +138,11 @@ pub fn special_prefix(p: &[u8], follow: bool) -> Option<(Special, usize)> {
     None
 }
 
+/// Whether `p` has a `..` component.
+pub fn has_dotdot(p: &[u8]) -> bool {
+    p.split(|&c| c == b'/').any(|c| c == b"..")
+}
+
 /// Whether a relative path may need the caller's identity when it starts
 /// in /proc or /dev (its first component is one of the special names).
 pub fn maybe_special_relative(p: &[u8]) -> bool {
@@ -156,6 +161,14 @@ mod tests {
             Split::Root => (b"<root>", b""),
             Split::Name { dir, name_at } => (dir, &p[name_at..]),
         }
+    }
+
+    #[test]
+    fn dotdot_components_are_found_not_dots_in_names() {
+        assert!(has_dotdot(b"/../self/comm"));
+        assert!(has_dotdot(b".."));
+        assert!(!has_dotdot(b"/..x/comm"));
+        assert!(!has_dotdot(b"/a.../b"));
     }
 
     #[test]

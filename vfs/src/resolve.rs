@@ -384,6 +384,12 @@ impl Resolver {
             if o.resolve & NO_SYMLINKS != 0 {
                 return Err(Errno::ELOOP);
             }
+            // A `..` after the prefix may climb back into /proc and name
+            // `self` there again, which the kernel would read as the
+            // supervisor's: the walk reads each link as the caller's.
+            if path::has_dotdot(&bytes[end..]) {
+                return self.open_walk(at, self.root(), bytes, o);
+            }
             let (tgid, tid) = at.caller.proc_ids()?;
             let mut p = special.expand(tgid, tid).into_bytes();
             p.extend_from_slice(&bytes[end..]);
