@@ -101,7 +101,9 @@ for p in ["/proc/self/../self/stat", "/proc/thread-self/../../../self/stat",
           "/proc/self/task/../../self/stat", "/proc/self/../thread-self/stat"]:
     print(p, int(open(p).read().split()[0]) == os.getpid())
 "#;
-    let native = Run::new(&["/usr/bin/python3", "-c", script]).native().ok("native");
+    let native = Run::new(&["/usr/bin/python3", "-c", script])
+        .native()
+        .ok("native");
     let supervised = Run::new(&["/usr/bin/python3", "-c", script])
         .supervised()
         .ok("supervised");
