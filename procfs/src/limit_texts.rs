@@ -5,6 +5,8 @@
 //! Does not own: recognising or serving the files (`served.rs`), or
 //! the limits themselves (`GuestLimits`, set by the supervisor).
 
+use std::fmt::Write as _;
+
 /// Lines of /proc/meminfo that are sizes of address space or of a page,
 /// not amounts of memory: kept as the host has them.
 const MEMINFO_KEPT: &[&str] = &["VmallocTotal", "VmallocChunk", "Hugepagesize"];
@@ -32,7 +34,7 @@ pub fn meminfo(host: &str, limit: u64, usage: Option<u64>) -> String {
     let free_now = free.or(field("MemFree")).unwrap_or(0).min(total);
     // What free(1) shows as buff/cache fits in the memory in use.
     let mut cache_left = total - free_now;
-    let mut out = String::with_capacity(host.len());
+    let mut out = String::with_capacity(host.len() + 256);
     for line in host.lines() {
         match kb_line(line) {
             Some((key, v)) => {
@@ -48,9 +50,16 @@ pub fn meminfo(host: &str, limit: u64, usage: Option<u64>) -> String {
                     k if MEMINFO_KEPT.contains(&k) => v,
                     _ => v.min(total),
                 };
-                // The kernel's format: the label padded to 16, the value to 8.
-                let label = format!("{key}:");
-                out.push_str(&format!("{label:<15} {v:>8} kB\n"));
+                // The kernel's format: the label padded to 16, the value
+                // to 8; written in place (one line's `format!` each was
+                // most of this text's cost).
+                out.push_str(key);
+                out.push(':');
+                out.extend(std::iter::repeat_n(
+                    ' ',
+                    15usize.saturating_sub(key.len() + 1),
+                ));
+                let _ = writeln!(out, " {v:>8} kB");
             }
             None => {
                 out.push_str(line);
