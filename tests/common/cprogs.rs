@@ -87,33 +87,48 @@ fn build_one(src: &Path, out: &Path, name: &str) -> Result<(), String> {
 /// musl-gcc is missing or fails: the tests that need it must not pass
 /// without it.
 pub fn musl_prog(name: &str) -> PathBuf {
-    static BUILT: OnceLock<std::sync::Mutex<BTreeMap<String, PathBuf>>> = OnceLock::new();
-    let built = BUILT.get_or_init(Default::default);
-    let mut built = built.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(p) = built.get(name) {
-        return p.clone();
-    }
     assert!(
         have("musl-gcc"),
         "musl-gcc is missing (apt-get install musl-tools)"
     );
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/c/{name}.c"));
-    let out = c_dir().join(format!("{name}.musl"));
-    let tmp = c_dir().join(format!("{name}.musl.{}.tmp", std::process::id()));
-    let st = Command::new("musl-gcc")
-        .args(["-O1", "-Wall", "-o"])
-        .arg(&tmp)
-        .arg(&src)
+    built_once(&format!("{name}.musl"), |out| {
+        let mut cc = Command::new("musl-gcc");
+        cc.args(["-O1", "-Wall", "-o"]).arg(out).arg(&src);
+        cc
+    })
+}
+
+/// Builds `name` beside the C programs (so [`c_mounts`] shows it in the
+/// sandbox) with the command `build` makes for an output path, once per
+/// test binary: tests that share a program wait for its one build, since a
+/// second build renamed over the file while another test runs it would make
+/// that run's `/proc/self/exe` a deleted file. It is built under a private
+/// name first (another test binary may build it at once), then renamed, so
+/// no test sees a half-written one. Panics where the build fails: the
+/// tests that need it must not pass without it.
+pub fn built_once(name: &str, build: impl FnOnce(&Path) -> Command) -> PathBuf {
+    static DONE: OnceLock<std::sync::Mutex<BTreeMap<String, PathBuf>>> = OnceLock::new();
+    let mut done = DONE
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    if let Some(p) = done.get(name) {
+        return p.clone();
+    }
+    let out = c_dir().join(name);
+    let tmp = c_dir().join(format!("{name}.{}.tmp", std::process::id()));
+    let res = build(&tmp)
         .stdin(Stdio::null())
         .output()
-        .expect("running musl-gcc");
+        .unwrap_or_else(|e| panic!("building {name}: {e} (see .ci/run's packages)"));
     assert!(
-        st.status.success(),
-        "musl-gcc {name}.c: {}",
-        String::from_utf8_lossy(&st.stderr)
+        res.status.success(),
+        "building {name}: {}",
+        String::from_utf8_lossy(&res.stderr)
     );
     std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o755)).expect("chmod");
     std::fs::rename(&tmp, &out).expect("rename");
-    built.insert(name.to_owned(), out.clone());
+    done.insert(name.to_owned(), out.clone());
     out
 }

@@ -11,8 +11,9 @@ use common::*;
 use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
 
-/// A directory tree for `tests/c/fast_reads.c`: `a`, `sub/b`.
-fn tree(tag: &str) -> tempfile::TempDir {
+/// A directory tree for `tests/c/fast_reads.c` (and the static programs of
+/// `static_reads.rs`): `a`, `sub/b`.
+pub(crate) fn tree(tag: &str) -> tempfile::TempDir {
     let dir = tempfile::Builder::new()
         .prefix(&format!("fast-reads-{tag}-"))
         .tempdir()

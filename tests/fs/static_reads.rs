@@ -10,58 +10,10 @@
 //! them the tests fail.
 
 use crate::common;
+use crate::fast_reads::tree;
 use common::*;
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
-
-/// A directory tree for the programs: `a`, `sub/b`.
-fn tree(tag: &str) -> tempfile::TempDir {
-    let dir = tempfile::Builder::new()
-        .prefix(&format!("static-reads-{tag}-"))
-        .tempdir()
-        .expect("tempdir");
-    std::fs::create_dir(dir.path().join("sub")).expect("mkdir");
-    std::fs::write(dir.path().join("a"), "text of a\n").expect("write");
-    std::fs::write(dir.path().join("sub/b"), "text of b\n").expect("write");
-    let open = std::fs::Permissions::from_mode(0o777);
-    std::fs::set_permissions(dir.path(), open).expect("chmod");
-    dir
-}
-
-/// Builds `name` beside the C programs (so [`c_mounts`] shows it in the
-/// sandbox) with the command `build` makes for an output path, once per
-/// test process: tests that share a program wait for its one build, since
-/// a second build renamed over the file while another test runs it would
-/// make that run's `/proc/self/exe` a deleted file. It is built under a
-/// private name first (another test process may build it at once), then
-/// renamed, so no test sees a half-written one.
-fn built(name: &str, build: impl FnOnce(&Path) -> Command) -> PathBuf {
-    static DONE: Mutex<Vec<String>> = Mutex::new(Vec::new());
-    let mut done = DONE.lock().unwrap_or_else(|e| e.into_inner());
-    let out = c_dir().join(name);
-    if done.iter().any(|n| n == name) {
-        return out;
-    }
-    static BUILDS: AtomicUsize = AtomicUsize::new(0);
-    let nth = BUILDS.fetch_add(1, Ordering::Relaxed);
-    let tmp = c_dir().join(format!("{name}.{}.{nth}.tmp", std::process::id()));
-    let res = build(&tmp)
-        .stdin(Stdio::null())
-        .output()
-        .unwrap_or_else(|e| panic!("building {name}: {e} (see .ci/run's packages)"));
-    assert!(
-        res.status.success(),
-        "building {name}: {}",
-        String::from_utf8_lossy(&res.stderr)
-    );
-    std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o755)).expect("chmod");
-    std::fs::rename(&tmp, &out).expect("rename");
-    done.push(name.to_string());
-    out
-}
+use std::process::Command;
 
 fn source(rel: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join(rel)
@@ -70,7 +22,7 @@ fn source(rel: &str) -> PathBuf {
 /// `tests/c/static_reads.c` linked statically by `compiler` (`cc` for
 /// glibc, `musl-gcc` for musl).
 fn c_static(compiler: &str) -> PathBuf {
-    built(&format!("static_reads.{compiler}"), |out| {
+    built_once(&format!("static_reads.{compiler}"), |out| {
         let mut cc = Command::new(compiler);
         cc.args(["-O1", "-Wall", "-static", "-o"])
             .arg(out)
@@ -82,7 +34,7 @@ fn c_static(compiler: &str) -> PathBuf {
 /// `tests/go/static_reads.go` built without cgo: a static binary.
 fn go_static() -> PathBuf {
     let cache = tempfile::tempdir().expect("tempdir");
-    built("static_reads.go", |out| {
+    built_once("static_reads.go", |out| {
         let mut go = Command::new("go");
         go.args(["build", "-o"])
             .arg(out)
