@@ -11,7 +11,6 @@
 use std::process::Command;
 use std::time::Duration;
 
-use crate::common::bin;
 use crate::common::engine::poll_until;
 use crate::sessions_daemon::{request, Daemon};
 
@@ -368,15 +367,7 @@ fn bad_input_gets_400_and_unknown_ids_404() {
 #[test]
 fn the_cli_lists_runs_copies_and_removes() {
     let d = Daemon::start();
-    let cli = |args: &[&str]| {
-        Command::new(bin())
-            .arg("sessions")
-            .arg("--socket")
-            .arg(&d.socket)
-            .args(args)
-            .output()
-            .expect("run supervisor sessions")
-    };
+    let cli = |args: &[&str]| d.sessions_cli(args);
     let out = cli(&["create"]);
     assert!(
         out.status.success(),

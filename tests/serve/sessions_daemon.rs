@@ -87,6 +87,17 @@ impl Daemon {
     }
 
     /// The daemon's pid.
+    /// `supervisor sessions ARGS...` against this daemon's socket.
+    pub fn sessions_cli(&self, args: &[&str]) -> std::process::Output {
+        Command::new(bin())
+            .arg("sessions")
+            .arg("--socket")
+            .arg(&self.socket)
+            .args(args)
+            .output()
+            .expect("run supervisor sessions")
+    }
+
     pub fn pid(&self) -> u32 {
         self.child.as_ref().expect("running").id()
     }

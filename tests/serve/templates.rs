@@ -16,7 +16,6 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use crate::common::bin;
 use crate::common::engine::poll_until;
 use crate::sessions_daemon::Daemon;
 
@@ -341,15 +340,7 @@ fn a_template_without_warm_sessions_sets_each_up_on_request() {
 #[test]
 fn the_cli_makes_lists_and_removes_templates() {
     let d = Daemon::start();
-    let cli = |args: &[&str]| {
-        Command::new(bin())
-            .arg("sessions")
-            .arg("--socket")
-            .arg(&d.socket)
-            .args(args)
-            .output()
-            .expect("run supervisor sessions")
-    };
+    let cli = |args: &[&str]| d.sessions_cli(args);
     let spec = r#"{"warm": 1, "setup": [{"command": ["sh", "-c", "echo hi > /tmp/hi"]}]}"#;
     let out = cli(&["template", "create", "greeter", spec]);
     assert!(
