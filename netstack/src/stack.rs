@@ -66,7 +66,8 @@ pub struct Stack {
     diag: Mutex<Option<OwnedFd>>,
     /// Which datagrams of senders bound to `::` went over IPv4.
     over_v4: source::OverV4,
-    /// Told of each TCP listener the guest opens ([`Stack::on_listen`]).
+    /// Told of each TCP listener the guest opens and each UDP socket it
+    /// binds to a wildcard address ([`Stack::on_listen`]).
     listen_hook: std::sync::OnceLock<ListenHook>,
 }
 
@@ -112,13 +113,15 @@ impl Stack {
 
     /// Calls `hook` with the address of every TCP listener the guest opens
     /// from now on (at its listen, before the kernel's: a client of the
-    /// hook's may meet no listener for a moment, and retries). Set once;
-    /// a second hook is refused (EBUSY).
+    /// hook's may meet no listener for a moment, and retries), and of
+    /// every UDP socket it binds to a wildcard address and a port (once
+    /// bound). Set once; a second hook is refused (EBUSY).
     pub fn on_listen(&self, hook: ListenHook) -> Result<(), Errno> {
         self.listen_hook.set(hook).map_err(|_| Errno::EBUSY)
     }
 
-    /// The guest listens on `local` (its bound address).
+    /// The guest listens on `local` (its bound address): a TCP listener,
+    /// or a UDP socket bound to a wildcard address.
     pub fn listening(&self, local: SocketAddr, proto: Proto) {
         if let Some(hook) = self.listen_hook.get() {
             hook(local, proto);

@@ -57,6 +57,30 @@ pub struct SandboxConfig {
     /// Limits enforced outside the run, by a cgroup the front-end made;
     /// `None`: [`SandboxConfig::limits`], enforced by the run.
     pub outside_limits: Option<OutsideLimits>,
+    /// Namespaces of other processes the sandbox joins instead of making
+    /// its own (the containers of one pod).
+    #[serde(default)]
+    pub join: JoinedNamespaces,
+}
+
+/// IPC and UTS namespaces the sandbox joins, by path (`/proc/PID/ns/ipc`,
+/// a bind-mounted namespace file), instead of making new ones: an OCI
+/// container that names another's (a pod's containers, Docker's `--ipc
+/// container:X`). Joined by the launching process before init is cloned,
+/// so init and everything in the sandbox are born in them; the sandbox's
+/// user namespace does not own them, so nothing in it may change them
+/// (no `sethostname`; SysV objects by their modes alone).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct JoinedNamespaces {
+    /// SysV shared memory and semaphores are then one set with those of
+    /// that namespace's processes.
+    #[serde(default)]
+    pub ipc: Option<PathBuf>,
+    /// The hostname is then that namespace's (the guest's /etc/hostname
+    /// and /etc/hosts name it, whatever [`SandboxConfig::hostname`] says).
+    #[serde(default)]
+    pub uts: Option<PathBuf>,
 }
 
 /// The guest's environment.
@@ -111,9 +135,10 @@ pub struct NetConfig {
     /// namespace's (the engine's DNS resolver).
     #[serde(default)]
     pub open: bool,
-    /// Every TCP listener the guest opens on a wildcard address is also
-    /// published on the same port of the supervisor's network namespace's
-    /// wildcard address (an OCI container's interfaces).
+    /// Every TCP listener the guest opens on a wildcard address, and every
+    /// UDP socket it binds to one (with a port), is also published on the
+    /// same port of the supervisor's network namespace's wildcard address
+    /// (an OCI container's interfaces).
     #[serde(default)]
     pub publish_listeners: bool,
     /// The token of the netstack's names (`None`: a random one); an OCI
@@ -289,6 +314,7 @@ impl SandboxConfig {
                 nice_after_set_up: None,
             },
             outside_limits: None,
+            join: JoinedNamespaces::default(),
         }
     }
 

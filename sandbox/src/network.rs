@@ -121,31 +121,35 @@ impl Network {
     }
 }
 
-/// Most guest ports published on the namespace's address at once;
-/// listeners on more ports stay the sandbox's own.
+/// Most guest ports (TCP and UDP together) published on the namespace's
+/// address at once; listeners on more ports stay the sandbox's own.
 pub const MAX_PUBLISHED_LISTENERS: usize = 256;
 
 /// The guest's listeners published on the supervisor's network namespace
 /// (a container's interfaces): each wildcard TCP port the guest listens
-/// on gets a host listener on `0.0.0.0` and the same port, relaying to
-/// the guest's as `--publish` does, for the rest of the run.
+/// on, and each wildcard UDP port it binds, gets a host socket on
+/// `0.0.0.0` and the same port and protocol, relaying to the guest's as
+/// `--publish` does (UDP: a guest socket per host peer), for the rest of
+/// the run.
 struct Listeners {
     connect_guest: ConnectGuest,
-    serving: Mutex<HashMap<u16, Serving>>,
+    serving: Mutex<HashMap<(u16, Proto), Serving>>,
 }
 
 impl Listeners {
-    /// The guest listens on `local`: published when it is a wildcard
+    /// The guest listens on `local` (TCP), or bound a UDP socket there:
+    /// published when it is a wildcard
     /// address (a guest listener on loopback stays the sandbox's), not yet
     /// published, and there is room. A port the namespace has taken (or a
     /// failure) leaves the guest's listener its own: the guest's listen
     /// succeeds either way, as it would in the container's namespace.
     fn publish(&self, local: SocketAddr, proto: Proto) {
-        if !local.ip().is_unspecified() || local.port() == 0 || proto != Proto::Tcp {
+        if !local.ip().is_unspecified() || local.port() == 0 {
             return;
         }
+        let key = (local.port(), proto);
         let mut serving = self.serving.lock();
-        if serving.contains_key(&local.port()) || serving.len() >= MAX_PUBLISHED_LISTENERS {
+        if serving.contains_key(&key) || serving.len() >= MAX_PUBLISHED_LISTENERS {
             return;
         }
         let spec = PublishSpec {
@@ -157,7 +161,7 @@ impl Listeners {
             .ok()
             .and_then(|p| p.serve(self.connect_guest.clone()).ok());
         if let Some(s) = started {
-            serving.insert(local.port(), s);
+            serving.insert(key, s);
         }
     }
 }

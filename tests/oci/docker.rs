@@ -10,7 +10,8 @@
 //! cgroup v1 host), and no `--cgroup-parent`, so every container's cgroup
 //! is where Docker puts it, `/docker/<id>` from each hierarchy's root.
 //! It imports a busybox-static image, runs the cases one after another
-//! (a user-defined bridge network among them: `networks.rs`),
+//! (a user-defined bridge network among them: `networks.rs`; a
+//! container sharing another's IPC namespace: `pods.rs`),
 //! checks that no container's cgroup is left behind, and stops the
 //! daemon by pid at the end, also on failure (a Drop guard), unmounting
 //! what it left and removing the cgroups that remain beneath `/docker`
@@ -223,6 +224,8 @@ fn docker_runs_containers_with_runtime_supervisor() {
     // A user-defined bridge network (no iptables on the host: Docker's
     // proxy carries -p), on a documentation subnet the host routes nowhere.
     crate::networks::container_networks(&d, IMAGE, "sbxnet", "198.51.100.0/24");
+    // --ipc container:X and --pid container:X.
+    crate::pods::shared_namespaces(&d, IMAGE);
 
     // Every container is gone, and so is its cgroup.
     let left = d.cgroups.left();

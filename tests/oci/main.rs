@@ -24,4 +24,5 @@ mod docker;
 mod networks;
 mod pause;
 mod podman;
+mod pods;
 mod rootless;

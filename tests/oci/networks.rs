@@ -8,10 +8,12 @@
 //! from the container's namespace, the engine's DNS). Each result is
 //! compared with the same client under the default runtime. A sandboxed
 //! container joining the web server's network namespace (`--network
-//! container:web`) shares its loopback.
+//! container:web`) shares its loopback and has its hostname. A guest's
+//! UDP server on 0.0.0.0 echoes through `-p PORT:5353/udp` and on the
+//! container's address.
 
 use std::io::{Read, Write};
-use std::net::{Ipv4Addr, TcpListener, TcpStream};
+use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream, UdpSocket};
 use std::time::Duration;
 
 use crate::common::engine::{dump, poll_until, stdout};
@@ -160,6 +162,78 @@ pub fn container_networks(e: &impl EngineCli, image: &str, net: &str, subnet: &s
         stdout(&out) == PAGE
     });
     assert!(shared, "--network container:web, 127.0.0.1:8081: {last}");
+    // It has web's hostname too (the engine gives it; its UTS namespace
+    // is its own, as under runc).
+    let hostname = e.run(&["--rm", "--network", "container:web", image, "hostname"]);
+    assert_eq!(
+        stdout(&hostname),
+        e.ok(&["exec", "web", "hostname"]),
+        "{}",
+        dump(&hostname)
+    );
+    udp_published(e, image, net);
     e.ok(&["rm", "-f", "web", "web-native"]);
     e.ok(&["network", "rm", net]);
+}
+
+/// A guest's UDP socket bound to 0.0.0.0:5353 is published on the
+/// container's address: `-p 127.0.0.1:PORT:5353/udp` (the engine's proxy
+/// sending to the container's address) and the container's address
+/// itself echo a datagram from the host.
+fn udp_published(e: &impl EngineCli, image: &str, net: &str) {
+    let port = free_udp_port();
+    let publish = format!("127.0.0.1:{port}:5353/udp");
+    let volume = crate::pods::probe_volume();
+    e.ok(&e.run_args(&[
+        "-d",
+        "--name",
+        "udp-echo",
+        "--network",
+        net,
+        "-p",
+        &publish,
+        "-v",
+        &volume,
+        image,
+        crate::pods::PROBE,
+        "udp-echo",
+        "5353",
+    ]));
+    let answer = udp_echo((Ipv4Addr::LOCALHOST, port).into());
+    assert_eq!(answer.as_deref(), Some("echo:ping"), "-p {publish}");
+    let format = "{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}";
+    let address: Ipv4Addr = (e.inspect("udp-echo", format).parse())
+        .unwrap_or_else(|err| panic!("udp-echo's address: {err}"));
+    let answer = udp_echo((address, 5353).into());
+    assert_eq!(answer.as_deref(), Some("echo:ping"), "{address}:5353");
+    e.ok(&["rm", "-f", "udp-echo"]);
+}
+
+/// A UDP port of the host's loopback that was free a moment ago.
+fn free_udp_port() -> u16 {
+    let s = UdpSocket::bind((Ipv4Addr::LOCALHOST, 0)).expect("binding a free UDP port");
+    s.local_addr().expect("its address").port()
+}
+
+/// The answer to "ping" sent to `to` from the host, retried for up to
+/// 60 s (the server may not be bound yet: a datagram is then dropped).
+fn udp_echo(to: SocketAddr) -> Option<String> {
+    let from = match to.ip().is_loopback() {
+        true => Ipv4Addr::LOCALHOST,
+        false => Ipv4Addr::UNSPECIFIED,
+    };
+    let s = UdpSocket::bind((from, 0)).expect("binding a UDP client");
+    s.set_read_timeout(Some(Duration::from_millis(500)))
+        .expect("read timeout");
+    let mut answer = None;
+    poll_until(Duration::from_secs(60), || {
+        let _ = s.send_to(b"ping", to);
+        let mut buf = [0u8; 64];
+        answer = match s.recv_from(&mut buf) {
+            Ok((n, peer)) if peer == to => Some(String::from_utf8_lossy(&buf[..n]).into_owned()),
+            _ => None,
+        };
+        answer.is_some()
+    });
+    answer
 }

@@ -71,7 +71,8 @@ pub(super) struct InitArgs<'a> {
     /// `None`: the command comes at start (`late.rs`).
     pub exec: Option<&'a ExecPlan>,
     pub filter: &'a [libc::sock_filter],
-    pub hostname: &'a str,
+    /// `None`: the UTS namespace is a joined one, whose hostname stays.
+    pub hostname: Option<&'a str>,
     pub workdir: &'a Path,
     /// Which of stdin, stdout, stderr the guest gets a pty slave as.
     pub pty: Option<[bool; 3]>,
@@ -240,8 +241,10 @@ type Pty = (OwnedFd, OwnedFd);
 /// when the guest ends: how many pids the sandbox used; close-on-exec,
 /// so the guest never holds it).
 fn setup(args: &InitArgs<'_>) -> Result<(OwnedFd, Option<Pty>, Option<File>), String> {
-    sethostname(args.hostname)
-        .map_err(|e| format!("--hostname {}: {}", args.hostname, e.desc()))?;
+    // A joined UTS namespace keeps its own (not ours to set).
+    if let Some(hostname) = args.hostname {
+        sethostname(hostname).map_err(|e| format!("--hostname {hostname}: {}", e.desc()))?;
+    }
     // The loopback (and the DNS stub's address on it) is the socket
     // factory's to bring up, when the guest first looks at the network
     // namespace (`socket_factory.rs`): most runs never do.

@@ -10,7 +10,8 @@
 //! How a run goes:
 //! 1. [`launch`] (called while the supervisor is still single-threaded)
 //!    plans the view, then `clone`s init into new user, mount, pid, net,
-//!    ipc and uts namespaces and writes its id maps (`userns.rs`).
+//!    ipc and uts namespaces (or, for ipc and uts, ones the caller named,
+//!    joined first: `joined.rs`) and writes its id maps (`userns.rs`).
 //! 2. Init (`init.rs`) builds the view (`plan.rs`, `view.rs`), drops
 //!    every privilege, installs the filter (`privs.rs`) and sends the
 //!    listener back over the control channel (`channel.rs`). `launch`
@@ -39,6 +40,7 @@ pub mod guest_caps;
 pub mod host_stdio;
 mod idmapped;
 mod init;
+mod joined;
 mod late;
 mod musl;
 mod plan;
@@ -167,6 +169,12 @@ pub struct LaunchConfig {
     /// caller must serve them (`Context::fence_reads` when
     /// [`Sandbox::fenced`]). Off for a launch whose opens nobody serves.
     pub fence_reads: bool,
+    /// An IPC namespace to join (by path) instead of making one: the
+    /// launching process joins it before init is cloned (`joined.rs`).
+    pub join_ipc: Option<PathBuf>,
+    /// A UTS namespace to join likewise; the guest's hostname is then
+    /// that namespace's, not [`LaunchConfig::hostname`].
+    pub join_uts: Option<PathBuf>,
 }
 
 impl LaunchConfig {
@@ -199,6 +207,8 @@ impl LaunchConfig {
             user: None,
             late_exec: false,
             fence_reads: false,
+            join_ipc: None,
+            join_uts: None,
         }
     }
 
@@ -345,6 +355,10 @@ impl InitHooks for NoHooks {
 
 /// [`launch`], calling `hooks` on init at the two moments they name.
 pub fn launch_with(cfg: &LaunchConfig, hooks: &dyn InitHooks) -> Result<Sandbox, LaunchError> {
+    // Joined first: a joined UTS namespace's hostname is the view's.
+    let joined = joined::enter(cfg.join_ipc.as_deref(), cfg.join_uts.as_deref())
+        .map_err(LaunchError::setup)?;
+    let hostname = joined.hostname.as_deref().unwrap_or(&cfg.hostname);
     let mut exec = match cfg.late_exec {
         true => None,
         false => Some(ExecPlan::new(&cfg.command, &cfg.env)?),
@@ -378,7 +392,7 @@ pub fn launch_with(cfg: &LaunchConfig, hooks: &dyn InitHooks) -> Result<Sandbox,
     let mut plan = ViewPlan::new(&PlanInput {
         mounts: &cfg.mounts,
         env: &cfg.env,
-        hostname: &cfg.hostname,
+        hostname,
         workdir: &workdir,
         host_cwd: host_cwd.as_deref(),
         layer_size: cfg.disk_size,
@@ -435,7 +449,7 @@ pub fn launch_with(cfg: &LaunchConfig, hooks: &dyn InitHooks) -> Result<Sandbox,
     // whose mounts the kernel will not clone from the host's), unless
     // init takes the view's own node in their place.
     let (stdio, view_stdio) = host_stdio::launch_stdio(&plan.dev_nodes);
-    match clone_process(NAMESPACES) {
+    match clone_process(joined.clone_flags(NAMESPACES)) {
         Err(e) => Err(LaunchError::setup(format!(
             "cannot create the sandbox's namespaces: {} (are unprivileged user namespaces allowed? \
              see sysctl user.max_user_namespaces, kernel.unprivileged_userns_clone, \
@@ -452,7 +466,7 @@ pub fn launch_with(cfg: &LaunchConfig, hooks: &dyn InitHooks) -> Result<Sandbox,
                 idmapped: &idmapped,
                 exec: exec.as_ref(),
                 filter: &filter,
-                hostname: &cfg.hostname,
+                hostname: joined.hostname.is_none().then_some(hostname),
                 workdir: &workdir,
                 pty: cfg.pty,
                 self_join: &self_join,

@@ -222,6 +222,8 @@ impl Bundle {
         if let Some(h) = self.spec.hostname().as_ref().filter(|h| !h.is_empty()) {
             config.hostname = h.clone();
         }
+        // A pod's containers: the IPC and UTS namespaces named by path.
+        config.join = super::namespaces::joined(&self.spec);
         for rl in process.rlimits().clone().unwrap_or_default() {
             config.limits.rlimits.push(GuestRlimit {
                 resource: resource_number(rl.typ()),

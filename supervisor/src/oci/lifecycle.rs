@@ -102,6 +102,14 @@ fn create_in(
         cgroup: Some(cgroup.outside()),
         ..bundle.outside_limits()
     });
+    // A pod's IPC and UTS namespaces, held open until the anchor is forked.
+    let pinned = match super::namespaces::pin(&mut config.join) {
+        Ok(files) => files,
+        Err(e) => {
+            cgroup.remove();
+            return Err(e);
+        }
+    };
     let (pid, init_pid) = match spawn_monitor(plan, config) {
         Ok(pids) => pids,
         Err(e) => {
@@ -109,6 +117,7 @@ fn create_in(
             return Err(e);
         }
     };
+    drop(pinned);
     let hooks = bundle.spec.hooks().clone().unwrap_or_default();
     let record = Record {
         id: a.id.clone(),

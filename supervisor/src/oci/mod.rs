@@ -13,7 +13,8 @@
 //! Owns dispatching the commands and logging their errors (`log.rs`).
 //! Submodules: `cli` (flags), `lifecycle` (create, start, kill, delete),
 //! `info` (state, list, ps, pause, resume, update, spec, features),
-//! `exec` and `exec_socket`, `console`, `hooks`, `user`, `sys_cpu` (the
+//! `exec` and `exec_socket`, `console`, `hooks`, `user`, `namespaces`
+//! (the IPC and UTS namespaces a pod's containers join), `sys_cpu` (the
 //! guest's /sys CPUs after `update`), `child` (work in a forked child).
 //! Does not own the sandbox: that is the engine's (`sandbox::run`).
 
@@ -33,6 +34,7 @@ pub mod lifecycle;
 pub mod log;
 pub mod loopback;
 pub mod monitor;
+pub mod namespaces;
 pub mod netns;
 pub mod resources;
 pub mod state;

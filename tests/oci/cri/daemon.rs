@@ -26,7 +26,7 @@ use common::{bin, Tree};
 use k8s_cri::v1::{
     ContainerConfig, ContainerMetadata, ContainerState, ContainerStatus, ImageSpec,
     LinuxContainerConfig, LinuxContainerResources, LinuxPodSandboxConfig,
-    LinuxSandboxSecurityContext, NamespaceMode, NamespaceOption, PodSandboxConfig,
+    LinuxSandboxSecurityContext, Mount, NamespaceMode, NamespaceOption, PodSandboxConfig,
     PodSandboxMetadata,
 };
 
@@ -176,6 +176,28 @@ impl CriDaemon {
         command: &[&str],
         memory: i64,
     ) -> String {
+        self.run_container_with(pod, pod_config, name, command, memory, &[])
+    }
+
+    /// [`CriDaemon::run_container`] with read-only binds of host
+    /// directories (`(host, container)` paths).
+    pub fn run_container_with(
+        &mut self,
+        pod: &str,
+        pod_config: &PodSandboxConfig,
+        name: &str,
+        command: &[&str],
+        memory: i64,
+        binds: &[(&str, &str)],
+    ) -> String {
+        let mounts = (binds.iter())
+            .map(|(host, container)| Mount {
+                host_path: host.to_string(),
+                container_path: container.to_string(),
+                readonly: true,
+                ..Default::default()
+            })
+            .collect();
         let config = ContainerConfig {
             metadata: Some(ContainerMetadata {
                 name: name.into(),
@@ -187,6 +209,7 @@ impl CriDaemon {
             }),
             command: command.iter().map(|s| s.to_string()).collect(),
             log_path: format!("{name}.log"),
+            mounts,
             linux: Some(LinuxContainerConfig {
                 resources: Some(LinuxContainerResources {
                     memory_limit_in_bytes: memory,

@@ -5,7 +5,8 @@
 //! (`client.rs`) as the kubelet drives it: RunPodSandbox,
 //! CreateContainer, StartContainer, ExecSync, ContainerStatus, the
 //! container's log file, StopContainer, StopPodSandbox, RemovePodSandbox,
-//! and ImageStatus. Against Debian 12's containerd 1.6; without containerd
+//! and ImageStatus; a pod's containers sharing its network, IPC and UTS
+//! namespaces. Against Debian 12's containerd 1.6; without containerd
 //! and ctr (or busybox-static) it skips with a printed reason.
 //!
 //! Each test starts its own containerd (`daemon.rs`) and imports the
@@ -237,7 +238,10 @@ fn containerds_cri_runs_pods_with_the_supervisor_handler() {
 /// A pod of two containers on a pod network (the CNI bridge): the
 /// containers join the pause container's network namespace by path, and
 /// so its sandbox's loopback: one listens on 8080, the other connects to
-/// 127.0.0.1:8080, and each reads what the other wrote.
+/// 127.0.0.1:8080, and each reads what the other wrote. They join its IPC
+/// and UTS namespaces too: the SysV shared memory and semaphore one made
+/// are the other's (as natively in one IPC namespace), and each one's
+/// hostname is the pod's.
 #[test]
 fn a_pods_two_containers_talk_over_localhost() {
     if !Path::new(CNI_PLUGINS).join("bridge").exists() {
@@ -248,19 +252,29 @@ fn a_pods_two_containers_talk_over_localhost() {
         Err(why) => skip!("{why}"),
     };
     let cgroups = EngineCgroups::snapshot(&d.cgroup_parent);
-    let pod_config = d.pod_config("cri-shared", NamespaceMode::Pod);
+    let mut pod_config = d.pod_config("cri-shared", NamespaceMode::Pod);
+    pod_config.hostname = "cri-pod".into();
     let pod = match d.cri().run_pod_sandbox(&pod_config, HANDLER) {
         Ok(pod) => pod,
         Err(e) => panic!("{e}\ncontainerd's log:\n{}", d.log()),
     };
-    let server = d.run_container(
+    let probe_dir = crate::pods::pod_probe();
+    let probe_dir = probe_dir.parent().expect("the probe's directory");
+    let binds = [(probe_dir.to_str().expect("a UTF-8 path"), "/probe")];
+    // The server makes SysV objects before it listens.
+    let serve = format!(
+        "{} ipc-make 4242 from-server >/dev/null && echo pong | busybox nc -l -p 8080",
+        crate::pods::PROBE
+    );
+    let server = d.run_container_with(
         &pod,
         &pod_config,
         "server",
-        &["sh", "-c", "echo pong | busybox nc -l -p 8080"],
+        &["sh", "-c", &serve],
         0,
+        &binds,
     );
-    let client = d.run_container(&pod, &pod_config, "client", &["sleep", "1000"], 0);
+    let client = d.run_container_with(&pod, &pod_config, "client", &["sleep", "1000"], 0, &binds);
     // The server may not listen yet: the client tries again until it does.
     let dial = "until echo ping | busybox nc 127.0.0.1 8080; do sleep 0.2; done";
     let answer = d
@@ -274,6 +288,26 @@ fn a_pods_two_containers_talk_over_localhost() {
         ),
         ("pong\n", 0),
         "{answer:?}"
+    );
+    // One IPC namespace: the client reads what the server made.
+    let read = d
+        .cri()
+        .exec_sync(&client, &[crate::pods::PROBE, "ipc-read", "4242"], 30)
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        String::from_utf8_lossy(&read.stdout),
+        crate::pods::native_ipc_read("4242", "from-server"),
+        "{read:?}"
+    );
+    // One hostname, the pod's: the kernel's and /etc/hostname.
+    let hostname = d
+        .cri()
+        .exec_sync(&client, &["sh", "-c", "hostname; cat /etc/hostname"], 30)
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        String::from_utf8_lossy(&hostname.stdout),
+        "cri-pod\ncri-pod\n",
+        "{hostname:?}"
     );
     let status = d.exited(&server, None);
     assert_eq!(status.exit_code, 0, "{status:?}");

@@ -4,7 +4,9 @@
 //! `AF_UNIX` sockets installed in the guest, as are ICMP datagram
 //! ("ping") sockets; raw and packet sockets are denied (EPERM); `AF_UNIX` and `NETLINK_ROUTE` sockets are
 //! the guest kernel's own (CONTINUE: its namespace has only `lo`); other
-//! families are EAFNOSUPPORT. bind: names from [`netstack::Stack::bind`].
+//! families are EAFNOSUPPORT. bind: names from [`netstack::Stack::bind`];
+//! a UDP socket bound to a wildcard address and a given port is told to
+//! the stack's listen hook, as a TCP listener is at its listen.
 //! listen: an unbound TCP socket first binds to its family's wildcard
 //! address and an ephemeral port, as TCP autobinds. connect:
 //! sandbox loopback through the listener's name (UDP to a port nobody
@@ -109,6 +111,14 @@ pub(crate) fn bind(ctx: &Context, g: &dyn Guest, fd: i32, ptr: u64, len: u32) ->
     };
     live(g)?;
     stack(ctx).bind(&s, a)?;
+    // A UDP (not ping) socket bound to a port of a wildcard address is a UDP
+    // server's: the stack's listen hook may publish it (an OCI
+    // container's, on its network namespace).
+    let udp =
+        s.meta.proto == Proto::Udp && !netstack::icmp::is_ping(s.meta.domain, s.meta.protocol);
+    if udp && a.ip().is_unspecified() && a.port() != 0 {
+        stack(ctx).listening(a, Proto::Udp);
+    }
     Ok(Reply::Value(0))
 }
 

@@ -1,0 +1,98 @@
+#define _GNU_SOURCE
+/* What the containers of one pod share, probed from inside one (built
+ * statically, so it runs in the busybox image):
+ *   pod_probe ipc-make KEY TEXT  makes a SysV shared memory segment and a
+ *                                semaphore set under KEY, TEXT in the one,
+ *                                7 in the other;
+ *   pod_probe ipc-read KEY       prints "shm=TEXT sem=N" from them, or
+ *                                "no ipc KEY: ERRNO" (exit 1) when this IPC
+ *                                namespace has none;
+ *   pod_probe udp-echo PORT      binds a UDP socket to 0.0.0.0:PORT and
+ *                                sends every datagram back to its sender,
+ *                                prefixed with "echo:", for ever. */
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ipc.h>
+#include <sys/sem.h>
+#include <sys/shm.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+union semun {
+    int val;
+};
+
+static int ipc_make(key_t key, const char *text) {
+    int shm = shmget(key, 4096, IPC_CREAT | 0600);
+    if (shm < 0) {
+        printf("shmget: %s\n", strerror(errno));
+        return 1;
+    }
+    char *p = shmat(shm, NULL, 0);
+    if (p == (void *)-1) {
+        printf("shmat: %s\n", strerror(errno));
+        return 1;
+    }
+    snprintf(p, 4096, "%s", text);
+    shmdt(p);
+    int sem = semget(key, 1, IPC_CREAT | 0600);
+    union semun arg = {.val = 7};
+    if (sem < 0 || semctl(sem, 0, SETVAL, arg) < 0) {
+        printf("semaphore: %s\n", strerror(errno));
+        return 1;
+    }
+    printf("made\n");
+    return 0;
+}
+
+static int ipc_read(key_t key) {
+    int shm = shmget(key, 0, 0);
+    int sem = semget(key, 0, 0);
+    if (shm < 0 || sem < 0) {
+        printf("no ipc %d: %s\n", (int)key, strerror(errno));
+        return 1;
+    }
+    char *p = shmat(shm, NULL, SHM_RDONLY);
+    if (p == (void *)-1) {
+        printf("shmat: %s\n", strerror(errno));
+        return 1;
+    }
+    printf("shm=%.64s sem=%d\n", p, semctl(sem, 0, GETVAL));
+    shmdt(p);
+    return 0;
+}
+
+static int udp_echo(int port) {
+    int s = socket(AF_INET, SOCK_DGRAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port)};
+    if (s < 0 || bind(s, (struct sockaddr *)&a, sizeof a) < 0) {
+        printf("udp %d: %s\n", port, strerror(errno));
+        return 1;
+    }
+    printf("listening\n");
+    fflush(stdout);
+    for (;;) {
+        char buf[1500];
+        struct sockaddr_storage peer;
+        socklen_t len = sizeof peer;
+        ssize_t n = recvfrom(s, buf + 5, sizeof buf - 5, 0, (struct sockaddr *)&peer, &len);
+        if (n < 0)
+            continue;
+        memcpy(buf, "echo:", 5);
+        sendto(s, buf, n + 5, 0, (struct sockaddr *)&peer, len);
+    }
+}
+
+int main(int argc, char **argv) {
+    if (argc == 4 && strcmp(argv[1], "ipc-make") == 0)
+        return ipc_make(atoi(argv[2]), argv[3]);
+    if (argc == 3 && strcmp(argv[1], "ipc-read") == 0)
+        return ipc_read(atoi(argv[2]));
+    if (argc == 3 && strcmp(argv[1], "udp-echo") == 0)
+        return udp_echo(atoi(argv[2]));
+    fprintf(stderr, "usage: pod_probe ipc-make KEY TEXT | ipc-read KEY | udp-echo PORT\n");
+    return 2;
+}
