@@ -117,6 +117,7 @@ macro_rules! need_busybox {
 mod exec;
 mod ids;
 mod limits;
+mod pods;
 mod rootfs;
 
 #[test]

@@ -97,7 +97,8 @@ pub fn shared_namespaces(e: &impl EngineCli, image: &str) {
     );
     // --pid container:ipc-a names the anchor's pid namespace, the host's:
     // the sandbox keeps its own, whose pid 1 is its init, and shows no
-    // host process and none of A's: what a container of its own shows.
+    // host process and none of A's: what a container of its own shows
+    // (pid 1's name, and as many processes).
     let script = "cat /proc/1/comm; ls -d /proc/[0-9]* | wc -l";
     let pid = e.run(&[
         "--rm",
@@ -109,11 +110,7 @@ pub fn shared_namespaces(e: &impl EngineCli, image: &str) {
         script,
     ]);
     let own = e.run(&["--rm", image, "sh", "-c", script]);
-    assert!(
-        stdout(&pid).starts_with("supervisor-init\n"),
-        "{}",
-        dump(&pid)
-    );
+    assert!(own.status.success(), "{}", dump(&own));
     assert_eq!(stdout(&pid), stdout(&own), "{}", dump(&pid));
     e.ok(&["rm", "-f", "ipc-a"]);
 }
