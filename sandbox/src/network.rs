@@ -138,10 +138,10 @@ struct Listeners {
 
 impl Listeners {
     /// The guest listens on `local` (TCP), or bound a UDP socket there:
-    /// published when it is a wildcard
-    /// address (a guest listener on loopback stays the sandbox's), not yet
-    /// published, and there is room. A port the namespace has taken (or a
-    /// failure) leaves the guest's listener its own: the guest's listen
+    /// published when it is a wildcard address (a guest listener on
+    /// loopback stays the sandbox's), not yet published for that protocol,
+    /// and there is room. A port the namespace has taken (or a failure)
+    /// leaves the guest's socket its own: the guest's listen or bind
     /// succeeds either way, as it would in the container's namespace.
     fn publish(&self, local: SocketAddr, proto: Proto) {
         if !local.ip().is_unspecified() || local.port() == 0 {
