@@ -1,6 +1,6 @@
 //! Builds the guest's preload, `guest/fast_reads.c`, into
 //! `$OUT_DIR/fast_reads.so`, which `src/launch/fast_reads.rs` embeds, and
-//! the static loader, `guest/static_loader.c`, into
+//! the static loader, `guest/static_loader.c` and `static_loader_trap.c`, into
 //! `$OUT_DIR/static_loader`, which `src/launch/static_loader.rs` embeds.
 //!
 //! The library must load under any x86_64 glibc or musl a `--rootfs`
@@ -18,11 +18,18 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 const SOURCE: &str = "guest/fast_reads.c";
-const LOADER_SOURCE: &str = "guest/static_loader.c";
+/// The static loader's sources; the first names it in messages.
+const LOADER_SOURCES: [&str; 3] = [
+    "guest/static_loader.c",
+    "guest/static_loader_trap.c",
+    "guest/static_loader.h",
+];
 
 fn main() {
     println!("cargo:rerun-if-changed={SOURCE}");
-    println!("cargo:rerun-if-changed={LOADER_SOURCE}");
+    for source in LOADER_SOURCES {
+        println!("cargo:rerun-if-changed={source}");
+    }
     println!("cargo:rerun-if-env-changed=CC");
     let out_dir = PathBuf::from(env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
     let x86_64_linux = env::var("CARGO_CFG_TARGET_OS").as_deref() == Ok("linux")
@@ -32,7 +39,7 @@ fn main() {
         x86_64_linux,
         &cc,
         &out_dir.join("fast_reads.so"),
-        SOURCE,
+        &[SOURCE],
         &[
             "-shared",
             "-fPIC",
@@ -60,7 +67,7 @@ fn main() {
         x86_64_linux,
         &cc,
         &out_dir.join("static_loader"),
-        LOADER_SOURCE,
+        &LOADER_SOURCES[..2],
         &[
             "-O2",
             "-Wall",
@@ -70,6 +77,7 @@ fn main() {
             "-fno-builtin",
             "-fno-jump-tables",
             "-fno-asynchronous-unwind-tables",
+            "-fvisibility=hidden",
             "-U_FORTIFY_SOURCE",
             "-fPIE",
             "-static-pie",
@@ -83,13 +91,13 @@ fn main() {
     );
 }
 
-/// Builds `source` into `out` with `cc` and `flags`; an empty file where
+/// Builds `sources` into `out` with `cc` and `flags`; an empty file where
 /// that is impossible or fails (a warning says what is lost).
 fn build(
     x86_64_linux: bool,
     cc: &str,
     out: &Path,
-    source: &str,
+    sources: &[&str],
     flags: &[&str],
     libs: &[&str],
     without: &str,
@@ -102,12 +110,13 @@ fn build(
         .args(flags)
         .arg("-o")
         .arg(out)
-        .arg(source)
+        .args(sources)
         .args(libs)
         .status();
     match built {
         Ok(s) if s.success() => {}
         other => {
+            let source = sources[0];
             println!("cargo:warning=could not build {source} with {cc} ({other:?}): {without}");
             fs::write(out, b"").expect("writing an empty artefact");
         }

@@ -4,7 +4,7 @@
 //! A static program loads no preload, so each of its plain read opens is
 //! a serviced round trip. In a fenced guest whose command is a static ELF
 //! (no `PT_INTERP`; static or static-pie, glibc's or musl's), the guest
-//! starts `guest/static_loader.c` instead: `/etc/sandbox-static-loader
+//! starts `guest/static_loader.c` (with `static_loader_trap.c`) instead: `/etc/sandbox-static-loader
 //! PROGRAM ARGV0 ARGS...`. The loader maps the program itself, stacks a
 //! filter of its own that traps the program's unmarked plain read opens
 //! (and the calls that must not break the route: signal masks and
@@ -182,10 +182,10 @@ mod tests {
     /// The C source and the policy table agree on the mark.
     #[test]
     fn the_mark_is_the_filters() {
-        let source = include_str!("../../guest/static_loader.c");
+        let source = include_str!("../../guest/static_loader.h");
         let mark = sandbox_syscalls::policy::FAST_READ_MARK;
         let line = format!("#define FAST_READ_MARK {mark:#x}UL");
-        assert!(source.contains(&line), "static_loader.c lacks `{line}`");
+        assert!(source.contains(&line), "static_loader.h lacks `{line}`");
     }
 
     /// The loader is a static-pie with no relocations and no interpreter:
