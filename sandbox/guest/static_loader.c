@@ -227,8 +227,13 @@ static void __attribute__((noreturn)) exec_script(long fd, char **argv, long arg
     *p = 0;
     if (!*interp)
         die("a script names no interpreter", argv[1]);
-    /* argv: [name, interp, interp, arg?, script, args 1..] */
-    char *args[4 + 512 + 1];
+    /* argv: [name, interp, interp, arg?, script, args 1..]: at most
+     * argc + 3 entries and the NULL. */
+    long args_at = mmap6(0, (ul)(argc + 4) * sizeof(char *), PROT_READ | PROT_WRITE,
+                         MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (bad(args_at))
+        die("cannot start the script's interpreter", interp);
+    char **args = (char **)args_at;
     long k = 0;
     args[k++] = argv[0];
     args[k++] = interp;
@@ -236,7 +241,7 @@ static void __attribute__((noreturn)) exec_script(long fd, char **argv, long arg
     if (arg)
         args[k++] = arg;
     args[k++] = argv[1];
-    for (long i = 3; i < argc && k < 4 + 512; i++)
+    for (long i = 3; i < argc; i++)
         args[k++] = argv[i];
     args[k] = 0;
     sys3(__NR_execve, loader_path, args, envp);
