@@ -1,5 +1,7 @@
 //! Builds the guest's preload, `guest/fast_reads.c`, into
-//! `$OUT_DIR/fast_reads.so`, which `src/launch/fast_reads.rs` embeds.
+//! `$OUT_DIR/fast_reads.so`, which `src/launch/fast_reads.rs` embeds, and
+//! the static loader, `guest/static_loader.c` and `static_loader_trap.c`, into
+//! `$OUT_DIR/static_loader`, which `src/launch/static_loader.rs` embeds.
 //!
 //! The library must load under any x86_64 glibc or musl a `--rootfs`
 //! tree may have: no start files, no C library but the symbols it names
@@ -12,25 +14,33 @@
 
 use std::env;
 use std::fs;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 const SOURCE: &str = "guest/fast_reads.c";
+/// The static loader's sources; the first names it in messages.
+const LOADER_SOURCES: [&str; 3] = [
+    "guest/static_loader.c",
+    "guest/static_loader_trap.c",
+    "guest/static_loader.h",
+];
 
 fn main() {
     println!("cargo:rerun-if-changed={SOURCE}");
+    for source in LOADER_SOURCES {
+        println!("cargo:rerun-if-changed={source}");
+    }
     println!("cargo:rerun-if-env-changed=CC");
-    let out =
-        PathBuf::from(env::var_os("OUT_DIR").expect("cargo sets OUT_DIR")).join("fast_reads.so");
+    let out_dir = PathBuf::from(env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
     let x86_64_linux = env::var("CARGO_CFG_TARGET_OS").as_deref() == Ok("linux")
         && env::var("CARGO_CFG_TARGET_ARCH").as_deref() == Ok("x86_64");
-    if !x86_64_linux {
-        fs::write(&out, b"").expect("writing an empty preload");
-        return;
-    }
     let cc = env::var("CC").unwrap_or_else(|_| "cc".to_string());
-    let built = Command::new(&cc)
-        .args([
+    build(
+        x86_64_linux,
+        &cc,
+        &out_dir.join("fast_reads.so"),
+        &[SOURCE],
+        &[
             "-shared",
             "-fPIC",
             "-O2",
@@ -47,19 +57,68 @@ fn main() {
             "-Wl,--as-needed",
             "-s",
             "-Wl,-z,noseparate-code",
-            "-o",
-        ])
-        .arg(&out)
-        .arg(SOURCE)
-        .arg("-lc")
+        ],
+        &["-lc"],
+        "the sandbox runs without fast reads",
+    );
+    // The static loader: a freestanding static-pie with no relocations
+    // (no pointer in its data, no jump tables), no C library, no TLS.
+    build(
+        x86_64_linux,
+        &cc,
+        &out_dir.join("static_loader"),
+        &LOADER_SOURCES[..2],
+        &[
+            "-O2",
+            "-Wall",
+            "-Werror",
+            "-ffreestanding",
+            "-fno-stack-protector",
+            "-fno-builtin",
+            "-fno-jump-tables",
+            "-fno-asynchronous-unwind-tables",
+            "-fvisibility=hidden",
+            "-U_FORTIFY_SOURCE",
+            "-fPIE",
+            "-static-pie",
+            "-nostdlib",
+            "-Wl,-z,noexecstack",
+            "-Wl,--no-dynamic-linker",
+            "-s",
+        ],
+        &[],
+        "static programs run without fast reads",
+    );
+}
+
+/// Builds `sources` into `out` with `cc` and `flags`; an empty file where
+/// that is impossible or fails (a warning says what is lost).
+fn build(
+    x86_64_linux: bool,
+    cc: &str,
+    out: &Path,
+    sources: &[&str],
+    flags: &[&str],
+    libs: &[&str],
+    without: &str,
+) {
+    if !x86_64_linux {
+        fs::write(out, b"").expect("writing an empty artefact");
+        return;
+    }
+    let built = Command::new(cc)
+        .args(flags)
+        .arg("-o")
+        .arg(out)
+        .args(sources)
+        .args(libs)
         .status();
     match built {
         Ok(s) if s.success() => {}
         other => {
-            println!(
-                "cargo:warning=could not build {SOURCE} with {cc} ({other:?}): the sandbox runs without fast reads"
-            );
-            fs::write(&out, b"").expect("writing an empty preload");
+            let source = sources[0];
+            println!("cargo:warning=could not build {source} with {cc} ({other:?}): {without}");
+            fs::write(out, b"").expect("writing an empty artefact");
         }
     }
 }

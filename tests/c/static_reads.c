@@ -10,8 +10,10 @@
  * name, a bad pointer, a directory read), 2,000 opens in a row; opens
  * with every signal blocked, with the program's own SIGSYS handler and
  * while an interval timer interrupts them; opens in a forked child and in
- * an exec'd copy of itself; /proc/self/exe; and a checksum of its own text
- * before and after, which must not change.
+ * an exec'd copy of itself; a dynamic program and a shell exec'd from it;
+ * /proc/self/exe, named and read; a SIGSYS of a filter the program stacks
+ * itself, in a forked child, reaching its own handler; and a checksum of
+ * its own text before and after, which must not change.
  * static_reads --child DIR: the exec'd copy: one open, then exits. */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -21,6 +23,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -71,6 +75,65 @@ static unsigned long text_sum(void)
     for (const char *p = __executable_start; p < etext; p++)
         sum = sum * 31 + (unsigned char)*p;
     return sum;
+}
+
+/* 1 when the first bytes of /proc/self/exe are those of `path`. */
+static int exe_reads_as(const char *path)
+{
+    char a[512], b[512];
+    int fa = open("/proc/self/exe", O_RDONLY), fb = open(path, O_RDONLY);
+    ssize_t na = fa < 0 ? -1 : read(fa, a, sizeof a), nb = fb < 0 ? -2 : read(fb, b, sizeof b);
+    if (fa >= 0)
+        close(fa);
+    if (fb >= 0)
+        close(fb);
+    return na == nb && na > 0 && !memcmp(a, b, (size_t)na);
+}
+
+/* A filter of the program's own (no kernel headers: musl-gcc has none)
+ * that answers SECCOMP_RET_TRAP with data 7 for getppid. */
+struct filt {
+    unsigned short code;
+    unsigned char jt, jf;
+    unsigned int k;
+};
+struct fprog {
+    unsigned short len;
+    struct filt *filter;
+};
+
+static volatile int own_trap_errno = -1, own_trap_nr = -1;
+static void on_own_trap(int sig, siginfo_t *si, void *ctx)
+{
+    (void)sig;
+    (void)ctx;
+    own_trap_errno = si->si_errno;
+    own_trap_nr = si->si_syscall;
+}
+
+/* In a forked child: the program's own filter's SIGSYS reaches its own
+ * handler, and opens still work under both filters. */
+static void own_filter_child(void)
+{
+    struct sigaction sa = {.sa_sigaction = on_own_trap, .sa_flags = SA_SIGINFO};
+    sigaction(SIGSYS, &sa, NULL);
+    struct filt f[] = {
+        {0x20, 0, 0, 4},                   /* ld arch */
+        {0x15, 0, 3, 0xc000003e},          /* jeq x86_64 */
+        {0x20, 0, 0, 0},                   /* ld nr */
+        {0x15, 0, 1, SYS_getppid},         /* jeq getppid */
+        {0x06, 0, 0, 0x00030000 | 7},      /* ret TRAP | 7 */
+        {0x06, 0, 0, 0x7fff0000},          /* ret ALLOW */
+    };
+    struct fprog prog = {sizeof f / sizeof f[0], f};
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) || syscall(SYS_seccomp, 1, 0, &prog)) {
+        printf("own filter: errno %d\n", errno);
+        _exit(1);
+    }
+    long r = syscall(SYS_getppid);
+    printf("own filter's SIGSYS: data %d, call %d, returns %ld\n", own_trap_errno, own_trap_nr, r);
+    show("open under its own filter", open(in_dir("a"), O_RDONLY));
+    _exit(0);
 }
 
 static volatile sig_atomic_t sigsys_seen, ticks;
@@ -144,9 +207,30 @@ int main(int argc, char **argv)
     waitpid(pid, &status, 0);
     printf("exec'd child: exit %d\n", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
 
+    pid = fork();
+    if (pid == 0) {
+        execl("/bin/cat", "cat", in_dir("sub/b"), (char *)NULL);
+        _exit(127);
+    }
+    waitpid(pid, &status, 0);
+    printf("exec'd cat: exit %d\n", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+    pid = fork();
+    if (pid == 0) {
+        execl("/bin/sh", "sh", "-c", "read l < \"$0\"; echo \"sh read: $l\"", in_dir("a"), (char *)NULL);
+        _exit(127);
+    }
+    waitpid(pid, &status, 0);
+    printf("exec'd sh: exit %d\n", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+    pid = fork();
+    if (pid == 0)
+        own_filter_child();
+    waitpid(pid, &status, 0);
+    printf("own filter child: exit %d\n", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+
     char exe[PATH_MAX] = {0}, self[PATH_MAX] = {0};
     ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
     printf("/proc/self/exe is the program: %d\n", n > 0 && realpath(argv[0], self) && !strcmp(exe, self));
+    printf("/proc/self/exe reads as the program: %d\n", realpath(argv[0], self) && exe_reads_as(self));
     printf("text unchanged: %d\n", text_sum() == sum);
     return 0;
 }

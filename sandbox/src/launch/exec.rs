@@ -89,6 +89,23 @@ impl ExecPlan {
             .map(|c| Path::new(OsStr::from_bytes(c.as_bytes())))
     }
 
+    /// Starts `program` (found beneath the root for this plan) through
+    /// the executable `through`, as `through`'s argv `[name, program,
+    /// argv...]` (the static loader, `static_loader.rs`).
+    pub fn run_through(&mut self, through: &str, name: &str, program: &Path) {
+        let (Ok(through), Ok(name), Ok(program)) = (
+            CString::new(through),
+            CString::new(name),
+            CString::new(program.as_os_str().as_bytes()),
+        ) else {
+            return;
+        };
+        self.candidates = vec![through];
+        let mut argv = vec![name, program];
+        argv.append(&mut self.argv);
+        self.argv = argv;
+    }
+
     /// Adds `name=value` to the environment unless it has `name` already
     /// (`name` and `value` hold no NUL or `=`: the caller's constants).
     pub fn set_env_default(&mut self, name: &str, value: &str) {

@@ -16,7 +16,7 @@
 use std::fs::File;
 use std::os::fd::{AsRawFd, BorrowedFd};
 use std::os::unix::fs::FileExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use nix::fcntl::OFlag;
 use nix::sys::stat::{fstat, SFlag};
@@ -39,6 +39,20 @@ pub fn is_musl_program<'a>(
     candidates: impl IntoIterator<Item = &'a Path>,
     workdir: Option<&Path>,
 ) -> bool {
+    first_program(root, candidates, workdir)
+        .and_then(|(_, file)| interpreter(&file))
+        .is_some_and(|i| names_musl_loader(&i))
+}
+
+/// The first of `candidates` that is a regular file beneath `root`, with
+/// the path it was found at (relative candidates taken from `workdir`,
+/// or skipped without one) and the file open for reading; `None` when
+/// none is, or that one cannot be read.
+pub fn first_program<'a>(
+    root: BorrowedFd<'_>,
+    candidates: impl IntoIterator<Item = &'a Path>,
+    workdir: Option<&Path>,
+) -> Option<(PathBuf, File)> {
     for candidate in candidates {
         let path = match (candidate.is_absolute(), workdir) {
             (true, _) => candidate.to_path_buf(),
@@ -56,12 +70,10 @@ pub fn is_musl_program<'a>(
             continue;
         }
         let flags = OFlag::O_RDONLY | OFlag::O_NONBLOCK | OFlag::O_NOCTTY;
-        let Ok(fd) = open_in_root(root, &path, flags) else {
-            return false;
-        };
-        return interpreter(&File::from(fd)).is_some_and(|i| names_musl_loader(&i));
+        let fd = open_in_root(root, &path, flags).ok()?;
+        return Some((path, File::from(fd)));
     }
-    false
+    None
 }
 
 /// Whether an interpreter path is musl's loader: its file name starts
@@ -73,7 +85,7 @@ fn names_musl_loader(interp: &[u8]) -> bool {
 
 /// The interpreter path `PT_INTERP` names in a 64-bit little-endian ELF
 /// file, without its NUL; `None` for any other file or a malformed one.
-fn interpreter(file: &File) -> Option<Vec<u8>> {
+pub(super) fn interpreter(file: &File) -> Option<Vec<u8>> {
     let mut header = [0u8; 64];
     file.read_exact_at(&mut header, 0).ok()?;
     // \x7fELF, ELFCLASS64, ELFDATA2LSB.

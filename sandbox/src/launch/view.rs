@@ -379,7 +379,15 @@ pub(super) fn prepare_etc(plan: &ViewPlan, upper: &Path) -> Result<()> {
     for (rel, data) in plan.etc_files.iter().chain(&plan.etc_guest_files) {
         let path = upper.join(rel);
         fs::write(&path, data).map_err(|e| format!("writing /etc/{}: {e}", rel.display()))?;
-        let mode = if getuid().is_root() { 0o644 } else { 0o444 };
+        let mode = match (
+            getuid().is_root(),
+            super::static_loader::is_executable_etc_file(rel),
+        ) {
+            (true, false) => 0o644,
+            (false, false) => 0o444,
+            (true, true) => 0o755,
+            (false, true) => 0o555,
+        };
         fs::set_permissions(&path, fs::Permissions::from_mode(mode))
             .map_err(|e| format!("writing /etc/{}: {e}", rel.display()))?;
     }

@@ -1,0 +1,140 @@
+/*
+ * static_loader.h: what the static loader's two files share (the start
+ * and mapping in static_loader.c, the SIGSYS handler and its stacked
+ * filter in static_loader_trap.c): the marks, the loader's own system
+ * calls, small freestanding helpers and the state the start sets for the
+ * handler. static_loader.c says what the loader is.
+ */
+#ifndef STATIC_LOADER_H
+#define STATIC_LOADER_H
+#define _GNU_SOURCE
+#include <asm-generic/errno.h>
+#include <asm/siginfo.h>
+#include <asm/signal.h>
+#include <asm/sigcontext.h>
+#include <asm/stat.h>
+#include <asm/ucontext.h>
+#include <asm/unistd.h>
+#include <elf.h>
+#include <linux/audit.h>
+#include <linux/fcntl.h>
+#include <linux/filter.h>
+#include <linux/mman.h>
+#include <linux/prctl.h>
+#include <linux/seccomp.h>
+#include <linux/stat.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Must equal sandbox_syscalls::policy::FAST_READ_MARK (a unit test in
+ * sandbox/src/launch/static_loader.rs compares them). */
+#define FAST_READ_MARK 0xa5c39e4f17b2d860UL
+/* The loader's own mark, in r9 (arg 5): the stacked filter passes every
+ * call that carries it. Any value the supervisor's filter ignores. */
+#define LOADER_MARK 0x5e1f10ad3c4b2a19UL
+/* SECCOMP_RET_DATA of the stacked filter's traps: si_errno tells the
+ * handler the SIGSYS is its own. */
+#define TRAP_DATA 0x5a5
+#define FIRST_NAME "sandbox-static-loader"
+#define NESTED_NAME "sandbox-static-loader:nested"
+
+#define PLAIN_MASK 0x210003 /* O_ACCMODE | O_PATH | O_DIRECTORY */
+#define NEEDS_MODE(f) (((f) & O_CREAT) || ((f) & __O_TMPFILE) == __O_TMPFILE)
+#define NOT_PLAIN (PLAIN_MASK | O_CREAT | __O_TMPFILE | O_TRUNC)
+#define PAGE 4096UL
+#define SIGSYS_BIT (1UL << (SIGSYS - 1))
+#define MAX_PATH 4096
+
+#ifndef SYS_SECCOMP
+#define SYS_SECCOMP 1
+#endif
+
+typedef unsigned long ul;
+
+/* ---- system calls: every one carries LOADER_MARK in r9 ---- */
+
+static inline long sys6(long nr, long a, long b, long c, long d, long e)
+{
+    register long r10 __asm__("r10") = d;
+    register long r8 __asm__("r8") = e;
+    register long r9 __asm__("r9") = (long)LOADER_MARK;
+    long ret;
+    __asm__ volatile("syscall"
+                     : "=a"(ret)
+                     : "0"(nr), "D"(a), "S"(b), "d"(c), "r"(r10), "r"(r8), "r"(r9)
+                     : "rcx", "r11", "memory");
+    return ret;
+}
+#define sys0(n) sys6(n, 0, 0, 0, 0, 0)
+#define sys1(n, a) sys6(n, (long)(a), 0, 0, 0, 0)
+#define sys2(n, a, b) sys6(n, (long)(a), (long)(b), 0, 0, 0)
+#define sys3(n, a, b, c) sys6(n, (long)(a), (long)(b), (long)(c), 0, 0)
+#define sys4(n, a, b, c, d) sys6(n, (long)(a), (long)(b), (long)(c), (long)(d), 0)
+
+static inline long mmap6(ul addr, ul len, long prot, long flags, long fd, ul off)
+{
+    register long r10 __asm__("r10") = flags;
+    register long r8 __asm__("r8") = fd;
+    register long r9 __asm__("r9") = (long)off;
+    long ret;
+    __asm__ volatile("syscall"
+                     : "=a"(ret)
+                     : "0"((long)__NR_mmap), "D"(addr), "S"(len), "d"(prot), "r"(r10), "r"(r8), "r"(r9)
+                     : "rcx", "r11", "memory");
+    return ret;
+}
+
+/* ---- small freestanding helpers ---- */
+
+static inline ul str_len(const char *s)
+{
+    ul n = 0;
+    while (s[n])
+        n++;
+    return n;
+}
+
+static inline int str_eq(const char *a, const char *b)
+{
+    while (*a && *a == *b)
+        a++, b++;
+    return *a == *b;
+}
+
+static inline void copy(void *to, const void *from, ul n)
+{
+    volatile char *t = to;
+    const char *f = from;
+    while (n--)
+        *t++ = *f++;
+}
+
+static inline void zero(void *to, ul n)
+{
+    volatile char *t = to;
+    while (n--)
+        *t++ = 0;
+}
+
+/* ---- state, in the loader's own image (it stays mapped) ---- */
+
+extern char program_path[MAX_PATH]; /* as /proc/self/exe would name it */
+extern char loader_path[MAX_PATH];  /* the loader in the guest's view */
+extern ul proc_dev, cover_dev;      /* learned at start, as the preload does */
+extern int fast;                    /* whether marked opens are made at all */
+/* The program's view of SIGSYS's disposition (struct k_sigaction). */
+struct ksigaction {
+    ul handler, flags, restorer, mask;
+};
+extern struct ksigaction program_sigsys;
+
+/* static_loader_trap.c */
+long stack_filter(void);
+struct ksigaction our_sigsys(void);
+long set_mask(ul mask);
+ul get_mask(void);
+ul fd_path(char *to, long fd);
+/* static_loader.c (the signal restorer, in assembly) */
+void loader_restorer(void);
+
+#endif

@@ -1,0 +1,237 @@
+//! The static loader: the foothold that gives statically linked guest
+//! programs fast reads (docs/fast-reads.md, "Static programs").
+//!
+//! A static program loads no preload, so each of its plain read opens is
+//! a serviced round trip. In a fenced guest whose command is a static ELF
+//! (no `PT_INTERP`; static or static-pie, glibc's or musl's), the guest
+//! starts `guest/static_loader.c` (with `static_loader_trap.c`) instead: `/etc/sandbox-static-loader
+//! PROGRAM ARGV0 ARGS...`. The loader maps the program itself, stacks a
+//! filter of its own that traps the program's unmarked plain read opens
+//! (and the calls that must not break the route: signal masks and
+//! actions, exec, readlink of `/proc/self/exe`), and its SIGSYS handler
+//! makes each again with the fast-read mark, the preload's check
+//! included. A Go program (`.note.go.buildid` or `.go.buildinfo`) is left
+//! as it is by rule: its runtime makes every call itself, blocks signals
+//! around each thread it starts and runs signal handlers on stacks of its
+//! own, and the signal route alone would win it little.
+//!
+//! Owns: the loader's bytes, its place in the view's /etc, and which
+//! commands start through it. Does not own: the filter's rule (the
+//! policy table), writing /etc (`view.rs`, `rootfs.rs`), or the command's
+//! PATH search (`exec.rs`), whose first regular candidate `musl.rs` finds.
+
+use std::fs::File;
+use std::os::fd::AsFd;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+
+use super::exec::ExecPlan;
+use super::musl;
+
+/// The loader, built by `sandbox/build.rs`; empty where it could not be
+/// built (no C compiler), and then no command starts through it.
+const LOADER: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/static_loader"));
+
+/// Its name in the view's /etc, and where the guest sees it.
+pub const NAME: &str = "sandbox-static-loader";
+const GUEST_PATH: &str = "/etc/sandbox-static-loader";
+/// argv[0] of the loader when the supervisor starts it (the loader's
+/// own exec of a program from a loaded one says `:nested`).
+const FIRST_NAME: &str = "sandbox-static-loader";
+
+/// Section headers read at most; real programs have a few dozen.
+const MAX_SHNUM: usize = 256;
+/// The longest section-name table read.
+const MAX_SHSTRTAB: u64 = 64 * 1024;
+const PT_INTERP: u32 = 3;
+
+/// Whether a launch can use the loader at all: it was built.
+pub fn possible() -> bool {
+    !LOADER.is_empty()
+}
+
+/// The /etc file that installs the loader: its name and bytes.
+pub fn etc_file() -> (PathBuf, Vec<u8>) {
+    (PathBuf::from(NAME), LOADER.to_vec())
+}
+
+/// Whether `/etc/<rel>` is a file the guest executes (the loader).
+pub fn is_executable_etc_file(rel: &Path) -> bool {
+    rel == Path::new(NAME)
+}
+
+/// What an executable is, for the loader's purposes.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Program {
+    /// A 64-bit little-endian ELF program with no interpreter and no Go
+    /// runtime: the loader takes it.
+    Static,
+    /// One built by Go: left as it is, by rule.
+    Go,
+    /// Anything else: a dynamic program (the preload's), a script, a
+    /// malformed file.
+    Other,
+}
+
+/// Makes `plan` start its command through the loader when the first of
+/// its candidates beneath `rootfs` (None: the host's) is a static
+/// program; relative names are taken from `workdir`.
+pub fn start_static_command(plan: &mut ExecPlan, rootfs: Option<&Path>, workdir: &Path) {
+    let Ok(root) = File::open(rootfs.unwrap_or(Path::new("/"))) else {
+        return;
+    };
+    let Some((path, file)) =
+        musl::first_program(root.as_fd(), plan.candidate_paths(), Some(workdir))
+    else {
+        return;
+    };
+    if classify(&file) == Program::Static {
+        plan.run_through(GUEST_PATH, FIRST_NAME, &path);
+    }
+}
+
+fn u16_at(b: &[u8], at: usize) -> Option<u16> {
+    Some(u16::from_le_bytes(b.get(at..at + 2)?.try_into().ok()?))
+}
+fn u32_at(b: &[u8], at: usize) -> Option<u32> {
+    Some(u32::from_le_bytes(b.get(at..at + 4)?.try_into().ok()?))
+}
+fn u64_at(b: &[u8], at: usize) -> Option<u64> {
+    Some(u64::from_le_bytes(b.get(at..at + 8)?.try_into().ok()?))
+}
+
+/// What `file` is, read bounded and checked (the file may be a
+/// stranger's): its ELF header, program headers and section names.
+pub fn classify(file: &File) -> Program {
+    classify_checked(file).unwrap_or(Program::Other)
+}
+
+fn classify_checked(file: &File) -> Option<Program> {
+    let mut header = [0u8; 64];
+    file.read_exact_at(&mut header, 0).ok()?;
+    // \x7fELF, ELFCLASS64, ELFDATA2LSB, ET_EXEC or ET_DYN, x86_64.
+    let e_type = u16_at(&header, 16)?;
+    if header[..4] != *b"\x7fELF"
+        || header[4] != 2
+        || header[5] != 1
+        || !(e_type == 2 || e_type == 3)
+        || u16_at(&header, 18)? != 62
+    {
+        return Some(Program::Other);
+    }
+    if musl::interpreter(file).is_some() {
+        return Some(Program::Other);
+    }
+    // Program headers: the loader takes at most 64 of 56 bytes each.
+    let phnum = usize::from(u16_at(&header, 56)?);
+    if u16_at(&header, 54)? != 56 || phnum == 0 || phnum > 64 {
+        return Some(Program::Other);
+    }
+    let mut table = vec![0u8; 56 * phnum];
+    file.read_exact_at(&mut table, u64_at(&header, 32)?).ok()?;
+    if table
+        .chunks_exact(56)
+        .any(|ph| u32_at(ph, 0) == Some(PT_INTERP))
+    {
+        return Some(Program::Other);
+    }
+    match is_go(file, &header)? {
+        true => Some(Program::Go),
+        false => Some(Program::Static),
+    }
+}
+
+/// Whether the section names hold Go's (`.note.go.buildid`,
+/// `.go.buildinfo`). A file without section headers is not Go's: Go's
+/// linker always writes them.
+fn is_go(file: &File, header: &[u8; 64]) -> Option<bool> {
+    let shoff = u64_at(header, 40)?;
+    let shentsize = usize::from(u16_at(header, 58)?);
+    let shnum = usize::from(u16_at(header, 60)?);
+    let shstrndx = usize::from(u16_at(header, 62)?);
+    if shoff == 0 || shnum == 0 {
+        return Some(false);
+    }
+    if shentsize != 64 || shnum > MAX_SHNUM || shstrndx >= shnum {
+        return None;
+    }
+    let mut table = vec![0u8; 64 * shnum];
+    file.read_exact_at(&mut table, shoff).ok()?;
+    let names = &table[64 * shstrndx..64 * (shstrndx + 1)];
+    let (offset, size) = (u64_at(names, 24)?, u64_at(names, 32)?);
+    if size > MAX_SHSTRTAB {
+        return None;
+    }
+    let mut strings = vec![0u8; usize::try_from(size).ok()?];
+    file.read_exact_at(&mut strings, offset).ok()?;
+    let go = table.chunks_exact(64).any(|sh| {
+        let Some(name) = u32_at(sh, 0).and_then(|n| strings.get(usize::try_from(n).ok()?..)) else {
+            return false;
+        };
+        let name = &name[..name.iter().position(|&b| b == 0).unwrap_or(name.len())];
+        name == b".note.go.buildid" || name == b".go.buildinfo"
+    });
+    Some(go)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::process::Command;
+
+    /// The C source and the policy table agree on the mark.
+    #[test]
+    fn the_mark_is_the_filters() {
+        let source = include_str!("../../guest/static_loader.h");
+        let mark = sandbox_syscalls::policy::FAST_READ_MARK;
+        let line = format!("#define FAST_READ_MARK {mark:#x}UL");
+        assert!(source.contains(&line), "static_loader.h lacks `{line}`");
+    }
+
+    /// The loader is a static-pie with no relocations and no interpreter:
+    /// it runs before anything could relocate it.
+    #[test]
+    fn the_loader_is_built_and_standalone() {
+        assert!(possible(), "sandbox/build.rs built no loader");
+        let mut f = tempfile::NamedTempFile::new().unwrap();
+        std::io::Write::write_all(&mut f, LOADER).unwrap();
+        assert_eq!(classify(f.as_file()), Program::Static);
+    }
+
+    fn compiled(args: &[&str], source: &str) -> Option<File> {
+        let dir = tempfile::tempdir().unwrap();
+        let src = dir.path().join("p.c");
+        std::fs::write(&src, source).unwrap();
+        let out = dir.path().join("p");
+        let ok = Command::new("cc")
+            .args(args)
+            .arg("-o")
+            .arg(&out)
+            .arg(&src)
+            .status()
+            .ok()?
+            .success();
+        ok.then(|| File::open(&out).unwrap())
+    }
+
+    #[test]
+    fn tells_static_from_dynamic_and_other_files() {
+        let main = "int main(void) { return 0; }\n";
+        let st = compiled(&["-static"], main).expect("cc -static");
+        assert_eq!(classify(&st), Program::Static);
+        let dynamic = compiled(&[], main).expect("cc");
+        assert_eq!(classify(&dynamic), Program::Other);
+        let mut script = tempfile::NamedTempFile::new().unwrap();
+        std::io::Write::write_all(&mut script, b"#!/bin/sh\n").unwrap();
+        assert_eq!(classify(script.as_file()), Program::Other);
+    }
+
+    /// A static file with a section named as Go names its build id is Go's.
+    #[test]
+    fn tells_go_by_its_sections() {
+        let go = "__attribute__((section(\".note.go.buildid\"), used)) static const char id[] = \"x\";\n\
+                  int main(void) { return 0; }\n";
+        let f = compiled(&["-static"], go).expect("cc -static");
+        assert_eq!(classify(&f), Program::Go);
+    }
+}
