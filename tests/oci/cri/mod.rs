@@ -164,11 +164,14 @@ fn containerds_cri_runs_pods_with_the_supervisor_handler() {
     let sleeper = d.run_container(&pod, &pod_config, "sleeper", &["sleep", "1000"], 96 << 20);
     // While it runs, the runtime's state and the containers' cgroups
     // exist (what the end checks are gone).
-    let state = d.dir.join("runtime-root/k8s.io").join(&sleeper);
+    let state = d.runtime_root().join(&sleeper);
     assert!(state.join("state.json").is_file(), "{}", state.display());
     let made = cgroups.left();
+    // (`<parent>/<id>`, or systemd's scope `cri-containerd-<id>.scope`.)
     assert!(
-        made.iter().any(|c| c.ends_with(&sleeper)),
+        made.iter().any(|c| c
+            .file_name()
+            .is_some_and(|n| n.to_string_lossy().contains(sleeper.as_str()))),
         "no cgroup of {sleeper} among {made:#?}"
     );
     // The memory limit from the container's config, as the guest sees it
@@ -206,7 +209,7 @@ fn containerds_cri_runs_pods_with_the_supervisor_handler() {
 
     // The container's memory limit (64 MiB) from its config: the hog is
     // OOM-killed, 137, and the CRI says OOMKilled (it runs only under the
-    // supervisor, in a cgroup beneath ours). It starts allocating only
+    // supervisor, in a cgroup beneath the pod's parent). It starts allocating only
     // once an exec made /tmp/go, so after StartContainer has returned: the
     // shim watches the cgroup for OOM kills from the end of its start on.
     let hog = d.run_container(
