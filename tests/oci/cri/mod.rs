@@ -8,13 +8,17 @@
 //! and ImageStatus. Against Debian 12's containerd 1.6; without containerd
 //! and ctr (or busybox-static) it skips with a printed reason.
 //!
-//! Each test starts its own containerd (`daemon.rs`) and imports the
-//! busybox image with `ctr -n k8s.io image import` (images are local:
-//! nothing is pulled), which also serves as the pods' sandbox ("pause")
-//! image. Every pod's cgroup parent lies beneath this process's own
-//! cgroup. At the end (also on failure: a Drop guard) the daemon stops and
-//! removes every pod, is stopped by pid, and what it left mounted and the
-//! cgroup parent are removed.
+//! Each test starts its own containerd (`daemon.rs`), or, with
+//! `SUPERVISOR_CRI_CONTAINERD` set to its socket, uses the machine's
+//! installed one as it runs (the VM's: systemd cgroup driver, cgroup v2;
+//! `tests/vm/cases.sh`), and imports the busybox image with `ctr -n k8s.io
+//! image import` (images are local: nothing is pulled), which also serves
+//! as the pods' sandbox ("pause") image. Under the test's own daemon every
+//! pod's cgroup parent lies beneath this process's own cgroup; under the
+//! installed one it is a systemd slice of the test's. At the end (also on
+//! failure: a Drop guard) every pod is stopped and removed; the test's own
+//! daemon is then stopped by pid and what it left mounted and the cgroup
+//! parent are removed, and the installed daemon's slice is stopped.
 
 mod client;
 mod daemon;
