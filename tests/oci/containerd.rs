@@ -7,10 +7,14 @@
 //! It starts its own containerd (root, state, sockets and log in a temp
 //! dir; the CRI plugin off), imports the busybox image as an OCI image
 //! layout archive it builds itself (no docker needed), and runs every
-//! container with `--cgroup` beneath this process's own cgroup. At the
-//! end (also on failure: a Drop guard) it kills and deletes the
-//! containers, stops the daemon by pid, unmounts what it left and
-//! removes the cgroup parent.
+//! container as `ctr run` places it, with no `--cgroup`: containerd's
+//! default cgroupsPath, `/<namespace>/<id>` from each hierarchy's root
+//! (the test's ctr names a namespace of its own, `supervisor-test-<pid>`,
+//! so that two runs of the test never share a cgroup). It checks that
+//! each container's cgroup is there while it runs and none is left
+//! afterwards, and at the end (also on failure: a Drop guard) kills and
+//! deletes the containers, stops the daemon by pid, unmounts what it left
+//! and removes the cgroups that remain beneath `/<namespace>`.
 
 use crate::common;
 
@@ -20,8 +24,8 @@ use std::process::{Child, Command, Output, Stdio};
 use std::time::Duration;
 
 use common::engine::{
-    busybox_tarball, dump, output_with_watchdog, own_memory_cgroup, poll_until,
-    remove_cgroup_parent, stdout, stop_daemon, unmount_beneath, wait_until_up,
+    busybox_tarball, dump, output_with_watchdog, poll_until, stdout, stop_daemon, unmount_beneath,
+    wait_until_up, EngineCgroups,
 };
 use common::oci::have_busybox;
 use common::{bin, Tree};
@@ -35,14 +39,18 @@ const IMAGE: &str = "example.org/library/supervisor-test-busybox:latest";
 struct Daemon {
     child: Child,
     dir: Tree,
-    cgroup_parent: String,
+    /// The containerd namespace of the test's containers.
+    namespace: String,
+    /// The cgroups beneath `/<namespace>`, where containerd puts a
+    /// container's cgroup when its client names none, as they were before.
+    cgroups: EngineCgroups,
 }
 
 impl Daemon {
     fn start() -> Result<Daemon, String> {
         let dir = Tree::new();
-        let own = own_memory_cgroup().ok_or("no memory cgroup for this process")?;
-        let cgroup_parent = format!("{own}/supervisor-containerd-test-{}", std::process::id());
+        let namespace = format!("supervisor-test-{}", std::process::id());
+        let cgroups = EngineCgroups::snapshot(&format!("/{namespace}"));
         let d = |p: &str| dir.join(p).display().to_string();
         let config = format!(
             "version = 2\nroot = {:?}\nstate = {:?}\n\
@@ -66,7 +74,8 @@ impl Daemon {
         let daemon = Daemon {
             child,
             dir,
-            cgroup_parent,
+            namespace,
+            cgroups,
         };
         wait_until_up(
             "containerd",
@@ -84,6 +93,7 @@ impl Daemon {
         let mut c = Command::new(CTR);
         c.arg("--address")
             .arg(self.dir.join("containerd.sock"))
+            .args(["--namespace", &self.namespace])
             .args(args);
         c
     }
@@ -104,11 +114,10 @@ impl Daemon {
         stdout(&out)
     }
 
-    /// `run --runc-binary <ours> --cgroup <parent>/<id> ARGS IMAGE id CMD...`.
+    /// `run --runc-binary <ours> ARGS IMAGE id CMD...`.
     fn run_args(&self, flags: &[&str], id: &str, command: &[&str]) -> Vec<String> {
         let binary = bin().display().to_string();
-        let cgroup = format!("{}/{id}", self.cgroup_parent);
-        let mut all = vec!["run", "--runc-binary", &binary, "--cgroup", &cgroup];
+        let mut all = vec!["run", "--runc-binary", &binary];
         all.extend_from_slice(flags);
         all.extend_from_slice(&[IMAGE, id]);
         all.extend_from_slice(command);
@@ -134,6 +143,7 @@ impl Daemon {
         line.push(quote(
             &self.dir.join("containerd.sock").display().to_string(),
         ));
+        line.extend(["--namespace".into(), quote(&self.namespace)]);
         line.extend(args.iter().map(|a| quote(a)));
         let mut script = Command::new("script");
         script.args(["-q", "-e", "-c", &line.join(" "), "/dev/null"]);
@@ -176,7 +186,7 @@ impl Drop for Daemon {
         }
         stop_daemon(&mut self.child);
         unmount_beneath(self.dir.path());
-        remove_cgroup_parent(&self.cgroup_parent);
+        self.cgroups.remove_left();
     }
 }
 
@@ -305,6 +315,14 @@ fn containerd_runs_containers_with_runc_binary_supervisor() {
     // A running task: exec, ps, pause/resume, kill (SIGTERM).
     let started = d.run(&["-d"], "sleeper", &["sleep", "100"]);
     assert!(started.status.success(), "{}", dump(&started));
+    // Its cgroup is where containerd chose: /<namespace>/sleeper.
+    let made = d.cgroups.left();
+    assert!(
+        made.iter()
+            .any(|c| c.ends_with(format!("{}/sleeper", d.namespace))),
+        "no cgroup /{}/sleeper among {made:#?}",
+        d.namespace
+    );
     let ex = d.ctr(&[
         "task",
         "exec",
@@ -380,11 +398,15 @@ fn containerd_runs_containers_with_runc_binary_supervisor() {
     assert!(gone.contains("exit code 7"), "{gone}");
 
     // --memory-limit 64 MiB: the hog is OOM-killed, 137 (it runs only
-    // under the supervisor, in a cgroup beneath ours).
+    // under the supervisor, in its cgroup /<namespace>/hog).
     let hog = d.run(
         &["--rm", "--memory-limit", "67108864"],
         "hog",
         &["sh", "-c", "x=a; while :; do x=$x$x; done"],
     );
     assert_eq!(hog.status.code(), Some(137), "{}", dump(&hog));
+
+    // Every container is gone, and so is its cgroup.
+    let left = d.cgroups.left();
+    assert!(left.is_empty(), "cgroups left behind: {left:?}");
 }

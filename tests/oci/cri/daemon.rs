@@ -1,13 +1,26 @@
-//! The test's own containerd with the CRI plugin on and the runtime
-//! handler `supervisor` as its only runtime, in a network namespace of its
-//! own (`unshare -n`, its loopback up): the node's network of its
-//! host-network pods, and where the CNI bridge of its other pods lives, so
-//! the machine's network is untouched. Root, state, sockets, the runtime's
-//! state root (the shim's `Root`), the CNI configuration and IP allocations,
-//! the pods' logs and containerd's log are in a temp dir; network
-//! namespaces are under its state dir. Also: the pod and container configs
-//! the tests use, waiting for a container's exit, and what a removed pod
-//! may not leave behind.
+//! The containerd a CRI test talks to, with the CRI plugin on and the
+//! runtime handler `supervisor`: by default the test's own, and with
+//! [`INSTALLED_ENV`] set the machine's installed one.
+//!
+//! The test's own has the handler as its only runtime and runs in a
+//! network namespace of its own (`unshare -n`, its loopback up): the
+//! node's network of its host-network pods, and where the CNI bridge of
+//! its other pods lives, so the machine's network is untouched. Root,
+//! state, sockets, the runtime's state root (the shim's `Root`), the CNI
+//! configuration and IP allocations, the pods' logs and containerd's log
+//! are in a temp dir; network namespaces are under its state dir; pods'
+//! cgroups lie beneath this process's own (cgroupfs paths).
+//!
+//! The installed one (scripts/vm's machine: containerd as Debian installs
+//! it, started by systemd, whose config registers the handler with
+//! `SystemdCgroup = true` and names a CNI bridge and the sandbox image) is
+//! used as it is: its own root, state and network namespaces, the shim's
+//! default runtime root, and pods in a systemd slice of the test's
+//! (`<name>.slice`: containerd gives the runtime `slice:cri-containerd:<id>`
+//! cgroup paths), which is stopped at the end.
+//!
+//! Also: the pod and container configs the tests use, waiting for a
+//! container's exit, and what a removed pod may not leave behind.
 //!
 //! Not here: what a test expects of the pods.
 
@@ -15,6 +28,7 @@ use crate::common;
 use crate::cri::client::CriClient;
 
 use std::fs;
+use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
@@ -38,19 +52,65 @@ pub const IMAGE: &str = "example.org/library/supervisor-test-busybox:cri";
 pub const PAUSE_CMD: &[&str] = &["sleep", "2147483647"];
 /// The runtime handler, as a RuntimeClass's `handler` names it.
 pub const HANDLER: &str = "supervisor";
+/// When set, the socket of the installed containerd the tests use instead
+/// of starting their own (`tests/vm/cases.sh` sets it in the VM).
+pub const INSTALLED_ENV: &str = "SUPERVISOR_CRI_CONTAINERD";
 
-/// Our own containerd with the CRI plugin; its pods, the daemon, its
-/// mounts and cgroups are gone after drop.
+/// Where a containerd keeps what the tests look at.
+struct Paths {
+    socket: PathBuf,
+    /// containerd's `root` and `state`.
+    root: PathBuf,
+    state: PathBuf,
+    /// The shim's runtime state root (`Root`; per namespace beneath it).
+    runtime_root: PathBuf,
+    /// The pods' network namespaces: the directory and their names' prefix.
+    netns: (PathBuf, &'static str),
+    /// What the command line of each of the pods' processes (shim, anchor,
+    /// monitor) names.
+    marker: String,
+}
+
+/// A containerd with the CRI plugin; its pods (and the test's own
+/// daemon, its mounts and cgroups) are gone after drop.
 pub struct CriDaemon {
-    child: Child,
+    /// The test's own daemon; none for the installed one.
+    child: Option<Child>,
     pub dir: Tree,
+    paths: Paths,
+    /// The pods' cgroup parent: a cgroupfs path, or the installed
+    /// daemon's systemd slice (`/<name>.slice`).
     pub cgroup_parent: String,
     client: Option<CriClient>,
 }
 
 impl CriDaemon {
-    /// Starts it; `name` tells the test's cgroup parent from another's.
+    /// The installed containerd when [`INSTALLED_ENV`] names its socket,
+    /// else a started one of the test's own; `name` tells the test's
+    /// cgroup parent from another's.
     pub fn start(name: &str) -> Result<CriDaemon, String> {
+        match std::env::var_os(INSTALLED_ENV) {
+            Some(socket) => CriDaemon::installed(name, PathBuf::from(socket)),
+            None => CriDaemon::own(name),
+        }
+    }
+
+    /// The machine's containerd, its CRI endpoint at `socket`.
+    fn installed(name: &str, socket: PathBuf) -> Result<CriDaemon, String> {
+        let slice = format!("supervisor_cri_{name}_{}.slice", std::process::id());
+        let paths = Paths {
+            socket,
+            root: "/var/lib/containerd".into(),
+            state: "/run/containerd".into(),
+            runtime_root: "/run/containerd/runc".into(),
+            netns: ("/run/netns".into(), "cni-"),
+            marker: "k8s.io".into(),
+        };
+        CriDaemon::connect(None, Tree::new(), paths, format!("/{slice}"))
+    }
+
+    /// A containerd of the test's own, started.
+    fn own(name: &str) -> Result<CriDaemon, String> {
         let dir = Tree::new();
         let own = own_memory_cgroup().ok_or("no memory cgroup for this process")?;
         let cgroup_parent = format!("{own}/supervisor-cri-{name}-{}", std::process::id());
@@ -95,13 +155,32 @@ impl CriDaemon {
             .stderr(log)
             .spawn()
             .map_err(|e| format!("starting containerd: {e}"))?;
+        let paths = Paths {
+            socket: dir.join("containerd.sock"),
+            root: dir.join("root"),
+            state: dir.join("state"),
+            runtime_root: dir.join("runtime-root"),
+            netns: (dir.join("state/io.containerd.grpc.v1.cri/netns"), ""),
+            marker: dir.path().display().to_string(),
+        };
+        CriDaemon::connect(Some(child), dir, paths, cgroup_parent)
+    }
+
+    /// Waits for the daemon's CRI endpoint and connects to it.
+    fn connect(
+        child: Option<Child>,
+        dir: Tree,
+        paths: Paths,
+        cgroup_parent: String,
+    ) -> Result<CriDaemon, String> {
         let mut daemon = CriDaemon {
             child,
             dir,
+            paths,
             cgroup_parent,
             client: None,
         };
-        let socket = daemon.dir.join("containerd.sock");
+        let socket = daemon.paths.socket.clone();
         wait_until_up("containerd", || socket.exists(), || daemon.log())?;
         let mut client = CriClient::connect(&socket)?;
         let mut answered = Err(String::new());
@@ -115,8 +194,22 @@ impl CriDaemon {
         Ok(daemon)
     }
 
+    /// containerd's log: the test's own file, or the installed daemon's
+    /// journal (its last 200 lines).
     pub fn log(&self) -> String {
-        fs::read_to_string(self.dir.join("containerd.log")).unwrap_or_default()
+        if self.child.is_some() {
+            return fs::read_to_string(self.dir.join("containerd.log")).unwrap_or_default();
+        }
+        Command::new("journalctl")
+            .args(["--no-pager", "-n", "200", "-u", "containerd.service"])
+            .output()
+            .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+            .unwrap_or_default()
+    }
+
+    /// The shim's runtime state root of the CRI plugin's namespace.
+    pub fn runtime_root(&self) -> PathBuf {
+        self.paths.runtime_root.join("k8s.io")
     }
 
     pub fn cri(&mut self) -> &mut CriClient {
@@ -127,7 +220,7 @@ impl CriDaemon {
     pub fn ctr(&self, args: &[&str]) {
         let mut c = Command::new(CTR);
         c.arg("--address")
-            .arg(self.dir.join("containerd.sock"))
+            .arg(&self.paths.socket)
             .args(["-n", "k8s.io"])
             .args(args);
         let out = output_with_watchdog(c, b"");
@@ -247,14 +340,15 @@ impl CriDaemon {
         status.unwrap_or_else(|e| panic!("{e}"))
     }
 
-    /// The pods', the runtime's and the CRI plugin's traces beneath the
-    /// test's directory: processes (other than the daemon) whose command
-    /// line names it, and entries of the runtime's state root, of the
-    /// plugin's per-sandbox and per-container directories and of its
-    /// network namespaces.
+    /// The pods', the runtime's and the CRI plugin's traces: processes
+    /// (other than the daemon) whose command line names the daemon's
+    /// marker (the test's directory, or the plugin's namespace `k8s.io`),
+    /// and entries of the runtime's state root, of the plugin's
+    /// per-sandbox and per-container directories and of its network
+    /// namespaces.
     pub fn leftovers(&self) -> Vec<String> {
-        let dir = self.dir.path().display().to_string();
-        let daemon = self.child.id();
+        let marker = &self.paths.marker;
+        let daemon = self.child.as_ref().map(Child::id);
         let mut left = Vec::new();
         for e in fs::read_dir("/proc").into_iter().flatten().flatten() {
             let Some(pid) = e.file_name().to_str().and_then(|p| p.parse::<u32>().ok()) else {
@@ -264,25 +358,24 @@ impl CriDaemon {
                 continue;
             };
             let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
-            if pid != daemon && pid != std::process::id() && cmdline.contains(&dir) {
+            if Some(pid) != daemon && pid != std::process::id() && cmdline.contains(marker) {
                 left.push(format!("process {pid}: {cmdline}"));
             }
         }
         let cri = "io.containerd.grpc.v1.cri";
-        for tree in [
-            "runtime-root/k8s.io".to_string(),
-            format!("root/{cri}/sandboxes"),
-            format!("root/{cri}/containers"),
-            format!("state/{cri}/sandboxes"),
-            format!("state/{cri}/containers"),
-            format!("state/{cri}/netns"),
+        let (netns, netns_prefix) = &self.paths.netns;
+        for (tree, prefix) in [
+            (self.runtime_root(), ""),
+            (self.paths.root.join(cri).join("sandboxes"), ""),
+            (self.paths.root.join(cri).join("containers"), ""),
+            (self.paths.state.join(cri).join("sandboxes"), ""),
+            (self.paths.state.join(cri).join("containers"), ""),
+            (netns.clone(), *netns_prefix),
         ] {
-            for e in fs::read_dir(self.dir.join(&tree))
-                .into_iter()
-                .flatten()
-                .flatten()
-            {
-                left.push(format!("state: {}", e.path().display()));
+            for e in fs::read_dir(&tree).into_iter().flatten().flatten() {
+                if e.file_name().to_string_lossy().starts_with(prefix) {
+                    left.push(format!("state: {}", e.path().display()));
+                }
             }
         }
         left
@@ -298,9 +391,18 @@ impl Drop for CriDaemon {
             }
         }
         self.client = None;
-        stop_daemon(&mut self.child);
-        unmount_beneath(self.dir.path());
-        remove_cgroup_parent(&self.cgroup_parent);
+        match self.child.as_mut() {
+            Some(child) => {
+                stop_daemon(child);
+                unmount_beneath(self.dir.path());
+                remove_cgroup_parent(&self.cgroup_parent);
+            }
+            None => {
+                // The test's slice (systemd made it for the pods' scopes).
+                let slice = self.cgroup_parent.trim_start_matches('/');
+                let _ = Command::new("systemctl").args(["stop", slice]).output();
+            }
+        }
     }
 }
 

@@ -9,13 +9,17 @@
 //! namespaces. Against Debian 12's containerd 1.6; without containerd
 //! and ctr (or busybox-static) it skips with a printed reason.
 //!
-//! Each test starts its own containerd (`daemon.rs`) and imports the
-//! busybox image with `ctr -n k8s.io image import` (images are local:
-//! nothing is pulled), which also serves as the pods' sandbox ("pause")
-//! image. Every pod's cgroup parent lies beneath this process's own
-//! cgroup. At the end (also on failure: a Drop guard) the daemon stops and
-//! removes every pod, is stopped by pid, and what it left mounted and the
-//! cgroup parent are removed.
+//! Each test starts its own containerd (`daemon.rs`), or, with
+//! `SUPERVISOR_CRI_CONTAINERD` set to its socket, uses the machine's
+//! installed one as it runs (the VM's: systemd cgroup driver, cgroup v2;
+//! `tests/vm/cases.sh`), and imports the busybox image with `ctr -n k8s.io
+//! image import` (images are local: nothing is pulled), which also serves
+//! as the pods' sandbox ("pause") image. Under the test's own daemon every
+//! pod's cgroup parent lies beneath this process's own cgroup; under the
+//! installed one it is a systemd slice of the test's. At the end (also on
+//! failure: a Drop guard) every pod is stopped and removed; the test's own
+//! daemon is then stopped by pid and what it left mounted and the cgroup
+//! parent are removed, and the installed daemon's slice is stopped.
 
 mod client;
 mod daemon;
@@ -165,11 +169,14 @@ fn containerds_cri_runs_pods_with_the_supervisor_handler() {
     let sleeper = d.run_container(&pod, &pod_config, "sleeper", &["sleep", "1000"], 96 << 20);
     // While it runs, the runtime's state and the containers' cgroups
     // exist (what the end checks are gone).
-    let state = d.dir.join("runtime-root/k8s.io").join(&sleeper);
+    let state = d.runtime_root().join(&sleeper);
     assert!(state.join("state.json").is_file(), "{}", state.display());
     let made = cgroups.left();
+    // (`<parent>/<id>`, or systemd's scope `cri-containerd-<id>.scope`.)
     assert!(
-        made.iter().any(|c| c.ends_with(&sleeper)),
+        made.iter().any(|c| c
+            .file_name()
+            .is_some_and(|n| n.to_string_lossy().contains(sleeper.as_str()))),
         "no cgroup of {sleeper} among {made:#?}"
     );
     // The memory limit from the container's config, as the guest sees it
@@ -207,7 +214,7 @@ fn containerds_cri_runs_pods_with_the_supervisor_handler() {
 
     // The container's memory limit (64 MiB) from its config: the hog is
     // OOM-killed, 137, and the CRI says OOMKilled (it runs only under the
-    // supervisor, in a cgroup beneath ours). It starts allocating only
+    // supervisor, in a cgroup beneath the pod's parent). It starts allocating only
     // once an exec made /tmp/go, so after StartContainer has returned: the
     // shim watches the cgroup for OOM kills from the end of its start on.
     let hog = d.run_container(
