@@ -437,8 +437,7 @@ fn children_of(pid: u32) -> Vec<u32> {
         let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
             continue;
         };
-        let after = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or("");
-        if after.split_whitespace().nth(1) == Some(&pid.to_string()) {
+        if procfs::StatLine::parse(&stat).and_then(|l| l.number::<u32>(4)) == Some(pid) {
             found.extend(entry.file_name().to_string_lossy().parse::<u32>());
         }
     }
