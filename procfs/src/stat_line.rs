@@ -71,7 +71,9 @@ mod tests {
         assert_eq!(s.state(), Some('R'));
         assert_eq!(s.number::<i32>(4), Some(1));
         assert_eq!(s.number::<u64>(14), Some(11));
-        assert_eq!(s.number::<i32>(19), Some(20));
+        assert_eq!(s.number::<i32>(18), Some(20));
+        assert_eq!(s.number::<i32>(19), Some(0));
+        assert_eq!(s.number::<u64>(24), Some(2));
         assert_eq!(s.number::<u64>(22), Some(5));
         assert_eq!(s.field(25), None);
         let times: Vec<&str> = s.fields_from(14).take(4).collect();
