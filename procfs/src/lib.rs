@@ -16,7 +16,8 @@
 //!   (`served.rs`), in a sealed memfd (`sealed.rs`); the texts
 //!   (`texts.rs` picks and feeds the renderer: `limit_texts.rs` for
 //!   meminfo and cpuinfo, `mount_tables.rs`, `masked.rs`, `stat.rs` for
-//!   /proc/stat, vmstat and uptime, `tasks.rs` for the census of the
+//!   /proc/stat, vmstat and uptime, `stat_line.rs` for a task's `stat`
+//!   line, read by every crate above this one, `tasks.rs` for the census of the
 //!   sandbox's tasks, loadavg and status, `timens_autogroup.rs`, `net.rs`
 //!   for /proc/net, `proc_sys.rs` for /proc/sys), reading the view's
 //!   procfs as a directory (`view_dir.rs`);
@@ -53,6 +54,7 @@ mod proc_sys;
 mod sealed;
 mod served;
 mod stat;
+mod stat_line;
 mod sys_cpu;
 mod tasks;
 mod texts;
@@ -67,6 +69,8 @@ pub use fence::granted as fence_grants;
 pub use limits::{guest_cpus, GuestLimits, GuestView, Reading};
 pub use outside::{cpus_reader, view_of, OutsideCgroup, OutsideLimits};
 pub use stat::{clock_origin_secs, start_secs, CLOCK_LEAD_SECS};
+// Every crate's (and the tests') reader of a task's `stat` line.
+pub use stat_line::StatLine;
 pub use sys_cpu::{write_sys_cpu, SysCpu};
 
 // The handlers' interface (the `sandbox-syscalls` crate): what is served,

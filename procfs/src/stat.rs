@@ -14,6 +14,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
+use super::stat_line::StatLine;
 use super::tasks::Census;
 
 /// USER_HZ: the unit of every time in /proc/stat and a task's `stat`.
@@ -93,8 +94,7 @@ pub fn clock_origin_secs(init_stat: &str) -> Option<i64> {
 /// (the 22nd field, in clock ticks). `launch/timens.rs` sets the time
 /// namespace's offset with it too, so both agree to the second.
 pub fn start_secs(stat: &str) -> Option<i64> {
-    let after_comm = stat.rsplit_once(')')?.1;
-    let ticks: i64 = after_comm.split_whitespace().nth(19)?.parse().ok()?;
+    let ticks: i64 = StatLine::parse(stat)?.number(22)?;
     let hz = nix::unistd::sysconf(nix::unistd::SysconfVar::CLK_TCK)
         .ok()
         .flatten()

@@ -11,6 +11,7 @@
 use std::ffi::CString;
 use std::os::fd::{AsFd, OwnedFd};
 
+use super::stat_line::StatLine;
 use super::view_dir::ProcDir;
 
 /// The sandbox's tasks as its procfs lists them.
@@ -49,10 +50,7 @@ impl TaskFile {
     /// The task's state letter, and its context switches (0 from `stat`).
     fn state_and_switches(self, text: &str) -> (Option<char>, u64) {
         match self {
-            TaskFile::Stat => (
-                after_comm(text).and_then(|r| r.trim_start().chars().next()),
-                0,
-            ),
+            TaskFile::Stat => (StatLine::parse(text).and_then(|l| l.state()), 0),
             TaskFile::Status => (status_state(text), switches(text)),
         }
     }
@@ -135,18 +133,11 @@ fn switches(status: &str) -> u64 {
         .sum()
 }
 
-/// A `stat` line after `pid (comm)`: the comm may hold any byte, so the
-/// fields start after its last ')'.
-fn after_comm(stat: &str) -> Option<&str> {
-    Some(stat.rsplit_once(')')?.1)
-}
-
 /// A process's (user, system) time from its `stat`: fields 14 to 17,
 /// `utime stime cutime cstime`.
 fn cpu_time(stat: &str) -> Option<(u64, u64)> {
-    let fields: Vec<u64> = after_comm(stat)?
-        .split_whitespace()
-        .skip(11)
+    let fields: Vec<u64> = StatLine::parse(stat)?
+        .fields_from(14)
         .take(4)
         .map(|v| v.parse().unwrap_or(0))
         .collect();
@@ -385,12 +376,7 @@ mod tests {
     #[test]
     fn census_of_a_stat() {
         let stat = "7 (a) b) c) R 1 7 7 0 -1 0 0 0 0 0 11 22 33 44 20 0 1 0 5 1 2";
-        assert_eq!(
-            after_comm(stat)
-                .map(str::trim_start)
-                .and_then(|r| r.chars().next()),
-            Some('R')
-        );
+        assert_eq!(TaskFile::Stat.state_and_switches(stat), (Some('R'), 0));
         assert_eq!(cpu_time(stat), Some((44, 66)));
         assert_eq!(cpu_time("7 (x) R 1"), None);
         let status = "Name:\tx\nvoluntary_ctxt_switches:\t7\nnonvoluntary_ctxt_switches:\t5\n";

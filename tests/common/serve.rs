@@ -1,9 +1,10 @@
 //! A `supervisor serve` daemon for the serve tests (`tests/serve/`):
 //! started with its socket and data dir in a temp dir (optionally inside
-//! a safety cgroup), stopped by its pid; and a small HTTP/1.1 client over
-//! the Unix socket or TCP ([`Http`]): one request per connection,
-//! `Content-Length` and chunked bodies, and a reader of a streamed body
-//! line by line.
+//! a safety cgroup), stopped by its pid, or killed and started again on
+//! the same data; and a small HTTP/1.1 client over the Unix socket or TCP
+//! ([`Http`]): one request per connection, `Content-Length` and chunked
+//! bodies, and a reader of a streamed body line by line. The session
+//! tests' conveniences on top of it are `tests/serve/sessions_daemon.rs`.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
@@ -57,6 +58,8 @@ impl Daemon {
             .stdout(Stdio::null())
             .stderr(std::fs::File::create(&log).expect("log"))
             .process_group(0);
+        // A daemon killed before (`kill`) leaves its socket behind.
+        let _ = std::fs::remove_file(&socket);
         let child = c.spawn().expect("start serve");
         let d = Daemon {
             child: Some(child),
@@ -66,10 +69,10 @@ impl Daemon {
             log,
         };
         let until = Instant::now() + TIMEOUT;
-        while !d.socket.exists() {
+        while UnixStream::connect(&d.socket).is_err() {
             assert!(
                 Instant::now() < until,
-                "serve made no socket: {}",
+                "serve did not come up: {}",
                 d.log_text()
             );
             std::thread::sleep(Duration::from_millis(10));
@@ -95,6 +98,16 @@ impl Daemon {
         let status = self.stop_child();
         let dir = std::mem::replace(&mut self.dir, Tree::new());
         (status, dir)
+    }
+
+    /// SIGKILL (by pid) and reap: the daemon dies without cleaning up.
+    /// Returns its temp dir, for a restart on the same data.
+    pub fn kill(mut self) -> Tree {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        std::mem::replace(&mut self.dir, Tree::new())
     }
 
     fn stop_child(&mut self) -> std::process::ExitStatus {

@@ -29,5 +29,6 @@ mod make_names;
 mod mounts;
 mod path_attrs;
 mod remount_ro;
+mod rw_mounts;
 mod static_reads;
 mod view;

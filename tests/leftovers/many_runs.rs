@@ -55,14 +55,8 @@ fn state(marker: &str) -> HostState {
             continue;
         };
         if let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-            // Fields after the command name in parentheses: state, ppid, ...
-            let rest = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or("");
-            if rest
-                .split_whitespace()
-                .nth(1)
-                .and_then(|p| p.parse::<i32>().ok())
-                == Some(me)
-            {
+            // Field 4: the parent's pid.
+            if procfs::StatLine::parse(&stat).and_then(|l| l.number::<i32>(4)) == Some(me) {
                 children.push(pid);
             }
         }

@@ -199,7 +199,8 @@ fn the_socket_factory_dies_with_the_supervisor() {
     child.wait().expect("reap it");
     let deadline = Instant::now() + Duration::from_secs(30);
     let alive = |p: &u32| {
-        std::fs::read_to_string(format!("/proc/{p}/stat")).is_ok_and(|s| !s.contains(") Z "))
+        std::fs::read_to_string(format!("/proc/{p}/stat"))
+            .is_ok_and(|s| procfs::StatLine::parse(&s).and_then(|l| l.state()) != Some('Z'))
     };
     while kids.iter().any(alive) && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(20));

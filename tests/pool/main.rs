@@ -1,6 +1,7 @@
 //! The pool (`supervisor pool`, `supervisor run --pool`): a command
 //! run through a pool's sandbox behaves as under a cold `supervisor run`
-//! (`commands`), the client's fast path before the C library starts
+//! (`commands`), the daemon's refusals, stop and users (`daemon`), the
+//! client's fast path before the C library starts
 //! (`fast_client`), the priority of set-ups and commands, and a client
 //! on a terminal. The daemon each test starts is `common::pool::Pool`.
 
@@ -9,6 +10,7 @@
 mod common;
 
 mod commands;
+mod daemon;
 mod fast_client;
 mod priority;
 mod terminal;

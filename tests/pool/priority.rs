@@ -35,11 +35,8 @@ fn nices() -> Run {
 /// (the tests may run niced; root may lower it).
 fn at_nice(nice: i32) -> Vec<String> {
     let stat = std::fs::read_to_string("/proc/self/stat").expect("stat");
-    let after = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or("");
-    let own: i32 = after
-        .split_whitespace()
-        .nth(16)
-        .and_then(|f| f.parse().ok())
+    let own: i32 = procfs::StatLine::parse(&stat)
+        .and_then(|l| l.number(19))
         .expect("field 19");
     [
         "/usr/bin/nice".into(),

@@ -4,8 +4,8 @@
 //! (`admission`), results kept across a restart (`durability`), bad
 //! input answered with the right status and one line, without leaks
 //! (`bad_input`), and who may connect (`access`); sessions (`/v1/sessions`
-//! and `supervisor sessions`: `sessions`, with its own daemon helper,
-//! `sessions_daemon`); templates, sessions born warm (`templates`).
+//! and `supervisor sessions`: `sessions`, with the session conveniences
+//! over the common daemon in `sessions_daemon`); templates, sessions born warm (`templates`).
 //! Each test starts its
 //! own daemon (`common::serve::Daemon`) on a temp socket.
 

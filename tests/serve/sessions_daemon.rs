@@ -1,25 +1,27 @@
-//! A `supervisor serve` daemon for the session tests, and a raw HTTP/1.1
-//! client of its Unix socket (one request per connection, `Connection:
-//! close`, chunked bodies decoded), so the tests see exactly the bytes
-//! the daemon sends.
+//! The session tests' `supervisor serve` (`tests/serve/sessions.rs`,
+//! `templates.rs`): the serve tests' daemon and HTTP client
+//! (`common::serve`) inside a safety cgroup that must be empty once it
+//! stops, killed and started again on the same data, with the session
+//! API's conveniences (create a session, exec in it, JSON answers) and
+//! `supervisor sessions` against its socket.
 
-use std::io::{Read, Write};
-use std::os::unix::net::UnixStream;
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
+use crate::common::bin;
 use crate::common::cgroups::SafetyCgroup;
-use crate::common::engine::{poll_until, stop_daemon};
-use crate::common::{bin, Tree, PATH};
+use crate::common::serve::{self, Http, Response};
+use crate::common::Tree;
 
-/// A running daemon; stopped (by pid) on drop.
+/// A running daemon; stopped (by pid) on drop, after which its cgroup
+/// must empty.
 pub struct Daemon {
-    child: Option<Child>,
+    daemon: Option<serve::Daemon>,
+    /// Its temp dir while it is down (between `kill` and `launch`).
+    dir: Option<Tree>,
     pub socket: PathBuf,
     pub data_dir: PathBuf,
-    dir: Tree,
     cgroup: Option<SafetyCgroup>,
     flags: Vec<String>,
 }
@@ -32,13 +34,12 @@ impl Daemon {
     /// With these flags of `serve`'s besides --socket and --data-dir.
     pub fn start_with(flags: &[&str]) -> Daemon {
         let dir = Tree::new();
-        let cgroup = SafetyCgroup::new("sessions", 4 << 30, 2048);
         let mut d = Daemon {
-            child: None,
+            daemon: None,
             socket: dir.join("serve.sock"),
             data_dir: dir.join("data"),
-            dir,
-            cgroup,
+            dir: Some(dir),
+            cgroup: SafetyCgroup::new("sessions", 4 << 30, 2048),
             flags: flags.iter().map(|f| f.to_string()).collect(),
         };
         d.launch();
@@ -47,46 +48,11 @@ impl Daemon {
 
     /// Starts the daemon (again) on the same socket and data directory.
     pub fn launch(&mut self) {
-        let mut c = Command::new(bin());
-        c.arg("serve")
-            .arg("--socket")
-            .arg(&self.socket)
-            .arg("--data-dir")
-            .arg(&self.data_dir)
-            .args(&self.flags)
-            .current_dir(self.dir.path())
-            .env_clear()
-            .env("PATH", PATH)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .process_group(0);
-        if let Some(cg) = &self.cgroup {
-            let script = cg.join_script();
-            let mut wrapped = Command::new("/bin/sh");
-            wrapped
-                .args(["-c", &script, "sh"])
-                .arg(c.get_program())
-                .args(c.get_args());
-            wrapped
-                .current_dir(self.dir.path())
-                .env_clear()
-                .env("PATH", PATH)
-                .stdin(Stdio::null())
-                .stdout(Stdio::null())
-                .process_group(0);
-            c = wrapped;
-        }
-        let _ = std::fs::remove_file(&self.socket);
-        self.child = Some(c.spawn().expect("start supervisor serve"));
-        let socket = self.socket.clone();
-        assert!(
-            poll_until(Duration::from_secs(60), || UnixStream::connect(&socket)
-                .is_ok()),
-            "supervisor serve did not come up"
-        );
+        let dir = self.dir.take().expect("the daemon is down");
+        let flags: Vec<&str> = self.flags.iter().map(String::as_str).collect();
+        self.daemon = Some(serve::Daemon::start_in(dir, &flags, self.cgroup.as_ref()));
     }
 
-    /// The daemon's pid.
     /// `supervisor sessions ARGS...` against this daemon's socket.
     pub fn sessions_cli(&self, args: &[&str]) -> std::process::Output {
         Command::new(bin())
@@ -98,8 +64,9 @@ impl Daemon {
             .expect("run supervisor sessions")
     }
 
+    /// The daemon's pid.
     pub fn pid(&self) -> u32 {
-        self.child.as_ref().expect("running").id()
+        self.daemon.as_ref().expect("running").pid()
     }
 
     /// How many descriptors the daemon holds.
@@ -111,13 +78,12 @@ impl Daemon {
 
     /// SIGKILL (by pid) and reap: the daemon dies without cleaning up.
     pub fn kill(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            let _ = child.kill();
-            let _ = child.wait();
+        if let Some(daemon) = self.daemon.take() {
+            self.dir = Some(daemon.kill());
         }
     }
 
-    pub fn request(&self, method: &str, path: &str, body: &[u8]) -> Answer {
+    pub fn request(&self, method: &str, path: &str, body: &[u8]) -> Response {
         request(&self.socket, method, path, &[], body)
     }
 
@@ -145,8 +111,9 @@ impl Daemon {
 
 impl Drop for Daemon {
     fn drop(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            stop_daemon(&mut child);
+        // Its temp dir goes last, once the cgroup is empty.
+        if let Some(daemon) = self.daemon.take() {
+            self.dir = Some(daemon.stop().1);
         }
         if let Some(cg) = &self.cgroup {
             let emptied = cg.wait_empty(Duration::from_secs(20));
@@ -157,76 +124,21 @@ impl Drop for Daemon {
     }
 }
 
-pub struct Answer {
-    pub status: u16,
-    pub headers: String,
-    pub body: Vec<u8>,
-}
-
-/// One request to the daemon at `socket`.
+/// One request to the daemon at `socket`, its body JSON unless `headers`
+/// say otherwise.
 pub fn request(
     socket: &Path,
     method: &str,
     path: &str,
     headers: &[(&str, &str)],
     body: &[u8],
-) -> Answer {
-    let mut s = UnixStream::connect(socket).expect("connect to the daemon");
-    s.set_read_timeout(Some(Duration::from_secs(120))).unwrap();
-    let mut head = format!(
-        "{method} {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\nContent-Length: {}\r\n",
-        body.len()
-    );
+) -> Response {
+    let mut all = headers.to_vec();
     if !headers
         .iter()
         .any(|(k, _)| k.eq_ignore_ascii_case("content-type"))
     {
-        head.push_str("Content-Type: application/json\r\n");
+        all.push(("Content-Type", "application/json"));
     }
-    for (k, v) in headers {
-        head.push_str(&format!("{k}: {v}\r\n"));
-    }
-    head.push_str("\r\n");
-    s.write_all(head.as_bytes()).unwrap();
-    s.write_all(body).unwrap();
-    let mut raw = Vec::new();
-    s.read_to_end(&mut raw).expect("read the answer");
-    let split = raw
-        .windows(4)
-        .position(|w| w == b"\r\n\r\n")
-        .expect("an HTTP answer");
-    let headers = String::from_utf8_lossy(&raw[..split]).to_string();
-    let status = headers
-        .split_whitespace()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .expect("a status");
-    let mut body = raw[split + 4..].to_vec();
-    if headers
-        .to_ascii_lowercase()
-        .contains("transfer-encoding: chunked")
-    {
-        body = dechunk(&body);
-    }
-    Answer {
-        status,
-        headers,
-        body,
-    }
-}
-
-fn dechunk(mut raw: &[u8]) -> Vec<u8> {
-    let mut out = Vec::new();
-    loop {
-        let Some(eol) = raw.windows(2).position(|w| w == b"\r\n") else {
-            return out;
-        };
-        let size = usize::from_str_radix(String::from_utf8_lossy(&raw[..eol]).trim(), 16)
-            .expect("a chunk size");
-        if size == 0 {
-            return out;
-        }
-        out.extend_from_slice(&raw[eol + 2..eol + 2 + size]);
-        raw = &raw[eol + 2 + size + 2..];
-    }
+    Http::Unix(socket.to_path_buf()).request(method, path, &all, body)
 }

@@ -80,9 +80,7 @@ mod tests {
     #[test]
     fn our_own_nice_is_read() {
         let stat = std::fs::read_to_string("/proc/thread-self/stat").unwrap();
-        let after_comm = &stat[stat.rfind(')').unwrap() + 2..];
-        // Field 19 is the 17th after the command's name.
-        let field: i32 = after_comm.split(' ').nth(16).unwrap().parse().unwrap();
-        assert_eq!(own_nice().unwrap(), field);
+        let nice = procfs::StatLine::parse(&stat).and_then(|l| l.number::<i32>(19));
+        assert_eq!(own_nice().unwrap(), nice.expect("field 19 of our stat"));
     }
 }

@@ -134,11 +134,11 @@ pub fn scrub_cmdline_and_environ() {
 /// arg_start, arg_end, env_start, env_end: fields 48–51 of /proc/self/stat.
 fn string_areas() -> Option<[usize; 4]> {
     let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
-    // Fields after the parenthesised command name start at field 3.
-    let rest = &stat[stat.rfind(')')? + 1..];
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    let field = |n: usize| fields.get(n - 3)?.parse::<usize>().ok();
-    Some([field(48)?, field(49)?, field(50)?, field(51)?])
+    let mut areas = procfs::StatLine::parse(&stat)?
+        .fields_from(48)
+        .map(|f| f.parse::<usize>().ok());
+    let mut next = || areas.next().flatten();
+    Some([next()?, next()?, next()?, next()?])
 }
 
 /// A resource limit the supervisor sets on the sandbox's init.

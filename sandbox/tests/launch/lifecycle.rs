@@ -169,10 +169,9 @@ pub fn fifty_launches_leave_nothing() {
 fn dead(pid: i32) -> bool {
     match fs::read_to_string(format!("/proc/{pid}/stat")) {
         Err(_) => true,
-        Ok(s) => s
-            .rsplit_once(") ")
-            .map(|(_, rest)| rest.starts_with('Z') || rest.starts_with('X'))
-            .unwrap_or(true),
+        Ok(s) => procfs::StatLine::parse(&s)
+            .and_then(|l| l.state())
+            .is_none_or(|state| state == 'Z' || state == 'X'),
     }
 }
 

@@ -6,7 +6,7 @@
 //! guest's pid namespace, so a pid means what the guest means by it, and
 //! names no task outside the sandbox (ESRCH, as the kernel answers there).
 //!
-//! Owns: reading and splitting the `stat` line, the kernel's EINVAL,
+//! Owns: reading the `stat` line (split by `procfs::StatLine`), the kernel's EINVAL,
 //! ESRCH and EFAULT cases, and writing the answers. Does not own: which
 //! calls are answered (the policy table) or procfs itself.
 
@@ -14,7 +14,7 @@ use nix::errno::Errno;
 
 use super::{live, value, Context, Res};
 use crate::guest::Guest;
-use procfs::with_view_proc;
+use procfs::{with_view_proc, StatLine};
 
 /// The fields of a `stat` line after the command (field 3 on), so that
 /// `field(n)` is the stat(5) field numbered n.
@@ -22,10 +22,8 @@ struct Stat(Vec<i64>);
 
 impl Stat {
     fn parse(text: &str) -> Option<Stat> {
-        let rest = &text[text.rfind(')')? + 1..];
-        let fields = rest
-            .split_ascii_whitespace()
-            .skip(1) // the state letter, field 3
+        let fields = StatLine::parse(text)?
+            .fields_from(4)
             .map(|f| f.parse::<i64>().unwrap_or(0));
         Some(Stat(fields.collect()))
     }

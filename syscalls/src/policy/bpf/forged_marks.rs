@@ -10,7 +10,7 @@
 use proptest::prelude::*;
 
 use super::*;
-use crate::policy::table::OPEN_NEVER_SERVED;
+use crate::policy::table::conds::OPEN_NEVER_SERVED;
 use crate::policy::FAST_READ_MARK;
 
 /// The decision the table gives, computed without any BPF: the reference

@@ -1,0 +1,179 @@
+//! The argument checks the table's rows name: each a list of [`Cond`]s
+//! the filter tests in BPF before a row's class applies (clone without
+//! namespace flags, ioctl requests and fcntl, prctl, madvise and
+//! personality operations from the allowlists, local sockets, opens that
+//! ask for a plain read, device nodes, rewinds...), with the constants
+//! they are made of (the namespace clone flags, the open flags never
+//! served, the fast-read mark).
+//!
+//! Owns what each check tests and why. Does not own which rows use them
+//! (`table.rs`), the allowlists' contents (`allow.rs`), or how a check
+//! is compiled (`bpf.rs`).
+
+use crate::policy::{allow, Cond, Op};
+
+/// Clone flags that would create namespaces (the guest gets none).
+pub const NS_CLONE_FLAGS: u32 = (libc::CLONE_NEWNS
+    | libc::CLONE_NEWCGROUP
+    | libc::CLONE_NEWUTS
+    | libc::CLONE_NEWIPC
+    | libc::CLONE_NEWUSER
+    | libc::CLONE_NEWPID
+    | libc::CLONE_NEWNET) as u32;
+
+/// The ioctl requests that reach the kernel ([`allow::IOCTL`] says why
+/// each). Every other request is refused (`handlers/refused.rs`): among
+/// them the file-system requests (FS_IOC_GETFLAGS/SETFLAGS, FIEMAP,
+/// FICLONE, FIDEDUPERANGE), which programs treat as "not supported here".
+const IOCTL_ALLOWED: &[u32] = allow::IOCTL;
+
+/// Sockets the guest's kernel makes itself: local ones of the usual
+/// types. Internet sockets are the netstack's (serviced); the rest is
+/// denied by the socket handler.
+const UNIX_SOCKET_TYPES: &[u32] = &[
+    libc::SOCK_STREAM as u32,
+    libc::SOCK_DGRAM as u32,
+    libc::SOCK_SEQPACKET as u32,
+];
+
+pub(super) const CLONE_WITHOUT_NS: &[Cond] = &[Cond {
+    arg: 0,
+    op: Op::MaskClear(NS_CLONE_FLAGS),
+}];
+pub(super) const IOCTL_SAFE: &[Cond] = &[Cond {
+    arg: 1,
+    op: Op::MaskedIn(u32::MAX, IOCTL_ALLOWED),
+}];
+/// fcntl's command (arg 1) is one [`allow::FCNTL`] names.
+pub(super) const FCNTL_KNOWN: &[Cond] = &[Cond {
+    arg: 1,
+    op: Op::MaskedIn(u32::MAX, allow::FCNTL),
+}];
+/// prctl's option (arg 0) is one [`allow::PRCTL`] names.
+pub(super) const PRCTL_KNOWN: &[Cond] = &[Cond {
+    arg: 0,
+    op: Op::MaskedIn(u32::MAX, allow::PRCTL),
+}];
+/// madvise's advice (arg 2) is one [`allow::MADVISE`] names.
+pub(super) const MADVISE_KNOWN: &[Cond] = &[Cond {
+    arg: 2,
+    op: Op::MaskedIn(u32::MAX, allow::MADVISE),
+}];
+/// personality's persona (arg 0) is one [`allow::PERSONALITY`] names.
+pub(super) const PERSONALITY_KNOWN: &[Cond] = &[Cond {
+    arg: 0,
+    op: Op::MaskedIn(u32::MAX, allow::PERSONALITY),
+}];
+pub(super) const UNIX_SOCKET: &[Cond] = &[
+    Cond {
+        arg: 0,
+        op: Op::MaskedIn(u32::MAX, &[libc::AF_UNIX as u32]),
+    },
+    Cond {
+        arg: 1,
+        op: Op::MaskedIn(0xf, UNIX_SOCKET_TYPES),
+    },
+];
+/// accept/accept4 without an address buffer: the kernel's accept is exact.
+pub(super) const NULL_ARG1: &[Cond] = &[Cond {
+    arg: 1,
+    op: Op::IsNull,
+}];
+/// init's sendmsg (sys/fd.rs: `send_with_fd`).
+pub(super) const NOSIGNAL_ARG2: &[Cond] = &[Cond {
+    arg: 2,
+    op: Op::MaskSet(libc::MSG_NOSIGNAL as u32),
+}];
+/// init's recvmsg (sys/fd.rs: `recv_with_fd`).
+pub(super) const CMSG_CLOEXEC_ARG2: &[Cond] = &[Cond {
+    arg: 2,
+    op: Op::MaskSet(libc::MSG_CMSG_CLOEXEC as u32),
+}];
+/// sendto/recvfrom without an address (send, recv).
+pub(super) const NULL_ARG4: &[Cond] = &[Cond {
+    arg: 4,
+    op: Op::IsNull,
+}];
+/// sendto without an address (send) of a non-empty buffer: an empty
+/// send on a TCP socket whose peer closed is serviced (`dgram.rs`).
+pub(super) const NULL_ARG4_DATA_ARG2: &[Cond] = &[
+    Cond {
+        arg: 4,
+        op: Op::IsNull,
+    },
+    Cond {
+        arg: 2,
+        op: Op::NotIn(&[0]),
+    },
+];
+/// Open flags of which any one means the open can never be answered
+/// with a file the sandbox serves (only plain reads of regular /proc
+/// files are, `procfs/served.rs`): `O_PATH` (nothing to read, and
+/// ADDFD cannot install it), write access (`O_WRONLY`, `O_RDWR` or the
+/// ioctl-only mode 3) and `O_DIRECTORY` (no served file is a directory).
+/// For every such open the handler's answer was CONTINUE: the kernel
+/// opens (or creates) in the guest's own view with its credentials.
+pub const OPEN_NEVER_SERVED: u32 = (libc::O_PATH | libc::O_ACCMODE | libc::O_DIRECTORY) as u32;
+/// open's flags (arg 1) ask for a plain read: serviced.
+pub(super) const OPEN_READS_ARG1: &[Cond] = &[Cond {
+    arg: 1,
+    op: Op::MaskClear(OPEN_NEVER_SERVED),
+}];
+/// openat's flags (arg 2) ask for a plain read: serviced.
+pub(super) const OPEN_READS_ARG2: &[Cond] = &[Cond {
+    arg: 2,
+    op: Op::MaskClear(OPEN_NEVER_SERVED),
+}];
+/// The mark of a fast read: openat's fifth register (r8), which the
+/// kernel ignores, holds this value when the guest's preload
+/// (`sandbox/guest/fast_reads.c`) makes the call. Any guest code may
+/// set it; what passes is what a guest racing the open handler's lookup
+/// reaches anyway, and the guest's Landlock domain keeps such an open
+/// off the kernel's procfs (docs/fast-reads.md).
+pub const FAST_READ_MARK: u64 = 0xa5c3_9e4f_17b2_d860;
+/// openat's flags ask for a plain read and the call is not marked as a
+/// fast read: serviced.
+pub(super) const OPEN_READS_UNMARKED_ARG2: &[Cond] = &[
+    Cond {
+        arg: 2,
+        op: Op::MaskClear(OPEN_NEVER_SERVED),
+    },
+    Cond {
+        arg: 4,
+        op: Op::Not64(FAST_READ_MARK),
+    },
+];
+/// A mode whose type is a character or block device: the only file types
+/// with `S_IFCHR` (0o020000) set and `S_IFREG` (0o100000) and `S_IFIFO`
+/// (0o010000) clear (a symlink's type has `S_IFREG`, no valid type but
+/// these two is left; the bad types pass, and the kernel says EINVAL).
+const DEVICE_MODE: Op = Op::MaskedIn(0o130000, &[libc::S_IFCHR]);
+/// `mknod(path, mode, dev)` of a device: serviced.
+pub(super) const DEVICE_ARG1: &[Cond] = &[Cond {
+    arg: 1,
+    op: DEVICE_MODE,
+}];
+/// `mknodat(dirfd, path, mode, dev)` of a device: serviced.
+pub(super) const DEVICE_ARG2: &[Cond] = &[Cond {
+    arg: 2,
+    op: DEVICE_MODE,
+}];
+/// `unlinkat(dirfd, path, AT_REMOVEDIR)`: rmdir, serviced.
+pub(super) const REMOVEDIR_ARG2: &[Cond] = &[Cond {
+    arg: 2,
+    op: Op::MaskSet(libc::AT_REMOVEDIR as u32),
+}];
+
+/// `lseek(fd, 0, SEEK_SET)`: a rewind, which re-serves a synthetic /proc
+/// file (`handlers/lseek.rs`). The offset is a 64-bit `off_t` (IsNull
+/// tests the whole register); `whence` an `unsigned int`.
+pub(super) const REWIND: &[Cond] = &[
+    Cond {
+        arg: 1,
+        op: Op::IsNull,
+    },
+    Cond {
+        arg: 2,
+        op: Op::MaskedIn(u32::MAX, &[libc::SEEK_SET as u32]),
+    },
+];
