@@ -54,6 +54,5 @@ pub(super) fn is_sandbox_init(anchor: i32, init: i32) -> bool {
 /// The parent pid of process `pid` (/proc/<pid>/stat field 4).
 fn parent_of(pid: i32) -> Option<i32> {
     let text = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let rest = &text[text.rfind(')')? + 1..];
-    rest.split_whitespace().nth(1)?.parse().ok()
+    procfs::StatLine::parse(&text)?.number(4)
 }

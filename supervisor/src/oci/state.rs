@@ -165,13 +165,8 @@ pub fn proc_stat(pid: i32) -> Option<(char, u64)> {
         return None;
     }
     let text = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // The command name may hold spaces and parentheses: fields start after the last ')'.
-    let rest = &text[text.rfind(')')? + 1..];
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    let state = fields.first()?.chars().next()?;
-    // Field 22 of the whole line is the 20th after the name.
-    let start = fields.get(19)?.parse().ok()?;
-    Some((state, start))
+    let line = procfs::StatLine::parse(&text)?;
+    Some((line.state()?, line.number(22)?))
 }
 
 /// Every container id under `root`, sorted.
