@@ -28,6 +28,7 @@
 use std::ffi::{CStr, CString};
 use std::os::fd::{AsFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::OnceLock;
 
 use nix::errno::Errno;
 use vfs::resolve::flags::IN_ROOT;
@@ -174,6 +175,9 @@ pub struct Synthetic {
     /// Set before the first served file reaches the guest: until then no
     /// descriptor in the sandbox can be one, and a rewind needs no look.
     served_any: AtomicBool,
+    /// The host's /proc/stat as first read for the guest's
+    /// ([`HostText::StatLayout`]).
+    stat_layout: OnceLock<String>,
 }
 
 impl Synthetic {
@@ -210,7 +214,18 @@ impl Synthetic {
             processes: HighWater::default(),
             autogroups: AutogroupIds::default(),
             served_any: AtomicBool::new(false),
+            stat_layout: OnceLock::new(),
         }
+    }
+
+    /// The host's /proc/stat, read at the first call: what the sandbox's
+    /// takes its lines' order and softirq count from.
+    fn stat_layout(&self) -> Result<String, Errno> {
+        if let Some(text) = self.stat_layout.get() {
+            return Ok(text.clone());
+        }
+        let text = read_host("/proc/stat")?;
+        Ok(self.stat_layout.get_or_init(|| text).clone())
     }
 
     /// Whether any served file was ever made for the guest. Read by a
@@ -383,7 +398,7 @@ pub fn synthetic_file(
     let name = memfd_name(kind, &fd);
     let host = match host_source(kind) {
         HostText::None => String::new(),
-        HostText::View(path) => read_host(path)?,
+        HostText::StatLayout => ctx.synthetic.stat_layout()?,
         HostText::Opened if ctx.synthetic.is_cover(&fd) => {
             read_host(&tasks::fd_name(&fd).ok_or(Errno::EIO)?)?
         }
@@ -427,7 +442,8 @@ pub fn refreshed(
     let kind = ProcFile::changing(memfd_name)?;
     let host = match (host_source(kind), kind.view_path()) {
         (HostText::None, _) => Ok(String::new()),
-        (HostText::View(path), _) | (HostText::Opened, Some(path)) => read_host(path),
+        (HostText::StatLayout, _) => ctx.synthetic.stat_layout(),
+        (HostText::Opened, Some(path)) => read_host(path),
         (HostText::Opened, None) => return None,
     };
     let sealed = host.and_then(|host| {
