@@ -175,9 +175,6 @@ pub struct Synthetic {
     /// Set before the first served file reaches the guest: until then no
     /// descriptor in the sandbox can be one, and a rewind needs no look.
     served_any: AtomicBool,
-    /// The host's /proc/stat as first read for the guest's
-    /// ([`HostText::StatLayout`]).
-    stat_layout: OnceLock<String>,
 }
 
 impl Synthetic {
@@ -214,18 +211,7 @@ impl Synthetic {
             processes: HighWater::default(),
             autogroups: AutogroupIds::default(),
             served_any: AtomicBool::new(false),
-            stat_layout: OnceLock::new(),
         }
-    }
-
-    /// The host's /proc/stat, read at the first call: what the sandbox's
-    /// takes its lines' order and softirq count from.
-    fn stat_layout(&self) -> Result<String, Errno> {
-        if let Some(text) = self.stat_layout.get() {
-            return Ok(text.clone());
-        }
-        let text = read_host("/proc/stat")?;
-        Ok(self.stat_layout.get_or_init(|| text).clone())
     }
 
     /// Whether any served file was ever made for the guest. Read by a
@@ -365,6 +351,21 @@ fn global_file(path: &str) -> Option<ProcFile> {
     }
 }
 
+/// The host's /proc/stat as first read by this process
+/// ([`HostText::StatLayout`]): what every sandbox's takes its lines' order
+/// and softirq count from, which are the host kernel's and the same for
+/// every sandbox the process serves (a pool's too). Kept beside the
+/// handlers' context rather than in it: the counted benches move that
+/// context by value, and its size is in their counts.
+fn stat_layout() -> Result<String, Errno> {
+    static LAYOUT: OnceLock<String> = OnceLock::new();
+    if let Some(text) = LAYOUT.get() {
+        return Ok(text.clone());
+    }
+    let text = read_host("/proc/stat")?;
+    Ok(LAYOUT.get_or_init(|| text).clone())
+}
+
 /// The (device, inode) of the view's file at `path`.
 pub fn identity(fs: &Resolver, path: &CStr) -> Option<(u64, u64)> {
     let flags = (libc::O_PATH | libc::O_CLOEXEC) as u64;
@@ -398,7 +399,7 @@ pub fn synthetic_file(
     let name = memfd_name(kind, &fd);
     let host = match host_source(kind) {
         HostText::None => String::new(),
-        HostText::StatLayout => ctx.synthetic.stat_layout()?,
+        HostText::StatLayout => stat_layout()?,
         HostText::Opened if ctx.synthetic.is_cover(&fd) => {
             read_host(&tasks::fd_name(&fd).ok_or(Errno::EIO)?)?
         }
@@ -442,7 +443,7 @@ pub fn refreshed(
     let kind = ProcFile::changing(memfd_name)?;
     let host = match (host_source(kind), kind.view_path()) {
         (HostText::None, _) => Ok(String::new()),
-        (HostText::StatLayout, _) => ctx.synthetic.stat_layout(),
+        (HostText::StatLayout, _) => stat_layout(),
         (HostText::Opened, Some(path)) => read_host(path),
         (HostText::Opened, None) => return None,
     };

@@ -31,8 +31,8 @@ use super::view_dir::ProcDir;
 pub(super) enum HostText {
     /// Nowhere: the text is the sandbox's alone.
     None,
-    /// The host's `/proc/stat` as first read in this sandbox
-    /// (`Synthetic::stat_layout`): only its lines' order and its softirq
+    /// The host's `/proc/stat` as first read by this process
+    /// (`served::stat_layout`): only its lines' order and its softirq
     /// count are used, and neither changes while the host runs.
     StatLayout,
     /// The file the guest opened.
