@@ -28,6 +28,7 @@
 use std::ffi::{CStr, CString};
 use std::os::fd::{AsFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::OnceLock;
 
 use nix::errno::Errno;
 use vfs::resolve::flags::IN_ROOT;
@@ -350,6 +351,21 @@ fn global_file(path: &str) -> Option<ProcFile> {
     }
 }
 
+/// The host's /proc/stat as first read by this process
+/// ([`HostText::StatLayout`]): what every sandbox's takes its lines' order
+/// and softirq count from, which are the host kernel's and the same for
+/// every sandbox the process serves (a pool's too). Kept beside the
+/// handlers' context rather than in it: the counted benches move that
+/// context by value, and its size is in their counts.
+fn stat_layout() -> Result<String, Errno> {
+    static LAYOUT: OnceLock<String> = OnceLock::new();
+    if let Some(text) = LAYOUT.get() {
+        return Ok(text.clone());
+    }
+    let text = read_host("/proc/stat")?;
+    Ok(LAYOUT.get_or_init(|| text).clone())
+}
+
 /// The (device, inode) of the view's file at `path`.
 pub fn identity(fs: &Resolver, path: &CStr) -> Option<(u64, u64)> {
     let flags = (libc::O_PATH | libc::O_CLOEXEC) as u64;
@@ -383,7 +399,7 @@ pub fn synthetic_file(
     let name = memfd_name(kind, &fd);
     let host = match host_source(kind) {
         HostText::None => String::new(),
-        HostText::View(path) => read_host(path)?,
+        HostText::StatLayout => stat_layout()?,
         HostText::Opened if ctx.synthetic.is_cover(&fd) => {
             read_host(&tasks::fd_name(&fd).ok_or(Errno::EIO)?)?
         }
@@ -427,7 +443,8 @@ pub fn refreshed(
     let kind = ProcFile::changing(memfd_name)?;
     let host = match (host_source(kind), kind.view_path()) {
         (HostText::None, _) => Ok(String::new()),
-        (HostText::View(path), _) | (HostText::Opened, Some(path)) => read_host(path),
+        (HostText::StatLayout, _) => stat_layout(),
+        (HostText::Opened, Some(path)) => read_host(path),
         (HostText::Opened, None) => return None,
     };
     let sealed = host.and_then(|host| {

@@ -31,8 +31,10 @@ use super::view_dir::ProcDir;
 pub(super) enum HostText {
     /// Nowhere: the text is the sandbox's alone.
     None,
-    /// Another global file, read in the host's /proc (`covers.rs`).
-    View(&'static str),
+    /// The host's `/proc/stat` as first read by this process
+    /// (`served::stat_layout`): only its lines' order and its softirq
+    /// count are used, and neither changes while the host runs.
+    StatLayout,
     /// The file the guest opened.
     Opened,
 }
@@ -43,9 +45,14 @@ pub(super) fn host_source(kind: ProcFile) -> HostText {
         | ProcFile::LoadAvg
         | ProcFile::BootId
         | ProcFile::Masked
-        | ProcFile::Sys(SysFile::Tainted) => HostText::None,
-        // The sandbox's uptime counts its CPUs' idle time in /proc/stat.
-        ProcFile::Uptime => HostText::View("/proc/stat"),
+        | ProcFile::Sys(SysFile::Tainted)
+        // The sandbox's uptime counts its CPUs' idle time, as its
+        // /proc/stat does, of the host's online CPUs (`online_cpus`).
+        | ProcFile::Uptime => HostText::None,
+        // Every figure of the sandbox's /proc/stat is its own; the host's
+        // text, which the kernel makes by summing every interrupt line
+        // over every CPU (about 25 µs here), gives only the lines' order.
+        ProcFile::Stat => HostText::StatLayout,
         _ => HostText::Opened,
     }
 }
@@ -67,7 +74,7 @@ pub(super) fn text(ctx: &Scope<'_>, kind: ProcFile, host: String) -> String {
         (ProcFile::VmStat, _) => stat::vmstat(&host, base),
         // Only the idle time of its CPU lines: no switches counted.
         (ProcFile::Uptime, _) => {
-            let cpus = cpu_lines(ctx, &host, &view_census(ctx.fs));
+            let cpus = cpu_lines(ctx, &view_census(ctx.fs));
             stat::uptime(base, boottime(), &cpus)
         }
         (ProcFile::LoadAvg, _) => tasks::loadavg(&view_census(ctx.fs)),
@@ -139,7 +146,7 @@ fn sandbox_stat(ctx: &Scope<'_>, host: &str, btime: u64) -> String {
         tasks::census_reading(proc, tasks::TaskFile::Status)
     })
     .unwrap_or_default();
-    let cpus = cpu_lines(ctx, host, &census);
+    let cpus = cpu_lines(ctx, &census);
     let own = OwnCounts {
         ctxt: syn.ctxt.raise(census.switches),
         processes: syn.processes.raise(u64::from(census.last_pid)),
@@ -148,16 +155,22 @@ fn sandbox_stat(ctx: &Scope<'_>, host: &str, btime: u64) -> String {
 }
 
 /// The sandbox's tasks' CPU time as the CPU lines of its /proc/stat: over
-/// the CPUs it may use (the host's `host` text counts them without a
-/// `--cpus` limit), kept monotonic (`stat.rs`).
-fn cpu_lines(ctx: &Scope<'_>, host: &str, census: &tasks::Census) -> Vec<stat::CpuLine> {
+/// the CPUs it may use (without a `--cpus` limit the host's online CPUs,
+/// which the host's /proc/stat lists), kept monotonic (`stat.rs`).
+fn cpu_lines(ctx: &Scope<'_>, census: &tasks::Census) -> Vec<stat::CpuLine> {
     let syn = &ctx.synthetic;
-    let n = ctx
-        .limits
-        .cpus_limit()
-        .unwrap_or_else(|| stat::host_cpus(host));
+    let n = ctx.limits.cpus_limit().unwrap_or_else(online_cpus);
     let elapsed = (syn.uptime() * USER_HZ as f64) as u64;
     syn.cpu_clock.monotonic(stat::cpu_times(n, census, elapsed))
+}
+
+/// The host's online CPUs now (the C library reads
+/// `/sys/devices/system/cpu/online`, the mask the host's /proc/stat lists
+/// a line for each CPU of), at least 1.
+fn online_cpus() -> usize {
+    use nix::unistd::{sysconf, SysconfVar};
+    let n = sysconf(SysconfVar::_NPROCESSORS_ONLN).ok().flatten();
+    n.and_then(|n| usize::try_from(n).ok()).unwrap_or(1).max(1)
 }
 
 /// The host's CLOCK_BOOTTIME now, in seconds (the supervisor lives in

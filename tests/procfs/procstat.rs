@@ -237,3 +237,52 @@ fn tools_size_themselves_by_the_limits_as_tester() {
     let run = Run::sh(SIZES, &[]).sup(LIMITS).user(uid, gid).bin(bin);
     check_sizes(run, "tester");
 }
+
+/// Parks four threads of its own and starts a single-threaded `sleep`,
+/// then prints the tasks /proc/loadavg counts between two sums of every
+/// process's `num_threads` (its `stat`, which the kernel answers).
+const TASKS: &str = r#"
+import os, subprocess, threading
+ev = threading.Event()
+parked = [threading.Thread(target=ev.wait) for _ in range(4)]
+for t in parked:
+    t.start()
+child = subprocess.Popen(["sleep", "60"])
+def threads():
+    n = 0
+    for p in os.listdir("/proc"):
+        if p.isdigit():
+            n += int(open(f"/proc/{p}/stat").read().rsplit(")", 1)[1].split()[17])
+    return n
+before = threads()
+total = open("/proc/loadavg").read().split()[3].split("/")[1]
+print(before, total, threads())
+ev.set()
+child.kill()
+child.wait()
+"#;
+
+/// The census behind /proc/loadavg counts every task once: a process's
+/// threads (listed from its `task` directory) and single-threaded ones
+/// (counted from their `stat`, with no listing) add up to what each
+/// process's own `stat` says.
+#[test]
+fn task_census_counts_every_thread_once() {
+    if !have(PY) {
+        skip!("{PY} not installed");
+    }
+    let out = Run::new(&[PY, "-c", TASKS]).supervised();
+    assert_eq!(out.code, Some(0), "{}", out.dump());
+    let nums: Vec<u32> = out
+        .stdout
+        .split_whitespace()
+        .filter_map(|v| v.parse().ok())
+        .collect();
+    let [before, total, after] = nums.as_slice() else {
+        panic!("unexpected output: {}", out.dump());
+    };
+    assert_eq!(before, after, "the tasks changed meanwhile: {}", out.dump());
+    // init, python's five threads and sleep.
+    assert!(*before >= 7, "{}", out.dump());
+    assert_eq!(total, before, "/proc/loadavg's total: {}", out.dump());
+}
