@@ -17,6 +17,7 @@ mod admission;
 mod bad_input;
 mod durability;
 mod executions;
+mod hibernate;
 mod sessions;
 mod sessions_daemon;
 mod streaming;

@@ -11,10 +11,12 @@
 //! - `files`: put and get of a session's files, as commands in it;
 //! - `volume`: persistent volumes under the data directory;
 //! - `record`: a session's record on disk and recovery at a restart;
-//! - `procs`: a session's processes and memory, from /proc.
+//! - `procs`: a session's processes and memory, from /proc;
+//! - `hibernate`: saving a session's processes and waking them in a new sandbox.
 
 pub mod exec;
 pub mod files;
+pub mod hibernate;
 pub mod host;
 pub mod procs;
 pub mod record;

@@ -13,6 +13,7 @@ use std::fs::File;
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
+use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -20,6 +21,7 @@ use serde::Serialize;
 
 use super::exec::{self, Outcome, Stream};
 use super::files;
+use super::hibernate::{self, Saved};
 use super::host::{EXEC_SOCKET, READY_FILE};
 use super::procs;
 use super::record::{self, Ended, Record};
@@ -50,6 +52,12 @@ pub enum SessionError {
     Ended(String),
     /// The request was right but the sandbox would not start with it: 422.
     StartFailed(String),
+    /// Not now: the session is busy (a command runs, a call is being served): 409.
+    Busy(String),
+    /// The session cannot do that (hibernate a socket, wake a damaged state): 422.
+    Refused(String),
+    /// The daemon's disk would not take it: 507.
+    Storage(String),
     /// As many sessions run as the daemon allows: 429.
     Full(String),
     /// Ours: 500.
@@ -62,6 +70,9 @@ impl std::fmt::Display for SessionError {
         | SessionError::BadRequest(m)
         | SessionError::Ended(m)
         | SessionError::StartFailed(m)
+        | SessionError::Busy(m)
+        | SessionError::Refused(m)
+        | SessionError::Storage(m)
         | SessionError::Full(m)
         | SessionError::Internal(m)) = self;
         f.write_str(m)
@@ -88,9 +99,14 @@ pub struct Session {
     workdir: String,
     idle_ttl: Duration,
     max_lifetime: Duration,
+    /// Idle time after which the session hibernates (`hibernate/`).
+    idle_hibernate: Option<Duration>,
     born: Instant,
-    /// Init's host pid (0 for sessions recovered as ended).
-    init: i32,
+    /// Init's host pid (0 while no sandbox runs: ended, hibernated).
+    init: AtomicI32,
+    /// The `supervisor` binary and the data directory (a wake starts a sandbox).
+    exe: PathBuf,
+    data_dir: PathBuf,
     live: Mutex<Live>,
 }
 
@@ -100,13 +116,15 @@ struct Live {
     lifeline: Option<OwnedFd>,
     last_active: Instant,
     running: u32,
+    /// Why the last automatic hibernation failed (cleared by activity).
+    hibernate_error: Option<String>,
 }
 
 /// What `GET /v1/sessions/{id}` says.
 #[derive(Debug, Serialize)]
 pub struct SessionInfo {
     pub id: String,
-    /// `running` or `ended`.
+    /// `running`, `hibernated` or `ended`.
     pub state: &'static str,
     /// Why it ended: `deleted`, `idle_ttl`, `max_lifetime`, `sandbox_exited`, `daemon_stopped`, `daemon_restarted`.
     pub reason: Option<String>,
@@ -123,6 +141,11 @@ pub struct SessionInfo {
     pub workdir: String,
     pub volume: Option<super::spec::VolumeSpec>,
     pub publish: Vec<String>,
+    pub idle_hibernate_s: Option<u64>,
+    /// What the last hibernation saved, while the session sleeps.
+    pub hibernated: Option<Saved>,
+    /// Why the last automatic hibernation failed, if it did.
+    pub hibernate_error: Option<String>,
 }
 
 /// An exec's end, or a file request's.
@@ -149,17 +172,21 @@ impl Sessions {
             let session = Session {
                 id: r.id.clone(),
                 workdir: r.spec.workdir(),
+                idle_hibernate: r.spec.idle_hibernate().ok().flatten(),
                 record: Mutex::new(r),
                 dir,
                 idle_ttl,
                 max_lifetime,
                 born: Instant::now(),
-                init: 0,
+                init: AtomicI32::new(0),
+                exe: exe.to_path_buf(),
+                data_dir: data_dir.to_path_buf(),
                 live: Mutex::new(Live {
                     child: None,
                     lifeline: None,
                     last_active: Instant::now(),
                     running: 0,
+                    hibernate_error: None,
                 }),
             };
             table.insert(session.id.clone(), Arc::new(session));
@@ -175,6 +202,7 @@ impl Sessions {
     /// Starts a session's sandbox as `spec` asks; its id once it is ready.
     pub fn create(&self, spec: SessionSpec) -> Result<Arc<Session>> {
         let (idle_ttl, max_lifetime) = spec.lifetimes().map_err(SessionError::BadRequest)?;
+        let idle_hibernate = spec.idle_hibernate().map_err(SessionError::BadRequest)?;
         let volume = spec.volume_name().map_err(SessionError::BadRequest)?;
         let volume_dir = volume
             .as_ref()
@@ -187,7 +215,7 @@ impl Sessions {
         if let Some(dir) = &volume_dir {
             volume::ensure(dir).map_err(SessionError::Internal)?;
         }
-        let running = self.list().iter().filter(|s| s.is_running()).count();
+        let running = self.list().iter().filter(|s| s.is_awake()).count();
         if running >= self.max_running {
             return Err(SessionError::Full(format!(
                 "{running} sessions are running, the most this daemon allows (--max-sessions)"
@@ -201,9 +229,10 @@ impl Sessions {
             spec: spec.clone(),
             created_at: record::now(),
             ended: None,
+            hibernated: None,
         };
         record.save(&dir).map_err(SessionError::Internal)?;
-        let (child, lifeline) = match self.spawn(&dir, &flags) {
+        let (child, lifeline) = match spawn(&self.exe, &dir, &flags) {
             Ok(c) => c,
             Err(e) => {
                 self.record_failed_start(&dir, record, &e);
@@ -215,6 +244,7 @@ impl Sessions {
             lifeline: Some(lifeline),
             last_active: Instant::now(),
             running: 0,
+            hibernate_error: None,
         };
         let init = match wait_ready(&dir, &mut live) {
             Ok(pid) => pid,
@@ -231,8 +261,11 @@ impl Sessions {
             workdir: spec.workdir(),
             idle_ttl,
             max_lifetime,
+            idle_hibernate,
             born: Instant::now(),
-            init,
+            init: AtomicI32::new(init),
+            exe: self.exe.clone(),
+            data_dir: self.data_dir.clone(),
             live: Mutex::new(live),
         });
         lock(&self.table).insert(id, session.clone());
@@ -245,32 +278,6 @@ impl Sessions {
             at: record::now(),
         });
         let _ = record.save(dir);
-    }
-
-    /// Spawns the session's sandbox; the child and the lifeline's write end.
-    fn spawn(&self, dir: &Path, flags: &[std::ffi::OsString]) -> Result<(Child, OwnedFd)> {
-        let internal = |e: String| SessionError::Internal(e);
-        let (life_r, life_w) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)
-            .map_err(|e| internal(format!("pipe: {}", e.desc())))?;
-        let log = File::create(dir.join("sandbox.log"))
-            .map_err(|e| internal(format!("{}: {e}", dir.display())))?;
-        // `run` binds its current directory into the view: the session
-        // sandbox starts in an empty one, so the daemon's never shows.
-        let empty = dir.join("empty");
-        mkdir_private(&empty).map_err(internal)?;
-        let child = std::process::Command::new(&self.exe)
-            .current_dir(&empty)
-            .arg("session-sandbox")
-            .arg("--session-dir")
-            .arg(dir)
-            .args(flags)
-            .args(["--", "sleep", "infinity"])
-            .stdin(Stdio::from(life_r))
-            .stdout(Stdio::null())
-            .stderr(Stdio::from(log))
-            .spawn()
-            .map_err(|e| internal(format!("starting {}: {e}", self.exe.display())))?;
-        Ok((child, life_w))
     }
 
     /// The session `id`.
@@ -300,6 +307,10 @@ impl Sessions {
         for s in self.list() {
             if let Some(reason) = s.due() {
                 s.end(reason);
+            } else if s.hibernate_due() {
+                if let Err(e) = s.hibernate() {
+                    lock(&s.live).hibernate_error = Some(e.to_string());
+                }
             }
         }
     }
@@ -319,9 +330,10 @@ impl Sessions {
             .map(|_| ())
     }
 
-    /// Ends every running session (the daemon is stopping).
+    /// Ends every running session (the daemon is stopping); hibernated
+    /// ones stay so, for the next daemon to wake.
     pub fn shutdown(&self) {
-        for s in self.list() {
+        for s in self.list().iter().filter(|s| !s.is_hibernated()) {
             s.end(record::DAEMON_STOPPED);
         }
     }
@@ -391,10 +403,14 @@ impl Session {
             if let Some(e) = self.ended_error() {
                 return Err(e);
             }
+            if self.is_hibernated() {
+                self.wake_locked(&mut live)?;
+            }
+            live.hibernate_error = None;
             live.running += 1;
             live.last_active = Instant::now();
         }
-        let result = exec::run(&self.dir.join(EXEC_SOCKET), self.init, cmd, sink);
+        let result = exec::run(&self.dir.join(EXEC_SOCKET), self.init(), cmd, sink);
         {
             let mut live = lock(&self.live);
             live.running -= 1;
@@ -412,6 +428,21 @@ impl Session {
     /// Not ended yet.
     pub fn is_running(&self) -> bool {
         lock(&self.record).ended.is_none()
+    }
+
+    /// Hibernated (and not ended).
+    pub fn is_hibernated(&self) -> bool {
+        let r = lock(&self.record);
+        r.ended.is_none() && r.hibernated.is_some()
+    }
+
+    /// Running with a sandbox: neither ended nor hibernated.
+    pub fn is_awake(&self) -> bool {
+        self.is_running() && !self.is_hibernated()
+    }
+
+    fn init(&self) -> i32 {
+        self.init.load(Ordering::Relaxed)
     }
 
     fn ended_error(&self) -> Option<SessionError> {
@@ -448,6 +479,10 @@ impl Session {
             return Some("max_lifetime");
         }
         let mut live = lock(&self.live);
+        if lock(&self.record).hibernated.is_some() {
+            return (live.running == 0 && live.last_active.elapsed() >= self.idle_ttl)
+                .then_some("idle_ttl");
+        }
         if let Some(child) = live.child.as_mut() {
             if !matches!(child.try_wait(), Ok(None)) {
                 return Some("sandbox_exited");
@@ -479,22 +514,28 @@ impl Session {
         for stale in [EXEC_SOCKET, READY_FILE] {
             let _ = std::fs::remove_file(self.dir.join(stale));
         }
+        hibernate::forget(&self.dir);
     }
 
     /// The session's state now.
     pub fn info(&self) -> SessionInfo {
         let record = lock(&self.record).clone();
         let running = record.ended.is_none();
-        let (idle, busy) = {
+        let (idle, busy, hibernate_error) = {
             let live = lock(&self.live);
-            (live.last_active.elapsed(), live.running > 0)
+            (
+                live.last_active.elapsed(),
+                live.running > 0,
+                live.hibernate_error.clone(),
+            )
         };
-        let mut processes = match running {
-            true => procs::processes(self.init),
+        let init = self.init();
+        let mut processes = match running && init != 0 {
+            true => procs::processes(init),
             false => Vec::new(),
         };
         let memory_bytes = processes.iter().map(|p| p.rss).sum();
-        let init_command = std::fs::read(format!("/proc/{}/cmdline", self.init))
+        let init_command = std::fs::read(format!("/proc/{init}/cmdline"))
             .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
             .unwrap_or_default();
         let keeper = processes
@@ -504,7 +545,11 @@ impl Session {
         processes.retain(|p| Some(p.pid) != keeper && p.command != init_command.trim_end());
         SessionInfo {
             id: self.id.clone(),
-            state: if running { "running" } else { "ended" },
+            state: match (running, record.hibernated.is_some()) {
+                (false, _) => "ended",
+                (true, true) => "hibernated",
+                (true, false) => "running",
+            },
             reason: record.ended.as_ref().map(|e| e.reason.clone()),
             created_at: record.created_at,
             ended_at: record.ended.as_ref().map(|e| e.at),
@@ -520,7 +565,135 @@ impl Session {
             workdir: self.workdir.clone(),
             volume: record.spec.volume.clone(),
             publish: record.spec.publish.clone(),
+            idle_hibernate_s: self.idle_hibernate.map(|d| d.as_secs()),
+            hibernated: record.hibernated.clone().filter(|_| running),
+            hibernate_error,
         }
+    }
+}
+
+/// Hibernation and wake (`hibernate/` saves and restores the processes).
+impl Session {
+    /// Saves the session's processes and ends its sandbox; the session
+    /// stays, `hibernated`, until its next request or [`wake`](Self::wake).
+    pub fn hibernate(&self) -> Result<Saved> {
+        let mut live = lock(&self.live);
+        if let Some(e) = self.ended_error() {
+            return Err(e);
+        }
+        if let Some(saved) = lock(&self.record).hibernated.clone() {
+            return Ok(saved);
+        }
+        if live.running > 0 {
+            return Err(SessionError::Busy(
+                "a command or file request is running in the session: hibernate after it ends"
+                    .into(),
+            ));
+        }
+        let pids = self.guest_pids();
+        let saved = hibernate::save(&self.exe, &self.dir, &pids)?;
+        {
+            let mut record = lock(&self.record);
+            record.hibernated = Some(saved.clone());
+            record.save(&self.dir).map_err(SessionError::Internal)?;
+        }
+        stop(&mut live);
+        self.init.store(0, Ordering::Relaxed);
+        for stale in [EXEC_SOCKET, READY_FILE] {
+            let _ = std::fs::remove_file(self.dir.join(stale));
+        }
+        live.hibernate_error = None;
+        Ok(saved)
+    }
+
+    /// Wakes the hibernated session (nothing to do for an awake one).
+    pub fn wake(&self) -> Result<()> {
+        let mut live = lock(&self.live);
+        if let Some(e) = self.ended_error() {
+            return Err(e);
+        }
+        if self.is_hibernated() {
+            self.wake_locked(&mut live)?;
+        }
+        Ok(())
+    }
+
+    /// A new sandbox of the session's request, its processes restored in
+    /// it. On an error the new sandbox goes and the session stays
+    /// hibernated, its state as it was.
+    fn wake_locked(&self, live: &mut Live) -> Result<()> {
+        let spec = lock(&self.record).spec.clone();
+        let volume_dir = spec
+            .volume_name()
+            .map_err(SessionError::Internal)?
+            .map(|name| volume::dir(&self.data_dir, &name));
+        if let Some(dir) = &volume_dir {
+            volume::ensure(dir).map_err(SessionError::Internal)?;
+        }
+        let flags = spec
+            .run_flags(volume_dir.as_deref())
+            .map_err(SessionError::Internal)?;
+        let (child, lifeline) = spawn(&self.exe, &self.dir, &flags)?;
+        live.child = Some(child);
+        live.lifeline = Some(lifeline);
+        // The images are checked while the sandbox starts.
+        let result = hibernate::check(&self.dir).and_then(|count| {
+            let init = wait_ready(&self.dir, live)?;
+            let socket = self.dir.join(EXEC_SOCKET);
+            hibernate::restore(&self.exe, &self.dir, &socket, init, self.env(&[]), count)?;
+            Ok(init)
+        });
+        let init = match result {
+            Ok(init) => init,
+            Err(e) => {
+                stop(live);
+                for stale in [EXEC_SOCKET, READY_FILE] {
+                    let _ = std::fs::remove_file(self.dir.join(stale));
+                }
+                return Err(e);
+            }
+        };
+        self.init.store(init, Ordering::Relaxed);
+        {
+            let mut record = lock(&self.record);
+            record.hibernated = None;
+            if let Err(e) = record.save(&self.dir) {
+                eprintln!("supervisor: sessions: {e}");
+            }
+        }
+        hibernate::forget(&self.dir);
+        live.last_active = Instant::now();
+        Ok(())
+    }
+
+    /// Whether the session has been idle past its `idle_hibernate_s`
+    /// (and the last attempt did not fail).
+    fn hibernate_due(&self) -> bool {
+        let Some(after) = self.idle_hibernate else {
+            return false;
+        };
+        if !self.is_awake() {
+            return false;
+        }
+        let live = lock(&self.live);
+        live.running == 0 && live.hibernate_error.is_none() && live.last_active.elapsed() >= after
+    }
+
+    /// The host pids of the session's processes but its init and the
+    /// process keeping the sandbox alive (the first `sleep infinity`).
+    fn guest_pids(&self) -> Vec<i32> {
+        let all = procs::processes(self.init());
+        let keeper = all
+            .iter()
+            .find(|p| p.command == "sleep infinity")
+            .map(|p| p.pid);
+        let init_command = std::fs::read(format!("/proc/{}/cmdline", self.init()))
+            .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
+            .unwrap_or_default();
+        all.into_iter()
+            .filter(|p| Some(p.pid) != keeper && p.command != init_command.trim_end())
+            .map(|p| p.host_pid)
+            .collect()
     }
 }
 
@@ -540,6 +713,32 @@ fn stop(live: &mut Live) {
     }
     let _ = child.kill();
     let _ = child.wait();
+}
+
+/// Spawns a session's sandbox; the child and the lifeline's write end.
+fn spawn(exe: &Path, dir: &Path, flags: &[std::ffi::OsString]) -> Result<(Child, OwnedFd)> {
+    let internal = |e: String| SessionError::Internal(e);
+    let (life_r, life_w) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)
+        .map_err(|e| internal(format!("pipe: {}", e.desc())))?;
+    let log = File::create(dir.join("sandbox.log"))
+        .map_err(|e| internal(format!("{}: {e}", dir.display())))?;
+    // `run` binds its current directory into the view: the session
+    // sandbox starts in an empty one, so the daemon's never shows.
+    let empty = dir.join("empty");
+    mkdir_private(&empty).map_err(internal)?;
+    let child = std::process::Command::new(exe)
+        .current_dir(&empty)
+        .arg("session-sandbox")
+        .arg("--session-dir")
+        .arg(dir)
+        .args(flags)
+        .args(["--", "sleep", "infinity"])
+        .stdin(Stdio::from(life_r))
+        .stdout(Stdio::null())
+        .stderr(Stdio::from(log))
+        .spawn()
+        .map_err(|e| internal(format!("starting {}: {e}", exe.display())))?;
+    Ok((child, life_w))
 }
 
 /// Waits for the sandbox's `ready` file: init's host pid.

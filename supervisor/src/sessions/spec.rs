@@ -50,6 +50,10 @@ pub struct SessionSpec {
     /// Seconds after its creation at which the session ends regardless.
     #[serde(default)]
     pub max_lifetime_s: Option<u64>,
+    /// Seconds without an exec or file request before the session
+    /// hibernates (none: only when asked).
+    #[serde(default)]
+    pub idle_hibernate_s: Option<u64>,
 }
 
 /// A session's limits (those of `supervisor run`: the whole sandbox's).
@@ -164,6 +168,17 @@ impl SessionSpec {
             check("idle_ttl_s", self.idle_ttl_s, DEFAULT_IDLE_TTL)?,
             check("max_lifetime_s", self.max_lifetime_s, DEFAULT_MAX_LIFETIME)?,
         ))
+    }
+
+    /// The idle time after which the session hibernates, checked.
+    pub fn idle_hibernate(&self) -> Result<Option<Duration>, String> {
+        match self.idle_hibernate_s {
+            None => Ok(None),
+            Some(n @ 1..=MAX_SECONDS) => Ok(Some(Duration::from_secs(n))),
+            Some(n) => Err(format!(
+                "idle_hibernate_s {n}: must be at least 1 and at most {MAX_SECONDS} seconds"
+            )),
+        }
     }
 
     /// Where commands start, and file paths are relative to.
