@@ -1,0 +1,145 @@
+//! A session's hibernation and wake as steps of its lifecycle: when it
+//! may hibernate (idle, not busy), what its record says meanwhile, and
+//! the new sandbox a wake starts from the session's request before its
+//! processes are restored in it. A template's warm session not yet
+//! handed out is no [`Session`] and never hibernates; a session made
+//! from a template is one like any other.
+//!
+//! Owns these transitions; not the saved files (`mod.rs`), nor the
+//! session's table, its requests or its end (`registry.rs`).
+
+use std::sync::atomic::Ordering;
+use std::time::Instant;
+
+use super::super::host::{EXEC_SOCKET, READY_FILE};
+use super::super::process;
+use super::super::registry::{lock, Live, Session, SessionError};
+use super::super::volume;
+use super::Saved;
+
+type Result<T> = std::result::Result<T, SessionError>;
+
+impl Session {
+    /// Saves the session's processes and ends its sandbox; the session
+    /// stays, `hibernated`, until its next request or [`wake`](Self::wake).
+    pub fn hibernate(&self) -> Result<Saved> {
+        let mut live = lock(&self.live);
+        if let Some(e) = self.ended_error() {
+            return Err(e);
+        }
+        if let Some(saved) = lock(&self.record).hibernated.clone() {
+            return Ok(saved);
+        }
+        if live.running > 0 {
+            return Err(SessionError::Busy(
+                "a command or file request is running in the session: hibernate after it ends"
+                    .into(),
+            ));
+        }
+        let pids: Vec<i32> = self
+            .guest_processes()
+            .into_iter()
+            .map(|p| p.host_pid)
+            .collect();
+        let saved = super::save(&self.exe, &self.dir, &pids)?;
+        {
+            let mut record = lock(&self.record);
+            record.hibernated = Some(saved.clone());
+            record.save(&self.dir).map_err(SessionError::Internal)?;
+        }
+        live.process.stop();
+        self.init.store(0, Ordering::Relaxed);
+        remove_stale(&self.dir);
+        live.hibernate_error = None;
+        Ok(saved)
+    }
+
+    /// Wakes the hibernated session (nothing to do for an awake one).
+    pub fn wake(&self) -> Result<()> {
+        let mut live = lock(&self.live);
+        if let Some(e) = self.ended_error() {
+            return Err(e);
+        }
+        if self.is_hibernated() {
+            self.wake_locked(&mut live)?;
+        }
+        Ok(())
+    }
+
+    /// A new sandbox of the session's request, its processes restored in
+    /// it. On an error the new sandbox goes and the session stays
+    /// hibernated, its state as it was.
+    pub(in super::super) fn wake_locked(&self, live: &mut Live) -> Result<()> {
+        let spec = lock(&self.record).spec.clone();
+        let volume_dir = spec
+            .volume_name()
+            .map_err(SessionError::Internal)?
+            .map(|name| volume::dir(&self.data_dir, &name));
+        if let Some(dir) = &volume_dir {
+            volume::ensure(dir).map_err(SessionError::Internal)?;
+        }
+        let flags = spec
+            .run_flags(volume_dir.as_deref())
+            .map_err(SessionError::Internal)?;
+        // The images are checked while the sandbox starts.
+        let (checked, started) = std::thread::scope(|s| {
+            let check = s.spawn(|| super::check(&self.dir));
+            let started = process::start(&self.exe, &self.dir, &flags);
+            let checked = check.join().unwrap_or_else(|_| {
+                Err(SessionError::Internal(
+                    "checking the saved state panicked".into(),
+                ))
+            });
+            (checked, started)
+        });
+        let mut new = started?;
+        let result = checked.and_then(|count| {
+            let socket = self.dir.join(EXEC_SOCKET);
+            super::restore(
+                &self.exe,
+                &self.dir,
+                &socket,
+                new.init,
+                self.env(&[]),
+                count,
+            )
+        });
+        if let Err(e) = result {
+            new.stop();
+            remove_stale(&self.dir);
+            return Err(e);
+        }
+        self.init.store(new.init, Ordering::Relaxed);
+        live.process = new;
+        {
+            let mut record = lock(&self.record);
+            record.hibernated = None;
+            if let Err(e) = record.save(&self.dir) {
+                eprintln!("supervisor: sessions: {e}");
+            }
+        }
+        super::forget(&self.dir);
+        live.last_active = Instant::now();
+        Ok(())
+    }
+
+    /// Whether the session has been idle past its `idle_hibernate_s`
+    /// (and the last attempt did not fail).
+    pub(in super::super) fn hibernate_due(&self) -> bool {
+        let Some(after) = self.idle_hibernate else {
+            return false;
+        };
+        if !self.is_awake() {
+            return false;
+        }
+        let live = lock(&self.live);
+        live.running == 0 && live.hibernate_error.is_none() && live.last_active.elapsed() >= after
+    }
+}
+
+/// The files of a sandbox that no longer runs.
+fn remove_stale(dir: &std::path::Path) {
+    for stale in [EXEC_SOCKET, READY_FILE] {
+        let _ = std::fs::remove_file(dir.join(stale));
+    }
+}
