@@ -57,6 +57,20 @@ pub struct SandboxConfig {
     /// Limits enforced outside the run, by a cgroup the front-end made;
     /// `None`: [`SandboxConfig::limits`], enforced by the run.
     pub outside_limits: Option<OutsideLimits>,
+    /// Where the guest's monotonic and boot-time clocks start (a woken
+    /// session's, continuing those of the sandbox it was hibernated in);
+    /// `None`: at the sandbox's start (`launch/timens.rs`).
+    #[serde(default)]
+    pub clocks: Option<GuestClocks>,
+}
+
+/// The guest's `CLOCK_MONOTONIC` and `CLOCK_BOOTTIME` as they read when
+/// the sandbox's time namespace is made, in nanoseconds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GuestClocks {
+    pub monotonic_ns: u64,
+    pub boottime_ns: u64,
 }
 
 /// The guest's environment.
@@ -289,6 +303,7 @@ impl SandboxConfig {
                 nice_after_set_up: None,
             },
             outside_limits: None,
+            clocks: None,
         }
     }
 

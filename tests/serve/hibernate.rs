@@ -14,12 +14,12 @@ use crate::common::engine::poll_until;
 use crate::sessions_daemon::Daemon;
 
 /// A server in the session: runs the Python code it finds in DIR/req and
-/// writes `repr(result)` to DIR/resp; keeps a log open in DIR. It waits
-/// with `select`'s relative timeout, not `time.sleep`: a woken session's
-/// sandbox has new clocks (docs/sessions.md), and `time.sleep` waits for
-/// an absolute `CLOCK_MONOTONIC` deadline of the old ones.
+/// writes `repr(result)` to DIR/resp; keeps a log open in DIR. It polls
+/// with `time.sleep`, which waits for an absolute `CLOCK_MONOTONIC`
+/// deadline: it answers after a wake only because the woken sandbox's
+/// clocks go on where the old one's stopped (docs/sessions.md).
 const SERVER: &str = r#"
-import os, select, sys
+import os, sys, time
 d = sys.argv[1]
 os.makedirs(d, exist_ok=True)
 g = {"os": os}
@@ -29,7 +29,7 @@ while True:
         with open(os.path.join(d, "req")) as f:
             code = f.read()
     except FileNotFoundError:
-        select.select([], [], [], 0.002)
+        time.sleep(0.002)
         continue
     os.unlink(os.path.join(d, "req"))
     try:
@@ -147,6 +147,27 @@ fn a_hibernated_python_process_wakes_with_its_variables() {
         .exists());
 }
 
+/// A woken program's monotonic clock goes on where it stopped, never
+/// back (the new sandbox's time namespace would otherwise start it at the
+/// new sandbox's age), and its boot-time clock counts at least as much as
+/// monotonic since: the same as the same code natively.
+#[test]
+fn a_woken_programs_clocks_go_on_where_they_stopped() {
+    let d = Daemon::start();
+    let id = start_server(&d);
+    // The old sandbox is then older than the new one will be at the check.
+    // Boot time read before monotonic here and after it at the check, so
+    // its difference holds monotonic's.
+    let set = "import select, time; select.select([], [], [], 3); b0 = time.clock_gettime(time.CLOCK_BOOTTIME); t0 = time.monotonic(); result = 'set'";
+    let check = "m = time.monotonic(); b = time.clock_gettime(time.CLOCK_BOOTTIME); result = (m >= t0, b - b0 >= m - t0)";
+    assert_eq!(ask(&d, &id, set), "'set'");
+    let (status, v) = post(&d, &id, "hibernate");
+    assert_eq!(status, 200, "{v}");
+    let native = native_python(&format!("{set}\n{check}"));
+    assert_eq!(native, "(True, True)");
+    assert_eq!(ask(&d, &id, check), native);
+}
+
 #[test]
 fn a_damaged_or_cut_state_is_refused_and_the_session_stays_hibernated() {
     let d = Daemon::start();
@@ -261,9 +282,12 @@ fn hibernated_sessions_wake_after_a_daemon_restart_and_after_idle() {
 #[test]
 fn a_disk_too_full_for_the_state_is_507_and_the_session_runs_on() {
     let mut d = Daemon::start();
-    // The data directory on a small tmpfs (the tests run as root).
+    // The data directory on a small tmpfs (the tests run as root). The
+    // daemon is stopped, not killed, first: a killed daemon leaves its
+    // pools for the next one on the same data directory to end, and the
+    // tmpfs would hide their pid files from it.
     let data = d.data_dir.clone();
-    d.kill();
+    d.stop();
     std::fs::create_dir_all(&data).unwrap();
     let mounted = Command::new("mount")
         .args(["-t", "tmpfs", "-o", "size=24m", "tmpfs"])

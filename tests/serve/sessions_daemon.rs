@@ -110,6 +110,14 @@ impl Daemon {
     }
 
     /// SIGKILL (by pid) and reap: the daemon dies without cleaning up.
+    /// Stops the daemon as an operator would (SIGTERM): it ends its pools
+    /// and sessions before it exits.
+    pub fn stop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            stop_daemon(&mut child);
+        }
+    }
+
     pub fn kill(&mut self) {
         if let Some(mut child) = self.child.take() {
             let _ = child.kill();
@@ -151,7 +159,10 @@ impl Drop for Daemon {
         if let Some(cg) = &self.cgroup {
             let emptied = cg.wait_empty(Duration::from_secs(20));
             if !emptied && !std::thread::panicking() {
-                panic!("processes were left in the daemon's cgroup");
+                panic!(
+                    "processes were left in the daemon's cgroup:\n{}",
+                    cg.describe()
+                );
             }
         }
     }

@@ -60,25 +60,48 @@ pub struct Dumped {
 }
 
 /// Dumps `pids` (host pids) into `dir` (`<n>.img` and `manifest.json`),
-/// then kills them. On an error nothing is killed and every process runs
-/// on; `dir` may hold part of the images.
+/// then kills them. A process that ends meanwhile (an exec's shell on
+/// its way out when the processes were listed) is not saved. On an error
+/// nothing is killed and every process runs on; `dir` may hold part of
+/// the images.
 pub fn dump(pids: &[i32], dir: &Path) -> Result<Dumped, DumpError> {
+    let mut live = Vec::with_capacity(pids.len());
     for &pid in pids {
-        let n = maps::threads(pid).map_err(DumpError::Other)?;
+        let n = match maps::threads(pid) {
+            Ok(n) => n,
+            Err(_) if !maps::alive(pid) => continue,
+            Err(e) => return Err(DumpError::Other(e)),
+        };
+        if !maps::alive(pid) {
+            continue;
+        }
+        live.push(pid);
         if n != 1 {
             return Err(DumpError::Unsupported(format!(
                 "process {pid} has {n} threads: only single-threaded processes can be saved"
             )));
         }
     }
-    let fds = pipes_outside(pids)?;
+    let pids = live;
+    let fds = pipes_outside(&pids)?;
     let mut seized = Vec::new();
+    let mut gone = Vec::new();
     let result = (|| {
-        for &pid in pids {
+        for (i, &pid) in pids.iter().enumerate() {
             let p = Pid::from_raw(pid);
-            ptrace::seize(p).map_err(|e| {
-                DumpError::Other(format!("attaching to process {pid}: {}", e.desc()))
-            })?;
+            match ptrace::seize(p) {
+                Ok(()) => {}
+                Err(nix::errno::Errno::ESRCH) => {
+                    gone.push(i);
+                    continue;
+                }
+                Err(e) => {
+                    return Err(DumpError::Other(format!(
+                        "attaching to process {pid}: {}",
+                        e.desc()
+                    )))
+                }
+            }
             seized.push(p);
             ptrace::interrupt(p)
                 .map_err(|e| DumpError::Other(format!("stopping process {pid}: {}", e.desc())))?;
@@ -96,9 +119,10 @@ pub fn dump(pids: &[i32], dir: &Path) -> Result<Dumped, DumpError> {
         }
         let mut manifest = Manifest::default();
         let mut memory_bytes = 0;
-        for (i, &p) in seized.iter().enumerate() {
-            let file = format!("{i}.img");
-            let (entry, bytes) = dump_one(p, &dir.join(&file), file, fds[i].clone())?;
+        let fds = fds.iter().enumerate().filter(|(i, _)| !gone.contains(i));
+        for (n, (&p, (_, fds))) in seized.iter().zip(fds).enumerate() {
+            let file = format!("{n}.img");
+            let (entry, bytes) = dump_one(p, &dir.join(&file), file, fds.clone())?;
             manifest.processes.push(entry);
             memory_bytes += bytes;
         }

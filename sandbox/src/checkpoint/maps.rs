@@ -195,6 +195,17 @@ pub fn stat_fields(pid: i32) -> Result<Vec<u64>, String> {
 }
 
 /// The number of threads of `pid`.
+/// Whether `pid` still runs (exists, and is not a zombie).
+pub fn alive(pid: i32) -> bool {
+    fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| {
+            s.rsplit_once(") ")
+                .and_then(|(_, rest)| rest.chars().next())
+        })
+        .is_some_and(|state| state != 'Z' && state != 'X')
+}
+
 pub fn threads(pid: i32) -> Result<usize, String> {
     fs::read_dir(format!("/proc/{pid}/task"))
         .map(|d| d.count())

@@ -12,11 +12,13 @@
 //! our page goes, the mask and registers are set, and it is let go. A
 //! call interrupted by the dump is restarted as the kernel would have.
 //!
-//! `prctl(PR_SET_MM_MAP)`, which would put back the heap's bounds and the
-//! command line's place, is refused by the guest's filter: the stub's
-//! heap is emptied instead, so the restored program's `brk` calls fail
-//! cleanly and malloc takes memory from `mmap`; /proc's `cmdline` of a
-//! restored process reads empty.
+//! The stub's heap is emptied first; once the image's maps are in place,
+//! `prctl(PR_SET_MM, PR_SET_MM_MAP)` puts back the image's memory-map
+//! bounds (code, data, heap, stack, arguments, environment), so the
+//! restored program's `brk` grows its own heap and /proc's `cmdline`
+//! reads its arguments. The guest's filter passes that call
+//! (`syscalls/src/policy/allow.rs`); a kernel that refuses it refuses the
+//! restore, rather than leave a program whose next heap growth faults.
 //!
 //! Owns the order of a restore; not checking the image (`manifest.rs`).
 
@@ -37,6 +39,8 @@ const CHUNK: usize = 8 << 20;
 const PAGE: u64 = 4096;
 const PR_SET_MM: u64 = 35;
 const PR_SET_MM_MAP: u64 = 14;
+/// `sizeof(struct prctl_mm_map)`.
+const PRCTL_MM_MAP_SIZE: usize = 104;
 const MAP_FIXED_NOREPLACE: u64 = 0x100000;
 const ERESTARTSYS: i64 = 512;
 const ERESTARTNOINTR: i64 = 513;
@@ -165,15 +169,18 @@ fn into_image(pid: Pid, image: &Image, input: &mut impl Read) -> Result<(), Stri
         mm.env_start,
         mm.env_end,
     ];
-    let mut map = Vec::with_capacity(104);
-    for f in fields.iter().chain([0u64, 0].iter()) {
+    // struct prctl_mm_map: the eleven bounds, the auxv pointer (none),
+    // auxv_size, exe_fd (-1: keep the link): 104 bytes.
+    let mut map = Vec::with_capacity(PRCTL_MM_MAP_SIZE);
+    for f in fields.iter().chain([0u64].iter()) {
         map.extend_from_slice(&f.to_le_bytes());
     }
     map.extend_from_slice(&0u32.to_le_bytes()); // auxv_size
     map.extend_from_slice(&u32::MAX.to_le_bytes()); // exe_fd: keep
+    debug_assert_eq!(map.len(), PRCTL_MM_MAP_SIZE);
     inj.write(scratch, &map)?;
-    // Refused by the guest's filter today (EINVAL): see the module's doc.
-    inj.call(
+    inj.must(
+        "setting the memory map's bounds (prctl PR_SET_MM_MAP)",
         libc::SYS_prctl,
         [PR_SET_MM, PR_SET_MM_MAP, scratch, map.len() as u64, 0, 0],
     )?;

@@ -167,6 +167,8 @@ pub struct LaunchConfig {
     /// caller must serve them (`Context::fence_reads` when
     /// [`Sandbox::fenced`]). Off for a launch whose opens nobody serves.
     pub fence_reads: bool,
+    /// Where the guest's clocks start (`timens.rs`); `None`: at init's start.
+    pub clocks: Option<crate::config::GuestClocks>,
 }
 
 impl LaunchConfig {
@@ -199,6 +201,7 @@ impl LaunchConfig {
             user: None,
             late_exec: false,
             fence_reads: false,
+            clocks: None,
         }
     }
 
@@ -459,6 +462,7 @@ pub fn launch_with(cfg: &LaunchConfig, hooks: &dyn InitHooks) -> Result<Sandbox,
                 join_late: hooks.joins_late(),
                 switch_users: cfg.id_map().count() > 1,
                 guest_caps: cfg.guest_caps(),
+                clocks: cfg.clocks,
                 shifted_ids: cfg.shifted_ids.is_some(),
                 invoker_is_root: nix::unistd::geteuid().is_root(),
                 user: cfg.user.as_ref(),

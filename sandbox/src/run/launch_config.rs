@@ -90,6 +90,7 @@ pub(super) fn launch_config(
         late_exec: config.start == StartMode::Late,
         // Every open the guest makes is served here (`serve_and_wait`).
         fence_reads: true,
+        clocks: config.clocks,
     })
 }
 

@@ -6,7 +6,8 @@
 //! confines itself, may not ptrace.
 //!
 //! `dump --dir DIR HOSTPID...` writes the images and their manifest into
-//! DIR, kills the processes, and prints `{"memory_bytes": N}`; its exit
+//! DIR, kills the processes (those that ended meanwhile are left out),
+//! and prints `{"memory_bytes": N, "processes": N}`; its exit
 //! code says why it failed (below). `restore --dir DIR --stubs HOSTPID,...`
 //! checks the manifest, then turns the n-th stub into the n-th image; on
 //! any failure it kills every stub, so nothing runs half-restored.
@@ -56,7 +57,13 @@ pub fn main(args: CheckpointArgs) -> i32 {
     match args.action {
         Action::Dump { dir, pids } => match checkpoint::dump(&pids, &dir) {
             Ok(d) => {
-                println!("{}", serde_json::json!({"memory_bytes": d.memory_bytes}));
+                println!(
+                    "{}",
+                    serde_json::json!({
+                        "memory_bytes": d.memory_bytes,
+                        "processes": d.manifest.processes.len(),
+                    })
+                );
                 0
             }
             Err(e) => {

@@ -11,6 +11,7 @@
 //! not the session's transitions (`session.rs`) nor its table and record
 //! (`registry.rs`).
 
+pub mod clocks;
 pub mod helper;
 mod session;
 
@@ -56,15 +57,30 @@ pub fn save(exe: &Path, session_dir: &Path, pids: &[i32]) -> Result<Saved, Sessi
             .create(&partial)
             .map_err(|e| internal(format!("{}: {e}", partial.display())))?;
     }
-    let result = if pids.is_empty() {
-        Manifest::default()
-            .save(&partial)
-            .map(|()| 0)
-            .map_err(SessionError::Storage)
-    } else {
-        run_dump(exe, &partial, pids)
+    // The clocks' file is made first (a full disk fails here, the
+    // processes untouched) and written again once they are stopped.
+    let offsets = pids.iter().find_map(|&p| clocks::offsets_of(p));
+    let reserved = match offsets {
+        Some(o) => clocks::save(&partial, o).map_err(|e| {
+            SessionError::Storage(format!(
+                "cannot write the session's state (it keeps running): {e}"
+            ))
+        }),
+        None => Ok(()),
     };
-    let memory_bytes = match result {
+    let result = reserved.and_then(|()| match pids.is_empty() {
+        true => Manifest::default()
+            .save(&partial)
+            .map(|()| (0, 0))
+            .map_err(SessionError::Storage),
+        false => run_dump(exe, &partial, pids),
+    });
+    if let (Ok(_), Some(o)) = (&result, offsets) {
+        if let Err(e) = clocks::save(&partial, o) {
+            eprintln!("supervisor: sessions: {e}");
+        }
+    }
+    let (processes, memory_bytes) = match result {
         Ok(n) => n,
         Err(e) => {
             let _ = std::fs::remove_dir_all(&partial);
@@ -77,12 +93,14 @@ pub fn save(exe: &Path, session_dir: &Path, pids: &[i32]) -> Result<Saved, Sessi
         .and_then(|()| std::fs::File::open(session_dir)?.sync_all())
         .map_err(|e| internal(format!("{}: {e}", state.display())))?;
     Ok(Saved {
-        processes: pids.len(),
+        processes,
         memory_bytes,
     })
 }
 
-fn run_dump(exe: &Path, dir: &Path, pids: &[i32]) -> Result<u64, SessionError> {
+/// The processes saved (those that ended meanwhile are not) and the
+/// bytes of memory.
+fn run_dump(exe: &Path, dir: &Path, pids: &[i32]) -> Result<(usize, u64), SessionError> {
     let out = Command::new(exe)
         .args(["checkpoint", "dump", "--dir"])
         .arg(dir)
@@ -91,10 +109,11 @@ fn run_dump(exe: &Path, dir: &Path, pids: &[i32]) -> Result<u64, SessionError> {
         .map_err(|e| SessionError::Internal(format!("starting the checkpoint helper: {e}")))?;
     let message = last_line(&out.stderr);
     match out.status.code() {
-        Some(0) => Ok(serde_json::from_slice::<serde_json::Value>(&out.stdout)
-            .ok()
-            .and_then(|v| v["memory_bytes"].as_u64())
-            .unwrap_or(0)),
+        Some(0) => {
+            let v = serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap_or_default();
+            let processes = v["processes"].as_u64().unwrap_or(0) as usize;
+            Ok((processes, v["memory_bytes"].as_u64().unwrap_or(0)))
+        }
         Some(helper::EXIT_BUSY) => Err(SessionError::Busy(format!(
             "cannot hibernate now: {message}"
         ))),
@@ -118,7 +137,8 @@ pub fn check(session_dir: &Path) -> Result<usize, SessionError> {
 
 /// Restores the `count` checked processes into the session's new
 /// sandbox (init `init`, exec socket `socket`); commands run with `env`.
-/// On an error whatever was started of them is killed.
+/// On an error whatever was started of them is killed. The time the
+/// stubs took to start, and the restore into them.
 pub fn restore(
     exe: &Path,
     session_dir: &Path,
@@ -126,11 +146,13 @@ pub fn restore(
     init: i32,
     env: Vec<String>,
     count: usize,
-) -> Result<(), SessionError> {
+) -> Result<(Duration, Duration), SessionError> {
     if count == 0 {
-        return Ok(());
+        return Ok((Duration::ZERO, Duration::ZERO));
     }
+    let begun = Instant::now();
     let stubs = start_stubs(socket, init, env, count)?;
+    let stubs_time = begun.elapsed();
     let out = Command::new(exe)
         .args(["checkpoint", "restore", "--checked", "--dir"])
         .arg(state_dir(session_dir))
@@ -145,7 +167,7 @@ pub fn restore(
         .output()
         .map_err(|e| SessionError::Internal(format!("starting the checkpoint helper: {e}")))?;
     if out.status.success() {
-        return Ok(());
+        return Ok((stubs_time, begun.elapsed() - stubs_time));
     }
     for &s in &stubs {
         let _ = nix::sys::signal::kill(

@@ -78,32 +78,46 @@ impl Session {
         if let Some(dir) = &volume_dir {
             volume::ensure(dir).map_err(SessionError::Internal)?;
         }
-        let flags = spec
+        let mut flags = spec
             .run_flags(volume_dir.as_deref())
             .map_err(SessionError::Internal)?;
+        flags.extend(super::clocks::flag(&super::state_dir(&self.dir)));
         // The images are checked while the sandbox starts.
+        let begun = Instant::now();
         let (checked, started) = std::thread::scope(|s| {
-            let check = s.spawn(|| super::check(&self.dir));
+            let check = s.spawn(|| {
+                let t = Instant::now();
+                super::check(&self.dir).map(|n| (n, t.elapsed()))
+            });
             let started = process::start(&self.exe, &self.dir, &flags);
             let checked = check.join().unwrap_or_else(|_| {
                 Err(SessionError::Internal(
                     "checking the saved state panicked".into(),
                 ))
             });
-            (checked, started)
+            (checked, (started, begun.elapsed()))
         });
+        let (started, start_time) = started;
         let mut new = started?;
-        let result = checked.and_then(|count| {
+        let result = checked.and_then(|(count, check_time)| {
             let socket = self.dir.join(EXEC_SOCKET);
-            super::restore(
-                &self.exe,
-                &self.dir,
-                &socket,
-                new.init,
-                self.env(&[]),
-                count,
-            )
+            let env = self.env(&[]);
+            let times = super::restore(&self.exe, &self.dir, &socket, new.init, env, count)?;
+            Ok((check_time, times))
         });
+        if let Ok((check_time, (stubs, helper))) = &result {
+            // One line per wake: where its time went (docs/sessions.md, Speed).
+            let ms = |d: &std::time::Duration| d.as_secs_f64() * 1e3;
+            eprintln!(
+                "supervisor: sessions: {} woke in {:.1} ms: sandbox {:.1} ms, check {:.1} ms (beside it), stubs {:.1} ms, restore {:.1} ms",
+                self.id,
+                ms(&begun.elapsed()),
+                ms(&start_time),
+                ms(check_time),
+                ms(stubs),
+                ms(helper)
+            );
+        }
         if let Err(e) = result {
             new.stop();
             remove_stale(&self.dir);
