@@ -1,8 +1,9 @@
 //! The manifest of a directory of images, `manifest.json`: each image's
 //! file name, length and SHA-256. It is written last (after every image
-//! is synced) and checked in full before any restore begins, so a
-//! truncated, damaged or altered image is refused with its name and
-//! nothing is restored half-way.
+//! is synced) and checked in full before any restored process runs (a
+//! restore may proceed beside the check, its processes held stopped), so
+//! a truncated, damaged or altered image is refused with its name and
+//! nothing restored from it ever runs.
 //!
 //! Owns the manifest and the check; not the images' contents.
 

@@ -5,8 +5,9 @@
 //! in a fresh sandbox of the same configuration is turned into it by
 //! injected system calls, which pass the stub's seccomp filter like any
 //! call of the guest's (`restore`). A directory of images carries a
-//! manifest with each image's SHA-256, checked in full before anything is
-//! restored (`manifest`).
+//! manifest with each image's SHA-256, checked in full before any
+//! restored process runs (`manifest`; the restore may proceed beside the
+//! check with its stubs held stopped until it passes).
 //!
 //! Scope: single-threaded processes; anonymous and file-backed private
 //! maps (private file pages the process changed are saved, the rest is
@@ -30,4 +31,4 @@ mod restore;
 
 pub use dump::{dump, DumpError, Dumped};
 pub use image::Image;
-pub use restore::restore;
+pub use restore::{release, restore};

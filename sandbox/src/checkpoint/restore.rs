@@ -49,22 +49,30 @@ const ERESTART_RESTARTBLOCK: i64 = 516;
 
 /// Turns the stub `stub` (host pid) into the process of the image at
 /// `path`. On an error the stub is left broken: the caller kills it.
-pub fn restore(path: &Path, stub: i32) -> Result<(), String> {
+/// Unless `detach`, the stub stays stopped and traced (the caller lets
+/// it go with [`release`] once the images are known good); it dies with
+/// this process if that exits first.
+pub fn restore(path: &Path, stub: i32, detach: bool) -> Result<(), String> {
     let file = File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
     let mut input = BufReader::with_capacity(1 << 20, file);
     let image = image::read_header(&mut input)?;
     let pid = Pid::from_raw(stub);
     let fail = |what: &str, e: nix::errno::Errno| format!("stub {stub}: {what}: {}", e.desc());
-    ptrace::seize(pid).map_err(|e| fail("attaching", e))?;
+    ptrace::seize_exitkill(pid).map_err(|e| fail("attaching", e))?;
     ptrace::interrupt(pid).map_err(|e| fail("stopping", e))?;
     if !ptrace::wait_stop(pid, Duration::from_secs(2)).map_err(|e| fail("stopping", e))? {
         return Err(format!("stub {stub} did not stop"));
     }
     let result = into_image(pid, &image, &mut input);
-    if result.is_ok() {
-        ptrace::detach(pid).map_err(|e| fail("detaching", e))?;
+    if result.is_ok() && detach {
+        release(stub)?;
     }
     result
+}
+
+/// Lets a restored stub held by [`restore`] go.
+pub fn release(stub: i32) -> Result<(), String> {
+    ptrace::detach(Pid::from_raw(stub)).map_err(|e| format!("stub {stub}: detaching: {}", e.desc()))
 }
 
 fn into_image(pid: Pid, image: &Image, input: &mut impl Read) -> Result<(), String> {

@@ -49,6 +49,15 @@ pub fn seize(pid: Pid) -> Result<(), Errno> {
     check(unsafe { libc::ptrace(PTRACE_SEIZE, pid.as_raw(), 0usize, 0usize) }).map(drop)
 }
 
+/// Attaches to `pid` without stopping it, such that it is killed if this
+/// process exits before detaching (`PTRACE_O_EXITKILL`): a stub held
+/// half-restored never runs without its tracer.
+pub fn seize_exitkill(pid: Pid) -> Result<(), Errno> {
+    let options = libc::PTRACE_O_EXITKILL as usize;
+    // SAFETY: PTRACE_SEIZE takes no pointers (addr 0, data: option bits).
+    check(unsafe { libc::ptrace(PTRACE_SEIZE, pid.as_raw(), 0usize, options) }).map(drop)
+}
+
 /// Asks a seized `pid` to stop.
 pub fn interrupt(pid: Pid) -> Result<(), Errno> {
     // SAFETY: PTRACE_INTERRUPT takes no pointers.

@@ -10,7 +10,9 @@
 //! and prints `{"memory_bytes": N, "processes": N}`; its exit
 //! code says why it failed (below). `restore --dir DIR --stubs HOSTPID,...`
 //! checks the manifest, then turns the n-th stub into the n-th image; on
-//! any failure it kills every stub, so nothing runs half-restored.
+//! any failure it kills every stub, so nothing runs half-restored. With
+//! `--hold` the caller checks the images meanwhile: the restored stubs
+//! stay stopped until it says `go` (they die with the helper otherwise).
 //!
 //! Owns that process; the checkpoint itself is `sandbox::checkpoint`'s.
 
@@ -43,6 +45,11 @@ pub enum Action {
         /// The caller has checked the images against the manifest.
         #[arg(long)]
         checked: bool,
+        /// The caller checks the images meanwhile: keep the restored
+        /// processes stopped, print `restored`, and let them go only on
+        /// a `go` line on stdin (anything else, or its end: kill them).
+        #[arg(long, conflicts_with = "checked")]
+        hold: bool,
     },
 }
 
@@ -80,8 +87,9 @@ pub fn main(args: CheckpointArgs) -> i32 {
             dir,
             stubs,
             checked,
+            hold,
         } => {
-            let loaded = match checked {
+            let loaded = match checked || hold {
                 true => Manifest::load(&dir),
                 false => Manifest::load_checked(&dir),
             };
@@ -101,18 +109,48 @@ pub fn main(args: CheckpointArgs) -> i32 {
                 return 1;
             }
             for (entry, &stub) in manifest.processes.iter().zip(&stubs) {
-                if let Err(e) = checkpoint::restore(&dir.join(&entry.file), stub) {
-                    for &s in &stubs {
-                        let _ = nix::sys::signal::kill(
-                            nix::unistd::Pid::from_raw(s),
-                            nix::sys::signal::Signal::SIGKILL,
-                        );
-                    }
+                if let Err(e) = checkpoint::restore(&dir.join(&entry.file), stub, !hold) {
+                    kill_all(&stubs);
                     eprintln!("restoring {}: {e}", entry.file);
                     return 1;
                 }
             }
+            if hold {
+                return release_on_go(&stubs);
+            }
             0
         }
+    }
+}
+
+/// Says `restored`, then lets the held stubs go on a `go` line, or kills
+/// them on anything else.
+fn release_on_go(stubs: &[i32]) -> i32 {
+    use std::io::{BufRead, Write};
+    let said = writeln!(std::io::stdout(), "restored").and_then(|()| std::io::stdout().flush());
+    let mut line = String::new();
+    let go =
+        said.is_ok() && std::io::stdin().lock().read_line(&mut line).is_ok() && line.trim() == "go";
+    if !go {
+        kill_all(stubs);
+        eprintln!("the restore was called off");
+        return EXIT_DAMAGED;
+    }
+    for &s in stubs {
+        if let Err(e) = checkpoint::release(s) {
+            kill_all(stubs);
+            eprintln!("{e}");
+            return 1;
+        }
+    }
+    0
+}
+
+fn kill_all(stubs: &[i32]) {
+    for &s in stubs {
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(s),
+            nix::sys::signal::Signal::SIGKILL,
+        );
     }
 }

@@ -16,7 +16,7 @@ pub mod helper;
 mod session;
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use super::exec;
@@ -135,50 +135,142 @@ pub fn check(session_dir: &Path) -> Result<usize, SessionError> {
         .map_err(|e| SessionError::Refused(format!("the saved state cannot be restored: {e}")))
 }
 
-/// Restores the `count` checked processes into the session's new
-/// sandbox (init `init`, exec socket `socket`); commands run with `env`.
-/// On an error whatever was started of them is killed. The time the
-/// stubs took to start, and the restore into them.
-pub fn restore(
+/// The number of processes in the saved state, its images unchecked.
+pub fn image_count(session_dir: &Path) -> Result<usize, SessionError> {
+    Manifest::load(&state_dir(session_dir))
+        .map(|m| m.processes.len())
+        .map_err(|e| SessionError::Refused(format!("the saved state cannot be restored: {e}")))
+}
+
+/// Processes restored into the session's new sandbox and held stopped by
+/// the helper until [`Held::release`] (the images were checked) or
+/// [`Held::abort`].
+pub struct Held {
+    helper: Option<Child>,
+    stubs: Vec<i32>,
+    /// How long the stubs took to start, and the restore into them.
+    pub times: (Duration, Duration),
+}
+
+/// Restores the `count` processes of the saved state, not yet checked,
+/// into the session's new sandbox (init `init`, exec socket `socket`;
+/// commands run with `env`), held stopped. On an error whatever was
+/// started of them is killed.
+pub fn restore_held(
     exe: &Path,
     session_dir: &Path,
     socket: &Path,
     init: i32,
     env: Vec<String>,
     count: usize,
-) -> Result<(Duration, Duration), SessionError> {
+) -> Result<Held, SessionError> {
     if count == 0 {
-        return Ok((Duration::ZERO, Duration::ZERO));
+        return Ok(Held {
+            helper: None,
+            stubs: Vec::new(),
+            times: (Duration::ZERO, Duration::ZERO),
+        });
     }
     let begun = Instant::now();
     let stubs = start_stubs(socket, init, env, count)?;
     let stubs_time = begun.elapsed();
-    let out = Command::new(exe)
-        .args(["checkpoint", "restore", "--checked", "--dir"])
+    let list = stubs.iter().map(|p| p.to_string()).collect::<Vec<_>>();
+    let spawned = Command::new(exe)
+        .args(["checkpoint", "restore", "--hold", "--dir"])
         .arg(state_dir(session_dir))
         .arg("--stubs")
-        .arg(
-            stubs
-                .iter()
-                .map(|p| p.to_string())
-                .collect::<Vec<_>>()
-                .join(","),
-        )
-        .output()
-        .map_err(|e| SessionError::Internal(format!("starting the checkpoint helper: {e}")))?;
-    if out.status.success() {
-        return Ok((stubs_time, begun.elapsed() - stubs_time));
+        .arg(list.join(","))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn();
+    let mut held = Held {
+        helper: None,
+        stubs,
+        times: (stubs_time, Duration::ZERO),
+    };
+    let mut helper = match spawned {
+        Ok(c) => c,
+        Err(e) => {
+            held.abort();
+            return Err(SessionError::Internal(format!(
+                "starting the checkpoint helper: {e}"
+            )));
+        }
+    };
+    let mut said = String::new();
+    if let Some(out) = helper.stdout.take() {
+        use std::io::BufRead;
+        let _ = std::io::BufReader::new(out).read_line(&mut said);
     }
-    for &s in &stubs {
-        let _ = nix::sys::signal::kill(
-            nix::unistd::Pid::from_raw(s),
-            nix::sys::signal::Signal::SIGKILL,
-        );
+    held.times.1 = begun.elapsed() - stubs_time;
+    if said.trim() == "restored" {
+        held.helper = Some(helper);
+        return Ok(held);
     }
+    drop(helper.stdin.take());
+    let out = helper.wait_with_output();
+    held.abort();
+    let message = out.map(|o| last_line(&o.stderr)).unwrap_or_default();
     Err(SessionError::Refused(format!(
-        "the saved state cannot be restored: {}",
-        last_line(&out.stderr)
+        "the saved state cannot be restored: {message}"
     )))
+}
+
+impl Held {
+    /// Lets the restored processes go.
+    pub fn release(mut self) -> Result<(), SessionError> {
+        let Some(mut helper) = self.helper.take() else {
+            return Ok(());
+        };
+        if let Some(mut stdin) = helper.stdin.take() {
+            use std::io::Write;
+            let _ = stdin.write_all(b"go\n");
+        }
+        match helper.wait_with_output() {
+            Ok(out) if out.status.success() => {
+                // They run: nothing left to kill on drop.
+                self.stubs.clear();
+                Ok(())
+            }
+            out => {
+                self.abort();
+                let message = out.map(|o| last_line(&o.stderr)).unwrap_or_default();
+                Err(SessionError::Internal(format!(
+                    "letting the restored processes go: {message}"
+                )))
+            }
+        }
+    }
+
+    /// Kills the restored processes (the helper, told so, kills them
+    /// too; so does its exit).
+    pub fn abort(mut self) {
+        if let Some(mut helper) = self.helper.take() {
+            drop(helper.stdin.take());
+            let _ = helper.wait();
+        }
+        for &s in &self.stubs {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(s),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+        }
+        self.stubs.clear();
+    }
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        if self.helper.is_some() || !self.stubs.is_empty() {
+            let held = Held {
+                helper: self.helper.take(),
+                stubs: std::mem::take(&mut self.stubs),
+                times: self.times,
+            };
+            held.abort();
+        }
+    }
 }
 
 /// Starts `count` stubs in the session; their host pids, each once it

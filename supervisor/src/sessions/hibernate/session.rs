@@ -82,47 +82,70 @@ impl Session {
             .run_flags(volume_dir.as_deref())
             .map_err(SessionError::Internal)?;
         flags.extend(super::clocks::flag(&super::state_dir(&self.dir)));
-        // The images are checked while the sandbox starts.
+        // The images are checked (SHA-256) while the sandbox starts and
+        // the processes are restored into it, held stopped: they go on
+        // only once the check has passed.
         let begun = Instant::now();
-        let (checked, started) = std::thread::scope(|s| {
+        let socket = self.dir.join(EXEC_SOCKET);
+        let (checked, restored) = std::thread::scope(|s| {
             let check = s.spawn(|| {
                 let t = Instant::now();
                 super::check(&self.dir).map(|n| (n, t.elapsed()))
             });
-            let started = process::start(&self.exe, &self.dir, &flags);
+            let restored = (|| {
+                let count = super::image_count(&self.dir)?;
+                let mut new = process::start(&self.exe, &self.dir, &flags)?;
+                let sandbox_time = begun.elapsed();
+                let env = self.env(&[]);
+                match super::restore_held(&self.exe, &self.dir, &socket, new.init, env, count) {
+                    Ok(held) => Ok((new, held, sandbox_time)),
+                    Err(e) => {
+                        new.stop();
+                        Err(e)
+                    }
+                }
+            })();
             let checked = check.join().unwrap_or_else(|_| {
                 Err(SessionError::Internal(
                     "checking the saved state panicked".into(),
                 ))
             });
-            (checked, (started, begun.elapsed()))
+            (checked, restored)
         });
-        let (started, start_time) = started;
-        let mut new = started?;
-        let result = checked.and_then(|(count, check_time)| {
-            let socket = self.dir.join(EXEC_SOCKET);
-            let env = self.env(&[]);
-            let times = super::restore(&self.exe, &self.dir, &socket, new.init, env, count)?;
-            Ok((check_time, times))
-        });
-        if let Ok((check_time, (stubs, helper))) = &result {
-            // One line per wake: where its time went (docs/sessions.md, Speed).
-            let ms = |d: &std::time::Duration| d.as_secs_f64() * 1e3;
-            eprintln!(
-                "supervisor: sessions: {} woke in {:.1} ms: sandbox {:.1} ms, check {:.1} ms (beside it), stubs {:.1} ms, restore {:.1} ms",
-                self.id,
-                ms(&begun.elapsed()),
-                ms(&start_time),
-                ms(check_time),
-                ms(stubs),
-                ms(helper)
-            );
-        }
-        if let Err(e) = result {
+        let (mut new, held, sandbox_time) = match restored {
+            Ok(r) => r,
+            Err(e) => {
+                remove_stale(&self.dir);
+                // The check's reason first: it names the damaged image.
+                return Err(checked.err().unwrap_or(e));
+            }
+        };
+        let check_time = match checked {
+            Ok((_, t)) => t,
+            Err(e) => {
+                held.abort();
+                new.stop();
+                remove_stale(&self.dir);
+                return Err(e);
+            }
+        };
+        let (stubs_time, restore_time) = held.times;
+        if let Err(e) = held.release() {
             new.stop();
             remove_stale(&self.dir);
             return Err(e);
         }
+        // One line per wake: where its time went (docs/sessions.md, Speed).
+        let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
+        eprintln!(
+            "supervisor: sessions: {} woke in {:.1} ms: sandbox {:.1} ms, stubs {:.1} ms, restore {:.1} ms, check {:.1} ms (beside them)",
+            self.id,
+            ms(begun.elapsed()),
+            ms(sandbox_time),
+            ms(stubs_time),
+            ms(restore_time),
+            ms(check_time)
+        );
         self.init.store(new.init, Ordering::Relaxed);
         live.process = new;
         {
