@@ -115,7 +115,7 @@ REASONS = [
      "its own timers and clocks"),
     ("futex set_tid_address set_robust_list rseq", "threads: glibc's and every runtime's"),
     ("arch_prctl gettid restart_syscall", "its own thread state"),
-    ("prctl", "by allowlist of options (PR_SET_MM, perf, TSC, KSM, dispatch out)"),
+    ("prctl", "by allowlist of options (perf, TSC, KSM, dispatch out; PR_SET_MM for what needs no privilege)"),
     ("personality", "Docker's list; READ_IMPLIES_EXEC and ADDR_NO_RANDOMIZE refused"),
     ("clone", "without namespace flags (clone3: ENOSYS, glibc falls back)"),
     ("fork vfork exit exit_group wait4 waitid", "processes within its pid namespace"),

@@ -61,6 +61,11 @@ pub struct SandboxConfig {
     /// its own (the containers of one pod).
     #[serde(default)]
     pub join: JoinedNamespaces,
+    /// Where the guest's monotonic and boot-time clocks start (a woken
+    /// session's, continuing those of the sandbox it was hibernated in);
+    /// `None`: at the sandbox's start (`launch/timens.rs`).
+    #[serde(default)]
+    pub clocks: Option<GuestClocks>,
 }
 
 /// IPC and UTS namespaces the sandbox joins, by path (`/proc/PID/ns/ipc`,
@@ -81,6 +86,15 @@ pub struct JoinedNamespaces {
     /// and /etc/hosts name it, whatever [`SandboxConfig::hostname`] says).
     #[serde(default)]
     pub uts: Option<PathBuf>,
+}
+
+/// The guest's `CLOCK_MONOTONIC` and `CLOCK_BOOTTIME` as they read when
+/// the sandbox's time namespace is made, in nanoseconds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GuestClocks {
+    pub monotonic_ns: u64,
+    pub boottime_ns: u64,
 }
 
 /// The guest's environment.
@@ -315,6 +329,7 @@ impl SandboxConfig {
             },
             outside_limits: None,
             join: JoinedNamespaces::default(),
+            clocks: None,
         }
     }
 

@@ -9,6 +9,7 @@
 //! `supervisor` crate) build that config and call [`run::run`] with
 //! their [`embedding::Embedding`]; nothing here knows of them. Host calls are wrapped in `sys`.
 
+pub mod checkpoint;
 pub mod config;
 pub mod confine;
 pub mod embedding;

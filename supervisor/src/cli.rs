@@ -106,6 +106,8 @@ pub enum Command {
     /// One session's sandbox (started by `supervisor serve`, its lifeline on stdin).
     #[command(name = "session-sandbox", hide = true)]
     SessionSandbox(Box<crate::sessions::host::SessionSandboxArgs>),
+    #[command(name = "checkpoint", hide = true)]
+    Checkpoint(crate::sessions::hibernate::helper::CheckpointArgs),
     /// Print the syscall policy table (which calls pass, are serviced, are denied) as Markdown.
     Policy,
     /// The OCI runtime (runc's commands, for Docker, containerd, Podman).

@@ -38,6 +38,7 @@ pub fn main() -> i32 {
             cli::Command::Serve(args) => serve::main(*args),
             cli::Command::Sessions(args) => serve::sessions::cli::main(*args),
             cli::Command::SessionSandbox(args) => sessions::host::main(*args),
+            cli::Command::Checkpoint(args) => sessions::hibernate::helper::main(args),
             cli::Command::Policy => {
                 print!("{}", sandbox_syscalls::policy::doc::markdown());
                 0

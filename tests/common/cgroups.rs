@@ -117,6 +117,36 @@ impl SafetyCgroup {
             .unwrap_or(0)
     }
 
+    /// What is left beneath, for a failure's message: each cgroup
+    /// directory with the pid, state and command line of its processes.
+    pub fn describe(&self) -> String {
+        let mut out = String::new();
+        let mut dirs: Vec<PathBuf> = self.dirs.clone();
+        while let Some(d) = dirs.pop() {
+            let procs = fs::read_to_string(d.join("cgroup.procs")).unwrap_or_default();
+            out.push_str(&format!("{}:\n", d.display()));
+            for pid in procs.lines() {
+                let cmd = fs::read(format!("/proc/{pid}/cmdline"))
+                    .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
+                    .unwrap_or_default();
+                let state = fs::read_to_string(format!("/proc/{pid}/stat"))
+                    .ok()
+                    .and_then(|s| Some(s.rsplit_once(") ")?.1.chars().next()?.to_string()))
+                    .unwrap_or_default();
+                out.push_str(&format!("  {pid} {state} {cmd}\n"));
+            }
+            dirs.extend(
+                fs::read_dir(&d)
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|e| e.ok())
+                    .filter(|e| e.file_type().map(|t| t.is_dir()).unwrap_or(false))
+                    .map(|e| e.path()),
+            );
+        }
+        out
+    }
+
     /// Waits (bounded) until nothing is left beneath: no child cgroup, no task.
     pub fn wait_empty(&self, within: Duration) -> bool {
         let end = Instant::now() + within;

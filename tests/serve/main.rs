@@ -18,6 +18,7 @@ mod admission;
 mod bad_input;
 mod durability;
 mod executions;
+mod hibernate;
 mod sessions;
 mod sessions_daemon;
 mod streaming;

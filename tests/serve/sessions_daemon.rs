@@ -76,6 +76,14 @@ impl Daemon {
             .count()
     }
 
+    /// Stops the daemon as an operator would (SIGTERM): it ends its pools
+    /// and sessions before it exits.
+    pub fn stop(&mut self) {
+        if let Some(daemon) = self.daemon.take() {
+            self.dir = Some(daemon.stop().1);
+        }
+    }
+
     /// SIGKILL (by pid) and reap: the daemon dies without cleaning up.
     pub fn kill(&mut self) {
         if let Some(daemon) = self.daemon.take() {
@@ -118,7 +126,10 @@ impl Drop for Daemon {
         if let Some(cg) = &self.cgroup {
             let emptied = cg.wait_empty(Duration::from_secs(20));
             if !emptied && !std::thread::panicking() {
-                panic!("processes were left in the daemon's cgroup");
+                panic!(
+                    "processes were left in the daemon's cgroup:\n{}",
+                    cg.describe()
+                );
             }
         }
     }

@@ -113,6 +113,8 @@ pub struct LaunchConfig {
     /// A UTS namespace to join likewise; the guest's hostname is then
     /// that namespace's, not [`LaunchConfig::hostname`].
     pub join_uts: Option<PathBuf>,
+    /// Where the guest's clocks start (`timens.rs`); `None`: at init's start.
+    pub clocks: Option<crate::config::GuestClocks>,
 }
 
 impl LaunchConfig {
@@ -147,6 +149,7 @@ impl LaunchConfig {
             fence_reads: false,
             join_ipc: None,
             join_uts: None,
+            clocks: None,
         }
     }
 

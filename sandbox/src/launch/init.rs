@@ -94,6 +94,8 @@ pub(super) struct InitArgs<'a> {
     /// The capabilities the guest's root keeps in its user namespace
     /// (`guest_caps.rs`; 0: none, the securebits locked).
     pub guest_caps: u64,
+    /// Where the guest's clocks start (`timens.rs`); `None`: at init's start.
+    pub clocks: Option<crate::config::GuestClocks>,
     /// The user namespace's root is not the invoker (`LaunchConfig::shifted_ids`):
     /// init takes its ids once it has opened the view's host sources.
     pub shifted_ids: bool,
@@ -272,7 +274,7 @@ fn setup(args: &InitArgs<'_>) -> Result<(OwnedFd, Option<Pty>, Option<File>), St
     }
     close_all_except(&keep).map_err(|e| format!("closing descriptors: {}", e.desc()))?;
     // The guest's uptime and boot time are the sandbox's.
-    super::timens::fresh_clocks()?;
+    super::timens::fresh_clocks(args.clocks)?;
     super::users::set_guest_caps(args.guest_caps);
     let keep = match args.switch_users {
         true => SETID_CAPS | args.guest_caps,

@@ -92,6 +92,7 @@ pub(super) fn launch_config(
         fence_reads: true,
         join_ipc: config.join.ipc.clone(),
         join_uts: config.join.uts.clone(),
+        clocks: config.clocks,
     })
 }
 

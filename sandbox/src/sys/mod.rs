@@ -4,7 +4,7 @@
 //! capabilities and securebits, `seccomp(SET_MODE_FILTER)`, bringing a
 //! network link up, terminal ioctls, pidfds, prlimit, Landlock's
 //! abstract-socket scope, per-thread ids, a detached writable copy of
-//! a mount, nice values.
+//! a mount, nice values; the ptrace requests of a checkpoint.
 //!
 //! Owns: every `unsafe` block the launch code needs, each with a
 //! `// SAFETY:` comment. Does not own: policy; callers decide what to call
@@ -18,6 +18,7 @@ pub mod net;
 pub mod pidfd;
 pub mod priority;
 pub mod process;
+pub mod ptrace;
 pub mod seccomp;
 pub mod term;
 pub mod thread_ids;

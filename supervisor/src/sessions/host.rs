@@ -24,7 +24,7 @@ use nix::sys::signal::{kill, Signal};
 use nix::unistd::dup2;
 
 use crate::cli::RunArgs;
-use sandbox::config::SandboxConfig;
+use sandbox::config::{GuestClocks, SandboxConfig};
 use sandbox::embedding::{Embedding, Event, Start};
 use sandbox::launch::Sandbox;
 
@@ -34,6 +34,10 @@ pub struct SessionSandboxArgs {
     /// The session's runtime directory (exec.sock and ready go there).
     #[arg(long, value_name = "DIR", required = true)]
     pub session_dir: PathBuf,
+    /// Where the guest's monotonic and boot-time clocks start, in
+    /// nanoseconds (a woken session's: `hibernate/clocks.rs`).
+    #[arg(long, value_name = "MONO_NS,BOOT_NS", value_parser = parse_clocks)]
+    pub guest_clocks: Option<GuestClocks>,
     #[command(flatten)]
     pub run: RunArgs,
 }
@@ -64,6 +68,7 @@ pub fn main(args: SessionSandboxArgs) -> i32 {
     // the supervisor confines itself, and the guest may exec after it.
     config.schedule.start_early = false;
     config.schedule.confine_before_wait = false;
+    config.clocks = args.guest_clocks;
     let host = Host {
         dir,
         lifeline: std::cell::RefCell::new(Some(lifeline)),
@@ -107,6 +112,16 @@ impl Embedding for Host {
             eprintln!("supervisor: session sandbox: {message}");
         }
     }
+}
+
+/// `--guest-clocks`' value: two numbers of nanoseconds.
+fn parse_clocks(text: &str) -> Result<GuestClocks, String> {
+    let bad = || format!("{text:?}: want MONOTONIC_NS,BOOTTIME_NS");
+    let (mono, boot) = text.split_once(',').ok_or_else(bad)?;
+    Ok(GuestClocks {
+        monotonic_ns: mono.parse().map_err(|_| bad())?,
+        boottime_ns: boot.parse().map_err(|_| bad())?,
+    })
 }
 
 /// Our stdin is the lifeline: keep it (close-on-exec), and put /dev/null

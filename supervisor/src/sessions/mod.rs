@@ -6,6 +6,9 @@
 //!
 //! - `spec`: what a client asks for (a session, a command), checked;
 //! - `registry`: the sessions, their lifecycle and the reaper;
+//! - `requests`: a session's exec and file requests;
+//! - `info`: a session's state as the API shows it;
+//! - `error`: what goes wrong, by who is to blame;
 //! - `host`: the `session-sandbox` process running one session's sandbox;
 //! - `exec`: one command over the sandbox's exec socket, output streamed;
 //! - `files`: put and get of a session's files, as commands in it;
@@ -14,15 +17,20 @@
 //! - `procs`: a session's processes and memory, from /proc;
 //! - `process`: a session's sandbox process: start, ready, stop;
 //! - `template`: a template (a session's shape and its setup), checked and kept;
-//! - `templates`: the templates' warm sessions and their filler.
+//! - `templates`: the templates' warm sessions and their filler;
+//! - `hibernate`: saving a session's processes and waking them in a new sandbox.
 
+pub mod error;
 pub mod exec;
 pub mod files;
+pub mod hibernate;
 pub mod host;
+pub mod info;
 pub mod process;
 pub mod procs;
 pub mod record;
 pub mod registry;
+pub mod requests;
 pub mod spec;
 pub mod template;
 pub mod templates;

@@ -3,9 +3,11 @@
 //! creation and at the end. A daemon that starts finds the records of
 //! sessions that were running when the last one stopped and reports them
 //! ended, reason `daemon_restarted` (their sandboxes died with that
-//! daemon: `host.rs`'s lifeline); their volumes stay. A daemon that
-//! stops cleanly ends its sessions itself (`daemon_stopped`). Directories
-//! of templates' warm sessions never handed out (no record) are removed.
+//! daemon: `host.rs`'s lifeline); their volumes stay. Hibernated sessions
+//! have no sandbox to lose: they stay hibernated and wake on request. A
+//! daemon that stops cleanly ends its sessions itself (`daemon_stopped`).
+//! Directories of templates' warm sessions never handed out (no record)
+//! are removed.
 //!
 //! Owns the record's format and its reading and writing.
 
@@ -28,6 +30,11 @@ pub struct Record {
     pub created_at: u64,
     /// `None` while running.
     pub ended: Option<Ended>,
+    /// Set while the session is hibernated: its processes are saved under
+    /// its directory (`hibernate/`) and no sandbox runs. Such a session
+    /// outlives a daemon's restart.
+    #[serde(default)]
+    pub hibernated: Option<super::hibernate::Saved>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -88,7 +95,7 @@ impl Record {
                 }
             };
             let mut record = record;
-            if record.ended.is_none() {
+            if record.ended.is_none() && record.hibernated.is_none() {
                 record.ended = Some(Ended {
                     reason: DAEMON_RESTARTED.into(),
                     at: now(),

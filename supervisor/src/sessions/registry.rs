@@ -1,65 +1,36 @@
 //! The daemon's sessions: creating one (its sandbox a `session-sandbox`
 //! child, `host.rs`), running commands and file requests in it, its
 //! state, ending it (deleted, idle TTL, maximum lifetime, its sandbox
-//! gone), and the reaper that ends them at their limits. A session's
-//! whole state is its [`Session`]: the request, the child and its
-//! lifeline, the live counters, and the record on disk (`record.rs`).
+//! gone), and the reaper that ends them at their limits (and hibernates
+//! those idle past `idle_hibernate_s`). A session's whole state is its
+//! [`Session`]: the request, the child and its lifeline, the live
+//! counters, and the record on disk (`record.rs`).
 //!
 //! Owns the table of sessions and their lifecycle; not HTTP (the API's
-//! routes call these methods) and not the protocol of one exec (`exec.rs`).
+//! routes call these methods), not the protocol of one exec (`exec.rs`),
+//! and not the steps of a hibernation or a wake (`hibernate/session.rs`).
 
 use std::collections::HashMap;
 use std::fs::File;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use serde::Serialize;
-
-use super::exec::{self, Outcome, Stream};
-use super::files;
+use super::exec::Outcome;
+use super::hibernate;
 use super::host::{EXEC_SOCKET, READY_FILE};
 use super::process::{self, Process};
-use super::procs;
 use super::record::{self, Ended, Record};
-use super::spec::{self, ExecSpec, SessionSpec};
+use super::spec::{self, SessionSpec};
 use super::templates::{Templates, Warm};
 use super::volume;
 
 /// Bytes of each stream an exec result keeps.
 pub const OUTPUT_CAP: usize = 1 << 20;
 
-/// What went wrong, by who is to blame (the API maps each to a status).
-#[derive(Debug, PartialEq, Eq)]
-pub enum SessionError {
-    /// No session (or file) by that name: 404.
-    NotFound(String),
-    /// The request is wrong: 400.
-    BadRequest(String),
-    /// The session has ended: 409.
-    Ended(String),
-    /// The name is taken (a template): 409.
-    Conflict(String),
-    /// The request was right but the sandbox would not start with it: 422.
-    StartFailed(String),
-    /// As many sessions run as the daemon allows: 429.
-    Full(String),
-    /// Ours: 500.
-    Internal(String),
-}
-
-impl std::fmt::Display for SessionError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let (SessionError::NotFound(m)
-        | SessionError::BadRequest(m)
-        | SessionError::Ended(m)
-        | SessionError::Conflict(m)
-        | SessionError::StartFailed(m)
-        | SessionError::Full(m)
-        | SessionError::Internal(m)) = self;
-        f.write_str(m)
-    }
-}
+pub use super::error::SessionError;
+pub use super::info::SessionInfo;
 
 type Result<T> = std::result::Result<T, SessionError>;
 
@@ -78,46 +49,28 @@ pub struct Sessions {
 /// One session.
 pub struct Session {
     pub id: String,
-    record: Mutex<Record>,
-    dir: PathBuf,
-    workdir: String,
-    idle_ttl: Duration,
-    max_lifetime: Duration,
+    pub(super) record: Mutex<Record>,
+    pub(super) dir: PathBuf,
+    pub(super) workdir: String,
+    pub(super) idle_ttl: Duration,
+    pub(super) max_lifetime: Duration,
+    /// Idle time after which the session hibernates (`hibernate/`).
+    pub(super) idle_hibernate: Option<Duration>,
     born: Instant,
-    /// Init's host pid (0 for sessions recovered as ended).
-    init: i32,
-    live: Mutex<Live>,
+    /// Init's host pid (0 while no sandbox runs: ended, hibernated).
+    pub(super) init: AtomicI32,
+    /// The `supervisor` binary and the data directory (a wake starts a sandbox).
+    pub(super) exe: PathBuf,
+    pub(super) data_dir: PathBuf,
+    pub(super) live: Mutex<Live>,
 }
 
-struct Live {
-    process: Process,
-    last_active: Instant,
-    running: u32,
-}
-
-/// What `GET /v1/sessions/{id}` says.
-#[derive(Debug, Serialize)]
-pub struct SessionInfo {
-    pub id: String,
-    /// `running` or `ended`.
-    pub state: &'static str,
-    /// Why it ended: `deleted`, `idle_ttl`, `max_lifetime`, `sandbox_exited`, `daemon_stopped`, `daemon_restarted`.
-    pub reason: Option<String>,
-    pub created_at: u64,
-    pub ended_at: Option<u64>,
-    /// Seconds since the last exec or file request ended (0 while one runs).
-    pub idle_s: f64,
-    pub idle_ttl_s: u64,
-    pub max_lifetime_s: u64,
-    /// Resident memory of the session's processes, bytes.
-    pub memory_bytes: u64,
-    /// The session's processes (besides its init and the process keeping it alive).
-    pub processes: Vec<procs::Process>,
-    pub workdir: String,
-    pub volume: Option<super::spec::VolumeSpec>,
-    pub publish: Vec<String>,
-    /// The template it was made from.
-    pub template: Option<String>,
+pub(super) struct Live {
+    pub(super) process: Process,
+    pub(super) last_active: Instant,
+    pub(super) running: u32,
+    /// Why the last automatic hibernation failed (cleared by activity).
+    pub(super) hibernate_error: Option<String>,
 }
 
 /// An exec's end, or a file request's.
@@ -145,17 +98,16 @@ impl Sessions {
             let session = Session {
                 id: r.id.clone(),
                 workdir: r.spec.workdir(),
+                idle_hibernate: r.spec.idle_hibernate().ok().flatten(),
                 record: Mutex::new(r),
                 dir,
                 idle_ttl,
                 max_lifetime,
                 born: Instant::now(),
-                init: 0,
-                live: Mutex::new(Live {
-                    process: Process::none(),
-                    last_active: Instant::now(),
-                    running: 0,
-                }),
+                init: AtomicI32::new(0),
+                exe: exe.to_path_buf(),
+                data_dir: data_dir.to_path_buf(),
+                live: Mutex::new(Live::new(Process::none())),
             };
             table.insert(session.id.clone(), Arc::new(session));
         }
@@ -174,7 +126,8 @@ impl Sessions {
         if spec.template.is_some() {
             return self.create_from_template(spec);
         }
-        let (idle_ttl, max_lifetime) = spec.lifetimes().map_err(SessionError::BadRequest)?;
+        let lifetimes = spec.lifetimes().map_err(SessionError::BadRequest)?;
+        spec.idle_hibernate().map_err(SessionError::BadRequest)?;
         let volume = spec.volume_name().map_err(SessionError::BadRequest)?;
         let volume_dir = volume
             .as_ref()
@@ -196,6 +149,7 @@ impl Sessions {
             spec: spec.clone(),
             created_at: record::now(),
             ended: None,
+            hibernated: None,
         };
         record.save(&dir).map_err(SessionError::Internal)?;
         let process = match process::start(&self.exe, &dir, &flags) {
@@ -205,7 +159,7 @@ impl Sessions {
                 return Err(e);
             }
         };
-        Ok(self.adopt(record, dir, process, (idle_ttl, max_lifetime)))
+        Ok(self.adopt(record, dir, process, lifetimes))
     }
 
     /// A new session from a template: one of its warm sessions, or, when
@@ -220,7 +174,9 @@ impl Sessions {
         spec.template = Some(name.clone());
         spec.idle_ttl_s = asked.idle_ttl_s.or(spec.idle_ttl_s);
         spec.max_lifetime_s = asked.max_lifetime_s.or(spec.max_lifetime_s);
+        spec.idle_hibernate_s = asked.idle_hibernate_s.or(spec.idle_hibernate_s);
         let lifetimes = spec.lifetimes().map_err(SessionError::BadRequest)?;
+        spec.idle_hibernate().map_err(SessionError::BadRequest)?;
         self.check_room()?;
         let Warm { id, dir, process } = match self.templates.take(&template) {
             Some(warm) => warm,
@@ -231,6 +187,7 @@ impl Sessions {
             spec,
             created_at: record::now(),
             ended: None,
+            hibernated: None,
         };
         if let Err(e) = record.save(&dir) {
             let mut process = process;
@@ -242,9 +199,10 @@ impl Sessions {
         Ok(self.adopt(record, dir, process, lifetimes))
     }
 
-    /// 429 when as many sessions run as the daemon allows.
+    /// 429 when as many sessions run as the daemon allows (hibernated
+    /// ones hold no sandbox and do not count).
     fn check_room(&self) -> Result<()> {
-        let running = self.list().iter().filter(|s| s.is_running()).count();
+        let running = self.list().iter().filter(|s| s.is_awake()).count();
         if running >= self.max_running {
             return Err(SessionError::Full(format!(
                 "{running} sessions are running, the most this daemon allows (--max-sessions)"
@@ -265,17 +223,16 @@ impl Sessions {
         let session = Arc::new(Session {
             id: id.clone(),
             workdir: record.spec.workdir(),
+            idle_hibernate: record.spec.idle_hibernate().ok().flatten(),
             record: Mutex::new(record),
             dir,
             idle_ttl,
             max_lifetime,
             born: Instant::now(),
-            init: process.init,
-            live: Mutex::new(Live {
-                process,
-                last_active: Instant::now(),
-                running: 0,
-            }),
+            init: AtomicI32::new(process.init),
+            exe: self.exe.clone(),
+            data_dir: self.data_dir.clone(),
+            live: Mutex::new(Live::new(process)),
         });
         lock(&self.table).insert(id, session.clone());
         session
@@ -316,6 +273,10 @@ impl Sessions {
         for s in self.list() {
             if let Some(reason) = s.due() {
                 s.end(reason);
+            } else if s.hibernate_due() {
+                if let Err(e) = s.hibernate() {
+                    lock(&s.live).hibernate_error = Some(e.to_string());
+                }
             }
         }
     }
@@ -335,103 +296,38 @@ impl Sessions {
             .map(|_| ())
     }
 
-    /// Ends every running session and every warm one (the daemon is stopping).
+    /// Ends every running session and every warm one (the daemon is
+    /// stopping); hibernated ones stay so, for the next daemon to wake.
     pub fn shutdown(&self) {
         self.templates.shutdown();
-        for s in self.list() {
+        for s in self.list().iter().filter(|s| !s.is_hibernated()) {
             s.end(record::DAEMON_STOPPED);
         }
     }
 }
 
 impl Session {
-    /// Runs `spec` in the session; `sink` gets the output as it is written.
-    pub fn exec(&self, spec: &ExecSpec, sink: &mut dyn FnMut(Stream, &[u8])) -> Result<Outcome> {
-        let timeout = spec.check().map_err(SessionError::BadRequest)?;
-        let env = self.env(&spec::env_strings(&spec.env));
-        let cmd = exec::Command {
-            args: spec.command.clone(),
-            env,
-            cwd: spec.cwd.clone().unwrap_or_else(|| self.workdir.clone()),
-            stdin: spec.stdin.clone().unwrap_or_default().into_bytes(),
-            timeout,
-            cap: OUTPUT_CAP,
-        };
-        self.run(&cmd, sink)
-    }
-
-    /// Writes `data` to `path` (relative to the working directory).
-    pub fn put_file(&self, path: &str, data: Vec<u8>) -> Result<()> {
-        files::check_path(path).map_err(SessionError::BadRequest)?;
-        if data.len() > files::MAX_FILE {
-            return Err(SessionError::BadRequest(format!(
-                "file larger than {} bytes",
-                files::MAX_FILE
-            )));
-        }
-        let cmd = files::put(&self.workdir, path, data, self.env(&[]));
-        let out = self.run(&cmd, &mut |_, _| {})?;
-        match out.exit_code {
-            Some(0) => Ok(()),
-            _ => Err(SessionError::BadRequest(format!(
-                "{path}: {}",
-                one_line(&out.stderr.bytes, "cannot be written")
-            ))),
-        }
-    }
-
-    /// The contents of `path` (relative to the working directory).
-    pub fn get_file(&self, path: &str) -> Result<Vec<u8>> {
-        files::check_path(path).map_err(SessionError::BadRequest)?;
-        let cmd = files::get(&self.workdir, path, self.env(&[]));
-        let out = self.run(&cmd, &mut |_, _| {})?;
-        match out.exit_code {
-            Some(0) if !out.stdout.truncated => Ok(out.stdout.bytes),
-            Some(0) => Err(SessionError::BadRequest(format!(
-                "{path}: larger than {} bytes",
-                files::MAX_FILE
-            ))),
-            Some(files::NOT_A_FILE) => Err(SessionError::NotFound(format!(
-                "{path}: no such file in the session"
-            ))),
-            _ => Err(SessionError::BadRequest(format!(
-                "{path}: {}",
-                one_line(&out.stderr.bytes, "cannot be read")
-            ))),
-        }
-    }
-
-    /// Runs one command, keeping the session busy (not idle) meanwhile.
-    fn run(&self, cmd: &exec::Command, sink: &mut dyn FnMut(Stream, &[u8])) -> Result<Outcome> {
-        {
-            let mut live = lock(&self.live);
-            if let Some(e) = self.ended_error() {
-                return Err(e);
-            }
-            live.running += 1;
-            live.last_active = Instant::now();
-        }
-        let result = exec::run(&self.dir.join(EXEC_SOCKET), self.init, cmd, sink);
-        {
-            let mut live = lock(&self.live);
-            live.running -= 1;
-            live.last_active = Instant::now();
-        }
-        result.map_err(|e| {
-            // A sandbox that went away mid-request ends the session.
-            if let Some(reason) = self.due() {
-                self.end(reason);
-            }
-            self.ended_error().unwrap_or(SessionError::Internal(e))
-        })
-    }
-
     /// Not ended yet.
     pub fn is_running(&self) -> bool {
         lock(&self.record).ended.is_none()
     }
 
-    fn ended_error(&self) -> Option<SessionError> {
+    /// Hibernated (and not ended).
+    pub fn is_hibernated(&self) -> bool {
+        let r = lock(&self.record);
+        r.ended.is_none() && r.hibernated.is_some()
+    }
+
+    /// Running with a sandbox: neither ended nor hibernated.
+    pub fn is_awake(&self) -> bool {
+        self.is_running() && !self.is_hibernated()
+    }
+
+    pub(super) fn init(&self) -> i32 {
+        self.init.load(Ordering::Relaxed)
+    }
+
+    pub(super) fn ended_error(&self) -> Option<SessionError> {
         lock(&self.record)
             .ended
             .as_ref()
@@ -440,12 +336,12 @@ impl Session {
 
     /// The complete environment: the base, the session's, then `extra`;
     /// a later value of a name replaces an earlier one.
-    fn env(&self, extra: &[String]) -> Vec<String> {
+    pub(super) fn env(&self, extra: &[String]) -> Vec<String> {
         spec::command_env(&lock(&self.record).spec.env, extra)
     }
 
     /// Why the session should end now, if it should.
-    fn due(&self) -> Option<&'static str> {
+    pub(super) fn due(&self) -> Option<&'static str> {
         if lock(&self.record).ended.is_some() {
             return None;
         }
@@ -453,6 +349,10 @@ impl Session {
             return Some("max_lifetime");
         }
         let mut live = lock(&self.live);
+        if lock(&self.record).hibernated.is_some() {
+            return (live.running == 0 && live.last_active.elapsed() >= self.idle_ttl)
+                .then_some("idle_ttl");
+        }
         if live.process.exited() {
             return Some("sandbox_exited");
         }
@@ -478,51 +378,21 @@ impl Session {
             }
         }
         lock(&self.live).process.stop();
+        self.init.store(0, Ordering::Relaxed);
         for stale in [EXEC_SOCKET, READY_FILE] {
             let _ = std::fs::remove_file(self.dir.join(stale));
         }
+        hibernate::forget(&self.dir);
     }
+}
 
-    /// The session's state now.
-    pub fn info(&self) -> SessionInfo {
-        let record = lock(&self.record).clone();
-        let running = record.ended.is_none();
-        let (idle, busy) = {
-            let live = lock(&self.live);
-            (live.last_active.elapsed(), live.running > 0)
-        };
-        let mut processes = match running {
-            true => procs::processes(self.init),
-            false => Vec::new(),
-        };
-        let memory_bytes = processes.iter().map(|p| p.rss).sum();
-        let init_command = std::fs::read(format!("/proc/{}/cmdline", self.init))
-            .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
-            .unwrap_or_default();
-        let keeper = processes
-            .iter()
-            .find(|p| p.command == "sleep infinity")
-            .map(|p| p.pid);
-        processes.retain(|p| Some(p.pid) != keeper && p.command != init_command.trim_end());
-        SessionInfo {
-            id: self.id.clone(),
-            state: if running { "running" } else { "ended" },
-            reason: record.ended.as_ref().map(|e| e.reason.clone()),
-            created_at: record.created_at,
-            ended_at: record.ended.as_ref().map(|e| e.at),
-            idle_s: if busy || !running {
-                0.0
-            } else {
-                idle.as_secs_f64()
-            },
-            idle_ttl_s: self.idle_ttl.as_secs(),
-            max_lifetime_s: self.max_lifetime.as_secs(),
-            memory_bytes,
-            processes,
-            workdir: self.workdir.clone(),
-            volume: record.spec.volume.clone(),
-            publish: record.spec.publish.clone(),
-            template: record.spec.template.clone(),
+impl Live {
+    fn new(process: Process) -> Live {
+        Live {
+            process,
+            last_active: Instant::now(),
+            running: 0,
+            hibernate_error: None,
         }
     }
 }

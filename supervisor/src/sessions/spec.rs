@@ -54,6 +54,10 @@ pub struct SessionSpec {
     /// sandbox and processes; only the lifetimes may be given besides.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub template: Option<String>,
+    /// Seconds without an exec or file request before the session
+    /// hibernates (none: only when asked).
+    #[serde(default)]
+    pub idle_hibernate_s: Option<u64>,
 }
 
 /// A session's limits (those of `supervisor run`: the whole sandbox's).
@@ -212,8 +216,19 @@ impl SessionSpec {
             || !self.env.is_empty()
             || self.volume.is_some();
         match shaped {
-            true => Err("a session made from a template takes its limits, egress, env, publish and volume from the template: give only template, idle_ttl_s and max_lifetime_s".into()),
+            true => Err("a session made from a template takes its limits, egress, env, publish and volume from the template: give only template, idle_ttl_s, max_lifetime_s and idle_hibernate_s".into()),
             false => Ok(()),
+        }
+    }
+
+    /// The idle time after which the session hibernates, checked.
+    pub fn idle_hibernate(&self) -> Result<Option<Duration>, String> {
+        match self.idle_hibernate_s {
+            None => Ok(None),
+            Some(n @ 1..=MAX_SECONDS) => Ok(Some(Duration::from_secs(n))),
+            Some(n) => Err(format!(
+                "idle_hibernate_s {n}: must be at least 1 and at most {MAX_SECONDS} seconds"
+            )),
         }
     }
 

@@ -126,10 +126,17 @@ pub const FCNTL: &[u32] = &[
     1034, // F_GET_SEALS
 ];
 
-/// prctl options a program uses on itself. Left out (EINVAL): PR_SET_MM
-/// (rewrites the memory map's bounds), timing and TSC controls, machine
-/// check policy, perf events, syscall user dispatch, core scheduling,
-/// KSM merging, the I/O flusher flag.
+/// prctl options a program uses on itself. Left out (EINVAL): timing and
+/// TSC controls, machine check policy, perf events, syscall user
+/// dispatch, core scheduling, KSM merging, the I/O flusher flag.
+/// PR_SET_MM passes, for what the kernel grants without privilege:
+/// PR_SET_MM_MAP (a process's own memory-map bounds: code, data, heap,
+/// stack, arguments, environment, each validated against its maps and
+/// its data limit), which a woken session's restorer sets in the
+/// restored process (`sandbox/src/checkpoint/restore.rs`); replacing
+/// the exe link needs CAP_CHECKPOINT_RESTORE or CAP_SYS_ADMIN, and every
+/// single-field PR_SET_MM_* option CAP_SYS_RESOURCE in the initial user
+/// namespace, none of which a guest holds (docs/policy.md).
 pub const PRCTL: &[u32] = &[
     1,           // PR_SET_PDEATHSIG
     2,           // PR_GET_PDEATHSIG
@@ -147,6 +154,7 @@ pub const PRCTL: &[u32] = &[
     28,          // PR_SET_SECUREBITS
     29,          // PR_SET_TIMERSLACK
     30,          // PR_GET_TIMERSLACK
+    35,          // PR_SET_MM (PR_SET_MM_MAP; the rest EPERM: see above)
     36,          // PR_SET_CHILD_SUBREAPER
     37,          // PR_GET_CHILD_SUBREAPER
     38,          // PR_SET_NO_NEW_PRIVS

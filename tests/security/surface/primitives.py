@@ -55,6 +55,21 @@ def in_child(f):
     return out
 
 
+def set_mm_map(keep_exe):
+    """prctl(PR_SET_MM, PR_SET_MM_MAP) with this process's own bounds
+    (/proc/self/stat) and, unless keep_exe, a new exe link."""
+    f = open("/proc/self/stat").read().rsplit(")", 1)[1].split()
+    field = lambda n: int(f[n - 3])
+    libc.sbrk.restype = ctypes.c_void_p
+    bounds = [field(26), field(27), field(45), field(46), field(47),
+              libc.sbrk(0), field(28), field(48), field(49), field(50), field(51), 0]
+    exe = 0xFFFFFFFF if keep_exe else os.open("/proc/self/exe", os.O_RDONLY)
+    m = (ctypes.c_uint64 * 12)(*bounds)
+    buf = bytes(m) + (0).to_bytes(4, "little") + exe.to_bytes(4, "little")
+    arg = ctypes.create_string_buffer(buf, len(buf))
+    return name(sc("prctl", 35, 14, arg, len(buf), 0))
+
+
 def aio_read(path):
     """Reads 16 bytes of path the way a libaio user does: kernel AIO when
     io_setup works, else (ENOSYS, as fio, MySQL and QEMU do) a plain pread."""
@@ -209,6 +224,14 @@ def main(scratch):
     same("PR_GET_NAME", buf.value)
     tsc = ctypes.c_int(0)
     own("PR_GET_TSC", name(sc("prctl", 25, ctypes.byref(tsc), 0, 0, 0)))
+    # PR_SET_MM: the map form, the one the kernel grants without privilege,
+    # passes; its exe link and the single-field forms need capabilities.
+    size = ctypes.c_uint(0)
+    same("PR_SET_MM_MAP_SIZE",
+         f'{name(sc("prctl", 35, 15, ctypes.byref(size), 0, 0))} {size.value}')
+    own("PR_SET_MM_MAP", in_child(lambda: set_mm_map(keep_exe=True)))
+    own("PR_SET_MM_MAP exe_fd", in_child(lambda: set_mm_map(keep_exe=False)))
+    own("PR_SET_MM_START_BRK", in_child(lambda: name(sc("prctl", 35, 6, 1, 0, 0))))
 
     # personality: Docker's list.
     same("personality query", in_child(lambda: sc("personality", 0xFFFFFFFF)) != "")

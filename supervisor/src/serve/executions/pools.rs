@@ -32,6 +32,9 @@ pub struct Pools {
 struct Live {
     next: u64,
     pools: HashMap<Shape, PoolChild>,
+    /// The daemon is stopping: no pool starts any more (one started
+    /// after [`Pools::shut_down`] would outlive the daemon).
+    closed: bool,
 }
 
 struct PoolChild {
@@ -63,6 +66,9 @@ impl Pools {
             return None;
         }
         let mut live = self.live.lock().await;
+        if live.closed {
+            return None;
+        }
         if let Some(pool) = live.pools.get_mut(shape) {
             if matches!(pool.child.try_wait(), Ok(None)) {
                 return Some(pool.socket.clone());
@@ -110,9 +116,10 @@ impl Pools {
     }
 
     /// Ends every pool: SIGTERM (each tears its idle sandboxes down),
-    /// then waits for it.
+    /// then waits for it; none starts afterwards.
     pub async fn shut_down(&self) {
         let mut live = self.live.lock().await;
+        live.closed = true;
         for (_, pool) in live.pools.drain() {
             drop(pool);
         }

@@ -5,8 +5,10 @@
 //! volumes and reaper are `crate::sessions`'; this module only maps HTTP
 //! onto them (blocking work on tokio's blocking threads) and their
 //! errors onto statuses: unknown id 404, bad request 400, ended session
-//! 409, a sandbox that would not start with what was asked (or a
-//! template's setup that failed) 422, past `--max-sessions` 429. A
+//! or one busy for the request 409, a template name taken 409, a
+//! sandbox that would not start with what was asked (or a template's
+//! setup that failed) or a session that cannot hibernate or wake 422,
+//! past `--max-sessions` 429, a disk too full to hibernate 507. A
 //! session made from a template (`{"template": NAME}`) is handed one of
 //! its warm sessions (`crate::sessions::templates`).
 //!
@@ -41,6 +43,8 @@ pub fn routes() -> Router<Arc<Serve>> {
         .route("/v1/sessions", post(create).get(list))
         .route("/v1/sessions/{id}", get(show).delete(delete))
         .route("/v1/sessions/{id}/exec", post(exec))
+        .route("/v1/sessions/{id}/hibernate", post(hibernate))
+        .route("/v1/sessions/{id}/wake", post(wake))
         .route(
             "/v1/sessions/{id}/files/{*path}",
             get(get_file).put(put_file),
@@ -52,8 +56,11 @@ pub fn api_error(e: SessionError) -> ApiError {
     let status = match &e {
         SessionError::NotFound(_) => StatusCode::NOT_FOUND,
         SessionError::BadRequest(_) => StatusCode::BAD_REQUEST,
-        SessionError::Ended(_) | SessionError::Conflict(_) => StatusCode::CONFLICT,
-        SessionError::StartFailed(_) => StatusCode::UNPROCESSABLE_ENTITY,
+        SessionError::Ended(_) | SessionError::Conflict(_) | SessionError::Busy(_) => {
+            StatusCode::CONFLICT
+        }
+        SessionError::StartFailed(_) | SessionError::Refused(_) => StatusCode::UNPROCESSABLE_ENTITY,
+        SessionError::Storage(_) => StatusCode::INSUFFICIENT_STORAGE,
         SessionError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         SessionError::Full(_) => return ApiError::too_many(e.to_string(), 5),
     };
@@ -111,6 +118,28 @@ async fn delete(
         sessions.get(&id).map(|s| s.info())
     })
     .await?;
+    Ok(Json(info).into_response())
+}
+
+/// Hibernates the session: its processes saved, its sandbox ended; the
+/// answer is its state (`hibernated`, what was saved).
+async fn hibernate(
+    State(serve): State<Arc<Serve>>,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
+    let session = serve.sessions.get(&id).map_err(api_error)?;
+    let info = blocking(move || session.hibernate().map(|_| session.info())).await?;
+    Ok(Json(info).into_response())
+}
+
+/// Wakes the session (a new sandbox, its processes restored); the answer
+/// is its state.
+async fn wake(
+    State(serve): State<Arc<Serve>>,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
+    let session = serve.sessions.get(&id).map_err(api_error)?;
+    let info = blocking(move || session.wake().map(|()| session.info())).await?;
     Ok(Json(info).into_response())
 }
 

@@ -24,7 +24,10 @@ fn path_param() -> Value {
 pub fn openapi() -> Value {
     let e400 = error_response("Bad request (unknown field, bad limit, bad path)");
     let e404 = error_response("No such session (or file)");
-    let e409 = error_response("The session has ended");
+    let e409 = error_response("The session has ended (or is busy for this request)");
+    let e422 =
+        error_response("The session cannot be hibernated, or its saved state cannot be restored");
+    let e507 = error_response("The disk cannot take the session's state; it keeps running");
     let e401 = error_response("No valid bearer token (TCP only)");
     let e413 = error_response("The body is larger than --max-body");
     json!({
@@ -78,6 +81,26 @@ pub fn openapi() -> Value {
                     }
                 }
             },
+            "/v1/sessions/{id}/hibernate": {
+                "parameters": [id_param()],
+                "post": {
+                    "summary": "Hibernate the session: its processes saved under the data directory, its sandbox ended",
+                    "description": "409 while a command runs or a process is inside a call the sandbox serves; 422 when a process holds what cannot be saved (threads, pipes, sockets); 507 when the disk cannot take the state (the session keeps running).",
+                    "operationId": "hibernateSession",
+                    "responses": { "200": ok_json("Hibernated", "Session"), "401": e401, "404": e404,
+                        "409": e409, "422": e422, "507": e507 }
+                }
+            },
+            "/v1/sessions/{id}/wake": {
+                "parameters": [id_param()],
+                "post": {
+                    "summary": "Wake a hibernated session (its next exec or file request does too)",
+                    "description": "422 when the saved state does not match its manifest (truncated, altered) or cannot be restored; the session then stays hibernated.",
+                    "operationId": "wakeSession",
+                    "responses": { "200": ok_json("Awake", "Session"), "401": e401, "404": e404,
+                        "409": e409, "422": e422 }
+                }
+            },
             "/v1/sessions/{id}/files/{path}": {
                 "parameters": [id_param(), path_param()],
                 "get": {
@@ -124,8 +147,10 @@ pub fn openapi() -> Value {
                             "path": { "type": "string", "default": "/data" } } },
                     "idle_ttl_s": { "type": "integer", "minimum": 1, "maximum": 2592000, "default": 900 },
                     "max_lifetime_s": { "type": "integer", "minimum": 1, "maximum": 2592000, "default": 86400 },
+                    "idle_hibernate_s": { "type": "integer", "minimum": 1, "maximum": 2592000,
+                        "description": "idle seconds before the session hibernates; none: only when asked" },
                     "template": { "type": "string",
-                        "description": "Make the session from this template (/v1/templates): its limits, egress and env, its setup's processes already running; only idle_ttl_s and max_lifetime_s may be given besides" }
+                        "description": "Make the session from this template (/v1/templates): its limits, egress and env, its setup's processes already running; only idle_ttl_s, max_lifetime_s and idle_hibernate_s may be given besides" }
                 }
             },
             "Session": {
@@ -134,7 +159,7 @@ pub fn openapi() -> Value {
                     "memory_bytes", "processes", "workdir", "publish"],
                 "properties": {
                     "id": { "type": "string" },
-                    "state": { "type": "string", "enum": ["running", "ended"] },
+                    "state": { "type": "string", "enum": ["running", "hibernated", "ended"] },
                     "reason": { "type": "string", "nullable": true,
                         "description": "deleted, idle_ttl, max_lifetime, sandbox_exited, daemon_stopped, daemon_restarted" },
                     "created_at": { "type": "integer" },
@@ -150,7 +175,13 @@ pub fn openapi() -> Value {
                     "volume": { "type": "object", "nullable": true, "properties": {
                         "name": { "type": "string" }, "path": { "type": "string" } } },
                     "publish": { "type": "array", "items": { "type": "string" } },
-                    "template": { "type": "string", "nullable": true }
+                    "template": { "type": "string", "nullable": true },
+                    "idle_hibernate_s": { "type": "integer", "nullable": true },
+                    "hibernated": { "type": "object", "nullable": true,
+                        "description": "while hibernated: the processes and bytes of memory saved",
+                        "properties": { "processes": { "type": "integer" }, "memory_bytes": { "type": "integer" } } },
+                    "hibernate_error": { "type": "string", "nullable": true,
+                        "description": "why the last automatic hibernation failed" }
                 }
             },
             "SessionList": {

@@ -1,0 +1,182 @@
+//! A session's hibernation and wake as steps of its lifecycle: when it
+//! may hibernate (idle, not busy), what its record says meanwhile, and
+//! the new sandbox a wake starts from the session's request before its
+//! processes are restored in it. A template's warm session not yet
+//! handed out is no [`Session`] and never hibernates; a session made
+//! from a template is one like any other.
+//!
+//! Owns these transitions; not the saved files (`mod.rs`), nor the
+//! session's table, its requests or its end (`registry.rs`).
+
+use std::sync::atomic::Ordering;
+use std::time::Instant;
+
+use super::super::host::{EXEC_SOCKET, READY_FILE};
+use super::super::process;
+use super::super::registry::{lock, Live, Session, SessionError};
+use super::super::volume;
+use super::Saved;
+
+type Result<T> = std::result::Result<T, SessionError>;
+
+impl Session {
+    /// Saves the session's processes and ends its sandbox; the session
+    /// stays, `hibernated`, until its next request or [`wake`](Self::wake).
+    pub fn hibernate(&self) -> Result<Saved> {
+        let mut live = lock(&self.live);
+        if let Some(e) = self.ended_error() {
+            return Err(e);
+        }
+        if let Some(saved) = lock(&self.record).hibernated.clone() {
+            return Ok(saved);
+        }
+        if live.running > 0 {
+            return Err(SessionError::Busy(
+                "a command or file request is running in the session: hibernate after it ends"
+                    .into(),
+            ));
+        }
+        let pids: Vec<i32> = self
+            .guest_processes()
+            .into_iter()
+            .map(|p| p.host_pid)
+            .collect();
+        let saved = super::save(&self.exe, &self.dir, &pids)?;
+        {
+            let mut record = lock(&self.record);
+            record.hibernated = Some(saved.clone());
+            record.save(&self.dir).map_err(SessionError::Internal)?;
+        }
+        live.process.stop();
+        self.init.store(0, Ordering::Relaxed);
+        remove_stale(&self.dir);
+        live.hibernate_error = None;
+        Ok(saved)
+    }
+
+    /// Wakes the hibernated session (nothing to do for an awake one).
+    pub fn wake(&self) -> Result<()> {
+        let mut live = lock(&self.live);
+        if let Some(e) = self.ended_error() {
+            return Err(e);
+        }
+        if self.is_hibernated() {
+            self.wake_locked(&mut live)?;
+        }
+        Ok(())
+    }
+
+    /// A new sandbox of the session's request, its processes restored in
+    /// it. On an error the new sandbox goes and the session stays
+    /// hibernated, its state as it was.
+    pub(in super::super) fn wake_locked(&self, live: &mut Live) -> Result<()> {
+        let spec = lock(&self.record).spec.clone();
+        let volume_dir = spec
+            .volume_name()
+            .map_err(SessionError::Internal)?
+            .map(|name| volume::dir(&self.data_dir, &name));
+        if let Some(dir) = &volume_dir {
+            volume::ensure(dir).map_err(SessionError::Internal)?;
+        }
+        let mut flags = spec
+            .run_flags(volume_dir.as_deref())
+            .map_err(SessionError::Internal)?;
+        flags.extend(super::clocks::flag(&super::state_dir(&self.dir)));
+        // The images are checked (SHA-256) while the sandbox starts and
+        // the processes are restored into it, held stopped: they go on
+        // only once the check has passed.
+        let begun = Instant::now();
+        let socket = self.dir.join(EXEC_SOCKET);
+        let (checked, restored) = std::thread::scope(|s| {
+            let check = s.spawn(|| {
+                let t = Instant::now();
+                super::check(&self.dir).map(|n| (n, t.elapsed()))
+            });
+            let restored = (|| {
+                let count = super::image_count(&self.dir)?;
+                let mut new = process::start(&self.exe, &self.dir, &flags)?;
+                let sandbox_time = begun.elapsed();
+                let env = self.env(&[]);
+                match super::restore_held(&self.exe, &self.dir, &socket, new.init, env, count) {
+                    Ok(held) => Ok((new, held, sandbox_time)),
+                    Err(e) => {
+                        new.stop();
+                        Err(e)
+                    }
+                }
+            })();
+            let checked = check.join().unwrap_or_else(|_| {
+                Err(SessionError::Internal(
+                    "checking the saved state panicked".into(),
+                ))
+            });
+            (checked, restored)
+        });
+        let (mut new, held, sandbox_time) = match restored {
+            Ok(r) => r,
+            Err(e) => {
+                remove_stale(&self.dir);
+                // The check's reason first: it names the damaged image.
+                return Err(checked.err().unwrap_or(e));
+            }
+        };
+        let check_time = match checked {
+            Ok((_, t)) => t,
+            Err(e) => {
+                held.abort();
+                new.stop();
+                remove_stale(&self.dir);
+                return Err(e);
+            }
+        };
+        let (stubs_time, restore_time) = held.times;
+        if let Err(e) = held.release() {
+            new.stop();
+            remove_stale(&self.dir);
+            return Err(e);
+        }
+        // One line per wake: where its time went (docs/sessions.md, Speed).
+        let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
+        eprintln!(
+            "supervisor: sessions: {} woke in {:.1} ms: sandbox {:.1} ms, stubs {:.1} ms, restore {:.1} ms, check {:.1} ms (beside them)",
+            self.id,
+            ms(begun.elapsed()),
+            ms(sandbox_time),
+            ms(stubs_time),
+            ms(restore_time),
+            ms(check_time)
+        );
+        self.init.store(new.init, Ordering::Relaxed);
+        live.process = new;
+        {
+            let mut record = lock(&self.record);
+            record.hibernated = None;
+            if let Err(e) = record.save(&self.dir) {
+                eprintln!("supervisor: sessions: {e}");
+            }
+        }
+        super::forget(&self.dir);
+        live.last_active = Instant::now();
+        Ok(())
+    }
+
+    /// Whether the session has been idle past its `idle_hibernate_s`
+    /// (and the last attempt did not fail).
+    pub(in super::super) fn hibernate_due(&self) -> bool {
+        let Some(after) = self.idle_hibernate else {
+            return false;
+        };
+        if !self.is_awake() {
+            return false;
+        }
+        let live = lock(&self.live);
+        live.running == 0 && live.hibernate_error.is_none() && live.last_active.elapsed() >= after
+    }
+}
+
+/// The files of a sandbox that no longer runs.
+fn remove_stale(dir: &std::path::Path) {
+    for stale in [EXEC_SOCKET, READY_FILE] {
+        let _ = std::fs::remove_file(dir.join(stale));
+    }
+}
