@@ -428,3 +428,11 @@ impl LinuxPids {
 
 #[cfg(test)]
 mod tests;
+
+/// A config.json with only these `linux.namespaces` (a JSON array), for
+/// the tests of the modules that read them.
+#[cfg(test)]
+pub(super) fn spec_with_namespaces(namespaces: &str) -> Spec {
+    let json = format!(r#"{{"linux": {{"namespaces": {namespaces}}}}}"#);
+    serde_json::from_str(&json).expect("a test's namespaces")
+}

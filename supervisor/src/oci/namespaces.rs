@@ -78,10 +78,7 @@ fn path_of(spec: &Spec, typ: &str) -> Option<PathBuf> {
 mod tests {
     use super::*;
 
-    fn spec(namespaces: &str) -> Spec {
-        let json = format!(r#"{{"linux": {{"namespaces": {namespaces}}}}}"#);
-        serde_json::from_str(&json).unwrap()
-    }
+    use crate::oci::config::spec_with_namespaces as spec;
 
     #[test]
     fn ipc_and_uts_paths_are_joined_and_pid_ones_are_not() {

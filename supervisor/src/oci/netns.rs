@@ -131,10 +131,7 @@ fn write_sysctls(sysctls: &[(String, String)]) -> Result<(), String> {
 mod tests {
     use super::*;
 
-    fn spec(namespaces: &str) -> Spec {
-        let json = format!(r#"{{"linux": {{"namespaces": {namespaces}}}}}"#);
-        serde_json::from_str(&json).unwrap()
-    }
+    use crate::oci::config::spec_with_namespaces as spec;
 
     #[test]
     fn the_network_entry_says_which_namespace() {
