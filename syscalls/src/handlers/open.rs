@@ -117,7 +117,8 @@ pub fn openat(ctx: &Context, g: &dyn Guest, dirfd: i32, path: u64, flags: u32, m
     // while the root's entries are those granted, every file but a name
     // made in the root itself lies beneath a grant, and the kernel opens
     // it (a create is resolved first, `decide`).
-    if read_write(flags) && flags & O_CREAT == 0 && root_as_granted(ctx) {
+    if ctx.continue_plain_opens && read_write(flags) && flags & O_CREAT == 0 && root_as_granted(ctx)
+    {
         return Ok(Reply::Continue);
     }
     open_common(ctx, g, dirfd, path, flags, mode, 0)
