@@ -117,8 +117,7 @@ pub fn openat(ctx: &Context, g: &dyn Guest, dirfd: i32, path: u64, flags: u32, m
     // while the root's entries are those granted, every file but a name
     // made in the root itself lies beneath a grant, and the kernel opens
     // it (a create is resolved first, `decide`).
-    if ctx.continue_plain_opens && read_write(flags) && flags & O_CREAT == 0 && root_as_granted(ctx)
-    {
+    if read_write(flags) && flags & O_CREAT == 0 && continues_at_once(ctx) {
         return Ok(Reply::Continue);
     }
     open_common(ctx, g, dirfd, path, flags, mode, 0)
@@ -305,18 +304,7 @@ fn decide(
         Err(e) => return Err(e),
     };
     if read_write(flags) {
-        // The guest's domain checks it as a read: served as the caller
-        // where the kernel would refuse it (`procfs/fence.rs`).
-        return Ok(match &ctx.fence {
-            Some(fence) if !fence.root_as_granted(&ctx.fs) => {
-                let st = vfs::sys::fstat(object.as_fd())?;
-                match fence.leaves_read_write(&ctx.fs, &object, &st) {
-                    true => Decision::Kernel,
-                    false => Decision::Serve(None),
-                }
-            }
-            _ => Decision::Kernel,
-        });
+        return open_read_write(ctx, &object);
     }
     // Only reads are served (see procfs::substitute): an open that
     // writes is the guest's own, with its own credentials, or nothing.
@@ -334,12 +322,38 @@ fn decide(
     }
 }
 
+/// Whether an `O_RDWR` open that creates nothing may be CONTINUEd
+/// without a lookup: the root's entries are those granted. (Apart, so
+/// that the handler's common paths keep their code.)
+#[inline(never)]
+fn continues_at_once(ctx: &Context) -> bool {
+    ctx.continue_plain_opens && root_as_granted(ctx)
+}
+
+/// Who opens an existing `object` for reading and writing: the kernel,
+/// unless the guest's domain, which checks it as a read, would refuse it
+/// (`procfs/fence.rs`); then the supervisor, as the caller.
+#[inline(never)]
+fn open_read_write(ctx: &Context, object: &OwnedFd) -> Result<Decision, Errno> {
+    Ok(match &ctx.fence {
+        Some(fence) if !fence.root_as_granted(&ctx.fs) => {
+            let st = vfs::sys::fstat(object.as_fd())?;
+            match fence.leaves_read_write(&ctx.fs, object, &st) {
+                true => Decision::Kernel,
+                false => Decision::Serve(None),
+            }
+        }
+        _ => Decision::Kernel,
+    })
+}
+
 /// Who makes a file that an `O_RDWR | O_CREAT` open names and that does
 /// not exist yet: the kernel where the new file lies beneath a grant of
 /// the guest's domain (or on procfs: the kernel's answer), the supervisor,
 /// as the caller, where it would not (in the root itself, or in a
 /// directory made there since the start). A path whose directory cannot
 /// be resolved is served too, for the open's own error.
+#[inline(never)]
 fn create_read_write(
     ctx: &Context,
     fence: &procfs::Fence,

@@ -73,8 +73,7 @@ pub fn entry(nr: S) -> Entry {
         // ([`rule_without_fast_reads`]).
         S::open => serve_if(OPEN_READS_ARG1, calls::open),
         S::openat => serve_if_either(
-            OPEN_READS_UNMARKED_ARG2,
-            OPEN_READ_WRITE_ARG2,
+            &[OPEN_READS_UNMARKED_ARG2, OPEN_READ_WRITE_ARG2],
             calls::openat,
         ),
         S::creat => PASS,

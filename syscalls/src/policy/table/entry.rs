@@ -72,12 +72,11 @@ pub(super) const fn serve_if(conds: &'static [Cond], handler: Handler) -> Entry 
 /// Serviced by `handler` when every condition of either list holds;
 /// passes otherwise.
 pub(super) const fn serve_if_either(
-    first: &'static [Cond],
-    second: &'static [Cond],
+    either: &'static [&'static [Cond]; 2],
     handler: Handler,
 ) -> Entry {
     Entry {
-        rule: Rule::ServiceIfEither(first, second),
+        rule: Rule::ServiceIfEither(either),
         handler: Some(handler),
     }
 }
