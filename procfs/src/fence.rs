@@ -14,7 +14,8 @@
 //! Owns: the choice of the grants (shared by init, which makes the rules,
 //! and the handlers), and [`Fence::admits`]: whether an object the VFS
 //! resolved lies beneath a grant, so that a read open CONTINUEd to it
-//! succeeds. Does not own: the Landlock calls
+//! succeeds ([`Fence::leaves_read_write`] the same for an `O_RDWR` open,
+//! which the domain checks as a read too). Does not own: the Landlock calls
 //! (`sandbox/src/sys/landlock.rs`), nor what is served instead
 //! (the syscalls crate's `handlers/open.rs`, `served.rs`).
 //!
@@ -171,14 +172,44 @@ impl Fence {
             };
             return path.is_some_and(|p| native_in_proc(&p));
         }
-        let object = object.fd;
         // Every mount but procfs was made at start-up beneath a granted
         // entry; what the guest made at the root since is beneath none.
         // (Devices do not tell: an overlay root, `--rootfs` and OCI,
         // reports its files' as its layers'.)
-        let root = vfs::sys::fstat(fs.root());
-        root.is_ok_and(|st| root_times(&st) == self.root_times)
+        self.root_as_granted(fs) || self.beneath_granted_entry(fs, object.fd)
+    }
+
+    /// Whether the root's entries are still those granted (its times
+    /// unchanged since the grants were listed, one stat): every object
+    /// but procfs's, and but a name made in the root now, then lies
+    /// beneath a grant.
+    pub fn root_as_granted(&self, fs: &Resolver) -> bool {
+        vfs::sys::fstat(fs.root()).is_ok_and(|st| root_times(&st) == self.root_times)
+    }
+
+    /// Whether an open of `object` (which the VFS resolved; `st` its
+    /// stat) for reading and writing may be left to the kernel: a
+    /// directory (which no such open opens), a file of the kernel's
+    /// procfs (whose answer, to a write above all, stays the kernel's:
+    /// the supervisor never opens one for writing), or one beneath a
+    /// grant. False also when that cannot be told: the open is then
+    /// served, as the caller.
+    pub fn leaves_read_write(&self, fs: &Resolver, object: &OwnedFd, st: &libc::stat) -> bool {
+        st.st_mode & libc::S_IFMT == libc::S_IFDIR
+            || Some(st.st_dev) == self.proc_dev
             || self.beneath_granted_entry(fs, object)
+    }
+
+    /// Whether a file made in the directory `parent` (`st` its stat)
+    /// lies beneath a grant, or on procfs (where the kernel's answer
+    /// stays): never in the root itself, which no grant covers.
+    pub fn grants_beneath(&self, fs: &Resolver, parent: &OwnedFd, st: &libc::stat) -> bool {
+        if Some(st.st_dev) == self.proc_dev {
+            return true;
+        }
+        let root = vfs::sys::fstat(fs.root());
+        let is_root = root.is_ok_and(|r| (r.st_dev, r.st_ino) == (st.st_dev, st.st_ino));
+        !is_root && (self.root_as_granted(fs) || self.beneath_granted_entry(fs, parent))
     }
 
     /// Whether a name was made, removed or replaced at the root since the

@@ -55,7 +55,7 @@
  *                 /tmp (the layer's, supervised)                  [pass]
  *   scratch_read  openat(AT_FDCWD, SCRATCH/cu.PID.rw, O_RDONLY) + close: a read
  *                 open in the layer's /tmp              [fast read + pass]
- *   scratch_rdwr  the same with O_RDWR                           [pass]
+ *   scratch_rdwr  the same with O_RDWR  [serviced: CONTINUE, the root unchanged]
  *                 (the file is made at the first use of either)
  *   inotify_watch inotify_add_watch(inotify fd, DIR, IN_OPEN|IN_CREATE|IN_DELETE)
  *                 + inotify_rm_watch: a file watcher's per-directory call, on

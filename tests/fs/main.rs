@@ -29,6 +29,7 @@ mod make_names;
 mod mounts;
 mod path_attrs;
 mod remount_ro;
+mod root_writes;
 mod rw_mounts;
 mod static_reads;
 mod view;

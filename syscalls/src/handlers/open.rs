@@ -113,6 +113,13 @@ fn check_how(flags: u64, mode: u64, res: u64) -> Result<(), Errno> {
 pub fn openat(ctx: &Context, g: &dyn Guest, dirfd: i32, path: u64, flags: u32, mode: u32) -> Res {
     let (flags, mode) = legacy_how(flags, mode);
     check_how(flags, mode, 0)?;
+    // The filter traps O_RDWR for the guest's Landlock domain alone:
+    // while the root's entries are those granted, every file but a name
+    // made in the root itself lies beneath a grant, and the kernel opens
+    // it (a create is resolved first, `decide`).
+    if read_write(flags) && flags & O_CREAT == 0 && continues_at_once(ctx) {
+        return Ok(Reply::Continue);
+    }
     open_common(ctx, g, dirfd, path, flags, mode, 0)
 }
 
@@ -288,9 +295,17 @@ fn decide(
     let probe = (flags as i32 & (libc::O_NOFOLLOW | libc::O_DIRECTORY)) | libc::O_PATH;
     let object = match ctx.fs.open(at, path, probe, 0, res) {
         Ok(object) => object,
-        Err(Errno::ENOENT) if will_create(flags) => return Ok(Decision::Kernel),
+        Err(Errno::ENOENT) if will_create(flags) => {
+            return match (&ctx.fence, read_write(flags)) {
+                (Some(fence), true) => Ok(create_read_write(ctx, fence, at, path, res)),
+                _ => Ok(Decision::Kernel),
+            };
+        }
         Err(e) => return Err(e),
     };
+    if read_write(flags) {
+        return open_read_write(ctx, &object);
+    }
     // Only reads are served (see procfs::substitute): an open that
     // writes is the guest's own, with its own credentials, or nothing.
     let reads = flags & (O_ACCMODE | O_PATH) == libc::O_RDONLY as u64;
@@ -305,6 +320,84 @@ fn decide(
     } else {
         Ok(Decision::Kernel)
     }
+}
+
+/// Whether an `O_RDWR` open that creates nothing may be CONTINUEd
+/// without a lookup: the root's entries are those granted. (Apart, so
+/// that the handler's common paths keep their code.)
+#[inline(never)]
+fn continues_at_once(ctx: &Context) -> bool {
+    ctx.continue_plain_opens && root_as_granted(ctx)
+}
+
+/// Who opens an existing `object` for reading and writing: the kernel,
+/// unless the guest's domain, which checks it as a read, would refuse it
+/// (`procfs/fence.rs`); then the supervisor, as the caller.
+#[inline(never)]
+fn open_read_write(ctx: &Context, object: &OwnedFd) -> Result<Decision, Errno> {
+    Ok(match &ctx.fence {
+        Some(fence) if !fence.root_as_granted(&ctx.fs) => {
+            let st = vfs::sys::fstat(object.as_fd())?;
+            match fence.leaves_read_write(&ctx.fs, object, &st) {
+                true => Decision::Kernel,
+                false => Decision::Serve(None),
+            }
+        }
+        _ => Decision::Kernel,
+    })
+}
+
+/// Who makes a file that an `O_RDWR | O_CREAT` open names and that does
+/// not exist yet: the kernel where the new file lies beneath a grant of
+/// the guest's domain (or on procfs: the kernel's answer), the supervisor,
+/// as the caller, where it would not (in the root itself, or in a
+/// directory made there since the start). A path whose directory cannot
+/// be resolved is served too, for the open's own error.
+#[inline(never)]
+fn create_read_write(
+    ctx: &Context,
+    fence: &procfs::Fence,
+    at: &vfs::At<'_>,
+    path: &std::ffi::CStr,
+    res: u64,
+) -> Decision {
+    let Some(parent) = parent_of(path.to_bytes()) else {
+        // A trailing slash: the kernel's EISDIR.
+        return Decision::Kernel;
+    };
+    let Ok(parent) = std::ffi::CString::new(parent) else {
+        return Decision::Serve(None);
+    };
+    let dir_flags = libc::O_PATH | libc::O_DIRECTORY;
+    let granted = ctx
+        .fs
+        .open(at, &parent, dir_flags, 0, res)
+        .and_then(|dir| Ok(fence.grants_beneath(&ctx.fs, &dir, &vfs::sys::fstat(dir.as_fd())?)));
+    match granted {
+        Ok(true) => Decision::Kernel,
+        Ok(false) | Err(_) => Decision::Serve(None),
+    }
+}
+
+/// The directory part of an open's path: `/` for a name in the root,
+/// `.` for a bare name; `None` when the path ends in a slash.
+fn parent_of(path: &[u8]) -> Option<&[u8]> {
+    if path.last() == Some(&b'/') {
+        return None;
+    }
+    Some(match path.iter().rposition(|&b| b == b'/') {
+        Some(0) => b"/",
+        Some(i) => &path[..i],
+        None => b".",
+    })
+}
+
+/// Whether the guest has no fence, or its root's entries are still
+/// those the fence granted.
+fn root_as_granted(ctx: &Context) -> bool {
+    ctx.fence
+        .as_ref()
+        .is_none_or(|f| f.root_as_granted(&ctx.fs))
 }
 
 /// Before a read under a process's `/proc/<pid>/net`, where the kernel
@@ -352,6 +445,13 @@ fn is_regular(st: &libc::stat) -> bool {
     st.st_mode & libc::S_IFMT == libc::S_IFREG
 }
 
+/// Whether an open asks for reading and writing a file: `O_RDWR`, no
+/// `O_PATH` (the filter's `OPEN_READ_WRITE`, which leaves out
+/// `O_DIRECTORY` too: such an open opens no file).
+fn read_write(flags: u64) -> bool {
+    flags & (O_ACCMODE | O_PATH | O_DIRECTORY) == libc::O_RDWR as u64
+}
+
 /// Whether an open is a plain read the known plain paths may answer:
 /// read-only, creating and truncating nothing, no `O_DIRECTORY` (which
 /// the filter passes for open and openat), no `RESOLVE_*` scope.
@@ -397,6 +497,19 @@ fn is_fifo(fd: &OwnedFd) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn parents_of_paths() {
+        assert_eq!(parent_of(b"/n3"), Some(&b"/"[..]));
+        assert_eq!(parent_of(b"/d/f"), Some(&b"/d"[..]));
+        assert_eq!(parent_of(b"f"), Some(&b"."[..]));
+        assert_eq!(parent_of(b"a/b/c"), Some(&b"a/b"[..]));
+        assert_eq!(parent_of(b"/d/"), None);
+        assert!(read_write(libc::O_RDWR as u64 | O_CREAT));
+        assert!(!read_write(libc::O_RDWR as u64 | O_DIRECTORY));
+        assert!(!read_write(libc::O_RDWR as u64 | O_PATH));
+        assert!(!read_write(libc::O_WRONLY as u64));
+    }
 
     #[test]
     fn flag_checks() {

@@ -351,6 +351,15 @@ fn leaf(b: &mut Builder, rule: Rule) {
             ret_if_all(b, conds, SECCOMP_RET_ALLOW, otherwise);
         }
         Rule::ServiceIf(conds) => ret_if_all(b, conds, SECCOMP_RET_USER_NOTIF, SECCOMP_RET_ALLOW),
+        Rule::ServiceIfEither(&[first, second]) => {
+            let next = b.label();
+            for cond in first {
+                test(b, cond, next);
+            }
+            b.ret(SECCOMP_RET_USER_NOTIF);
+            b.mark(next);
+            ret_if_all(b, second, SECCOMP_RET_USER_NOTIF, SECCOMP_RET_ALLOW);
+        }
     }
 }
 

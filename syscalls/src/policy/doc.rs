@@ -27,6 +27,11 @@ pub fn markdown() -> String {
             Rule::ServiceIf(conds) => {
                 conditional.push(format!("{name} ({})", describe_service_if(conds)))
             }
+            Rule::ServiceIfEither(&[first, second]) => conditional.push(format!(
+                "{name} (serviced if {}, or if {}; else passes)",
+                tests(first).join(" and "),
+                tests(second).join(" and ")
+            )),
         }
     }
     let mut out = String::new();

@@ -25,12 +25,12 @@ use crate::handlers::calls;
 use conds::{
     CLONE_WITHOUT_NS, CMSG_CLOEXEC_ARG2, DEVICE_ARG1, DEVICE_ARG2, FCNTL_KNOWN, IOCTL_SAFE,
     MADVISE_KNOWN, NOSIGNAL_ARG2, NULL_ARG1, NULL_ARG4, NULL_ARG4_DATA_ARG2, OPEN_READS_ARG1,
-    OPEN_READS_ARG2, OPEN_READS_UNMARKED_ARG2, PERSONALITY_KNOWN, PRCTL_KNOWN, REMOVEDIR_ARG2,
-    REWIND, UNIX_SOCKET,
+    OPEN_READS_ARG2, OPEN_READS_UNMARKED_ARG2, OPEN_READ_WRITE_ARG2, PERSONALITY_KNOWN,
+    PRCTL_KNOWN, REMOVEDIR_ARG2, REWIND, UNIX_SOCKET,
 };
 pub use conds::{FAST_READ_MARK, NS_CLONE_FLAGS};
 pub use entry::Entry;
-use entry::{deny, pass_if_else_deny, pass_if_else_serve, serve, serve_if, PASS};
+use entry::{deny, pass_if_else_deny, pass_if_else_serve, serve, serve_if, serve_if_either, PASS};
 
 // The filter's tests read the open flags never served.
 pub(in crate::policy) mod conds;
@@ -61,14 +61,21 @@ pub fn entry(nr: S) -> Entry {
         // other open (O_PATH, writing, creating, O_DIRECTORY: flags in a
         // register) was CONTINUEd after the VFS's lookup, which a guest
         // racing the path could dodge anyway, so it passes: the kernel
-        // opens in the guest's own view with its own credentials.
+        // opens in the guest's own view with its own credentials. But
+        // O_RDWR is trapped too: the guest's Landlock domain checks it
+        // as a read, which fails directly in the root and beneath names
+        // made there since the start, where the handler opens it as the
+        // caller instead (`procfs/fence.rs`); elsewhere it CONTINUEs.
         // creat always writes. openat2's flags are in memory: serviced.
         // A plain read marked as a fast read passes too: the guest's
         // preload marks it and serves itself a file of procfs or the
         // covers again unmarked; only a fenced guest gets this rule
         // ([`rule_without_fast_reads`]).
         S::open => serve_if(OPEN_READS_ARG1, calls::open),
-        S::openat => serve_if(OPEN_READS_UNMARKED_ARG2, calls::openat),
+        S::openat => serve_if_either(
+            &[OPEN_READS_UNMARKED_ARG2, OPEN_READ_WRITE_ARG2],
+            calls::openat,
+        ),
         S::creat => PASS,
         S::openat2 => serve(calls::openat2),
         // Path stats pass: `stat(path)` tells the guest nothing that

@@ -336,7 +336,10 @@ mod tests {
     fn traps(rule: Rule) -> (bool, bool) {
         match rule {
             Rule::Pass | Rule::Kill => (false, false),
-            Rule::Service | Rule::ServiceIf(_) | Rule::PassIf(_, Fallback::Service) => (true, true),
+            Rule::Service
+            | Rule::ServiceIf(_)
+            | Rule::ServiceIfEither(..)
+            | Rule::PassIf(_, Fallback::Service) => (true, true),
             Rule::Deny(_) | Rule::PassIf(_, Fallback::Deny(_)) => (true, false),
         }
     }

@@ -161,3 +161,37 @@ fn an_image_with_a_loader_gets_the_preload() {
     assert_eq!(read("etc/ld.so.preload").as_deref(), Some(&b""[..]));
     assert_eq!(read("etc/sandbox-fast-reads.so").as_deref(), Some(&b""[..]));
 }
+
+/// Opens for reading and writing of names the container makes at its
+/// writable root (`procfs/fence.rs`: the guest's Landlock domain grants
+/// nothing there, so the sandbox opens them as the caller): creating at
+/// "/", a file made there, a directory made there, busybox `touch`. The
+/// same script's native output is `tests/fs/root_writes.rs`'s.
+#[test]
+fn read_write_opens_at_a_writable_root_succeed() {
+    need_busybox!();
+    let t = Tree::new();
+    let rt = Runtime::new(t.path());
+    let script = "true <> /n3; echo create $?; \
+        echo x > /made; true <> /made; echo made $?; \
+        busybox mkdir /d; true <> /d/f; echo sub $?; \
+        touch /x 2>&1; echo touch $?; \
+        echo hi 1<> /d/g; cat /d/g; \
+        true <> /tmp/t; echo tmp $?; \
+        touch /x 2>&1; echo again $?";
+    bundle(t.path(), |c| {
+        set_args(c, script);
+        c["root"]["readonly"] = false.into();
+    });
+    let out = run_to_end(&rt, t.path(), "rdwr-root");
+    assert_eq!(
+        out,
+        "create 0\nmade 0\nsub 0\ntouch 0\nhi\ntmp 0\nagain 0\n"
+    );
+    let rootfs = t.join("rootfs");
+    assert_eq!(
+        fs::read_to_string(rootfs.join("d/g")).ok().as_deref(),
+        Some("hi\n")
+    );
+    assert!(rootfs.join("x").is_file() && rootfs.join("n3").is_file());
+}

@@ -25,6 +25,10 @@ fn decide(rule: Rule, args: [u64; 6]) -> u32 {
         Rule::PassIf(..) => SECCOMP_RET_USER_NOTIF,
         Rule::ServiceIf(conds) if holds(conds) => SECCOMP_RET_USER_NOTIF,
         Rule::ServiceIf(_) => SECCOMP_RET_ALLOW,
+        Rule::ServiceIfEither(&[first, second]) if holds(first) || holds(second) => {
+            SECCOMP_RET_USER_NOTIF
+        }
+        Rule::ServiceIfEither(..) => SECCOMP_RET_ALLOW,
     }
 }
 

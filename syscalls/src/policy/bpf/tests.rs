@@ -16,7 +16,7 @@ fn every_number_gets_its_rule() {
             Rule::Pass => SECCOMP_RET_ALLOW,
             Rule::Service | Rule::Deny(_) => SECCOMP_RET_USER_NOTIF,
             Rule::Kill => SECCOMP_RET_KILL_PROCESS,
-            Rule::PassIf(..) | Rule::ServiceIf(..) => continue,
+            Rule::PassIf(..) | Rule::ServiceIf(..) | Rule::ServiceIfEither(..) => continue,
         };
         assert_eq!(got, want, "{}", s.name());
     }

@@ -111,18 +111,35 @@ pub(super) const NULL_ARG4_DATA_ARG2: &[Cond] = &[
 /// files are, `procfs/served.rs`): `O_PATH` (nothing to read, and
 /// ADDFD cannot install it), write access (`O_WRONLY`, `O_RDWR` or the
 /// ioctl-only mode 3) and `O_DIRECTORY` (no served file is a directory).
-/// For every such open the handler's answer was CONTINUE: the kernel
-/// opens (or creates) in the guest's own view with its credentials.
+/// Such an open is the guest's own, with its own credentials; only the
+/// fence may keep the kernel from doing it ([`OPEN_READ_WRITE`]).
 pub const OPEN_NEVER_SERVED: u32 = (libc::O_PATH | libc::O_ACCMODE | libc::O_DIRECTORY) as u32;
-/// open's flags (arg 1) ask for a plain read: serviced.
+/// Open flags that ask for reading and writing a file (`O_RDWR`, no
+/// `O_PATH`, no `O_DIRECTORY`): the one open besides a plain read that
+/// the kernel checks against the guest's Landlock domain
+/// (`LANDLOCK_ACCESS_FS_READ_FILE`), which grants nothing directly in
+/// the root or beneath a top-level name made since the start
+/// (`procfs/fence.rs`). Trapped, so that the handler may serve such an
+/// open there; everywhere else it CONTINUEs. (`O_RDWR | O_DIRECTORY`
+/// never opens a file: ENOTDIR or EISDIR.)
+const OPEN_READ_WRITE: Op = Op::MaskedIn(OPEN_NEVER_SERVED, &[libc::O_RDWR as u32]);
+/// open's flags (arg 1) ask for a plain read, or for reading and
+/// writing: serviced.
 pub(super) const OPEN_READS_ARG1: &[Cond] = &[Cond {
     arg: 1,
-    op: Op::MaskClear(OPEN_NEVER_SERVED),
+    op: Op::MaskedIn(OPEN_NEVER_SERVED, &[0, libc::O_RDWR as u32]),
 }];
-/// openat's flags (arg 2) ask for a plain read: serviced.
+/// openat's flags (arg 2) ask for a plain read, or for reading and
+/// writing: serviced.
 pub(super) const OPEN_READS_ARG2: &[Cond] = &[Cond {
     arg: 2,
-    op: Op::MaskClear(OPEN_NEVER_SERVED),
+    op: Op::MaskedIn(OPEN_NEVER_SERVED, &[0, libc::O_RDWR as u32]),
+}];
+/// openat's flags (arg 2) ask for reading and writing, marked or not
+/// (the mark is for plain reads alone): serviced.
+pub(super) const OPEN_READ_WRITE_ARG2: &[Cond] = &[Cond {
+    arg: 2,
+    op: OPEN_READ_WRITE,
 }];
 /// The mark of a fast read: openat's fifth register (r8), which the
 /// kernel ignores, holds this value when the guest's preload

@@ -69,6 +69,18 @@ pub(super) const fn serve_if(conds: &'static [Cond], handler: Handler) -> Entry 
     }
 }
 
+/// Serviced by `handler` when every condition of either list holds;
+/// passes otherwise.
+pub(super) const fn serve_if_either(
+    either: &'static [&'static [Cond]; 2],
+    handler: Handler,
+) -> Entry {
+    Entry {
+        rule: Rule::ServiceIfEither(either),
+        handler: Some(handler),
+    }
+}
+
 /// Passes when every condition holds; serviced by `handler` otherwise.
 pub(super) const fn pass_if_else_serve(conds: &'static [Cond], handler: Handler) -> Entry {
     Entry {

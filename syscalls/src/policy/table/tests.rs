@@ -44,7 +44,7 @@ fn args(conds: &[Cond], fail_first: bool) -> [u64; 6] {
 fn serviced_args(rule: Rule) -> Option<[u64; 6]> {
     match rule {
         Rule::Service => Some([0; 6]),
-        Rule::ServiceIf(conds) => Some(args(conds, false)),
+        Rule::ServiceIf(conds) | Rule::ServiceIfEither(&[conds, _]) => Some(args(conds, false)),
         Rule::PassIf(conds, Fallback::Service) => Some(args(conds, true)),
         Rule::Pass | Rule::Kill | Rule::Deny(_) | Rule::PassIf(_, Fallback::Deny(_)) => None,
     }
