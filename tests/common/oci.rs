@@ -106,3 +106,17 @@ impl Runtime {
         serde_json::from_slice(&out.stdout).expect("state json")
     }
 }
+
+/// A busybox script for a writable root: creates and opens for reading and writing at the root, in a
+/// directory made there, and beneath a granted entry; busybox `touch`
+/// opens `O_RDWR | O_CREAT`.
+pub const ROOT_WRITES: &str = "true <> /n3; echo create $?; \
+    echo x > /made; true <> /made; echo made $?; \
+    busybox mkdir /d; true <> /d/f; echo sub $?; \
+    touch /x 2>&1; echo touch $?; \
+    echo hi 1<> /d/g; cat /d/g; \
+    true <> /tmp/t; echo tmp $?; \
+    touch /x 2>&1; echo again $?";
+
+/// What [`ROOT_WRITES`] prints natively (`tests/fs/root_writes.rs`).
+pub const ROOT_WRITES_NATIVE: &str = "create 0\nmade 0\nsub 0\ntouch 0\nhi\ntmp 0\nagain 0\n";

@@ -8,22 +8,10 @@
 //! keeps the kernel's answer.
 
 use crate::common;
-use common::oci::{busybox_rootfs, have_busybox};
+use common::oci::{
+    busybox_rootfs, have_busybox, ROOT_WRITES as SCRIPT, ROOT_WRITES_NATIVE as NATIVE,
+};
 use common::*;
-
-/// Creates and opens for reading and writing at the root, in a
-/// directory made there, and beneath a granted entry; busybox `touch`
-/// opens `O_RDWR | O_CREAT`.
-pub(crate) const SCRIPT: &str = "true <> /n3; echo create $?; \
-    echo x > /made; true <> /made; echo made $?; \
-    busybox mkdir /d; true <> /d/f; echo sub $?; \
-    touch /x 2>&1; echo touch $?; \
-    echo hi 1<> /d/g; cat /d/g; \
-    true <> /tmp/t; echo tmp $?; \
-    touch /x 2>&1; echo again $?";
-
-/// What [`SCRIPT`] prints natively.
-pub(crate) const NATIVE: &str = "create 0\nmade 0\nsub 0\ntouch 0\nhi\ntmp 0\nagain 0\n";
 
 const CHROOT: &str = "/usr/sbin/chroot";
 
