@@ -129,16 +129,33 @@ fn open_dir(path: &Path) -> nix::Result<OwnedFd> {
     )
 }
 
-/// Gives `plan` the environment entry `LD_PRELOAD=/etc/sandbox-fast-reads.so`
-/// when its command is a musl program in the root `rootfs` (None: the
-/// host's), relative names taken from `workdir`. An environment that has
-/// `LD_PRELOAD` already keeps it as it is.
-pub fn preload_musl_command(plan: &mut ExecPlan, rootfs: Option<&Path>, workdir: &Path) {
+/// Readies `plan`'s command for fast reads from one look at the program
+/// it names beneath `rootfs` (None: the host's), relative names taken
+/// from `workdir`: a musl program gets the environment entry
+/// `LD_PRELOAD=/etc/sandbox-fast-reads.so` (an environment that has
+/// `LD_PRELOAD` already keeps it as it is), and where `through_loader`, a
+/// static one starts through the static loader (`static_loader.rs`).
+pub fn ready_command(
+    plan: &mut ExecPlan,
+    rootfs: Option<&Path>,
+    workdir: &Path,
+    through_loader: bool,
+) {
     let Ok(root) = open_dir(rootfs.unwrap_or(Path::new("/"))) else {
         return;
     };
-    if musl::is_musl_program(root.as_fd(), plan.candidate_paths(), Some(workdir)) {
-        plan.set_env_default("LD_PRELOAD", GUEST_PATH);
+    let Some((path, file)) =
+        musl::first_program(root.as_fd(), plan.candidate_paths(), Some(workdir))
+    else {
+        return;
+    };
+    match musl::interpreter(&file) {
+        Some(interp) if musl::names_musl_loader(&interp) => {
+            plan.set_env_default("LD_PRELOAD", GUEST_PATH)
+        }
+        Some(_) => {}
+        None if through_loader => super::static_loader::start_if_static(plan, &path, &file),
+        None => {}
     }
 }
 

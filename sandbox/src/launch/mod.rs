@@ -265,18 +265,17 @@ pub fn launch_with(cfg: &LaunchConfig, hooks: &dyn InitHooks) -> Result<Sandbox,
         }
         _ => None,
     };
-    // The library is in the view: a musl command is told where.
+    // The library is in the view: a musl command is told where. A static
+    // command starts through the loader, which marks its opens (the
+    // host's directories only: a `--rootfs` tree is shown as it is). One
+    // look at the command's program tells which.
     let musl_preload = !plan.etc_guest_files.is_empty();
-    if let Some(exec) = exec.as_mut().filter(|_| musl_preload) {
-        fast_reads::preload_musl_command(exec, cfg.rootfs.as_deref(), &workdir);
-    }
-    // A static command starts through the loader, which marks its opens
-    // (the host's directories only: a `--rootfs` tree is shown as it is).
-    if fast_reads.is_some() && cfg.rootfs.is_none() && static_loader::possible() {
+    let through_loader = fast_reads.is_some() && cfg.rootfs.is_none() && static_loader::possible();
+    if through_loader {
         plan.etc_guest_files.push(static_loader::etc_file());
-        if let Some(exec) = exec.as_mut() {
-            static_loader::start_static_command(exec, None, &workdir);
-        }
+    }
+    if let Some(exec) = exec.as_mut().filter(|_| musl_preload) {
+        fast_reads::ready_command(exec, cfg.rootfs.as_deref(), &workdir, through_loader);
     }
     let filter = privs::to_sock_filter(fast_reads.unwrap_or(&cfg.filter));
     // Shifted ids as root: host directories through idmapped copies.

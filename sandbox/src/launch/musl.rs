@@ -78,7 +78,7 @@ pub fn first_program<'a>(
 
 /// Whether an interpreter path is musl's loader: its file name starts
 /// with `ld-musl-`.
-fn names_musl_loader(interp: &[u8]) -> bool {
+pub(super) fn names_musl_loader(interp: &[u8]) -> bool {
     let name = interp.rsplit(|&b| b == b'/').next().unwrap_or(interp);
     name.starts_with(b"ld-musl-")
 }

@@ -21,7 +21,6 @@
 //! PATH search (`exec.rs`), whose first regular candidate `musl.rs` finds.
 
 use std::fs::File;
-use std::os::fd::AsFd;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
@@ -73,20 +72,12 @@ pub enum Program {
     Other,
 }
 
-/// Makes `plan` start its command through the loader when the first of
-/// its candidates beneath `rootfs` (None: the host's) is a static
-/// program; relative names are taken from `workdir`.
-pub fn start_static_command(plan: &mut ExecPlan, rootfs: Option<&Path>, workdir: &Path) {
-    let Ok(root) = File::open(rootfs.unwrap_or(Path::new("/"))) else {
-        return;
-    };
-    let Some((path, file)) =
-        musl::first_program(root.as_fd(), plan.candidate_paths(), Some(workdir))
-    else {
-        return;
-    };
-    if classify(&file) == Program::Static {
-        plan.run_through(GUEST_PATH, FIRST_NAME, &path);
+/// Makes `plan` start `file` (its command's program, found at `path`)
+/// through the loader when it is a static program
+/// (`fast_reads::ready_command` found and opened it).
+pub fn start_if_static(plan: &mut ExecPlan, path: &Path, file: &File) {
+    if classify(file) == Program::Static {
+        plan.run_through(GUEST_PATH, FIRST_NAME, path);
     }
 }
 
