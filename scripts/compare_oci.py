@@ -22,7 +22,8 @@ theirs from busybox: /usr/bin/python3 with its standard library (less
 its test suite), the dist-packages the rows import (numpy, pandas,
 psutil and what they load), /usr/bin/true and /usr/bin/ps, and every
 shared library they and the Python extension modules need (ldd), at the
-paths ldd names, in Debian's merged-/usr layout. Bundles use `runc
+paths ldd names, in Debian's merged-/usr layout, with the loader's cache
+made by `ldconfig -r` from the host's ld.so.conf, as a Debian image has it. Bundles use `runc
 spec`'s config (read-only root), with the row's command, the script's
 environment, a tmpfs at /tmp (Docker's `--tmpfs` options) and the data
 directory bound read-only where the row reads it.
@@ -183,6 +184,14 @@ def make_rootfs(py):
     host = [m.replace(root, "", 1) for m in modules]
     for lib in _libraries(programs + [h for h in host if os.path.isfile(h)]):
         _copy(root, lib)
+    # The loader's cache, as a Debian image has it: without one, every
+    # library is looked for in each directory of the default path.
+    for conf in ("/etc/ld.so.conf", "/etc/ld.so.conf.d"):
+        if os.path.isdir(conf):
+            _copy_tree(root, conf)
+        elif os.path.exists(conf):
+            _copy(root, conf)
+    subprocess.run(["ldconfig", "-r", root], capture_output=True)
     return root
 
 
