@@ -261,6 +261,27 @@ def become_subreaper():
         raise OSError(ctypes.get_errno(), "prctl(PR_SET_CHILD_SUBREAPER)")
 
 
+def reap_orphans(keep=()):
+    """Reaps this process's ended children that no Popen waits for: as a
+    subreaper it inherits orphans (the engine's shims, a sandbox's
+    leftovers), which would otherwise stay zombies until it exits."""
+    me = os.getpid()
+    keep = set(keep) | ({STATE.dockerd.pid} if STATE.dockerd else set())
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) in keep:
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if fields[0] == "Z" and int(fields[1]) == me:
+            try:
+                os.waitpid(int(entry), os.WNOHANG)
+            except ChildProcessError:
+                pass
+
+
 def run_supervisor(sup, root, bundle_dir, cid, timeout, env):
     """create, start, wait for the container's process, delete: (ns, None) or (None, reason)."""
     base = [sup, "--root", root]
