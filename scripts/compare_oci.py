@@ -191,7 +191,8 @@ def make_rootfs(py):
             _copy_tree(root, conf)
         elif os.path.exists(conf):
             _copy(root, conf)
-    subprocess.run(["ldconfig", "-r", root], capture_output=True)
+    if shutil.which("ldconfig"):
+        subprocess.run(["ldconfig", "-r", root], capture_output=True)
     return root
 
 
