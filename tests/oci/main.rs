@@ -4,7 +4,8 @@
 //! the real engines using it as their runtime: Docker, Podman (also
 //! rootless) and containerd, also through its CRI plugin as the kubelet
 //! drives it (`cri`, with the tests' own CRI client), each
-//! skipping with a printed reason when the engine is not installed.
+//! skipping with a printed reason when the engine is not installed;
+//! and scripts/compare's OCI columns (`compare_script`).
 //!
 //! This process becomes a child subreaper at the first container `cli`
 //! creates (as an engine's shim is), so that the container's monitor is
@@ -18,6 +19,7 @@
 mod common;
 
 mod cli;
+mod compare_script;
 mod containerd;
 mod cri;
 mod docker;
