@@ -36,7 +36,8 @@
  * Nothing here is trusted by the supervisor: the marks are registers any
  * guest code can set, and its filter decides on them as for any call.
  * What goes wrong here only hurts the guest itself. This file holds the
- * start and the mapping; static_loader_trap.c the handler and the filter.
+ * start and the mapping; static_loader_trap.c the handler and the filter;
+ * static_loader_mm.c which process owns the loader's state.
  * Built by sandbox/build.rs as a freestanding static-pie with no
  * relocations: no C library, no TLS, no stack protector, no jump tables,
  * hidden symbols.
@@ -324,6 +325,7 @@ static void __attribute__((noreturn, used)) loader_main(ul *sp)
     }
 
     learn_devices();
+    claim_memory();
     struct ksigaction ours = our_sigsys();
     sys4(__NR_rt_sigaction, SIGSYS, &ours, &program_sigsys, sizeof(ul));
     ul mask = get_mask();

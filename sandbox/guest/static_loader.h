@@ -1,7 +1,8 @@
 /*
  * static_loader.h: what the static loader's two files share (the start
  * and mapping in static_loader.c, the SIGSYS handler and its stacked
- * filter in static_loader_trap.c): the marks, the loader's own system
+ * filter in static_loader_trap.c, which process owns the loader's state
+ * in static_loader_mm.c): the marks, the loader's own system
  * calls, small freestanding helpers and the state the start sets for the
  * handler. static_loader.c says what the loader is.
  */
@@ -134,6 +135,9 @@ struct ksigaction our_sigsys(void);
 long set_mask(ul mask);
 ul get_mask(void);
 ul fd_path(char *to, long fd);
+/* static_loader_mm.c */
+void claim_memory(void);
+int owns_memory(void);
 /* static_loader.c (the signal restorer, in assembly) */
 void loader_restorer(void);
 

@@ -111,7 +111,8 @@ struct ksigaction our_sigsys(void)
 
 /* rt_sigaction from the program. For SIGSYS the kernel still does the
  * copying (so a bad pointer is its EFAULT): the program's view is put in
- * place, the call made, what it installed read back as the new view, and
+ * place, the call made, what it installed read back as the new view
+ * (unless the caller shares a parent's memory, static_loader_mm.c), and
  * ours put back. For any other signal, SIGSYS is taken out of the mask. */
 static long trapped_sigaction(long sig, long act, long old, long size)
 {
@@ -120,7 +121,7 @@ static long trapped_sigaction(long sig, long act, long old, long size)
         sys4(__NR_rt_sigaction, SIGSYS, &program_sigsys, 0, size);
         long ret = sys4(__NR_rt_sigaction, SIGSYS, act, old, size);
         sys4(__NR_rt_sigaction, SIGSYS, &ours, &now, size);
-        if (ret == 0)
+        if (ret == 0 && owns_memory())
             program_sigsys = now;
         return ret;
     }
@@ -282,7 +283,7 @@ static void chain(int sig, siginfo_t *info, void *ctx)
         sys3(__NR_tgkill, sys0(__NR_getpid), sys0(__NR_gettid), SIGSYS);
         return;
     }
-    if (h.flags & SA_RESETHAND)
+    if ((h.flags & SA_RESETHAND) && owns_memory())
         program_sigsys.handler = (ul)SIG_DFL;
     if (h.flags & SA_SIGINFO)
         ((void (*)(int, siginfo_t *, void *))h.handler)(sig, info, ctx);

@@ -7,12 +7,14 @@
 //! SIGSYS handler, under an interval timer, in threads, in forked and
 //! exec'd children (the program itself, a dynamic program, a shell),
 //! `/proc/self/exe` named and read, the program's own seccomp filter and
-//! SIGSYS handler, and a checksum of the program's own text. In a fenced
-//! guest the C programs start through the static loader, whose handler
-//! makes their opens marked: the report counts how few are serviced; the
-//! Go program is left as it is by rule, and each of its opens is. `.ci/run`
-//! installs musl-tools and golang-go for these; without them the tests
-//! fail.
+//! SIGSYS handler, and a checksum of the program's own text; the Go
+//! program also opens beside busy loops that only its runtime's SIGURG
+//! preempts, in threads started and ended, under SIGUSR1, catches a SIGSYS
+//! it sends itself before and after an exec, and serves HTTP on loopback.
+//! In a fenced guest all three start through the static loader, whose
+//! handler makes their opens marked: the report counts how few are
+//! serviced. `.ci/run` installs musl-tools and golang-go for these;
+//! without them the tests fail.
 
 use crate::common;
 use crate::fast_reads::tree;
@@ -115,21 +117,34 @@ fn a_static_musl_program_matches_native_unprivileged() {
     }
 }
 
+const GO_LINES: &[&str] = &[
+    "read rel: \"text of b\"",
+    "read missing: errno 2",
+    "read dir: errno 21",
+    "2000 opens: true",
+    "8 goroutines x 500 opens: [true true true true true true true true]",
+    "opens beside busy loops and GCs: [true true true true]",
+    "opens in 64 threads started and ended: true",
+    "opens under SIGUSR1: true, caught: true",
+    "SIGSYS by kill, before an exec: bad system call",
+    "exec'd child: \"exec'd child read: \\\"text of b\\\"\\n\" <nil>",
+    "exec'd cat: \"text of b\\n\" <nil>",
+    "SIGSYS by kill, after an exec: bad system call",
+    "http on loopback: \"text of a\\n\"",
+    "/proc/self/exe is the program: true",
+];
+
 #[test]
 fn a_go_program_matches_native() {
-    matches_native(
-        &go_static(),
-        "go",
-        &[
-            "read rel: \"text of b\"",
-            "read missing: errno 2",
-            "read dir: errno 21",
-            "2000 opens: true",
-            "8 goroutines x 500 opens: [true true true true true true true true]",
-            "exec'd child: \"exec'd child read: \\\"text of b\\\"\\n\" <nil>",
-            "/proc/self/exe is the program: true",
-        ],
-    );
+    matches_native(&go_static(), "go", GO_LINES);
+}
+
+#[test]
+fn a_go_program_matches_native_unprivileged() {
+    match tester_bin() {
+        Ok(t) => matches_native_as(Some(t), &go_static(), "go-user", GO_LINES),
+        Err(e) => skip!("{e}"),
+    }
 }
 
 /// The openat calls the supervisor served for `prog DIR` (its output
@@ -151,12 +166,12 @@ fn serviced_opens(prog: &Path, tag: &str, want: &str) -> u64 {
         + r["syscalls"]["serviced"]["open"].as_u64().unwrap_or(0)
 }
 
-/// Through the loader, a static C program's 7,000 plain read opens pass
-/// the filter marked: the few served are the loader's own and those of
-/// the dynamic loader of the programs it execs. The Go program is left
-/// as it is by rule: each of its opens is served.
+/// Through the loader, a static C program's 7,000 plain read opens and
+/// the Go program's 8,000 or so pass the filter marked: the few served
+/// are the loader's own and those of the dynamic loader of the programs
+/// they exec.
 #[test]
-fn static_c_programs_open_fast_and_go_is_left_alone() {
+fn static_programs_open_fast_go_included() {
     if landlock_abi() < 1 {
         skip!("no Landlock: no fence, so no fast reads");
     }
@@ -168,5 +183,5 @@ fn static_c_programs_open_fast_and_go_is_left_alone() {
         );
     }
     let served = serviced_opens(&go_static(), "count-go", "2000 opens: true");
-    assert!(served >= 2000, "go: {served} opens served");
+    assert!(served < 200, "go: {served} opens served through the loader");
 }

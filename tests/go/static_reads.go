@@ -5,8 +5,15 @@
 //
 // static_reads DIR (DIR holds `a` and `sub/b`): reads, failing opens
 // (errno as a number), 2,000 opens in a row, 8 goroutines opening at once
-// (threads the runtime starts with every signal blocked, preempted by its
-// SIGURG), an exec'd copy of itself, /proc/self/exe.
+// (threads the runtime starts with every signal blocked), goroutines
+// opening beside busy loops that only the runtime's SIGURG preempts and
+// garbage collections that stop the world, threads started and ended
+// (goroutines that exit locked to their thread), SIGUSR1 sent to itself
+// while it opens, SIGSYS sent to itself and caught by os/signal before
+// and after an exec (Go's exec'd child shares its memory and resets every
+// handler before its exec), exec'd children (a copy of itself, /bin/cat),
+// /proc/self/exe, and an HTTP server and client on loopback whose handler
+// reads a file.
 // static_reads --child DIR: the exec'd copy: one read, then exits.
 package main
 
@@ -14,11 +21,18 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
+	"runtime"
 	"sync"
+	"sync/atomic"
 	"syscall"
+	"time"
 )
 
 func show(what, path string) {
@@ -42,6 +56,145 @@ func many(path string, n int) bool {
 		}
 	}
 	return true
+}
+
+// Goroutines opening beside as many busy loops as there are Ps: the
+// loops make no calls, so only the runtime's SIGURG preempts them, and
+// each round's GC stops the world (which preempts them by signal too).
+func busyWhileOpening(a string) []bool {
+	var stop int32
+	var spinning sync.WaitGroup
+	for i := 0; i < runtime.GOMAXPROCS(0)+1; i++ {
+		spinning.Add(1)
+		go func() {
+			defer spinning.Done()
+			n := 0
+			for atomic.LoadInt32(&stop) == 0 {
+				n++
+			}
+			_ = n
+		}()
+	}
+	results := make([]bool, 4)
+	var wg sync.WaitGroup
+	for g := range results {
+		wg.Add(1)
+		go func(g int) {
+			defer wg.Done()
+			ok := true
+			for i := 0; i < 10; i++ {
+				ok = many(a, 50) && ok
+				runtime.GC()
+			}
+			results[g] = ok
+		}(g)
+	}
+	wg.Wait()
+	atomic.StoreInt32(&stop, 1)
+	spinning.Wait()
+	return results
+}
+
+// Rounds of 16 goroutines that open while locked to their thread and
+// exit locked: each takes its thread with it, so the runtime starts new
+// ones (clone with every signal blocked) all along.
+func threadsComeAndGo(a string, rounds int) bool {
+	all := true
+	for r := 0; r < rounds; r++ {
+		ok := make(chan bool)
+		for i := 0; i < 16; i++ {
+			go func() {
+				runtime.LockOSThread()
+				ok <- many(a, 20)
+			}()
+		}
+		for i := 0; i < 16; i++ {
+			all = <-ok && all
+		}
+	}
+	return all
+}
+
+// SIGUSR1 sent to itself 200 times while 4 goroutines open.
+func signalsWhileOpening(a string) (bool, bool) {
+	c := make(chan os.Signal, 1)
+	signal.Notify(c, syscall.SIGUSR1)
+	defer signal.Stop(c)
+	done := make(chan bool)
+	for g := 0; g < 4; g++ {
+		go func() { done <- many(a, 250) }()
+	}
+	for i := 0; i < 200; i++ {
+		syscall.Kill(os.Getpid(), syscall.SIGUSR1)
+		runtime.Gosched()
+	}
+	ok := true
+	for g := 0; g < 4; g++ {
+		ok = <-done && ok
+	}
+	select {
+	case <-c:
+		return ok, true
+	case <-time.After(10 * time.Second):
+		return ok, false
+	}
+}
+
+// The main goroutine stays on the main thread, so that a signal it sends
+// its process goes to that thread (the kernel's first choice when it is
+// the one running).
+func init() {
+	runtime.LockOSThread()
+}
+
+// SIGSYS sent by kill from the main thread, caught through os/signal.
+// (Sent from another thread, the kernel may give it to a thread the
+// runtime is starting or ending, which blocks it natively but not through
+// the static loader: docs/fast-reads.md, "Go programs". tgkill's SIGSYS
+// is not os/signal's: Go's runtime crashes on it, natively too.)
+func caughtSigsys() string {
+	c := make(chan os.Signal, 1)
+	signal.Notify(c, syscall.SIGSYS)
+	defer signal.Stop(c)
+	syscall.Kill(os.Getpid(), syscall.SIGSYS)
+	select {
+	case s := <-c:
+		return s.String()
+	case <-time.After(10 * time.Second):
+		return "not caught"
+	}
+}
+
+// An HTTP server on loopback whose handler reads `a`, and 50 GETs.
+func httpOnLoopback(a string) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "listen: " + err.Error()
+	}
+	defer ln.Close()
+	go http.Serve(ln, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		data, err := os.ReadFile(a)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		w.Write(data)
+	}))
+	for i := 0; i < 50; i++ {
+		resp, err := http.Get("http://" + ln.Addr().String() + "/")
+		if err != nil {
+			return "get: " + err.Error()
+		}
+		body, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != http.StatusOK {
+			return fmt.Sprintf("get: %d %v", resp.StatusCode, err)
+		}
+		if i == 49 {
+			return fmt.Sprintf("%q", string(body))
+		}
+	}
+	return ""
 }
 
 func main() {
@@ -72,9 +225,18 @@ func main() {
 	}
 	wg.Wait()
 	fmt.Printf("8 goroutines x 500 opens: %v\n", results)
+	fmt.Printf("opens beside busy loops and GCs: %v\n", busyWhileOpening(a))
+	fmt.Printf("opens in 64 threads started and ended: %v\n", threadsComeAndGo(a, 4))
+	opened, caught := signalsWhileOpening(a)
+	fmt.Printf("opens under SIGUSR1: %v, caught: %v\n", opened, caught)
+	fmt.Printf("SIGSYS by kill, before an exec: %s\n", caughtSigsys())
 
 	out, err := exec.Command("/proc/self/exe", "--child", dir).Output()
 	fmt.Printf("exec'd child: %q %v\n", string(out), err)
+	out, err = exec.Command("/bin/cat", filepath.Join(dir, "sub/b")).Output()
+	fmt.Printf("exec'd cat: %q %v\n", string(out), err)
+	fmt.Printf("SIGSYS by kill, after an exec: %s\n", caughtSigsys())
+	fmt.Printf("http on loopback: %s\n", httpOnLoopback(a))
 
 	exe, err1 := os.Readlink("/proc/self/exe")
 	self, err2 := filepath.Abs(os.Args[0])

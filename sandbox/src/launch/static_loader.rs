@@ -10,10 +10,9 @@
 //! (and the calls that must not break the route: signal masks and
 //! actions, exec, readlink of `/proc/self/exe`), and its SIGSYS handler
 //! makes each again with the fast-read mark, the preload's check
-//! included. A Go program (`.note.go.buildid` or `.go.buildinfo`) is left
-//! as it is by rule: its runtime makes every call itself, blocks signals
-//! around each thread it starts and runs signal handlers on stacks of its
-//! own, and the signal route alone would win it little.
+//! included. Go programs take the same route (docs/fast-reads.md, "Go
+//! programs"): their runtime's own `syscall` instructions trap as a C
+//! library's do.
 //!
 //! Owns: the loader's bytes, its place in the view's /etc, and which
 //! commands start through it. Does not own: the filter's rule (the
@@ -38,10 +37,6 @@ const GUEST_PATH: &str = "/etc/sandbox-static-loader";
 /// own exec of a program from a loaded one says `:nested`).
 const FIRST_NAME: &str = "sandbox-static-loader";
 
-/// Section headers read at most; real programs have a few dozen.
-const MAX_SHNUM: usize = 256;
-/// The longest section-name table read.
-const MAX_SHSTRTAB: u64 = 64 * 1024;
 const PT_INTERP: u32 = 3;
 
 /// Whether a launch can use the loader at all: it was built.
@@ -62,11 +57,9 @@ pub fn is_executable_etc_file(rel: &Path) -> bool {
 /// What an executable is, for the loader's purposes.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Program {
-    /// A 64-bit little-endian ELF program with no interpreter and no Go
-    /// runtime: the loader takes it.
+    /// A 64-bit little-endian x86_64 ELF program with no interpreter
+    /// (glibc's or musl's `-static`, static Rust, Go): the loader takes it.
     Static,
-    /// One built by Go: left as it is, by rule.
-    Go,
     /// Anything else: a dynamic program (the preload's), a script, a
     /// malformed file.
     Other,
@@ -92,7 +85,7 @@ fn u64_at(b: &[u8], at: usize) -> Option<u64> {
 }
 
 /// What `file` is, read bounded and checked (the file may be a
-/// stranger's): its ELF header, program headers and section names.
+/// stranger's): its ELF header and program headers.
 pub fn classify(file: &File) -> Program {
     classify_checked(file).unwrap_or(Program::Other)
 }
@@ -126,43 +119,7 @@ fn classify_checked(file: &File) -> Option<Program> {
     {
         return Some(Program::Other);
     }
-    match is_go(file, &header)? {
-        true => Some(Program::Go),
-        false => Some(Program::Static),
-    }
-}
-
-/// Whether the section names hold Go's (`.note.go.buildid`,
-/// `.go.buildinfo`). A file without section headers is not Go's: Go's
-/// linker always writes them.
-fn is_go(file: &File, header: &[u8; 64]) -> Option<bool> {
-    let shoff = u64_at(header, 40)?;
-    let shentsize = usize::from(u16_at(header, 58)?);
-    let shnum = usize::from(u16_at(header, 60)?);
-    let shstrndx = usize::from(u16_at(header, 62)?);
-    if shoff == 0 || shnum == 0 {
-        return Some(false);
-    }
-    if shentsize != 64 || shnum > MAX_SHNUM || shstrndx >= shnum {
-        return None;
-    }
-    let mut table = vec![0u8; 64 * shnum];
-    file.read_exact_at(&mut table, shoff).ok()?;
-    let names = &table[64 * shstrndx..64 * (shstrndx + 1)];
-    let (offset, size) = (u64_at(names, 24)?, u64_at(names, 32)?);
-    if size > MAX_SHSTRTAB {
-        return None;
-    }
-    let mut strings = vec![0u8; usize::try_from(size).ok()?];
-    file.read_exact_at(&mut strings, offset).ok()?;
-    let go = table.chunks_exact(64).any(|sh| {
-        let Some(name) = u32_at(sh, 0).and_then(|n| strings.get(usize::try_from(n).ok()?..)) else {
-            return false;
-        };
-        let name = &name[..name.iter().position(|&b| b == 0).unwrap_or(name.len())];
-        name == b".note.go.buildid" || name == b".go.buildinfo"
-    });
-    Some(go)
+    Some(Program::Static)
 }
 
 #[cfg(test)]
@@ -217,12 +174,14 @@ mod tests {
         assert_eq!(classify(script.as_file()), Program::Other);
     }
 
-    /// A static file with a section named as Go names its build id is Go's.
+    /// A static file with a section named as Go names its build id is
+    /// taken as any static program is: Go programs start through the
+    /// loader (tests/fs/static_reads.rs runs a real one).
     #[test]
-    fn tells_go_by_its_sections() {
+    fn takes_go_programs_as_static() {
         let go = "__attribute__((section(\".note.go.buildid\"), used)) static const char id[] = \"x\";\n\
                   int main(void) { return 0; }\n";
         let f = compiled(&["-static"], go).expect("cc -static");
-        assert_eq!(classify(&f), Program::Go);
+        assert_eq!(classify(&f), Program::Static);
     }
 }
