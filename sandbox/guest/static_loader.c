@@ -104,6 +104,21 @@ static int bad(long r)
     return (ul)r > (ul)-4096;
 }
 
+/* Records the executable, non-writable segments of `im` (mapped) as the
+ * program's text, where sites may be rewritten. */
+static void note_text(struct image *im)
+{
+    for (int i = 0; i < im->eh.e_phnum && program_text_count < MAX_TEXT; i++) {
+        Elf64_Phdr *p = &im->ph[i];
+        if (p->p_type != PT_LOAD || !(p->p_flags & PF_X) || (p->p_flags & PF_W) || !p->p_filesz)
+            continue;
+        struct text_range *t = &program_text[program_text_count++];
+        t->lo = im->base + TRUNC(p->p_vaddr);
+        t->hi = im->base + p->p_vaddr + p->p_filesz;
+        t->prot = prot_of(p->p_flags);
+    }
+}
+
 static void map_image(long fd, struct image *im, const char *path)
 {
     ul lo = (ul)-1, hi = 0;
@@ -254,7 +269,8 @@ static void __attribute__((noreturn, used)) loader_main(ul *sp)
     char **argv = (char **)(sp + 1);
     if (argc < 3)
         die("usage", FIRST_NAME " PROGRAM ARGV0 [ARGS...]");
-    int nested = str_eq(argv[0], NESTED_NAME);
+    int nested = str_eq(argv[0], NESTED_NAME) || str_eq(argv[0], NESTED_NAME_NO_REWRITE);
+    rewriting = str_eq(argv[0], FIRST_NAME) || str_eq(argv[0], NESTED_NAME);
     const char *prog = argv[1];
     char **envp = argv + argc + 1;
     char **e = envp;
@@ -282,6 +298,7 @@ static void __attribute__((noreturn, used)) loader_main(ul *sp)
     static struct image program, interp;
     read_headers(fd, &program, prog);
     map_image(fd, &program, prog);
+    note_text(&program);
     ul entry = program.base + program.eh.e_entry, base = 0;
     for (int i = 0; i < program.eh.e_phnum; i++) {
         Elf64_Phdr *p = &program.ph[i];
@@ -324,6 +341,8 @@ static void __attribute__((noreturn, used)) loader_main(ul *sp)
     }
 
     learn_devices();
+    if (!fast)
+        rewriting = 0;
     struct ksigaction ours = our_sigsys();
     sys4(__NR_rt_sigaction, SIGSYS, &ours, &program_sigsys, sizeof(ul));
     ul mask = get_mask();

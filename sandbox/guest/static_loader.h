@@ -37,6 +37,9 @@
 #define TRAP_DATA 0x5a5
 #define FIRST_NAME "sandbox-static-loader"
 #define NESTED_NAME "sandbox-static-loader:nested"
+/* The same, with the program's text left as it is (run --no-rewrite). */
+#define FIRST_NAME_NO_REWRITE "sandbox-static-loader:no-rewrite"
+#define NESTED_NAME_NO_REWRITE "sandbox-static-loader:nested-no-rewrite"
 
 #define PLAIN_MASK 0x210003 /* O_ACCMODE | O_PATH | O_DIRECTORY */
 #define NEEDS_MODE(f) (((f) & O_CREAT) || ((f) & __O_TMPFILE) == __O_TMPFILE)
@@ -127,6 +130,17 @@ struct ksigaction {
     ul handler, flags, restorer, mask;
 };
 extern struct ksigaction program_sigsys;
+/* Whether trapped open sites are rewritten (static_loader_rewrite.c). */
+extern int rewriting;
+/* The program's executable, non-writable segments as the loader mapped
+ * them: the only text a site is rewritten in. */
+#define MAX_TEXT 8
+struct text_range {
+    ul lo, hi;
+    long prot;
+};
+extern struct text_range program_text[MAX_TEXT];
+extern int program_text_count;
 
 /* static_loader_trap.c */
 long stack_filter(void);
@@ -134,6 +148,9 @@ struct ksigaction our_sigsys(void);
 long set_mask(ul mask);
 ul get_mask(void);
 ul fd_path(char *to, long fd);
+long trapped_open(long dirfd, long path, long flags, long mode);
+/* static_loader_rewrite.c */
+void rewrite_site(ul after, long nr);
 /* static_loader.c (the signal restorer, in assembly) */
 void loader_restorer(void);
 

@@ -62,7 +62,7 @@ static long open_plain(long dirfd, long path, long flags, long mode)
     return sys4(__NR_openat, dirfd, path, flags, NEEDS_MODE(flags) ? mode : 0);
 }
 
-static long trapped_open(long dirfd, long path, long flags, long mode)
+long trapped_open(long dirfd, long path, long flags, long mode)
 {
     long fd = open_plain(dirfd, path, flags, mode);
     if (fd >= 0 && (flags & NOT_PLAIN) == 0 && names_own_exe((const char *)path)) {
@@ -251,8 +251,8 @@ static long exec_nested(long dirfd, long path, long argv, long envp, long flags)
         sys2(__NR_munmap, target, TARGET_BYTES);
         return -ENOMEM;
     }
-    static const char nested[] = NESTED_NAME;
-    args[0] = (char *)nested;
+    static const char nested[] = NESTED_NAME, nested_as_built[] = NESTED_NAME_NO_REWRITE;
+    args[0] = (char *)(rewriting ? nested : nested_as_built);
     args[1] = target;
     for (ul i = 0; i < count; i++)
         args[2 + i] = old[i];
@@ -304,9 +304,13 @@ static void on_sigsys(int sig, void *vinfo, void *vctx)
     switch (info->si_syscall) {
     case __NR_openat:
         ret = trapped_open(a, b, c, d);
+        if (rewriting)
+            rewrite_site(r->rip, __NR_openat);
         break;
     case __NR_open:
         ret = trapped_open(AT_FDCWD, a, b, c);
+        if (rewriting)
+            rewrite_site(r->rip, __NR_open);
         break;
     case __NR_rt_sigprocmask:
         ret = trapped_sigprocmask((ul *)&uc->uc_sigmask, a, b, c, d);
