@@ -54,19 +54,24 @@
 
 typedef unsigned long ul;
 
-/* ---- system calls: every one carries LOADER_MARK in r9 ---- */
+/* ---- system calls: every one carries LOADER_MARK in r9 (but those of
+ * a rewritten site's call, sys6r9 with 0) ---- */
 
-static inline long sys6(long nr, long a, long b, long c, long d, long e)
+static inline long sys6r9(long nr, long a, long b, long c, long d, long e, long mark)
 {
     register long r10 __asm__("r10") = d;
     register long r8 __asm__("r8") = e;
-    register long r9 __asm__("r9") = (long)LOADER_MARK;
+    register long r9 __asm__("r9") = mark;
     long ret;
     __asm__ volatile("syscall"
                      : "=a"(ret)
                      : "0"(nr), "D"(a), "S"(b), "d"(c), "r"(r10), "r"(r8), "r"(r9)
                      : "rcx", "r11", "memory");
     return ret;
+}
+static inline long sys6(long nr, long a, long b, long c, long d, long e)
+{
+    return sys6r9(nr, a, b, c, d, e, (long)LOADER_MARK);
 }
 #define sys0(n) sys6(n, 0, 0, 0, 0, 0)
 #define sys1(n, a) sys6(n, (long)(a), 0, 0, 0, 0)
@@ -148,7 +153,7 @@ struct ksigaction our_sigsys(void);
 long set_mask(ul mask);
 ul get_mask(void);
 ul fd_path(char *to, long fd);
-long trapped_open(long dirfd, long path, long flags, long mode);
+long trapped_open(long dirfd, long path, long flags, long mode, long r9);
 /* static_loader_rewrite.c */
 void rewrite_site(ul after, long nr);
 /* static_loader.c (the signal restorer, in assembly) */

@@ -73,14 +73,16 @@ static long raw_syscall(const struct saved *s)
 }
 
 /* A rewritten site's call: a plain read open as the handler makes it
- * (marked, then the preload's check); any other call exactly as the
- * program made it (so the stacked filter still sees it). */
+ * (marked, then the preload's check), but with no LOADER_MARK in r9: a
+ * signal delivered at one of these calls' return starts its handler
+ * with these registers, and its calls must still meet the stacked
+ * filter. Any other call exactly as the program made it. */
 long __attribute__((used)) rewritten_call(const struct saved *s)
 {
     if (s->rax == __NR_openat && (s->rdx & NOT_PLAIN) == 0 && s->r8 != FAST_READ_MARK)
-        return trapped_open((long)s->rdi, (long)s->rsi, (long)s->rdx, (long)s->r10);
+        return trapped_open((long)s->rdi, (long)s->rsi, (long)s->rdx, (long)s->r10, 0);
     if (s->rax == __NR_open && (s->rsi & NOT_PLAIN) == 0)
-        return trapped_open(AT_FDCWD, (long)s->rdi, (long)s->rsi, (long)s->rdx);
+        return trapped_open(AT_FDCWD, (long)s->rdi, (long)s->rsi, (long)s->rdx, 0);
     return raw_syscall(s);
 }
 
