@@ -32,11 +32,16 @@
  * - execve and execveat: the stacked filter outlives exec while this
  *   handler does not, so the new program is started through the loader
  *   again (argv[0] "sandbox-static-loader:nested", no second filter).
+ * After a trapped open, the handler rewrites its site when it is one of
+ * the C libraries' known ones (static_loader_rewrite.c), unless the
+ * loader was started as "sandbox-static-loader:no-rewrite" (run
+ * --no-rewrite; its nested name is ":nested-no-rewrite").
  *
  * Nothing here is trusted by the supervisor: the marks are registers any
  * guest code can set, and its filter decides on them as for any call.
  * What goes wrong here only hurts the guest itself. This file holds the
- * start and the mapping; static_loader_trap.c the handler and the filter.
+ * start and the mapping; static_loader_trap.c the handler and the filter;
+ * static_loader_rewrite.c the rewritten sites.
  * Built by sandbox/build.rs as a freestanding static-pie with no
  * relocations: no C library, no TLS, no stack protector, no jump tables,
  * hidden symbols.
