@@ -20,10 +20,11 @@ use std::process::Command;
 
 const SOURCE: &str = "guest/fast_reads.c";
 /// The static loader's sources; the first names it in messages.
-const LOADER_SOURCES: [&str; 4] = [
+const LOADER_SOURCES: [&str; 5] = [
     "guest/static_loader.c",
     "guest/static_loader_trap.c",
     "guest/static_loader_mm.c",
+    "guest/static_loader_rewrite.c",
     "guest/static_loader.h",
 ];
 
@@ -64,17 +65,20 @@ fn main() {
         "the sandbox runs without fast reads",
     );
     // The static loader: a freestanding static-pie with no relocations
-    // (no pointer in its data, no jump tables), no C library, no TLS.
+    // (no pointer in its data, no jump tables), no C library, no TLS;
+    // general registers only, so that the rewritten sites' calls into it
+    // keep the program's vector registers as a `syscall` does.
     build(
         x86_64_linux,
         &cc,
         &out_dir.join("static_loader"),
-        &LOADER_SOURCES[..3],
+        &LOADER_SOURCES[..4],
         &[
             "-O2",
             "-Wall",
             "-Werror",
             "-ffreestanding",
+            "-mgeneral-regs-only",
             "-fno-stack-protector",
             "-fno-builtin",
             "-fno-jump-tables",

@@ -32,12 +32,17 @@
  * - execve and execveat: the stacked filter outlives exec while this
  *   handler does not, so the new program is started through the loader
  *   again (argv[0] "sandbox-static-loader:nested", no second filter).
+ * After a trapped open, the handler rewrites its site when it is one of
+ * the C libraries' known ones (static_loader_rewrite.c), unless the
+ * loader was started as "sandbox-static-loader:no-rewrite" (run
+ * --no-rewrite; its nested name is ":nested-no-rewrite").
  *
  * Nothing here is trusted by the supervisor: the marks are registers any
  * guest code can set, and its filter decides on them as for any call.
  * What goes wrong here only hurts the guest itself. This file holds the
  * start and the mapping; static_loader_trap.c the handler and the filter;
- * static_loader_mm.c which process owns the loader's state.
+ * static_loader_mm.c which process owns the loader's state;
+ * static_loader_rewrite.c the rewritten sites.
  * Built by sandbox/build.rs as a freestanding static-pie with no
  * relocations: no C library, no TLS, no stack protector, no jump tables,
  * hidden symbols.
@@ -103,6 +108,21 @@ static long prot_of(Elf64_Word flags)
 static int bad(long r)
 {
     return (ul)r > (ul)-4096;
+}
+
+/* Records the executable, non-writable segments of `im` (mapped) as the
+ * program's text, where sites may be rewritten. */
+static void note_text(struct image *im)
+{
+    for (int i = 0; i < im->eh.e_phnum && program_text_count < MAX_TEXT; i++) {
+        Elf64_Phdr *p = &im->ph[i];
+        if (p->p_type != PT_LOAD || !(p->p_flags & PF_X) || (p->p_flags & PF_W) || !p->p_filesz)
+            continue;
+        struct text_range *t = &program_text[program_text_count++];
+        t->lo = im->base + TRUNC(p->p_vaddr);
+        t->hi = im->base + p->p_vaddr + p->p_filesz;
+        t->prot = prot_of(p->p_flags);
+    }
 }
 
 static void map_image(long fd, struct image *im, const char *path)
@@ -255,7 +275,8 @@ static void __attribute__((noreturn, used)) loader_main(ul *sp)
     char **argv = (char **)(sp + 1);
     if (argc < 3)
         die("usage", FIRST_NAME " PROGRAM ARGV0 [ARGS...]");
-    int nested = str_eq(argv[0], NESTED_NAME);
+    int nested = str_eq(argv[0], NESTED_NAME) || str_eq(argv[0], NESTED_NAME_NO_REWRITE);
+    rewriting = str_eq(argv[0], FIRST_NAME) || str_eq(argv[0], NESTED_NAME);
     const char *prog = argv[1];
     char **envp = argv + argc + 1;
     char **e = envp;
@@ -283,6 +304,7 @@ static void __attribute__((noreturn, used)) loader_main(ul *sp)
     static struct image program, interp;
     read_headers(fd, &program, prog);
     map_image(fd, &program, prog);
+    note_text(&program);
     ul entry = program.base + program.eh.e_entry, base = 0;
     for (int i = 0; i < program.eh.e_phnum; i++) {
         Elf64_Phdr *p = &program.ph[i];
@@ -326,6 +348,8 @@ static void __attribute__((noreturn, used)) loader_main(ul *sp)
 
     learn_devices();
     claim_memory();
+    if (!fast)
+        rewriting = 0;
     struct ksigaction ours = our_sigsys();
     sys4(__NR_rt_sigaction, SIGSYS, &ours, &program_sigsys, sizeof(ul));
     ul mask = get_mask();

@@ -38,6 +38,9 @@
 #define TRAP_DATA 0x5a5
 #define FIRST_NAME "sandbox-static-loader"
 #define NESTED_NAME "sandbox-static-loader:nested"
+/* The same, with the program's text left as it is (run --no-rewrite). */
+#define FIRST_NAME_NO_REWRITE "sandbox-static-loader:no-rewrite"
+#define NESTED_NAME_NO_REWRITE "sandbox-static-loader:nested-no-rewrite"
 
 #define PLAIN_MASK 0x210003 /* O_ACCMODE | O_PATH | O_DIRECTORY */
 #define NEEDS_MODE(f) (((f) & O_CREAT) || ((f) & __O_TMPFILE) == __O_TMPFILE)
@@ -52,19 +55,24 @@
 
 typedef unsigned long ul;
 
-/* ---- system calls: every one carries LOADER_MARK in r9 ---- */
+/* ---- system calls: every one carries LOADER_MARK in r9 (but those of
+ * a rewritten site's call, sys6r9 with 0) ---- */
 
-static inline long sys6(long nr, long a, long b, long c, long d, long e)
+static inline long sys6r9(long nr, long a, long b, long c, long d, long e, long mark)
 {
     register long r10 __asm__("r10") = d;
     register long r8 __asm__("r8") = e;
-    register long r9 __asm__("r9") = (long)LOADER_MARK;
+    register long r9 __asm__("r9") = mark;
     long ret;
     __asm__ volatile("syscall"
                      : "=a"(ret)
                      : "0"(nr), "D"(a), "S"(b), "d"(c), "r"(r10), "r"(r8), "r"(r9)
                      : "rcx", "r11", "memory");
     return ret;
+}
+static inline long sys6(long nr, long a, long b, long c, long d, long e)
+{
+    return sys6r9(nr, a, b, c, d, e, (long)LOADER_MARK);
 }
 #define sys0(n) sys6(n, 0, 0, 0, 0, 0)
 #define sys1(n, a) sys6(n, (long)(a), 0, 0, 0, 0)
@@ -128,6 +136,17 @@ struct ksigaction {
     ul handler, flags, restorer, mask;
 };
 extern struct ksigaction program_sigsys;
+/* Whether trapped open sites are rewritten (static_loader_rewrite.c). */
+extern int rewriting;
+/* The program's executable, non-writable segments as the loader mapped
+ * them: the only text a site is rewritten in. */
+#define MAX_TEXT 8
+struct text_range {
+    ul lo, hi;
+    long prot;
+};
+extern struct text_range program_text[MAX_TEXT];
+extern int program_text_count;
 
 /* static_loader_trap.c */
 long stack_filter(void);
@@ -138,6 +157,9 @@ ul fd_path(char *to, long fd);
 /* static_loader_mm.c */
 void claim_memory(void);
 int owns_memory(void);
+long trapped_open(long dirfd, long path, long flags, long mode, long r9);
+/* static_loader_rewrite.c */
+void rewrite_site(ul after, long nr);
 /* static_loader.c (the signal restorer, in assembly) */
 void loader_restorer(void);
 

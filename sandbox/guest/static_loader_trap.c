@@ -17,10 +17,10 @@ struct ksigaction program_sigsys;
 
 /* ---- the preload's check, for a trapped plain read open ---- */
 
-static ul dev_of(long fd)
+static ul dev_of(long fd, long r9)
 {
     struct stat st;
-    if (sys2(__NR_fstat, fd, &st) != 0)
+    if (sys6r9(__NR_fstat, fd, (long)&st, 0, 0, 0, r9) != 0)
         return (ul)-1;
     return st.st_dev;
 }
@@ -45,29 +45,32 @@ static int names_own_exe(const char *p)
     return n == pid && str_eq(p, "/exe");
 }
 
-static long open_plain(long dirfd, long path, long flags, long mode)
+/* A plain read open made marked, then the preload's check; `r9` goes
+ * with each call (LOADER_MARK from the handler; 0 from a rewritten site,
+ * whose unmarked open the stacked filter then traps to the handler). */
+static long open_plain(long dirfd, long path, long flags, long mode, long r9)
 {
     long fd;
     if (fast && (flags & NOT_PLAIN) == 0) {
-        fd = sys6(__NR_openat, dirfd, path, flags, 0, (long)FAST_READ_MARK);
+        fd = sys6r9(__NR_openat, dirfd, path, flags, 0, (long)FAST_READ_MARK, r9);
         if (fd >= 0) {
-            ul dev = dev_of(fd);
+            ul dev = dev_of(fd, r9);
             if (dev != proc_dev && dev != cover_dev && dev != (ul)-1)
                 return fd;
-            sys1(__NR_close, fd);
+            sys6r9(__NR_close, fd, 0, 0, 0, 0, r9);
         } else if (fd != -EACCES) {
             return fd;
         }
     }
-    return sys4(__NR_openat, dirfd, path, flags, NEEDS_MODE(flags) ? mode : 0);
+    return sys6r9(__NR_openat, dirfd, path, flags, NEEDS_MODE(flags) ? mode : 0, 0, r9);
 }
 
-static long trapped_open(long dirfd, long path, long flags, long mode)
+long trapped_open(long dirfd, long path, long flags, long mode, long r9)
 {
-    long fd = open_plain(dirfd, path, flags, mode);
+    long fd = open_plain(dirfd, path, flags, mode, r9);
     if (fd >= 0 && (flags & NOT_PLAIN) == 0 && names_own_exe((const char *)path)) {
-        sys1(__NR_close, fd);
-        fd = sys4(__NR_openat, AT_FDCWD, program_path, flags, 0);
+        sys6r9(__NR_close, fd, 0, 0, 0, 0, r9);
+        fd = sys6r9(__NR_openat, AT_FDCWD, (long)program_path, flags, 0, (long)FAST_READ_MARK, r9);
     }
     return fd;
 }
@@ -104,7 +107,11 @@ struct ksigaction our_sigsys(void)
         .handler = (ul)on_sigsys,
         .flags = SA_SIGINFO | SA_NODEFER | SA_ONSTACK | SA_RESTART | 0x04000000 /* SA_RESTORER */,
         .restorer = (ul)loader_restorer,
-        .mask = 0,
+        /* Every other signal waits for the handler's sigreturn: a
+         * handler that ran inside it would start with the loader's
+         * registers, r9 holding LOADER_MARK, and its calls would pass
+         * the stacked filter unseen. */
+        .mask = ~SIGSYS_BIT,
     };
     return sa;
 }
@@ -252,8 +259,8 @@ static long exec_nested(long dirfd, long path, long argv, long envp, long flags)
         sys2(__NR_munmap, target, TARGET_BYTES);
         return -ENOMEM;
     }
-    static const char nested[] = NESTED_NAME;
-    args[0] = (char *)nested;
+    static const char nested[] = NESTED_NAME, nested_as_built[] = NESTED_NAME_NO_REWRITE;
+    args[0] = (char *)(rewriting ? nested : nested_as_built);
     args[1] = target;
     for (ul i = 0; i < count; i++)
         args[2 + i] = old[i];
@@ -271,10 +278,27 @@ too_long:
 
 /* ---- the handler ---- */
 
-/* A SIGSYS that is not the stacked filter's: the program's disposition. */
+static void call_program_handler(struct ksigaction h, int sig, siginfo_t *info, void *ctx);
+
+/* A SIGSYS that is not the stacked filter's: the program's disposition,
+ * its handler run with the mask it would have had (the interrupted
+ * thread's and the handler's own, SIGSYS left deliverable). */
 static void chain(int sig, siginfo_t *info, void *ctx)
 {
     struct ksigaction h = program_sigsys;
+    ul *uc_mask = (ul *)&((struct ucontext *)ctx)->uc_sigmask;
+    if (h.handler != (ul)SIG_IGN && h.handler != (ul)SIG_DFL) {
+        ul ours = get_mask();
+        set_mask((*uc_mask | h.mask) & ~SIGSYS_BIT);
+        call_program_handler(h, sig, info, ctx);
+        set_mask(ours);
+        return;
+    }
+    call_program_handler(h, sig, info, ctx);
+}
+
+static void call_program_handler(struct ksigaction h, int sig, siginfo_t *info, void *ctx)
+{
     if (h.handler == (ul)SIG_IGN)
         return;
     if (h.handler == (ul)SIG_DFL) {
@@ -304,10 +328,14 @@ static void on_sigsys(int sig, void *vinfo, void *vctx)
     long ret;
     switch (info->si_syscall) {
     case __NR_openat:
-        ret = trapped_open(a, b, c, d);
+        ret = trapped_open(a, b, c, d, (long)LOADER_MARK);
+        if (rewriting)
+            rewrite_site(r->rip, __NR_openat);
         break;
     case __NR_open:
-        ret = trapped_open(AT_FDCWD, a, b, c);
+        ret = trapped_open(AT_FDCWD, a, b, c, (long)LOADER_MARK);
+        if (rewriting)
+            rewrite_site(r->rip, __NR_open);
         break;
     case __NR_rt_sigprocmask:
         ret = trapped_sigprocmask((ul *)&uc->uc_sigmask, a, b, c, d);
@@ -322,15 +350,22 @@ static void on_sigsys(int sig, void *vinfo, void *vctx)
         ret = trapped_readlink(a, b, c, d);
         break;
     case __NR_execve:
-        ret = exec_nested(AT_FDCWD, a, b, c, 0);
-        if (ret == KERNEL_EXEC)
-            ret = sys3(__NR_execve, a, b, c);
+    case __NR_execveat: {
+        /* The new program starts with the interrupted thread's mask. */
+        ul ours = get_mask();
+        set_mask(*(ul *)&uc->uc_sigmask & ~SIGSYS_BIT);
+        if (info->si_syscall == __NR_execve) {
+            ret = exec_nested(AT_FDCWD, a, b, c, 0);
+            if (ret == KERNEL_EXEC)
+                ret = sys3(__NR_execve, a, b, c);
+        } else {
+            ret = exec_nested(a, b, c, d, e);
+            if (ret == KERNEL_EXEC)
+                ret = sys6(__NR_execveat, a, b, c, d, e);
+        }
+        set_mask(ours);
         break;
-    case __NR_execveat:
-        ret = exec_nested(a, b, c, d, e);
-        if (ret == KERNEL_EXEC)
-            ret = sys6(__NR_execveat, a, b, c, d, e);
-        break;
+    }
     default:
         ret = -ENOSYS;
     }

@@ -66,6 +66,16 @@ pub struct SandboxConfig {
     /// `None`: at the sandbox's start (`launch/timens.rs`).
     #[serde(default)]
     pub clocks: Option<GuestClocks>,
+    /// Whether the static loader rewrites the trapped open sites of a
+    /// static program into jumps to its trampolines
+    /// (docs/fast-reads.md, "Rewritten sites"); off (`run --no-rewrite`):
+    /// each stays a signal, and the program's text stays as it was built.
+    #[serde(default = "rewrite_by_default")]
+    pub rewrite_sites: bool,
+}
+
+fn rewrite_by_default() -> bool {
+    true
 }
 
 /// IPC and UTS namespaces the sandbox joins, by path (`/proc/PID/ns/ipc`,
@@ -330,6 +340,7 @@ impl SandboxConfig {
             outside_limits: None,
             join: JoinedNamespaces::default(),
             clocks: None,
+            rewrite_sites: true,
         }
     }
 

@@ -205,6 +205,10 @@ pub struct RunArgs {
     #[arg(long, value_name = "FILE")]
     pub report: Option<PathBuf>,
 
+    /// Leave a static program's text as it was built: its plain read opens stay fast through the static loader's signal, but no call site is rewritten into a jump to a trampoline (for programs that checksum or inspect their own code; docs/fast-reads.md).
+    #[arg(long = "no-rewrite")]
+    pub no_rewrite: bool,
+
     /// Threads started to answer the guest's trapped calls; one receives at a time, more start when a call blocks [default: 1].
     #[arg(long, value_name = "N", hide = true)]
     pub workers: Option<usize>,
@@ -339,6 +343,7 @@ fn unchecked_config(args: RunArgs) -> SandboxConfig {
     };
     config.trace = args.trace;
     config.report = args.report;
+    config.rewrite_sites = !args.no_rewrite;
     config.workers = args.workers;
     config.ids.range = args.userns_range.unwrap_or_else(default_id_range);
     config.ids.cap_drop = args.cap_drop;

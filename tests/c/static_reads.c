@@ -13,12 +13,20 @@
  * an exec'd copy of itself; a dynamic program and a shell exec'd from it;
  * /proc/self/exe, named and read; a SIGSYS of a filter the program stacks
  * itself, in a forked child, reaching its own handler; and a checksum of
- * its own text before and after, which must not change.
+ * its own text before and after, which must not change (under the
+ * supervisor with `--no-rewrite`). First of all, before any other open,
+ * threads racing to the first opens of a site (the static loader rewrites
+ * a site at its first trap); later opens in a signal handler that
+ * interrupts opens, and a vforked child that execs. Last, where the text
+ * changed, whether only at rewritten sites (docs/fast-reads.md,
+ * "Rewritten sites": glibc's `mov $257, %eax` become a `jmp`, musl's
+ * `syscall` a `jmp` onto the padding after its `ret`), and how many.
  * static_reads --child DIR: the exec'd copy: one open, then exits. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -67,6 +75,32 @@ static int many(int n)
         close(fd);
     }
     return 1;
+}
+
+/* Sites where `now` differs from `was` (the text at the start), each
+ * one of the two rewrites; -1 if any other byte changed. */
+static int rewritten_sites(const unsigned char *was, const unsigned char *now, size_t len)
+{
+    int sites = 0;
+    for (size_t i = 0; i < len;) {
+        if (was[i] == now[i]) {
+            i++;
+            continue;
+        }
+        if (i + 7 <= len && was[i] == 0xb8 && !memcmp(was + i + 3, "\0\0\x0f\x05", 4) &&
+            now[i] == 0xe9 && !memcmp(now + i + 5, "\x0f\x05", 2) &&
+            ((was[i + 1] == 1 && was[i + 2] == 1) || (was[i + 1] == 2 && was[i + 2] == 0))) {
+            sites++;
+            i += 5;
+        } else if (i >= 3 && i + 8 <= len && !memcmp(was + i - 3, "\x48\x89\xca\x0f\x05\xc3", 6) &&
+                   !memcmp(now + i, "\xeb\x01\xc3\xe9", 4)) {
+            sites++;
+            i += 8;
+        } else {
+            return -1;
+        }
+    }
+    return sites;
 }
 
 static unsigned long text_sum(void)
@@ -136,9 +170,63 @@ static void own_filter_child(void)
     _exit(0);
 }
 
-static volatile sig_atomic_t sigsys_seen, ticks;
+static volatile sig_atomic_t sigsys_seen, ticks, handler_opens_ok = 1, handler_opens;
 static void on_sigsys(int sig) { (void)sig; sigsys_seen = 1; }
 static void on_tick(int sig) { (void)sig; ticks++; }
+
+/* A timer's handler that itself opens and reads, interrupting opens. */
+static char b_path[PATH_MAX];
+static void on_tick_open(int sig)
+{
+    (void)sig;
+    int saved = errno;
+    char buf[16] = {0};
+    int fd = open(b_path, O_RDONLY);
+    if (fd < 0 || read(fd, buf, sizeof buf - 1) != 10 || strcmp(buf, "text of b\n"))
+        handler_opens_ok = 0;
+    if (fd >= 0)
+        close(fd);
+    handler_opens++;
+    errno = saved;
+}
+
+/* Threads started together, each making `THREAD_OPENS` opens. */
+#define THREADS 4
+#define THREAD_OPENS 500
+static pthread_barrier_t start_line;
+static void *opener(void *ok)
+{
+    pthread_barrier_wait(&start_line);
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/a", dir);
+    for (int i = 0; i < THREAD_OPENS; i++) {
+        char buf[16] = {0};
+        int fd = openat(AT_FDCWD, path, O_RDONLY);
+        if (fd < 0 || read(fd, buf, sizeof buf - 1) != 10 || strcmp(buf, "text of a\n"))
+            *(int *)ok = 0;
+        if (fd >= 0)
+            close(fd);
+    }
+    return NULL;
+}
+
+static int racing_threads(void)
+{
+    pthread_t t[THREADS];
+    int ok[THREADS];
+    pthread_barrier_init(&start_line, NULL, THREADS);
+    for (int i = 0; i < THREADS; i++) {
+        ok[i] = 1;
+        if (pthread_create(&t[i], NULL, opener, &ok[i]))
+            return 0;
+    }
+    int all = 1;
+    for (int i = 0; i < THREADS; i++) {
+        pthread_join(t[i], NULL);
+        all &= ok[i];
+    }
+    return all;
+}
 
 int main(int argc, char **argv)
 {
@@ -154,6 +242,12 @@ int main(int argc, char **argv)
     }
     snprintf(dir, sizeof dir, "%s", argv[1]);
     unsigned long sum = text_sum();
+    size_t text_len = (size_t)(etext - __executable_start);
+    unsigned char *text_was = malloc(text_len);
+    if (!text_was)
+        return 1;
+    memcpy(text_was, __executable_start, text_len);
+    printf("%d threads x %d first opens: %d\n", THREADS, THREAD_OPENS, racing_threads());
 
     show("open", open(in_dir("a"), O_RDONLY));
     show("open cloexec", open(in_dir("a"), O_RDONLY | O_CLOEXEC));
@@ -189,6 +283,14 @@ int main(int argc, char **argv)
     int interrupted_ok = many(5000);
     setitimer(ITIMER_REAL, &stop, NULL);
     printf("5000 opens under a 50 us timer: %d (ticks seen: %d)\n", interrupted_ok, ticks > 0);
+    snprintf(b_path, sizeof b_path, "%s/sub/b", dir);
+    sa.sa_handler = on_tick_open;
+    sigaction(SIGALRM, &sa, NULL);
+    setitimer(ITIMER_REAL, &every, NULL);
+    interrupted_ok = many(3000);
+    setitimer(ITIMER_REAL, &stop, NULL);
+    printf("3000 opens under a 50 us timer whose handler opens: %d (handler opens: %d, all read: %d)\n",
+           interrupted_ok, handler_opens > 0, (int)handler_opens_ok);
 
     pid_t pid = fork();
     if (pid == 0) {
@@ -206,6 +308,13 @@ int main(int argc, char **argv)
     }
     waitpid(pid, &status, 0);
     printf("exec'd child: exit %d\n", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+    pid = vfork();
+    if (pid == 0) {
+        execl("/proc/self/exe", argv[0], "--child", dir, (char *)NULL);
+        _exit(127);
+    }
+    waitpid(pid, &status, 0);
+    printf("vforked exec'd child: exit %d\n", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
 
     pid = fork();
     if (pid == 0) {
@@ -232,5 +341,8 @@ int main(int argc, char **argv)
     printf("/proc/self/exe is the program: %d\n", n > 0 && realpath(argv[0], self) && !strcmp(exe, self));
     printf("/proc/self/exe reads as the program: %d\n", realpath(argv[0], self) && exe_reads_as(self));
     printf("text unchanged: %d\n", text_sum() == sum);
+    int sites = rewritten_sites(text_was, (const unsigned char *)__executable_start, text_len);
+    printf("text changed only at rewritten sites: %d\n", sites >= 0);
+    printf("rewritten sites: %d\n", sites);
     return 0;
 }

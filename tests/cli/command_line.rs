@@ -152,6 +152,7 @@ fn help_lists_every_flag() {
         "--disk",
         "--writable-system",
         "--report",
+        "--no-rewrite",
     ] {
         assert!(
             out.stdout.contains(flag),

@@ -7,13 +7,18 @@
 //! SIGSYS handler, under an interval timer, in threads, in forked and
 //! exec'd children (the program itself, a dynamic program, a shell),
 //! `/proc/self/exe` named and read, the program's own seccomp filter and
-//! SIGSYS handler, and a checksum of the program's own text; the Go
-//! program also opens beside busy loops that only its runtime's SIGURG
-//! preempts, in threads started and ended, under SIGUSR1, catches a SIGSYS
-//! it sends itself before and after an exec, and serves HTTP on loopback.
-//! In a fenced guest all three start through the static loader, whose
-//! handler makes their opens marked: the report counts how few are
-//! serviced. `.ci/run` installs musl-tools and golang-go for these;
+//! SIGSYS handler, threads racing to a site's first opens, a timer's
+//! handler that opens while opens are interrupted, a vforked exec, and a
+//! checksum of the program's own text; the Go program also opens beside
+//! busy loops that only its runtime's SIGURG preempts, in threads started
+//! and ended, under SIGUSR1, catches a SIGSYS it sends itself before and
+//! after an exec, and serves HTTP on loopback. In a fenced guest all three
+//! start through the static loader, whose handler makes their opens
+//! marked and rewrites each trapped open site of the C programs into a
+//! jump to a trampoline (the default): every line then matches native but
+//! the text's, which changed at the rewritten sites alone; with
+//! `--no-rewrite` every line matches, the checksum's included. The report
+//! counts how few opens are serviced. `.ci/run` installs musl-tools and golang-go for these;
 //! without them the tests fail.
 
 use crate::common;
@@ -54,26 +59,90 @@ fn go_static() -> PathBuf {
     })
 }
 
-/// Runs `prog DIR` natively and supervised (as `user`, with its copy of
-/// the binary, when given): the outputs must match and hold every line of
-/// `want`.
-fn matches_native_as(user: Option<(u32, u32, PathBuf)>, prog: &Path, tag: &str, want: &[&str]) {
+/// `prog DIR` run natively and supervised (as `user`, with its copy of
+/// the binary, when given; with the supervisor's `flags`).
+fn native_and_supervised(
+    user: Option<(u32, u32, PathBuf)>,
+    prog: &Path,
+    tag: &str,
+    flags: &[&str],
+) -> (Out, Out) {
     let dir = tree(tag);
     let mut run = Run::new(&[prog.as_os_str(), dir.path().as_os_str()])
         .sup(&c_mounts())
+        .sup(flags)
         .rw(dir.path());
     if let Some((uid, gid, bin)) = user {
         run = run.user(uid, gid).bin(bin);
     }
     let native = run.native().ok("native");
     let supervised = run.supervised().ok("supervised");
+    (native, supervised)
+}
+
+/// Runs `prog DIR` natively and supervised with `--no-rewrite` (the
+/// program's text left as built): the outputs must match and hold every
+/// line of `want`.
+fn matches_native_as(user: Option<(u32, u32, PathBuf)>, prog: &Path, tag: &str, want: &[&str]) {
+    matches_native_with(user, prog, tag, want, &["--no-rewrite"]);
+}
+
+/// Runs `prog DIR` natively and supervised with `flags`: the outputs must
+/// match and hold every line of `want`.
+fn matches_native_with(
+    user: Option<(u32, u32, PathBuf)>,
+    prog: &Path,
+    tag: &str,
+    want: &[&str],
+    flags: &[&str],
+) {
+    let (native, supervised) = native_and_supervised(user, prog, tag, flags);
     assert_eq!(supervised.stdout, native.stdout, "{}", supervised.dump());
     for line in want {
         assert!(native.stdout.contains(line), "{line}: {}", native.dump());
     }
 }
 
+/// The lines of a static_reads output but those about its text.
+fn but_the_text(out: &str) -> Vec<&str> {
+    out.lines()
+        .filter(|l| !l.starts_with("text unchanged:") && !l.starts_with("rewritten sites:"))
+        .collect()
+}
+
+/// Runs `prog DIR` natively and supervised with the loader's rewriting
+/// (the default): every line matches native (and `C_LINES` holds) but the
+/// text's: in a fenced guest the supervised text changed, at rewritten
+/// sites alone, at least one.
+fn matches_native_rewritten(user: Option<(u32, u32, PathBuf)>, prog: &Path, tag: &str) {
+    let (native, supervised) = native_and_supervised(user, prog, tag, &[]);
+    assert_eq!(
+        but_the_text(&supervised.stdout),
+        but_the_text(&native.stdout),
+        "{}",
+        supervised.dump()
+    );
+    for line in C_LINES {
+        let text_line = line.starts_with("text unchanged:");
+        assert!(
+            text_line || native.stdout.contains(line),
+            "{line}: {}",
+            native.dump()
+        );
+    }
+    native.assert_lines(&["text unchanged: 1", "rewritten sites: 0"]);
+    if landlock_abi() >= 1 {
+        supervised.assert_lines(&[
+            "text unchanged: 0",
+            "text changed only at rewritten sites: 1",
+        ]);
+        let sites = supervised.field("rewritten sites");
+        assert!(sites >= 1, "{}", supervised.dump());
+    }
+}
+
 const C_LINES: &[&str] = &[
+    "4 threads x 500 first opens: 1",
     "openat rel: \"text of b\"",
     "openat missing: open = -1 errno 2",
     "open dir read: read = -1 errno 21",
@@ -82,8 +151,10 @@ const C_LINES: &[&str] = &[
     "open, every signal blocked: \"text of a\"",
     "own SIGSYS handler ran: 0",
     "5000 opens under a 50 us timer: 1 (ticks seen: 1)",
+    "3000 opens under a 50 us timer whose handler opens: 1 (handler opens: 1, all read: 1)",
     "forked child: exit 0",
     "exec'd child open: \"text of b\"",
+    "vforked exec'd child: exit 0",
     "exec'd cat: exit 0",
     "sh read: text of a",
     "exec'd sh: exit 0",
@@ -93,6 +164,7 @@ const C_LINES: &[&str] = &[
     "/proc/self/exe is the program: 1",
     "/proc/self/exe reads as the program: 1",
     "text unchanged: 1",
+    "text changed only at rewritten sites: 1",
 ];
 
 fn matches_native(prog: &Path, tag: &str, want: &[&str]) {
@@ -135,26 +207,47 @@ const GO_LINES: &[&str] = &[
 ];
 
 #[test]
+fn a_rewritten_static_glibc_program_matches_native() {
+    matches_native_rewritten(None, &c_static("cc"), "glibc-rw");
+}
+
+#[test]
+fn a_rewritten_static_musl_program_matches_native() {
+    matches_native_rewritten(None, &c_static("musl-gcc"), "musl-rw");
+}
+
+#[test]
+fn a_rewritten_static_glibc_program_matches_native_unprivileged() {
+    match tester_bin() {
+        Ok(t) => matches_native_rewritten(Some(t), &c_static("cc"), "glibc-rw-user"),
+        Err(e) => skip!("{e}"),
+    }
+}
+
+/// The Go program runs as by default (rewriting on: none of Go's call
+/// sites is a pattern the loader rewrites, so its text stays as built).
+#[test]
 fn a_go_program_matches_native() {
-    matches_native(&go_static(), "go", GO_LINES);
+    matches_native_with(None, &go_static(), "go", GO_LINES, &[]);
 }
 
 #[test]
 fn a_go_program_matches_native_unprivileged() {
     match tester_bin() {
-        Ok(t) => matches_native_as(Some(t), &go_static(), "go-user", GO_LINES),
+        Ok(t) => matches_native_with(Some(t), &go_static(), "go-user", GO_LINES, &[]),
         Err(e) => skip!("{e}"),
     }
 }
 
-/// The openat calls the supervisor served for `prog DIR` (its output
-/// checked against `want`).
-fn serviced_opens(prog: &Path, tag: &str, want: &str) -> u64 {
+/// The openat calls the supervisor served for `prog DIR` with the
+/// supervisor's `flags` (its output checked against `want`).
+fn serviced_opens(prog: &Path, tag: &str, want: &str, flags: &[&str]) -> u64 {
     let dir = tree(tag);
     let rep = tempfile::NamedTempFile::new().expect("report file");
     let rep_s = rep.path().display().to_string();
     let mut sup = c_mounts();
     sup.extend(["--report".to_string(), rep_s]);
+    sup.extend(flags.iter().map(|f| f.to_string()));
     let out = Run::new(&[prog.as_os_str(), dir.path().as_os_str()])
         .sup(&sup)
         .rw(dir.path())
@@ -166,22 +259,34 @@ fn serviced_opens(prog: &Path, tag: &str, want: &str) -> u64 {
         + r["syscalls"]["serviced"]["open"].as_u64().unwrap_or(0)
 }
 
-/// Through the loader, a static C program's 7,000 plain read opens and
-/// the Go program's 8,000 or so pass the filter marked: the few served
-/// are the loader's own and those of the dynamic loader of the programs
-/// they exec.
+/// Through the loader, a static C program's 12,000 plain read opens pass
+/// the filter marked, whether their sites are rewritten (the default) or
+/// each trapped (`--no-rewrite`), and so do the Go program's 8,000 or so:
+/// the few served are the loader's own and those of the dynamic loader of
+/// the programs they exec.
 #[test]
 fn static_programs_open_fast_go_included() {
     if landlock_abi() < 1 {
         skip!("no Landlock: no fence, so no fast reads");
     }
     for (compiler, tag) in [("cc", "count-glibc"), ("musl-gcc", "count-musl")] {
-        let served = serviced_opens(&c_static(compiler), tag, "text unchanged: 1");
+        let served = serviced_opens(
+            &c_static(compiler),
+            tag,
+            "text unchanged: 1",
+            &["--no-rewrite"],
+        );
         assert!(
             served < 200,
             "{compiler}: {served} opens served through the loader"
         );
+        let tag = format!("{tag}-rw");
+        let served = serviced_opens(&c_static(compiler), &tag, "text unchanged: 0", &[]);
+        assert!(
+            served < 200,
+            "{compiler}: {served} opens served through rewritten sites"
+        );
     }
-    let served = serviced_opens(&go_static(), "count-go", "2000 opens: true");
+    let served = serviced_opens(&go_static(), "count-go", "2000 opens: true", &[]);
     assert!(served < 200, "go: {served} opens served through the loader");
 }

@@ -115,6 +115,8 @@ pub struct LaunchConfig {
     pub join_uts: Option<PathBuf>,
     /// Where the guest's clocks start (`timens.rs`); `None`: at init's start.
     pub clocks: Option<crate::config::GuestClocks>,
+    /// The static loader rewrites trapped open sites (`static_loader.rs`).
+    pub rewrite_sites: bool,
 }
 
 impl LaunchConfig {
@@ -150,6 +152,7 @@ impl LaunchConfig {
             join_ipc: None,
             join_uts: None,
             clocks: None,
+            rewrite_sites: true,
         }
     }
 

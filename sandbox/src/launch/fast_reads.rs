@@ -133,13 +133,13 @@ fn open_dir(path: &Path) -> nix::Result<OwnedFd> {
 /// it names beneath `rootfs` (None: the host's), relative names taken
 /// from `workdir`: a musl program gets the environment entry
 /// `LD_PRELOAD=/etc/sandbox-fast-reads.so` (an environment that has
-/// `LD_PRELOAD` already keeps it as it is), and where `through_loader`, a
+/// `LD_PRELOAD` already keeps it as it is), and where `loader` is given, a
 /// static one starts through the static loader (`static_loader.rs`).
 pub fn ready_command(
     plan: &mut ExecPlan,
     rootfs: Option<&Path>,
     workdir: &Path,
-    through_loader: bool,
+    loader: Option<super::static_loader::Loader>,
 ) {
     let Ok(root) = open_dir(rootfs.unwrap_or(Path::new("/"))) else {
         return;
@@ -154,8 +154,11 @@ pub fn ready_command(
             plan.set_env_default("LD_PRELOAD", GUEST_PATH)
         }
         Some(_) => {}
-        None if through_loader => super::static_loader::start_if_static(plan, &path, &file),
-        None => {}
+        None => {
+            if let Some(loader) = loader {
+                loader.start_if_static(plan, &path, &file)
+            }
+        }
     }
 }
 

@@ -275,7 +275,10 @@ pub fn launch_with(cfg: &LaunchConfig, hooks: &dyn InitHooks) -> Result<Sandbox,
         plan.etc_guest_files.push(static_loader::etc_file());
     }
     if let Some(exec) = exec.as_mut().filter(|_| musl_preload) {
-        fast_reads::ready_command(exec, cfg.rootfs.as_deref(), &workdir, through_loader);
+        let loader = through_loader.then_some(static_loader::Loader {
+            rewrite: cfg.rewrite_sites,
+        });
+        fast_reads::ready_command(exec, cfg.rootfs.as_deref(), &workdir, loader);
     }
     let filter = privs::to_sock_filter(fast_reads.unwrap_or(&cfg.filter));
     // Shifted ids as root: host directories through idmapped copies.

@@ -34,8 +34,11 @@ const LOADER: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/static_loader"))
 pub const NAME: &str = "sandbox-static-loader";
 const GUEST_PATH: &str = "/etc/sandbox-static-loader";
 /// argv[0] of the loader when the supervisor starts it (the loader's
-/// own exec of a program from a loaded one says `:nested`).
+/// own exec of a program from a loaded one says `:nested`); with
+/// `:no-rewrite`, the loader leaves the program's text as it is (and
+/// passes that on to the programs it execs).
 const FIRST_NAME: &str = "sandbox-static-loader";
+const FIRST_NAME_NO_REWRITE: &str = "sandbox-static-loader:no-rewrite";
 
 const PT_INTERP: u32 = 3;
 
@@ -65,12 +68,26 @@ pub enum Program {
     Other,
 }
 
-/// Makes `plan` start `file` (its command's program, found at `path`)
-/// through the loader when it is a static program
-/// (`fast_reads::ready_command` found and opened it).
-pub fn start_if_static(plan: &mut ExecPlan, path: &Path, file: &File) {
-    if classify(file) == Program::Static {
-        plan.run_through(GUEST_PATH, FIRST_NAME, path);
+/// How the loader starts a static command.
+#[derive(Clone, Copy, Debug)]
+pub struct Loader {
+    /// Rewrite the program's trapped open sites into jumps to the
+    /// loader's trampolines (`SandboxConfig::rewrite_sites`).
+    pub rewrite: bool,
+}
+
+impl Loader {
+    /// Makes `plan` start `file` (its command's program, found at `path`)
+    /// through the loader when it is a static program
+    /// (`fast_reads::ready_command` found and opened it).
+    pub fn start_if_static(self, plan: &mut ExecPlan, path: &Path, file: &File) {
+        if classify(file) == Program::Static {
+            let name = match self.rewrite {
+                true => FIRST_NAME,
+                false => FIRST_NAME_NO_REWRITE,
+            };
+            plan.run_through(GUEST_PATH, name, path);
+        }
     }
 }
 

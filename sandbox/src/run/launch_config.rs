@@ -93,6 +93,7 @@ pub(super) fn launch_config(
         join_ipc: config.join.ipc.clone(),
         join_uts: config.join.uts.clone(),
         clocks: config.clocks,
+        rewrite_sites: config.rewrite_sites,
     })
 }
 

@@ -140,6 +140,7 @@ fn shaping_flag(a: &RunArgs) -> Option<&'static str> {
         (!a.allow_net.is_empty(), "--allow-net"),
         (!a.publish.is_empty(), "--publish"),
         (a.writable_system, "--writable-system"),
+        (a.no_rewrite, "--no-rewrite"),
         (a.disk != DEFAULT_DISK_SIZE, "--disk"),
         (a.memory.is_some(), "--memory"),
         (a.cpus.is_some(), "--cpus"),
