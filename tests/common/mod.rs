@@ -10,6 +10,8 @@
 //!   with `cc` into `$CARGO_TARGET_TMPDIR/cprogs` (visible in the sandbox
 //!   through [`c_mounts`]).
 //! - [`tiny_rootfs`]: a `--rootfs` tree holding one static program.
+//! - [`c_static`]: `tests/c/static_reads.c` linked statically, what it
+//!   reads and prints, for every way a command starts.
 //! - [`Tree`]: temp trees, and [`snapshot`] of a tree for comparing results.
 //! - [`normalize`]: the only differences between a native and a supervised
 //!   output that a test may erase; each one is documented there.
@@ -41,6 +43,7 @@ pub mod pool;
 pub mod probes;
 mod rootfs;
 pub mod serve;
+mod static_reads;
 mod tester;
 mod tree;
 
@@ -49,6 +52,8 @@ pub use cprogs::*;
 pub use kill_after::*;
 #[allow(unused_imports)] // not every test binary builds a rootfs
 pub use rootfs::*;
+#[allow(unused_imports)] // not every test binary runs the static program
+pub use static_reads::*;
 #[allow(unused_imports)] // not every test binary runs as tester
 pub use tester::*;
 pub use tree::*;

@@ -56,6 +56,17 @@ pub fn tiny_rootfs(root: &Path) -> Result<(), String> {
     Ok(())
 }
 
+/// What `rootprobe ls /etc` prints of a tree's /etc that holds nothing
+/// of its own: the sandbox's files, and, where the guest is fenced
+/// (Landlock: fast reads), the static loader, which every fenced view
+/// gets (`sandbox/src/launch/static_loader.rs`).
+pub fn tree_etc_listing() -> &'static str {
+    match landlock_abi() >= 1 {
+        true => "group hostname hosts passwd resolv.conf sandbox-static-loader",
+        false => "group hostname hosts passwd resolv.conf",
+    }
+}
+
 /// Copies the dynamically linked program `prog` into `root` as
 /// `/bin/NAME`, with the loader and libraries `ldd` lists for it at their
 /// own paths (for a musl program, musl's loader, which is its C library

@@ -283,9 +283,10 @@ print(sorted(os.listdir(d)))
     );
 }
 
-/// A `--rootfs` tree without a dynamic loader (static programs only) is
-/// shown as it is: no preload list added to its /etc (`tests/fs/mounts.rs`
-/// lists /etc; trees with a loader: `fast_reads_any_libc.rs`).
+/// A `--rootfs` tree without a dynamic loader (static programs only)
+/// gets no preload list in its /etc, only the static loader
+/// (`tests/fs/mounts.rs` lists /etc, `static_reads.rs` runs its programs;
+/// trees with a loader: `fast_reads_any_libc.rs`).
 #[test]
 fn a_static_tree_gets_no_preload() {
     let root = tempfile::tempdir().expect("tempdir");

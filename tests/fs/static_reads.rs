@@ -18,8 +18,9 @@
 //! jump to a trampoline (the default): every line then matches native but
 //! the text's, which changed at the rewritten sites alone; with
 //! `--no-rewrite` every line matches, the checksum's included. The report
-//! counts how few opens are serviced. `.ci/run` installs musl-tools and golang-go for these;
-//! without them the tests fail.
+//! counts how few opens are serviced. A `--rootfs` tree of static
+//! programs only starts them through the loader too. `.ci/run` installs
+//! musl-tools and golang-go for these; without them the tests fail.
 
 use crate::common;
 use crate::fast_reads::tree;
@@ -29,18 +30,6 @@ use std::process::Command;
 
 fn source(rel: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join(rel)
-}
-
-/// `tests/c/static_reads.c` linked statically by `compiler` (`cc` for
-/// glibc, `musl-gcc` for musl).
-fn c_static(compiler: &str) -> PathBuf {
-    built_once(&format!("static_reads.{compiler}"), |out| {
-        let mut cc = Command::new(compiler);
-        cc.args(["-O1", "-Wall", "-static", "-o"])
-            .arg(out)
-            .arg(source("tests/c/static_reads.c"));
-        cc
-    })
 }
 
 /// `tests/go/static_reads.go` built without cgo: a static binary.
@@ -103,13 +92,6 @@ fn matches_native_with(
     }
 }
 
-/// The lines of a static_reads output but those about its text.
-fn but_the_text(out: &str) -> Vec<&str> {
-    out.lines()
-        .filter(|l| !l.starts_with("text unchanged:") && !l.starts_with("rewritten sites:"))
-        .collect()
-}
-
 /// Runs `prog DIR` natively and supervised with the loader's rewriting
 /// (the default): every line matches native (and `C_LINES` holds) but the
 /// text's: in a fenced guest the supervised text changed, at rewritten
@@ -122,13 +104,8 @@ fn matches_native_rewritten(user: Option<(u32, u32, PathBuf)>, prog: &Path, tag:
         "{}",
         supervised.dump()
     );
-    for line in C_LINES {
-        let text_line = line.starts_with("text unchanged:");
-        assert!(
-            text_line || native.stdout.contains(line),
-            "{line}: {}",
-            native.dump()
-        );
+    for line in STATIC_READS_LINES {
+        assert!(native.stdout.contains(line), "{line}: {}", native.dump());
     }
     native.assert_lines(&["text unchanged: 1", "rewritten sites: 0"]);
     if landlock_abi() >= 1 {
@@ -141,31 +118,13 @@ fn matches_native_rewritten(user: Option<(u32, u32, PathBuf)>, prog: &Path, tag:
     }
 }
 
-const C_LINES: &[&str] = &[
-    "4 threads x 500 first opens: 1",
-    "openat rel: \"text of b\"",
-    "openat missing: open = -1 errno 2",
-    "open dir read: read = -1 errno 21",
-    "open bad pointer: open = -1 errno 14",
-    "2000 opens: 1",
-    "open, every signal blocked: \"text of a\"",
-    "own SIGSYS handler ran: 0",
-    "5000 opens under a 50 us timer: 1 (ticks seen: 1)",
-    "3000 opens under a 50 us timer whose handler opens: 1 (handler opens: 1, all read: 1)",
-    "forked child: exit 0",
-    "exec'd child open: \"text of b\"",
-    "vforked exec'd child: exit 0",
-    "exec'd cat: exit 0",
-    "sh read: text of a",
-    "exec'd sh: exit 0",
-    "own filter's SIGSYS: data 7, call 110, returns 110",
-    "open under its own filter: \"text of a\"",
-    "own filter child: exit 0",
-    "/proc/self/exe is the program: 1",
-    "/proc/self/exe reads as the program: 1",
-    "text unchanged: 1",
-    "text changed only at rewritten sites: 1",
-];
+/// What a native run prints, and a supervised one with `--no-rewrite`:
+/// every line of [`STATIC_READS_LINES`] and the text unchanged.
+fn c_lines() -> Vec<&'static str> {
+    let mut lines = STATIC_READS_LINES.to_vec();
+    lines.push("text unchanged: 1");
+    lines
+}
 
 fn matches_native(prog: &Path, tag: &str, want: &[&str]) {
     matches_native_as(None, prog, tag, want);
@@ -173,18 +132,18 @@ fn matches_native(prog: &Path, tag: &str, want: &[&str]) {
 
 #[test]
 fn a_static_glibc_program_matches_native() {
-    matches_native(&c_static("cc"), "glibc", C_LINES);
+    matches_native(&c_static("cc"), "glibc", &c_lines());
 }
 
 #[test]
 fn a_static_musl_program_matches_native() {
-    matches_native(&c_static("musl-gcc"), "musl", C_LINES);
+    matches_native(&c_static("musl-gcc"), "musl", &c_lines());
 }
 
 #[test]
 fn a_static_musl_program_matches_native_unprivileged() {
     match tester_bin() {
-        Ok(t) => matches_native_as(Some(t), &c_static("musl-gcc"), "musl-user", C_LINES),
+        Ok(t) => matches_native_as(Some(t), &c_static("musl-gcc"), "musl-user", &c_lines()),
         Err(e) => skip!("{e}"),
     }
 }
@@ -254,9 +213,7 @@ fn serviced_opens(prog: &Path, tag: &str, want: &str, flags: &[&str]) -> u64 {
         .supervised()
         .ok("supervised");
     assert!(out.stdout.contains(want), "{}", out.dump());
-    let r = read_report(rep.path());
-    r["syscalls"]["serviced"]["openat"].as_u64().unwrap_or(0)
-        + r["syscalls"]["serviced"]["open"].as_u64().unwrap_or(0)
+    served_opens(rep.path())
 }
 
 /// Through the loader, a static C program's 12,000 plain read opens pass
@@ -277,7 +234,7 @@ fn static_programs_open_fast_go_included() {
             &["--no-rewrite"],
         );
         assert!(
-            served < 200,
+            served < STATIC_READS_MAX_SERVED,
             "{compiler}: {served} opens served through the loader"
         );
         let tag = format!("{tag}-rw");
@@ -289,4 +246,78 @@ fn static_programs_open_fast_go_included() {
     }
     let served = serviced_opens(&go_static(), "count-go", "2000 opens: true", &[]);
     assert!(served < 200, "go: {served} opens served through the loader");
+}
+
+/// A `--rootfs` tree of static programs only (the program, and busybox
+/// as its `/bin/sh` and `/bin/cat`): the tree's /etc gets the loader as
+/// it gets the preload, the program prints what it prints natively, and
+/// its opens pass marked.
+#[test]
+fn a_static_tree_starts_its_programs_through_the_loader() {
+    if landlock_abi() < 1 {
+        skip!("no Landlock: no fence, so no fast reads");
+    }
+    assert!(
+        common::oci::have_busybox(),
+        "no busybox-static at /bin/busybox (apt-get install busybox-static)"
+    );
+    for (compiler, tag) in [("cc", "tree-glibc"), ("musl-gcc", "tree-musl")] {
+        let root = tempfile::tempdir().expect("tempdir");
+        let r = root.path();
+        for d in ["bin", "etc", "data"] {
+            std::fs::create_dir_all(r.join(d)).expect("mkdir");
+        }
+        std::fs::copy(c_static(compiler), r.join("bin/static_reads")).expect("copy");
+        std::fs::copy(common::oci::BUSYBOX, r.join("bin/busybox")).expect("copy busybox");
+        for applet in ["sh", "cat"] {
+            std::os::unix::fs::symlink("busybox", r.join("bin").join(applet)).expect("link");
+        }
+        fill_static_reads_dir(&r.join("data"));
+        let here = tree(tag);
+        let native = Run::new(&[c_static(compiler).as_os_str(), here.path().as_os_str()])
+            .native()
+            .ok("native");
+        let rootfs = r.display().to_string();
+        let rep = tempfile::NamedTempFile::new().expect("report file");
+        let rep_s = rep.path().display().to_string();
+        let supervised = Run::new(&["/bin/static_reads", "/data"])
+            .sup(&["--rootfs", &rootfs, "--report", &rep_s])
+            .supervised()
+            .ok("supervised");
+        assert_eq!(
+            but_the_text(&supervised.stdout),
+            but_the_text(&native.stdout),
+            "{}",
+            supervised.dump()
+        );
+        for line in STATIC_READS_LINES {
+            assert!(native.stdout.contains(line), "{line}: {}", native.dump());
+        }
+        let served = served_opens(rep.path());
+        assert!(
+            served < STATIC_READS_MAX_SERVED,
+            "{compiler}: {served} opens served in a static tree"
+        );
+        let ls = Run::new(&["/bin/busybox", "ls", "/etc"])
+            .sup(&["--rootfs", &rootfs])
+            .supervised()
+            .ok("ls");
+        assert_eq!(
+            ls.stdout,
+            "group\nhostname\nhosts\npasswd\nresolv.conf\nsandbox-static-loader\n",
+            "{}",
+            ls.dump()
+        );
+        // The loader and its two arguments, as another process sees them.
+        let cmdline = Run::new(&["/bin/cat", "/proc/self/cmdline"])
+            .sup(&["--rootfs", &rootfs])
+            .supervised()
+            .ok("cat");
+        assert_eq!(
+            cmdline.stdout,
+            "sandbox-static-loader\0/bin/cat\0/bin/cat\0/proc/self/cmdline\0",
+            "{}",
+            cmdline.dump()
+        );
+    }
 }

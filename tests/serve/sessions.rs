@@ -467,3 +467,45 @@ fn past_max_sessions_a_new_one_gets_429() {
     );
     d.create("{}");
 }
+
+/// A static program run by a session's `exec` (a new process in the
+/// running sandbox, `sandbox/src/launch/exec_request.rs`) starts through
+/// the static loader as `run`'s command does: the helper looks at the
+/// program in the session's own view. It prints what it prints natively
+/// (a static glibc build of `tests/c/static_reads.c`, from the session's
+/// volume), and another process sees the loader in its command line.
+#[test]
+fn exec_starts_a_static_program_through_the_loader() {
+    use crate::common::{self, c_static, fill_static_reads_dir, landlock_abi, Run, Tree};
+    if landlock_abi() < 1 {
+        skip!("no Landlock: no fence, so no fast reads");
+    }
+    let prog = c_static("cc");
+    let here = Tree::new();
+    fill_static_reads_dir(here.path());
+    let native = Run::new(&[prog.as_os_str(), here.path().as_os_str()])
+        .native()
+        .ok("native");
+    for line in common::STATIC_READS_LINES {
+        assert!(native.stdout.contains(line), "{line}: {}", native.dump());
+    }
+    let d = Daemon::start();
+    let volume = d.data_dir.join("volumes/static");
+    std::fs::create_dir_all(&volume).expect("mkdir volume");
+    std::fs::copy(&prog, volume.join("static_reads")).expect("copy the program");
+    fill_static_reads_dir(&volume.join("d"));
+    let id = d.create(r#"{"volume": {"name": "static", "path": "/data"}}"#);
+    let v = d.exec(&id, &["/data/static_reads", "/data/d"]);
+    assert_eq!(v["exit_code"], 0, "{v}");
+    assert_eq!(
+        common::but_the_text(v["stdout"].as_str().unwrap_or_default()),
+        common::but_the_text(&native.stdout),
+        "{v}"
+    );
+    let v = d.exec(&id, &["/bin/busybox", "cat", "/proc/self/cmdline"]);
+    assert_eq!(
+        v["stdout"].as_str(),
+        Some("sandbox-static-loader\0/bin/busybox\0/bin/busybox\0cat\0/proc/self/cmdline\0"),
+        "{v}"
+    );
+}

@@ -33,6 +33,10 @@ pub struct ExecPlan {
     candidates: Vec<CString>,
     argv: Vec<CString>,
     envp: Vec<CString>,
+    /// An executable tried first, with its own argv (the static loader:
+    /// [`ExecPlan::run_through`]); where its exec fails, the candidates
+    /// are tried as always.
+    through: Option<(CString, Vec<CString>)>,
 }
 
 impl ExecPlan {
@@ -79,6 +83,7 @@ impl ExecPlan {
             candidates,
             argv,
             envp,
+            through: None,
         })
     }
 
@@ -91,7 +96,9 @@ impl ExecPlan {
 
     /// Starts `program` (found beneath the root for this plan) through
     /// the executable `through`, as `through`'s argv `[name, program,
-    /// argv...]` (the static loader, `static_loader.rs`).
+    /// argv...]` (the static loader, `static_loader.rs`). Where `through`
+    /// cannot be executed (a mask or a mount over the view's /etc hides
+    /// it), the command starts as it would without.
     pub fn run_through(&mut self, through: &str, name: &str, program: &Path) {
         let (Ok(through), Ok(name), Ok(program)) = (
             CString::new(through),
@@ -100,10 +107,17 @@ impl ExecPlan {
         ) else {
             return;
         };
-        self.candidates = vec![through];
         let mut argv = vec![name, program];
-        argv.append(&mut self.argv);
-        self.argv = argv;
+        argv.extend(self.argv.iter().cloned());
+        self.through = Some((through, argv));
+    }
+
+    /// The executable the command starts through, if any.
+    #[cfg(test)]
+    pub fn started_through(&self) -> Option<&Path> {
+        self.through
+            .as_ref()
+            .map(|(path, _)| Path::new(OsStr::from_bytes(path.as_bytes())))
     }
 
     /// Adds `name=value` to the environment unless it has `name` already
@@ -226,9 +240,14 @@ pub(super) fn take_terminal(slave: BorrowedFd<'_>, stdio: [bool; 3]) {
     }
 }
 
-/// Tries each candidate; returns the errno to report, execvp-style:
-/// EACCES from any candidate wins over "not found".
+/// Tries the executable the plan starts through, then each candidate;
+/// returns the errno to report, execvp-style: EACCES from any candidate
+/// wins over "not found" (a failed start through says nothing: the
+/// command itself is tried).
 pub(super) fn exec_first(plan: &ExecPlan) -> Errno {
+    if let Some((through, argv)) = &plan.through {
+        let _ = execve(through, argv, &plan.envp);
+    }
     let mut result = Errno::ENOENT;
     let mut denied = false;
     for path in &plan.candidates {
@@ -342,5 +361,23 @@ mod tests {
         assert_eq!(p.envp[2], CString::new("B=3").unwrap());
         assert_eq!(p.candidate_paths().next(), Some(Path::new("/p/x")));
         assert!(!p.has_slash);
+        p.run_through("/etc/l", "l", Path::new("/p/x"));
+        assert_eq!(p.started_through(), Some(Path::new("/etc/l")));
+        let (_, argv) = p.through.as_ref().unwrap();
+        assert_eq!(
+            argv,
+            &["l", "/p/x", "x", "y"].map(|a| CString::new(a).unwrap())
+        );
+        assert_eq!(p.argv.len(), 2);
+        assert_eq!(p.candidate_paths().next(), Some(Path::new("/p/x")));
+    }
+
+    /// A loader that cannot be executed leaves the command to start as
+    /// it is: the errno reported is the command's own.
+    #[test]
+    fn a_missing_loader_falls_back_to_the_command() {
+        let mut p = ExecPlan::new(&["/nonexistent/x".into()], &[]).unwrap();
+        p.run_through("/nonexistent/loader", "l", Path::new("/nonexistent/x"));
+        assert_eq!(exec_first(&p), Errno::ENOENT);
     }
 }

@@ -16,9 +16,16 @@
 //! `X` + its raw wait status. With `"tty": true` the stdin sent is a
 //! terminal's slave (of the sandbox's devpts; the requester opened it):
 //! the process starts a session with it as its controlling terminal and
-//! takes it as stdin, stdout and stderr. Everything it calls passes the
-//! filter (recvmsg, sendmsg, clone, setsid, ioctl, dup2, chdir, execve,
-//! wait4, read, write).
+//! takes it as stdin, stdout and stderr. In a view that offers fast
+//! reads (`fast_reads.rs`), the process looks at the program its command
+//! names first, in its own view with its own ids and working directory:
+//! a musl program gets `LD_PRELOAD` naming the library, a static one
+//! starts through the static loader, as the main command would.
+//! Everything it calls passes the filter (recvmsg, sendmsg, clone,
+//! setsid, ioctl, dup2, chdir, execve, wait4, read, write; the look's
+//! `O_PATH` open, fstat, marked read open and pread): the helper is a
+//! copy of a non-dumpable init, whose memory the supervisor may not read
+//! to serve a call.
 //!
 //! Owns the helper's side and [`ExecRequests`], the supervisor's handle;
 //! not the requester (`supervisor/src/oci/exec.rs`).
@@ -35,6 +42,8 @@ use serde::Deserialize;
 
 use super::channel::{Channel, Msg};
 use super::exec::{read_exec_error, ExecPlan};
+use super::fast_reads::{self, Offered};
+use super::musl::Lookup;
 use super::users::{become_user, GuestUser};
 use crate::sys::fd::{recv_with_fd, send_with_fd};
 use crate::sys::process::{exit_now, fork_single_threaded, reset_signals, Forked};
@@ -80,8 +89,9 @@ struct Request {
     user: Option<GuestUser>,
 }
 
-/// In init: one helper per pending request on the channel (non-blocking).
-pub(super) fn serve_pending(channel: &Channel) {
+/// In init: one helper per pending request on the channel (non-blocking);
+/// `offers`: what the view offers their commands for fast reads.
+pub(super) fn serve_pending(channel: &Channel, offers: Offered) {
     use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
     loop {
         let mut fds = [PollFd::new(channel.fd(), PollFlags::POLLIN)];
@@ -91,7 +101,7 @@ pub(super) fn serve_pending(channel: &Channel) {
         match channel.recv() {
             Ok(Some(Msg::Exec(conn))) => {
                 if let Ok(Forked::Child) = fork_single_threaded() {
-                    helper(conn)
+                    helper(conn, offers)
                 }
             }
             _ => return,
@@ -100,7 +110,7 @@ pub(super) fn serve_pending(channel: &Channel) {
 }
 
 /// The helper: reads the request, starts the process, reports on it.
-fn helper(conn: OwnedFd) -> ! {
+fn helper(conn: OwnedFd, offers: Offered) -> ! {
     let mut stdio: [Option<OwnedFd>; 3] = [None, None, None];
     let mut buf = vec![0u8; MAX_REQUEST];
     let request = loop {
@@ -118,7 +128,7 @@ fn helper(conn: OwnedFd) -> ! {
     };
     let env = env_pairs(&request.env);
     let command: Vec<OsString> = request.args.iter().map(OsString::from).collect();
-    let Ok(plan) = ExecPlan::new(&command, &env) else {
+    let Ok(mut plan) = ExecPlan::new(&command, &env) else {
         answer_errno(&conn, Errno::EINVAL)
     };
     let slave = match request.tty {
@@ -154,6 +164,14 @@ fn helper(conn: OwnedFd) -> ! {
                     exit_now(126);
                 }
             }
+            // Relative names from the working directory just taken.
+            fast_reads::look(
+                Lookup::OwnView,
+                plan.candidate_paths(),
+                Some(std::path::Path::new(".")),
+                offers,
+            )
+            .apply(&mut plan, offers.rewrite);
             let err = super::exec::exec_first(&plan);
             let _ = nix::unistd::write(&report_tx, &(err as i32).to_le_bytes());
             exit_now(super::exec::exit_code_for(err))

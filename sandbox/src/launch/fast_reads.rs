@@ -23,11 +23,17 @@
 //! musl's: the library goes into its /etc, and, for glibc, a preload list
 //! that names it first and then the tree's own entries, read beneath the
 //! tree (`RESOLVE_IN_ROOT`: a symlink of the tree never leads into the
-//! host). A tree without a loader (static programs only) is shown as it
-//! is.
+//! host). A tree without a loader (static programs only) gets neither.
+//!
+//! One look at the program a command names tells what it needs of what
+//! the view offers ([`look`]): the preload's environment entry for a
+//! musl program, the static loader (`static_loader.rs`) for a static
+//! one; `run`'s command, a pool's late one and an exec request's alike.
 //!
 //! Owns: the library's bytes, when a launch gets it, the /etc files that
-//! install it and the environment entry of a musl command. Does not own:
+//! install it, the look at a command's program and what comes of it (the
+//! environment entry of a musl command, a static one's start through the
+//! loader). Does not own:
 //! the filter's rule (the policy table), writing /etc (`view.rs`,
 //! `rootfs.rs`), or the fence (`sys/landlock.rs`).
 
@@ -40,7 +46,8 @@ use std::path::{Path, PathBuf};
 use nix::fcntl::OFlag;
 
 use super::exec::{self, ExecPlan};
-use super::musl;
+use super::musl::{self, Lookup};
+use super::static_loader;
 use crate::sys::fd::open_in_root;
 
 /// The preload, built by `sandbox/build.rs`; empty where it could not
@@ -129,63 +136,138 @@ fn open_dir(path: &Path) -> nix::Result<OwnedFd> {
     )
 }
 
-/// Readies `plan`'s command for fast reads from one look at the program
-/// it names beneath `rootfs` (None: the host's), relative names taken
-/// from `workdir`: a musl program gets the environment entry
-/// `LD_PRELOAD=/etc/sandbox-fast-reads.so` (an environment that has
-/// `LD_PRELOAD` already keeps it as it is), and where `loader` is given, a
-/// static one starts through the static loader (`static_loader.rs`).
-pub fn ready_command(
-    plan: &mut ExecPlan,
-    rootfs: Option<&Path>,
-    workdir: &Path,
-    loader: Option<super::static_loader::Loader>,
-) {
-    let Ok(root) = open_dir(rootfs.unwrap_or(Path::new("/"))) else {
-        return;
-    };
-    let Some((path, file)) =
-        musl::first_program(root.as_fd(), plan.candidate_paths(), Some(workdir))
-    else {
-        return;
+/// What a view offers a command for fast reads: the library, which a
+/// musl command is told of in its environment, and the static loader,
+/// which a static command starts through. Decided at launch; a late
+/// command (the pool's) and an exec request's are readied with it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Offered {
+    /// The view's /etc has the library.
+    pub preload: bool,
+    /// The view's /etc has the static loader.
+    pub loader: bool,
+    /// The loader rewrites a static program's trapped open sites
+    /// (`SandboxConfig::rewrite_sites`).
+    pub rewrite: bool,
+}
+
+impl Offered {
+    pub fn any(self) -> bool {
+        self.preload || self.loader
+    }
+}
+
+/// What one command's program needs, from one look at it.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Readying {
+    /// A musl program: `LD_PRELOAD` naming the library.
+    Preload,
+    /// A static program (Go's included): started through the loader, found at
+    /// this path.
+    Loader(PathBuf),
+    /// Anything else: a glibc program (the preload list reaches it), a
+    /// script, nothing found.
+    Nothing,
+}
+
+/// Looks once at the program the command's `candidates` name (the first
+/// regular file where `lookup` looks, relative names taken from
+/// `workdir`), and says what it needs of what the view `offers`.
+pub fn look<'a>(
+    lookup: Lookup<'_>,
+    candidates: impl IntoIterator<Item = &'a Path>,
+    workdir: Option<&Path>,
+    offers: Offered,
+) -> Readying {
+    if !offers.any() {
+        return Readying::Nothing;
+    }
+    let Some((path, file)) = musl::first_program(lookup, candidates, workdir) else {
+        return Readying::Nothing;
     };
     match musl::interpreter(&file) {
-        Some(interp) if musl::names_musl_loader(&interp) => {
-            plan.set_env_default("LD_PRELOAD", GUEST_PATH)
+        Some(interp) if offers.preload && musl::names_musl_loader(&interp) => Readying::Preload,
+        Some(_) => Readying::Nothing,
+        None if offers.loader && static_loader::is_static(&file) => Readying::Loader(path),
+        None => Readying::Nothing,
+    }
+}
+
+impl Readying {
+    /// Makes `plan` what the program needs: a musl program gets the
+    /// environment entry `LD_PRELOAD=/etc/sandbox-fast-reads.so` (an
+    /// environment that has `LD_PRELOAD` already keeps it as it is), a
+    /// static one starts through the loader.
+    /// `rewrite`: the loader rewrites its trapped open sites.
+    pub fn apply(&self, plan: &mut ExecPlan, rewrite: bool) {
+        match self {
+            Readying::Preload => plan.set_env_default("LD_PRELOAD", GUEST_PATH),
+            Readying::Loader(path) => static_loader::start_through(plan, path, rewrite),
+            Readying::Nothing => {}
         }
-        Some(_) => {}
-        None => {
-            if let Some(loader) = loader {
-                loader.start_if_static(plan, &path, &file)
-            }
+    }
+
+    /// `env` with `LD_PRELOAD` naming the library for a musl program
+    /// whose environment has none; `None` when it stays as it is.
+    pub fn env(&self, env: &[(OsString, OsString)]) -> Option<Vec<(OsString, OsString)>> {
+        if *self != Readying::Preload || env.iter().any(|(k, _)| k == "LD_PRELOAD") {
+            return None;
+        }
+        let mut with = env.to_vec();
+        with.push(("LD_PRELOAD".into(), GUEST_PATH.into()));
+        Some(with)
+    }
+
+    /// The program to start through the loader, if any.
+    pub fn through_loader(&self) -> Option<&Path> {
+        match self {
+            Readying::Loader(path) => Some(path),
+            _ => None,
         }
     }
 }
 
-/// `env` with `LD_PRELOAD` naming the library when `command` (searched
-/// in `env`'s PATH, absolute names only) is a musl program beneath
-/// `root`, the started sandbox's root; `None` when it needs nothing.
-pub fn late_env(
+/// Readies `plan`'s command from one look at the program it names
+/// beneath `rootfs` (None: the host's), relative names taken from
+/// `workdir` ([`look`], [`Readying::apply`]).
+pub fn ready_command(plan: &mut ExecPlan, rootfs: Option<&Path>, workdir: &Path, offers: Offered) {
+    let Ok(root) = open_dir(rootfs.unwrap_or(Path::new("/"))) else {
+        return;
+    };
+    look(
+        Lookup::Beneath(root.as_fd()),
+        plan.candidate_paths(),
+        Some(workdir),
+        offers,
+    )
+    .apply(plan, offers.rewrite);
+}
+
+/// What a late command (argv and environment as the pool's client sent
+/// them) needs, looked up beneath `root`, the started sandbox's root:
+/// its PATH searched as execvp searches it, absolute names only (the
+/// guest's working directory is not the supervisor's).
+pub fn late_readying(
     root: BorrowedFd<'_>,
     command: &[OsString],
     env: &[(OsString, OsString)],
-) -> Option<Vec<(OsString, OsString)>> {
-    let first = command.first()?;
-    if env.iter().any(|(k, _)| k == "LD_PRELOAD") {
-        return None;
-    }
+    offers: Offered,
+) -> Readying {
+    let Some(first) = command.first() else {
+        return Readying::Nothing;
+    };
     let path = env
         .iter()
         .rev()
         .find(|(k, _)| k == "PATH")
         .map(|(_, v)| v.as_os_str());
     let candidates = exec::candidates(first, path);
-    if !musl::is_musl_program(root, candidates.iter().map(PathBuf::as_path), None) {
-        return None;
-    }
-    let mut with = env.to_vec();
-    with.push(("LD_PRELOAD".into(), GUEST_PATH.into()));
-    Some(with)
+    look(
+        Lookup::Beneath(root),
+        candidates.iter().map(PathBuf::as_path),
+        None,
+        offers,
+    )
 }
 
 #[cfg(test)]
@@ -255,5 +337,80 @@ mod tests {
         fs::create_dir(t.join("etc/ld.so.preload")).unwrap();
         let files = etc_files(Some(t));
         assert_eq!(files[1].1, b"/etc/sandbox-fast-reads.so\n");
+    }
+
+    /// One look tells a static program (through the loader, when the view
+    /// offers it), a musl one (the preload, when offered) and anything
+    /// else apart, beneath a tree (a symlink of the tree resolved inside
+    /// it) and in the caller's own view alike.
+    #[test]
+    fn a_look_says_what_the_program_needs() {
+        let tree = tempfile::tempdir().unwrap();
+        let t = tree.path();
+        fs::create_dir_all(t.join("bin")).unwrap();
+        let src = t.join("p.c");
+        fs::write(&src, "int main(void) { return 0; }\n").unwrap();
+        let ok = std::process::Command::new("cc")
+            .args(["-static", "-o"])
+            .arg(t.join("bin/st"))
+            .arg(&src)
+            .status()
+            .expect("cc -static");
+        assert!(ok.success());
+        fs::write(t.join("bin/script"), "#!/bin/sh\n").unwrap();
+        std::os::unix::fs::symlink("/bin/st", t.join("bin/link")).unwrap();
+        let root = open_dir(t).unwrap();
+        let all = Offered {
+            preload: true,
+            loader: true,
+            rewrite: true,
+        };
+        let beneath = |name: &str, offers| {
+            look(
+                Lookup::Beneath(root.as_fd()),
+                [Path::new(name)],
+                Some(Path::new("/bin")),
+                offers,
+            )
+        };
+        let st = PathBuf::from("/bin/st");
+        assert_eq!(beneath("/bin/st", all), Readying::Loader(st.clone()));
+        assert_eq!(
+            beneath("/bin/link", all),
+            Readying::Loader("/bin/link".into())
+        );
+        assert_eq!(beneath("st", all), Readying::Loader(st.clone()));
+        assert_eq!(beneath("/bin/script", all), Readying::Nothing);
+        assert_eq!(beneath("/bin/none", all), Readying::Nothing);
+        let no_loader = Offered {
+            loader: false,
+            ..all
+        };
+        assert_eq!(beneath("/bin/st", no_loader), Readying::Nothing);
+        let own = t.join("bin/st");
+        assert_eq!(
+            look(Lookup::OwnView, [own.as_path()], None, all),
+            Readying::Loader(own.clone())
+        );
+        let mut plan = ExecPlan::new(&[own.clone().into_os_string()], &[]).unwrap();
+        Readying::Loader(own.clone()).apply(&mut plan, true);
+        assert_eq!(
+            plan.started_through(),
+            Some(Path::new("/etc/sandbox-static-loader"))
+        );
+    }
+
+    /// A musl command's environment gains `LD_PRELOAD`, unless it has one.
+    #[test]
+    fn the_preload_keeps_an_environments_own() {
+        let env = vec![("PATH".into(), "/bin".into())];
+        let with = Readying::Preload.env(&env).unwrap();
+        assert_eq!(with[1], ("LD_PRELOAD".into(), GUEST_PATH.into()));
+        assert_eq!(Readying::Preload.env(&with), None);
+        assert_eq!(Readying::Nothing.env(&env), None);
+        assert_eq!(
+            Readying::Loader("/p".into()).through_loader(),
+            Some(Path::new("/p"))
+        );
     }
 }

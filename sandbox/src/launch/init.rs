@@ -70,6 +70,8 @@ pub(super) struct InitArgs<'a> {
     pub idmapped: &'a super::idmapped::IdmappedSources,
     /// `None`: the command comes at start (`late.rs`).
     pub exec: Option<&'a ExecPlan>,
+    /// What the view offers an exec request's command for fast reads.
+    pub offers: super::fast_reads::Offered,
     pub filter: &'a [libc::sock_filter],
     /// `None`: the UTS namespace is a joined one, whose hostname stays.
     pub hostname: Option<&'a str>,
@@ -188,7 +190,7 @@ pub(super) fn run(args: InitArgs<'_>) -> ! {
     drop(exec_report);
     // Only the guest holds the slave: when it is gone, the master reads EIO.
     drop(slave);
-    supervise(main, &channel, &signals, last_pid.as_ref())
+    supervise(main, &channel, &signals, last_pid.as_ref(), args.offers)
 }
 
 /// Puts each reopened descriptor in place of the stdin, stdout or stderr
@@ -315,7 +317,13 @@ fn fence_grants() -> Result<Vec<OwnedFd>, Errno> {
 /// a terminal's Ctrl-C reaches the guest directly, through the process
 /// group, and is not doubled), reaps every child, and ends when the main
 /// process does.
-fn supervise(main: Pid, channel: &Channel, signals: &SigSet, last_pid: Option<&File>) -> ! {
+fn supervise(
+    main: Pid,
+    channel: &Channel,
+    signals: &SigSet,
+    last_pid: Option<&File>,
+    offers: super::fast_reads::Offered,
+) -> ! {
     loop {
         let info = match sigwaitinfo(signals) {
             Ok(info) => info,
@@ -324,7 +332,7 @@ fn supervise(main: Pid, channel: &Channel, signals: &SigSet, last_pid: Option<&F
         };
         if info.signo == super::exec_request::EXEC_SIGNAL as i32 {
             if info.code <= 0 {
-                super::exec_request::serve_pending(channel);
+                super::exec_request::serve_pending(channel, offers);
             }
         } else if info.signo == Signal::SIGCHLD as i32 {
             if let Some(status) = reap(main) {

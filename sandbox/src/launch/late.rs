@@ -6,9 +6,14 @@
 //! Owns the start channel of such a launch (a `SOCK_SEQPACKET` socketpair
 //! in place of the start pipe) and its one message: three bytes, one per
 //! descriptor 0, 1, 2 (0: keep what it inherited; 1: attached, by
-//! SCM_RIGHTS, in that order; 2: the sandbox's pseudo-terminal), argc
-//! (u32, little-endian), then every argument and every `K=V` of the
-//! environment, each NUL-terminated. The guest's side ([`receive`]) puts
+//! SCM_RIGHTS, in that order; 2: the sandbox's pseudo-terminal), one byte
+//! saying how the program starts (0: as the command names it; 1: through
+//! the static loader, 2: through it with its call sites left as built,
+//! the program's path beneath the view's root following as the first
+//! string), argc (u32, little-endian), then every
+//! argument and every `K=V` of the environment, each NUL-terminated. The
+//! supervisor looked at the program before it sent (`fast_reads.rs`,
+//! [`super::Sandbox::start_late`]). The guest's side ([`receive`]) puts
 //! the descriptors in place and builds the [`ExecPlan`] (PATH search as
 //! for any command); those it was not sent stay what it inherited (the
 //! output capture's pipes). Does not own the exec itself (`exec.rs`,
@@ -17,6 +22,7 @@
 use std::ffi::{OsStr, OsString};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::path::{Path, PathBuf};
 
 use nix::errno::Errno;
 use nix::sys::socket::{socketpair, AddressFamily, SockFlag, SockType};
@@ -45,6 +51,13 @@ pub struct LateStart<'a> {
 const INHERITED: u8 = 0;
 const ATTACHED: u8 = 1;
 const TERMINAL: u8 = 2;
+/// The fourth byte's: the program starts as named, or through the
+/// static loader.
+const AS_NAMED: u8 = 0;
+const THROUGH_LOADER: u8 = 1;
+const THROUGH_LOADER_NO_REWRITE: u8 = 2;
+/// Where argc starts.
+const HEADER: usize = 4;
 
 /// The start channel: (the supervisor's end, the guest's end).
 pub(super) fn channel() -> nix::Result<(OwnedFd, OwnedFd)> {
@@ -56,15 +69,21 @@ pub(super) fn channel() -> nix::Result<(OwnedFd, OwnedFd)> {
     )
 }
 
-/// Sends `start` on the supervisor's end. EPIPE (the guest is gone) is
-/// not an error here: the wait says why.
-pub(super) fn send(sock: BorrowedFd<'_>, start: &LateStart<'_>) -> Result<(), LaunchError> {
+/// Sends `start` on the supervisor's end, its program started through
+/// the static loader from `through` when given (with the loader's
+/// rewriting when its flag is set). EPIPE (the guest is
+/// gone) is not an error here: the wait says why.
+pub(super) fn send(
+    sock: BorrowedFd<'_>,
+    start: &LateStart<'_>,
+    through: Option<(&Path, bool)>,
+) -> Result<(), LaunchError> {
     let kinds = stdio_kinds(start);
     let fds: Vec<BorrowedFd<'_>> = (0..3)
         .filter(|&i| kinds[i] == ATTACHED)
         .filter_map(|i| start.stdio[i])
         .collect();
-    let msg = encode(start);
+    let msg = encode(start, through);
     if msg.len() > MAX_MESSAGE {
         return Err(LaunchError::setup(
             "the command and environment are too long for the pool",
@@ -87,9 +106,23 @@ fn stdio_kinds(start: &LateStart<'_>) -> [u8; 3] {
     })
 }
 
-fn encode(start: &LateStart<'_>) -> Vec<u8> {
+fn encode(start: &LateStart<'_>, through: Option<(&Path, bool)>) -> Vec<u8> {
     let mut msg = stdio_kinds(start).to_vec();
-    msg.extend_from_slice(&(start.command.len() as u32).to_le_bytes());
+    match through {
+        Some((program, rewrite)) => {
+            msg.push(match rewrite {
+                true => THROUGH_LOADER,
+                false => THROUGH_LOADER_NO_REWRITE,
+            });
+            msg.extend_from_slice(&(start.command.len() as u32).to_le_bytes());
+            msg.extend_from_slice(program.as_os_str().as_bytes());
+            msg.push(0);
+        }
+        None => {
+            msg.push(AS_NAMED);
+            msg.extend_from_slice(&(start.command.len() as u32).to_le_bytes());
+        }
+    }
     for arg in start.command {
         msg.extend_from_slice(arg.as_bytes());
         msg.push(0);
@@ -103,19 +136,34 @@ fn encode(start: &LateStart<'_>) -> Vec<u8> {
     msg
 }
 
-/// A command and its environment.
-type Decoded = (Vec<OsString>, Vec<(OsString, OsString)>);
+/// A command, its environment and the program to start through the
+/// static loader, if any (and whether the loader rewrites its sites).
+type Decoded = (
+    Vec<OsString>,
+    Vec<(OsString, OsString)>,
+    Option<(PathBuf, bool)>,
+);
 
-/// The command and environment of a message (without its descriptors).
+/// The command, environment and loader's program of a message (without
+/// its descriptors).
 fn decode(msg: &[u8]) -> Option<Decoded> {
-    let argc = u32::from_le_bytes(msg.get(3..7)?.try_into().ok()?) as usize;
-    let body = msg.get(7..)?;
+    let how = *msg.get(HEADER - 1)?;
+    let argc = u32::from_le_bytes(msg.get(HEADER..HEADER + 4)?.try_into().ok()?) as usize;
+    let body = msg.get(HEADER + 4..)?;
     let body = body.strip_suffix(&[0]).unwrap_or(body);
     let mut items = body
         .split(|&b| b == 0)
         .map(|s| OsString::from_vec(s.to_vec()));
+    let through = match how {
+        AS_NAMED => None,
+        THROUGH_LOADER | THROUGH_LOADER_NO_REWRITE => {
+            let program = PathBuf::from(items.next()?);
+            Some((program, how == THROUGH_LOADER)).filter(|(p, _)| p.is_absolute())
+        }
+        _ => return None,
+    };
     if body.is_empty() && argc == 0 {
-        return Some((Vec::new(), Vec::new()));
+        return Some((Vec::new(), Vec::new(), None));
     }
     let command: Vec<OsString> = items.by_ref().take(argc).collect();
     if command.len() != argc {
@@ -131,7 +179,7 @@ fn decode(msg: &[u8]) -> Option<Decoded> {
             ))
         })
         .collect::<Option<Vec<_>>>()?;
-    Some((command, env))
+    Some((command, env, through))
 }
 
 /// In the guest's main process: waits for the message, takes the
@@ -142,7 +190,7 @@ pub(super) fn receive(sock: BorrowedFd<'_>) -> Option<(ExecPlan, [bool; 3])> {
     let mut buf = vec![0u8; MAX_MESSAGE];
     let (n, fds) = recv_with_fds(sock, &mut buf).ok()?;
     let msg = buf.get(..n)?;
-    if n < 7 || msg[..3].iter().any(|&k| k > TERMINAL) {
+    if n < HEADER + 4 || msg[..3].iter().any(|&k| k > TERMINAL) {
         return None;
     }
     let wanted: Vec<i32> = (0..3).filter(|&i| msg[i as usize] == ATTACHED).collect();
@@ -153,8 +201,12 @@ pub(super) fn receive(sock: BorrowedFd<'_>) -> Option<(ExecPlan, [bool; 3])> {
         dup2(fd.as_fd().as_raw_fd(), *target).ok()?;
     }
     let terminal = std::array::from_fn(|i| msg[i] == TERMINAL);
-    let (command, env) = decode(msg)?;
-    Some((ExecPlan::new(&command, &env).ok()?, terminal))
+    let (command, env, through) = decode(msg)?;
+    let mut plan = ExecPlan::new(&command, &env).ok()?;
+    if let Some((program, rewrite)) = through {
+        super::static_loader::start_through(&mut plan, &program, rewrite);
+    }
+    Some((plan, terminal))
 }
 
 #[cfg(test)]
@@ -171,17 +223,39 @@ mod tests {
             stdio: [None, None, None],
             terminal: [false, true, false],
         };
-        let msg = encode(&start);
-        assert_eq!(&msg[..3], &[INHERITED, TERMINAL, INHERITED]);
-        assert_eq!(decode(&msg), Some((command, env)));
+        let msg = encode(&start, None);
+        assert_eq!(&msg[..4], &[INHERITED, TERMINAL, INHERITED, AS_NAMED]);
+        assert_eq!(decode(&msg), Some((command.clone(), env.clone(), None)));
+        let program = Path::new("/bin/static prog");
+        let msg = encode(&start, Some((program, true)));
+        assert_eq!(msg[3], THROUGH_LOADER);
+        assert_eq!(
+            decode(&msg),
+            Some((
+                command.clone(),
+                env.clone(),
+                Some((program.to_path_buf(), true))
+            ))
+        );
+        let msg = encode(&start, Some((program, false)));
+        assert_eq!(msg[3], THROUGH_LOADER_NO_REWRITE);
+        assert_eq!(
+            decode(&msg),
+            Some((command, env, Some((program.to_path_buf(), false))))
+        );
     }
 
     #[test]
     fn malformed_messages_are_refused() {
         assert_eq!(decode(&[0, 0]), None);
         // argc says 3, one argument follows.
-        assert_eq!(decode(&[0, 0, 0, 3, 0, 0, 0, b'x', 0]), None);
+        assert_eq!(decode(&[0, 0, 0, 0, 3, 0, 0, 0, b'x', 0]), None);
         // An environment entry without '='.
-        assert_eq!(decode(&[0, 0, 0, 1, 0, 0, 0, b'x', 0, b'y', 0]), None);
+        assert_eq!(decode(&[0, 0, 0, 0, 1, 0, 0, 0, b'x', 0, b'y', 0]), None);
+        // An unknown way to start; the loader's program missing or relative.
+        assert_eq!(decode(&[0, 0, 0, 3, 1, 0, 0, 0, b'x', 0]), None);
+        assert_eq!(decode(&[0, 0, 0, 2, 1, 0, 0, 0, b'x', 0]), None);
+        assert_eq!(decode(&[0, 0, 0, 1, 0, 0, 0, 0]), None);
+        assert_eq!(decode(&[0, 0, 0, 1, 1, 0, 0, 0, b'p', 0, b'x', 0]), None);
     }
 }

@@ -140,9 +140,10 @@ pub struct Sandbox {
     command: String,
     command_has_slash: bool,
     started: AtomicBool,
-    /// The fast-reads library is in the view: a late musl command gets
-    /// `LD_PRELOAD` naming it (`fast_reads.rs`).
-    musl_preload: bool,
+    /// What the view offers for fast reads: a late musl command gets
+    /// `LD_PRELOAD` naming the library, a late static one starts through
+    /// the loader (`fast_reads.rs`).
+    offers: fast_reads::Offered,
     reaped: bool,
     /// Do not wait for init's exit once it has reported (see
     /// [`Sandbox::release_on_status`]).
@@ -266,19 +267,19 @@ pub fn launch_with(cfg: &LaunchConfig, hooks: &dyn InitHooks) -> Result<Sandbox,
         _ => None,
     };
     // The library is in the view: a musl command is told where. A static
-    // command starts through the loader, which marks its opens (the
-    // host's directories only: a `--rootfs` tree is shown as it is). One
-    // look at the command's program tells which.
-    let musl_preload = !plan.etc_guest_files.is_empty();
-    let through_loader = fast_reads.is_some() && cfg.rootfs.is_none() && static_loader::possible();
-    if through_loader {
+    // command starts through the loader, which marks its opens (in every
+    // fenced view, a tree's too). One look at the command's program tells
+    // which; a late command and an exec request get the same look.
+    let offers = fast_reads::Offered {
+        preload: !plan.etc_guest_files.is_empty(),
+        loader: fast_reads.is_some() && static_loader::possible(),
+        rewrite: cfg.rewrite_sites,
+    };
+    if offers.loader {
         plan.etc_guest_files.push(static_loader::etc_file());
     }
-    if let Some(exec) = exec.as_mut().filter(|_| musl_preload) {
-        let loader = through_loader.then_some(static_loader::Loader {
-            rewrite: cfg.rewrite_sites,
-        });
-        fast_reads::ready_command(exec, cfg.rootfs.as_deref(), &workdir, loader);
+    if let Some(exec) = exec.as_mut() {
+        fast_reads::ready_command(exec, cfg.rootfs.as_deref(), &workdir, offers);
     }
     let filter = privs::to_sock_filter(fast_reads.unwrap_or(&cfg.filter));
     // Shifted ids as root: host directories through idmapped copies.
@@ -318,6 +319,7 @@ pub fn launch_with(cfg: &LaunchConfig, hooks: &dyn InitHooks) -> Result<Sandbox,
                 plan: &plan,
                 idmapped: &idmapped,
                 exec: exec.as_ref(),
+                offers,
                 filter: &filter,
                 hostname: joined.hostname.is_none().then_some(hostname),
                 workdir: &workdir,
@@ -352,7 +354,7 @@ pub fn launch_with(cfg: &LaunchConfig, hooks: &dyn InitHooks) -> Result<Sandbox,
                 command: exec.as_ref().map(|e| e.name.clone()).unwrap_or_default(),
                 command_has_slash: exec.as_ref().is_some_and(|e| e.has_slash),
                 started: AtomicBool::new(false),
-                musl_preload,
+                offers,
                 reaped: false,
                 release: false,
             };

@@ -8,7 +8,9 @@
 //!
 //! Owns: finding the executable a command names (the first of its
 //! execvp candidates that is a regular file, resolved beneath a root with
-//! `RESOLVE_IN_ROOT`, so a tree's symlink never leads out of it) and
+//! `RESOLVE_IN_ROOT`, so a tree's symlink never leads out of it, or, from
+//! inside a running sandbox, in the caller's own view with calls its
+//! filter passes: [`Lookup`]) and
 //! reading its interpreter from the ELF header, bounded and checked (the
 //! file may be a stranger's). Does not own: the PATH search
 //! (`exec.rs`), the environment (`fast_reads.rs`).
@@ -21,7 +23,7 @@ use std::path::{Path, PathBuf};
 use nix::fcntl::OFlag;
 use nix::sys::stat::{fstat, SFlag};
 
-use crate::sys::fd::open_in_root;
+use crate::sys::fd::{open_at, open_in_root, open_marked};
 
 /// Program headers read at most; real programs have about a dozen.
 const MAX_PHNUM: usize = 128;
@@ -29,27 +31,37 @@ const MAX_PHNUM: usize = 128;
 const MAX_INTERP: u64 = 4096;
 const PT_INTERP: u32 = 3;
 
-/// Whether the first of `candidates` that is a regular file beneath
-/// `root` is a musl program. Relative candidates are taken from
-/// `workdir`, or skipped without one. A candidate that cannot be read
-/// (absent, not executable by us, not ELF) is passed over as execve
-/// would pass over an absent one, or ends the search.
-pub fn is_musl_program<'a>(
-    root: BorrowedFd<'_>,
-    candidates: impl IntoIterator<Item = &'a Path>,
-    workdir: Option<&Path>,
-) -> bool {
-    first_program(root, candidates, workdir)
-        .and_then(|(_, file)| interpreter(&file))
-        .is_some_and(|i| names_musl_loader(&i))
+/// Where a command's program is looked up.
+#[derive(Clone, Copy, Debug)]
+pub enum Lookup<'a> {
+    /// Beneath a root the caller holds open (the supervisor looking into a
+    /// view or a tree): `openat2` with `RESOLVE_IN_ROOT`.
+    Beneath(BorrowedFd<'a>),
+    /// In the caller's own view, from inside a fenced sandbox (an exec
+    /// request's helper, `exec_request.rs`), with calls its filter passes
+    /// and no serviced one: an `O_PATH` open, `fstat`, and the read open
+    /// made with the fast-read mark.
+    OwnView,
 }
 
-/// The first of `candidates` that is a regular file beneath `root`, with
+impl Lookup<'_> {
+    fn open(self, path: &Path, flags: OFlag) -> nix::Result<std::os::fd::OwnedFd> {
+        match self {
+            Lookup::Beneath(root) => open_in_root(root, path, flags),
+            Lookup::OwnView if flags.contains(OFlag::O_PATH) => {
+                open_at(None, path, flags, nix::sys::stat::Mode::empty())
+            }
+            Lookup::OwnView => open_marked(path, flags, sandbox_syscalls::policy::FAST_READ_MARK),
+        }
+    }
+}
+
+/// The first of `candidates` that is a regular file where `lookup` looks, with
 /// the path it was found at (relative candidates taken from `workdir`,
 /// or skipped without one) and the file open for reading; `None` when
 /// none is, or that one cannot be read.
 pub fn first_program<'a>(
-    root: BorrowedFd<'_>,
+    lookup: Lookup<'_>,
     candidates: impl IntoIterator<Item = &'a Path>,
     workdir: Option<&Path>,
 ) -> Option<(PathBuf, File)> {
@@ -61,7 +73,7 @@ pub fn first_program<'a>(
         };
         // O_PATH first: opening a FIFO or a device to read could block or
         // act; only a regular file is opened for reading.
-        let Ok(at) = open_in_root(root, &path, OFlag::O_PATH) else {
+        let Ok(at) = lookup.open(&path, OFlag::O_PATH) else {
             continue;
         };
         let regular = fstat(at.as_raw_fd())
@@ -70,7 +82,7 @@ pub fn first_program<'a>(
             continue;
         }
         let flags = OFlag::O_RDONLY | OFlag::O_NONBLOCK | OFlag::O_NOCTTY;
-        let fd = open_in_root(root, &path, flags).ok()?;
+        let fd = lookup.open(&path, flags).ok()?;
         return Some((path, File::from(fd)));
     }
     None
@@ -141,6 +153,21 @@ mod tests {
         f.extend_from_slice(interp);
         f.push(0);
         f
+    }
+
+    /// Whether the first of `candidates` that is a regular file beneath
+    /// `root` is a musl program. Relative candidates are taken from
+    /// `workdir`, or skipped without one. A candidate that cannot be read
+    /// (absent, not executable by us, not ELF) is passed over as execve
+    /// would pass over an absent one, or ends the search.
+    fn is_musl_program<'a>(
+        root: BorrowedFd<'_>,
+        candidates: impl IntoIterator<Item = &'a Path>,
+        workdir: Option<&Path>,
+    ) -> bool {
+        first_program(Lookup::Beneath(root), candidates, workdir)
+            .and_then(|(_, file)| interpreter(&file))
+            .is_some_and(|i| names_musl_loader(&i))
     }
 
     fn file_of(bytes: &[u8]) -> File {

@@ -107,14 +107,22 @@ impl Sandbox {
         let plan = exec::ExecPlan::new(late.command, late.env)?;
         self.command = plan.name;
         self.command_has_slash = plan.has_slash;
-        let musl_env = match self.musl_preload {
-            true => super::fast_reads::late_env(self.root.as_fd(), late.command, late.env),
-            false => None,
-        };
+        let readying = super::fast_reads::late_readying(
+            self.root.as_fd(),
+            late.command,
+            late.env,
+            self.offers,
+        );
+        let musl_env = readying.env(late.env);
+        let through = readying
+            .through_loader()
+            .map(|program| (program, self.offers.rewrite));
         self.started.store(true, Ordering::SeqCst);
         match &musl_env {
-            Some(env) => super::late::send(self.start.as_fd(), &LateStart { env, ..*late }),
-            None => super::late::send(self.start.as_fd(), late),
+            Some(env) => {
+                super::late::send(self.start.as_fd(), &LateStart { env, ..*late }, through)
+            }
+            None => super::late::send(self.start.as_fd(), late, through),
         }
     }
 

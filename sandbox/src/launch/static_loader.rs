@@ -3,7 +3,7 @@
 //!
 //! A static program loads no preload, so each of its plain read opens is
 //! a serviced round trip. In a fenced guest whose command is a static ELF
-//! (no `PT_INTERP`; static or static-pie, glibc's or musl's), the guest
+//! (no `PT_INTERP`; static or static-pie, glibc's or musl's) the guest
 //! starts `guest/static_loader.c` (with `static_loader_trap.c`) instead: `/etc/sandbox-static-loader
 //! PROGRAM ARGV0 ARGS...`. The loader maps the program itself, stacks a
 //! filter of its own that traps the program's unmarked plain read opens
@@ -14,8 +14,14 @@
 //! programs"): their runtime's own `syscall` instructions trap as a C
 //! library's do.
 //!
+//! Every fenced view has the loader in its /etc, the host's directories'
+//! and a `--rootfs` tree's (so every OCI container's) alike, and every
+//! command starts through it when static: `run`'s own, the pool's late
+//! one (the supervisor looks beneath the started sandbox's root) and an
+//! exec request's (the helper looks in its own view: `exec_request.rs`).
+//!
 //! Owns: the loader's bytes, its place in the view's /etc, and which
-//! commands start through it. Does not own: the filter's rule (the
+//! programs start through it. Does not own: the filter's rule (the
 //! policy table), writing /etc (`view.rs`, `rootfs.rs`), or the command's
 //! PATH search (`exec.rs`), whose first regular candidate `musl.rs` finds.
 
@@ -68,27 +74,21 @@ pub enum Program {
     Other,
 }
 
-/// How the loader starts a static command.
-#[derive(Clone, Copy, Debug)]
-pub struct Loader {
-    /// Rewrite the program's trapped open sites into jumps to the
-    /// loader's trampolines (`SandboxConfig::rewrite_sites`).
-    pub rewrite: bool,
+/// Whether `file` is a program the loader takes: a static ELF.
+pub fn is_static(file: &File) -> bool {
+    classify(file) == Program::Static
 }
 
-impl Loader {
-    /// Makes `plan` start `file` (its command's program, found at `path`)
-    /// through the loader when it is a static program
-    /// (`fast_reads::ready_command` found and opened it).
-    pub fn start_if_static(self, plan: &mut ExecPlan, path: &Path, file: &File) {
-        if classify(file) == Program::Static {
-            let name = match self.rewrite {
-                true => FIRST_NAME,
-                false => FIRST_NAME_NO_REWRITE,
-            };
-            plan.run_through(GUEST_PATH, name, path);
-        }
-    }
+/// Makes `plan` start its command's program, found at `path` (beneath
+/// the view's root), through the loader (`fast_reads::look` found it
+/// static); `rewrite`: the loader rewrites the program's trapped open
+/// sites into jumps to its trampolines (`SandboxConfig::rewrite_sites`).
+pub fn start_through(plan: &mut ExecPlan, path: &Path, rewrite: bool) {
+    let name = match rewrite {
+        true => FIRST_NAME,
+        false => FIRST_NAME_NO_REWRITE,
+    };
+    plan.run_through(GUEST_PATH, name, path);
 }
 
 fn u16_at(b: &[u8], at: usize) -> Option<u16> {

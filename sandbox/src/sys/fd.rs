@@ -1,5 +1,6 @@
 //! File descriptors: closing all but a few, opening confined to a root,
-//! passing a descriptor over a unix socket, and an exclusive lock.
+//! opening for reading with the fast-read mark, passing a descriptor over
+//! a unix socket, and an exclusive lock.
 
 use std::io::{IoSlice, IoSliceMut};
 use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
@@ -42,6 +43,34 @@ pub fn open_in_root(root: BorrowedFd<'_>, path: &Path, flags: OFlag) -> nix::Res
         .resolve(ResolveFlag::RESOLVE_IN_ROOT | ResolveFlag::RESOLVE_NO_MAGICLINKS);
     let fd = nix::fcntl::openat2(root.as_raw_fd(), path, how)?;
     // SAFETY: openat2 just returned this descriptor; nothing else owns it.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// `openat(AT_FDCWD, path, flags)` with `mark` in the fifth register
+/// (r8, which the kernel ignores for openat): a plain read made so passes
+/// a fenced sandbox's filter as the guest's preload makes it
+/// (`sandbox_syscalls::policy::FAST_READ_MARK`), where an unmarked one
+/// would be a serviced call.
+pub fn open_marked(path: &Path, flags: OFlag, mark: u64) -> nix::Result<OwnedFd> {
+    let path = std::ffi::CString::new(std::os::unix::ffi::OsStrExt::as_bytes(path.as_os_str()))
+        .map_err(|_| Errno::EINVAL)?;
+    let flags = (flags | OFlag::O_CLOEXEC).bits();
+    // SAFETY: `path` is a NUL-terminated string that outlives the call;
+    // the other arguments are plain integers (the mode is unused without
+    // O_CREAT, and the kernel ignores the fifth register for openat).
+    let fd = unsafe {
+        libc::syscall(
+            libc::SYS_openat,
+            libc::AT_FDCWD,
+            path.as_ptr(),
+            flags,
+            0u32,
+            mark,
+        )
+    };
+    let fd = Errno::result(fd)?;
+    let fd = RawFd::try_from(fd).map_err(|_| Errno::EBADF)?;
+    // SAFETY: openat just returned this descriptor; nothing else owns it.
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 

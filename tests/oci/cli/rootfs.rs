@@ -185,3 +185,75 @@ fn read_write_opens_at_a_writable_root_succeed() {
     );
     assert!(rootfs.join("x").is_file() && rootfs.join("n3").is_file());
 }
+
+/// A container whose image holds static programs only (busybox and a
+/// static build of `tests/c/static_reads.c`) starts them through the
+/// static loader (`sandbox/src/launch/static_loader.rs`), bound into its
+/// /etc as the preload is: the program prints what it prints natively,
+/// started by create/start and by `exec` (whose helper looks at the
+/// program in the container's own view), and another process sees the
+/// loader in its command line. Written into the bundle's root: only the
+/// loader's empty mount point.
+#[test]
+fn a_static_image_starts_its_programs_through_the_loader() {
+    need_busybox!();
+    if common::landlock_abi() < 1 {
+        skip!("no Landlock: no fence, so no fast reads");
+    }
+    let prog = common::c_static("cc");
+    let here = Tree::new();
+    common::fill_static_reads_dir(here.path());
+    let native = common::Run::new(&[prog.as_os_str(), here.path().as_os_str()])
+        .native()
+        .ok("native");
+    for line in common::STATIC_READS_LINES {
+        assert!(native.stdout.contains(line), "{line}: {}", native.dump());
+    }
+    let t = Tree::new();
+    let rt = Runtime::new(t.path());
+    bundle(t.path(), |c| {
+        c["root"]["readonly"] = false.into();
+        c["process"]["args"] = json!(["/bin/static_reads", "/data/d"]);
+    });
+    let rootfs = t.join("rootfs");
+    fs::copy(&prog, rootfs.join("bin/static_reads")).expect("copy the program");
+    common::fill_static_reads_dir(&rootfs.join("data/d"));
+    let main_out = run_to_end(&rt, t.path(), "static-main");
+    assert_eq!(
+        common::but_the_text(&main_out),
+        common::but_the_text(&native.stdout)
+    );
+    // The same program from `exec`, beside a main process (busybox sleep)
+    // that started through the loader too.
+    let config_path = t.join("config.json");
+    let mut config: serde_json::Value =
+        serde_json::from_slice(&fs::read(&config_path).expect("config")).expect("json");
+    config["process"]["args"] = json!(["sleep", "100"]);
+    fs::write(&config_path, config.to_string()).expect("write config");
+    let pid = create(&rt, t.path(), "static-exec");
+    assert!(rt.run(&["start", "static-exec"]).status.success());
+    let exec = rt.run(&["exec", "static-exec", "/bin/static_reads", "/data/d"]);
+    assert_eq!(
+        common::but_the_text(&String::from_utf8_lossy(&exec.stdout)),
+        common::but_the_text(&native.stdout),
+        "{}",
+        String::from_utf8_lossy(&exec.stderr)
+    );
+    let cmdline = rt.run(&["exec", "static-exec", "cat", "/proc/self/cmdline"]);
+    let cmdline = String::from_utf8_lossy(&cmdline.stdout);
+    assert_eq!(
+        cmdline,
+        "sandbox-static-loader\0/bin/cat\0cat\0/proc/self/cmdline\0"
+    );
+    assert!(rt
+        .run(&["delete", "--force", "static-exec"])
+        .status
+        .success());
+    let _ = wait_exit(pid);
+    assert_eq!(
+        fs::read(rootfs.join("etc/sandbox-static-loader"))
+            .ok()
+            .as_deref(),
+        Some(&b""[..])
+    );
+}
