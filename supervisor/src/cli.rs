@@ -281,6 +281,12 @@ pub struct PoolArgs {
     #[arg(long, value_name = "NICE", hide = true, allow_negative_numbers = true)]
     pub restore_nice: Option<i32>,
 
+    /// The owner's (`supervisor serve`'s): stdin is a pipe the owner holds
+    /// the write end of; its end of file (the owner exited or was killed)
+    /// ends the pool and kills every sandbox, serving or not.
+    #[arg(long, hide = true)]
+    pub lifeline: bool,
+
     #[command(flatten)]
     pub run: RunArgs,
 }

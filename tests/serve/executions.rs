@@ -1,6 +1,7 @@
 //! `POST /v1/executions`: the result's exit code, stdout and stderr are
 //! the native run's; stdin, env, files, bytes that are not UTF-8, the
-//! limits' reasons, and pooled runs.
+//! limits' reasons, and pooled runs; a killed daemon's pool goes with
+//! it.
 
 use serde_json::json;
 
@@ -165,4 +166,40 @@ fn limits_end_runs_with_their_reason() {
         "left behind: {:?}",
         cg.children()
     );
+}
+
+/// The processes whose parent is `pid` (none once it has gone).
+fn children_of(pid: u32) -> Vec<u32> {
+    std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
+        .unwrap_or_default()
+        .split_whitespace()
+        .filter_map(|p| p.parse().ok())
+        .collect()
+}
+
+/// A daemon killed outright (SIGKILL: no shutdown of its own) takes its
+/// execution pool with it: the pool's lifeline ends, the pool kills its
+/// sandboxes and exits, and nothing is left in the daemon's cgroup.
+#[test]
+fn a_killed_daemon_s_pool_and_its_sandboxes_go_with_it() {
+    use std::time::Duration;
+    let mut d = crate::sessions_daemon::Daemon::start();
+    let pid_file = d.data_dir.join("pools").join("1.pid");
+    let pool = || {
+        std::fs::read_to_string(&pid_file)
+            .ok()
+            .and_then(|t| t.trim().parse::<u32>().ok())
+    };
+    // The pool the daemon starts for executions without limits, and its
+    // two sandboxes (`--pool-size`'s default).
+    let up = crate::common::engine::poll_until(Duration::from_secs(60), || {
+        pool().is_some_and(|pid| children_of(pid).len() >= 2)
+    });
+    assert!(up, "the daemon's pool and its sandboxes did not start");
+    let pid = pool().expect("the pool's pid");
+    let sandboxes = children_of(pid);
+    d.kill();
+    if let Err(left) = d.emptied(Duration::from_secs(20)) {
+        panic!("the pool {pid} (sandboxes {sandboxes:?}) outlived its daemon:\n{left}");
+    }
 }

@@ -283,9 +283,8 @@ fn hibernated_sessions_wake_after_a_daemon_restart_and_after_idle() {
 fn a_disk_too_full_for_the_state_is_507_and_the_session_runs_on() {
     let mut d = Daemon::start();
     // The data directory on a small tmpfs (the tests run as root). The
-    // daemon is stopped, not killed, first: a killed daemon leaves its
-    // pools for the next one on the same data directory to end, and the
-    // tmpfs would hide their pid files from it.
+    // daemon is stopped, not killed, first: its pools and sessions end
+    // before the tmpfs hides the directory they use.
     let data = d.data_dir.clone();
     d.stop();
     std::fs::create_dir_all(&data).unwrap();

@@ -91,6 +91,19 @@ impl Daemon {
         }
     }
 
+    /// Waits (bounded) until nothing is left in the daemon's safety
+    /// cgroup; what is left otherwise.
+    pub fn emptied(&self, within: Duration) -> Result<(), String> {
+        let cg = self
+            .cgroup
+            .as_ref()
+            .ok_or("this machine gives the test no cgroup to make (root needed)")?;
+        match cg.wait_empty(within) {
+            true => Ok(()),
+            false => Err(cg.describe()),
+        }
+    }
+
     pub fn request(&self, method: &str, path: &str, body: &[u8]) -> Response {
         request(&self.socket, method, path, &[], body)
     }

@@ -9,8 +9,9 @@
 //! at once when none is left ready, else when the command it replaces has
 //! ended; each set-up at nice 19 where its priority can be restored, and
 //! at the daemon's own while a client waits for it), and the
-//! shutdown (SIGTERM, SIGINT: idle sandboxes torn down, socket removed,
-//! exit 0). It never reads a client's request: the sandbox does. A
+//! shutdown (SIGTERM, SIGINT: idle sandboxes killed, socket removed,
+//! exit 0; the end of an owner's lifeline, `--lifeline`: every sandbox
+//! killed). It never reads a client's request: the sandbox does. A
 //! sandbox is never given a second client.
 
 use std::collections::VecDeque;
@@ -23,13 +24,13 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
-use nix::sys::signal::{SigSet, Signal};
+use nix::sys::signal::{killpg, SigSet, Signal};
 use nix::sys::signalfd::{SfdFlags, SignalFd};
 use nix::sys::socket::{
     self, getsockopt, sockopt, AddressFamily, Backlog, SockFlag, SockType, UnixAddr,
 };
 use nix::sys::stat::{umask, Mode};
-use nix::unistd::getuid;
+use nix::unistd::{dup2, getuid, Pid};
 
 use super::protocol::{self, Answer};
 use crate::cli::PoolArgs;
@@ -52,6 +53,9 @@ struct Pool {
     slots: Vec<Slot>,
     /// Sandboxes handed a client: reaped when they end.
     busy: Vec<Child>,
+    /// `--lifeline`: the read end of the owner's pipe (its end of file:
+    /// the owner is gone).
+    lifeline: Option<OwnedFd>,
     waiting: VecDeque<OwnedFd>,
     /// Some sandbox has been ready: later failures are not fatal.
     proven: bool,
@@ -100,12 +104,19 @@ fn serve(args: PoolArgs, flags: Vec<OsString>) -> Result<(), String> {
         .map_err(|e| format!("signals: {}", e.desc()))?;
     let sigfd = SignalFd::with_flags(&signals, SfdFlags::SFD_CLOEXEC | SfdFlags::SFD_NONBLOCK)
         .map_err(|e| format!("signals: {}", e.desc()))?;
+    let lifeline = if args.lifeline {
+        Some(take_stdin()?)
+    } else {
+        None
+    };
     let listener = bind(&args.socket)?;
     let mut pool = Pool {
         size: args.size,
-        flags,
+        // The lifeline is the pool's own: a sandbox's stdin is its socket.
+        flags: flags.into_iter().filter(|f| f != "--lifeline").collect(),
         slots: Vec::new(),
         busy: Vec::new(),
+        lifeline,
         waiting: VecDeque::new(),
         proven: false,
         failures: 0,
@@ -113,9 +124,32 @@ fn serve(args: PoolArgs, flags: Vec<OsString>) -> Result<(), String> {
         nice: yielding_nice(),
     };
     let result = pool.run(&listener, &sigfd);
-    pool.shut_down();
+    // Whoever stops us, no new client is accepted from here on.
     let _ = std::fs::remove_file(&args.socket);
-    result
+    drop(listener);
+    pool.shut_down(matches!(result, Ok(Stop::OwnerGone)));
+    result.map(drop)
+}
+
+/// Why the daemon stops.
+enum Stop {
+    /// SIGTERM or SIGINT: the sandboxes serving a client finish on their
+    /// own.
+    Asked,
+    /// The owner's lifeline ended: nothing of the pool may outlive it.
+    OwnerGone,
+}
+
+/// `--lifeline`: our stdin is the owner's pipe; keep it (close-on-exec,
+/// so no sandbox holds it) and put /dev/null in its place.
+fn take_stdin() -> Result<OwnedFd, String> {
+    let lifeline = std::io::stdin()
+        .as_fd()
+        .try_clone_to_owned()
+        .map_err(|e| format!("--lifeline: stdin: {e}"))?;
+    let null = std::fs::File::open("/dev/null").map_err(|e| format!("/dev/null: {e}"))?;
+    dup2(std::os::fd::AsRawFd::as_raw_fd(&null), 0).map_err(|e| format!("dup2: {}", e.desc()))?;
+    Ok(lifeline)
 }
 
 /// The flags that belong to a client (`run --pool`), not to the pool.
@@ -213,7 +247,7 @@ fn allowed(conn: &OwnedFd) -> bool {
 }
 
 impl Pool {
-    fn run(&mut self, listener: &OwnedFd, sigfd: &SignalFd) -> Result<(), String> {
+    fn run(&mut self, listener: &OwnedFd, sigfd: &SignalFd) -> Result<Stop, String> {
         loop {
             // One sandbox first: a flag that fails the launch (a missing
             // --ro source) then fails once, and the pool with it.
@@ -237,6 +271,13 @@ impl Pool {
                     .iter()
                     .map(|s| PollFd::new(s.sock.as_fd(), PollFlags::POLLIN)),
             );
+            // Last, so the slots' indices stay `i + 2`. The owner writes
+            // nothing: any event on it is its end (or an error).
+            fds.extend(
+                self.lifeline
+                    .as_ref()
+                    .map(|l| PollFd::new(l.as_fd(), PollFlags::POLLIN)),
+            );
             match poll(&mut fds, self.poll_timeout()) {
                 Ok(_) | Err(nix::errno::Errno::EINTR) => {}
                 Err(e) => return Err(format!("poll: {}", e.desc())),
@@ -246,9 +287,13 @@ impl Pool {
             let slot_events: Vec<usize> = (0..self.slots.len())
                 .filter(|&i| ready(&fds[i + 2]))
                 .collect();
+            let owner_gone = self.lifeline.is_some() && fds.last().is_some_and(ready);
             drop(fds);
+            if owner_gone {
+                return Ok(Stop::OwnerGone);
+            }
             if signalled && self.stop_asked(sigfd) {
-                return Ok(());
+                return Ok(Stop::Asked);
             }
             if accept_now {
                 self.accept(listener);
@@ -437,15 +482,43 @@ impl Pool {
         }
     }
 
-    /// Tears the idle sandboxes down (their socket's end tells them) and
-    /// waits for them; those serving a client finish on their own.
-    fn shut_down(&mut self) {
-        let slots = std::mem::take(&mut self.slots);
-        let children: Vec<Child> = slots.into_iter().map(|s| s.child).collect();
-        for mut child in children {
+    /// Kills the idle sandboxes (and, when the owner is gone, those
+    /// serving a client too) and reaps them. Killed, not told: a sandbox
+    /// still setting up would only notice a closed socket once set up,
+    /// which at nice 19 behind the commands running can take many
+    /// seconds, and its teardown then as long again.
+    fn shut_down(&mut self, owner_gone: bool) {
+        self.waiting.clear();
+        let mut ending: Vec<Child> = std::mem::take(&mut self.slots)
+            .into_iter()
+            .map(|s| s.child)
+            .collect();
+        if owner_gone {
+            ending.append(&mut self.busy);
+        }
+        for child in &ending {
+            self.kill(child);
+        }
+        for mut child in ending {
             let _ = child.wait();
         }
-        self.waiting.clear();
+    }
+
+    /// SIGKILLs a sandbox's process group: the sandbox process and its
+    /// init (whose end ends the guest's pid namespace: the kernel kills
+    /// the rest); its socket factory dies with the sandbox (PDEATHSIG),
+    /// and its janitor, in a session of its own, removes its cgroup. The
+    /// group is raised to our priority first: a set-up at nice 19 would
+    /// otherwise exit, its mount namespace torn down, behind every
+    /// command running.
+    fn kill(&self, child: &Child) {
+        let Ok(group) = i32::try_from(child.id()) else {
+            return;
+        };
+        if let Some(nice) = self.nice {
+            let _ = priority::set_group_nice(group, nice);
+        }
+        let _ = killpg(Pid::from_raw(group), Signal::SIGKILL);
     }
 }
 

@@ -7,11 +7,15 @@
 //! Their sockets are `--data-dir/pools/N.sock`, their logs beside them.
 //!
 //! Does not own talking to a pool (`runner.rs`). The daemon ends its
-//! pools (SIGTERM, by pid) when it stops; a daemon that was killed
-//! leaves them running, and the next one on the same `--data-dir` ends
-//! them (their pids are recorded beside their sockets).
+//! pools (SIGTERM, by pid) when it stops. Each pool's stdin is its
+//! lifeline (`pool --lifeline`), a pipe whose write end only the daemon
+//! holds: a daemon that was killed closes it by dying, and the pool
+//! kills its sandboxes and exits. Should one still run (stopped, or
+//! frozen), the next daemon on the same `--data-dir` ends it (their pids
+//! are recorded beside their sockets).
 
 use std::collections::HashMap;
+use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -40,6 +44,9 @@ struct Live {
 struct PoolChild {
     socket: PathBuf,
     child: Child,
+    /// The write end of the pool's lifeline: never written, closed when
+    /// we end (or die).
+    _lifeline: OwnedFd,
 }
 
 impl Pools {
@@ -82,14 +89,17 @@ impl Pools {
         live.next += 1;
         let socket = self.dir.join(format!("{}.sock", live.next));
         let log = std::fs::File::create(self.dir.join(format!("{}.log", live.next))).ok()?;
+        // Close-on-exec: no other child of ours holds the write end.
+        let (lifeline_r, lifeline) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).ok()?;
         let child = Command::new(&self.exe)
             .arg("pool")
             .arg("--socket")
             .arg(&socket)
             .arg(format!("--size={}", self.size))
             .arg(format!("--workdir={SCRATCH}"))
+            .arg("--lifeline")
             .args(shape.flags())
-            .stdin(Stdio::null())
+            .stdin(Stdio::from(lifeline_r))
             .stdout(Stdio::null())
             .stderr(log)
             .spawn()
@@ -98,7 +108,11 @@ impl Pools {
             self.dir.join(format!("{}.pid", live.next)),
             child.id().to_string(),
         );
-        let mut pool = PoolChild { socket, child };
+        let mut pool = PoolChild {
+            socket,
+            child,
+            _lifeline: lifeline,
+        };
         // The pool's socket appears once it listens (its first sandbox
         // may still be setting up: a client then waits in its queue).
         let start = Instant::now();
