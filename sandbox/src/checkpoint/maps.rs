@@ -194,18 +194,26 @@ pub fn stat_fields(pid: i32) -> Result<Vec<u64>, String> {
     Ok(fields)
 }
 
-/// The number of threads of `pid`.
-/// Whether `pid` still runs (exists, and is not a zombie).
+/// The kernel's flag of a task that has begun to exit (`PF_EXITING`,
+/// /proc/PID/stat's field 9): it closes its files and maps on its way to
+/// a zombie, so nothing of it can be saved.
+const PF_EXITING: u64 = 0x4;
+
+/// Whether `pid` still runs: it exists, is not a zombie and has not begun
+/// to exit.
 pub fn alive(pid: i32) -> bool {
-    fs::read_to_string(format!("/proc/{pid}/stat"))
-        .ok()
-        .and_then(|s| {
-            s.rsplit_once(") ")
-                .and_then(|(_, rest)| rest.chars().next())
-        })
-        .is_some_and(|state| state != 'Z' && state != 'X')
+    let Ok(text) = fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return false;
+    };
+    let Some(stat) = procfs::StatLine::parse(&text) else {
+        return false;
+    };
+    let running = stat.state().is_some_and(|s| s != 'Z' && s != 'X');
+    let exiting = stat.number::<u64>(9).is_some_and(|f| f & PF_EXITING != 0);
+    running && !exiting
 }
 
+/// The number of threads of `pid`.
 pub fn threads(pid: i32) -> Result<usize, String> {
     fs::read_dir(format!("/proc/{pid}/task"))
         .map(|d| d.count())

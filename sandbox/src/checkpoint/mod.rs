@@ -31,4 +31,5 @@ mod restore;
 
 pub use dump::{dump, DumpError, Dumped};
 pub use image::Image;
+pub use maps::alive;
 pub use restore::{release, restore};

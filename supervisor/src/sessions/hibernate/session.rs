@@ -16,8 +16,13 @@ use super::super::process;
 use super::super::registry::{lock, Live, Session, SessionError};
 use super::super::volume;
 use super::Saved;
+use sandbox::checkpoint;
 
 type Result<T> = std::result::Result<T, SessionError>;
+
+/// How many times a hibernation lists and saves the processes when a
+/// listed process ended meanwhile.
+const SAVE_TRIES: u32 = 3;
 
 impl Session {
     /// Saves the session's processes and ends its sandbox; the session
@@ -36,12 +41,7 @@ impl Session {
                     .into(),
             ));
         }
-        let pids: Vec<i32> = self
-            .guest_processes()
-            .into_iter()
-            .map(|p| p.host_pid)
-            .collect();
-        let saved = super::save(&self.exe, &self.dir, &pids)?;
+        let saved = self.save_processes()?;
         {
             let mut record = lock(&self.record);
             record.hibernated = Some(saved.clone());
@@ -52,6 +52,31 @@ impl Session {
         remove_stale(&self.dir);
         live.hibernate_error = None;
         Ok(saved)
+    }
+
+    /// Saves the session's processes as [`super::save`] does. A process
+    /// that was exiting when they were listed (an exec's shell on its way
+    /// out, just after the exec's answer) can fail the save while it
+    /// ends: when a failed save's listing held a process that has ended
+    /// since, the save is tried again with a fresh listing (at most
+    /// [`SAVE_TRIES`] times); a failure of processes that all still run is
+    /// the answer.
+    fn save_processes(&self) -> Result<Saved> {
+        let mut tries = 1;
+        loop {
+            let pids: Vec<i32> = self
+                .guest_processes()
+                .into_iter()
+                .map(|p| p.host_pid)
+                .collect();
+            match super::save(&self.exe, &self.dir, &pids) {
+                Err(_) if tries < SAVE_TRIES && !pids.iter().all(|&p| checkpoint::alive(p)) => {
+                    tries += 1;
+                    std::thread::sleep(std::time::Duration::from_millis(50));
+                }
+                result => return result,
+            }
+        }
     }
 
     /// Wakes the hibernated session (nothing to do for an awake one).
