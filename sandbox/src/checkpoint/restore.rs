@@ -22,7 +22,7 @@
 //!
 //! Owns the order of a restore; not checking the image (`manifest.rs`).
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use nix::sys::uio::{process_vm_writev, RemoteIoVec};
 use nix::unistd::Pid;
@@ -50,8 +50,8 @@ const ERESTART_RESTARTBLOCK: i64 = 516;
 /// error the stub is left broken: the caller kills it. The stub stays
 /// stopped and traced (the caller lets it go with [`release`] once the
 /// images are known good); it dies with this process if that exits
-/// first.
-pub fn restore(image: &[u8], stub: i32) -> Result<(), String> {
+/// first. The time the copy of the saved pages took.
+pub fn restore(image: &[u8], stub: i32) -> Result<Duration, String> {
     let mut input = image;
     let image = image::read_header(&mut input)?;
     let pid = Pid::from_raw(stub);
@@ -69,7 +69,7 @@ pub fn release(stub: i32) -> Result<(), String> {
     ptrace::detach(Pid::from_raw(stub)).map_err(|e| format!("stub {stub}: detaching: {}", e.desc()))
 }
 
-fn into_image(pid: Pid, image: &Image, input: &mut &[u8]) -> Result<(), String> {
+fn into_image(pid: Pid, image: &Image, input: &mut &[u8]) -> Result<Duration, String> {
     let raw = pid.as_raw();
     let base = ptrace::get_regs(pid).map_err(|e| format!("stub registers: {}", e.desc()))?;
     let stub_vmas = maps::vmas(raw)?;
@@ -152,10 +152,18 @@ fn into_image(pid: Pid, image: &Image, input: &mut &[u8]) -> Result<(), String> 
         mremap(&inj, at, len, target.start)?;
     }
 
+    // A file's maps (a library has four or five, in a row) share one
+    // descriptor: fewer calls to inject, each a round trip of two stops.
+    let mut open: Option<OpenFile> = None;
     for v in image.vmas.iter().filter(|v| !v.kind.is_kernels()) {
-        map_one(&inj, v, scratch)?;
+        map_one(&inj, v, scratch, &mut open)?;
     }
+    if let Some(f) = open.take() {
+        inj.call(libc::SYS_close, [f.fd, 0, 0, 0, 0, 0])?;
+    }
+    let copying = Instant::now();
     write_contents(&inj, input)?;
+    let copy_time = copying.elapsed();
 
     let mm = &image.mm;
     let fields = [
@@ -267,7 +275,8 @@ fn into_image(pid: Pid, image: &Image, input: &mut &[u8]) -> Result<(), String> 
         }
     }
     regs.orig_rax = u64::MAX;
-    ptrace::set_regs(pid, &regs).map_err(|e| fail("registers", e))
+    ptrace::set_regs(pid, &regs).map_err(|e| fail("registers", e))?;
+    Ok(copy_time)
 }
 
 /// The lowest address at or above `from` where `len` bytes overlap none
@@ -319,7 +328,19 @@ fn open_path(inj: &Injector, scratch: u64, path: &str, flags: i32) -> Result<u64
     )
 }
 
-fn map_one(inj: &Injector, v: &Vma, scratch: u64) -> Result<(), String> {
+/// The file the last file map was made from, still open in the process.
+struct OpenFile {
+    path: String,
+    mode: i32,
+    fd: u64,
+}
+
+fn map_one(
+    inj: &Injector,
+    v: &Vma,
+    scratch: u64,
+    open: &mut Option<OpenFile>,
+) -> Result<(), String> {
     let prot = v.prot as u64;
     let got = if v.kind == Kind::File {
         let writable_shared = v.shared && v.prot & libc::PROT_WRITE != 0;
@@ -328,7 +349,21 @@ fn map_one(inj: &Injector, v: &Vma, scratch: u64) -> Result<(), String> {
         } else {
             libc::O_RDONLY
         };
-        let fd = open_path(inj, scratch, &v.path, mode | libc::O_CLOEXEC)?;
+        let fd = match open {
+            Some(f) if f.path == v.path && f.mode == mode => f.fd,
+            _ => {
+                if let Some(f) = open.take() {
+                    inj.call(libc::SYS_close, [f.fd, 0, 0, 0, 0, 0])?;
+                }
+                let fd = open_path(inj, scratch, &v.path, mode | libc::O_CLOEXEC)?;
+                *open = Some(OpenFile {
+                    path: v.path.clone(),
+                    mode,
+                    fd,
+                });
+                fd
+            }
+        };
         let share = if v.shared {
             libc::MAP_SHARED
         } else {
@@ -344,9 +379,8 @@ fn map_one(inj: &Injector, v: &Vma, scratch: u64) -> Result<(), String> {
                 fd,
                 v.offset,
             ],
-        );
-        inj.call(libc::SYS_close, [fd, 0, 0, 0, 0, 0])?;
-        r?
+        )?;
+        r
     } else {
         let mut flags = (libc::MAP_PRIVATE | libc::MAP_ANONYMOUS) as u64 | MAP_FIXED_NOREPLACE;
         if v.kind == Kind::Stack {

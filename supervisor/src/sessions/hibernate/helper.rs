@@ -50,7 +50,8 @@ pub enum Action {
         #[arg(long)]
         checked: bool,
         /// Keep the restored processes stopped once the images are
-        /// restored and checked, print `restored RESTORE_MS CHECK_MS`,
+        /// restored and checked, print `restored RESTORE_MS CHECK_MS
+        /// COPY_MS`,
         /// and let them go only on a `go` line on stdin (anything else,
         /// or its end: kill them).
         #[arg(long, conflicts_with = "checked")]
@@ -143,16 +144,18 @@ fn restore(dir: &Path, stubs: &[i32], check: bool, hold: bool) -> i32 {
             })
         });
         let begun = Instant::now();
+        let mut copying = Duration::ZERO;
         let restored = manifest
             .processes
             .iter()
             .zip(&images)
             .zip(stubs)
             .try_for_each(|((entry, image), &stub)| {
-                checkpoint::restore(image, stub)
-                    .map_err(|e| format!("restoring {}: {e}", entry.file))
+                copying += checkpoint::restore(image, stub)
+                    .map_err(|e| format!("restoring {}: {e}", entry.file))?;
+                Ok::<_, String>(())
             })
-            .map(|()| begun.elapsed());
+            .map(|()| (begun.elapsed(), copying));
         let checked = match checking {
             None => Ok(Duration::ZERO),
             Some(t) => t
@@ -184,16 +187,18 @@ fn restore(dir: &Path, stubs: &[i32], check: bool, hold: bool) -> i32 {
     release_all(stubs)
 }
 
-/// Says `restored RESTORE_MS CHECK_MS`, then lets the held stubs go on a
-/// `go` line, or kills them on anything else.
-fn release_on_go(stubs: &[i32], restored: Duration, checked: Duration) -> i32 {
+/// Says `restored RESTORE_MS CHECK_MS COPY_MS` (the copy of the pages is
+/// part of the restore), then lets the held stubs go on a `go` line, or
+/// kills them on anything else.
+fn release_on_go(stubs: &[i32], restored: (Duration, Duration), checked: Duration) -> i32 {
     use std::io::{BufRead, Write};
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
     let said = writeln!(
         std::io::stdout(),
-        "restored {:.1} {:.1}",
-        ms(restored),
-        ms(checked)
+        "restored {:.1} {:.1} {:.1}",
+        ms(restored.0),
+        ms(checked),
+        ms(restored.1)
     )
     .and_then(|()| std::io::stdout().flush());
     let mut line = String::new();

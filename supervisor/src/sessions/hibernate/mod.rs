@@ -155,6 +155,8 @@ pub struct Times {
     /// Of which the restore into the stubs, and the images' check beside it.
     pub restore: Duration,
     pub check: Duration,
+    /// Of the restore, the copy of the saved pages.
+    pub copy: Duration,
 }
 
 /// Restores the `count` processes of the saved state into the session's
@@ -227,7 +229,7 @@ pub fn restore_held(
                     / 1e3,
             )
         };
-        (held.times.restore, held.times.check) = (ms(), ms());
+        (held.times.restore, held.times.check, held.times.copy) = (ms(), ms(), ms());
         held.helper = Some(helper);
         return Ok(held);
     }

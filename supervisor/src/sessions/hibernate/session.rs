@@ -108,13 +108,14 @@ impl Session {
         // One line per wake: where its time went (docs/sessions.md, Speed).
         let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
         eprintln!(
-            "supervisor: sessions: {} woke in {:.1} ms: sandbox {:.1} ms, stubs {:.1} ms, helper {:.1} ms (restore {:.1} ms, check {:.1} ms beside it)",
+            "supervisor: sessions: {} woke in {:.1} ms: sandbox {:.1} ms, stubs {:.1} ms, helper {:.1} ms (restore {:.1} ms, of which pages {:.1} ms; check {:.1} ms beside it)",
             self.id,
             ms(begun.elapsed()),
             ms(sandbox_time),
             ms(times.stubs),
             ms(times.helper),
             ms(times.restore),
+            ms(times.copy),
             ms(times.check)
         );
         self.init.store(new.init, Ordering::Relaxed);
