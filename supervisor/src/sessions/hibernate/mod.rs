@@ -174,7 +174,7 @@ pub fn restore_held(
     count: usize,
 ) -> Result<Held, SessionError> {
     if count == 0 {
-        // Nothing to restore, but the manifest is still the state's.
+        // No process was saved: no image to restore or check.
         return Ok(Held {
             helper: None,
             stubs: Vec::new(),
@@ -224,6 +224,7 @@ pub fn restore_held(
                 words
                     .next()
                     .and_then(|w| w.parse::<f64>().ok())
+                    .filter(|v| v.is_finite())
                     .unwrap_or(0.0)
                     .max(0.0)
                     / 1e3,
