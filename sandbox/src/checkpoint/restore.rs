@@ -369,7 +369,7 @@ fn map_one(
         } else {
             libc::MAP_PRIVATE
         } as u64;
-        let r = inj.call(
+        inj.call(
             libc::SYS_mmap,
             [
                 v.start,
@@ -379,8 +379,7 @@ fn map_one(
                 fd,
                 v.offset,
             ],
-        )?;
-        r
+        )?
     } else {
         let mut flags = (libc::MAP_PRIVATE | libc::MAP_ANONYMOUS) as u64 | MAP_FIXED_NOREPLACE;
         if v.kind == Kind::Stack {
