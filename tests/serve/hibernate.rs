@@ -203,6 +203,46 @@ fn a_damaged_or_cut_state_is_refused_and_the_session_stays_hibernated() {
     assert_eq!(ask(&d, &id, "result = x"), "'kept'");
 }
 
+/// A process holding 64 MiB of random bytes (runs of many pages, copied
+/// straight from the mapped image) wakes with every byte as it was: the
+/// digest it computes after the wake is the one from before. A changed byte in the
+/// image's last page (the end of its memory) is refused like any other,
+/// with the session hibernated and nothing of it running.
+#[test]
+fn a_large_memory_wakes_byte_for_byte_and_its_last_page_is_checked() {
+    let d = Daemon::start();
+    let id = start_server(&d);
+    let fill = "import hashlib; big = bytearray(os.urandom(64 << 20)); result = hashlib.sha256(big).hexdigest()";
+    let before = ask(&d, &id, fill);
+    assert_eq!(before.len(), 2 + 64, "{before}");
+    let (status, v) = post(&d, &id, "hibernate");
+    assert_eq!(status, 200, "{v}");
+    assert!(
+        v["hibernated"]["memory_bytes"].as_u64().unwrap() >= 64 << 20,
+        "{v}"
+    );
+    let image = d
+        .data_dir
+        .join("sessions")
+        .join(&id)
+        .join("hibernate/0.img");
+    let good = std::fs::read(&image).unwrap();
+    let mut altered = good.clone();
+    let at = altered.len() - 100;
+    altered[at] ^= 0x80;
+    std::fs::write(&image, &altered).unwrap();
+    let (status, v) = post(&d, &id, "wake");
+    assert_eq!(status, 422, "{v}");
+    assert!(v["error"].as_str().unwrap().contains("SHA-256"), "{v}");
+    assert_eq!(state(&d, &id)["state"], "hibernated");
+    assert_eq!(processes(&d, &id), 0, "restored half-way");
+
+    std::fs::write(&image, &good).unwrap();
+    let after = ask(&d, &id, "result = hashlib.sha256(big).hexdigest()");
+    assert_eq!(after, before);
+    assert_eq!(ask(&d, &id, "result = len(big)"), (64u64 << 20).to_string());
+}
+
 #[test]
 fn busy_sessions_are_409_and_pipes_422_and_both_keep_running() {
     let d = Daemon::start();

@@ -174,9 +174,22 @@ pub fn read_header(input: &mut impl Read) -> Result<Image, String> {
     serde_json::from_slice(&header).map_err(|e| format!("the image's header: {e}"))
 }
 
-/// Reads the next run's address and length (length 0: the end).
-pub fn read_run_head(input: &mut impl Read) -> Result<(u64, u64), String> {
-    Ok((read_u64(input)?, read_u64(input)?))
+/// Takes the next run of memory off the front of `input` (the image's
+/// bytes after the header): its address and bytes, or `None` at the end.
+/// A run longer than what is left is an error, never a read past it.
+pub fn next_run<'a>(input: &mut &'a [u8]) -> Result<Option<(u64, &'a [u8])>, String> {
+    let (addr, len) = (read_u64(input)?, read_u64(input)?);
+    if len == 0 {
+        return Ok(None);
+    }
+    let Some(len) = usize::try_from(len).ok().filter(|&l| l <= input.len()) else {
+        return Err(format!(
+            "a run of {len} bytes at {addr:#x} goes past the image's end"
+        ));
+    };
+    let (run, rest) = input.split_at(len);
+    *input = rest;
+    Ok(Some((addr, run)))
 }
 
 fn read_u64(input: &mut impl Read) -> Result<u64, String> {
@@ -185,4 +198,35 @@ fn read_u64(input: &mut impl Read) -> Result<u64, String> {
         .read_exact(&mut b)
         .map_err(|e| format!("reading the image: {e}"))?;
     Ok(u64::from_le_bytes(b))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn runs_come_off_the_front_and_never_past_the_end() {
+        let mut bytes = Vec::new();
+        write_run(&mut bytes, 0x1000, b"abcd").unwrap();
+        write_run(&mut bytes, 0x2000, b"ef").unwrap();
+        write_run(&mut bytes, 0, &[]).unwrap();
+        let mut input = &bytes[..];
+        assert_eq!(next_run(&mut input).unwrap(), Some((0x1000, &b"abcd"[..])));
+        assert_eq!(next_run(&mut input).unwrap(), Some((0x2000, &b"ef"[..])));
+        assert_eq!(next_run(&mut input).unwrap(), None);
+        assert!(input.is_empty());
+
+        // A run whose length says more than the image holds, or a cut head.
+        // Cut in the second run's bytes: its head says 2, 1 is left.
+        let mut input = &bytes[..bytes.len() - 17];
+        next_run(&mut input).unwrap();
+        assert!(next_run(&mut input)
+            .unwrap_err()
+            .contains("past the image's end"));
+        let mut huge = Vec::new();
+        huge.extend_from_slice(&0x1000u64.to_le_bytes());
+        huge.extend_from_slice(&u64::MAX.to_le_bytes());
+        assert!(next_run(&mut &huge[..]).is_err());
+        assert!(next_run(&mut &huge[..12]).is_err());
+    }
 }

@@ -22,10 +22,7 @@
 //!
 //! Owns the order of a restore; not checking the image (`manifest.rs`).
 
-use std::fs::File;
-use std::io::{BufReader, Read};
-use std::path::Path;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use nix::sys::uio::{process_vm_writev, RemoteIoVec};
 use nix::unistd::Pid;
@@ -35,6 +32,7 @@ use super::inject::{Injector, SYSCALL_INSN};
 use super::maps;
 use crate::sys::ptrace;
 
+/// Bytes written through /proc/PID/mem at a time.
 const CHUNK: usize = 8 << 20;
 const PAGE: u64 = 4096;
 const PR_SET_MM: u64 = 35;
@@ -47,14 +45,14 @@ const ERESTARTNOINTR: i64 = 513;
 const ERESTARTNOHAND: i64 = 514;
 const ERESTART_RESTARTBLOCK: i64 = 516;
 
-/// Turns the stub `stub` (host pid) into the process of the image at
-/// `path`. On an error the stub is left broken: the caller kills it.
-/// Unless `detach`, the stub stays stopped and traced (the caller lets
-/// it go with [`release`] once the images are known good); it dies with
-/// this process if that exits first.
-pub fn restore(path: &Path, stub: i32, detach: bool) -> Result<(), String> {
-    let file = File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let mut input = BufReader::with_capacity(1 << 20, file);
+/// Turns the stub `stub` (host pid) into the process of the image
+/// `image` (its file's bytes, unchecked: read as hostile input). On an
+/// error the stub is left broken: the caller kills it. The stub stays
+/// stopped and traced (the caller lets it go with [`release`] once the
+/// images are known good); it dies with this process if that exits
+/// first. The time the copy of the saved pages took.
+pub fn restore(image: &[u8], stub: i32) -> Result<Duration, String> {
+    let mut input = image;
     let image = image::read_header(&mut input)?;
     let pid = Pid::from_raw(stub);
     let fail = |what: &str, e: nix::errno::Errno| format!("stub {stub}: {what}: {}", e.desc());
@@ -63,11 +61,7 @@ pub fn restore(path: &Path, stub: i32, detach: bool) -> Result<(), String> {
     if !ptrace::wait_stop(pid, Duration::from_secs(2)).map_err(|e| fail("stopping", e))? {
         return Err(format!("stub {stub} did not stop"));
     }
-    let result = into_image(pid, &image, &mut input);
-    if result.is_ok() && detach {
-        release(stub)?;
-    }
-    result
+    into_image(pid, &image, &mut input)
 }
 
 /// Lets a restored stub held by [`restore`] go.
@@ -75,7 +69,7 @@ pub fn release(stub: i32) -> Result<(), String> {
     ptrace::detach(Pid::from_raw(stub)).map_err(|e| format!("stub {stub}: detaching: {}", e.desc()))
 }
 
-fn into_image(pid: Pid, image: &Image, input: &mut impl Read) -> Result<(), String> {
+fn into_image(pid: Pid, image: &Image, input: &mut &[u8]) -> Result<Duration, String> {
     let raw = pid.as_raw();
     let base = ptrace::get_regs(pid).map_err(|e| format!("stub registers: {}", e.desc()))?;
     let stub_vmas = maps::vmas(raw)?;
@@ -158,10 +152,18 @@ fn into_image(pid: Pid, image: &Image, input: &mut impl Read) -> Result<(), Stri
         mremap(&inj, at, len, target.start)?;
     }
 
+    // A file's maps (a library has four or five, in a row) share one
+    // descriptor: fewer calls to inject, each a round trip of two stops.
+    let mut open: Option<OpenFile> = None;
     for v in image.vmas.iter().filter(|v| !v.kind.is_kernels()) {
-        map_one(&inj, v, scratch)?;
+        map_one(&inj, v, scratch, &mut open)?;
     }
+    if let Some(f) = open.take() {
+        inj.call(libc::SYS_close, [f.fd, 0, 0, 0, 0, 0])?;
+    }
+    let copying = Instant::now();
     write_contents(&inj, input)?;
+    let copy_time = copying.elapsed();
 
     let mm = &image.mm;
     let fields = [
@@ -273,7 +275,8 @@ fn into_image(pid: Pid, image: &Image, input: &mut impl Read) -> Result<(), Stri
         }
     }
     regs.orig_rax = u64::MAX;
-    ptrace::set_regs(pid, &regs).map_err(|e| fail("registers", e))
+    ptrace::set_regs(pid, &regs).map_err(|e| fail("registers", e))?;
+    Ok(copy_time)
 }
 
 /// The lowest address at or above `from` where `len` bytes overlap none
@@ -325,7 +328,19 @@ fn open_path(inj: &Injector, scratch: u64, path: &str, flags: i32) -> Result<u64
     )
 }
 
-fn map_one(inj: &Injector, v: &Vma, scratch: u64) -> Result<(), String> {
+/// The file the last file map was made from, still open in the process.
+struct OpenFile {
+    path: String,
+    mode: i32,
+    fd: u64,
+}
+
+fn map_one(
+    inj: &Injector,
+    v: &Vma,
+    scratch: u64,
+    open: &mut Option<OpenFile>,
+) -> Result<(), String> {
     let prot = v.prot as u64;
     let got = if v.kind == Kind::File {
         let writable_shared = v.shared && v.prot & libc::PROT_WRITE != 0;
@@ -334,13 +349,27 @@ fn map_one(inj: &Injector, v: &Vma, scratch: u64) -> Result<(), String> {
         } else {
             libc::O_RDONLY
         };
-        let fd = open_path(inj, scratch, &v.path, mode | libc::O_CLOEXEC)?;
+        let fd = match open {
+            Some(f) if f.path == v.path && f.mode == mode => f.fd,
+            _ => {
+                if let Some(f) = open.take() {
+                    inj.call(libc::SYS_close, [f.fd, 0, 0, 0, 0, 0])?;
+                }
+                let fd = open_path(inj, scratch, &v.path, mode | libc::O_CLOEXEC)?;
+                *open = Some(OpenFile {
+                    path: v.path.clone(),
+                    mode,
+                    fd,
+                });
+                fd
+            }
+        };
         let share = if v.shared {
             libc::MAP_SHARED
         } else {
             libc::MAP_PRIVATE
         } as u64;
-        let r = inj.call(
+        inj.call(
             libc::SYS_mmap,
             [
                 v.start,
@@ -350,9 +379,7 @@ fn map_one(inj: &Injector, v: &Vma, scratch: u64) -> Result<(), String> {
                 fd,
                 v.offset,
             ],
-        );
-        inj.call(libc::SYS_close, [fd, 0, 0, 0, 0, 0])?;
-        r?
+        )?
     } else {
         let mut flags = (libc::MAP_PRIVATE | libc::MAP_ANONYMOUS) as u64 | MAP_FIXED_NOREPLACE;
         if v.kind == Kind::Stack {
@@ -369,32 +396,31 @@ fn map_one(inj: &Injector, v: &Vma, scratch: u64) -> Result<(), String> {
     Ok(())
 }
 
-/// Copies the image's runs of memory into the process: as the process
-/// would write them where the page is writable (`process_vm_writev`),
-/// through /proc/PID/mem elsewhere.
-fn write_contents(inj: &Injector, input: &mut impl Read) -> Result<(), String> {
-    let mut buf = vec![0u8; CHUNK];
-    loop {
-        let (addr, len) = image::read_run_head(input)?;
-        if len == 0 {
-            return Ok(());
-        }
-        let mut done = 0u64;
-        while done < len {
-            let n = (len - done).min(CHUNK as u64) as usize;
-            input
-                .read_exact(&mut buf[..n])
-                .map_err(|e| format!("reading the image's memory: {e}"))?;
-            let at = addr + done;
+/// Copies the image's runs of memory into the process, each run straight
+/// from the image's bytes: as the process would write them where the
+/// pages are writable (`process_vm_writev`, one call for a run, which
+/// faults the run's pages in as it goes), through /proc/PID/mem from the
+/// first page it may not write.
+fn write_contents(inj: &Injector, input: &mut &[u8]) -> Result<(), String> {
+    while let Some((addr, run)) = image::next_run(input)? {
+        let mut done = 0usize;
+        while done < run.len() {
+            let rest = &run[done..];
+            let at = addr.wrapping_add(done as u64);
             let remote = [RemoteIoVec {
                 base: at as usize,
-                len: n,
+                len: rest.len(),
             }];
-            let local = [std::io::IoSlice::new(&buf[..n])];
-            if process_vm_writev(inj.pid, &local, &remote) != Ok(n) {
-                inj.write(at, &buf[..n])?;
+            let local = [std::io::IoSlice::new(rest)];
+            match process_vm_writev(inj.pid, &local, &remote) {
+                Ok(n) if n > 0 => done += n,
+                _ => {
+                    let n = rest.len().min(CHUNK);
+                    inj.write(at, &rest[..n])?;
+                    done += n;
+                }
             }
-            done += n as u64;
         }
     }
+    Ok(())
 }

@@ -4,7 +4,8 @@
 //! capabilities and securebits, `seccomp(SET_MODE_FILTER)`, bringing a
 //! network link up, terminal ioctls, pidfds, prlimit, Landlock's
 //! abstract-socket scope, per-thread ids, a detached writable copy of
-//! a mount, nice values; the ptrace requests of a checkpoint.
+//! a mount, nice values; the ptrace requests of a checkpoint and the
+//! read-only map of its images.
 //!
 //! Owns: every `unsafe` block the launch code needs, each with a
 //! `// SAFETY:` comment. Does not own: policy; callers decide what to call
@@ -13,6 +14,7 @@
 pub mod caps;
 pub mod fd;
 pub mod landlock;
+pub mod mapped;
 pub mod mount_tree;
 pub mod net;
 pub mod pidfd;

@@ -9,16 +9,20 @@
 //! DIR, kills the processes (those that ended meanwhile are left out),
 //! and prints `{"memory_bytes": N, "processes": N}`; its exit
 //! code says why it failed (below). `restore --dir DIR --stubs HOSTPID,...`
-//! checks the manifest, then turns the n-th stub into the n-th image; on
-//! any failure it kills every stub, so nothing runs half-restored. With
-//! `--hold` the caller checks the images meanwhile: the restored stubs
-//! stay stopped until it says `go` (they die with the helper otherwise).
+//! maps the images, turns the n-th stub into the n-th image while a
+//! thread checks every image against the manifest, and lets the stubs go
+//! only once the check has passed; on any failure it kills every stub,
+//! so nothing runs half-restored. With `--hold` the restored stubs stay
+//! stopped until the caller says `go` (they die with the helper
+//! otherwise).
 //!
 //! Owns that process; the checkpoint itself is `sandbox::checkpoint`'s.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use sandbox::checkpoint::{self, manifest::Manifest, DumpError};
+use sandbox::sys::mapped::Mapped;
 
 /// `checkpoint`'s subcommands.
 #[derive(clap::Args, Debug)]
@@ -45,9 +49,11 @@ pub enum Action {
         /// The caller has checked the images against the manifest.
         #[arg(long)]
         checked: bool,
-        /// The caller checks the images meanwhile: keep the restored
-        /// processes stopped, print `restored`, and let them go only on
-        /// a `go` line on stdin (anything else, or its end: kill them).
+        /// Keep the restored processes stopped once the images are
+        /// restored and checked, print `restored RESTORE_MS CHECK_MS
+        /// COPY_MS`,
+        /// and let them go only on a `go` line on stdin (anything else,
+        /// or its end: kill them).
         #[arg(long, conflicts_with = "checked")]
         hold: bool,
     },
@@ -88,46 +94,113 @@ pub fn main(args: CheckpointArgs) -> i32 {
             stubs,
             checked,
             hold,
-        } => {
-            let loaded = match checked || hold {
-                true => Manifest::load(&dir),
-                false => Manifest::load_checked(&dir),
-            };
-            let manifest = match loaded {
-                Ok(m) => m,
-                Err(e) => {
-                    eprintln!("{e}");
-                    return EXIT_DAMAGED;
-                }
-            };
-            if manifest.processes.len() != stubs.len() {
-                eprintln!(
-                    "{} images but {} stubs",
-                    manifest.processes.len(),
-                    stubs.len()
-                );
-                return 1;
-            }
-            for (entry, &stub) in manifest.processes.iter().zip(&stubs) {
-                if let Err(e) = checkpoint::restore(&dir.join(&entry.file), stub, !hold) {
-                    kill_all(&stubs);
-                    eprintln!("restoring {}: {e}", entry.file);
-                    return 1;
-                }
-            }
-            if hold {
-                return release_on_go(&stubs);
-            }
-            0
-        }
+        } => restore(&dir, &stubs, !checked, hold),
     }
 }
 
-/// Says `restored`, then lets the held stubs go on a `go` line, or kills
-/// them on anything else.
-fn release_on_go(stubs: &[i32]) -> i32 {
+/// Maps DIR's images, restores them into the stubs while a thread of its
+/// own checks them against the manifest (`check`), and lets the stubs go
+/// (or, with `hold`, says so and waits for `go`) only once both are done
+/// and the check has passed. Every image is read once from the page
+/// cache, by the check and the copy alike, with no copy of ours between.
+fn restore(dir: &Path, stubs: &[i32], check: bool, hold: bool) -> i32 {
+    let manifest = match Manifest::load(dir) {
+        Ok(m) => m,
+        Err(e) => {
+            eprintln!("{e}");
+            return EXIT_DAMAGED;
+        }
+    };
+    if manifest.processes.len() != stubs.len() {
+        eprintln!(
+            "{} images but {} stubs",
+            manifest.processes.len(),
+            stubs.len()
+        );
+        return 1;
+    }
+    let mut images = Vec::with_capacity(stubs.len());
+    for entry in &manifest.processes {
+        let path = dir.join(&entry.file);
+        let mapped = std::fs::File::open(&path)
+            .map_err(|e| e.to_string())
+            .and_then(|f| Mapped::file(&f).map_err(|e| e.desc().to_string()));
+        match mapped {
+            Ok(m) => images.push(m),
+            Err(e) => {
+                eprintln!("{}: {e}", path.display());
+                return EXIT_DAMAGED;
+            }
+        }
+    }
+    let (restored, checked) = std::thread::scope(|s| {
+        let checking = check.then(|| {
+            s.spawn(|| {
+                let begun = Instant::now();
+                for (entry, image) in manifest.processes.iter().zip(&images) {
+                    entry.check(image)?;
+                }
+                Ok::<_, String>(begun.elapsed())
+            })
+        });
+        let begun = Instant::now();
+        let mut copying = Duration::ZERO;
+        let restored = manifest
+            .processes
+            .iter()
+            .zip(&images)
+            .zip(stubs)
+            .try_for_each(|((entry, image), &stub)| {
+                copying += checkpoint::restore(image, stub)
+                    .map_err(|e| format!("restoring {}: {e}", entry.file))?;
+                Ok::<_, String>(())
+            })
+            .map(|()| (begun.elapsed(), copying));
+        let checked = match checking {
+            None => Ok(Duration::ZERO),
+            Some(t) => t
+                .join()
+                .unwrap_or_else(|_| Err("checking the images panicked".into())),
+        };
+        (restored, checked)
+    });
+    // The check's reason first: it names the damaged image.
+    let checked = match checked {
+        Ok(t) => t,
+        Err(e) => {
+            kill_all(stubs);
+            eprintln!("{e}");
+            return EXIT_DAMAGED;
+        }
+    };
+    let restored = match restored {
+        Ok(t) => t,
+        Err(e) => {
+            kill_all(stubs);
+            eprintln!("{e}");
+            return 1;
+        }
+    };
+    if hold {
+        return release_on_go(stubs, restored, checked);
+    }
+    release_all(stubs)
+}
+
+/// Says `restored RESTORE_MS CHECK_MS COPY_MS` (the copy of the pages is
+/// part of the restore), then lets the held stubs go on a `go` line, or
+/// kills them on anything else.
+fn release_on_go(stubs: &[i32], restored: (Duration, Duration), checked: Duration) -> i32 {
     use std::io::{BufRead, Write};
-    let said = writeln!(std::io::stdout(), "restored").and_then(|()| std::io::stdout().flush());
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    let said = writeln!(
+        std::io::stdout(),
+        "restored {:.1} {:.1} {:.1}",
+        ms(restored.0),
+        ms(checked),
+        ms(restored.1)
+    )
+    .and_then(|()| std::io::stdout().flush());
     let mut line = String::new();
     let go =
         said.is_ok() && std::io::stdin().lock().read_line(&mut line).is_ok() && line.trim() == "go";
@@ -136,6 +209,11 @@ fn release_on_go(stubs: &[i32]) -> i32 {
         eprintln!("the restore was called off");
         return EXIT_DAMAGED;
     }
+    release_all(stubs)
+}
+
+/// Lets the restored stubs go (all, or none: killed).
+fn release_all(stubs: &[i32]) -> i32 {
     for &s in stubs {
         if let Err(e) = checkpoint::release(s) {
             kill_all(stubs);

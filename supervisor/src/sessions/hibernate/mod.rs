@@ -28,6 +28,8 @@ use sandbox::checkpoint::manifest::Manifest;
 pub const STATE_DIR: &str = "hibernate";
 /// Where a dump is written before it is complete.
 const PARTIAL_DIR: &str = "hibernate.partial";
+/// Where the state of a woken session waits to be removed.
+const GONE_DIR: &str = "hibernate.gone";
 /// The stubs' program: any single-threaded program that waits in a call.
 const STUB: &str = "sleep";
 
@@ -127,14 +129,6 @@ fn run_dump(exe: &Path, dir: &Path, pids: &[i32]) -> Result<(usize, u64), Sessio
     }
 }
 
-/// Checks the saved state (every image against the manifest); the
-/// number of processes in it.
-pub fn check(session_dir: &Path) -> Result<usize, SessionError> {
-    Manifest::load_checked(&state_dir(session_dir))
-        .map(|m| m.processes.len())
-        .map_err(|e| SessionError::Refused(format!("the saved state cannot be restored: {e}")))
-}
-
 /// The number of processes in the saved state, its images unchecked.
 pub fn image_count(session_dir: &Path) -> Result<usize, SessionError> {
     Manifest::load(&state_dir(session_dir))
@@ -142,20 +136,35 @@ pub fn image_count(session_dir: &Path) -> Result<usize, SessionError> {
         .map_err(|e| SessionError::Refused(format!("the saved state cannot be restored: {e}")))
 }
 
-/// Processes restored into the session's new sandbox and held stopped by
-/// the helper until [`Held::release`] (the images were checked) or
+/// Processes restored into the session's new sandbox, their images
+/// checked, held stopped by the helper until [`Held::release`] or
 /// [`Held::abort`].
 pub struct Held {
     helper: Option<Child>,
     stubs: Vec<i32>,
-    /// How long the stubs took to start, and the restore into them.
-    pub times: (Duration, Duration),
+    pub times: Times,
 }
 
-/// Restores the `count` processes of the saved state, not yet checked,
-/// into the session's new sandbox (init `init`, exec socket `socket`;
-/// commands run with `env`), held stopped. On an error whatever was
-/// started of them is killed.
+/// Where a restore's time went.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Times {
+    /// Starting the stubs.
+    pub stubs: Duration,
+    /// The helper, from its start to its answer.
+    pub helper: Duration,
+    /// Of which the restore into the stubs, and the images' check beside it.
+    pub restore: Duration,
+    pub check: Duration,
+    /// Of the restore, the copy of the saved pages.
+    pub copy: Duration,
+}
+
+/// Restores the `count` processes of the saved state into the session's
+/// new sandbox (init `init`, exec socket `socket`; commands run with
+/// `env`), held stopped; the helper checks every image against the
+/// manifest beside the restore, and answers only once both are done: an
+/// image that does not check out is refused (422, its reason). On an
+/// error whatever was started of them is killed.
 pub fn restore_held(
     exe: &Path,
     session_dir: &Path,
@@ -165,10 +174,11 @@ pub fn restore_held(
     count: usize,
 ) -> Result<Held, SessionError> {
     if count == 0 {
+        // No process was saved: no image to restore or check.
         return Ok(Held {
             helper: None,
             stubs: Vec::new(),
-            times: (Duration::ZERO, Duration::ZERO),
+            times: Times::default(),
         });
     }
     let begun = Instant::now();
@@ -187,7 +197,10 @@ pub fn restore_held(
     let mut held = Held {
         helper: None,
         stubs,
-        times: (stubs_time, Duration::ZERO),
+        times: Times {
+            stubs: stubs_time,
+            ..Times::default()
+        },
     };
     let mut helper = match spawned {
         Ok(c) => c,
@@ -203,8 +216,21 @@ pub fn restore_held(
         use std::io::BufRead;
         let _ = std::io::BufReader::new(out).read_line(&mut said);
     }
-    held.times.1 = begun.elapsed() - stubs_time;
-    if said.trim() == "restored" {
+    held.times.helper = begun.elapsed() - stubs_time;
+    let mut words = said.split_whitespace();
+    if words.next() == Some("restored") {
+        let mut ms = || {
+            Duration::from_secs_f64(
+                words
+                    .next()
+                    .and_then(|w| w.parse::<f64>().ok())
+                    .filter(|v| v.is_finite())
+                    .unwrap_or(0.0)
+                    .max(0.0)
+                    / 1e3,
+            )
+        };
+        (held.times.restore, held.times.check, held.times.copy) = (ms(), ms(), ms());
         held.helper = Some(helper);
         return Ok(held);
     }
@@ -345,4 +371,31 @@ pub fn forget(session_dir: &Path) {
     for d in [STATE_DIR, PARTIAL_DIR] {
         let _ = std::fs::remove_dir_all(session_dir.join(d));
     }
+    remove_gone(session_dir);
+}
+
+/// Removes the session's saved state after a wake: renamed out of the
+/// way at once, removed on a thread of its own, as freeing the page
+/// cache of 100 MiB of images takes tens of milliseconds that the woken
+/// session need not wait for. A daemon that stops first leaves the
+/// renamed directory, which the session's next `forget` removes.
+pub fn forget_after_wake(session_dir: &Path) {
+    let gone = session_dir.join(GONE_DIR);
+    let _ = std::fs::remove_dir_all(session_dir.join(PARTIAL_DIR));
+    if std::fs::rename(state_dir(session_dir), &gone).is_err() {
+        // A gone state not yet removed is in the way: this one at once.
+        forget(session_dir);
+        return;
+    }
+    let dir = session_dir.to_path_buf();
+    let spawned = std::thread::Builder::new()
+        .name("forget-state".into())
+        .spawn(move || remove_gone(&dir));
+    if spawned.is_err() {
+        remove_gone(session_dir);
+    }
+}
+
+fn remove_gone(session_dir: &Path) {
+    let _ = std::fs::remove_dir_all(session_dir.join(GONE_DIR));
 }

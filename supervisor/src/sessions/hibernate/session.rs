@@ -107,54 +107,24 @@ impl Session {
             .run_flags(volume_dir.as_deref())
             .map_err(SessionError::Internal)?;
         flags.extend(super::clocks::flag(&super::state_dir(&self.dir)));
-        // The images are checked (SHA-256) while the sandbox starts and
-        // the processes are restored into it, held stopped: they go on
+        // The checkpoint helper checks the images (SHA-256) beside the
+        // restore and holds the restored processes stopped: they go on
         // only once the check has passed.
         let begun = Instant::now();
         let socket = self.dir.join(EXEC_SOCKET);
-        let (checked, restored) = std::thread::scope(|s| {
-            let check = s.spawn(|| {
-                let t = Instant::now();
-                super::check(&self.dir).map(|n| (n, t.elapsed()))
-            });
-            let restored = (|| {
-                let count = super::image_count(&self.dir)?;
-                let mut new = process::start(&self.exe, &self.dir, &flags)?;
-                let sandbox_time = begun.elapsed();
-                let env = self.env(&[]);
-                match super::restore_held(&self.exe, &self.dir, &socket, new.init, env, count) {
-                    Ok(held) => Ok((new, held, sandbox_time)),
-                    Err(e) => {
-                        new.stop();
-                        Err(e)
-                    }
-                }
-            })();
-            let checked = check.join().unwrap_or_else(|_| {
-                Err(SessionError::Internal(
-                    "checking the saved state panicked".into(),
-                ))
-            });
-            (checked, restored)
-        });
-        let (mut new, held, sandbox_time) = match restored {
-            Ok(r) => r,
+        let count = super::image_count(&self.dir)?;
+        let mut new = process::start(&self.exe, &self.dir, &flags)?;
+        let sandbox_time = begun.elapsed();
+        let env = self.env(&[]);
+        let held = match super::restore_held(&self.exe, &self.dir, &socket, new.init, env, count) {
+            Ok(held) => held,
             Err(e) => {
-                remove_stale(&self.dir);
-                // The check's reason first: it names the damaged image.
-                return Err(checked.err().unwrap_or(e));
-            }
-        };
-        let check_time = match checked {
-            Ok((_, t)) => t,
-            Err(e) => {
-                held.abort();
                 new.stop();
                 remove_stale(&self.dir);
                 return Err(e);
             }
         };
-        let (stubs_time, restore_time) = held.times;
+        let times = held.times;
         if let Err(e) = held.release() {
             new.stop();
             remove_stale(&self.dir);
@@ -163,13 +133,15 @@ impl Session {
         // One line per wake: where its time went (docs/sessions.md, Speed).
         let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
         eprintln!(
-            "supervisor: sessions: {} woke in {:.1} ms: sandbox {:.1} ms, stubs {:.1} ms, restore {:.1} ms, check {:.1} ms (beside them)",
+            "supervisor: sessions: {} woke in {:.1} ms: sandbox {:.1} ms, stubs {:.1} ms, helper {:.1} ms (restore {:.1} ms, of which pages {:.1} ms; check {:.1} ms beside it)",
             self.id,
             ms(begun.elapsed()),
             ms(sandbox_time),
-            ms(stubs_time),
-            ms(restore_time),
-            ms(check_time)
+            ms(times.stubs),
+            ms(times.helper),
+            ms(times.restore),
+            ms(times.copy),
+            ms(times.check)
         );
         self.init.store(new.init, Ordering::Relaxed);
         live.process = new;
@@ -180,7 +152,7 @@ impl Session {
                 eprintln!("supervisor: sessions: {e}");
             }
         }
-        super::forget(&self.dir);
+        super::forget_after_wake(&self.dir);
         live.last_active = Instant::now();
         Ok(())
     }
