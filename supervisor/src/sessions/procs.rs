@@ -22,7 +22,7 @@ pub struct Process {
     pub host_pid: i32,
 }
 
-/// Every process in `init`'s pid namespace but init itself.
+/// Every live process in `init`'s pid namespace but init itself.
 pub fn processes(init: i32) -> Vec<Process> {
     let Ok(ns) = fs::read_link(format!("/proc/{init}/ns/pid")) else {
         return Vec::new();
@@ -39,7 +39,10 @@ pub fn processes(init: i32) -> Vec<Process> {
         else {
             continue;
         };
-        if host_pid == init {
+        // A process that has begun to exit (an exec's shell on its way
+        // out just after the exec's answer) or is a zombie is no longer
+        // one of the session's.
+        if host_pid == init || !sandbox::checkpoint::alive(host_pid) {
             continue;
         }
         match fs::read_link(format!("/proc/{host_pid}/ns/pid")) {
