@@ -203,12 +203,10 @@ impl Bundle {
             super::user::from_spec(process.user()).map_err(|e| format!("process.user: {e}"))?;
         let mut config = SandboxConfig::new(command);
         config.env = GuestEnv::Exact(self.env());
-        config.ids.count = super::user::id_count();
         config.ids.user = user;
-        if let Some(range) = self.id_range()? {
-            config.ids.range = sandbox::config::IdRange::Host(range);
-            config.ids.count = range.count;
-        }
+        let (range, count, keep_ids) = super::user::id_range(self.id_range()?);
+        (config.ids.range, config.ids.count) = (range, count);
+        config.ids.mounts_keep_ids = keep_ids;
         // The terminal is `create`'s to say (`terminal_for`).
         config.terminal = Terminal::Never;
         // The guest waits for `start`; `state` and `delete` need its
