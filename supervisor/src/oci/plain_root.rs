@@ -20,12 +20,13 @@ use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::path::Path;
 
 use nix::fcntl::OFlag;
+use nix::mount::{mount, MsFlags};
 use nix::sched::{unshare, CloneFlags};
 use nix::sys::stat::Mode;
 use nix::unistd::{chdir, chroot, fchdir};
 use sandbox::config::SandboxConfig;
 use sandbox::sys::fd::open_at;
-use sandbox::sys::mount_tree::{attach, clone_mount, clone_mount_of};
+use sandbox::sys::mount_tree::{attach, clone_mount_of};
 
 /// A detached copy of the bundle's rootfs as it is on the host, made in
 /// the host's mount namespace, when the sandbox's root is an idmapped
@@ -47,15 +48,27 @@ pub fn copy_of_tree(config: &SandboxConfig) -> Option<OwnedFd> {
 pub fn stack(tree: OwnedFd) -> Result<(), String> {
     let err = |what: &str, e: nix::Error| format!("{what}: {}", e.desc());
     unshare(CloneFlags::CLONE_NEWNS).map_err(|e| err("a mount namespace for the anchor", e))?;
-    let proc = clone_mount(c"/proc").map_err(|e| err("copying the sandbox's /proc", e))?;
     let flags = OFlag::O_PATH | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC;
-    let root =
-        open_at(None, Path::new("/"), flags, Mode::empty()).map_err(|e| err("opening /", e))?;
+    let open_dir = |path: &str| {
+        open_at(None, Path::new(path), flags, Mode::empty())
+            .map_err(|e| err(&format!("opening {path}"), e))
+    };
+    let proc = open_dir("/proc")?;
+    let root = open_dir("/")?;
     attach(tree.as_fd(), root.as_fd()).map_err(|e| err("stacking the rootfs on /", e))?;
     fchdir(tree.as_raw_fd()).map_err(|e| err("entering the rootfs", e))?;
     chroot(".").map_err(|e| err("chroot to the rootfs", e))?;
-    chdir("/").map_err(|e| err("chdir /", e))?;
-    let proc_dir = open_at(None, Path::new("/proc"), flags, Mode::empty())
-        .map_err(|e| err("opening /proc", e))?;
-    attach(proc.as_fd(), proc_dir.as_fd()).map_err(|e| err("attaching /proc", e))
+    // The sandbox's /proc with what covers it (its masked paths: their
+    // mounts are locked here, so only the whole tree of them may be
+    // bound), named as the working directory: it is out of the new root.
+    fchdir(proc.as_raw_fd()).map_err(|e| err("entering the sandbox's /proc", e))?;
+    let bound = mount(
+        Some("."),
+        "/proc",
+        None::<&str>,
+        MsFlags::MS_BIND | MsFlags::MS_REC,
+        None::<&str>,
+    );
+    bound.map_err(|e| err("binding the sandbox's /proc", e))?;
+    chdir("/").map_err(|e| err("chdir /", e))
 }

@@ -157,6 +157,18 @@ fn without_mappings_the_containers_ids_are_the_subordinate_range_and_files_keep_
         "id -u; echo u > /vol/u/by-1000; stat -c %u:%g /vol/u/by-1000",
     );
     assert_eq!(seen, "1000\n1000:1000\n", "{out:?}");
+    // Host root in the anchor's mount namespace (where Podman's `cp`
+    // works) writes the tree as it is, and sees the sandbox's /proc; the
+    // container reads the file as its root's.
+    let entered = std::process::Command::new("nsenter")
+        .args(["-t", &pid.to_string(), "-m", "/bin/sh", "-c"])
+        .arg("echo from-host > /tmp/from-host && cat /proc/1/cmdline")
+        .output()
+        .expect("nsenter");
+    assert!(entered.status.success(), "{entered:?}");
+    assert!(!entered.stdout.is_empty(), "{entered:?}");
+    let (seen, out) = exec("0:0", "cat /tmp/from-host; stat -c %u:%g /tmp/from-host");
+    assert_eq!(seen, "from-host\n0:0\n", "{out:?}");
     // From the host: no process of the container is host root; each is
     // an id of the range (the runtime's anchor and monitor are not the
     // container's).
@@ -181,6 +193,7 @@ fn without_mappings_the_containers_ids_are_the_subordinate_range_and_files_keep_
         "rootfs/www",
         "rootfs/www/index.html",
         "rootfs/tmp/by-root",
+        "rootfs/tmp/from-host",
         "vol/by-root",
     ] {
         assert_eq!(owner(&t.join(made)), (0, 0), "{made}");
