@@ -1,7 +1,9 @@
 //! Which user a container's process runs as (`process.user`, `exec
 //! --user`), and which host ids the container's ids are.
 //!
-//! As root, without `linux.uidMappings`, the runtime maps container ids
+//! As root, without `linux.uidMappings`, with a rootfs that is not an
+//! overlayfs mount ([`overlay_root`]: those keep the host's ids 0–65535
+//! as themselves), the runtime maps container ids
 //! 0–65535 onto the `supervisor` subordinate range, as `supervisor run`
 //! maps a guest's (`IdRange::Auto`: the /etc/subuid and /etc/subgid entry
 //! made on first use), so no process of the container is host root; the
@@ -90,6 +92,31 @@ pub fn id_range(mapped: Option<HostRange>) -> (IdRange, u32, bool) {
         (None, true) => (IdRange::Invoker, 1, false),
         (None, false) => (IdRange::Auto, OCI_ID_COUNT, true),
     }
+}
+
+/// Why the container keeps the host's ids (0–65535 onto themselves, as
+/// without a user namespace) when it would get the subordinate range:
+/// its rootfs is an overlayfs mount (Docker's overlay2), which the
+/// kernel does not idmap (only an overlay's layers may be idmapped), so
+/// the range would leave the image's files to the overflow id. `None`:
+/// not root, a mapping given, or another file system.
+pub fn overlay_root(rootfs: &std::path::Path, mapped: Option<HostRange>) -> Option<String> {
+    if mapped.is_some() || super::cli::rootless_caller() {
+        return None;
+    }
+    let fs = nix::sys::statfs::statfs(rootfs).ok()?;
+    (fs.filesystem_type() == nix::sys::statfs::OVERLAYFS_SUPER_MAGIC).then(|| {
+        format!(
+            "root file system {}: overlayfs takes no idmapped mount, so the container's ids are the host's (its root is host root without capabilities)",
+            rootfs.display()
+        )
+    })
+}
+
+/// The identity map of [`overlay_root`]: container ids 0–65535 as the
+/// same host ids.
+pub fn host_ids() -> (IdRange, u32, bool) {
+    (IdRange::Invoker, OCI_ID_COUNT, false)
 }
 
 /// The spec's user as the process's (`None`: the runtime's own, the

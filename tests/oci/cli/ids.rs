@@ -86,7 +86,7 @@ fn a_mapping_the_sandbox_cannot_make_is_one_line_at_create() {
 }
 
 /// The `supervisor` entry's start in `path` (/etc/subuid or /etc/subgid).
-fn supervisor_start(path: &str) -> u32 {
+pub fn supervisor_start(path: &str) -> u32 {
     let text = fs::read_to_string(path).unwrap_or_else(|e| panic!("{path}: {e}"));
     text.lines()
         .find_map(|l| {
