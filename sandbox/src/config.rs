@@ -208,6 +208,15 @@ pub struct Ids {
     /// Which host ids the user namespace maps.
     #[serde(default)]
     pub range: IdRange,
+    /// With a shifted range as root: the host sources (the rootfs tree,
+    /// every bind) show host id N as guest id N, each through an
+    /// idmapped mount that must be made (an error names the mount
+    /// otherwise), so that what the guest's root writes there is host
+    /// 0's, as under runc without a user namespace: the OCI runtime's.
+    /// False: a bind's owner shows as the guest's root and the tree's
+    /// copy is best effort (`supervisor run`; `launch/idmapped.rs`).
+    #[serde(default)]
+    pub mounts_keep_ids: bool,
     /// Capabilities taken from the guest root's default set (Docker's;
     /// `launch::guest_caps`), by name (`CHOWN`, `CAP_KILL`, `ALL`).
     #[serde(default)]
@@ -323,6 +332,7 @@ impl SandboxConfig {
                 count: 1,
                 user: None,
                 range: IdRange::Invoker,
+                mounts_keep_ids: false,
                 cap_drop: Vec::new(),
                 cap_add: Vec::new(),
             },

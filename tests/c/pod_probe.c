@@ -1,9 +1,11 @@
 #define _GNU_SOURCE
 /* What the containers of one pod share, probed from inside one (built
  * statically, so it runs in the busybox image):
- *   pod_probe ipc-make KEY TEXT  makes a SysV shared memory segment and a
+ *   pod_probe ipc-make KEY TEXT [UID]
+ *                                makes a SysV shared memory segment and a
  *                                semaphore set under KEY, TEXT in the one,
- *                                7 in the other;
+ *                                7 in the other (owned by UID and group UID
+ *                                when given: IPC_SET);
  *   pod_probe ipc-read KEY       prints "shm=TEXT sem=N" from them, or
  *                                "no ipc KEY: ERRNO" (exit 1) when this IPC
  *                                namespace has none;
@@ -25,7 +27,7 @@ union semun {
     int val;
 };
 
-static int ipc_make(key_t key, const char *text) {
+static int ipc_make(key_t key, const char *text, const char *owner) {
     int shm = shmget(key, 4096, IPC_CREAT | 0600);
     if (shm < 0) {
         printf("shmget: %s\n", strerror(errno));
@@ -43,6 +45,25 @@ static int ipc_make(key_t key, const char *text) {
     if (sem < 0 || semctl(sem, 0, SETVAL, arg) < 0) {
         printf("semaphore: %s\n", strerror(errno));
         return 1;
+    }
+    if (owner) {
+        struct shmid_ds ds;
+        struct semid_ds sds;
+        union {
+            int val;
+            struct semid_ds *buf;
+        } sarg = {.buf = &sds};
+        uid_t id = (uid_t)strtoul(owner, NULL, 10);
+        if (shmctl(shm, IPC_STAT, &ds) < 0 || semctl(sem, 0, IPC_STAT, sarg) < 0) {
+            printf("IPC_STAT: %s\n", strerror(errno));
+            return 1;
+        }
+        ds.shm_perm.uid = sds.sem_perm.uid = id;
+        ds.shm_perm.gid = sds.sem_perm.gid = id;
+        if (shmctl(shm, IPC_SET, &ds) < 0 || semctl(sem, 0, IPC_SET, sarg) < 0) {
+            printf("IPC_SET: %s\n", strerror(errno));
+            return 1;
+        }
     }
     printf("made\n");
     return 0;
@@ -87,12 +108,12 @@ static int udp_echo(int port) {
 }
 
 int main(int argc, char **argv) {
-    if (argc == 4 && strcmp(argv[1], "ipc-make") == 0)
-        return ipc_make(atoi(argv[2]), argv[3]);
+    if ((argc == 4 || argc == 5) && strcmp(argv[1], "ipc-make") == 0)
+        return ipc_make(atoi(argv[2]), argv[3], argc == 5 ? argv[4] : NULL);
     if (argc == 3 && strcmp(argv[1], "ipc-read") == 0)
         return ipc_read(atoi(argv[2]));
     if (argc == 3 && strcmp(argv[1], "udp-echo") == 0)
         return udp_echo(atoi(argv[2]));
-    fprintf(stderr, "usage: pod_probe ipc-make KEY TEXT | ipc-read KEY | udp-echo PORT\n");
+    fprintf(stderr, "usage: pod_probe ipc-make KEY TEXT [UID] | ipc-read KEY | udp-echo PORT\n");
     return 2;
 }

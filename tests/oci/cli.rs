@@ -280,7 +280,11 @@ fn a_rootless_runtime_keeps_state_in_xdg_and_runs_without_a_cgroup() {
     subreaper();
     let t = Tree::new();
     bundle(t.path(), |c| {
-        set_args(c, "echo \"hi from $(id -u)\"");
+        // The rootless map is the runtime's own id alone, as before.
+        set_args(
+            c,
+            "echo \"hi from $(id -u)\"; read a b n < /proc/self/uid_map; echo \"$a $b $n\"",
+        );
         c["process"]["user"] = json!({"uid": uid, "gid": gid});
     });
     fs::create_dir(t.join("xdg")).unwrap();
@@ -317,7 +321,7 @@ fn a_rootless_runtime_keeps_state_in_xdg_and_runs_without_a_cgroup() {
     assert!(matches!(wait_exit(pid), WaitStatus::Exited(_, 0)));
     assert_eq!(
         fs::read_to_string(t.join("out")).unwrap(),
-        format!("hi from {uid}\n")
+        format!("hi from {uid}\n{uid} {uid} 1\n")
     );
     assert!(as_tester(&["delete", "c1"], "delete").success());
     assert!(!t.join("xdg/supervisor/c1").exists());

@@ -93,6 +93,11 @@ pub struct LaunchConfig {
     /// then runs as its root (guest uid 0) unless [`LaunchConfig::user`]
     /// says otherwise, holding [`LaunchConfig::caps`].
     pub shifted_ids: Option<vfs::IdMap>,
+    /// With `shifted_ids` as root: every host source (the rootfs, the
+    /// mounts) is an idmapped copy showing host id N as guest id N, made
+    /// or refused with an error (`idmapped.rs`); false: a bind's owner
+    /// shows as the guest's root, the rootfs's copy best effort.
+    pub mounts_keep_ids: bool,
     /// The capabilities the guest's root holds in its user namespace
     /// (bit N: capability N; `guest_caps.rs`) when ids are shifted.
     pub caps: u64,
@@ -145,6 +150,7 @@ impl LaunchConfig {
             self_join: Vec::new(),
             id_count: 1,
             shifted_ids: None,
+            mounts_keep_ids: false,
             caps: 0,
             user: None,
             late_exec: false,

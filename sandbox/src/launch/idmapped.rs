@@ -27,6 +27,19 @@
 //! as the guest root's, one of uid 100 as guest 100, as in a container
 //! whose image is idmapped ([`IdmappedSources::rootfs`], best effort).
 //!
+//! The OCI runtime as root ([`prepare`]'s `keep_ids`, the sandbox's
+//! `mounts_keep_ids`) gives every host source that sandbox map instead:
+//! the bundle's rootfs (written in place, so its copy is writable) and
+//! each bind of config.json show host id N as container id N, so that
+//! the image's files (host 0's) are the container root's and what the
+//! container's root writes lands as host 0, as under runc without a user
+//! namespace. There the tree and every directory must take the idmap: a
+//! refusal is a one-line error naming the source and the limitation,
+//! never a plain bind (whose files would show as the overflow id). A
+//! single file that the kernel cannot idmap (the engine's /etc/hosts or
+//! resolv.conf in a tmpfs before Linux 6.3) is bound as it is: readable,
+//! shown as the overflow id's.
+//!
 //! Owns making the copies. Not attaching them (`bind.rs`), nor the
 //! sandbox's own maps (`userns.rs`).
 
@@ -68,8 +81,12 @@ pub struct IdmappedSources {
 }
 
 /// Copies of the plan's host sources for a guest whose ids are `ids`
-/// (host ids of guest 0 onward).
-pub fn prepare(plan: &ViewPlan, ids: &IdMap) -> Result<IdmappedSources, String> {
+/// (host ids of guest 0 onward); `keep_ids`: every source shifted as the
+/// guest's ids are, and required ([`prepare_keeping_ids`]).
+pub fn prepare(plan: &ViewPlan, ids: &IdMap, keep_ids: bool) -> Result<IdmappedSources, String> {
+    if keep_ids {
+        return prepare_keeping_ids(plan, ids);
+    }
     let root = (ids.uid_to_host(0), ids.gid_to_host(0));
     let (Ok(uid), Ok(gid)) = root else {
         return Err("the id map has no guest root".into());
@@ -132,15 +149,90 @@ pub fn prepare(plan: &ViewPlan, ids: &IdMap) -> Result<IdmappedSources, String> 
 /// A read-only copy of `tree` whose ids are shifted as the guest's are
 /// (`ids`' own lines as the idmap).
 fn shifted_copy(tree: &Path, ids: &IdMap) -> Result<OwnedFd, String> {
-    let src = open_source(tree, false).map_err(|e| e.desc().to_string())?;
-    let copy = clone_mount_of(src.as_fd()).map_err(|e| e.desc().to_string())?;
+    let ns = sandbox_map_namespace(ids)?;
+    shifted_copy_in(tree, &ns, libc::MOUNT_ATTR_RDONLY).map_err(|e| e.desc().to_string())
+}
+
+/// The user namespace whose maps are the sandbox's own (`ids`' lines).
+fn sandbox_map_namespace(ids: &IdMap) -> Result<OwnedFd, String> {
     let lines = |extents: &mut dyn Iterator<Item = vfs::idmap::Extent>| {
         extents.map(|e| e.line()).collect::<String>()
     };
-    let ns = mapping_namespace(lines(&mut ids.uid_extents()), lines(&mut ids.gid_extents()))?;
-    let flags = libc::MOUNT_ATTR_NOSUID | libc::MOUNT_ATTR_NODEV | libc::MOUNT_ATTR_RDONLY;
-    set_idmap(copy.as_fd(), ns.as_fd(), flags).map_err(|e| e.desc().to_string())?;
+    mapping_namespace(lines(&mut ids.uid_extents()), lines(&mut ids.gid_extents()))
+}
+
+/// A copy of `host` with `ns` as its idmap, nosuid, nodev and `extra`.
+fn shifted_copy_in(host: &Path, ns: &OwnedFd, extra: u64) -> nix::Result<OwnedFd> {
+    let src = open_source(host, false)?;
+    let copy = clone_mount_of(src.as_fd())?;
+    let flags = libc::MOUNT_ATTR_NOSUID | libc::MOUNT_ATTR_NODEV | extra;
+    set_idmap(copy.as_fd(), ns.as_fd(), flags)?;
     Ok(copy)
+}
+
+/// The OCI runtime's copies: the rootfs (writable when written in place)
+/// and every bind, each showing host id N as guest id N; any refusal is
+/// an error naming the source and the limitation.
+fn prepare_keeping_ids(plan: &ViewPlan, ids: &IdMap) -> Result<IdmappedSources, String> {
+    let ns =
+        sandbox_map_namespace(ids).map_err(|e| format!("making the container's id map: {e}"))?;
+    let refused = |e: Errno| matches!(e, Errno::EINVAL | Errno::EOPNOTSUPP | Errno::ENOSYS);
+    let error = |what: &str, host: &Path, e: Errno| {
+        match refused(e) {
+        true => format!(
+            "{what} {}: its file system ({}) takes no idmapped mount on this kernel ({}), which the container's id map needs (Linux 5.12; overlayfs 5.19; tmpfs 6.3)",
+            host.display(),
+            fs_type(host),
+            e.desc()
+        ),
+        false => format!("{what} {}: making its idmapped mount: {}", host.display(), e.desc()),
+    }
+    };
+    let mut mounts = Vec::with_capacity(plan.mounts.len());
+    for m in &plan.mounts {
+        mounts.push(match &m.what {
+            MountWhat::Bind {
+                host,
+                writable,
+                is_dir,
+            } => {
+                let ro = match writable {
+                    true => 0,
+                    false => libc::MOUNT_ATTR_RDONLY,
+                };
+                match shifted_copy_in(host, &ns, ro) {
+                    Ok(copy) => Some(copy),
+                    // A single file of the engine's (/etc/hosts and
+                    // resolv.conf on a tmpfs before 6.3: Podman's run
+                    // directory) is bound as it is: readable, its host
+                    // owner shown as the overflow id.
+                    Err(e) if refused(e) && !is_dir => None,
+                    Err(e) => {
+                        return Err(error(&format!("mount on {}:", m.guest.display()), host, e))
+                    }
+                }
+            }
+            MountWhat::Tmpfs { .. } => None,
+        });
+    }
+    let rootfs = match &plan.rootfs {
+        // The overlay's lower layer is never written.
+        Some(tree) => {
+            let ro = match plan.rootfs_in_place {
+                true => 0,
+                false => libc::MOUNT_ATTR_RDONLY,
+            };
+            let copy = shifted_copy_in(tree, &ns, ro);
+            Some(copy.map_err(|e| error("root file system", tree, e))?)
+        }
+        None => None,
+    };
+    Ok(IdmappedSources {
+        cwd: None,
+        mounts,
+        tops: Vec::new(),
+        rootfs,
+    })
 }
 
 impl IdmappedSources {

@@ -252,6 +252,7 @@ pub fn launch_with(cfg: &LaunchConfig, hooks: &dyn InitHooks) -> Result<Sandbox,
     .map_err(LaunchError::setup)?;
     plan.rootfs_in_place = cfg.rootfs_in_place;
     plan.root_read_only = cfg.root_read_only;
+    plan.mounts_keep_ids = cfg.mounts_keep_ids && cfg.shifted_ids.is_some();
     let landlock = std::env::var_os(init::NO_LANDLOCK_FOR_TESTS).is_none();
     plan.proc_covers = procfs::Limited {
         memory: cfg.memory_limited,
@@ -285,7 +286,7 @@ pub fn launch_with(cfg: &LaunchConfig, hooks: &dyn InitHooks) -> Result<Sandbox,
     // Shifted ids as root: host directories through idmapped copies.
     let idmapped = match cfg.shifted_ids {
         Some(ids) if nix::unistd::geteuid().is_root() => {
-            idmapped::prepare(&plan, &ids).map_err(LaunchError::setup)?
+            idmapped::prepare(&plan, &ids, plan.mounts_keep_ids).map_err(LaunchError::setup)?
         }
         _ => idmapped::IdmappedSources::default(),
     };

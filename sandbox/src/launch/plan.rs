@@ -31,6 +31,8 @@ pub struct ViewPlan {
     pub rootfs_in_place: bool,
     /// The `/` mount is made read-only last ([`super::LaunchConfig::root_read_only`]).
     pub root_read_only: bool,
+    /// The rootfs must be the idmapped copy ([`super::LaunchConfig::mounts_keep_ids`]).
+    pub mounts_keep_ids: bool,
     /// Top-level host directories shown in the view (none with a rootfs).
     pub top_dirs: Vec<TopDir>,
     /// Entries of /etc (relative) that exist on the host and are hidden.
@@ -198,6 +200,7 @@ impl ViewPlan {
             rootfs,
             rootfs_in_place: false,
             root_read_only: false,
+            mounts_keep_ids: false,
             top_dirs,
             etc_hidden,
             etc_files,

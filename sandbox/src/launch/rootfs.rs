@@ -48,15 +48,15 @@ const SKELETON: &[(&str, u32)] = &[
 /// Mounts the tree `src` (an O_PATH descriptor of the `--rootfs`
 /// directory) on `/newroot`: in place when the plan says so, else as the
 /// lower layer of an overlay; `shifted`: a detached copy of the tree with
-/// the guest's ids (`idmapped.rs`) to use as that layer where the kernel
-/// takes it.
+/// the guest's ids (`idmapped.rs`) to use as `/` or as that layer, where
+/// the kernel takes it (with [`ViewPlan::mounts_keep_ids`], always).
 pub fn mount_root(
     plan: &ViewPlan,
     src: BorrowedFd<'_>,
     shifted: Option<BorrowedFd<'_>>,
 ) -> Result<()> {
     match plan.rootfs_in_place {
-        true => bind_in_place(plan, src),
+        true => bind_in_place(plan, src, shifted),
         false => mount_overlay(plan, src, shifted),
     }
 }
@@ -124,7 +124,7 @@ fn mount_overlay(
         )
     };
     let mut mounted = overlay();
-    if mounted.is_err() && used_copy {
+    if mounted.is_err() && used_copy && !plan.mounts_keep_ids {
         // A kernel that takes no idmapped lower layer here: the tree
         // as it is.
         let _ = nix::mount::umount2(LOWER, nix::mount::MntFlags::MNT_DETACH);
@@ -144,9 +144,41 @@ fn mount_overlay(
 /// elsewhere); /tmp is
 /// the tree's, made 1777 if missing. The sandbox's /etc files live in
 /// the layer and are bound over the tree's (made empty if missing), so
-/// the tree's own are never written by us.
-fn bind_in_place(plan: &ViewPlan, src: BorrowedFd<'_>) -> Result<()> {
-    // Not recursive: mounts under the tree on the host stay out.
+/// the tree's own are never written by us. `shifted`: the tree's idmapped
+/// copy (nosuid and nodev already), attached in place of a bind.
+fn bind_in_place(
+    plan: &ViewPlan,
+    src: BorrowedFd<'_>,
+    shifted: Option<BorrowedFd<'_>>,
+) -> Result<()> {
+    match shifted {
+        Some(copy) => {
+            let target = open_source(Path::new(NEW_ROOT), true)
+                .map_err(|e| format!("opening {NEW_ROOT}: {}", e.desc()))?;
+            crate::sys::mount_tree::attach(copy, target.as_fd()).map_err(|e| {
+                format!(
+                    "attaching the root file system's idmapped mount: {}",
+                    e.desc()
+                )
+            })?;
+        }
+        None => bind_plain(src)?,
+    }
+    let root = Path::new(NEW_ROOT);
+    for (name, mode) in SKELETON.iter().chain(&[("etc", 0o755)]) {
+        let path = root.join(name);
+        make_dir(&path, *mode)?;
+        let real_dir = fs::symlink_metadata(&path).is_ok_and(|m| m.is_dir());
+        if !real_dir && *name != "tmp" {
+            return Err(format!("the root file system's /{name} is not a directory"));
+        }
+    }
+    bind_etc_files(plan)
+}
+
+/// The tree bound (not recursively: mounts under it on the host stay
+/// out) at `/newroot`, nosuid and nodev.
+fn bind_plain(src: BorrowedFd<'_>) -> Result<()> {
     let r = mount(
         Some(proc_fd(src).as_str()),
         NEW_ROOT,
@@ -158,17 +190,7 @@ fn bind_in_place(plan: &ViewPlan, src: BorrowedFd<'_>) -> Result<()> {
     let flags = MsFlags::MS_REMOUNT | MsFlags::MS_BIND | MsFlags::MS_NOSUID | MsFlags::MS_NODEV;
     let flags = flags | locked_flags(src);
     let r = mount(None::<&str>, NEW_ROOT, None::<&str>, flags, None::<&str>);
-    check(r, || "remounting the root file system nosuid".into())?;
-    let root = Path::new(NEW_ROOT);
-    for (name, mode) in SKELETON.iter().chain(&[("etc", 0o755)]) {
-        let path = root.join(name);
-        make_dir(&path, *mode)?;
-        let real_dir = fs::symlink_metadata(&path).is_ok_and(|m| m.is_dir());
-        if !real_dir && *name != "tmp" {
-            return Err(format!("the root file system's /{name} is not a directory"));
-        }
-    }
-    bind_etc_files(plan)
+    check(r, || "remounting the root file system nosuid".into())
 }
 
 /// The sandbox's /etc files, written in the layer and bound over the

@@ -85,6 +85,7 @@ pub(super) fn launch_config(
         },
         id_count: config.ids.count,
         shifted_ids: shifted_ids(config.ids.range)?,
+        mounts_keep_ids: config.ids.mounts_keep_ids,
         caps: config.ids.caps().map_err(setup_error)?,
         user: config.ids.user.clone(),
         late_exec: config.start == StartMode::Late,

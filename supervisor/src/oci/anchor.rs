@@ -109,7 +109,8 @@ pub fn run(plan: MonitorPlan, mut config: SandboxConfig, ready: OwnedFd) -> ! {
     release_stdio();
     let mask = forwarded_mask();
     let _ = mask.thread_block();
-    relay_ready(File::from(from_monitor), ready);
+    let tree = super::plain_root::copy_of_tree(&config);
+    relay_ready(File::from(from_monitor), ready, tree);
     std::process::exit(forward_until_exit(monitor, &mask))
 }
 
@@ -185,7 +186,9 @@ fn forwarded_mask() -> SigSet {
 /// Reads the monitor's answer to its end; on "ok<init pid>" joins the
 /// sandbox's namespaces first, so that whoever `create`'s return lets
 /// look at the anchor already sees the sandbox. Passes the answer on.
-fn relay_ready(mut from_monitor: File, mut ready: File) {
+/// `tree`: the bundle's rootfs as it is on the host, stacked on `/` of
+/// the anchor's copy of the sandbox's mount namespace (`plain_root.rs`).
+fn relay_ready(mut from_monitor: File, mut ready: File, tree: Option<OwnedFd>) {
     let mut answer = String::new();
     let _ = from_monitor.read_to_string(&mut answer);
     let init = answer
@@ -193,6 +196,11 @@ fn relay_ready(mut from_monitor: File, mut ready: File) {
         .and_then(|p| p.parse::<i32>().ok());
     if let Some(init) = init.filter(|p| *p > 0) {
         join_namespaces(init);
+        if let Some(tree) = tree {
+            if let Err(e) = super::plain_root::stack(tree) {
+                fail(&mut ready, &e);
+            }
+        }
     }
     let _ = ready.write_all(answer.as_bytes());
 }

@@ -203,12 +203,17 @@ impl Bundle {
             super::user::from_spec(process.user()).map_err(|e| format!("process.user: {e}"))?;
         let mut config = SandboxConfig::new(command);
         config.env = GuestEnv::Exact(self.env());
-        config.ids.count = super::user::id_count();
         config.ids.user = user;
-        if let Some(range) = self.id_range()? {
-            config.ids.range = sandbox::config::IdRange::Host(range);
-            config.ids.count = range.count;
-        }
+        let mapped = self.id_range()?;
+        let (range, count, keep_ids) = match super::user::overlay_root(&self.rootfs, mapped) {
+            Some(warning) => {
+                warnings.push(warning);
+                super::user::host_ids()
+            }
+            None => super::user::id_range(mapped),
+        };
+        (config.ids.range, config.ids.count) = (range, count);
+        config.ids.mounts_keep_ids = keep_ids;
         // The terminal is `create`'s to say (`terminal_for`).
         config.terminal = Terminal::Never;
         // The guest waits for `start`; `state` and `delete` need its

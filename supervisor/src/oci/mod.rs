@@ -36,6 +36,7 @@ pub mod loopback;
 pub mod monitor;
 pub mod namespaces;
 pub mod netns;
+pub mod plain_root;
 pub mod resources;
 pub mod state;
 pub mod sys_cpu;

@@ -1,11 +1,21 @@
 //! Which user a container's process runs as (`process.user`, `exec
-//! --user`). As root, the runtime maps container ids 0–65535 onto the
-//! same host ids ([`OCI_ID_COUNT`]) and any user in that range runs as
-//! itself: init or the exec helper takes its uid, gid and
-//! `additionalGids` before the process executes (`launch/users.rs`) and
-//! the trap serves its file calls with those ids (`trap/creds.rs`). A
-//! rootless runtime can map only its own ids, so any other user is
-//! refused with one line.
+//! --user`), and which host ids the container's ids are.
+//!
+//! As root, without `linux.uidMappings`, with a rootfs that is not an
+//! overlayfs mount ([`overlay_root`]: those keep the host's ids 0–65535
+//! as themselves), the runtime maps container ids
+//! 0–65535 onto the `supervisor` subordinate range, as `supervisor run`
+//! maps a guest's (`IdRange::Auto`: the /etc/subuid and /etc/subgid entry
+//! made on first use), so no process of the container is host root; the
+//! bundle's rootfs and every bind of config.json are idmapped copies
+//! showing host id N as container id N (`mounts_keep_ids`,
+//! `launch/idmapped.rs`), so the image's files are the container root's
+//! and what it writes lands as host 0, as under runc without a user
+//! namespace ([`id_range`]). Any user in that range runs as itself: init
+//! or the exec helper takes its uid, gid and `additionalGids` before the
+//! process executes (`launch/users.rs`) and the trap serves its file
+//! calls with those ids (`trap/creds.rs`). A rootless runtime can map
+//! only its own ids, so any other user is refused with one line.
 //!
 //! A config whose `linux.uidMappings` and `linux.gidMappings` map the
 //! container's ids onto other host ids (as for runc with a user
@@ -15,18 +25,20 @@
 //! files it makes are the mapped ids'. The sandbox maps one range, from
 //! container id 0, the same for users and groups, of at least 65536 ids:
 //! any other mapping is a one-line error naming what is missing, and a
-//! rootless runtime (which maps only its own ids) refuses every one.
+//! rootless runtime (which maps only its own ids) refuses every one. A
+//! mapping from host 0 is taken as none (the subordinate range above).
 //!
 //! Owns the check, the id count and the mapping; not the switch.
 
 use super::config::{LinuxIdMapping, User};
 
+use sandbox::config::IdRange;
 use sandbox::launch::subids::HostRange;
 use sandbox::launch::{GuestUser, OCI_ID_COUNT};
 
 /// The host range `linux.uidMappings` and `linux.gidMappings` map the
-/// container's ids onto; `None` without mappings, or for the identity
-/// mapping of root's runtime (container 0 onto host 0, as without).
+/// container's ids onto; `None` without mappings, or for one from host
+/// 0 (then as without: no container id is host root).
 pub fn mapped_range(
     uids: &[LinuxIdMapping],
     gids: &[LinuxIdMapping],
@@ -70,12 +82,41 @@ pub fn mapped_range(
         .map_err(|e| format!("linux.uidMappings: {e}"))
 }
 
-/// How many ids the container's user namespace maps.
-pub fn id_count() -> u32 {
-    match super::cli::rootless_caller() {
-        true => 1,
-        false => OCI_ID_COUNT,
+/// The container's ids (`ids.range`, `ids.count`, `ids.mounts_keep_ids`)
+/// given `linux.uidMappings`' range ([`mapped_range`]): that range as
+/// it is; without one, as root, the subordinate range with the host
+/// sources idmapped; rootless, the runtime's own id.
+pub fn id_range(mapped: Option<HostRange>) -> (IdRange, u32, bool) {
+    match (mapped, super::cli::rootless_caller()) {
+        (Some(range), _) => (IdRange::Host(range), range.count, false),
+        (None, true) => (IdRange::Invoker, 1, false),
+        (None, false) => (IdRange::Auto, OCI_ID_COUNT, true),
     }
+}
+
+/// Why the container keeps the host's ids (0–65535 onto themselves, as
+/// without a user namespace) when it would get the subordinate range:
+/// its rootfs is an overlayfs mount (Docker's overlay2), which the
+/// kernel does not idmap (only an overlay's layers may be idmapped), so
+/// the range would leave the image's files to the overflow id. `None`:
+/// not root, a mapping given, or another file system.
+pub fn overlay_root(rootfs: &std::path::Path, mapped: Option<HostRange>) -> Option<String> {
+    if mapped.is_some() || super::cli::rootless_caller() {
+        return None;
+    }
+    let fs = nix::sys::statfs::statfs(rootfs).ok()?;
+    (fs.filesystem_type() == nix::sys::statfs::OVERLAYFS_SUPER_MAGIC).then(|| {
+        format!(
+            "root file system {}: overlayfs takes no idmapped mount, so the container's ids are the host's (its root is host root without capabilities)",
+            rootfs.display()
+        )
+    })
+}
+
+/// The identity map of [`overlay_root`]: container ids 0–65535 as the
+/// same host ids.
+pub fn host_ids() -> (IdRange, u32, bool) {
+    (IdRange::Invoker, OCI_ID_COUNT, false)
 }
 
 /// The spec's user as the process's (`None`: the runtime's own, the

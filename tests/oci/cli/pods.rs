@@ -83,10 +83,19 @@ fn a_foreign_ipc_and_uts_namespace_is_joined_too() {
     }
     let t = Tree::new();
     let rt = Runtime::new(t.path());
-    // A host process in IPC and UTS namespaces of its own, not a container.
+    // A host process in IPC and UTS namespaces of its own, not a
+    // container. Its objects (0600) belong to the host id the containers'
+    // root is (the runtime's subordinate range, made on first use: a
+    // container runs first), as a runc container's root (host root)
+    // would own them.
+    let first = t.join("first");
+    fs::create_dir_all(&first).unwrap();
+    bundle(&first, |c| set_args(c, "true"));
+    run_to_end(&rt, &first, "first");
+    let root_id = super::ids::supervisor_start("/etc/subuid");
     let probe = pod_probe();
     let script = format!(
-        "/bin/busybox hostname foreign-ns && {} ipc-make 4242 from-host && exec sleep 100",
+        "/bin/busybox hostname foreign-ns && {} ipc-make 4242 from-host {root_id} && exec sleep 100",
         probe.display()
     );
     let mut holder = Command::new("unshare")
