@@ -269,6 +269,74 @@ static void __attribute__((noreturn)) exec_script(long fd, char **argv, long arg
     die("cannot start the script's interpreter", interp);
 }
 
+/* ---- what other processes see: the program's command line and name ---- */
+
+/* The kernel's struct prctl_mm_map (104 bytes). */
+struct mm_map {
+    ul start_code, end_code, start_data, end_data, start_brk, brk, start_stack;
+    ul arg_start, arg_end, env_start, env_end;
+    ul auxv;
+    unsigned int auxv_size, exe_fd;
+};
+
+/* Makes /proc/PID/cmdline read the program's arguments (argv from 2 on:
+ * the loader's two leading words dropped), its code and data bounds the
+ * program's, and its name (comm) the program's file name, as the kernel
+ * would have made them had it executed the program itself.
+ * PR_SET_MM_MAP of a process's own bounds needs no privilege (the kernel
+ * checks they lie in the address space and in order); where it fails
+ * (no CONFIG_CHECKPOINT_RESTORE), the loader's own words stay. */
+static void show_as_program(const struct image *im, const char *prog, char **argv, long argc,
+                            char **envp, ul *sp)
+{
+    struct mm_map m = {0};
+    m.start_code = m.start_data = (ul)-1;
+    for (int i = 0; i < im->eh.e_phnum; i++) {
+        const Elf64_Phdr *p = &im->ph[i];
+        if (p->p_type != PT_LOAD)
+            continue;
+        ul lo = im->base + p->p_vaddr, hi = lo + p->p_filesz;
+        if (p->p_flags & PF_X) {
+            if (lo < m.start_code)
+                m.start_code = lo;
+            if (hi > m.end_code)
+                m.end_code = hi;
+        } else if (p->p_flags & PF_W) {
+            if (lo < m.start_data)
+                m.start_data = lo;
+            if (hi > m.end_data)
+                m.end_data = hi;
+        }
+    }
+    if (m.start_code >= m.end_code)
+        return;
+    if (m.start_data > m.end_data)
+        m.start_data = m.end_data = m.end_code;
+    m.start_brk = m.brk = (ul)sys1(__NR_brk, 0);
+    m.start_stack = (ul)sp;
+    m.arg_start = (ul)argv[2];
+    m.arg_end = (ul)argv[argc - 1] + str_len(argv[argc - 1]) + 1;
+    m.env_start = m.env_end = m.arg_end;
+    if (envp[0]) {
+        char **e = envp;
+        while (e[1])
+            e++;
+        m.env_start = (ul)envp[0];
+        m.env_end = (ul)*e + str_len(*e) + 1;
+    }
+    m.exe_fd = (unsigned int)-1;
+    sys4(__NR_prctl, PR_SET_MM, PR_SET_MM_MAP, &m, sizeof m);
+
+    const char *name = prog;
+    for (const char *c = prog; *c; c++)
+        if (*c == '/')
+            name = c + 1;
+    char comm[16] = {0};
+    for (int i = 0; i < 15 && name[i]; i++)
+        comm[i] = name[i];
+    sys2(__NR_prctl, PR_SET_NAME, comm);
+}
+
 static void __attribute__((noreturn, used)) loader_main(ul *sp)
 {
     long argc = (long)sp[0];
@@ -346,6 +414,7 @@ static void __attribute__((noreturn, used)) loader_main(ul *sp)
         }
     }
 
+    show_as_program(&program, prog, argv, argc, envp, sp);
     learn_devices();
     claim_memory();
     if (!fast)

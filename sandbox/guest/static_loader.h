@@ -19,6 +19,7 @@
 #include <elf.h>
 #include <linux/audit.h>
 #include <linux/fcntl.h>
+#include <linux/prctl.h>
 #include <linux/filter.h>
 #include <linux/mman.h>
 #include <linux/prctl.h>

@@ -209,19 +209,8 @@ fn docker_runs_containers_with_runtime_supervisor() {
     // Only the sandbox's: its init and the command, not the runtime's
     // anchor and monitor.
     let top = d.ok(&["top", "sleeper", "-o", "pid,args"]);
-    // The command, a static busybox, started through the static loader,
-    // whose two words lead its arguments (docs/fast-reads.md, "The
-    // loader"): the shell's exec of sleep went through it again (nested).
     let comms = cases::top_commands(&top);
-    assert_eq!(
-        comms,
-        ["sandbox-static-loader:nested", "supervisor-init"],
-        "top:\n{top}"
-    );
-    assert!(
-        top.contains("sandbox-static-loader:nested /bin/busybox sleep 100"),
-        "top:\n{top}"
-    );
+    assert_eq!(comms, ["sleep", "supervisor-init"], "top:\n{top}");
     stats_and_cp(&d);
     cases::exec_cases(&d, "sleeper");
     cases::pause_then_stop(&d, "sleeper");
