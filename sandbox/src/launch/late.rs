@@ -157,8 +157,8 @@ fn decode(msg: &[u8]) -> Option<Decoded> {
     let through = match how {
         AS_NAMED => None,
         THROUGH_LOADER | THROUGH_LOADER_NO_REWRITE => {
-            let program = PathBuf::from(items.next()?);
-            Some((program, how == THROUGH_LOADER)).filter(|(p, _)| p.is_absolute())
+            let program = Some(PathBuf::from(items.next()?)).filter(|p| p.is_absolute())?;
+            Some((program, how == THROUGH_LOADER))
         }
         _ => return None,
     };
