@@ -65,6 +65,21 @@ pub fn but_the_text(out: &str) -> Vec<&str> {
         .collect()
 }
 
+/// Asserts that a supervised run of `static_reads` printed what the
+/// `native` run did but its text's lines (which the loader's rewriting
+/// changes; `context` goes with a failure), and that the native run
+/// printed every line of [`STATIC_READS_LINES`].
+pub fn assert_static_reads_as_native(supervised: &str, native: &Out, context: &str) {
+    assert_eq!(
+        but_the_text(supervised),
+        but_the_text(&native.stdout),
+        "{context}"
+    );
+    for line in STATIC_READS_LINES {
+        assert!(native.stdout.contains(line), "{line}: {}", native.dump());
+    }
+}
+
 /// The open and openat calls a run's report (`--report`) says the
 /// supervisor served.
 pub fn served_opens(report: &Path) -> u64 {

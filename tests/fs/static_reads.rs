@@ -98,15 +98,7 @@ fn matches_native_with(
 /// sites alone, at least one.
 fn matches_native_rewritten(user: Option<(u32, u32, PathBuf)>, prog: &Path, tag: &str) {
     let (native, supervised) = native_and_supervised(user, prog, tag, &[]);
-    assert_eq!(
-        but_the_text(&supervised.stdout),
-        but_the_text(&native.stdout),
-        "{}",
-        supervised.dump()
-    );
-    for line in STATIC_READS_LINES {
-        assert!(native.stdout.contains(line), "{line}: {}", native.dump());
-    }
+    assert_static_reads_as_native(&supervised.stdout, &native, &supervised.dump());
     native.assert_lines(&["text unchanged: 1", "rewritten sites: 0"]);
     if landlock_abi() >= 1 {
         supervised.assert_lines(&[
@@ -284,15 +276,7 @@ fn a_static_tree_starts_its_programs_through_the_loader() {
             .sup(&["--rootfs", &rootfs, "--report", &rep_s])
             .supervised()
             .ok("supervised");
-        assert_eq!(
-            but_the_text(&supervised.stdout),
-            but_the_text(&native.stdout),
-            "{}",
-            supervised.dump()
-        );
-        for line in STATIC_READS_LINES {
-            assert!(native.stdout.contains(line), "{line}: {}", native.dump());
-        }
+        assert_static_reads_as_native(&supervised.stdout, &native, &supervised.dump());
         let served = served_opens(rep.path());
         assert!(
             served < STATIC_READS_MAX_SERVED,

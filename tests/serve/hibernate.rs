@@ -72,6 +72,11 @@ fn ask(d: &Daemon, id: &str, code: &str) -> String {
     v["stdout"].as_str().expect("text").to_string()
 }
 
+/// `rel` in the session's directory beneath the daemon's data.
+fn session_path(d: &Daemon, id: &str, rel: &str) -> std::path::PathBuf {
+    d.data_dir.join("sessions").join(id).join(rel)
+}
+
 fn post(d: &Daemon, id: &str, what: &str) -> (u16, serde_json::Value) {
     d.json("POST", &format!("/v1/sessions/{id}/{what}"), "")
 }
@@ -116,12 +121,7 @@ fn a_hibernated_python_process_wakes_with_its_variables() {
     );
     assert_eq!(v["processes"].as_array().unwrap().len(), 0, "{v}");
     assert_eq!(processes(&d, &id), 0, "the process still runs");
-    assert!(d
-        .data_dir
-        .join("sessions")
-        .join(&id)
-        .join("hibernate/manifest.json")
-        .exists());
+    assert!(session_path(&d, &id, "hibernate/manifest.json").exists());
 
     let (status, v) = post(&d, &id, "wake");
     assert_eq!(status, 200, "{v}");
@@ -139,12 +139,7 @@ fn a_hibernated_python_process_wakes_with_its_variables() {
     assert_eq!(ask(&d, &id, "counter += 1; result = counter"), "43");
     let log = std::fs::read_to_string(d.data_dir.join("volumes/hib/io/log")).unwrap();
     assert_eq!(log.lines().count(), 3, "{log}");
-    assert!(!d
-        .data_dir
-        .join("sessions")
-        .join(&id)
-        .join("hibernate")
-        .exists());
+    assert!(!session_path(&d, &id, "hibernate").exists());
 }
 
 /// A woken program's monotonic clock goes on where it stopped, never
@@ -175,11 +170,7 @@ fn a_damaged_or_cut_state_is_refused_and_the_session_stays_hibernated() {
     assert_eq!(ask(&d, &id, "x = 'kept'; result = x"), "'kept'");
     let (status, v) = post(&d, &id, "hibernate");
     assert_eq!(status, 200, "{v}");
-    let image = d
-        .data_dir
-        .join("sessions")
-        .join(&id)
-        .join("hibernate/0.img");
+    let image = session_path(&d, &id, "hibernate/0.img");
     let good = std::fs::read(&image).unwrap();
 
     let mut altered = good.clone();
@@ -221,11 +212,7 @@ fn a_large_memory_wakes_byte_for_byte_and_its_last_page_is_checked() {
         v["hibernated"]["memory_bytes"].as_u64().unwrap() >= 64 << 20,
         "{v}"
     );
-    let image = d
-        .data_dir
-        .join("sessions")
-        .join(&id)
-        .join("hibernate/0.img");
+    let image = session_path(&d, &id, "hibernate/0.img");
     let good = std::fs::read(&image).unwrap();
     let mut altered = good.clone();
     let at = altered.len() - 100;
