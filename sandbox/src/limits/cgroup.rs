@@ -418,16 +418,16 @@ const REMOVAL_BOUND: Duration = Duration::from_secs(10);
 /// Kills every process in `dirs` and removes them, retrying while the
 /// kernel finishes the kills (a directory with members cannot go).
 pub fn remove_tree(dirs: &[PathBuf]) {
-    remove_tree_sparing(dirs, None);
+    remove_tree_sparing(dirs, None, REMOVAL_BOUND);
 }
 
 /// [`remove_tree`], never signalling process `spare` either: the janitor
 /// spares the supervisor, whose trap worker may still be leaving the
 /// sandbox's cpu group (`worker_cpu_files`) while the supervisor exits.
-/// Retries while a directory is busy (members still leaving), until
-/// [`REMOVAL_BOUND`]; any other error ends the wait for that directory.
-pub fn remove_tree_sparing(dirs: &[PathBuf], spare: Option<i32>) {
-    let end = Instant::now() + REMOVAL_BOUND;
+/// Retries while a directory is busy (members still leaving), for at most
+/// `bound` in all; any other error ends the wait for that directory.
+pub fn remove_tree_sparing(dirs: &[PathBuf], spare: Option<i32>, bound: Duration) {
+    let end = Instant::now() + bound;
     for dir in dirs.iter().rev() {
         // unlinkat, not rmdir: the supervisor's own filter allows it.
         while let Err(Errno::EBUSY | Errno::EINTR) = unlinkat(None, dir, UnlinkatFlags::RemoveDir) {

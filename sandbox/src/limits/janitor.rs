@@ -15,6 +15,7 @@
 
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::PathBuf;
+use std::time::Duration;
 
 use nix::errno::Errno;
 use nix::fcntl::OFlag;
@@ -25,6 +26,13 @@ use nix::unistd::{pipe2, read, setsid, Pid};
 use super::cgroup::remove_tree_sparing;
 use crate::sys::fd::close_all_except;
 use crate::sys::process::{exit_now, fork_single_threaded, Forked};
+
+/// How long the janitor waits in all for the sandbox's processes to leave
+/// its cgroups. Nobody waits on the janitor, and a directory it gives up
+/// on stays for good, so it waits longer than a supervisor's own removal
+/// (`cgroup::REMOVAL_BOUND`): the exits of a pool's killed sandboxes have
+/// taken longer than that under a full test suite on two CPUs.
+const JANITOR_BOUND: Duration = Duration::from_secs(60);
 
 /// The running janitor.
 #[derive(Debug)]
@@ -66,7 +74,7 @@ fn watch(rx: OwnedFd, dirs: &[PathBuf], supervisor: i32) -> ! {
     let _ = close_all_except(&[rx.as_raw_fd()]);
     let mut byte = [0u8; 1];
     while let Err(Errno::EINTR) = read(rx.as_raw_fd(), &mut byte) {}
-    remove_tree_sparing(dirs, Some(supervisor));
+    remove_tree_sparing(dirs, Some(supervisor), JANITOR_BOUND);
     exit_now(0)
 }
 
