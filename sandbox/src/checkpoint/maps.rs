@@ -184,13 +184,10 @@ pub fn mm(pid: i32, vmas: &[Vma]) -> Result<Mm, String> {
 pub fn stat_fields(pid: i32) -> Result<Vec<u64>, String> {
     let text = fs::read_to_string(format!("/proc/{pid}/stat"))
         .map_err(|e| format!("/proc/{pid}/stat: {e}"))?;
-    let after = text
-        .rfind(')')
-        .map(|i| &text[i + 1..])
-        .ok_or("unreadable stat")?;
+    let stat = procfs::StatLine::parse(&text).ok_or("unreadable stat")?;
     // Fields 1 and 2 are the pid and the name; the rest start at 3.
     let mut fields = vec![0u64; 3];
-    fields.extend(after.split_whitespace().map(|s| s.parse().unwrap_or(0)));
+    fields.extend(stat.fields_from(3).map(|s| s.parse().unwrap_or(0)));
     Ok(fields)
 }
 
