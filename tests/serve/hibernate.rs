@@ -77,6 +77,27 @@ fn session_path(d: &Daemon, id: &str, rel: &str) -> std::path::PathBuf {
     d.data_dir.join("sessions").join(id).join(rel)
 }
 
+/// Writes `good` with byte `at` xored with `bit` as `image`: the wake is
+/// refused (422, the SHA-256 check) with the session hibernated and none
+/// of its processes running.
+fn wake_refuses_a_flipped_bit(
+    d: &Daemon,
+    id: &str,
+    image: &std::path::Path,
+    good: &[u8],
+    at: usize,
+    bit: u8,
+) {
+    let mut altered = good.to_vec();
+    altered[at] ^= bit;
+    std::fs::write(image, &altered).unwrap();
+    let (status, v) = post(d, id, "wake");
+    assert_eq!(status, 422, "{v}");
+    assert!(v["error"].as_str().unwrap().contains("SHA-256"), "{v}");
+    assert_eq!(state(d, id)["state"], "hibernated");
+    assert_eq!(processes(d, id), 0, "restored half-way");
+}
+
 fn post(d: &Daemon, id: &str, what: &str) -> (u16, serde_json::Value) {
     d.json("POST", &format!("/v1/sessions/{id}/{what}"), "")
 }
@@ -173,15 +194,7 @@ fn a_damaged_or_cut_state_is_refused_and_the_session_stays_hibernated() {
     let image = session_path(&d, &id, "hibernate/0.img");
     let good = std::fs::read(&image).unwrap();
 
-    let mut altered = good.clone();
-    let at = altered.len() / 2;
-    altered[at] ^= 1;
-    std::fs::write(&image, &altered).unwrap();
-    let (status, v) = post(&d, &id, "wake");
-    assert_eq!(status, 422, "{v}");
-    assert!(v["error"].as_str().unwrap().contains("SHA-256"), "{v}");
-    assert_eq!(state(&d, &id)["state"], "hibernated");
-    assert_eq!(processes(&d, &id), 0, "restored half-way");
+    wake_refuses_a_flipped_bit(&d, &id, &image, &good, good.len() / 2, 1);
 
     std::fs::write(&image, &good[..good.len() - 4096]).unwrap();
     let body = serde_json::json!({"command": ["true"]}).to_string();
@@ -214,15 +227,7 @@ fn a_large_memory_wakes_byte_for_byte_and_its_last_page_is_checked() {
     );
     let image = session_path(&d, &id, "hibernate/0.img");
     let good = std::fs::read(&image).unwrap();
-    let mut altered = good.clone();
-    let at = altered.len() - 100;
-    altered[at] ^= 0x80;
-    std::fs::write(&image, &altered).unwrap();
-    let (status, v) = post(&d, &id, "wake");
-    assert_eq!(status, 422, "{v}");
-    assert!(v["error"].as_str().unwrap().contains("SHA-256"), "{v}");
-    assert_eq!(state(&d, &id)["state"], "hibernated");
-    assert_eq!(processes(&d, &id), 0, "restored half-way");
+    wake_refuses_a_flipped_bit(&d, &id, &image, &good, good.len() - 100, 0x80);
 
     std::fs::write(&image, &good).unwrap();
     let after = ask(&d, &id, "result = hashlib.sha256(big).hexdigest()");
