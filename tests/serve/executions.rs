@@ -163,8 +163,8 @@ fn limits_end_runs_with_their_reason() {
     drop(d);
     assert!(
         cg.wait_empty(std::time::Duration::from_secs(30)),
-        "left behind: {:?}",
-        cg.children()
+        "left behind:\n{}",
+        cg.describe()
     );
 }
 

@@ -9,9 +9,13 @@
 //! end of a normal run. Does not own the removal itself
 //! (`cgroup::remove_tree_sparing`).
 //!
-//! It runs in a session of its own (terminal signals aimed at the
-//! supervisor's group do not reach it) with no descriptor but its pipe:
-//! holding our stdout would keep a reader of it waiting.
+//! It runs in a process group of its own, which the supervisor gives it
+//! at the fork: a kill of the supervisor's group straight after the fork
+//! (a pool's stop of a sandbox still setting up) must not take the
+//! janitor before it has run, or the cgroup stays for good. Terminal
+//! signals aimed at the supervisor's group do not reach it either, and
+//! it has no descriptor but its pipe: holding our stdout would keep a
+//! reader of it waiting.
 
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::PathBuf;
@@ -21,7 +25,7 @@ use nix::errno::Errno;
 use nix::fcntl::OFlag;
 use nix::sys::signal::SigSet;
 use nix::sys::wait::waitpid;
-use nix::unistd::{pipe2, read, setsid, Pid};
+use nix::unistd::{pipe2, read, setpgid, setsid, Pid};
 
 use super::cgroup::remove_tree_sparing;
 use crate::sys::fd::close_all_except;
@@ -51,10 +55,16 @@ pub fn spawn(dirs: Vec<PathBuf>) -> Result<Janitor, String> {
             drop(tx);
             watch(rx, &dirs, supervisor)
         }
-        Forked::Parent(pid) => Ok(Janitor {
-            pid,
-            pipe: Some(tx),
-        }),
+        Forked::Parent(pid) => {
+            // Its own group before anything else can signal ours: the child
+            // may not run for a while (a pool's sandboxes set up at nice 19).
+            // It fails only if the child got there first (`setsid`).
+            let _ = setpgid(pid, pid);
+            Ok(Janitor {
+                pid,
+                pipe: Some(tx),
+            })
+        }
     }
 }
 
@@ -63,6 +73,9 @@ pub fn spawn(dirs: Vec<PathBuf>) -> Result<Janitor, String> {
 /// find a trap worker of the exiting supervisor still in the sandbox's
 /// cpu group, and a SIGKILL then would be the supervisor's exit status.
 fn watch(rx: OwnedFd, dirs: &[PathBuf], supervisor: i32) -> ! {
+    // A session of its own too, unless the supervisor's `setpgid` came
+    // first (a group leader cannot start one): its own group is what
+    // matters.
     let _ = setsid();
     // Forked during the launch, with the forwarded signals blocked: the
     // janitor takes signals as any process does.
