@@ -1,4 +1,4 @@
-//! The session tests' `supervisor serve` (`tests/serve/sessions.rs`,
+//! The session tests' `supervisor serve` (`tests/serve/sessions/`,
 //! `templates.rs`): the serve tests' daemon and HTTP client
 //! (`common::serve`) inside a safety cgroup that must be empty once it
 //! stops, killed and started again on the same data, with the session

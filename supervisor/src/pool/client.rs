@@ -20,8 +20,8 @@ use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 use nix::sys::signal::SigSet;
 use nix::sys::signalfd::{SfdFlags, SignalFd};
 
-use super::daemon::connect;
 use super::protocol::{self, Answer, Request};
+use super::socket::connect;
 use crate::cli::RunArgs;
 use sandbox::config::host_env;
 use sandbox::launch::host_stdio::shielded_unless_view_device;

@@ -2,7 +2,8 @@
 //! before anyone asks for one and torn down after the answer, so a
 //! client's command waits for neither.
 //!
-//! The daemon (`daemon.rs`) keeps `--size` sandboxes ready, each its own
+//! The daemon (`daemon.rs`, its sandboxes in `daemon/sandboxes.rs`, its
+//! socket in `socket.rs`) keeps `--size` sandboxes ready, each its own
 //! process (`slot.rs`: a `run` embedded whose guest execs late,
 //! `launch/late.rs`), and hands each accepted client's connection to one
 //! of them; the client (`client.rs`) sends its command, environment and
@@ -16,6 +17,7 @@ pub mod client;
 pub mod daemon;
 pub mod protocol;
 pub mod slot;
+pub mod socket;
 mod warm;
 pub mod wire;
 

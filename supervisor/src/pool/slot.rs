@@ -13,7 +13,7 @@
 //! exits, and its sandbox is gone: one command per sandbox.
 //!
 //! Owns the sandbox side of the protocol; not the daemon's bookkeeping
-//! (`daemon.rs`) or the run itself (`run/`).
+//! (`daemon/sandboxes.rs`) or the run itself (`run/`).
 
 use std::cell::RefCell;
 use std::fs::File;

@@ -29,8 +29,8 @@ use tokio::sync::mpsc;
 
 use super::request::{Plan, SCRATCH};
 use super::result::{Capture, Ending, ExecutionResult};
-use crate::pool::daemon::connect;
 use crate::pool::protocol::{self, Answer, Request};
+use crate::pool::socket::connect;
 use sandbox::sys::fd::recv_with_fds;
 
 /// Output as it is written.
