@@ -16,7 +16,7 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 use vfs::mounts::MountSpec;
 
-use crate::launch::{GuestUser, LaunchError, DEFAULT_DISK_SIZE, DEFAULT_HOSTNAME};
+use crate::launch::{DevShm, GuestUser, LaunchError, DEFAULT_DISK_SIZE, DEFAULT_HOSTNAME};
 use crate::limits::Limits;
 
 /// Limits enforced outside the run (the OCI container's cgroup) and its
@@ -133,6 +133,10 @@ pub struct FsConfig {
     /// `docker run --read-only`); the mounts on it keep their own modes.
     #[serde(default)]
     pub root_read_only: bool,
+    /// The guest's /dev/shm: the layer's (`run`), or the OCI engine's
+    /// bind or tmpfs, shared by the containers of a pod.
+    #[serde(default)]
+    pub dev_shm: DevShm,
     /// Paths hidden once every mount is in place.
     pub masks: Vec<PathBuf>,
     /// Paths made read-only once every mount is in place.
@@ -321,6 +325,7 @@ impl SandboxConfig {
                 rootfs: None,
                 rootfs_in_place: false,
                 root_read_only: false,
+                dev_shm: DevShm::Layer,
                 masks: Vec::new(),
                 read_only: Vec::new(),
                 writable_system: false,

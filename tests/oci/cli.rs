@@ -117,6 +117,7 @@ macro_rules! need_busybox {
 }
 
 mod config;
+mod dev_shm;
 mod exec;
 mod ids;
 mod limits;

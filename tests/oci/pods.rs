@@ -2,7 +2,9 @@
 //! Docker: `--ipc container:A` joins A's sandbox's IPC namespace (SysV
 //! shared memory and semaphores made in one are the other's, both ways,
 //! and a container of its own sees none of them, as natively under
-//! `unshare -i`); `--pid container:A` keeps the sandbox's own pid
+//! `unshare -i`) and binds A's /dev/shm (POSIX shared memory and named
+//! semaphores likewise, as natively with one /dev/shm; `--shm-size`
+//! sizes a container's own, as `df` shows under runc); `--pid container:A` keeps the sandbox's own pid
 //! namespace (the path names A's anchor's, the host's: docs/oci.md). The
 //! probe is `tests/c/pod_probe.c`, linked statically and bound into the
 //! busybox containers at /probe. The CRI's pod (`cri/mod.rs`) shares
@@ -58,10 +60,29 @@ pub fn native_ipc_read(key: &str, text: &str) -> String {
     stdout(&out)
 }
 
+/// What `pod_probe posix-read NAME` prints natively after `posix-make
+/// NAME TEXT` in the same /dev/shm (a tmpfs of a mount namespace of
+/// their own, so the host's /dev/shm is left alone).
+pub fn native_posix_read(name: &str, text: &str) -> String {
+    let p = pod_probe();
+    let p = p.display();
+    let script = format!(
+        "mount -t tmpfs tmpfs /dev/shm && {p} posix-make {name} {text} >/dev/null && {p} posix-read {name}"
+    );
+    let out = Command::new("unshare")
+        .args(["-m", "sh", "-c", &script])
+        .output()
+        .expect("unshare -m (util-linux)");
+    assert!(out.status.success(), "native: {}", dump(&out));
+    stdout(&out)
+}
+
 /// `--ipc container:A` and `--pid container:A` under Docker.
 pub fn shared_namespaces(e: &impl EngineCli, image: &str) {
     let volume = probe_volume();
-    let make = format!("{PROBE} ipc-make 4242 from-a && exec sleep 1000");
+    let make = format!(
+        "{PROBE} ipc-make 4242 from-a && {PROBE} posix-make /pod-a from-a && exec sleep 1000"
+    );
     e.ok(&e.run_args(&[
         "-d",
         "--name",
@@ -92,6 +113,26 @@ pub fn shared_namespaces(e: &impl EngineCli, image: &str) {
     assert!(made_by_b.status.success(), "{}", dump(&made_by_b));
     let read = e.ok(&["exec", "ipc-a", PROBE, "ipc-read", "4343"]);
     assert_eq!(read, native_ipc_read("4343", "from-b"));
+    // POSIX shared memory in A's /dev/shm, which B binds, both ways.
+    let read = e.run(&[&joined[..], &[PROBE, "posix-read", "/pod-a"]].concat());
+    let expected = native_posix_read("/pod-a", "from-a");
+    assert_eq!(stdout(&read), expected, "{}", dump(&read));
+    let made_by_b = e.run(&[&joined[..], &[PROBE, "posix-make", "/pod-b", "from-b"]].concat());
+    assert!(made_by_b.status.success(), "{}", dump(&made_by_b));
+    let read = e.ok(&["exec", "ipc-a", PROBE, "posix-read", "/pod-b"]);
+    assert_eq!(read, native_posix_read("/pod-b", "from-b"));
+    // A container of its own has /dev/shm of its own, of the size asked
+    // for (`df` as runc's container, Docker's default runtime, shows it).
+    let alone = e.run(&["--rm", "-v", &volume, image, PROBE, "posix-read", "/pod-a"]);
+    assert_eq!(alone.status.code(), Some(1), "{}", dump(&alone));
+    let none = "no posix /pod-a: No such file or directory\n";
+    assert_eq!(stdout(&alone), none, "{}", dump(&alone));
+    let df = "df -k /dev/shm | awk 'NR == 2 { print $2 }'";
+    let sized = ["--rm", "--shm-size", "24m", image, "sh", "-c", df];
+    let under_runc = e.output(&[&["run"][..], &sized[..]].concat());
+    assert_eq!(stdout(&under_runc), "24576\n", "{}", dump(&under_runc));
+    let sized = e.run(&sized);
+    assert_eq!(stdout(&sized), stdout(&under_runc), "{}", dump(&sized));
     // A container of its own has an IPC namespace of its own: none there.
     let alone = e.run(&["--rm", "-v", &volume, image, PROBE, "ipc-read", "4242"]);
     assert_eq!(alone.status.code(), Some(1), "{}", dump(&alone));

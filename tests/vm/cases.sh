@@ -8,8 +8,8 @@
 # `--runtime supervisor`: on the engine's default network an echo, and
 # with `--network none` output, exit code, a hog killed at -m 64m
 # (OOMKilled under Docker), --cpus 0.5 --pids-limit 50 in the container's
-# cgroup and as the container sees them, exec, stats and update; on a
-# user-defined network, -p and a second container connecting by name.
+# cgroup and as the container sees them, exec, stats and update, Docker's
+# shared /dev/shm and --shm-size; on a user-defined network, -p and a second container connecting by name.
 # Then the CRI tests of tests/oci/cri against the installed containerd.
 # Each case prints one line, "ok NAME (S s)" or "FAIL NAME (S s): why";
 # the job fails when any case fails. The engines run as installed: only
@@ -133,6 +133,29 @@ engine_cases() {
     $e rm -f hog >/dev/null 2>&1
     report "$e-oom-killed" "$start" "$why"
 
+    # Docker's /dev/shm: a container of `--ipc container:shm-a` reads the
+    # POSIX shared memory and named semaphore that shm-a (`--ipc
+    # shareable`) made in the engine's tmpfs, bound as it is (a tmpfs on
+    # 6.1 takes no idmap: docs/oci.md, "/dev/shm"); `--shm-size` shows in
+    # the container's df as under runc.
+    if [ "$e" = docker ]; then
+        start=$SECONDS why=
+        local probe=(-v /tmp/pod-probe:/probe:ro) make='/probe/pod_probe.static posix-make /pod-a from-a && exec sleep 1000'
+        out=$($e run -d --name shm-a --ipc shareable "${probe[@]}" "${rt[@]}" vmtest sh -c "$make" 2>&1)
+        expect "run -d status (output: $out)" "$?" 0
+        out=
+        for _ in $(seq 30); do
+            out=$($e run --rm --ipc container:shm-a "${probe[@]}" "${rt[@]}" vmtest \
+                /probe/pod_probe.static posix-read /pod-a 2>&1) && break
+            sleep 1
+        done
+        expect "posix-read with --ipc container:shm-a" "$out" "shm=from-a sem=7"
+        out=$($e run --rm "${rt[@]}" --shm-size 24m vmtest sh -c "df -k /dev/shm | awk 'NR == 2 { print \$2 }'" 2>&1)
+        expect "df /dev/shm with --shm-size 24m" "$out" 24576
+        $e rm -f shm-a >/dev/null 2>&1
+        report "$e-shm" "$start" "$why"
+    fi
+
     # One container for the limits, exec, stats and update.
     start=$SECONDS why=
     out=$($e run -d --name lim "${rt[@]}" -m 64m --cpus 0.5 --pids-limit 50 vmtest sleep 1000 2>&1)
@@ -220,6 +243,10 @@ engine_cases() {
     $e network rm vmnet >/dev/null 2>&1
 }
 
+# The pod's probe comes built from the host (scripts/vm check), copied off
+# the 9p share to a directory of its own: the containers (Docker's shm
+# case, the CRI pod) bind that at /probe.
+mkdir -p /tmp/pod-probe && cp /job/pod_probe.static /tmp/pod-probe/ 2>/dev/null
 engine_cases docker --runtime=supervisor
 engine_cases podman --runtime supervisor
 
@@ -231,9 +258,6 @@ engine_cases podman --runtime supervisor
 # a 64 MiB limit's OOMKilled, removal leaving nothing), and a pod of two
 # containers on the CNI bridge talking over localhost. A skipped test is a
 # failure here.
-# The pod's probe comes built from the host (scripts/vm check), copied off
-# the 9p share to a directory of its own: the containers bind that at /probe.
-mkdir -p /tmp/pod-probe && cp /job/pod_probe.static /tmp/pod-probe/ 2>/dev/null
 for t in containerds_cri_runs_pods_with_the_supervisor_handler a_pods_two_containers_talk_over_localhost; do
     start=$SECONDS why=
     if [ -x /job/oci-tests ]; then

@@ -78,7 +78,7 @@ pub fn add_user_mount(root: BorrowedFd<'_>, m: &PlannedMount, src: Option<&Owned
     }
 }
 
-fn mount_tmpfs(target: BorrowedFd<'_>, flags: MsFlags, opts: &str) -> Result<()> {
+pub(super) fn mount_tmpfs(target: BorrowedFd<'_>, flags: MsFlags, opts: &str) -> Result<()> {
     let r = mount(
         Some("tmpfs"),
         proc_fd(target).as_str(),

@@ -47,6 +47,8 @@ pub struct LaunchConfig {
     pub rootfs_in_place: bool,
     /// The guest's `/` mount is read-only (its submounts keep their modes).
     pub root_read_only: bool,
+    /// The view's /dev/shm: the layer's, or the OCI engine's (`dev_shm.rs`).
+    pub dev_shm: super::DevShm,
     /// `--mask` paths, hidden once every mount is in place.
     pub masks: Vec<PathBuf>,
     /// `--remount-ro` paths (OCI `readonlyPaths`), made read-only once
@@ -136,6 +138,7 @@ impl LaunchConfig {
             rootfs: None,
             rootfs_in_place: false,
             root_read_only: false,
+            dev_shm: super::DevShm::Layer,
             masks: Vec::new(),
             read_only: Vec::new(),
             disk_size: DEFAULT_DISK_SIZE,

@@ -1,10 +1,11 @@
 //! The view's /dev: a small read-only tmpfs holding the host's harmless
 //! devices (null, zero, full, random, urandom, tty), each bound in
-//! read-only, a private devpts, shm from the layer, and the usual
-//! symlinks.
+//! read-only, a private devpts, shm from the layer (or an empty shm
+//! directory for the engine's, `dev_shm.rs`), and the usual symlinks.
 //!
-//! Owns: those mounts. Does not own: which devices (`plan.rs`), or
-//! `--mask`'s binds of /dev/null (`bind.rs`, read-only binds as well).
+//! Owns: those mounts. Does not own: which devices (`plan.rs`),
+//! `--mask`'s binds of /dev/null (`bind.rs`, read-only binds as well), or
+//! an OCI engine's /dev/shm (`dev_shm.rs`).
 //!
 //! Why each device is bound read-only: the bind shares the host's inode,
 //! and a guest whose uid is the host's owner of it (root's sandbox maps
@@ -30,8 +31,15 @@ use super::view::{check, make_dir, Result, SHM};
 /// guest's reach, and detached with the layer at the final pivot).
 const HOST_DEV: &str = "/hostdev";
 
-/// Builds /dev at `dev` with `nodes` of the host's /dev (under `old_root`).
-pub(super) fn build_dev(dev: &Path, nodes: &[&str], old_root: &Path) -> Result<()> {
+/// Builds /dev at `dev` with `nodes` of the host's /dev (under
+/// `old_root`); /dev/shm is the layer's when `layer_shm`, else an empty
+/// directory that `dev_shm.rs` mounts on.
+pub(super) fn build_dev(
+    dev: &Path,
+    nodes: &[&str],
+    old_root: &Path,
+    layer_shm: bool,
+) -> Result<()> {
     make_dir(dev, 0o755)?;
     let flags = MsFlags::MS_NOSUID | MsFlags::MS_NOEXEC;
     let r = mount(
@@ -58,7 +66,7 @@ pub(super) fn build_dev(dev: &Path, nodes: &[&str], old_root: &Path) -> Result<(
         );
         check(r, || format!("binding /dev/{name}"))?;
     }
-    mount_pts_and_shm(dev, flags)?;
+    mount_pts_and_shm(dev, flags, layer_shm)?;
     for (name, target) in [
         ("ptmx", "pts/ptmx"),
         ("fd", "/proc/self/fd"),
@@ -86,8 +94,9 @@ fn bind_host_dev_read_only(host: &Path) -> Result<()> {
     bind_read_only_source(host, Path::new(HOST_DEV), true, true, "the host's /dev")
 }
 
-/// A private devpts at `dev/pts` and the layer's shm at `dev/shm`.
-fn mount_pts_and_shm(dev: &Path, flags: MsFlags) -> Result<()> {
+/// A private devpts at `dev/pts` and the layer's shm at `dev/shm` (when
+/// `layer_shm`; the directory alone otherwise).
+fn mount_pts_and_shm(dev: &Path, flags: MsFlags, layer_shm: bool) -> Result<()> {
     let pts = dev.join("pts");
     make_dir(&pts, 0o755)?;
     let r = mount(
@@ -100,6 +109,9 @@ fn mount_pts_and_shm(dev: &Path, flags: MsFlags) -> Result<()> {
     check(r, || "mounting /dev/pts".into())?;
     let shm = dev.join("shm");
     make_dir(&shm, 0o1777)?;
+    if !layer_shm {
+        return Ok(());
+    }
     let r = mount(
         Some(SHM),
         &shm,

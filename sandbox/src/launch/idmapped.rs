@@ -56,6 +56,7 @@ use nix::unistd::{pipe, read, Pid};
 use vfs::IdMap;
 
 use super::bind::open_source;
+use super::dev_shm::DevShm;
 use super::plan::{MountWhat, TopKind, ViewPlan};
 use crate::sys::mount_tree::{clone_mount_of, set_idmap};
 use crate::sys::process::{clone_process, exit_now, Forked};
@@ -78,6 +79,10 @@ pub struct IdmappedSources {
     /// shifted onto the guest's range, read-only (the overlay's lower
     /// layer). Best effort: without it the tree is bound as it is.
     pub rootfs: Option<OwnedFd>,
+    /// The OCI engine's /dev/shm (`dev_shm.rs`), its ids shifted as the
+    /// guest's are, where the kernel idmaps its file system (a tmpfs from
+    /// Linux 6.3); `None`: bound as it is (docs/oci.md, "/dev/shm").
+    pub dev_shm: Option<OwnedFd>,
 }
 
 /// Copies of the plan's host sources for a guest whose ids are `ids`
@@ -143,6 +148,7 @@ pub fn prepare(plan: &ViewPlan, ids: &IdMap, keep_ids: bool) -> Result<IdmappedS
         mounts,
         tops,
         rootfs,
+        dev_shm: None,
     })
 }
 
@@ -227,11 +233,21 @@ fn prepare_keeping_ids(plan: &ViewPlan, ids: &IdMap) -> Result<IdmappedSources, 
         }
         None => None,
     };
+    // The engine's /dev/shm: shifted where the kernel takes it, else
+    // bound as it is, whatever the refusal (a tmpfs before Linux 6.3, a
+    // rootless engine's tmpfs): the containers of a pod then write their
+    // objects under the same host ids (docs/oci.md, "/dev/shm"), and a
+    // source that cannot be opened fails at the bind, naming it.
+    let dev_shm = match &plan.dev_shm {
+        DevShm::Bind { host, .. } => shifted_copy_in(host, &ns, plan.dev_shm.copy_attrs()).ok(),
+        DevShm::Layer | DevShm::Tmpfs { .. } => None,
+    };
     Ok(IdmappedSources {
         cwd: None,
         mounts,
         tops: Vec::new(),
         rootfs,
+        dev_shm,
     })
 }
 

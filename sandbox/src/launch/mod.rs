@@ -32,6 +32,7 @@
 pub(crate) mod bind;
 mod channel;
 mod config;
+mod dev_shm;
 mod dev_view;
 mod etc;
 mod exec;
@@ -58,6 +59,7 @@ mod users;
 pub(crate) mod view;
 
 pub use config::{allow_all_filter, LaunchConfig, DEFAULT_DISK_SIZE, DEFAULT_HOSTNAME};
+pub use dev_shm::DevShm;
 pub use exec::DEFAULT_PATH;
 pub use exec_request::{env_pairs, ExecRequests};
 pub use flush::RwFlush;
@@ -252,6 +254,7 @@ pub fn launch_with(cfg: &LaunchConfig, hooks: &dyn InitHooks) -> Result<Sandbox,
     .map_err(LaunchError::setup)?;
     plan.rootfs_in_place = cfg.rootfs_in_place;
     plan.root_read_only = cfg.root_read_only;
+    plan.dev_shm = cfg.dev_shm.clone();
     plan.mounts_keep_ids = cfg.mounts_keep_ids && cfg.shifted_ids.is_some();
     let landlock = std::env::var_os(init::NO_LANDLOCK_FOR_TESTS).is_none();
     plan.proc_covers = procfs::Limited {

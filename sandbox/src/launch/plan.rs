@@ -31,6 +31,8 @@ pub struct ViewPlan {
     pub rootfs_in_place: bool,
     /// The `/` mount is made read-only last ([`super::LaunchConfig::root_read_only`]).
     pub root_read_only: bool,
+    /// What /dev/shm is ([`super::LaunchConfig::dev_shm`]).
+    pub dev_shm: super::DevShm,
     /// The rootfs must be the idmapped copy ([`super::LaunchConfig::mounts_keep_ids`]).
     pub mounts_keep_ids: bool,
     /// Top-level host directories shown in the view (none with a rootfs).
@@ -200,6 +202,7 @@ impl ViewPlan {
             rootfs,
             rootfs_in_place: false,
             root_read_only: false,
+            dev_shm: super::DevShm::Layer,
             mounts_keep_ids: false,
             top_dirs,
             etc_hidden,

@@ -43,6 +43,7 @@ use super::bind::{
     add_mask, add_user_mount, attach_copy, bind, ensure_in_root, open_mount_source, open_source,
     remount_read_only, share_files_only,
 };
+use super::dev_shm::{self, DevShm};
 use super::dev_view;
 use super::idmapped::IdmappedSources;
 use super::plan::{TopKind, ViewPlan};
@@ -90,6 +91,7 @@ pub fn build(plan: &ViewPlan, idmapped: &IdmappedSources, become_root: Option<bo
         .map(open_mount_source)
         .collect::<Result<Vec<_>>>()?;
 
+    let shm_src = dev_shm::open_engine_source(&plan.dev_shm)?;
     let rootfs_src = match &plan.rootfs {
         Some(dir) => Some(
             open_source(dir, true)
@@ -116,9 +118,21 @@ pub fn build(plan: &ViewPlan, idmapped: &IdmappedSources, become_root: Option<bo
     }
     build_sys(plan)?;
     proc_mount::mount_proc(&new_root("proc"), plan.proc_covers)?;
-    dev_view::build_dev(&new_root("dev"), &plan.dev_nodes, Path::new(OLD_ROOT))?;
+    let layer_shm = plan.dev_shm == DevShm::Layer;
+    dev_view::build_dev(
+        &new_root("dev"),
+        &plan.dev_nodes,
+        Path::new(OLD_ROOT),
+        layer_shm,
+    )?;
 
     let root = fd_of_path(NEW_ROOT)?;
+    dev_shm::mount(
+        root.as_fd(),
+        &plan.dev_shm,
+        shm_src.as_ref(),
+        idmapped.dev_shm.as_ref(),
+    )?;
     if let (Some(cwd), Some(src)) = (&plan.cwd_bind, &cwd_src) {
         let flags = MsFlags::MS_RDONLY | MsFlags::MS_NOSUID | MsFlags::MS_NODEV;
         match &idmapped.cwd {

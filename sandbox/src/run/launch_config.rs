@@ -55,6 +55,7 @@ pub(super) fn launch_config(
         rootfs: config.fs.rootfs.clone(),
         rootfs_in_place: config.fs.rootfs_in_place,
         root_read_only: config.fs.root_read_only,
+        dev_shm: config.fs.dev_shm.clone(),
         masks: config.fs.masks.clone(),
         read_only: config.fs.read_only.clone(),
         disk_size: config.fs.disk,

@@ -7,8 +7,8 @@
 //! on all three stdio; the environment is exactly `process.env`.
 //!
 //! What the sandbox provides itself is not taken from the config: /proc,
-//! /dev (and devpts, shm, mqueue), /sys, and /etc/hostname (the sandbox
-//! writes its own). The engine's /etc/hosts and /etc/resolv.conf binds
+//! /dev (and devpts, mqueue), /sys, and /etc/hostname (the sandbox
+//! writes its own). The engine's /dev/shm is honoured (`dev_shm.rs`). The engine's /etc/hosts and /etc/resolv.conf binds
 //! are kept, as under runc (its DNS).
 //! The network is set as runc's container has it ([`Bundle::network`]).
 //! `process.user` is checked here (`user.rs`) and becomes the config's
@@ -259,6 +259,9 @@ impl Bundle {
             MountKind::Tmpfs { .. } => 2,
         });
         config.fs.mounts = mounts;
+        let (dev_shm, warning) = super::dev_shm::from_spec(&self.spec);
+        config.fs.dev_shm = dev_shm;
+        warnings.extend(warning);
         if let Some(linux) = self.spec.linux() {
             for p in linux.masked_paths().clone().unwrap_or_default() {
                 match vfs::mounts::parse_mask(&p) {

@@ -26,6 +26,7 @@ pub mod child;
 pub mod cli;
 pub mod config;
 pub mod console;
+pub mod dev_shm;
 pub mod exec;
 pub mod exec_socket;
 pub mod hooks;
