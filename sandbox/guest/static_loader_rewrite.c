@@ -18,12 +18,10 @@
  * goroutine's stack, of which a Go function in a system call may own as
  * little as a hundred bytes, so the slot makes every call but a plain
  * read openat itself (`syscall` in the slot, nothing on the stack), and
- * calls go_entry for those: go_entry asks the kernel for the thread's
- * signal stack (`sigaltstack`, one call that passes both filters), and
- * when the thread has one of at least 16 KiB and is not running on it,
- * switches to it for rewritten_call; otherwise it makes the call itself,
- * unmarked, for the handler (the signal route). Go's runtime gives each
- * thread a signal stack of 32 KiB, and the handler already runs there.
+ * calls go_entry for those, which runs rewritten_call on a stack of the
+ * loader's own (a pool claimed with one locked instruction), or when all
+ * are taken on the thread's signal stack, or else makes the call itself,
+ * unmarked, for the handler (the signal route).
  *
  * Each change of the program's text is one locked 8-byte
  * compare-and-exchange within a cache line, so another thread fetches
@@ -118,20 +116,70 @@ __asm__(".text\n"
         "  popfq\n"
         "  ret\n");
 
+/* Stacks for Go's plain read openats: GO_STACKS slices, each a guard
+ * page then the stack, claimed by clearing a bit of go_stacks_free and
+ * given back by setting it (each a locked instruction, so threads,
+ * signal handlers and a vforked child each claim their own; a forked
+ * child keeps the parent's other threads' bits claimed, and falls back
+ * the sooner). Mapped at the first rewrite of a Go site. */
+#define GO_STACKS 32
+#define GO_SLICE 20480 /* a guard page, then 16 KiB */
+ul go_stacks_free;
+ul go_stacks_base;
+
+static void ready_go_stacks(void)
+{
+    if (go_stacks_base)
+        return;
+    long m = mmap6(0, GO_STACKS * GO_SLICE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1,
+                   0);
+    if ((ul)m > (ul)-4096)
+        return;
+    for (int i = 0; i < GO_STACKS; i++)
+        if (sys3(__NR_mprotect, m + i * GO_SLICE, PAGE, PROT_NONE) != 0)
+            return;
+    go_stacks_base = (ul)m;
+    __atomic_store_n(&go_stacks_free, (1UL << GO_STACKS) - 1, __ATOMIC_RELEASE);
+}
+
 /* Go's plain read openat, from its slot, with the program's registers
- * and only its return address on the goroutine's stack: onto the
- * thread's signal stack for rewrite_entry when it has a free one of
- * GO_STACK_MIN bytes or more, else the call made here, unmarked (the
- * stacked filter traps it to the handler). The signal stack is free:
- * the thread is not on it (SS_ONSTACK would say so), and no handler's
- * frame outlives its return to a goroutine's stack. A signal arriving
- * while rewritten_call runs there is delivered below it (the kernel sees
- * the thread on its signal stack), as on the signal route. */
+ * and only its return address on the goroutine's stack: onto a free
+ * stack of go_stacks for rewrite_entry; when none is free, onto the
+ * thread's signal stack when it has one of GO_STACK_MIN bytes or more
+ * and is not on it (`sigaltstack`, one more call); else the call made
+ * here, unmarked (the stacked filter traps it to the handler). A signal
+ * arriving while rewritten_call runs on a stack of go_stacks is
+ * delivered on the thread's signal stack (Go's handlers are all
+ * SA_ONSTACK, as the loader's is); on the signal stack, below it (the
+ * kernel sees the thread on its signal stack), as on the signal route.
+ * The signal stack is free when the thread is not on it: no handler's
+ * frame outlives its return to a goroutine's stack. */
 void go_entry(void);
 __asm__(".text\n"
         ".globl go_entry\n"
         ".hidden go_entry\n"
         "go_entry:\n"
+        "0:\n"
+        "  mov go_stacks_free(%rip), %rax\n"
+        "  test %rax, %rax\n"
+        "  jz 2f\n"
+        "  bsf %rax, %rcx\n"
+        "  lock btrq %rcx, go_stacks_free(%rip)\n"
+        "  jnc 0b\n" /* another thread or a handler took it first */
+        "  lea 1(%rcx), %rax\n"
+        "  imul $20480, %rax, %rax\n" /* GO_SLICE */
+        "  add go_stacks_base(%rip), %rax\n"
+        "  mov %rsp, %r11\n"
+        "  mov %rax, %rsp\n"
+        "  push %r11\n"
+        "  push %rcx\n"
+        "  mov $257, %eax\n"
+        "  call rewrite_entry\n"
+        "  pop %rcx\n"
+        "  lock btsq %rcx, go_stacks_free(%rip)\n"
+        "  pop %rsp\n"
+        "  ret\n"
+        "2:\n"
         "  push %rdi\n"
         "  push %rsi\n"
         "  push %rdx\n"
@@ -170,6 +218,7 @@ __asm__(".text\n"
         "  mov $257, %eax\n"
         "  syscall\n"
         "  ret\n");
+_Static_assert(GO_SLICE == 20480, "go_entry's imul");
 _Static_assert(GO_STACK_MIN == 16384, "go_entry's cmp");
 
 /* ---- the trampoline page ---- */
@@ -300,6 +349,8 @@ static void patch(const struct site *site)
         return;
     if (!ready_trampolines(site->jump_at) || tramp_used + SLOT_MAX > PAGE)
         return;
+    if (site->kind == SITE_GO)
+        ready_go_stacks();
     ul slot = tramp + tramp_used;
     unsigned char code[SLOT_MAX];
     int len = write_slot(code, slot, site);

@@ -148,6 +148,7 @@ const GO_LINES: &[&str] = &[
     "8 goroutines x 500 opens: [true true true true true true true true]",
     "opens beside busy loops and GCs: [true true true true]",
     "opens in 64 threads started and ended: true",
+    "40 FIFO opens blocked at once: true",
     "opens under SIGUSR1: true, caught: true",
     "SIGSYS by kill, before an exec: bad system call",
     "exec'd child: \"exec'd child read: \\\"text of b\\\"\\n\" <nil>",
@@ -223,6 +224,34 @@ fn a_go_program_matches_native_without_rewriting() {
     let mut want = GO_LINES.to_vec();
     want.push("text unchanged: 1");
     matches_native_with(None, &go_static(), "go-norw", &want, &["--no-rewrite"]);
+}
+
+/// A musl program that links pthread_cancel makes its calls through
+/// `__syscall_cp_asm`, which the loader leaves on the signal by rule
+/// (cancellation reads the interrupted address): its text stays as
+/// built, its opens are right and a thread blocked in a read is
+/// cancelled, as natively.
+#[test]
+fn a_musl_program_with_pthread_cancel_stays_on_the_signal() {
+    let prog = built_once("cancel_reads.musl-gcc", |out| {
+        let mut cc = Command::new("musl-gcc");
+        cc.args(["-O1", "-Wall", "-static", "-o"])
+            .arg(out)
+            .arg(source("tests/c/cancel_reads.c"));
+        cc
+    });
+    matches_native_with(
+        None,
+        &prog,
+        "musl-cancel",
+        &[
+            "2000 opens: 1",
+            "cancelled in a blocked read: 1",
+            "2000 opens after: 1",
+            "text unchanged: 1",
+        ],
+        &[],
+    );
 }
 
 /// The openat calls the supervisor served for `prog DIR` with the

@@ -5,7 +5,8 @@
 //
 // static_reads DIR (DIR holds `a` and `sub/b`): reads, failing opens
 // (errno as a number), 2,000 opens in a row, 8 goroutines opening at once
-// (threads the runtime starts with every signal blocked), goroutines
+// (threads the runtime starts with every signal blocked), 40 goroutines
+// blocked at once in opens of FIFOs, goroutines
 // opening beside busy loops that only the runtime's SIGURG preempts and
 // garbage collections that stop the world, threads started and ended
 // (goroutines that exit locked to their thread), SIGUSR1 sent to itself
@@ -202,6 +203,57 @@ func httpOnLoopback(a string) string {
 	return ""
 }
 
+// n goroutines each blocked in a plain read open of a FIFO until its
+// writer comes, all at once: more than the loader's 32 stacks for Go's
+// rewritten opens, so that some wait on the thread's signal stack.
+func blockedOpens(dir string, n int) bool {
+	paths := make([]string, n)
+	for i := range paths {
+		paths[i] = filepath.Join(dir, fmt.Sprintf("fifo%d", i))
+		if err := syscall.Mkfifo(paths[i], 0o600); err != nil {
+			return false
+		}
+	}
+	defer func() {
+		for _, p := range paths {
+			os.Remove(p)
+		}
+	}()
+	var wg sync.WaitGroup
+	oks := make([]bool, n)
+	for i := range paths {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			f, err := os.Open(paths[i])
+			if err != nil {
+				return
+			}
+			defer f.Close()
+			b, err := io.ReadAll(f)
+			oks[i] = err == nil && string(b) == "x"
+		}(i)
+	}
+	// Let the readers block first (the result does not depend on it).
+	time.Sleep(200 * time.Millisecond)
+	all := true
+	for i := range paths {
+		w, err := os.OpenFile(paths[i], os.O_WRONLY, 0)
+		if err != nil {
+			all = false
+			continue
+		}
+		_, err = w.Write([]byte("x"))
+		w.Close()
+		all = all && err == nil
+	}
+	wg.Wait()
+	for _, ok := range oks {
+		all = all && ok
+	}
+	return all
+}
+
 func main() {
 	if len(os.Args) == 3 && os.Args[1] == "--child" {
 		show("exec'd child read", filepath.Join(os.Args[2], "sub/b"))
@@ -232,6 +284,7 @@ func main() {
 	fmt.Printf("8 goroutines x 500 opens: %v\n", results)
 	fmt.Printf("opens beside busy loops and GCs: %v\n", busyWhileOpening(a))
 	fmt.Printf("opens in 64 threads started and ended: %v\n", threadsComeAndGo(a, 4))
+	fmt.Printf("40 FIFO opens blocked at once: %v\n", blockedOpens(dir, 40))
 	opened, caught := signalsWhileOpening(a)
 	fmt.Printf("opens under SIGUSR1: %v, caught: %v\n", opened, caught)
 	fmt.Printf("SIGSYS by kill, before an exec: %s\n", caughtSigsys())
