@@ -1,7 +1,8 @@
 //! Builds the guest's preload, `guest/fast_reads.c`, into
 //! `$OUT_DIR/fast_reads.so`, which `src/launch/fast_reads.rs` embeds, and
-//! the static loader, `guest/static_loader.c`, `static_loader_trap.c` and
-//! `static_loader_mm.c`, into
+//! the static loader, `guest/static_loader.c`, `static_loader_trap.c`,
+//! `static_loader_mm.c`, `static_loader_rewrite.c` and
+//! `static_loader_sites.c`, into
 //! `$OUT_DIR/static_loader`, which `src/launch/static_loader.rs` embeds.
 //!
 //! The library must load under any x86_64 glibc or musl a `--rootfs`
@@ -20,11 +21,12 @@ use std::process::Command;
 
 const SOURCE: &str = "guest/fast_reads.c";
 /// The static loader's sources; the first names it in messages.
-const LOADER_SOURCES: [&str; 5] = [
+const LOADER_SOURCES: [&str; 6] = [
     "guest/static_loader.c",
     "guest/static_loader_trap.c",
     "guest/static_loader_mm.c",
     "guest/static_loader_rewrite.c",
+    "guest/static_loader_sites.c",
     "guest/static_loader.h",
 ];
 
@@ -72,7 +74,7 @@ fn main() {
         x86_64_linux,
         &cc,
         &out_dir.join("static_loader"),
-        &LOADER_SOURCES[..4],
+        &LOADER_SOURCES[..5],
         &[
             "-O2",
             "-Wall",

@@ -159,6 +159,18 @@ ul fd_path(char *to, long fd);
 void claim_memory(void);
 int owns_memory(void);
 long trapped_open(long dirfd, long path, long flags, long mode, long r9);
+/* static_loader_sites.c: a site the loader may rewrite, and its plan */
+enum site_kind { SITE_NONE, SITE_GLIBC, SITE_GLIBC_NOCANCEL, SITE_MUSL, SITE_GO };
+struct site {
+    enum site_kind kind;
+    const struct text_range *text; /* the text it lies in */
+    ul jump_at;                    /* where `jmp rel32` to its slot goes */
+    ul hop_at;                     /* 0, or the `syscall` that becomes `jmp` onto jump_at */
+    int copied;                    /* bytes at jump_at the slot runs first (the jump replaces them) */
+    ul back;                       /* where the slot returns: past the `syscall` */
+};
+const struct text_range *text_of(ul lo, ul hi);
+int find_site(ul s, long nr, struct site *site);
 /* static_loader_rewrite.c */
 void rewrite_site(ul after, long nr);
 /* static_loader.c (the signal restorer, in assembly) */

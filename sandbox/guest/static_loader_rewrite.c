@@ -2,40 +2,35 @@
  * static_loader_rewrite.c: rewriting a trapped open site of the loaded
  * program into a jump to a trampoline (docs/fast-reads.md, "Rewritten
  * sites"). The handler (static_loader_trap.c) calls rewrite_site after
- * it has answered a trapped plain read open; from then on that site's
- * calls go through the trampoline and the loader's rewritten_call, with
- * no signal. Owns the site patterns, the trampoline page, the patch and
- * the entry the trampolines call; does not own what an open becomes
- * (trapped_open, the handler's) or the filter.
+ * it has answered a trapped plain read open; when the site is one of the
+ * patterns of static_loader_sites.c, from then on its calls go through a
+ * slot of the trampoline page and the loader's rewritten_call, with no
+ * signal. Owns the trampoline page, the slots, the patch and the entries
+ * the slots call; does not own the patterns (static_loader_sites.c),
+ * what an open becomes (trapped_open, the handler's) or the filter.
  *
- * Two patterns, matched byte for byte in the program's own text (the
- * executable segments the loader mapped), at the address the trap
- * reports just past the `syscall` (S is the `syscall`'s address):
+ * A slot runs the instructions its jump replaced (glibc's sites), steps
+ * over the red zone, calls rewrite_entry through a pointer at the start
+ * of the page, steps back and jumps past the site's `syscall`.
+ * rewrite_entry keeps every register and the flags but rax (the answer),
+ * rcx and r11 (which `syscall` clobbers too), calls rewritten_call with
+ * the registers, and returns. Go's slot differs: its calls run on a
+ * goroutine's stack, of which a Go function in a system call may own as
+ * little as a hundred bytes, so the slot makes every call but a plain
+ * read openat itself (`syscall` in the slot, nothing on the stack), and
+ * calls go_entry for those, which runs rewritten_call on a stack of the
+ * loader's own (a pool claimed with one locked instruction), or when all
+ * are taken on the thread's signal stack, or else makes the call itself,
+ * unmarked, for the handler (the signal route).
  *
- * - glibc's `mov $257, %eax; syscall` (`mov $2, %eax` for open):
- *   b8 IMM32 0f 05. The five-byte `mov` becomes `jmp rel32` to a slot
- *   that sets eax and calls the entry, then jumps back past the
- *   `syscall` (S + 2). The `syscall` stays: a thread that was between
- *   the two instructions when the site changed still makes its call,
- *   trapped as before.
- * - musl's `__syscall_cp_c`, which every cancellable call takes:
- *   `mov %rcx, %rdx; syscall; ret` followed by the alignment padding
- *   before the next function (48 89 ca 0f 05 c3, then NOPs). The padding
- *   gets `jmp rel32` to a slot (no thread runs there), then the
- *   two-byte `syscall` becomes `jmp .+3` (eb 01) onto it; the slot calls
- *   the entry (which dispatches on rax) and jumps back to the `ret`.
- *
- * Every slot steps over the red zone, calls rewrite_entry through a
- * pointer at the start of the page, and steps back. rewrite_entry keeps
- * every register and the flags but rax (the answer), rcx and r11 (which
- * `syscall` clobbers too), calls rewritten_call with the registers, and
- * returns. Each change of the program's text is one locked 8-byte
+ * Each change of the program's text is one locked 8-byte
  * compare-and-exchange within a cache line, so another thread fetches
  * the old instruction or the new one, never a mix; a site whose bytes
- * would straddle a cache line is left to the signal. Patches are made
- * one at a time (a try-lock: a handler that finds it taken leaves its
- * site for the next trap), with the text page made writable and then
- * given back its own protection.
+ * would straddle a cache line is left to the signal. A jump into padding
+ * is written first (no thread runs there), then the `syscall` becomes
+ * `jmp` onto it. Patches are made one at a time (a try-lock: a handler
+ * that finds it taken leaves its site for the next trap), with the text
+ * page made writable and then given back its own protection.
  */
 #include "static_loader.h"
 
@@ -44,9 +39,13 @@ struct text_range program_text[MAX_TEXT];
 int program_text_count;
 
 /* The trampolines: one page, mapped within 2 GiB of the program's text
- * at the first rewrite. Its first 8 bytes hold rewrite_entry's address;
- * slots follow. */
-#define SLOT 32
+ * at the first rewrite. Its first 8 bytes hold rewrite_entry's address,
+ * the next 8 go_entry's; slots follow, each at a 16-byte boundary. */
+#define SLOT_MAX 48
+#define GO_ENTRY_AT 8
+#define FIRST_SLOT 16
+/* The least signal stack go_entry runs rewritten_call on. */
+#define GO_STACK_MIN 16384
 #define REACH 0x7ff00000L
 static ul tramp;
 static ul tramp_used;
@@ -117,15 +116,112 @@ __asm__(".text\n"
         "  popfq\n"
         "  ret\n");
 
-/* ---- the program's text ---- */
+/* Stacks for Go's plain read openats: GO_STACKS slices, each a guard
+ * page then the stack, claimed by clearing a bit of go_stacks_free and
+ * given back by setting it (each a locked instruction, so threads,
+ * signal handlers and a vforked child each claim their own; a forked
+ * child keeps the parent's other threads' bits claimed, and falls back
+ * the sooner). Mapped at the first rewrite of a Go site. */
+#define GO_STACKS 32
+#define GO_SLICE 20480 /* a guard page, then 16 KiB */
+ul go_stacks_free;
+ul go_stacks_base;
 
-static const struct text_range *text_of(ul lo, ul hi)
+static void ready_go_stacks(void)
 {
-    for (int i = 0; i < program_text_count; i++)
-        if (program_text[i].lo <= lo && hi <= program_text[i].hi)
-            return &program_text[i];
-    return 0;
+    if (go_stacks_base)
+        return;
+    long m = mmap6(0, GO_STACKS * GO_SLICE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1,
+                   0);
+    if ((ul)m > (ul)-4096)
+        return;
+    for (int i = 0; i < GO_STACKS; i++)
+        if (sys3(__NR_mprotect, m + i * GO_SLICE, PAGE, PROT_NONE) != 0)
+            return;
+    go_stacks_base = (ul)m;
+    __atomic_store_n(&go_stacks_free, (1UL << GO_STACKS) - 1, __ATOMIC_RELEASE);
 }
+
+/* Go's plain read openat, from its slot, with the program's registers
+ * and only its return address on the goroutine's stack: onto a free
+ * stack of go_stacks for rewrite_entry; when none is free, onto the
+ * thread's signal stack when it has one of GO_STACK_MIN bytes or more
+ * and is not on it (`sigaltstack`, one more call); else the call made
+ * here, unmarked (the stacked filter traps it to the handler). A signal
+ * arriving while rewritten_call runs on a stack of go_stacks is
+ * delivered on the thread's signal stack (Go's handlers are all
+ * SA_ONSTACK, as the loader's is); on the signal stack, below it (the
+ * kernel sees the thread on its signal stack), as on the signal route.
+ * The signal stack is free when the thread is not on it: no handler's
+ * frame outlives its return to a goroutine's stack. */
+void go_entry(void);
+__asm__(".text\n"
+        ".globl go_entry\n"
+        ".hidden go_entry\n"
+        "go_entry:\n"
+        "0:\n"
+        "  mov go_stacks_free(%rip), %rax\n"
+        "  test %rax, %rax\n"
+        "  jz 2f\n"
+        "  bsf %rax, %rcx\n"
+        "  lock btrq %rcx, go_stacks_free(%rip)\n"
+        "  jnc 0b\n" /* another thread or a handler took it first */
+        "  lea 1(%rcx), %rax\n"
+        "  imul $20480, %rax, %rax\n" /* GO_SLICE */
+        "  add go_stacks_base(%rip), %rax\n"
+        "  mov %rsp, %r11\n"
+        "  mov %rax, %rsp\n"
+        "  push %r11\n"
+        "  push %rcx\n"
+        "  mov $257, %eax\n"
+        "  call rewrite_entry\n"
+        "  pop %rcx\n"
+        "  lock btsq %rcx, go_stacks_free(%rip)\n"
+        "  pop %rsp\n"
+        "  ret\n"
+        "2:\n"
+        "  push %rdi\n"
+        "  push %rsi\n"
+        "  push %rdx\n"
+        "  sub $24, %rsp\n" /* stack_t: ss_sp, ss_flags, ss_size */
+        "  xor %edi, %edi\n"
+        "  mov %rsp, %rsi\n"
+        "  mov $131, %eax\n" /* __NR_sigaltstack */
+        "  syscall\n"
+        "  test %rax, %rax\n"
+        "  jnz 1f\n"
+        "  mov 8(%rsp), %eax\n"
+        "  test %eax, %eax\n" /* SS_ONSTACK, SS_DISABLE, SS_AUTODISARM */
+        "  jnz 1f\n"
+        "  mov 16(%rsp), %rcx\n"
+        "  cmp $16384, %rcx\n"
+        "  jb 1f\n"
+        "  add (%rsp), %rcx\n"
+        "  and $-16, %rcx\n"
+        "  add $24, %rsp\n"
+        "  pop %rdx\n"
+        "  pop %rsi\n"
+        "  pop %rdi\n"
+        "  mov %rsp, %r11\n"
+        "  mov %rcx, %rsp\n"
+        "  push %r11\n"
+        "  push %r11\n"
+        "  mov $257, %eax\n"
+        "  call rewrite_entry\n"
+        "  mov (%rsp), %rsp\n"
+        "  ret\n"
+        "1:\n"
+        "  add $24, %rsp\n"
+        "  pop %rdx\n"
+        "  pop %rsi\n"
+        "  pop %rdi\n"
+        "  mov $257, %eax\n"
+        "  syscall\n"
+        "  ret\n");
+_Static_assert(GO_SLICE == 20480, "go_entry's imul");
+_Static_assert(GO_STACK_MIN == 16384, "go_entry's cmp");
+
+/* ---- the trampoline page ---- */
 
 static int near(ul a, ul b)
 {
@@ -160,65 +256,13 @@ static int ready_trampolines(ul site)
             continue;
         }
         *(volatile ul *)at = (ul)rewrite_entry;
+        *(volatile ul *)(at + GO_ENTRY_AT) = (ul)go_entry;
         sys3(__NR_mprotect, at, PAGE, PROT_READ | PROT_EXEC);
         tramp = at;
-        tramp_used = 8;
+        tramp_used = FIRST_SLOT;
         return 1;
     }
     return 0;
-}
-
-/* Standard NOP encodings, as compilers pad between functions: the
- * length of the one at `p` (at most `max` bytes), 0 if none. */
-static int nop_len(const unsigned char *p, int max)
-{
-    int n = 0;
-    while (n < max && p[n] == 0x66)
-        n++;
-    if (n < max && p[n] == 0x2e)
-        n++;
-    if (n < max && p[n] == 0x90)
-        return n + 1;
-    if (n + 2 >= max || p[n] != 0x0f || p[n + 1] != 0x1f)
-        return 0;
-    int body;
-    switch (p[n + 2]) {
-    case 0x00:
-        body = 3;
-        break;
-    case 0x40:
-        body = 4;
-        break;
-    case 0x44:
-        body = 5;
-        break;
-    case 0x80:
-        body = 7;
-        break;
-    case 0x84:
-        body = 8;
-        break;
-    default:
-        return 0;
-    }
-    if (n + body > max)
-        return 0;
-    for (int i = 3; i < body; i++)
-        if (p[n + i] != 0)
-            return 0;
-    return n + body;
-}
-
-/* Whether [from, to) holds NOPs alone. */
-static int only_nops(const unsigned char *from, const unsigned char *to)
-{
-    while (from < to) {
-        int n = nop_len(from, (int)(to - from));
-        if (!n)
-            return 0;
-        from += n;
-    }
-    return 1;
 }
 
 /* Writes `n` bytes at `at` as one locked 8-byte compare-and-exchange
@@ -255,79 +299,83 @@ static void put32(unsigned char *p, long v)
         p[i] = (unsigned char)((ul)v >> (8 * i));
 }
 
-/* A slot at `slot`: over the red zone, `mov $imm, %eax` when `imm` >= 0,
- * the call through the page's pointer, back over the red zone, and
- * `jmp back`. Its length. */
-static int write_slot(unsigned char *t, ul slot, long imm, ul back)
+/* The slot at `slot` for `site` into `t`: the instructions its jump
+ * replaced, then the call through the page's pointer and the jump back
+ * (Go's: the call for a plain read openat only, every other call made
+ * in the slot). Its length, at most SLOT_MAX. */
+static int write_slot(unsigned char *t, ul slot, const struct site *site)
 {
     static const unsigned char down[] = {0x48, 0x8d, 0x64, 0x24, 0x80};
     static const unsigned char up[] = {0x48, 0x8d, 0xa4, 0x24, 0x80, 0x00, 0x00, 0x00};
     int n = 0;
-    copy(t, down, sizeof down);
-    n += sizeof down;
-    if (imm >= 0) {
-        t[n] = 0xb8;
-        put32(t + n + 1, imm);
+    copy(t, (const void *)site->jump_at, (ul)site->copied);
+    n += site->copied;
+    if (site->kind == SITE_GO) {
+        /* cmp $257, %eax; jne raw; test $NOT_PLAIN, %edx; jne raw */
+        static const unsigned char test[] = {0x3d, 0x01, 0x01, 0x00, 0x00, 0x75, 19,
+                                             0xf7, 0xc2, 0, 0, 0, 0, 0x75, 11};
+        copy(t + n, test, sizeof test);
+        put32(t + n + 9, NOT_PLAIN);
+        n += sizeof test;
+        t[n] = 0xff; /* call *go_entry */
+        t[n + 1] = 0x15;
+        put32(t + n + 2, (long)(tramp + GO_ENTRY_AT - (slot + n + 6)));
+        n += 6;
+        t[n] = 0xe9;
+        put32(t + n + 1, (long)(site->back - (slot + n + 5)));
         n += 5;
+        t[n] = 0x0f; /* raw: syscall; jmp back */
+        t[n + 1] = 0x05;
+        n += 2;
+    } else {
+        copy(t + n, down, sizeof down);
+        n += sizeof down;
+        t[n] = 0xff; /* call *rewrite_entry */
+        t[n + 1] = 0x15;
+        put32(t + n + 2, (long)(tramp - (slot + n + 6)));
+        n += 6;
+        copy(t + n, up, sizeof up);
+        n += sizeof up;
     }
-    t[n] = 0xff;
-    t[n + 1] = 0x15;
-    put32(t + n + 2, (long)(tramp - (slot + n + 6)));
-    n += 6;
-    copy(t + n, up, sizeof up);
-    n += sizeof up;
     t[n] = 0xe9;
-    put32(t + n + 1, (long)(back - (slot + n + 5)));
+    put32(t + n + 1, (long)(site->back - (slot + n + 5)));
     return n + 5;
 }
 
-enum kind { NONE, GLIBC, MUSL };
-
-static enum kind site_kind(ul s, long nr, const struct text_range **text)
+static void patch(const struct site *site)
 {
-    const unsigned char *b = (const unsigned char *)s;
-    if ((*text = text_of(s - 5, s + 2)) && b[0] == 0x0f && b[1] == 0x05 && b[-5] == 0xb8 &&
-        b[-4] == (unsigned char)nr && b[-3] == (unsigned char)(nr >> 8) && b[-2] == 0 && b[-1] == 0)
-        return GLIBC;
-    ul pad_end = (s + 3 + 15) & ~15UL;
-    if ((*text = text_of(s - 3, pad_end)) && b[-3] == 0x48 && b[-2] == 0x89 && b[-1] == 0xca &&
-        b[0] == 0x0f && b[1] == 0x05 && b[2] == 0xc3 && pad_end - (s + 3) >= 5 &&
-        only_nops(b + 3, (const unsigned char *)pad_end))
-        return MUSL;
-    return NONE;
-}
-
-static void patch(ul s, long nr, enum kind kind, const struct text_range *text)
-{
-    if (!window(kind == GLIBC ? s - 5 : s, kind == GLIBC ? 5 : 2, text))
+    const struct text_range *text = site->text;
+    if (!window(site->jump_at, 5, text) || (site->hop_at && !window(site->hop_at, 2, text)))
         return;
-    if (!ready_trampolines(s) || tramp_used + SLOT > PAGE)
+    if (!ready_trampolines(site->jump_at) || tramp_used + SLOT_MAX > PAGE)
         return;
+    if (site->kind == SITE_GO)
+        ready_go_stacks();
     ul slot = tramp + tramp_used;
-    unsigned char code[SLOT];
-    int len = write_slot(code, slot, kind == GLIBC ? nr : -1, s + 2);
-    ul page = (s - 8) & ~(PAGE - 1), end = (s + 16 + PAGE - 1) & ~(PAGE - 1);
+    unsigned char code[SLOT_MAX];
+    int len = write_slot(code, slot, site);
+    ul lo = site->hop_at && site->hop_at < site->jump_at ? site->hop_at : site->jump_at;
+    ul page = (lo - 8) & ~(PAGE - 1), end = (site->jump_at + 16 + PAGE - 1) & ~(PAGE - 1);
     ul text_end = (text->hi + PAGE - 1) & ~(PAGE - 1);
     if (page < text->lo)
-        page = text->lo;
+        page = text->lo & ~(PAGE - 1);
     if (end > text_end)
         end = text_end;
     if (sys3(__NR_mprotect, tramp, PAGE, PROT_READ | PROT_WRITE | PROT_EXEC) != 0)
         return;
     copy((void *)slot, code, (ul)len);
     sys3(__NR_mprotect, tramp, PAGE, PROT_READ | PROT_EXEC);
-    tramp_used += SLOT;
+    tramp_used += ((ul)len + 15) & ~15UL;
     if (sys3(__NR_mprotect, page, end - page, text->prot | PROT_WRITE) != 0)
         return;
     unsigned char jump[5] = {0xe9};
-    if (kind == GLIBC) {
-        put32(jump + 1, (long)(slot - s));
-        store_atomic(s - 5, jump, 5, text);
+    put32(jump + 1, (long)(slot - (site->jump_at + 5)));
+    if (!site->hop_at) {
+        store_atomic(site->jump_at, jump, 5, text);
     } else {
-        put32(jump + 1, (long)(slot - (s + 8)));
-        copy((void *)(s + 3), jump, 5);
-        static const unsigned char hop[2] = {0xeb, 0x01};
-        store_atomic(s, hop, 2, text);
+        copy((void *)site->jump_at, jump, 5);
+        unsigned char hop[2] = {0xeb, (unsigned char)(site->jump_at - (site->hop_at + 2))};
+        store_atomic(site->hop_at, hop, 2, text);
     }
     sys3(__NR_mprotect, page, end - page, text->prot);
 }
@@ -337,13 +385,12 @@ static void patch(ul s, long nr, enum kind kind, const struct text_range *text)
 void rewrite_site(ul after, long nr)
 {
     ul s = after - 2;
-    const struct text_range *text;
-    if (site_kind(s, nr, &text) == NONE)
+    struct site site;
+    if (!find_site(s, nr, &site))
         return;
     if (__atomic_exchange_n(&patch_lock, 1, __ATOMIC_ACQUIRE))
         return;
-    enum kind kind = site_kind(s, nr, &text);
-    if (kind != NONE)
-        patch(s, nr, kind, text);
+    if (find_site(s, nr, &site))
+        patch(&site);
     __atomic_store_n(&patch_lock, 0, __ATOMIC_RELEASE);
 }

@@ -77,8 +77,11 @@ static int many(int n)
     return 1;
 }
 
+/* glibc's __open_nocancel, `mov $257, %eax` to `syscall`. */
+#define NOCANCEL "\xb8\x01\x01\0\0\x48\x89\xfe\xbf\x9c\xff\xff\xff\x0f\x05"
+
 /* Sites where `now` differs from `was` (the text at the start), each
- * one of the two rewrites; -1 if any other byte changed. */
+ * one of the three rewrites; -1 if any other byte changed. */
 static int rewritten_sites(const unsigned char *was, const unsigned char *now, size_t len)
 {
     int sites = 0;
@@ -90,6 +93,10 @@ static int rewritten_sites(const unsigned char *was, const unsigned char *now, s
         if (i + 7 <= len && was[i] == 0xb8 && !memcmp(was + i + 3, "\0\0\x0f\x05", 4) &&
             now[i] == 0xe9 && !memcmp(now + i + 5, "\x0f\x05", 2) &&
             ((was[i + 1] == 1 && was[i + 2] == 1) || (was[i + 1] == 2 && was[i + 2] == 0))) {
+            sites++;
+            i += 5;
+        } else if (i + 15 <= len && !memcmp(was + i, NOCANCEL, 15) && now[i] == 0xe9 &&
+                   !memcmp(now + i + 5, NOCANCEL + 5, 10)) {
             sites++;
             i += 5;
         } else if (i >= 3 && i + 8 <= len && !memcmp(was + i - 3, "\x48\x89\xca\x0f\x05\xc3", 6) &&

@@ -3,7 +3,8 @@
 //! `--remount-ro`, the `--disk` quota), path calls compared with native
 //! runs (fsprobe, the names made and the attributes set by path), the
 //! sandbox's caches of resolved paths, blocking FIFO opens, fast reads
-//! and the static programs that go without them, device nodes and set-id
+//! and the static programs that go without them (and the trampoline of
+//! their rewritten sites, turned against by a hostile one), device nodes and set-id
 //! bits of the guest's own files,
 //! and what the guest shares with the host (devices, sockets and FIFOs
 //! beneath the current directory, inotify on host file systems).
@@ -32,4 +33,5 @@ mod remount_ro;
 mod root_writes;
 mod rw_mounts;
 mod static_reads;
+mod trampoline_hostile;
 mod view;

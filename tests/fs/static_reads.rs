@@ -148,6 +148,7 @@ const GO_LINES: &[&str] = &[
     "8 goroutines x 500 opens: [true true true true true true true true]",
     "opens beside busy loops and GCs: [true true true true]",
     "opens in 64 threads started and ended: true",
+    "40 FIFO opens blocked at once: true",
     "opens under SIGUSR1: true, caught: true",
     "SIGSYS by kill, before an exec: bad system call",
     "exec'd child: \"exec'd child read: \\\"text of b\\\"\\n\" <nil>",
@@ -175,19 +176,82 @@ fn a_rewritten_static_glibc_program_matches_native_unprivileged() {
     }
 }
 
-/// The Go program runs as by default (rewriting on: none of Go's call
-/// sites is a pattern the loader rewrites, so its text stays as built).
+/// Runs the Go program natively and supervised with the loader's
+/// rewriting (the default): every line matches native (and `GO_LINES`
+/// holds) but the text's: in a fenced guest the supervised text changed
+/// at Syscall6's site alone.
+fn go_matches_native_rewritten(user: Option<(u32, u32, PathBuf)>, tag: &str) {
+    let (native, supervised) = native_and_supervised(user, &go_static(), tag, &[]);
+    assert_eq!(
+        but_the_text(&supervised.stdout),
+        but_the_text(&native.stdout),
+        "{}",
+        supervised.dump()
+    );
+    for line in GO_LINES {
+        assert!(native.stdout.contains(line), "{line}: {}", native.dump());
+    }
+    native.assert_lines(&["text unchanged: 1", "rewritten sites: 0"]);
+    supervised.assert_lines(&["text changed only at rewritten sites: 1"]);
+    if landlock_abi() >= 1 {
+        supervised.assert_lines(&["text unchanged: 0"]);
+        let sites = supervised.field("rewritten sites");
+        assert!(sites >= 1, "{}", supervised.dump());
+    }
+}
+
+/// Go's one site, `runtime/internal/syscall.Syscall6`, is rewritten (the
+/// default): every system call of the `syscall` and `os` packages goes
+/// through its slot, a plain read openat marked on the thread's signal
+/// stack, the rest made in the slot.
 #[test]
 fn a_go_program_matches_native() {
-    matches_native_with(None, &go_static(), "go", GO_LINES, &[]);
+    go_matches_native_rewritten(None, "go");
 }
 
 #[test]
 fn a_go_program_matches_native_unprivileged() {
     match tester_bin() {
-        Ok(t) => matches_native_with(Some(t), &go_static(), "go-user", GO_LINES, &[]),
+        Ok(t) => go_matches_native_rewritten(Some(t), "go-user"),
         Err(e) => skip!("{e}"),
     }
+}
+
+/// With `--no-rewrite` the Go program's text stays as built and every
+/// line matches native.
+#[test]
+fn a_go_program_matches_native_without_rewriting() {
+    let mut want = GO_LINES.to_vec();
+    want.push("text unchanged: 1");
+    matches_native_with(None, &go_static(), "go-norw", &want, &["--no-rewrite"]);
+}
+
+/// A musl program that links pthread_cancel makes its calls through
+/// `__syscall_cp_asm`, which the loader leaves on the signal by rule
+/// (cancellation reads the interrupted address): its text stays as
+/// built, its opens are right and a thread blocked in a read is
+/// cancelled, as natively.
+#[test]
+fn a_musl_program_with_pthread_cancel_stays_on_the_signal() {
+    let prog = built_once("cancel_reads.musl-gcc", |out| {
+        let mut cc = Command::new("musl-gcc");
+        cc.args(["-O1", "-Wall", "-static", "-o"])
+            .arg(out)
+            .arg(source("tests/c/cancel_reads.c"));
+        cc
+    });
+    matches_native_with(
+        None,
+        &prog,
+        "musl-cancel",
+        &[
+            "2000 opens: 1",
+            "cancelled in a blocked read: 1",
+            "2000 opens after: 1",
+            "text unchanged: 1",
+        ],
+        &[],
+    );
 }
 
 /// The openat calls the supervisor served for `prog DIR` with the

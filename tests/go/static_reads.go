@@ -5,7 +5,8 @@
 //
 // static_reads DIR (DIR holds `a` and `sub/b`): reads, failing opens
 // (errno as a number), 2,000 opens in a row, 8 goroutines opening at once
-// (threads the runtime starts with every signal blocked), goroutines
+// (threads the runtime starts with every signal blocked), 40 goroutines
+// blocked at once in opens of FIFOs, goroutines
 // opening beside busy loops that only the runtime's SIGURG preempts and
 // garbage collections that stop the world, threads started and ended
 // (goroutines that exit locked to their thread), SIGUSR1 sent to itself
@@ -13,12 +14,16 @@
 // and after an exec (Go's exec'd child shares its memory and resets every
 // handler before its exec), exec'd children (a copy of itself, /bin/cat),
 // /proc/self/exe, and an HTTP server and client on loopback whose handler
-// reads a file.
+// reads a file. Last, its text in memory against its file's: unchanged
+// natively; the static loader may rewrite two sites and nothing else:
+// the `syscall` of runtime/internal/syscall.Syscall6 and the padding
+// after the function, and runtime.open's `mov $257, %eax`.
 // static_reads --child DIR: the exec'd copy: one read, then exits.
 package main
 
 import (
 	"bytes"
+	"debug/elf"
 	"errors"
 	"fmt"
 	"io"
@@ -33,6 +38,7 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+	"unsafe"
 )
 
 func show(what, path string) {
@@ -197,6 +203,57 @@ func httpOnLoopback(a string) string {
 	return ""
 }
 
+// n goroutines each blocked in a plain read open of a FIFO until its
+// writer comes, all at once: more than the loader's 32 stacks for Go's
+// rewritten opens, so that some wait on the thread's signal stack.
+func blockedOpens(dir string, n int) bool {
+	paths := make([]string, n)
+	for i := range paths {
+		paths[i] = filepath.Join(dir, fmt.Sprintf("fifo%d", i))
+		if err := syscall.Mkfifo(paths[i], 0o600); err != nil {
+			return false
+		}
+	}
+	defer func() {
+		for _, p := range paths {
+			os.Remove(p)
+		}
+	}()
+	var wg sync.WaitGroup
+	oks := make([]bool, n)
+	for i := range paths {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			f, err := os.Open(paths[i])
+			if err != nil {
+				return
+			}
+			defer f.Close()
+			b, err := io.ReadAll(f)
+			oks[i] = err == nil && string(b) == "x"
+		}(i)
+	}
+	// Let the readers block first (the result does not depend on it).
+	time.Sleep(200 * time.Millisecond)
+	all := true
+	for i := range paths {
+		w, err := os.OpenFile(paths[i], os.O_WRONLY, 0)
+		if err != nil {
+			all = false
+			continue
+		}
+		_, err = w.Write([]byte("x"))
+		w.Close()
+		all = all && err == nil
+	}
+	wg.Wait()
+	for _, ok := range oks {
+		all = all && ok
+	}
+	return all
+}
+
 func main() {
 	if len(os.Args) == 3 && os.Args[1] == "--child" {
 		show("exec'd child read", filepath.Join(os.Args[2], "sub/b"))
@@ -227,6 +284,7 @@ func main() {
 	fmt.Printf("8 goroutines x 500 opens: %v\n", results)
 	fmt.Printf("opens beside busy loops and GCs: %v\n", busyWhileOpening(a))
 	fmt.Printf("opens in 64 threads started and ended: %v\n", threadsComeAndGo(a, 4))
+	fmt.Printf("40 FIFO opens blocked at once: %v\n", blockedOpens(dir, 40))
 	opened, caught := signalsWhileOpening(a)
 	fmt.Printf("opens under SIGUSR1: %v, caught: %v\n", opened, caught)
 	fmt.Printf("SIGSYS by kill, before an exec: %s\n", caughtSigsys())
@@ -244,4 +302,58 @@ func main() {
 		self, err2 = filepath.EvalSymlinks(self)
 	}
 	fmt.Printf("/proc/self/exe is the program: %v\n", err1 == nil && err2 == nil && exe == self)
+	textAgainstFile()
+}
+
+// Prints whether the program's text in memory is its file's, and where
+// it differs, whether only within the two sites' functions (and the
+// padding up to the next function).
+func textAgainstFile() {
+	f, err := elf.Open("/proc/self/exe")
+	if err != nil {
+		fmt.Printf("text: %v\n", err)
+		return
+	}
+	defer f.Close()
+	text := f.Section(".text")
+	syms, err := f.Symbols()
+	if text == nil || err != nil {
+		fmt.Printf("text: no .text or symbols: %v\n", err)
+		return
+	}
+	file, err := text.Data()
+	if err != nil {
+		fmt.Printf("text: %v\n", err)
+		return
+	}
+	var sites [][2]uint64
+	for _, s := range syms {
+		if s.Name == "runtime/internal/syscall.Syscall6" || s.Name == "runtime.open.abi0" {
+			sites = append(sites, [2]uint64{s.Value, (s.Value + s.Size + 31) &^ 31})
+		}
+	}
+	atSite := func(at uint64) bool {
+		for _, s := range sites {
+			if at >= s[0] && at < s[1] {
+				return true
+			}
+		}
+		return false
+	}
+	mem := unsafe.Slice((*byte)(unsafe.Pointer(uintptr(text.Addr))), len(file))
+	changed, elsewhere := 0, false
+	for i := 0; i < len(file); i++ {
+		if mem[i] == file[i] {
+			continue
+		}
+		if !atSite(text.Addr + uint64(i)) {
+			elsewhere = true
+		} else if i == 0 || mem[i-1] == file[i-1] {
+			changed++
+		}
+	}
+	b := map[bool]int{false: 0, true: 1}
+	fmt.Printf("text unchanged: %d\n", b[changed == 0 && !elsewhere])
+	fmt.Printf("text changed only at rewritten sites: %d\n", b[!elsewhere])
+	fmt.Printf("rewritten sites: %d\n", changed)
 }
