@@ -99,3 +99,32 @@ pub fn sealed_file(name: &CStr, data: &[u8], extra: i32) -> Result<OwnedFd, Errn
         .map(OwnedFd::from)
         .map_err(|e| Errno::from_raw(e.raw_os_error().unwrap_or(libc::EIO)))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn opened(path: &str) -> OwnedFd {
+        std::fs::File::open(path).unwrap().into()
+    }
+
+    #[test]
+    fn a_record_reads_as_the_whole_file_does() {
+        let status = read_record(opened("/proc/self/status")).unwrap();
+        assert!(
+            status.starts_with("Name:") && status.ends_with('\n'),
+            "{status}"
+        );
+        // Its last line: the whole text, not the first read's part of it.
+        assert!(status.contains("\nnonvoluntary_ctxt_switches:"), "{status}");
+        let stat = read_record(opened("/proc/self/stat")).unwrap();
+        assert_eq!(stat.lines().count(), 1, "{stat}");
+        // A text past the first read's room is read on to its end.
+        let path = std::env::temp_dir().join(format!("sealed-record-{}", std::process::id()));
+        let long: String = (0..2000).map(|i| format!("{i:05}\n")).collect();
+        std::fs::write(&path, &long).unwrap();
+        assert_eq!(read_record(opened(path.to_str().unwrap())).unwrap(), long);
+        assert_eq!(read_all(opened(path.to_str().unwrap())).unwrap(), long);
+        std::fs::remove_file(&path).unwrap();
+    }
+}
