@@ -18,7 +18,8 @@
 //! fenced), openat_trapped (the same open by syscall(2), unmarked: always
 //! serviced), usr_open (a file of the host's /usr, never remembered),
 //! proc_self_open (`/proc/self/stat`, served by the supervisor under the
-//! fence), newfstatat,
+//! fence), proc_uptime_read (open + read + close of `/proc/uptime`, which
+//! the sandbox makes from a census of its tasks), newfstatat,
 //! newfstatat_miss, readlinkat, faccessat, getdents64_100, getcwd,
 //! opendir_close, inotify_watch (add + rm of a watch on the bench tree, a
 //! `--ro` bind of the host's), create_unlink (in /tmp supervised, /dev/shm natively)
@@ -93,6 +94,7 @@ const CALLS: &[(&str, &str, bool)] = &[
     ("openat_trapped", "openat_trapped", true),
     ("usr_open", "usr_open", true),
     ("proc_self_open", "proc_open", true),
+    ("proc_uptime_read", "proc_uptime", true),
     ("newfstatat", "newfstatat", true),
     ("newfstatat_miss", "stat_miss", true),
     ("readlinkat", "readlinkat", true),

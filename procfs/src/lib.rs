@@ -77,6 +77,8 @@ pub use sys_cpu::{write_sys_cpu, SysCpu};
 // the fence's checks, the census their calls answer from.
 pub use fence::Fence;
 pub use sealed::sealed_file;
-pub use served::{changes, refreshed, substitute, synthetic_file, ProcFile, Scope, Synthetic};
+pub use served::{
+    changes, refreshed, substitute, synthetic_file, synthetic_unopened, ProcFile, Scope, Synthetic,
+};
 pub use tasks::{fd_name, task_count, Named};
 pub use texts::with_view_proc;

@@ -387,6 +387,30 @@ pub fn substitute(ctx: &Scope<'_>, fd: OwnedFd, flags: i32) -> Result<OwnedFd, E
     }
 }
 
+/// The synthetic file of `kind` made without the file the guest's open
+/// found (`None` when its text or its memfd's name needs that file: a
+/// per-process file, or one rewritten from the host's text): the
+/// sandbox's own figures (`/proc/stat`, `uptime`, `loadavg`, the boot id)
+/// or an empty text. The caller has seen that the guest may read the file
+/// it found (so an open of it would have succeeded) and skips that open.
+pub fn synthetic_unopened(
+    ctx: &Scope<'_>,
+    kind: ProcFile,
+    flags: i32,
+) -> Option<Result<OwnedFd, Errno>> {
+    let host = match host_source(kind) {
+        _ if kind.per_process() => return None,
+        HostText::Opened => return None,
+        HostText::None => Ok(String::new()),
+        HostText::StatLayout => stat_layout(),
+    };
+    ctx.synthetic.served_any.store(true, Ordering::SeqCst);
+    Some(host.and_then(|host| {
+        let text = text(ctx, kind, host);
+        sealed_file(kind.memfd_name(), text.as_bytes(), flags & libc::O_NONBLOCK)
+    }))
+}
+
 /// The synthetic file of `kind` in place of `fd`, opened for the guest to
 /// read with `flags` (its kind known already: [`Synthetic::which_stat`]).
 pub fn synthetic_file(

@@ -15,6 +15,10 @@ use std::os::fd::{AsFd, OwnedFd};
 
 use super::sealed;
 
+/// Room for one `getdents64` of a directory: the view's /proc root (about
+/// 60 names and the pids) or a process's `task` or `fd` in one read.
+const DIRENT_ROOM: usize = 32 * 1024;
+
 /// A descriptor of a procfs directory (an `O_PATH` one will do).
 pub struct ProcDir {
     fd: OwnedFd,
@@ -47,29 +51,40 @@ impl ProcDir {
         Some(st.st_nlink)
     }
 
-    /// The text of the file `rel` (`sealed::read_all`: one open, plain
-    /// reads to the end).
+    /// The text of the file `rel`, a task's `stat` or `status` (one
+    /// open, [`sealed::read_record`]: a single read where the text fits).
     pub fn read(&self, rel: &str) -> Option<String> {
         let name = CString::new(rel).ok()?;
         let flags = libc::O_RDONLY | libc::O_CLOEXEC | libc::O_NOFOLLOW;
         let file = vfs::sys::openat(self.fd.as_fd(), &name, flags, 0).ok()?;
-        sealed::read_all(file).ok()
+        sealed::read_record(file).ok()
     }
 
     /// Calls `f` with each name in the directory `rel`, "." and ".."
     /// aside (borrowed: no name is copied); `None` if it cannot be read.
+    ///
+    /// `getdents64` on the descriptor itself: an open, the reads and a
+    /// close (a `DIR` stream would add an `fstat`, two `fcntl`s and, at
+    /// its end, an `lseek`: four calls more per listing of a census).
     fn each_name(&self, rel: &str, mut f: impl FnMut(&str)) -> Option<()> {
         let name = CString::new(rel).ok()?;
         let flags = libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC;
         let dir = vfs::sys::openat(self.fd.as_fd(), &name, flags, 0).ok()?;
-        let mut dir = nix::dir::Dir::from(dir).ok()?;
-        for entry in dir.iter().flatten() {
-            match entry.file_name().to_str() {
-                Ok("." | "..") | Err(_) => {}
-                Ok(name) => f(name),
+        let mut buf = vec![0u8; DIRENT_ROOM];
+        loop {
+            let n = match vfs::sys::getdents64(dir.as_fd(), &mut buf) {
+                Ok(0) => return Some(()),
+                Ok(n) => n,
+                Err(nix::errno::Errno::EINTR) => continue,
+                Err(_) => return None,
+            };
+            for name in vfs::sys::dirent_names(&buf[..n]) {
+                match std::str::from_utf8(name) {
+                    Ok("." | "..") | Err(_) => {}
+                    Ok(name) => f(name),
+                }
             }
         }
-        Some(())
     }
 }
 

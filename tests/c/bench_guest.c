@@ -50,6 +50,9 @@
  *   proc_open     openat(AT_FDCWD, /proc/self/stat, O_RDONLY) + close: a
  *                 /proc file through /proc/self: the fast read is refused
  *                 (EACCES), then served         [pass + serviced + pass]
+ *   proc_uptime   openat(AT_FDCWD, /proc/uptime, O_RDONLY) + read + close: a
+ *                 global /proc file the sandbox makes from a census of its
+ *                 tasks (refused, then served)      [pass + serviced + pass]
  *   create_unlink openat(AT_FDCWD, SCRATCH/cu, O_WRONLY|O_CREAT|O_TRUNC) + close
  *                 + unlink(SCRATCH/cu): SCRATCH is $BENCH_GUEST_SCRATCH, default
  *                 /tmp (the layer's, supervised)                  [pass]
@@ -266,6 +269,18 @@ static int b_scratch_open(long n) { return open_close(path_scratch_dir, n); }
 static int b_usr_open(long n) { return open_close("/usr/lib/os-release", n); }
 static int b_proc_open(long n) { return open_close("/proc/self/stat", n); }
 
+static int b_proc_uptime(long n) {
+    char buf[256];
+    for (long i = 0; i < n; i++) {
+        int fd = openat(AT_FDCWD, "/proc/uptime", O_RDONLY | O_CLOEXEC);
+        if (fd < 0) return -1;
+        ssize_t r = read(fd, buf, sizeof buf);
+        close(fd);
+        if (r <= 0) return -1;
+    }
+    return 0;
+}
+
 static int b_create_unlink(long n) {
     for (long i = 0; i < n; i++) {
         int fd = openat(AT_FDCWD, path_scratch, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
@@ -317,6 +332,7 @@ static const struct { const char *name; int (*fn)(long); } benches[] = {
     {"opendir_close", b_opendir_close}, {"create_unlink", b_create_unlink},
     {"openat_sparse", b_openat_sparse}, {"scratch_open", b_scratch_open},
     {"usr_open", b_usr_open},         {"proc_open", b_proc_open},
+    {"proc_uptime", b_proc_uptime},
     {"scratch_read", b_scratch_read}, {"scratch_rdwr", b_scratch_rdwr},
     {"mmap4k", b_mmap4k},             {"inotify_watch", b_inotify_watch},
     {"openat_trapped", b_openat_trapped},

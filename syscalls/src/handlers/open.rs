@@ -232,6 +232,16 @@ fn open_common(
         // its descriptor, not resolved twice. A regular file never makes
         // an open wait.
         Some(found) if is_regular(&found.probe.st) => {
+            // A text of the sandbox's own figures needs no open of the
+            // file found when the open could not fail on it: readable by
+            // all, no `O_NOATIME` (the owner's or CAP_FOWNER's alone).
+            let unopened = found
+                .synthetic
+                .filter(|_| readable_by_all(&found.probe.st) && flags & libc::O_NOATIME == 0)
+                .and_then(|kind| procfs::synthetic_unopened(&ctx.proc(), kind, flags));
+            if let Some(served) = unopened {
+                return served.map(|fd| Reply::InstallFd { fd, cloexec });
+            }
             let fd = reopen_served(g, found.probe.fd.as_fd(), flags)?;
             return match found.synthetic {
                 Some(kind) => procfs::synthetic_file(&ctx.proc(), fd, kind, flags),
@@ -439,6 +449,11 @@ fn reopen_served(g: &dyn Guest, object: BorrowedFd<'_>, flags: i32) -> Result<Ow
         }
         r => r,
     }
+}
+
+/// Whether every user may read the file (mode `r--r--r--` at least).
+fn readable_by_all(st: &libc::stat) -> bool {
+    st.st_mode & 0o444 == 0o444
 }
 
 fn is_regular(st: &libc::stat) -> bool {
