@@ -93,14 +93,11 @@ impl Entry {
                 self.bytes
             ));
         }
-        let (name, want, got): (&str, &str, fn(&[u8]) -> String) =
-            match (&self.blake3, &self.sha256) {
-                (Some(h), _) => ("BLAKE3", h, blake3_hex),
-                (None, Some(h)) => ("SHA-256", h, sha256_hex),
-                (None, None) => {
-                    return Err(format!("image {} has no hash in the manifest", self.file))
-                }
-            };
+        let (name, want, got): (&str, &str, HexHash) = match (&self.blake3, &self.sha256) {
+            (Some(h), _) => ("BLAKE3", h, blake3_hex),
+            (None, Some(h)) => ("SHA-256", h, sha256_hex),
+            (None, None) => return Err(format!("image {} has no hash in the manifest", self.file)),
+        };
         if got(image) != *want {
             return Err(format!(
                 "image {} does not match its {name} in the manifest (damaged or altered)",
@@ -110,6 +107,9 @@ impl Entry {
         Ok(())
     }
 }
+
+/// A hash function's hex digest of bytes.
+type HexHash = fn(&[u8]) -> String;
 
 /// Hex BLAKE3 of `bytes`.
 pub fn blake3_hex(bytes: &[u8]) -> String {
