@@ -78,7 +78,7 @@ fn session_path(d: &Daemon, id: &str, rel: &str) -> std::path::PathBuf {
 }
 
 /// Writes `good` with byte `at` xored with `bit` as `image`: the wake is
-/// refused (422, the SHA-256 check) with the session hibernated and none
+/// refused (422, the BLAKE3 check) with the session hibernated and none
 /// of its processes running.
 fn wake_refuses_a_flipped_bit(
     d: &Daemon,
@@ -93,7 +93,7 @@ fn wake_refuses_a_flipped_bit(
     std::fs::write(image, &altered).unwrap();
     let (status, v) = post(d, id, "wake");
     assert_eq!(status, 422, "{v}");
-    assert!(v["error"].as_str().unwrap().contains("SHA-256"), "{v}");
+    assert!(v["error"].as_str().unwrap().contains("BLAKE3"), "{v}");
     assert_eq!(state(d, id)["state"], "hibernated");
     assert_eq!(processes(d, id), 0, "restored half-way");
 }

@@ -13,7 +13,6 @@ use std::time::Duration;
 
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
-use sha2::{Digest, Sha256};
 
 use super::image::{self, Image, Kind, Rseq};
 use super::inject::Injector;
@@ -179,7 +178,7 @@ fn pipes_outside(pids: &[i32]) -> Result<Vec<Vec<image::Fd>>, DumpError> {
 /// A writer that hashes what it writes.
 struct Hashing<W: Write> {
     inner: W,
-    hash: Sha256,
+    hash: blake3::Hasher,
     bytes: u64,
 }
 
@@ -240,7 +239,7 @@ fn dump_one(
         .map_err(|e| DumpError::Storage(format!("{}: {e}", path.display())))?;
     let mut w = Hashing {
         inner: BufWriter::with_capacity(1 << 20, out),
-        hash: Sha256::new(),
+        hash: blake3::Hasher::new(),
         bytes: 0,
     };
     let io = |e: std::io::Error| DumpError::Storage(format!("writing {}: {e}", path.display()));
@@ -277,7 +276,8 @@ fn dump_one(
     Ok((
         Entry {
             file,
-            sha256: hash.iter().map(|b| format!("{b:02x}")).collect(),
+            blake3: Some(hash.to_hex().to_string()),
+            sha256: None,
             bytes,
         },
         saved,

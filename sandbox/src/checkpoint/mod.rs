@@ -5,7 +5,7 @@
 //! in a fresh sandbox of the same configuration is turned into it by
 //! injected system calls, which pass the stub's seccomp filter like any
 //! call of the guest's (`restore`). A directory of images carries a
-//! manifest with each image's SHA-256, checked in full before any
+//! manifest with each image's BLAKE3, checked in full before any
 //! restored process runs (`manifest`; the restore may proceed beside the
 //! check with its stubs held stopped until it passes).
 //!

@@ -400,27 +400,71 @@ fn map_one(
 /// from the image's bytes: as the process would write them where the
 /// pages are writable (`process_vm_writev`, one call for a run, which
 /// faults the run's pages in as it goes), through /proc/PID/mem from the
-/// first page it may not write.
+/// first page it may not write. A run of [`SPLIT_AT`] or more is copied
+/// in two halves on two threads at once: the copy's time is the kernel's
+/// allocating, zeroing and filling of fresh pages, which two CPUs do
+/// side by side (a 100 MiB Python heap is one such run).
 fn write_contents(inj: &Injector, input: &mut &[u8]) -> Result<(), String> {
     while let Some((addr, run)) = image::next_run(input)? {
-        let mut done = 0usize;
-        while done < run.len() {
-            let rest = &run[done..];
-            let at = addr.wrapping_add(done as u64);
-            let remote = [RemoteIoVec {
-                base: at as usize,
-                len: rest.len(),
-            }];
-            let local = [std::io::IoSlice::new(rest)];
-            match process_vm_writev(inj.pid, &local, &remote) {
-                Ok(n) if n > 0 => done += n,
-                _ => {
-                    let n = rest.len().min(CHUNK);
-                    inj.write(at, &rest[..n])?;
-                    done += n;
-                }
-            }
+        if run.len() < SPLIT_AT {
+            write_run(inj, addr, run)?;
+            continue;
         }
+        let half = (run.len() / 2) & !(PAGE as usize - 1);
+        let (first, second) = run.split_at(half);
+        let second_at = addr.wrapping_add(half as u64);
+        let pid = inj.pid;
+        let (first_written, second_done) = std::thread::scope(|s| {
+            let other = s.spawn(move || write_writable(pid, second_at, second));
+            let first_written = write_run(inj, addr, first);
+            // A thread that failed to start or panicked copied nothing
+            // this side knows of: the rest is copied below.
+            (first_written, other.join().unwrap_or(0))
+        });
+        first_written?;
+        let rest = second.get(second_done..).unwrap_or_default();
+        write_run(inj, second_at.wrapping_add(second_done as u64), rest)?;
     }
     Ok(())
+}
+
+/// Runs at least this long are copied on two threads.
+const SPLIT_AT: usize = 16 << 20;
+
+/// Copies one run, as [`write_contents`] says.
+fn write_run(inj: &Injector, addr: u64, run: &[u8]) -> Result<(), String> {
+    let mut done = 0usize;
+    while done < run.len() {
+        let rest = &run[done..];
+        let at = addr.wrapping_add(done as u64);
+        let written = write_writable(inj.pid, at, rest);
+        if written > 0 {
+            done += written;
+            continue;
+        }
+        let n = rest.len().min(CHUNK);
+        inj.write(at, &rest[..n])?;
+        done += n;
+    }
+    Ok(())
+}
+
+/// Copies what it can of `bytes` to `addr` in the process with
+/// `process_vm_writev`, up to the first page it may not write; how many
+/// bytes it copied.
+fn write_writable(pid: Pid, addr: u64, bytes: &[u8]) -> usize {
+    let mut done = 0usize;
+    while done < bytes.len() {
+        let rest = &bytes[done..];
+        let remote = [RemoteIoVec {
+            base: addr.wrapping_add(done as u64) as usize,
+            len: rest.len(),
+        }];
+        let local = [std::io::IoSlice::new(rest)];
+        match process_vm_writev(pid, &local, &remote) {
+            Ok(n) if n > 0 => done += n,
+            _ => break,
+        }
+    }
+    done
 }

@@ -14,11 +14,15 @@
 //! only once the check has passed; on any failure it kills every stub,
 //! so nothing runs half-restored. With `--hold` the restored stubs stay
 //! stopped until the caller says `go` (they die with the helper
-//! otherwise).
+//! otherwise). With `--stubs-on-stdin` the stubs come as the first line
+//! on stdin (`stubs HOSTPID,...`): the daemon starts the helper before
+//! the wake's sandbox, so the images are mapped and their check runs
+//! while the sandbox and its stubs start.
 //!
 //! Owns that process; the checkpoint itself is `sandbox::checkpoint`'s.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use sandbox::checkpoint::{self, manifest::Manifest, DumpError};
@@ -46,6 +50,11 @@ pub enum Action {
         dir: PathBuf,
         #[arg(long, value_delimiter = ',', num_args = 0..)]
         stubs: Vec<i32>,
+        /// Read the stubs from the first line on stdin (`stubs
+        /// HOSTPID,...`) once the images are mapped and their check has
+        /// begun; its end before that line: exit, nothing restored.
+        #[arg(long, conflicts_with = "stubs", requires = "hold")]
+        stubs_on_stdin: bool,
         /// The caller has checked the images against the manifest.
         #[arg(long)]
         checked: bool,
@@ -92,18 +101,32 @@ pub fn main(args: CheckpointArgs) -> i32 {
         Action::Restore {
             dir,
             stubs,
+            stubs_on_stdin,
             checked,
             hold,
-        } => restore(&dir, &stubs, !checked, hold),
+        } => {
+            let stubs = match stubs_on_stdin {
+                true => Stubs::OnStdin,
+                false => Stubs::Given(stubs),
+            };
+            restore(&dir, stubs, !checked, hold)
+        }
     }
 }
 
-/// Maps DIR's images, restores them into the stubs while a thread of its
-/// own checks them against the manifest (`check`), and lets the stubs go
-/// (or, with `hold`, says so and waits for `go`) only once both are done
-/// and the check has passed. Every image is read once from the page
+/// Where a restore's stubs come from.
+enum Stubs {
+    Given(Vec<i32>),
+    OnStdin,
+}
+
+/// Maps DIR's images, starts a thread of its own that checks them
+/// against the manifest (`check`), takes the stubs (waiting for them on
+/// stdin if so told), restores the images into them, and lets the stubs
+/// go (or, with `hold`, says so and waits for `go`) only once both are
+/// done and the check has passed. Every image is read once from the page
 /// cache, by the check and the copy alike, with no copy of ours between.
-fn restore(dir: &Path, stubs: &[i32], check: bool, hold: bool) -> i32 {
+fn restore(dir: &Path, stubs: Stubs, check: bool, hold: bool) -> i32 {
     let manifest = match Manifest::load(dir) {
         Ok(m) => m,
         Err(e) => {
@@ -111,15 +134,7 @@ fn restore(dir: &Path, stubs: &[i32], check: bool, hold: bool) -> i32 {
             return EXIT_DAMAGED;
         }
     };
-    if manifest.processes.len() != stubs.len() {
-        eprintln!(
-            "{} images but {} stubs",
-            manifest.processes.len(),
-            stubs.len()
-        );
-        return 1;
-    }
-    let mut images = Vec::with_capacity(stubs.len());
+    let mut images = Vec::with_capacity(manifest.processes.len());
     for entry in &manifest.processes {
         let path = dir.join(&entry.file);
         let mapped = std::fs::File::open(&path)
@@ -133,42 +148,70 @@ fn restore(dir: &Path, stubs: &[i32], check: bool, hold: bool) -> i32 {
             }
         }
     }
-    let (restored, checked) = std::thread::scope(|s| {
-        let checking = check.then(|| {
-            s.spawn(|| {
+    let shared = Arc::new((manifest, images));
+    let checking = check.then(|| {
+        let shared = Arc::clone(&shared);
+        std::thread::Builder::new()
+            .name("check".into())
+            .spawn(move || {
                 let begun = Instant::now();
-                for (entry, image) in manifest.processes.iter().zip(&images) {
+                let (manifest, images) = &*shared;
+                for (entry, image) in manifest.processes.iter().zip(images) {
                     entry.check(image)?;
                 }
                 Ok::<_, String>(begun.elapsed())
             })
-        });
-        let begun = Instant::now();
-        let mut copying = Duration::ZERO;
-        let restored = manifest
-            .processes
-            .iter()
-            .zip(&images)
-            .zip(stubs)
-            .try_for_each(|((entry, image), &stub)| {
-                copying += checkpoint::restore(image, stub)
-                    .map_err(|e| format!("restoring {}: {e}", entry.file))?;
-                Ok::<_, String>(())
-            })
-            .map(|()| (begun.elapsed(), copying));
-        let checked = match checking {
-            None => Ok(Duration::ZERO),
-            Some(t) => t
-                .join()
-                .unwrap_or_else(|_| Err("checking the images panicked".into())),
-        };
-        (restored, checked)
     });
+    let checking = match checking.transpose() {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("starting the images' check: {e}");
+            return 1;
+        }
+    };
+    let stubs = match stubs {
+        Stubs::Given(s) => s,
+        // No stubs (the wake failed before them): nothing restored, and
+        // the check's thread ends with the process.
+        Stubs::OnStdin => match stubs_from_stdin() {
+            Some(s) => s,
+            None => return EXIT_DAMAGED,
+        },
+    };
+    let (manifest, images) = &*shared;
+    if manifest.processes.len() != stubs.len() {
+        kill_all(&stubs);
+        eprintln!(
+            "{} images but {} stubs",
+            manifest.processes.len(),
+            stubs.len()
+        );
+        return 1;
+    }
+    let begun = Instant::now();
+    let mut copying = Duration::ZERO;
+    let restored = manifest
+        .processes
+        .iter()
+        .zip(images)
+        .zip(&stubs)
+        .try_for_each(|((entry, image), &stub)| {
+            copying += checkpoint::restore(image, stub)
+                .map_err(|e| format!("restoring {}: {e}", entry.file))?;
+            Ok::<_, String>(())
+        })
+        .map(|()| (begun.elapsed(), copying));
+    let checked = match checking {
+        None => Ok(Duration::ZERO),
+        Some(t) => t
+            .join()
+            .unwrap_or_else(|_| Err("checking the images panicked".into())),
+    };
     // The check's reason first: it names the damaged image.
     let checked = match checked {
         Ok(t) => t,
         Err(e) => {
-            kill_all(stubs);
+            kill_all(&stubs);
             eprintln!("{e}");
             return EXIT_DAMAGED;
         }
@@ -176,15 +219,38 @@ fn restore(dir: &Path, stubs: &[i32], check: bool, hold: bool) -> i32 {
     let restored = match restored {
         Ok(t) => t,
         Err(e) => {
-            kill_all(stubs);
+            kill_all(&stubs);
             eprintln!("{e}");
             return 1;
         }
     };
     if hold {
-        return release_on_go(stubs, restored, checked);
+        return release_on_go(&stubs, restored, checked);
     }
-    release_all(stubs)
+    release_all(&stubs)
+}
+
+/// The stubs of a `stubs HOSTPID,...` line on stdin; `None` (said why)
+/// on its end or anything else.
+fn stubs_from_stdin() -> Option<Vec<i32>> {
+    use std::io::BufRead;
+    let mut line = String::new();
+    if std::io::stdin().lock().read_line(&mut line).is_err() {
+        eprintln!("the restore was called off");
+        return None;
+    }
+    let Some(list) = line.trim().strip_prefix("stubs ") else {
+        eprintln!("the restore was called off");
+        return None;
+    };
+    let stubs = list
+        .split(',')
+        .map(|p| p.parse::<i32>().ok().filter(|&p| p > 0))
+        .collect::<Option<Vec<_>>>();
+    if stubs.is_none() {
+        eprintln!("bad stubs line {:?}", line.trim());
+    }
+    stubs
 }
 
 /// Says `restored RESTORE_MS CHECK_MS COPY_MS` (the copy of the pages is

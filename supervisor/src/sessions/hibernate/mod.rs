@@ -136,6 +136,14 @@ pub fn image_count(session_dir: &Path) -> Result<usize, SessionError> {
         .map_err(|e| SessionError::Refused(format!("the saved state cannot be restored: {e}")))
 }
 
+/// A restore begun: the helper started before the wake's sandbox, its
+/// images mapped and their check running, waiting for its stubs
+/// ([`Restore::into_held`]). Dropped unused, the helper exits (its stdin
+/// ends) with nothing restored.
+pub struct Restore {
+    helper: Option<Child>,
+}
+
 /// Processes restored into the session's new sandbox, their images
 /// checked, held stopped by the helper until [`Held::release`] or
 /// [`Held::abort`].
@@ -150,97 +158,129 @@ pub struct Held {
 pub struct Times {
     /// Starting the stubs.
     pub stubs: Duration,
-    /// The helper, from its start to its answer.
+    /// The helper, from the stubs handed to it to its answer.
     pub helper: Duration,
-    /// Of which the restore into the stubs, and the images' check beside it.
+    /// Of which the restore into the stubs, and the images' check beside it
+    /// (begun when the helper started, before the sandbox).
     pub restore: Duration,
     pub check: Duration,
     /// Of the restore, the copy of the saved pages.
     pub copy: Duration,
 }
 
-/// Restores the `count` processes of the saved state into the session's
-/// new sandbox (init `init`, exec socket `socket`; commands run with
-/// `env`), held stopped; the helper checks every image against the
-/// manifest beside the restore, and answers only once both are done: an
-/// image that does not check out is refused (422, its reason). On an
-/// error whatever was started of them is killed.
-pub fn restore_held(
-    exe: &Path,
-    session_dir: &Path,
-    socket: &Path,
-    init: i32,
-    env: Vec<String>,
-    count: usize,
-) -> Result<Held, SessionError> {
-    if count == 0 {
-        // No process was saved: no image to restore or check.
-        return Ok(Held {
-            helper: None,
-            stubs: Vec::new(),
-            times: Times::default(),
-        });
-    }
-    let begun = Instant::now();
-    let stubs = start_stubs(socket, init, env, count)?;
-    let stubs_time = begun.elapsed();
-    let list = stubs.iter().map(|p| p.to_string()).collect::<Vec<_>>();
-    let spawned = Command::new(exe)
-        .args(["checkpoint", "restore", "--hold", "--dir"])
-        .arg(state_dir(session_dir))
-        .arg("--stubs")
-        .arg(list.join(","))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn();
-    let mut held = Held {
-        helper: None,
-        stubs,
-        times: Times {
-            stubs: stubs_time,
-            ..Times::default()
-        },
-    };
-    let mut helper = match spawned {
-        Ok(c) => c,
-        Err(e) => {
-            held.abort();
-            return Err(SessionError::Internal(format!(
-                "starting the checkpoint helper: {e}"
-            )));
+impl Restore {
+    /// Starts the helper for the `count` processes of the session's
+    /// saved state: it maps the images and starts checking them against
+    /// the manifest at once, while the caller starts the sandbox.
+    pub fn begin(exe: &Path, session_dir: &Path, count: usize) -> Result<Restore, SessionError> {
+        if count == 0 {
+            // No process was saved: no image to restore or check.
+            return Ok(Restore { helper: None });
         }
-    };
-    let mut said = String::new();
-    if let Some(out) = helper.stdout.take() {
-        use std::io::BufRead;
-        let _ = std::io::BufReader::new(out).read_line(&mut said);
+        let helper = Command::new(exe)
+            .args([
+                "checkpoint",
+                "restore",
+                "--hold",
+                "--stubs-on-stdin",
+                "--dir",
+            ])
+            .arg(state_dir(session_dir))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|e| SessionError::Internal(format!("starting the checkpoint helper: {e}")))?;
+        Ok(Restore {
+            helper: Some(helper),
+        })
     }
-    held.times.helper = begun.elapsed() - stubs_time;
-    let mut words = said.split_whitespace();
-    if words.next() == Some("restored") {
-        let mut ms = || {
-            Duration::from_secs_f64(
-                words
-                    .next()
-                    .and_then(|w| w.parse::<f64>().ok())
-                    .filter(|v| v.is_finite())
-                    .unwrap_or(0.0)
-                    .max(0.0)
-                    / 1e3,
-            )
+
+    /// Starts `count` stubs in the session's new sandbox (init `init`,
+    /// exec socket `socket`; commands run with `env`), hands them to the
+    /// helper, which restores the images into them and holds them
+    /// stopped, and answers once the check beside it has passed too: an
+    /// image that does not check out is refused (422, its reason). On an
+    /// error whatever was started of them is killed.
+    pub fn into_held(
+        mut self,
+        socket: &Path,
+        init: i32,
+        env: Vec<String>,
+        count: usize,
+    ) -> Result<Held, SessionError> {
+        let Some(mut helper) = self.helper.take() else {
+            return Ok(Held {
+                helper: None,
+                stubs: Vec::new(),
+                times: Times::default(),
+            });
         };
-        (held.times.restore, held.times.check, held.times.copy) = (ms(), ms(), ms());
-        held.helper = Some(helper);
-        return Ok(held);
+        let started = Instant::now();
+        let stubs = match start_stubs(socket, init, env, count) {
+            Ok(s) => s,
+            Err(e) => {
+                drop(helper.stdin.take());
+                let _ = helper.wait();
+                return Err(e);
+            }
+        };
+        let stubs_time = started.elapsed();
+        let mut held = Held {
+            helper: None,
+            stubs,
+            times: Times {
+                stubs: stubs_time,
+                ..Times::default()
+            },
+        };
+        let list = held.stubs.iter().map(|p| p.to_string()).collect::<Vec<_>>();
+        let handed = helper.stdin.as_mut().map(|stdin| {
+            use std::io::Write;
+            writeln!(stdin, "stubs {}", list.join(",")).and_then(|()| stdin.flush())
+        });
+        let handed_at = Instant::now();
+        let mut said = String::new();
+        if let (Some(Ok(())), Some(out)) = (handed, helper.stdout.as_mut()) {
+            use std::io::BufRead;
+            let _ = std::io::BufReader::new(out).read_line(&mut said);
+        }
+        held.times.helper = handed_at.elapsed();
+        let mut words = said.split_whitespace();
+        if words.next() == Some("restored") {
+            let mut ms = || {
+                Duration::from_secs_f64(
+                    words
+                        .next()
+                        .and_then(|w| w.parse::<f64>().ok())
+                        .filter(|v| v.is_finite())
+                        .unwrap_or(0.0)
+                        .max(0.0)
+                        / 1e3,
+                )
+            };
+            (held.times.restore, held.times.check, held.times.copy) = (ms(), ms(), ms());
+            held.helper = Some(helper);
+            return Ok(held);
+        }
+        drop(helper.stdin.take());
+        let out = helper.wait_with_output();
+        held.abort();
+        let message = out.map(|o| last_line(&o.stderr)).unwrap_or_default();
+        Err(SessionError::Refused(format!(
+            "the saved state cannot be restored: {message}"
+        )))
     }
-    drop(helper.stdin.take());
-    let out = helper.wait_with_output();
-    held.abort();
-    let message = out.map(|o| last_line(&o.stderr)).unwrap_or_default();
-    Err(SessionError::Refused(format!(
-        "the saved state cannot be restored: {message}"
-    )))
+}
+
+impl Drop for Restore {
+    fn drop(&mut self) {
+        if let Some(mut helper) = self.helper.take() {
+            // Its stdin ends: it exits before restoring anything.
+            drop(helper.stdin.take());
+            let _ = helper.wait();
+        }
+    }
 }
 
 impl Held {

@@ -107,16 +107,18 @@ impl Session {
             .run_flags(volume_dir.as_deref())
             .map_err(SessionError::Internal)?;
         flags.extend(super::clocks::flag(&super::state_dir(&self.dir)));
-        // The checkpoint helper checks the images (SHA-256) beside the
-        // restore and holds the restored processes stopped: they go on
-        // only once the check has passed.
+        // The checkpoint helper starts first: it maps the images and
+        // checks them (BLAKE3) while the sandbox and the stubs start and
+        // beside the restore, and holds the restored processes stopped:
+        // they go on only once the check has passed.
         let begun = Instant::now();
         let socket = self.dir.join(EXEC_SOCKET);
         let count = super::image_count(&self.dir)?;
+        let restore = super::Restore::begin(&self.exe, &self.dir, count)?;
         let mut new = process::start(&self.exe, &self.dir, &flags)?;
         let sandbox_time = begun.elapsed();
         let env = self.env(&[]);
-        let held = match super::restore_held(&self.exe, &self.dir, &socket, new.init, env, count) {
+        let held = match restore.into_held(&socket, new.init, env, count) {
             Ok(held) => held,
             Err(e) => {
                 new.stop();
@@ -133,7 +135,7 @@ impl Session {
         // One line per wake: where its time went (docs/sessions.md, Speed).
         let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
         eprintln!(
-            "supervisor: sessions: {} woke in {:.1} ms: sandbox {:.1} ms, stubs {:.1} ms, helper {:.1} ms (restore {:.1} ms, of which pages {:.1} ms; check {:.1} ms beside it)",
+            "supervisor: sessions: {} woke in {:.1} ms: sandbox {:.1} ms, stubs {:.1} ms, helper {:.1} ms (restore {:.1} ms, of which pages {:.1} ms; check {:.1} ms, begun with the sandbox)",
             self.id,
             ms(begun.elapsed()),
             ms(sandbox_time),
