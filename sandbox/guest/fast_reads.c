@@ -16,7 +16,9 @@
  * security, is this file's job: an open that meets procfs or the
  * sandbox's covers (EACCES from the fence, or a descriptor whose device
  * is theirs) is closed and made again unmarked, so that the supervisor
- * serves it as before.
+ * serves it as before. An open for reading and writing (O_RDWR without
+ * O_EXCL) is made marked too, and again unmarked only where the fence
+ * refused it (a name made at the view's root since the start).
  *
  * The path is never read here: a bad pointer is the kernel's to find
  * (EFAULT), as with the C library's own open.
@@ -54,6 +56,13 @@
  * one whose work the handler does beyond the kernel's (creating). */
 #define NOT_PLAIN (O_ACCMODE | O_PATH | O_DIRECTORY | O_CREAT | __O_TMPFILE | O_TRUNC)
 #define NEEDS_MODE(f) (((f) & O_CREAT) || ((f) & __O_TMPFILE) == __O_TMPFILE)
+/* An open for reading and writing is made marked when these flags are
+ * O_RDWR alone (no O_PATH, O_DIRECTORY or O_EXCL): the fence checks it
+ * as a read, and an unmarked retry after its EACCES gets the served
+ * answer. Not with O_EXCL: the kernel makes an O_CREAT file before the
+ * fence refuses it, and the retry would find it there (EEXIST); the
+ * filter traps that one marked or not. */
+#define READ_WRITE_MASK (O_ACCMODE | O_PATH | O_DIRECTORY | O_EXCL)
 
 static long syscall5(long nr, long a, long b, long c, long d, long e)
 {
@@ -122,7 +131,15 @@ static int answer(long ret)
 static int open_at(int dirfd, const char *path, int flags, mode_t mode)
 {
     long fd;
-    if ((flags & NOT_PLAIN) == 0 && learn_devices()) {
+    if ((flags & READ_WRITE_MASK) == O_RDWR && learn_devices()) {
+        /* Reading and writing: the kernel's answer is the one the
+         * supervisor would give (CONTINUE, or its open as the caller),
+         * unless the fence refused it. */
+        fd = syscall5(SYS_openat, dirfd, (long)path, flags, NEEDS_MODE(flags) ? mode : 0,
+                      FAST_READ_MARK);
+        if (fd != -EACCES)
+            return answer(fd);
+    } else if ((flags & NOT_PLAIN) == 0 && learn_devices()) {
         fd = syscall5(SYS_openat, dirfd, (long)path, flags, 0, FAST_READ_MARK);
         if (fd >= 0 && !maybe_served(fd))
             return (int)fd;
