@@ -53,6 +53,12 @@
 #define SIGSYS_BIT (1UL << (SIGSYS - 1))
 #define MAX_PATH 4096
 
+/* openat2 and its resolve flag (linux/openat2.h), for older headers. */
+#define NR_openat2 437
+#ifndef RESOLVE_NO_SYMLINKS
+#define RESOLVE_NO_SYMLINKS 0x04
+#endif
+
 #ifndef SYS_SECCOMP
 #define SYS_SECCOMP 1
 #endif

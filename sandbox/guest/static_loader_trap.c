@@ -45,6 +45,47 @@ static int names_own_exe(const char *p)
     return n == pid && str_eq(p, "/exe");
 }
 
+/* Whether `p`, an absolute path resolved with no symlink, cannot reach
+ * /proc (the view's procfs, and the covers mounted beneath it, which a
+ * marked open may meet under /proc/sys): no "." or ".." component and a
+ * first component other than "proc". Read only once an open of it
+ * succeeded (the kernel found it readable). */
+static int spelled_off_proc(const char *p)
+{
+    if (*p != '/')
+        return 0;
+    for (int first = 1; *p; first = 0) {
+        while (*p == '/')
+            p++;
+        const char *c = p;
+        while (*p && *p != '/')
+            p++;
+        ul n = (ul)(p - c);
+        if (n > 0 && c[0] == '.' && (n == 1 || (n == 2 && c[1] == '.')))
+            return 0;
+        if (first && n == 4 && c[0] == 'p' && c[1] == 'r' && c[2] == 'o' && c[3] == 'c')
+            return 0;
+    }
+    return 1;
+}
+
+/* A plain read made marked by openat2 with RESOLVE_NO_SYMLINKS (which
+ * the supervisor's fenced filter passes marked, its answer the kernel's
+ * as a marked openat's): a descriptor, or an error that resolving
+ * through no symlink gave, final but EACCES; -ELOOP where a symlink was
+ * met or the call cannot be made so (EINVAL, ENOSYS, E2BIG): then the
+ * marked openat and the preload's check. */
+static long open_without_symlinks(long dirfd, long path, long flags, long r9)
+{
+    struct {
+        unsigned long long flags, mode, resolve;
+    } how = {(unsigned)flags, 0, RESOLVE_NO_SYMLINKS};
+    long fd = sys6r9(NR_openat2, dirfd, path, (long)&how, sizeof how, (long)FAST_READ_MARK, r9);
+    if (fd == -EINVAL || fd == -ENOSYS || fd == -E2BIG)
+        return -ELOOP;
+    return fd;
+}
+
 /* A plain read open made marked, then the preload's check; an O_RDWR
  * open without O_EXCL made marked, and again unmarked if the fence
  * refused it (its answer is otherwise the one the supervisor's CONTINUE
@@ -60,7 +101,14 @@ static long open_plain(long dirfd, long path, long flags, long mode, long r9)
         if (fd != -EACCES)
             return fd;
     } else if (fast && (flags & NOT_PLAIN) == 0) {
-        fd = sys6r9(__NR_openat, dirfd, path, flags, 0, (long)FAST_READ_MARK, r9);
+        /* First with no symlink followed: a descriptor that a path
+         * spelled off /proc reached is on neither procfs nor a cover,
+         * and needs no check (docs/fast-reads.md, "The check"). */
+        fd = open_without_symlinks(dirfd, path, flags, r9);
+        if (fd >= 0 && spelled_off_proc((const char *)path))
+            return fd;
+        if (fd == -ELOOP)
+            fd = sys6r9(__NR_openat, dirfd, path, flags, 0, (long)FAST_READ_MARK, r9);
         if (fd >= 0) {
             ul dev = dev_of(fd, r9);
             if (dev != proc_dev && dev != cover_dev && dev != (ul)-1)

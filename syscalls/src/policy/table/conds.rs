@@ -155,6 +155,19 @@ pub(super) const OPEN_READS_UNMARKED_ARG2: &[Cond] = &[
         op: Op::Not64(FAST_READ_MARK),
     },
 ];
+/// openat2 is not marked as a fast read (in r8, which the kernel ignores
+/// for its four arguments): serviced. Its flags are in memory, out of the
+/// filter's sight, but a marked one gives nothing a marked openat does
+/// not: its flags are openat's (the fenced filter passes every openat
+/// but an unmarked plain read or read-write open and an `O_RDWR | O_EXCL`
+/// one, which is trapped only so that the mark's EACCES retry stays
+/// right), and its `RESOLVE_*` flags only narrow the resolution. The
+/// static loader makes a plain read so, with `RESOLVE_NO_SYMLINKS`,
+/// where the path's spelling cannot reach /proc (docs/fast-reads.md).
+pub(super) const OPENAT2_UNMARKED: &[Cond] = &[Cond {
+    arg: 4,
+    op: Op::Not64(FAST_READ_MARK),
+}];
 /// openat's flags (arg 2) ask for reading and writing a file with
 /// `O_EXCL`, marked or not: serviced. The mark buys no exclusive open:
 /// the kernel makes an `O_CREAT | O_EXCL` file before the Landlock
