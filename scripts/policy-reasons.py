@@ -96,6 +96,7 @@ REASONS = [
     ("socket accept accept4 sendto recvfrom sendmsg recvmsg",
      "passes only without an address (or AF_UNIX); else the netstack's"),
     ("open openat lseek unlinkat", "the common forms pass; the rare ones are serviced (a served /proc file, rmdir)"),
+    ("openat2", "passes marked (the fast reads' opens through no symlink, docs/fast-reads.md); else serviced"),
     ("creat unlink mkdir mkdirat mknod mknodat", "the kernel makes or removes the name in the guest's own view, as the guest"),
     ("stat lstat newfstatat statx access faccessat faccessat2 readlink readlinkat",
      "lookups the kernel answers in the guest's own view (docs/policy.md)"),

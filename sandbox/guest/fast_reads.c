@@ -16,10 +16,13 @@
  * security, is this file's job: an open that meets procfs or the
  * sandbox's covers (EACCES from the fence, or a descriptor whose device
  * is theirs) is closed and made again unmarked, so that the supervisor
- * serves it as before.
+ * serves it as before. An open for reading and writing (O_RDWR without
+ * O_EXCL) is made marked too, and again unmarked only where the fence
+ * refused it (a name made at the view's root since the start).
  *
- * The path is never read here: a bad pointer is the kernel's to find
- * (EFAULT), as with the C library's own open.
+ * The path is read only after the kernel opened by it (to tell whether
+ * its spelling keeps it off /proc): a bad pointer is the kernel's to
+ * find (EFAULT), as with the C library's own open.
  *
  * fopen and fopen64 in a read mode make the same open, then hand the
  * descriptor to the C library's fdopen; any other mode goes to the C
@@ -54,6 +57,13 @@
  * one whose work the handler does beyond the kernel's (creating). */
 #define NOT_PLAIN (O_ACCMODE | O_PATH | O_DIRECTORY | O_CREAT | __O_TMPFILE | O_TRUNC)
 #define NEEDS_MODE(f) (((f) & O_CREAT) || ((f) & __O_TMPFILE) == __O_TMPFILE)
+/* An open for reading and writing is made marked when these flags are
+ * O_RDWR alone (no O_PATH, O_DIRECTORY or O_EXCL): the fence checks it
+ * as a read, and an unmarked retry after its EACCES gets the served
+ * answer. Not with O_EXCL: the kernel makes an O_CREAT file before the
+ * fence refuses it, and the retry would find it there (EEXIST); the
+ * filter traps that one marked or not. */
+#define READ_WRITE_MASK (O_ACCMODE | O_PATH | O_DIRECTORY | O_EXCL)
 
 static long syscall5(long nr, long a, long b, long c, long d, long e)
 {
@@ -110,6 +120,44 @@ static int maybe_served(long fd)
         || st.st_dev == __atomic_load_n(&cover_dev, __ATOMIC_RELAXED);
 }
 
+/* Whether `p`, an absolute path resolved with no symlink, cannot reach
+ * /proc (the view's procfs, and the covers mounted beneath it): no "."
+ * or ".." component and a first component other than "proc". Read only
+ * once an open of it succeeded (the kernel found it readable). */
+static int spelled_off_proc(const char *p)
+{
+    if (*p != '/')
+        return 0;
+    for (int first = 1; *p; first = 0) {
+        while (*p == '/')
+            p++;
+        const char *c = p;
+        while (*p && *p != '/')
+            p++;
+        unsigned long n = (unsigned long)(p - c);
+        if (n > 0 && c[0] == '.' && (n == 1 || (n == 2 && c[1] == '.')))
+            return 0;
+        if (first && n == 4 && c[0] == 'p' && c[1] == 'r' && c[2] == 'o' && c[3] == 'c')
+            return 0;
+    }
+    return 1;
+}
+
+/* A plain read made marked by openat2 with RESOLVE_NO_SYMLINKS (0x04),
+ * which the fenced filter passes marked: a descriptor, or the error of a
+ * resolution through no symlink; -ELOOP where a symlink was met or the
+ * call cannot be made so (EINVAL, ENOSYS, E2BIG). */
+static long open_without_symlinks(int dirfd, const char *path, int flags)
+{
+    struct {
+        unsigned long long flags, mode, resolve;
+    } how = {(unsigned)flags, 0, 0x04};
+    long fd = syscall5(437 /* openat2 */, dirfd, (long)path, (long)&how, sizeof how, FAST_READ_MARK);
+    if (fd == -EINVAL || fd == -ENOSYS || fd == -E2BIG)
+        return -ELOOP;
+    return fd;
+}
+
 static int answer(long ret)
 {
     if (ret < 0) {
@@ -122,8 +170,22 @@ static int answer(long ret)
 static int open_at(int dirfd, const char *path, int flags, mode_t mode)
 {
     long fd;
-    if ((flags & NOT_PLAIN) == 0 && learn_devices()) {
-        fd = syscall5(SYS_openat, dirfd, (long)path, flags, 0, FAST_READ_MARK);
+    if ((flags & READ_WRITE_MASK) == O_RDWR && learn_devices()) {
+        /* Reading and writing: the kernel's answer is the one the
+         * supervisor would give (CONTINUE, or its open as the caller),
+         * unless the fence refused it. */
+        fd = syscall5(SYS_openat, dirfd, (long)path, flags, NEEDS_MODE(flags) ? mode : 0,
+                      FAST_READ_MARK);
+        if (fd != -EACCES)
+            return answer(fd);
+    } else if ((flags & NOT_PLAIN) == 0 && learn_devices()) {
+        /* First with no symlink followed: what a path spelled off /proc
+         * opened needs no check (docs/fast-reads.md, "The check"). */
+        fd = open_without_symlinks(dirfd, path, flags);
+        if (fd >= 0 && spelled_off_proc(path))
+            return (int)fd;
+        if (fd == -ELOOP)
+            fd = syscall5(SYS_openat, dirfd, (long)path, flags, 0, FAST_READ_MARK);
         if (fd >= 0 && !maybe_served(fd))
             return (int)fd;
         if (fd >= 0)

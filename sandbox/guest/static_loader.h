@@ -46,9 +46,18 @@
 #define PLAIN_MASK 0x210003 /* O_ACCMODE | O_PATH | O_DIRECTORY */
 #define NEEDS_MODE(f) (((f) & O_CREAT) || ((f) & __O_TMPFILE) == __O_TMPFILE)
 #define NOT_PLAIN (PLAIN_MASK | O_CREAT | __O_TMPFILE | O_TRUNC)
+/* An O_RDWR open is made marked when these flags are O_RDWR alone: the
+ * filter passes a marked one but with O_EXCL (fast_reads.c says why). */
+#define READ_WRITE_MASK (PLAIN_MASK | O_EXCL)
 #define PAGE 4096UL
 #define SIGSYS_BIT (1UL << (SIGSYS - 1))
 #define MAX_PATH 4096
+
+/* openat2 and its resolve flag (linux/openat2.h), for older headers. */
+#define NR_openat2 437
+#ifndef RESOLVE_NO_SYMLINKS
+#define RESOLVE_NO_SYMLINKS 0x04
+#endif
 
 #ifndef SYS_SECCOMP
 #define SYS_SECCOMP 1

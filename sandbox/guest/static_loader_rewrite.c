@@ -71,16 +71,24 @@ static long raw_syscall(const struct saved *s)
     return ret;
 }
 
-/* A rewritten site's call: a plain read open as the handler makes it
- * (marked, then the preload's check), but with no LOADER_MARK in r9: a
- * signal delivered at one of these calls' return starts its handler
- * with these registers, and its calls must still meet the stacked
- * filter. Any other call exactly as the program made it. */
+/* Whether an open with `flags` is one trapped_open makes marked: a
+ * plain read, or O_RDWR without O_EXCL. */
+static int marks(long flags)
+{
+    return (flags & NOT_PLAIN) == 0 || (flags & READ_WRITE_MASK) == O_RDWR;
+}
+
+/* A rewritten site's call: a plain read or O_RDWR open as the handler
+ * makes it (marked, then the preload's check), but with no LOADER_MARK
+ * in r9: a signal delivered at one of these calls' return starts its
+ * handler with these registers, and its calls must still meet the
+ * stacked filter. Any other call exactly as the program made it. */
+
 long __attribute__((used)) rewritten_call(const struct saved *s)
 {
-    if (s->rax == __NR_openat && (s->rdx & NOT_PLAIN) == 0 && s->r8 != FAST_READ_MARK)
+    if (s->rax == __NR_openat && marks((long)s->rdx) && s->r8 != FAST_READ_MARK)
         return trapped_open((long)s->rdi, (long)s->rsi, (long)s->rdx, (long)s->r10, 0);
-    if (s->rax == __NR_open && (s->rsi & NOT_PLAIN) == 0)
+    if (s->rax == __NR_open && marks((long)s->rsi))
         return trapped_open(AT_FDCWD, (long)s->rdi, (long)s->rsi, (long)s->rdx, 0);
     return raw_syscall(s);
 }

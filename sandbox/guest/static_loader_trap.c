@@ -45,14 +45,70 @@ static int names_own_exe(const char *p)
     return n == pid && str_eq(p, "/exe");
 }
 
-/* A plain read open made marked, then the preload's check; `r9` goes
- * with each call (LOADER_MARK from the handler; 0 from a rewritten site,
- * whose unmarked open the stacked filter then traps to the handler). */
+/* Whether `p`, an absolute path resolved with no symlink, cannot reach
+ * /proc (the view's procfs, and the covers mounted beneath it, which a
+ * marked open may meet under /proc/sys): no "." or ".." component and a
+ * first component other than "proc". Read only once an open of it
+ * succeeded (the kernel found it readable). */
+static int spelled_off_proc(const char *p)
+{
+    if (*p != '/')
+        return 0;
+    for (int first = 1; *p; first = 0) {
+        while (*p == '/')
+            p++;
+        const char *c = p;
+        while (*p && *p != '/')
+            p++;
+        ul n = (ul)(p - c);
+        if (n > 0 && c[0] == '.' && (n == 1 || (n == 2 && c[1] == '.')))
+            return 0;
+        if (first && n == 4 && c[0] == 'p' && c[1] == 'r' && c[2] == 'o' && c[3] == 'c')
+            return 0;
+    }
+    return 1;
+}
+
+/* A plain read made marked by openat2 with RESOLVE_NO_SYMLINKS (which
+ * the supervisor's fenced filter passes marked, its answer the kernel's
+ * as a marked openat's): a descriptor, or an error that resolving
+ * through no symlink gave, final but EACCES; -ELOOP where a symlink was
+ * met or the call cannot be made so (EINVAL, ENOSYS, E2BIG): then the
+ * marked openat and the preload's check. */
+static long open_without_symlinks(long dirfd, long path, long flags, long r9)
+{
+    struct {
+        unsigned long long flags, mode, resolve;
+    } how = {(unsigned)flags, 0, RESOLVE_NO_SYMLINKS};
+    long fd = sys6r9(NR_openat2, dirfd, path, (long)&how, sizeof how, (long)FAST_READ_MARK, r9);
+    if (fd == -EINVAL || fd == -ENOSYS || fd == -E2BIG)
+        return -ELOOP;
+    return fd;
+}
+
+/* A plain read open made marked, then the preload's check; an O_RDWR
+ * open without O_EXCL made marked, and again unmarked if the fence
+ * refused it (its answer is otherwise the one the supervisor's CONTINUE
+ * or its open as the caller would give: no check). `r9` goes with each
+ * call (LOADER_MARK from the handler; 0 from a rewritten site, whose
+ * unmarked open the stacked filter then traps to the handler). */
 static long open_plain(long dirfd, long path, long flags, long mode, long r9)
 {
     long fd;
-    if (fast && (flags & NOT_PLAIN) == 0) {
-        fd = sys6r9(__NR_openat, dirfd, path, flags, 0, (long)FAST_READ_MARK, r9);
+    if (fast && (flags & READ_WRITE_MASK) == O_RDWR) {
+        fd = sys6r9(__NR_openat, dirfd, path, flags, NEEDS_MODE(flags) ? mode : 0,
+                    (long)FAST_READ_MARK, r9);
+        if (fd != -EACCES)
+            return fd;
+    } else if (fast && (flags & NOT_PLAIN) == 0) {
+        /* First with no symlink followed: a descriptor that a path
+         * spelled off /proc reached is on neither procfs nor a cover,
+         * and needs no check (docs/fast-reads.md, "The check"). */
+        fd = open_without_symlinks(dirfd, path, flags, r9);
+        if (fd >= 0 && spelled_off_proc((const char *)path))
+            return fd;
+        if (fd == -ELOOP)
+            fd = sys6r9(__NR_openat, dirfd, path, flags, 0, (long)FAST_READ_MARK, r9);
         if (fd >= 0) {
             ul dev = dev_of(fd, r9);
             if (dev != proc_dev && dev != cover_dev && dev != (ul)-1)
@@ -382,41 +438,56 @@ static void on_sigsys(int sig, void *vinfo, void *vctx)
 
 long stack_filter(void)
 {
-    /* The index of each instruction in its comment: TRAP is 27, ALLOW 28. */
+    /* The number first, and every call but the eight below allowed with
+     * no register read: the kernel's seccomp cache then passes each such
+     * number without running any filter (it emulates a filter per number
+     * and caches ALLOW only where no argument is read; an argument read
+     * before the number made every call of the program run both this
+     * filter and the supervisor's). The index of each instruction in its
+     * comment: TRAP is 36, ALLOW 37. */
     struct sock_filter f[] = {
         /* 0 */ LD(offsetof(struct seccomp_data, arch)),
-        /* 1 */ JEQ(AUDIT_ARCH_X86_64, 0, 26),
-        /* 2: the loader's own calls pass */
+        /* 1 */ JEQ(AUDIT_ARCH_X86_64, 0, 35),
+        /* 2 */ LD(offsetof(struct seccomp_data, nr)),
+        /* 3 */ JEQ(__NR_openat, 7, 0),
+        /* 4 */ JEQ(__NR_open, 6, 0),
+        /* 5 */ JEQ(__NR_rt_sigaction, 5, 0),
+        /* 6 */ JEQ(__NR_execve, 4, 0),
+        /* 7 */ JEQ(__NR_execveat, 3, 0),
+        /* 8 */ JEQ(__NR_readlink, 2, 0),
+        /* 9 */ JEQ(__NR_readlinkat, 1, 0),
+        /* 10 */ JEQ(__NR_rt_sigprocmask, 0, 26),
+        /* 11: the loader's own calls pass */
         LD(ARG_LO(5)),
-        /* 3 */ JEQ((unsigned)LOADER_MARK, 0, 2),
-        /* 4 */ LD(ARG_HI(5)),
-        /* 5 */ JEQ((unsigned)(LOADER_MARK >> 32), 22, 0),
-        /* 6 */ LD(offsetof(struct seccomp_data, nr)),
-        /* 7 */ JEQ(__NR_openat, 7, 0),
-        /* 8 */ JEQ(__NR_open, 12, 0),
-        /* 9 */ JEQ(__NR_rt_sigaction, 17, 0),
-        /* 10 */ JEQ(__NR_execve, 16, 0),
-        /* 11 */ JEQ(__NR_execveat, 15, 0),
-        /* 12 */ JEQ(__NR_readlink, 14, 0),
-        /* 13 */ JEQ(__NR_readlinkat, 13, 0),
-        /* 14 */ JEQ(__NR_rt_sigprocmask, 8, 13),
-        /* 15: openat, a plain read without the fast-read mark */
+        /* 12 */ JEQ((unsigned)LOADER_MARK, 0, 2),
+        /* 13 */ LD(ARG_HI(5)),
+        /* 14 */ JEQ((unsigned)(LOADER_MARK >> 32), 22, 0),
+        /* 15 */ LD(offsetof(struct seccomp_data, nr)),
+        /* 16 */ JEQ(__NR_openat, 7, 0),
+        /* 17 */ JEQ(__NR_open, 12, 0),
+        /* 18 */ JEQ(__NR_rt_sigaction, 17, 0),
+        /* 19 */ JEQ(__NR_execve, 16, 0),
+        /* 20 */ JEQ(__NR_execveat, 15, 0),
+        /* 21 */ JEQ(__NR_readlink, 14, 0),
+        /* 22 */ JEQ(__NR_readlinkat, 13, 0),
+        /* 23 */ JEQ(__NR_rt_sigprocmask, 8, 13),
+        /* 24: openat, a plain read without the fast-read mark */
         LD(ARG_LO(2)),
-        /* 16 */ BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, PLAIN_MASK, 11, 0),
-        /* 17 */ LD(ARG_LO(4)),
-        /* 18 */ JEQ((unsigned)FAST_READ_MARK, 0, 8),
-        /* 19 */ LD(ARG_HI(4)),
-        /* 20 */ JEQ((unsigned)(FAST_READ_MARK >> 32), 7, 6),
-        /* 21: open, a plain read */
+        /* 25 */ BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, PLAIN_MASK, 11, 0),
+        /* 26 */ LD(ARG_LO(4)),
+        /* 27 */ JEQ((unsigned)FAST_READ_MARK, 0, 8),
+        /* 28 */ LD(ARG_HI(4)),
+        /* 29 */ JEQ((unsigned)(FAST_READ_MARK >> 32), 7, 6),
+        /* 30: open, a plain read */
         LD(ARG_LO(1)),
-        /* 22 */ BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, PLAIN_MASK, 5, 4),
-        /* 23: rt_sigprocmask with a set (a query passes) */
+        /* 31 */ BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, PLAIN_MASK, 5, 4),
+        /* 32: rt_sigprocmask with a set (a query passes) */
         LD(ARG_LO(1)),
-        /* 24 */ JEQ(0, 0, 2),
-        /* 25 */ LD(ARG_HI(1)),
-        /* 26 */ JEQ(0, 1, 0),
-        /* 27 */ RET(SECCOMP_RET_TRAP | TRAP_DATA),
-        /* 28 */ RET(SECCOMP_RET_ALLOW),
+        /* 33 */ JEQ(0, 0, 2),
+        /* 34 */ LD(ARG_HI(1)),
+        /* 35 */ JEQ(0, 1, 0),
+        /* 36 */ RET(SECCOMP_RET_TRAP | TRAP_DATA),
+        /* 37 */ RET(SECCOMP_RET_ALLOW),
     };
     struct sock_fprog prog = {sizeof f / sizeof f[0], f};
     sys2(__NR_prctl, PR_SET_NO_NEW_PRIVS, 1);

@@ -283,6 +283,94 @@ print(sorted(os.listdir(d)))
     );
 }
 
+/// `O_RDWR` opens, creating or not, a few exclusive ones among them:
+/// what each one answers, with the directory's name left out.
+const READ_WRITE_OPENS: &str = r#"
+import os, sys
+base = sys.argv[1]
+os.makedirs(base, exist_ok=True)
+for i in range(200):
+    fd = os.open(f'{base}/f{i % 10}', os.O_RDWR | os.O_CREAT, 0o640)
+    os.write(fd, b'x')
+    os.close(fd)
+fd = os.open(f'{base}/f3', os.O_RDWR | os.O_TRUNC)
+os.write(fd, b'truncated')
+os.close(fd)
+for name in ('f0', 'f3'):
+    fd = os.open(f'{base}/{name}', os.O_RDWR)
+    print(name, os.read(fd, 100), oct(os.fstat(fd).st_mode))
+    os.close(fd)
+try:
+    os.open(f'{base}/f0', os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
+except OSError as e:
+    print('exclusive existing', e.errno)
+fd = os.open(f'{base}/new', os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
+print('exclusive new', oct(os.fstat(fd).st_mode))
+try:
+    os.open(f'{base}/missing/x', os.O_RDWR | os.O_CREAT, 0o600)
+except OSError as e:
+    print('missing parent', e.errno)
+print(sorted(os.listdir(base)))
+"#;
+
+/// The `openat` calls the supervisor served for [`READ_WRITE_OPENS`] in
+/// `dir` (made by the script), and its output, under `extra` flags.
+fn serviced_read_write_opens(dir: &str, extra: &[&str]) -> (Out, u64) {
+    let rep = tempfile::NamedTempFile::new().expect("report file");
+    let rep_s = rep.path().display().to_string();
+    let mut sup = vec!["--report", rep_s.as_str()];
+    sup.extend_from_slice(extra);
+    let out = Run::new(&["/usr/bin/python3", "-c", READ_WRITE_OPENS, dir])
+        .sup(&sup)
+        .supervised()
+        .ok("supervised");
+    let r = read_report(rep.path());
+    (
+        out,
+        r["syscalls"]["serviced"]["openat"].as_u64().unwrap_or(0),
+    )
+}
+
+/// `O_RDWR` opens without `O_EXCL` pass the filter marked by the preload
+/// (sqlite opens its journal so at every commit), answering as natively;
+/// where the fence refuses one (a directory made at the view's root since
+/// the start) the preload makes it again unmarked and the supervisor
+/// serves it, with the same answers. Under `--trace` each is trapped.
+#[test]
+fn read_write_opens_pass_the_filter() {
+    if landlock_abi() < 1 {
+        skip!("no Landlock: no fence, so no fast reads");
+    }
+    let scratch = tree("rdwr");
+    let native = Run::new(&[
+        "/usr/bin/python3",
+        "-c",
+        READ_WRITE_OPENS,
+        &scratch.path().join("native").display().to_string(),
+    ])
+    .native()
+    .ok("native");
+    assert!(
+        native.stdout.contains("f3 b'truncated' 0o100640\n"),
+        "{}",
+        native.dump()
+    );
+    let (out, fast) = serviced_read_write_opens("/tmp/rdwr", &[]);
+    assert_eq!(out.stdout, native.stdout, "{}", out.dump());
+    let (at_root, served) = serviced_read_write_opens("/rdwr-made-at-the-root", &[]);
+    assert_eq!(at_root.stdout, native.stdout, "{}", at_root.dump());
+    let trace = tempfile::NamedTempFile::new().expect("trace file");
+    let flag = format!("--trace={}", trace.path().display());
+    let (traced_out, traced) = serviced_read_write_opens("/tmp/rdwr", &[&flag]);
+    assert_eq!(traced_out.stdout, native.stdout, "{}", traced_out.dump());
+    assert!(fast < 50, "{fast} opens served with fast reads");
+    assert!(
+        served >= 200,
+        "{served} opens served beneath a name made at the root"
+    );
+    assert!(traced >= 200, "{traced} opens served under --trace");
+}
+
 /// A `--rootfs` tree without a dynamic loader (static programs only)
 /// gets no preload list in its /etc, only the static loader
 /// (`tests/fs/mounts.rs` lists /etc, `static_reads.rs` runs its programs;

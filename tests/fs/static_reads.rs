@@ -370,3 +370,59 @@ fn a_static_tree_starts_its_programs_through_the_loader() {
         );
     }
 }
+
+/// A static program's served /proc files however a path reaches them
+/// (busybox-static, through the loader, its sites rewritten): absolute,
+/// through a symlink of the guest's onto a cover under /proc/sys or into
+/// procfs, by `..`, with a doubled slash, relative to a /proc directory.
+/// The loader passes without a check only what an `openat2` with no
+/// symlink opened by a path spelled off /proc (docs/fast-reads.md, "The
+/// check"); each spelling here must read the served file: file-nr's three
+/// numbers (its cover is empty) and the `--memory` limit's meminfo.
+const STATIC_PROC_PATHS: &str = r#"
+B=/bin/busybox
+$B ln -s /proc/sys/fs/file-nr /tmp/fnr
+$B ln -s /proc/meminfo /tmp/mi
+$B ln -s /proc /tmp/p
+for p in /proc/sys/fs/file-nr /tmp/fnr /tmp/p/sys/fs/file-nr /usr/../proc/sys/fs/file-nr //proc/sys/fs/file-nr /./proc/sys/fs/file-nr; do
+  echo "$p $($B cat $p | $B wc -w)"
+done
+for p in /proc/meminfo /tmp/mi /tmp/p/meminfo /usr/../proc/meminfo; do
+  echo "$p $($B head -n 1 $p | $B tr -s ' ')"
+done
+cd /proc/sys/fs && echo "relative $($B cat file-nr | $B wc -w)"
+cd /proc && echo "relative $($B head -n 1 meminfo | $B tr -s ' ')"
+"#;
+
+#[test]
+fn a_static_programs_served_proc_files_however_reached() {
+    use common::oci::have_busybox;
+    if !have_busybox() {
+        skip!("no busybox-static at /bin/busybox (apt-get install busybox-static)");
+    }
+    let out = Run::new(&["/bin/busybox", "sh", "-c", STATIC_PROC_PATHS])
+        .sup(&["--memory", "300m"])
+        .supervised()
+        .ok("supervised");
+    let mut want = String::new();
+    for p in [
+        "/proc/sys/fs/file-nr",
+        "/tmp/fnr",
+        "/tmp/p/sys/fs/file-nr",
+        "/usr/../proc/sys/fs/file-nr",
+        "//proc/sys/fs/file-nr",
+        "/./proc/sys/fs/file-nr",
+    ] {
+        want += &format!("{p} 3\n");
+    }
+    for p in [
+        "/proc/meminfo",
+        "/tmp/mi",
+        "/tmp/p/meminfo",
+        "/usr/../proc/meminfo",
+    ] {
+        want += &format!("{p} MemTotal: 307200 kB\n");
+    }
+    want += "relative 3\nrelative MemTotal: 307200 kB\n";
+    assert_eq!(out.stdout, want, "{}", out.dump());
+}

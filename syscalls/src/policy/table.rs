@@ -24,9 +24,9 @@ use super::Rule;
 use crate::handlers::calls;
 use conds::{
     CLONE_WITHOUT_NS, CMSG_CLOEXEC_ARG2, DEVICE_ARG1, DEVICE_ARG2, FCNTL_KNOWN, IOCTL_SAFE,
-    MADVISE_KNOWN, NOSIGNAL_ARG2, NULL_ARG1, NULL_ARG4, NULL_ARG4_DATA_ARG2, OPEN_READS_ARG1,
-    OPEN_READS_ARG2, OPEN_READS_UNMARKED_ARG2, OPEN_READ_WRITE_ARG2, PERSONALITY_KNOWN,
-    PRCTL_KNOWN, REMOVEDIR_ARG2, REWIND, UNIX_SOCKET,
+    MADVISE_KNOWN, NOSIGNAL_ARG2, NULL_ARG1, NULL_ARG4, NULL_ARG4_DATA_ARG2, OPENAT2_UNMARKED,
+    OPEN_READS_ARG1, OPEN_READS_ARG2, OPEN_READS_UNMARKED_ARG2, OPEN_READ_WRITE_EXCL_ARG2,
+    PERSONALITY_KNOWN, PRCTL_KNOWN, REMOVEDIR_ARG2, REWIND, UNIX_SOCKET,
 };
 pub use conds::{FAST_READ_MARK, NS_CLONE_FLAGS};
 pub use entry::Entry;
@@ -43,6 +43,7 @@ mod entry;
 pub fn rule_without_fast_reads(nr: S) -> Rule {
     match nr {
         S::openat => Rule::ServiceIf(OPEN_READS_ARG2),
+        S::openat2 => Rule::Service,
         _ => rule_for(nr),
     }
 }
@@ -66,18 +67,23 @@ pub fn entry(nr: S) -> Entry {
         // as a read, which fails directly in the root and beneath names
         // made there since the start, where the handler opens it as the
         // caller instead (`procfs/fence.rs`); elsewhere it CONTINUEs.
-        // creat always writes. openat2's flags are in memory: serviced.
-        // A plain read marked as a fast read passes too: the guest's
-        // preload marks it and serves itself a file of procfs or the
-        // covers again unmarked; only a fenced guest gets this rule
+        // creat always writes. openat2's flags are in memory: serviced
+        // unless marked (a marked one can do nothing a marked openat
+        // cannot: its resolve flags only narrow the lookup).
+        // A plain read or an O_RDWR open marked as a fast read passes
+        // too: the guest's preload and static loader mark them, and make
+        // the call again unmarked where the fence refused it (EACCES) or,
+        // for a plain read, answered with a file of procfs or the covers;
+        // an O_RDWR | O_EXCL open stays trapped, marked or not (its file
+        // would exist by the retry). Only a fenced guest gets this rule
         // ([`rule_without_fast_reads`]).
         S::open => serve_if(OPEN_READS_ARG1, calls::open),
         S::openat => serve_if_either(
-            &[OPEN_READS_UNMARKED_ARG2, OPEN_READ_WRITE_ARG2],
+            &[OPEN_READS_UNMARKED_ARG2, OPEN_READ_WRITE_EXCL_ARG2],
             calls::openat,
         ),
         S::creat => PASS,
-        S::openat2 => serve(calls::openat2),
+        S::openat2 => serve_if(OPENAT2_UNMARKED, calls::openat2),
         // Path stats pass: `stat(path)` tells the guest nothing that
         // `open(path, O_PATH)` (which passes, above) and `fstat` (which
         // passes) do not, and the kernel answers it in the guest's own

@@ -4,8 +4,10 @@
 //! decision the policy table gives for its number and arguments. Where a
 //! call is made from (the preload, a trampoline, any other address) never
 //! enters the decision, and a forged mark buys nothing but what the mark
-//! is for: a plain read open passing the fenced filter
-//! (docs/fast-reads.md says why that gives nothing away).
+//! is for: a plain read open, or an `O_RDWR` one without `O_EXCL`, or an
+//! openat2 (whose flags are in memory, and whose resolve flags only narrow
+//! its lookup) passing the fenced filter (docs/fast-reads.md says why that
+//! gives nothing away).
 
 use proptest::prelude::*;
 
@@ -69,6 +71,10 @@ fn register() -> impl Strategy<Value = u64> {
             0u64,
             libc::O_CLOEXEC as u64,
             libc::O_RDWR as u64,
+            (libc::O_RDWR | libc::O_CREAT) as u64,
+            (libc::O_RDWR | libc::O_CREAT | libc::O_EXCL) as u64,
+            (libc::O_RDWR | libc::O_EXCL) as u64,
+            (libc::O_RDWR | libc::O_TRUNC | libc::O_CLOEXEC) as u64,
             libc::O_WRONLY as u64,
             libc::O_PATH as u64,
             libc::O_DIRECTORY as u64,
@@ -132,9 +138,10 @@ proptest! {
     }
 
     /// With the mark forged into any register of any call, the fenced
-    /// filter decides as the unfenced one (every plain read trapped),
-    /// except for a plain read openat marked in r8, which it passes: the
-    /// mark buys that one call and nothing else.
+    /// filter decides as the unfenced one (every plain read and `O_RDWR`
+    /// open trapped), except for a plain read openat marked in r8, or an
+    /// `O_RDWR` one without `O_EXCL`, or an openat2 marked in r8, which it
+    /// passes: the mark buys those calls and nothing else.
     #[test]
     fn a_forged_mark_buys_only_a_fenced_plain_read(
         nr in number(),
@@ -147,9 +154,13 @@ proptest! {
         let [(fenced, _), (unfenced, _)] = filters();
         for a in [args, marked] {
             let eval = |prog: &[Insn]| evaluate_at(prog, AUDIT_ARCH_X86_64, nr, ip, a);
-            let plain_read = nr == Sysno::openat.id() as u32
-                && a[2] as u32 & OPEN_NEVER_SERVED == 0;
-            if plain_read && a[4] == FAST_READ_MARK {
+            let openat = nr == Sysno::openat.id() as u32;
+            let plain_read = openat && a[2] as u32 & OPEN_NEVER_SERVED == 0;
+            let excl = libc::O_EXCL as u32;
+            let read_write = openat
+                && a[2] as u32 & (OPEN_NEVER_SERVED | excl) == libc::O_RDWR as u32;
+            let openat2 = nr == Sysno::openat2.id() as u32;
+            if (plain_read || read_write || openat2) && a[4] == FAST_READ_MARK {
                 prop_assert_eq!(eval(&fenced), SECCOMP_RET_ALLOW);
                 prop_assert_eq!(eval(&unfenced), SECCOMP_RET_USER_NOTIF);
             } else {

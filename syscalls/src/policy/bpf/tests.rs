@@ -291,4 +291,65 @@ fn marked_read_opens_pass_only_in_the_fenced_filter() {
     }
 }
 
+#[test]
+fn marked_read_write_opens_pass_only_in_the_fenced_filter_and_never_exclusive() {
+    use crate::policy::FAST_READ_MARK;
+    let openat = Sysno::openat.id() as u32;
+    let unfenced = compile_without_fast_reads();
+    let eval = |prog: &[Insn], args| evaluate(prog, AUDIT_ARCH_X86_64, openat, args);
+    let (rdwr, creat, excl) = (
+        libc::O_RDWR as u64,
+        libc::O_CREAT as u64,
+        libc::O_EXCL as u64,
+    );
+    for flags in [rdwr, rdwr | creat, rdwr | creat | libc::O_TRUNC as u64] {
+        let marked = [AT_FDCWD, 0x1000, flags, 0o644, FAST_READ_MARK, 0];
+        assert_eq!(run(openat, marked), SECCOMP_RET_ALLOW, "{flags:#o}");
+        assert_eq!(eval(&unfenced, marked), SECCOMP_RET_USER_NOTIF);
+        let unmarked = [AT_FDCWD, 0x1000, flags, 0o644, 0, 0];
+        assert_eq!(run(openat, unmarked), SECCOMP_RET_USER_NOTIF, "{flags:#o}");
+        let half = [
+            AT_FDCWD,
+            0x1000,
+            flags,
+            0o644,
+            FAST_READ_MARK as u32 as u64,
+            0,
+        ];
+        assert_eq!(run(openat, half), SECCOMP_RET_USER_NOTIF, "{flags:#o}");
+    }
+    // O_EXCL: trapped, marked or not, in both filters.
+    for flags in [rdwr | excl, rdwr | creat | excl] {
+        for r8 in [0, FAST_READ_MARK] {
+            let args = [AT_FDCWD, 0x1000, flags, 0o644, r8, 0];
+            for prog in [compile(), unfenced.clone()] {
+                assert_eq!(eval(&prog, args), SECCOMP_RET_USER_NOTIF, "{flags:#o}");
+            }
+        }
+    }
+}
+
+#[test]
+fn marked_openat2_passes_only_in_the_fenced_filter() {
+    use crate::policy::FAST_READ_MARK;
+    let openat2 = Sysno::openat2.id() as u32;
+    let unfenced = compile_without_fast_reads();
+    let marked = [AT_FDCWD, 0x1000, 0x2000, 24, FAST_READ_MARK, 0];
+    assert_eq!(run(openat2, marked), SECCOMP_RET_ALLOW);
+    assert_eq!(
+        evaluate(&unfenced, AUDIT_ARCH_X86_64, openat2, marked),
+        SECCOMP_RET_USER_NOTIF
+    );
+    for r8 in [
+        0,
+        FAST_READ_MARK as u32 as u64,
+        FAST_READ_MARK & !0xffff_ffff,
+    ] {
+        let args = [AT_FDCWD, 0x1000, 0x2000, 24, r8, 0];
+        assert_eq!(run(openat2, args), SECCOMP_RET_USER_NOTIF, "r8 {r8:#x}");
+    }
+    let elsewhere = [AT_FDCWD, 0x1000, 0x2000, FAST_READ_MARK, 0, FAST_READ_MARK];
+    assert_eq!(run(openat2, elsewhere), SECCOMP_RET_USER_NOTIF);
+}
+
 const AT_FDCWD: u64 = libc::AT_FDCWD as u32 as u64;

@@ -112,17 +112,8 @@ pub(super) const NULL_ARG4_DATA_ARG2: &[Cond] = &[
 /// ADDFD cannot install it), write access (`O_WRONLY`, `O_RDWR` or the
 /// ioctl-only mode 3) and `O_DIRECTORY` (no served file is a directory).
 /// Such an open is the guest's own, with its own credentials; only the
-/// fence may keep the kernel from doing it ([`OPEN_READ_WRITE`]).
+/// fence may keep the kernel from doing it ([`OPEN_READS_UNMARKED_ARG2`]).
 pub const OPEN_NEVER_SERVED: u32 = (libc::O_PATH | libc::O_ACCMODE | libc::O_DIRECTORY) as u32;
-/// Open flags that ask for reading and writing a file (`O_RDWR`, no
-/// `O_PATH`, no `O_DIRECTORY`): the one open besides a plain read that
-/// the kernel checks against the guest's Landlock domain
-/// (`LANDLOCK_ACCESS_FS_READ_FILE`), which grants nothing directly in
-/// the root or beneath a top-level name made since the start
-/// (`procfs/fence.rs`). Trapped, so that the handler may serve such an
-/// open there; everywhere else it CONTINUEs. (`O_RDWR | O_DIRECTORY`
-/// never opens a file: ENOTDIR or EISDIR.)
-const OPEN_READ_WRITE: Op = Op::MaskedIn(OPEN_NEVER_SERVED, &[libc::O_RDWR as u32]);
 /// open's flags (arg 1) ask for a plain read, or for reading and
 /// writing: serviced.
 pub(super) const OPEN_READS_ARG1: &[Cond] = &[Cond {
@@ -135,31 +126,60 @@ pub(super) const OPEN_READS_ARG2: &[Cond] = &[Cond {
     arg: 2,
     op: Op::MaskedIn(OPEN_NEVER_SERVED, &[0, libc::O_RDWR as u32]),
 }];
-/// openat's flags (arg 2) ask for reading and writing, marked or not
-/// (the mark is for plain reads alone): serviced.
-pub(super) const OPEN_READ_WRITE_ARG2: &[Cond] = &[Cond {
-    arg: 2,
-    op: OPEN_READ_WRITE,
-}];
 /// The mark of a fast read: openat's fifth register (r8), which the
 /// kernel ignores, holds this value when the guest's preload
-/// (`sandbox/guest/fast_reads.c`) makes the call. Any guest code may
-/// set it; what passes is what a guest racing the open handler's lookup
-/// reaches anyway, and the guest's Landlock domain keeps such an open
-/// off the kernel's procfs (docs/fast-reads.md).
+/// (`sandbox/guest/fast_reads.c`) or static loader makes the call. Any
+/// guest code may set it; what passes is what a guest racing the open
+/// handler's lookup reaches anyway, and the guest's Landlock domain keeps
+/// such an open off the kernel's procfs (docs/fast-reads.md).
 pub const FAST_READ_MARK: u64 = 0xa5c3_9e4f_17b2_d860;
-/// openat's flags ask for a plain read and the call is not marked as a
-/// fast read: serviced.
+/// openat's flags (arg 2) ask for a plain read, or for reading and
+/// writing a file (`O_RDWR`, no `O_PATH`, no `O_DIRECTORY`), and the call
+/// is not marked as a fast read: serviced. A plain read may be answered
+/// with a served /proc file; an `O_RDWR` open is the one open besides it
+/// that the kernel checks against the guest's Landlock domain
+/// (`LANDLOCK_ACCESS_FS_READ_FILE`), which grants nothing directly in the
+/// root or beneath a top-level name made since the start
+/// (`procfs/fence.rs`), where the handler serves it as the caller;
+/// everywhere else it CONTINUEs. Marked, either passes: the preload and
+/// the loader make the call again unmarked where the kernel refused it
+/// (EACCES) or, for a plain read, answered with a file of procfs or the
+/// covers. (`O_RDWR | O_DIRECTORY` never opens a file: ENOTDIR or EISDIR.)
 pub(super) const OPEN_READS_UNMARKED_ARG2: &[Cond] = &[
     Cond {
         arg: 2,
-        op: Op::MaskClear(OPEN_NEVER_SERVED),
+        op: Op::MaskedIn(OPEN_NEVER_SERVED, &[0, libc::O_RDWR as u32]),
     },
     Cond {
         arg: 4,
         op: Op::Not64(FAST_READ_MARK),
     },
 ];
+/// openat2 is not marked as a fast read (in r8, which the kernel ignores
+/// for its four arguments): serviced. Its flags are in memory, out of the
+/// filter's sight, but a marked one gives nothing a marked openat does
+/// not: its flags are openat's (the fenced filter passes every openat
+/// but an unmarked plain read or read-write open and an `O_RDWR | O_EXCL`
+/// one, which is trapped only so that the mark's EACCES retry stays
+/// right), and its `RESOLVE_*` flags only narrow the resolution. The
+/// static loader makes a plain read so, with `RESOLVE_NO_SYMLINKS`,
+/// where the path's spelling cannot reach /proc (docs/fast-reads.md).
+pub(super) const OPENAT2_UNMARKED: &[Cond] = &[Cond {
+    arg: 4,
+    op: Op::Not64(FAST_READ_MARK),
+}];
+/// openat's flags (arg 2) ask for reading and writing a file with
+/// `O_EXCL`, marked or not: serviced. The mark buys no exclusive open:
+/// the kernel makes an `O_CREAT | O_EXCL` file before the Landlock
+/// domain refuses to open it, and an unmarked retry would then fail with
+/// EEXIST.
+pub(super) const OPEN_READ_WRITE_EXCL_ARG2: &[Cond] = &[Cond {
+    arg: 2,
+    op: Op::MaskedIn(
+        OPEN_NEVER_SERVED | libc::O_EXCL as u32,
+        &[(libc::O_RDWR | libc::O_EXCL) as u32],
+    ),
+}];
 /// A mode whose type is a character or block device: the only file types
 /// with `S_IFCHR` (0o020000) set and `S_IFREG` (0o100000) and `S_IFIFO`
 /// (0o010000) clear (a symlink's type has `S_IFREG`, no valid type but
