@@ -58,6 +58,12 @@ const O_PATH_FLAGS: u64 =
 const OPEN_HOW_SIZE_VER0: u64 = 24;
 const PAGE_SIZE: u64 = 4096;
 
+/// The flags a served read may carry and still skip the open of the file
+/// it found (a synthetic text of the sandbox's own figures): an open of a
+/// readable procfs file with these alone cannot fail.
+const UNOPENED_FLAGS: i32 =
+    libc::O_NONBLOCK | libc::O_LARGEFILE | libc::O_NOCTTY | libc::O_NOFOLLOW;
+
 fn will_create(flags: u64) -> bool {
     flags & (O_CREAT | O_TMPFILE_BIT) != 0
 }
@@ -234,10 +240,11 @@ fn open_common(
         Some(found) if is_regular(&found.probe.st) => {
             // A text of the sandbox's own figures needs no open of the
             // file found when the open could not fail on it: readable by
-            // all, no `O_NOATIME` (the owner's or CAP_FOWNER's alone).
+            // all, and no flag but those procfs takes from anyone
+            // (`O_NOATIME` is the owner's alone, `O_DIRECT` EINVAL there).
             let unopened = found
                 .synthetic
-                .filter(|_| readable_by_all(&found.probe.st) && flags & libc::O_NOATIME == 0)
+                .filter(|_| readable_by_all(&found.probe.st) && flags & !UNOPENED_FLAGS == 0)
                 .and_then(|kind| procfs::synthetic_unopened(&ctx.proc(), kind, flags));
             if let Some(served) = unopened {
                 return served.map(|fd| Reply::InstallFd { fd, cloexec });
