@@ -21,17 +21,20 @@ use std::process::Command;
 
 const SOURCE: &str = "guest/fast_reads.c";
 /// The static loader's sources; the first names it in messages.
-const LOADER_SOURCES: [&str; 6] = [
+const LOADER_SOURCES: [&str; 7] = [
     "guest/static_loader.c",
     "guest/static_loader_trap.c",
     "guest/static_loader_mm.c",
     "guest/static_loader_rewrite.c",
     "guest/static_loader_sites.c",
     "guest/static_loader.h",
+    "guest/spelled_off_proc.h",
 ];
 
 fn main() {
     println!("cargo:rerun-if-changed={SOURCE}");
+    // The preload includes the header it shares with the loader.
+    println!("cargo:rerun-if-changed=guest/spelled_off_proc.h");
     for source in LOADER_SOURCES {
         println!("cargo:rerun-if-changed={source}");
     }

@@ -47,6 +47,8 @@
 #include <sys/syscall.h>
 #include <sys/types.h>
 
+#include "spelled_off_proc.h"
+
 /* Must equal sandbox_syscalls::policy::FAST_READ_MARK (a unit test in
  * sandbox/src/launch/fast_reads.rs compares them). */
 #define FAST_READ_MARK 0xa5c39e4f17b2d860UL
@@ -120,28 +122,6 @@ static int maybe_served(long fd)
         || st.st_dev == __atomic_load_n(&cover_dev, __ATOMIC_RELAXED);
 }
 
-/* Whether `p`, an absolute path resolved with no symlink, cannot reach
- * /proc (the view's procfs, and the covers mounted beneath it): no "."
- * or ".." component and a first component other than "proc". Read only
- * once an open of it succeeded (the kernel found it readable). */
-static int spelled_off_proc(const char *p)
-{
-    if (*p != '/')
-        return 0;
-    for (int first = 1; *p; first = 0) {
-        while (*p == '/')
-            p++;
-        const char *c = p;
-        while (*p && *p != '/')
-            p++;
-        unsigned long n = (unsigned long)(p - c);
-        if (n > 0 && c[0] == '.' && (n == 1 || (n == 2 && c[1] == '.')))
-            return 0;
-        if (first && n == 4 && c[0] == 'p' && c[1] == 'r' && c[2] == 'o' && c[3] == 'c')
-            return 0;
-    }
-    return 1;
-}
 
 /* A plain read made marked by openat2 with RESOLVE_NO_SYMLINKS (0x04),
  * which the fenced filter passes marked: a descriptor, or the error of a

@@ -6,6 +6,7 @@
  * with no state but the stack and what the start learned.
  */
 #include "static_loader.h"
+#include "spelled_off_proc.h"
 
 /* ---- state, in the loader's own image (it stays mapped) ---- */
 
@@ -43,30 +44,6 @@ static int names_own_exe(const char *p)
     while (*p >= '0' && *p <= '9')
         n = n * 10 + (*p++ - '0');
     return n == pid && str_eq(p, "/exe");
-}
-
-/* Whether `p`, an absolute path resolved with no symlink, cannot reach
- * /proc (the view's procfs, and the covers mounted beneath it, which a
- * marked open may meet under /proc/sys): no "." or ".." component and a
- * first component other than "proc". Read only once an open of it
- * succeeded (the kernel found it readable). */
-static int spelled_off_proc(const char *p)
-{
-    if (*p != '/')
-        return 0;
-    for (int first = 1; *p; first = 0) {
-        while (*p == '/')
-            p++;
-        const char *c = p;
-        while (*p && *p != '/')
-            p++;
-        ul n = (ul)(p - c);
-        if (n > 0 && c[0] == '.' && (n == 1 || (n == 2 && c[1] == '.')))
-            return 0;
-        if (first && n == 4 && c[0] == 'p' && c[1] == 'r' && c[2] == 'o' && c[3] == 'c')
-            return 0;
-    }
-    return 1;
 }
 
 /* A plain read made marked by openat2 with RESOLVE_NO_SYMLINKS (which
