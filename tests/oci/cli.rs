@@ -116,6 +116,19 @@ macro_rules! need_busybox {
     };
 }
 
+/// Waits until `path` holds `text` (at most 30 s).
+fn wait_for_text(path: &Path, text: &str) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while fs::read_to_string(path).unwrap_or_default() != text {
+        assert!(
+            Instant::now() < deadline,
+            "{} never said {text:?}",
+            path.display()
+        );
+        thread::sleep(Duration::from_millis(20));
+    }
+}
+
 mod config;
 mod dev_shm;
 mod exec;

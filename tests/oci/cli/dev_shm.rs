@@ -72,19 +72,6 @@ fn kernel_idmaps_tmpfs() -> bool {
     (major, minor) >= (6, 3)
 }
 
-/// Waits until `path` holds `text` (at most 30 s).
-fn wait_for_text(path: &Path, text: &str) {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while fs::read_to_string(path).unwrap_or_default() != text {
-        assert!(
-            Instant::now() < deadline,
-            "{} never said {text:?}",
-            path.display()
-        );
-        thread::sleep(Duration::from_millis(20));
-    }
-}
-
 #[test]
 fn containers_binding_one_shm_source_share_posix_shared_memory() {
     need_busybox!();

@@ -39,19 +39,6 @@ fn pod_bundle(dir: &Path, script: &str, hostname: &str, join: Option<i32>) {
 /// and the SysV objects under key 4242.
 const READER: &str = "hostname; cat /etc/hostname; /probe/pod_probe.static ipc-read 4242";
 
-/// Waits until `path` holds `text` (at most 30 s).
-fn wait_for_text(path: &Path, text: &str) {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while fs::read_to_string(path).unwrap_or_default() != text {
-        assert!(
-            Instant::now() < deadline,
-            "{} never said {text:?}",
-            path.display()
-        );
-        thread::sleep(Duration::from_millis(20));
-    }
-}
-
 #[test]
 fn a_container_joins_another_containers_ipc_and_uts_namespaces() {
     need_busybox!();
