@@ -33,6 +33,7 @@ pub(crate) mod bind;
 mod channel;
 mod config;
 mod dev_view;
+pub mod engine_overlay;
 mod etc;
 mod exec;
 mod exec_request;

@@ -100,7 +100,7 @@ pub fn supervisor_start(path: &str) -> u32 {
 }
 
 /// The `Uid:` and `Gid:` fields of `/proc/PID/status`, read from the host.
-fn host_ids_of(pid: i32) -> Vec<u32> {
+pub fn host_ids_of(pid: i32) -> Vec<u32> {
     let status = fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
     status
         .lines()
