@@ -29,17 +29,21 @@
 
 use std::ffi::CString;
 use std::fs;
+use std::io::Read;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path, PathBuf};
 
 use nix::mount::{mount, umount2, MntFlags, MsFlags};
 use nix::sched::{unshare, CloneFlags};
+use nix::sys::wait::{waitpid, WaitStatus};
+use nix::unistd::{pipe, write};
 
 use super::bind::open_source;
 use crate::sys::caps;
 use crate::sys::mount_tree::{attach, clone_mount_of, set_idmap};
 use crate::sys::new_mount::mount_new;
+use crate::sys::process::{clone_process, exit_now, Forked};
 use crate::sys::thread_ids::{set_fsgid, set_fsuid};
 
 /// The layers and options of an engine's overlayfs mount.
@@ -131,12 +135,66 @@ impl EngineOverlay {
             attrs |= libc::MOUNT_ATTR_RDONLY;
         }
         let options = self.options.clone();
+        // The thread's change of its filesystem ids makes the whole
+        // process non-dumpable (the kernel marks the shared mm on any
+        // fsuid change): put back what it was, or the processes forked
+        // from this one (the socket factory) inherit it, and the
+        // supervisor may no longer copy their descriptors (pidfd_getfd:
+        // EPERM, every guest socket() ENOBUFS).
+        let dumpable = nix::sys::prctl::get_dumpable().unwrap_or(false);
         // A thread of our own: its private mount namespace goes with it.
-        std::thread::scope(|s| {
+        let made = std::thread::scope(|s| {
             s.spawn(|| in_private_namespace(&lowers, upper.as_ref(), &options, attrs, creator))
                 .join()
                 .unwrap_or_else(|_| Err("the overlay's thread panicked".into()))
-        })
+        });
+        if dumpable {
+            nix::sys::prctl::set_dumpable(true)
+                .map_err(|e| format!("dumpable again: {}", e.desc()))?;
+        }
+        made
+    }
+
+    /// Makes, in a child process, the overlay [`mount_shifted`] would
+    /// make for a container whose ids are `ids`, and drops it: `Err`
+    /// says why the kernel or the layers refuse it (an option the
+    /// running kernel does not take with idmapped layers, a layer that
+    /// cannot be idmapped), so that `create` keeps the host's ids
+    /// instead of failing. A child, so that the caller (`create`, which
+    /// forks the anchor next) starts no thread and keeps its own mount
+    /// namespace and dumpability.
+    ///
+    /// [`mount_shifted`]: EngineOverlay::mount_shifted
+    pub fn try_remake(&self, ids: &vfs::IdMap, read_only: bool) -> Result<(), String> {
+        let (Ok(uid), Ok(gid)) = (ids.uid_to_host(0), ids.gid_to_host(0)) else {
+            return Err("the id map has no container root".into());
+        };
+        let (rx, tx) = pipe().map_err(|e| format!("pipe: {}", e.desc()))?;
+        match clone_process(CloneFlags::empty()).map_err(|e| format!("fork: {}", e.desc()))? {
+            Forked::Child => {
+                drop(rx);
+                let made = super::idmapped::sandbox_map_namespace(ids)
+                    .and_then(|ns| self.mount_shifted(ns.as_fd(), read_only, (uid, gid)));
+                let code = match made {
+                    Ok(_) => 0,
+                    Err(e) => {
+                        let _ = write(&tx, e.as_bytes());
+                        1
+                    }
+                };
+                exit_now(code)
+            }
+            Forked::Parent(child) => {
+                drop(tx);
+                let mut why = String::new();
+                let _ = fs::File::from(rx).read_to_string(&mut why);
+                match waitpid(child, None) {
+                    Ok(WaitStatus::Exited(_, 0)) => Ok(()),
+                    _ if !why.is_empty() => Err(why),
+                    status => Err(format!("the trial ended with {status:?}")),
+                }
+            }
+        }
     }
 }
 
@@ -199,19 +257,23 @@ fn stage_and_mount(
         pairs.push(("workdir".into(), base.join(wk).display().to_string()));
     }
     pairs.push(("index".into(), "off".into()));
+    let mut flags = Vec::new();
     for o in options {
         match o.split_once('=') {
             Some((k, v)) => pairs.push((k.into(), v.into())),
-            None => pairs.push((o.clone(), String::new())),
+            // `userxattr`, `volatile`, ...: flags, never `key=` (which
+            // Linux 6.1's overlayfs refuses, EINVAL).
+            None => flags.push(o.clone()),
         }
     }
     let cstr = |s: &str| CString::new(s).map_err(|_| format!("option {s}: a NUL byte"));
     let owned = (pairs.iter())
-        .map(|(k, v)| Ok((cstr(k)?, cstr(v)?)))
+        .map(|(k, v)| Ok((cstr(k)?, Some(cstr(v)?))))
+        .chain(flags.iter().map(|f| Ok((cstr(f)?, None))))
         .collect::<Result<Vec<_>, String>>()?;
     let refs: Vec<_> = owned
         .iter()
-        .map(|(k, v)| (k.as_c_str(), v.as_c_str()))
+        .map(|(k, v)| (k.as_c_str(), v.as_deref()))
         .collect();
     mount_new(c"overlay", &refs, attrs)
         .map_err(|e| format!("mounting an overlay of the idmapped layers: {}", e.desc()))

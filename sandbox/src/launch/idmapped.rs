@@ -157,7 +157,7 @@ fn shifted_copy(tree: &Path, ids: &IdMap) -> Result<OwnedFd, String> {
 }
 
 /// The user namespace whose maps are the sandbox's own (`ids`' lines).
-fn sandbox_map_namespace(ids: &IdMap) -> Result<OwnedFd, String> {
+pub(super) fn sandbox_map_namespace(ids: &IdMap) -> Result<OwnedFd, String> {
     let lines = |extents: &mut dyn Iterator<Item = vfs::idmap::Extent>| {
         extents.map(|e| e.line()).collect::<String>()
     };

@@ -14,14 +14,22 @@ use nix::errno::Errno;
 
 const FSOPEN_CLOEXEC: libc::c_uint = 1;
 const FSMOUNT_CLOEXEC: libc::c_uint = 1;
+const FSCONFIG_SET_FLAG: libc::c_uint = 0;
 const FSCONFIG_SET_STRING: libc::c_uint = 1;
 const FSCONFIG_CMD_CREATE: libc::c_uint = 6;
 
 /// A new instance of the file system `fs_type` made with `options` (each
-/// `key` with its string value), mounted detached with `attrs`
+/// `key` with its string value, or a flag: `None`, given as a flag and
+/// not as an empty string, which kernels whose file system still parses
+/// a legacy option string take as `key=` and refuse), mounted detached
+/// with `attrs`
 /// (MOUNT_ATTR_* flags: read-only, nosuid, nodev); the mount's root open
 /// as a close-on-exec descriptor.
-pub fn mount_new(fs_type: &CStr, options: &[(&CStr, &CStr)], attrs: u64) -> Result<OwnedFd, Errno> {
+pub fn mount_new(
+    fs_type: &CStr,
+    options: &[(&CStr, Option<&CStr>)],
+    attrs: u64,
+) -> Result<OwnedFd, Errno> {
     // SAFETY: `fs_type` is a NUL-terminated string that outlives the
     // call; the flags are integers.
     let r = unsafe {
@@ -34,15 +42,20 @@ pub fn mount_new(fs_type: &CStr, options: &[(&CStr, &CStr)], attrs: u64) -> Resu
     // SAFETY: a fresh descriptor returned by the kernel just now.
     let context = unsafe { OwnedFd::from_raw_fd(Errno::result(r)? as i32) };
     for (key, value) in options {
-        // SAFETY: `key` and `value` are NUL-terminated strings that
-        // outlive the call; the rest are integers.
+        let (command, value) = match value {
+            Some(v) => (FSCONFIG_SET_STRING, v.as_ptr()),
+            None => (FSCONFIG_SET_FLAG, std::ptr::null()),
+        };
+        // SAFETY: `key` and a non-null `value` are NUL-terminated
+        // strings that outlive the call (a flag's value is null, as
+        // FSCONFIG_SET_FLAG requires); the rest are integers.
         let r = unsafe {
             libc::syscall(
                 libc::SYS_fsconfig,
                 context.as_raw_fd() as libc::c_long,
-                FSCONFIG_SET_STRING as libc::c_long,
+                command as libc::c_long,
                 key.as_ptr(),
-                value.as_ptr(),
+                value,
                 0 as libc::c_long,
             )
         };

@@ -101,22 +101,42 @@ pub fn id_range(mapped: Option<HostRange>) -> (IdRange, u32, bool) {
 /// its rootfs is an overlayfs mount (Docker's overlay2) of which the
 /// sandbox cannot make its own overlay of idmapped layers
 /// (`launch/engine_overlay.rs`): the engine's mount has the index on
-/// (a second overlay of its upper directory is refused), or its options
-/// are not understood. `None`: not root, a mapping given, another file
-/// system, or an overlay the sandbox remakes over idmapped layers.
-pub fn overlay_root(rootfs: &std::path::Path, mapped: Option<HostRange>) -> Option<String> {
+/// (a second overlay of its upper directory is refused), its options
+/// are not understood, or a trial remake (`EngineOverlay::try_remake`,
+/// `read_only` as the container's root will be) fails, for whatever
+/// reason the kernel gives. `None`: not root, a mapping given, another
+/// file system, or an overlay the sandbox remakes over idmapped layers.
+pub fn overlay_root(
+    rootfs: &std::path::Path,
+    mapped: Option<HostRange>,
+    read_only: bool,
+) -> Option<String> {
     if mapped.is_some() || super::cli::rootless_caller() {
         return None;
     }
     let why = match EngineOverlay::of(rootfs) {
         Ok(None) => return None,
-        Ok(Some(overlay)) => overlay.refusal()?,
+        Ok(Some(overlay)) => match overlay.refusal() {
+            Some(refused) => refused,
+            None => match trial(&overlay, read_only) {
+                Ok(()) => return None,
+                Err(e) => format!("remaking its overlay over idmapped layers failed: {e}"),
+            },
+        },
         Err(e) => e,
     };
     Some(format!(
         "root file system {}: {why}, so the container's ids are the host's (its root is host root without capabilities)",
         rootfs.display()
     ))
+}
+
+/// [`EngineOverlay::try_remake`] with the ids the container would get
+/// (`IdRange::Auto`: root's subordinate range).
+fn trial(overlay: &EngineOverlay, read_only: bool) -> Result<(), String> {
+    let range = sandbox::launch::subids::root_range()?;
+    let ids = vfs::IdMap::shifted(range.start, OCI_ID_COUNT.min(range.count));
+    overlay.try_remake(&ids, read_only)
 }
 
 /// The identity map of [`overlay_root`]: container ids 0–65535 as the
