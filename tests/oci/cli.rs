@@ -120,6 +120,7 @@ mod config;
 mod exec;
 mod ids;
 mod limits;
+mod overlay_netns;
 mod overlay_root;
 mod pods;
 mod rootfs;

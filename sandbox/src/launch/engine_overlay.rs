@@ -22,7 +22,10 @@
 //! Two overlays may share an upper and a work directory only when the
 //! first was made with `index=off` (else EBUSY): Docker and containerd
 //! set it, and the kernel default is off; [`EngineOverlay::refusal`] says
-//! when the engine's mount has the index on.
+//! when the engine's mount has the index on, and
+//! [`EngineOverlay::try_remake`] makes the overlay once in a child
+//! process, so that `create` learns of anything else the running kernel
+//! refuses before it chooses the container's ids.
 //!
 //! Owns reading the engine's mount and making the new overlay; not the
 //! id map (`idmapped.rs`) nor attaching the root (`rootfs.rs`).

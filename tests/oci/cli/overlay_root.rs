@@ -6,7 +6,10 @@
 //! root, what it writes lands in the upper directory as host 0's, and
 //! files the host writes through the engine's mount while it runs (as
 //! `docker cp` does) show inside. With the index on, a second overlay of
-//! the upper directory is refused: the container keeps the host's ids.
+//! the upper directory is refused, and an overlay the kernel will not
+//! remake (a lower layer that is itself an overlayfs mount, which takes
+//! no idmap) fails the trial remake at `create`: both keep the host's
+//! ids, with a warning, and run.
 //! Part of the `oci` test binary's `cli` module.
 
 use super::ids::{host_ids_of, supervisor_start};
@@ -17,18 +20,22 @@ use std::path::PathBuf;
 
 /// The engine's overlay at the bundle's `rootfs`: the bundle's tree as
 /// its lower layer, `upper` and `work` beside; unmounted when dropped.
-struct EngineMount(PathBuf);
+pub(super) struct EngineMount(PathBuf);
 
 impl EngineMount {
-    fn new(t: &Tree, index: &str) -> EngineMount {
+    pub(super) fn new(t: &Tree, index: &str) -> EngineMount {
         fs::rename(t.join("rootfs"), t.join("lower")).expect("moving the tree");
+        // Podman's image root: mode 0555, host root's.
+        fs::set_permissions(t.join("lower"), fs::Permissions::from_mode(0o555)).unwrap();
+        EngineMount::on_lower(t, index)
+    }
+
+    /// The overlay over the lower layer already at `lower`.
+    fn on_lower(t: &Tree, index: &str) -> EngineMount {
         for d in ["rootfs", "layers/upper", "layers/work"] {
             fs::create_dir_all(t.join(d)).unwrap();
         }
-        // Podman's image root: mode 0555, host root's.
-        for d in ["lower", "layers/upper"] {
-            fs::set_permissions(t.join(d), fs::Permissions::from_mode(0o555)).unwrap();
-        }
+        fs::set_permissions(t.join("layers/upper"), fs::Permissions::from_mode(0o555)).unwrap();
         let options = format!(
             "lowerdir={},upperdir={},workdir={},index={index}",
             t.join("lower").display(),
@@ -140,6 +147,53 @@ fn an_overlay_with_the_index_on_keeps_the_host_ids() {
     assert_eq!(out, "0 0 65536\n");
     let log = fs::read_to_string(&rt.log).unwrap_or_default();
     assert!(log.contains("index=on"), "{log}");
+    let meta = fs::metadata(t.join("layers/upper/tmp/w")).expect("the container's file");
+    assert_eq!((meta.uid(), meta.gid()), (0, 0));
+}
+
+/// An overlayfs mount of `layers` (read-only, no upper layer) at `at`;
+/// unmounted when dropped.
+fn read_only_overlay(layers: &[PathBuf], at: &Path) -> EngineMount {
+    fs::create_dir_all(at).unwrap();
+    let lowers: Vec<String> = layers.iter().map(|l| l.display().to_string()).collect();
+    let out = std::process::Command::new("mount")
+        .args(["-t", "overlay", "overlay", "-o"])
+        .arg(format!("lowerdir={}", lowers.join(":")))
+        .arg(at)
+        .output()
+        .expect("mount");
+    assert!(out.status.success(), "mount -t overlay: {out:?}");
+    EngineMount(at.to_path_buf())
+}
+
+#[test]
+fn an_overlay_the_kernel_will_not_remake_keeps_the_host_ids() {
+    need_busybox!();
+    if !common::is_root() {
+        skip!("needs root");
+    }
+    let t = Tree::new();
+    let rt = Runtime::new(t.path());
+    bundle(t.path(), |c| {
+        set_args(
+            c,
+            "read a b n < /proc/self/uid_map; echo \"$a $b $n\"; echo w > /tmp/w",
+        );
+        c["root"]["readonly"] = false.into();
+    });
+    // The engine's lower layer is itself an overlayfs mount (of the
+    // tree and an empty layer), which the kernel does not idmap: the
+    // trial remake at create fails, and the container runs with the
+    // host's ids rather than not at all.
+    fs::rename(t.join("rootfs"), t.join("base")).expect("moving the tree");
+    fs::create_dir_all(t.join("empty")).unwrap();
+    let layers = [t.join("base"), t.join("empty")];
+    let _inner = read_only_overlay(&layers, &t.join("lower"));
+    let _engine = EngineMount::on_lower(&t, "off");
+    let out = run_to_end(&rt, t.path(), "ovl-nested");
+    assert_eq!(out, "0 0 65536\n");
+    let log = fs::read_to_string(&rt.log).unwrap_or_default();
+    assert!(log.contains("remaking its overlay"), "{log}");
     let meta = fs::metadata(t.join("layers/upper/tmp/w")).expect("the container's file");
     assert_eq!((meta.uid(), meta.gid()), (0, 0));
 }
