@@ -5,7 +5,9 @@
 //! range (no process of it is host root), its root writes in the 0555
 //! root, what it writes lands in the upper directory as host 0's, and
 //! files the host writes through the engine's mount while it runs (as
-//! `docker cp` does) show inside. With the index on, a second overlay of
+//! `docker cp` does) show inside; nothing of the sandbox's propagates
+//! onto the engine's (shared) mount, whose plain unmount succeeds after
+//! the container ends, as containerd's does. With the index on, a second overlay of
 //! the upper directory is refused, and an overlay the kernel will not
 //! remake (a lower layer that is itself an overlayfs mount, which takes
 //! no idmap) fails the trial remake at `create`: both keep the host's
@@ -48,15 +50,25 @@ impl EngineMount {
             .output()
             .expect("mount");
         assert!(out.status.success(), "mount -t overlay: {out:?}");
+        // Shared, as containerd's mounts are on the host: what anyone
+        // stacks on a peer of it would show here.
+        let out = std::process::Command::new("mount")
+            .arg("--make-shared")
+            .arg(t.join("rootfs"))
+            .output()
+            .expect("mount --make-shared");
+        assert!(out.status.success(), "mount --make-shared: {out:?}");
         EngineMount(t.join("rootfs"))
     }
 }
 
 impl Drop for EngineMount {
     fn drop(&mut self) {
+        // Quiet: a test may have unmounted it already.
         let _ = std::process::Command::new("umount")
             .arg("-l")
             .arg(&self.0)
+            .stderr(std::process::Stdio::null())
             .status();
     }
 }
@@ -123,8 +135,29 @@ fn an_overlay_rootfs_is_remade_over_idmapped_layers() {
             "/proc/{p}/status: {ids:?}"
         );
     }
+    // Nothing of the sandbox's is mounted on the engine's rootfs on the
+    // host (the anchor's copy of it is a clone, a peer: its /proc must
+    // not propagate here), so the engine's plain unmount after the
+    // container ends succeeds (containerd's, without MNT_DETACH).
+    assert_eq!(mounts_beneath(&t.join("rootfs")), Vec::<String>::new());
     assert!(rt.run(&["delete", "--force", "ovl"]).status.success());
     assert!(matches!(wait_exit(pid), WaitStatus::Signaled(..)));
+    let out = std::process::Command::new("umount")
+        .arg(t.join("rootfs"))
+        .output()
+        .expect("umount");
+    assert!(out.status.success(), "umount without -l: {out:?}");
+}
+
+/// The mount points of this namespace strictly beneath `dir`.
+fn mounts_beneath(dir: &Path) -> Vec<String> {
+    let prefix = format!("{}/", dir.display());
+    let info = fs::read_to_string("/proc/self/mountinfo").expect("mountinfo");
+    (info.lines())
+        .filter_map(|l| l.split(' ').nth(4))
+        .filter(|p| p.starts_with(&prefix))
+        .map(str::to_string)
+        .collect()
 }
 
 #[test]
