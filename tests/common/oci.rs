@@ -120,3 +120,27 @@ pub const ROOT_WRITES: &str = "true <> /n3; echo create $?; \
 
 /// What [`ROOT_WRITES`] prints natively (`tests/fs/root_writes.rs`).
 pub const ROOT_WRITES_NATIVE: &str = "create 0\nmade 0\nsub 0\ntouch 0\nhi\ntmp 0\nagain 0\n";
+
+/// The `supervisor` entry's start in `path` (/etc/subuid or /etc/subgid).
+pub fn supervisor_start(path: &str) -> u32 {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    text.lines()
+        .find_map(|l| {
+            l.strip_prefix("supervisor:")?
+                .split(':')
+                .next()?
+                .parse()
+                .ok()
+        })
+        .unwrap_or_else(|| panic!("no supervisor entry in {path}:\n{text}"))
+}
+
+/// The `Uid:` and `Gid:` fields of `/proc/PID/status`, read from the host.
+pub fn host_ids_of(pid: i32) -> Vec<u32> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .filter(|l| l.starts_with("Uid:") || l.starts_with("Gid:"))
+        .flat_map(|l| l.split_whitespace().skip(1).map(|n| n.parse().unwrap()))
+        .collect()
+}

@@ -134,6 +134,8 @@ mod dev_shm;
 mod exec;
 mod ids;
 mod limits;
+mod overlay_netns;
+mod overlay_root;
 mod pods;
 mod rootfs;
 

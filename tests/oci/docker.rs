@@ -29,7 +29,7 @@ use common::engine::{
     wait_until_up, EngineCgroups,
 };
 use common::engine_cli::{self as cases, EngineCli};
-use common::oci::have_busybox;
+use common::oci::{have_busybox, host_ids_of, supervisor_start};
 use common::{bin, Tree};
 
 const DOCKERD: &str = "/usr/sbin/dockerd";
@@ -211,6 +211,7 @@ fn docker_runs_containers_with_runtime_supervisor() {
     let top = d.ok(&["top", "sleeper", "-o", "pid,args"]);
     let comms = cases::top_commands(&top);
     assert_eq!(comms, ["sleep", "supervisor-init"], "top:\n{top}");
+    no_process_is_host_root(&d, "sleeper");
     stats_and_cp(&d);
     cases::exec_cases(&d, "sleeper");
     cases::pause_then_stop(&d, "sleeper");
@@ -230,6 +231,26 @@ fn docker_runs_containers_with_runtime_supervisor() {
     // Every container is gone, and so is its cgroup.
     let left = d.cgroups.left();
     assert!(left.is_empty(), "cgroups left behind: {left:?}");
+}
+
+/// Read from the host, every process of container `name` (an overlay2
+/// rootfs, Docker's default) runs as ids of the `supervisor` subordinate
+/// range: none is host root.
+fn no_process_is_host_root(d: &Daemon, name: &str) {
+    let start = supervisor_start("/etc/subuid");
+    let top = d.ok(&["top", name, "-o", "pid"]);
+    let pids: Vec<i32> = (top.lines().skip(1))
+        .filter_map(|l| l.trim().parse().ok())
+        .collect();
+    assert!(!pids.is_empty(), "top:\n{top}");
+    for p in pids {
+        let ids = host_ids_of(p);
+        assert_eq!(ids.len(), 8, "/proc/{p}/status");
+        assert!(
+            ids.iter().all(|id| (start..start + 65536).contains(id)),
+            "/proc/{p}/status: {ids:?}"
+        );
+    }
 }
 
 /// `--read-only`: the container cannot write to its root (EROFS), /tmp

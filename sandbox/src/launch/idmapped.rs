@@ -38,7 +38,9 @@
 //! never a plain bind (whose files would show as the overflow id). A
 //! single file that the kernel cannot idmap (the engine's /etc/hosts or
 //! resolv.conf in a tmpfs before Linux 6.3) is bound as it is: readable,
-//! shown as the overflow id's.
+//! shown as the overflow id's. A rootfs that is an engine's overlayfs
+//! mount, which the kernel does not idmap, becomes an overlay of
+//! idmapped copies of its layers (`engine_overlay.rs`).
 //!
 //! Owns making the copies. Not attaching them (`bind.rs`), nor the
 //! sandbox's own maps (`userns.rs`).
@@ -57,6 +59,7 @@ use vfs::IdMap;
 
 use super::bind::open_source;
 use super::dev_shm::DevShm;
+use super::engine_overlay::EngineOverlay;
 use super::plan::{MountWhat, TopKind, ViewPlan};
 use crate::sys::mount_tree::{clone_mount_of, set_idmap};
 use crate::sys::process::{clone_process, exit_now, Forked};
@@ -160,7 +163,7 @@ fn shifted_copy(tree: &Path, ids: &IdMap) -> Result<OwnedFd, String> {
 }
 
 /// The user namespace whose maps are the sandbox's own (`ids`' lines).
-fn sandbox_map_namespace(ids: &IdMap) -> Result<OwnedFd, String> {
+pub(super) fn sandbox_map_namespace(ids: &IdMap) -> Result<OwnedFd, String> {
     let lines = |extents: &mut dyn Iterator<Item = vfs::idmap::Extent>| {
         extents.map(|e| e.line()).collect::<String>()
     };
@@ -228,8 +231,24 @@ fn prepare_keeping_ids(plan: &ViewPlan, ids: &IdMap) -> Result<IdmappedSources, 
                 true => 0,
                 false => libc::MOUNT_ATTR_RDONLY,
             };
-            let copy = shifted_copy_in(tree, &ns, ro);
-            Some(copy.map_err(|e| error("root file system", tree, e))?)
+            // An engine's overlayfs mount: an overlay of its layers'
+            // copies (`engine_overlay.rs`), as the kernel idmaps no
+            // overlayfs mount.
+            let overlay = EngineOverlay::of(tree)
+                .map_err(|e| format!("root file system {}: {e}", tree.display()))?;
+            match overlay {
+                Some(overlay) => {
+                    let (Ok(uid), Ok(gid)) = (ids.uid_to_host(0), ids.gid_to_host(0)) else {
+                        return Err("the id map has no container root".into());
+                    };
+                    let made = overlay.mount_shifted(ns.as_fd(), ro != 0, (uid, gid));
+                    Some(made.map_err(|e| format!("root file system {}: {e}", tree.display()))?)
+                }
+                None => {
+                    let copy = shifted_copy_in(tree, &ns, ro);
+                    Some(copy.map_err(|e| error("root file system", tree, e))?)
+                }
+            }
         }
         None => None,
     };

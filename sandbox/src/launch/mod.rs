@@ -34,6 +34,7 @@ mod channel;
 mod config;
 mod dev_shm;
 mod dev_view;
+pub mod engine_overlay;
 mod etc;
 mod exec;
 mod exec_request;

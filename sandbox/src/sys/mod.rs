@@ -17,6 +17,7 @@ pub mod landlock;
 pub mod mapped;
 pub mod mount_tree;
 pub mod net;
+pub mod new_mount;
 pub mod pidfd;
 pub mod priority;
 pub mod process;

@@ -205,13 +205,14 @@ impl Bundle {
         config.env = GuestEnv::Exact(self.env());
         config.ids.user = user;
         let mapped = self.id_range()?;
-        let (range, count, keep_ids) = match super::user::overlay_root(&self.rootfs, mapped) {
-            Some(warning) => {
-                warnings.push(warning);
-                super::user::host_ids()
-            }
-            None => super::user::id_range(mapped),
-        };
+        let (range, count, keep_ids) =
+            match super::user::overlay_root(&self.rootfs, mapped, !self.root_writable()) {
+                Some(warning) => {
+                    warnings.push(warning);
+                    super::user::host_ids()
+                }
+                None => super::user::id_range(mapped),
+            };
         (config.ids.range, config.ids.count) = (range, count);
         config.ids.mounts_keep_ids = keep_ids;
         // The terminal is `create`'s to say (`terminal_for`).

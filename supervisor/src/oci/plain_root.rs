@@ -8,9 +8,10 @@
 //! root is the tree itself. So the anchor, once it has joined the
 //! sandbox's mount namespace, makes a copy of it of its own (owned by the
 //! host's user namespace) and stacks the bundle's rootfs as it is on the
-//! host on `/`, with the sandbox's /proc on that (what `podman top`
-//! reads): whoever joins the anchor's mount namespace lands on the tree
-//! (`setns` follows the mounts stacked on the namespace's root), writes
+//! host on `/` (made private: a clone is a peer of the engine's mount),
+//! with the sandbox's /proc on that (what `podman top` reads): whoever
+//! joins the anchor's mount namespace lands on the tree (`setns`
+//! follows the mounts stacked on the namespace's root), writes
 //! as host root land as host root's, which the container sees as its
 //! root's. The sandbox's own namespace, and the guest, are unchanged.
 //!
@@ -58,6 +59,14 @@ pub fn stack(tree: OwnedFd) -> Result<(), String> {
     attach(tree.as_fd(), root.as_fd()).map_err(|e| err("stacking the rootfs on /", e))?;
     fchdir(tree.as_raw_fd()).map_err(|e| err("entering the rootfs", e))?;
     chroot(".").map_err(|e| err("chroot to the rootfs", e))?;
+    // The copy is a peer of the engine's mount on the host (a clone
+    // keeps its source's peer group): made private before anything is
+    // mounted on it, or the /proc below would propagate onto the
+    // engine's rootfs on the host, whose unmount (containerd's, without
+    // MNT_DETACH) then fails with EBUSY once the container has ended.
+    let none = None::<&str>;
+    mount(none, "/", none, MsFlags::MS_REC | MsFlags::MS_PRIVATE, none)
+        .map_err(|e| err("making the rootfs copy private", e))?;
     // The sandbox's /proc with what covers it (its masked paths: their
     // mounts are locked here, so only the whole tree of them may be
     // bound), named as the working directory: it is out of the new root.

@@ -1,9 +1,10 @@
 //! Which user a container's process runs as (`process.user`, `exec
 //! --user`), and which host ids the container's ids are.
 //!
-//! As root, without `linux.uidMappings`, with a rootfs that is not an
-//! overlayfs mount ([`overlay_root`]: those keep the host's ids 0–65535
-//! as themselves), the runtime maps container ids
+//! As root, without `linux.uidMappings`, unless the rootfs is an
+//! overlayfs mount the sandbox cannot remake over idmapped layers
+//! ([`overlay_root`]: those keep the host's ids 0–65535 as themselves),
+//! the runtime maps container ids
 //! 0–65535 onto the `supervisor` subordinate range, as `supervisor run`
 //! maps a guest's (`IdRange::Auto`: the /etc/subuid and /etc/subgid entry
 //! made on first use), so no process of the container is host root; the
@@ -33,6 +34,7 @@
 use super::config::{LinuxIdMapping, User};
 
 use sandbox::config::IdRange;
+use sandbox::launch::engine_overlay::EngineOverlay;
 use sandbox::launch::subids::HostRange;
 use sandbox::launch::{GuestUser, OCI_ID_COUNT};
 
@@ -96,21 +98,45 @@ pub fn id_range(mapped: Option<HostRange>) -> (IdRange, u32, bool) {
 
 /// Why the container keeps the host's ids (0–65535 onto themselves, as
 /// without a user namespace) when it would get the subordinate range:
-/// its rootfs is an overlayfs mount (Docker's overlay2), which the
-/// kernel does not idmap (only an overlay's layers may be idmapped), so
-/// the range would leave the image's files to the overflow id. `None`:
-/// not root, a mapping given, or another file system.
-pub fn overlay_root(rootfs: &std::path::Path, mapped: Option<HostRange>) -> Option<String> {
+/// its rootfs is an overlayfs mount (Docker's overlay2) of which the
+/// sandbox cannot make its own overlay of idmapped layers
+/// (`launch/engine_overlay.rs`): the engine's mount has the index on
+/// (a second overlay of its upper directory is refused), its options
+/// are not understood, or a trial remake (`EngineOverlay::try_remake`,
+/// `read_only` as the container's root will be) fails, for whatever
+/// reason the kernel gives. `None`: not root, a mapping given, another
+/// file system, or an overlay the sandbox remakes over idmapped layers.
+pub fn overlay_root(
+    rootfs: &std::path::Path,
+    mapped: Option<HostRange>,
+    read_only: bool,
+) -> Option<String> {
     if mapped.is_some() || super::cli::rootless_caller() {
         return None;
     }
-    let fs = nix::sys::statfs::statfs(rootfs).ok()?;
-    (fs.filesystem_type() == nix::sys::statfs::OVERLAYFS_SUPER_MAGIC).then(|| {
-        format!(
-            "root file system {}: overlayfs takes no idmapped mount, so the container's ids are the host's (its root is host root without capabilities)",
-            rootfs.display()
-        )
-    })
+    let why = match EngineOverlay::of(rootfs) {
+        Ok(None) => return None,
+        Ok(Some(overlay)) => match overlay.refusal() {
+            Some(refused) => refused,
+            None => match trial(&overlay, read_only) {
+                Ok(()) => return None,
+                Err(e) => format!("remaking its overlay over idmapped layers failed: {e}"),
+            },
+        },
+        Err(e) => e,
+    };
+    Some(format!(
+        "root file system {}: {why}, so the container's ids are the host's (its root is host root without capabilities)",
+        rootfs.display()
+    ))
+}
+
+/// [`EngineOverlay::try_remake`] with the ids the container would get
+/// (`IdRange::Auto`: root's subordinate range).
+fn trial(overlay: &EngineOverlay, read_only: bool) -> Result<(), String> {
+    let range = sandbox::launch::subids::root_range()?;
+    let ids = vfs::IdMap::shifted(range.start, OCI_ID_COUNT.min(range.count));
+    overlay.try_remake(&ids, read_only)
 }
 
 /// The identity map of [`overlay_root`]: container ids 0–65535 as the

@@ -85,29 +85,7 @@ fn a_mapping_the_sandbox_cannot_make_is_one_line_at_create() {
     assert_eq!(err.trim_end().lines().count(), 1, "{err}");
 }
 
-/// The `supervisor` entry's start in `path` (/etc/subuid or /etc/subgid).
-pub fn supervisor_start(path: &str) -> u32 {
-    let text = fs::read_to_string(path).unwrap_or_else(|e| panic!("{path}: {e}"));
-    text.lines()
-        .find_map(|l| {
-            l.strip_prefix("supervisor:")?
-                .split(':')
-                .next()?
-                .parse()
-                .ok()
-        })
-        .unwrap_or_else(|| panic!("no supervisor entry in {path}:\n{text}"))
-}
-
-/// The `Uid:` and `Gid:` fields of `/proc/PID/status`, read from the host.
-fn host_ids_of(pid: i32) -> Vec<u32> {
-    let status = fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    status
-        .lines()
-        .filter(|l| l.starts_with("Uid:") || l.starts_with("Gid:"))
-        .flat_map(|l| l.split_whitespace().skip(1).map(|n| n.parse().unwrap()))
-        .collect()
-}
+pub use crate::common::oci::{host_ids_of, supervisor_start};
 
 #[test]
 fn without_mappings_the_containers_ids_are_the_subordinate_range_and_files_keep_host_ids() {

@@ -1,0 +1,232 @@
+//! A rootfs that is an overlayfs mount, as the engines' default drivers
+//! leave it (made here with `mount -t overlay`, `index=off` as Docker and
+//! containerd mount it): the sandbox remakes the overlay over idmapped
+//! copies of its layers, so the container's ids are the subordinate
+//! range (no process of it is host root), its root writes in the 0555
+//! root, what it writes lands in the upper directory as host 0's, and
+//! files the host writes through the engine's mount while it runs (as
+//! `docker cp` does) show inside; nothing of the sandbox's propagates
+//! onto the engine's (shared) mount, whose plain unmount succeeds after
+//! the container ends, as containerd's does. With the index on, a second overlay of
+//! the upper directory is refused, and an overlay the kernel will not
+//! remake (a lower layer that is itself an overlayfs mount, which takes
+//! no idmap) fails the trial remake at `create`: both keep the host's
+//! ids, with a warning, and run.
+//! Part of the `oci` test binary's `cli` module.
+
+use super::ids::{host_ids_of, supervisor_start};
+use super::*;
+
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::PathBuf;
+
+/// The engine's overlay at the bundle's `rootfs`: the bundle's tree as
+/// its lower layer, `upper` and `work` beside; unmounted when dropped.
+pub(super) struct EngineMount(PathBuf);
+
+impl EngineMount {
+    pub(super) fn new(t: &Tree, index: &str) -> EngineMount {
+        fs::rename(t.join("rootfs"), t.join("lower")).expect("moving the tree");
+        // Podman's image root: mode 0555, host root's.
+        fs::set_permissions(t.join("lower"), fs::Permissions::from_mode(0o555)).unwrap();
+        EngineMount::on_lower(t, index)
+    }
+
+    /// The overlay over the lower layer already at `lower`.
+    fn on_lower(t: &Tree, index: &str) -> EngineMount {
+        for d in ["rootfs", "layers/upper", "layers/work"] {
+            fs::create_dir_all(t.join(d)).unwrap();
+        }
+        fs::set_permissions(t.join("layers/upper"), fs::Permissions::from_mode(0o555)).unwrap();
+        let options = format!(
+            "lowerdir={},upperdir={},workdir={},index={index}",
+            t.join("lower").display(),
+            t.join("layers/upper").display(),
+            t.join("layers/work").display()
+        );
+        let out = std::process::Command::new("mount")
+            .args(["-t", "overlay", "overlay", "-o", &options])
+            .arg(t.join("rootfs"))
+            .output()
+            .expect("mount");
+        assert!(out.status.success(), "mount -t overlay: {out:?}");
+        // Shared, as containerd's mounts are on the host: what anyone
+        // stacks on a peer of it would show here.
+        let out = std::process::Command::new("mount")
+            .arg("--make-shared")
+            .arg(t.join("rootfs"))
+            .output()
+            .expect("mount --make-shared");
+        assert!(out.status.success(), "mount --make-shared: {out:?}");
+        EngineMount(t.join("rootfs"))
+    }
+}
+
+impl Drop for EngineMount {
+    fn drop(&mut self) {
+        // Quiet: a test may have unmounted it already.
+        let _ = std::process::Command::new("umount")
+            .arg("-l")
+            .arg(&self.0)
+            .stderr(std::process::Stdio::null())
+            .status();
+    }
+}
+
+#[test]
+fn an_overlay_rootfs_is_remade_over_idmapped_layers() {
+    need_busybox!();
+    if !common::is_root() {
+        skip!("needs root");
+    }
+    let t = Tree::new();
+    let rt = Runtime::new(t.path());
+    bundle(t.path(), |c| {
+        set_args(c, "sleep 100");
+        c["root"]["readonly"] = false.into();
+    });
+    let _engine = EngineMount::new(&t, "off");
+    let pid = create(&rt, t.path(), "ovl");
+    assert!(rt.run(&["start", "ovl"]).status.success());
+    let exec = |script: &str| {
+        let out = rt.run(&["exec", "--user", "0:0", "ovl", "sh", "-c", script]);
+        (String::from_utf8_lossy(&out.stdout).into_owned(), out)
+    };
+    // Inside: the image's files are root's, root writes in the 0555 root
+    // (its CAP_DAC_OVERRIDE, as under runc) and in /tmp.
+    let script = "read a b n < /proc/self/uid_map; echo \"$a $b $n\"; \
+        stat -c %u:%g /bin/busybox /; \
+        busybox mkdir /www && echo x > /www/index.html && echo made; \
+        echo r > /tmp/by-root && echo tmp";
+    let (seen, out) = exec(script);
+    let start = supervisor_start("/etc/subuid");
+    assert!(start >= 100_000, "{start}");
+    assert_eq!(
+        seen,
+        format!("0 {start} 65536\n0:0\n0:0\nmade\ntmp\n"),
+        "{out:?}"
+    );
+    // What it wrote is in the engine's upper directory, host 0's, and
+    // reads through the engine's mount (`docker cp` out of it).
+    let owner = |path: &Path| {
+        let m = fs::metadata(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        (m.uid(), m.gid())
+    };
+    for made in ["www", "www/index.html", "tmp/by-root"] {
+        assert_eq!(owner(&t.join("layers/upper").join(made)), (0, 0), "{made}");
+    }
+    let copied_out = fs::read_to_string(t.join("rootfs/www/index.html")).expect("merged dir");
+    assert_eq!(copied_out, "x\n");
+    // Host root writes through the engine's mount (`docker cp` in): the
+    // container reads the files as its root's.
+    fs::write(t.join("rootfs/from-engine"), "in\n").expect("writing the merged dir");
+    fs::write(t.join("rootfs/tmp/from-engine"), "tmp-in\n").expect("writing the merged dir");
+    let (seen, out) = exec("cat /from-engine /tmp/from-engine; stat -c %u:%g /from-engine");
+    assert_eq!(seen, "in\ntmp-in\n0:0\n", "{out:?}");
+    // From the host: no process of the container is host root.
+    let ps = rt.run(&["ps", "--format", "json", "ovl"]);
+    let pids: Vec<i32> = serde_json::from_slice(&ps.stdout).expect("ps json");
+    assert!(!pids.is_empty(), "{ps:?}");
+    for p in &pids {
+        let ids = host_ids_of(*p);
+        assert_eq!(ids.len(), 8, "/proc/{p}/status");
+        assert!(
+            ids.iter().all(|id| (start..start + 65536).contains(id)),
+            "/proc/{p}/status: {ids:?}"
+        );
+    }
+    // Nothing of the sandbox's is mounted on the engine's rootfs on the
+    // host (the anchor's copy of it is a clone, a peer: its /proc must
+    // not propagate here), so the engine's plain unmount after the
+    // container ends succeeds (containerd's, without MNT_DETACH).
+    assert_eq!(mounts_beneath(&t.join("rootfs")), Vec::<String>::new());
+    assert!(rt.run(&["delete", "--force", "ovl"]).status.success());
+    assert!(matches!(wait_exit(pid), WaitStatus::Signaled(..)));
+    let out = std::process::Command::new("umount")
+        .arg(t.join("rootfs"))
+        .output()
+        .expect("umount");
+    assert!(out.status.success(), "umount without -l: {out:?}");
+}
+
+/// The mount points of this namespace strictly beneath `dir`.
+fn mounts_beneath(dir: &Path) -> Vec<String> {
+    let prefix = format!("{}/", dir.display());
+    let info = fs::read_to_string("/proc/self/mountinfo").expect("mountinfo");
+    (info.lines())
+        .filter_map(|l| l.split(' ').nth(4))
+        .filter(|p| p.starts_with(&prefix))
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn an_overlay_with_the_index_on_keeps_the_host_ids() {
+    need_busybox!();
+    if !common::is_root() {
+        skip!("needs root");
+    }
+    let t = Tree::new();
+    let rt = Runtime::new(t.path());
+    bundle(t.path(), |c| {
+        set_args(
+            c,
+            "read a b n < /proc/self/uid_map; echo \"$a $b $n\"; echo w > /tmp/w",
+        );
+        c["root"]["readonly"] = false.into();
+    });
+    let _engine = EngineMount::new(&t, "on");
+    let out = run_to_end(&rt, t.path(), "ovl-index");
+    assert_eq!(out, "0 0 65536\n");
+    let log = fs::read_to_string(&rt.log).unwrap_or_default();
+    assert!(log.contains("index=on"), "{log}");
+    let meta = fs::metadata(t.join("layers/upper/tmp/w")).expect("the container's file");
+    assert_eq!((meta.uid(), meta.gid()), (0, 0));
+}
+
+/// An overlayfs mount of `layers` (read-only, no upper layer) at `at`;
+/// unmounted when dropped.
+fn read_only_overlay(layers: &[PathBuf], at: &Path) -> EngineMount {
+    fs::create_dir_all(at).unwrap();
+    let lowers: Vec<String> = layers.iter().map(|l| l.display().to_string()).collect();
+    let out = std::process::Command::new("mount")
+        .args(["-t", "overlay", "overlay", "-o"])
+        .arg(format!("lowerdir={}", lowers.join(":")))
+        .arg(at)
+        .output()
+        .expect("mount");
+    assert!(out.status.success(), "mount -t overlay: {out:?}");
+    EngineMount(at.to_path_buf())
+}
+
+#[test]
+fn an_overlay_the_kernel_will_not_remake_keeps_the_host_ids() {
+    need_busybox!();
+    if !common::is_root() {
+        skip!("needs root");
+    }
+    let t = Tree::new();
+    let rt = Runtime::new(t.path());
+    bundle(t.path(), |c| {
+        set_args(
+            c,
+            "read a b n < /proc/self/uid_map; echo \"$a $b $n\"; echo w > /tmp/w",
+        );
+        c["root"]["readonly"] = false.into();
+    });
+    // The engine's lower layer is itself an overlayfs mount (of the
+    // tree and an empty layer), which the kernel does not idmap: the
+    // trial remake at create fails, and the container runs with the
+    // host's ids rather than not at all.
+    fs::rename(t.join("rootfs"), t.join("base")).expect("moving the tree");
+    fs::create_dir_all(t.join("empty")).unwrap();
+    let layers = [t.join("base"), t.join("empty")];
+    let _inner = read_only_overlay(&layers, &t.join("lower"));
+    let _engine = EngineMount::on_lower(&t, "off");
+    let out = run_to_end(&rt, t.path(), "ovl-nested");
+    assert_eq!(out, "0 0 65536\n");
+    let log = fs::read_to_string(&rt.log).unwrap_or_default();
+    assert!(log.contains("remaking its overlay"), "{log}");
+    let meta = fs::metadata(t.join("layers/upper/tmp/w")).expect("the container's file");
+    assert_eq!((meta.uid(), meta.gid()), (0, 0));
+}
