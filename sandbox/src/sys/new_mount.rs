@@ -8,7 +8,7 @@
 //! NUL-terminated strings that outlive it, or integers.
 
 use std::ffi::CStr;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 
 use nix::errno::Errno;
 
@@ -42,38 +42,13 @@ pub fn mount_new(
     // SAFETY: a fresh descriptor returned by the kernel just now.
     let context = unsafe { OwnedFd::from_raw_fd(Errno::result(r)? as i32) };
     for (key, value) in options {
-        let (command, value) = match value {
-            Some(v) => (FSCONFIG_SET_STRING, v.as_ptr()),
-            None => (FSCONFIG_SET_FLAG, std::ptr::null()),
+        let command = match value {
+            Some(_) => FSCONFIG_SET_STRING,
+            None => FSCONFIG_SET_FLAG,
         };
-        // SAFETY: `key` and a non-null `value` are NUL-terminated
-        // strings that outlive the call (a flag's value is null, as
-        // FSCONFIG_SET_FLAG requires); the rest are integers.
-        let r = unsafe {
-            libc::syscall(
-                libc::SYS_fsconfig,
-                context.as_raw_fd() as libc::c_long,
-                command as libc::c_long,
-                key.as_ptr(),
-                value,
-                0 as libc::c_long,
-            )
-        };
-        Errno::result(r)?;
+        fsconfig(context.as_fd(), command, Some(key), *value)?;
     }
-    // SAFETY: integers and null pointers, which FSCONFIG_CMD_CREATE
-    // requires.
-    let r = unsafe {
-        libc::syscall(
-            libc::SYS_fsconfig,
-            context.as_raw_fd() as libc::c_long,
-            FSCONFIG_CMD_CREATE as libc::c_long,
-            std::ptr::null::<libc::c_char>(),
-            std::ptr::null::<libc::c_void>(),
-            0 as libc::c_long,
-        )
-    };
-    Errno::result(r)?;
+    fsconfig(context.as_fd(), FSCONFIG_CMD_CREATE, None, None)?;
     // SAFETY: integers only.
     let r = unsafe {
         libc::syscall(
@@ -85,4 +60,30 @@ pub fn mount_new(
     };
     // SAFETY: a fresh descriptor returned by the kernel just now.
     Ok(unsafe { OwnedFd::from_raw_fd(Errno::result(r)? as i32) })
+}
+
+/// One `fsconfig` call on `context`: `command` with its key and string
+/// value, each a null pointer where absent (a flag's value; both for
+/// FSCONFIG_CMD_CREATE).
+fn fsconfig(
+    context: BorrowedFd<'_>,
+    command: libc::c_uint,
+    key: Option<&CStr>,
+    value: Option<&CStr>,
+) -> Result<(), Errno> {
+    let key = key.map_or(std::ptr::null(), CStr::as_ptr);
+    let value = value.map_or(std::ptr::null(), CStr::as_ptr);
+    // SAFETY: `key` and `value` are NUL-terminated strings borrowed for
+    // the call, or null; the rest are integers.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_fsconfig,
+            context.as_raw_fd() as libc::c_long,
+            command as libc::c_long,
+            key,
+            value,
+            0 as libc::c_long,
+        )
+    };
+    Errno::result(r).map(drop)
 }
