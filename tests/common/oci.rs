@@ -86,6 +86,15 @@ impl Runtime {
         self.cmd(args).output().expect("run the runtime")
     }
 
+    /// The host pids of container `id`'s processes (`ps --format json`),
+    /// at least one.
+    pub fn pids(&self, id: &str) -> Vec<i32> {
+        let ps = self.run(&["ps", "--format", "json", id]);
+        let pids: Vec<i32> = serde_json::from_slice(&ps.stdout).expect("ps json");
+        assert!(!pids.is_empty(), "{ps:?}");
+        pids
+    }
+
     /// `update --resources - ID` with `json` on its stdin.
     pub fn update(&self, id: &str, json: &[u8]) -> std::process::Output {
         use std::io::Write;
@@ -133,6 +142,20 @@ pub fn supervisor_start(path: &str) -> u32 {
                 .ok()
         })
         .unwrap_or_else(|| panic!("no supervisor entry in {path}:\n{text}"))
+}
+
+/// Read from the host, each of `pids` runs with every uid and gid (real,
+/// effective, saved, filesystem) in the range of 65536 from `start`: none
+/// is host root.
+pub fn assert_on_range(pids: &[i32], start: u32) {
+    for p in pids {
+        let ids = host_ids_of(*p);
+        assert_eq!(ids.len(), 8, "/proc/{p}/status");
+        assert!(
+            ids.iter().all(|id| (start..start + 65536).contains(id)),
+            "/proc/{p}/status: {ids:?}"
+        );
+    }
 }
 
 /// The `Uid:` and `Gid:` fields of `/proc/PID/status`, read from the host.

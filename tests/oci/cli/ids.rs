@@ -85,7 +85,7 @@ fn a_mapping_the_sandbox_cannot_make_is_one_line_at_create() {
     assert_eq!(err.trim_end().lines().count(), 1, "{err}");
 }
 
-pub use crate::common::oci::{host_ids_of, supervisor_start};
+pub use crate::common::oci::{assert_on_range, supervisor_start};
 
 #[test]
 fn without_mappings_the_containers_ids_are_the_subordinate_range_and_files_keep_host_ids() {
@@ -150,17 +150,7 @@ fn without_mappings_the_containers_ids_are_the_subordinate_range_and_files_keep_
     // From the host: no process of the container is host root; each is
     // an id of the range (the runtime's anchor and monitor are not the
     // container's).
-    let ps = rt.run(&["ps", "--format", "json", "shifted"]);
-    let pids: Vec<i32> = serde_json::from_slice(&ps.stdout).expect("ps json");
-    assert!(!pids.is_empty(), "{ps:?}");
-    for p in &pids {
-        let ids = host_ids_of(*p);
-        assert_eq!(ids.len(), 8, "/proc/{p}/status");
-        assert!(
-            ids.iter().all(|id| (start..start + 65536).contains(id)),
-            "/proc/{p}/status: {ids:?}"
-        );
-    }
+    assert_on_range(&rt.pids("shifted"), start);
     // What the container wrote is host 0's, and uid 1000's host 1000's,
     // as runc's container leaves them.
     let owner = |path: &std::path::Path| {

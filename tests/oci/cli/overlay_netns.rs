@@ -9,7 +9,7 @@
 //! of the container is host root. Part of the `oci` test binary's `cli`
 //! module.
 
-use super::ids::{host_ids_of, supervisor_start};
+use super::ids::{assert_on_range, supervisor_start};
 use super::overlay_root::EngineMount;
 use super::*;
 
@@ -150,17 +150,7 @@ fn a_web_server_under_the_range_is_reached_on_its_network_namespace() {
     );
     // From the host: the container's processes are the range's ids.
     let start = supervisor_start("/etc/subuid");
-    let ps = rt.run(&["ps", "--format", "json", "ovl-net"]);
-    let pids: Vec<i32> = serde_json::from_slice(&ps.stdout).expect("ps json");
-    assert!(!pids.is_empty(), "{ps:?}");
-    for p in &pids {
-        let ids = host_ids_of(*p);
-        assert_eq!(ids.len(), 8, "/proc/{p}/status");
-        assert!(
-            ids.iter().all(|id| (start..start + 65536).contains(id)),
-            "/proc/{p}/status: {ids:?}"
-        );
-    }
+    assert_on_range(&rt.pids("ovl-net"), start);
     assert!(rt.run(&["delete", "--force", "ovl-net"]).status.success());
     assert!(matches!(wait_exit(pid), WaitStatus::Signaled(..)));
 }

@@ -14,7 +14,7 @@
 //! ids, with a warning, and run.
 //! Part of the `oci` test binary's `cli` module.
 
-use super::ids::{host_ids_of, supervisor_start};
+use super::ids::{assert_on_range, supervisor_start};
 use super::*;
 
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
@@ -124,17 +124,7 @@ fn an_overlay_rootfs_is_remade_over_idmapped_layers() {
     let (seen, out) = exec("cat /from-engine /tmp/from-engine; stat -c %u:%g /from-engine");
     assert_eq!(seen, "in\ntmp-in\n0:0\n", "{out:?}");
     // From the host: no process of the container is host root.
-    let ps = rt.run(&["ps", "--format", "json", "ovl"]);
-    let pids: Vec<i32> = serde_json::from_slice(&ps.stdout).expect("ps json");
-    assert!(!pids.is_empty(), "{ps:?}");
-    for p in &pids {
-        let ids = host_ids_of(*p);
-        assert_eq!(ids.len(), 8, "/proc/{p}/status");
-        assert!(
-            ids.iter().all(|id| (start..start + 65536).contains(id)),
-            "/proc/{p}/status: {ids:?}"
-        );
-    }
+    assert_on_range(&rt.pids("ovl"), start);
     // Nothing of the sandbox's is mounted on the engine's rootfs on the
     // host (the anchor's copy of it is a clone, a peer: its /proc must
     // not propagate here), so the engine's plain unmount after the
@@ -160,6 +150,18 @@ fn mounts_beneath(dir: &Path) -> Vec<String> {
         .collect()
 }
 
+/// A bundle whose container prints its uid map and writes /tmp/w in its
+/// writable root: the cases where the container keeps the host's ids.
+fn map_and_write_bundle(dir: &Path) {
+    bundle(dir, |c| {
+        set_args(
+            c,
+            "read a b n < /proc/self/uid_map; echo \"$a $b $n\"; echo w > /tmp/w",
+        );
+        c["root"]["readonly"] = false.into();
+    });
+}
+
 #[test]
 fn an_overlay_with_the_index_on_keeps_the_host_ids() {
     need_busybox!();
@@ -168,13 +170,7 @@ fn an_overlay_with_the_index_on_keeps_the_host_ids() {
     }
     let t = Tree::new();
     let rt = Runtime::new(t.path());
-    bundle(t.path(), |c| {
-        set_args(
-            c,
-            "read a b n < /proc/self/uid_map; echo \"$a $b $n\"; echo w > /tmp/w",
-        );
-        c["root"]["readonly"] = false.into();
-    });
+    map_and_write_bundle(t.path());
     let _engine = EngineMount::new(&t, "on");
     let out = run_to_end(&rt, t.path(), "ovl-index");
     assert_eq!(out, "0 0 65536\n");
@@ -207,13 +203,7 @@ fn an_overlay_the_kernel_will_not_remake_keeps_the_host_ids() {
     }
     let t = Tree::new();
     let rt = Runtime::new(t.path());
-    bundle(t.path(), |c| {
-        set_args(
-            c,
-            "read a b n < /proc/self/uid_map; echo \"$a $b $n\"; echo w > /tmp/w",
-        );
-        c["root"]["readonly"] = false.into();
-    });
+    map_and_write_bundle(t.path());
     // The engine's lower layer is itself an overlayfs mount (of the
     // tree and an empty layer), which the kernel does not idmap: the
     // trial remake at create fails, and the container runs with the
