@@ -17,6 +17,7 @@ mod ending;
 pub mod launch;
 mod launch_hooks;
 pub mod limits;
+mod mountinfo;
 pub mod network;
 pub mod output;
 pub mod report;

@@ -43,6 +43,7 @@ use nix::sys::wait::{waitpid, WaitStatus};
 use nix::unistd::{pipe, write};
 
 use super::bind::open_source;
+use crate::mountinfo::{octal, unescape};
 use crate::sys::caps;
 use crate::sys::mount_tree::{attach, clone_mount_of, set_idmap};
 use crate::sys::new_mount::mount_new;
@@ -381,36 +382,6 @@ fn split_lowers(value: &str) -> Result<Vec<PathBuf>, String> {
         .into_iter()
         .map(|v| PathBuf::from(std::ffi::OsString::from(std::ffi::OsStr::from_bytes(&v))))
         .collect())
-}
-
-/// The byte of a `\NNN` octal escape at the start of `b`.
-fn octal(b: &[u8]) -> Option<u8> {
-    match b {
-        [b'\\', d @ ..] if d.len() >= 3 && d[..3].iter().all(|c| (b'0'..=b'7').contains(c)) => {
-            let v = d[..3].iter().fold(0u32, |a, c| a * 8 + u32::from(c - b'0'));
-            u8::try_from(v).ok()
-        }
-        _ => None,
-    }
-}
-
-/// `text` with its `\NNN` octal escapes decoded.
-fn unescape(text: &str) -> Vec<u8> {
-    let b = text.as_bytes();
-    let (mut out, mut i) = (Vec::with_capacity(b.len()), 0);
-    while i < b.len() {
-        match octal(&b[i..]) {
-            Some(c) => {
-                out.push(c);
-                i += 4;
-            }
-            None => {
-                out.push(b[i]);
-                i += 1;
-            }
-        }
-    }
-    out
 }
 
 #[cfg(test)]

@@ -12,9 +12,11 @@
 //! reading the counters (`counters.rs`, opened by
 //! [`SandboxCgroup::counters`]).
 
+use std::ffi::OsStr;
 use std::fs;
 use std::io;
 use std::os::fd::OwnedFd;
+use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::thread;
@@ -22,6 +24,8 @@ use std::time::{Duration, Instant};
 
 use nix::errno::Errno;
 use nix::unistd::{unlinkat, UnlinkatFlags};
+
+use crate::mountinfo::unescape;
 
 pub use super::counters::Counters;
 
@@ -166,8 +170,8 @@ impl Mount {
         let _source = right.next()?;
         let options = right.next()?.split(',').map(str::to_string).collect();
         Some(Mount {
-            root: unescape(fields.get(3)?),
-            point: PathBuf::from(unescape(fields.get(4)?)),
+            root: String::from_utf8_lossy(&unescape(fields.get(3)?)).into_owned(),
+            point: PathBuf::from(OsStr::from_bytes(&unescape(fields.get(4)?))),
             fstype,
             options,
         })
@@ -186,28 +190,6 @@ impl Mount {
         }
         Some(self.point.join(rel))
     }
-}
-
-/// mountinfo's octal escapes (`\040` for a space).
-fn unescape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    let mut rest = s;
-    while let Some(i) = rest.find('\\') {
-        out.push_str(&rest[..i]);
-        let code = rest.get(i + 1..i + 4);
-        match code.and_then(|c| u8::from_str_radix(c, 8).ok()) {
-            Some(b) => {
-                out.push(b as char);
-                rest = &rest[i + 4..];
-            }
-            None => {
-                out.push('\\');
-                rest = &rest[i + 1..];
-            }
-        }
-    }
-    out.push_str(rest);
-    out
 }
 
 /// The sandbox's cgroup: one directory per hierarchy used.

@@ -68,12 +68,6 @@ fn a_pure_v2_host_places_accounting_in_v2() {
     assert_eq!(host.place(Controller::Memory), None);
 }
 
-#[test]
-fn mountinfo_escapes_are_undone() {
-    assert_eq!(unescape(r"/a\040b"), "/a b");
-    assert_eq!(unescape(r"/a\\"), r"/a\\");
-}
-
 /// A trap worker stuck in the sandbox's v1 cpu group (blocked in a
 /// guest's call when the guest died) does not keep the group from being
 /// removed: removal moves our own threads up first.
