@@ -161,7 +161,9 @@ static void ready_go_stacks(void)
  * SA_ONSTACK, as the loader's is); on the signal stack, below it (the
  * kernel sees the thread on its signal stack), as on the signal route.
  * The signal stack is free when the thread is not on it: no handler's
- * frame outlives its return to a goroutine's stack. */
+ * frame outlives its return to a goroutine's stack. The goroutine's
+ * stack pointer is read off a stack of go_stacks before its bit is set:
+ * from then on another thread may claim the stack and push its own. */
 void go_entry(void);
 __asm__(".text\n"
         ".globl go_entry\n"
@@ -184,8 +186,9 @@ __asm__(".text\n"
         "  mov $257, %eax\n"
         "  call rewrite_entry\n"
         "  pop %rcx\n"
+        "  pop %r11\n" /* off the stack before it is given back */
         "  lock btsq %rcx, go_stacks_free(%rip)\n"
-        "  pop %rsp\n"
+        "  mov %r11, %rsp\n"
         "  ret\n"
         "2:\n"
         "  push %rdi\n"
