@@ -53,16 +53,15 @@ use std::path::Path;
 use nix::errno::Errno;
 use nix::sched::CloneFlags;
 use nix::sys::stat::fstat;
-use nix::sys::wait::waitpid;
-use nix::unistd::{pipe, read, Pid};
+use nix::unistd::Pid;
 use vfs::IdMap;
 
 use super::bind::open_source;
 use super::dev_shm::DevShm;
 use super::engine_overlay::EngineOverlay;
 use super::plan::{MountWhat, TopKind, ViewPlan};
+use crate::sys::holder::{Holder, Leaving};
 use crate::sys::mount_tree::{clone_mount_of, set_idmap};
-use crate::sys::process::{clone_process, exit_now, Forked};
 
 /// The detached idmapped copies, in the plan's order.
 #[derive(Default)]
@@ -86,6 +85,10 @@ pub struct IdmappedSources {
     /// guest's are, where the kernel idmaps its file system (a tmpfs from
     /// Linux 6.3); `None`: bound as it is (docs/oci.md, "/dev/shm").
     pub dev_shm: Option<OwnedFd>,
+    /// The children that held the id maps' user namespaces, on their way
+    /// out: reaped by [`IdmappedSources::reap_holders`] or when these
+    /// sources are dropped, once the launch no longer waits on them.
+    holders: Vec<Leaving>,
 }
 
 /// Copies of the plan's host sources for a guest whose ids are `ids`
@@ -102,6 +105,7 @@ pub fn prepare(plan: &ViewPlan, ids: &IdMap, keep_ids: bool) -> Result<IdmappedS
     let mut namespaces = Namespaces {
         guest_root: (uid, gid),
         made: HashMap::new(),
+        leaving: Vec::new(),
     };
     // The current directory is shared without being asked for: best
     // effort, as the top directories (without an idmap its files show
@@ -152,6 +156,7 @@ pub fn prepare(plan: &ViewPlan, ids: &IdMap, keep_ids: bool) -> Result<IdmappedS
         tops,
         rootfs,
         dev_shm: None,
+        holders: namespaces.leaving,
     })
 }
 
@@ -168,6 +173,7 @@ pub(super) fn sandbox_map_namespace(ids: &IdMap) -> Result<OwnedFd, String> {
         extents.map(|e| e.line()).collect::<String>()
     };
     mapping_namespace(lines(&mut ids.uid_extents()), lines(&mut ids.gid_extents()))
+        .map(|(ns, _reaped_here)| ns)
 }
 
 /// A copy of `host` with `ns` as its idmap, nosuid, nodev and `extra`.
@@ -267,10 +273,17 @@ fn prepare_keeping_ids(plan: &ViewPlan, ids: &IdMap) -> Result<IdmappedSources, 
         tops: Vec::new(),
         rootfs,
         dev_shm,
+        holders: Vec::new(),
     })
 }
 
 impl IdmappedSources {
+    /// Reaps the children that held the id maps' namespaces (at once
+    /// where they have left, as they have by the end of the launch).
+    pub fn reap_holders(&mut self) {
+        self.holders.clear();
+    }
+
     /// The copy of the host's top directory `name`, if made.
     pub fn top(&self, name: &str) -> Option<&OwnedFd> {
         self.tops.iter().find(|(n, _)| n == name).map(|(_, fd)| fd)
@@ -281,6 +294,8 @@ struct Namespaces {
     guest_root: (u32, u32),
     /// A user namespace per (owner, group) of a source.
     made: HashMap<(u32, u32), OwnedFd>,
+    /// Their holders, reaped with the [`IdmappedSources`].
+    leaving: Vec<Leaving>,
 }
 
 impl Namespaces {
@@ -294,9 +309,10 @@ impl Namespaces {
         let owner = (st.st_uid, st.st_gid);
         if !self.made.contains_key(&owner) {
             let (root, line) = (self.guest_root, |o: u32, r: u32| format!("{o} {r} 1\n"));
-            let ns = mapping_namespace(line(owner.0, root.0), line(owner.1, root.1))
+            let (ns, leaving) = mapping_namespace(line(owner.0, root.0), line(owner.1, root.1))
                 .map_err(|e| format!("making an id map for {}: {e}", host.display()))?;
             self.made.insert(owner, ns);
+            self.leaving.push(leaving);
         }
         let ns = &self.made[&owner];
         let flags = libc::MOUNT_ATTR_NOSUID | libc::MOUNT_ATTR_NODEV | extra;
@@ -314,26 +330,16 @@ impl Namespaces {
 
 /// A user namespace whose maps are `uid_map` and `gid_map` (e.g. the
 /// host `owner` of a directory onto the guest root's host ids, `OWNER
-/// START 1`): a child made in one, kept until its maps are written and
-/// its namespace is open.
-fn mapping_namespace(uid_map: String, gid_map: String) -> Result<OwnedFd, String> {
-    let (hold_rx, hold_tx) = pipe().map_err(|e| format!("pipe: {}", e.desc()))?;
-    let child = match clone_process(CloneFlags::CLONE_NEWUSER) {
-        Err(e) => return Err(format!("clone: {}", e.desc())),
-        Ok(Forked::Child) => {
-            drop(hold_tx);
-            // Waits for the parent to close its end (EOF), then leaves
-            // without running anything of ours.
-            let _ = read(hold_rx.as_raw_fd(), &mut [0u8; 1]);
-            exit_now(0)
-        }
-        Ok(Forked::Parent(pid)) => pid,
-    };
-    drop(hold_rx);
-    let result = write_and_open(child, uid_map, gid_map);
-    drop(hold_tx);
-    let _ = waitpid(child, None);
-    result
+/// START 1`): a child made in one ([`Holder`]), kept until its maps are
+/// written and its namespace is open. The child is reaped when what comes
+/// back with the namespace is dropped: its exit overlaps what the caller
+/// does next.
+fn mapping_namespace(uid_map: String, gid_map: String) -> Result<(OwnedFd, Leaving), String> {
+    let holder =
+        Holder::spawn(CloneFlags::CLONE_NEWUSER).map_err(|e| format!("clone: {}", e.desc()))?;
+    let result = write_and_open(holder.pid(), uid_map, gid_map);
+    let leaving = holder.release();
+    result.map(|ns| (ns, leaving))
 }
 
 fn write_and_open(child: Pid, uid_map: String, gid_map: String) -> Result<OwnedFd, String> {

@@ -288,7 +288,7 @@ pub fn launch_with(cfg: &LaunchConfig, hooks: &dyn InitHooks) -> Result<Sandbox,
     }
     let filter = privs::to_sock_filter(fast_reads.unwrap_or(&cfg.filter));
     // Shifted ids as root: host directories through idmapped copies.
-    let idmapped = match cfg.shifted_ids {
+    let mut idmapped = match cfg.shifted_ids {
         Some(ids) if nix::unistd::geteuid().is_root() => {
             idmapped::prepare(&plan, &ids, plan.mounts_keep_ids).map_err(LaunchError::setup)?
         }
@@ -365,6 +365,8 @@ pub fn launch_with(cfg: &LaunchConfig, hooks: &dyn InitHooks) -> Result<Sandbox,
             };
             // On any error below, dropping `sandbox` kills and reaps init.
             sandbox.finish_launch(&cfg.id_map(), hooks)?;
+            // Their exits overlapped the clone and init's setup.
+            idmapped.reap_holders();
             Ok(sandbox)
         }
     }

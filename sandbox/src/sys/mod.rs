@@ -13,6 +13,7 @@
 
 pub mod caps;
 pub mod fd;
+pub mod holder;
 pub mod landlock;
 pub mod mapped;
 pub mod mount_tree;
