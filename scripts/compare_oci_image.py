@@ -3,7 +3,8 @@
 The image is made from the host's directories, as the OCI tests make
 theirs from busybox: /usr/bin/python3 with its standard library (less
 its test suite), the dist-packages the rows import (numpy, pandas,
-psutil and what they load), /usr/bin/true and /usr/bin/ps, and every
+psutil and what they load), /usr/bin/true and /usr/bin/ps, the
+time-zone database (/usr/share/zoneinfo, which pandas reads), and every
 shared library they and the Python extension modules need (ldd), at the
 paths ldd names, in Debian's merged-/usr layout, with the loader's cache
 made by `ldconfig -r` from the host's ld.so.conf, as a Debian image has it. Bundles use `runc
@@ -121,6 +122,10 @@ def make_rootfs(py):
     cache = "/usr/lib/python3/dist-packages/__pycache__"
     if os.path.isdir(cache):
         _copy_tree(root, cache)
+    # The time-zone database, as a Debian image has it (tzdata): pandas'
+    # pytz reads /usr/share/zoneinfo/tzdata.zi as it is imported.
+    if os.path.isdir("/usr/share/zoneinfo"):
+        _copy_tree(root, "/usr/share/zoneinfo")
     musl = "/lib/ld-musl-x86_64.so.1"  # musl_reads' loader (its libc)
     if os.path.exists(musl):
         _copy(root, musl)

@@ -186,7 +186,10 @@ impl Bundle {
     }
 
     /// The sandbox this bundle is; warnings for what is left out.
-    pub fn sandbox_config(&self) -> Result<(SandboxConfig, Vec<String>), String> {
+    pub fn sandbox_config(
+        &self,
+        state_root: &Path,
+    ) -> Result<(SandboxConfig, Vec<String>), String> {
         let process = self.process()?;
         let mut warnings = Vec::new();
         let command: Vec<OsString> = process
@@ -205,14 +208,18 @@ impl Bundle {
         config.env = GuestEnv::Exact(self.env());
         config.ids.user = user;
         let mapped = self.id_range()?;
-        let (range, count, keep_ids) =
-            match super::user::overlay_root(&self.rootfs, mapped, !self.root_writable()) {
-                Some(warning) => {
-                    warnings.push(warning);
-                    super::user::host_ids()
-                }
-                None => super::user::id_range(mapped),
-            };
+        let (range, count, keep_ids) = match super::user::overlay_root(
+            &self.rootfs,
+            mapped,
+            !self.root_writable(),
+            state_root,
+        ) {
+            Some(warning) => {
+                warnings.push(warning);
+                super::user::host_ids()
+            }
+            None => super::user::id_range(mapped),
+        };
         (config.ids.range, config.ids.count) = (range, count);
         config.ids.mounts_keep_ids = keep_ids;
         // The terminal is `create`'s to say (`terminal_for`).

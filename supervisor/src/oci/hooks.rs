@@ -2,15 +2,20 @@
 //! at `start`, poststop at `delete`): each runs as the runtime-spec says,
 //! with the container's state JSON on stdin, its own args and env, and
 //! its timeout. Docker's prestart hook (network setup) needs this even
-//! with `--network none`.
+//! with `--network none`. The wait for a hook ends when it exits (its
+//! pidfd polled), not at a polling tick: Docker's hook is on every
+//! `create`'s path.
 //!
 //! Owns running one list of hooks; not when they run.
 
 use std::io::Write;
+use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
+
+use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 
 use super::config::Hook;
 
@@ -23,6 +28,22 @@ pub fn run_all(kind: &str, hooks: &[Hook], state: &serde_json::Value) -> Result<
         run_one(hook, state).map_err(|e| format!("{kind} hook {}: {e}", hook.path().display()))?;
     }
     Ok(())
+}
+
+/// Waits until the hook behind `exited` (its pidfd) exits or `deadline`
+/// passes; without a pidfd (a kernel before 5.3), 5 ms.
+fn wait_for_exit(exited: Option<&OwnedFd>, deadline: Instant) {
+    let Some(pidfd) = exited else {
+        thread::sleep(Duration::from_millis(5));
+        return;
+    };
+    let left = deadline
+        .saturating_duration_since(Instant::now())
+        .as_millis();
+    let ms = u16::try_from(left).unwrap_or(u16::MAX);
+    let mut fds = [PollFd::new(pidfd.as_fd(), PollFlags::POLLIN)];
+    // EINTR or a timeout: the caller looks again.
+    let _ = poll(&mut fds, PollTimeout::from(ms));
 }
 
 fn run_one(hook: &Hook, state: &serde_json::Value) -> Result<(), String> {
@@ -49,6 +70,8 @@ fn run_one(hook: &Hook, state: &serde_json::Value) -> Result<(), String> {
         .map(|t| Duration::from_secs(t as u64))
         .unwrap_or(DEFAULT_TIMEOUT);
     let deadline = Instant::now() + timeout;
+    // Readable when the hook exits: the wait ends then, not at the next tick.
+    let exited = sandbox::sys::pidfd::open(child.id() as i32, false).ok();
     let status = loop {
         match child.try_wait().map_err(|e| e.to_string())? {
             Some(status) => break status,
@@ -57,7 +80,7 @@ fn run_one(hook: &Hook, state: &serde_json::Value) -> Result<(), String> {
                 let _ = child.wait();
                 return Err(format!("timed out after {} s", timeout.as_secs()));
             }
-            None => thread::sleep(Duration::from_millis(5)),
+            None => wait_for_exit(exited.as_ref(), deadline),
         }
     };
     if status.success() {

@@ -41,7 +41,7 @@ pub fn create(root: &Path, log: &Log, a: &CreateArgs, systemd_cgroup: bool) -> R
         return Err(format!("container with id {} already exists", a.id));
     }
     let bundle = Bundle::load(&a.bundle)?;
-    let (config, warnings) = bundle.sandbox_config()?;
+    let (config, warnings) = bundle.sandbox_config(root)?;
     warnings.iter().for_each(|w| log.warn(w));
     fs::DirBuilder::new()
         .recursive(true)

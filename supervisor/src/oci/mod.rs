@@ -37,6 +37,7 @@ pub mod loopback;
 pub mod monitor;
 pub mod namespaces;
 pub mod netns;
+pub mod overlay_trial;
 pub mod plain_root;
 pub mod resources;
 pub mod state;

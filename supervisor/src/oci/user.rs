@@ -104,12 +104,15 @@ pub fn id_range(mapped: Option<HostRange>) -> (IdRange, u32, bool) {
 /// (a second overlay of its upper directory is refused), its options
 /// are not understood, or a trial remake (`EngineOverlay::try_remake`,
 /// `read_only` as the container's root will be) fails, for whatever
-/// reason the kernel gives. `None`: not root, a mapping given, another
-/// file system, or an overlay the sandbox remakes over idmapped layers.
+/// reason the kernel gives (a trial of the same key that passed on this
+/// boot, recorded in `state_root`, is not made again:
+/// `overlay_trial.rs`). `None`: not root, a mapping given, another file
+/// system, or an overlay the sandbox remakes over idmapped layers.
 pub fn overlay_root(
     rootfs: &std::path::Path,
     mapped: Option<HostRange>,
     read_only: bool,
+    state_root: &std::path::Path,
 ) -> Option<String> {
     if mapped.is_some() || super::cli::rootless_caller() {
         return None;
@@ -118,7 +121,7 @@ pub fn overlay_root(
         Ok(None) => return None,
         Ok(Some(overlay)) => match overlay.refusal() {
             Some(refused) => refused,
-            None => match trial(&overlay, read_only) {
+            None => match trial(&overlay, read_only, state_root) {
                 Ok(()) => return None,
                 Err(e) => format!("remaking its overlay over idmapped layers failed: {e}"),
             },
@@ -132,11 +135,17 @@ pub fn overlay_root(
 }
 
 /// [`EngineOverlay::try_remake`] with the ids the container would get
-/// (`IdRange::Auto`: root's subordinate range).
-fn trial(overlay: &EngineOverlay, read_only: bool) -> Result<(), String> {
+/// (`IdRange::Auto`: root's subordinate range), unless one of the same
+/// key passed on this boot (`overlay_trial.rs`, recorded in the
+/// runtime's `state_root`).
+fn trial(
+    overlay: &EngineOverlay,
+    read_only: bool,
+    state_root: &std::path::Path,
+) -> Result<(), String> {
     let range = sandbox::launch::subids::root_range()?;
-    let ids = vfs::IdMap::shifted(range.start, OCI_ID_COUNT.min(range.count));
-    overlay.try_remake(&ids, read_only)
+    let count = OCI_ID_COUNT.min(range.count);
+    super::overlay_trial::remake_passes(state_root, overlay, range, count, read_only)
 }
 
 /// The identity map of [`overlay_root`]: container ids 0–65535 as the

@@ -217,6 +217,55 @@ fn an_overlay_the_kernel_will_not_remake_keeps_the_host_ids() {
     assert_eq!(out, "0 0 65536\n");
     let log = fs::read_to_string(&rt.log).unwrap_or_default();
     assert!(log.contains("remaking its overlay"), "{log}");
+    // A failed trial is not recorded: the next create tries again.
+    assert_eq!(trial_records(&rt), 0);
     let meta = fs::metadata(t.join("layers/upper/tmp/w")).expect("the container's file");
     assert_eq!((meta.uid(), meta.gid()), (0, 0));
+}
+
+/// How many passed trial remakes the runtime's root records.
+fn trial_records(rt: &Runtime) -> usize {
+    fs::read_dir(rt.root.join("@overlay-trials"))
+        .map(|d| {
+            (d.filter_map(Result::ok))
+                .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
+                .count()
+        })
+        .unwrap_or(0)
+}
+
+#[test]
+fn a_passed_trial_is_made_once_and_every_container_still_gets_the_range() {
+    need_busybox!();
+    if !common::is_root() {
+        skip!("needs root");
+    }
+    // Two engine mounts of the same kind (their layers on one mount), one
+    // runtime root, as Docker's containers are.
+    let (t1, t2) = (Tree::new(), Tree::new());
+    let rt = Runtime::new(t1.path());
+    map_and_write_bundle(t1.path());
+    map_and_write_bundle(t2.path());
+    let _first = EngineMount::new(&t1, "off");
+    let _second = EngineMount::new(&t2, "off");
+    let start = supervisor_start("/etc/subuid");
+    assert_eq!(trial_records(&rt), 0);
+    assert_eq!(
+        run_to_end(&rt, t1.path(), "trial-first"),
+        format!("0 {start} 65536\n")
+    );
+    assert_eq!(trial_records(&rt), 1);
+    // The second container matches the record: no second trial, and
+    // still the range, its writes host 0's in its own upper directory.
+    assert_eq!(
+        run_to_end(&rt, t2.path(), "trial-second"),
+        format!("0 {start} 65536\n")
+    );
+    assert_eq!(trial_records(&rt), 1);
+    for t in [&t1, &t2] {
+        let meta = fs::metadata(t.join("layers/upper/tmp/w")).expect("the container's file");
+        assert_eq!((meta.uid(), meta.gid()), (0, 0));
+    }
+    let log = fs::read_to_string(&rt.log).unwrap_or_default();
+    assert!(!log.contains("remaking its overlay"), "{log}");
 }
