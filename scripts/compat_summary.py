@@ -45,14 +45,20 @@ def table(summary, modules):
     return "\n".join(lines)
 
 
-def differences(summary):
-    """Tests that pass natively but not supervised: {module: {test: status}}."""
-    diff = {}
+def both_sides(summary):
+    """(module, native result, supervised result) for every module that
+    ran on both sides, in the summary's order."""
     for m in summary["modules"]:
         n = summary["native"].get(m)
         s = summary["supervised"].get(m)
-        if not n or not s:
-            continue
+        if n and s:
+            yield m, n, s
+
+
+def differences(summary):
+    """Tests that pass natively but not supervised: {module: {test: status}}."""
+    diff = {}
+    for m, n, s in both_sides(summary):
         d = {}
         for t, st in n["results"].items():
             if st != "pass":
@@ -73,11 +79,7 @@ def differences(summary):
 def gains(summary):
     """Tests that pass supervised but not natively: {module: {test: native status}}."""
     out = {}
-    for m in summary["modules"]:
-        n = summary["native"].get(m)
-        s = summary["supervised"].get(m)
-        if not n or not s:
-            continue
+    for m, n, s in both_sides(summary):
         d = {}
         for t, st in s["results"].items():
             if st == "pass" and n["results"].get(t) != "pass":
