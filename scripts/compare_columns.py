@@ -16,6 +16,7 @@ import tempfile
 import time
 
 import compare_oci
+from compare_oci_state import failure as oci_failure, timed_run
 from compare_workloads import _DATA, PY, ROOT
 
 ENV = {
@@ -260,8 +261,7 @@ def run_copies(argv, copies, timeout):
             failure = failure or f"timeout after {timeout:g} s"
             continue
         if p.returncode != 0 and not failure:
-            lines = err.decode(errors="replace").strip().splitlines()
-            failure = f"exit {p.returncode}: {lines[-1][:160] if lines else ''}"
+            failure = oci_failure(p.returncode, err.decode(errors="replace"))
     t1 = time.perf_counter_ns()
     return (None, failure) if failure else (t1 - t0, None)
 
@@ -270,17 +270,7 @@ def run_once(argv, timeout, copies=1):
     """(elapsed_ns, None) on success, (None, reason) on failure."""
     if copies > 1:
         return run_copies(argv, copies, timeout)
-    t0 = time.perf_counter_ns()
     try:
-        p = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                           stderr=subprocess.PIPE, env=ENV, cwd="/", timeout=timeout)
-    except subprocess.TimeoutExpired:
-        return None, f"timeout after {timeout:g} s"
+        return timed_run(argv, ENV, timeout)
     except OSError as e:
         return None, f"cannot start: {e}"
-    t1 = time.perf_counter_ns()
-    if p.returncode != 0:
-        lines = p.stderr.decode(errors="replace").strip().splitlines()
-        last = lines[-1][:160] if lines else ""
-        return None, f"exit {p.returncode}: {last}"
-    return t1 - t0, None
