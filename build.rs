@@ -63,12 +63,15 @@ fn main() {
 }
 
 const FAST_CLIENT: &str = "src/fast_client.c";
+/// The freestanding layer [`FAST_CLIENT`] includes.
+const FAST_CLIENT_SYS: &str = "src/fast_client_sys.h";
 const WIRE: &str = "supervisor/src/pool/wire.rs";
 
 /// Compiles [`FAST_CLIENT`] (with [`WIRE`]'s header) and links it in as
 /// the binary's entry point.
 fn link_fast_client() {
     println!("cargo:rerun-if-changed={FAST_CLIENT}");
+    println!("cargo:rerun-if-changed={FAST_CLIENT_SYS}");
     println!("cargo:rerun-if-changed={WIRE}");
     let cc = env::var("CC").unwrap_or_else(|_| "cc".to_string());
     let out_dir = PathBuf::from(env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));

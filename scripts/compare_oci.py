@@ -28,12 +28,11 @@ Owns the OCI columns only: timing, rows and the table are scripts/compare's.
 
 import os
 import subprocess
-import time
 
 from compare_oci_docker import cleanup, docker_env, start_dockerd  # noqa: F401  (cleanup: scripts/compare's)
 from compare_oci_image import bundle, make_rootfs
 from compare_oci_runners import become_subreaper, reap_orphans, run_runc, run_supervisor  # noqa: F401  (reap_orphans: scripts/compare's)
-from compare_oci_state import IMAGE, STATE, failure, work_dir
+from compare_oci_state import IMAGE, STATE, timed_run, work_dir
 
 # Rows whose programs the image holds (or the data directory, bound in).
 OCI_WORKLOADS = {"true", "py_pass", "py_imports", "numpy", "pandas", "groupby", "walk", "files",
@@ -102,17 +101,7 @@ class OciColumn:
 
     def run(self, name, cmd, data, timeout):
         if self.via == "docker":
-            t0 = time.perf_counter_ns()
-            try:
-                p = subprocess.run(self.docker_argv(cmd, data), stdin=subprocess.DEVNULL,
-                                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                   env=docker_env(self.env), cwd="/", timeout=timeout)
-            except subprocess.TimeoutExpired:
-                return None, f"timeout after {timeout:g} s"
-            t1 = time.perf_counter_ns()
-            if p.returncode != 0:
-                return None, failure(p.returncode, p.stderr.decode(errors="replace"))
-            return t1 - t0, None
+            return timed_run(self.docker_argv(cmd, data), docker_env(self.env), timeout)
         uses_data = data if any("{data}" in a for a in cmd) else ""
         b = bundle(self.tools["runc"], make_rootfs(self.tools["python"]), name,
                    self.args(cmd, data), self.env, uses_data)

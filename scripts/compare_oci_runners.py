@@ -14,23 +14,15 @@ import tempfile
 import threading
 import time
 
-from compare_oci_state import STATE, failure, work_dir
+from compare_oci_state import STATE, failure, timed_run, work_dir
 
 
 def run_runc(runc, root, bundle_dir, cid, timeout, env):
     """`runc run`: (ns, None) or (None, reason)."""
-    t0 = time.perf_counter_ns()
-    try:
-        p = subprocess.run([runc, "--root", root, "run", "--bundle", bundle_dir, cid],
-                           stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                           stderr=subprocess.PIPE, env=env, cwd="/", timeout=timeout)
-    except subprocess.TimeoutExpired:
+    def delete():
         subprocess.run([runc, "--root", root, "delete", "--force", cid], capture_output=True)
-        return None, f"timeout after {timeout:g} s"
-    t1 = time.perf_counter_ns()
-    if p.returncode != 0:
-        return None, failure(p.returncode, p.stderr.decode(errors="replace"))
-    return t1 - t0, None
+    return timed_run([runc, "--root", root, "run", "--bundle", bundle_dir, cid], env, timeout,
+                     on_timeout=delete)
 
 
 def become_subreaper():

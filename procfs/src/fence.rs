@@ -20,7 +20,7 @@
 //! succeeds ([`Fence::leaves_read_write`] the same for an `O_RDWR` open,
 //! which the domain checks as a read too). Does not own: the Landlock calls
 //! (`sandbox/src/sys/landlock.rs`), nor what is served instead
-//! (the syscalls crate's `handlers/open.rs`, `served.rs`).
+//! (the syscalls crate's `handlers/open/`, `served.rs`).
 //!
 //! `/proc/sys` and `/proc/sysvipc` stay native because their files
 //! answer for the opener's namespaces (net, ipc, user), which a file the

@@ -26,7 +26,7 @@ pub struct Context {
     /// Whether an open that creates nothing and names no synthetic file
     /// is answered CONTINUE (the kernel opens the object the VFS
     /// resolved) rather than with a descriptor of ours (ADDFD). See
-    /// `handlers/open.rs`; tests of the VFS's resolution turn it off.
+    /// `handlers/open/`; tests of the VFS's resolution turn it off.
     pub(crate) continue_plain_opens: bool,
     /// What the guest's Landlock domain lets the kernel open for reading
     /// (`procfs/fence.rs`); `None` when the guest has no such domain.

@@ -101,6 +101,13 @@ pub fn have(tool: &str) -> bool {
     PATH.split(':').any(|d| is_exe(&Path::new(d).join(tool)))
 }
 
+/// A TCP port of the host's loopback that was free a moment ago (bound
+/// and let go: another process may take it before the test does).
+pub fn free_port() -> u16 {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("binding a free port");
+    l.local_addr().expect("its address").port()
+}
+
 /// The result of one child.
 #[derive(Debug, Clone)]
 pub struct Out {

@@ -7,7 +7,8 @@
 //! every special range refused at once and reported; the guest's
 //! TCP_NODELAY and keep-alive on the relay's host socket.
 //!
-//! Each case runs `tests/net/egress_driver.py` natively inside a fresh
+//! Each case runs `tests/net/egress_driver.py` (with `egress_relay.py`,
+//! its relay modes) natively inside a fresh
 //! network namespace (`unshare -n`; `-m` too for the DNS case, which puts a
 //! private copy of /etc with test names over /etc): the host servers and
 //! the supervisor under test share that namespace, so nothing can leave
@@ -18,7 +19,12 @@ use common::*;
 
 use std::process::Command;
 
-const DRIVER: &str = include_str!("egress_driver.py");
+/// The driver: its helpers and policy modes, then the relay's modes and
+/// the dispatch on its mode.
+const DRIVER: &str = concat!(
+    include_str!("egress_driver.py"),
+    include_str!("egress_relay.py")
+);
 
 /// The TCP mode's transcript: the allowed exchange, then three dials
 /// without a rule naming the host server and one to a closed port.

@@ -37,12 +37,6 @@ while True:
     s.sendto(b"%s from %s" % (data, src[0].encode()), src)
 "#;
 
-/// A port free on the host's loopback (for a moment).
-fn free_port() -> u16 {
-    let l = TcpListener::bind("127.0.0.1:0").expect("bind");
-    l.local_addr().expect("addr").port()
-}
-
 /// The supervisor serving `script` with `--publish SPEC`.
 fn publish(spec: &str, script: &str) -> Child {
     Command::new(bin())

@@ -13,11 +13,12 @@
 //! container's address.
 
 use std::io::{Read, Write};
-use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream, UdpSocket};
+use std::net::{Ipv4Addr, SocketAddr, TcpStream, UdpSocket};
 use std::time::Duration;
 
 use crate::common::engine::{dump, poll_until, stdout};
 use crate::common::engine_cli::EngineCli;
+use crate::common::free_port;
 
 /// The page the servers serve.
 const PAGE: &str = "hello-from-web\n";
@@ -26,12 +27,6 @@ const PAGE: &str = "hello-from-web\n";
 /// httpd (in the foreground).
 const SERVE: &str = "busybox mkdir -p /www && echo hello-from-web > /www/index.html && \
                      exec busybox httpd -f -p 80 -h /www";
-
-/// A port of the host's loopback that was free a moment ago.
-fn free_port() -> u16 {
-    let l = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).expect("binding a free port");
-    l.local_addr().expect("its address").port()
-}
 
 /// The body of `GET /index.html` from 127.0.0.1:`port`, if any.
 fn fetch(port: u16) -> Option<String> {

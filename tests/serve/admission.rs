@@ -94,11 +94,7 @@ fn tenants_take_turns_in_the_queue() {
     use std::sync::{Arc, Mutex};
     let dir = Tree::new();
     let tokens = dir.file("tokens", "tenant-a\ntenant-b\n");
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = crate::common::free_port();
     let addr = format!("127.0.0.1:{port}");
     let d = Daemon::start_in(
         dir,

@@ -107,11 +107,7 @@ fn bad_requests_get_their_status_and_one_line() {
 fn tcp_needs_a_token() {
     let dir = Tree::new();
     let tokens = dir.file("tokens", "# graders\nsecret-one\nsecret-two\n");
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = crate::common::free_port();
     let addr = format!("127.0.0.1:{port}");
     let listen = format!("--listen={addr}");
     let token_file = format!("--token-file={}", tokens.display());

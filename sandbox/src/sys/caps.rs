@@ -75,33 +75,19 @@ pub fn clear_all() -> nix::Result<()> {
 /// Sets the effective and permitted sets of this thread to `mask` (bit N
 /// is capability N) and clears the inheritable set.
 pub fn set_only(mask: u64) -> nix::Result<()> {
-    let mut header = CapHeader {
-        version: CAP_VERSION_3,
-        pid: 0,
-    };
-    let half = |m: u64| CapData {
-        effective: m as u32,
-        permitted: m as u32,
-        inheritable: 0,
-    };
-    let data = [half(mask), half(mask >> 32)];
-    // SAFETY: header and data are valid for the duration of the call and
-    // laid out as __user_cap_header_struct and two __user_cap_data_struct,
-    // which version 3 expects.
-    let ret = unsafe {
-        libc::syscall(
-            libc::SYS_capset,
-            &mut header as *mut CapHeader,
-            data.as_ptr(),
-        )
-    };
-    Errno::result(ret).map(drop)
+    capset(mask, mask)
 }
 
 /// Sets the effective set of this thread to `effective` (within the
 /// permitted set, which stays) and clears the inheritable set.
 pub fn set_effective(effective: u64) -> nix::Result<()> {
     let (_, permitted) = current()?;
+    capset(effective, permitted)
+}
+
+/// `capset` of this thread: these effective and permitted sets (bit N is
+/// capability N), an empty inheritable set.
+fn capset(effective: u64, permitted: u64) -> nix::Result<()> {
     let mut header = CapHeader {
         version: CAP_VERSION_3,
         pid: 0,
@@ -115,7 +101,9 @@ pub fn set_effective(effective: u64) -> nix::Result<()> {
         half(effective, permitted),
         half(effective >> 32, permitted >> 32),
     ];
-    // SAFETY: as in set_only.
+    // SAFETY: header and data are valid for the duration of the call and
+    // laid out as __user_cap_header_struct and two __user_cap_data_struct,
+    // which version 3 expects.
     let ret = unsafe {
         libc::syscall(
             libc::SYS_capset,
@@ -133,7 +121,8 @@ pub fn current() -> nix::Result<(u64, u64)> {
         pid: 0,
     };
     let mut data = [CapData::default(); 2];
-    // SAFETY: as in clear_all; capget writes two data structs into `data`.
+    // SAFETY: `header` is valid for the call and `data` holds the two
+    // data structs version 3's capget writes.
     let ret = unsafe {
         libc::syscall(
             libc::SYS_capget,

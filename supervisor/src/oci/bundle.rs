@@ -23,6 +23,7 @@ use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
 
 use super::config::{LinuxResources, Mount, PosixRlimitType, Process, Spec};
+use super::mount_kind::{classify, OciMountKind};
 use vfs::mounts::{MountKind, MountSpec};
 
 use netstack::rules::Rule;
@@ -400,32 +401,28 @@ fn translate_mount(m: &Mount) -> Result<Option<MountSpec>, String> {
     if own {
         return Ok(None);
     }
-    let options = m.options().clone().unwrap_or_default();
-    let has = |o: &str| options.iter().any(|x| x == o);
-    let typ = m.typ().clone().unwrap_or_default();
-    let spec = if typ == "tmpfs" {
-        let size = options.iter().find_map(|o| o.strip_prefix("size="));
-        match size {
+    let spec = match classify(m) {
+        OciMountKind::Tmpfs { size, .. } => match size {
             Some(s) => MountSpec::parse_tmpfs(&format!("{dest}:{s}")),
             None => MountSpec::parse_tmpfs(&dest),
+        },
+        OciMountKind::Bind {
+            source, read_only, ..
+        } => {
+            let src = source.to_string_lossy().into_owned();
+            if src.contains(':') || dest.contains(':') {
+                return Err(format!(
+                    "mount {src} on {dest}: ':' in a path is not supported"
+                ));
+            }
+            match read_only {
+                true => MountSpec::parse_ro(&format!("{src}:{dest}")),
+                false => MountSpec::parse_rw(&format!("{src}:{dest}")),
+            }
         }
-    } else if typ == "bind" || has("bind") || has("rbind") {
-        let src = m
-            .source()
-            .as_ref()
-            .map(|s| s.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        if src.contains(':') || dest.contains(':') {
-            return Err(format!(
-                "mount {src} on {dest}: ':' in a path is not supported"
-            ));
+        OciMountKind::Other { typ } => {
+            return Err(format!("mount of type {typ:?} on {dest} is not supported"));
         }
-        match has("ro") {
-            true => MountSpec::parse_ro(&format!("{src}:{dest}")),
-            false => MountSpec::parse_rw(&format!("{src}:{dest}")),
-        }
-    } else {
-        return Err(format!("mount of type {typ:?} on {dest} is not supported"));
     };
     spec.map(Some).map_err(|e| format!("mount on {dest}: {e}"))
 }

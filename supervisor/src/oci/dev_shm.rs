@@ -20,6 +20,7 @@ use std::path::Path;
 use sandbox::launch::DevShm;
 
 use super::config::{Mount, Spec};
+use super::mount_kind::{classify, OciMountKind};
 
 /// The destination this module reads.
 const DEV_SHM: &str = "/dev/shm";
@@ -56,40 +57,41 @@ fn asks_for_ipc_namespace(spec: &Spec) -> bool {
     namespaces.is_some_and(|ns| ns.iter().any(|n| n.typ() == "ipc"))
 }
 
-/// A bind (type `bind`, or an `rbind`/`bind` option) of an absolute
-/// source, or a tmpfs with its `size=`; `Err` a warning for anything else.
+/// A bind of an absolute source, or a tmpfs with its `size=`
+/// ([`classify`]); `Err` a warning for anything else.
 fn translate(m: &Mount) -> Result<DevShm, String> {
-    let options = m.options().clone().unwrap_or_default();
-    let has = |o: &str| options.iter().any(|x| x == o);
-    let no_exec = has("noexec");
-    let typ = m.typ().clone().unwrap_or_default();
-    if typ == "tmpfs" {
-        let size = match options.iter().find_map(|o| o.strip_prefix("size=")) {
-            Some(s) => Some(
-                vfs::mounts::parse_size(s)
-                    .map_err(|e| format!("mount on {DEV_SHM}: {e}; the sandbox's own is used"))?,
-            ),
-            None => None,
-        };
-        return Ok(DevShm::Tmpfs { size, no_exec });
-    }
-    if typ == "bind" || has("bind") || has("rbind") {
-        let host = m.source().clone().unwrap_or_default();
-        if !host.is_absolute() {
-            return Err(format!(
-                "mount on {DEV_SHM}: source {:?} is not an absolute path; the sandbox's own is used",
-                host.display().to_string()
-            ));
+    match classify(m) {
+        OciMountKind::Tmpfs { size, no_exec } => {
+            let size =
+                match size {
+                    Some(s) => Some(vfs::mounts::parse_size(&s).map_err(|e| {
+                        format!("mount on {DEV_SHM}: {e}; the sandbox's own is used")
+                    })?),
+                    None => None,
+                };
+            Ok(DevShm::Tmpfs { size, no_exec })
         }
-        return Ok(DevShm::Bind {
-            host,
-            read_only: has("ro"),
+        OciMountKind::Bind {
+            source: host,
+            read_only,
             no_exec,
-        });
+        } => {
+            if !host.is_absolute() {
+                return Err(format!(
+                    "mount on {DEV_SHM}: source {:?} is not an absolute path; the sandbox's own is used",
+                    host.display().to_string()
+                ));
+            }
+            Ok(DevShm::Bind {
+                host,
+                read_only,
+                no_exec,
+            })
+        }
+        OciMountKind::Other { typ } => Err(format!(
+            "mount of type {typ:?} on {DEV_SHM} is not supported; the sandbox's own is used"
+        )),
     }
-    Err(format!(
-        "mount of type {typ:?} on {DEV_SHM} is not supported; the sandbox's own is used"
-    ))
 }
 
 #[cfg(test)]

@@ -14,7 +14,8 @@
 //! Submodules: `cli` (flags), `lifecycle` (create, start, kill, delete),
 //! `info` (state, list, ps, pause, resume, update, spec, features),
 //! `exec` and `exec_socket`, `console`, `hooks`, `user`, `namespaces`
-//! (the IPC and UTS namespaces a pod's containers join), `sys_cpu` (the
+//! (the IPC and UTS namespaces a pod's containers join), `mount_kind`
+//! (what a config.json mount entry is), `sys_cpu` (the
 //! guest's /sys CPUs after `update`), `child` (work in a forked child).
 //! Does not own the sandbox: that is the engine's (`sandbox::run`).
 
@@ -35,6 +36,7 @@ pub mod lifecycle;
 pub mod log;
 pub mod loopback;
 pub mod monitor;
+pub mod mount_kind;
 pub mod namespaces;
 pub mod netns;
 pub mod overlay_trial;

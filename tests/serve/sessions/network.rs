@@ -10,11 +10,7 @@ fn a_published_port_reaches_a_listener_inside() {
     if !crate::common::have("python3") {
         skip!("python3 is not installed (.ci/run installs it)");
     }
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = crate::common::free_port();
     let d = Daemon::start();
     let id = d.create(&format!(r#"{{"publish": ["127.0.0.1:{port}:8000"]}}"#));
     d.exec(&id, &["sh", "-c", "echo hello-from-inside > /tmp/index.html; cd /tmp && python3 -m http.server 8000 >/dev/null 2>&1 &"]);
