@@ -22,8 +22,9 @@
 //! Two overlays may share an upper directory only when the first was
 //! made with `index=off` (else EBUSY): Docker and containerd set it, and
 //! the kernel default is off. The work directory is never shared: ours
-//! is [`OWN_WORKDIR`] beside the engine's (on the upper directory's file
-//! system, as overlayfs requires), made afresh before each mount and
+//! is the upper directory's name with [`OWN_WORKDIR`] appended, beside it
+//! (on its file system, as overlayfs requires), made afresh before each
+//! mount and
 //! removed by `delete` ([`remove_workdir`]), since a mount cleans out its
 //! work directory's `work` (under the engine's live mount) and a
 //! `volatile` mount (Podman's `--rm`) leaves `work/incompat/volatile`
@@ -58,9 +59,11 @@ use crate::sys::new_mount::mount_new;
 use crate::sys::process::{clone_process, exit_now, Forked};
 use crate::sys::thread_ids::{set_fsgid, set_fsuid};
 
-/// The name of the runtime's own work directory for an overlay of an
-/// engine's layers, beside the engine's upper and work directories.
-pub const OWN_WORKDIR: &str = "supervisor-work";
+/// What the name of the runtime's own work directory for an overlay of
+/// an engine's layers appends to the upper directory's name, beside it
+/// (`diff.supervisor-work` beside Docker's and Podman's `diff`): one per
+/// upper directory, even where several share a parent.
+pub const OWN_WORKDIR: &str = ".supervisor-work";
 
 /// Removes a work directory of ours ([`EngineOverlay::own_workdir`]);
 /// one that is already gone (the engine removed its layer) is no error.
@@ -99,12 +102,11 @@ impl EngineOverlay {
         parse_line(line).map(Some)
     }
 
-    /// The work directory our overlay of these layers uses
-    /// ([`OWN_WORKDIR`] in the directory holding the engine's upper and
-    /// work directories); `None` for a read-only overlay.
+    /// The work directory our overlay of these layers uses (beside the
+    /// upper directory, [`OWN_WORKDIR`] appended to its name); `None`
+    /// for a read-only overlay.
     pub fn own_workdir(&self) -> Option<PathBuf> {
-        let (upper, work) = self.upper.as_ref()?;
-        common_base(upper, work).map(|(base, _, _)| base.join(OWN_WORKDIR))
+        self.upper.as_ref().map(|(upper, _)| beside(upper))
     }
 
     /// Why a second overlay of these layers would be refused or wrong,
@@ -159,8 +161,9 @@ impl EngineOverlay {
             Some((upper, work)) => {
                 let (base, up, _) = common_base(upper, work)
                     .ok_or("the upper and work directories share no parent")?;
-                fresh_workdir(&base.join(OWN_WORKDIR))?;
-                Some((copy(&base, 0)?, up, PathBuf::from(OWN_WORKDIR)))
+                fresh_workdir(&beside(upper))?;
+                let ours = beside(&up);
+                Some((copy(&base, 0)?, up, ours))
             }
             None => None,
         };
@@ -230,6 +233,13 @@ impl EngineOverlay {
             }
         }
     }
+}
+
+/// `path` with [`OWN_WORKDIR`] appended to its last component.
+fn beside(path: &Path) -> PathBuf {
+    let mut name = path.as_os_str().to_os_string();
+    name.push(OWN_WORKDIR);
+    PathBuf::from(name)
 }
 
 /// Makes our work directory empty, owned by host root (the container's
@@ -448,7 +458,7 @@ mod tests {
         assert_eq!(o.refusal(), None);
         assert_eq!(
             o.own_workdir(),
-            Some(PathBuf::from("/d/abc/supervisor-work"))
+            Some(PathBuf::from("/d/abc/diff.supervisor-work"))
         );
         assert_eq!(
             common_base(Path::new("/d/abc/diff"), Path::new("/d/abc/work")),

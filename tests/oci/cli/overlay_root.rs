@@ -168,7 +168,7 @@ fn a_volatile_overlay_is_remade_with_a_work_directory_of_its_own() {
     let engine_work_ino = fs::metadata(&engine_work).expect("engine's work").ino();
     // What a crashed container's volatile overlay leaves in ours: the
     // next create over the same layers starts afresh.
-    let ours = t.join("layers/supervisor-work");
+    let ours = t.join("layers/upper.supervisor-work");
     fs::create_dir_all(ours.join("work/incompat/volatile")).unwrap();
     fs::write(ours.join("work/incompat/volatile/dirty"), "").unwrap();
     let pid = create(&rt, t.path(), "ovl-volatile");
