@@ -9,7 +9,9 @@
 # with `--network none` output, exit code, a hog killed at -m 64m
 # (OOMKilled under Docker), --cpus 0.5 --pids-limit 50 in the container's
 # cgroup and as the container sees them, exec, stats and update, Docker's
-# shared /dev/shm and --shm-size; on a user-defined network, -p and a second container connecting by name.
+# shared /dev/shm and --shm-size, every process of a container on the
+# subordinate range (from this host's side) with and without --rm; on a
+# user-defined network, -p and a second container connecting by name.
 # Then the CRI tests of tests/oci/cri against the installed containerd.
 # Each case prints one line, "ok NAME (S s)" or "FAIL NAME (S s): why";
 # the job fails when any case fails. The engines run as installed: only
@@ -58,6 +60,31 @@ pids_limit() {
     fi
 }
 read_file() { cat "$1" 2>/dev/null | tr '\n' ' ' | sed 's/ $//'; }
+# host_ids_of_container ID: "all on the range" when every process the
+# runtime lists for container ID (`supervisor ps`, under the engine's
+# runtime root, found by the container's state.json) runs with all its
+# uids and gids (real, effective, saved, filesystem) in the 65536 ids of
+# the `supervisor` entry of /etc/subuid and /etc/subgid, else what is not.
+host_ids_of_container() {
+    local state root pids p ids start gstart bad=
+    state=$(find /run -maxdepth 6 -path "*/$1/state.json" 2>/dev/null | head -1)
+    [ -n "$state" ] || { echo "no state.json of $1 under /run"; return; }
+    root=$(dirname "$(dirname "$state")")
+    pids=$(supervisor --root "$root" ps --format json "$1" 2>&1 | tr -d '[] ' | tr ',' ' ')
+    [[ $pids =~ ^[0-9\ ]+$ ]] || { echo "ps: $pids"; return; }
+    start=$(awk -F: '$1 == "supervisor" { print $2 }' /etc/subuid)
+    gstart=$(awk -F: '$1 == "supervisor" { print $2 }' /etc/subgid)
+    [[ $start =~ ^[0-9]+$ && $gstart =~ ^[0-9]+$ ]] || { echo "no supervisor range in /etc/subuid, /etc/subgid"; return; }
+    for p in $pids; do
+        ids=$(awk '/^Uid:/ { print "u", $2, $3, $4, $5 } /^Gid:/ { print "g", $2, $3, $4, $5 }' "/proc/$p/status" 2>/dev/null)
+        [ -n "$ids" ] || continue # ended since ps
+        echo "$ids" | awk -v u="$start" -v g="$gstart" '
+            { base = ($1 == "u") ? u : g
+              for (i = 2; i <= 5; i++) if ($i < base || $i >= base + 65536) exit 1 }' ||
+            bad="$bad pid $p: $(echo "$ids" | tr '\n' ' ')"
+    done
+    echo "${bad:-all on the range}"
+}
 
 install -m 0755 /job/supervisor /usr/local/bin/supervisor
 
@@ -206,15 +233,34 @@ engine_cases() {
 
     $e rm -f lim >/dev/null 2>&1
 
+    # The container's ids, read from this host: every process of the
+    # container (the runtime's `ps`) runs with all its uids and gids on
+    # the `supervisor` subordinate range, none as host root, and the
+    # container's root writes to its root directory (Podman's is 0555) as
+    # under runc. Both with --rm, for which Podman mounts the rootfs with
+    # `volatile` (docs/oci.md, "An overlayfs rootfs"), and without.
+    local rm
+    for rm in --rm ""; do
+        start=$SECONDS why=
+        out=$($e run -d $rm --name onrange "${rt[@]}" vmtest \
+            sh -c 'mkdir /made && echo by-root > /made/file && exec sleep 1000' 2>&1)
+        expect "run -d $rm status (output: $out)" "$?" 0
+        expect "made at /" "$($e exec onrange cat /made/file 2>&1)" by-root
+        out=$(host_ids_of_container "$($e inspect -f '{{.Id}}' onrange 2>&1)")
+        expect "host ids of the container's processes" "$out" "all on the range"
+        $e rm -f onrange >/dev/null 2>&1
+        report "$e-ids-on-range${rm:+-rm}" "$start" "$why"
+    done
+
     # A user-defined network of the engine's (Docker's bridge, iptables and
     # embedded resolver; Podman's netavark bridge and aardvark-dns): the
     # sandboxed web server published with -p and reached from this host
     # at one of its own addresses, then by name from a second sandboxed
-    # container on the network. The server's files are in /tmp: Podman's
-    # root directory is mode 0555, which the container's root may not
-    # write under this runtime (docs/oci.md, "Not yet"). (busybox wget
-    # has no -T here: with it the static busybox of Debian 12 segfaults.)
-    local serve='mkdir -p /tmp/www && echo hello-from-web > /tmp/www/index.html && exec httpd -f -p 80 -h /tmp/www'
+    # container on the network. The server's files are in /www, made by
+    # the container's root in its root directory (Podman's is mode 0555),
+    # as under runc. (busybox wget has no -T here: with it the static
+    # busybox of Debian 12 segfaults.)
+    local serve='mkdir /www && echo hello-from-web > /www/index.html && exec httpd -f -p 80 -h /www'
     local host_ip
     host_ip=$(ip -4 -o addr show scope global | awk '{ sub("/.*", "", $4); print $4; exit }')
     start=$SECONDS why=

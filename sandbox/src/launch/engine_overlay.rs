@@ -19,10 +19,19 @@
 //! engine's own mount would put them, so `docker cp`, `docker diff` and
 //! `podman cp` keep working.
 //!
-//! Two overlays may share an upper and a work directory only when the
-//! first was made with `index=off` (else EBUSY): Docker and containerd
-//! set it, and the kernel default is off; [`EngineOverlay::refusal`] says
-//! when the engine's mount has the index on, and
+//! Two overlays may share an upper directory only when the first was
+//! made with `index=off` (else EBUSY): Docker and containerd set it, and
+//! the kernel default is off. The work directory is never shared: ours
+//! is the upper directory's name with [`OWN_WORKDIR`] appended, beside it
+//! (on its file system, as overlayfs requires), made afresh before each
+//! mount and
+//! removed by `delete` ([`remove_workdir`]), since a mount cleans out its
+//! work directory's `work` (under the engine's live mount) and a
+//! `volatile` mount (Podman's `--rm`) leaves `work/incompat/volatile`
+//! there, which makes the kernel refuse every later mount of that work
+//! directory (EINVAL: "overlay with incompat feature 'volatile' cannot
+//! be mounted"). [`EngineOverlay::refusal`] says when the engine's mount
+//! has the index on, and
 //! [`EngineOverlay::try_remake`] makes the overlay once in a child
 //! process, so that `create` learns of anything else the running kernel
 //! refuses before it chooses the container's ids.
@@ -50,6 +59,21 @@ use crate::sys::new_mount::mount_new;
 use crate::sys::process::{clone_process, exit_now, Forked};
 use crate::sys::thread_ids::{set_fsgid, set_fsuid};
 
+/// What the name of the runtime's own work directory for an overlay of
+/// an engine's layers appends to the upper directory's name, beside it
+/// (`diff.supervisor-work` beside Docker's and Podman's `diff`): one per
+/// upper directory, even where several share a parent.
+pub const OWN_WORKDIR: &str = ".supervisor-work";
+
+/// Removes a work directory of ours ([`EngineOverlay::own_workdir`]);
+/// one that is already gone (the engine removed its layer) is no error.
+pub fn remove_workdir(path: &Path) -> std::io::Result<()> {
+    match fs::remove_dir_all(path) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
+        _ => Ok(()),
+    }
+}
+
 /// The layers and options of an engine's overlayfs mount.
 #[derive(Debug, PartialEq, Eq)]
 pub struct EngineOverlay {
@@ -76,6 +100,13 @@ impl EngineOverlay {
             .find(|l| mount_point(l).is_some_and(|p| p == path.as_os_str().as_bytes()))
             .ok_or("an overlayfs directory that is not the overlay's mount point")?;
         parse_line(line).map(Some)
+    }
+
+    /// The work directory our overlay of these layers uses (beside the
+    /// upper directory, [`OWN_WORKDIR`] appended to its name); `None`
+    /// for a read-only overlay.
+    pub fn own_workdir(&self) -> Option<PathBuf> {
+        self.upper.as_ref().map(|(upper, _)| beside(upper))
     }
 
     /// Why a second overlay of these layers would be refused or wrong,
@@ -128,9 +159,11 @@ impl EngineOverlay {
             .collect::<Result<Vec<_>, _>>()?;
         let upper = match &self.upper {
             Some((upper, work)) => {
-                let (base, up, wk) = common_base(upper, work)
+                let (base, up, _) = common_base(upper, work)
                     .ok_or("the upper and work directories share no parent")?;
-                Some((copy(&base, 0)?, up, wk))
+                fresh_workdir(&beside(upper))?;
+                let ours = beside(&up);
+                Some((copy(&base, 0)?, up, ours))
             }
             None => None,
         };
@@ -200,6 +233,26 @@ impl EngineOverlay {
             }
         }
     }
+}
+
+/// `path` with [`OWN_WORKDIR`] appended to its last component.
+fn beside(path: &Path) -> PathBuf {
+    let mut name = path.as_os_str().to_os_string();
+    name.push(OWN_WORKDIR);
+    PathBuf::from(name)
+}
+
+/// Makes our work directory empty, owned by host root (the container's
+/// root through the idmapped copy), mode 0700: what an earlier mount
+/// left there (a trial's, a crashed container's, a `volatile` mount's
+/// `work/incompat/volatile`) goes first.
+fn fresh_workdir(path: &Path) -> Result<(), String> {
+    use std::os::unix::fs::DirBuilderExt;
+    remove_workdir(path).map_err(|e| format!("{}: removing it: {e}", path.display()))?;
+    fs::DirBuilder::new()
+        .mode(0o700)
+        .create(path)
+        .map_err(|e| format!("{}: {e}", path.display()))
 }
 
 /// Where the layer copies are attached, in the thread's own namespace.
@@ -403,6 +456,10 @@ mod tests {
         );
         assert_eq!(o.options, ["index=off", "nouserxattr"]);
         assert_eq!(o.refusal(), None);
+        assert_eq!(
+            o.own_workdir(),
+            Some(PathBuf::from("/d/abc/diff.supervisor-work"))
+        );
         assert_eq!(
             common_base(Path::new("/d/abc/diff"), Path::new("/d/abc/work")),
             Some((

@@ -10,7 +10,7 @@ use std::fs;
 use std::io::Read;
 use std::os::fd::AsFd;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::thread;
 use std::time::Duration;
 
@@ -31,6 +31,7 @@ use super::loopback::Loopback;
 use super::monitor::MonitorPlan;
 use super::state::{container_dir, proc_stat, Record, Status};
 use sandbox::config::{OutsideLimits, SandboxConfig, SharedLoopback};
+use sandbox::launch::engine_overlay::{remove_workdir, EngineOverlay};
 use sandbox::sys::process::{clone_process, fork_single_threaded, Forked};
 
 /// `create`: everything up to the guest's exec.
@@ -51,6 +52,9 @@ pub fn create(root: &Path, log: &Log, a: &CreateArgs, systemd_cgroup: bool) -> R
     let result = create_in(&dir, root, log, a, &bundle, config, systemd_cgroup);
     if result.is_err() {
         let _ = fs::remove_dir_all(&dir);
+        if let Some(work) = overlay_workdir(&bundle) {
+            let _ = remove_workdir(&work);
+        }
     }
     result
 }
@@ -136,6 +140,7 @@ fn create_in(
             token,
             init: shared.map_or(init_pid, |l| l.init),
         }),
+        overlay_workdir: overlay_workdir(bundle),
     };
     let finish = || -> Result<(), String> {
         record.save(root)?;
@@ -280,6 +285,13 @@ pub fn kill_container(root: &Path, a: &KillArgs) -> Result<(), String> {
     kill(pid, sig).map_err(|e| format!("kill {}: {}", a.id, e.desc()))
 }
 
+/// The work directory the sandbox's overlay of an engine's layers uses
+/// (made by the trial in `create` or by the sandbox), if the rootfs is
+/// an engine's writable overlayfs mount.
+fn overlay_workdir(bundle: &Bundle) -> Option<PathBuf> {
+    (EngineOverlay::of(&bundle.rootfs).ok().flatten()).and_then(|o| o.own_workdir())
+}
+
 /// `delete`: a stopped (or created, or with --force any) container's
 /// cgroup and state go, after its poststop hooks.
 pub fn delete(root: &Path, log: &Log, a: &DeleteArgs) -> Result<(), String> {
@@ -313,6 +325,11 @@ pub fn delete(root: &Path, log: &Log, a: &DeleteArgs) -> Result<(), String> {
         }
     }
     record.cgroup.remove();
+    if let Some(work) = &record.overlay_workdir {
+        if let Err(e) = remove_workdir(work) {
+            log.warn(&format!("{}: {e}", work.display()));
+        }
+    }
     let state = record.oci_state();
     if let Err(e) = hooks::run_all("poststop", &record.poststop, &state) {
         log.warn(&e);

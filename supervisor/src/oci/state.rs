@@ -74,6 +74,11 @@ pub struct Record {
     /// namespace it joined.
     #[serde(default)]
     pub loopback: Option<super::loopback::Loopback>,
+    /// The runtime's own work directory beside an engine's overlay
+    /// layers (`launch/engine_overlay.rs`, `own_workdir`), which
+    /// `delete` removes.
+    #[serde(default)]
+    pub overlay_workdir: Option<PathBuf>,
 }
 
 /// A container id that is safe as a directory name.

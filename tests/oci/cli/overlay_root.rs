@@ -11,7 +11,9 @@
 //! the upper directory is refused, and an overlay the kernel will not
 //! remake (a lower layer that is itself an overlayfs mount, which takes
 //! no idmap) fails the trial remake at `create`: both keep the host's
-//! ids, with a warning, and run.
+//! ids, with a warning, and run. A `volatile` engine mount (Podman's for
+//! `--rm`) is remade with a work directory of the runtime's own beside
+//! the engine's, which stays untouched; `delete` removes ours.
 //! Part of the `oci` test binary's `cli` module.
 
 use super::ids::{assert_on_range, supervisor_start};
@@ -32,7 +34,15 @@ impl EngineMount {
         EngineMount::on_lower(t, index)
     }
 
-    /// The overlay over the lower layer already at `lower`.
+    /// Podman's mount of a `--rm` container's root: `volatile`, which
+    /// marks the work directory so that the kernel refuses any later
+    /// mount of it (`work/incompat/volatile`).
+    pub(super) fn volatile(t: &Tree) -> EngineMount {
+        EngineMount::new(t, "off,volatile")
+    }
+
+    /// The overlay over the lower layer already at `lower`; `index` is
+    /// the value of `index=`, with any further options after a comma.
     fn on_lower(t: &Tree, index: &str) -> EngineMount {
         for d in ["rootfs", "layers/upper", "layers/work"] {
             fs::create_dir_all(t.join(d)).unwrap();
@@ -137,6 +147,61 @@ fn an_overlay_rootfs_is_remade_over_idmapped_layers() {
         .output()
         .expect("umount");
     assert!(out.status.success(), "umount without -l: {out:?}");
+}
+
+#[test]
+fn a_volatile_overlay_is_remade_with_a_work_directory_of_its_own() {
+    need_busybox!();
+    if !common::is_root() {
+        skip!("needs root");
+    }
+    let t = Tree::new();
+    let rt = Runtime::new(t.path());
+    bundle(t.path(), |c| {
+        set_args(c, "sleep 100");
+        c["root"]["readonly"] = false.into();
+    });
+    let _engine = EngineMount::volatile(&t);
+    let engine_work = t.join("layers/work/work");
+    let marker = t.join("layers/work/work/incompat/volatile");
+    assert!(marker.is_dir(), "the engine's volatile marker");
+    let engine_work_ino = fs::metadata(&engine_work).expect("engine's work").ino();
+    // What a crashed container's volatile overlay leaves in ours: the
+    // next create over the same layers starts afresh.
+    let ours = t.join("layers/upper.supervisor-work");
+    fs::create_dir_all(ours.join("work/incompat/volatile")).unwrap();
+    fs::write(ours.join("work/incompat/volatile/dirty"), "").unwrap();
+    let pid = create(&rt, t.path(), "ovl-volatile");
+    assert!(rt.run(&["start", "ovl-volatile"]).status.success());
+    let out = rt.run(&[
+        "exec",
+        "ovl-volatile",
+        "sh",
+        "-c",
+        "read a b n < /proc/self/uid_map; echo \"$a $b $n\"; busybox mkdir /www && echo made",
+    ]);
+    let start = supervisor_start("/etc/subuid");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        format!("0 {start} 65536\nmade\n"),
+        "{out:?}"
+    );
+    assert_on_range(&rt.pids("ovl-volatile"), start);
+    let log = fs::read_to_string(&rt.log).unwrap_or_default();
+    assert!(!log.contains("ids are the host's"), "{log}");
+    // The engine's work directory is as the engine left it (not remade,
+    // its marker kept); ours beside it carries the marker of our own
+    // volatile overlay; `delete` removes it.
+    assert_eq!(fs::metadata(&engine_work).unwrap().ino(), engine_work_ino);
+    assert!(marker.is_dir(), "the engine's volatile marker");
+    assert!(ours.join("work/incompat/volatile").is_dir(), "our marker");
+    assert!(fs::metadata(t.join("layers/upper/www")).is_ok());
+    assert!(rt
+        .run(&["delete", "--force", "ovl-volatile"])
+        .status
+        .success());
+    assert!(matches!(wait_exit(pid), WaitStatus::Signaled(..)));
+    assert!(!ours.exists(), "{} after delete", ours.display());
 }
 
 /// The mount points of this namespace strictly beneath `dir`.
