@@ -4,7 +4,9 @@
 //! Where the kernel has Landlock, init puts the guest in a domain that
 //! handles `LANDLOCK_ACCESS_FS_READ_FILE` and grants it beneath every
 //! top-level entry of the view's root but `/proc`, and beneath
-//! `/proc/sys` and `/proc/sysvipc` ([`granted`]). A native open of any
+//! `/proc/sys` and `/proc/sysvipc` ([`granted`]), and beneath the roots
+//! of the mounts below the top level that no walk from procfs meets
+//! ([`mount_root_grants`], which shortens the kernel's rule walk). A native open of any
 //! other file of the kernel's procfs for reading then fails with EACCES,
 //! whatever the guest raced: the path the VFS resolved and the one the
 //! kernel opens may differ, but the kernel checks the file it opens.
@@ -67,25 +69,25 @@ pub fn granted(root: BorrowedFd<'_>) -> Result<Vec<OwnedFd>, Errno> {
 }
 
 /// `O_PATH` descriptors of the roots of the view's mounts below its top
-/// level, granted beside [`granted`]'s to shorten Landlock's rule walk,
-/// not to widen it. At each open the kernel climbs from the file, a rule
-/// lookup a step and a mount crossed at each mount's root, until a rule
-/// grants it; a bind's files deep in the tree (`--ro /var/tmp/data`, an
-/// OCI volume) climb to the top-level entry, while a rule on the bind's
-/// root stops the climb there (a fast read of `/var/tmp/data/files/N`: 3
-/// steps instead of 6). `mount_points` are the view paths of the mounts
-/// as init's mountinfo lists them.
+/// level, granted beside [`granted`]'s to shorten Landlock's rule walk:
+/// at each open the kernel climbs from the file, a rule lookup a step and
+/// a mount crossed at each mount's root, until a rule grants it; a bind's
+/// files deep in the tree (`--ro /var/tmp/data`, an OCI volume) would
+/// climb to the top-level entry, and a rule on the bind's root stops the
+/// climb there (a fast read of `/var/tmp/data/files/N`: 3 steps instead
+/// of 6). `mount_points` are the view paths of the mounts as init's
+/// mountinfo lists them.
 ///
 /// A rule covers its inode wherever a path meets it, so a root is granted
-/// only where that adds nothing: below the top level (each top-level
-/// entry is granted already) and outside `/proc`, and only when it is on
-/// a file system other than the view root's (whose root and `/proc`
-/// mount point every walk from procfs meets) and than that of anything
-/// mounted at or beneath `/proc` (procfs and the covers). The guest can
-/// mount nothing, so every other place the inode shows lies beneath a
-/// granted entry too. A mount point that cannot be opened without a
-/// symlink is left out; one at or beneath `/proc` that cannot be looked
-/// at leaves every mount out (the grants above still hold).
+/// only where no walk from procfs can meet it: below the top level (each
+/// top-level entry is granted already), outside `/proc`, and on a file
+/// system other than the view root's (whose root and `/proc` mount point
+/// every walk from procfs meets) and than that of anything mounted at or
+/// beneath `/proc` (procfs and the covers). The guest can mount nothing,
+/// so no such inode comes to show beneath `/proc`. A mount point that
+/// cannot be opened without a symlink is left out; one at or beneath
+/// `/proc` that cannot be looked at leaves every mount out (the grants
+/// above still hold).
 pub fn mount_root_grants(root: BorrowedFd<'_>, mount_points: &[Vec<u8>]) -> Vec<OwnedFd> {
     let Ok(root_st) = vfs::sys::fstat(root) else {
         return Vec::new();
