@@ -6,10 +6,11 @@
 //! top-level entry of the view's root but `/proc`, and beneath
 //! `/proc/sys` and `/proc/sysvipc` ([`granted`]), and beneath the roots
 //! of the mounts below the top level that no walk from procfs meets
-//! ([`mount_root_grants`], which shortens the kernel's rule walk). A native open of any
-//! other file of the kernel's procfs for reading then fails with EACCES,
-//! whatever the guest raced: the path the VFS resolved and the one the
-//! kernel opens may differ, but the kernel checks the file it opens.
+//! ([`mount_root_grants`], which shortens the kernel's rule walk). A
+//! native open of any other file of the kernel's procfs for reading
+//! then fails with EACCES, whatever the guest raced: the path the VFS
+//! resolved and the one the kernel opens may differ, but the kernel
+//! checks the file it opens.
 //! What the sandbox means to give there, the supervisor opens itself and
 //! installs (ADDFD), which Landlock does not restrict.
 //!
