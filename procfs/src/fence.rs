@@ -4,13 +4,13 @@
 //! Where the kernel has Landlock, init puts the guest in a domain that
 //! handles `LANDLOCK_ACCESS_FS_READ_FILE` and grants it beneath every
 //! top-level entry of the view's root but `/proc`, and beneath
-//! `/proc/sys` and `/proc/sysvipc` ([`granted`]), and beneath the roots
-//! of the mounts below the top level that no walk from procfs meets
-//! ([`mount_root_grants`], which shortens the kernel's rule walk). A
-//! native open of any other file of the kernel's procfs for reading
-//! then fails with EACCES, whatever the guest raced: the path the VFS
-//! resolved and the one the kernel opens may differ, but the kernel
-//! checks the file it opens.
+//! `/proc/sys` and `/proc/sysvipc` ([`granted`]). The root of every mount
+//! beneath a granted entry gets a rule of its own, which grants nothing
+//! the entry's does not but ends the kernel's rule walk there (see
+//! [`granted`]). A native open of any
+//! other file of the kernel's procfs for reading then fails with EACCES,
+//! whatever the guest raced: the path the VFS resolved and the one the
+//! kernel opens may differ, but the kernel checks the file it opens.
 //! What the sandbox means to give there, the supervisor opens itself and
 //! installs (ADDFD), which Landlock does not restrict.
 //!
@@ -44,9 +44,22 @@ const NATIVE_IN_PROC: [&CStr; 2] = [c"proc/sys", c"proc/sysvipc"];
 /// `O_PATH` descriptors of what the guest's domain grants reading
 /// beneath: every entry of `root` but `proc` (symlinks left out: the
 /// kernel checks the file a path leads to, never the link), then
-/// `/proc/sys` and `/proc/sysvipc`. [`granted_ids`] names the same.
-pub fn granted(root: BorrowedFd<'_>) -> Result<Vec<OwnedFd>, Errno> {
+/// `/proc/sys` and `/proc/sysvipc`; [`granted_ids`] names the same. Then
+/// the root of each mount of `mount_points` (the view's, absolute, as
+/// init's mountinfo names them) beneath one of those entries
+/// ([`mount_roots`]).
+///
+/// The mounts' rules change nothing that is granted: Landlock's walk from
+/// a file up to the root crosses mounts, so the entry's rule covers every
+/// file of a mount beneath it already. They make the check cheaper: the
+/// kernel walks from the opened file up, one dentry at a time (a rule
+/// lookup and a reference taken and dropped at each, and a mount
+/// crossing at each mount's root), until a rule grants the access; the
+/// mount's own rule ends the walk at its root (for `--ro DIR`'s files,
+/// at DIR) rather than at the view's top-level entry.
+pub fn granted(root: BorrowedFd<'_>, mount_points: &[Vec<u8>]) -> Result<Vec<OwnedFd>, Errno> {
     let mut out = Vec::new();
+    let mut entries = Vec::new();
     for name in top_level_names(root)? {
         let path_flags = libc::O_PATH | libc::O_NOFOLLOW | libc::O_CLOEXEC;
         let fd = match vfs::sys::openat(root, &name, path_flags, 0) {
@@ -56,6 +69,7 @@ pub fn granted(root: BorrowedFd<'_>) -> Result<Vec<OwnedFd>, Errno> {
         };
         if !is_symlink(&vfs::sys::fstat(fd.as_fd())?) {
             out.push(fd);
+            entries.push(name.into_bytes());
         }
     }
     for path in NATIVE_IN_PROC {
@@ -66,77 +80,59 @@ pub fn granted(root: BorrowedFd<'_>) -> Result<Vec<OwnedFd>, Errno> {
             Err(e) => return Err(e),
         }
     }
+    out.extend(mount_roots(root, &entries, mount_points));
     Ok(out)
 }
 
-/// `O_PATH` descriptors of the roots of the view's mounts below its top
-/// level, granted beside [`granted`]'s to shorten Landlock's rule walk:
-/// at each open the kernel climbs from the file, a rule lookup a step and
-/// a mount crossed at each mount's root, until a rule grants it; a bind's
-/// files deep in the tree (`--ro /var/tmp/data`, an OCI volume) would
-/// climb to the top-level entry, and a rule on the bind's root stops the
-/// climb there (a fast read of `/var/tmp/data/files/N`: 3 steps instead
-/// of 6). `mount_points` are the view paths of the mounts as init's
-/// mountinfo lists them.
-///
-/// A rule covers its inode wherever a path meets it, so a root is granted
-/// only where no walk from procfs can meet it: below the top level (each
-/// top-level entry is granted already), outside `/proc`, and on a file
-/// system other than the view root's (whose root and `/proc` mount point
-/// every walk from procfs meets) and than that of anything mounted at or
-/// beneath `/proc` (procfs and the covers). The guest can mount nothing,
-/// so no such inode comes to show beneath `/proc`. A mount point that
-/// cannot be opened without a symlink is left out; one at or beneath
-/// `/proc` that cannot be looked at leaves every mount out (the grants
-/// above still hold).
-pub fn mount_root_grants(root: BorrowedFd<'_>, mount_points: &[Vec<u8>]) -> Vec<OwnedFd> {
-    let Ok(root_st) = vfs::sys::fstat(root) else {
-        return Vec::new();
-    };
-    let open = |path: &[u8]| -> Option<(OwnedFd, libc::stat)> {
-        let rel = std::ffi::CString::new(path.strip_prefix(b"/")?).ok()?;
-        let flags = (libc::O_PATH | libc::O_NOFOLLOW | libc::O_CLOEXEC) as u64;
-        let resolve =
-            libc::RESOLVE_BENEATH | libc::RESOLVE_NO_SYMLINKS | libc::RESOLVE_NO_MAGICLINKS;
-        let fd = vfs::sys::openat2(root, &rel, flags, 0, resolve).ok()?;
-        let st = vfs::sys::fstat(fd.as_fd()).ok()?;
-        Some((fd, st))
-    };
-    let mut fenced_devs = vec![root_st.st_dev];
-    for path in mount_points.iter().filter(|p| in_proc(p)) {
-        match open(path) {
-            Some((_, st)) => fenced_devs.push(st.st_dev),
-            None => return Vec::new(),
-        }
-    }
-    let mut out: Vec<OwnedFd> = Vec::new();
-    let mut seen = Vec::new();
-    for path in mount_points
-        .iter()
-        .filter(|p| below_top_level(p) && !in_proc(p))
-    {
-        let Some((fd, st)) = open(path) else {
+/// `O_PATH` descriptors of the roots of the mounts at `mount_points`
+/// that lie beneath one of the granted top-level `entries`: never the
+/// view's root (a rule there would cover `/proc`), never a top-level
+/// entry (granted already), never a mount beneath `/proc` (not among the
+/// entries) nor one of procfs anywhere (its files stay beneath the
+/// entry's rule alone). Each is opened with no symlink followed, so the
+/// path reaches the mount it names through granted directories only. A
+/// mount point that cannot be opened so is left out: the entry's rule
+/// still covers it, at the longer walk's cost.
+fn mount_roots(
+    root: BorrowedFd<'_>,
+    entries: &[Vec<u8>],
+    mount_points: &[Vec<u8>],
+) -> Vec<OwnedFd> {
+    let mut seen: Vec<&[u8]> = Vec::new();
+    let mut out = Vec::new();
+    for point in mount_points {
+        let Some(rel) = point.strip_prefix(b"/") else {
             continue;
         };
-        let id = (st.st_dev, st.st_ino);
-        if !is_symlink(&st) && !fenced_devs.contains(&st.st_dev) && !seen.contains(&id) {
-            seen.push(id);
+        let mut parts = rel.split(|&b| b == b'/');
+        let beneath_entry = parts
+            .next()
+            .is_some_and(|first| entries.iter().any(|e| e == first));
+        let rest: Vec<&[u8]> = parts.collect();
+        let plain = !rest.is_empty() && rest.iter().all(|c| !matches!(*c, b"" | b"." | b".."));
+        if !beneath_entry || !plain || seen.contains(&rel) {
+            continue;
+        }
+        seen.push(rel);
+        let Ok(name) = std::ffi::CString::new(rel) else {
+            continue;
+        };
+        let flags = (libc::O_PATH | libc::O_NOFOLLOW | libc::O_CLOEXEC) as u64;
+        let resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_BENEATH;
+        let Ok(fd) = vfs::sys::openat2(root, &name, flags, 0, resolve) else {
+            continue;
+        };
+        if vfs::sys::fstatfs(fd.as_fd()).is_ok_and(|fs| fs.f_type != libc::PROC_SUPER_MAGIC) {
             out.push(fd);
         }
     }
     out
 }
 
-/// Whether a view path is `/proc` or beneath it.
-fn in_proc(path: &[u8]) -> bool {
-    top_level(path) == Some(PROC)
-}
-
-/// Whether a view path has two components or more (`/a/b`).
-fn below_top_level(path: &[u8]) -> bool {
-    let components = path.split(|&b| b == b'/').filter(|c| !c.is_empty());
-    top_level(path).is_some() && components.count() >= 2
-}
+// openat2's resolve flags (linux/openat2.h).
+const RESOLVE_NO_MAGICLINKS: u64 = 0x02;
+const RESOLVE_NO_SYMLINKS: u64 = 0x04;
+const RESOLVE_BENEATH: u64 = 0x08;
 
 /// The identities (device, inode) of what [`granted`] opens, by a stat
 /// of each name: no descriptor is opened or kept.
@@ -349,62 +345,6 @@ mod tests {
     }
 
     #[test]
-    fn mount_roots_below_the_top_level_outside_proc() {
-        assert!(in_proc(b"/proc") && in_proc(b"/proc/acpi") && in_proc(b"/proc/sys/fs/file-nr"));
-        assert!(!in_proc(b"/procs/x") && !in_proc(b"/") && !in_proc(b"/var/proc"));
-        assert!(below_top_level(b"/var/tmp") && below_top_level(b"/dev/shm/"));
-        assert!(!below_top_level(b"/usr") && !below_top_level(b"/") && !below_top_level(b"x/y"));
-    }
-
-    #[test]
-    fn mount_roots_on_the_roots_file_system_are_left_out() {
-        // One file system for all: the root's, which the walks from
-        // procfs meet, so nothing is granted.
-        let dir = std::env::temp_dir().join(format!("fence-mounts-{}", std::process::id()));
-        std::fs::create_dir_all(dir.join("proc/acpi")).unwrap();
-        std::fs::create_dir_all(dir.join("var/tmp/data")).unwrap();
-        let root = std::fs::File::open(&dir).unwrap();
-        let points = [
-            b"/var/tmp/data".to_vec(),
-            b"/proc/acpi".to_vec(),
-            b"/var".to_vec(),
-        ];
-        assert!(mount_root_grants(root.as_fd(), &points).is_empty());
-        // A mount beneath /proc that cannot be looked at leaves every one out.
-        let missing = [b"/var/tmp/data".to_vec(), b"/proc/gone".to_vec()];
-        assert!(mount_root_grants(root.as_fd(), &missing).is_empty());
-        std::fs::remove_dir_all(&dir).unwrap();
-    }
-
-    #[test]
-    fn mount_roots_on_other_file_systems_are_granted() {
-        // The host's root: /dev/shm (a tmpfs on most hosts) is granted
-        // when its file system is neither the root's nor procfs's; a
-        // symlink, /proc's own mounts, the top level and a missing path
-        // never are.
-        let root = std::fs::File::open("/").unwrap();
-        let dev = |p: &str| std::os::unix::fs::MetadataExt::dev(&std::fs::metadata(p).unwrap());
-        let points = [
-            b"/dev/shm".to_vec(),
-            b"/dev/shm".to_vec(),
-            b"/proc".to_vec(),
-            b"/proc/sys".to_vec(),
-            b"/dev".to_vec(),
-            b"/dev/stdin".to_vec(),
-            b"/no/such/mount".to_vec(),
-        ];
-        let grants = mount_root_grants(root.as_fd(), &points);
-        let shm = std::os::unix::fs::MetadataExt::ino(&std::fs::metadata("/dev/shm").unwrap());
-        if dev("/dev/shm") != dev("/") && dev("/dev/shm") != dev("/proc") {
-            assert_eq!(grants.len(), 1, "/dev/shm once");
-            let st = vfs::sys::fstat(grants[0].as_fd()).unwrap();
-            assert_eq!((st.st_dev, st.st_ino), (dev("/dev/shm"), shm));
-        } else {
-            assert!(grants.is_empty());
-        }
-    }
-
-    #[test]
     fn native_parts_of_proc() {
         assert!(native_in_proc(b"/proc/sys/kernel/hostname"));
         assert!(native_in_proc(b"/proc/sysvipc/shm"));
@@ -421,7 +361,7 @@ mod tests {
         std::fs::write(dir.join("file"), b"").unwrap();
         std::os::unix::fs::symlink("usr", dir.join("bin")).unwrap();
         let root = std::fs::File::open(&dir).unwrap();
-        let ids: Vec<_> = granted(root.as_fd())
+        let ids: Vec<_> = granted(root.as_fd(), &[])
             .unwrap()
             .iter()
             .map(|fd| vfs::sys::fstat(fd.as_fd()).unwrap().st_ino)
@@ -441,6 +381,61 @@ mod tests {
             .collect();
         by_stat.sort();
         assert_eq!(by_stat, want);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn mount_roots_beneath_granted_entries_only() {
+        let dir = std::env::temp_dir().join(format!("fence-mounts-{}", std::process::id()));
+        for d in ["proc/sys", "usr/lib", "data/d", "real/x"] {
+            std::fs::create_dir_all(dir.join(d)).unwrap();
+        }
+        std::fs::write(dir.join("data/file"), b"").unwrap();
+        std::os::unix::fs::symlink("real", dir.join("link")).unwrap();
+        std::os::unix::fs::symlink("/", dir.join("data/up")).unwrap();
+        let root = std::fs::File::open(&dir).unwrap();
+        let points: Vec<Vec<u8>> = [
+            "/",
+            "/usr",
+            "/usr/lib",
+            "/usr/lib",
+            "/proc/sys",
+            "/data/d",
+            "/data/file",
+            "/link/x",
+            "/data/up/usr",
+            "/data/../usr/lib",
+            "/data//d",
+            "/absent/x",
+            "usr/lib",
+        ]
+        .iter()
+        .map(|p| p.as_bytes().to_vec())
+        .collect();
+        let ids: Vec<_> = granted(root.as_fd(), &points)
+            .unwrap()
+            .iter()
+            .map(|fd| vfs::sys::fstat(fd.as_fd()).unwrap().st_ino)
+            .collect();
+        let ino =
+            |p: &str| std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(dir.join(p)).unwrap());
+        // The entries (`link` is a symlink), /proc/sys, then once each:
+        // /usr/lib, /data/d and /data/file; not the root, an entry again,
+        // a path beneath /proc, through a symlink, with `.`, `..` or an
+        // empty component, absent, or relative.
+        let mut want = vec![
+            ino("usr"),
+            ino("data"),
+            ino("real"),
+            ino("proc/sys"),
+            ino("usr/lib"),
+            ino("data/d"),
+            ino("data/file"),
+        ];
+        let mut got = ids;
+        want.sort();
+        got.sort();
+        assert_eq!(got, want);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

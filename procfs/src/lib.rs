@@ -66,7 +66,6 @@ mod view_dir;
 // /sys CPU layout, the origin of the sandbox's clocks.
 pub use covers::{proc_covers, wants_cover, Limited, MASKED_PROC_DIRS, READ_ONLY_PROC};
 pub use fence::granted as fence_grants;
-pub use fence::mount_root_grants as fence_mount_root_grants;
 pub use limits::{guest_cpus, GuestLimits, GuestView, Reading};
 pub use outside::{cpus_reader, view_of, OutsideCgroup, OutsideLimits};
 pub use stat::{clock_origin_secs, start_secs, CLOCK_LEAD_SECS};

@@ -306,27 +306,23 @@ fn setup(args: &InitArgs<'_>) -> Result<(OwnedFd, Option<Pty>, Option<File>), St
 }
 
 /// What the guest's domain grants reading beneath, in the view init is
-/// now rooted in: the top-level entries, and the roots of the mounts
-/// below them, which shorten the kernel's rule walk for their files
-/// (`procfs::fence_mount_root_grants`; without a readable mountinfo,
-/// the top-level entries alone).
+/// now rooted in: its top-level entries, and the roots of its mounts
+/// beneath them, whose rules end the kernel's rule walk at the mount
+/// (`procfs/src/fence.rs`).
 fn fence_grants() -> Result<Vec<OwnedFd>, Errno> {
     let root =
         File::open("/").map_err(|e| Errno::from_raw(e.raw_os_error().unwrap_or(libc::EIO)))?;
-    let mut grants = procfs::fence_grants(root.as_fd())?;
-    if let Ok(text) = std::fs::read_to_string("/proc/self/mountinfo") {
-        grants.extend(procfs::fence_mount_root_grants(
-            root.as_fd(),
-            &mount_points(&text),
-        ));
-    }
-    Ok(grants)
+    procfs::fence_grants(root.as_fd(), &mount_points())
 }
 
-/// The mount points (fifth field, escapes decoded) of a mountinfo text.
-fn mount_points(mountinfo: &str) -> Vec<Vec<u8>> {
-    mountinfo
-        .lines()
+/// The mount points of init's mount namespace (the view's, after the
+/// pivot), as its mountinfo names them. Unreadable, none: the fence then
+/// grants the top-level entries alone, which cover the mounts as well.
+fn mount_points() -> Vec<Vec<u8>> {
+    let Ok(text) = std::fs::read_to_string("/proc/self/mountinfo") else {
+        return Vec::new();
+    };
+    text.lines()
         .filter_map(|line| line.split(' ').nth(4))
         .map(crate::mountinfo::unescape)
         .collect()

@@ -5,10 +5,9 @@
 //!
 //! - the fence (Landlock ABI 1, Linux 5.13): the domain handles
 //!   `LANDLOCK_ACCESS_FS_READ_FILE` and grants it beneath the descriptors
-//!   init passes (`procfs::fence_grants`: the view's
-//!   top-level entries but `/proc`; `procfs::fence_mount_root_grants`:
-//!   the roots of the mounts below them, which shorten the kernel's rule
-//!   walk). A native open of another file of the
+//!   init passes (`procfs::fence_grants`: the view's top-level entries
+//!   but `/proc`, and the roots of the mounts beneath them, which end the
+//!   kernel's rule walk early). A native open of another file of the
 //!   kernel's procfs for reading fails with EACCES, whatever path race
 //!   the guest ran; the supervisor serves what it means to give
 //!   (`procfs/src/fence.rs`). Writes, directories and
