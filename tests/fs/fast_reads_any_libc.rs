@@ -195,3 +195,93 @@ fn a_musl_tree_gets_the_library() {
         Run::new(&["/bin/many_reads.musl", "read", "/files", "200"]).sup(&["--rootfs", &rootfs]);
     assert_reads_pass(&read);
 }
+
+/// `tests/c/musl_family.c`'s library part, built `musl-gcc -shared`
+/// beside the C programs.
+fn musl_family_lib() -> std::path::PathBuf {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c/musl_family.c");
+    built_once("musl_family_lib.so", |out| {
+        let mut cc = std::process::Command::new("musl-gcc");
+        cc.args(["-O1", "-Wall", "-shared", "-fPIC", "-DFAMILY_LIB", "-o"])
+            .arg(out)
+            .arg(&src);
+        cc
+    })
+}
+
+/// An Alpine-like family of musl programs, as `user` with `bin` (root
+/// and the supervisor under test otherwise): one that dlopen()s a library
+/// after its start, whose own calls of open and fopen read the files, and
+/// one that forks and execs another musl program (which inherits
+/// `LD_PRELOAD`). Each prints what it prints natively, and the
+/// supervisor serves no more than the loaders' opens (the library's and
+/// the preload's: fewer than 10 of 400 or more), where `--trace`, which
+/// keeps the preload out, serves every one.
+fn musl_family_reads_fast(user: Option<(u32, u32, std::path::PathBuf)>) {
+    if landlock_abi() < 1 {
+        skip!("no Landlock: no fence, so no fast reads");
+    }
+    let family = musl_prog("musl_family");
+    let lib = musl_family_lib();
+    let reader = musl_prog("many_reads");
+    let dir = open_dir();
+    let files = dir.path().join("files");
+    fill(&files);
+    let cases: [[&std::ffi::OsStr; 5]; 2] = [
+        [
+            family.as_os_str(),
+            "dlopen".as_ref(),
+            lib.as_os_str(),
+            files.as_os_str(),
+            "200".as_ref(),
+        ],
+        [
+            family.as_os_str(),
+            "spawn".as_ref(),
+            reader.as_os_str(),
+            files.as_os_str(),
+            "200".as_ref(),
+        ],
+    ];
+    for argv in cases {
+        let mut run = Run::new(&argv).sup(&c_mounts()).ro(dir.path());
+        if let Some((uid, gid, bin)) = &user {
+            run = run.user(*uid, *gid).bin(bin);
+        }
+        let native = run.native().ok("native");
+        assert_eq!(native.stdout, SUMS, "{}", native.dump());
+        // The report goes where the invoker, root or not, may write.
+        let reports = open_dir();
+        let served = |extra: &[String]| {
+            let rep = reports.path().join("report.json");
+            let mut sup = vec!["--report".to_string(), rep.display().to_string()];
+            sup.extend_from_slice(extra);
+            let out = run.clone().sup(&sup).supervised().ok("supervised");
+            assert_eq!(out.stdout, native.stdout, "{argv:?}: {}", out.dump());
+            let r = read_report(&rep);
+            let n = |call: &str| r["syscalls"]["serviced"][call].as_u64().unwrap_or(0);
+            n("open") + n("openat")
+        };
+        let fast = served(&[]);
+        assert!(fast < 10, "{argv:?}: {fast} opens served with fast reads");
+        let trace = reports.path().join("trace");
+        let traced = served(&[format!("--trace={}", trace.display())]);
+        assert!(
+            traced >= 2 * FILES as u64,
+            "{argv:?}: {traced} opens served under --trace"
+        );
+    }
+}
+
+#[test]
+fn a_musl_programs_library_and_child_read_fast() {
+    musl_family_reads_fast(None);
+}
+
+#[test]
+fn a_musl_programs_library_and_child_read_fast_unprivileged() {
+    match tester_bin() {
+        Ok(t) => musl_family_reads_fast(Some(t)),
+        Err(e) => skip!("{e}"),
+    }
+}
