@@ -89,7 +89,10 @@ pub fn granted(root: BorrowedFd<'_>, mount_points: &[Vec<u8>]) -> Result<Vec<Own
 /// view's root (a rule there would cover `/proc`), never a top-level
 /// entry (granted already), never a mount beneath `/proc` (not among the
 /// entries) nor one of procfs anywhere (its files stay beneath the
-/// entry's rule alone). Each is opened with no symlink followed, so the
+/// entry's rule alone), nor one whose root is the view root's directory
+/// or the directory `/proc` is mounted on (a bind of either would put a
+/// rule on a directory of every `/proc` path's walk). Each is opened with
+/// no symlink followed, so the
 /// path reaches the mount it names through granted directories only. A
 /// mount point that cannot be opened so is left out: the entry's rule
 /// still covers it, at the longer walk's cost.
@@ -98,6 +101,12 @@ fn mount_roots(
     entries: &[Vec<u8>],
     mount_points: &[Vec<u8>],
 ) -> Vec<OwnedFd> {
+    let id = |fd: BorrowedFd<'_>| vfs::sys::fstat(fd).map(|st| (st.st_dev, st.st_ino));
+    let Ok(root_id) = id(root) else {
+        return Vec::new();
+    };
+    let path_flags = libc::O_PATH | libc::O_NOFOLLOW | libc::O_DIRECTORY | libc::O_CLOEXEC;
+    let proc_id = vfs::sys::openat(root, c"proc", path_flags, 0).and_then(|fd| id(fd.as_fd()));
     let mut seen: Vec<&[u8]> = Vec::new();
     let mut out = Vec::new();
     for point in mount_points {
@@ -122,7 +131,10 @@ fn mount_roots(
         let Ok(fd) = vfs::sys::openat2(root, &name, flags, 0, resolve) else {
             continue;
         };
-        if vfs::sys::fstatfs(fd.as_fd()).is_ok_and(|fs| fs.f_type != libc::PROC_SUPER_MAGIC) {
+        let not_proc =
+            vfs::sys::fstatfs(fd.as_fd()).is_ok_and(|fs| fs.f_type != libc::PROC_SUPER_MAGIC);
+        let on_proc_walk = id(fd.as_fd()).map_or(true, |i| i == root_id || proc_id == Ok(i));
+        if not_proc && !on_proc_walk {
             out.push(fd);
         }
     }
