@@ -25,12 +25,7 @@
 #include <string.h>
 #include <unistd.h>
 
-static long number_in(int fd)
-{
-    char buf[32] = {0};
-    ssize_t n = read(fd, buf, sizeof buf - 1);
-    return n > 0 ? atol(buf) : -1;
-}
+#include "read_all.h"
 
 static int make(const char *dir, int n)
 {
@@ -44,32 +39,6 @@ static int make(const char *dir, int n)
         }
     }
     printf("made %d\n", n);
-    return 0;
-}
-
-static int read_all(const char *dir, int n)
-{
-    char path[4096];
-    long sum = 0, fsum = 0;
-    for (int i = 0; i < n; i++) {
-        snprintf(path, sizeof path, "%s/%d", dir, i);
-        int fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0) {
-            printf("open %s: errno %d\n", path, errno);
-            return 1;
-        }
-        sum += number_in(fd);
-        close(fd);
-        FILE *f = fopen(path, "r");
-        long v = -1;
-        if (f == NULL || fscanf(f, "%ld", &v) != 1) {
-            printf("fopen %s: errno %d\n", path, errno);
-            return 1;
-        }
-        fsum += v;
-        fclose(f);
-    }
-    printf("sum %ld fsum %ld\n", sum, fsum);
     return 0;
 }
 

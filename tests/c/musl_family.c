@@ -25,33 +25,8 @@
 #include <unistd.h>
 
 #ifdef FAMILY_LIB
-int read_all(const char *dir, int n)
-{
-    char path[4096], buf[32];
-    long sum = 0, fsum = 0;
-    for (int i = 0; i < n; i++) {
-        snprintf(path, sizeof path, "%s/%d", dir, i);
-        int fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0) {
-            printf("open %s: errno %d\n", path, errno);
-            return 1;
-        }
-        ssize_t got = read(fd, buf, sizeof buf - 1);
-        buf[got > 0 ? got : 0] = 0;
-        sum += atol(buf);
-        close(fd);
-        FILE *f = fopen(path, "r");
-        long v = -1;
-        if (f == NULL || fscanf(f, "%ld", &v) != 1) {
-            printf("fopen %s: errno %d\n", path, errno);
-            return 1;
-        }
-        fsum += v;
-        fclose(f);
-    }
-    printf("sum %ld fsum %ld\n", sum, fsum);
-    return 0;
-}
+#define READ_ALL_SCOPE
+#include "read_all.h"
 #else
 
 int main(int argc, char **argv)
