@@ -348,6 +348,22 @@ fn native_in_proc(path: &[u8]) -> bool {
 mod tests {
     use super::*;
 
+    /// The inodes of what [`granted`] opens beneath `root`, sorted.
+    fn granted_inodes(root: BorrowedFd<'_>, mount_points: &[Vec<u8>]) -> Vec<u64> {
+        let mut ids: Vec<_> = granted(root, mount_points)
+            .unwrap()
+            .iter()
+            .map(|fd| vfs::sys::fstat(fd.as_fd()).unwrap().st_ino)
+            .collect();
+        ids.sort();
+        ids
+    }
+
+    /// The inode of `dir`/`path`.
+    fn inode(dir: &std::path::Path, path: &str) -> u64 {
+        std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(dir.join(path)).unwrap())
+    }
+
     #[test]
     fn top_level_is_the_first_component() {
         assert_eq!(top_level(b"/app/x/y"), Some(&b"app"[..]));
@@ -373,18 +389,11 @@ mod tests {
         std::fs::write(dir.join("file"), b"").unwrap();
         std::os::unix::fs::symlink("usr", dir.join("bin")).unwrap();
         let root = std::fs::File::open(&dir).unwrap();
-        let ids: Vec<_> = granted(root.as_fd(), &[])
-            .unwrap()
-            .iter()
-            .map(|fd| vfs::sys::fstat(fd.as_fd()).unwrap().st_ino)
-            .collect();
-        let ino =
-            |p: &str| std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(dir.join(p)).unwrap());
+        let ids = granted_inodes(root.as_fd(), &[]);
+        let ino = |p: &str| inode(&dir, p);
         let mut want = vec![ino("usr"), ino("file"), ino("proc/sys")];
-        let mut got = ids.clone();
         want.sort();
-        got.sort();
-        assert_eq!(got, want);
+        assert_eq!(ids, want);
         // The fence's own list names the same objects, without opening them.
         let mut by_stat: Vec<_> = granted_ids(root.as_fd())
             .unwrap()
@@ -424,13 +433,8 @@ mod tests {
         .iter()
         .map(|p| p.as_bytes().to_vec())
         .collect();
-        let ids: Vec<_> = granted(root.as_fd(), &points)
-            .unwrap()
-            .iter()
-            .map(|fd| vfs::sys::fstat(fd.as_fd()).unwrap().st_ino)
-            .collect();
-        let ino =
-            |p: &str| std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(dir.join(p)).unwrap());
+        let ids = granted_inodes(root.as_fd(), &points);
+        let ino = |p: &str| inode(&dir, p);
         // The entries (`link` is a symlink), /proc/sys, then once each:
         // /usr/lib, /data/d and /data/file; not the root, an entry again,
         // a path beneath /proc, through a symlink, with `.`, `..` or an
@@ -444,10 +448,8 @@ mod tests {
             ino("data/d"),
             ino("data/file"),
         ];
-        let mut got = ids;
         want.sort();
-        got.sort();
-        assert_eq!(got, want);
+        assert_eq!(ids, want);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }
