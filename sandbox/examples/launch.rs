@@ -49,7 +49,7 @@ fn main() {
                 Ok(())
             }
             "--real-filter" => {
-                cfg.filter = sandbox_syscalls::policy::bpf::compile();
+                cfg.filter = sandbox_syscalls::policy::bpf::compile().into();
                 Ok(())
             }
             "--repeat" => {

@@ -17,7 +17,7 @@ use std::os::fd::{AsFd, OwnedFd};
 use nix::unistd::Pid;
 
 use crate::confine;
-use crate::launch::{open_namespace, InitHooks};
+use crate::launch::{open_namespace, InitHooks, Namespaces};
 use crate::limits::Enforcement;
 use crate::socket_factory::SocketFactory;
 use crate::sys::priority;
@@ -91,16 +91,20 @@ impl InitHooks for RunHooks<'_> {
     }
 
     /// Still single-threaded (launch runs before any thread exists), with
-    /// the id maps written: the factory may fork, holding init's user and
-    /// network namespaces (which exist since the clone, and which init,
-    /// once non-dumpable, no longer lets us open) to join them later.
-    fn setting_up(&self, init: Pid) -> Result<(), String> {
+    /// the id maps written: the factory may fork, holding the sandbox's
+    /// user and network namespaces (`ns`: init joins the network one only
+    /// once the view is built) to join them later.
+    fn setting_up(&self, init: Pid, ns: Namespaces<'_>) -> Result<(), String> {
         // A shared loopback is another sandbox's: its namespaces, and its
         // init's list of the namespace's unix sockets.
-        let owner = self.shared_loopback.unwrap_or(init);
-        let userns = open_namespace(owner, "user")?;
-        let netns = open_namespace(owner, "net")?;
-        let factory = SocketFactory::start(owner, userns.as_fd(), netns.as_fd(), self.dns_stub)?;
+        let factory = match self.shared_loopback {
+            Some(owner) => {
+                let userns = open_namespace(owner, "user")?;
+                let netns = open_namespace(owner, "net")?;
+                SocketFactory::start(owner, userns.as_fd(), netns.as_fd(), self.dns_stub)?
+            }
+            None => SocketFactory::start(init, ns.user, ns.net, self.dns_stub)?,
+        };
         *self.factory.borrow_mut() = Some(factory);
         *self.own_filter.borrow_mut() = Some(confine::compiled(self.egress));
         Ok(())

@@ -58,7 +58,8 @@
 //! the sockets are used for (netstack), or finding the namespaces
 //! (launch hands them over). The kernel's list of the namespace's unix
 //! sockets is read through init's `/proc/<pid>/net/unix` (init is in the
-//! namespace from its clone; the factory only from its first request).
+//! namespace before the guest exists, `launch/netns.rs`; the factory only
+//! from its first request).
 
 use std::net::Ipv4Addr;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};

@@ -259,6 +259,17 @@ fn the_factory_enters_the_sandbox_at_the_first_socket() {
     expect_line(&mut lines, "hi");
     expect_line(&mut lines, "ready");
     let (serving, serving_net) = factory_state(pid);
+    // Init joins the namespace made beside its clone before the guest
+    // exists (launch/netns.rs): the guest, init and the factory are in one.
+    let init = init_of(pid).expect("no init among the supervisor's children");
+    let net_of = |p: u32| {
+        std::fs::read_link(format!("/proc/{p}/ns/net"))
+            .map(|l| l.display().to_string())
+            .unwrap_or_default()
+    };
+    let guests = children(init);
+    let guest_nets: Vec<String> = guests.iter().map(|&g| net_of(g)).collect();
+    let init_net = net_of(init);
     stdin.write_all(b"\n").unwrap();
     finish(child, bound, stdin);
 
@@ -273,6 +284,8 @@ fn the_factory_enters_the_sandbox_at_the_first_socket() {
 
     assert!(!serving_net.is_empty());
     assert_ne!(serving_net, idle_net, "{serving}");
+    assert_eq!(init_net, serving_net);
+    assert_eq!(guest_nets, vec![serving_net.clone()], "the guest's");
     assert_eq!(field(&serving, "Seccomp:"), "2", "{serving}");
     assert_eq!(field(&serving, "CapBnd:"), "0000000000000000", "{serving}");
 }

@@ -4,7 +4,9 @@
 //! supervisor → init: `Go` once the id maps are written; then, when init
 //! joins the sandbox's cgroup late (`InitHooks::joins_late`), one `Join`
 //! with the cgroup v1 `tasks` files it writes itself into (none on v2,
-//! where the supervisor moves it), sent while init builds the view.
+//! where the supervisor moves it), sent while init builds the view;
+//! then `Net` with the sandbox's network namespace attached, for init
+//! to join once the view is built (`netns.rs`).
 //! init → supervisor: `Failed(msg)` if setting up failed; `Pty` with the
 //! master of the sandbox's pseudo-terminal attached, just before `Ready`,
 //! when the guest's stdio is to be a terminal; `Ready` with the
@@ -29,6 +31,7 @@ const STATUS: u8 = b'S';
 const PTY: u8 = b'P';
 const EXEC: u8 = b'X';
 const JOIN: u8 = b'J';
+const NET: u8 = b'N';
 
 /// One message on the channel.
 pub enum Msg {
@@ -47,6 +50,8 @@ pub enum Msg {
     /// supervisor → init: the sandbox's cgroup is ready; the `tasks`
     /// files attached (any number) are for init to write "0" to.
     Join(Vec<OwnedFd>),
+    /// supervisor → init: the sandbox's network namespace, to join.
+    Net(OwnedFd),
 }
 
 /// One end of the channel.
@@ -77,6 +82,7 @@ impl Channel {
             Msg::Ready(fd) => send_with_fd(sock, &[READY], Some(fd.as_fd())),
             Msg::Pty(fd) => send_with_fd(sock, &[PTY], Some(fd.as_fd())),
             Msg::Exec(fd) => send_with_fd(sock, &[EXEC], Some(fd.as_fd())),
+            Msg::Net(fd) => send_with_fd(sock, &[NET], Some(fd.as_fd())),
             Msg::Join(fds) => {
                 let fds: Vec<BorrowedFd<'_>> = fds.iter().map(AsFd::as_fd).collect();
                 send_with_fds(sock, &[JOIN], &fds)
@@ -111,6 +117,7 @@ impl Channel {
             (READY, _, Some(fd)) => Some(Msg::Ready(fd)),
             (PTY, _, Some(fd)) => Some(Msg::Pty(fd)),
             (EXEC, _, Some(fd)) => Some(Msg::Exec(fd)),
+            (NET, _, Some(fd)) => Some(Msg::Net(fd)),
             (FAILED, _, _) => Some(Msg::Failed(String::from_utf8_lossy(body).into_owned())),
             (STATUS, 9, _) => {
                 let status = i32::from_le_bytes([body[0], body[1], body[2], body[3]]);
@@ -152,6 +159,9 @@ mod tests {
         let (r, w) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).unwrap();
         a.send(&Msg::Join(vec![r, w])).unwrap();
         assert!(matches!(b.recv().unwrap(), Some(Msg::Join(fds)) if fds.len() == 2));
+        let (r, _w) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).unwrap();
+        a.send(&Msg::Net(r)).unwrap();
+        assert!(matches!(b.recv().unwrap(), Some(Msg::Net(_))));
         a.send(&Msg::Join(Vec::new())).unwrap();
         assert!(matches!(b.recv().unwrap(), Some(Msg::Join(fds)) if fds.is_empty()));
         drop(b);

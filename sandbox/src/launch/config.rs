@@ -8,6 +8,7 @@
 //! out (`launch/mod.rs` and its modules) or the run's configuration it is
 //! made from (`run/`, from `config.rs`'s `SandboxConfig`).
 
+use std::borrow::Cow;
 use std::ffi::OsString;
 use std::os::fd::OwnedFd;
 use std::path::PathBuf;
@@ -60,11 +61,12 @@ pub struct LaunchConfig {
     /// as overlays writing to the layer, not read-only binds.
     pub writable_system: bool,
     /// The seccomp program to install (every plain read open trapped).
-    pub filter: Vec<Insn>,
+    pub filter: Program,
     /// The program to install instead when the guest is fenced and gets
     /// the fast-reads preload (`fast_reads.rs`): `filter` with marked read
-    /// opens passing. `None`: no fast reads.
-    pub fast_reads_filter: Option<Vec<Insn>>,
+    /// opens passing. `None`: no fast reads. Only the one installed is
+    /// compiled.
+    pub fast_reads_filter: Option<Program>,
     /// Give the guest a pseudo-terminal of the sandbox's own devpts as
     /// stdin, stdout, stderr where `true` (a session with it as the
     /// controlling terminal); its master comes back in
@@ -126,6 +128,30 @@ pub struct LaunchConfig {
     pub rewrite_sites: bool,
 }
 
+/// A seccomp program: as given, or how to compile it (each compile takes
+/// 50–190 µs, spent only on the program the launch installs).
+#[derive(Clone, Debug)]
+pub enum Program {
+    Given(Vec<Insn>),
+    Compile(fn() -> Vec<Insn>),
+}
+
+impl Program {
+    /// The instructions (compiled now, for [`Program::Compile`]).
+    pub fn insns(&self) -> Cow<'_, [Insn]> {
+        match self {
+            Program::Given(insns) => Cow::Borrowed(insns),
+            Program::Compile(compile) => Cow::Owned(compile()),
+        }
+    }
+}
+
+impl From<Vec<Insn>> for Program {
+    fn from(insns: Vec<Insn>) -> Self {
+        Program::Given(insns)
+    }
+}
+
 impl LaunchConfig {
     /// A config with the defaults and the given command and filter.
     pub fn new(command: Vec<OsString>, filter: Vec<Insn>) -> Self {
@@ -143,7 +169,7 @@ impl LaunchConfig {
             read_only: Vec::new(),
             disk_size: DEFAULT_DISK_SIZE,
             writable_system: false,
-            filter,
+            filter: Program::Given(filter),
             fast_reads_filter: None,
             pty: None,
             cpus: None,

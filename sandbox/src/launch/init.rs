@@ -5,7 +5,8 @@
 //! id maps, hostname (not the loopback: the socket factory brings it up
 //! when the guest first looks), the view (`view.rs`), the working
 //! directory, joining the sandbox's cgroup and entering a cgroup
-//! namespace there, the guest's pseudo-terminal if asked for (opened in the
+//! namespace there, joining the sandbox's network namespace (made
+//! meanwhile: `netns.rs`), the guest's pseudo-terminal if asked for (opened in the
 //! view's devpts, so the guest can name it), closing inherited
 //! descriptors, dropping privileges and installing the filter
 //! (`privs.rs`), handing the pty master and the listener to the
@@ -257,6 +258,8 @@ fn setup(args: &InitArgs<'_>) -> Result<(OwnedFd, Option<Pty>, Option<File>), St
     chdir(args.workdir).map_err(|e| format!("workdir {}: {}", args.workdir.display(), e.desc()))?;
     super::host_stdio::take_view_devices(args.view_stdio)?;
     enter_sandbox_cgroup(args)?;
+    // Made beside the view's set-up; joined before anything is forked.
+    super::netns::join(&args.channel)?;
     // Opened before the filter: afterwards, opens are serviced calls.
     let pty = match args.pty {
         Some(_) => {

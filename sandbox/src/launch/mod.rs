@@ -10,13 +10,16 @@
 //!
 //! How a run goes:
 //! 1. [`launch`] (called while the supervisor is still single-threaded)
-//!    plans the view, then `clone`s init into new user, mount, pid, net,
-//!    ipc and uts namespaces (or, for ipc and uts, ones the caller named,
-//!    joined first: `joined.rs`) and writes its id maps (`userns.rs`).
-//! 2. Init (`init.rs`) builds the view (`plan.rs`, `view.rs`), drops
-//!    every privilege, installs the filter (`privs.rs`) and sends the
-//!    listener back over the control channel (`channel.rs`). `launch`
-//!    returns with the listener and a descriptor of the view's root.
+//!    plans the view, then `clone`s init into new user, mount, pid, ipc
+//!    and uts namespaces (or, for ipc and uts, ones the caller named,
+//!    joined first: `joined.rs`), starts a child making the sandbox's
+//!    network namespace in init's user namespace (`netns.rs`) and writes
+//!    init's id maps (`userns.rs`).
+//! 2. Init (`init.rs`) builds the view (`plan.rs`, `view.rs`), joins the
+//!    network namespace, drops every privilege, installs the filter
+//!    (`privs.rs`) and sends the listener back over the control channel
+//!    (`channel.rs`). `launch` returns with the listener and a
+//!    descriptor of the view's root.
 //! 3. The caller measures the view (its root, the fence's grants: before
 //!    the guest can change them) and calls [`Sandbox::start`]: the
 //!    guest's main process, paused before execve, executes the command
@@ -47,6 +50,7 @@ mod init;
 mod joined;
 mod late;
 mod musl;
+mod netns;
 mod plan;
 pub(crate) mod privs;
 mod proc_mount;
@@ -59,7 +63,7 @@ mod userns;
 mod users;
 pub(crate) mod view;
 
-pub use config::{allow_all_filter, LaunchConfig, DEFAULT_DISK_SIZE, DEFAULT_HOSTNAME};
+pub use config::{allow_all_filter, LaunchConfig, Program, DEFAULT_DISK_SIZE, DEFAULT_HOSTNAME};
 pub use dev_shm::DevShm;
 pub use exec::DEFAULT_PATH;
 pub use exec_request::{env_pairs, ExecRequests};
@@ -128,9 +132,8 @@ pub struct Sandbox {
     pub root: OwnedFd,
     /// The master of the guest's pseudo-terminal, if [`LaunchConfig::pty`] asked for one.
     pub pty_master: Option<OwnedFd>,
-    /// `/proc/<init>/ns/user` and `/proc/<init>/ns/net`: the sandbox's
-    /// user and network namespaces (opened while init may still be
-    /// inspected; the socket factory joins them).
+    /// The sandbox's user namespace (`/proc/<init>/ns/user`, opened while
+    /// init may still be inspected) and network namespace (`netns.rs`).
     pub userns: OwnedFd,
     pub netns: OwnedFd,
     /// Init put the guest in a Landlock domain that fences its reads
@@ -153,10 +156,10 @@ pub struct Sandbox {
     release: bool,
 }
 
+/// Init's new namespaces; the network namespace is made beside (`netns.rs`).
 const NAMESPACES: CloneFlags = CloneFlags::CLONE_NEWUSER
     .union(CloneFlags::CLONE_NEWNS)
     .union(CloneFlags::CLONE_NEWPID)
-    .union(CloneFlags::CLONE_NEWNET)
     .union(CloneFlags::CLONE_NEWIPC)
     .union(CloneFlags::CLONE_NEWUTS);
 
@@ -182,17 +185,26 @@ pub trait InitHooks {
         Ok(Vec::new())
     }
     /// Called right after init is told to go (and any cgroup sent), while
-    /// it builds the view, so that slow steps overlap that work.
-    fn setting_up(&self, init: Pid) -> Result<(), String>;
+    /// it builds the view, so that slow steps overlap that work. `ns`:
+    /// the sandbox's namespaces (init joins the network namespace only
+    /// later: its own `/proc/<pid>/ns/net` is not yet the sandbox's).
+    fn setting_up(&self, init: Pid, ns: Namespaces<'_>) -> Result<(), String>;
     /// Called once init is set up, before it forks the guest (rlimits
     /// set here do not constrain init's own setup).
     fn set_up(&self, init: Pid) -> Result<(), String>;
 }
 
+/// The sandbox's user and network namespaces.
+#[derive(Clone, Copy)]
+pub struct Namespaces<'a> {
+    pub user: BorrowedFd<'a>,
+    pub net: BorrowedFd<'a>,
+}
+
 struct NoHooks;
 
 impl InitHooks for NoHooks {
-    fn setting_up(&self, _: Pid) -> Result<(), String> {
+    fn setting_up(&self, _: Pid, _: Namespaces<'_>) -> Result<(), String> {
         Ok(())
     }
     fn set_up(&self, _: Pid) -> Result<(), String> {
@@ -286,7 +298,7 @@ pub fn launch_with(cfg: &LaunchConfig, hooks: &dyn InitHooks) -> Result<Sandbox,
     if let Some(exec) = exec.as_mut() {
         fast_reads::ready_command(exec, cfg.rootfs.as_deref(), &workdir, offers);
     }
-    let filter = privs::to_sock_filter(fast_reads.unwrap_or(&cfg.filter));
+    let filter = privs::to_sock_filter(&fast_reads.unwrap_or(&cfg.filter).insns());
     // Shifted ids as root: host directories through idmapped copies.
     let mut idmapped = match cfg.shifted_ids {
         Some(ids) if nix::unistd::geteuid().is_root() => {
@@ -364,9 +376,10 @@ pub fn launch_with(cfg: &LaunchConfig, hooks: &dyn InitHooks) -> Result<Sandbox,
                 release: false,
             };
             // On any error below, dropping `sandbox` kills and reaps init.
-            sandbox.finish_launch(&cfg.id_map(), hooks)?;
+            let net_maker = sandbox.finish_launch(&cfg.id_map(), hooks)?;
             // Their exits overlapped the clone and init's setup.
             idmapped.reap_holders();
+            drop(net_maker);
             Ok(sandbox)
         }
     }

@@ -16,17 +16,23 @@ use nix::unistd::write;
 
 use super::channel::Msg;
 use super::{
-    exec, open_namespace, userns, ExecRequests, InitHooks, LateStart, LaunchError, Outcome, Sandbox,
+    exec, netns, open_namespace, userns, ExecRequests, InitHooks, LateStart, LaunchError,
+    Namespaces, Outcome, Sandbox,
 };
+use crate::sys::holder::Leaving;
 
 impl Sandbox {
-    /// The supervisor's side of setup: id maps, go, listener, root.
+    /// The supervisor's side of setup: the network namespace's maker, id
+    /// maps, go, the network namespace, listener, root. Returns the
+    /// maker, for the caller to reap last.
     pub(super) fn finish_launch(
         &mut self,
         ids: &vfs::IdMap,
         hooks: &dyn InitHooks,
-    ) -> Result<(), LaunchError> {
+    ) -> Result<Leaving, LaunchError> {
         let pid = self.init_pid;
+        self.userns = open_namespace(pid, "user").map_err(LaunchError::setup)?;
+        let making = netns::start(self.userns.as_fd()).map_err(LaunchError::setup)?;
         userns::write_maps(pid, ids)
             .map_err(|m| LaunchError::setup(format!("cannot set up the user namespace: {m}")))?;
         self.channel
@@ -38,7 +44,16 @@ impl Sandbox {
                 return Err(self.init_failure_or(format!("starting init: {}", e.desc())));
             }
         }
-        if let Err(step) = hooks.setting_up(pid) {
+        let (net, maker) = making.finish().map_err(LaunchError::setup)?;
+        self.netns = net;
+        if let Err(e) = netns::send(&self.channel, self.netns.as_fd()) {
+            return Err(self.init_failure_or(format!("starting init: {}", e.desc())));
+        }
+        let ns = Namespaces {
+            user: self.userns.as_fd(),
+            net: self.netns.as_fd(),
+        };
+        if let Err(step) = hooks.setting_up(pid, ns) {
             return Err(self.init_failure_or(step));
         }
         let mut reply = self.channel.recv();
@@ -61,14 +76,12 @@ impl Sandbox {
             .open(format!("/proc/{pid}/root"))
             .map(OwnedFd::from)
             .map_err(|e| LaunchError::setup(format!("opening the sandbox's root: {e}")))?;
-        self.userns = open_namespace(pid, "user").map_err(LaunchError::setup)?;
-        self.netns = open_namespace(pid, "net").map_err(LaunchError::setup)?;
         hooks.set_up(pid).map_err(LaunchError::setup)?;
         // Init may now hide itself from the guest (see init.rs).
         self.channel
             .send(&Msg::Go)
             .map_err(|e| LaunchError::setup(format!("starting init: {}", e.desc())))?;
-        Ok(())
+        Ok(maker)
     }
 
     /// A step of ours that failed while init built the view, which init

@@ -403,7 +403,7 @@ impl InitHooks for Enforcement {
     fn cgroup_join(&self, init: Pid) -> Result<Vec<OwnedFd>, String> {
         self.create(init)
     }
-    fn setting_up(&self, _: Pid) -> Result<(), String> {
+    fn setting_up(&self, _: Pid, _: crate::launch::Namespaces<'_>) -> Result<(), String> {
         Ok(())
     }
     fn set_up(&self, init: Pid) -> Result<(), String> {

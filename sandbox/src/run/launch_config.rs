@@ -17,7 +17,7 @@ use sandbox_syscalls::policy::bpf;
 
 use super::setup_error;
 use crate::config::{IdRange, SandboxConfig, StartMode, Terminal};
-use crate::launch::{LaunchConfig, LaunchError};
+use crate::launch::{LaunchConfig, LaunchError, Program};
 use crate::tty;
 
 /// What the guest is told of its limits: those enforced outside the run
@@ -60,9 +60,9 @@ pub(super) fn launch_config(
         read_only: config.fs.read_only.clone(),
         disk_size: config.fs.disk,
         writable_system: config.fs.writable_system,
-        filter: bpf::compile_without_fast_reads(),
+        filter: Program::Compile(bpf::compile_without_fast_reads),
         // A trace shows every open, so a traced guest marks none.
-        fast_reads_filter: config.trace.is_none().then(bpf::compile),
+        fast_reads_filter: config.trace.is_none().then_some(Program::Compile(bpf::compile)),
         pty: match config.terminal {
             Terminal::Host => tty::host_terminal(),
             Terminal::Console(_) => Some([true; 3]),

@@ -46,7 +46,7 @@ pub fn real_filter() {
     };
     let mount = vfs::mounts::MountSpec::parse_ro(&format!("{}:/t", dir.0.display())).unwrap();
     let mut cfg = config(&["/t/hi"]);
-    cfg.filter = sandbox_syscalls::policy::bpf::compile();
+    cfg.filter = sandbox_syscalls::policy::bpf::compile().into();
     cfg.mounts = vec![mount.clone()];
     assert!(hi.exists());
     assert_eq!(run(&cfg), Ok(Outcome::Exited(3)));

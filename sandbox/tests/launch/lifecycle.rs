@@ -88,7 +88,7 @@ pub fn setup_failures() {
 struct FailsAfterInit;
 
 impl InitHooks for FailsAfterInit {
-    fn setting_up(&self, init: Pid) -> Result<(), String> {
+    fn setting_up(&self, init: Pid, _: Namespaces<'_>) -> Result<(), String> {
         use nix::sys::wait::{waitid, Id, WaitPidFlag};
         // WNOWAIT: init stays a zombie for the launch to reap.
         waitid(Id::Pid(init), WaitPidFlag::WEXITED | WaitPidFlag::WNOWAIT)
