@@ -103,9 +103,18 @@ impl Channel {
 
     /// The next message; `None` at the end of the stream (or on a
     /// message that makes no sense, which only a dying peer sends).
+    /// A peer that closed its end with messages of ours unread (init
+    /// failing before it took the `Net` it was sent) makes the kernel
+    /// report ECONNRESET once, before what the peer sent last (its
+    /// `Failed`): that report is passed over.
     pub fn recv(&self) -> nix::Result<Option<Msg>> {
         let mut buf = [0u8; 4096];
-        let (n, mut fds) = recv_with_fds(self.0.as_fd(), &mut buf)?;
+        let (n, mut fds) = loop {
+            match recv_with_fds(self.0.as_fd(), &mut buf) {
+                Err(nix::errno::Errno::ECONNRESET) => continue,
+                r => break r?,
+            }
+        };
         let body = &buf[1..n.max(1)];
         if n > 0 && buf[0] == JOIN {
             return Ok(Some(Msg::Join(fds)));
@@ -165,6 +174,17 @@ mod tests {
         a.send(&Msg::Join(Vec::new())).unwrap();
         assert!(matches!(b.recv().unwrap(), Some(Msg::Join(fds)) if fds.is_empty()));
         drop(b);
+        assert!(a.recv().unwrap().is_none());
+    }
+
+    #[test]
+    fn a_peer_gone_with_our_message_unread_still_says_why() {
+        let (a, b) = pair().unwrap();
+        let (r, _w) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).unwrap();
+        a.send(&Msg::Net(r)).unwrap();
+        b.send(&Msg::Failed("workdir /x: gone".into())).unwrap();
+        drop(b);
+        assert!(matches!(a.recv().unwrap(), Some(Msg::Failed(m)) if m == "workdir /x: gone"));
         assert!(a.recv().unwrap().is_none());
     }
 }

@@ -2,7 +2,8 @@
 //! host directories absent, /usr read-only unless `writable_system`,
 //! writes landing in the layer, `--ro`, `--rw`,
 //! `--tmpfs` and the disk quota), its ids, hostname, pid, umask and cwd,
-//! no capabilities, and only stdio open; and the view as the root of
+//! no capabilities, only stdio open, and a network namespace of its own;
+//! and the view as the root of
 //! init's mount namespace. Not the sandbox's lifecycle (`lifecycle.rs`).
 
 use std::collections::HashMap;
@@ -50,6 +51,8 @@ echo "dev_ls=$(ls /dev | tr '\n' ' ')"
 grep -E '^(CapEff|CapPrm|CapBnd|CapAmb|NoNewPrivs|Seccomp):' /proc/self/status | tr -d ' \t' | sed 's/:/=/'
 echo "fds=$(ls /proc/self/fd | tr '\n' ' ')"
 echo "procs=$(ls /proc | grep -c '^[0-9]')"
+echo "netns=$(readlink /proc/self/ns/net)"
+echo "net_devs=$(tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' ' | tr '\n' ' ')"
 "#;
 
 fn probe(tweak: impl FnOnce(&mut LaunchConfig, &Path)) -> HashMap<String, String> {
@@ -156,6 +159,12 @@ pub fn view_contents() {
     assert_eq!(get("fds"), "0 1 2 3");
     // init, sh, and the pipeline's processes: nothing of the host.
     assert!(get("procs").parse::<u32>().unwrap() < 10);
+    // A network namespace of its own (made beside init's clone and joined
+    // before the guest: launch/netns.rs), holding only its loopback.
+    let own_net = fs::read_link("/proc/self/ns/net").unwrap();
+    assert!(get("netns").starts_with("net:["), "{r:?}");
+    assert_ne!(get("netns"), own_net.to_str().unwrap());
+    assert_eq!(get("net_devs"), "lo");
     for entry in [
         "null", "zero", "full", "random", "urandom", "pts", "ptmx", "shm", "fd", "stdin", "stdout",
         "stderr",
