@@ -62,7 +62,10 @@ pub(super) fn launch_config(
         writable_system: config.fs.writable_system,
         filter: Program::Compile(bpf::compile_without_fast_reads),
         // A trace shows every open, so a traced guest marks none.
-        fast_reads_filter: config.trace.is_none().then_some(Program::Compile(bpf::compile)),
+        fast_reads_filter: config
+            .trace
+            .is_none()
+            .then_some(Program::Compile(bpf::compile)),
         pty: match config.terminal {
             Terminal::Host => tty::host_terminal(),
             Terminal::Console(_) => Some([true; 3]),

@@ -181,8 +181,9 @@ extern "C" fn hold(arg: *mut libc::c_void) -> libc::c_int {
         raw_syscall3(libc::SYS_write, orders.report.into(), ptr, 4);
         raw_syscall3(libc::SYS_close, orders.report.into(), 0, 0);
     }
+    let buf = &mut byte as *mut u8 as i64;
     loop {
-        let got = raw_syscall3(libc::SYS_read, orders.rx.into(), &mut byte as *mut u8 as i64, 1);
+        let got = raw_syscall3(libc::SYS_read, orders.rx.into(), buf, 1);
         if got != -(libc::EINTR as i64) {
             return 0;
         }
