@@ -12,7 +12,9 @@
 //! 1. [`launch`] (called while the supervisor is still single-threaded)
 //!    plans the view, then `clone`s init into new user, mount, pid, net,
 //!    ipc and uts namespaces (or, for ipc and uts, ones the caller named,
-//!    joined first: `joined.rs`) and writes its id maps (`userns.rs`).
+//!    joined first: `joined.rs`) and writes its id maps (`userns.rs`); in
+//!    another sandbox's pid namespace, init joins that sandbox's user
+//!    namespace and makes the others itself (`joined.rs`).
 //! 2. Init (`init.rs`) builds the view (`plan.rs`, `view.rs`), drops
 //!    every privilege, installs the filter (`privs.rs`) and sends the
 //!    listener back over the control channel (`channel.rs`). `launch`
@@ -33,6 +35,7 @@ pub(crate) mod bind;
 mod channel;
 mod config;
 mod dev_shm;
+mod descendants;
 mod dev_view;
 pub mod engine_overlay;
 mod etc;
@@ -308,7 +311,21 @@ pub fn launch_with(cfg: &LaunchConfig, hooks: &dyn InitHooks) -> Result<Sandbox,
     // whose mounts the kernel will not clone from the host's), unless
     // init takes the view's own node in their place.
     let (stdio, view_stdio) = host_stdio::launch_stdio(&plan.dev_nodes);
-    match clone_process(joined.clone_flags(NAMESPACES)) {
+    // Last before the clone: nothing else may be born in a joined pid
+    // namespace.
+    let pid_join = (cfg.join_pid.as_ref())
+        .map(|j| joined::enter_pid(j, &cfg.id_map()))
+        .transpose()
+        .map_err(LaunchError::setup)?;
+    let flags = match pid_join {
+        Some(_) => CloneFlags::empty(),
+        None => joined.clone_flags(NAMESPACES),
+    };
+    let forked = clone_process(flags);
+    if let (Some(join), Ok(Forked::Parent(_)) | Err(_)) = (&pid_join, &forked) {
+        join.leave().map_err(LaunchError::setup)?;
+    }
+    match forked {
         Err(e) => Err(LaunchError::setup(format!(
             "cannot create the sandbox's namespaces: {} (are unprivileged user namespaces allowed? \
              see sysctl user.max_user_namespaces, kernel.unprivileged_userns_clone, \
@@ -326,6 +343,7 @@ pub fn launch_with(cfg: &LaunchConfig, hooks: &dyn InitHooks) -> Result<Sandbox,
                 exec: exec.as_ref(),
                 offers,
                 filter: &filter,
+                enter_user: (pid_join.as_ref()).map(|j| (j.user(), joined.clone_flags(NAMESPACES))),
                 hostname: joined.hostname.is_none().then_some(hostname),
                 workdir: &workdir,
                 pty: cfg.pty,
@@ -364,7 +382,9 @@ pub fn launch_with(cfg: &LaunchConfig, hooks: &dyn InitHooks) -> Result<Sandbox,
                 release: false,
             };
             // On any error below, dropping `sandbox` kills and reaps init.
-            sandbox.finish_launch(&cfg.id_map(), hooks)?;
+            let own_ids = cfg.id_map();
+            let maps = pid_join.is_none().then_some(&own_ids);
+            sandbox.finish_launch(maps, hooks)?;
             // Their exits overlapped the clone and init's setup.
             idmapped.reap_holders();
             Ok(sandbox)

@@ -23,12 +23,16 @@ impl Sandbox {
     /// The supervisor's side of setup: id maps, go, listener, root.
     pub(super) fn finish_launch(
         &mut self,
-        ids: &vfs::IdMap,
+        ids: Option<&vfs::IdMap>,
         hooks: &dyn InitHooks,
     ) -> Result<(), LaunchError> {
         let pid = self.init_pid;
-        userns::write_maps(pid, ids)
-            .map_err(|m| LaunchError::setup(format!("cannot set up the user namespace: {m}")))?;
+        // None: init joins a user namespace that has its maps.
+        if let Some(ids) = ids {
+            userns::write_maps(pid, ids).map_err(|m| {
+                LaunchError::setup(format!("cannot set up the user namespace: {m}"))
+            })?;
+        }
         self.channel
             .send(&Msg::Go)
             .map_err(|e| LaunchError::setup(format!("starting init: {}", e.desc())))?;
