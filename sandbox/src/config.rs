@@ -22,7 +22,7 @@ mod text;
 pub use env::{host_env, GuestEnv};
 pub use fs::FsConfig;
 pub use ids::{IdRange, Ids};
-pub use namespaces::{GuestClocks, JoinedNamespaces};
+pub use namespaces::{GuestClocks, JoinedNamespaces, JoinedPid};
 pub use net::{NetConfig, SharedLoopback};
 pub use schedule::{Schedule, StartMode, Terminal};
 

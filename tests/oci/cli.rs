@@ -119,10 +119,14 @@ macro_rules! need_busybox {
 /// Waits until `path` holds `text` (at most 30 s).
 fn wait_for_text(path: &Path, text: &str) {
     let deadline = Instant::now() + Duration::from_secs(30);
-    while fs::read_to_string(path).unwrap_or_default() != text {
+    loop {
+        let now = fs::read_to_string(path).unwrap_or_default();
+        if now == text {
+            break;
+        }
         assert!(
             Instant::now() < deadline,
-            "{} never said {text:?}",
+            "{} never said {text:?} (it says {now:?})",
             path.display()
         );
         thread::sleep(Duration::from_millis(20));
@@ -136,6 +140,7 @@ mod ids;
 mod limits;
 mod overlay_netns;
 mod overlay_root;
+mod pid_ns;
 mod pods;
 mod rootfs;
 

@@ -4,8 +4,9 @@
 //! and a container of its own sees none of them, as natively under
 //! `unshare -i`) and binds A's /dev/shm (POSIX shared memory and named
 //! semaphores likewise, as natively with one /dev/shm; `--shm-size`
-//! sizes a container's own, as `df` shows under runc); `--pid container:A` keeps the sandbox's own pid
-//! namespace (the path names A's anchor's, the host's: docs/oci.md). The
+//! sizes a container's own, as `df` shows under runc); `--pid container:A`
+//! puts B in A's sandbox's pid namespace (B's /proc is A's, and B's
+//! `kill` ends A's process; docs/oci.md). The
 //! probe is `tests/c/pod_probe.c`, linked statically and bound into the
 //! busybox containers at /probe. The CRI's pod (`cri/mod.rs`) shares
 //! IPC and UTS through the pause container.
@@ -141,24 +142,21 @@ pub fn shared_namespaces(e: &impl EngineCli, image: &str) {
         "{}",
         dump(&alone)
     );
-    // --pid container:ipc-a names the anchor's pid namespace, the host's:
-    // the sandbox keeps its own, whose pid 1 is its init, and shows no
-    // host process and none of A's: what a container of its own shows
-    // (pid 1's name, and as many processes).
-    // (The shell counts by its own glob: a pipeline's second process may
-    // or may not have started when the first lists /proc.)
-    let script = "cat /proc/1/comm; set -- /proc/[0-9]*; echo $#";
-    let pid = e.run(&[
-        "--rm",
-        "--pid",
-        "container:ipc-a",
-        image,
-        "sh",
-        "-c",
-        script,
-    ]);
-    let own = e.run(&["--rm", image, "sh", "-c", script]);
-    assert!(own.status.success(), "{}", dump(&own));
-    assert_eq!(stdout(&pid), stdout(&own), "{}", dump(&pid));
+    // --pid container:ipc-a names A's anchor, whose sandbox's pid
+    // namespace B is born in: B's /proc is A's (pid 1 is A's init, A's
+    // sleeper has the pid A's own `pidof` gives), and B's kill ends A's
+    // sleeper, A's main process, so A stops.
+    let script = "cat /proc/1/comm; pidof sleep";
+    let in_a = e.ok(&["exec", "ipc-a", "sh", "-c", script]);
+    let joined_pid = ["--rm", "--pid", "container:ipc-a", image, "sh", "-c"];
+    let seen = e.run(&[&joined_pid[..], &[script]].concat());
+    assert_eq!(stdout(&seen), in_a, "{}", dump(&seen));
+    let kill = e.run(&[&joined_pid[..], &["kill $(pidof sleep) && echo killed"]].concat());
+    assert_eq!(stdout(&kill), "killed\n", "{}", dump(&kill));
+    let stopped = poll_until(Duration::from_secs(30), || {
+        let state = e.output(&["inspect", "-f", "{{.State.Running}}", "ipc-a"]);
+        stdout(&state) == "false\n"
+    });
+    assert!(stopped, "ipc-a still runs after its sleeper was killed");
     e.ok(&["rm", "-f", "ipc-a"]);
 }

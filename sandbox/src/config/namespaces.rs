@@ -1,5 +1,5 @@
-//! Namespaces a sandbox takes from elsewhere: the IPC and UTS namespaces
-//! it joins ([`JoinedNamespaces`]) and where its clocks start
+//! Namespaces a sandbox takes from elsewhere: the IPC, UTS and pid
+//! namespaces it joins ([`JoinedNamespaces`], [`JoinedPid`]) and where its clocks start
 //! ([`GuestClocks`]).
 //!
 //! Owns that part of the configuration's shape. Does not own joining them
@@ -27,6 +27,26 @@ pub struct JoinedNamespaces {
     /// and /etc/hosts name it, whatever [`SandboxConfig::hostname`] says).
     #[serde(default)]
     pub uts: Option<PathBuf>,
+    /// Another sandbox's pid namespace, with the user namespace that owns
+    /// it: the guest's processes are then that sandbox's guest's peers.
+    #[serde(default)]
+    pub pid: Option<JoinedPid>,
+}
+
+/// Another sandbox's pid namespace and its user namespace (by path), and
+/// that user namespace's id maps as `/proc/PID/uid_map` and `gid_map`
+/// read them from the launching process's user namespace. Init is born
+/// in the pid namespace and joins the user namespace before it makes the
+/// others, so that it may mount that pid namespace's /proc; the launch
+/// refuses maps other than the sandbox's own would be (the guest's ids
+/// must mean what they mean in the sandbox it joins).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct JoinedPid {
+    pub pid: PathBuf,
+    pub user: PathBuf,
+    pub uid_map: String,
+    pub gid_map: String,
 }
 
 /// The guest's `CLOCK_MONOTONIC` and `CLOCK_BOOTTIME` as they read when

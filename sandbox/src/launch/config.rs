@@ -122,6 +122,9 @@ pub struct LaunchConfig {
     /// A UTS namespace to join likewise; the guest's hostname is then
     /// that namespace's, not [`LaunchConfig::hostname`].
     pub join_uts: Option<PathBuf>,
+    /// Another sandbox's pid namespace to be born in, and its user
+    /// namespace, which init joins (`joined.rs`).
+    pub join_pid: Option<crate::config::JoinedPid>,
     /// Where the guest's clocks start (`timens.rs`); `None`: at init's start.
     pub clocks: Option<crate::config::GuestClocks>,
     /// The static loader rewrites trapped open sites (`static_loader.rs`).
@@ -186,6 +189,7 @@ impl LaunchConfig {
             fence_reads: false,
             join_ipc: None,
             join_uts: None,
+            join_pid: None,
             clocks: None,
             rewrite_sites: true,
         }

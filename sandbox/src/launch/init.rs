@@ -15,7 +15,8 @@
 //! pid-1 loop: forward signals, reap, and report the main process's wait
 //! status; on [`super::exec_request::EXEC_SIGNAL`], fork a helper for
 //! each exec request on the channel. When the main process ends, init
-//! kills and reaps everything left in the namespace, then reports.
+//! kills and reaps everything left in the namespace (in a joined pid
+//! namespace, everything it started: `descendants.rs`), then reports.
 //! Setup errors go back to the supervisor as one line.
 //!
 //! After the filter is installed, init makes only calls the filter
@@ -74,6 +75,9 @@ pub(super) struct InitArgs<'a> {
     /// What the view offers an exec request's command for fast reads.
     pub offers: super::fast_reads::Offered,
     pub filter: &'a [libc::sock_filter],
+    /// Forked into a joined pid namespace: the user namespace to join
+    /// first, and the namespaces to make then (`joined::enter_user`).
+    pub enter_user: Option<(BorrowedFd<'a>, CloneFlags)>,
     /// `None`: the UTS namespace is a joined one, whose hostname stays.
     pub hostname: Option<&'a str>,
     pub workdir: &'a Path,
@@ -121,7 +125,7 @@ pub(super) fn run(args: InitArgs<'_>) -> ! {
         _exit(125);
     }
     // Into the freezer's cgroup while the supervisor writes our id maps.
-    let joined = join_cgroups(args.self_join);
+    let joined = join_cgroups(args.self_join).and_then(|()| enter_joined_user(&args));
     if !matches!(args.channel.recv(), Ok(Some(Msg::Go))) {
         _exit(125);
     }
@@ -133,7 +137,7 @@ pub(super) fn run(args: InitArgs<'_>) -> ! {
     scrub_cmdline_and_environ();
     // Whatever the supervisor ignores, init must see SIGCHLD.
     reset_signal_dispositions();
-    let (listener, pty, last_pid) = match setup(&args) {
+    let (listener, pty, rest) = match setup(&args) {
         Ok(done) => done,
         Err(msg) => fail(&args.channel, msg),
     };
@@ -191,7 +195,25 @@ pub(super) fn run(args: InitArgs<'_>) -> ! {
     drop(exec_report);
     // Only the guest holds the slave: when it is gone, the master reads EIO.
     drop(slave);
-    supervise(main, &channel, &signals, last_pid.as_ref(), args.offers)
+    supervise(main, &channel, &signals, &rest, args.offers)
+}
+
+/// In a joined pid namespace: joins its user namespace and makes the
+/// others there (`joined.rs`), dying with the supervisor still.
+fn enter_joined_user(args: &InitArgs<'_>) -> Result<(), String> {
+    let Some((user, flags)) = args.enter_user else {
+        return Ok(());
+    };
+    super::joined::enter_user(user, flags)?;
+    set_pdeathsig(Signal::SIGKILL).map_err(|e| format!("PDEATHSIG: {}", e.desc()))
+}
+
+/// What init ends once the main process has: its own pid namespace's
+/// every other process (with the namespace's `ns_last_pid`: how many
+/// pids the sandbox used), or in a joined one its own descendants.
+enum Rest {
+    Namespace(Option<File>),
+    Descendants(super::descendants::Descendants),
 }
 
 /// Puts each reopened descriptor in place of the stdin, stdout or stderr
@@ -245,7 +267,7 @@ type Pty = (OwnedFd, OwnedFd);
 /// pty if one was asked for, and the pid namespace's ns_last_pid (read
 /// when the guest ends: how many pids the sandbox used; close-on-exec,
 /// so the guest never holds it).
-fn setup(args: &InitArgs<'_>) -> Result<(OwnedFd, Option<Pty>, Option<File>), String> {
+fn setup(args: &InitArgs<'_>) -> Result<(OwnedFd, Option<Pty>, Rest), String> {
     // A joined UTS namespace keeps its own (not ours to set).
     if let Some(hostname) = args.hostname {
         sethostname(hostname).map_err(|e| format!("--hostname {hostname}: {}", e.desc()))?;
@@ -267,13 +289,19 @@ fn setup(args: &InitArgs<'_>) -> Result<(OwnedFd, Option<Pty>, Option<File>), St
         }
         None => None,
     };
-    let last_pid = File::open("/proc/sys/kernel/ns_last_pid").ok();
+    let rest = match args.enter_user {
+        Some(_) => Rest::Descendants(super::descendants::Descendants::adopt()?),
+        None => Rest::Namespace(File::open("/proc/sys/kernel/ns_last_pid").ok()),
+    };
     let mut keep = vec![
         args.channel.fd().as_raw_fd(),
         args.start.as_raw_fd(),
         args.exec_report.as_raw_fd(),
     ];
-    keep.extend(last_pid.as_ref().map(|f| f.as_raw_fd()));
+    keep.extend(match &rest {
+        Rest::Namespace(last_pid) => last_pid.as_ref().map(|f| f.as_raw_fd()),
+        Rest::Descendants(d) => Some(d.fd()),
+    });
     if let Some((master, slave)) = &pty {
         keep.extend([master.as_raw_fd(), slave.as_raw_fd()]);
     }
@@ -305,7 +333,7 @@ fn setup(args: &InitArgs<'_>) -> Result<(OwnedFd, Option<Pty>, Option<File>), St
             Err(e) => return Err(format!("landlock: {}", e.desc())),
         }
     }
-    Ok((privs::install_filter(args.filter)?, pty, last_pid))
+    Ok((privs::install_filter(args.filter)?, pty, rest))
 }
 
 /// What the guest's domain grants reading beneath, in the view init is
@@ -339,7 +367,7 @@ fn supervise(
     main: Pid,
     channel: &Channel,
     signals: &SigSet,
-    last_pid: Option<&File>,
+    rest: &Rest,
     offers: super::fast_reads::Offered,
 ) -> ! {
     loop {
@@ -354,8 +382,17 @@ fn supervise(
             }
         } else if info.signo == Signal::SIGCHLD as i32 {
             if let Some(status) = reap(main) {
-                let tasks = last_pid.and_then(tasks_started);
-                end_the_rest();
+                let tasks = match rest {
+                    Rest::Namespace(last_pid) => last_pid.as_ref().and_then(tasks_started),
+                    Rest::Descendants(_) => None,
+                };
+                match rest {
+                    Rest::Namespace(_) => end_the_rest(),
+                    Rest::Descendants(d) => {
+                        d.end();
+                        close_stdio();
+                    }
+                }
                 let _ = channel.send(&Msg::Status(status, tasks));
                 _exit(0);
             }
@@ -390,6 +427,11 @@ fn tasks_started(last_pid: &File) -> Option<u32> {
 fn end_the_rest() {
     let _ = kill(Pid::from_raw(-1), Signal::SIGKILL);
     while let Ok(_) | Err(Errno::EINTR) = waitpid(None, None) {}
+    close_stdio();
+}
+
+/// Init's stdio (see [`end_the_rest`]).
+fn close_stdio() {
     for fd in 0..3 {
         let _ = nix::unistd::close(fd);
     }

@@ -14,7 +14,10 @@
 //!    and uts namespaces (or, for ipc and uts, ones the caller named,
 //!    joined first: `joined.rs`), starts a child making the sandbox's
 //!    network namespace in init's user namespace (`netns.rs`) and writes
-//!    init's id maps (`userns.rs`).
+//!    init's id maps (`userns.rs`); in another sandbox's pid namespace,
+//!    init joins that sandbox's user namespace and makes its mount, ipc
+//!    and uts namespaces itself (`joined.rs`), and the network namespace
+//!    is made in that user namespace.
 //! 2. Init (`init.rs`) builds the view (`plan.rs`, `view.rs`), joins the
 //!    network namespace, drops every privilege, installs the filter
 //!    (`privs.rs`) and sends the listener back over the control channel
@@ -36,6 +39,7 @@ pub(crate) mod bind;
 mod channel;
 mod config;
 mod dev_shm;
+mod descendants;
 mod dev_view;
 pub mod engine_overlay;
 mod etc;
@@ -320,7 +324,21 @@ pub fn launch_with(cfg: &LaunchConfig, hooks: &dyn InitHooks) -> Result<Sandbox,
     // whose mounts the kernel will not clone from the host's), unless
     // init takes the view's own node in their place.
     let (stdio, view_stdio) = host_stdio::launch_stdio(&plan.dev_nodes);
-    match clone_process(joined.clone_flags(NAMESPACES)) {
+    // Last before the clone: nothing else may be born in a joined pid
+    // namespace.
+    let pid_join = (cfg.join_pid.as_ref())
+        .map(|j| joined::enter_pid(j, &cfg.id_map()))
+        .transpose()
+        .map_err(LaunchError::setup)?;
+    let flags = match pid_join {
+        Some(_) => CloneFlags::empty(),
+        None => joined.clone_flags(NAMESPACES),
+    };
+    let forked = clone_process(flags);
+    if let (Some(join), Ok(Forked::Parent(_)) | Err(_)) = (&pid_join, &forked) {
+        join.leave().map_err(LaunchError::setup)?;
+    }
+    match forked {
         Err(e) => Err(LaunchError::setup(format!(
             "cannot create the sandbox's namespaces: {} (are unprivileged user namespaces allowed? \
              see sysctl user.max_user_namespaces, kernel.unprivileged_userns_clone, \
@@ -338,6 +356,7 @@ pub fn launch_with(cfg: &LaunchConfig, hooks: &dyn InitHooks) -> Result<Sandbox,
                 exec: exec.as_ref(),
                 offers,
                 filter: &filter,
+                enter_user: (pid_join.as_ref()).map(|j| (j.user(), joined.clone_flags(NAMESPACES))),
                 hostname: joined.hostname.is_none().then_some(hostname),
                 workdir: &workdir,
                 pty: cfg.pty,
@@ -376,7 +395,12 @@ pub fn launch_with(cfg: &LaunchConfig, hooks: &dyn InitHooks) -> Result<Sandbox,
                 release: false,
             };
             // On any error below, dropping `sandbox` kills and reaps init.
-            let net_maker = sandbox.finish_launch(&cfg.id_map(), hooks)?;
+            let own_ids = cfg.id_map();
+            let user = match &pid_join {
+                Some(join) => sandbox::UserNs::Joined(join.user()),
+                None => sandbox::UserNs::Own(&own_ids),
+            };
+            let net_maker = sandbox.finish_launch(user, hooks)?;
             // Their exits overlapped the clone and init's setup.
             idmapped.reap_holders();
             drop(net_maker);

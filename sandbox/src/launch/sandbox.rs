@@ -5,7 +5,7 @@
 //! the module root). Does not own: what init does on its side (`init.rs`).
 
 use std::fs::OpenOptions;
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::fs::OpenOptionsExt;
 use std::sync::atomic::Ordering;
 
@@ -21,20 +21,37 @@ use super::{
 };
 use crate::sys::holder::Leaving;
 
+/// Init's user namespace: its own, whose id maps the supervisor writes,
+/// or, in a joined pid namespace, the other sandbox's, which init joins
+/// (`joined.rs`) and which has its maps.
+#[derive(Clone, Copy)]
+pub(super) enum UserNs<'a> {
+    Own(&'a vfs::IdMap),
+    Joined(BorrowedFd<'a>),
+}
+
 impl Sandbox {
     /// The supervisor's side of setup: the network namespace's maker, id
     /// maps, go, the network namespace, listener, root. Returns the
     /// maker, for the caller to reap last.
     pub(super) fn finish_launch(
         &mut self,
-        ids: &vfs::IdMap,
+        user: UserNs<'_>,
         hooks: &dyn InitHooks,
     ) -> Result<Leaving, LaunchError> {
         let pid = self.init_pid;
-        self.userns = open_namespace(pid, "user").map_err(LaunchError::setup)?;
+        self.userns = match user {
+            UserNs::Own(_) => open_namespace(pid, "user"),
+            // Init may not have joined it yet: not its /proc/<pid>/ns/user.
+            UserNs::Joined(user) => user.try_clone_to_owned().map_err(|e| e.to_string()),
+        }
+        .map_err(LaunchError::setup)?;
         let making = netns::start(self.userns.as_fd()).map_err(LaunchError::setup)?;
-        userns::write_maps(pid, ids)
-            .map_err(|m| LaunchError::setup(format!("cannot set up the user namespace: {m}")))?;
+        if let UserNs::Own(ids) = user {
+            userns::write_maps(pid, ids).map_err(|m| {
+                LaunchError::setup(format!("cannot set up the user namespace: {m}"))
+            })?;
+        }
         self.channel
             .send(&Msg::Go)
             .map_err(|e| LaunchError::setup(format!("starting init: {}", e.desc())))?;

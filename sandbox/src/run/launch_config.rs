@@ -97,6 +97,7 @@ pub(super) fn launch_config(
         fence_reads: true,
         join_ipc: config.join.ipc.clone(),
         join_uts: config.join.uts.clone(),
+        join_pid: config.join.pid.clone(),
         clocks: config.clocks,
         rewrite_sites: config.rewrite_sites,
     })

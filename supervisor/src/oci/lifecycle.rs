@@ -69,6 +69,8 @@ fn create_in(
     systemd_cgroup: bool,
 ) -> Result<(), String> {
     config.terminal = bundle.terminal_for(a.console_socket.as_deref())?;
+    // A pod's pid namespace: another container's sandbox's, or an error.
+    config.join.pid = super::namespaces::joined_pid(root, &bundle.spec)?;
     let start_fifo = dir.join("start");
     mkfifo(&start_fifo, Mode::S_IRUSR | Mode::S_IWUSR)
         .map_err(|e| format!("{}: {}", start_fifo.display(), e.desc()))?;
@@ -106,7 +108,7 @@ fn create_in(
         cgroup: Some(cgroup.outside()),
         ..bundle.outside_limits()
     });
-    // A pod's IPC and UTS namespaces, held open until the anchor is forked.
+    // A pod's IPC, UTS and pid namespaces, held open until the anchor is forked.
     let pinned = match super::namespaces::pin(&mut config.join) {
         Ok(files) => files,
         Err(e) => {

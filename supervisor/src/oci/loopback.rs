@@ -58,7 +58,7 @@ pub fn shared_by(root: &Path, network: &NetNamespace) -> Option<Loopback> {
 }
 
 /// A namespace file's identity (device and inode).
-fn namespace_id(path: &Path) -> Option<(u64, u64)> {
+pub(super) fn namespace_id(path: &Path) -> Option<(u64, u64)> {
     let m = std::fs::metadata(path).ok()?;
     Some((m.dev(), m.ino()))
 }
