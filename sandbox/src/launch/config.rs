@@ -122,7 +122,8 @@ pub struct LaunchConfig {
     pub join_uts: Option<PathBuf>,
     /// Where the guest's clocks start (`timens.rs`); `None`: at init's start.
     pub clocks: Option<crate::config::GuestClocks>,
-    /// The static loader rewrites trapped open sites (`static_loader.rs`).
+    /// The static loader rewrites trapped open sites (`static_loader.rs`),
+    /// the preload its loader's and C library's (`fast_reads.rs`).
     pub rewrite_sites: bool,
 }
 
