@@ -50,7 +50,10 @@ fn served(run: &Run, extra: &[&str]) -> (Out, u64) {
     sup.extend(extra.iter().map(|s| s.to_string()));
     let out = run.clone().sup(&sup).supervised().ok("supervised");
     let r = read_report(rep.path());
-    (out, r["syscalls"]["serviced"]["openat"].as_u64().unwrap_or(0))
+    (
+        out,
+        r["syscalls"]["serviced"]["openat"].as_u64().unwrap_or(0),
+    )
 }
 
 /// `run` with `key=value` in its environment, natively and in the guest's
@@ -107,8 +110,14 @@ fn dlopen_search(user: Option<(u32, u32, PathBuf)>) {
     let start = dlopens("0", &path, dir.path(), &user);
     let (_, fast_start) = served(&start, &[]);
     let (_, slow_start) = served(&start, &["--no-rewrite"]);
-    let (fast, slow) = (fast.saturating_sub(fast_start), slow.saturating_sub(slow_start));
-    assert!(slow >= 300, "the searches made {slow} served opens with --no-rewrite");
+    let (fast, slow) = (
+        fast.saturating_sub(fast_start),
+        slow.saturating_sub(slow_start),
+    );
+    assert!(
+        slow >= 300,
+        "the searches made {slow} served opens with --no-rewrite"
+    );
     assert!(fast <= 8, "the searches made {fast} served opens rewritten");
 }
 
@@ -143,10 +152,18 @@ fn locales(user: Option<(u32, u32, PathBuf)>) {
         let (out, fast) = served(&run, &[]);
         assert_eq!(out.stdout, native.stdout, "{var}={locale}: {}", out.dump());
         let (kept, slow) = served(&run, &["--no-rewrite"]);
-        assert_eq!(kept.stdout, native.stdout, "{var}={locale}: {}", kept.dump());
+        assert_eq!(
+            kept.stdout,
+            native.stdout,
+            "{var}={locale}: {}",
+            kept.dump()
+        );
         // The locale's files and /etc/localtime: served as built, not
         // once rewritten.
-        assert!(fast < slow, "{var}={locale}: {fast} served rewritten, {slow} as built");
+        assert!(
+            fast < slow,
+            "{var}={locale}: {fast} served rewritten, {slow} as built"
+        );
     }
 }
 

@@ -79,7 +79,10 @@ const REWRITE_SWITCH: &[u8] = b"sandbox-fast-reads:rewrite-sites=";
 fn library(rewrite: bool) -> Vec<u8> {
     let mut bytes = LIBRARY.to_vec();
     if !rewrite {
-        if let Some(at) = bytes.windows(REWRITE_SWITCH.len()).position(|w| w == REWRITE_SWITCH) {
+        if let Some(at) = bytes
+            .windows(REWRITE_SWITCH.len())
+            .position(|w| w == REWRITE_SWITCH)
+        {
             bytes[at + REWRITE_SWITCH.len()] = b'0';
         }
     }
@@ -332,7 +335,8 @@ mod tests {
         assert!(header.contains(&format!("#define REWRITE_SWITCH \"{switch}\"")));
         let on: Vec<u8> = [REWRITE_SWITCH, b"1"].concat();
         let off: Vec<u8> = [REWRITE_SWITCH, b"0"].concat();
-        let count = |bytes: &[u8], what: &[u8]| bytes.windows(what.len()).filter(|w| *w == what).count();
+        let count =
+            |bytes: &[u8], what: &[u8]| bytes.windows(what.len()).filter(|w| *w == what).count();
         assert_eq!(count(&library(true), &on), 1);
         assert_eq!(count(&library(false), &off), 1);
         assert_eq!(count(&library(false), &on), 0);
