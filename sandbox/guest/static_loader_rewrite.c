@@ -5,9 +5,11 @@
  * it has answered a trapped plain read open; when the site is one of the
  * patterns of static_loader_sites.c, from then on its calls go through a
  * slot of the trampoline page and the loader's rewritten_call, with no
- * signal. Owns the trampoline page, the slots, the patch and the entries
- * the slots call; does not own the patterns (static_loader_sites.c),
- * what an open becomes (trapped_open, the handler's) or the filter.
+ * signal. Owns the trampoline page, the slots, the patch and go_entry;
+ * does not own the patterns (static_loader_sites.c), rewrite_entry, the
+ * glibc slots' bytes and the atomic store (site_patch.c, which the
+ * preload shares), what an open becomes (trapped_open, the handler's) or
+ * the filter.
  *
  * A slot runs the instructions its jump replaced (glibc's sites), steps
  * over the red zone, calls rewrite_entry through a pointer at the start
