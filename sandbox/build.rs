@@ -1,16 +1,21 @@
-//! Builds the guest's preload, `guest/fast_reads.c`, into
-//! `$OUT_DIR/fast_reads.so`, which `src/launch/fast_reads.rs` embeds, and
-//! the static loader, `guest/static_loader.c`, `static_loader_trap.c`,
-//! `static_loader_mm.c`, `static_loader_rewrite.c` and
-//! `static_loader_sites.c`, into
+//! Builds the guest's preload, `guest/fast_reads.c` and
+//! `fast_reads_rewrite.c`, into `$OUT_DIR/fast_reads.so`, which
+//! `src/launch/fast_reads.rs` embeds, and the static loader,
+//! `guest/static_loader.c`, `static_loader_trap.c`, `static_loader_mm.c`,
+//! `static_loader_rewrite.c` and `static_loader_sites.c`, into
 //! `$OUT_DIR/static_loader`, which `src/launch/static_loader.rs` embeds.
+//! Both take `guest/site_patch.c`, the rewrite of glibc's
+//! non-cancellable open that they share.
 //!
 //! The library must load under any x86_64 glibc or musl a `--rootfs`
 //! tree may have: no start files, no C library but the symbols it names
-//! (`__errno_location` and `fdopen`, which both export, versioned
-//! GLIBC_2.2.5 for glibc, whose versions musl's loader ignores; glibc's
+//! (`__errno_location`, `fdopen`, `dl_iterate_phdr`, `memchr` and
+//! `strncmp`, which both export, versioned GLIBC_2.2.5 for glibc, whose
+//! versions musl's loader ignores; glibc's
 //! `_IO_fopen`, weakly, so that musl's loader leaves it NULL), no stack
-//! protector or fortified calls that would pull in newer symbols. Without a C compiler
+//! protector or fortified calls that would pull in newer symbols; general
+//! registers only, so that a rewritten site's call keeps the caller's
+//! vector registers as a `syscall` does. Without a C compiler
 //! (or on another target) the file is left empty and the sandbox does
 //! without fast reads (a warning says so).
 
@@ -19,23 +24,30 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-const SOURCE: &str = "guest/fast_reads.c";
+/// The preload's sources; the first names it in messages.
+const SOURCES: [&str; 5] = [
+    "guest/fast_reads.c",
+    "guest/fast_reads_rewrite.c",
+    "guest/site_patch.c",
+    "guest/fast_reads.h",
+    "guest/site_patch.h",
+];
 /// The static loader's sources; the first names it in messages.
-const LOADER_SOURCES: [&str; 7] = [
+const LOADER_SOURCES: [&str; 8] = [
     "guest/static_loader.c",
     "guest/static_loader_trap.c",
     "guest/static_loader_mm.c",
     "guest/static_loader_rewrite.c",
     "guest/static_loader_sites.c",
+    "guest/site_patch.c",
     "guest/static_loader.h",
     "guest/spelled_off_proc.h",
 ];
 
 fn main() {
-    println!("cargo:rerun-if-changed={SOURCE}");
-    // The preload includes the header it shares with the loader.
+    // The preload includes the headers it shares with the loader.
     println!("cargo:rerun-if-changed=guest/spelled_off_proc.h");
-    for source in LOADER_SOURCES {
+    for source in SOURCES.iter().chain(&LOADER_SOURCES) {
         println!("cargo:rerun-if-changed={source}");
     }
     println!("cargo:rerun-if-env-changed=CC");
@@ -47,7 +59,7 @@ fn main() {
         x86_64_linux,
         &cc,
         &out_dir.join("fast_reads.so"),
-        &[SOURCE],
+        &SOURCES[..3],
         &[
             "-shared",
             "-fPIC",
@@ -57,6 +69,7 @@ fn main() {
             "-fvisibility=hidden",
             "-fno-stack-protector",
             "-fno-builtin",
+            "-mgeneral-regs-only",
             "-U_FORTIFY_SOURCE",
             "-nostdlib",
             "-Wl,-z,noexecstack",
@@ -77,7 +90,7 @@ fn main() {
         x86_64_linux,
         &cc,
         &out_dir.join("static_loader"),
-        &LOADER_SOURCES[..5],
+        &LOADER_SOURCES[..6],
         &[
             "-O2",
             "-Wall",

@@ -32,7 +32,8 @@
  * fopen opens it (its flags for the mode, 0666), then fdopen.
  *
  * Built by sandbox/build.rs with no C library headers' inline code
- * and no start files; it needs only __errno_location and fdopen, which
+ * and no start files; it needs only __errno_location, fdopen,
+ * dl_iterate_phdr, memchr and strncmp, which
  * glibc (at GLIBC_2.2.5) and musl both export, and _IO_fopen, weakly.
  * One build serves both. Differences from the C library's open and
  * fopen: not a thread cancellation point.
@@ -47,6 +48,7 @@
 #include <sys/syscall.h>
 #include <sys/types.h>
 
+#include "fast_reads.h"
 #include "spelled_off_proc.h"
 
 /* Must equal sandbox_syscalls::policy::FAST_READ_MARK (a unit test in
@@ -147,7 +149,11 @@ static int answer(long ret)
     return (int)ret;
 }
 
-static int open_at(int dirfd, const char *path, int flags, mode_t mode)
+/* An open as this library makes it, the answer as the kernel's (-errno):
+ * marked where the flags allow, made again unmarked where the answer may
+ * be the supervisor's. Also the call of a rewritten site of the dynamic
+ * loader's or the C library's own open (fast_reads_rewrite.c). */
+long fast_open(int dirfd, const char *path, int flags, mode_t mode)
 {
     long fd;
     if ((flags & READ_WRITE_MASK) == O_RDWR && learn_devices()) {
@@ -157,25 +163,29 @@ static int open_at(int dirfd, const char *path, int flags, mode_t mode)
         fd = syscall5(SYS_openat, dirfd, (long)path, flags, NEEDS_MODE(flags) ? mode : 0,
                       FAST_READ_MARK);
         if (fd != -EACCES)
-            return answer(fd);
+            return fd;
     } else if ((flags & NOT_PLAIN) == 0 && learn_devices()) {
         /* First with no symlink followed: what a path spelled off /proc
          * opened needs no check (docs/fast-reads.md, "The check"). */
         fd = open_without_symlinks(dirfd, path, flags);
         if (fd >= 0 && spelled_off_proc(path))
-            return (int)fd;
+            return fd;
         if (fd == -ELOOP)
             fd = syscall5(SYS_openat, dirfd, (long)path, flags, 0, FAST_READ_MARK);
         if (fd >= 0 && !maybe_served(fd))
-            return (int)fd;
+            return fd;
         if (fd >= 0)
             syscall2(SYS_close, fd, 0);
         else if (fd != -EACCES)
-            return answer(fd);
+            return fd;
         /* procfs, a cover, or refused by the fence: the supervisor's. */
     }
-    fd = syscall5(SYS_openat, dirfd, (long)path, flags, NEEDS_MODE(flags) ? mode : 0, 0);
-    return answer(fd);
+    return syscall5(SYS_openat, dirfd, (long)path, flags, NEEDS_MODE(flags) ? mode : 0, 0);
+}
+
+static int open_at(int dirfd, const char *path, int flags, mode_t mode)
+{
+    return answer(fast_open(dirfd, path, flags, mode));
 }
 
 /* The C library's fortified open without a mode for a creating open. */

@@ -28,6 +28,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "site_patch.h"
+
 /* Must equal sandbox_syscalls::policy::FAST_READ_MARK (a unit test in
  * sandbox/src/launch/static_loader.rs compares them). */
 #define FAST_READ_MARK 0xa5c39e4f17b2d860UL
@@ -62,8 +64,6 @@
 #ifndef SYS_SECCOMP
 #define SYS_SECCOMP 1
 #endif
-
-typedef unsigned long ul;
 
 /* ---- system calls: every one carries LOADER_MARK in r9 (but those of
  * a rewritten site's call, sys6r9 with 0) ---- */

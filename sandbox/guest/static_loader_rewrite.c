@@ -5,9 +5,11 @@
  * it has answered a trapped plain read open; when the site is one of the
  * patterns of static_loader_sites.c, from then on its calls go through a
  * slot of the trampoline page and the loader's rewritten_call, with no
- * signal. Owns the trampoline page, the slots, the patch and the entries
- * the slots call; does not own the patterns (static_loader_sites.c),
- * what an open becomes (trapped_open, the handler's) or the filter.
+ * signal. Owns the trampoline page, the slots, the patch and go_entry;
+ * does not own the patterns (static_loader_sites.c), rewrite_entry, the
+ * glibc slots' bytes and the atomic store (site_patch.c, which the
+ * preload shares), what an open becomes (trapped_open, the handler's) or
+ * the filter.
  *
  * A slot runs the instructions its jump replaced (glibc's sites), steps
  * over the red zone, calls rewrite_entry through a pointer at the start
@@ -46,17 +48,11 @@ int program_text_count;
 #define FIRST_SLOT 16
 /* The least signal stack go_entry runs rewritten_call on. */
 #define GO_STACK_MIN 16384
-#define REACH 0x7ff00000L
 static ul tramp;
 static ul tramp_used;
 static int patch_lock;
 
 /* ---- what a rewritten site calls ---- */
-
-/* The registers rewrite_entry saved, lowest address first. */
-struct saved {
-    ul rax, rdi, rsi, rdx, r8, r9, r10;
-};
 
 static long raw_syscall(const struct saved *s)
 {
@@ -84,7 +80,7 @@ static int marks(long flags)
  * handler with these registers, and its calls must still meet the
  * stacked filter. Any other call exactly as the program made it. */
 
-long __attribute__((used)) rewritten_call(const struct saved *s)
+long rewritten_call(const struct saved *s)
 {
     if (s->rax == __NR_openat && marks((long)s->rdx) && s->r8 != FAST_READ_MARK)
         return trapped_open((long)s->rdi, (long)s->rsi, (long)s->rdx, (long)s->r10, 0);
@@ -93,36 +89,7 @@ long __attribute__((used)) rewritten_call(const struct saved *s)
     return raw_syscall(s);
 }
 
-void rewrite_entry(void);
-__asm__(".text\n"
-        ".globl rewrite_entry\n"
-        ".hidden rewrite_entry\n"
-        "rewrite_entry:\n"
-        "  pushfq\n"
-        "  push %rbp\n"
-        "  push %r10\n"
-        "  push %r9\n"
-        "  push %r8\n"
-        "  push %rdx\n"
-        "  push %rsi\n"
-        "  push %rdi\n"
-        "  push %rax\n"
-        "  mov %rsp, %rdi\n"
-        "  mov %rsp, %rbp\n"
-        "  and $-16, %rsp\n"
-        "  cld\n"
-        "  call rewritten_call\n"
-        "  mov %rbp, %rsp\n"
-        "  add $8, %rsp\n"
-        "  pop %rdi\n"
-        "  pop %rsi\n"
-        "  pop %rdx\n"
-        "  pop %r8\n"
-        "  pop %r9\n"
-        "  pop %r10\n"
-        "  pop %rbp\n"
-        "  popfq\n"
-        "  ret\n");
+/* rewrite_entry, which calls rewritten_call, is site_patch.c's. */
 
 /* Stacks for Go's plain read openats: GO_STACKS slices, each a guard
  * page then the stack, claimed by clearing a bit of go_stacks_free and
@@ -234,11 +201,7 @@ _Static_assert(GO_STACK_MIN == 16384, "go_entry's cmp");
 
 /* ---- the trampoline page ---- */
 
-static int near(ul a, ul b)
-{
-    long d = (long)(a - b);
-    return d < REACH && d > -REACH;
-}
+#define near within_reach
 
 /* The trampoline page, mapped near `site` at the first rewrite. */
 static int ready_trampolines(ul site)
@@ -276,38 +239,14 @@ static int ready_trampolines(ul site)
     return 0;
 }
 
-/* Writes `n` bytes at `at` as one locked 8-byte compare-and-exchange
- * within a cache line and within `text`; 0 if no such window. */
-/* The 8-byte window, within a cache line and within `text`, that holds
- * the `n` bytes at `at`; 0 if none. */
 static ul window(ul at, int n, const struct text_range *text)
 {
-    for (ul w = at;; w--) {
-        if ((w & 63) <= 56 && w >= text->lo && w + 8 <= text->hi)
-            return w;
-        if (w + 8 == at + (ul)n)
-            return 0;
-    }
+    return patch_window(at, n, text->lo, text->hi);
 }
 
-/* Writes `n` bytes at `at` as one locked 8-byte compare-and-exchange of
- * its window (another thread fetches the old bytes or the new). */
 static int store_atomic(ul at, const unsigned char *bytes, int n, const struct text_range *text)
 {
-    ul w = window(at, n, text);
-    if (!w)
-        return 0;
-    ul old = *(volatile ul *)w, new = old;
-    unsigned char *nb = (unsigned char *)&new;
-    for (int i = 0; i < n; i++)
-        nb[at - w + i] = bytes[i];
-    return __atomic_compare_exchange_n((ul *)w, &old, new, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
-}
-
-static void put32(unsigned char *p, long v)
-{
-    for (int i = 0; i < 4; i++)
-        p[i] = (unsigned char)((ul)v >> (8 * i));
+    return patch_store(at, bytes, n, text->lo, text->hi);
 }
 
 /* The slot at `slot` for `site` into `t`: the instructions its jump
@@ -316,38 +255,27 @@ static void put32(unsigned char *p, long v)
  * in the slot). Its length, at most SLOT_MAX. */
 static int write_slot(unsigned char *t, ul slot, const struct site *site)
 {
-    static const unsigned char down[] = {0x48, 0x8d, 0x64, 0x24, 0x80};
-    static const unsigned char up[] = {0x48, 0x8d, 0xa4, 0x24, 0x80, 0x00, 0x00, 0x00};
+    if (site->kind != SITE_GO)
+        return write_call_slot(t, slot, tramp, (const unsigned char *)site->jump_at, site->copied, site->back);
     int n = 0;
     copy(t, (const void *)site->jump_at, (ul)site->copied);
     n += site->copied;
-    if (site->kind == SITE_GO) {
-        /* cmp $257, %eax; jne raw; test $NOT_PLAIN, %edx; jne raw */
-        static const unsigned char test[] = {0x3d, 0x01, 0x01, 0x00, 0x00, 0x75, 19,
-                                             0xf7, 0xc2, 0, 0, 0, 0, 0x75, 11};
-        copy(t + n, test, sizeof test);
-        put32(t + n + 9, NOT_PLAIN);
-        n += sizeof test;
-        t[n] = 0xff; /* call *go_entry */
-        t[n + 1] = 0x15;
-        put32(t + n + 2, (long)(tramp + GO_ENTRY_AT - (slot + n + 6)));
-        n += 6;
-        t[n] = 0xe9;
-        put32(t + n + 1, (long)(site->back - (slot + n + 5)));
-        n += 5;
-        t[n] = 0x0f; /* raw: syscall; jmp back */
-        t[n + 1] = 0x05;
-        n += 2;
-    } else {
-        copy(t + n, down, sizeof down);
-        n += sizeof down;
-        t[n] = 0xff; /* call *rewrite_entry */
-        t[n + 1] = 0x15;
-        put32(t + n + 2, (long)(tramp - (slot + n + 6)));
-        n += 6;
-        copy(t + n, up, sizeof up);
-        n += sizeof up;
-    }
+    /* cmp $257, %eax; jne raw; test $NOT_PLAIN, %edx; jne raw */
+    static const unsigned char test[] = {0x3d, 0x01, 0x01, 0x00, 0x00, 0x75, 19,
+                                         0xf7, 0xc2, 0, 0, 0, 0, 0x75, 11};
+    copy(t + n, test, sizeof test);
+    put32(t + n + 9, NOT_PLAIN);
+    n += sizeof test;
+    t[n] = 0xff; /* call *go_entry */
+    t[n + 1] = 0x15;
+    put32(t + n + 2, (long)(tramp + GO_ENTRY_AT - (slot + n + 6)));
+    n += 6;
+    t[n] = 0xe9;
+    put32(t + n + 1, (long)(site->back - (slot + n + 5)));
+    n += 5;
+    t[n] = 0x0f; /* raw: syscall; jmp back */
+    t[n + 1] = 0x05;
+    n += 2;
     t[n] = 0xe9;
     put32(t + n + 1, (long)(site->back - (slot + n + 5)));
     return n + 5;

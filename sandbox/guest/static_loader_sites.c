@@ -105,10 +105,6 @@ static int same(const unsigned char *at, const unsigned char *want, int n)
     return 1;
 }
 
-/* glibc's __open_nocancel, from its `mov $257, %eax` to its `syscall`. */
-static const unsigned char nocancel[] = {0xb8, 0x01, 0x01, 0x00, 0x00, 0x48, 0x89, 0xfe,
-                                         0xbf, 0x9c, 0xff, 0xff, 0xff, 0x0f, 0x05};
-
 /* Go's runtime/internal/syscall.Syscall6, whole: the four moves of its
  * arguments, the `syscall` (at GO_SYSCALL), the errno test and its two
  * returns. */
@@ -135,13 +131,12 @@ static int glibc(ul s, long nr, struct site *site)
 
 static int glibc_nocancel(ul s, long nr, struct site *site)
 {
-    ul from = s + 2 - sizeof nocancel;
-    if (nr != __NR_openat || !(site->text = text_of(from, s + 2)) ||
-        !same((const unsigned char *)from, nocancel, sizeof nocancel))
+    ul from = s + 2 - NOCANCEL_LEN;
+    if (nr != __NR_openat || !(site->text = text_of(from, s + 2)) || !is_nocancel_open((const unsigned char *)from))
         return 0;
     site->kind = SITE_GLIBC_NOCANCEL;
     site->jump_at = from;
-    site->copied = sizeof nocancel - 2;
+    site->copied = NOCANCEL_MOVES;
     return 1;
 }
 

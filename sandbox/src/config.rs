@@ -79,9 +79,11 @@ pub struct SandboxConfig {
     #[serde(default)]
     pub clocks: Option<GuestClocks>,
     /// Whether the static loader rewrites the trapped open sites of a
-    /// static program into jumps to its trampolines
-    /// (docs/fast-reads.md, "Rewritten sites"); off (`run --no-rewrite`):
-    /// each stays a signal, and the program's text stays as it was built.
+    /// static program into jumps to its trampolines, and the preload those
+    /// of a dynamic program's loader and C library (docs/fast-reads.md,
+    /// "Rewritten sites"); off (`run --no-rewrite`): each stays a signal
+    /// (the loader's) or served (the preload's), and the text stays as it
+    /// was built.
     #[serde(default = "rewrite_by_default")]
     pub rewrite_sites: bool,
 }

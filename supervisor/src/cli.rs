@@ -205,7 +205,7 @@ pub struct RunArgs {
     #[arg(long, value_name = "FILE")]
     pub report: Option<PathBuf>,
 
-    /// Leave a static program's text as it was built: its plain read opens stay fast through the static loader's signal, but no call site is rewritten into a jump to a trampoline (for programs that checksum or inspect their own code; docs/fast-reads.md).
+    /// Leave the guest's text as it was built: a static program's plain read opens stay fast through the static loader's signal, and a dynamic one's loader and C library keep their own opens served, but no call site is rewritten into a jump to a trampoline (for programs that checksum or inspect their own code or libraries; docs/fast-reads.md).
     #[arg(long = "no-rewrite")]
     pub no_rewrite: bool,
 

@@ -26,6 +26,7 @@ mod fsprobe;
 mod host_shared;
 mod host_sockets;
 mod host_watch;
+mod ldso_opens;
 mod make_names;
 mod mounts;
 mod path_attrs;

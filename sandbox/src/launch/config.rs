@@ -127,7 +127,8 @@ pub struct LaunchConfig {
     pub join_pid: Option<crate::config::JoinedPid>,
     /// Where the guest's clocks start (`timens.rs`); `None`: at init's start.
     pub clocks: Option<crate::config::GuestClocks>,
-    /// The static loader rewrites trapped open sites (`static_loader.rs`).
+    /// The static loader rewrites trapped open sites (`static_loader.rs`),
+    /// the preload its loader's and C library's (`fast_reads.rs`).
     pub rewrite_sites: bool,
 }
 

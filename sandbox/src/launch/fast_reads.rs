@@ -68,6 +68,27 @@ const MUSL_LOADER: &str = "/lib/ld-musl-x86_64.so.1";
 /// The longest preload list of a tree that is carried over.
 const MAX_TREE_LIST: u64 = 64 * 1024;
 
+/// The switch in the library's bytes (`guest/fast_reads.h`): the letter
+/// after it is `1` as built (the preload rewrites the dynamic loader's and
+/// the C library's own open sites), `0` in the copy a sandbox that keeps
+/// its text as built gets (`SandboxConfig::rewrite_sites` off).
+const REWRITE_SWITCH: &[u8] = b"sandbox-fast-reads:rewrite-sites=";
+
+/// The library's bytes for a sandbox that rewrites its loader's and C
+/// library's open sites (`rewrite`) or keeps them as built.
+fn library(rewrite: bool) -> Vec<u8> {
+    let mut bytes = LIBRARY.to_vec();
+    if !rewrite {
+        if let Some(at) = bytes
+            .windows(REWRITE_SWITCH.len())
+            .position(|w| w == REWRITE_SWITCH)
+        {
+            bytes[at + REWRITE_SWITCH.len()] = b'0';
+        }
+    }
+    bytes
+}
+
 /// Whether a launch can get the preload at all: the library was built.
 pub fn possible() -> bool {
     !LIBRARY.is_empty()
@@ -77,8 +98,10 @@ pub fn possible() -> bool {
 /// `rootfs` (None: the host's directories): the library, and the preload
 /// list naming it first, then the root's own entries (the view shows
 /// this list instead of the root's). A tree without glibc's loader gets
-/// no list, and one with no loader at all nothing.
-pub fn etc_files(rootfs: Option<&Path>) -> Vec<(PathBuf, Vec<u8>)> {
+/// no list, and one with no loader at all nothing. `rewrite`: the
+/// library rewrites the dynamic loader's and the C library's own open
+/// sites ([`library`]).
+pub fn etc_files(rootfs: Option<&Path>, rewrite: bool) -> Vec<(PathBuf, Vec<u8>)> {
     let own_list = match rootfs {
         None => Some(fs::read(Path::new("/etc").join(PRELOAD_LIST)).unwrap_or_default()),
         Some(tree) => {
@@ -93,7 +116,7 @@ pub fn etc_files(rootfs: Option<&Path>) -> Vec<(PathBuf, Vec<u8>)> {
             }
         }
     };
-    let mut files = vec![(PathBuf::from(NAME), LIBRARY.to_vec())];
+    let mut files = vec![(PathBuf::from(NAME), library(rewrite))];
     if let Some(own) = own_list {
         let mut list = format!("{GUEST_PATH}\n").into_bytes();
         list.extend_from_slice(&own);
@@ -303,9 +326,26 @@ mod tests {
         assert!(versions.iter().all(|v| *v == "GLIBC_2.2.5"), "{versions:?}");
     }
 
+    /// The switch is in the library once, on as built, and off in the
+    /// copy of a sandbox that keeps its text.
+    #[test]
+    fn the_rewrite_switch_is_found() {
+        let header = include_str!("../../guest/fast_reads.h");
+        let switch = std::str::from_utf8(REWRITE_SWITCH).unwrap();
+        assert!(header.contains(&format!("#define REWRITE_SWITCH \"{switch}\"")));
+        let on: Vec<u8> = [REWRITE_SWITCH, b"1"].concat();
+        let off: Vec<u8> = [REWRITE_SWITCH, b"0"].concat();
+        let count =
+            |bytes: &[u8], what: &[u8]| bytes.windows(what.len()).filter(|w| *w == what).count();
+        assert_eq!(count(&library(true), &on), 1);
+        assert_eq!(count(&library(false), &off), 1);
+        assert_eq!(count(&library(false), &on), 0);
+        assert_eq!(library(false).len(), LIBRARY.len());
+    }
+
     #[test]
     fn the_list_names_the_library_first() {
-        let files = etc_files(None);
+        let files = etc_files(None, true);
         assert_eq!(files[1].0, PathBuf::from("ld.so.preload"));
         assert!(files[1].1.starts_with(b"/etc/sandbox-fast-reads.so\n"));
         assert_eq!(files[0].1, LIBRARY);
@@ -319,10 +359,10 @@ mod tests {
     fn a_tree_gets_what_its_loader_reads() {
         let tree = tempfile::tempdir().unwrap();
         let t = tree.path();
-        assert!(etc_files(Some(t)).is_empty(), "no loader, nothing");
+        assert!(etc_files(Some(t), true).is_empty(), "no loader, nothing");
         fs::create_dir_all(t.join("lib")).unwrap();
         fs::write(t.join("lib/ld-musl-x86_64.so.1"), "").unwrap();
-        let files = etc_files(Some(t));
+        let files = etc_files(Some(t), true);
         assert_eq!(files.len(), 1);
         assert_eq!(files[0].0, PathBuf::from(NAME));
         // glibc's loader through the tree's own lib64 -> lib link.
@@ -331,11 +371,11 @@ mod tests {
         fs::create_dir(t.join("etc")).unwrap();
         fs::write(t.join("etc/passwd"), "tree-passwd").unwrap();
         std::os::unix::fs::symlink("/etc/passwd", t.join("etc/ld.so.preload")).unwrap();
-        let files = etc_files(Some(t));
+        let files = etc_files(Some(t), true);
         assert_eq!(files[1].1, b"/etc/sandbox-fast-reads.so\ntree-passwd\n");
         fs::remove_file(t.join("etc/ld.so.preload")).unwrap();
         fs::create_dir(t.join("etc/ld.so.preload")).unwrap();
-        let files = etc_files(Some(t));
+        let files = etc_files(Some(t), true);
         assert_eq!(files[1].1, b"/etc/sandbox-fast-reads.so\n");
     }
 

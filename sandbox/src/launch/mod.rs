@@ -282,7 +282,7 @@ pub fn launch_with(cfg: &LaunchConfig, hooks: &dyn InitHooks) -> Result<Sandbox,
     };
     let fast_reads = match &cfg.fast_reads_filter {
         Some(filter) if plan.proc_covers.fenced && fast_reads::possible() => {
-            plan.etc_guest_files = fast_reads::etc_files(cfg.rootfs.as_deref());
+            plan.etc_guest_files = fast_reads::etc_files(cfg.rootfs.as_deref(), cfg.rewrite_sites);
             Some(filter)
         }
         _ => None,
