@@ -40,11 +40,12 @@ use super::masked;
 use super::mount_tables::Table;
 use super::net::NetFile;
 use super::proc_sys::{SysBaseline, SysFile};
-use super::sealed::{read_all, read_view, sealed_file};
+use super::sealed::{read_all, read_view, LastSealed};
 use super::stat::{Baseline, CpuClock, HighWater};
 use super::tasks::{self, PerProcess, ProcessFile};
 use super::texts::{boottime, host_source, text, HostText};
 use super::timens_autogroup::AutogroupIds;
+use super::view_dir::KeptProc;
 
 /// What serving a file reads: the guest's view (`fs`), its sockets
 /// (`net`, for `/proc/net`), what the sandbox has served so far and
@@ -150,6 +151,15 @@ impl ProcFile {
     }
 }
 
+/// What serving keeps open between calls: the view's procfs for the
+/// census behind `/proc/stat`, `uptime` and `loadavg` (`view_dir.rs`),
+/// and the last text served under each memfd name (`sealed.rs`).
+#[derive(Debug, Default)]
+pub(super) struct Kept {
+    pub(super) proc: KeptProc,
+    sealed: LastSealed,
+}
+
 /// The (st_dev, st_ino) of the view's /proc files to rewrite, and the
 /// device of the view's procfs (whose mount tables are rewritten).
 #[derive(Debug, Default)]
@@ -172,6 +182,9 @@ pub struct Synthetic {
     pub(super) processes: HighWater,
     /// The sandbox's numbers of the host's autogroups (`timens_autogroup.rs`).
     pub(super) autogroups: AutogroupIds,
+    /// What is kept open between serviced calls. Boxed: the counted
+    /// benches move the handlers' context, which holds this, by value.
+    pub(super) kept: Box<Kept>,
     /// Set before the first served file reaches the guest: until then no
     /// descriptor in the sandbox can be one, and a rewind needs no look.
     served_any: AtomicBool,
@@ -210,8 +223,15 @@ impl Synthetic {
             ctxt: HighWater::default(),
             processes: HighWater::default(),
             autogroups: AutogroupIds::default(),
+            kept: Box::default(),
             served_any: AtomicBool::new(false),
         }
+    }
+
+    /// The sealed memfd serving `data` as `name` (`sealed.rs`'s
+    /// [`LastSealed`]: the last one made with that text, if any).
+    fn sealed(&self, name: &CStr, data: &[u8], extra: i32) -> Result<OwnedFd, Errno> {
+        self.kept.sealed.file(name, data, extra)
     }
 
     /// Whether any served file was ever made for the guest. Read by a
@@ -407,7 +427,7 @@ pub fn synthetic_unopened(
     ctx.synthetic.served_any.store(true, Ordering::SeqCst);
     Some(host.and_then(|host| {
         let text = text(ctx, kind, host);
-        sealed_file(kind.memfd_name(), text.as_bytes(), flags & libc::O_NONBLOCK)
+        ctx.synthetic.sealed(kind.memfd_name(), text.as_bytes(), flags & libc::O_NONBLOCK)
     }))
 }
 
@@ -430,7 +450,7 @@ pub fn synthetic_file(
         HostText::Opened => read_all(fd)?,
     };
     let text = text(ctx, kind, host);
-    sealed_file(&name, text.as_bytes(), flags & libc::O_NONBLOCK)
+    ctx.synthetic.sealed(&name, text.as_bytes(), flags & libc::O_NONBLOCK)
 }
 
 /// The name of the memfd serving `fd`, a file of `kind`: a per-process
@@ -458,7 +478,7 @@ pub fn refreshed(
         let (kind, path) = file?;
         let host = read_view(ctx.fs, &path).ok()?;
         let text = text(ctx, kind, host);
-        return Some(sealed_file(
+        return Some(ctx.synthetic.sealed(
             &CString::new(memfd_name).ok()?,
             text.as_bytes(),
             nonblock,
@@ -473,7 +493,7 @@ pub fn refreshed(
     };
     let sealed = host.and_then(|host| {
         let text = text(ctx, kind, host);
-        sealed_file(kind.memfd_name(), text.as_bytes(), nonblock)
+        ctx.synthetic.sealed(kind.memfd_name(), text.as_bytes(), nonblock)
     });
     Some(sealed)
 }

@@ -57,13 +57,9 @@ impl TaskFile {
 }
 
 /// Counts the tasks under `proc` (the sandbox's procfs): every
-/// `<pid>/task/<tid>`, by the state in its `stat`, and every process's
-/// CPU time in `<pid>/stat`. Tasks that end meanwhile are skipped.
-pub fn census(proc: &ProcDir) -> Census {
-    census_reading(proc, TaskFile::Stat)
-}
-
-/// [`census`], reading each task's `file`: with [`TaskFile::Status`],
+/// `<pid>/task/<tid>`, by the state in its `file` ([`TaskFile::Stat`]
+/// or [`TaskFile::Status`]), and every process's CPU time in
+/// `<pid>/stat`. Tasks that end meanwhile are skipped. With `Status`,
 /// `switches` is the sum of the living tasks' voluntary and involuntary
 /// context switches too (the kernel keeps no such count per pid
 /// namespace; a task's switches leave the sum when it ends).
@@ -376,7 +372,7 @@ impl<'a> Named<'a> {
 /// file of interest does).
 pub fn fd_name(fd: &OwnedFd) -> Option<String> {
     let mut buf = [0u8; 64];
-    let n = vfs::sys::fd_path(fd.as_fd(), &mut buf).ok()?;
+    let n = super::own_fds::name_of(fd.as_fd(), &mut buf).ok()?;
     if n == buf.len() {
         return None;
     }

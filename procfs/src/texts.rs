@@ -9,6 +9,9 @@
 //! `masked.rs`, `stat.rs`, `tasks.rs`, `net.rs`,
 //! `proc_sys.rs`).
 
+use std::os::fd::{AsFd, OwnedFd};
+use std::sync::OnceLock;
+
 use vfs::resolve::flags::IN_ROOT;
 use vfs::Resolver;
 
@@ -19,7 +22,7 @@ use super::masked;
 use super::mount_tables;
 use super::net::{self, NetFile};
 use super::proc_sys::{self, SysFile};
-use super::sealed::read_view;
+use super::sealed::{read_record_again, read_view};
 use super::served::ProcFile;
 use super::served::Scope;
 use super::stat::{self, OwnCounts, USER_HZ};
@@ -74,10 +77,10 @@ pub(super) fn text(ctx: &Scope<'_>, kind: ProcFile, host: String) -> String {
         (ProcFile::VmStat, _) => stat::vmstat(&host, base),
         // Only the idle time of its CPU lines: no switches counted.
         (ProcFile::Uptime, _) => {
-            let cpus = cpu_lines(ctx, &view_census(ctx.fs));
+            let cpus = cpu_lines(ctx, &kept_census(ctx, tasks::TaskFile::Stat));
             stat::uptime(base, boottime(), &cpus)
         }
-        (ProcFile::LoadAvg, _) => tasks::loadavg(&view_census(ctx.fs)),
+        (ProcFile::LoadAvg, _) => tasks::loadavg(&kept_census(ctx, tasks::TaskFile::Stat)),
         (ProcFile::BootId, _) => base.boot_id.clone(),
         (ProcFile::PerProcess(PerProcess::Status), limits @ GuestLimits { cpus: Some(n), .. }) => {
             tasks::status(&host, limits.cpus_limit().unwrap_or(*n))
@@ -142,10 +145,7 @@ fn host_memtotal() -> Option<u64> {
 /// members), all kept monotonic.
 fn sandbox_stat(ctx: &Scope<'_>, host: &str, btime: u64) -> String {
     let syn = &ctx.synthetic;
-    let census = with_view_proc(ctx.fs, |proc| {
-        tasks::census_reading(proc, tasks::TaskFile::Status)
-    })
-    .unwrap_or_default();
+    let census = kept_census(ctx, tasks::TaskFile::Status);
     let cpus = cpu_lines(ctx, &census);
     let own = OwnCounts {
         ctxt: syn.ctxt.raise(census.switches),
@@ -164,13 +164,42 @@ fn cpu_lines(ctx: &Scope<'_>, census: &tasks::Census) -> Vec<stat::CpuLine> {
     syn.cpu_clock.monotonic(stat::cpu_times(n, census, elapsed))
 }
 
-/// The host's online CPUs now (the C library reads
-/// `/sys/devices/system/cpu/online`, the mask the host's /proc/stat lists
-/// a line for each CPU of), at least 1.
+/// The host's online CPUs now, at least 1: the CPUs listed in
+/// `/sys/devices/system/cpu/online` (what the C library's
+/// `_SC_NPROCESSORS_ONLN` counts, the mask the host's /proc/stat lists a
+/// line for each CPU of), read again through a descriptor this process
+/// keeps open (one `pread`, where the C library opens, reads and closes
+/// it each time).
 fn online_cpus() -> usize {
+    static ONLINE: OnceLock<Option<OwnedFd>> = OnceLock::new();
+    let fd = ONLINE.get_or_init(|| {
+        let file = std::fs::File::open("/sys/devices/system/cpu/online");
+        file.ok().map(OwnedFd::from)
+    });
+    let listed = fd
+        .as_ref()
+        .and_then(|fd| read_record_again(fd.as_fd()).ok())
+        .map_or(0, |list| count_cpu_list(list.trim()));
+    if listed > 0 {
+        return listed;
+    }
     use nix::unistd::{sysconf, SysconfVar};
     let n = sysconf(SysconfVar::_NPROCESSORS_ONLN).ok().flatten();
     n.and_then(|n| usize::try_from(n).ok()).unwrap_or(1).max(1)
+}
+
+/// How many CPUs the kernel's CPU list `list` (`0-3,8,10-11`) names; 0
+/// when it is not one.
+fn count_cpu_list(list: &str) -> usize {
+    let mut count = 0;
+    for part in list.split(',') {
+        let (a, b) = part.split_once('-').unwrap_or((part, part));
+        match (a.parse::<usize>(), b.parse::<usize>()) {
+            (Ok(a), Ok(b)) if a <= b => count += b - a + 1,
+            _ => return 0,
+        }
+    }
+    count
 }
 
 /// The host's CLOCK_BOOTTIME now, in seconds (the supervisor lives in
@@ -180,9 +209,12 @@ pub(super) fn boottime() -> f64 {
         .map_or(0.0, |t| t.tv_sec() as f64 + t.tv_nsec() as f64 / 1e9)
 }
 
-/// The sandbox's tasks, counted in the view's procfs.
-pub fn view_census(fs: &Resolver) -> tasks::Census {
-    with_view_proc(fs, tasks::census).unwrap_or_default()
+/// The sandbox's tasks, counted in the view's procfs kept open
+/// (`view_dir::KeptProc`), reading each task's `file`.
+fn kept_census(ctx: &Scope<'_>, file: tasks::TaskFile) -> tasks::Census {
+    let kept = &ctx.synthetic.kept;
+    kept.proc.with(ctx.fs, |proc| tasks::census_reading(proc, file))
+        .unwrap_or_default()
 }
 
 /// `f` of the view's procfs, as a directory descriptor.
@@ -190,4 +222,22 @@ pub fn with_view_proc<T>(fs: &Resolver, f: impl FnOnce(&ProcDir) -> T) -> Option
     let flags = (libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC) as u64;
     let proc = vfs::sys::openat2(fs.root(), c"/proc", flags, 0, IN_ROOT).ok()?;
     Some(f(&ProcDir::new(proc)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpu_lists_count_as_the_kernel_prints_them() {
+        assert_eq!(count_cpu_list("0"), 1);
+        assert_eq!(count_cpu_list("0-1"), 2);
+        assert_eq!(count_cpu_list("0-3,8,10-11"), 7);
+        assert_eq!(count_cpu_list(""), 0);
+        assert_eq!(count_cpu_list("3-1"), 0);
+        assert_eq!(count_cpu_list("x"), 0);
+        let native = std::thread::available_parallelism().map_or(0, |n| n.get());
+        // This process may be bound to fewer CPUs than are online.
+        assert!(online_cpus() >= native, "{} < {native}", online_cpus());
+    }
 }

@@ -262,6 +262,67 @@ child.kill()
 child.wait()
 "#;
 
+/// Three times: starts a `sleep` and prints, before it, while it lives
+/// and after it is reaped, the tasks /proc/loadavg counts against the
+/// sum of every process's `num_threads` (the kernel's), and the child's
+/// pid against loadavg's last pid.
+const COME_AND_GO: &str = r#"
+import os, subprocess
+def threads():
+    n = 0
+    for p in os.listdir("/proc"):
+        if p.isdigit():
+            try:
+                n += int(open(f"/proc/{p}/stat").read().rsplit(")", 1)[1].split()[17])
+            except OSError:
+                pass
+    return n
+def loadavg():
+    f = open("/proc/loadavg").read().split()
+    return int(f[3].split("/")[1]), int(f[4])
+for _ in range(3):
+    print(threads(), loadavg()[0])
+    child = subprocess.Popen(["sleep", "60"])
+    total, last = loadavg()
+    print(threads(), total)
+    print(child.pid, last)
+    child.kill()
+    child.wait()
+    print(threads(), loadavg()[0])
+"#;
+
+/// The census behind the sandbox's global files keeps the view's procfs
+/// open between reads (its task files read again from offset 0): tasks
+/// that come and go between reads are counted as the kernel lists them,
+/// a reaped one no more, and the last pid is the newest task's.
+#[test]
+fn census_follows_tasks_that_come_and_go() {
+    if !have(PY) {
+        skip!("{PY} not installed");
+    }
+    let out = Run::new(&[PY, "-c", COME_AND_GO]).supervised();
+    assert_eq!(out.code, Some(0), "{}", out.dump());
+    let pairs: Vec<(u32, u32)> = out
+        .stdout
+        .lines()
+        .filter_map(|l| {
+            let (a, b) = l.split_once(' ')?;
+            Some((a.parse().ok()?, b.parse().ok()?))
+        })
+        .collect();
+    assert_eq!(pairs.len(), 12, "{}", out.dump());
+    for (i, round) in pairs.chunks(4).enumerate() {
+        let [before, during, (pid, last), after] = round else {
+            unreachable!()
+        };
+        assert_eq!(before.0, before.1, "round {i} before the child: {}", out.dump());
+        assert_eq!(during.0, during.1, "round {i} with the child: {}", out.dump());
+        assert_eq!(during.1, before.1 + 1, "round {i}: {}", out.dump());
+        assert!(last >= pid, "round {i}: last pid {last} < {pid}: {}", out.dump());
+        assert_eq!(after, before, "round {i} after the child: {}", out.dump());
+    }
+}
+
 /// The census behind /proc/loadavg counts every task once: a process's
 /// threads (listed from its `task` directory) and single-threaded ones
 /// (counted from their `stat`, with no listing) add up to what each

@@ -26,11 +26,11 @@ pub(super) fn reopen_served(
     object: BorrowedFd<'_>,
     flags: i32,
 ) -> Result<OwnedFd, Errno> {
-    match vfs::sys::reopen(object, flags) {
+    match procfs::reopen_own_fd(object, flags) {
         Err(Errno::EPERM) if flags & libc::O_NOATIME != 0 => {
             let mut opened = None;
             g.with_caller_caps(CAP_FOWNER, &mut || {
-                opened = Some(vfs::sys::reopen(object, flags)?);
+                opened = Some(procfs::reopen_own_fd(object, flags)?);
                 Ok(())
             })?;
             opened.ok_or(Errno::EPERM)
