@@ -224,6 +224,8 @@ def pool_dir():
 # replacements one at a time (about 10 ms each here), so the next burst
 # would otherwise time the pool's set-ups, not its runs.
 POOL_REFILL_S = 1.0
+# How long stop_pool waits for the daemon to end on SIGTERM before SIGKILL.
+POOL_STOP_S = 10
 
 
 def start_pool(cols):
@@ -248,7 +250,11 @@ def stop_pool():
     end of every run, a dry run, an error and Ctrl-C (compare's finally)."""
     for p in _POOL:
         p.terminate()
-        p.wait()
+        try:
+            p.wait(timeout=POOL_STOP_S)
+        except subprocess.TimeoutExpired:  # a daemon that does not stop must not hold the script
+            p.kill()
+            p.wait()
     _POOL.clear()
     for d in _POOL_DIRS:
         shutil.rmtree(d, ignore_errors=True)

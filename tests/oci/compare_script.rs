@@ -26,8 +26,12 @@ fn compare(args: &[&str]) -> Output {
 }
 
 fn compare_cmd(args: &[&str]) -> Command {
+    compare_via(Command::new("/usr/bin/python3"), args)
+}
+
+/// `cmd` (python3, or a command that runs it) with the script and `args`.
+fn compare_via(mut cmd: Command, args: &[&str]) -> Command {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/compare");
-    let mut cmd = Command::new("/usr/bin/python3");
     cmd.arg(script)
         .arg("--supervisor")
         .arg(bin())
@@ -75,20 +79,25 @@ fn compare_leaves_no_pool_directory_after_a_dry_run_or_an_error() {
 #[test]
 fn compare_interrupted_stops_its_pool_and_removes_its_directory() {
     let tmp = Tree::new();
-    let mut child = compare_cmd(&[
+    // SIGINT at its default: python ignores it for good when started
+    // with it ignored (as a background job's children are).
+    let mut python = Command::new("env");
+    python.args(["--default-signal=INT", "/usr/bin/python3"]);
+    let args = [
         "--runs",
         "100000",
         "--columns",
         "pool",
         "--workloads",
         "true",
-    ])
-    .env("TMPDIR", tmp.path())
-    .stdout(Stdio::null())
-    .stderr(Stdio::piped())
-    .process_group(0)
-    .spawn()
-    .expect("run scripts/compare");
+    ];
+    let mut child = compare_via(python, &args)
+        .env("TMPDIR", tmp.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .spawn()
+        .expect("run scripts/compare");
     let group = nix::unistd::Pid::from_raw(child.id() as i32);
     // Interrupted (as Ctrl-C: the whole group) once the pool listens.
     let socket_made = || {
