@@ -148,7 +148,7 @@ def make_columns(args):
     if args.columns and "pool" in args.columns.split(","):
         # `supervisor run --pool`: a pool of the same binary, started once
         # the data directory exists (start_pool), stopped at the end.
-        sock = os.path.join(tempfile.mkdtemp(prefix="compare-pool-"), "pool.sock")
+        sock = os.path.join(pool_dir(), "pool.sock")
         c = Column("pool", [sup, "run", "--pool", sock, "--"], "/tmp",
                    f"`supervisor run --pool S -- CMD`, S: `supervisor pool --socket S --size 16` "
                    "started from / (with the data directory read-only when a workload needs it); "
@@ -211,11 +211,21 @@ def make_columns(args):
 
 
 _POOL = []  # the pool column's daemon, once started
+_POOL_DIRS = []  # the pool column's socket directory, once made (also by --dry-run)
+
+
+def pool_dir():
+    """A fresh directory for the pool's socket; stop_pool removes it."""
+    d = tempfile.mkdtemp(prefix="compare-pool-")
+    _POOL_DIRS.append(d)
+    return d
 
 # A burst takes every sandbox of the pool; the daemon sets up their
 # replacements one at a time (about 10 ms each here), so the next burst
 # would otherwise time the pool's set-ups, not its runs.
 POOL_REFILL_S = 1.0
+# How long stop_pool waits for the daemon to end on SIGTERM before SIGKILL.
+POOL_STOP_S = 10
 
 
 def start_pool(cols):
@@ -236,10 +246,19 @@ def start_pool(cols):
 
 
 def stop_pool():
+    """Stops the pool's daemon and removes its socket's directory: at the
+    end of every run, a dry run, an error and Ctrl-C (compare's finally)."""
     for p in _POOL:
         p.terminate()
-        p.wait()
-        os.rmdir(os.path.dirname(p.args[3]))
+        try:
+            p.wait(timeout=POOL_STOP_S)
+        except subprocess.TimeoutExpired:  # a daemon that does not stop must not hold the script
+            p.kill()
+            p.wait()
+    _POOL.clear()
+    for d in _POOL_DIRS:
+        shutil.rmtree(d, ignore_errors=True)
+    _POOL_DIRS.clear()
 
 
 def run_copies(argv, copies, timeout):

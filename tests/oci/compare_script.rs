@@ -6,26 +6,123 @@
 //! Nothing here looks at the figures themselves. The docker columns run
 //! only in `--dry-run` here: their dockerd would race `docker.rs`'s for
 //! the host's IPv6 switches, which each puts back as it found them.
+//! The pool column's socket directory goes at the end of a dry run, an
+//! error and Ctrl-C.
 
 use crate::common;
 
+use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
+use std::thread;
+use std::time::{Duration, Instant};
 
-use common::bin;
+use common::{bin, Tree};
 
 const COLUMNS: &str = "oci-runc,oci-supervisor,docker-runc,docker-supervisor";
 
 fn compare(args: &[&str]) -> Output {
+    compare_cmd(args).output().expect("run scripts/compare")
+}
+
+fn compare_cmd(args: &[&str]) -> Command {
+    compare_via(Command::new("/usr/bin/python3"), args)
+}
+
+/// `cmd` (python3, or a command that runs it) with the script and `args`.
+fn compare_via(mut cmd: Command, args: &[&str]) -> Command {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/compare");
-    Command::new("/usr/bin/python3")
-        .arg(script)
+    cmd.arg(script)
         .arg("--supervisor")
         .arg(bin())
         .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .expect("run scripts/compare")
+        .stdin(Stdio::null());
+    cmd
+}
+
+/// What is in `dir` (the script's TMPDIR), sorted.
+fn left_in(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .expect("the script's TMPDIR")
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn compare_leaves_no_pool_directory_after_a_dry_run_or_an_error() {
+    let tmp = Tree::new();
+    let columns = ["supervisor,pool", "pool,oci-crun"];
+    for (args, ok) in [
+        (&["--dry-run", "--columns", columns[0]], true),
+        (&["--dry-run", "--columns", columns[1]], false),
+    ] {
+        let out = compare_cmd(args)
+            .env("TMPDIR", tmp.path())
+            .output()
+            .expect("run scripts/compare");
+        assert_eq!(out.status.success(), ok, "{args:?}: {out:?}");
+        if ok {
+            let all = text(&out);
+            let pool = lines_of(&all, "true", "pool");
+            assert_eq!(pool.len(), 1, "{all}");
+            assert!(
+                pool[0].contains(&format!("{}/compare-pool-", tmp.s())),
+                "{all}"
+            );
+        }
+        assert_eq!(left_in(tmp.path()), Vec::<String>::new(), "{args:?}");
+    }
+}
+
+#[test]
+fn compare_interrupted_stops_its_pool_and_removes_its_directory() {
+    let tmp = Tree::new();
+    // SIGINT at its default: python ignores it for good when started
+    // with it ignored (as a background job's children are).
+    let mut python = Command::new("env");
+    python.args(["--default-signal=INT", "/usr/bin/python3"]);
+    let args = [
+        "--runs",
+        "100000",
+        "--columns",
+        "pool",
+        "--workloads",
+        "true",
+    ];
+    let mut child = compare_via(python, &args)
+        .env("TMPDIR", tmp.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .spawn()
+        .expect("run scripts/compare");
+    let group = nix::unistd::Pid::from_raw(child.id() as i32);
+    // Interrupted (as Ctrl-C: the whole group) once the pool listens.
+    let socket_made = || {
+        left_in(tmp.path())
+            .iter()
+            .any(|n| n.starts_with("compare-pool-") && tmp.join(n).join("pool.sock").exists())
+    };
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !socket_made() && Instant::now() < deadline && child.try_wait().unwrap().is_none() {
+        thread::sleep(Duration::from_millis(50));
+    }
+    let started = socket_made();
+    let _ = nix::sys::signal::killpg(group, nix::sys::signal::SIGINT);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while child.try_wait().unwrap().is_none() {
+        if Instant::now() > deadline {
+            let _ = nix::sys::signal::killpg(group, nix::sys::signal::SIGKILL);
+            panic!("scripts/compare did not end within 60 s of SIGINT");
+        }
+        thread::sleep(Duration::from_millis(50));
+    }
+    let out = child.wait_with_output().unwrap();
+    assert!(started, "the pool never listened: {out:?}");
+    assert!(!out.status.success(), "{out:?}");
+    assert_eq!(left_in(tmp.path()), Vec::<String>::new(), "{out:?}");
 }
 
 fn text(out: &Output) -> String {

@@ -48,6 +48,7 @@ mod exec_request;
 mod fast_reads;
 mod flush;
 pub mod guest_caps;
+mod host_root;
 pub mod host_stdio;
 mod idmapped;
 mod init;

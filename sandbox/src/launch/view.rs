@@ -25,11 +25,12 @@
 //!    (`root.readonly` of a bundle), the `/` mount itself read-only.
 //! 6. Pivot into /newroot and detach the old root (layer and host).
 //!
-//! The mounts at paths the user chose (step 5's cwd, user mounts, $HOME,
-//! read-only paths, masks) are in `bind.rs`.
+//! Step 5's root of the host's view is `host_root.rs`'s, of a `--rootfs`
+//! tree `rootfs.rs`'s. The mounts at paths the user chose (step 5's cwd,
+//! user mounts, $HOME, read-only paths, masks) are in `bind.rs`.
 
 use std::fs;
-use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
@@ -37,7 +38,7 @@ use nix::errno::Errno;
 use nix::fcntl::OFlag;
 use nix::mount::{mount, umount2, MntFlags, MsFlags};
 use nix::sys::stat::{mknod, umask, Mode, SFlag};
-use nix::unistd::{chdir, getuid, mkdir, pivot_root, symlinkat};
+use nix::unistd::{chdir, getuid, mkdir, pivot_root};
 
 use super::bind::{
     add_mask, add_user_mount, attach_copy, bind, ensure_in_root, open_mount_source, open_source,
@@ -45,8 +46,9 @@ use super::bind::{
 };
 use super::dev_shm::{self, DevShm};
 use super::dev_view;
+use super::host_root;
 use super::idmapped::IdmappedSources;
-use super::plan::{TopKind, ViewPlan};
+use super::plan::ViewPlan;
 use super::proc_mount;
 use super::rootfs;
 use crate::sys::fd::open_at;
@@ -57,7 +59,7 @@ use procfs::write_sys_cpu;
 /// would do: / is private by then, so the host never sees this mount.
 const STAGING: &str = "/tmp";
 /// Paths inside the layer, once it is `/`.
-const OLD_ROOT: &str = "/oldroot";
+pub(super) const OLD_ROOT: &str = "/oldroot";
 pub(super) const NEW_ROOT: &str = "/newroot";
 pub(super) const UPPER: &str = "/upper";
 pub(super) const WORK: &str = "/work";
@@ -111,7 +113,7 @@ pub fn build(plan: &ViewPlan, idmapped: &IdmappedSources, become_root: Option<bo
         Some(src) => {
             rootfs::mount_root(plan, src.as_fd(), idmapped.rootfs.as_ref().map(AsFd::as_fd))?
         }
-        None => build_host_root(plan, idmapped)?,
+        None => host_root::build(plan, idmapped)?,
     }
     if !getuid().is_root() {
         seal_etc_files(plan)?;
@@ -188,11 +190,11 @@ pub(crate) fn check<T>(r: nix::Result<T>, what: impl FnOnce() -> String) -> Resu
     r.map_err(|e| format!("{}: {}", what(), e.desc()))
 }
 
-fn new_root(rel: &str) -> PathBuf {
+pub(super) fn new_root(rel: &str) -> PathBuf {
     Path::new(NEW_ROOT).join(rel)
 }
 
-fn fd_of_path(path: &str) -> Result<OwnedFd> {
+pub(super) fn fd_of_path(path: &str) -> Result<OwnedFd> {
     open_at(
         None,
         Path::new(path),
@@ -238,120 +240,6 @@ fn make_layer_dirs() -> Result<()> {
     make_dir(Path::new(UPPER), 0o700)?;
     make_dir(Path::new(WORK), 0o700)?;
     make_dir(Path::new(SHM), 0o1777)
-}
-
-/// Step 5 for the host's view: /newroot is a directory of the layer
-/// (bound on itself, so it can be pivoted into) holding the host's top
-/// directories as read-only binds, overlays or symlinks, and /tmp.
-fn build_host_root(plan: &ViewPlan, idmapped: &IdmappedSources) -> Result<()> {
-    check(
-        mount(
-            Some(NEW_ROOT),
-            NEW_ROOT,
-            None::<&str>,
-            MsFlags::MS_BIND,
-            None::<&str>,
-        ),
-        || "binding the new root".into(),
-    )?;
-    let root = fd_of_path(NEW_ROOT)?;
-    for top in &plan.top_dirs {
-        let path = new_root(&top.name);
-        match &top.kind {
-            TopKind::Symlink(target) => check(symlinkat(target, None, &path), || {
-                format!("creating /{}", top.name)
-            })?,
-            TopKind::ReadOnly => match idmapped.top(&top.name) {
-                Some(copy) => attach_copy(
-                    root.as_fd(),
-                    copy.as_fd(),
-                    &Path::new("/").join(&top.name),
-                    true,
-                )
-                .map_err(|e| format!("/{}: {e}", top.name))?,
-                None => add_read_only(root.as_fd(), &top.name)?,
-            },
-            TopKind::Overlay => add_overlay(plan, &top.name, idmapped.top(&top.name))?,
-        }
-    }
-    make_dir(&new_root("tmp"), 0o1777)
-}
-
-/// The host's `/name` as it is, read-only (the mount's own locked flags
-/// kept, as for `--ro`).
-fn add_read_only(root: BorrowedFd<'_>, name: &str) -> Result<()> {
-    let host = Path::new(OLD_ROOT).join(name);
-    let src = open_source(&host, true).map_err(|e| format!("opening /{name}: {}", e.desc()))?;
-    let flags = MsFlags::MS_RDONLY | MsFlags::MS_NOSUID | MsFlags::MS_NODEV;
-    bind(root, src.as_fd(), &Path::new("/").join(name), true, flags)
-        .map_err(|e| format!("binding /{name}: {e}"))
-}
-
-/// Where an idmapped copy of a host directory is attached to serve as
-/// an overlay's lower layer: in the layer, outside the new root.
-const LOWER: &str = "/lower";
-
-/// An overlay of the host's `/name`, writes going to the layer. `copy`:
-/// an idmapped copy of it (`idmapped.rs`) to use as the lower layer,
-/// where the kernel takes one (else the host's directory is).
-fn add_overlay(plan: &ViewPlan, name: &str, copy: Option<&OwnedFd>) -> Result<()> {
-    let plain = Path::new(OLD_ROOT).join(name);
-    let lower = match copy.and_then(|c| staged_lower(name, c.as_fd())) {
-        Some(staged) => staged,
-        None => plain.clone(),
-    };
-    let upper = Path::new(UPPER).join(name);
-    let work = Path::new(WORK).join(name);
-    make_dir(&upper, guest_mode(&lower))?;
-    make_dir(&work, 0o700)?;
-    make_dir(&new_root(name), 0o755)?;
-    if name == "etc" {
-        prepare_etc(plan, &upper)?;
-    }
-    if !getuid().is_root() {
-        prepare_mount_points(plan, name, &upper)?;
-    }
-    let opts = format!(
-        "lowerdir={},upperdir={},workdir={},userxattr",
-        lower.display(),
-        upper.display(),
-        work.display()
-    );
-    let flags = MsFlags::MS_NOSUID | MsFlags::MS_NODEV;
-    let target = new_root(name);
-    let mounted = mount(
-        Some("overlay"),
-        &target,
-        Some("overlay"),
-        flags,
-        Some(opts.as_str()),
-    );
-    if mounted.is_err() && lower != plain {
-        // A kernel that takes no idmapped lower layer here: the host's.
-        let opts = opts.replacen(
-            &format!("lowerdir={}", lower.display()),
-            &format!("lowerdir={}", plain.display()),
-            1,
-        );
-        let again = mount(
-            Some("overlay"),
-            &target,
-            Some("overlay"),
-            flags,
-            Some(opts.as_str()),
-        );
-        return check(again, || format!("mounting the overlay on /{name}"));
-    }
-    check(mounted, || format!("mounting the overlay on /{name}"))
-}
-
-/// Attaches `copy` at LOWER/name; the path, or `None` where it cannot be.
-fn staged_lower(name: &str, copy: BorrowedFd<'_>) -> Option<PathBuf> {
-    let dir = Path::new(LOWER).join(name);
-    fs::create_dir_all(&dir).ok()?;
-    let target = open_source(&dir, true).ok()?;
-    crate::sys::mount_tree::attach(copy, target.as_fd()).ok()?;
-    Some(dir)
 }
 
 /// The mode for the layer's copy of a host directory. The layer is owned
@@ -404,36 +292,6 @@ pub(super) fn prepare_etc(plan: &ViewPlan, upper: &Path) -> Result<()> {
         };
         fs::set_permissions(&path, fs::Permissions::from_mode(mode))
             .map_err(|e| format!("writing /etc/{}: {e}", rel.display()))?;
-    }
-    Ok(())
-}
-
-/// The parents of user mount points under the overlaid `/name`, made in
-/// its upper layer before the overlay is mounted. An unprivileged
-/// invoker's sandbox could not create them later: the host owns
-/// `/usr/local`, and the kernel checks the host owner. Parents the host
-/// has get its mode minus the write bits (as in `prepare_etc`; the merged
-/// directory then shows the sandbox user as its owner); missing ones are
-/// made 0755. A host symlink or file on the way is left alone: the
-/// mount's own resolution decides what happens there.
-fn prepare_mount_points(plan: &ViewPlan, name: &str, upper: &Path) -> Result<()> {
-    let lower = Path::new(OLD_ROOT).join(name);
-    let top = Path::new("/").join(name);
-    for m in &plan.mounts {
-        let Some(parent) = m.guest.strip_prefix(&top).ok().and_then(Path::parent) else {
-            continue;
-        };
-        let mut rel = PathBuf::new();
-        for part in parent.components() {
-            rel.push(part);
-            match fs::symlink_metadata(lower.join(&rel)) {
-                Ok(md) if md.is_dir() => {
-                    make_dir(&upper.join(&rel), guest_mode(&lower.join(&rel)))?
-                }
-                Ok(_) => break,
-                Err(_) => make_dir(&upper.join(&rel), 0o755)?,
-            }
-        }
     }
     Ok(())
 }

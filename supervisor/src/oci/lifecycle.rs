@@ -49,18 +49,32 @@ pub fn create(root: &Path, log: &Log, a: &CreateArgs, systemd_cgroup: bool) -> R
         .mode(0o711)
         .create(&dir)
         .map_err(|e| format!("{}: {e}", dir.display()))?;
-    let result = create_in(&dir, root, log, a, &bundle, config, systemd_cgroup);
+    // Read from the engine's mount once: the record keeps it for `delete`.
+    let workdir = overlay_workdir(&bundle);
+    let made = Made {
+        dir: &dir,
+        overlay_workdir: workdir.clone(),
+    };
+    let result = create_in(made, root, log, a, &bundle, config, systemd_cgroup);
     if result.is_err() {
         let _ = fs::remove_dir_all(&dir);
-        if let Some(work) = overlay_workdir(&bundle) {
-            let _ = remove_workdir(&work);
+        if let Some(work) = &workdir {
+            let _ = remove_workdir(work);
         }
     }
     result
 }
 
+/// What `create` made before `create_in` and removes if it fails: the
+/// container's directory, and the overlay's work directory (made by the
+/// trial, `user::overlay_root`) that its record names.
+struct Made<'a> {
+    dir: &'a Path,
+    overlay_workdir: Option<PathBuf>,
+}
+
 fn create_in(
-    dir: &Path,
+    made: Made<'_>,
     root: &Path,
     log: &Log,
     a: &CreateArgs,
@@ -68,6 +82,7 @@ fn create_in(
     mut config: SandboxConfig,
     systemd_cgroup: bool,
 ) -> Result<(), String> {
+    let dir = made.dir;
     config.terminal = bundle.terminal_for(a.console_socket.as_deref())?;
     // A pod's pid namespace: another container's sandbox's, or an error.
     config.join.pid = super::namespaces::joined_pid(root, &bundle.spec)?;
@@ -142,7 +157,7 @@ fn create_in(
             token,
             init: shared.map_or(init_pid, |l| l.init),
         }),
-        overlay_workdir: overlay_workdir(bundle),
+        overlay_workdir: made.overlay_workdir,
     };
     let finish = || -> Result<(), String> {
         record.save(root)?;

@@ -20,7 +20,9 @@
 //! it), named by a hash of the key and holding the whole key, compared on
 //! read; written to a temporary name and renamed, so concurrent `create`s
 //! see either the whole record or none. The root is the runtime's
-//! (root's, as this path runs only for root).
+//! (root's, as this path runs only for root). Records of other boots can
+//! never match again: writing a record removes them ([`prune`]), so the
+//! directory holds at most this boot's.
 //!
 //! Owns the key and the record; not the remake itself
 //! (`launch/engine_overlay.rs`) nor the choice of ids (`user.rs`).
@@ -145,7 +147,30 @@ pub fn record(root: &Path, key: &str) -> std::io::Result<()> {
         .open(&tmp)?;
     f.write_all(key.as_bytes())?;
     drop(f);
-    fs::rename(&tmp, &path)
+    fs::rename(&tmp, &path)?;
+    prune(&dir, key);
+    Ok(())
+}
+
+/// Removes the entries of `dir` (records, and temporary files a crash
+/// left) whose boot is not `key`'s: they can never match again. An empty
+/// file may be another `create`'s record being written, and stays.
+/// Best effort: an entry that cannot be read or removed stays.
+fn prune(dir: &Path, key: &str) {
+    let boot = key.lines().next().unwrap_or_default();
+    let Ok(entries) = fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.filter_map(Result::ok) {
+        let path = entry.path();
+        let Ok(held) = fs::read(&path) else {
+            continue;
+        };
+        let first = held.split(|&b| b == b'\n').next().unwrap_or_default();
+        if !held.is_empty() && first != boot.as_bytes() {
+            let _ = fs::remove_file(&path);
+        }
+    }
 }
 
 #[cfg(test)]
@@ -246,5 +271,45 @@ mod tests {
             super::super::state::list_ids(root.path()),
             Vec::<String>::new()
         );
+    }
+
+    /// The names in the records' directory, sorted.
+    fn entries(root: &Path) -> Vec<String> {
+        let mut names: Vec<String> = fs::read_dir(root.join(RECORDS))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    }
+
+    #[test]
+    fn a_new_record_removes_those_of_other_boots() {
+        let root = Scratch::new("prune");
+        let old = ["boot a\nlayer 1 794c7630\n", "boot a\nlayer 2 794c7630\n"];
+        for key in old {
+            record(root.path(), key).unwrap();
+        }
+        let dir = root.path().join(RECORDS);
+        // What a crash left: a temporary file of that boot; and one being
+        // written now (still empty).
+        fs::write(dir.join(".1"), old[0]).unwrap();
+        fs::write(dir.join(".2"), "").unwrap();
+        assert_eq!(entries(root.path()).len(), 4);
+        // Records of one boot keep each other.
+        let new = ["boot b\nlayer 1 794c7630\n", "boot b\nlayer 3 794c7630\n"];
+        record(root.path(), new[0]).unwrap();
+        let mut kept = vec![".2".to_string(), record_name(root.path(), new[0])];
+        kept.sort();
+        assert_eq!(entries(root.path()), kept);
+        record(root.path(), new[1]).unwrap();
+        assert!(new.iter().all(|k| recorded(root.path(), k)));
+        assert!(!old.iter().any(|k| recorded(root.path(), k)));
+        assert_eq!(entries(root.path()).len(), 3);
+    }
+
+    fn record_name(root: &Path, key: &str) -> String {
+        let path = record_path(root, key);
+        path.file_name().unwrap().to_string_lossy().into_owned()
     }
 }

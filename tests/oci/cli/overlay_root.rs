@@ -204,6 +204,59 @@ fn a_volatile_overlay_is_remade_with_a_work_directory_of_its_own() {
     assert!(!ours.exists(), "{} after delete", ours.display());
 }
 
+#[test]
+fn the_own_work_directory_goes_with_a_failed_create_and_with_delete() {
+    need_busybox!();
+    if !common::is_root() {
+        skip!("needs root");
+    }
+    let t = Tree::new();
+    let rt = Runtime::new(t.path());
+    bundle(t.path(), |c| {
+        set_args(c, "sleep 100");
+        c["root"]["readonly"] = false.into();
+        c["hooks"] = json!({"createRuntime": [{"path": "/bin/false"}]});
+    });
+    let _engine = EngineMount::new(&t, "off");
+    let ours = t.join("layers/upper.supervisor-work");
+    fs::create_dir_all(ours.join("work")).unwrap();
+    // A create that fails (its hook) removes ours with its state.
+    let out = rt
+        .cmd(&["create", "--bundle"])
+        .arg(t.path())
+        .arg("ovl-failed")
+        .output()
+        .expect("create");
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert!(!rt.root.join("ovl-failed").exists());
+    assert!(!ours.exists(), "{} after a failed create", ours.display());
+    // `delete` removes the one the state records, though the engine has
+    // unmounted its overlay first (nothing in mountinfo names it now).
+    let mut config: serde_json::Value =
+        serde_json::from_slice(&fs::read(t.join("config.json")).unwrap()).unwrap();
+    config["hooks"] = json!({});
+    fs::write(t.join("config.json"), config.to_string()).unwrap();
+    let pid = create(&rt, t.path(), "ovl-delete");
+    let state: serde_json::Value = serde_json::from_slice(
+        &fs::read(rt.root.join("ovl-delete/state.json")).expect("state.json"),
+    )
+    .unwrap();
+    assert_eq!(state["overlay_workdir"], ours.display().to_string());
+    assert!(ours.is_dir(), "{} while it runs", ours.display());
+    let out = std::process::Command::new("umount")
+        .args(["-l"])
+        .arg(t.join("rootfs"))
+        .output()
+        .expect("umount");
+    assert!(out.status.success(), "umount -l: {out:?}");
+    assert!(rt
+        .run(&["delete", "--force", "ovl-delete"])
+        .status
+        .success());
+    assert!(matches!(wait_exit(pid), WaitStatus::Signaled(..)));
+    assert!(!ours.exists(), "{} after delete", ours.display());
+}
+
 /// The mount points of this namespace strictly beneath `dir`.
 fn mounts_beneath(dir: &Path) -> Vec<String> {
     let prefix = format!("{}/", dir.display());
