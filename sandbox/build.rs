@@ -25,15 +25,16 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// The preload's sources; the first names it in messages.
-const SOURCES: [&str; 5] = [
+const SOURCES: [&str; 6] = [
     "guest/fast_reads.c",
     "guest/fast_reads_rewrite.c",
     "guest/site_patch.c",
     "guest/fast_reads.h",
     "guest/site_patch.h",
+    "guest/raw_syscall.h",
 ];
 /// The static loader's sources; the first names it in messages.
-const LOADER_SOURCES: [&str; 8] = [
+const LOADER_SOURCES: [&str; 9] = [
     "guest/static_loader.c",
     "guest/static_loader_trap.c",
     "guest/static_loader_mm.c",
@@ -42,6 +43,7 @@ const LOADER_SOURCES: [&str; 8] = [
     "guest/site_patch.c",
     "guest/static_loader.h",
     "guest/spelled_off_proc.h",
+    "guest/raw_syscall.h",
 ];
 
 fn main() {

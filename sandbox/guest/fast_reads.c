@@ -49,6 +49,7 @@
 #include <sys/types.h>
 
 #include "fast_reads.h"
+#include "raw_syscall.h"
 #include "spelled_off_proc.h"
 
 /* Must equal sandbox_syscalls::policy::FAST_READ_MARK (a unit test in
@@ -71,14 +72,7 @@
 
 static long syscall5(long nr, long a, long b, long c, long d, long e)
 {
-    register long r10 __asm__("r10") = d;
-    register long r8 __asm__("r8") = e;
-    long ret;
-    __asm__ volatile("syscall"
-                     : "=a"(ret)
-                     : "0"(nr), "D"(a), "S"(b), "d"(c), "r"(r10), "r"(r8)
-                     : "rcx", "r11", "memory");
-    return ret;
+    return raw_syscall6(nr, a, b, c, d, e, 0);
 }
 
 static long syscall2(long nr, long a, long b)

@@ -24,6 +24,7 @@
 #include <sys/syscall.h>
 
 #include "fast_reads.h"
+#include "raw_syscall.h"
 #include "site_patch.h"
 
 #ifndef MAP_FIXED_NOREPLACE
@@ -50,18 +51,7 @@ struct pages {
     int count;
 };
 
-static long sys6(long nr, long a, long b, long c, long d, long e, long f)
-{
-    register long r10 __asm__("r10") = d;
-    register long r8 __asm__("r8") = e;
-    register long r9 __asm__("r9") = f;
-    long ret;
-    __asm__ volatile("syscall"
-                     : "=a"(ret)
-                     : "0"(nr), "D"(a), "S"(b), "d"(c), "r"(r10), "r"(r8), "r"(r9)
-                     : "rcx", "r11", "memory");
-    return ret;
-}
+#define sys6 raw_syscall6
 
 static int failed(long ret)
 {

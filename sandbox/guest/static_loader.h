@@ -28,6 +28,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "raw_syscall.h"
 #include "site_patch.h"
 
 /* Must equal sandbox_syscalls::policy::FAST_READ_MARK (a unit test in
@@ -70,15 +71,7 @@
 
 static inline long sys6r9(long nr, long a, long b, long c, long d, long e, long mark)
 {
-    register long r10 __asm__("r10") = d;
-    register long r8 __asm__("r8") = e;
-    register long r9 __asm__("r9") = mark;
-    long ret;
-    __asm__ volatile("syscall"
-                     : "=a"(ret)
-                     : "0"(nr), "D"(a), "S"(b), "d"(c), "r"(r10), "r"(r8), "r"(r9)
-                     : "rcx", "r11", "memory");
-    return ret;
+    return raw_syscall6(nr, a, b, c, d, e, mark);
 }
 static inline long sys6(long nr, long a, long b, long c, long d, long e)
 {
@@ -92,15 +85,7 @@ static inline long sys6(long nr, long a, long b, long c, long d, long e)
 
 static inline long mmap6(ul addr, ul len, long prot, long flags, long fd, ul off)
 {
-    register long r10 __asm__("r10") = flags;
-    register long r8 __asm__("r8") = fd;
-    register long r9 __asm__("r9") = (long)off;
-    long ret;
-    __asm__ volatile("syscall"
-                     : "=a"(ret)
-                     : "0"((long)__NR_mmap), "D"(addr), "S"(len), "d"(prot), "r"(r10), "r"(r8), "r"(r9)
-                     : "rcx", "r11", "memory");
-    return ret;
+    return raw_syscall6(__NR_mmap, (long)addr, (long)len, prot, flags, fd, (long)off);
 }
 
 /* ---- small freestanding helpers ---- */

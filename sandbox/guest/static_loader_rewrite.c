@@ -56,15 +56,8 @@ static int patch_lock;
 
 static long raw_syscall(const struct saved *s)
 {
-    register long r10 __asm__("r10") = (long)s->r10;
-    register long r8 __asm__("r8") = (long)s->r8;
-    register long r9 __asm__("r9") = (long)s->r9;
-    long ret;
-    __asm__ volatile("syscall"
-                     : "=a"(ret)
-                     : "0"(s->rax), "D"(s->rdi), "S"(s->rsi), "d"(s->rdx), "r"(r10), "r"(r8), "r"(r9)
-                     : "rcx", "r11", "memory");
-    return ret;
+    return raw_syscall6((long)s->rax, (long)s->rdi, (long)s->rsi, (long)s->rdx, (long)s->r10, (long)s->r8,
+                        (long)s->r9);
 }
 
 /* Whether an open with `flags` is one trapped_open makes marked: a
