@@ -39,8 +39,8 @@ use common::engine::{
 use common::{bin, Tree};
 use k8s_cri::v1::{
     ContainerConfig, ContainerMetadata, ContainerState, ContainerStatus, ImageSpec,
-    LinuxContainerConfig, LinuxContainerResources, LinuxPodSandboxConfig,
-    LinuxSandboxSecurityContext, Mount, NamespaceMode, NamespaceOption, PodSandboxConfig,
+    LinuxContainerConfig, LinuxContainerResources, LinuxContainerSecurityContext,
+    LinuxPodSandboxConfig, LinuxSandboxSecurityContext, Mount, NamespaceMode, NamespaceOption, PodSandboxConfig,
     PodSandboxMetadata,
 };
 
@@ -258,6 +258,18 @@ impl CriDaemon {
         }
     }
 
+    /// [`CriDaemon::pod_config`] whose containers share one pid namespace,
+    /// the pod's (Kubernetes' `shareProcessNamespace: true`).
+    pub fn pod_config_sharing_pids(&self, name: &str, network: NamespaceMode) -> PodSandboxConfig {
+        let mut config = self.pod_config(name, network);
+        let options = (config.linux.as_mut())
+            .and_then(|l| l.security_context.as_mut())
+            .and_then(|s| s.namespace_options.as_mut())
+            .expect("pod_config sets namespace options");
+        options.pid = NamespaceMode::Pod as i32;
+        config
+    }
+
     /// Creates and starts the container `name` running `command` in the
     /// pod, with `memory` bytes as its memory limit (0: none), its log
     /// `<name>.log` in the pod's log directory; its id.
@@ -306,6 +318,13 @@ impl CriDaemon {
             linux: Some(LinuxContainerConfig {
                 resources: Some(LinuxContainerResources {
                     memory_limit_in_bytes: memory,
+                    ..Default::default()
+                }),
+                security_context: Some(LinuxContainerSecurityContext {
+                    namespace_options: Some(NamespaceOption {
+                        pid: pod_pid_mode(pod_config) as i32,
+                        ..Default::default()
+                    }),
                     ..Default::default()
                 }),
                 ..Default::default()
@@ -434,4 +453,18 @@ fn pod_network(ipam_dir: &str) -> serde_json::Value {
             },
         }],
     })
+}
+
+/// The pid namespace mode of the pod's containers: the pod's, as the
+/// kubelet gives every container the pod's (`Pod` under
+/// `shareProcessNamespace`, else `Container`).
+fn pod_pid_mode(pod_config: &PodSandboxConfig) -> NamespaceMode {
+    let pid = (pod_config.linux.as_ref())
+        .and_then(|l| l.security_context.as_ref())
+        .and_then(|s| s.namespace_options.as_ref())
+        .map(|o| o.pid);
+    match pid {
+        Some(p) if p == NamespaceMode::Pod as i32 => NamespaceMode::Pod,
+        _ => NamespaceMode::Container,
+    }
 }

@@ -6,7 +6,7 @@
 //! CreateContainer, StartContainer, ExecSync, ContainerStatus, the
 //! container's log file, StopContainer, StopPodSandbox, RemovePodSandbox,
 //! and ImageStatus; a pod's containers sharing its network, IPC and UTS
-//! namespaces. Against Debian 12's containerd 1.6; without containerd
+//! namespaces, and its pid namespace under `shareProcessNamespace`. Against Debian 12's containerd 1.6; without containerd
 //! and ctr (or busybox-static) it skips with a printed reason.
 //!
 //! Each test starts its own containerd (`daemon.rs`), or, with
@@ -328,5 +328,41 @@ fn a_pods_two_containers_talk_over_localhost() {
         Some("ping\n"),
         "{streams:?}"
     );
+    remove_pod(&mut d, &pod, &cgroups);
+}
+
+#[test]
+fn a_pods_containers_share_one_pid_namespace() {
+    let mut d = match daemon("pids") {
+        Ok(d) => d,
+        Err(why) => skip!("{why}"),
+    };
+    let cgroups = EngineCgroups::snapshot(&d.cgroup_parent);
+    let pod_config = d.pod_config_sharing_pids("cri-pids", NamespaceMode::Node);
+    let pod = match d.cri().run_pod_sandbox(&pod_config, HANDLER) {
+        Ok(pod) => pod,
+        Err(e) => panic!("{e}\ncontainerd's log:\n{}", d.log()),
+    };
+    let first = d.run_container(&pod, &pod_config, "first", &["sleep", "1000"], 0);
+    let second = d.run_container(&pod, &pod_config, "second", &["sleep", "1001"], 0);
+    // The second sees the first's process, and the pod's own init (the
+    // sandbox container's) as pid 1, as under runc.
+    let list = "for p in /proc/[0-9]*; do tr '\\0' ' ' < $p/cmdline; echo; done";
+    let seen = d
+        .cri()
+        .exec_sync(&second, &["sh", "-c", list], 30)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let text = String::from_utf8_lossy(&seen.stdout);
+    assert!(text.lines().any(|l| l.trim() == "sleep 1000"), "{seen:?}");
+    assert!(text.lines().any(|l| l.trim() == "sleep 1001"), "{seen:?}");
+    // It ends the first container's main process by its pid.
+    let end = "for p in $(pidof sleep); do if grep -q 1000 /proc/$p/cmdline; then kill $p; fi; done";
+    let killed = d
+        .cri()
+        .exec_sync(&second, &["sh", "-c", end], 30)
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(killed.exit_code, 0, "{killed:?}");
+    let status = d.exited(&first, None);
+    assert_eq!(status.exit_code, 128 + 15, "{status:?}");
     remove_pod(&mut d, &pod, &cgroups);
 }
