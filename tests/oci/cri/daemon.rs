@@ -327,7 +327,6 @@ impl CriDaemon {
                     }),
                     ..Default::default()
                 }),
-                ..Default::default()
             }),
             ..Default::default()
         };
