@@ -40,8 +40,8 @@ use common::{bin, Tree};
 use k8s_cri::v1::{
     ContainerConfig, ContainerMetadata, ContainerState, ContainerStatus, ImageSpec,
     LinuxContainerConfig, LinuxContainerResources, LinuxContainerSecurityContext,
-    LinuxPodSandboxConfig, LinuxSandboxSecurityContext, Mount, NamespaceMode, NamespaceOption, PodSandboxConfig,
-    PodSandboxMetadata,
+    LinuxPodSandboxConfig, LinuxSandboxSecurityContext, Mount, NamespaceMode, NamespaceOption,
+    PodSandboxConfig, PodSandboxMetadata,
 };
 
 pub const CONTAINERD: &str = "/usr/bin/containerd";

@@ -356,7 +356,8 @@ fn a_pods_containers_share_one_pid_namespace() {
     assert!(text.lines().any(|l| l.trim() == "sleep 1000"), "{seen:?}");
     assert!(text.lines().any(|l| l.trim() == "sleep 1001"), "{seen:?}");
     // It ends the first container's main process by its pid.
-    let end = "for p in $(pidof sleep); do if grep -q 1000 /proc/$p/cmdline; then kill $p; fi; done";
+    let end =
+        "for p in $(pidof sleep); do if grep -q 1000 /proc/$p/cmdline; then kill $p; fi; done";
     let killed = d
         .cri()
         .exec_sync(&second, &["sh", "-c", end], 30)
