@@ -100,16 +100,25 @@ mod tests {
         assert_eq!(&ours[..n], &path[..m]);
         assert!(own_fd_dir().is_some());
         let again = reopen(file.as_fd(), libc::O_RDONLY | libc::O_NOFOLLOW).unwrap();
-        let (a, b) = (vfs::sys::fstat(file.as_fd()), vfs::sys::fstat(again.as_fd()));
+        let (a, b) = (
+            vfs::sys::fstat(file.as_fd()),
+            vfs::sys::fstat(again.as_fd()),
+        );
         let (a, b) = (a.unwrap(), b.unwrap());
         assert_eq!((a.st_dev, a.st_ino), (b.st_dev, b.st_ino));
         assert_ne!(file.as_raw_fd(), again.as_raw_fd());
         let flags = nix::fcntl::fcntl(again.as_raw_fd(), nix::fcntl::FcntlArg::F_GETFD).unwrap();
         assert_eq!(flags & libc::FD_CLOEXEC, libc::FD_CLOEXEC);
         for n in [0, 7, 10, 123, 4_000_000, u32::MAX] {
-            assert_eq!(Number::new(n).as_cstr().to_str(), Ok(n.to_string().as_str()));
+            assert_eq!(
+                Number::new(n).as_cstr().to_str(),
+                Ok(n.to_string().as_str())
+            );
         }
         let name = Number::of(file.as_fd());
-        assert_eq!(name.as_cstr().to_str(), Ok(file.as_raw_fd().to_string().as_str()));
+        assert_eq!(
+            name.as_cstr().to_str(),
+            Ok(file.as_raw_fd().to_string().as_str())
+        );
     }
 }

@@ -45,13 +45,19 @@ pub fn read_record(fd: OwnedFd) -> Result<String, Errno> {
 /// [`read_record`] of a file kept open, from its start whatever its
 /// offset (`pread`s: procfs renders a fresh text for a read at offset 0).
 pub fn read_record_again(fd: BorrowedFd<'_>) -> Result<String, Errno> {
-    read_from(|buf, at| nix::sys::uio::pread(fd, buf, at as libc::off_t), true)
+    read_from(
+        |buf, at| nix::sys::uio::pread(fd, buf, at as libc::off_t),
+        true,
+    )
 }
 
 /// Reads `fd` to its end (`short_is_end`: or to the first read shorter
 /// than the room it was given).
 fn read_text(fd: OwnedFd, short_is_end: bool) -> Result<String, Errno> {
-    read_from(|buf, _| nix::unistd::read(fd.as_raw_fd(), buf), short_is_end)
+    read_from(
+        |buf, _| nix::unistd::read(fd.as_raw_fd(), buf),
+        short_is_end,
+    )
 }
 
 /// The text `read` gives (called with the room left and the bytes read
@@ -217,16 +223,22 @@ mod tests {
         let (d, ino_d) = text_of(last.file(c"loadavg", b"1.01 2.00\n", 0).unwrap());
         assert_eq!((d.as_str(), ino_d == ino_c), ("1.01 2.00\n", false));
         // Its owner made it writable by mode: never served again.
-        let fd = last.file(c"uptime", b"1.01 2.00\n", libc::O_NONBLOCK).unwrap();
+        let fd = last
+            .file(c"uptime", b"1.01 2.00\n", libc::O_NONBLOCK)
+            .unwrap();
         let flags = fcntl(fd.as_raw_fd(), FcntlArg::F_GETFL).unwrap();
-        assert_eq!(flags & (libc::O_ACCMODE | libc::O_NONBLOCK), libc::O_RDONLY | libc::O_NONBLOCK);
+        assert_eq!(
+            flags & (libc::O_ACCMODE | libc::O_NONBLOCK),
+            libc::O_RDONLY | libc::O_NONBLOCK
+        );
         fchmod(fd.as_raw_fd(), Mode::from_bits_truncate(0o644)).unwrap();
         let (e, ino_e) = text_of(last.file(c"uptime", b"1.01 2.00\n", 0).unwrap());
         assert_eq!((e.as_str(), ino_e == ino_c), ("1.01 2.00\n", false));
         // The served descriptor can never be written, nor its memfd grown.
         assert_eq!(nix::unistd::write(&fd, b"x"), Err(Errno::EBADF));
         for i in 0..LAST_SEALED + 2 {
-            last.file(&CString::new(format!("n{i}")).unwrap(), b"", 0).unwrap();
+            last.file(&CString::new(format!("n{i}")).unwrap(), b"", 0)
+                .unwrap();
         }
         assert_eq!(last.0.lock().unwrap().len(), LAST_SEALED);
     }

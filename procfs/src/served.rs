@@ -427,7 +427,8 @@ pub fn synthetic_unopened(
     ctx.synthetic.served_any.store(true, Ordering::SeqCst);
     Some(host.and_then(|host| {
         let text = text(ctx, kind, host);
-        ctx.synthetic.sealed(kind.memfd_name(), text.as_bytes(), flags & libc::O_NONBLOCK)
+        ctx.synthetic
+            .sealed(kind.memfd_name(), text.as_bytes(), flags & libc::O_NONBLOCK)
     }))
 }
 
@@ -450,7 +451,8 @@ pub fn synthetic_file(
         HostText::Opened => read_all(fd)?,
     };
     let text = text(ctx, kind, host);
-    ctx.synthetic.sealed(&name, text.as_bytes(), flags & libc::O_NONBLOCK)
+    ctx.synthetic
+        .sealed(&name, text.as_bytes(), flags & libc::O_NONBLOCK)
 }
 
 /// The name of the memfd serving `fd`, a file of `kind`: a per-process
@@ -493,7 +495,8 @@ pub fn refreshed(
     };
     let sealed = host.and_then(|host| {
         let text = text(ctx, kind, host);
-        ctx.synthetic.sealed(kind.memfd_name(), text.as_bytes(), nonblock)
+        ctx.synthetic
+            .sealed(kind.memfd_name(), text.as_bytes(), nonblock)
     });
     Some(sealed)
 }

@@ -213,7 +213,8 @@ pub(super) fn boottime() -> f64 {
 /// (`view_dir::KeptProc`), reading each task's `file`.
 fn kept_census(ctx: &Scope<'_>, file: tasks::TaskFile) -> tasks::Census {
     let kept = &ctx.synthetic.kept;
-    kept.proc.with(ctx.fs, |proc| tasks::census_reading(proc, file))
+    kept.proc
+        .with(ctx.fs, |proc| tasks::census_reading(proc, file))
         .unwrap_or_default()
 }
 

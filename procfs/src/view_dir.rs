@@ -315,10 +315,16 @@ mod tests {
         }
         let now = fresh();
         let again = utime(proc.read(&mine).unwrap());
-        assert!(again >= now && now > first, "utime {first:?}, {now:?} then {again:?}");
+        assert!(
+            again >= now && now > first,
+            "utime {first:?}, {now:?} then {again:?}"
+        );
         assert_eq!(kept_names(&proc), vec![mine.clone()]);
 
-        let mut child = std::process::Command::new("sleep").arg("60").spawn().unwrap();
+        let mut child = std::process::Command::new("sleep")
+            .arg("60")
+            .spawn()
+            .unwrap();
         let theirs = format!("{}/stat", child.id());
         let text = proc.read(&theirs).unwrap();
         assert!(text.starts_with(&format!("{} (", child.id())), "{text}");

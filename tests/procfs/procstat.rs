@@ -315,10 +315,24 @@ fn census_follows_tasks_that_come_and_go() {
         let [before, during, (pid, last), after] = round else {
             unreachable!()
         };
-        assert_eq!(before.0, before.1, "round {i} before the child: {}", out.dump());
-        assert_eq!(during.0, during.1, "round {i} with the child: {}", out.dump());
+        assert_eq!(
+            before.0,
+            before.1,
+            "round {i} before the child: {}",
+            out.dump()
+        );
+        assert_eq!(
+            during.0,
+            during.1,
+            "round {i} with the child: {}",
+            out.dump()
+        );
         assert_eq!(during.1, before.1 + 1, "round {i}: {}", out.dump());
-        assert!(last >= pid, "round {i}: last pid {last} < {pid}: {}", out.dump());
+        assert!(
+            last >= pid,
+            "round {i}: last pid {last} < {pid}: {}",
+            out.dump()
+        );
         assert_eq!(after, before, "round {i} after the child: {}", out.dump());
     }
 }

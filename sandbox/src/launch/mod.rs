@@ -38,8 +38,8 @@
 pub(crate) mod bind;
 mod channel;
 mod config;
-mod dev_shm;
 mod descendants;
+mod dev_shm;
 mod dev_view;
 pub mod engine_overlay;
 mod etc;

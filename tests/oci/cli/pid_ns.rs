@@ -114,11 +114,19 @@ fn a_pid_namespace_not_of_this_runtime_is_refused() {
     let t = Tree::new();
     let rt = Runtime::new(t.path());
     // A host process's: the host's pid namespace.
-    let mut host = std::process::Command::new("sleep").arg("30").spawn().unwrap();
+    let mut host = std::process::Command::new("sleep")
+        .arg("30")
+        .spawn()
+        .unwrap();
     let path = format!("/proc/{}/ns/pid", host.id());
     let b = t.join("b");
     pid_bundle(&b, "true", Some(&path));
-    let out = rt.cmd(&["create", "--bundle"]).arg(&b).arg("host-pid").output().unwrap();
+    let out = rt
+        .cmd(&["create", "--bundle"])
+        .arg(&b)
+        .arg("host-pid")
+        .output()
+        .unwrap();
     let _ = host.kill();
     let _ = host.wait();
     assert!(!out.status.success());
@@ -139,7 +147,11 @@ fn wait_for_line(path: &Path, prefix: &str) -> String {
         if let Some(rest) = text.lines().find_map(|l| l.strip_prefix(prefix)) {
             return rest.to_owned();
         }
-        assert!(Instant::now() < deadline, "{} never said {prefix:?}", path.display());
+        assert!(
+            Instant::now() < deadline,
+            "{} never said {prefix:?}",
+            path.display()
+        );
         thread::sleep(Duration::from_millis(20));
     }
 }
