@@ -301,10 +301,12 @@ engine_cases podman --runtime supervisor
 # installed, through its CRI plugin with the runtime handler `supervisor`
 # under the systemd cgroup driver (scripts/vm's config.toml): a pod on the
 # node's network (a command's log and exit code, ExecSync, StopContainer,
-# a 64 MiB limit's OOMKilled, removal leaving nothing), and a pod of two
-# containers on the CNI bridge talking over localhost. A skipped test is a
-# failure here.
-for t in containerds_cri_runs_pods_with_the_supervisor_handler a_pods_two_containers_talk_over_localhost; do
+# a 64 MiB limit's OOMKilled, removal leaving nothing), a pod of two
+# containers on the CNI bridge talking over localhost, and a pod whose
+# containers share its pid namespace (shareProcessNamespace). A skipped
+# test is a failure here.
+for t in containerds_cri_runs_pods_with_the_supervisor_handler a_pods_two_containers_talk_over_localhost \
+    a_pods_containers_share_one_pid_namespace; do
     start=$SECONDS why=
     if [ -x /job/oci-tests ]; then
         out=$(cd /tmp && SUPERVISOR_CRI_CONTAINERD=/run/containerd/containerd.sock \
