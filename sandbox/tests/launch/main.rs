@@ -84,6 +84,10 @@ fn main() {
         ("kill_and_forward", kill_and_forward),
         ("view_contents", view_contents),
         ("root_is_the_view", root_is_the_view),
+        (
+            "the_old_root_is_detached_at_launch",
+            the_old_root_is_detached_at_launch,
+        ),
         ("real_filter", real_filter),
         ("fifty_launches_leave_nothing", fifty_launches_leave_nothing),
         (

@@ -210,3 +210,30 @@ pub fn root_is_the_view() {
     sandbox.start().unwrap();
     assert_eq!(sandbox.wait(), Ok(Outcome::Exited(0)));
 }
+
+/// Init's mount table as the kernel has it (not as the guest is served
+/// it): by the time `launch` returns, the old root its last pivot left
+/// stacked on the view's (the layer, the host's root beneath it) is
+/// detached, so `/` is mounted once and nothing lies under the layer's
+/// own directories.
+pub fn the_old_root_is_detached_at_launch() {
+    let _g = serial();
+    let mut cfg = config(&["/bin/true"]);
+    cfg.workdir = Some("/tmp".into());
+    let sandbox = launch(&cfg).unwrap();
+    let table = fs::read_to_string(format!("/proc/{}/mountinfo", sandbox.init_pid)).unwrap();
+    let points: Vec<&str> = table.lines().filter_map(|l| l.split(' ').nth(4)).collect();
+    assert_eq!(
+        points.iter().filter(|p| **p == "/").count(),
+        1,
+        "one mount at /:\n{table}"
+    );
+    for layer in ["/oldroot", "/newroot", "/lower", "/covers", "/proc-ro"] {
+        assert!(
+            !points.iter().any(|p| p.starts_with(layer)),
+            "{layer} in init's mount table:\n{table}"
+        );
+    }
+    sandbox.start().unwrap();
+    assert_eq!(sandbox.wait(), Ok(Outcome::Exited(0)));
+}
