@@ -113,7 +113,7 @@ impl Slot {
     /// Waits for a client and reads its request; takes its stdio (a
     /// memory device as the node of the view under `root`:
     /// `host_stdio::view_node_for`).
-    fn take_client(&self, root: BorrowedFd<'_>) -> Result<Client, String> {
+    fn take_client(&self, root: BorrowedFd<'_>, buf: &mut [u8]) -> Result<Client, String> {
         nix::sys::socket::send(
             self.daemon.as_raw_fd(),
             protocol::READY,
@@ -125,7 +125,7 @@ impl Slot {
             Handout::Connection(conn) => conn,
             Handout::Listener(listener) => self.accept_one(listener)?,
         };
-        let (request, stdio) = match protocol::recv_from_client(conn.as_fd()) {
+        let (request, stdio) = match protocol::recv_from_client_into(conn.as_fd(), buf) {
             Some(FromClient::Request(r, fds)) => (r, fds),
             _ => return Err(CLOSED.into()),
         };
@@ -208,14 +208,18 @@ impl Embedding for Slot {
         // request's path.
         let watcher = watch(sandbox.init_pid, self.answered.clone());
         super::warm::warm(sandbox.root.as_fd(), &self.warm);
-        let mut client = self.take_client(sandbox.root.as_fd())?;
+        // The request's buffer, made (its pages touched) while idle, and
+        // then the watcher's: neither mapped nor unmapped (a flush of
+        // every CPU this process ran on) while the client waits.
+        let mut buf = vec![1u8; protocol::MAX_MESSAGE];
+        let mut client = self.take_client(sandbox.root.as_fd(), &mut buf)?;
         let conn = client
             .conn
             .try_clone()
             .map_err(|e| format!("the client's connection: {e}"))?;
         // A watcher that could not start: the client's end then only
         // goes unnoticed until the guest ends.
-        let _ = watcher.send(conn);
+        let _ = watcher.send((conn, buf));
         let request = &client.request;
         let tracer = match (request.trace, client.trace_file.take()) {
             (false, _) => None,
@@ -294,20 +298,18 @@ impl Slot {
     }
 }
 
-/// The watcher: once given the client's connection, the client's signals
+/// The watcher: once given the client's connection (and the buffer the
+/// request came in, for its messages), the client's signals
 /// go to init (which passes the forwarded ones to the guest's main
 /// process); the client's end (it died, or was killed) kills the sandbox.
 /// A sandbox torn down before it had a client drops the sender, and the
 /// watcher ends.
-fn watch(init: Pid, answered: Arc<AtomicBool>) -> mpsc::Sender<OwnedFd> {
-    let (give, take) = mpsc::channel::<OwnedFd>();
+fn watch(init: Pid, answered: Arc<AtomicBool>) -> mpsc::Sender<(OwnedFd, Vec<u8>)> {
+    let (give, take) = mpsc::channel::<(OwnedFd, Vec<u8>)>();
     let _ = thread::Builder::new()
         .name("pool-client".into())
         .spawn(move || {
-            // Made (its pages touched) while idle: not when the client
-            // is waiting for its command to start.
-            let mut buf = vec![1u8; protocol::MAX_MESSAGE];
-            let Ok(conn) = take.recv() else {
+            let Ok((conn, mut buf)) = take.recv() else {
                 return;
             };
             watch_client(&conn, init, &answered, &mut buf);
