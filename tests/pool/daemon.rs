@@ -1,7 +1,9 @@
 //! The pool's daemon itself: flags that would shape its sandboxes apart
 //! from it, a socket no pool serves and a pool that cannot start are
-//! refused with one line and 125; SIGTERM tears its idle sandboxes down;
-//! an unprivileged pool serves its own user and no other.
+//! refused with one line and 125; SIGTERM tears its idle sandboxes down,
+//! and so does the daemon's death (none keeps the listening socket it
+//! was lent); an unprivileged pool serves its own user and no other,
+//! whoever accepts the connection.
 //!
 //! Each test starts its own daemon (socket in a temp dir) and stops it by
 //! its pid.
@@ -108,6 +110,55 @@ fn children_of(pid: u32) -> Vec<u32> {
     found
 }
 
+/// The daemon's children that hold the pool's listening socket (the
+/// one lent it: at most one at a time).
+fn holders_of_the_socket(pool: &Pool) -> Vec<u32> {
+    let unix = std::fs::read_to_string("/proc/net/unix").expect("/proc/net/unix");
+    // Bound under a temporary name beside it, then renamed: the kernel
+    // keeps the name it was bound at. Flags 00010000: listening.
+    let path = pool.socket.display().to_string();
+    let Some(inode) = unix.lines().find_map(|l| {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        (f.len() == 8 && f[3] == "00010000" && f[7].starts_with(&path)).then(|| f[6].to_string())
+    }) else {
+        return Vec::new();
+    };
+    let link = format!("socket:[{inode}]");
+    let holds = |pid: &u32| {
+        std::fs::read_dir(format!("/proc/{pid}/fd"))
+            .map(|fds| {
+                fds.flatten()
+                    .any(|fd| std::fs::read_link(fd.path()).is_ok_and(|l| l.as_os_str() == &*link))
+            })
+            .unwrap_or(false)
+    };
+    // A child between the daemon's fork and its exec holds a copy too
+    // (close-on-exec): not a sandbox yet.
+    let sandbox = |pid: &u32| {
+        std::fs::read(format!("/proc/{pid}/cmdline"))
+            .is_ok_and(|c| c.split(|b| *b == 0).nth(1) == Some(b"pool-sandbox"))
+    };
+    children_of(pool.pid())
+        .into_iter()
+        .filter(|pid| sandbox(pid) && holds(pid))
+        .collect()
+}
+
+/// The sandbox lent the listening socket, once one is (it accepts the
+/// next client itself).
+fn armed(pool: &Pool) -> u32 {
+    let until = Instant::now() + TIMEOUT;
+    loop {
+        let holders = holders_of_the_socket(pool);
+        assert!(holders.len() <= 1, "lent to more than one: {holders:?}");
+        if let [pid] = holders[..] {
+            return pid;
+        }
+        assert!(Instant::now() < until, "no sandbox was lent the socket");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 #[test]
 fn sigterm_tears_the_idle_sandboxes_down() {
     let mut pool = Pool::start(&["--size", "3"]);
@@ -187,4 +238,107 @@ fn another_user_cannot_use_the_pool() {
         .sup(&pool.flag())
         .supervised();
     refused(&out, "Permission denied");
+}
+
+/// Sandboxes that outlived the daemon would go on accepting clients from
+/// the listening socket it lent them: its death ends the idle ones.
+#[test]
+fn a_killed_daemon_leaves_no_sandbox_serving() {
+    let mut pool = Pool::start(&["--size", "2"]);
+    Run::new(&["/bin/true"])
+        .sup(&pool.flag())
+        .supervised()
+        .ok("one run");
+    let until = Instant::now() + TIMEOUT;
+    let mut sandboxes = children_of(pool.pid());
+    while sandboxes.len() < 2 {
+        assert!(Instant::now() < until, "no two sandboxes: {sandboxes:?}");
+        std::thread::sleep(Duration::from_millis(20));
+        sandboxes = children_of(pool.pid());
+    }
+    // One of them holds the listening socket, blocked in its wait.
+    let lent = armed(&pool);
+    assert!(sandboxes.contains(&lent), "{lent} is not {sandboxes:?}");
+    let daemon = nix::unistd::Pid::from_raw(pool.pid() as i32);
+    nix::sys::signal::kill(daemon, nix::sys::signal::Signal::SIGKILL).expect("kill");
+    let _ = pool.stop();
+    let gone = |pid: &u32| !Path::new(&format!("/proc/{pid}")).exists();
+    while !sandboxes.iter().all(gone) {
+        assert!(
+            Instant::now() < until,
+            "sandboxes outlived the daemon: {sandboxes:?}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let out = Run::new(&["/bin/true"]).sup(&pool.flag()).supervised();
+    refused(&out, "no pool answers there");
+}
+
+/// A root pool whose socket someone made reachable still serves only
+/// root and its own uid: the sandbox that accepts checks the peer as the
+/// daemon does, closes the connection unanswered, and serves the next.
+#[test]
+fn a_peer_the_pool_does_not_serve_is_closed_unanswered() {
+    let (uid, gid, tbin) = match tester_bin() {
+        Ok(t) => t,
+        Err(why) => skip!("{why}"),
+    };
+    let pool = Pool::start(&[]);
+    std::fs::set_permissions(
+        pool.socket.parent().expect("dir"),
+        std::fs::Permissions::from_mode(0o755),
+    )
+    .expect("chmod");
+    std::fs::set_permissions(&pool.socket, std::fs::Permissions::from_mode(0o666)).expect("chmod");
+    let run = Run::new(&["/usr/bin/id", "-u"]);
+    let native = run.clone().native();
+    for _ in 0..2 {
+        // The sandbox accepts (not the daemon, which would check too).
+        armed(&pool);
+        let theirs = run
+            .clone()
+            .user(uid, gid)
+            .bin(&tbin)
+            .sup(&pool.flag())
+            .supervised();
+        // Closed unread: before or after the client sent its request.
+        assert_eq!(theirs.code, Some(125), "{}", theirs.dump());
+        assert_eq!(theirs.stderr.lines().count(), 1, "{}", theirs.dump());
+        assert!(theirs.stdout.is_empty(), "{}", theirs.dump());
+        assert!(
+            theirs.stderr.starts_with("supervisor: "),
+            "{}",
+            theirs.dump()
+        );
+        let ours = run.clone().sup(&pool.flag()).supervised();
+        assert_eq!(
+            (ours.code, &ours.stdout),
+            (native.code, &native.stdout),
+            "{}",
+            ours.dump()
+        );
+    }
+}
+
+/// The sandbox that accepted its client closes the listening socket
+/// before it reads the request: it can never take a second one, and the
+/// next sandbox is lent the socket while the first one's command runs.
+#[test]
+fn the_sandbox_that_took_a_client_holds_the_socket_no_more() {
+    let pool = Pool::start(&["--size", "1"]);
+    let first = armed(&pool);
+    let (mut client, _out) = pool.client_running(&[], "echo up; sleep 30");
+    let next = armed(&pool);
+    assert_ne!(next, first, "the serving sandbox was lent the socket again");
+    assert!(
+        !holders_of_the_socket(&pool).contains(&first),
+        "the serving sandbox still holds the socket"
+    );
+    let ours = Run::new(&["/usr/bin/id", "-u"])
+        .sup(&pool.flag())
+        .supervised();
+    let native = Run::new(&["/usr/bin/id", "-u"]).native();
+    assert_eq!((ours.code, &ours.stdout), (native.code, &native.stdout));
+    let _ = client.kill();
+    let _ = client.wait();
 }

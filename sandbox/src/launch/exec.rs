@@ -180,6 +180,13 @@ pub(super) fn run_guest(
         exit_now(126);
     }
     let late;
+    // A late command's message buffer: made before the wait and not
+    // freed (the exec leaves it to init's memory, shared until then), so
+    // nothing is unmapped while the command waits to start.
+    let mut buf = match plan {
+        Some(_) => Vec::new(),
+        None => vec![0u8; super::late::MAX_MESSAGE],
+    };
     let plan = match plan {
         Some(plan) => {
             if let Some((slave, stdio)) = terminal {
@@ -189,7 +196,7 @@ pub(super) fn run_guest(
             plan
         }
         // A late command says itself which descriptors are the terminal.
-        None => match super::late::receive(start) {
+        None => match super::late::receive(start, &mut buf) {
             Some((p, on_tty)) => {
                 if let Some((slave, _)) = terminal.filter(|_| on_tty.contains(&true)) {
                     take_terminal(slave, on_tty);

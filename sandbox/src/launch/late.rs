@@ -33,7 +33,7 @@ use super::LaunchError;
 use crate::sys::fd::{recv_with_fds, send_with_fds};
 
 /// Longest message the guest reads (its arguments and environment).
-const MAX_MESSAGE: usize = 256 * 1024;
+pub(super) const MAX_MESSAGE: usize = 256 * 1024;
 
 /// What the guest's main process runs, chosen at start.
 pub struct LateStart<'a> {
@@ -182,13 +182,13 @@ fn decode(msg: &[u8]) -> Option<Decoded> {
     Some((command, env, through))
 }
 
-/// In the guest's main process: waits for the message, takes the
-/// descriptors it carries as stdin, stdout, stderr, and returns the plan
-/// and which of them are to be the sandbox's terminal.
-/// `None`: the supervisor went away, or sent something malformed.
-pub(super) fn receive(sock: BorrowedFd<'_>) -> Option<(ExecPlan, [bool; 3])> {
-    let mut buf = vec![0u8; MAX_MESSAGE];
-    let (n, fds) = recv_with_fds(sock, &mut buf).ok()?;
+/// In the guest's main process: waits for the message (into `buf`, at
+/// least [`MAX_MESSAGE`] bytes), takes the descriptors it carries as
+/// stdin, stdout, stderr, and returns the plan and which of them are to
+/// be the sandbox's terminal. `None`: the supervisor went away, or sent
+/// something malformed.
+pub(super) fn receive(sock: BorrowedFd<'_>, buf: &mut [u8]) -> Option<(ExecPlan, [bool; 3])> {
+    let (n, fds) = recv_with_fds(sock, buf).ok()?;
     let msg = buf.get(..n)?;
     if n < HEADER + 4 || msg[..3].iter().any(|&k| k > TERMINAL) {
         return None;

@@ -252,14 +252,14 @@ fn serve_and_wait(
         None => launching.pty,
     };
     // Declared after `sandbox`, so dropped (terminal restored) before it.
-    let relay = match (master, terminal) {
+    let (relay, unrelayed) = match (master, terminal) {
         (Some(master), Some(stdio)) if stdio.contains(&true) => {
             let relay =
                 tty::Relay::start(master, stdio, guards.meter.clone()).map_err(supervisor_error)?;
             let _ = resizer.set(relay.resizer());
-            Some(relay)
+            (Some(relay), None)
         }
-        _ => None,
+        (master, _) => (None, master),
     };
     // A late start's sandbox may have waited long for its command: the
     // run's clock (the timeout, the report's wall time) starts now.
@@ -276,6 +276,9 @@ fn serve_and_wait(
     if !early {
         start_guest(config, guards, &mut sandbox, late.as_ref())?;
     }
+    // A pty the guest was not given: closed once it has its start, not
+    // before (the close's hang-up of the tty costs some 20 µs).
+    drop(unrelayed);
     // Threads the guest's exec need not wait for: they start while it runs
     // (a guest that writes first only finds its pipe's buffer).
     if let (Some(capture), Some(meter)) = (&mut capture, &guards.meter) {

@@ -1,5 +1,6 @@
 //! `supervisor pool`: the daemon that keeps `--size` sandboxes set up and
-//! waiting, and hands each client's connection to one of them.
+//! waiting, and gets each client's connection to one of them (the one
+//! it lends the listening socket to accepts it itself).
 //!
 //! Owns the daemon's start (the flags that are a client's refused, the
 //! signals it stops on, the lifeline taken from stdin, whether set-ups

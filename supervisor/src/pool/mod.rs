@@ -5,9 +5,11 @@
 //! The daemon (`daemon.rs`, its sandboxes in `daemon/sandboxes.rs`, its
 //! socket in `socket.rs`) keeps `--size` sandboxes ready, each its own
 //! process (`slot.rs`: a `run` embedded whose guest execs late,
-//! `launch/late.rs`), and hands each accepted client's connection to one
-//! of them; the client (`client.rs`) sends its command, environment and
-//! stdio, passes signals on, and exits with the answer. The messages are
+//! `launch/late.rs`), and gets each client's connection to one of them
+//! (lending one ready sandbox the listening socket, or passing it a
+//! connection it accepted itself); the client (`client.rs`) sends its
+//! command, environment and stdio, passes signals on, and exits with
+//! the answer. The messages are
 //! in `protocol.rs` (their names and sizes that `src/fast_client.c`
 //! shares in `wire.rs`); `warm.rs` looks up `--warm`'s paths in an idle
 //! sandbox. Freshness is `run`'s: every sandbox serves one

@@ -12,9 +12,13 @@
 //! Sandbox → client: `X` + JSON [`Answer`], once, when the run has ended.
 //!
 //! Daemon ↔ sandbox, on the socketpair that is the sandbox's stdin:
-//! `r` (sandbox: ready, waiting for a command), then `C` with a client's
-//! connection attached (daemon). The daemon closing its end before `C`
-//! means: tear down, unused.
+//! `r` (sandbox: ready, waiting for a command), then from the daemon
+//! either `C` with a client's connection attached (a client the daemon
+//! accepted while no sandbox was ready), or `L` with the listening socket
+//! attached: the sandbox accepts its one client itself, closes the
+//! listening socket and says `t` (taken). The daemon closing its end
+//! before either (or, after `L`, before a client came) means: tear down,
+//! unused.
 //!
 //! Owns the encoding and decoding; nothing here trusts the peer: every
 //! decode returns `None` or a one-line error on anything malformed. The
@@ -141,8 +145,14 @@ pub fn send_signal(conn: BorrowedFd<'_>, signo: i32) -> nix::Result<()> {
 /// The next message from the client; `None` at its end (or on anything
 /// malformed).
 pub fn recv_from_client(conn: BorrowedFd<'_>) -> Option<FromClient> {
-    let mut buf = vec![0u8; MAX_MESSAGE];
-    let (n, fds) = recv_with_fds(conn, &mut buf).ok()?;
+    recv_from_client_into(conn, &mut vec![0u8; MAX_MESSAGE])
+}
+
+/// [`recv_from_client`] into `buf` (at least [`MAX_MESSAGE`] bytes), for
+/// a reader that takes many messages: one buffer, made (and its pages
+/// touched) before the first.
+pub fn recv_from_client_into(conn: BorrowedFd<'_>, buf: &mut [u8]) -> Option<FromClient> {
+    let (n, fds) = recv_with_fds(conn, buf).ok()?;
     decode_from_client(buf.get(..n)?, fds)
 }
 
@@ -190,13 +200,34 @@ pub const READY: &[u8] = b"r";
 /// The daemon's `C`, with a client's connection attached.
 pub const CONNECTION: &[u8] = b"C";
 
-/// In the sandbox: waits for the daemon's connection; `None` if the
-/// daemon closed its end (tear down, unused).
-pub fn recv_connection(daemon: BorrowedFd<'_>) -> Option<OwnedFd> {
+/// The daemon's `L`, with the listening socket attached: accept your
+/// client yourself.
+pub const LISTEN: &[u8] = b"L";
+/// The sandbox's `t`: it accepted its client (and closed the listening
+/// socket).
+pub const TAKEN: &[u8] = b"t";
+
+/// What the daemon hands a ready sandbox.
+pub enum Handout {
+    /// `C`: a client's connection.
+    Connection(OwnedFd),
+    /// `L`: the listening socket, to accept one client from.
+    Listener(OwnedFd),
+}
+
+/// In the sandbox: waits for the daemon's `C` or `L`; `None` if the
+/// daemon closed its end (tear down, unused), or on anything else.
+pub fn recv_handout(daemon: BorrowedFd<'_>) -> Option<Handout> {
     let mut buf = [0u8; 8];
-    match recv_with_fds(daemon, &mut buf) {
-        Ok((1, fds)) if buf[0] == CONNECTION[0] => fds.into_iter().next(),
-        _ => None,
+    let (n, fds) = recv_with_fds(daemon, &mut buf).ok()?;
+    let fd = fds.into_iter().next()?;
+    let message = buf.get(..n)?;
+    if message == CONNECTION {
+        Some(Handout::Connection(fd))
+    } else if message == LISTEN {
+        Some(Handout::Listener(fd))
+    } else {
+        None
     }
 }
 

@@ -4,7 +4,10 @@
 //! ([`sandbox::config::StartMode::Late`]).
 //!
 //! Once the trap serves ([`Embedding::ready`]) it tells the
-//! daemon it is ready and waits for a client's connection; it reads the
+//! daemon it is ready and waits for a client's connection: the one the
+//! daemon passes it, or the one it accepts itself from the listening
+//! socket the daemon lends it (the daemon is then off the request's
+//! path); it reads the
 //! request, takes the client's stdin, stdout and stderr as its own (so
 //! every line `run` prints reaches the client, and the output limit's
 //! relays write there), starts a watcher thread for the client's
@@ -24,17 +27,21 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc};
 use std::thread;
 
+use nix::errno::Errno;
 use nix::fcntl::OFlag;
+use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::{dup2, dup3, Pid};
 
-use super::protocol::{self, Answer, FromClient, Request};
+use super::protocol::{self, Answer, FromClient, Handout, Request};
+use super::socket::allowed;
 use crate::cli::PoolArgs;
 use sandbox::embedding::{Embedding, Event, LateCommand, Start};
 use sandbox::launch::host_stdio;
 use sandbox::launch::{Sandbox, FORWARDED};
 use sandbox::report::Report;
 use sandbox::run;
+use sandbox::sys::fd::accept;
 use sandbox::trap::trace::Tracer;
 
 /// The sandbox's state: before a client, and with one.
@@ -106,7 +113,7 @@ impl Slot {
     /// Waits for a client and reads its request; takes its stdio (a
     /// memory device as the node of the view under `root`:
     /// `host_stdio::view_node_for`).
-    fn take_client(&self, root: BorrowedFd<'_>) -> Result<Client, String> {
+    fn take_client(&self, root: BorrowedFd<'_>, buf: &mut [u8]) -> Result<Client, String> {
         nix::sys::socket::send(
             self.daemon.as_raw_fd(),
             protocol::READY,
@@ -114,8 +121,11 @@ impl Slot {
         )
         // The daemon is gone, or tore us down before we were ready.
         .map_err(|_| CLOSED)?;
-        let conn = protocol::recv_connection(self.daemon.as_fd()).ok_or(CLOSED)?;
-        let (request, stdio) = match protocol::recv_from_client(conn.as_fd()) {
+        let conn = match protocol::recv_handout(self.daemon.as_fd()).ok_or(CLOSED)? {
+            Handout::Connection(conn) => conn,
+            Handout::Listener(listener) => self.accept_one(listener)?,
+        };
+        let (request, stdio) = match protocol::recv_from_client_into(conn.as_fd(), buf) {
             Some(FromClient::Request(r, fds)) => (r, fds),
             _ => return Err(CLOSED.into()),
         };
@@ -140,6 +150,53 @@ impl Slot {
     }
 }
 
+impl Slot {
+    /// Accepts our one client from the pool's listening socket (a peer
+    /// the pool does not serve is closed unanswered, as the daemon does),
+    /// then closes the listening socket and says `t`: never a second
+    /// client. The daemon lends it to one ready sandbox at a time and
+    /// polls it only after that sandbox's `t`, so no one else accepts
+    /// meanwhile. The daemon's end (it died, or tears us down) ends the
+    /// wait.
+    fn accept_one(&self, listener: OwnedFd) -> Result<OwnedFd, String> {
+        let conn = loop {
+            let mut fds = [
+                PollFd::new(listener.as_fd(), PollFlags::POLLIN),
+                PollFd::new(self.daemon.as_fd(), PollFlags::POLLIN),
+            ];
+            match poll(&mut fds, PollTimeout::NONE) {
+                Ok(_) | Err(Errno::EINTR) => {}
+                Err(e) => return Err(format!("poll: {}", e.desc())),
+            }
+            let events = |f: &PollFd<'_>| f.revents().unwrap_or(PollFlags::empty());
+            if !events(&fds[1]).is_empty() {
+                return Err(CLOSED.into());
+            }
+            let listening = events(&fds[0]);
+            if listening.is_empty() {
+                continue;
+            }
+            if !listening.contains(PollFlags::POLLIN) {
+                return Err("the pool's socket failed".into());
+            }
+            match accept(listener.as_fd()) {
+                Ok(conn) if allowed(&conn) => break conn,
+                // Someone else's: closed unanswered (the client says so).
+                Ok(_) | Err(Errno::ECONNABORTED | Errno::EINTR) => {}
+                Err(e) => return Err(format!("accept: {}", e.desc())),
+            }
+        };
+        drop(listener);
+        // A daemon gone meanwhile changes nothing for this client.
+        let _ = nix::sys::socket::send(
+            self.daemon.as_raw_fd(),
+            protocol::TAKEN,
+            nix::sys::socket::MsgFlags::MSG_NOSIGNAL,
+        );
+        Ok(conn)
+    }
+}
+
 /// Not an error to print: the daemon tore the idle sandbox down, or the
 /// client left before asking.
 const CLOSED: &str = "closed";
@@ -151,14 +208,18 @@ impl Embedding for Slot {
         // request's path.
         let watcher = watch(sandbox.init_pid, self.answered.clone());
         super::warm::warm(sandbox.root.as_fd(), &self.warm);
-        let mut client = self.take_client(sandbox.root.as_fd())?;
+        // The request's buffer, made (its pages touched) while idle, and
+        // then the watcher's: neither mapped nor unmapped (a flush of
+        // every CPU this process ran on) while the client waits.
+        let mut buf = vec![1u8; protocol::MAX_MESSAGE];
+        let mut client = self.take_client(sandbox.root.as_fd(), &mut buf)?;
         let conn = client
             .conn
             .try_clone()
             .map_err(|e| format!("the client's connection: {e}"))?;
         // A watcher that could not start: the client's end then only
         // goes unnoticed until the guest ends.
-        let _ = watcher.send(conn);
+        let _ = watcher.send((conn, buf));
         let request = &client.request;
         let tracer = match (request.trace, client.trace_file.take()) {
             (false, _) => None,
@@ -237,27 +298,28 @@ impl Slot {
     }
 }
 
-/// The watcher: once given the client's connection, the client's signals
+/// The watcher: once given the client's connection (and the buffer the
+/// request came in, for its messages), the client's signals
 /// go to init (which passes the forwarded ones to the guest's main
 /// process); the client's end (it died, or was killed) kills the sandbox.
 /// A sandbox torn down before it had a client drops the sender, and the
 /// watcher ends.
-fn watch(init: Pid, answered: Arc<AtomicBool>) -> mpsc::Sender<OwnedFd> {
-    let (give, take) = mpsc::channel::<OwnedFd>();
+fn watch(init: Pid, answered: Arc<AtomicBool>) -> mpsc::Sender<(OwnedFd, Vec<u8>)> {
+    let (give, take) = mpsc::channel::<(OwnedFd, Vec<u8>)>();
     let _ = thread::Builder::new()
         .name("pool-client".into())
         .spawn(move || {
-            let Ok(conn) = take.recv() else {
+            let Ok((conn, mut buf)) = take.recv() else {
                 return;
             };
-            watch_client(&conn, init, &answered);
+            watch_client(&conn, init, &answered, &mut buf);
         });
     give
 }
 
-fn watch_client(conn: &OwnedFd, init: Pid, answered: &AtomicBool) {
+fn watch_client(conn: &OwnedFd, init: Pid, answered: &AtomicBool, buf: &mut [u8]) {
     loop {
-        match protocol::recv_from_client(conn.as_fd()) {
+        match protocol::recv_from_client_into(conn.as_fd(), buf) {
             Some(FromClient::Signal(signo)) => match FORWARDED.iter().find(|s| **s as i32 == signo)
             {
                 // Ours to handle: with the client's terminal relayed, a

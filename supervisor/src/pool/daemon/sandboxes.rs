@@ -1,6 +1,8 @@
 //! The daemon's sandboxes and the clients waiting for one: the
 //! sandboxes' processes (each a `supervisor pool-sandbox` child with the
-//! pool's flags, `slot.rs`), the queue of clients waiting for a ready
+//! pool's flags, `slot.rs`), the listening socket lent to one ready
+//! sandbox at a time (it accepts its client itself; the daemon accepts
+//! only while none holds it), the queue of clients waiting for a ready
 //! sandbox, replacing every sandbox taken or lost (one set-up at a time;
 //! at once when none is left ready, else when the command it replaces has
 //! ended; each set-up at nice 19 where its priority can be restored, and
@@ -36,6 +38,10 @@ pub(super) struct Slot {
     child: Child,
     sock: OwnedFd,
     ready: bool,
+    /// It holds the listening socket (`L`) and accepts the next client
+    /// itself: at most one sandbox at a time, and the daemon does not
+    /// accept meanwhile.
+    armed: bool,
     /// Its set-up runs at the daemon's own priority (a client waits).
     boosted: bool,
 }
@@ -88,8 +94,17 @@ impl Pool {
             {
                 self.spawn()?;
             }
+            // While a sandbox accepts, the clients are its (and those
+            // after it wait in the backlog until the next is armed).
+            let listening = !self.slots.iter().any(|s| s.armed);
             let mut fds = vec![
-                PollFd::new(listener.as_fd(), PollFlags::POLLIN),
+                PollFd::new(
+                    listener.as_fd(),
+                    match listening {
+                        true => PollFlags::POLLIN,
+                        false => PollFlags::empty(),
+                    },
+                ),
                 PollFd::new(sigfd.as_fd(), PollFlags::POLLIN),
             ];
             fds.extend(
@@ -109,7 +124,7 @@ impl Pool {
                 Err(e) => return Err(format!("poll: {}", e.desc())),
             }
             let ready = |f: &PollFd<'_>| f.revents().is_some_and(|r| !r.is_empty());
-            let (accept_now, signalled) = (ready(&fds[0]), ready(&fds[1]));
+            let (accept_now, signalled) = (listening && ready(&fds[0]), ready(&fds[1]));
             let slot_events: Vec<usize> = (0..self.slots.len())
                 .filter(|&i| ready(&fds[i + 2]))
                 .collect();
@@ -127,7 +142,7 @@ impl Pool {
             for i in slot_events.into_iter().rev() {
                 self.slot_event(i)?;
             }
-            self.hand_out();
+            self.hand_out(listener);
             self.boost();
             self.reap_ended();
         }
@@ -190,6 +205,7 @@ impl Pool {
             child,
             sock: ours,
             ready: false,
+            armed: false,
             boosted: lowered.is_none(),
         });
         Ok(())
@@ -218,7 +234,7 @@ impl Pool {
         }
     }
 
-    /// A sandbox said it is ready, or ended.
+    /// A sandbox said it is ready, or that it took a client, or ended.
     fn slot_event(&mut self, i: usize) -> Result<(), String> {
         let mut buf = [0u8; 8];
         let got = socket::recv(
@@ -231,6 +247,10 @@ impl Pool {
                 self.slots[i].ready = true;
                 self.proven = true;
                 self.failures = 0;
+                Ok(())
+            }
+            Ok(1) if buf[0] == protocol::TAKEN[0] => {
+                self.taken(i);
                 Ok(())
             }
             Err(nix::errno::Errno::EAGAIN) => Ok(()),
@@ -286,10 +306,21 @@ impl Pool {
         PollTimeout::try_from(left.saturating_add(1)).unwrap_or(PollTimeout::MAX)
     }
 
-    /// Gives waiting clients to ready sandboxes, each to its own.
-    fn hand_out(&mut self) {
+    /// The sandbox at `i` accepted a client (and closed the listening
+    /// socket): it is the client's now.
+    fn taken(&mut self, i: usize) {
+        let slot = self.slots.swap_remove(i);
+        self.busy.push(slot.child);
+    }
+
+    /// Gives waiting clients to ready sandboxes, each to its own; with
+    /// none waiting, lends the listening socket to one ready sandbox,
+    /// which then accepts the next client itself: the daemon is not on
+    /// that client's path (PERFORMANCE.md, 2026-12-06, branch
+    /// `pooldispatch`).
+    fn hand_out(&mut self, listener: &OwnedFd) {
         while !self.waiting.is_empty() {
-            let Some(i) = self.slots.iter().position(|s| s.ready) else {
+            let Some(i) = self.slots.iter().position(|s| s.ready && !s.armed) else {
                 return;
             };
             let slot = self.slots.swap_remove(i);
@@ -306,6 +337,28 @@ impl Pool {
                 }
             }
         }
+        self.arm(listener);
+    }
+
+    /// Lends the listening socket to a ready sandbox, unless one holds it.
+    fn arm(&mut self, listener: &OwnedFd) {
+        while !self.slots.iter().any(|s| s.armed) {
+            let Some(i) = self.slots.iter().position(|s| s.ready) else {
+                return;
+            };
+            match send_with_fd(
+                self.slots[i].sock.as_fd(),
+                protocol::LISTEN,
+                Some(listener.as_fd()),
+            ) {
+                Ok(()) => self.slots[i].armed = true,
+                Err(_) => {
+                    // It died meanwhile: the next ready one.
+                    let mut child = self.slots.swap_remove(i).child;
+                    let _ = child.wait();
+                }
+            }
+        }
     }
 
     /// Kills the idle sandboxes (and, when the owner is gone, those
@@ -315,6 +368,7 @@ impl Pool {
     /// seconds, and its teardown then as long again.
     pub(super) fn shut_down(&mut self, owner_gone: bool) {
         self.waiting.clear();
+        self.collect_taken();
         let mut ending: Vec<Child> = std::mem::take(&mut self.slots)
             .into_iter()
             .map(|s| s.child)
@@ -327,6 +381,20 @@ impl Pool {
         }
         for mut child in ending {
             let _ = child.wait();
+        }
+    }
+
+    /// Counts the sandbox that took a client from the listening socket as
+    /// serving it even if its `t` came after our last poll: it finishes on
+    /// its own like the others serving a client.
+    fn collect_taken(&mut self) {
+        let mut buf = [0u8; 8];
+        for i in (0..self.slots.len()).rev() {
+            let sock = std::os::fd::AsRawFd::as_raw_fd(&self.slots[i].sock);
+            let got = socket::recv(sock, &mut buf, socket::MsgFlags::MSG_DONTWAIT);
+            if self.slots[i].armed && matches!(got, Ok(1)) && buf[0] == protocol::TAKEN[0] {
+                self.taken(i);
+            }
         }
     }
 
