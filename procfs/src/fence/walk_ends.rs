@@ -18,12 +18,15 @@
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 
 /// A mount root's listing is read only when it has at most this many
-/// entries (one `getdents64` of [`LISTING_BYTES`]): a large directory's
-/// subdirectories are left to its root's rule.
+/// entries, all in one `getdents64` of [`LISTING_BYTES`]: a large
+/// directory's subdirectories are left to its root's rule.
 const MAX_ENTRIES: usize = 32;
 /// The buffer of that one `getdents64`: room for [`MAX_ENTRIES`]
-/// entries of short names, and a sign of more when it fills.
+/// entries of short names; one it fills is taken for a large directory.
 const LISTING_BYTES: usize = 2048;
+/// The longest `struct linux_dirent64` record: 19 bytes, a name of 255
+/// and its NUL, aligned to 8.
+const LONGEST_RECORD: usize = 280;
 /// At most this many subdirectory rules in all (each costs an open, two
 /// stats and a rule at start-up, about 10 µs).
 const MAX_SUBDIRS: usize = 32;
@@ -65,20 +68,19 @@ pub(super) fn rules(
             continue;
         }
         seen.push(rel);
-        if let Some(fd) = std::ffi::CString::new(rel)
+        if let Some(opened) = std::ffi::CString::new(rel)
             .ok()
             .and_then(|name| guard.open(root, &name, 0))
         {
-            out.push(fd);
+            out.push(opened);
         }
     }
     let mut below = Vec::new();
-    for dir in &out {
+    for (dir, _) in out.iter().filter(|(_, is_dir)| *is_dir) {
         let budget = MAX_SUBDIRS - below.len();
         below.extend(subdirectories(&guard, dir.as_fd(), budget));
     }
-    out.extend(below);
-    out
+    out.into_iter().map(|(fd, _)| fd).chain(below).collect()
 }
 
 /// `point` without its leading `/` when it lies strictly beneath one of
@@ -108,9 +110,9 @@ fn subdirectories(guard: &Guard, dir: BorrowedFd<'_>, budget: usize) -> Vec<Owne
         Ok(n) => n,
         Err(_) => return Vec::new(),
     };
-    // A second batch means more entries than one buffer holds.
-    let mut more = [0u8; 64];
-    if filled == 0 || !matches!(vfs::sys::getdents64(listing.as_fd(), &mut more), Ok(0)) {
+    // The kernel stops filling only where the next record does not fit:
+    // with room left for the longest, the listing is whole.
+    if filled == 0 || filled + LONGEST_RECORD > LISTING_BYTES {
         return Vec::new();
     }
     let entries: Vec<(&[u8], u8)> = vfs::sys::dirents(&buf[..filled])
@@ -126,6 +128,7 @@ fn subdirectories(guard: &Guard, dir: BorrowedFd<'_>, budget: usize) -> Vec<Owne
         .filter(|&(_, kind)| matches!(kind, libc::DT_DIR | libc::DT_UNKNOWN))
         .filter_map(|(name, _)| std::ffi::CString::new(name).ok())
         .filter_map(|name| guard.open(dir, &name, libc::O_DIRECTORY))
+        .map(|(fd, _)| fd)
         .take(budget)
         .collect()
 }
@@ -149,15 +152,23 @@ impl Guard {
 
     /// The object `name` beneath `dir`, opened `O_PATH` (and `also`:
     /// `O_DIRECTORY` or 0) with no symlink followed and not leaving
-    /// `dir`, when it may have a rule.
-    fn open(&self, dir: BorrowedFd<'_>, name: &std::ffi::CStr, also: i32) -> Option<OwnedFd> {
+    /// `dir`, when it may have a rule; and whether it is a directory.
+    fn open(
+        &self,
+        dir: BorrowedFd<'_>,
+        name: &std::ffi::CStr,
+        also: i32,
+    ) -> Option<(OwnedFd, bool)> {
         let flags = (libc::O_PATH | libc::O_NOFOLLOW | libc::O_CLOEXEC | also) as u64;
         let resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_BENEATH;
         let fd = vfs::sys::openat2(dir, name, flags, 0, resolve).ok()?;
         let not_proc =
             vfs::sys::fstatfs(fd.as_fd()).is_ok_and(|fs| fs.f_type != libc::PROC_SUPER_MAGIC);
-        let on_proc_walk = id(fd.as_fd()).is_none_or(|i| i == self.root_id || Some(i) == self.proc_id);
-        (not_proc && !on_proc_walk).then_some(fd)
+        let st = vfs::sys::fstat(fd.as_fd()).ok()?;
+        let i = (st.st_dev, st.st_ino);
+        let on_proc_walk = i == self.root_id || Some(i) == self.proc_id;
+        let is_dir = st.st_mode & libc::S_IFMT == libc::S_IFDIR;
+        (not_proc && !on_proc_walk).then_some((fd, is_dir))
     }
 }
 
