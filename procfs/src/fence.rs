@@ -398,7 +398,13 @@ mod tests {
     #[test]
     fn directories_just_below_a_mount_root_with_few_entries() {
         let dir = std::env::temp_dir().join(format!("fence-below-{}", std::process::id()));
-        for d in ["proc/sys", "data/m/files/deeper", "data/m/more", "data/big", "real"] {
+        for d in [
+            "proc/sys",
+            "data/m/files/deeper",
+            "data/m/more",
+            "data/big",
+            "real",
+        ] {
             std::fs::create_dir_all(dir.join(d)).unwrap();
         }
         std::fs::write(dir.join("data/m/file"), b"").unwrap();
