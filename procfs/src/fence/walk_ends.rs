@@ -27,8 +27,8 @@ const LISTING_BYTES: usize = 2048;
 /// The longest `struct linux_dirent64` record: 19 bytes, a name of 255
 /// and its NUL, aligned to 8.
 const LONGEST_RECORD: usize = 280;
-/// At most this many subdirectory rules in all (each costs an open, two
-/// stats and a rule at start-up, about 10 µs).
+/// At most this many subdirectory rules in all (each costs init an
+/// open, two stats and a rule at start-up: a few µs).
 const MAX_SUBDIRS: usize = 32;
 
 // openat2's resolve flags (linux/openat2.h).
@@ -111,7 +111,8 @@ fn subdirectories(guard: &Guard, dir: BorrowedFd<'_>, budget: usize) -> Vec<Owne
         Err(_) => return Vec::new(),
     };
     // The kernel stops filling only where the next record does not fit:
-    // with room left for the longest, the listing is whole.
+    // with room left for the longest, the listing is whole (a file
+    // system that stopped short only gets fewer rules).
     if filled == 0 || filled + LONGEST_RECORD > LISTING_BYTES {
         return Vec::new();
     }
