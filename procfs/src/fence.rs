@@ -5,9 +5,10 @@
 //! handles `LANDLOCK_ACCESS_FS_READ_FILE` and grants it beneath every
 //! top-level entry of the view's root but `/proc`, and beneath
 //! `/proc/sys` and `/proc/sysvipc` ([`granted`]). The root of every mount
-//! beneath a granted entry gets a rule of its own, which grants nothing
-//! the entry's does not but ends the kernel's rule walk there (see
-//! [`granted`]). A native open of any
+//! beneath a granted entry, and the directories just below a root with
+//! few entries, get rules of their own, which grant nothing the entry's
+//! does not but end the kernel's rule walk there (`walk_ends.rs`). A
+//! native open of any
 //! other file of the kernel's procfs for reading then fails with EACCES,
 //! whatever the guest raced: the path the VFS resolved and the one the
 //! kernel opens may differ, but the kernel checks the file it opens.
@@ -36,6 +37,8 @@ use vfs::Resolver;
 
 use super::tasks::Named;
 
+mod walk_ends;
+
 /// The top-level name left out of the grants: the kernel's procfs.
 const PROC: &[u8] = b"proc";
 /// Parts of procfs granted all the same (see the module doc).
@@ -46,17 +49,18 @@ const NATIVE_IN_PROC: [&CStr; 2] = [c"proc/sys", c"proc/sysvipc"];
 /// kernel checks the file a path leads to, never the link), then
 /// `/proc/sys` and `/proc/sysvipc`; [`granted_ids`] names the same. Then
 /// the root of each mount of `mount_points` (the view's, absolute, as
-/// init's mountinfo names them) beneath one of those entries
-/// ([`mount_roots`]).
+/// init's mountinfo names them) beneath one of those entries, and the
+/// directories just below such a root when it holds few entries
+/// (`walk_ends.rs`).
 ///
-/// The mounts' rules change nothing that is granted: Landlock's walk from
+/// Those last rules change nothing that is granted: Landlock's walk from
 /// a file up to the root crosses mounts, so the entry's rule covers every
 /// file of a mount beneath it already. They make the check cheaper: the
 /// kernel walks from the opened file up, one dentry at a time (a rule
 /// lookup and a reference taken and dropped at each, and a mount
-/// crossing at each mount's root), until a rule grants the access; the
-/// mount's own rule ends the walk at its root (for `--ro DIR`'s files,
-/// at DIR) rather than at the view's top-level entry.
+/// crossing at each mount's root), until a rule grants the access; for
+/// `--ro DIR`'s `files/N` the rule on `DIR/files` ends the walk there,
+/// rather than at DIR or at the view's top-level entry.
 pub fn granted(root: BorrowedFd<'_>, mount_points: &[Vec<u8>]) -> Result<Vec<OwnedFd>, Errno> {
     let mut out = Vec::new();
     let mut entries = Vec::new();
@@ -80,71 +84,9 @@ pub fn granted(root: BorrowedFd<'_>, mount_points: &[Vec<u8>]) -> Result<Vec<Own
             Err(e) => return Err(e),
         }
     }
-    out.extend(mount_roots(root, &entries, mount_points));
+    out.extend(walk_ends::rules(root, &entries, mount_points));
     Ok(out)
 }
-
-/// `O_PATH` descriptors of the roots of the mounts at `mount_points`
-/// that lie beneath one of the granted top-level `entries`: never the
-/// view's root (a rule there would cover `/proc`), never a top-level
-/// entry (granted already), never a mount beneath `/proc` (not among the
-/// entries) nor one of procfs anywhere (its files stay beneath the
-/// entry's rule alone), nor one whose root is the view root's directory
-/// or the directory `/proc` is mounted on (a bind of either would put a
-/// rule on a directory of every `/proc` path's walk). Each is opened with
-/// no symlink followed, so the
-/// path reaches the mount it names through granted directories only. A
-/// mount point that cannot be opened so is left out: the entry's rule
-/// still covers it, at the longer walk's cost.
-fn mount_roots(
-    root: BorrowedFd<'_>,
-    entries: &[Vec<u8>],
-    mount_points: &[Vec<u8>],
-) -> Vec<OwnedFd> {
-    let id = |fd: BorrowedFd<'_>| vfs::sys::fstat(fd).map(|st| (st.st_dev, st.st_ino));
-    let Ok(root_id) = id(root) else {
-        return Vec::new();
-    };
-    let path_flags = libc::O_PATH | libc::O_NOFOLLOW | libc::O_DIRECTORY | libc::O_CLOEXEC;
-    let proc_id = vfs::sys::openat(root, c"proc", path_flags, 0).and_then(|fd| id(fd.as_fd()));
-    let mut seen: Vec<&[u8]> = Vec::new();
-    let mut out = Vec::new();
-    for point in mount_points {
-        let Some(rel) = point.strip_prefix(b"/") else {
-            continue;
-        };
-        let mut parts = rel.split(|&b| b == b'/');
-        let beneath_entry = parts
-            .next()
-            .is_some_and(|first| entries.iter().any(|e| e == first));
-        let rest: Vec<&[u8]> = parts.collect();
-        let plain = !rest.is_empty() && rest.iter().all(|c| !matches!(*c, b"" | b"." | b".."));
-        if !beneath_entry || !plain || seen.contains(&rel) {
-            continue;
-        }
-        seen.push(rel);
-        let Ok(name) = std::ffi::CString::new(rel) else {
-            continue;
-        };
-        let flags = (libc::O_PATH | libc::O_NOFOLLOW | libc::O_CLOEXEC) as u64;
-        let resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_BENEATH;
-        let Ok(fd) = vfs::sys::openat2(root, &name, flags, 0, resolve) else {
-            continue;
-        };
-        let not_proc =
-            vfs::sys::fstatfs(fd.as_fd()).is_ok_and(|fs| fs.f_type != libc::PROC_SUPER_MAGIC);
-        let on_proc_walk = id(fd.as_fd()).map_or(true, |i| i == root_id || proc_id == Ok(i));
-        if not_proc && !on_proc_walk {
-            out.push(fd);
-        }
-    }
-    out
-}
-
-// openat2's resolve flags (linux/openat2.h).
-const RESOLVE_NO_MAGICLINKS: u64 = 0x02;
-const RESOLVE_NO_SYMLINKS: u64 = 0x04;
-const RESOLVE_BENEATH: u64 = 0x08;
 
 /// The identities (device, inode) of what [`granted`] opens, by a stat
 /// of each name: no descriptor is opened or kept.
@@ -447,6 +389,47 @@ mod tests {
             ino("usr/lib"),
             ino("data/d"),
             ino("data/file"),
+        ];
+        want.sort();
+        assert_eq!(ids, want);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn directories_just_below_a_mount_root_with_few_entries() {
+        let dir = std::env::temp_dir().join(format!("fence-below-{}", std::process::id()));
+        for d in [
+            "proc/sys",
+            "data/m/files/deeper",
+            "data/m/more",
+            "data/big",
+            "real",
+        ] {
+            std::fs::create_dir_all(dir.join(d)).unwrap();
+        }
+        std::fs::write(dir.join("data/m/file"), b"").unwrap();
+        std::os::unix::fs::symlink("../../real", dir.join("data/m/link")).unwrap();
+        for i in 0..40 {
+            std::fs::create_dir_all(dir.join(format!("data/big/d{i}"))).unwrap();
+        }
+        let root = std::fs::File::open(&dir).unwrap();
+        let points: Vec<Vec<u8>> = ["/data/m", "/data/big"]
+            .iter()
+            .map(|p| p.as_bytes().to_vec())
+            .collect();
+        let ids = granted_inodes(root.as_fd(), &points);
+        let ino = |p: &str| inode(&dir, p);
+        // The entries, /proc/sys, the two mount roots, and the
+        // directories just below /data/m (not its file, not through its
+        // symlink, not deeper); none below /data/big, which has 40.
+        let mut want = vec![
+            ino("data"),
+            ino("real"),
+            ino("proc/sys"),
+            ino("data/m"),
+            ino("data/big"),
+            ino("data/m/files"),
+            ino("data/m/more"),
         ];
         want.sort();
         assert_eq!(ids, want);

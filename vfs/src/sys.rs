@@ -420,6 +420,13 @@ pub fn getdents64(fd: BorrowedFd<'_>, buf: &mut [u8]) -> Result<usize, Errno> {
 /// then the NUL-terminated name), in order; a record that runs past the
 /// bytes ends the walk.
 pub fn dirent_names(filled: &[u8]) -> impl Iterator<Item = &[u8]> {
+    dirents(filled).map(|(name, _)| name)
+}
+
+/// The names of [`dirent_names`] with each record's type (`DT_DIR`,
+/// `DT_REG`, ..., `DT_UNKNOWN` where the file system does not say).
+pub fn dirents(filled: &[u8]) -> impl Iterator<Item = (&[u8], u8)> {
+    const TYPE: usize = 18;
     const NAME: usize = 19;
     let mut rest = filled;
     std::iter::from_fn(move || {
@@ -427,7 +434,8 @@ pub fn dirent_names(filled: &[u8]) -> impl Iterator<Item = &[u8]> {
         let record = rest.get(..len).filter(|_| len > NAME)?;
         rest = &rest[len..];
         let name = &record[NAME..];
-        Some(&name[..name.iter().position(|&b| b == 0).unwrap_or(name.len())])
+        let name = &name[..name.iter().position(|&b| b == 0).unwrap_or(name.len())];
+        Some((name, record[TYPE]))
     })
 }
 
@@ -513,6 +521,29 @@ mod tests {
         assert_eq!(listed, made);
         // A record cut short ends the walk.
         assert_eq!(dirent_names(&buf[..10]).count(), 0);
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn dirents_say_each_type() {
+        let d = std::env::temp_dir().join(format!("vfs-dirents-{}", std::process::id()));
+        std::fs::create_dir_all(d.join("sub")).unwrap();
+        std::fs::write(d.join("file"), b"").unwrap();
+        std::os::unix::fs::symlink("sub", d.join("link")).unwrap();
+        let dir = std::fs::File::open(&d).unwrap();
+        let mut buf = [0u8; 4096];
+        let n = getdents64(dir.as_fd(), &mut buf).unwrap();
+        let mut listed: Vec<(Vec<u8>, u8)> = dirents(&buf[..n])
+            .filter(|(n, _)| *n != b"." && *n != b"..")
+            .map(|(n, t)| (n.to_vec(), t))
+            .collect();
+        listed.sort();
+        let want = [
+            (b"file".to_vec(), libc::DT_REG),
+            (b"link".to_vec(), libc::DT_LNK),
+            (b"sub".to_vec(), libc::DT_DIR),
+        ];
+        assert_eq!(listed, want);
         std::fs::remove_dir_all(&d).unwrap();
     }
 }

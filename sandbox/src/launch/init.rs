@@ -338,8 +338,8 @@ fn setup(args: &InitArgs<'_>) -> Result<(OwnedFd, Option<Pty>, Rest), String> {
 
 /// What the guest's domain grants reading beneath, in the view init is
 /// now rooted in: its top-level entries, and the roots of its mounts
-/// beneath them, whose rules end the kernel's rule walk at the mount
-/// (`procfs/src/fence.rs`).
+/// beneath them and the directories just below a root with few entries,
+/// whose rules end the kernel's rule walk early (`procfs/src/fence.rs`).
 fn fence_grants() -> Result<Vec<OwnedFd>, Errno> {
     let root =
         File::open("/").map_err(|e| Errno::from_raw(e.raw_os_error().unwrap_or(libc::EIO)))?;

@@ -6,7 +6,8 @@
 //! - the fence (Landlock ABI 1, Linux 5.13): the domain handles
 //!   `LANDLOCK_ACCESS_FS_READ_FILE` and grants it beneath the descriptors
 //!   init passes (`procfs::fence_grants`: the view's top-level entries
-//!   but `/proc`, and the roots of the mounts beneath them, which end the
+//!   but `/proc`, and the roots of the mounts beneath them and the
+//!   directories just below a root with few entries, which end the
 //!   kernel's rule walk early). A native open of another file of the
 //!   kernel's procfs for reading fails with EACCES, whatever path race
 //!   the guest ran; the supervisor serves what it means to give
