@@ -43,6 +43,10 @@ pub struct Meta {
     /// A UDP disconnect released the port this socket's host name still
     /// holds: it reports port 0 until the next autobind takes it again.
     pub released: bool,
+    /// A TCP listener's bound address, kept at its listen (a unix name
+    /// never changes once bound): each accepted connection's own address
+    /// comes from it without asking the host for the listener's name.
+    pub listening: Option<SocketAddr>,
 }
 
 impl Meta {
@@ -61,6 +65,7 @@ impl Meta {
             connect_reported: false,
             port_locked: false,
             released: false,
+            listening: None,
         }
     }
 
@@ -80,6 +85,7 @@ impl Meta {
         Meta {
             local: Some(local),
             peer: Some(peer),
+            listening: None,
             ..self.clone()
         }
     }

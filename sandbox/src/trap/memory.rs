@@ -55,6 +55,32 @@ pub fn write(tid: i32, addr: u64, data: &[u8]) -> Result<(), Errno> {
     }
 }
 
+/// Writes each `(addr, data)` at its address of thread `tid`, in order,
+/// with one `process_vm_writev` (which stops at the first fault: EFAULT,
+/// what came before it written, as separate writes would leave it).
+pub fn write_all(tid: i32, parts: &[(u64, &[u8])]) -> Result<(), Errno> {
+    let parts: Vec<_> = parts.iter().filter(|(_, d)| !d.is_empty()).collect();
+    let mut remote = Vec::with_capacity(parts.len());
+    for (addr, data) in &parts {
+        addr.checked_add(data.len() as u64).ok_or(Errno::EFAULT)?;
+        remote.push(RemoteIoVec {
+            base: *addr as usize,
+            len: data.len(),
+        });
+    }
+    if remote.is_empty() {
+        return Ok(());
+    }
+    let local: Vec<_> = parts.iter().map(|(_, d)| IoSlice::new(d)).collect();
+    let want: usize = remote.iter().map(|r| r.len).sum();
+    let n = process_vm_writev(Pid::from_raw(tid), &local, &remote).map_err(fault)?;
+    if n == want {
+        Ok(())
+    } else {
+        Err(Errno::EFAULT)
+    }
+}
+
 /// Reads a NUL-terminated string of at most `max` bytes (NUL included).
 /// EFAULT for a bad pointer, ENAMETOOLONG when no NUL comes in time.
 ///
