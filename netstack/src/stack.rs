@@ -226,10 +226,7 @@ impl Stack {
     pub fn adopt(&self, conn: BorrowedFd<'_>, listener: &Sock) -> Result<SocketAddr, Errno> {
         let ua: UnixAddr = socket::getpeername(conn.as_raw_fd())?;
         let peer = self.decode_peer(&ua, listener.meta.domain);
-        let mut local = listener
-            .meta
-            .listening
-            .unwrap_or_else(|| self.local_addr(listener));
+        let mut local = self.local_addr(listener);
         if addr::is_wildcard(local) {
             local = SocketAddr::new(peer.ip(), local.port());
         }

@@ -29,7 +29,10 @@ pub struct Meta {
     pub protocol: i32,
     pub options: Options,
     /// The address it reports as its own when the host name says less
-    /// (an accepted connection of a wildcard listener; an egress socket).
+    /// (an accepted connection of a wildcard listener; an egress socket),
+    /// or that costs a call to ask: a TCP listener's bound address, kept
+    /// at its listen (a unix name never changes), which each accepted
+    /// connection's own address is made from.
     pub local: Option<SocketAddr>,
     /// The address it was connected to (the host name of a wildcard
     /// listener says less).
@@ -43,10 +46,6 @@ pub struct Meta {
     /// A UDP disconnect released the port this socket's host name still
     /// holds: it reports port 0 until the next autobind takes it again.
     pub released: bool,
-    /// A TCP listener's bound address, kept at its listen (a unix name
-    /// never changes once bound): each accepted connection's own address
-    /// comes from it without asking the host for the listener's name.
-    pub listening: Option<SocketAddr>,
 }
 
 impl Meta {
@@ -65,7 +64,6 @@ impl Meta {
             connect_reported: false,
             port_locked: false,
             released: false,
-            listening: None,
         }
     }
 
@@ -85,7 +83,6 @@ impl Meta {
         Meta {
             local: Some(local),
             peer: Some(peer),
-            listening: None,
             ..self.clone()
         }
     }

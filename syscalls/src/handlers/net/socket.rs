@@ -132,12 +132,16 @@ pub(crate) fn listen(ctx: &Context, g: &dyn Guest, fd: i32) -> Res {
     let Some(s) = ours(ctx, g, fd) else {
         return Ok(Reply::Continue);
     };
-    let connected = s.meta.local.is_some() || s.meta.peer.is_some();
+    // Connected: accepted, egress or a dial's stand-in (each has its
+    // peer). A listener listening again goes through again (bound
+    // already: nothing to bind).
+    let connected = s.meta.peer.is_some();
     if s.meta.proto == Proto::Tcp && !connected {
         live(g)?;
         stack(ctx).bind_listener(&s)?;
         let local = stack(ctx).local_addr(&s);
-        stack(ctx).table.update(s.inode, |m| m.listening = Some(local));
+        // Kept: its accepted connections' addresses are made from it.
+        stack(ctx).table.update(s.inode, |m| m.local = Some(local));
         stack(ctx).listening(local, Proto::Tcp);
     }
     Ok(Reply::Continue)
