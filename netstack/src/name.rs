@@ -147,11 +147,14 @@ pub fn abstract_of(ua: &nix::sys::socket::UnixAddr) -> Option<&[u8]> {
 }
 
 /// 64 random bits (std's hasher keys come from getrandom once per thread
-/// and change with every `RandomState`).
+/// and change with every `RandomState`; what is hashed needs no host
+/// call, so a bind's port costs none).
 pub fn random_u64() -> u64 {
     use std::hash::{BuildHasher, Hasher};
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static DRAWN: AtomicU64 = AtomicU64::new(0);
     let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-    h.write_u32(std::process::id());
+    h.write_u64(DRAWN.fetch_add(1, Ordering::Relaxed));
     h.finish()
 }
 

@@ -212,6 +212,13 @@ impl Stack {
         Ok(fd)
     }
 
+    /// One connection waiting on `listener` (EAGAIN when none is and the
+    /// listener does not block), O_NONBLOCK when `nonblock`; see
+    /// [`Stack::adopt`] to record it.
+    pub fn accept(&self, listener: &Sock, nonblock: bool) -> Result<OwnedFd, Errno> {
+        crate::sys::accept(listener.fd.as_fd(), nonblock)
+    }
+
     /// Records a connection accepted on `listener` (inheriting its
     /// metadata); returns the peer's address. A wildcard listener's
     /// connection reports the address the client dialled, which is the

@@ -1,11 +1,14 @@
-//! The one host call of this crate that nix does not wrap: dissolving a
-//! datagram socket's association (`connect` with an `AF_UNSPEC` address,
-//! which `unix_dgram_connect` takes as a disconnect).
+//! The host calls of this crate that nix does not wrap as it needs them:
+//! dissolving a datagram socket's association (`connect` with an
+//! `AF_UNSPEC` address, which `unix_dgram_connect` takes as a
+//! disconnect), and an `accept4` that hands back an owned descriptor
+//! with the flags asked for (nix's gives a raw number; std's listener
+//! would need a dup of the guest's socket first).
 //!
-//! Owns: that call and its `unsafe`. Does not own: when to make it
-//! (`stack/source.rs`).
+//! Owns: those calls and their `unsafe`. Does not own: when to make
+//! them (`stack/source.rs`, `stack.rs`).
 
-use std::os::fd::{AsRawFd, BorrowedFd};
+use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 
 use nix::errno::Errno;
 
@@ -21,6 +24,20 @@ pub fn disconnect(fd: BorrowedFd<'_>) -> Result<(), Errno> {
     // that outlives the call, and `fd` is a descriptor we hold open.
     let r = unsafe { libc::connect(fd.as_raw_fd(), &unspec, len) };
     Errno::result(r).map(drop)
+}
+
+/// One connection from the listener `fd` (none waiting: EAGAIN when
+/// the listener's file is non-blocking), its file close-on-exec and,
+/// with `nonblock`, O_NONBLOCK; the peer's name is not asked for.
+pub fn accept(fd: BorrowedFd<'_>, nonblock: bool) -> Result<OwnedFd, Errno> {
+    let flags = libc::SOCK_CLOEXEC | if nonblock { libc::SOCK_NONBLOCK } else { 0 };
+    // SAFETY: null address and length pointers ask the kernel for no
+    // peer name; `fd` is a descriptor we hold open.
+    let r = unsafe { libc::accept4(fd.as_raw_fd(), std::ptr::null_mut(), std::ptr::null_mut(), flags) };
+    let conn = Errno::result(r)?;
+    // SAFETY: accept4 succeeded, so `conn` is a new descriptor nothing
+    // else owns.
+    Ok(unsafe { OwnedFd::from_raw_fd(conn) })
 }
 
 #[cfg(test)]
@@ -48,5 +65,31 @@ mod tests {
         disconnect(a.as_fd()).unwrap();
         let peer = socket::getpeername::<UnixAddr>(a.as_raw_fd());
         assert_eq!(peer.err(), Some(Errno::ENOTCONN));
+    }
+
+    #[test]
+    fn accepts_with_the_flags_asked_for() {
+        use nix::fcntl::{fcntl, FcntlArg, FdFlag, OFlag};
+        let l = socket::socket(
+            AddressFamily::Unix,
+            SockType::Stream,
+            SockFlag::SOCK_NONBLOCK,
+            None,
+        )
+        .unwrap();
+        socket::bind(l.as_raw_fd(), &UnixAddr::new_unnamed()).unwrap();
+        socket::listen(&l, socket::Backlog::new(4).unwrap()).unwrap();
+        assert_eq!(accept(l.as_fd(), false).err(), Some(Errno::EAGAIN));
+        let name: UnixAddr = socket::getsockname(l.as_raw_fd()).unwrap();
+        for nonblock in [false, true] {
+            let c = socket::socket(AddressFamily::Unix, SockType::Stream, SockFlag::empty(), None)
+                .unwrap();
+            socket::connect(c.as_raw_fd(), &name).unwrap();
+            let conn = accept(l.as_fd(), nonblock).unwrap();
+            let fl = OFlag::from_bits_truncate(fcntl(conn.as_raw_fd(), FcntlArg::F_GETFL).unwrap());
+            assert_eq!(fl.contains(OFlag::O_NONBLOCK), nonblock);
+            let fd = FdFlag::from_bits_truncate(fcntl(conn.as_raw_fd(), FcntlArg::F_GETFD).unwrap());
+            assert!(fd.contains(FdFlag::FD_CLOEXEC));
+        }
     }
 }

@@ -29,7 +29,10 @@ pub struct Meta {
     pub protocol: i32,
     pub options: Options,
     /// The address it reports as its own when the host name says less
-    /// (an accepted connection of a wildcard listener; an egress socket).
+    /// (an accepted connection of a wildcard listener; an egress socket),
+    /// or that costs a call to ask: a TCP listener's bound address, kept
+    /// at its listen (a unix name never changes), which each accepted
+    /// connection's own address is made from.
     pub local: Option<SocketAddr>,
     /// The address it was connected to (the host name of a wildcard
     /// listener says less).

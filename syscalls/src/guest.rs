@@ -76,6 +76,14 @@ pub trait Guest {
     /// protections (EFAULT on an unmapped or read-only page).
     fn write_mem(&self, addr: u64, data: &[u8]) -> Result<(), Errno>;
 
+    /// Write each `(addr, data)` in turn, as [`Guest::write_mem`] would
+    /// one after the other (EFAULT at the first that does not fit; those
+    /// before it are written), in one host transfer where the guest's
+    /// side allows it: an address and its length cost one call.
+    fn write_mems(&self, parts: &[(u64, &[u8])]) -> Result<(), Errno> {
+        parts.iter().try_for_each(|(addr, data)| self.write_mem(*addr, data))
+    }
+
     /// Read a NUL-terminated path at `addr`, without the NUL: EFAULT for a
     /// bad pointer, ENAMETOOLONG when no NUL comes within PATH_MAX bytes.
     fn read_path(&self, addr: u64) -> Result<Vec<u8>, Errno>;

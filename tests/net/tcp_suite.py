@@ -86,6 +86,29 @@ def names(fam, host, wildcard):
     p("half-close", len(got)); a.sendall(b"after"); p("reply after half-close", c.recv(10))
     for x in (a, c, s): x.close()
 
+def accepted_names():
+    # Listeners autobound by listen (one listening twice); accept4 with an
+    # address, asking for a non-blocking connection and not: the accepted
+    # socket's own address, its peer, and its status and descriptor flags.
+    import ctypes, os
+    libc = ctypes.CDLL(None, use_errno=True)
+    for twice in (False, True):
+        s = socket.socket(); s.listen(4)
+        if twice:
+            s.listen(8)
+        port = s.getsockname()[1]
+        p("autobound listener", s.getsockname()[0], 32768 <= port <= 60999)
+        for flags in (socket.SOCK_NONBLOCK | socket.SOCK_CLOEXEC, 0):
+            c = socket.create_connection(("127.0.0.1", port))
+            buf = ctypes.create_string_buffer(16); ln = ctypes.c_uint32(16)
+            fd = libc.accept4(s.fileno(), buf, ctypes.byref(ln), flags)
+            peer = (socket.inet_ntoa(buf.raw[4:8]), int.from_bytes(buf.raw[2:4], "big"))
+            a = socket.socket(fileno=fd)
+            p("accepted", a.getsockname()[0], a.getsockname()[1] == port, ln.value, peer == c.getsockname(),
+              "blocking", os.get_blocking(fd), "cloexec", not os.get_inheritable(fd))
+            a.close(); c.close()
+        s.close()
+
 def conflicts():
     def bind(fam, host, port, v6only=None, reuse=False):
         s = socket.socket(fam)
@@ -144,6 +167,7 @@ names(socket.AF_INET, "127.0.0.1", "127.0.0.1")
 if V6:
     names(socket.AF_INET6, "::1", "::")
     names(socket.AF_INET6, "::ffff:127.0.0.1", "::")
+accepted_names()
 conflicts()
 options()
 p("done")

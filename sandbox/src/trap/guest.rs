@@ -39,6 +39,10 @@ impl Guest for NotifGuest<'_> {
         memory::write(self.tid, addr, data)
     }
 
+    fn write_mems(&self, parts: &[(u64, &[u8])]) -> Result<(), Errno> {
+        memory::write_all(self.tid, parts)
+    }
+
     fn read_path(&self, addr: u64) -> Result<Vec<u8>, Errno> {
         memory::read_cstr(self.tid, addr, PATH_MAX)
     }

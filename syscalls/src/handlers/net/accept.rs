@@ -9,12 +9,12 @@
 //! its address buffer is bad, its table is full), the connection goes to
 //! the listener's queue, which the next accept serves first: none is lost.
 
-use std::os::fd::{AsFd, OwnedFd};
-use std::os::unix::net::UnixListener;
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 
 use netstack::stack::Sock;
 use netstack::{addr, Proto};
 use nix::errno::Errno;
+use nix::fcntl::{fcntl, FcntlArg, OFlag};
 use nix::poll::PollFlags;
 
 use super::{nonblocking, ours, read_len, stack, wait, write_sockaddr, Res};
@@ -39,9 +39,16 @@ pub(crate) fn accept4(
     if s.meta.proto != Proto::Tcp {
         return Err(Errno::EOPNOTSUPP);
     }
+    let nonblock = flags & libc::SOCK_NONBLOCK != 0;
     let conn = match stack(ctx).take_pending(s.inode) {
-        Some(conn) => conn,
-        None => take(g, &s)?,
+        Some(conn) => {
+            if let Err(e) = set_status(&conn, nonblock) {
+                stack(ctx).requeue(s.inode, conn);
+                return Err(e);
+            }
+            conn
+        }
+        None => take(ctx, g, &s, nonblock)?,
     };
     // The length after the connection, as the kernel reads it (nothing
     // pending is EAGAIN whatever the pointer); a bad one requeues it.
@@ -56,25 +63,29 @@ pub(crate) fn accept4(
 }
 
 /// One connection from the listener, waiting for it if the guest's
-/// socket blocks.
-fn take(g: &dyn Guest, s: &Sock) -> Result<OwnedFd, Errno> {
-    let listener = UnixListener::from(s.fd.try_clone().map_err(|_| Errno::EMFILE)?);
+/// socket blocks. The host accept gives the new file the guest's
+/// O_NONBLOCK (`nonblock`) itself, so delivering it needs no fcntl.
+fn take(ctx: &Context, g: &dyn Guest, s: &Sock, nonblock: bool) -> Result<OwnedFd, Errno> {
     let blocking = !nonblocking(s);
     loop {
         if blocking {
             wait::until_ready(g, s.fd.as_fd(), PollFlags::POLLIN)?;
         }
-        match listener.accept() {
-            Ok((conn, _)) => return Ok(OwnedFd::from(conn)),
-            Err(e) => {
-                let e = Errno::from_raw(e.raw_os_error().unwrap_or(libc::EIO));
-                if e == Errno::EAGAIN && blocking {
-                    continue;
-                }
-                return Err(e);
-            }
+        match stack(ctx).accept(s, nonblock) {
+            Err(Errno::EAGAIN) if blocking => continue,
+            r => return r,
         }
     }
+}
+
+/// Gives a queued connection this call's O_NONBLOCK (it was accepted
+/// for an earlier call, which may have asked otherwise).
+fn set_status(conn: &OwnedFd, nonblock: bool) -> Result<(), Errno> {
+    let flags = match nonblock {
+        true => OFlag::O_NONBLOCK,
+        false => OFlag::empty(),
+    };
+    fcntl(conn.as_raw_fd(), FcntlArg::F_SETFL(flags)).map(drop)
 }
 
 /// Writes the peer's address and installs the connection; on failure the
@@ -98,19 +109,6 @@ fn deliver(
             return Err(e);
         }
     };
-    let nonblock = flags & libc::SOCK_NONBLOCK != 0;
-    let set = nix::fcntl::fcntl(
-        std::os::fd::AsRawFd::as_raw_fd(&conn),
-        nix::fcntl::FcntlArg::F_SETFL(if nonblock {
-            nix::fcntl::OFlag::O_NONBLOCK
-        } else {
-            nix::fcntl::OFlag::empty()
-        }),
-    );
-    if let Err(e) = set {
-        net.requeue(s.inode, conn);
-        return Err(e);
-    }
     if let Some(room) = room {
         let bytes = addr::encode(s.meta.domain, peer);
         if let Err(e) = write_sockaddr(g, ptr, len_ptr, room, &bytes) {

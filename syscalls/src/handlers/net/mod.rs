@@ -170,10 +170,8 @@ pub(crate) fn write_sockaddr(
     bytes: &[u8],
 ) -> Result<(), Errno> {
     let n = room.min(bytes.len());
-    if n > 0 {
-        g.write_mem(ptr, &bytes[..n])?;
-    }
-    g.write_mem(len_ptr, &(bytes.len() as u32).to_ne_bytes())
+    let len = (bytes.len() as u32).to_ne_bytes();
+    g.write_mems(&[(ptr, &bytes[..n]), (len_ptr, &len)])
 }
 
 /// The guest's address, decoded for a socket of `domain` and made

@@ -25,7 +25,7 @@ use nix::fcntl::{fcntl, FcntlArg, OFlag};
 use nix::poll::PollFlags;
 
 use super::{
-    address_domain, autobind_udp, backlog, check_family, dial, family_of, guest_addr, nonblocking,
+    address_domain, autobind_udp, backlog, check_family, dial, family_of, guest_addr,
     ours, parse_addr, read_sockaddr, stack, wait, Res,
 };
 use crate::guest::{Guest, Reply};
@@ -33,7 +33,7 @@ use crate::handlers::live;
 use crate::Context;
 
 /// socket(domain, type, protocol).
-pub(crate) fn socket(ctx: &Context, g: &dyn Guest, domain: i32, ty: i32, protocol: i32) -> Res {
+pub(crate) fn socket(ctx: &Context, _g: &dyn Guest, domain: i32, ty: i32, protocol: i32) -> Res {
     let base = ty & 0xf;
     let flags = ty & !0xf;
     if flags & !(libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC) != 0 {
@@ -64,8 +64,9 @@ pub(crate) fn socket(ctx: &Context, g: &dyn Guest, domain: i32, ty: i32, protoco
         Ok(p) => p,
         Err(denied) => return Ok(Reply::Deny(denied)),
     };
+    // No liveness check: a new socket acts on nothing of the guest's,
+    // and the install fails by itself when the call is gone.
     let fd = stack(ctx).create(domain, proto, protocol, flags & libc::SOCK_NONBLOCK != 0)?;
-    live(g)?;
     Ok(Reply::InstallFd {
         fd,
         cloexec: flags & libc::SOCK_CLOEXEC != 0,
@@ -131,11 +132,17 @@ pub(crate) fn listen(ctx: &Context, g: &dyn Guest, fd: i32) -> Res {
     let Some(s) = ours(ctx, g, fd) else {
         return Ok(Reply::Continue);
     };
-    let connected = s.meta.local.is_some() || s.meta.peer.is_some();
+    // Connected: accepted, egress or a dial's stand-in (each has its
+    // peer). A listener listening again goes through again (bound
+    // already: nothing to bind).
+    let connected = s.meta.peer.is_some();
     if s.meta.proto == Proto::Tcp && !connected {
         live(g)?;
         stack(ctx).bind_listener(&s)?;
-        stack(ctx).listening(stack(ctx).local_addr(&s), Proto::Tcp);
+        let local = stack(ctx).local_addr(&s);
+        // Kept: its accepted connections' addresses are made from it.
+        stack(ctx).table.update(s.inode, |m| m.local = Some(local));
+        stack(ctx).listening(local, Proto::Tcp);
     }
     Ok(Reply::Continue)
 }
@@ -195,14 +202,14 @@ fn connect_addr(
 /// full it connects later ([`backlog`]). A blocking one waits for room
 /// here in slices, so signals and other guest threads go on.
 fn connect_local(ctx: &Context, g: &dyn Guest, fd: i32, s: &Sock, dst: SocketAddr) -> Res {
-    let guest_nonblocking = nonblocking(s);
+    let flags = OFlag::from_bits_truncate(fcntl(s.fd.as_raw_fd(), FcntlArg::F_GETFL)?);
+    let guest_nonblocking = flags.contains(OFlag::O_NONBLOCK);
     if guest_nonblocking && s.meta.proto == Proto::Tcp {
         match stack(ctx).connect_local(s, dst) {
             Err(Errno::EAGAIN) => return backlog::connect_later(ctx, g, fd, s, dst),
             result => return connected(ctx, s, dst, true, result),
         }
     }
-    let flags = OFlag::from_bits_truncate(fcntl(s.fd.as_raw_fd(), FcntlArg::F_GETFL)?);
     if !guest_nonblocking {
         fcntl(
             s.fd.as_raw_fd(),
