@@ -107,6 +107,17 @@ def accepted_names():
             p("accepted", a.getsockname()[0], a.getsockname()[1] == port, ln.value, peer == c.getsockname(),
               "blocking", os.get_blocking(fd), "cloexec", not os.get_inheritable(fd))
             a.close(); c.close()
+        # Without an address buffer (libuv's, hence Node's, accept): the
+        # connection's names are still TCP addresses, not the host's.
+        for how in ("accept4", "accept"):
+            c = socket.create_connection(("127.0.0.1", port))
+            fd = libc.accept4(s.fileno(), None, None, 0) if how == "accept4" else libc.accept(s.fileno(), None, None)
+            a = socket.socket(fileno=fd)
+            p(how, "without an address", a.family == socket.AF_INET, a.getsockname()[0],
+              a.getsockname()[1] == port, a.getpeername() == c.getsockname(),
+              a.getsockopt(socket.SOL_SOCKET, socket.SO_DOMAIN) == socket.AF_INET)
+            a.sendall(b"hi"); p("data", c.recv(2))
+            a.close(); c.close()
         s.close()
 
 def conflicts():

@@ -24,7 +24,7 @@ use super::Rule;
 use crate::handlers::calls;
 use conds::{
     CLONE_WITHOUT_NS, CMSG_CLOEXEC_ARG2, DEVICE_ARG1, DEVICE_ARG2, FCNTL_KNOWN, IOCTL_SAFE,
-    MADVISE_KNOWN, NOSIGNAL_ARG2, NULL_ARG1, NULL_ARG4, NULL_ARG4_DATA_ARG2, OPENAT2_UNMARKED,
+    MADVISE_KNOWN, NOSIGNAL_ARG2, NULL_ARG4, NULL_ARG4_DATA_ARG2, OPENAT2_UNMARKED,
     OPEN_READS_ARG1, OPEN_READS_ARG2, OPEN_READS_UNMARKED_ARG2, OPEN_READ_WRITE_EXCL_ARG2,
     PERSONALITY_KNOWN, PRCTL_KNOWN, REMOVEDIR_ARG2, REWIND, UNIX_SOCKET,
 };
@@ -250,8 +250,8 @@ pub fn entry(nr: S) -> Entry {
         S::getpeername => serve(calls::getpeername),
         S::setsockopt => serve(calls::setsockopt),
         S::getsockopt => serve(calls::getsockopt),
-        S::accept => pass_if_else_serve(NULL_ARG1, calls::accept),
-        S::accept4 => pass_if_else_serve(NULL_ARG1, calls::accept4),
+        S::accept => serve(calls::accept),
+        S::accept4 => serve(calls::accept4),
         S::sendto => pass_if_else_serve(NULL_ARG4_DATA_ARG2, calls::sendto),
         S::recvfrom => pass_if_else_serve(NULL_ARG4, calls::recvfrom),
         // listen: TCP autobinds an unbound socket (CONTINUE after that).

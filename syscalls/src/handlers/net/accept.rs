@@ -1,6 +1,8 @@
-//! accept and accept4 on a netstack listener, when the guest asks for the
-//! peer's address (a NULL address passes the filter: the kernel's own
-//! accept is then exact, and interruptible).
+//! accept and accept4 on a netstack listener, with or without an address
+//! buffer: the accepted connection enters the netstack's table either way,
+//! so its own and its peer's names are TCP addresses (libuv, hence Node,
+//! accepts with a NULL address and asks getpeername after). On the guest's
+//! own `AF_UNIX` listeners the call CONTINUEs to the kernel's accept.
 //!
 //! A connection is taken only once the listener is ready (a blocking
 //! guest waits in [`wait`] slices, so a signal interrupts it), the peer's

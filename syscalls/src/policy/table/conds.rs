@@ -74,11 +74,6 @@ pub(super) const UNIX_SOCKET: &[Cond] = &[
         op: Op::MaskedIn(0xf, UNIX_SOCKET_TYPES),
     },
 ];
-/// accept/accept4 without an address buffer: the kernel's accept is exact.
-pub(super) const NULL_ARG1: &[Cond] = &[Cond {
-    arg: 1,
-    op: Op::IsNull,
-}];
 /// init's sendmsg (sys/fd.rs: `send_with_fd`).
 pub(super) const NOSIGNAL_ARG2: &[Cond] = &[Cond {
     arg: 2,
