@@ -5,11 +5,13 @@
 //! opens (`decide.rs`: the kernel, or the supervisor for what it serves),
 //! and the answer: the supervisor's own descriptor (always `O_CLOEXEC`,
 //! opened by `serve.rs`) installed in the guest with the guest's
-//! `O_CLOEXEC` as the install flag. Resolution, including the guest's
+//! `O_CLOEXEC` as the install flag; a clean path under /proc goes
+//! procfs's direct route first (`direct.rs`). Resolution, including the guest's
 //! `RESOLVE_*` flags, is [`vfs::Resolver::open`]'s; the synthetic /proc
 //! files that may replace the result are [`procfs`]'s.
 
 mod decide;
+mod direct;
 mod how;
 mod serve;
 
@@ -117,6 +119,14 @@ fn open_common(
         // name has been replaced since (vfs's plain.rs): what resolving
         // it again would answer.
         return Ok(Reply::Continue);
+    }
+    // A clean path under /proc: procfs's direct route, when it takes it.
+    let plain_flags = (flags & !O_CLOEXEC) as i32;
+    if rememberable && ctx.continue_plain_opens && plain_flags & !UNOPENED_FLAGS == 0 {
+        let cloexec = flags & O_CLOEXEC != 0;
+        if let Some(answer) = direct::open(ctx, g, &path, plain_flags, cloexec) {
+            return answer;
+        }
     }
     // RESOLVE_IN_ROOT scopes even an absolute path to the dirfd.
     let dir = if res & resolve::IN_ROOT != 0 && vfs::path::is_abs(bytes) {
