@@ -13,21 +13,22 @@ use std::ffi::CStr;
 use procfs::Named;
 
 use super::decide::{fenced, ready_if_network};
+use super::how::O_CLOEXEC;
 use super::serve::readable_by_all;
-use super::{Caller, Context, Res};
+use super::{Caller, Context, Res, UNOPENED_FLAGS};
 use crate::guest::{Guest, Reply};
 
-/// The answer to a plain read of `path` with `flags` (no `O_CLOEXEC`:
-/// `cloexec` says it; only flags an open by the supervisor answers as
-/// the guest's would), when the direct route takes it.
-pub(super) fn open(
-    ctx: &Context,
-    g: &dyn Guest,
-    path: &CStr,
-    flags: i32,
-    cloexec: bool,
-) -> Option<Res> {
-    ctx.fence.as_ref()?;
+/// The answer to a plain read of `path` with `flags` (the guest's, with
+/// `O_CLOEXEC`), when the direct route takes it: only flags an open by
+/// the supervisor answers as the guest's would. Apart, so that the
+/// handler's common paths keep their code.
+#[inline(never)]
+pub(super) fn open(ctx: &Context, g: &dyn Guest, path: &CStr, flags: u64) -> Option<Res> {
+    let cloexec = flags & O_CLOEXEC != 0;
+    let flags = (flags & !O_CLOEXEC) as i32;
+    if flags & !UNOPENED_FLAGS != 0 {
+        return None;
+    }
     let follow = flags & libc::O_NOFOLLOW == 0;
     let rel = procfs::direct_rel(path.to_bytes(), follow, &Caller(g))?;
     let direct = ctx

@@ -31,8 +31,9 @@ use serve::{is_regular, open_without_blocking, readable_by_all, reopen_served};
 
 /// The flags a served read may carry and still skip the open of the file
 /// it found (a synthetic text of the sandbox's own figures): an open of a
-/// readable procfs file with these alone cannot fail.
-const UNOPENED_FLAGS: i32 =
+/// readable procfs file with these alone cannot fail. The same flags let
+/// a read take procfs's direct route (`direct.rs`).
+pub(super) const UNOPENED_FLAGS: i32 =
     libc::O_NONBLOCK | libc::O_LARGEFILE | libc::O_NOCTTY | libc::O_NOFOLLOW;
 
 /// open and openat (open with `AT_FDCWD`).
@@ -120,11 +121,11 @@ fn open_common(
         // it again would answer.
         return Ok(Reply::Continue);
     }
-    // A clean path under /proc: procfs's direct route, when it takes it.
-    let plain_flags = (flags & !O_CLOEXEC) as i32;
-    if rememberable && ctx.continue_plain_opens && plain_flags & !UNOPENED_FLAGS == 0 {
-        let cloexec = flags & O_CLOEXEC != 0;
-        if let Some(answer) = direct::open(ctx, g, &path, plain_flags, cloexec) {
+    // A clean path under /proc: procfs's direct route, when it takes it
+    // (only a fenced guest's: the general route CONTINUEs a process's
+    // files otherwise).
+    if ctx.fence.is_some() && rememberable && ctx.continue_plain_opens {
+        if let Some(answer) = direct::open(ctx, g, &path, flags) {
             return answer;
         }
     }
