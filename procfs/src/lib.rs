@@ -20,8 +20,9 @@
 //!   line, read by every crate above this one, `tasks.rs` for the census of the
 //!   sandbox's tasks, loadavg and status, `timens_autogroup.rs`, `net.rs`
 //!   for /proc/net, `proc_sys.rs` for /proc/sys), reading the view's
-//!   procfs as a directory (`view_dir.rs`), and naming and reopening the
-//!   supervisor's own descriptors (`own_fds.rs`);
+//!   procfs as a directory (`view_dir.rs`), naming and reopening the
+//!   supervisor's own descriptors (`own_fds.rs`), and the direct route of
+//!   a read by a clean path under /proc (`direct.rs`);
 //! - what the view's /proc mount hides or protects: the covers of global
 //!   files, the masked directories, the read-only parts (`covers.rs`);
 //!   and the Landlock fence's grants, which keep the guest's own read
@@ -44,6 +45,7 @@
 //! private.
 
 mod covers;
+mod direct;
 mod fence;
 mod limit_texts;
 mod limits;
@@ -77,6 +79,7 @@ pub use sys_cpu::{write_sys_cpu, SysCpu};
 
 // The handlers' interface (the `sandbox-syscalls` crate): what is served,
 // the fence's checks, the census their calls answer from.
+pub use direct::{direct_rel, Direct};
 pub use fence::Fence;
 pub use own_fds::reopen as reopen_own_fd;
 pub use sealed::sealed_file;

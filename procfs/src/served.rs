@@ -35,6 +35,7 @@ use vfs::resolve::flags::IN_ROOT;
 use vfs::Resolver;
 
 use super::covers::read_host;
+use super::direct::ProcRoot;
 use super::limits::GuestLimits;
 use super::masked;
 use super::mount_tables::Table;
@@ -153,11 +154,14 @@ impl ProcFile {
 
 /// What serving keeps open between calls: the view's procfs for the
 /// census behind `/proc/stat`, `uptime` and `loadavg` (`view_dir.rs`),
-/// and the last text served under each memfd name (`sealed.rs`).
+/// the last text served under each memfd name (`sealed.rs`), and the
+/// view's procfs root the direct route opens beneath (`direct.rs`).
 #[derive(Debug, Default)]
 pub(super) struct Kept {
     pub(super) proc: KeptProc,
     sealed: LastSealed,
+    /// The view's procfs root, for the direct route (`direct.rs`).
+    pub(super) proc_root: ProcRoot,
 }
 
 /// The (st_dev, st_ino) of the view's /proc files to rewrite, and the
@@ -232,6 +236,11 @@ impl Synthetic {
     /// [`LastSealed`]: the last one made with that text, if any).
     fn sealed(&self, name: &CStr, data: &[u8], extra: i32) -> Result<OwnedFd, Errno> {
         self.kept.sealed.file(name, data, extra)
+    }
+
+    /// The device of the view's procfs, if it has one.
+    pub(super) fn proc_dev(&self) -> Option<u64> {
+        self.proc_dev
     }
 
     /// Whether any served file was ever made for the guest. Read by a
@@ -369,6 +378,12 @@ fn global_file(path: &str) -> Option<ProcFile> {
         p if masked::is_masked(p) => Some(ProcFile::Masked),
         p => SysFile::at(p).map(ProcFile::Sys),
     }
+}
+
+/// Whether the view's global file at `path` (as the kernel names it) is
+/// served with a text that needs no open of it (`synthetic_unopened`).
+pub(super) fn served_unopened(path: &str) -> bool {
+    global_file(path).is_some_and(|kind| !matches!(host_source(kind), HostText::Opened))
 }
 
 /// The host's /proc/stat as first read by this process

@@ -362,6 +362,15 @@ impl<'a> Named<'a> {
         }
     }
 
+    /// A descriptor whose name is known already (the direct route's,
+    /// `direct.rs`: what [`fd_name`] would read).
+    pub fn known(fd: &'a OwnedFd, name: String) -> Named<'a> {
+        Named {
+            fd,
+            name: std::cell::OnceCell::from(Some(name)),
+        }
+    }
+
     /// [`fd_name`] of the descriptor.
     pub fn name(&self) -> Option<&str> {
         self.name.get_or_init(|| fd_name(self.fd)).as_deref()

@@ -168,7 +168,7 @@ fn root_as_granted(ctx: &Context) -> bool {
 /// shows the guest's network namespace: the namespace readied (its
 /// loopback up, `UnixSockets::ready_namespace`). A failure leaves the
 /// loopback down, not the open refused.
-fn ready_if_network(ctx: &Context, named: &Named<'_>, st: &libc::stat) {
+pub(super) fn ready_if_network(ctx: &Context, named: &Named<'_>, st: &libc::stat) {
     if ctx.synthetic.in_net_dir(named, st) {
         let _ = super::super::net::stack(ctx).ready_namespace();
     }
@@ -177,7 +177,7 @@ fn ready_if_network(ctx: &Context, named: &Named<'_>, st: &libc::stat) {
 /// Whether the guest's Landlock domain keeps the kernel from opening
 /// `object` (whose `stat` is `st`) for reading (`procfs/fence.rs`). Such a
 /// path, like a synthetic file's, is never remembered as plain.
-fn fenced(ctx: &Context, object: &Named<'_>, st: &libc::stat) -> bool {
+pub(super) fn fenced(ctx: &Context, object: &Named<'_>, st: &libc::stat) -> bool {
     ctx.fence
         .as_ref()
         .is_some_and(|f| !f.admits(&ctx.fs, object, st))

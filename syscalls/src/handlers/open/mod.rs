@@ -5,11 +5,13 @@
 //! opens (`decide.rs`: the kernel, or the supervisor for what it serves),
 //! and the answer: the supervisor's own descriptor (always `O_CLOEXEC`,
 //! opened by `serve.rs`) installed in the guest with the guest's
-//! `O_CLOEXEC` as the install flag. Resolution, including the guest's
+//! `O_CLOEXEC` as the install flag; a clean path under /proc goes
+//! procfs's direct route first (`direct.rs`). Resolution, including the guest's
 //! `RESOLVE_*` flags, is [`vfs::Resolver::open`]'s; the synthetic /proc
 //! files that may replace the result are [`procfs`]'s.
 
 mod decide;
+mod direct;
 mod how;
 mod serve;
 
@@ -29,8 +31,9 @@ use serve::{is_regular, open_without_blocking, readable_by_all, reopen_served};
 
 /// The flags a served read may carry and still skip the open of the file
 /// it found (a synthetic text of the sandbox's own figures): an open of a
-/// readable procfs file with these alone cannot fail.
-const UNOPENED_FLAGS: i32 =
+/// readable procfs file with these alone cannot fail. The same flags let
+/// a read take procfs's direct route (`direct.rs`).
+pub(super) const UNOPENED_FLAGS: i32 =
     libc::O_NONBLOCK | libc::O_LARGEFILE | libc::O_NOCTTY | libc::O_NOFOLLOW;
 
 /// open and openat (open with `AT_FDCWD`).
@@ -117,6 +120,14 @@ fn open_common(
         // name has been replaced since (vfs's plain.rs): what resolving
         // it again would answer.
         return Ok(Reply::Continue);
+    }
+    // A clean path under /proc: procfs's direct route, when it takes it
+    // (only a fenced guest's: the general route CONTINUEs a process's
+    // files otherwise).
+    if ctx.fence.is_some() && rememberable && ctx.continue_plain_opens {
+        if let Some(answer) = direct::open(ctx, g, &path, flags) {
+            return answer;
+        }
     }
     // RESOLVE_IN_ROOT scopes even an absolute path to the dirfd.
     let dir = if res & resolve::IN_ROOT != 0 && vfs::path::is_abs(bytes) {

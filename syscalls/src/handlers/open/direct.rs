@@ -1,0 +1,55 @@
+//! A plain read of /proc by a clean absolute path, on procfs's direct
+//! route (`procfs/src/direct.rs`): the file opened beneath the view's
+//! procfs, named by its path, and answered as the general route answers
+//! it (`decide.rs`, `mod.rs`): the sandbox's text, the file itself where
+//! the guest's domain fences it off, or CONTINUE. `None` sends the open
+//! the general way, which then answers it, errors included.
+//!
+//! Owns: taking the route in the open handler. Does not own: which paths
+//! qualify or the open (procfs), the decision's rules (`decide.rs`).
+
+use std::ffi::CStr;
+
+use procfs::Named;
+
+use super::decide::{fenced, ready_if_network};
+use super::how::O_CLOEXEC;
+use super::serve::readable_by_all;
+use super::{Caller, Context, Res, UNOPENED_FLAGS};
+use crate::guest::{Guest, Reply};
+
+/// The answer to a plain read of `path` with `flags` (the guest's, with
+/// `O_CLOEXEC`), when the direct route takes it: only flags an open by
+/// the supervisor answers as the guest's would. Apart, so that the
+/// handler's common paths keep their code.
+#[inline(never)]
+pub(super) fn open(ctx: &Context, g: &dyn Guest, path: &CStr, flags: u64) -> Option<Res> {
+    let cloexec = flags & O_CLOEXEC != 0;
+    let flags = (flags & !O_CLOEXEC) as i32;
+    if flags & !UNOPENED_FLAGS != 0 {
+        return None;
+    }
+    let follow = flags & libc::O_NOFOLLOW == 0;
+    let rel = procfs::direct_rel(path.to_bytes(), follow, &Caller(g))?;
+    let direct = ctx
+        .synthetic
+        .open_direct(&ctx.fs, &rel, flags & !libc::O_NOFOLLOW)?;
+    let named = Named::known(&direct.fd, direct.name);
+    ready_if_network(ctx, &named, &direct.st);
+    let synthetic = ctx.synthetic.which_stat(&named, &direct.st);
+    let served = match synthetic {
+        None if !fenced(ctx, &named, &direct.st) => return Some(Ok(Reply::Continue)),
+        None if direct.readable => Ok(direct.fd),
+        Some(kind) if direct.readable => {
+            procfs::synthetic_file(&ctx.proc(), direct.fd, kind, flags)
+        }
+        // Opened O_PATH: a text of the sandbox's own, made without
+        // opening the file (readable by all, so the guest's open could
+        // not fail); otherwise the general way.
+        Some(kind) if readable_by_all(&direct.st) => {
+            procfs::synthetic_unopened(&ctx.proc(), kind, flags)?
+        }
+        _ => return None,
+    };
+    Some(served.map(|fd| Reply::InstallFd { fd, cloexec }))
+}
