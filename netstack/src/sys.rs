@@ -33,7 +33,14 @@ pub fn accept(fd: BorrowedFd<'_>, nonblock: bool) -> Result<OwnedFd, Errno> {
     let flags = libc::SOCK_CLOEXEC | if nonblock { libc::SOCK_NONBLOCK } else { 0 };
     // SAFETY: null address and length pointers ask the kernel for no
     // peer name; `fd` is a descriptor we hold open.
-    let r = unsafe { libc::accept4(fd.as_raw_fd(), std::ptr::null_mut(), std::ptr::null_mut(), flags) };
+    let r = unsafe {
+        libc::accept4(
+            fd.as_raw_fd(),
+            std::ptr::null_mut(),
+            std::ptr::null_mut(),
+            flags,
+        )
+    };
     let conn = Errno::result(r)?;
     // SAFETY: accept4 succeeded, so `conn` is a new descriptor nothing
     // else owns.
@@ -82,13 +89,19 @@ mod tests {
         assert_eq!(accept(l.as_fd(), false).err(), Some(Errno::EAGAIN));
         let name: UnixAddr = socket::getsockname(l.as_raw_fd()).unwrap();
         for nonblock in [false, true] {
-            let c = socket::socket(AddressFamily::Unix, SockType::Stream, SockFlag::empty(), None)
-                .unwrap();
+            let c = socket::socket(
+                AddressFamily::Unix,
+                SockType::Stream,
+                SockFlag::empty(),
+                None,
+            )
+            .unwrap();
             socket::connect(c.as_raw_fd(), &name).unwrap();
             let conn = accept(l.as_fd(), nonblock).unwrap();
             let fl = OFlag::from_bits_truncate(fcntl(conn.as_raw_fd(), FcntlArg::F_GETFL).unwrap());
             assert_eq!(fl.contains(OFlag::O_NONBLOCK), nonblock);
-            let fd = FdFlag::from_bits_truncate(fcntl(conn.as_raw_fd(), FcntlArg::F_GETFD).unwrap());
+            let fd =
+                FdFlag::from_bits_truncate(fcntl(conn.as_raw_fd(), FcntlArg::F_GETFD).unwrap());
             assert!(fd.contains(FdFlag::FD_CLOEXEC));
         }
     }

@@ -81,7 +81,9 @@ pub trait Guest {
     /// before it are written), in one host transfer where the guest's
     /// side allows it: an address and its length cost one call.
     fn write_mems(&self, parts: &[(u64, &[u8])]) -> Result<(), Errno> {
-        parts.iter().try_for_each(|(addr, data)| self.write_mem(*addr, data))
+        parts
+            .iter()
+            .try_for_each(|(addr, data)| self.write_mem(*addr, data))
     }
 
     /// Read a NUL-terminated path at `addr`, without the NUL: EFAULT for a

@@ -25,8 +25,8 @@ use nix::fcntl::{fcntl, FcntlArg, OFlag};
 use nix::poll::PollFlags;
 
 use super::{
-    address_domain, autobind_udp, backlog, check_family, dial, family_of, guest_addr,
-    ours, parse_addr, read_sockaddr, stack, wait, Res,
+    address_domain, autobind_udp, backlog, check_family, dial, family_of, guest_addr, ours,
+    parse_addr, read_sockaddr, stack, wait, Res,
 };
 use crate::guest::{Guest, Reply};
 use crate::handlers::live;
