@@ -219,6 +219,16 @@ fn an_unprivileged_pool_serves_its_user() {
     assert_eq!(as_root.ok("root's run").stdout, format!("{uid}\n"));
 }
 
+/// Lets every user search the pool socket's directory (the socket's own
+/// mode still decides who may connect).
+fn searchable_dir(pool: &Pool) {
+    std::fs::set_permissions(
+        pool.socket.parent().expect("dir"),
+        std::fs::Permissions::from_mode(0o755),
+    )
+    .expect("chmod");
+}
+
 #[test]
 fn another_user_cannot_use_the_pool() {
     let (uid, gid, tbin) = match tester_bin() {
@@ -227,11 +237,7 @@ fn another_user_cannot_use_the_pool() {
     };
     let pool = Pool::start(&[]);
     // The directory may be searched; the socket (0600, root's) not used.
-    std::fs::set_permissions(
-        pool.socket.parent().expect("dir"),
-        std::fs::Permissions::from_mode(0o755),
-    )
-    .expect("chmod");
+    searchable_dir(&pool);
     let out = Run::new(&["/bin/true"])
         .user(uid, gid)
         .bin(&tbin)
@@ -284,11 +290,7 @@ fn a_peer_the_pool_does_not_serve_is_closed_unanswered() {
         Err(why) => skip!("{why}"),
     };
     let pool = Pool::start(&[]);
-    std::fs::set_permissions(
-        pool.socket.parent().expect("dir"),
-        std::fs::Permissions::from_mode(0o755),
-    )
-    .expect("chmod");
+    searchable_dir(&pool);
     std::fs::set_permissions(&pool.socket, std::fs::Permissions::from_mode(0o666)).expect("chmod");
     let run = Run::new(&["/usr/bin/id", "-u"]);
     let native = run.clone().native();
