@@ -3,7 +3,7 @@
  * six arguments in the kernel's registers (rdi, rsi, rdx, r10, r8, r9),
  * the answer as the kernel gives it (-errno on failure). The one such
  * wrapper of the guest's C code: the static loader, the preload and its
- * rewrite. Freestanding: no C library. Does not own what any call means
+ * rewrite (and tests/c/trampoline_hostile.c, which fuzzes them). Freestanding: no C library. Does not own what any call means
  * (the marks in r8 and r9 are the callers').
  */
 #ifndef RAW_SYSCALL_H

@@ -48,6 +48,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "../../sandbox/guest/raw_syscall.h"
+
 #define FAST_READ_MARK 0xa5c39e4f17b2d860UL
 #define LOADER_MARK 0x5e1f10ad3c4b2a19UL
 
@@ -58,25 +60,13 @@ static unsigned char *site; /* the rewritten `mov` (now `jmp`), or 0 */
 static unsigned char *slot;
 static void *entry; /* the trampoline's entry, read from the page's start */
 
-static long raw(long nr, long a, long b, long c, long d, long e, long f)
-{
-    register long r10 __asm__("r10") = d;
-    register long r8 __asm__("r8") = e;
-    register long r9 __asm__("r9") = f;
-    long ret;
-    __asm__ volatile("syscall"
-                     : "=a"(ret)
-                     : "0"(nr), "D"(a), "S"(b), "d"(c), "r"(r10), "r"(r8), "r"(r9)
-                     : "rcx", "r11", "memory");
-    return ret;
-}
 
 /* The same call made through the trampoline's entry (called from here,
  * no site), or directly when there is none. */
 static long via_entry(long nr, long a, long b, long c, long d, long e, long f)
 {
     if (!entry)
-        return raw(nr, a, b, c, d, e, f);
+        return raw_syscall6(nr, a, b, c, d, e, f);
     register long r10 __asm__("r10") = d;
     register long r8 __asm__("r8") = e;
     register long r9 __asm__("r9") = f;
@@ -191,26 +181,26 @@ static void fuzz(int calls)
             if (flags & O_CREAT) {
                 x = via_entry(nr, dfd, (long)name, flags, 0600, r8, r9);
                 unlink(path_scratch);
-                y = raw(nr, dfd, (long)name, flags, 0600, r8, r9);
+                y = raw_syscall6(nr, dfd, (long)name, flags, 0600, r8, r9);
                 differ += !same_answer(x, y);
                 continue;
             }
             x = via_entry(nr, dfd, (long)name, flags, 0600, r8, r9);
-            y = raw(nr, dfd, (long)name, flags, 0600, r8, r9);
+            y = raw_syscall6(nr, dfd, (long)name, flags, 0600, r8, r9);
             differ += !same_answer(x, y);
         } else if (nr == __NR_open) {
             x = via_entry(nr, (long)name, flags, 0600, 0, r8, r9);
             if (flags & O_CREAT)
                 unlink(path_scratch);
-            y = raw(nr, (long)name, flags, 0600, 0, r8, r9);
+            y = raw_syscall6(nr, (long)name, flags, 0600, 0, r8, r9);
             differ += !same_answer(x, y);
         } else if (nr == __NR_getpid) {
             x = via_entry(nr, 0, 0, 0, 0, r8, r9);
-            y = raw(nr, 0, 0, 0, 0, r8, r9);
+            y = raw_syscall6(nr, 0, 0, 0, 0, r8, r9);
             differ += x != y;
         } else {
             x = via_entry(nr, -1 - (long)(r % 3), 0, 0, 0, r8, r9);
-            y = raw(nr, -1 - (long)(r % 3), 0, 0, 0, r8, r9);
+            y = raw_syscall6(nr, -1 - (long)(r % 3), 0, 0, 0, r8, r9);
             differ += x != y;
         }
     }
@@ -223,20 +213,20 @@ static void fuzz(int calls)
  * the fence, or what the unmarked open gives. */
 static int forged_mark_buys_nothing(void)
 {
-    long m = raw(__NR_openat, AT_FDCWD, (long)"/proc/self/status", O_RDONLY, 0, (long)FAST_READ_MARK,
+    long m = raw_syscall6(__NR_openat, AT_FDCWD, (long)"/proc/self/status", O_RDONLY, 0, (long)FAST_READ_MARK,
                  (long)LOADER_MARK);
-    long u = raw(__NR_openat, AT_FDCWD, (long)"/proc/self/status", O_RDONLY, 0, 0, 0);
+    long u = raw_syscall6(__NR_openat, AT_FDCWD, (long)"/proc/self/status", O_RDONLY, 0, 0, 0);
     int ok = m == -EACCES || same_answer(m, u);
     if (m == -EACCES && u >= 0)
         close((int)u);
-    long rw_m = raw(__NR_openat, AT_FDCWD, (long)path_a, O_RDWR, 0, (long)FAST_READ_MARK, (long)LOADER_MARK);
-    long rw_u = raw(__NR_openat, AT_FDCWD, (long)path_a, O_RDWR, 0, 0, 0);
+    long rw_m = raw_syscall6(__NR_openat, AT_FDCWD, (long)path_a, O_RDWR, 0, (long)FAST_READ_MARK, (long)LOADER_MARK);
+    long rw_u = raw_syscall6(__NR_openat, AT_FDCWD, (long)path_a, O_RDWR, 0, 0, 0);
     return ok && same_answer(rw_m, rw_u);
 }
 
 static long forged_status_open(void)
 {
-    long m = raw(__NR_openat, AT_FDCWD, (long)"/proc/self/status", O_RDONLY, 0, (long)FAST_READ_MARK,
+    long m = raw_syscall6(__NR_openat, AT_FDCWD, (long)"/proc/self/status", O_RDONLY, 0, (long)FAST_READ_MARK,
                  (long)LOADER_MARK);
     if (m >= 0)
         close((int)m);
@@ -272,7 +262,7 @@ static void *scribble_page(void *arg)
 
 static long forged_entry(void)
 {
-    return raw(__NR_openat, AT_FDCWD, (long)"/proc/self/status", O_RDONLY, 0, (long)FAST_READ_MARK, 0);
+    return raw_syscall6(__NR_openat, AT_FDCWD, (long)"/proc/self/status", O_RDONLY, 0, (long)FAST_READ_MARK, 0);
 }
 
 /* A child that runs `what` and exits 0 when every open it completed read
