@@ -159,6 +159,23 @@ fn armed(pool: &Pool) -> u32 {
     }
 }
 
+/// Serves one run, then waits until the pool has `n` sandboxes set up
+/// again (its children), and returns their pids.
+fn served_one_and_set_up(pool: &Pool, n: usize) -> Vec<u32> {
+    Run::new(&["/bin/true"])
+        .sup(&pool.flag())
+        .supervised()
+        .ok("one run");
+    let until = Instant::now() + TIMEOUT;
+    let mut sandboxes = children_of(pool.pid());
+    while sandboxes.len() < n {
+        assert!(Instant::now() < until, "no {n} sandboxes: {sandboxes:?}");
+        std::thread::sleep(Duration::from_millis(20));
+        sandboxes = children_of(pool.pid());
+    }
+    sandboxes
+}
+
 #[test]
 fn sigterm_tears_the_idle_sandboxes_down() {
     let mut pool = Pool::start(&["--size", "3"]);
@@ -166,17 +183,7 @@ fn sigterm_tears_the_idle_sandboxes_down() {
     assert!(mode.file_type().is_socket());
     assert_eq!(mode.permissions().mode() & 0o777, 0o600);
     // Every sandbox ready: a client was served, and three are set up.
-    Run::new(&["/bin/true"])
-        .sup(&pool.flag())
-        .supervised()
-        .ok("one run");
-    let until = Instant::now() + TIMEOUT;
-    let mut sandboxes = children_of(pool.pid());
-    while sandboxes.len() < 3 {
-        assert!(Instant::now() < until, "no three sandboxes: {sandboxes:?}");
-        std::thread::sleep(Duration::from_millis(20));
-        sandboxes = children_of(pool.pid());
-    }
+    let sandboxes = served_one_and_set_up(&pool, 3);
     let status = pool.stop();
     assert_eq!(status.code(), Some(0), "{status:?}");
     assert!(!pool.socket.exists(), "the socket is left");
@@ -251,17 +258,8 @@ fn another_user_cannot_use_the_pool() {
 #[test]
 fn a_killed_daemon_leaves_no_sandbox_serving() {
     let mut pool = Pool::start(&["--size", "2"]);
-    Run::new(&["/bin/true"])
-        .sup(&pool.flag())
-        .supervised()
-        .ok("one run");
+    let sandboxes = served_one_and_set_up(&pool, 2);
     let until = Instant::now() + TIMEOUT;
-    let mut sandboxes = children_of(pool.pid());
-    while sandboxes.len() < 2 {
-        assert!(Instant::now() < until, "no two sandboxes: {sandboxes:?}");
-        std::thread::sleep(Duration::from_millis(20));
-        sandboxes = children_of(pool.pid());
-    }
     // One of them holds the listening socket, blocked in its wait.
     let lent = armed(&pool);
     assert!(sandboxes.contains(&lent), "{lent} is not {sandboxes:?}");
