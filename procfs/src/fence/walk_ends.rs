@@ -17,6 +17,8 @@
 
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 
+use vfs::resolve::flags::{BENEATH, NO_MAGICLINKS, NO_SYMLINKS};
+
 /// A mount root's listing is read only when it has at most this many
 /// entries, all in one `getdents64` of [`LISTING_BYTES`]: a large
 /// directory's subdirectories are left to its root's rule.
@@ -30,11 +32,6 @@ const LONGEST_RECORD: usize = 280;
 /// At most this many subdirectory rules in all (each costs init an
 /// open, two stats and a rule at start-up: a few µs).
 const MAX_SUBDIRS: usize = 32;
-
-// openat2's resolve flags (linux/openat2.h).
-const RESOLVE_NO_MAGICLINKS: u64 = 0x02;
-const RESOLVE_NO_SYMLINKS: u64 = 0x04;
-const RESOLVE_BENEATH: u64 = 0x08;
 
 /// `O_PATH` descriptors of the roots of the mounts at `mount_points`
 /// (absolute, as init's mountinfo names them) that lie beneath one of
@@ -161,7 +158,7 @@ impl Guard {
         also: i32,
     ) -> Option<(OwnedFd, bool)> {
         let flags = (libc::O_PATH | libc::O_NOFOLLOW | libc::O_CLOEXEC | also) as u64;
-        let resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_BENEATH;
+        let resolve = NO_SYMLINKS | NO_MAGICLINKS | BENEATH;
         let fd = vfs::sys::openat2(dir, name, flags, 0, resolve).ok()?;
         let not_proc =
             vfs::sys::fstatfs(fd.as_fd()).is_ok_and(|fs| fs.f_type != libc::PROC_SUPER_MAGIC);
