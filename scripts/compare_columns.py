@@ -48,6 +48,7 @@ def fs_type(path):
 
 
 _SCRATCH = []  # [path] once chosen; [path, "mounted"] when we mounted it
+args_seen = None  # make_columns' arguments: a dry run mounts no scratch
 
 
 def native_scratch():
@@ -58,6 +59,9 @@ def native_scratch():
     else /dev/shm when it is a tmpfs; else /tmp.
     """
     if _SCRATCH:
+        return _SCRATCH[0]
+    if getattr(args_seen, "dry_run", False):
+        _SCRATCH[:] = ["SCRATCH"]  # a dry run prints command lines: nothing to mount
         return _SCRATCH[0]
     if os.geteuid() == 0 and shutil.which("mount"):
         d = tempfile.mkdtemp(prefix="compare-scratch-")
@@ -126,6 +130,8 @@ def which(name, *extra):
 
 
 def make_columns(args):
+    global args_seen
+    args_seen = args
     cols = [Column("native", [], native_scratch())]
     fresh = " mounted for this run" if len(_SCRATCH) == 2 else ""
     cols[0].note = f"scratch {cols[0].scratch} ({fs_type(cols[0].scratch)}{fresh})"
