@@ -421,10 +421,10 @@ long stack_filter(void)
      * and caches ALLOW only where no argument is read; an argument read
      * before the number made every call of the program run both this
      * filter and the supervisor's). The index of each instruction in its
-     * comment: TRAP is 36, ALLOW 37. */
+     * comment: TRAP is 42, ALLOW 43. */
     struct sock_filter f[] = {
         /* 0 */ LD(offsetof(struct seccomp_data, arch)),
-        /* 1 */ JEQ(AUDIT_ARCH_X86_64, 0, 35),
+        /* 1 */ JEQ(AUDIT_ARCH_X86_64, 0, 41),
         /* 2 */ LD(offsetof(struct seccomp_data, nr)),
         /* 3 */ JEQ(__NR_openat, 7, 0),
         /* 4 */ JEQ(__NR_open, 6, 0),
@@ -433,38 +433,46 @@ long stack_filter(void)
         /* 7 */ JEQ(__NR_execveat, 3, 0),
         /* 8 */ JEQ(__NR_readlink, 2, 0),
         /* 9 */ JEQ(__NR_readlinkat, 1, 0),
-        /* 10 */ JEQ(__NR_rt_sigprocmask, 0, 26),
+        /* 10 */ JEQ(__NR_rt_sigprocmask, 0, 32),
         /* 11: the loader's own calls pass */
         LD(ARG_LO(5)),
         /* 12 */ JEQ((unsigned)LOADER_MARK, 0, 2),
         /* 13 */ LD(ARG_HI(5)),
-        /* 14 */ JEQ((unsigned)(LOADER_MARK >> 32), 22, 0),
+        /* 14 */ JEQ((unsigned)(LOADER_MARK >> 32), 28, 0),
         /* 15 */ LD(offsetof(struct seccomp_data, nr)),
         /* 16 */ JEQ(__NR_openat, 7, 0),
         /* 17 */ JEQ(__NR_open, 12, 0),
         /* 18 */ JEQ(__NR_rt_sigaction, 17, 0),
-        /* 19 */ JEQ(__NR_execve, 16, 0),
-        /* 20 */ JEQ(__NR_execveat, 15, 0),
-        /* 21 */ JEQ(__NR_readlink, 14, 0),
-        /* 22 */ JEQ(__NR_readlinkat, 13, 0),
-        /* 23 */ JEQ(__NR_rt_sigprocmask, 8, 13),
+        /* 19 */ JEQ(__NR_execve, 22, 0),
+        /* 20 */ JEQ(__NR_execveat, 21, 0),
+        /* 21 */ JEQ(__NR_readlink, 20, 0),
+        /* 22 */ JEQ(__NR_readlinkat, 19, 0),
+        /* 23 */ JEQ(__NR_rt_sigprocmask, 8, 19),
         /* 24: openat, a plain read without the fast-read mark */
         LD(ARG_LO(2)),
-        /* 25 */ BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, PLAIN_MASK, 11, 0),
+        /* 25 */ BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, PLAIN_MASK, 17, 0),
         /* 26 */ LD(ARG_LO(4)),
-        /* 27 */ JEQ((unsigned)FAST_READ_MARK, 0, 8),
+        /* 27 */ JEQ((unsigned)FAST_READ_MARK, 0, 14),
         /* 28 */ LD(ARG_HI(4)),
-        /* 29 */ JEQ((unsigned)(FAST_READ_MARK >> 32), 7, 6),
+        /* 29 */ JEQ((unsigned)(FAST_READ_MARK >> 32), 13, 12),
         /* 30: open, a plain read */
         LD(ARG_LO(1)),
-        /* 31 */ BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, PLAIN_MASK, 5, 4),
+        /* 31 */ BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, PLAIN_MASK, 11, 10),
         /* 32: rt_sigprocmask with a set (a query passes) */
         LD(ARG_LO(1)),
-        /* 33 */ JEQ(0, 0, 2),
+        /* 33 */ JEQ(0, 0, 8),
         /* 34 */ LD(ARG_HI(1)),
-        /* 35 */ JEQ(0, 1, 0),
-        /* 36 */ RET(SECCOMP_RET_TRAP | TRAP_DATA),
-        /* 37 */ RET(SECCOMP_RET_ALLOW),
+        /* 35 */ JEQ(0, 7, 6),
+        /* 36: rt_sigaction with a new action, or of SIGSYS (a query of
+         * another signal passes: the kernel's answer is the handler's) */
+        LD(ARG_LO(1)),
+        /* 37 */ JEQ(0, 0, 4),
+        /* 38 */ LD(ARG_HI(1)),
+        /* 39 */ JEQ(0, 0, 2),
+        /* 40 */ LD(ARG_LO(0)),
+        /* 41 */ JEQ(SIGSYS, 0, 1),
+        /* 42 */ RET(SECCOMP_RET_TRAP | TRAP_DATA),
+        /* 43 */ RET(SECCOMP_RET_ALLOW),
     };
     struct sock_fprog prog = {sizeof f / sizeof f[0], f};
     sys2(__NR_prctl, PR_SET_NO_NEW_PRIVS, 1);

@@ -11,7 +11,8 @@
  * with every signal blocked, with the program's own SIGSYS handler and
  * while an interval timer interrupts them; opens in a forked child and in
  * an exec'd copy of itself; a dynamic program and a shell exec'd from it;
- * /proc/self/exe, named and read; a SIGSYS of a filter the program stacks
+ * /proc/self/exe, named and read; queries of signal dispositions (SIGSYS's
+ * and another's); a SIGSYS of a filter the program stacks
  * itself, in a forked child, reaching its own handler; and a checksum of
  * its own text before and after, which must not change (under the
  * supervisor with `--no-rewrite`). First of all, before any other open,
@@ -200,6 +201,27 @@ static void on_tick_open(int sig)
 /* Threads started together, each making `THREAD_OPENS` opens. */
 #define THREADS 4
 #define THREAD_OPENS 500
+/* Queries of a disposition (no new action), which the static loader's
+ * filter passes for any signal but SIGSYS: another signal's is the
+ * kernel's answer, its handler and its mask's other signals as set;
+ * SIGSYS's the program's own handler, not the loader's. */
+static void queries(void)
+{
+    struct sigaction set = {.sa_handler = on_tick}, got = {0};
+    sigemptyset(&set.sa_mask);
+    sigaddset(&set.sa_mask, SIGUSR1);
+    sigaction(SIGUSR2, &set, NULL);
+    sigaction(SIGUSR2, NULL, &got);
+    printf("query SIGUSR2: own handler %d, SIGUSR1 in its mask %d\n", got.sa_handler == on_tick,
+           sigismember(&got.sa_mask, SIGUSR1));
+    sigaction(SIGSYS, NULL, &got);
+    printf("query SIGSYS: own handler %d\n", got.sa_handler == on_sigsys);
+    errno = 0;
+    long r = syscall(SYS_rt_sigaction, SIGUSR2, NULL, (void *)8, 8);
+    printf("query to a bad pointer: %ld errno %d\n", r, errno);
+    signal(SIGUSR2, SIG_DFL);
+}
+
 static pthread_barrier_t start_line;
 static void *opener(void *ok)
 {
@@ -281,6 +303,7 @@ int main(int argc, char **argv)
     sigaction(SIGSYS, &sa, NULL);
     show("open, own SIGSYS handler", open(in_dir("a"), O_RDONLY));
     printf("own SIGSYS handler ran: %d\n", (int)sigsys_seen);
+    queries();
 
     sa.sa_handler = on_tick;
     sa.sa_flags = SA_RESTART;
