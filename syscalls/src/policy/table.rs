@@ -330,7 +330,7 @@ pub fn entry(nr: S) -> Entry {
         // ENOSYS: libc then falls back to clone, whose flags BPF can see.
         // Answered in the filter, uncounted: glibc tries clone3 before
         // every thread it starts (pthread_create, posix_spawn), so a
-        // trapped answer cost a round trip per thread; it is the C
+        // trapped answer would cost a round trip per thread; it is the C
         // library's probe, not a call the guest chose (Docker's default
         // profile answers it ENOSYS in its filter for the same reason).
         S::clone3 => refuse(ENOSYS),
