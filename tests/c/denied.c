@@ -8,7 +8,8 @@
  * i.e. when it is not in a sandbox.
  *
  * Last line: "pthread_create_fallback: 0" shows that glibc falls back from
- * the denied clone3 to clone and threads still work.
+ * clone3, which the filter refuses (ENOSYS, uncounted), to clone and
+ * threads still work.
  */
 #define _GNU_SOURCE
 #include <errno.h>

@@ -2,7 +2,8 @@
 //! trees compared: coreutils, Python (the standard library on a `--rw`
 //! tree, sqlite3, subprocess, multiprocessing), and everyday tools that
 //! size or describe themselves from /proc (ps, top, psutil, pip, venv),
-//! and JIT compilers (Node, the JVM).
+//! JIT compilers (Node, the JVM), and threads (glibc's fallback from
+//! `clone3`, which the filter answers itself).
 
 #[macro_use]
 #[path = "../common/mod.rs"]
@@ -11,4 +12,5 @@ mod common;
 mod coreutils;
 mod jit;
 mod python;
+mod threads;
 mod tools;

@@ -343,6 +343,7 @@ fn leaf(b: &mut Builder, rule: Rule) {
     match rule {
         Rule::Pass => b.ret(SECCOMP_RET_ALLOW),
         Rule::Service | Rule::Deny(_) => b.ret(SECCOMP_RET_USER_NOTIF),
+        Rule::Refuse(e) => b.ret(errno_action(e)),
         Rule::Kill => b.ret(SECCOMP_RET_KILL_PROCESS),
         Rule::PassIf(conds, fallback) => {
             let otherwise = match fallback {
@@ -361,6 +362,11 @@ fn leaf(b: &mut Builder, rule: Rule) {
             ret_if_all(b, second, SECCOMP_RET_USER_NOTIF, SECCOMP_RET_ALLOW);
         }
     }
+}
+
+/// `SECCOMP_RET_ERRNO` with `e` in its data: the kernel answers `-e`.
+pub fn errno_action(e: nix::errno::Errno) -> u32 {
+    SECCOMP_RET_ERRNO | (e as u32 & 0xffff)
 }
 
 /// Returns `then` when every one of `conds` holds, `otherwise` when any

@@ -13,6 +13,7 @@ pub fn markdown() -> String {
     let mut conditional = Vec::new();
     let mut service = Vec::new();
     let mut deny: Vec<(String, String)> = Vec::new();
+    let mut refuse: Vec<String> = Vec::new();
     let mut kill = Vec::new();
     for (s, rule) in table() {
         let name = s.name().to_string();
@@ -20,6 +21,7 @@ pub fn markdown() -> String {
             Rule::Pass => pass.push(name),
             Rule::Service => service.push(name),
             Rule::Deny(e) => deny.push((name, format!("{e:?}"))),
+            Rule::Refuse(e) => refuse.push(format!("{name} ({e:?})")),
             Rule::Kill => kill.push(name),
             Rule::PassIf(conds, fb) => {
                 conditional.push(format!("{name} ({})", describe(conds, fb)))
@@ -56,6 +58,12 @@ pub fn markdown() -> String {
         "| deny (errno, counted) | {} | {} |",
         deny.len(),
         denied.join(", ")
+    );
+    let _ = writeln!(
+        out,
+        "| refuse (errno in the filter, a C library's probe, uncounted) | {} | {} |",
+        refuse.len(),
+        refuse.join(", ")
     );
     let _ = writeln!(
         out,

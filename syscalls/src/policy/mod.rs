@@ -62,6 +62,12 @@ pub enum Rule {
     /// Trapped to the supervisor, which answers this errno and counts the
     /// denial for the report.
     Deny(Errno),
+    /// Answered this errno by the filter itself (`SECCOMP_RET_ERRNO`),
+    /// with no round trip and so uncounted: only for a C library's probe
+    /// of a newer call that it makes at every use and falls back from
+    /// (glibc's `clone3` before each thread), not for a refusal of
+    /// something the guest asked for.
+    Refuse(Errno),
     /// Kills the whole guest process (`SECCOMP_RET_KILL_PROCESS`).
     Kill,
     /// Passes when every condition holds; otherwise the fallback.
@@ -85,7 +91,7 @@ pub enum Trapped {
 
 /// How to treat a notification for syscall `nr`: the filter only traps
 /// calls whose rule is Service, Deny, a failed PassIf test or a passed
-/// ServiceIf or ServiceIfEither test.
+/// ServiceIf or ServiceIfEither test (never Pass, Refuse or Kill).
 pub fn trapped(nr: i64) -> Trapped {
     match sysno(nr).map(rule_for) {
         Some(Rule::Service)
@@ -93,6 +99,8 @@ pub fn trapped(nr: i64) -> Trapped {
         | Some(Rule::ServiceIf(_))
         | Some(Rule::ServiceIfEither(..)) => Trapped::Service,
         Some(Rule::Deny(e)) | Some(Rule::PassIf(_, Fallback::Deny(e))) => Trapped::Deny(e),
+        // Refuse never notifies either; should it, the filter's answer.
+        Some(Rule::Refuse(e)) => Trapped::Deny(e),
         // Pass and Kill never notify; answering ENOSYS keeps a confused
         // state safe rather than running anything.
         Some(Rule::Pass) | Some(Rule::Kill) | None => Trapped::Deny(Errno::ENOSYS),

@@ -126,7 +126,6 @@ fn signature(call: Sysno) -> Option<&'static [Arg]> {
         S::clone => &[CloneFlags, Hex, Hex, Hex, Hex],
         S::unshare => &[CloneFlags],
         S::setns => &[Fd, CloneFlags],
-        S::clone3 => &[Hex, Int],
         S::ptrace => &[PtraceRequest, Int, Hex, Hex],
         S::bpf => &[BpfCommand, Hex, Int],
         S::io_uring_setup => &[Int, Hex],
@@ -335,7 +334,7 @@ mod tests {
     /// whether it is then serviced (not denied).
     fn traps(rule: Rule) -> (bool, bool) {
         match rule {
-            Rule::Pass | Rule::Kill => (false, false),
+            Rule::Pass | Rule::Kill | Rule::Refuse(_) => (false, false),
             Rule::Service
             | Rule::ServiceIf(_)
             | Rule::ServiceIfEither(..)

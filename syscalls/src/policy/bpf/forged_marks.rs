@@ -22,6 +22,7 @@ fn decide(rule: Rule, args: [u64; 6]) -> u32 {
     match rule {
         Rule::Pass => SECCOMP_RET_ALLOW,
         Rule::Service | Rule::Deny(_) => SECCOMP_RET_USER_NOTIF,
+        Rule::Refuse(e) => errno_action(e),
         Rule::Kill => SECCOMP_RET_KILL_PROCESS,
         Rule::PassIf(conds, _) if holds(conds) => SECCOMP_RET_ALLOW,
         Rule::PassIf(..) => SECCOMP_RET_USER_NOTIF,

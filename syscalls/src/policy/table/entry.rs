@@ -53,6 +53,14 @@ pub(super) const fn deny(e: Errno) -> Entry {
     }
 }
 
+/// Answered `e` by the filter itself, uncounted (a C library's probe).
+pub(super) const fn refuse(e: Errno) -> Entry {
+    Entry {
+        rule: Rule::Refuse(e),
+        handler: None,
+    }
+}
+
 /// Trapped, and serviced by `handler`.
 pub(super) const fn serve(handler: Handler) -> Entry {
     Entry {

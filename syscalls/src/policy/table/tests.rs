@@ -46,7 +46,11 @@ fn serviced_args(rule: Rule) -> Option<[u64; 6]> {
         Rule::Service => Some([0; 6]),
         Rule::ServiceIf(conds) | Rule::ServiceIfEither(&[conds, _]) => Some(args(conds, false)),
         Rule::PassIf(conds, Fallback::Service) => Some(args(conds, true)),
-        Rule::Pass | Rule::Kill | Rule::Deny(_) | Rule::PassIf(_, Fallback::Deny(_)) => None,
+        Rule::Pass
+        | Rule::Kill
+        | Rule::Deny(_)
+        | Rule::Refuse(_)
+        | Rule::PassIf(_, Fallback::Deny(_)) => None,
     }
 }
 
