@@ -145,7 +145,7 @@ fn host_memtotal() -> Option<u64> {
 /// members), all kept monotonic.
 fn sandbox_stat(ctx: &Scope<'_>, host: &str, btime: u64) -> String {
     let syn = &ctx.synthetic;
-    let census = kept_census(ctx, tasks::TaskFile::Status);
+    let census = kept_census(ctx, tasks::TaskFile::Switches);
     let cpus = cpu_lines(ctx, &census);
     let own = OwnCounts {
         ctxt: syn.ctxt.raise(census.switches),
