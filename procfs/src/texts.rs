@@ -218,6 +218,21 @@ fn kept_census(ctx: &Scope<'_>, file: tasks::TaskFile) -> tasks::Census {
         .unwrap_or_default()
 }
 
+/// Readies, before the guest's first call, what the first served global
+/// file (`/proc/stat`, `uptime`, `loadavg`) would otherwise open on the
+/// guest's time: the host's /proc/stat read for its layout, the online
+/// CPUs' file, the census's kept procfs root, listed once, and init's
+/// files in it (whether the kernel has `schedstat` found out with them).
+/// For a sandbox set up before its command is known (a pool's, a
+/// session's), where it costs the set-up and not the run; a `run` would
+/// spend it whether or not its guest reads any such file. Nothing it
+/// does is served: the counters served stay as they were.
+pub fn warm(ctx: &Scope<'_>) {
+    let _ = super::served::stat_layout();
+    online_cpus();
+    kept_census(ctx, tasks::TaskFile::Switches);
+}
+
 /// `f` of the view's procfs, as a directory descriptor.
 pub fn with_view_proc<T>(fs: &Resolver, f: impl FnOnce(&ProcDir) -> T) -> Option<T> {
     let flags = (libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC) as u64;
