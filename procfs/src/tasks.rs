@@ -54,8 +54,8 @@ pub enum TaskFile {
 /// as `<pid>/schedstat`, with no listing of its `task` directory.
 /// Reading a procfs file costs microseconds to tens of microseconds on
 /// a VM, the listing several: the census of two single-threaded
-/// processes went from seven reads and three listings to three reads
-/// (five with switches) and one listing. A thread made after the
+/// processes went from seven reads and three listings to two reads
+/// (four with their switches) and one listing. A thread made after the
 /// `stat` was read is missed, as it would be after the listing.
 pub fn census_reading(proc: &ProcDir, file: TaskFile) -> Census {
     let mut c = Census::default();
