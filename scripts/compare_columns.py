@@ -165,6 +165,18 @@ def make_columns(args):
             c.skip = f"{sup} not found"
         cols.append(c)
 
+    if args.columns and "baseline-pool" in args.columns.split(","):
+        # The same pool of the baseline binary: a change to a pooled run
+        # measured against the build before it, in the same rounds.
+        sock = os.path.join(pool_dir(), "pool.sock")
+        base = args.baseline or ""
+        c = Column("baseline-pool", [base, "run", "--pool", sock, "--"], "/tmp",
+                   f"`{base} run --pool S -- CMD`, S: a pool of that binary, as the pool column's")
+        c.socket = sock
+        if not os.access(base, os.X_OK):
+            c.skip = f"--baseline {base!r} not found"
+        cols.append(c)
+
     bwrap = which("bwrap")
     c = Column(
         "bwrap",
@@ -216,7 +228,9 @@ def make_columns(args):
     return cols
 
 
-_POOL = []  # the pool column's daemon, once started
+# The columns that run through a pool of their own binary.
+POOLED = ("pool", "baseline-pool")
+_POOL = []  # the pooled columns' daemons, once started
 _POOL_DIRS = []  # the pool column's socket directory, once made (also by --dry-run)
 
 
@@ -237,7 +251,7 @@ POOL_STOP_S = 10
 def start_pool(cols):
     """Starts the pool column's daemon (16 sandboxes: the widest workload)."""
     for c in cols:
-        if c.name != "pool" or c.skip:
+        if c.name not in POOLED or c.skip:
             continue
         flags = ["--ro", f"{_DATA[0]}:{_DATA[0]}"] if _DATA else []
         argv = [c.prefix[0], "pool", "--socket", c.socket, "--size", "16"] + flags

@@ -87,4 +87,4 @@ pub use served::{
     changes, refreshed, substitute, synthetic_file, synthetic_unopened, ProcFile, Scope, Synthetic,
 };
 pub use tasks::{fd_name, task_count, Named};
-pub use texts::with_view_proc;
+pub use texts::{warm, with_view_proc};

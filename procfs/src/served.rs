@@ -392,7 +392,7 @@ pub(super) fn served_unopened(path: &str) -> bool {
 /// every sandbox the process serves (a pool's too). Kept beside the
 /// handlers' context rather than in it: the counted benches move that
 /// context by value, and its size is in their counts.
-fn stat_layout() -> Result<String, Errno> {
+pub(super) fn stat_layout() -> Result<String, Errno> {
     static LAYOUT: OnceLock<String> = OnceLock::new();
     if let Some(text) = LAYOUT.get() {
         return Ok(text.clone());

@@ -10,6 +10,7 @@
 
 use std::ffi::CString;
 use std::os::fd::{AsFd, OwnedFd};
+use std::sync::atomic::{AtomicU8, Ordering};
 
 use super::stat_line::StatLine;
 use super::view_dir::ProcDir;
@@ -31,48 +32,31 @@ pub struct Census {
     pub switches: u64,
 }
 
-/// What the census reads of each task: its `stat` (the state), or its
-/// `status` (the state and the context switches `/proc/stat` sums).
+/// What the census reads of each task: its `stat` (the state), and for
+/// [`TaskFile::Switches`] its context switches too (`/proc/stat`'s
+/// `ctxt`), from [`switches_of`].
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub enum TaskFile {
     Stat,
-    Status,
-}
-
-impl TaskFile {
-    fn name(self) -> &'static str {
-        match self {
-            TaskFile::Stat => "stat",
-            TaskFile::Status => "status",
-        }
-    }
-
-    /// The task's state letter, and its context switches (0 from `stat`).
-    fn state_and_switches(self, text: &str) -> (Option<char>, u64) {
-        match self {
-            TaskFile::Stat => (StatLine::parse(text).and_then(|l| l.state()), 0),
-            TaskFile::Status => (status_state(text), switches(text)),
-        }
-    }
+    Switches,
 }
 
 /// Counts the tasks under `proc` (the sandbox's procfs): every
-/// `<pid>/task/<tid>`, by the state in its `file` ([`TaskFile::Stat`]
-/// or [`TaskFile::Status`]), and every process's CPU time in
-/// `<pid>/stat`. Tasks that end meanwhile are skipped. With `Status`,
-/// `switches` is the sum of the living tasks' voluntary and involuntary
+/// `<pid>/task/<tid>`, by the state in its `stat`, and every process's
+/// CPU time in `<pid>/stat`. Tasks that end meanwhile are skipped. With
+/// [`TaskFile::Switches`], `switches` is the sum of the living tasks'
 /// context switches too (the kernel keeps no such count per pid
 /// namespace; a task's switches leave the sum when it ends).
 ///
 /// A process whose `stat` says it has one thread has one task, its
 /// leader (tid = pid), whose `task/<pid>` files are the process's own:
-/// its `stat` already read gives the state, and its `status` is read as
-/// `<pid>/status`, with no listing of its `task` directory. Reading a
-/// procfs file costs tens of microseconds on a VM, the listing several:
-/// the census of two single-threaded processes went from seven reads and
-/// three listings to three reads (two with `status`) and one listing. A
-/// thread made after the `stat` was read is missed, as it would be
-/// after the listing.
+/// its `stat` already read gives the state, and its switches are read
+/// as `<pid>/schedstat`, with no listing of its `task` directory.
+/// Reading a procfs file costs microseconds to tens of microseconds on
+/// a VM, the listing several: the census of two single-threaded
+/// processes went from seven reads and three listings to two reads
+/// (four with their switches) and one listing. A thread made after the
+/// `stat` was read is missed, as it would be after the listing.
 pub fn census_reading(proc: &ProcDir, file: TaskFile) -> Census {
     let mut c = Census::default();
     for pid in proc.numbered(".") {
@@ -83,18 +67,15 @@ pub fn census_reading(proc: &ProcDir, file: TaskFile) -> Census {
             c.system += system;
         }
         if stat.as_deref().and_then(thread_count) == Some(1) {
-            let text = match file {
-                TaskFile::Stat => stat,
-                TaskFile::Status => proc.read(&format!("{pid}/status")),
-            };
-            if let Some(text) = text {
-                c.count(pid, file, &text);
+            if let Some(stat) = stat {
+                c.count(proc, &pid.to_string(), pid, file, &stat);
             }
             continue;
         }
         for tid in proc.numbered(&format!("{pid}/task")) {
-            if let Some(text) = proc.read(&format!("{pid}/task/{tid}/{}", file.name())) {
-                c.count(tid, file, &text);
+            let task = format!("{pid}/task/{tid}");
+            if let Some(stat) = proc.read(&format!("{task}/stat")) {
+                c.count(proc, &task, tid, file, &stat);
             }
         }
     }
@@ -102,28 +83,56 @@ pub fn census_reading(proc: &ProcDir, file: TaskFile) -> Census {
 }
 
 impl Census {
-    /// One living task `tid`, whose `file` reads `text`.
-    fn count(&mut self, tid: u32, file: TaskFile, text: &str) {
+    /// One living task `tid`, at `dir` under `proc`, whose `stat` reads
+    /// `stat`.
+    fn count(&mut self, proc: &ProcDir, dir: &str, tid: u32, file: TaskFile, stat: &str) {
         self.total += 1;
         self.last_pid = self.last_pid.max(tid);
-        let (state, switches) = file.state_and_switches(text);
-        match state {
+        match StatLine::parse(stat).and_then(|l| l.state()) {
             Some('R') => self.running += 1,
             Some('D') => self.blocked += 1,
             _ => {}
         }
-        self.switches += switches;
+        if file == TaskFile::Switches {
+            self.switches += switches_of(proc, dir);
+        }
     }
 }
 
-/// A task's state letter from its `status` (`State:\tR (running)`).
-fn status_state(status: &str) -> Option<char> {
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("State:"))?
-        .trim_start()
-        .chars()
-        .next()
+/// Whether this kernel has `<pid>/schedstat` (CONFIG_SCHED_INFO): 0 not
+/// known yet, 1 yes, 2 no.
+static SCHEDSTAT: AtomicU8 = AtomicU8::new(0);
+
+/// The context switches of the task at `dir` under `proc` (`2`,
+/// `2/task/9`): the third field of its `schedstat`, the times it was
+/// switched in (`sched_info.pcount`), which is its voluntary and
+/// involuntary switches out (`status`'s two `ctxt_switches` lines), one
+/// more while it runs. procfs renders `schedstat` from three numbers
+/// where it renders `status` from most of the task (3 against 23 µs a
+/// `pread` here, natively), and `/proc/stat`'s census reads it for every
+/// task at every open and rewind. Without it (a kernel built without
+/// CONFIG_SCHED_INFO), `status`'s two lines. 0 if neither can be read
+/// (the task ended).
+fn switches_of(proc: &ProcDir, dir: &str) -> u64 {
+    if SCHEDSTAT.load(Ordering::Relaxed) != 2 {
+        let read = proc.read(&format!("{dir}/schedstat"));
+        if let Some(n) = read.as_deref().and_then(pcount) {
+            SCHEDSTAT.store(1, Ordering::Relaxed);
+            return n;
+        }
+        if SCHEDSTAT.load(Ordering::Relaxed) == 1 {
+            return 0;
+        }
+        SCHEDSTAT.store(2, Ordering::Relaxed);
+    }
+    proc.read(&format!("{dir}/status"))
+        .map_or(0, |t| switches(&t))
+}
+
+/// The times a task was switched in: the third of the three numbers of
+/// its `schedstat` (run time, wait time, timeslices).
+fn pcount(schedstat: &str) -> Option<u64> {
+    schedstat.split_whitespace().nth(2)?.parse().ok()
 }
 
 /// The sandbox's tasks (threads, as sysinfo's `procs` counts them): for
@@ -409,7 +418,6 @@ mod tests {
     #[test]
     fn census_of_a_stat() {
         let stat = "7 (a) b) c) R 1 7 7 0 -1 0 0 0 0 0 11 22 33 44 20 0 1 0 5 1 2";
-        assert_eq!(TaskFile::Stat.state_and_switches(stat), (Some('R'), 0));
         assert_eq!(cpu_time(stat), Some((44, 66)));
         assert_eq!(thread_count(stat), Some(1));
         assert_eq!(thread_count("7 (x) R 1"), None);
@@ -417,11 +425,9 @@ mod tests {
         let status = "Name:\tx\nvoluntary_ctxt_switches:\t7\nnonvoluntary_ctxt_switches:\t5\n";
         assert_eq!(switches(status), 12);
         assert_eq!(switches("Name:\tx\n"), 0);
-        assert_eq!(
-            status_state("Name:\tx\nState:\tD (disk sleep)\n"),
-            Some('D')
-        );
-        assert_eq!(status_state("Name:\tx\n"), None);
+        assert_eq!(pcount("1000 200 12\n"), Some(12));
+        assert_eq!(pcount("1000 200\n"), None);
+        assert_eq!(pcount("1000 200 x\n"), None);
         let c = Census {
             running: 2,
             total: 3,

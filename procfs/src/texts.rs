@@ -145,7 +145,7 @@ fn host_memtotal() -> Option<u64> {
 /// members), all kept monotonic.
 fn sandbox_stat(ctx: &Scope<'_>, host: &str, btime: u64) -> String {
     let syn = &ctx.synthetic;
-    let census = kept_census(ctx, tasks::TaskFile::Status);
+    let census = kept_census(ctx, tasks::TaskFile::Switches);
     let cpus = cpu_lines(ctx, &census);
     let own = OwnCounts {
         ctxt: syn.ctxt.raise(census.switches),
@@ -216,6 +216,21 @@ fn kept_census(ctx: &Scope<'_>, file: tasks::TaskFile) -> tasks::Census {
     kept.proc
         .with(ctx.fs, |proc| tasks::census_reading(proc, file))
         .unwrap_or_default()
+}
+
+/// Readies, before the guest's first call, what the first served global
+/// file (`/proc/stat`, `uptime`, `loadavg`) would otherwise open on the
+/// guest's time: the host's /proc/stat read for its layout, the online
+/// CPUs' file, the census's kept procfs root, listed once, and init's
+/// files in it (whether the kernel has `schedstat` found out with them).
+/// For a sandbox set up before its command is known (a pool's, a
+/// session's), where it costs the set-up and not the run; a `run` would
+/// spend it whether or not its guest reads any such file. Nothing it
+/// does is served: the counters served stay as they were.
+pub fn warm(ctx: &Scope<'_>) {
+    let _ = super::served::stat_layout();
+    online_cpus();
+    kept_census(ctx, tasks::TaskFile::Switches);
 }
 
 /// `f` of the view's procfs, as a directory descriptor.

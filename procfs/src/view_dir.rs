@@ -39,7 +39,7 @@ use super::sealed;
 const DIRENT_ROOM: usize = 32 * 1024;
 
 /// How many task files a [`KeptProc`] keeps open: a census of 16
-/// processes, each its `stat` and `status`. Each is a descriptor of the
+/// processes, each its `stat` and `schedstat` (or `status`). Each is a descriptor of the
 /// supervisor's and a page of the kernel's; a larger sandbox's further
 /// files are opened for each read, as before.
 pub const KEPT_FILES: usize = 32;
@@ -170,7 +170,7 @@ impl ProcDir {
         Some(st.st_nlink)
     }
 
-    /// The text of the file `rel`, a task's `stat` or `status` (one
+    /// The text of the file `rel`, a task's `stat`, `schedstat` or `status` (one
     /// open, [`sealed::read_record`]: a single read where the text fits;
     /// in a kept directory one `pread` of the file kept open, which is
     /// opened and kept at its first read).

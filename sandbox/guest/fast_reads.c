@@ -107,15 +107,21 @@ static int learn_devices(void)
     return p != UNKNOWN;
 }
 
-/* Whether descriptor `fd` is a file the supervisor may serve: one of the
- * view's procfs or of the covers. */
+/* Whether descriptor `fd`, opened marked, is a file the supervisor may
+ * serve: a cover, or a directory of the view's procfs. A regular file of
+ * procfs that a marked open reached is one the fence lets through
+ * (/proc/sys, /proc/sysvipc), which the supervisor leaves to the kernel
+ * (CONTINUE) unless it is served, and every served one has a cover
+ * mounted over it (docs/procfs.md, "The covers"), which the open would
+ * have met instead. */
 static int maybe_served(long fd)
 {
     struct stat st;
     if (syscall2(SYS_fstat, fd, (long)&st) != 0)
         return 1;
-    return st.st_dev == __atomic_load_n(&proc_dev, __ATOMIC_RELAXED)
-        || st.st_dev == __atomic_load_n(&cover_dev, __ATOMIC_RELAXED);
+    if (st.st_dev == __atomic_load_n(&cover_dev, __ATOMIC_RELAXED))
+        return 1;
+    return st.st_dev == __atomic_load_n(&proc_dev, __ATOMIC_RELAXED) && !S_ISREG(st.st_mode);
 }
 
 

@@ -18,12 +18,18 @@ struct ksigaction program_sigsys;
 
 /* ---- the preload's check, for a trapped plain read open ---- */
 
-static ul dev_of(long fd, long r9)
+/* Whether descriptor `fd`, opened marked, may be a file the supervisor
+ * serves: a cover, or a directory of the view's procfs (a regular file of
+ * procfs a marked open reaches is one of /proc/sys or /proc/sysvipc that
+ * no cover hides, the kernel's to answer: fast_reads.c's maybe_served). */
+static int maybe_served(long fd, long r9)
 {
     struct stat st;
     if (sys6r9(__NR_fstat, fd, (long)&st, 0, 0, 0, r9) != 0)
-        return (ul)-1;
-    return st.st_dev;
+        return 1;
+    if (st.st_dev == cover_dev)
+        return 1;
+    return st.st_dev == proc_dev && (st.st_mode & 0170000) != 0100000; /* not S_IFREG */
 }
 
 /* The path `p` (known readable: the kernel just resolved it) names this
@@ -87,8 +93,7 @@ static long open_plain(long dirfd, long path, long flags, long mode, long r9)
         if (fd == -ELOOP)
             fd = sys6r9(__NR_openat, dirfd, path, flags, 0, (long)FAST_READ_MARK, r9);
         if (fd >= 0) {
-            ul dev = dev_of(fd, r9);
-            if (dev != proc_dev && dev != cover_dev && dev != (ul)-1)
+            if (!maybe_served(fd, r9))
                 return fd;
             sys6r9(__NR_close, fd, 0, 0, 0, 0, r9);
         } else if (fd != -EACCES) {

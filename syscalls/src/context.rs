@@ -128,6 +128,13 @@ impl Context {
         self.limits = limits;
     }
 
+    /// Readies what the first served global /proc file would open on
+    /// the guest's time (`procfs::warm`): for a sandbox set up before its
+    /// command is known.
+    pub fn warm_procfs(&self) {
+        procfs::warm(&self.proc());
+    }
+
     /// What serving a /proc file reads of this context.
     pub(crate) fn proc(&self) -> procfs::Scope<'_> {
         procfs::Scope {

@@ -250,6 +250,63 @@ fn served_proc_files_however_reached() {
     assert_eq!(out.stdout, want, "{}", out.dump());
 }
 
+/// Reads /proc/sys files N times each (argv[1]): those no cover hides,
+/// whose text is the kernel's in the guest's own namespaces, and
+/// `fs/file-nr`, which the sandbox serves (covered); prints each text
+/// once, file-nr's field count.
+const PROC_SYS: &str = r#"
+import sys
+n = int(sys.argv[1])
+for p in ('/proc/sys/kernel/pid_max', '/proc/sys/kernel/ngroups_max',
+          '/proc/sys/net/core/somaxconn', '/proc/sys/fs/file-nr'):
+    texts = {open(p).read() for _ in range(n)}
+    assert len(texts) == 1 or p.endswith('file-nr'), (p, texts)
+    t = texts.pop()
+    print(p, len(t.split()) if p.endswith('file-nr') else t.strip())
+"#;
+
+/// `PROC_SYS` with N reads of each file: its output and the openat
+/// calls the supervisor served.
+fn proc_sys_reads(n: usize) -> (Out, u64) {
+    let rep = tempfile::NamedTempFile::new().expect("report file");
+    let rep_s = rep.path().display().to_string();
+    let n = n.to_string();
+    let out = Run::new(&["/usr/bin/python3", "-c", PROC_SYS, &n])
+        .sup(&["--report", &rep_s])
+        .supervised()
+        .ok("supervised");
+    let r = read_report(rep.path());
+    (out, r["syscalls"]["serviced"]["openat"].as_u64().unwrap_or(0))
+}
+
+/// A /proc/sys file no cover hides is read natively, as the handler
+/// would have let the kernel answer (it is the guest's namespaces'):
+/// 60 more reads of three such files add no served open, and read what
+/// they read natively; the served `file-nr` (covered) is still served,
+/// once per read.
+#[test]
+fn proc_sys_reads_pass_unless_covered() {
+    if landlock_abi() < 1 {
+        skip!("no Landlock: no fence, so no fast reads");
+    }
+    let (once, few) = proc_sys_reads(1);
+    let (many, more) = proc_sys_reads(21);
+    assert_eq!(once.stdout, many.stdout);
+    assert_eq!(more - few, 20, "served opens: {few} for 1 read each, {more} for 21");
+    let lines = |o: &Out| o.stdout.lines().map(str::to_owned).collect::<Vec<_>>();
+    let sandboxed = lines(&many);
+    assert_eq!(sandboxed.len(), 4, "{}", many.dump());
+    assert_eq!(sandboxed[3], "/proc/sys/fs/file-nr 3", "{}", many.dump());
+    if !nix::unistd::geteuid().is_root() {
+        return;
+    }
+    // Natively in a pid namespace of its own (pid_max is the namespace's);
+    // somaxconn is the sandbox's network namespace's, the default.
+    let argv = ["unshare", "--pid", "--fork", "--mount-proc", "/usr/bin/python3", "-c", PROC_SYS, "1"];
+    let native = lines(&Run::new(&argv).native().ok("native"));
+    assert_eq!(sandboxed[..2], native[..2], "{}", many.dump());
+}
+
 /// sqlite commits (its journal, the fsync of its directory) and reads its
 /// database back as natively.
 #[test]

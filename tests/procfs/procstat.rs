@@ -361,3 +361,87 @@ fn task_census_counts_every_thread_once() {
     assert!(*before >= 7, "{}", out.dump());
     assert_eq!(total, before, "/proc/loadavg's total: {}", out.dump());
 }
+
+/// Prints, three times, the context switches of every task of the
+/// pid namespace (their `status`), /proc/stat's `ctxt`, and the tasks'
+/// switches again, while a thread of its own naps a millisecond at a
+/// time: the sandbox's `ctxt` is its tasks' switches (a multi-threaded
+/// process's listed from its `task` directory, single-threaded init
+/// counted from its own files).
+const SWITCHES: &str = r#"
+import os, threading, time
+def own():
+    n = 0
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            for tid in os.listdir(f"/proc/{pid}/task"):
+                for l in open(f"/proc/{pid}/task/{tid}/status"):
+                    if "ctxt_switches:" in l:
+                        n += int(l.split()[1])
+        except OSError:
+            pass
+    return n
+def ctxt():
+    return next(int(l.split()[1]) for l in open("/proc/stat") if l.startswith("ctxt "))
+stop = threading.Event()
+def nap():
+    while not stop.is_set():
+        time.sleep(0.001)
+t = threading.Thread(target=nap)
+t.start()
+rounds = []
+for _ in range(3):
+    time.sleep(0.05)
+    rounds.append((own(), ctxt(), own()))
+stop.set()
+t.join()
+for r in rounds:
+    print(*r)
+"#;
+
+/// The rounds of [`SWITCHES`]: (switches before, ctxt, switches after).
+fn switch_rounds(out: &Out) -> Vec<(u64, u64, u64)> {
+    out.stdout
+        .lines()
+        .filter_map(|l| {
+            let v: Vec<u64> = l.split_whitespace().filter_map(|n| n.parse().ok()).collect();
+            match v.as_slice() {
+                [a, c, b] => Some((*a, *c, *b)),
+                _ => None,
+            }
+        })
+        .collect()
+}
+
+/// /proc/stat's `ctxt` under the sandbox lies between its tasks'
+/// switches read just before and just after it (each task switched in
+/// once more than out while it runs: a margin of one per task), and
+/// grows as a thread naps. Natively it is the host's since boot, far
+/// above what the namespace's tasks made (as root: `unshare --pid`).
+#[test]
+fn stat_ctxt_is_the_sandboxs_tasks_switches() {
+    if !have(PY) || !nix::unistd::geteuid().is_root() {
+        skip!("{PY} not installed, or not root (the native run's pid namespace)");
+    }
+    let run = Run::new(&[PY, "-c", SWITCHES]);
+    let out = run.supervised();
+    assert_eq!(out.code, Some(0), "{}", out.dump());
+    let rounds = switch_rounds(&out);
+    assert_eq!(rounds.len(), 3, "{}", out.dump());
+    for (i, &(before, ctxt, after)) in rounds.iter().enumerate() {
+        assert!(
+            before <= ctxt && ctxt <= after + 4,
+            "round {i}: ctxt {ctxt}, the tasks' switches {before} then {after}: {}",
+            out.dump()
+        );
+    }
+    assert!(rounds[2].1 > rounds[0].1 + 10, "ctxt did not grow: {rounds:?}");
+    // Natively in a pid namespace and procfs of its own, as the sandbox's.
+    let unshare = ["unshare", "--pid", "--fork", "--mount-proc", PY, "-c", SWITCHES];
+    let native = Run::new(&unshare).native().ok("native");
+    let host = switch_rounds(&native);
+    assert!(
+        host.iter().any(|&(_, ctxt, after)| ctxt > after + 4),
+        "natively ctxt is the host's: {host:?}"
+    );
+}

@@ -230,6 +230,12 @@ fn serve_and_wait(
     let resizer = Arc::new(OnceLock::new());
     forward_signals(forwarded, sandbox.init_pid, resizer.clone());
     trap::prepare(&ctx);
+    // A sandbox that waits for its command (a pool's, a session's) opens
+    // now what its guest's first /proc/stat or uptime would, off the
+    // request's path.
+    if config.start == StartMode::Late {
+        ctx.warm_procfs();
+    }
     confine_at.here(ConfineAt::BeforeServing, &hooks)?;
     let trap = match trap::serve(listener, ctx, workers, tracer, cpu_group) {
         Ok(t) => t,
