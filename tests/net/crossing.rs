@@ -49,7 +49,11 @@ fn sockets_crossing_processes_show_only_tcp_and_udp() {
     isolated.wrap = vec!["unshare".into(), "-n".into()];
     let sandboxed = isolated.supervised().ok("sandboxed crossing");
     for face in ["sbx-", "family 1 ", "unix:"] {
-        assert!(!sandboxed.stdout.contains(face), "{face}: {}", sandboxed.dump());
+        assert!(
+            !sandboxed.stdout.contains(face),
+            "{face}: {}",
+            sandboxed.dump()
+        );
     }
     let (ours, linux): (Vec<_>, Vec<_>) = (
         sandboxed.stdout.lines().collect(),

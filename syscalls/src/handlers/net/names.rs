@@ -114,7 +114,10 @@ fn peer_option(
             raw.get(..room).ok_or(Errno::EINVAL)?.to_vec()
         }
         libc::SO_PEERCRED => {
-            let raw: Vec<u8> = [0i32, -1, -1].iter().flat_map(|v| v.to_ne_bytes()).collect();
+            let raw: Vec<u8> = [0i32, -1, -1]
+                .iter()
+                .flat_map(|v| v.to_ne_bytes())
+                .collect();
             raw[..room.min(raw.len())].to_vec()
         }
         _ => return Err(Errno::ENODATA),

@@ -152,8 +152,14 @@ fn argument_checks() {
     }
     let sendmsg = Sysno::sendmsg.id() as u32;
     let nosignal = libc::MSG_NOSIGNAL as u64;
-    assert_eq!(run(sendmsg, [3, 0x1000, nosignal, 0, 0, 0]), SECCOMP_RET_ALLOW);
-    assert_eq!(run(sendmsg, [3, 0x1000, 0, 0, 0, 0]), SECCOMP_RET_USER_NOTIF);
+    assert_eq!(
+        run(sendmsg, [3, 0x1000, nosignal, 0, 0, 0]),
+        SECCOMP_RET_ALLOW
+    );
+    assert_eq!(
+        run(sendmsg, [3, 0x1000, 0, 0, 0, 0]),
+        SECCOMP_RET_USER_NOTIF
+    );
     let raw = [libc::AF_INET as u64, libc::SOCK_RAW as u64, 1, 0, 0, 0];
     assert_eq!(run(socket, raw), SECCOMP_RET_USER_NOTIF);
     let packet = [libc::AF_PACKET as u64, libc::SOCK_DGRAM as u64, 0, 0, 0, 0];
