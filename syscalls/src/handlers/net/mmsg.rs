@@ -4,9 +4,10 @@
 //! `do_recvmmsg`'s loop as the kernel runs it: at most UIO_MAXIOV
 //! messages; MSG_WAITFORONE makes every receive after the first
 //! non-blocking; the timeout is looked at after each message (it never
-//! ends a wait) and what is left of it written back; an error after the
-//! first message ends the loop with the count. Sockets not the
-//! netstack's CONTINUE.
+//! ends a wait) and what is left of it written back when a message came;
+//! an error after the first message ends the loop with the count (Linux
+//! keeps it for the socket's next call; the netstack drops it). Sockets
+//! not the netstack's CONTINUE.
 //!
 //! Owns: the loop over the `mmsghdr` array. Does not own: a message's
 //! receive (`msg::recv_into`).
@@ -62,7 +63,8 @@ pub(crate) fn recvmmsg(
             break;
         }
     }
-    if let Some(end) = end {
+    // What is left of the timeout goes back once a message came.
+    if let Some(end) = end.filter(|_| done > 0) {
         write_timeout(g, timeout, end.saturating_duration_since(Instant::now()))?;
     }
     Ok(Reply::Value(i64::from(done)))
