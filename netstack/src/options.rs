@@ -25,8 +25,14 @@ pub enum Class {
     /// a flag (reported as 0 or 1).
     Stored { default: i32, flag: bool },
     /// Not available on this socket (ENOPROTOOPT): unknown IP-level
-    /// options, and what would reveal the host socket (SO_PEERCRED).
+    /// options, and what would reveal the host socket (SO_PASSCRED,
+    /// SO_PEERPIDFD, SO_PEERSEC).
     Unsupported,
+    /// Read-only and answered as an internet socket's peer, never from
+    /// the host socket (whose peer is a unix name behind the sandbox's
+    /// token and a process's credentials): SO_PEERNAME the peer's
+    /// address, SO_PEERCRED no credentials, SO_PEERGROUPS none.
+    Peer,
 }
 
 const SOL_TCP: i32 = libc::IPPROTO_TCP;
@@ -63,9 +69,8 @@ fn socket_level(name: i32) -> Class {
         libc::SO_TYPE | libc::SO_DOMAIN | libc::SO_PROTOCOL => Class::Identity,
         // AF_UNIX refuses SO_REUSEPORT (inet only since Linux 6.x).
         libc::SO_REUSEPORT => FLAG,
-        libc::SO_PEERCRED | libc::SO_PASSCRED | libc::SO_PEERSEC | libc::SO_PEERGROUPS => {
-            Class::Unsupported
-        }
+        libc::SO_PEERNAME | libc::SO_PEERCRED | libc::SO_PEERGROUPS => Class::Peer,
+        libc::SO_PASSCRED | libc::SO_PEERSEC => Class::Unsupported,
         libc::SO_PASSSEC | 76 /* SO_PEERPIDFD */ | 77 /* SO_PASSPIDFD */ => Class::Unsupported,
         _ => Class::Native,
     }
@@ -215,7 +220,9 @@ mod tests {
         let c = |l, n| classify(libc::AF_INET, Proto::Tcp, l, n);
         assert_eq!(c(libc::SOL_SOCKET, libc::SO_RCVBUF), Class::Native);
         assert_eq!(c(libc::SOL_SOCKET, libc::SO_DOMAIN), Class::Identity);
-        assert_eq!(c(libc::SOL_SOCKET, libc::SO_PEERCRED), Class::Unsupported);
+        assert_eq!(c(libc::SOL_SOCKET, libc::SO_PEERCRED), Class::Peer);
+        assert_eq!(c(libc::SOL_SOCKET, libc::SO_PEERNAME), Class::Peer);
+        assert_eq!(c(libc::SOL_SOCKET, libc::SO_PASSCRED), Class::Unsupported);
         assert_eq!(c(SOL_IP, 9999), Class::Unsupported);
         assert_eq!(c(SOL_IPV6, libc::IPV6_V6ONLY), Class::Unsupported);
         assert_eq!(c(SOL_UDP, libc::UDP_CORK), Class::Unsupported);

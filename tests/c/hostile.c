@@ -465,6 +465,8 @@ int main(int argc, char **argv) {
     restore();
     t_msg();
     restore();
+    t_mmsg();
+    restore();
     t_order();
     restore();
     printf("done\n");

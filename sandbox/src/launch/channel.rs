@@ -15,12 +15,15 @@
 //! the guest's main process has ended. supervisor → init, any time after:
 //! `Exec` with a requester's connection attached (`exec_request.rs`).
 //! The end of the stream means the other side died.
-//! sendmsg/recvmsg pass the guest's filter, so init can still talk here
-//! after installing it.
+//! sendmsg with MSG_NOSIGNAL and a receive without an address pass the
+//! guest's filter, so init can still send here after installing it and
+//! take the `Go` that follows `Ready` ([`Channel::recv_go`]) before any
+//! worker runs; recvmsg is serviced (a netstack socket's name), so init's
+//! later receives ([`Channel::recv`]) wait for the workers.
 
-use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 
-use nix::sys::socket::{socketpair, AddressFamily, SockFlag, SockType};
+use nix::sys::socket::{recv, socketpair, AddressFamily, MsgFlags, SockFlag, SockType};
 
 use crate::sys::fd::{recv_with_fds, send_with_fd, send_with_fds};
 
@@ -137,6 +140,21 @@ impl Channel {
         })
     }
 
+    /// Waits for `Go` with a plain receive (recvfrom without an address,
+    /// which the guest's filter passes: after `Ready`, no worker serves
+    /// init's calls yet). False at the end of the stream or on anything
+    /// but `Go` (which carries no descriptor to lose).
+    pub fn recv_go(&self) -> bool {
+        let mut buf = [0u8; 16];
+        loop {
+            match recv(self.0.as_raw_fd(), &mut buf, MsgFlags::empty()) {
+                Err(nix::errno::Errno::EINTR | nix::errno::Errno::ECONNRESET) => continue,
+                Ok(n) => return n > 0 && buf[0] == GO,
+                Err(_) => return false,
+            }
+        }
+    }
+
     pub fn fd(&self) -> BorrowedFd<'_> {
         self.0.as_fd()
     }
@@ -156,6 +174,8 @@ mod tests {
         let (a, b) = pair().unwrap();
         a.send(&Msg::Go).unwrap();
         assert!(matches!(b.recv().unwrap(), Some(Msg::Go)));
+        a.send(&Msg::Go).unwrap();
+        assert!(b.recv_go());
         b.send(&Msg::Failed("--ro x: bad".into())).unwrap();
         assert!(matches!(a.recv().unwrap(), Some(Msg::Failed(m)) if m == "--ro x: bad"));
         b.send(&Msg::Status(3 << 8, Some(7))).unwrap();

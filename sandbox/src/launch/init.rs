@@ -161,7 +161,7 @@ pub(super) fn run(args: InitArgs<'_>) -> ! {
     }
     // Once the supervisor holds our root, nothing of init stays visible to
     // the guest: not its memory (/proc/1/mem, environ), not its fds.
-    if !matches!(args.channel.recv(), Ok(Some(Msg::Go))) || set_dumpable(false).is_err() {
+    if !args.channel.recv_go() || set_dumpable(false).is_err() {
         _exit(125);
     }
     // `listener` and the pty master were moved into their messages and are

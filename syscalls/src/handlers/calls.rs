@@ -8,7 +8,7 @@
 //! entry point (the policy table, [`crate::policy::entry`], names the
 //! entry point of each serviced number), or the work (the families).
 
-use super::net::{accept, dgram, msg, names, socket};
+use super::net::{accept, dgram, mmsg, msg, names, socket};
 use super::{
     affinity, attr, clock, lseek, mknod, namei, notify, numa, open, refused, sync, sysinfo,
     task_stat, xattr, Context, Res,
@@ -261,6 +261,10 @@ pub(crate) fn sendmsg(ctx: &Context, g: &dyn Guest, c: &SyscallArgs) -> Res {
 
 pub(crate) fn recvmsg(ctx: &Context, g: &dyn Guest, c: &SyscallArgs) -> Res {
     msg::recvmsg(ctx, g, c.int(0), c.args[1], c.int(2))
+}
+
+pub(crate) fn recvmmsg(ctx: &Context, g: &dyn Guest, c: &SyscallArgs) -> Res {
+    mmsg::recvmmsg(ctx, g, c.int(0), c.args[1], c.uint(2), c.int(3), c.args[4])
 }
 
 // ---- A task's stat in the view's procfs. ---------------------------------------

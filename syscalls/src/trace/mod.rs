@@ -123,6 +123,7 @@ fn signature(call: Sysno) -> Option<&'static [Arg]> {
         S::sendto => &[Fd, Hex, Int, MsgFlags, SockAddrLen, Int],
         S::recvfrom => &[Fd, Hex, Int, MsgFlags, Hex, Hex],
         S::sendmsg | S::recvmsg => &[Fd, Hex, MsgFlags],
+        S::recvmmsg => &[Fd, Hex, Int, MsgFlags, Hex],
         S::clone => &[CloneFlags, Hex, Hex, Hex, Hex],
         S::unshare => &[CloneFlags],
         S::setns => &[Fd, CloneFlags],

@@ -22,6 +22,7 @@ mod backlog;
 pub(crate) mod dgram;
 mod dial;
 mod gate;
+pub(crate) mod mmsg;
 pub(crate) mod msg;
 pub(crate) mod names;
 pub(crate) mod socket;

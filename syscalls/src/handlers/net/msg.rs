@@ -11,12 +11,13 @@
 //! sendto's, the name ignored as TCP ignores it; one without CONTINUEs
 //! (EPIPE when the socket was never connected).
 //!
-//! The filter passes sendmsg with MSG_NOSIGNAL and recvmsg with
-//! MSG_CMSG_CLOEXEC unchecked: init hands the listener over with those
-//! flags after its filter is on, before any worker can answer. On a
-//! netstack socket such calls know only `AF_UNIX` names (Landlock keeps
-//! them from the supervisor's): a TCP sendmsg with MSG_NOSIGNAL and a
-//! name gets the host socket's EISCONN.
+//! The filter passes sendmsg with MSG_NOSIGNAL unchecked: init hands
+//! the listener over with that flag after its filter is on, before any
+//! worker can answer. On a netstack socket such a send knows only
+//! `AF_UNIX` names (Landlock keeps it from the supervisor's): a TCP
+//! sendmsg with MSG_NOSIGNAL and a name gets the host socket's EISCONN.
+//! Every recvmsg is serviced (a receive's name is where the host
+//! socket's unix name would show).
 
 use netstack::ancillary::{self, Stamp};
 use netstack::Proto;
@@ -37,7 +38,7 @@ const CONTROLLEN_AT: u64 = 40;
 const FLAGS_AT: u64 = 48;
 
 /// The x86_64 `struct msghdr` fields the handlers use.
-struct MsgHdr {
+pub(super) struct MsgHdr {
     name: u64,
     namelen: u32,
     iov: u64,
@@ -46,7 +47,7 @@ struct MsgHdr {
     controllen: u64,
 }
 
-fn read_msghdr(g: &dyn Guest, ptr: u64) -> Result<MsgHdr, Errno> {
+pub(super) fn read_msghdr(g: &dyn Guest, ptr: u64) -> Result<MsgHdr, Errno> {
     let mut b = [0u8; MSGHDR_SIZE];
     g.read_mem(ptr, &mut b)?;
     let word = |at: usize| {
@@ -98,7 +99,7 @@ fn read_iovecs(g: &dyn Guest, ptr: u64, n: u64) -> Result<Vec<(u64, usize)>, Err
 
 /// MSG_CMSG_COMPAT (0x80000000) is the kernel's own flag: EINVAL from
 /// a 64-bit caller.
-fn no_compat(flags: i32) -> Result<(), Errno> {
+pub(super) fn no_compat(flags: i32) -> Result<(), Errno> {
     if flags & i32::MIN != 0 {
         return Err(Errno::EINVAL);
     }
@@ -187,12 +188,27 @@ pub(crate) fn recvmsg(ctx: &Context, g: &dyn Guest, fd: i32, msg: u64, flags: i3
         }
         return Ok(Reply::Continue);
     }
+    recv_into(ctx, g, &s, msg, &m, flags).map(|n| Reply::Value(n as i64))
+}
+
+/// One serviced receive into the guest's `msghdr` at `msg` (read as
+/// `m`): the data, the sender's TCP/UDP address as the name, the control
+/// messages, `msg_controllen` and `msg_flags`. The bytes received.
+pub(super) fn recv_into(
+    ctx: &Context,
+    g: &dyn Guest,
+    s: &netstack::stack::Sock,
+    msg: u64,
+    m: &MsgHdr,
+    flags: i32,
+) -> Result<usize, Errno> {
+    let want = ancil::wanted(s);
     let iovs = read_iovecs(g, m.iov, m.iovlen)?;
     let cap = iovs
         .iter()
         .fold(0usize, |a, (_, l)| a.saturating_add(*l))
         .min(MAX_RECV);
-    let got = receive(ctx, g, &s, cap, flags)?;
+    let got = receive(ctx, g, s, cap, flags)?;
     let mut rest: &[u8] = &got.data;
     for (base, len) in iovs {
         if rest.is_empty() {
@@ -208,7 +224,7 @@ pub(crate) fn recvmsg(ctx: &Context, g: &dyn Guest, fd: i32, msg: u64, flags: i3
     }
     let peek = flags & libc::MSG_PEEK != 0;
     let mut cmsgs = got.socket_cmsgs.clone();
-    cmsgs.extend(ancil::messages(ctx, &s, want, &got, peek));
+    cmsgs.extend(ancil::messages(ctx, s, want, &got, peek));
     let room = if m.control == 0 { 0 } else { m.controllen };
     let (control, cut) = ancillary::layout(&cmsgs, usize::try_from(room).unwrap_or(usize::MAX));
     // A control message the kernel cannot write (put_cmsg's EFAULT) is
@@ -225,5 +241,5 @@ pub(crate) fn recvmsg(ctx: &Context, g: &dyn Guest, fd: i32, msg: u64, flags: i3
         out_flags |= libc::MSG_CTRUNC;
     }
     g.write_mem(msg + FLAGS_AT, &out_flags.to_ne_bytes())?;
-    Ok(Reply::Value(got.ret as i64))
+    Ok(got.ret)
 }

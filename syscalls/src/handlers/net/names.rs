@@ -1,7 +1,8 @@
 //! getsockname, getpeername, getsockopt and setsockopt on netstack
 //! sockets: addresses decoded from the host socket's names, options
 //! classified by [`netstack::options`] (native ones CONTINUE to the host
-//! socket; identity ones answered truthfully; TCP/IP ones stored).
+//! socket; identity and peer ones answered truthfully; TCP/IP ones
+//! stored).
 
 use netstack::options::{self, Class};
 use netstack::{addr, Proto};
@@ -56,6 +57,7 @@ pub(crate) fn getsockopt(
         (Some(result), _) => result?,
         (None, Class::Native) => return Ok(Reply::Continue),
         (None, Class::Unsupported) => return Err(unknown_get(&s.meta, level)),
+        (None, Class::Peer) => return peer_option(ctx, g, &s, name, ptr, len_ptr),
         (None, Class::Identity) => identity(&s.meta, name),
         (None, Class::Stored { .. }) => s.meta.options.get(level, name, class),
     };
@@ -87,6 +89,42 @@ fn unknown_get(meta: &netstack::Meta, level: i32) -> Errno {
     } else {
         Errno::ENOPROTOOPT
     }
+}
+
+/// SO_PEERNAME, SO_PEERCRED, SO_PEERGROUPS as `sk_getsockopt` answers
+/// them on an internet socket: the peer's address (ENOTCONN without one;
+/// EINVAL when the length asks for more than the address holds, else
+/// that many bytes), credentials of no process (pid 0, uid and gid -1:
+/// a TCP or UDP socket has no `sk_peer_cred`), and so no groups
+/// (ENODATA).
+fn peer_option(
+    ctx: &Context,
+    g: &dyn Guest,
+    s: &netstack::stack::Sock,
+    name: i32,
+    ptr: u64,
+    len_ptr: u64,
+) -> Res {
+    // The length first (EFAULT, EINVAL when negative), as sk_getsockopt.
+    let room = read_len(g, len_ptr)?;
+    let value = match name {
+        libc::SO_PEERNAME => {
+            let a = stack(ctx).peer_addr(s).map_err(|_| Errno::ENOTCONN)?;
+            let raw = addr::encode(s.meta.domain, a);
+            raw.get(..room).ok_or(Errno::EINVAL)?.to_vec()
+        }
+        libc::SO_PEERCRED => {
+            let raw: Vec<u8> = [0i32, -1, -1]
+                .iter()
+                .flat_map(|v| v.to_ne_bytes())
+                .collect();
+            raw[..room.min(raw.len())].to_vec()
+        }
+        _ => return Err(Errno::ENODATA),
+    };
+    g.write_mem(ptr, &value)?;
+    g.write_mem(len_ptr, &(value.len() as u32).to_ne_bytes())?;
+    Ok(Reply::Value(0))
 }
 
 fn identity(meta: &netstack::Meta, name: i32) -> i32 {
@@ -134,7 +172,7 @@ pub(crate) fn setsockopt(
             }
             return Ok(Reply::Continue);
         }
-        Class::Unsupported | Class::Identity => return Err(Errno::ENOPROTOOPT),
+        Class::Unsupported | Class::Identity | Class::Peer => return Err(Errno::ENOPROTOOPT),
         Class::Stored { .. } => {}
     }
     let v = read_value(g, level, ptr, len)?;

@@ -79,11 +79,6 @@ pub(super) const NOSIGNAL_ARG2: &[Cond] = &[Cond {
     arg: 2,
     op: Op::MaskSet(libc::MSG_NOSIGNAL as u32),
 }];
-/// init's recvmsg (sys/fd.rs: `recv_with_fd`).
-pub(super) const CMSG_CLOEXEC_ARG2: &[Cond] = &[Cond {
-    arg: 2,
-    op: Op::MaskSet(libc::MSG_CMSG_CLOEXEC as u32),
-}];
 /// sendto/recvfrom without an address (send, recv).
 pub(super) const NULL_ARG4: &[Cond] = &[Cond {
     arg: 4,
