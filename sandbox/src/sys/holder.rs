@@ -8,8 +8,9 @@
 //! child runs one function of raw system calls (no C library code, so it
 //! never writes the `errno` it shares with the caller's thread): join a
 //! user namespace and unshare, if asked, and report how that went; close
-//! its copy of the pipe's write end, read until the caller closes its
-//! own, exit.
+//! every descriptor it was not given (its copy of the pipe's write end,
+//! and any other holder's that the clone copied), read until the caller
+//! closes its own, exit.
 //!
 //! Owns that child and its stack. Not what the namespaces are for
 //! (`launch/idmapped.rs`, `launch/netns.rs`).
@@ -158,7 +159,7 @@ impl Drop for Holder {
     }
 }
 
-/// The child's whole life: close the write end; join and unshare as
+/// The child's whole life: close all but its three descriptors; join and unshare as
 /// ordered, and report; read to end of file, return (the C library's
 /// clone then exits with 0).
 extern "C" fn hold(arg: *mut libc::c_void) -> libc::c_int {
@@ -166,7 +167,12 @@ extern "C" fn hold(arg: *mut libc::c_void) -> libc::c_int {
     // child is reaped (`Holder::clone_child`); only read here.
     let orders = unsafe { &*(arg as *const Orders) };
     let mut byte = 0u8;
-    raw_syscall3(libc::SYS_close, orders.tx.into(), 0, 0);
+    // The clone copied every descriptor of the caller, its pipe's write
+    // end included, and another thread's holder pipes made at that moment:
+    // a copy of another holder's write end kept here would keep that
+    // holder from its end of file until this one leaves (two such copies,
+    // and each waits for the other forever).
+    close_all_but([orders.rx, orders.report, orders.userns]);
     if orders.report >= 0 {
         let mut ret = 0;
         if orders.userns >= 0 {
@@ -188,6 +194,26 @@ extern "C" fn hold(arg: *mut libc::c_void) -> libc::c_int {
             return 0;
         }
     }
+}
+
+/// Closes every descriptor but `keep`'s (-1: none), in at most four
+/// `close_range` calls: no allocation, no C library (the child shares
+/// the caller's memory and thread state). On a kernel without
+/// `close_range` (before 5.9) nothing is closed.
+fn close_all_but(mut keep: [i32; 3]) {
+    keep.sort_unstable();
+    let mut first: i64 = 0;
+    for fd in keep {
+        if fd < 0 {
+            continue;
+        }
+        let fd = i64::from(fd);
+        if fd > first {
+            raw_syscall3(libc::SYS_close_range, first, fd - 1, 0);
+        }
+        first = fd + 1;
+    }
+    raw_syscall3(libc::SYS_close_range, first, i64::from(u32::MAX), 0);
 }
 
 /// A system call without the C library: no `errno` written.
@@ -264,6 +290,27 @@ mod tests {
         let mut holder = Holder::spawn_joining(not_user.as_fd(), CloneFlags::CLONE_NEWNET).unwrap();
         assert_eq!(holder.ready(), Err(Errno::EINVAL));
         assert_eq!(holder.ready(), Err(Errno::EINVAL), "reported once");
+    }
+
+    /// A holder made while another is held gets a copy of the other's
+    /// write end with the clone; it must not keep the other from leaving.
+    /// (Two launches at once in one supervisor, a pool's or the serve
+    /// daemon's, each wait for their holder at the end of the launch.)
+    #[test]
+    fn a_holder_leaves_while_a_later_one_is_held() {
+        let first = Holder::spawn(CloneFlags::CLONE_NEWUSER).unwrap();
+        let second = Holder::spawn(CloneFlags::CLONE_NEWUSER).unwrap();
+        let pid = first.pid();
+        let (done, gone) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            drop(first.release());
+            let _ = done.send(());
+        });
+        // Only a guard against a hang: the reap takes microseconds.
+        let left = gone.recv_timeout(std::time::Duration::from_secs(60));
+        assert!(left.is_ok(), "the first holder ({pid}) did not leave while the second was held");
+        assert_eq!(waitpid(pid, None), Err(Errno::ECHILD));
+        drop(second);
     }
 
     #[test]
