@@ -255,7 +255,9 @@ pub fn check_denied(user: Option<(u32, u32)>, bin: &Path) -> Vec<String> {
     }
     for name in UNCOUNTED {
         if !denied[name].is_null() || !rep["syscalls"]["serviced"][name].is_null() {
-            bad.push(format!("report counts {name:?}, which the filter answers: {rep}"));
+            bad.push(format!(
+                "report counts {name:?}, which the filter answers: {rep}"
+            ));
         }
     }
     bad

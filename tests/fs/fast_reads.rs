@@ -276,7 +276,10 @@ fn proc_sys_reads(n: usize) -> (Out, u64) {
         .supervised()
         .ok("supervised");
     let r = read_report(rep.path());
-    (out, r["syscalls"]["serviced"]["openat"].as_u64().unwrap_or(0))
+    (
+        out,
+        r["syscalls"]["serviced"]["openat"].as_u64().unwrap_or(0),
+    )
 }
 
 /// A /proc/sys file no cover hides is read natively, as the handler
@@ -292,7 +295,11 @@ fn proc_sys_reads_pass_unless_covered() {
     let (once, few) = proc_sys_reads(1);
     let (many, more) = proc_sys_reads(21);
     assert_eq!(once.stdout, many.stdout);
-    assert_eq!(more - few, 20, "served opens: {few} for 1 read each, {more} for 21");
+    assert_eq!(
+        more - few,
+        20,
+        "served opens: {few} for 1 read each, {more} for 21"
+    );
     let lines = |o: &Out| o.stdout.lines().map(str::to_owned).collect::<Vec<_>>();
     let sandboxed = lines(&many);
     assert_eq!(sandboxed.len(), 4, "{}", many.dump());
@@ -302,7 +309,16 @@ fn proc_sys_reads_pass_unless_covered() {
     }
     // Natively in a pid namespace of its own (pid_max is the namespace's);
     // somaxconn is the sandbox's network namespace's, the default.
-    let argv = ["unshare", "--pid", "--fork", "--mount-proc", "/usr/bin/python3", "-c", PROC_SYS, "1"];
+    let argv = [
+        "unshare",
+        "--pid",
+        "--fork",
+        "--mount-proc",
+        "/usr/bin/python3",
+        "-c",
+        PROC_SYS,
+        "1",
+    ];
     let native = lines(&Run::new(&argv).native().ok("native"));
     assert_eq!(sandboxed[..2], native[..2], "{}", many.dump());
 }

@@ -404,7 +404,10 @@ fn switch_rounds(out: &Out) -> Vec<(u64, u64, u64)> {
     out.stdout
         .lines()
         .filter_map(|l| {
-            let v: Vec<u64> = l.split_whitespace().filter_map(|n| n.parse().ok()).collect();
+            let v: Vec<u64> = l
+                .split_whitespace()
+                .filter_map(|n| n.parse().ok())
+                .collect();
             match v.as_slice() {
                 [a, c, b] => Some((*a, *c, *b)),
                 _ => None,
@@ -435,9 +438,20 @@ fn stat_ctxt_is_the_sandboxs_tasks_switches() {
             out.dump()
         );
     }
-    assert!(rounds[2].1 > rounds[0].1 + 10, "ctxt did not grow: {rounds:?}");
+    assert!(
+        rounds[2].1 > rounds[0].1 + 10,
+        "ctxt did not grow: {rounds:?}"
+    );
     // Natively in a pid namespace and procfs of its own, as the sandbox's.
-    let unshare = ["unshare", "--pid", "--fork", "--mount-proc", PY, "-c", SWITCHES];
+    let unshare = [
+        "unshare",
+        "--pid",
+        "--fork",
+        "--mount-proc",
+        PY,
+        "-c",
+        SWITCHES,
+    ];
     let native = Run::new(&unshare).native().ok("native");
     let host = switch_rounds(&native);
     assert!(

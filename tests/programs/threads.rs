@@ -66,7 +66,10 @@ fn c_threads_match_native(user: Option<(u32, u32)>, bin: &Path) {
     let native = run.native().ok("threads natively");
     let out = run.supervised().ok("threads supervised");
     assert_eq!(out.stdout, native.stdout, "{}", out.dump());
-    out.assert_lines(&["together: 8 threads, counter 36", "posix_spawn true: exited 0"]);
+    out.assert_lines(&[
+        "together: 8 threads, counter 36",
+        "posix_spawn true: exited 0",
+    ]);
     let rep = assert_no_clone3_counted(&report);
     let started = rep["processes_started"].as_u64().unwrap_or(0);
     assert!(
@@ -126,7 +129,12 @@ fn raw_clone3_gets_enosys_where_the_kernel_makes_a_child() {
     if native.stdout.trim() == "clone3: ENOSYS" {
         skip!("this kernel has no clone3");
     }
-    assert_eq!(native.stdout, "clone3: child exited 7\n", "{}", native.dump());
+    assert_eq!(
+        native.stdout,
+        "clone3: child exited 7\n",
+        "{}",
+        native.dump()
+    );
     let out = run.supervised().ok("clone3 supervised");
     assert_eq!(out.stdout, "clone3: ENOSYS\n", "{}", out.dump());
     assert_no_clone3_counted(&report);

@@ -308,7 +308,10 @@ mod tests {
         });
         // Only a guard against a hang: the reap takes microseconds.
         let left = gone.recv_timeout(std::time::Duration::from_secs(60));
-        assert!(left.is_ok(), "the first holder ({pid}) did not leave while the second was held");
+        assert!(
+            left.is_ok(),
+            "the first holder ({pid}) did not leave while the second was held"
+        );
         assert_eq!(waitpid(pid, None), Err(Errno::ECHILD));
         drop(second);
     }
