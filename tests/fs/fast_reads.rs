@@ -268,13 +268,17 @@ for p in ('/proc/sys/kernel/pid_max', '/proc/sys/kernel/ngroups_max',
 /// `PROC_SYS` with N reads of each file: its output and the openat
 /// calls the supervisor served.
 fn proc_sys_reads(n: usize) -> (Out, u64) {
+    served_opens(&["/usr/bin/python3", "-c", PROC_SYS, &n.to_string()], &[])
+}
+
+/// `argv`'s output under the supervisor with `extra` flags, and the
+/// `openat` calls the supervisor served for it (its report's count).
+fn served_opens(argv: &[&str], extra: &[&str]) -> (Out, u64) {
     let rep = tempfile::NamedTempFile::new().expect("report file");
     let rep_s = rep.path().display().to_string();
-    let n = n.to_string();
-    let out = Run::new(&["/usr/bin/python3", "-c", PROC_SYS, &n])
-        .sup(&["--report", &rep_s])
-        .supervised()
-        .ok("supervised");
+    let mut sup = vec!["--report", rep_s.as_str()];
+    sup.extend_from_slice(extra);
+    let out = Run::new(argv).sup(&sup).supervised().ok("supervised");
     let r = read_report(rep.path());
     (
         out,
@@ -389,19 +393,7 @@ print(sorted(os.listdir(base)))
 /// The `openat` calls the supervisor served for [`READ_WRITE_OPENS`] in
 /// `dir` (made by the script), and its output, under `extra` flags.
 fn serviced_read_write_opens(dir: &str, extra: &[&str]) -> (Out, u64) {
-    let rep = tempfile::NamedTempFile::new().expect("report file");
-    let rep_s = rep.path().display().to_string();
-    let mut sup = vec!["--report", rep_s.as_str()];
-    sup.extend_from_slice(extra);
-    let out = Run::new(&["/usr/bin/python3", "-c", READ_WRITE_OPENS, dir])
-        .sup(&sup)
-        .supervised()
-        .ok("supervised");
-    let r = read_report(rep.path());
-    (
-        out,
-        r["syscalls"]["serviced"]["openat"].as_u64().unwrap_or(0),
-    )
+    served_opens(&["/usr/bin/python3", "-c", READ_WRITE_OPENS, dir], extra)
 }
 
 /// `O_RDWR` opens without `O_EXCL` pass the filter marked by the preload
