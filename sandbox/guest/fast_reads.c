@@ -108,20 +108,15 @@ static int learn_devices(void)
 }
 
 /* Whether descriptor `fd`, opened marked, is a file the supervisor may
- * serve: a cover, or a directory of the view's procfs. A regular file of
- * procfs that a marked open reached is one the fence lets through
- * (/proc/sys, /proc/sysvipc), which the supervisor leaves to the kernel
- * (CONTINUE) unless it is served, and every served one has a cover
- * mounted over it (docs/procfs.md, "The covers"), which the open would
- * have met instead. */
+ * serve (spelled_off_proc.h's maybe_served_file); an fstat that fails
+ * says yes. */
 static int maybe_served(long fd)
 {
     struct stat st;
     if (syscall2(SYS_fstat, fd, (long)&st) != 0)
         return 1;
-    if (st.st_dev == __atomic_load_n(&cover_dev, __ATOMIC_RELAXED))
-        return 1;
-    return st.st_dev == __atomic_load_n(&proc_dev, __ATOMIC_RELAXED) && !S_ISREG(st.st_mode);
+    return maybe_served_file(st.st_dev, st.st_mode, __atomic_load_n(&proc_dev, __ATOMIC_RELAXED),
+                             __atomic_load_n(&cover_dev, __ATOMIC_RELAXED));
 }
 
 

@@ -1,7 +1,8 @@
-/* Whether a path a plain read opened can reach /proc, for the preload
- * (fast_reads.c) and the static loader (static_loader_trap.c), which
- * share no library: both decide by it whether an open needs the fstat
- * that tells a served file. Freestanding: no libc. */
+/* The check of a marked plain read open, for the preload (fast_reads.c)
+ * and the static loader (static_loader_trap.c), which share no library:
+ * whether its path can reach /proc (else it needs no fstat), and whether
+ * the file its fstat describes may be one the supervisor serves (then
+ * it is made again unmarked). Freestanding: no libc. */
 #ifndef SPELLED_OFF_PROC_H
 #define SPELLED_OFF_PROC_H
 
@@ -27,6 +28,21 @@ static inline int spelled_off_proc(const char *p)
             return 0;
     }
     return 1;
+}
+
+/* Whether a file a marked open reached, of device `dev` and mode `mode`
+ * (its fstat), may be one the supervisor serves: a cover (`cover_dev`),
+ * or a directory of the view's procfs (`proc_dev`). A regular file of
+ * procfs that a marked open reached is one the fence lets through
+ * (/proc/sys, /proc/sysvipc), which the supervisor leaves to the kernel
+ * unless it is served, and every served one has a cover mounted over it
+ * (docs/procfs.md, "The covers"), which the open would have met instead. */
+static inline int maybe_served_file(unsigned long dev, unsigned int mode, unsigned long proc_dev,
+                                    unsigned long cover_dev)
+{
+    if (dev == cover_dev)
+        return 1;
+    return dev == proc_dev && (mode & 0170000) != 0100000; /* not S_ISREG */
 }
 
 #endif

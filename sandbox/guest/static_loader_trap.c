@@ -19,17 +19,14 @@ struct ksigaction program_sigsys;
 /* ---- the preload's check, for a trapped plain read open ---- */
 
 /* Whether descriptor `fd`, opened marked, may be a file the supervisor
- * serves: a cover, or a directory of the view's procfs (a regular file of
- * procfs a marked open reaches is one of /proc/sys or /proc/sysvipc that
- * no cover hides, the kernel's to answer: fast_reads.c's maybe_served). */
+ * serves (spelled_off_proc.h's maybe_served_file); an fstat that fails
+ * says yes. */
 static int maybe_served(long fd, long r9)
 {
     struct stat st;
     if (sys6r9(__NR_fstat, fd, (long)&st, 0, 0, 0, r9) != 0)
         return 1;
-    if (st.st_dev == cover_dev)
-        return 1;
-    return st.st_dev == proc_dev && (st.st_mode & 0170000) != 0100000; /* not S_IFREG */
+    return maybe_served_file(st.st_dev, st.st_mode, proc_dev, cover_dev);
 }
 
 /* The path `p` (known readable: the kernel just resolved it) names this
