@@ -69,8 +69,8 @@ pub(crate) fn getsockopt(
         read_len(g, len_ptr)?
     };
     let n = room.min(4);
-    g.write_mem(ptr, &v.to_ne_bytes()[..n])?;
-    g.write_mem(len_ptr, &(n as u32).to_ne_bytes())?;
+    let len = (n as u32).to_ne_bytes();
+    g.write_mems(&[(ptr, &v.to_ne_bytes()[..n]), (len_ptr, &len)])?;
     Ok(Reply::Value(0))
 }
 
@@ -122,8 +122,8 @@ fn peer_option(
         }
         _ => return Err(Errno::ENODATA),
     };
-    g.write_mem(ptr, &value)?;
-    g.write_mem(len_ptr, &(value.len() as u32).to_ne_bytes())?;
+    let len = (value.len() as u32).to_ne_bytes();
+    g.write_mems(&[(ptr, &value), (len_ptr, &len)])?;
     Ok(Reply::Value(0))
 }
 
