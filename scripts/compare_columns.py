@@ -48,10 +48,9 @@ def fs_type(path):
 
 
 _SCRATCH = []  # [path] once chosen; [path, "mounted"] when we mounted it
-args_seen = None  # make_columns' arguments: a dry run mounts no scratch
 
 
-def native_scratch():
+def native_scratch(dry_run=False):
     """Scratch dir for the columns that write to the host (native, sandlock).
 
     As root: a fresh tmpfs mounted for this run (a fresh tmpfs is what the
@@ -60,7 +59,7 @@ def native_scratch():
     """
     if _SCRATCH:
         return _SCRATCH[0]
-    if getattr(args_seen, "dry_run", False):
+    if dry_run:
         _SCRATCH[:] = ["SCRATCH"]  # a dry run prints command lines: nothing to mount
         return _SCRATCH[0]
     if os.geteuid() == 0 and shutil.which("mount"):
@@ -130,9 +129,7 @@ def which(name, *extra):
 
 
 def make_columns(args):
-    global args_seen
-    args_seen = args
-    cols = [Column("native", [], native_scratch())]
+    cols = [Column("native", [], native_scratch(args.dry_run))]
     fresh = " mounted for this run" if len(_SCRATCH) == 2 else ""
     cols[0].note = f"scratch {cols[0].scratch} ({fs_type(cols[0].scratch)}{fresh})"
 
