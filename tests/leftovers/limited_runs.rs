@@ -135,3 +135,52 @@ fn runs_with_limits_leave_nothing_whatever_their_end() {
     let child = unsafe { libc::waitpid(-1, std::ptr::null_mut(), libc::WNOHANG) };
     assert_eq!(child, -1, "a child process of the test is left");
 }
+
+/// Whether process `pid` is stopped (state `T`).
+fn stopped(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| Some(s.rsplit_once(") ")?.1.starts_with('T')))
+        .unwrap_or(false)
+}
+
+/// A supervisor killed as soon as its sandbox's cgroup exists (a pool
+/// stopping a sandbox still setting up, a killed daemon) leaves no
+/// directory behind: the janitor made them and removes them.
+#[test]
+fn a_supervisor_killed_as_its_cgroup_appears_leaves_nothing() {
+    let _alone = crate::alone();
+    let Some(cg) = SafetyCgroup::new("cleanup-killed", 2 << 30, 500) else {
+        eprintln!("SKIP: no cgroup to make on this machine");
+        return;
+    };
+    let wrapped = cg.wrap(Run::new(&["/bin/true"]));
+    let mut child = Command::new(&wrapped.wrap[0])
+        .args(&wrapped.wrap[1..])
+        .arg(bin())
+        .arg("run")
+        .args(LIMITS)
+        .args(["--", "/bin/true"])
+        .env(sandbox::limits::STOP_AT_CGROUP_FOR_TESTS, "1")
+        .current_dir("/")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // The shell execs the supervisor: same pid.
+    let pid = child.id();
+    let end = Instant::now() + Duration::from_secs(60);
+    while !stopped(pid) && Instant::now() < end {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(stopped(pid), "the supervisor never stopped at its cgroup");
+    assert!(
+        !cg.children().is_empty(),
+        "no cgroup beneath the test's while the supervisor is stopped"
+    );
+    let _ = child.kill();
+    let _ = child.wait();
+    if let Some(left) = left_behind(&cg, pid) {
+        panic!("left behind: {left}");
+    }
+}

@@ -192,6 +192,88 @@ impl Mount {
     }
 }
 
+/// Where the sandbox's cgroup goes, before any directory is made: each
+/// wanted controller's directory, and the directories (one per hierarchy
+/// used). The janitor makes them (`janitor::spawn`), so that no kill of
+/// the supervisor between a directory's creation and the janitor's fork
+/// can leave one behind.
+#[derive(Debug)]
+pub struct CgroupPlan {
+    places: Vec<(Controller, Place)>,
+    dirs: Vec<PathBuf>,
+}
+
+impl CgroupPlan {
+    /// `name` beneath our cgroup in each hierarchy that holds one of
+    /// `wanted`. Controllers that cannot be placed are left out.
+    pub fn named(host: &Host, wanted: &[Controller], name: &str) -> CgroupPlan {
+        let mut plan = CgroupPlan {
+            places: Vec::new(),
+            dirs: Vec::new(),
+        };
+        for &c in wanted {
+            let Some(place) = host.place(c) else { continue };
+            let place = match place {
+                Place::V1(d) => Place::V1(d.join(name)),
+                Place::V2(d) => Place::V2(d.join(name)),
+            };
+            let (Place::V1(dir) | Place::V2(dir)) = &place;
+            if !plan.dirs.contains(dir) {
+                plan.dirs.push(dir.clone());
+            }
+            plan.places.push((c, place));
+        }
+        plan
+    }
+
+    /// [`CgroupPlan::named`] `stem`, or `stem-1`, `stem-2`... the first
+    /// name none of whose directories exists: a directory a killed
+    /// supervisor with our pid left would otherwise cost the sandbox its
+    /// controller (`mkdir` fails, and the limit falls back to an rlimit).
+    pub fn free(host: &Host, wanted: &[Controller], stem: &str) -> CgroupPlan {
+        let mut plan = CgroupPlan::named(host, wanted, stem);
+        for n in 1..100 {
+            if !plan.dirs.iter().any(|d| d.exists()) {
+                break;
+            }
+            plan = CgroupPlan::named(host, wanted, &format!("{stem}-{n}"));
+        }
+        plan
+    }
+
+    /// The directories to make, in order (deepest last).
+    pub fn dirs(&self) -> &[PathBuf] {
+        &self.dirs
+    }
+
+    /// The cgroup of the directories `made` (of [`CgroupPlan::dirs`]):
+    /// a controller whose directory was not made is left out, and the
+    /// caller asks [`SandboxCgroup::has`].
+    pub fn made(self, made: &[PathBuf]) -> SandboxCgroup {
+        let is_made = |p: &Place| {
+            let (Place::V1(d) | Place::V2(d)) = p;
+            made.contains(d)
+        };
+        SandboxCgroup {
+            places: self
+                .places
+                .into_iter()
+                .filter(|(_, p)| is_made(p))
+                .collect(),
+            dirs: self.dirs.into_iter().filter(|d| made.contains(d)).collect(),
+        }
+    }
+}
+
+/// Makes each of `dirs`; those made, in order. One that exists already
+/// is not ours, and is left out.
+pub fn make_dirs(dirs: &[PathBuf]) -> Vec<PathBuf> {
+    dirs.iter()
+        .filter(|d| fs::create_dir(d).is_ok())
+        .cloned()
+        .collect()
+}
+
 /// The sandbox's cgroup: one directory per hierarchy used.
 #[derive(Debug)]
 pub struct SandboxCgroup {
@@ -202,33 +284,13 @@ pub struct SandboxCgroup {
 
 impl SandboxCgroup {
     /// Creates `name` beneath our cgroup in each hierarchy that holds one
-    /// of `wanted`. Controllers that cannot be placed are left out; the
-    /// caller asks [`SandboxCgroup::has`].
+    /// of `wanted`, here and now (no janitor: for tests and callers that
+    /// remove it themselves). Controllers that cannot be placed are left
+    /// out; the caller asks [`SandboxCgroup::has`].
     pub fn create(host: &Host, wanted: &[Controller], name: &str) -> SandboxCgroup {
-        let mut cg = SandboxCgroup {
-            places: Vec::new(),
-            dirs: Vec::new(),
-        };
-        for &c in wanted {
-            let Some(place) = host.place(c) else { continue };
-            let base = match &place {
-                Place::V1(d) | Place::V2(d) => d,
-            };
-            let dir = base.join(name);
-            let created = cg.dirs.contains(&dir) || fs::create_dir(&dir).is_ok();
-            if !created {
-                continue;
-            }
-            if !cg.dirs.contains(&dir) {
-                cg.dirs.push(dir.clone());
-            }
-            let place = match place {
-                Place::V1(_) => Place::V1(dir),
-                Place::V2(_) => Place::V2(dir),
-            };
-            cg.places.push((c, place));
-        }
-        cg
+        let plan = CgroupPlan::named(host, wanted, name);
+        let made = make_dirs(plan.dirs());
+        plan.made(&made)
     }
 
     /// Whether controller `c` is in place.

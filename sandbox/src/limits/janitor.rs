@@ -1,12 +1,17 @@
-//! The janitor: a small process, forked before the sandbox, that removes
-//! the sandbox's cgroup if the supervisor dies without doing it (SIGKILL,
-//! a crash). The kernel takes the sandbox's processes with the
-//! supervisor (init's PDEATHSIG), but nothing removes a cgroup directory.
+//! The janitor: a small process, forked before the sandbox, that makes
+//! the sandbox's cgroup directories and removes them if the supervisor
+//! dies without doing it (SIGKILL, a crash). The kernel takes the
+//! sandbox's processes with the supervisor (init's PDEATHSIG), but
+//! nothing removes a cgroup directory. It makes them itself, and tells
+//! the supervisor which it made, so that no kill of the supervisor can
+//! fall between a directory's creation and the janitor knowing of it
+//! (a pool stops a sandbox still setting up with a kill).
 //!
-//! Owns: forking it (while the supervisor is single-threaded, right after
-//! the cgroup's directories are made), its wait
-//! on a pipe whose only writer is the supervisor, and dismissing it at the
-//! end of a normal run. Does not own the removal itself
+//! Owns: forking it (while the supervisor is single-threaded, before the
+//! cgroup exists), the creation of the directories and its answer, its
+//! wait on a pipe whose only writer is the supervisor, and dismissing it
+//! at the end of a normal run. Does not own where the directories go
+//! (`cgroup::CgroupPlan`) or the removal itself
 //! (`cgroup::remove_tree_sparing`).
 //!
 //! It runs in a process group of its own, which the supervisor gives it
@@ -27,7 +32,7 @@ use nix::sys::signal::SigSet;
 use nix::sys::wait::waitpid;
 use nix::unistd::{pipe2, read, setpgid, setsid, Pid};
 
-use super::cgroup::remove_tree_sparing;
+use super::cgroup::{make_dirs, remove_tree_sparing};
 use crate::sys::fd::close_all_except;
 use crate::sys::process::{exit_now, fork_single_threaded, Forked};
 
@@ -46,26 +51,77 @@ pub struct Janitor {
     pipe: Option<OwnedFd>,
 }
 
-/// Forks the janitor for `dirs`. Call while single-threaded.
-pub fn spawn(dirs: Vec<PathBuf>) -> Result<Janitor, String> {
+/// Forks the janitor, which makes `dirs` (a plan's, in order); the
+/// janitor and the directories it made. Call while single-threaded.
+pub fn spawn(dirs: Vec<PathBuf>) -> Result<(Janitor, Vec<PathBuf>), String> {
     let (rx, tx) = pipe2(OFlag::O_CLOEXEC).map_err(|e| format!("janitor pipe: {}", e.desc()))?;
+    let (answer_rx, answer_tx) =
+        pipe2(OFlag::O_CLOEXEC).map_err(|e| format!("janitor pipe: {}", e.desc()))?;
     let supervisor = std::process::id() as i32;
     match fork_single_threaded().map_err(|e| format!("starting the janitor: {}", e.desc()))? {
         Forked::Child => {
             drop(tx);
-            watch(rx, &dirs, supervisor)
+            drop(answer_rx);
+            let made = make_dirs(&dirs);
+            let answer: Vec<u8> = dirs.iter().map(|d| u8::from(made.contains(d))).collect();
+            let _ = write_all(&answer_tx, &answer);
+            drop(answer_tx);
+            watch(rx, &made, supervisor)
         }
         Forked::Parent(pid) => {
             // Its own group before anything else can signal ours: the child
             // may not run for a while (a pool's sandboxes set up at nice 19).
             // It fails only if the child got there first (`setsid`).
             let _ = setpgid(pid, pid);
-            Ok(Janitor {
+            drop(answer_tx);
+            let janitor = Janitor {
                 pid,
                 pipe: Some(tx),
-            })
+            };
+            let answer = read_answer(&answer_rx, dirs.len());
+            if answer.len() < dirs.len() {
+                // Gone before it answered (killed): nothing of it removes
+                // what it made, so whatever is there and empty goes now.
+                remove_tree_sparing(&dirs, Some(pid.as_raw()), Duration::ZERO);
+                janitor.dismiss();
+                return Err("starting the janitor: it ended before making the cgroup".into());
+            }
+            let made = dirs
+                .into_iter()
+                .zip(answer)
+                .filter(|(_, m)| *m == 1)
+                .map(|(d, _)| d);
+            Ok((janitor, made.collect()))
         }
     }
+}
+
+/// Up to `n` bytes from `fd`, until its end.
+fn read_answer(fd: &OwnedFd, n: usize) -> Vec<u8> {
+    let mut got = vec![0u8; n];
+    let mut len = 0;
+    while len < n {
+        match read(fd.as_raw_fd(), &mut got[len..]) {
+            Ok(0) => break,
+            Ok(k) => len += k,
+            Err(Errno::EINTR) => {}
+            Err(_) => break,
+        }
+    }
+    got.truncate(len);
+    got
+}
+
+/// All of `bytes` to `fd`.
+fn write_all(fd: &OwnedFd, mut bytes: &[u8]) -> Result<(), Errno> {
+    while !bytes.is_empty() {
+        match nix::unistd::write(fd, bytes) {
+            Ok(k) => bytes = &bytes[k..],
+            Err(Errno::EINTR) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
 }
 
 /// The janitor's life: wait for the pipe's end, clean up, exit. It never

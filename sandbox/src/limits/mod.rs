@@ -28,8 +28,12 @@ use nix::unistd::Pid;
 use crate::launch::InitHooks;
 use crate::sys::pidfd;
 use crate::sys::process::{prlimit, prlimit_soft_hard, Rlimit};
-use cgroup::{Controller, Counters, Host, SandboxCgroup};
+use cgroup::{CgroupPlan, Controller, Counters, Host, SandboxCgroup};
 use janitor::Janitor;
+
+/// Set in the supervisor's environment, it stops itself (SIGSTOP) as soon
+/// as the sandbox's cgroup exists: the leftovers tests kill it there.
+pub const STOP_AT_CGROUP_FOR_TESTS: &str = "SUPERVISOR_TEST_STOP_AT_CGROUP";
 
 /// The limits of one run, as given on the command line.
 #[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -243,18 +247,18 @@ impl Enforcement {
     pub fn create(&self, init: Pid) -> Result<Vec<OwnedFd>, String> {
         let mut made = self.made.borrow_mut();
         if self.wants_cgroup() {
-            let name = format!("supervisor-{}", std::process::id());
-            let cg = SandboxCgroup::create(&Host::discover(), &self.wanted, &name);
-            if !cg.dirs().is_empty() {
-                match janitor::spawn(cg.dirs().to_vec()) {
-                    Ok(janitor) => made.janitor = Some(janitor),
-                    Err(msg) => {
-                        cg.remove();
-                        return Err(msg);
-                    }
-                }
+            let stem = format!("supervisor-{}", std::process::id());
+            let plan = CgroupPlan::free(&Host::discover(), &self.wanted, &stem);
+            let mut made_dirs = Vec::new();
+            if !plan.dirs().is_empty() {
+                let (janitor, dirs) = janitor::spawn(plan.dirs().to_vec())?;
+                made.janitor = Some(janitor);
+                made_dirs = dirs;
             }
-            made.cgroup = Some(cg);
+            made.cgroup = Some(plan.made(&made_dirs));
+            if std::env::var_os(STOP_AT_CGROUP_FOR_TESTS).is_some() {
+                let _ = nix::sys::signal::raise(Signal::SIGSTOP);
+            }
         }
         let joined = made.cgroup.as_ref().map_or(Ok(Vec::new()), |cg| {
             self.write_cgroup_limits(cg)?;

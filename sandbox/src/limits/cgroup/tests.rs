@@ -103,3 +103,33 @@ fn a_thread_of_ours_left_in_the_cpu_group_does_not_keep_it() {
     let _ = stuck.join();
     assert!(gone, "{} left behind", dir.display());
 }
+
+/// A directory left with the name a supervisor would take (a killed
+/// supervisor's with our pid) makes the plan take the next free name,
+/// which no hierarchy holds yet.
+#[test]
+fn a_leftover_with_our_name_gives_way() {
+    let host = Host::discover();
+    let wanted = [Controller::Memory, Controller::Pids, Controller::CpuAcct];
+    let stem = format!("unit-free-{}", std::process::id());
+    let taken = CgroupPlan::named(&host, &wanted, &stem);
+    let Some(first) = taken.dirs().first().cloned() else {
+        eprintln!("skipped: no cgroup hierarchy of ours here");
+        return;
+    };
+    if fs::create_dir(&first).is_err() {
+        eprintln!("skipped: cannot make a cgroup here");
+        return;
+    }
+    let plan = CgroupPlan::free(&host, &wanted, &stem);
+    let _ = fs::remove_dir(&first);
+    assert_eq!(plan.dirs().len(), taken.dirs().len());
+    for dir in plan.dirs() {
+        assert!(
+            dir.file_name() == Some(OsStr::new(&format!("{stem}-1"))),
+            "{}",
+            dir.display()
+        );
+        assert!(!dir.exists(), "{} exists", dir.display());
+    }
+}
