@@ -5,6 +5,8 @@
 # closed port of each, a DNS responder on 127.0.0.53:53 for the native run
 # (sandboxed, the supervisor's stub answers there), and the host clients of
 # `--publish` (natively they dial the guest's ports themselves).
+# The IPv4 TCP case and the netlink one run again as an unprivileged
+# user (uid 1001), whose supervisor has no capability on the host.
 # argv: SUPERVISOR GUEST_SCRIPT; prints "native CASE: LINE" and
 # "sandboxed CASE: LINE" for every line each run printed.
 import socket
@@ -91,11 +93,13 @@ def emit(who, case, out):
     sys.stdout.flush()
 
 
-def run(case, args, rules=(), extra=(), client=None):
+def run(case, args, rules=(), extra=(), client=None, uid=None):
+    """Both runs of `case`; `uid`: both as that unprivileged user."""
     argv = ["/usr/bin/python3", "-c", GUEST, case, *args]
     sandboxed = [SUP, "run"] + [x for r in rules for x in ("--allow-net", r)] + list(extra) + ["--"]
+    ids = {} if uid is None else {"user": uid, "group": uid, "extra_groups": [], "cwd": "/"}
     for who, prefix in (("native", []), ("sandboxed", sandboxed)):
-        p = subprocess.Popen(prefix + argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        p = subprocess.Popen(prefix + argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, **ids)
         if client:
             client(who)
         out, _ = p.communicate(timeout=120)
@@ -146,3 +150,6 @@ run("publish", [str(gp), str(gu), "--", "G=%d" % gp, "GU=%d" % gu], extra=publis
 dns_responder()
 run("dns", ["--", "DNS=53"], ["allowed.test"])
 run("netlink", [])
+tcp_port = serve("127.0.0.1", socket.SOCK_STREAM)
+run("tcp", ["127.0.0.1", str(tcp_port), "--", "S=%d" % tcp_port], [rule("127.0.0.1", tcp_port)], uid=1001)
+run("netlink", [], uid=1001)
