@@ -153,7 +153,7 @@ pub fn text(file: NetFile, host: &str, src: &Sources<'_>) -> String {
 
 /// `host` (`/proc/net/netlink`, the inode last on each line) without
 /// the sockets in `held`: the supervisor's, which the guest never sees.
-fn guest_netlink(host: &str, held: &HashSet<u64>) -> String {
+pub fn guest_netlink(host: &str, held: &HashSet<u64>) -> String {
     let mut out = String::new();
     for (i, line) in host.lines().enumerate() {
         let inode = line.split_whitespace().last().and_then(|v| v.parse().ok());
