@@ -206,6 +206,12 @@ impl Egress for Outbound {
         }
         let host = sessions.get(&key).map(|s| &s.host);
         let host = host.ok_or(Refusal::Failed(Errno::ENOBUFS))?;
+        // The session's host socket is connected, so an ICMP error for an
+        // earlier datagram (port unreachable: ECONNREFUSED) waits as its
+        // socket error and would fail this send; the guest's socket is
+        // unconnected, and Linux reports no such error to one (without
+        // IP_RECVERR). Read and so cleared first.
+        let _ = socket::getsockopt(host, sockopt::SocketError);
         socket::send(host.as_raw_fd(), data, MsgFlags::MSG_DONTWAIT).map_err(Refusal::Failed)
     }
 }

@@ -1,5 +1,5 @@
-//! The guest's `/proc/net/unix`, `tcp`, `tcp6`, `udp` and `udp6`, live
-//! at each open. The guest's TCP/UDP sockets are host `AF_UNIX` sockets
+//! The guest's `/proc/net/unix`, `tcp`, `tcp6`, `udp`, `udp6` and
+//! `netlink`, live at each open. The guest's TCP/UDP sockets are host `AF_UNIX` sockets
 //! of its own network namespace (the netstack's), so its kernel lists
 //! them in `unix` (with the netstack's names and token) and nothing in
 //! the internet files. Served instead: `unix` without the netstack's
@@ -10,7 +10,10 @@
 //! addresses, the inode its descriptors show and the queues of its host
 //! socket (`netstack::queues`), so netstat, `ss`
 //! (whose netlink query is refused, so it reads these) and psutil see
-//! the guest's servers.
+//! the guest's servers. `netlink` is the kernel's without the sockets
+//! the supervisor holds (the socket factory's `NETLINK_SOCK_DIAG` socket,
+//! whose port id, once the supervisor dumps through it, is the
+//! supervisor's host pid).
 //!
 //! Owns: recognising those files by the path the kernel gives them, and
 //! their texts. Does not own: serving the text (`served::substitute`),
@@ -31,6 +34,7 @@ pub enum NetFile {
     Tcp6,
     Udp,
     Udp6,
+    Netlink,
 }
 
 impl NetFile {
@@ -41,6 +45,7 @@ impl NetFile {
             NetFile::Tcp6 => c"tcp6",
             NetFile::Udp => c"udp",
             NetFile::Udp6 => c"udp6",
+            NetFile::Netlink => c"netlink",
         }
     }
 
@@ -62,6 +67,7 @@ impl NetFile {
             "tcp6" => Some(NetFile::Tcp6),
             "udp" => Some(NetFile::Udp),
             "udp6" => Some(NetFile::Udp6),
+            "netlink" => Some(NetFile::Netlink),
             _ => None,
         }
     }
@@ -72,7 +78,7 @@ impl NetFile {
             NetFile::Tcp6 => proto == Proto::Tcp && domain == libc::AF_INET6,
             NetFile::Udp => proto == Proto::Udp && domain == libc::AF_INET,
             NetFile::Udp6 => proto == Proto::Udp && domain == libc::AF_INET6,
-            NetFile::Unix => false,
+            NetFile::Unix | NetFile::Netlink => false,
         }
     }
 }
@@ -140,8 +146,24 @@ pub struct Sources<'a> {
 pub fn text(file: NetFile, host: &str, src: &Sources<'_>) -> String {
     match file {
         NetFile::Unix => guest_unix(host, src),
+        NetFile::Netlink => guest_netlink(host, &src.held),
         _ => inet(file, host, src),
     }
+}
+
+/// `host` (`/proc/net/netlink`, the inode last on each line) without
+/// the sockets in `held`: the supervisor's, which the guest never sees.
+pub fn guest_netlink(host: &str, held: &HashSet<u64>) -> String {
+    let mut out = String::new();
+    for (i, line) in host.lines().enumerate() {
+        let inode = line.split_whitespace().last().and_then(|v| v.parse().ok());
+        if i > 0 && inode.is_some_and(|n: u64| held.contains(&n)) {
+            continue;
+        }
+        out.push_str(line);
+        out.push('\n');
+    }
+    out
 }
 
 /// `host` without the netstack's sockets.
@@ -373,6 +395,7 @@ mod tests {
     fn paths_and_addresses() {
         assert_eq!(NetFile::at("/proc/12/net/tcp6"), Some(NetFile::Tcp6));
         assert_eq!(NetFile::at("/proc/1/task/3/net/unix"), Some(NetFile::Unix));
+        assert_eq!(NetFile::at("/proc/5/net/netlink"), Some(NetFile::Netlink));
         assert_eq!(NetFile::at("/proc/net/tcp"), None);
         assert_eq!(NetFile::at("/proc/1/net/dev"), None);
         for inside in [
@@ -402,6 +425,17 @@ mod tests {
         assert_eq!(socket_owner("0 1001 1\n1 100000 65535\n", 1001), 0);
         assert_eq!(socket_owner("0 0 4294967295\n", 1001), 1001);
         assert_eq!(socket_owner("65534 65534 1\n", 65534), 65534);
+    }
+
+    #[test]
+    fn netlink_without_the_held_sockets() {
+        let head = "sk               Eth Pid        Groups   Rmem     Wmem     Dump  Locks    Drops    Inode";
+        let kernel = "0000000005c7e69e 4   0          00000000 0        0        0     2        0        17";
+        let ours = "00000000dd23f7fb 4   6878       00000000 0        0        0     2        0        42";
+        let host = format!("{head}\n{kernel}\n{ours}\n");
+        let held: HashSet<u64> = [42, 7].into();
+        assert_eq!(guest_netlink(&host, &held), format!("{head}\n{kernel}\n"));
+        assert_eq!(guest_netlink(&host, &HashSet::new()), host);
     }
 
     #[test]

@@ -115,6 +115,9 @@ pub(super) fn text(ctx: &Scope<'_>, kind: ProcFile, host: String) -> String {
 /// A `/proc/net` list of the guest's (`net.rs`), from the netstack's
 /// state now.
 fn net_text(ctx: &Scope<'_>, file: NetFile, host: &str) -> String {
+    if file == NetFile::Netlink {
+        return net::guest_netlink(host, &net::held_sockets());
+    }
     let uid_map = read_view(ctx.fs, c"/proc/1/uid_map").unwrap_or_default();
     let src = net::Sources {
         net: ctx.net,

@@ -17,6 +17,7 @@ mod common;
 mod ancillary;
 mod crossing;
 mod egress;
+mod egress_crossing;
 mod factory;
 mod flags;
 mod gaps;

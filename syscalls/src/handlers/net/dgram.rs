@@ -204,6 +204,9 @@ pub(super) fn send(
         }
         return Ok(Reply::Value(net.send_local(s, local, data, flags)? as i64));
     }
+    if s.meta.peer == Some(dst) {
+        return relayed(s, data, flags);
+    }
     // Replies are sent to the guest socket's name: it needs one first.
     net.autobind(s, dst)?;
     match net.egress().send_to(s.fd.as_fd(), dst, data) {
@@ -213,6 +216,21 @@ pub(super) fn send(
             net.denials().record(dst, Proto::Udp, &denied.reason);
             Err(Errno::ENETUNREACH)
         }
+    }
+}
+
+/// A datagram to the peer of a socket whose egress connect made it a
+/// relay's end (only egress gives a UDP socket a peer off the sandbox's
+/// loopback): down the relay, as a send without an address goes. A UDP
+/// `sendto` naming the socket's own peer is a send; the unconnected path
+/// would open a session whose socket cannot reach a connected one
+/// (EPERM). The relay drops what it cannot take, as UDP may: a full
+/// queue is a datagram sent unless the call asked not to wait.
+fn relayed(s: &Sock, data: &[u8], flags: MsgFlags) -> Res {
+    let dontwait = flags.contains(MsgFlags::MSG_DONTWAIT) || nonblocking(s);
+    match socket::send(s.fd.as_raw_fd(), data, flags | MsgFlags::MSG_DONTWAIT) {
+        Err(Errno::EAGAIN) if !dontwait => Ok(Reply::Value(data.len() as i64)),
+        r => Ok(Reply::Value(r? as i64)),
     }
 }
 
