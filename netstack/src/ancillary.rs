@@ -266,7 +266,8 @@ pub fn parse_sent(domain: i32, control: &[u8], base: Stamp) -> Result<Stamp, Err
 pub fn carries_unix(control: &[u8]) -> Result<bool, Errno> {
     let mut found = false;
     each_sent(control, |level, kind, _| {
-        found |= level == libc::SOL_SOCKET && matches!(kind, libc::SCM_RIGHTS | libc::SCM_CREDENTIALS);
+        found |=
+            level == libc::SOL_SOCKET && matches!(kind, libc::SCM_RIGHTS | libc::SCM_CREDENTIALS);
         Ok(())
     })?;
     Ok(found)

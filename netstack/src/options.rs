@@ -232,11 +232,13 @@ impl Options {
 /// `sk_setsockopt` doubles and bounds it alike for every family. `None`:
 /// the host socket answers.
 pub fn fresh_buffer(proto: Proto, options: &Options, level: i32, name: i32) -> Option<i32> {
-    static TCP_DEFAULTS: std::sync::OnceLock<(Option<i32>, Option<i32>)> = std::sync::OnceLock::new();
+    static TCP_DEFAULTS: std::sync::OnceLock<(Option<i32>, Option<i32>)> =
+        std::sync::OnceLock::new();
     if proto != Proto::Tcp || level != libc::SOL_SOCKET || options.explicit(level, name).is_some() {
         return None;
     }
-    let (snd, rcv) = *TCP_DEFAULTS.get_or_init(|| (tcp_default("tcp_wmem"), tcp_default("tcp_rmem")));
+    let (snd, rcv) =
+        *TCP_DEFAULTS.get_or_init(|| (tcp_default("tcp_wmem"), tcp_default("tcp_rmem")));
     match name {
         libc::SO_SNDBUF => snd,
         libc::SO_RCVBUF => rcv,
@@ -290,7 +292,10 @@ mod tests {
         let wmem = tcp_default("tcp_wmem");
         assert!(wmem.is_some());
         assert_eq!(fresh_buffer(Proto::Tcp, &o, sol, libc::SO_SNDBUF), wmem);
-        assert_eq!(fresh_buffer(Proto::Tcp, &o, sol, libc::SO_RCVBUF), tcp_default("tcp_rmem"));
+        assert_eq!(
+            fresh_buffer(Proto::Tcp, &o, sol, libc::SO_RCVBUF),
+            tcp_default("tcp_rmem")
+        );
         o.buffer_set(libc::SO_SNDBUFFORCE);
         assert_eq!(fresh_buffer(Proto::Tcp, &o, sol, libc::SO_SNDBUF), None);
         assert!(fresh_buffer(Proto::Tcp, &o, sol, libc::SO_RCVBUF).is_some());

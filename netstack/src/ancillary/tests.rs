@@ -68,7 +68,12 @@ fn unix_messages_are_found_and_accepted() {
     let mut both = cmsg(SOL_IP, libc::IP_TTL, &9i32.to_ne_bytes());
     both.extend(rights.clone());
     assert_eq!(carries_unix(&both), Ok(true));
-    assert_eq!(parse_sent(libc::AF_INET, &both, Stamp::default()).unwrap().hops, 9);
+    assert_eq!(
+        parse_sent(libc::AF_INET, &both, Stamp::default())
+            .unwrap()
+            .hops,
+        9
+    );
     let creds = cmsg(libc::SOL_SOCKET, libc::SCM_CREDENTIALS, &[0; 12]);
     assert_eq!(carries_unix(&creds), Ok(true));
     let ttl = cmsg(SOL_IP, libc::IP_TTL, &9i32.to_ne_bytes());
@@ -78,7 +83,10 @@ fn unix_messages_are_found_and_accepted() {
     lying[..8].copy_from_slice(&99u64.to_ne_bytes());
     assert_eq!(carries_unix(&lying), Err(Errno::EINVAL));
     let unknown = cmsg(libc::SOL_SOCKET, 99, &0i32.to_ne_bytes());
-    assert_eq!(parse_sent(libc::AF_INET, &unknown, Stamp::default()), Err(Errno::EINVAL));
+    assert_eq!(
+        parse_sent(libc::AF_INET, &unknown, Stamp::default()),
+        Err(Errno::EINVAL)
+    );
 }
 
 #[test]

@@ -21,14 +21,16 @@
 //! `Ready` after installing it ([`Channel::send_ready`]) and take the
 //! `Go` that follows ([`Channel::recv_go`]) before any worker runs; no
 //! descriptor travels then: sendmsg and recvmsg are serviced (a netstack
-//! socket's name and control messages), so init's later messages
-//! ([`Channel::send`], [`Channel::recv`]) wait for the workers.
+//! socket's name and control messages), so init's later receives
+//! ([`Channel::recv`]) wait for the workers; its later messages
+//! (`Failed`, `Status`) carry no descriptor and go as plain sends
+//! (`sys::fd::send_plain`), which pass.
 
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 
-use nix::sys::socket::{recv, send, socketpair, AddressFamily, MsgFlags, SockFlag, SockType};
+use nix::sys::socket::{recv, socketpair, AddressFamily, MsgFlags, SockFlag, SockType};
 
-use crate::sys::fd::{recv_with_fds, send_with_fd, send_with_fds};
+use crate::sys::fd::{recv_with_fds, send_plain, send_with_fd, send_with_fds};
 use crate::sys::pidfd;
 
 const GO: u8 = b'G';
@@ -53,7 +55,10 @@ impl Held {
     pub fn copy_from(self, pid: nix::unistd::Pid) -> nix::Result<(OwnedFd, Option<OwnedFd>)> {
         let init = pidfd::open(pid.as_raw(), false)?;
         let listener = pidfd::getfd(init.as_fd(), self.listener)?;
-        let pty = self.pty.map(|fd| pidfd::getfd(init.as_fd(), fd)).transpose()?;
+        let pty = self
+            .pty
+            .map(|fd| pidfd::getfd(init.as_fd(), fd))
+            .transpose()?;
         Ok((listener, pty))
     }
 }
@@ -113,13 +118,13 @@ impl Channel {
             Msg::Failed(text) => {
                 let mut buf = vec![FAILED];
                 buf.extend_from_slice(text.as_bytes());
-                send_with_fd(sock, &buf, None)
+                send_plain(sock, &buf)
             }
             Msg::Status(status, tasks) => {
                 let mut buf = vec![STATUS];
                 buf.extend_from_slice(&status.to_le_bytes());
                 buf.extend_from_slice(&tasks.unwrap_or(u32::MAX).to_le_bytes());
-                send_with_fd(sock, &buf, None)
+                send_plain(sock, &buf)
             }
         }
     }
@@ -147,9 +152,14 @@ impl Channel {
             (_, 0, _) => None,
             (GO, _, _) => Some(Msg::Go),
             (READY, 9, None) => {
-                let word = |at: usize| i32::from_le_bytes([body[at], body[at + 1], body[at + 2], body[at + 3]]);
+                let word = |at: usize| {
+                    i32::from_le_bytes([body[at], body[at + 1], body[at + 2], body[at + 3]])
+                };
                 let pty = Some(word(4)).filter(|&fd| fd >= 0);
-                Some(Msg::Ready(Held { listener: word(0), pty }))
+                Some(Msg::Ready(Held {
+                    listener: word(0),
+                    pty,
+                }))
             }
             (EXEC, _, Some(fd)) => Some(Msg::Exec(fd)),
             (NET, _, Some(fd)) => Some(Msg::Net(fd)),
@@ -169,12 +179,7 @@ impl Channel {
         let mut buf = vec![READY];
         buf.extend_from_slice(&held.listener.to_le_bytes());
         buf.extend_from_slice(&held.pty.unwrap_or(-1).to_le_bytes());
-        loop {
-            match send(self.0.as_raw_fd(), &buf, MsgFlags::MSG_NOSIGNAL) {
-                Err(nix::errno::Errno::EINTR) => continue,
-                r => return r.map(drop),
-            }
-        }
+        send_plain(self.0.as_fd(), &buf)
     }
 
     /// Waits for `Go` with a plain receive (recvfrom without an address,
@@ -219,10 +224,16 @@ mod tests {
         assert!(matches!(a.recv().unwrap(), Some(Msg::Status(s, Some(7))) if s == 3 << 8));
         b.send(&Msg::Status(9, None)).unwrap();
         assert!(matches!(a.recv().unwrap(), Some(Msg::Status(9, None))));
-        let held = Held { listener: 5, pty: Some(7) };
+        let held = Held {
+            listener: 5,
+            pty: Some(7),
+        };
         b.send(&Msg::Ready(held)).unwrap();
         assert!(matches!(a.recv().unwrap(), Some(Msg::Ready(h)) if h == held));
-        let held = Held { listener: 9, pty: None };
+        let held = Held {
+            listener: 9,
+            pty: None,
+        };
         b.send_ready(held).unwrap();
         assert!(matches!(a.recv().unwrap(), Some(Msg::Ready(h)) if h == held));
         let (r, w) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).unwrap();

@@ -194,7 +194,12 @@ fn in_mapping(maps: &str, addr: u64) -> bool {
     maps.lines()
         .filter(|l| !l.ends_with("[vsyscall]"))
         .filter_map(|l| l.split_whitespace().next()?.split_once('-'))
-        .filter_map(|(a, b)| Some((u64::from_str_radix(a, 16).ok()?, u64::from_str_radix(b, 16).ok()?)))
+        .filter_map(|(a, b)| {
+            Some((
+                u64::from_str_radix(a, 16).ok()?,
+                u64::from_str_radix(b, 16).ok()?,
+            ))
+        })
         .any(|(start, end)| (start..end).contains(&addr))
 }
 

@@ -39,7 +39,14 @@ const MMSGHDR_SIZE: u64 = 64;
 const MSG_LEN_AT: u64 = 56;
 
 /// sendmmsg(fd, msgvec, vlen, flags).
-pub(crate) fn sendmmsg(ctx: &Context, g: &dyn Guest, fd: i32, vec: u64, vlen: u32, flags: i32) -> Res {
+pub(crate) fn sendmmsg(
+    ctx: &Context,
+    g: &dyn Guest,
+    fd: i32,
+    vec: u64,
+    vlen: u32,
+    flags: i32,
+) -> Res {
     let Some(s) = ours(ctx, g, fd) else {
         return Ok(Reply::Continue);
     };

@@ -218,13 +218,28 @@ fn ip_retopts(g: &dyn Guest, ptr: u64, len: u32) -> Res {
 /// A TCP socket's SO_SNDBUF or SO_RCVBUF (or their FORCE forms) that
 /// the host socket will take: from now on it answers them
 /// (`options::fresh_buffer`).
-fn note_buffer(ctx: &Context, g: &dyn Guest, s: &netstack::stack::Sock, level: i32, name: i32, ptr: u64, len: u32) {
-    let buffer = [libc::SO_SNDBUF, libc::SO_RCVBUF, libc::SO_SNDBUFFORCE, libc::SO_RCVBUFFORCE];
+fn note_buffer(
+    ctx: &Context,
+    g: &dyn Guest,
+    s: &netstack::stack::Sock,
+    level: i32,
+    name: i32,
+    ptr: u64,
+    len: u32,
+) {
+    let buffer = [
+        libc::SO_SNDBUF,
+        libc::SO_RCVBUF,
+        libc::SO_SNDBUFFORCE,
+        libc::SO_RCVBUFFORCE,
+    ];
     if s.meta.proto != Proto::Tcp || level != libc::SOL_SOCKET || !buffer.contains(&name) {
         return;
     }
     if read_value(g, level, ptr, len).is_ok() {
-        stack(ctx).table.update(s.inode, |m| m.options.buffer_set(name));
+        stack(ctx)
+            .table
+            .update(s.inode, |m| m.options.buffer_set(name));
     }
 }
 
