@@ -242,9 +242,8 @@ impl Stack {
 
     /// The error the socket kept, taken (`sock_error`): reported once.
     pub fn take_error(&self, s: &Sock) -> Option<Errno> {
-        if s.meta.error.is_none() {
-            return None;
-        }
+        // The snapshot says whether there is one to take.
+        s.meta.error?;
         self.table.update(s.inode, |m| m.error.take()).flatten()
     }
 

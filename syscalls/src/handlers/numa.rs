@@ -173,7 +173,7 @@ pub fn get_mempolicy(g: &dyn Guest, out: [u64; 3], addr: u64, flags: u64) -> Res
 /// EFAULT) and, for its node (`node`), a page there that can be read
 /// (`lookup_node`'s get_user_pages, else EFAULT).
 fn address_policy(g: &dyn Guest, addr: u64, node: bool) -> Result<(), Errno> {
-    let mapped = match g.host_tgid().ok().and_then(|tgid| maps_of(tgid)) {
+    let mapped = match g.host_tgid().ok().and_then(maps_of) {
         Some(maps) => in_mapping(&maps, addr),
         // The maps cannot be read: a readable page is a mapped one.
         None => g.read_mem(addr, &mut [0u8]).is_ok(),
