@@ -92,8 +92,8 @@ REASONS = [
      "acts on a descriptor it holds, in its own user namespace"),
     ("poll ppoll select pselect6 epoll_create epoll_create1 epoll_ctl epoll_wait "
      "epoll_pwait", "waits on its own descriptors"),
-    ("socketpair shutdown sendmmsg", "AF_UNIX and netstack sockets it holds; no addresses"),
-    ("socket sendto recvfrom sendmsg",
+    ("socketpair shutdown", "AF_UNIX and netstack sockets it holds; no addresses"),
+    ("socket sendto recvfrom",
      "passes only without an address (or AF_UNIX); else the netstack's"),
     ("open openat lseek unlinkat", "the common forms pass; the rare ones are serviced (a served /proc file, rmdir)"),
     ("openat2", "passes marked (the fast reads' opens through no symlink, docs/fast-reads.md); else serviced"),

@@ -252,6 +252,33 @@ pub fn layout(msgs: &[(i32, i32, Vec<u8>)], room: usize) -> (Vec<u8>, bool) {
 /// value out of range, or a type it does not know).
 pub fn parse_sent(domain: i32, control: &[u8], base: Stamp) -> Result<Stamp, Errno> {
     let mut stamp = base;
+    each_sent(control, |level, kind, data| {
+        apply(domain, level, kind, data, &mut stamp, base)
+    })?;
+    Ok(stamp)
+}
+
+/// Whether the control messages of a send on a TCP or UDP socket hold
+/// `AF_UNIX`'s own (SCM_RIGHTS, SCM_CREDENTIALS), which
+/// `__sock_cmsg_send` accepts and ignores ("semantically in SOL_UNIX"):
+/// the host unix socket behind the guest's would carry them, so such a
+/// send must go without them. EINVAL for a malformed header.
+pub fn carries_unix(control: &[u8]) -> Result<bool, Errno> {
+    let mut found = false;
+    each_sent(control, |level, kind, _| {
+        found |=
+            level == libc::SOL_SOCKET && matches!(kind, libc::SCM_RIGHTS | libc::SCM_CREDENTIALS);
+        Ok(())
+    })?;
+    Ok(found)
+}
+
+/// Calls `f` with (level, type, data) of each control message of a
+/// send, as `for_each_cmsghdr` walks them (EINVAL for a malformed one).
+fn each_sent(
+    control: &[u8],
+    mut f: impl FnMut(i32, i32, &[u8]) -> Result<(), Errno>,
+) -> Result<(), Errno> {
     let mut rest = control;
     // CMSG_FIRSTHDR is NULL below one header: no messages.
     while rest.len() >= HDR {
@@ -264,12 +291,30 @@ pub fn parse_sent(domain: i32, control: &[u8], base: Stamp) -> Result<Stamp, Err
         }
         let level = i32::from_ne_bytes(word(8));
         let kind = i32::from_ne_bytes(word(12));
-        apply(domain, level, kind, &rest[HDR..len], &mut stamp, base)?;
+        f(level, kind, &rest[HDR..len])?;
         let step = cmsg_space(len - HDR).min(rest.len());
         rest = &rest[step..];
     }
-    Ok(stamp)
+    Ok(())
 }
+
+const SO_TIMESTAMPING_NEW: i32 = 65;
+const SCM_TS_OPT_ID: i32 = 81;
+
+/// The SOL_SOCKET control messages `__sock_cmsg_send` takes on a send
+/// (SO_MARK, SO_PRIORITY, SO_TIMESTAMPING old and new, SCM_TXTIME,
+/// SCM_TS_OPT_ID, and `AF_UNIX`'s SCM_RIGHTS and SCM_CREDENTIALS, which
+/// it ignores); any other is EINVAL.
+const SOCKET_SENT: &[i32] = &[
+    libc::SO_MARK,
+    libc::SO_PRIORITY,
+    libc::SO_TIMESTAMPING,
+    SO_TIMESTAMPING_NEW,
+    libc::SCM_TXTIME,
+    SCM_TS_OPT_ID,
+    libc::SCM_RIGHTS,
+    libc::SCM_CREDENTIALS,
+];
 
 /// One sent control message.
 fn apply(
@@ -292,7 +337,6 @@ fn apply(
         }
     };
     match (level, kind) {
-        (libc::SOL_SOCKET, libc::SCM_RIGHTS | libc::SCM_CREDENTIALS) => Err(Errno::EINVAL),
         (SOL_IPV6, _) if domain != libc::AF_INET6 => Ok(()),
         (SOL_IPV6, libc::IPV6_HOPLIMIT) => {
             stamp.hops = byte(int()?, base.hops)?;
@@ -323,6 +367,7 @@ fn apply(
         }
         (SOL_IP, libc::IP_PKTINFO) if data.len() == 12 => Ok(()),
         (SOL_IP, _) => Err(Errno::EINVAL),
+        (libc::SOL_SOCKET, kind) if !SOCKET_SENT.contains(&kind) => Err(Errno::EINVAL),
         _ => Ok(()),
     }
 }

@@ -2,7 +2,8 @@
 //! `AF_UNIX` socket answers itself, which ones the netstack answers
 //! truthfully (type, domain, protocol), and which ones it accepts and
 //! reports back from the socket's metadata (TCP_NODELAY, keep-alive
-//! timers, IP_TOS, IPV6_V6ONLY, SO_REUSEPORT, ...).
+//! timers, IP_TOS, IPV6_V6ONLY, SO_REUSEPORT, ...); a fresh TCP
+//! socket's SO_SNDBUF and SO_RCVBUF ([`fresh_buffer`]).
 //!
 //! Owns: the classification, defaults, value checks and stored values.
 //! Does not own: reading or writing guest memory (the handler does).
@@ -209,6 +210,46 @@ impl Options {
     pub fn flag(&self, level: i32, name: i32) -> bool {
         self.vals.get(&(level, name)).is_some_and(|v| *v != 0)
     }
+
+    /// Notes that the program set a buffer size, which the host socket
+    /// keeps and answers from then on ([`fresh_buffer`]).
+    pub fn buffer_set(&mut self, name: i32) {
+        let name = match name {
+            libc::SO_SNDBUFFORCE => libc::SO_SNDBUF,
+            libc::SO_RCVBUFFORCE => libc::SO_RCVBUF,
+            n => n,
+        };
+        self.vals.insert((libc::SOL_SOCKET, name), 1);
+    }
+}
+
+/// SO_SNDBUF or SO_RCVBUF of a TCP socket that never set it: what
+/// `tcp_init_sock` gives a fresh one, the second value of
+/// `net.ipv4.tcp_wmem` or `tcp_rmem` (read once: the kernel reads it at
+/// the socket's creation). The host unix socket would report
+/// `net.core.wmem_default`/`rmem_default`, which are a fresh UDP
+/// socket's too. Once set, the host socket's value is Linux's:
+/// `sk_setsockopt` doubles and bounds it alike for every family. `None`:
+/// the host socket answers.
+pub fn fresh_buffer(proto: Proto, options: &Options, level: i32, name: i32) -> Option<i32> {
+    static TCP_DEFAULTS: std::sync::OnceLock<(Option<i32>, Option<i32>)> =
+        std::sync::OnceLock::new();
+    if proto != Proto::Tcp || level != libc::SOL_SOCKET || options.explicit(level, name).is_some() {
+        return None;
+    }
+    let (snd, rcv) =
+        *TCP_DEFAULTS.get_or_init(|| (tcp_default("tcp_wmem"), tcp_default("tcp_rmem")));
+    match name {
+        libc::SO_SNDBUF => snd,
+        libc::SO_RCVBUF => rcv,
+        _ => None,
+    }
+}
+
+/// The default (second) value of `/proc/sys/net/ipv4/<file>`.
+fn tcp_default(file: &str) -> Option<i32> {
+    let text = std::fs::read_to_string(format!("/proc/sys/net/ipv4/{file}")).ok()?;
+    text.split_whitespace().nth(1)?.parse().ok()
 }
 
 #[cfg(test)]
@@ -241,5 +282,22 @@ mod tests {
         assert_eq!(o.get(SOL_TCP, libc::TCP_KEEPIDLE, idle), 7200);
         assert_eq!(check(SOL_TCP, libc::TCP_KEEPIDLE, 0), Err(Errno::EINVAL));
         assert_eq!(check(SOL_IP, libc::IP_TTL, -1), Ok(64));
+    }
+
+    #[test]
+    fn a_fresh_tcp_socket_reports_the_tcp_defaults_until_set() {
+        let mut o = Options::default();
+        let sol = libc::SOL_SOCKET;
+        assert_eq!(fresh_buffer(Proto::Udp, &o, sol, libc::SO_SNDBUF), None);
+        let wmem = tcp_default("tcp_wmem");
+        assert!(wmem.is_some());
+        assert_eq!(fresh_buffer(Proto::Tcp, &o, sol, libc::SO_SNDBUF), wmem);
+        assert_eq!(
+            fresh_buffer(Proto::Tcp, &o, sol, libc::SO_RCVBUF),
+            tcp_default("tcp_rmem")
+        );
+        o.buffer_set(libc::SO_SNDBUFFORCE);
+        assert_eq!(fresh_buffer(Proto::Tcp, &o, sol, libc::SO_SNDBUF), None);
+        assert!(fresh_buffer(Proto::Tcp, &o, sol, libc::SO_RCVBUF).is_some());
     }
 }

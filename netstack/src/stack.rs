@@ -235,6 +235,18 @@ impl Stack {
         Ok(peer)
     }
 
+    /// Keeps `e` as the socket's error for its next call ([`Meta::error`]).
+    pub fn keep_error(&self, s: &Sock, e: Errno) {
+        self.table.update(s.inode, |m| m.error = Some(e));
+    }
+
+    /// The error the socket kept, taken (`sock_error`): reported once.
+    pub fn take_error(&self, s: &Sock) -> Option<Errno> {
+        // The snapshot says whether there is one to take.
+        s.meta.error?;
+        self.table.update(s.inode, |m| m.error.take()).flatten()
+    }
+
     /// Records the peer a socket is now connected to (`None`: dissolved).
     pub fn set_peer(&self, s: &Sock, peer: Option<SocketAddr>) {
         self.table.update(s.inode, |m| m.peer = peer);

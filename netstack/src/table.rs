@@ -13,6 +13,7 @@ use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
+use nix::errno::Errno;
 use parking_lot::Mutex;
 
 use crate::bound;
@@ -46,6 +47,10 @@ pub struct Meta {
     /// A UDP disconnect released the port this socket's host name still
     /// holds: it reports port 0 until the next autobind takes it again.
     pub released: bool,
+    /// An error a UDP socket keeps for its next call (the kernel's
+    /// `sk_err`: what a recvmmsg met after its first message), which the
+    /// next serviced receive or getsockopt(SO_ERROR) reports once.
+    pub error: Option<Errno>,
 }
 
 impl Meta {
@@ -64,6 +69,7 @@ impl Meta {
             connect_reported: false,
             port_locked: false,
             released: false,
+            error: None,
         }
     }
 
@@ -83,6 +89,7 @@ impl Meta {
         Meta {
             local: Some(local),
             peer: Some(peer),
+            error: None,
             ..self.clone()
         }
     }

@@ -466,6 +466,7 @@ int main(int argc, char **argv) {
     t_msg();
     restore();
     t_mmsg();
+    t_smmsg();
     restore();
     t_order();
     restore();

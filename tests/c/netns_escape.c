@@ -1,16 +1,15 @@
 /* netns_escape NAME [PORT]: try to reach the abstract unix name NAME, which
  * a host process bound in the host's network namespace, through the
- * sandbox's TCP/UDP sockets by every call that lets an AF_UNIX address
- * through unserviced (sendmsg with MSG_NOSIGNAL, sendmmsg) or serviced
- * (sendto, connect); with PORT, also through a UDP socket connected to
+ * sandbox's TCP/UDP sockets by every call that takes an AF_UNIX address
+ * (sendmsg with MSG_NOSIGNAL, sendmmsg, sendto, connect; all serviced,
+ * each answered as Linux's TCP and UDP answer); with PORT, also through a UDP socket connected to
  * 127.0.0.1:PORT (an egress relay's socket when --allow-net names it).
  * Last, a plain AF_UNIX socket of the program's own: natively it reaches
  * NAME (the control), sandboxed it lives in the sandbox's namespace; and
  * that socket sends to the unix name (found in /proc/net/unix natively;
  * sandboxed, where that list hides the netstack's names, from a datagram
- * the UDP socket sends to a unix socket of ours) of one of the program's
- * UDP sockets: sandboxed, Landlock's scope refuses it (the
- * netstack made that socket outside the guest's domain) unless it is off.
+ * the UDP socket sends to a unix socket of ours, which the sandbox
+ * refuses: "none listed") of one of the program's UDP sockets.
  * Prints one line per try: the errno name, or "reached". */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -90,9 +89,8 @@ static void own_to_netstack_name(int own) {
         return;
     }
     if (f) fclose(f);
-    /* The served /proc/net/unix hides the netstack's names: learn b's
-     * from a datagram b sends (sendmsg with MSG_NOSIGNAL passes
-     * unchecked) to a unix socket of our own. */
+    /* The served /proc/net/unix hides the netstack's names: try to learn
+     * b's from a datagram b sends to a unix socket of our own. */
     struct sockaddr_un to;
     socklen_t tl = sizeof to;
     if (learn_name(b, &to, &tl) == 0) {

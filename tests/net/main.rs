@@ -5,7 +5,7 @@
 //! egress by `--allow-net` and its DNS stub, `--publish`, the network
 //! flags on the command line; the socket factory's confinement and the
 //! sandbox's own network namespace; a Jupyter kernel as a whole-program
-//! check.
+//! check; sends that take a msghdr (`sendpath.rs`).
 //!
 //! The guest scripts and host-side drivers the modules run are the
 //! `*.py` files beside them.
@@ -29,5 +29,6 @@ mod ping;
 mod publish;
 mod queues;
 mod reuseport;
+mod sendpath;
 mod udp;
 mod waits;

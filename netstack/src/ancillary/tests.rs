@@ -63,6 +63,33 @@ fn sent_messages_set_the_stamp() {
 }
 
 #[test]
+fn unix_messages_are_found_and_accepted() {
+    let rights = cmsg(libc::SOL_SOCKET, libc::SCM_RIGHTS, &3i32.to_ne_bytes());
+    let mut both = cmsg(SOL_IP, libc::IP_TTL, &9i32.to_ne_bytes());
+    both.extend(rights.clone());
+    assert_eq!(carries_unix(&both), Ok(true));
+    assert_eq!(
+        parse_sent(libc::AF_INET, &both, Stamp::default())
+            .unwrap()
+            .hops,
+        9
+    );
+    let creds = cmsg(libc::SOL_SOCKET, libc::SCM_CREDENTIALS, &[0; 12]);
+    assert_eq!(carries_unix(&creds), Ok(true));
+    let ttl = cmsg(SOL_IP, libc::IP_TTL, &9i32.to_ne_bytes());
+    assert_eq!(carries_unix(&ttl), Ok(false));
+    assert_eq!(carries_unix(&[]), Ok(false));
+    let mut lying = rights;
+    lying[..8].copy_from_slice(&99u64.to_ne_bytes());
+    assert_eq!(carries_unix(&lying), Err(Errno::EINVAL));
+    let unknown = cmsg(libc::SOL_SOCKET, 99, &0i32.to_ne_bytes());
+    assert_eq!(
+        parse_sent(libc::AF_INET, &unknown, Stamp::default()),
+        Err(Errno::EINVAL)
+    );
+}
+
+#[test]
 fn stamps_match_sender_and_payload_oldest_first() {
     let st = Stamps::default();
     let a = Stamp { hops: 2, class: 0 };

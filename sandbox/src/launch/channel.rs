@@ -7,41 +7,67 @@
 //! where the supervisor moves it), sent while init builds the view;
 //! then `Net` with the sandbox's network namespace attached, for init
 //! to join once the view is built (`netns.rs`).
-//! init → supervisor: `Failed(msg)` if setting up failed; `Pty` with the
-//! master of the sandbox's pseudo-terminal attached, just before `Ready`,
-//! when the guest's stdio is to be a terminal; `Ready` with the
-//! seccomp listener attached (SCM_RIGHTS) once the view is entered and
-//! the filter installed; `Status(raw wait status, tasks started)` when
+//! init → supervisor: `Failed(msg)` if setting up failed; `Ready` once the
+//! view is entered and the filter installed, with the *numbers* of init's
+//! seccomp listener and, when the guest's stdio is to be a terminal, of
+//! the master of its pseudo-terminal, which the supervisor copies with
+//! `pidfd_getfd` before it answers `Go` ([`Held`]);
+//! `Status(raw wait status, tasks started)` when
 //! the guest's main process has ended. supervisor → init, any time after:
 //! `Exec` with a requester's connection attached (`exec_request.rs`).
 //! The end of the stream means the other side died.
-//! sendmsg with MSG_NOSIGNAL and a receive without an address pass the
-//! guest's filter, so init can still send here after installing it and
-//! take the `Go` that follows `Ready` ([`Channel::recv_go`]) before any
-//! worker runs; recvmsg is serviced (a netstack socket's name), so init's
-//! later receives ([`Channel::recv`]) wait for the workers.
+//! A send and a receive without an address (sendto, recvfrom) of a
+//! non-empty buffer pass the guest's filter, so init can still send
+//! `Ready` after installing it ([`Channel::send_ready`]) and take the
+//! `Go` that follows ([`Channel::recv_go`]) before any worker runs; no
+//! descriptor travels then: sendmsg and recvmsg are serviced (a netstack
+//! socket's name and control messages), so init's later receives
+//! ([`Channel::recv`]) wait for the workers; its later messages
+//! (`Failed`, `Status`) carry no descriptor and go as plain sends
+//! (`sys::fd::send_plain`), which pass.
 
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 
 use nix::sys::socket::{recv, socketpair, AddressFamily, MsgFlags, SockFlag, SockType};
 
-use crate::sys::fd::{recv_with_fds, send_with_fd, send_with_fds};
+use crate::sys::fd::{recv_with_fds, send_plain, send_with_fd, send_with_fds};
+use crate::sys::pidfd;
 
 const GO: u8 = b'G';
 const READY: u8 = b'R';
 const FAILED: u8 = b'E';
 const STATUS: u8 = b'S';
-const PTY: u8 = b'P';
 const EXEC: u8 = b'X';
 const JOIN: u8 = b'J';
 const NET: u8 = b'N';
 
+/// The numbers of init's descriptors that `Ready` names: its seccomp
+/// listener and the master of the guest's pseudo-terminal, if any.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Held {
+    pub listener: i32,
+    pub pty: Option<i32>,
+}
+
+impl Held {
+    /// Copies of the descriptors from init (`pid`, our child, not yet
+    /// reaped, dumpable until it takes `Go`): (listener, pty master).
+    pub fn copy_from(self, pid: nix::unistd::Pid) -> nix::Result<(OwnedFd, Option<OwnedFd>)> {
+        let init = pidfd::open(pid.as_raw(), false)?;
+        let listener = pidfd::getfd(init.as_fd(), self.listener)?;
+        let pty = self
+            .pty
+            .map(|fd| pidfd::getfd(init.as_fd(), fd))
+            .transpose()?;
+        Ok((listener, pty))
+    }
+}
+
 /// One message on the channel.
 pub enum Msg {
     Go,
-    Ready(OwnedFd),
-    /// The master of the guest's pseudo-terminal.
-    Pty(OwnedFd),
+    /// init → supervisor, sent with [`Channel::send_ready`] only.
+    Ready(Held),
     Failed(String),
     /// The main process's raw wait status, and how many processes and
     /// threads the sandbox started (its pid namespace's last pid, less
@@ -82,8 +108,7 @@ impl Channel {
         let sock = self.0.as_fd();
         match msg {
             Msg::Go => send_with_fd(sock, &[GO], None),
-            Msg::Ready(fd) => send_with_fd(sock, &[READY], Some(fd.as_fd())),
-            Msg::Pty(fd) => send_with_fd(sock, &[PTY], Some(fd.as_fd())),
+            Msg::Ready(held) => self.send_ready(*held),
             Msg::Exec(fd) => send_with_fd(sock, &[EXEC], Some(fd.as_fd())),
             Msg::Net(fd) => send_with_fd(sock, &[NET], Some(fd.as_fd())),
             Msg::Join(fds) => {
@@ -93,13 +118,13 @@ impl Channel {
             Msg::Failed(text) => {
                 let mut buf = vec![FAILED];
                 buf.extend_from_slice(text.as_bytes());
-                send_with_fd(sock, &buf, None)
+                send_plain(sock, &buf)
             }
             Msg::Status(status, tasks) => {
                 let mut buf = vec![STATUS];
                 buf.extend_from_slice(&status.to_le_bytes());
                 buf.extend_from_slice(&tasks.unwrap_or(u32::MAX).to_le_bytes());
-                send_with_fd(sock, &buf, None)
+                send_plain(sock, &buf)
             }
         }
     }
@@ -126,8 +151,16 @@ impl Channel {
         Ok(match (buf[0], n, fd) {
             (_, 0, _) => None,
             (GO, _, _) => Some(Msg::Go),
-            (READY, _, Some(fd)) => Some(Msg::Ready(fd)),
-            (PTY, _, Some(fd)) => Some(Msg::Pty(fd)),
+            (READY, 9, None) => {
+                let word = |at: usize| {
+                    i32::from_le_bytes([body[at], body[at + 1], body[at + 2], body[at + 3]])
+                };
+                let pty = Some(word(4)).filter(|&fd| fd >= 0);
+                Some(Msg::Ready(Held {
+                    listener: word(0),
+                    pty,
+                }))
+            }
             (EXEC, _, Some(fd)) => Some(Msg::Exec(fd)),
             (NET, _, Some(fd)) => Some(Msg::Net(fd)),
             (FAILED, _, _) => Some(Msg::Failed(String::from_utf8_lossy(body).into_owned())),
@@ -138,6 +171,15 @@ impl Channel {
             }
             _ => None,
         })
+    }
+
+    /// Sends `Ready` with a plain send (sendto without an address, which
+    /// the guest's filter passes): the descriptors' numbers only.
+    pub fn send_ready(&self, held: Held) -> nix::Result<()> {
+        let mut buf = vec![READY];
+        buf.extend_from_slice(&held.listener.to_le_bytes());
+        buf.extend_from_slice(&held.pty.unwrap_or(-1).to_le_bytes());
+        send_plain(self.0.as_fd(), &buf)
     }
 
     /// Waits for `Go` with a plain receive (recvfrom without an address,
@@ -182,9 +224,18 @@ mod tests {
         assert!(matches!(a.recv().unwrap(), Some(Msg::Status(s, Some(7))) if s == 3 << 8));
         b.send(&Msg::Status(9, None)).unwrap();
         assert!(matches!(a.recv().unwrap(), Some(Msg::Status(9, None))));
-        let (r, _w) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).unwrap();
-        b.send(&Msg::Ready(r)).unwrap();
-        assert!(matches!(a.recv().unwrap(), Some(Msg::Ready(_))));
+        let held = Held {
+            listener: 5,
+            pty: Some(7),
+        };
+        b.send(&Msg::Ready(held)).unwrap();
+        assert!(matches!(a.recv().unwrap(), Some(Msg::Ready(h)) if h == held));
+        let held = Held {
+            listener: 9,
+            pty: None,
+        };
+        b.send_ready(held).unwrap();
+        assert!(matches!(a.recv().unwrap(), Some(Msg::Ready(h)) if h == held));
         let (r, w) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).unwrap();
         a.send(&Msg::Join(vec![r, w])).unwrap();
         assert!(matches!(b.recv().unwrap(), Some(Msg::Join(fds)) if fds.len() == 2));

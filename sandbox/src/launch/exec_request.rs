@@ -21,7 +21,7 @@
 //! names first, in its own view with its own ids and working directory:
 //! a musl program gets `LD_PRELOAD` naming the library, a static one
 //! starts through the static loader, as the main command would.
-//! Everything it calls passes the filter (recvmsg, sendmsg, clone,
+//! Everything it calls passes the filter (recvmsg, a plain send, clone,
 //! setsid, ioctl, dup2, chdir, execve, wait4, read, write; the look's
 //! `O_PATH` open, fstat, marked read open and pread): the helper is a
 //! copy of a non-dumpable init, whose memory the supervisor may not read
@@ -45,7 +45,7 @@ use super::exec::{read_exec_error, ExecPlan};
 use super::fast_reads::{self, Offered};
 use super::musl::Lookup;
 use super::users::{become_user, GuestUser};
-use crate::sys::fd::{recv_with_fd, send_with_fd};
+use crate::sys::fd::{recv_with_fd, send_plain};
 use crate::sys::process::{exit_now, fork_single_threaded, reset_signals, Forked};
 
 /// The signal that tells init an exec request is on the channel (not one
@@ -187,7 +187,7 @@ fn helper(conn: OwnedFd, offers: Offered) -> ! {
     }
     let mut started = vec![b'P'];
     started.extend_from_slice(&child.as_raw().to_le_bytes());
-    let _ = send_with_fd(conn.as_fd(), &started, None);
+    let _ = send_plain(conn.as_fd(), &started);
     let status = loop {
         match waitpid(child, None) {
             Ok(WaitStatus::Exited(_, code)) => break (code & 0xff) << 8,
@@ -198,14 +198,14 @@ fn helper(conn: OwnedFd, offers: Offered) -> ! {
     };
     let mut done = vec![b'X'];
     done.extend_from_slice(&status.to_le_bytes());
-    let _ = send_with_fd(conn.as_fd(), &done, None);
+    let _ = send_plain(conn.as_fd(), &done);
     exit_now(0)
 }
 
 fn answer_errno(conn: &OwnedFd, e: Errno) -> ! {
     let mut msg = vec![b'E'];
     msg.extend_from_slice(&(e as i32).to_le_bytes());
-    let _ = send_with_fd(conn.as_fd(), &msg, None);
+    let _ = send_plain(conn.as_fd(), &msg);
     exit_now(1)
 }
 

@@ -19,9 +19,9 @@
 //! namespace, everything it started: `descendants.rs`), then reports.
 //! Setup errors go back to the supervisor as one line.
 //!
-//! After the filter is installed, init makes only calls the filter
-//! passes (sendmsg, close, clone without namespace flags, signal calls,
-//! wait4, kill, write, exit): nothing serves notifications yet.
+//! After the filter is installed and until `Go`, init makes only calls
+//! the filter passes (a send and a receive without an address, prctl's
+//! PR_SET_DUMPABLE, close, exit): nothing serves notifications yet.
 
 use std::fs::File;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
@@ -34,7 +34,7 @@ use nix::sys::signal::{kill, SigSet, Signal};
 use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
 use nix::unistd::{chdir, sethostname, Pid};
 
-use super::channel::{Channel, Msg};
+use super::channel::{Channel, Held, Msg};
 use super::exec::{self, ExecPlan};
 use super::plan::ViewPlan;
 use super::users::{GuestUser, SETID_CAPS};
@@ -149,14 +149,15 @@ pub(super) fn run(args: InitArgs<'_>) -> ! {
     if signals.thread_block().is_err() {
         _exit(125);
     }
-    let slave = match pty {
-        Some((master, slave)) => match args.channel.send(&Msg::Pty(master)) {
-            Ok(()) => Some(slave),
-            Err(_) => _exit(125),
-        },
-        None => None,
+    let (master, slave) = pty.unzip();
+    let held = Held {
+        listener: listener.as_raw_fd(),
+        pty: master.as_ref().map(AsRawFd::as_raw_fd),
     };
-    if args.channel.send(&Msg::Ready(listener)).is_err() {
+    // The supervisor copies them with pidfd_getfd (a change of ids may
+    // have left us non-dumpable): no descriptor travels by sendmsg,
+    // which the filter now serves.
+    if set_dumpable(true).is_err() || args.channel.send_ready(held).is_err() {
         _exit(125);
     }
     // Once the supervisor holds our root, nothing of init stays visible to
@@ -164,8 +165,9 @@ pub(super) fn run(args: InitArgs<'_>) -> ! {
     if !args.channel.recv_go() || set_dumpable(false).is_err() {
         _exit(125);
     }
-    // `listener` and the pty master were moved into their messages and are
-    // closed here: the guest must never hold them.
+    // The supervisor holds its copies: the guest must never hold them.
+    drop(listener);
+    drop(master);
     let InitArgs {
         channel,
         start,

@@ -20,8 +20,8 @@
 //!    is made in that user namespace.
 //! 2. Init (`init.rs`) builds the view (`plan.rs`, `view.rs`), joins the
 //!    network namespace, drops every privilege, installs the filter
-//!    (`privs.rs`) and sends the listener back over the control channel
-//!    (`channel.rs`). `launch` returns with the listener and a
+//!    (`privs.rs`) and names the listener over the control channel
+//!    (`channel.rs`), for the supervisor to copy with `pidfd_getfd`. `launch` returns with the listener and a
 //!    descriptor of the view's root.
 //! 3. The caller measures the view (its root, the fence's grants: before
 //!    the guest can change them) and calls [`Sandbox::start`]: the

@@ -73,13 +73,8 @@ impl Sandbox {
         if let Err(step) = hooks.setting_up(pid, ns) {
             return Err(self.init_failure_or(step));
         }
-        let mut reply = self.channel.recv();
-        if let Ok(Some(Msg::Pty(fd))) = reply {
-            self.pty_master = Some(fd);
-            reply = self.channel.recv();
-        }
-        self.listener = match reply {
-            Ok(Some(Msg::Ready(fd))) => fd,
+        let held = match self.channel.recv() {
+            Ok(Some(Msg::Ready(held))) => held,
             Ok(Some(Msg::Failed(msg))) => return Err(LaunchError::setup(msg)),
             _ => {
                 return Err(LaunchError::setup(
@@ -87,6 +82,9 @@ impl Sandbox {
                 ))
             }
         };
+        (self.listener, self.pty_master) = held.copy_from(pid).map_err(|e| {
+            LaunchError::setup(format!("taking the sandbox's listener: {}", e.desc()))
+        })?;
         self.root = OpenOptions::new()
             .read(true)
             .custom_flags(libc::O_PATH | libc::O_DIRECTORY)
@@ -105,13 +103,10 @@ impl Sandbox {
     /// finishes whatever happens (it has every message it waits for):
     /// when init failed first, its reason is the real one (our step then
     /// found init gone, e.g. its namespaces no longer open).
-    fn init_failure_or(&mut self, step: String) -> LaunchError {
-        loop {
-            match self.channel.recv() {
-                Ok(Some(Msg::Pty(fd))) => self.pty_master = Some(fd),
-                Ok(Some(Msg::Failed(msg))) => return LaunchError::setup(msg),
-                _ => return LaunchError::setup(step),
-            }
+    fn init_failure_or(&self, step: String) -> LaunchError {
+        match self.channel.recv() {
+            Ok(Some(Msg::Failed(msg))) => LaunchError::setup(msg),
+            _ => LaunchError::setup(step),
         }
     }
 

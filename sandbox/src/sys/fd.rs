@@ -124,6 +124,19 @@ pub fn send_with_fds(sock: BorrowedFd<'_>, data: &[u8], fds: &[BorrowedFd<'_>]) 
     }
 }
 
+/// Sends `data` without descriptors by a plain send (sendto without an
+/// address), which the guest's filter passes where it serves sendmsg:
+/// init's and an exec helper's messages need no worker (`data` must not
+/// be empty: an empty send is served).
+pub fn send_plain(sock: BorrowedFd<'_>, data: &[u8]) -> nix::Result<()> {
+    loop {
+        match nix::sys::socket::send(sock.as_raw_fd(), data, MsgFlags::MSG_NOSIGNAL) {
+            Err(Errno::EINTR) => continue,
+            r => return r.map(drop),
+        }
+    }
+}
+
 /// Most descriptors [`recv_with_fds`] takes from one message.
 pub const MAX_FDS: usize = 64;
 

@@ -263,6 +263,10 @@ pub(crate) fn recvmsg(ctx: &Context, g: &dyn Guest, c: &SyscallArgs) -> Res {
     msg::recvmsg(ctx, g, c.int(0), c.args[1], c.int(2))
 }
 
+pub(crate) fn sendmmsg(ctx: &Context, g: &dyn Guest, c: &SyscallArgs) -> Res {
+    mmsg::sendmmsg(ctx, g, c.int(0), c.args[1], c.uint(2), c.int(3))
+}
+
 pub(crate) fn recvmmsg(ctx: &Context, g: &dyn Guest, c: &SyscallArgs) -> Res {
     mmsg::recvmmsg(ctx, g, c.int(0), c.args[1], c.uint(2), c.int(3), c.args[4])
 }

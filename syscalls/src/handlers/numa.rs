@@ -8,7 +8,8 @@
 //! (nothing is ever locked: mlock is refused).
 //!
 //! Owns: decoding the mode, flags and node masks, the kernel's EINVAL,
-//! EFAULT and EPERM cases (mm/mempolicy.c), and writing the answers.
+//! EFAULT and EPERM cases (mm/mempolicy.c; whether an address is mapped
+//! is read from the guest's `/proc/<pid>/maps`), and writing the answers.
 //! Does not own: which calls are answered (the policy table).
 
 use nix::errno::Errno;
@@ -119,12 +120,14 @@ pub fn mbind(g: &dyn Guest, start: u64, len: u64, mode: u32, mask: [u64; 2], fla
 
 /// get_mempolicy(mode, nodemask, maxnode, addr, flags) of a one-node
 /// machine: MPOL_DEFAULT with an empty mask; the allowed nodes
-/// (MPOL_F_MEMS_ALLOWED) node 0; the node of a page (MPOL_F_NODE |
-/// MPOL_F_ADDR) node 0; MPOL_F_NODE alone EINVAL, as under the default
-/// policy.
+/// (MPOL_F_MEMS_ALLOWED, `addr` ignored) node 0; the policy of the
+/// mapping at `addr` (MPOL_F_ADDR; EFAULT where nothing is mapped)
+/// MPOL_DEFAULT, since no policy is kept; the node of that page
+/// (MPOL_F_NODE | MPOL_F_ADDR; EFAULT when it cannot be read) node 0;
+/// MPOL_F_NODE alone EINVAL, as under the default policy; an `addr`
+/// without MPOL_F_ADDR EINVAL (`do_get_mempolicy`).
 pub fn get_mempolicy(g: &dyn Guest, out: [u64; 3], addr: u64, flags: u64) -> Res {
     let [mode, mask, maxnode] = out;
-    let _ = addr;
     if flags & !(MPOL_F_NODE | MPOL_F_ADDR | MPOL_F_MEMS_ALLOWED) != 0 {
         return Err(Errno::EINVAL);
     }
@@ -137,7 +140,9 @@ pub fn get_mempolicy(g: &dyn Guest, out: [u64; 3], addr: u64, flags: u64) -> Res
         }
         1
     } else {
-        if flags & MPOL_F_NODE != 0 && flags & MPOL_F_ADDR == 0 {
+        if flags & MPOL_F_ADDR != 0 {
+            address_policy(g, addr, flags & MPOL_F_NODE != 0)?;
+        } else if addr != 0 || flags & MPOL_F_NODE != 0 {
             return Err(Errno::EINVAL);
         }
         0
@@ -164,8 +169,60 @@ pub fn get_mempolicy(g: &dyn Guest, out: [u64; 3], addr: u64, flags: u64) -> Res
     value(0)
 }
 
+/// The checks of MPOL_F_ADDR: a mapping at `addr` (`vma_lookup`, else
+/// EFAULT) and, for its node (`node`), a page there that can be read
+/// (`lookup_node`'s get_user_pages, else EFAULT).
+fn address_policy(g: &dyn Guest, addr: u64, node: bool) -> Result<(), Errno> {
+    let mapped = match g.host_tgid().ok().and_then(maps_of) {
+        Some(maps) => in_mapping(&maps, addr),
+        // The maps cannot be read: a readable page is a mapped one.
+        None => g.read_mem(addr, &mut [0u8]).is_ok(),
+    };
+    if !mapped || (node && g.read_mem(addr, &mut [0u8]).is_err()) {
+        return Err(Errno::EFAULT);
+    }
+    Ok(())
+}
+
+fn maps_of(tgid: i32) -> Option<String> {
+    std::fs::read_to_string(format!("/proc/{tgid}/maps")).ok()
+}
+
+/// Whether `addr` lies in a mapping of a `/proc/<pid>/maps` text (the
+/// vsyscall page is no mapping of the process's: `vma_lookup` misses it).
+fn in_mapping(maps: &str, addr: u64) -> bool {
+    maps.lines()
+        .filter(|l| !l.ends_with("[vsyscall]"))
+        .filter_map(|l| l.split_whitespace().next()?.split_once('-'))
+        .filter_map(|(a, b)| {
+            Some((
+                u64::from_str_radix(a, 16).ok()?,
+                u64::from_str_radix(b, 16).ok()?,
+            ))
+        })
+        .any(|(start, end)| (start..end).contains(&addr))
+}
+
 /// munlock(addr, len) and munlockall(): nothing is locked, nothing to do.
 pub fn munlock(_ctx: &Context, g: &dyn Guest) -> Res {
     live(g)?;
     value(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::in_mapping;
+
+    #[test]
+    fn an_address_is_in_a_mapping_of_the_maps_text_but_the_vsyscall_page() {
+        let maps = "00400000-00401000 r-xp 00000000 08:01 12 /bin/x\n\
+                    7f0000000000-7f0000002000 ---p 00000000 00:00 0\n\
+                    ffffffffff600000-ffffffffff601000 --xp 00000000 00:00 0 [vsyscall]\n";
+        assert!(in_mapping(maps, 0x400000));
+        assert!(in_mapping(maps, 0x400fff));
+        assert!(!in_mapping(maps, 0x401000));
+        assert!(in_mapping(maps, 0x7f0000001000));
+        assert!(!in_mapping(maps, 0xffffffffff600000));
+        assert!(!in_mapping(maps, 0));
+    }
 }

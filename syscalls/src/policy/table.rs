@@ -23,10 +23,10 @@ use sysno::Sysno as S;
 use super::Rule;
 use crate::handlers::calls;
 use conds::{
-    CLONE_WITHOUT_NS, DEVICE_ARG1, DEVICE_ARG2, FCNTL_KNOWN, IOCTL_SAFE, MADVISE_KNOWN,
-    NOSIGNAL_ARG2, NULL_ARG4, NULL_ARG4_DATA_ARG2, OPENAT2_UNMARKED, OPEN_READS_ARG1,
-    OPEN_READS_ARG2, OPEN_READS_UNMARKED_ARG2, OPEN_READ_WRITE_EXCL_ARG2, PERSONALITY_KNOWN,
-    PRCTL_KNOWN, REMOVEDIR_ARG2, REWIND, UNIX_SOCKET,
+    CLONE_WITHOUT_NS, DEVICE_ARG1, DEVICE_ARG2, FCNTL_KNOWN, IOCTL_SAFE, MADVISE_KNOWN, NULL_ARG4,
+    NULL_ARG4_DATA_ARG2, OPENAT2_UNMARKED, OPEN_READS_ARG1, OPEN_READS_ARG2,
+    OPEN_READS_UNMARKED_ARG2, OPEN_READ_WRITE_EXCL_ARG2, PERSONALITY_KNOWN, PRCTL_KNOWN,
+    REMOVEDIR_ARG2, REWIND, UNIX_SOCKET,
 };
 pub use conds::{FAST_READ_MARK, NS_CLONE_FLAGS};
 pub use entry::Entry;
@@ -259,16 +259,17 @@ pub fn entry(nr: S) -> Entry {
         // listen: TCP autobinds an unbound socket (CONTINUE after that).
         S::listen => serve(calls::listen),
         S::socketpair | S::shutdown => PASS,
-        // init hands the listener over (sendmsg with MSG_NOSIGNAL) after
-        // its filter is on, before any worker runs: that flag passes
-        // unchecked, as does sendmmsg. On a netstack socket they know only
-        // AF_UNIX names, and Landlock's abstract-socket scope keeps the
-        // guest from the supervisor's. Every receive that reports a name
-        // is serviced: the name would be the host socket's unix one.
-        S::sendmsg => pass_if_else_serve(NOSIGNAL_ARG2, calls::sendmsg),
+        // Every sendmsg and sendmmsg is serviced, whatever its flags: the
+        // filter cannot read a msghdr, and on a netstack socket a name or
+        // an SCM_RIGHTS message must be translated or dropped. init sends
+        // nothing by them before the workers run: it names its listener
+        // with a plain send, which the supervisor copies (pidfd_getfd).
+        // Every receive that reports a name is serviced: the name would
+        // be the host socket's unix one.
+        S::sendmsg => serve(calls::sendmsg),
         S::recvmsg => serve(calls::recvmsg),
         S::recvmmsg => serve(calls::recvmmsg),
-        S::sendmmsg => PASS,
+        S::sendmmsg => serve(calls::sendmmsg),
 
         // ---- Memory. -----------------------------------------------------
         S::mmap | S::mprotect | S::munmap | S::brk | S::mremap | S::msync => PASS,

@@ -124,6 +124,7 @@ fn signature(call: Sysno) -> Option<&'static [Arg]> {
         S::recvfrom => &[Fd, Hex, Int, MsgFlags, Hex, Hex],
         S::sendmsg | S::recvmsg => &[Fd, Hex, MsgFlags],
         S::recvmmsg => &[Fd, Hex, Int, MsgFlags, Hex],
+        S::sendmmsg => &[Fd, Hex, Int, MsgFlags],
         S::clone => &[CloneFlags, Hex, Hex, Hex, Hex],
         S::unshare => &[CloneFlags],
         S::setns => &[Fd, CloneFlags],

@@ -171,6 +171,21 @@ def main(scratch):
     own("get_mempolicy", (r, mode.value, mask[0], mask[1]))
     r = sc("get_mempolicy", None, mask, 128, None, 4)  # MPOL_F_MEMS_ALLOWED
     own("mems allowed", (r, mask[0], mask[1]))
+    # An address: EINVAL without MPOL_F_ADDR; with it, the policy of the
+    # mapping there (EFAULT where nothing is mapped) and its page's node.
+    libc.mmap.restype = ctypes.c_void_p
+    libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
+    page = mmap.PAGESIZE
+    area = libc.mmap(None, 3 * page, 3, 0x22, -1, 0)  # RW, MAP_PRIVATE|MAP_ANONYMOUS
+    ctypes.memset(area, 1, page)
+    libc.munmap(ctypes.c_void_p(area + page), page)
+    libc.mprotect(ctypes.c_void_p(area + 2 * page), page, 0)
+    for label, addr in (("mapped", area + 8), ("unmapped", area + page), ("prot_none", area + 2 * page),
+                        ("vsyscall", 0xffffffffff600000)):
+        for flags in (0, 2, 3, 4):  # none, MPOL_F_ADDR, | MPOL_F_NODE, MPOL_F_MEMS_ALLOWED
+            mode = ctypes.c_int(-1)
+            r = sc("get_mempolicy", ctypes.byref(mode), None, 0, addr, flags)
+            same(f"get_mempolicy addr {label} flags {flags}", (name(r), mode.value))
     node0, node1 = ctypes.c_ulong(1), ctypes.c_ulong(2)
     own("set_mempolicy bind 0", name(sc("set_mempolicy", 2, ctypes.byref(node0), 64)))
     same("set_mempolicy bind 1", name(sc("set_mempolicy", 2, ctypes.byref(node1), 64)))

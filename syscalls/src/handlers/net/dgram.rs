@@ -310,6 +310,10 @@ pub(super) fn receive(
     if flags & libc::MSG_ERRQUEUE != 0 {
         return Err(Errno::EAGAIN);
     }
+    // An error the socket kept comes before any datagram (sock_error).
+    if let Some(e) = stack(ctx).take_error(s) {
+        return Err(e);
+    }
     let dontwait = flags & libc::MSG_DONTWAIT != 0 || nonblocking(s);
     let host_flags = MsgFlags::from_bits_truncate(flags & RECV_FLAGS) | MsgFlags::MSG_DONTWAIT;
     let mut data = vec![0u8; cap];

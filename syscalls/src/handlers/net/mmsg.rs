@@ -1,23 +1,34 @@
-//! recvmmsg on netstack sockets: each message is one serviced receive
+//! sendmmsg and recvmmsg on netstack sockets.
+//!
+//! sendmmsg: each message is one serviced send as sendmsg's (`msg.rs`,
+//! [`send_one`]), so a name is a TCP/UDP address and SCM_RIGHTS is
+//! dropped. `__sys_sendmmsg`'s loop: at most UIO_MAXIOV messages; it
+//! ends at the first error (the call's error only when no message went;
+//! the kernel drops it otherwise), at a `msg_len` it cannot write, or
+//! after a stream send that took less than the whole message.
+//!
+//! recvmmsg: each message is one serviced receive
 //! as recvmsg's (`msg.rs`), so its name is the sender's TCP/UDP address
 //! and never the host socket's unix name behind the sandbox's token.
 //! `do_recvmmsg`'s loop as the kernel runs it: at most UIO_MAXIOV
 //! messages; MSG_WAITFORONE makes every receive after the first
 //! non-blocking; the timeout is looked at after each message (it never
 //! ends a wait) and what is left of it written back when a message came;
-//! an error after the first message ends the loop with the count (Linux
-//! keeps it for the socket's next call; the netstack drops it). Sockets
-//! not the netstack's CONTINUE.
+//! an error after the first message ends the loop with the count, and a
+//! UDP socket keeps it for its next call (`netstack::Meta::error`: the
+//! next serviced receive or SO_ERROR reports it; a receive that passes
+//! the filter, plain `recv`/`read`, does not see it). Sockets not the
+//! netstack's CONTINUE.
 //!
-//! Owns: the loop over the `mmsghdr` array. Does not own: a message's
-//! receive (`msg::recv_into`).
+//! Owns: the loops over the `mmsghdr` array. Does not own: a message's
+//! send or receive (`msg::send_one`, `msg::recv_into`).
 
 use std::time::{Duration, Instant};
 
 use nix::errno::Errno;
 
-use super::msg::{no_compat, read_msghdr, recv_into};
-use super::{ours, Res};
+use super::msg::{no_compat, read_msghdr, recv_into, send_one};
+use super::{ours, stack, Res};
 use crate::guest::{Guest, Reply};
 use crate::Context;
 
@@ -26,6 +37,39 @@ const MAX_MESSAGES: u32 = 1024;
 /// `struct mmsghdr`: a `msghdr` (56 bytes), then `msg_len` (padded to 64).
 const MMSGHDR_SIZE: u64 = 64;
 const MSG_LEN_AT: u64 = 56;
+
+/// sendmmsg(fd, msgvec, vlen, flags).
+pub(crate) fn sendmmsg(
+    ctx: &Context,
+    g: &dyn Guest,
+    fd: i32,
+    vec: u64,
+    vlen: u32,
+    flags: i32,
+) -> Res {
+    let Some(s) = ours(ctx, g, fd) else {
+        return Ok(Reply::Continue);
+    };
+    no_compat(flags)?;
+    let mut done = 0u32;
+    while done < vlen.min(MAX_MESSAGES) {
+        let at = vec + u64::from(done) * MMSGHDR_SIZE;
+        let sent = read_msghdr(g, at).and_then(|m| send_one(ctx, g, &s, &m, flags));
+        let whole = match sent.and_then(|(n, whole)| {
+            g.write_mem(at + MSG_LEN_AT, &(n as u32).to_ne_bytes())?;
+            Ok(whole)
+        }) {
+            Ok(whole) => whole,
+            Err(e) if done == 0 => return Err(e),
+            Err(_) => break,
+        };
+        done += 1;
+        if !whole {
+            break;
+        }
+    }
+    Ok(Reply::Value(i64::from(done)))
+}
 
 /// recvmmsg(fd, msgvec, vlen, flags, timeout).
 pub(crate) fn recvmmsg(
@@ -49,11 +93,16 @@ pub(crate) fn recvmmsg(
     let mut done = 0u32;
     while done < vlen.min(MAX_MESSAGES) {
         let at = vec + u64::from(done) * MMSGHDR_SIZE;
-        let got = read_msghdr(g, at).and_then(|m| recv_into(ctx, g, &s, at, &m, flags));
+        let got = read_msghdr(g, at)
+            .and_then(|m| recv_into(ctx, g, &s, at, &m, flags))
+            .and_then(|n| g.write_mem(at + MSG_LEN_AT, &(n as u32).to_ne_bytes()));
         match got {
-            Ok(n) => g.write_mem(at + MSG_LEN_AT, &(n as u32).to_ne_bytes())?,
+            Ok(()) => {}
             Err(e) if done == 0 => return Err(e),
-            Err(_) => break,
+            Err(e) => {
+                keep_error(ctx, &s, e);
+                break;
+            }
         }
         done += 1;
         if flags & libc::MSG_WAITFORONE != 0 {
@@ -68,6 +117,14 @@ pub(crate) fn recvmmsg(
         write_timeout(g, timeout, end.saturating_duration_since(Instant::now()))?;
     }
     Ok(Reply::Value(i64::from(done)))
+}
+
+/// An error after recvmmsg's first message: a UDP socket keeps it for
+/// its next call (`sk_err`), as `do_recvmmsg` does with any but EAGAIN.
+fn keep_error(ctx: &Context, s: &netstack::stack::Sock, e: Errno) {
+    if e != Errno::EAGAIN && s.meta.is_udp() {
+        stack(ctx).keep_error(s, e);
+    }
 }
 
 /// A `struct timespec` (EFAULT unreadable, EINVAL out of range).

@@ -11,11 +11,10 @@
 //! sendto's, the name ignored as TCP ignores it; one without CONTINUEs
 //! (EPIPE when the socket was never connected).
 //!
-//! The filter passes sendmsg with MSG_NOSIGNAL unchecked: init hands
-//! the listener over with that flag after its filter is on, before any
-//! worker can answer. On a netstack socket such a send knows only
-//! `AF_UNIX` names (Landlock keeps it from the supervisor's): a TCP
-//! sendmsg with MSG_NOSIGNAL and a name gets the host socket's EISCONN.
+//! Every sendmsg is serviced, whatever its flags. SCM_RIGHTS and
+//! SCM_CREDENTIALS, which Linux's TCP and UDP accept and ignore, are
+//! dropped: such a send goes on the host socket without them, which
+//! would carry them. [`send_one`] is a sendmmsg's message (`mmsg.rs`).
 //! Every recvmsg is serviced (a receive's name is where the host
 //! socket's unix name would show).
 
@@ -113,14 +112,33 @@ pub(crate) fn sendmsg(ctx: &Context, g: &dyn Guest, fd: i32, msg: u64, flags: i3
     };
     no_compat(flags)?;
     let m = read_msghdr(g, msg)?;
+    send_msghdr(ctx, g, &s, &m, flags)
+}
+
+/// One serviced send of the `msghdr` `m` on a netstack socket; Continue
+/// when the host socket may run it as the guest made it (no name, and
+/// no control message that the host unix socket would carry).
+pub(super) fn send_msghdr(
+    ctx: &Context,
+    g: &dyn Guest,
+    s: &netstack::stack::Sock,
+    m: &MsgHdr,
+    flags: i32,
+) -> Res {
     if s.meta.proto == Proto::Tcp {
-        return send_stream(g, &s, &m, flags);
+        return send_stream(g, s, m, flags);
     }
+    let base = Stamp::of_socket(s.meta.domain, &s.meta.options);
     if m.name == 0 {
-        has_destination(ctx, g, &s)?;
+        has_destination(ctx, g, s)?;
+        let control = read_control(g, m)?;
+        ancillary::parse_sent(s.meta.domain, &control, base)?;
+        if ancillary::carries_unix(&control)? {
+            return host_send(g, s, m, flags);
+        }
         return Ok(Reply::Continue);
     }
-    let dst = destination(ctx, g, &s, m.name, m.namelen)?;
+    let dst = destination(ctx, g, s, m.name, m.namelen)?;
     let iovs = read_iovecs(g, m.iov, m.iovlen)?;
     no_oob(flags)?;
     let mut data = Vec::new();
@@ -132,31 +150,73 @@ pub(crate) fn sendmsg(ctx: &Context, g: &dyn Guest, fd: i32, msg: u64, flags: i3
         data.resize(at + len, 0);
         g.read_mem(base, &mut data[at..])?;
     }
-    let base = Stamp::of_socket(s.meta.domain, &s.meta.options);
-    let stamp = ancillary::parse_sent(s.meta.domain, &read_control(g, &m)?, base)?;
-    send(ctx, g, &s, dst, &data, flags, stamp)
+    let stamp = ancillary::parse_sent(s.meta.domain, &read_control(g, m)?, base)?;
+    send(ctx, g, s, dst, &data, flags, stamp)
 }
 
 /// sendmsg on a TCP socket: a name is ignored, as TCP ignores it (the
 /// host stream socket would refuse it: EISCONN, or EOPNOTSUPP when not
 /// connected), and the data goes as sendto's (at most MAX_RECV bytes).
 /// Without a name the host socket runs it, but one never connected is
-/// EPIPE (tcp_sendmsg), not the host's ENOTCONN.
+/// EPIPE (tcp_sendmsg), not the host's ENOTCONN, and one carrying
+/// SCM_RIGHTS or SCM_CREDENTIALS is sent without them.
 fn send_stream(g: &dyn Guest, s: &netstack::stack::Sock, m: &MsgHdr, flags: i32) -> Res {
-    if m.name == 0 {
-        if !host_connected(s) {
-            return Err(epipe(g, flags));
-        }
+    if m.name == 0 && !host_connected(s) {
+        return Err(epipe(g, flags));
+    }
+    let unix = ancillary::carries_unix(&read_control(g, m)?)?;
+    if m.name == 0 && !unix {
         return Ok(Reply::Continue);
     }
+    host_send(g, s, m, flags)
+}
+
+/// Sends `m`'s data on the host socket, without its name or control
+/// messages: TCP at most MAX_RECV bytes (a short count), UDP one
+/// datagram (EMSGSIZE past MAX_DGRAM).
+fn host_send(g: &dyn Guest, s: &netstack::stack::Sock, m: &MsgHdr, flags: i32) -> Res {
+    let iovs = read_iovecs(g, m.iov, m.iovlen)?;
+    let cap = match s.meta.proto {
+        Proto::Tcp => MAX_RECV,
+        Proto::Udp => {
+            if iovs.iter().fold(0usize, |a, (_, l)| a.saturating_add(*l)) > MAX_DGRAM {
+                return Err(Errno::EMSGSIZE);
+            }
+            no_oob(flags)?;
+            MAX_DGRAM
+        }
+    };
     let mut data = Vec::new();
-    for (base, len) in read_iovecs(g, m.iov, m.iovlen)? {
-        let len = len.min(MAX_RECV - data.len());
+    for (base, len) in iovs {
+        let len = len.min(cap - data.len());
         let at = data.len();
         data.resize(at + len, 0);
         g.read_mem(base, &mut data[at..])?;
     }
     send_bytes(g, s, &data, flags)
+}
+
+/// One message of a sendmmsg (`mmsg.rs`), which cannot CONTINUE: what
+/// [`send_msghdr`] leaves to the host socket is sent on it here. The
+/// bytes sent, and whether that was all of the message's.
+pub(super) fn send_one(
+    ctx: &Context,
+    g: &dyn Guest,
+    s: &netstack::stack::Sock,
+    m: &MsgHdr,
+    flags: i32,
+) -> Result<(usize, bool), Errno> {
+    let total = read_iovecs(g, m.iov, m.iovlen)?
+        .iter()
+        .fold(0usize, |a, (_, l)| a.saturating_add(*l));
+    let sent = match send_msghdr(ctx, g, s, m, flags)? {
+        Reply::Continue => host_send(g, s, m, flags)?,
+        other => other,
+    };
+    match sent {
+        Reply::Value(n) => Ok((n as usize, n as usize >= total)),
+        _ => Err(Errno::EINVAL),
+    }
 }
 
 /// The control bytes of a send (ENOBUFS past MAX_CONTROL, as the kernel).
@@ -181,6 +241,9 @@ pub(crate) fn recvmsg(ctx: &Context, g: &dyn Guest, fd: i32, msg: u64, flags: i3
     let m = read_msghdr(g, msg)?;
     let want = ancil::wanted(&s);
     if m.name == 0 && !want.any() {
+        if let Some(e) = super::stack(ctx).take_error(&s) {
+            return Err(e);
+        }
         // A host stream socket never connected says EINVAL; TCP's
         // receive says ENOTCONN (as `receive` maps it).
         if s.meta.proto == Proto::Tcp && !host_connected(&s) {

@@ -51,9 +51,13 @@ pub(crate) fn getsockopt(
     };
     let class = options::classify(s.meta.domain, s.meta.proto, level, name);
     let pending = (level == libc::SOL_SOCKET && name == libc::SO_ERROR)
-        .then(|| super::dial::so_error(ctx, g, fd, &s))
+        .then(|| {
+            let kept = || stack(ctx).take_error(&s).map(|e| Ok(e as i32));
+            super::dial::so_error(ctx, g, fd, &s).or_else(kept)
+        })
         .flatten();
-    let v = match (pending, class) {
+    let fresh = options::fresh_buffer(s.meta.proto, &s.meta.options, level, name);
+    let v = match (pending.or(fresh.map(Ok)), class) {
         (Some(result), _) => result?,
         (None, Class::Native) => return Ok(Reply::Continue),
         (None, Class::Unsupported) => return Err(unknown_get(&s.meta, level)),
@@ -170,6 +174,7 @@ pub(crate) fn setsockopt(
             if let Some(opt) = host {
                 stack(ctx).egress().set_host_option(s.inode, opt);
             }
+            note_buffer(ctx, g, &s, level, name, ptr, len);
             return Ok(Reply::Continue);
         }
         Class::Unsupported | Class::Identity | Class::Peer => return Err(Errno::ENOPROTOOPT),
@@ -210,6 +215,34 @@ fn ip_retopts(g: &dyn Guest, ptr: u64, len: u32) -> Res {
 
 /// An option value: an `int`, or for IP-level options a single byte too
 /// (as `ip_setsockopt` reads them). EINVAL when shorter.
+/// A TCP socket's SO_SNDBUF or SO_RCVBUF (or their FORCE forms) that
+/// the host socket will take: from now on it answers them
+/// (`options::fresh_buffer`).
+fn note_buffer(
+    ctx: &Context,
+    g: &dyn Guest,
+    s: &netstack::stack::Sock,
+    level: i32,
+    name: i32,
+    ptr: u64,
+    len: u32,
+) {
+    let buffer = [
+        libc::SO_SNDBUF,
+        libc::SO_RCVBUF,
+        libc::SO_SNDBUFFORCE,
+        libc::SO_RCVBUFFORCE,
+    ];
+    if s.meta.proto != Proto::Tcp || level != libc::SOL_SOCKET || !buffer.contains(&name) {
+        return;
+    }
+    if read_value(g, level, ptr, len).is_ok() {
+        stack(ctx)
+            .table
+            .update(s.inode, |m| m.options.buffer_set(name));
+    }
+}
+
 fn read_value(g: &dyn Guest, level: i32, ptr: u64, len: u32) -> Result<i32, Errno> {
     // do_ipv6_setsockopt reads a NULL value as 0.
     if ptr == 0 && level == libc::IPPROTO_IPV6 && len >= 4 {

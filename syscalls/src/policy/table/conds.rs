@@ -74,11 +74,6 @@ pub(super) const UNIX_SOCKET: &[Cond] = &[
         op: Op::MaskedIn(0xf, UNIX_SOCKET_TYPES),
     },
 ];
-/// init's sendmsg (sys/fd.rs: `send_with_fd`).
-pub(super) const NOSIGNAL_ARG2: &[Cond] = &[Cond {
-    arg: 2,
-    op: Op::MaskSet(libc::MSG_NOSIGNAL as u32),
-}];
 /// sendto/recvfrom without an address (send, recv).
 pub(super) const NULL_ARG4: &[Cond] = &[Cond {
     arg: 4,
