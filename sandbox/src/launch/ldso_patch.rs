@@ -1,0 +1,282 @@
+//! The guest's copy of glibc's dynamic loader whose own opens are marked
+//! from its first instruction (docs/fast-reads.md, "The loader's own
+//! opens, from its first instruction").
+//!
+//! The loader opens the preload list, the preload, `ld.so.cache` and
+//! every library before the preload's constructor can rewrite its open
+//! site, so each of those opens was a served round trip. The view is
+//! ours: the guest gets, over the real file its interpreter path leads
+//! to, a copy of the host's loader whose non-cancellable open site
+//! (`guest/site_patch.h`'s pattern) is a jump to `guest/ldso_trampoline.c`'s
+//! image, written into the zero padding that ends the loader's executable
+//! segment (which the kernel maps anyway) and covered by growing that
+//! segment's sizes. The image makes a plain read marked, as the preload's
+//! open does, and every other call as built. The preload, finding the
+//! site changed, leaves it.
+//!
+//! Only a loader whose bytes are exactly as expected is patched: an
+//! x86_64 ELF with one executable segment holding the pattern once,
+//! whose padding is zero, free of sections and large enough; anything
+//! else keeps the loader as built. So is a sandbox whose text stays as
+//! built (`run --no-rewrite`), and a `--rootfs` tree (not done: its
+//! loader stays as built and the preload rewrites it at its start).
+//!
+//! Owns: the patch of the file, which loader the host's view gets it
+//! for, and its bind into the view. Does not own the image's code, the
+//! pattern or the slot's bytes (`guest/`), nor who gets fast reads at all
+//! (`fast_reads.rs`).
+
+use std::fmt;
+use std::fs;
+use std::io::Write;
+use std::os::fd::{AsFd, BorrowedFd};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Component, Path, PathBuf};
+
+use nix::mount::MsFlags;
+
+use super::bind::{bind, open_source};
+use super::plan::{TopDir, TopKind};
+
+/// `guest/ldso_trampoline.c`'s image, built by `sandbox/build.rs`; empty
+/// where it could not be built, and then no loader is patched.
+const IMAGE: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/ldso_trampoline"));
+/// The image's `jmp rel32` back to the site's successor, at its start.
+const JUMP_BACK: usize = 0;
+/// The image's slot, which the site jumps to; it begins with the site's
+/// three moves (`NOCANCEL_MOVE_BYTES`).
+const SLOT: usize = 5;
+/// The pattern's length and the moves' (`site_patch.h`).
+const SITE_LEN: usize = 15;
+const MOVES_LEN: usize = 13;
+/// The `syscall` that ends the pattern.
+const SYSCALL: [u8; 2] = [0x0f, 0x05];
+/// glibc's program interpreter on x86_64.
+const INTERPRETER: &str = "/lib64/ld-linux-x86-64.so.2";
+/// Where init stages the copy: in the layer, outside the new root.
+const STAGED: &str = "/ldso";
+const PAGE: u64 = 4096;
+
+/// The patched copy and the path in the view it is bound over.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Patched {
+    pub guest_path: PathBuf,
+    pub bytes: Vec<u8>,
+}
+
+impl fmt::Debug for Patched {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "Patched({}, {} bytes)",
+            self.guest_path.display(),
+            self.bytes.len()
+        )
+    }
+}
+
+/// The host's loader, patched, for the host's view whose top directories
+/// are `tops`: `None` where the image was not built, the interpreter path
+/// leads outside the directories the view shows as the host's, or the
+/// file is not exactly as expected ([`patch`]).
+pub fn for_host_view(tops: &[TopDir]) -> Option<Patched> {
+    if IMAGE.is_empty() {
+        return None;
+    }
+    let real = fs::canonicalize(INTERPRETER).ok()?;
+    let Some(Component::Normal(top)) = real.components().nth(1) else {
+        return None;
+    };
+    let shown = tops
+        .iter()
+        .any(|t| t.name.as_str() == top && matches!(t.kind, TopKind::ReadOnly | TopKind::Overlay));
+    if !shown {
+        return None;
+    }
+    let bytes = patch(&fs::read(&real).ok()?, IMAGE)?;
+    Some(Patched {
+        guest_path: real,
+        bytes,
+    })
+}
+
+/// In init, in the layer, once the host's directories are in the new
+/// root (`root`): the copy staged in the layer and bound read-only over
+/// its path. Any failure (a layer too small) leaves the loader as built.
+pub(super) fn bind_copy(root: BorrowedFd<'_>, patched: &Patched) {
+    let staged = Path::new(STAGED);
+    let written = fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o755)
+        .open(staged)
+        .and_then(|mut f| f.write_all(&patched.bytes));
+    let bound = written.ok().and_then(|()| {
+        let src = open_source(staged, false).ok()?;
+        let flags = MsFlags::MS_RDONLY | MsFlags::MS_NOSUID | MsFlags::MS_NODEV;
+        bind(root, src.as_fd(), &patched.guest_path, false, flags).ok()
+    });
+    if bound.is_none() {
+        let _ = fs::remove_file(staged);
+    }
+}
+
+/// A 64-bit little-endian program header's fields that matter here.
+#[derive(Clone, Copy)]
+struct Segment {
+    at: usize, // the header's own offset in the file
+    kind: u32,
+    flags: u32,
+    offset: u64,
+    vaddr: u64,
+    filesz: u64,
+    memsz: u64,
+}
+
+const PT_LOAD: u32 = 1;
+const PF_X: u32 = 1;
+const SHT_NOBITS: u32 = 8;
+
+fn u16_at(b: &[u8], at: usize) -> Option<u16> {
+    Some(u16::from_le_bytes(b.get(at..at + 2)?.try_into().ok()?))
+}
+
+fn u32_at(b: &[u8], at: usize) -> Option<u32> {
+    Some(u32::from_le_bytes(b.get(at..at + 4)?.try_into().ok()?))
+}
+
+fn u64_at(b: &[u8], at: usize) -> Option<u64> {
+    Some(u64::from_le_bytes(b.get(at..at + 8)?.try_into().ok()?))
+}
+
+/// The headers (program or section) of `file`: (offset of the first,
+/// count, size of one), from the ELF header's fields at `off`.
+fn table(file: &[u8], off: usize, num: usize, size: usize) -> Option<(usize, usize, usize)> {
+    let first = usize::try_from(u64_at(file, off)?).ok()?;
+    let count = usize::from(u16_at(file, num)?);
+    let one = usize::from(u16_at(file, size)?);
+    Some((first, count, one))
+}
+
+/// An x86_64 shared object's program headers; `None` for anything else.
+fn segments(file: &[u8]) -> Option<Vec<Segment>> {
+    let ident_ok = file.get(..6) == Some(b"\x7fELF\x02\x01".as_slice());
+    if !ident_ok || u16_at(file, 16)? != 3 || u16_at(file, 18)? != 62 {
+        return None;
+    }
+    let (first, count, one) = table(file, 32, 56, 54)?;
+    if one < 56 {
+        return None;
+    }
+    (0..count)
+        .map(|i| {
+            let at = first.checked_add(i.checked_mul(one)?)?;
+            Some(Segment {
+                at,
+                kind: u32_at(file, at)?,
+                flags: u32_at(file, at + 4)?,
+                offset: u64_at(file, at + 8)?,
+                vaddr: u64_at(file, at + 16)?,
+                filesz: u64_at(file, at + 32)?,
+                memsz: u64_at(file, at + 40)?,
+            })
+        })
+        .collect()
+}
+
+/// Whether a section with file contents overlaps `[from, to)`.
+fn section_within(file: &[u8], from: u64, to: u64) -> Option<bool> {
+    let (first, count, one) = table(file, 40, 60, 58)?;
+    if count > 0 && one < 40 {
+        return None;
+    }
+    for i in 0..count {
+        let at = first.checked_add(i.checked_mul(one)?)?;
+        let (kind, off, size) = (
+            u32_at(file, at + 4)?,
+            u64_at(file, at + 24)?,
+            u64_at(file, at + 32)?,
+        );
+        if kind != SHT_NOBITS && size > 0 && off < to && from < off.saturating_add(size) {
+            return Some(true);
+        }
+    }
+    Some(false)
+}
+
+/// Where the image goes in `file`: its offset and address, after the one
+/// executable segment `text`, 16-aligned, within the zero padding before
+/// the page of the next segment (by offset and by address alike).
+fn room(file: &[u8], segs: &[Segment], text: &Segment, len: u64) -> Option<(u64, u64)> {
+    let end = text.offset.checked_add(text.filesz)?;
+    let at = end.checked_add(15)? & !15;
+    let image_end = at.checked_add(len)?;
+    let vat = text.vaddr.checked_add(at - text.offset)?;
+    let vend = vat.checked_add(len)?;
+    for s in segs.iter().filter(|s| s.kind == PT_LOAD && s.at != text.at) {
+        let after_in_file = s.offset > text.offset && image_end > s.offset & !(PAGE - 1);
+        let after_in_memory = s.vaddr > text.vaddr && vend > s.vaddr & !(PAGE - 1);
+        if after_in_file || after_in_memory {
+            return None;
+        }
+    }
+    let padding = file.get(usize::try_from(end).ok()?..usize::try_from(image_end).ok()?)?;
+    if padding.iter().any(|&b| b != 0) || section_within(file, end, image_end)? {
+        return None;
+    }
+    Some((at, vat))
+}
+
+/// `e9` and the displacement from the end of the jump at `from` to `to`.
+fn jump(from: u64, to: u64) -> Option<[u8; 5]> {
+    let rel = i32::try_from(to.wrapping_sub(from + 5) as i64).ok()?;
+    let r = rel.to_le_bytes();
+    Some([0xe9, r[0], r[1], r[2], r[3]])
+}
+
+/// The loader `file` with its open site jumping to `image`'s slot, the
+/// image in its executable segment's padding, the segment grown over it;
+/// `None` unless the file is exactly as expected: one executable `PT_LOAD`
+/// (file size equal to memory size) holding the pattern (the image's
+/// moves and a `syscall`) exactly once, and room for the image.
+pub fn patch(file: &[u8], image: &[u8]) -> Option<Vec<u8>> {
+    let moves = image.get(SLOT..SLOT + MOVES_LEN)?;
+    if image.get(JUMP_BACK..JUMP_BACK + 5)? != [0xe9, 0, 0, 0, 0] {
+        return None;
+    }
+    let pattern = [moves, &SYSCALL].concat();
+    let segs = segments(file)?;
+    let mut texts = segs
+        .iter()
+        .filter(|s| s.kind == PT_LOAD && s.flags & PF_X != 0);
+    let text = *texts.next()?;
+    if texts.next().is_some() || text.filesz != text.memsz {
+        return None;
+    }
+    let start = usize::try_from(text.offset).ok()?;
+    let seg = file.get(start..start.checked_add(usize::try_from(text.filesz).ok()?)?)?;
+    let mut sites = seg
+        .windows(SITE_LEN)
+        .enumerate()
+        .filter(|(_, w)| *w == pattern);
+    let (site, _) = sites.next()?;
+    if sites.next().is_some() {
+        return None;
+    }
+    let len = u64::try_from(image.len()).ok()?;
+    let (at, vat) = room(file, &segs, &text, len)?;
+    let site_v = text.vaddr + site as u64;
+    let mut out = file.to_vec();
+    let at = usize::try_from(at).ok()?;
+    out[at..at + image.len()].copy_from_slice(image);
+    out[at + JUMP_BACK..at + JUMP_BACK + 5]
+        .copy_from_slice(&jump(vat + JUMP_BACK as u64, site_v + SITE_LEN as u64)?);
+    out[start + site..start + site + 5].copy_from_slice(&jump(site_v, vat + SLOT as u64)?);
+    let size = (vat + len - text.vaddr).to_le_bytes();
+    out[text.at + 32..text.at + 40].copy_from_slice(&size);
+    out[text.at + 40..text.at + 48].copy_from_slice(&size);
+    Some(out)
+}
+
+#[cfg(test)]
+mod tests;
