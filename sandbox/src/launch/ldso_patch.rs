@@ -28,12 +28,14 @@
 
 use std::fmt;
 use std::fs;
-use std::io::Write;
+use std::io::{Read, Write};
 use std::os::fd::{AsFd, BorrowedFd};
-use std::os::unix::fs::OpenOptionsExt;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
 
 use nix::mount::MsFlags;
+use parking_lot::Mutex;
 
 use super::bind::{bind, open_source};
 use super::plan::{TopDir, TopKind};
@@ -61,8 +63,18 @@ const PAGE: u64 = 4096;
 #[derive(Clone, PartialEq, Eq)]
 pub struct Patched {
     pub guest_path: PathBuf,
-    pub bytes: Vec<u8>,
+    pub bytes: Arc<[u8]>,
 }
+
+/// What identifies the host's loader file: its path, device, inode, size
+/// and change time (a package upgrade replaces the file: a new inode).
+#[derive(Clone, PartialEq, Eq)]
+struct Identity(PathBuf, u64, u64, u64, i64, i64);
+
+/// The last loader patched by this process and its copy (`None`: not
+/// patchable): a pool or the serve daemon, launching sandbox after
+/// sandbox, reads and patches it once.
+static MADE: Mutex<Option<(Identity, Option<Arc<[u8]>>)>> = Mutex::new(None);
 
 impl fmt::Debug for Patched {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -93,10 +105,30 @@ pub fn for_host_view(tops: &[TopDir]) -> Option<Patched> {
     if !shown {
         return None;
     }
-    let bytes = patch(&fs::read(&real).ok()?, IMAGE)?;
+    let mut file = fs::File::open(&real).ok()?;
+    let m = file.metadata().ok()?;
+    let id = Identity(
+        real.clone(),
+        m.dev(),
+        m.ino(),
+        m.len(),
+        m.ctime(),
+        m.ctime_nsec(),
+    );
+    let mut made = MADE.lock();
+    let bytes = match made.as_ref() {
+        Some((known, bytes)) if *known == id => bytes.clone(),
+        _ => {
+            let mut read = Vec::with_capacity(usize::try_from(m.len()).ok()?);
+            file.read_to_end(&mut read).ok()?;
+            let bytes = patch(&read, IMAGE).map(Arc::from);
+            *made = Some((id, bytes.clone()));
+            bytes
+        }
+    };
     Some(Patched {
         guest_path: real,
-        bytes,
+        bytes: bytes?,
     })
 }
 
@@ -255,11 +287,8 @@ pub fn patch(file: &[u8], image: &[u8]) -> Option<Vec<u8>> {
     }
     let start = usize::try_from(text.offset).ok()?;
     let seg = file.get(start..start.checked_add(usize::try_from(text.filesz).ok()?)?)?;
-    let mut sites = seg
-        .windows(SITE_LEN)
-        .enumerate()
-        .filter(|(_, w)| *w == pattern);
-    let (site, _) = sites.next()?;
+    let mut sites = memchr::memmem::find_iter(seg, &pattern);
+    let site = sites.next()?;
     if sites.next().is_some() {
         return None;
     }

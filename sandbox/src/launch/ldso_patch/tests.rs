@@ -120,3 +120,4 @@ fn hostile_bytes_do_not_panic() {
         let _ = patch(&f, IMAGE);
     }
 }
+
