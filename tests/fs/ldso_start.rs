@@ -158,3 +158,49 @@ fn the_view_shows_the_copy_only_when_rewriting() {
     assert_ne!(copy[0], native[0], "the checksum");
     assert_eq!(copy[1..], native[1..], "the size and name");
 }
+
+/// A program that calls its loader's trampoline's entry from elsewhere
+/// with forged registers (`tests/c/ldso_hostile.c`): every answer is the
+/// preload's rule's for the same call made directly (marked, then
+/// unmarked where the answer may be the supervisor's), every other call's
+/// is the same registers' own, and the registers a `syscall` keeps are
+/// kept: natively (no trampoline), from the copy (found), with
+/// `--no-rewrite` (none), as root and as `tester`, a served /proc file
+/// among the names.
+#[test]
+fn hostile_calls_into_the_loaders_trampoline_get_nothing_more() {
+    if landlock_abi() < 1 {
+        skip!("no Landlock: no fence, so no fast reads");
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(dir.path().join("f"), "hello\n").expect("write f");
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let prog = c_prog("ldso_hostile");
+    let summary =
+        "fuzzed calls: 3000, with a forged fast-read mark: 1, answers that differ: 0, registers lost: 0";
+    let users = match tester_bin() {
+        Ok(t) => vec![None, Some(t)],
+        Err(_) => vec![None],
+    };
+    for user in users {
+        for seed in ["7", "11"] {
+            let argv = [
+                prog.as_os_str(),
+                dir.path().as_os_str(),
+                seed.as_ref(),
+                "3000".as_ref(),
+            ];
+            let run = Run::new(&argv)
+                .sup(&c_mounts())
+                .ro(dir.path())
+                .sup(&["--memory", "300m"]);
+            let run = as_user(run, &user);
+            let native = run.native().ok("native");
+            native.assert_lines(&["trampoline found: 0", summary]);
+            let (copy, _) = served(&run, &[]);
+            copy.assert_lines(&["trampoline found: 1", summary]);
+            let (built, _) = served(&run, &["--no-rewrite"]);
+            built.assert_lines(&["trampoline found: 0", summary]);
+        }
+    }
+}

@@ -120,4 +120,3 @@ fn hostile_bytes_do_not_panic() {
         let _ = patch(&f, IMAGE);
     }
 }
-
