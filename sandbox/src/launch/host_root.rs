@@ -63,7 +63,7 @@ pub(super) fn build(plan: &ViewPlan, idmapped: &IdmappedSources) -> Result<()> {
         }
     }
     if let Some(patched) = &plan.ldso {
-        super::ldso_patch::bind_copy(root.as_fd(), patched);
+        super::ldso_patch::bind_copy(root.as_fd(), Path::new(OLD_ROOT), patched);
     }
     make_dir(&new_root("tmp"), 0o1777)
 }

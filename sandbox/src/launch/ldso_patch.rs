@@ -28,9 +28,9 @@
 
 use std::fmt;
 use std::fs;
-use std::io::{Read, Write};
+use std::io::Read;
 use std::os::fd::{AsFd, BorrowedFd};
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt};
 use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 
@@ -59,30 +59,43 @@ const INTERPRETER: &str = "/lib64/ld-linux-x86-64.so.2";
 const STAGED: &str = "/ldso";
 const PAGE: u64 = 4096;
 
-/// The patched copy and the path in the view it is bound over.
+/// The changes that make the host's loader the guest's copy: the file
+/// (and its identity when they were made), the path in the view the
+/// copy is bound over, and the bytes written at each offset.
 #[derive(Clone, PartialEq, Eq)]
 pub struct Patched {
     pub guest_path: PathBuf,
-    pub bytes: Arc<[u8]>,
+    identity: Identity,
+    edits: Arc<Edits>,
 }
+
+/// Bytes to write at offsets of the file.
+pub type Edits = Vec<(u64, Vec<u8>)>;
 
 /// What identifies the host's loader file: its path, device, inode, size
 /// and change time (a package upgrade replaces the file: a new inode).
-#[derive(Clone, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 struct Identity(PathBuf, u64, u64, u64, i64, i64);
 
-/// The last loader patched by this process and its copy (`None`: not
+impl Identity {
+    fn of(path: &Path, m: &fs::Metadata) -> Identity {
+        let (dev, ino, len) = (m.dev(), m.ino(), m.len());
+        Identity(path.to_path_buf(), dev, ino, len, m.ctime(), m.ctime_nsec())
+    }
+}
+
+/// The last loader looked at by this process and its edits (`None`: not
 /// patchable): a pool or the serve daemon, launching sandbox after
-/// sandbox, reads and patches it once.
-static MADE: Mutex<Option<(Identity, Option<Arc<[u8]>>)>> = Mutex::new(None);
+/// sandbox, reads it once.
+static MADE: Mutex<Option<(Identity, Option<Arc<Edits>>)>> = Mutex::new(None);
 
 impl fmt::Debug for Patched {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "Patched({}, {} bytes)",
+            "Patched({}, {} edits)",
             self.guest_path.display(),
-            self.bytes.len()
+            self.edits.len()
         )
     }
 }
@@ -106,44 +119,33 @@ pub fn for_host_view(tops: &[TopDir]) -> Option<Patched> {
         return None;
     }
     let mut file = fs::File::open(&real).ok()?;
-    let m = file.metadata().ok()?;
-    let id = Identity(
-        real.clone(),
-        m.dev(),
-        m.ino(),
-        m.len(),
-        m.ctime(),
-        m.ctime_nsec(),
-    );
+    let identity = Identity::of(&real, &file.metadata().ok()?);
     let mut made = MADE.lock();
-    let bytes = match made.as_ref() {
-        Some((known, bytes)) if *known == id => bytes.clone(),
+    let edits = match made.as_ref() {
+        Some((known, edits)) if *known == identity => edits.clone(),
         _ => {
-            let mut read = Vec::with_capacity(usize::try_from(m.len()).ok()?);
+            let mut read = Vec::with_capacity(usize::try_from(identity.3).ok()?);
             file.read_to_end(&mut read).ok()?;
-            let bytes = patch(&read, IMAGE).map(Arc::from);
-            *made = Some((id, bytes.clone()));
-            bytes
+            let edits = edits(&read, IMAGE).map(Arc::new);
+            *made = Some((identity.clone(), edits.clone()));
+            edits
         }
     };
     Some(Patched {
         guest_path: real,
-        bytes: bytes?,
+        identity,
+        edits: edits?,
     })
 }
 
 /// In init, in the layer, once the host's directories are in the new
-/// root (`root`): the copy staged in the layer and bound read-only over
-/// its path. Any failure (a layer too small) leaves the loader as built.
-pub(super) fn bind_copy(root: BorrowedFd<'_>, patched: &Patched) {
+/// root (`root`): the host's file (beneath `old_root`) copied into the
+/// layer by the kernel, the edits written over it, and the copy bound
+/// read-only over its path. A file that changed since the edits were
+/// made, or any failure (a layer too small), leaves the loader as built.
+pub(super) fn bind_copy(root: BorrowedFd<'_>, old_root: &Path, patched: &Patched) {
     let staged = Path::new(STAGED);
-    let written = fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o755)
-        .open(staged)
-        .and_then(|mut f| f.write_all(&patched.bytes));
-    let bound = written.ok().and_then(|()| {
+    let bound = stage(old_root, patched, staged).and_then(|()| {
         let src = open_source(staged, false).ok()?;
         let flags = MsFlags::MS_RDONLY | MsFlags::MS_NOSUID | MsFlags::MS_NODEV;
         bind(root, src.as_fd(), &patched.guest_path, false, flags).ok()
@@ -151,6 +153,29 @@ pub(super) fn bind_copy(root: BorrowedFd<'_>, patched: &Patched) {
     if bound.is_none() {
         let _ = fs::remove_file(staged);
     }
+}
+
+fn stage(old_root: &Path, patched: &Patched, staged: &Path) -> Option<()> {
+    let host = old_root.join(patched.guest_path.strip_prefix("/").ok()?);
+    let mut from = fs::File::open(host).ok()?;
+    let m = from.metadata().ok()?;
+    if Identity::of(&patched.guest_path, &m) != patched.identity {
+        return None;
+    }
+    let mut to = fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o755)
+        .open(staged)
+        .ok()?;
+    // std copies between files with copy_file_range: no user-space copy.
+    if std::io::copy(&mut from, &mut to).ok()? != m.len() {
+        return None;
+    }
+    for (at, bytes) in patched.edits.iter() {
+        to.write_all_at(bytes, *at).ok()?;
+    }
+    Some(())
 }
 
 /// A 64-bit little-endian program header's fields that matter here.
@@ -266,12 +291,13 @@ fn jump(from: u64, to: u64) -> Option<[u8; 5]> {
     Some([0xe9, r[0], r[1], r[2], r[3]])
 }
 
-/// The loader `file` with its open site jumping to `image`'s slot, the
-/// image in its executable segment's padding, the segment grown over it;
-/// `None` unless the file is exactly as expected: one executable `PT_LOAD`
-/// (file size equal to memory size) holding the pattern (the image's
-/// moves and a `syscall`) exactly once, and room for the image.
-pub fn patch(file: &[u8], image: &[u8]) -> Option<Vec<u8>> {
+/// The edits that make the loader `file` jump from its open site to
+/// `image`'s slot, with the image in its executable segment's padding and
+/// the segment grown over it; `None` unless the file is exactly as
+/// expected: one executable `PT_LOAD` (file size equal to memory size)
+/// holding the pattern (the image's moves and a `syscall`) exactly once,
+/// and room for the image.
+pub fn edits(file: &[u8], image: &[u8]) -> Option<Edits> {
     let moves = image.get(SLOT..SLOT + MOVES_LEN)?;
     if image.get(JUMP_BACK..JUMP_BACK + 5)? != [0xe9, 0, 0, 0, 0] {
         return None;
@@ -288,22 +314,37 @@ pub fn patch(file: &[u8], image: &[u8]) -> Option<Vec<u8>> {
     let start = usize::try_from(text.offset).ok()?;
     let seg = file.get(start..start.checked_add(usize::try_from(text.filesz).ok()?)?)?;
     let mut sites = memchr::memmem::find_iter(seg, &pattern);
-    let site = sites.next()?;
+    let site = sites.next()? as u64;
     if sites.next().is_some() {
         return None;
     }
     let len = u64::try_from(image.len()).ok()?;
     let (at, vat) = room(file, &segs, &text, len)?;
-    let site_v = text.vaddr + site as u64;
-    let mut out = file.to_vec();
-    let at = usize::try_from(at).ok()?;
-    out[at..at + image.len()].copy_from_slice(image);
-    out[at + JUMP_BACK..at + JUMP_BACK + 5]
-        .copy_from_slice(&jump(vat + JUMP_BACK as u64, site_v + SITE_LEN as u64)?);
-    out[start + site..start + site + 5].copy_from_slice(&jump(site_v, vat + SLOT as u64)?);
+    let site_v = text.vaddr + site;
+    let mut placed = image.to_vec();
+    let back = jump(vat + JUMP_BACK as u64, site_v + SITE_LEN as u64)?;
+    placed[JUMP_BACK..JUMP_BACK + 5].copy_from_slice(&back);
     let size = (vat + len - text.vaddr).to_le_bytes();
-    out[text.at + 32..text.at + 40].copy_from_slice(&size);
-    out[text.at + 40..text.at + 48].copy_from_slice(&size);
+    let phdr = text.at as u64;
+    Some(vec![
+        (at, placed),
+        (
+            text.offset + site,
+            jump(site_v, vat + SLOT as u64)?.to_vec(),
+        ),
+        (phdr + 32, size.to_vec()),
+        (phdr + 40, size.to_vec()),
+    ])
+}
+
+/// `file` with `edits` written over it (the copy [`bind_copy`] makes).
+#[cfg(test)]
+fn patch(file: &[u8], image: &[u8]) -> Option<Vec<u8>> {
+    let mut out = file.to_vec();
+    for (at, bytes) in edits(file, image)? {
+        let at = usize::try_from(at).ok()?;
+        out.get_mut(at..at + bytes.len())?.copy_from_slice(&bytes);
+    }
     Some(out)
 }
 
