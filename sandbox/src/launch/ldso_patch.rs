@@ -21,8 +21,12 @@
 //! built (`run --no-rewrite`), and a `--rootfs` tree (not done: its
 //! loader stays as built and the preload rewrites it at its start).
 //!
-//! Owns: the patch of the file, which loader the host's view gets it
-//! for, and its bind into the view. Does not own the image's code, the
+//! The supervisor reads the file once per identity of it (a pool reads
+//! it once) and keeps only the edits; init copies the file into the layer
+//! with `copy_file_range`, writes the edits over it and binds the copy.
+//!
+//! Owns: the patch of the file (its edits), which loader the host's view
+//! gets it for, and the copy's making and bind in the view. Does not own the image's code, the
 //! pattern or the slot's bytes (`guest/`), nor who gets fast reads at all
 //! (`fast_reads.rs`).
 
