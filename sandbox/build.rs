@@ -5,7 +5,11 @@
 //! `static_loader_rewrite.c` and `static_loader_sites.c`, into
 //! `$OUT_DIR/static_loader`, which `src/launch/static_loader.rs` embeds.
 //! Both take `guest/site_patch.c`, the rewrite of glibc's
-//! non-cancellable open that they share.
+//! non-cancellable open that they share, and so does the dynamic
+//! loader's trampoline, `guest/ldso_trampoline.c`, built into one flat
+//! image linked at 0 (`guest/ldso_trampoline.ld`), `$OUT_DIR/ldso_trampoline`,
+//! which `src/launch/ldso_patch.rs` embeds and writes into the guest's
+//! copy of the loader.
 //!
 //! The library must load under any x86_64 glibc or musl a `--rootfs`
 //! tree may have: no start files, no C library but the symbols it names
@@ -46,10 +50,20 @@ const LOADER_SOURCES: [&str; 9] = [
     "guest/raw_syscall.h",
 ];
 
+/// The dynamic loader's trampoline's sources and linker script.
+const LDSO_SOURCES: [&str; 6] = [
+    "guest/ldso_trampoline.c",
+    "guest/site_patch.c",
+    "guest/ldso_trampoline.ld",
+    "guest/site_patch.h",
+    "guest/spelled_off_proc.h",
+    "guest/raw_syscall.h",
+];
+
 fn main() {
     // The preload includes the headers it shares with the loader.
     println!("cargo:rerun-if-changed=guest/spelled_off_proc.h");
-    for source in SOURCES.iter().chain(&LOADER_SOURCES) {
+    for source in SOURCES.iter().chain(&LOADER_SOURCES).chain(&LDSO_SOURCES) {
         println!("cargo:rerun-if-changed={source}");
     }
     println!("cargo:rerun-if-env-changed=CC");
@@ -115,6 +129,60 @@ fn main() {
         &[],
         "static programs run without fast reads",
     );
+    // The loader's trampoline: freestanding like the static loader, linked
+    // at 0 into one section (the script refuses data), then cut out flat.
+    let elf = out_dir.join("ldso_trampoline.elf");
+    let without = "the dynamic loader's own opens are served";
+    build(
+        x86_64_linux,
+        &cc,
+        &elf,
+        &LDSO_SOURCES[..2],
+        &[
+            "-O2",
+            "-Wall",
+            "-Werror",
+            "-ffreestanding",
+            "-mgeneral-regs-only",
+            "-fno-stack-protector",
+            "-fno-builtin",
+            "-fno-jump-tables",
+            "-fno-asynchronous-unwind-tables",
+            "-fvisibility=hidden",
+            "-U_FORTIFY_SOURCE",
+            "-fPIE",
+            "-ffunction-sections",
+            "-nostdlib",
+            "-static",
+            "-Wl,--gc-sections",
+            "-Wl,--build-id=none",
+            "-Wl,-z,noexecstack",
+            "-Wl,-T,guest/ldso_trampoline.ld",
+        ],
+        &[],
+        without,
+    );
+    flatten(&elf, &out_dir.join("ldso_trampoline"), without);
+}
+
+/// The `.tramp` section of `elf` as a flat image at `out`; an empty file
+/// where `elf` is empty or objcopy fails.
+fn flatten(elf: &Path, out: &Path, without: &str) {
+    let empty = fs::metadata(elf).map_or(true, |m| m.len() == 0);
+    let objcopy = env::var("OBJCOPY").unwrap_or_else(|_| "objcopy".to_string());
+    let made = !empty
+        && Command::new(&objcopy)
+            .args(["-O", "binary", "-j", ".tramp"])
+            .arg(elf)
+            .arg(out)
+            .status()
+            .is_ok_and(|s| s.success());
+    if !made {
+        if !empty {
+            println!("cargo:warning=could not cut the trampoline out with {objcopy}: {without}");
+        }
+        fs::write(out, b"").expect("writing an empty artefact");
+    }
 }
 
 /// Builds `sources` into `out` with `cc` and `flags`; an empty file where

@@ -6,8 +6,7 @@
 
 #define REACH 0x7ff00000L
 
-const unsigned char nocancel_open[NOCANCEL_LEN] = {0xb8, 0x01, 0x01, 0x00, 0x00, 0x48, 0x89, 0xfe,
-                                                   0xbf, 0x9c, 0xff, 0xff, 0xff, 0x0f, 0x05};
+const unsigned char nocancel_open[NOCANCEL_LEN] = {NOCANCEL_MOVE_BYTES, NOCANCEL_SYSCALL_BYTES};
 
 int is_nocancel_open(const unsigned char *from)
 {
@@ -31,8 +30,8 @@ void put32(unsigned char *p, long v)
 
 int write_call_slot(unsigned char *t, ul slot, ul entry_ptr, const unsigned char *copied, int ncopied, ul back)
 {
-    static const unsigned char down[] = {0x48, 0x8d, 0x64, 0x24, 0x80};
-    static const unsigned char up[] = {0x48, 0x8d, 0xa4, 0x24, 0x80, 0x00, 0x00, 0x00};
+    static const unsigned char down[] = {SLOT_DOWN_BYTES};
+    static const unsigned char up[] = {SLOT_UP_BYTES};
     int n = 0;
     for (int i = 0; i < ncopied; i++)
         t[n++] = copied[i];

@@ -15,7 +15,11 @@
 typedef unsigned long ul;
 
 /* glibc's __open_nocancel from its `mov $257, %eax` to its `syscall`:
- * `mov $257, %eax; mov %rdi, %rsi; mov $AT_FDCWD, %edi; syscall`. */
+ * `mov $257, %eax; mov %rdi, %rsi; mov $AT_FDCWD, %edi; syscall`, as
+ * the three moves' bytes and the `syscall`'s (a list each, for C arrays
+ * and for the `.byte` lines of ldso_trampoline.c's slot). */
+#define NOCANCEL_MOVE_BYTES 0xb8, 0x01, 0x01, 0x00, 0x00, 0x48, 0x89, 0xfe, 0xbf, 0x9c, 0xff, 0xff, 0xff
+#define NOCANCEL_SYSCALL_BYTES 0x0f, 0x05
 #define NOCANCEL_LEN 15
 /* The bytes a slot runs again: the three moves. */
 #define NOCANCEL_MOVES (NOCANCEL_LEN - 2)
@@ -37,6 +41,11 @@ long rewritten_call(const struct saved *s);
  * rewritten_call on an aligned stack, and returns its answer in rax;
  * rcx and r11 left changed, as a `syscall` leaves them. */
 void rewrite_entry(void);
+
+/* A slot's step over the red zone before its call (`lea -128(%rsp),
+ * %rsp`) and back after it (`lea 128(%rsp), %rsp`). */
+#define SLOT_DOWN_BYTES 0x48, 0x8d, 0x64, 0x24, 0x80
+#define SLOT_UP_BYTES 0x48, 0x8d, 0xa4, 0x24, 0x80, 0x00, 0x00, 0x00
 
 /* The most bytes write_call_slot writes. */
 #define CALL_SLOT_MAX 48

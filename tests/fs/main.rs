@@ -27,6 +27,7 @@ mod host_shared;
 mod host_sockets;
 mod host_watch;
 mod ldso_opens;
+mod ldso_start;
 mod make_names;
 mod mounts;
 mod path_attrs;

@@ -7,8 +7,9 @@
 //!
 //! Owns: those binds and overlays, with the idmapped copies of host
 //! directories (`idmapped.rs`) as their sources where the kernel takes
-//! them, and the parents of user mount points in an overlay's upper
-//! layer. Does not own: what the view contains (`plan.rs`), the /etc
+//! them, the parents of user mount points in an overlay's upper
+//! layer, and where the patched loader's bind comes (after the top
+//! directories, before any user mount). Does not own: what the view contains (`plan.rs`), the /etc
 //! files written in the upper layer (`view::prepare_etc`), the mounts at
 //! paths the user chose (`bind.rs`).
 
@@ -60,6 +61,9 @@ pub(super) fn build(plan: &ViewPlan, idmapped: &IdmappedSources) -> Result<()> {
             },
             TopKind::Overlay => add_overlay(plan, &top.name, idmapped.top(&top.name))?,
         }
+    }
+    if let Some(patched) = &plan.ldso {
+        super::ldso_patch::bind_copy(root.as_fd(), Path::new(OLD_ROOT), patched);
     }
     make_dir(&new_root("tmp"), 0o1777)
 }

@@ -54,6 +54,7 @@ mod idmapped;
 mod init;
 mod joined;
 mod late;
+mod ldso_patch;
 mod musl;
 mod netns;
 mod plan;
@@ -299,6 +300,11 @@ pub fn launch_with(cfg: &LaunchConfig, hooks: &dyn InitHooks) -> Result<Sandbox,
     };
     if offers.loader {
         plan.etc_guest_files.push(static_loader::etc_file());
+    }
+    // The loader's own opens before the preload's start: a copy of the
+    // host's loader whose open site is marked (ldso_patch.rs).
+    if offers.preload && cfg.rewrite_sites && cfg.rootfs.is_none() {
+        plan.ldso = ldso_patch::for_host_view(&plan.top_dirs);
     }
     if let Some(exec) = exec.as_mut() {
         fast_reads::ready_command(exec, cfg.rootfs.as_deref(), &workdir, offers);

@@ -46,6 +46,9 @@ pub struct ViewPlan {
     /// file): the fast-reads preload (`fast_reads.rs`), which a guest
     /// that changed it would break for itself alone.
     pub etc_guest_files: Vec<(PathBuf, Vec<u8>)>,
+    /// The host's dynamic loader patched so that its own opens are marked
+    /// (`ldso_patch.rs`), bound over the file in the view; `None`: as built.
+    pub ldso: Option<super::ldso_patch::Patched>,
     /// The DNS stub's address, given to the guest's `lo` as well (see
     /// `sys::net::add_address`), when resolv.conf names it.
     pub nameserver: Option<std::net::IpAddr>,
@@ -208,6 +211,7 @@ impl ViewPlan {
             etc_hidden,
             etc_files,
             etc_guest_files: Vec::new(),
+            ldso: None,
             nameserver: input.nameserver,
             dev_nodes: DEV_NODES
                 .iter()
