@@ -430,8 +430,10 @@ mod tests {
     #[test]
     fn netlink_without_the_held_sockets() {
         let head = "sk               Eth Pid        Groups   Rmem     Wmem     Dump  Locks    Drops    Inode";
-        let kernel = "0000000005c7e69e 4   0          00000000 0        0        0     2        0        17";
-        let ours = "00000000dd23f7fb 4   6878       00000000 0        0        0     2        0        42";
+        let kernel =
+            "0000000005c7e69e 4   0          00000000 0        0        0     2        0        17";
+        let ours =
+            "00000000dd23f7fb 4   6878       00000000 0        0        0     2        0        42";
         let host = format!("{head}\n{kernel}\n{ours}\n");
         let held: HashSet<u64> = [42, 7].into();
         assert_eq!(guest_netlink(&host, &held), format!("{head}\n{kernel}\n"));

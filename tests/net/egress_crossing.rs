@@ -82,7 +82,10 @@ const GAPS: &[(&str, &str)] = &[
         "refused: refused connected recv ECONNREFUSED",
         "refused: refused connected recv timed out",
     ),
-    ("dns: dns tcp name 127.0.0.1:eph", "dns: dns tcp name 127.0.0.53:eph"),
+    (
+        "dns: dns tcp name 127.0.0.1:eph",
+        "dns: dns tcp name 127.0.0.53:eph",
+    ),
     (
         "dns: dns udp answer b'\\x124' 1 127.0.0.53:DNS [(0, 8, '010000007f0000017f000001')",
         "dns: dns udp answer b'\\x124' 1 127.0.0.53:DNS [(0, 8, '010000007f0000357f000035'), \
@@ -119,11 +122,8 @@ fn egress_publish_and_dns_sockets_show_no_host_facts() {
         "{text}\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let side = |who: &str| -> Vec<&str> {
-        text.lines()
-            .filter_map(|l| l.strip_prefix(who))
-            .collect()
-    };
+    let side =
+        |who: &str| -> Vec<&str> { text.lines().filter_map(|l| l.strip_prefix(who)).collect() };
     let (ours, linux) = (side("sandboxed "), side("native "));
     for face in ["sbx-", "family 1 ", "unix:", "Traceback"] {
         assert!(!text.contains(face), "{face}: {text}");
