@@ -12,5 +12,6 @@ mod common;
 mod coreutils;
 mod jit;
 mod python;
+mod stdio;
 mod threads;
 mod tools;

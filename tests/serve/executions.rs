@@ -27,6 +27,16 @@ fn a_command_s_result_is_the_native_run_s() {
         ),
         (vec!["sh", "-c", "echo one; echo two >&2; exit 0"], ""),
         (vec!["cat"], "fed through stdin\n"),
+        // Its stdio reopened by name: the daemon's pipes are the host
+        // root's (`launch/host_stdio.rs`, open_pipe_to_guest).
+        (
+            vec![
+                "sh",
+                "-c",
+                "read l < /dev/stdin; echo \"$l\" > /dev/stdout; echo err > /dev/stderr",
+            ],
+            "by name\n",
+        ),
         (
             vec![
                 "python3",

@@ -43,6 +43,18 @@
 //! The copy needs CAP_SYS_ADMIN over the invoker's mount namespace: as
 //! another user a terminal stays as it was (that guest is the invoker's
 //! own user, and owns nothing of the host's that the invoker does not).
+//!
+//! An anonymous pipe in stdio is widened instead ([`open_pipe_to_guest`]):
+//! root's guest runs as ids of a range of its own, not as the host's root
+//! who owns the pipe (mode 0600), so its reopen of it by `/dev/stdin`,
+//! `/dev/stdout`, `/dev/stderr` or `/proc/self/fd/N` (`cat /dev/stdin`,
+//! `echo x > /dev/stderr`), which the owner's succeeds natively, would
+//! fail with EACCES. A root invoker's pipe gets group and other read and
+//! write: only a process that can already follow a holder's
+//! `/proc/<pid>/fd` links can reopen an anonymous pipe, and one holding
+//! it can read or write it anyway. Not restored after the run: another
+//! run may share the pipe. A regular file or FIFO stays as it is (a
+//! reopen of a host file outside the view is the fence's refusal too).
 
 use std::fs::OpenOptions;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
@@ -117,6 +129,7 @@ fn reopen(path: &str, flags: OFlag) -> Option<OwnedFd> {
 /// [`reopens_as_itself`] and the invoker may clone its mount; `None`
 /// otherwise (keep `fd`).
 pub fn shielded(fd: BorrowedFd<'_>) -> Option<OwnedFd> {
+    open_pipe_to_guest(fd);
     let (rdev, flags) = device(fd.as_raw_fd())?;
     if !reopens_as_itself(rdev) {
         return None;
@@ -179,6 +192,7 @@ pub fn shielded_unless_view_device(fd: BorrowedFd<'_>) -> Option<OwnedFd> {
 /// is one and the view has no such node: the guest must never get the
 /// host's.
 pub fn view_node_for(root: BorrowedFd<'_>, fd: OwnedFd) -> Result<OwnedFd, String> {
+    open_pipe_to_guest(fd.as_fd());
     let Some((rdev, flags)) = device(fd.as_raw_fd()) else {
         return Ok(fd);
     };
@@ -243,6 +257,31 @@ pub fn take_view_devices(required: [bool; 3]) -> Result<(), String> {
 fn through_view(root: BorrowedFd<'_>, fd: RawFd) -> Option<OwnedFd> {
     let (rdev, flags) = device(fd)?;
     node_in_view(root, view_device(rdev)?, rdev, flags).ok()
+}
+
+/// pipefs's `f_type`: the file system of anonymous pipes.
+const PIPEFS_MAGIC: i64 = 0x5049_5045;
+
+/// Gives group and other read and write on `fd` when it is an anonymous
+/// pipe and we are root (module doc): the guest's root, which is not the
+/// pipe's owner, may then reopen it as the owner may natively. Anything
+/// else, or a failure, leaves it as it is.
+pub fn open_pipe_to_guest(fd: BorrowedFd<'_>) {
+    if !nix::unistd::geteuid().is_root() {
+        return;
+    }
+    let Ok(st) = fstat(fd.as_raw_fd()) else {
+        return;
+    };
+    let fifo = SFlag::from_bits_truncate(st.st_mode) & SFlag::S_IFMT == SFlag::S_IFIFO;
+    let wide = st.st_mode & 0o066 == 0o066;
+    let on_pipefs = || {
+        nix::sys::statfs::fstatfs(fd).is_ok_and(|f| f.filesystem_type().0 as i64 == PIPEFS_MAGIC)
+    };
+    if fifo && !wide && on_pipefs() {
+        let mode = Mode::from_bits_truncate((st.st_mode & 0o7777) | 0o066);
+        let _ = nix::sys::stat::fchmod(fd.as_raw_fd(), mode);
+    }
 }
 
 fn is_chr(mode: u32) -> bool {
