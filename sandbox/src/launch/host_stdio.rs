@@ -275,9 +275,8 @@ pub fn open_pipe_to_guest(fd: BorrowedFd<'_>) {
     };
     let fifo = SFlag::from_bits_truncate(st.st_mode) & SFlag::S_IFMT == SFlag::S_IFIFO;
     let wide = st.st_mode & 0o066 == 0o066;
-    let on_pipefs = || {
-        nix::sys::statfs::fstatfs(fd).is_ok_and(|f| f.filesystem_type().0 as i64 == PIPEFS_MAGIC)
-    };
+    let on_pipefs =
+        || nix::sys::statfs::fstatfs(fd).is_ok_and(|f| f.filesystem_type().0 == PIPEFS_MAGIC);
     if fifo && !wide && on_pipefs() {
         let mode = Mode::from_bits_truncate((st.st_mode & 0o7777) | 0o066);
         let _ = nix::sys::stat::fchmod(fd.as_raw_fd(), mode);
