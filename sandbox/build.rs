@@ -60,6 +60,25 @@ const LDSO_SOURCES: [&str; 6] = [
     "guest/raw_syscall.h",
 ];
 
+/// The compiler flags of the freestanding guest code (the static loader,
+/// the loader's trampoline): no C library, no TLS, no relocations, general
+/// registers only, so that a rewritten site's call keeps the program's
+/// vector registers as a `syscall` does.
+const FREESTANDING: &[&str] = &[
+    "-O2",
+    "-Wall",
+    "-Werror",
+    "-ffreestanding",
+    "-mgeneral-regs-only",
+    "-fno-stack-protector",
+    "-fno-builtin",
+    "-fno-jump-tables",
+    "-fno-asynchronous-unwind-tables",
+    "-fvisibility=hidden",
+    "-U_FORTIFY_SOURCE",
+    "-fPIE",
+];
+
 fn main() {
     // The preload includes the headers it shares with the loader.
     println!("cargo:rerun-if-changed=guest/spelled_off_proc.h");
@@ -108,24 +127,16 @@ fn main() {
         &out_dir.join("static_loader"),
         &LOADER_SOURCES[..6],
         &[
-            "-O2",
-            "-Wall",
-            "-Werror",
-            "-ffreestanding",
-            "-mgeneral-regs-only",
-            "-fno-stack-protector",
-            "-fno-builtin",
-            "-fno-jump-tables",
-            "-fno-asynchronous-unwind-tables",
-            "-fvisibility=hidden",
-            "-U_FORTIFY_SOURCE",
-            "-fPIE",
-            "-static-pie",
-            "-nostdlib",
-            "-Wl,-z,noexecstack",
-            "-Wl,--no-dynamic-linker",
-            "-s",
-        ],
+            FREESTANDING,
+            &[
+                "-static-pie",
+                "-nostdlib",
+                "-Wl,-z,noexecstack",
+                "-Wl,--no-dynamic-linker",
+                "-s",
+            ],
+        ]
+        .concat(),
         &[],
         "static programs run without fast reads",
     );
@@ -139,26 +150,18 @@ fn main() {
         &elf,
         &LDSO_SOURCES[..2],
         &[
-            "-O2",
-            "-Wall",
-            "-Werror",
-            "-ffreestanding",
-            "-mgeneral-regs-only",
-            "-fno-stack-protector",
-            "-fno-builtin",
-            "-fno-jump-tables",
-            "-fno-asynchronous-unwind-tables",
-            "-fvisibility=hidden",
-            "-U_FORTIFY_SOURCE",
-            "-fPIE",
-            "-ffunction-sections",
-            "-nostdlib",
-            "-static",
-            "-Wl,--gc-sections",
-            "-Wl,--build-id=none",
-            "-Wl,-z,noexecstack",
-            "-Wl,-T,guest/ldso_trampoline.ld",
-        ],
+            FREESTANDING,
+            &[
+                "-ffunction-sections",
+                "-nostdlib",
+                "-static",
+                "-Wl,--gc-sections",
+                "-Wl,--build-id=none",
+                "-Wl,-z,noexecstack",
+                "-Wl,-T,guest/ldso_trampoline.ld",
+            ],
+        ]
+        .concat(),
         &[],
         without,
     );

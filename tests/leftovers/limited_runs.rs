@@ -45,11 +45,12 @@ fn outside_dirs(supervisor_pid: u32) -> Vec<PathBuf> {
         .collect()
 }
 
-/// Runs the supervisor (inside `cg`) with `extra` flags and `argv`;
-/// returns its exit code and pid.
-fn run(cg: &SafetyCgroup, extra: &[&str], argv: &[&str]) -> (Option<i32>, u32) {
+/// The supervisor (started inside `cg`, by a shell that execs it: same
+/// pid) with every limit, `extra` flags and `argv`.
+fn supervisor_in(cg: &SafetyCgroup, extra: &[&str], argv: &[&str]) -> Command {
     let wrapped = cg.wrap(Run::new(argv));
-    let mut child = Command::new(&wrapped.wrap[0])
+    let mut command = Command::new(&wrapped.wrap[0]);
+    command
         .args(&wrapped.wrap[1..])
         .arg(bin())
         .arg("run")
@@ -59,9 +60,14 @@ fn run(cg: &SafetyCgroup, extra: &[&str], argv: &[&str]) -> (Option<i32>, u32) {
         .args(argv)
         .current_dir("/")
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+        .stderr(Stdio::null());
+    command
+}
+
+/// Runs the supervisor (inside `cg`) with `extra` flags and `argv`;
+/// returns its exit code and pid.
+fn run(cg: &SafetyCgroup, extra: &[&str], argv: &[&str]) -> (Option<i32>, u32) {
+    let mut child = supervisor_in(cg, extra, argv).spawn().unwrap();
     // The shell execs the supervisor: same pid.
     let pid = child.id();
     let status = child.wait().unwrap();
@@ -154,20 +160,10 @@ fn a_supervisor_killed_as_its_cgroup_appears_leaves_nothing() {
         eprintln!("SKIP: no cgroup to make on this machine");
         return;
     };
-    let wrapped = cg.wrap(Run::new(&["/bin/true"]));
-    let mut child = Command::new(&wrapped.wrap[0])
-        .args(&wrapped.wrap[1..])
-        .arg(bin())
-        .arg("run")
-        .args(LIMITS)
-        .args(["--", "/bin/true"])
+    let mut child = supervisor_in(&cg, &[], &["/bin/true"])
         .env(sandbox::limits::STOP_AT_CGROUP_FOR_TESTS, "1")
-        .current_dir("/")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    // The shell execs the supervisor: same pid.
     let pid = child.id();
     let end = Instant::now() + Duration::from_secs(60);
     while !stopped(pid) && Instant::now() < end {

@@ -42,6 +42,7 @@ use nix::mount::MsFlags;
 use parking_lot::Mutex;
 
 use super::bind::{bind, open_source};
+use super::elf_fields::{u16_at, u32_at, u64_at};
 use super::plan::{TopDir, TopKind};
 
 /// `guest/ldso_trampoline.c`'s image, built by `sandbox/build.rs`; empty
@@ -197,18 +198,6 @@ struct Segment {
 const PT_LOAD: u32 = 1;
 const PF_X: u32 = 1;
 const SHT_NOBITS: u32 = 8;
-
-fn u16_at(b: &[u8], at: usize) -> Option<u16> {
-    Some(u16::from_le_bytes(b.get(at..at + 2)?.try_into().ok()?))
-}
-
-fn u32_at(b: &[u8], at: usize) -> Option<u32> {
-    Some(u32::from_le_bytes(b.get(at..at + 4)?.try_into().ok()?))
-}
-
-fn u64_at(b: &[u8], at: usize) -> Option<u64> {
-    Some(u64::from_le_bytes(b.get(at..at + 8)?.try_into().ok()?))
-}
 
 /// The headers (program or section) of `file`: (offset of the first,
 /// count, size of one), from the ELF header's fields at `off`.

@@ -41,6 +41,7 @@ mod config;
 mod descendants;
 mod dev_shm;
 mod dev_view;
+mod elf_fields;
 pub mod engine_overlay;
 mod etc;
 mod exec;

@@ -29,6 +29,7 @@ use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
+use super::elf_fields::{u16_at, u32_at, u64_at};
 use super::exec::ExecPlan;
 use super::musl;
 
@@ -89,16 +90,6 @@ pub fn start_through(plan: &mut ExecPlan, path: &Path, rewrite: bool) {
         false => FIRST_NAME_NO_REWRITE,
     };
     plan.run_through(GUEST_PATH, name, path);
-}
-
-fn u16_at(b: &[u8], at: usize) -> Option<u16> {
-    Some(u16::from_le_bytes(b.get(at..at + 2)?.try_into().ok()?))
-}
-fn u32_at(b: &[u8], at: usize) -> Option<u32> {
-    Some(u32::from_le_bytes(b.get(at..at + 4)?.try_into().ok()?))
-}
-fn u64_at(b: &[u8], at: usize) -> Option<u64> {
-    Some(u64::from_le_bytes(b.get(at..at + 8)?.try_into().ok()?))
 }
 
 /// What `file` is, read bounded and checked (the file may be a
