@@ -307,10 +307,12 @@ fn more_clients_than_sandboxes_wait_for_the_next() {
     }
 }
 
+/// Nothing is written after the limit is passed: whether a later write
+/// gets out before the kill lands is a race, in either front end.
 #[test]
 fn the_output_limit_of_the_pool_holds_for_its_clients() {
     let pool = Pool::start(&["--output-limit", "1k"]);
-    let run = Run::sh("yes 0123456789 | head -c 100000; echo done >&2", &[]);
+    let run = Run::sh("yes 0123456789 | head -c 100000", &[]);
     let pooled = run.clone().sup(&pool.flag()).supervised();
     let cold = run.sup(&["--output-limit", "1k"]).supervised();
     assert_eq!(pooled.code, Some(137), "{}", pooled.dump());
