@@ -32,3 +32,24 @@ mod reuseport;
 mod sendpath;
 mod udp;
 mod waits;
+
+/// Runs `run` natively and supervised (in a network namespace of its own
+/// when `isolate`: root may not be given the host's), fails unless the
+/// transcripts are equal, and unless the native one holds every one of
+/// `needles` (what the script says it covers).
+fn transcript_matches_native(run: common::Run, isolate: bool, needles: &[&str]) {
+    let native = run.native().ok("native");
+    let mut sandboxed = run;
+    if isolate {
+        sandboxed.wrap = vec!["unshare".into(), "-n".into()];
+    }
+    let sandboxed = sandboxed.supervised().ok("sandboxed");
+    assert_eq!(sandboxed.stdout, native.stdout, "{}", sandboxed.dump());
+    for needle in needles {
+        assert!(
+            native.stdout.contains(needle),
+            "{needle}: {}",
+            native.dump()
+        );
+    }
+}

@@ -19,31 +19,22 @@ const PY: &str = "/usr/bin/python3";
 const SCRIPT: &str = include_str!("sendpath.py");
 
 fn expect_native(run: Run, isolate: bool) {
-    let native = run.native().ok("native");
-    let mut sandboxed = run;
-    if isolate {
-        sandboxed.wrap = vec!["unshare".into(), "-n".into()];
-    }
-    let sandboxed = sandboxed.supervised().ok("sandboxed");
-    assert_eq!(sandboxed.stdout, native.stdout, "{}", sandboxed.dump());
     // The transcript covers what it says it does.
-    for needle in [
-        "udp sendmsg name flags=0x4000 6\n",
-        "sendmmsg udp names (3, [2, 3, 4])\n",
-        "sendmmsg udp bad second (1, [1])\n",
-        "tcp sendmsg rights flags=0x4000 1\n",
-        "tcp got b'ttttns1s22s333' []\n",
-        "unix got b'f' 1 b'through'\n",
-        "recvfrom after EFAULT\n",
-        "so_error 14\n",
-        "buffers 10 tcp [(",
-    ] {
-        assert!(
-            native.stdout.contains(needle),
-            "{needle}: {}",
-            native.dump()
-        );
-    }
+    crate::transcript_matches_native(
+        run,
+        isolate,
+        &[
+            "udp sendmsg name flags=0x4000 6\n",
+            "sendmmsg udp names (3, [2, 3, 4])\n",
+            "sendmmsg udp bad second (1, [1])\n",
+            "tcp sendmsg rights flags=0x4000 1\n",
+            "tcp got b'ttttns1s22s333' []\n",
+            "unix got b'f' 1 b'through'\n",
+            "recvfrom after EFAULT\n",
+            "so_error 14\n",
+            "buffers 10 tcp [(",
+        ],
+    );
 }
 
 #[test]
