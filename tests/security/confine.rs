@@ -39,14 +39,21 @@ fn supervisor_runs_under_its_own_filter() {
             String::from_utf8_lossy(&out.stderr)
         );
     }
-    // Every thread: main, signals, workers.
+    // Every thread: main, signals, workers. The supervisor confines
+    // itself before the trap's workers start, which is before the guest's
+    // first served call, not before its first instruction: `sh`'s `echo`
+    // serves nothing, so "ready" can come first. Waited for (the deadline
+    // is a hang guard, not a timing): the main thread in filter mode and
+    // the workers, which start after it, there.
     let pid = child.id();
-    let mut checked = Vec::new();
-    for task in std::fs::read_dir(format!("/proc/{pid}/task")).unwrap() {
-        let task = task.unwrap().path();
-        let status = std::fs::read_to_string(task.join("status")).unwrap_or_default();
-        let comm = std::fs::read_to_string(task.join("comm")).unwrap_or_default();
-        checked.push((comm.trim().to_string(), seccomp_fields(&status)));
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let settled = |threads: &[(String, (String, i64, String))]| {
+        threads.len() >= 3 && threads.iter().any(|(_, (mode, _, _))| mode == "2")
+    };
+    let mut checked = supervisor_threads(pid);
+    while !settled(&checked) && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        checked = supervisor_threads(pid);
     }
     // Let the guest finish: one line on stdin.
     drop(stdin);
@@ -61,6 +68,22 @@ fn supervisor_runs_under_its_own_filter() {
     }
     assert_eq!(rest, vec!["done".to_string()]);
     assert_eq!(status.code(), Some(0));
+}
+
+/// Each thread of process `pid`: its name and its seccomp fields.
+fn supervisor_threads(pid: u32) -> Vec<(String, (String, i64, String))> {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return Vec::new();
+    };
+    tasks
+        .filter_map(Result::ok)
+        .map(|task| {
+            let task = task.path();
+            let status = std::fs::read_to_string(task.join("status")).unwrap_or_default();
+            let comm = std::fs::read_to_string(task.join("comm")).unwrap_or_default();
+            (comm.trim().to_string(), seccomp_fields(&status))
+        })
+        .collect()
 }
 
 /// Runs `args` under the supervisor, which must end with 0.
