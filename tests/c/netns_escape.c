@@ -6,10 +6,13 @@
  * 127.0.0.1:PORT (an egress relay's socket when --allow-net names it).
  * Last, a plain AF_UNIX socket of the program's own: natively it reaches
  * NAME (the control), sandboxed it lives in the sandbox's namespace; and
- * that socket sends to the unix name (found in /proc/net/unix natively;
- * sandboxed, where that list hides the netstack's names, from a datagram
- * the UDP socket sends to a unix socket of ours, which the sandbox
- * refuses: "none listed") of one of the program's UDP sockets.
+ * that socket sends to the unix name of one of the program's UDP sockets,
+ * found in /proc/net/unix, else learned from a datagram the UDP socket
+ * sends to a unix socket of ours, else (the sandbox hides the netstack's
+ * names and refuses that datagram) asked of whoever runs the program:
+ * it prints "ask PORT" and reads the name (or an empty line: "none
+ * listed") from stdin, as the driver reads it in the sandbox's network
+ * namespace from outside.
  * Prints one line per try: the errno name, or "reached". */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -97,7 +100,19 @@ static void own_to_netstack_name(int own) {
         res("own unix to a netstack name", sendto(own, "x", 1, MSG_DONTWAIT, (struct sockaddr *)&to, tl));
         return;
     }
-    printf("own unix to a netstack name: none listed\n");
+    /* Asked of the driver, which can read the sandbox's /proc/net/unix. */
+    printf("own unix to a netstack name: ask %d\n", ntohs(me.sin_port));
+    char asked[sizeof to.sun_path];
+    size_t an;
+    if (!fgets(asked, sizeof asked, stdin) || (an = strcspn(asked, "\n")) == 0) {
+        printf("own unix to a netstack name: none listed\n");
+        return;
+    }
+    memset(&to, 0, sizeof to);
+    to.sun_family = AF_UNIX;
+    memcpy(to.sun_path + 1, asked, an);
+    tl = offsetof(struct sockaddr_un, sun_path) + 1 + an;
+    res("own unix to a netstack name", sendto(own, "x", 1, MSG_DONTWAIT, (struct sockaddr *)&to, tl));
 }
 
 int main(int argc, char **argv) {
