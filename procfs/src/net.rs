@@ -147,7 +147,7 @@ pub fn text(file: NetFile, host: &str, src: &Sources<'_>) -> String {
     match file {
         NetFile::Unix => guest_unix(host, src),
         NetFile::Netlink => guest_netlink(host, &src.held),
-        _ => inet(file, host, src),
+        _ => inet(file, src),
     }
 }
 
@@ -202,10 +202,34 @@ struct Entry {
     queues: (u32, u32),
 }
 
-/// The kernel's header (kept from `host`) and a line per live netstack
-/// socket of `file`'s transport and family.
-fn inet(file: NetFile, host: &str, src: &Sources<'_>) -> String {
-    let mut out = host.lines().next().unwrap_or_default().to_owned();
+/// The first line of the kernel's `/proc/net/tcp`, `tcp6`, `udp` and
+/// `udp6` (`tcp4_seq_show`, `tcp6_seq_show`, `udp4_seq_show`,
+/// `IPV6_SEQ_DGRAM_HEADER`; the IPv4 files pad theirs as their lines),
+/// unchanged since Linux 2.6; `None` for the other files.
+pub fn inet_header(file: NetFile) -> Option<String> {
+    const COLUMNS: &str = "st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode";
+    const V6: &str =
+        "  sl  local_address                         remote_address                       ";
+    let line = match file {
+        NetFile::Tcp => format!(
+            "{:149}",
+            format!("  sl  local_address rem_address   {COLUMNS}")
+        ),
+        NetFile::Tcp6 => format!("{V6} {COLUMNS}"),
+        NetFile::Udp => format!(
+            "{:127}",
+            format!("   sl  local_address rem_address   {COLUMNS} ref pointer drops")
+        ),
+        NetFile::Udp6 => format!("{V6} {COLUMNS} ref pointer drops"),
+        NetFile::Unix | NetFile::Netlink => return None,
+    };
+    Some(line)
+}
+
+/// The kernel's header and a line per live netstack socket of `file`'s
+/// transport and family.
+fn inet(file: NetFile, src: &Sources<'_>) -> String {
+    let mut out = inet_header(file).unwrap_or_default();
     out.push('\n');
     let v6 = matches!(file, NetFile::Tcp6 | NetFile::Udp6);
     for (i, e) in entries(file, src).iter().enumerate() {
@@ -390,6 +414,24 @@ fn inside_uid(map: &str, uid: u32) -> Option<u32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The headers are the running kernel's, byte for byte.
+    #[test]
+    fn inet_headers_are_the_kernels() {
+        for (file, name) in [
+            (NetFile::Tcp, "tcp"),
+            (NetFile::Tcp6, "tcp6"),
+            (NetFile::Udp, "udp"),
+            (NetFile::Udp6, "udp6"),
+        ] {
+            let Ok(text) = std::fs::read_to_string(format!("/proc/net/{name}")) else {
+                continue;
+            };
+            let kernel = text.lines().next().unwrap_or_default();
+            assert_eq!(inet_header(file).as_deref(), Some(kernel), "{name}");
+        }
+        assert_eq!(inet_header(NetFile::Unix), None);
+    }
 
     #[test]
     fn paths_and_addresses() {

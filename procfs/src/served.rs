@@ -493,7 +493,10 @@ pub fn refreshed(
 ) -> Option<Result<OwnedFd, Errno>> {
     if let Some(file) = ctx.synthetic.changing_process_file(memfd_name) {
         let (kind, path) = file?;
-        let host = read_view(ctx.fs, &path).ok()?;
+        let host = match host_source(kind) {
+            HostText::None => String::new(),
+            _ => read_view(ctx.fs, &path).ok()?,
+        };
         let text = text(ctx, kind, host);
         return Some(ctx.synthetic.sealed(
             &CString::new(memfd_name).ok()?,
