@@ -270,13 +270,18 @@ fn a_deleted_templates_sessions_stay() {
     assert_eq!(v["stdout"], "made-by-setup\n", "{v}");
     let (_, state) = d.json("GET", &format!("/v1/sessions/{id}"), "");
     assert_eq!(state["state"], "running", "{state}");
-    assert!(
+    // The setup's background child is a forked `sh` until it has exec'd
+    // `sleep` (waited for: the deadline is a hang guard).
+    let sleeping = || {
+        let (_, state) = d.json("GET", &format!("/v1/sessions/{id}"), "");
         state["processes"]
             .as_array()
-            .unwrap()
-            .iter()
-            .any(|p| p["command"] == "sleep 600"),
-        "{state}"
+            .is_some_and(|ps| ps.iter().any(|p| p["command"] == "sleep 600"))
+    };
+    assert!(
+        poll_until(Duration::from_secs(30), sleeping),
+        "{}",
+        d.json("GET", &format!("/v1/sessions/{id}"), "").1
     );
     // Its warm sessions end (one may have been being set up: it ends too).
     assert!(
