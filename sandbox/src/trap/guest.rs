@@ -5,7 +5,8 @@
 //! caller's tid — guest memory through `memory`, descriptors through
 //! `/proc/<tid>/fd` and `pidfd_getfd` (pidfds cached in `pidfds`), ids
 //! and umask from `/proc/<tid>/status` (the pid-namespace ids kept in
-//! `pidfds`). Does not own: what the handlers do with them.
+//! `pidfds`; a process leader's from its pidfd's `fdinfo`). Does not
+//! own: what the handlers do with them.
 
 use std::fs::{self, OpenOptions};
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
