@@ -120,6 +120,13 @@ fn is_name(part: &str) -> bool {
 }
 
 impl Synthetic {
+    /// Opens and checks the view's procfs root the route keeps, which the
+    /// first direct open would otherwise do on the guest's time (an
+    /// `openat2`, an `fstat` and a `readlink`).
+    pub(super) fn warm_direct(&self, fs: &Resolver) {
+        self.kept.proc_root.get(fs, self.proc_dev());
+    }
+
     /// `rel` ([`direct_rel`]) opened beneath the view's procfs root for a
     /// read with `flags` (`O_RDONLY` and [`PASSED_FLAGS`] only): a regular
     /// file of procfs's own mount, or `None` (the general route then

@@ -40,6 +40,12 @@ pub fn reopen(fd: BorrowedFd<'_>, flags: i32) -> Result<OwnedFd, Errno> {
     vfs::sys::openat(dir, Number::of(fd).as_cstr(), flags, 0)
 }
 
+/// Opens this process's `/proc/self/fd` now, which the first [`name_of`]
+/// or [`reopen`] would otherwise open (three calls on a served call's time).
+pub fn warm() {
+    own_fd_dir();
+}
+
 /// This process's `/proc/self/fd`, when this process opened it.
 fn own_fd_dir() -> Option<BorrowedFd<'static>> {
     static DIR: OnceLock<(u32, Option<OwnedFd>)> = OnceLock::new();

@@ -230,8 +230,10 @@ fn kept_census(ctx: &Scope<'_>, file: tasks::TaskFile) -> tasks::Census {
 /// file (`/proc/stat`, `uptime`, `loadavg`) would otherwise open on the
 /// guest's time: the host's /proc/stat read for its layout, the online
 /// CPUs' file, the census's kept procfs root, listed once, and init's
-/// files in it (whether the kernel has `schedstat` found out with them).
-/// For a sandbox set up before its command is known (a pool's, a
+/// files in it (whether the kernel has `schedstat` found out with them),
+/// the direct route's procfs root (`direct.rs`) and this process's own
+/// descriptor directory (`own_fds.rs`), which the first served /proc open
+/// would otherwise open. For a sandbox set up before its command is known (a pool's, a
 /// session's), where it costs the set-up and not the run; a `run` would
 /// spend it whether or not its guest reads any such file. Nothing it
 /// does is served: the counters served stay as they were.
@@ -239,6 +241,8 @@ pub fn warm(ctx: &Scope<'_>) {
     let _ = super::served::stat_layout();
     online_cpus();
     kept_census(ctx, tasks::TaskFile::Switches);
+    ctx.synthetic.warm_direct(ctx.fs);
+    super::own_fds::warm();
 }
 
 /// `f` of the view's procfs, as a directory descriptor.

@@ -94,12 +94,30 @@ struct PidfdInfo {
     exit_code: i32,
 }
 
+/// `PIDFD_INFO_PID`: the ids, which the kernel always gives.
+const PIDFD_INFO_PID: u64 = 1;
+
 /// The (fsuid, fsgid) of the live task behind `pidfd`, as this process's
 /// user namespace sees them; ESRCH once it has ended (Linux 6.13+; older
 /// kernels: ENOTTY or EINVAL).
 pub fn fs_ids(pidfd: BorrowedFd<'_>) -> Result<(u32, u32), Errno> {
+    let info = info(pidfd, PIDFD_INFO_CREDS)?;
+    Ok((info.fsuid, info.fsgid))
+}
+
+/// The (pid, tgid) of the live task behind `pidfd` (its tid and its
+/// process's id, for a pidfd of a thread) in this process's pid
+/// namespace; ESRCH once it has ended (Linux 6.13+; older kernels:
+/// ENOTTY or EINVAL).
+pub fn pid_tgid(pidfd: BorrowedFd<'_>) -> Result<(u32, u32), Errno> {
+    let info = info(pidfd, PIDFD_INFO_PID)?;
+    Ok((info.pid, info.tgid))
+}
+
+/// `PIDFD_GET_INFO` asking for `want`; ENOTTY when the answer lacks it.
+fn info(pidfd: BorrowedFd<'_>, want: u64) -> Result<PidfdInfo, Errno> {
     let mut info = PidfdInfo {
-        mask: PIDFD_INFO_CREDS,
+        mask: want,
         ..PidfdInfo::default()
     };
     // SAFETY: `info` is a live, writable struct of the size encoded in
@@ -112,8 +130,8 @@ pub fn fs_ids(pidfd: BorrowedFd<'_>) -> Result<(u32, u32), Errno> {
         )
     };
     Errno::result(r)?;
-    if info.mask & PIDFD_INFO_CREDS == 0 {
+    if info.mask & want != want {
         return Err(Errno::ENOTTY);
     }
-    Ok((info.fsuid, info.fsgid))
+    Ok(info)
 }

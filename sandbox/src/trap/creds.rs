@@ -90,7 +90,9 @@ pub fn of_caller(tid: i32) -> Result<Arc<Ids>, Errno> {
     match pidfd::fs_ids(pidfd.as_fd()) {
         Ok((uid, gid)) if uid == ids.uid && gid == ids.gid => {
             if of_thread {
-                keep(tid, Arc::new(pidfd), ids.clone());
+                let pidfd = Arc::new(pidfd);
+                super::pidfds::adopt(tid, &pidfd);
+                keep(tid, pidfd, ids.clone());
             }
             Ok(ids)
         }

@@ -5,7 +5,8 @@
 //! caller's tid — guest memory through `memory`, descriptors through
 //! `/proc/<tid>/fd` and `pidfd_getfd` (pidfds cached in `pidfds`), ids
 //! and umask from `/proc/<tid>/status` (the pid-namespace ids kept in
-//! `pidfds`). Does not own: what the handlers do with them.
+//! `pidfds`; a process leader's from its pidfd's `fdinfo`). Does not
+//! own: what the handlers do with them.
 
 use std::fs::{self, OpenOptions};
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
@@ -116,7 +117,11 @@ impl Guest for NotifGuest<'_> {
     }
 
     fn ns_ids(&self) -> Result<(i32, i32), Errno> {
-        pidfds::ns_ids(self.tid, || read_ns_ids(self.tid))
+        pidfds::ns_ids(self.tid, |pidfd| {
+            pidfd
+                .and_then(|p| leader_ns_ids(self.tid, p))
+                .map_or_else(|| read_ns_ids(self.tid), Ok)
+        })
     }
 
     fn host_tgid(&self) -> Result<i32, Errno> {
@@ -154,6 +159,45 @@ pub(super) fn caller_caps(tid: i32) -> u64 {
         .and_then(|v| u64::from_str_radix(v.trim(), 16).ok())
         .unwrap_or(0)
 }
+
+/// The (tgid, tid) in the innermost pid namespace of thread `tid`, when
+/// it leads its process (its tid is its tgid, in every namespace), from
+/// `pidfd`'s `fdinfo` (`NSpid:`, the pid in each namespace from this
+/// process's down); `None` otherwise (another thread's tgid is not
+/// there) or when either cannot be read. The kernel renders that text
+/// from one `struct pid`, where a `status` text renders most of the
+/// task (memory, signals, capabilities...): about half the cost of its
+/// open, read and close on these VMs, on every process's first call that
+/// names `/proc/self`.
+fn leader_ns_ids(tid: i32, pidfd: BorrowedFd<'_>) -> Option<(i32, i32)> {
+    let (pid, tgid) = crate::sys::pidfd::pid_tgid(pidfd).ok()?;
+    if i64::from(pid) != i64::from(tid) || pid != tgid {
+        return None;
+    }
+    let info = fdinfo_of_own(pidfd)?;
+    let host = field_of(&info, "Pid:")?.trim().parse::<i32>().ok()?;
+    let inner = field_of(&info, "NSpid:")?
+        .split_whitespace()
+        .last()?
+        .parse::<i32>()
+        .ok()?;
+    (host == tid && inner > 0).then_some((inner, inner))
+}
+
+/// This process's `fdinfo` text of its descriptor `fd` (its first
+/// [`FDINFO_ROOM`] bytes, one read: procfs renders it whole at the first).
+fn fdinfo_of_own(fd: BorrowedFd<'_>) -> Option<String> {
+    use std::io::Read;
+    use std::os::fd::AsRawFd;
+    let mut f = fs::File::open(format!("/proc/self/fdinfo/{}", fd.as_raw_fd())).ok()?;
+    let mut buf = [0u8; FDINFO_ROOM];
+    let n = f.read(&mut buf).ok()?;
+    std::str::from_utf8(buf.get(..n)?).ok().map(str::to_owned)
+}
+
+/// Room for a pidfd's `fdinfo` (`pos`, `flags`, `mnt_id`, `ino`, `Pid`,
+/// `NSpid` with one number per nested namespace: about 100 bytes).
+const FDINFO_ROOM: usize = 512;
 
 /// Thread `tid`'s (tgid, tid) in the innermost pid namespace, from its
 /// status text.
@@ -225,4 +269,40 @@ fn status_field(tid: i32, field: &str) -> Result<String, Errno> {
     field_of(&status, field)
         .map(str::to_string)
         .ok_or(Errno::EIO)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::fd::AsFd;
+
+    use super::*;
+    use crate::sys::pidfd;
+
+    #[test]
+    fn a_leaders_ids_from_its_pidfd_are_its_status_ones() {
+        let me = std::process::id() as i32;
+        let Ok(p) = pidfd::open(me, true) else {
+            return; // a kernel before PIDFD_THREAD: the status is read
+        };
+        if pidfd::pid_tgid(p.as_fd()).is_err() {
+            return; // a kernel before PIDFD_GET_INFO: the status is read
+        }
+        assert_eq!(leader_ns_ids(me, p.as_fd()), Some(read_ns_ids(me).unwrap()));
+        // A pidfd that is not of the thread named is not taken.
+        assert_eq!(leader_ns_ids(me + 1, p.as_fd()), None);
+        // Another thread's tgid is not in its pidfd's fdinfo.
+        let (tx, rx) = std::sync::mpsc::channel();
+        let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
+        let t = std::thread::spawn(move || {
+            tx.send(nix::unistd::gettid().as_raw()).unwrap();
+            done_rx.recv().ok();
+        });
+        let tid = rx.recv().unwrap();
+        let other = pidfd::open(tid, true).unwrap();
+        assert_eq!(leader_ns_ids(tid, other.as_fd()), None);
+        let (tgid, own) = read_ns_ids(tid).unwrap();
+        assert_eq!((tgid, own), (read_ns_ids(me).unwrap().0, tid));
+        done_tx.send(()).unwrap();
+        t.join().unwrap();
+    }
 }

@@ -78,10 +78,13 @@ fn through_pidfd<T>(tid: i32, op: impl Fn(BorrowedFd<'_>) -> Result<T, Errno>) -
 }
 
 /// Thread `tid`'s ids in the sandbox's pid namespace: kept ones while
-/// its pidfd's thread lives, else `read` (of `/proc/<tid>/status`),
-/// kept for next time when a pidfd of the thread itself was at hand
-/// and outlived the read (so the text read was that thread's).
-pub fn ns_ids(tid: i32, read: impl FnOnce() -> Result<NsIds, Errno>) -> Result<NsIds, Errno> {
+/// its pidfd's thread lives, else `read` (given the thread's pidfd when
+/// one is at hand), kept for next time when a pidfd of the thread itself
+/// was at hand and outlived the read (so the text read was that thread's).
+pub fn ns_ids(
+    tid: i32,
+    read: impl FnOnce(Option<BorrowedFd<'_>>) -> Result<NsIds, Errno>,
+) -> Result<NsIds, Errno> {
     let pidfd = match cached_entry(tid) {
         Some((pidfd, Some(ids))) if pidfd::alive(pidfd.as_fd()) => return Ok(ids),
         // Kept by a copy: checked below, once the ids are read.
@@ -92,12 +95,31 @@ pub fn ns_ids(tid: i32, read: impl FnOnce() -> Result<NsIds, Errno>) -> Result<N
             _ => None,
         },
     };
-    let ids = read()?;
+    let ids = read(pidfd.as_deref().map(AsFd::as_fd))?;
     match pidfd {
         Some(p) if pidfd::alive(p.as_fd()) => keep(tid, p, Some(ids)),
         _ => forget(tid),
     }
     Ok(ids)
+}
+
+/// Keeps `pidfd`, a pidfd of thread `tid` itself that another cache
+/// opened (the caller's ids', `creds.rs`), when none is kept for `tid`:
+/// the thread's first copy or `/proc/self` then opens none of its own
+/// (a `pidfd_open` and, later, its close).
+pub(super) fn adopt(tid: i32, pidfd: &Arc<OwnedFd>) {
+    let mut cache = CACHE.lock();
+    if cache.iter().any(|k| k.tid == tid) {
+        return;
+    }
+    if cache.len() >= KEPT {
+        cache.remove(0);
+    }
+    cache.push(Kept {
+        tid,
+        pidfd: pidfd.clone(),
+        ns_ids: None,
+    });
 }
 
 fn cached(tid: i32) -> Option<Arc<OwnedFd>> {
