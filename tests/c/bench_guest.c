@@ -68,6 +68,11 @@
  *                 notification round trip. NEVER run natively (as root it
  *                 would really switch process accounting off); the guest
  *                 refuses it unless started with BENCH_GUEST_SUPERVISED=1.
+ *   getsockname   getsockname(fd, &sin, &len) on a TCP socket bound to
+ *                 127.0.0.1 once: a call the netstack answers from the
+ *                 kernel's state of the socket             [serviced: a value]
+ *   nodelay       setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, [1], 4) on an
+ *                 unconnected TCP socket, as every HTTP client does  [serviced]
  *   ping 0        answers 0 (readiness check)
  */
 #define _GNU_SOURCE
@@ -78,6 +83,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -319,6 +327,40 @@ static int b_inotify_watch(long n) {
     return 0;
 }
 
+/* One TCP socket, made (and bound to 127.0.0.1, port 0) at first use. */
+static int tcp_socket(void) {
+    static int fd = -1;
+    if (fd >= 0) return fd;
+    fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return -1;
+    struct sockaddr_in sin = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    if (bind(fd, (struct sockaddr *)&sin, sizeof sin) != 0) {
+        close(fd);
+        return fd = -1;
+    }
+    return fd;
+}
+
+static int b_getsockname(long n) {
+    int fd = tcp_socket();
+    if (fd < 0) return -1;
+    for (long i = 0; i < n; i++) {
+        struct sockaddr_in sin;
+        socklen_t len = sizeof sin;
+        if (getsockname(fd, (struct sockaddr *)&sin, &len) != 0) return -1;
+        if (sin.sin_family != AF_INET || sin.sin_port == 0) { errno = EPROTO; return -1; }
+    }
+    return 0;
+}
+
+static int b_nodelay(long n) {
+    int fd = tcp_socket(), one = 1;
+    if (fd < 0) return -1;
+    for (long i = 0; i < n; i++)
+        if (setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one) != 0) return -1;
+    return 0;
+}
+
 static int b_ping(long n) { (void)n; return 0; }
 
 static const struct { const char *name; int (*fn)(long); } benches[] = {
@@ -336,6 +378,7 @@ static const struct { const char *name; int (*fn)(long); } benches[] = {
     {"scratch_read", b_scratch_read}, {"scratch_rdwr", b_scratch_rdwr},
     {"mmap4k", b_mmap4k},             {"inotify_watch", b_inotify_watch},
     {"openat_trapped", b_openat_trapped},
+    {"getsockname", b_getsockname},   {"nodelay", b_nodelay},
 };
 
 static void join(char *out, const char *dir, const char *name) {

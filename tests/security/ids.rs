@@ -166,6 +166,54 @@ fn guest_root_chowns_and_drops_to_another_user() {
     );
 }
 
+/// The socket name and option calls are served without taking the
+/// caller's ids (`trap/creds.rs`, `needs_ids`): the worker keeps the ids
+/// of the call it served before. A uid-1000 child's getsockname and
+/// getsockopt after its root parent's symlink (served as root), and then
+/// its own symlink into root's 0700 directory: EACCES as natively, never
+/// made with the ids the worker kept.
+#[test]
+fn socket_names_leave_no_other_ids_behind() {
+    if !is_root() {
+        skip!("needs root");
+    }
+    let script = r#"
+import os, shutil, socket, tempfile
+base = tempfile.mkdtemp()
+os.chmod(base, 0o755)
+os.mkdir(base + "/locked", 0o700)
+s = socket.socket()
+s.bind(("127.0.0.1", 0))
+r, w = os.pipe()
+r2, w2 = os.pipe()
+pid = os.fork()
+if pid == 0:
+    os.setgroups([]); os.setgid(1000); os.setuid(1000)
+    s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    os.write(w, b"x"); os.read(r2, 1)
+    name = s.getsockname()[0]
+    opt = s.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY)
+    try:
+        os.symlink("t", base + "/locked/child")
+        print("made", flush=True)
+    except PermissionError:
+        print("EACCES", flush=True)
+    print(name, opt, flush=True)
+    os._exit(0)
+os.read(r, 1)
+os.symlink("t", base + "/root")
+os.write(w2, b"x")
+os.waitpid(pid, 0)
+print(sorted(os.listdir(base + "/locked")), os.path.islink(base + "/root"))
+shutil.rmtree(base)
+"#;
+    let run = Run::new(&["python3", "-c", script]);
+    let native = run.native().ok("native");
+    assert_eq!(native.stdout, "EACCES\n127.0.0.1 1\n[] True\n");
+    let out = run.sup(&AUTO).supervised().ok("supervised");
+    assert_eq!(out.stdout, native.stdout, "{}", out.dump());
+}
+
 /// tar --same-owner restores the owners it recorded, as natively as root.
 #[test]
 fn tar_extracts_owners() {

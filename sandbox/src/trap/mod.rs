@@ -308,10 +308,12 @@ fn switches_ids(ctx: &Context) -> bool {
     ctx.ids().count() > 1
 }
 
-/// Makes the worker act with the caller's ids for a serviced call.
+/// Makes the worker act with the caller's ids for a serviced call that
+/// needs them ([`creds::Acting::acts_for`]).
 fn act_as_caller(acting: Option<&mut creds::Acting>, n: &ioctl::Notification) -> Result<(), Errno> {
+    let nr = i64::from(n.nr);
     match acting {
-        Some(acting) if matches!(policy::trapped(i64::from(n.nr)), Trapped::Service) => {
+        Some(acting) if matches!(policy::trapped(nr), Trapped::Service) && acting.acts_for(nr) => {
             let ids = creds::of_caller(n.pid as i32)?;
             acting.take(&ids)
         }
