@@ -19,6 +19,7 @@
 //! (`handlers/open/handed.rs`).
 
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::OnceLock;
 
 use nix::fcntl::{fcntl, FcntlArg};
@@ -28,6 +29,8 @@ use nix::fcntl::{fcntl, FcntlArg};
 #[derive(Debug, Default)]
 pub struct Handed {
     files: OnceLock<Vec<HandedFile>>,
+    /// Whether `files` holds any: the one load every served open pays.
+    any: AtomicBool,
 }
 
 /// One regular file of the guest's stdio.
@@ -65,6 +68,7 @@ impl Handed {
                     None => files.push(file),
                 }
             }
+            self.any.store(!files.is_empty(), Ordering::Release);
             files
         });
     }
@@ -78,13 +82,17 @@ impl Handed {
     }
 
     /// Whether any file was handed.
+    #[inline]
     pub(crate) fn any(&self) -> bool {
-        self.files.get().is_some_and(|f| !f.is_empty())
+        self.any.load(Ordering::Acquire)
     }
 
     /// The handed file `object` (an object a guest path resolved to,
     /// `st` its stat) is, when it is one reached through the mount it
-    /// was handed on.
+    /// was handed on. (Apart, and out of line: only a guest handed a
+    /// file gets here, [`Handed::any`] first.)
+    #[cold]
+    #[inline(never)]
     pub(crate) fn find(&self, st: &libc::stat, object: BorrowedFd<'_>) -> Option<&HandedFile> {
         let files = self.files.get()?;
         let file = files
@@ -96,7 +104,7 @@ impl Handed {
 
 impl HandedFile {
     /// `fd` when it is a regular file open for reading or writing.
-    fn of(fd: BorrowedFd<'_>) -> Option<HandedFile> {
+    pub(crate) fn of(fd: BorrowedFd<'_>) -> Option<HandedFile> {
         let st = vfs::sys::fstat(fd).ok()?;
         if st.st_mode & libc::S_IFMT != libc::S_IFREG {
             return None;

@@ -51,8 +51,10 @@ pub(super) fn decide<'a>(
 ) -> Result<Decision<'a>, Errno> {
     if plain_read(flags, res) {
         let probe = ctx.fs.probe(at, path, flags as i32, known)?;
-        if let Some(file) = ctx.handed.find(&probe.st, probe.fd.as_fd()) {
-            return Ok(Decision::Handed(file));
+        if ctx.handed.any() {
+            if let Some(file) = ctx.handed.find(&probe.st, probe.fd.as_fd()) {
+                return Ok(Decision::Handed(file));
+            }
         }
         let named = Named::new(&probe.fd);
         ready_if_network(ctx, &named, &probe.st);
@@ -74,8 +76,10 @@ pub(super) fn decide<'a>(
         }
         Err(e) => return Err(e),
     };
-    if let Some(file) = handed(ctx, &object, flags)? {
-        return Ok(Decision::Handed(file));
+    if ctx.handed.any() {
+        if let Some(file) = handed(ctx, &object, flags)? {
+            return Ok(Decision::Handed(file));
+        }
     }
     if read_write(flags) {
         return open_read_write(ctx, &object);
@@ -109,6 +113,7 @@ pub(super) fn continues_at_once(ctx: &Context) -> bool {
 /// that is no plain read) is, if any. Not for `O_CREAT | O_EXCL`, whose
 /// answer (EEXIST) stays the kernel's. (Apart, so that the handler's
 /// common paths keep their code.)
+#[cold]
 #[inline(never)]
 fn handed<'a>(
     ctx: &'a Context,
@@ -116,7 +121,7 @@ fn handed<'a>(
     flags: u64,
 ) -> Result<Option<&'a HandedFile>, Errno> {
     let excl = O_CREAT | libc::O_EXCL as u64;
-    if !ctx.handed.any() || flags & O_PATH != 0 || flags & excl == excl {
+    if flags & O_PATH != 0 || flags & excl == excl {
         return Ok(None);
     }
     let st = vfs::sys::fstat(object.as_fd())?;
