@@ -18,7 +18,10 @@
  * is theirs) is closed and made again unmarked, so that the supervisor
  * serves it as before. An open for reading and writing (O_RDWR without
  * O_EXCL) is made marked too, and again unmarked only where the fence
- * refused it (a name made at the view's root since the start).
+ * refused it (a name made at the view's root since the start). An open
+ * for writing only that the kernel refused (EACCES) is made again by
+ * openat2, which the filter traps: the supervisor serves a reopen of a
+ * file handed to the guest as its stdio.
  *
  * The path is read only after the kernel opened by it (to tell whether
  * its spelling keeps it off /proc): a bad pointer is the kernel's to
@@ -135,6 +138,22 @@ static long open_without_symlinks(int dirfd, const char *path, int flags)
     return fd;
 }
 
+/* An open for writing only that the kernel refused (EACCES) made again
+ * by openat2, which the filter always traps: the supervisor serves the
+ * reopen of a file the guest was handed as its stdio (`> out.txt`, then
+ * `echo x > /dev/stdout`), which a root invoker's guest, running as ids
+ * of its own, may not open natively (docs/launch-and-view.md). Anything
+ * else the handler leaves to the kernel, whose answer is the same
+ * refusal: then the first answer stands, whatever the second was. */
+static long write_open_trapped(int dirfd, const char *path, int flags, mode_t mode, long refused)
+{
+    struct {
+        unsigned long long flags, mode, resolve;
+    } how = {(unsigned)flags, NEEDS_MODE(flags) ? (mode & 07777) : 0, 0};
+    long fd = syscall5(437 /* openat2 */, dirfd, (long)path, (long)&how, sizeof how, 0);
+    return fd >= 0 ? fd : refused;
+}
+
 static int answer(long ret)
 {
     if (ret < 0) {
@@ -174,6 +193,9 @@ long fast_open(int dirfd, const char *path, int flags, mode_t mode)
         else if (fd != -EACCES)
             return fd;
         /* procfs, a cover, or refused by the fence: the supervisor's. */
+    } else if ((flags & (O_ACCMODE | O_PATH)) == O_WRONLY) {
+        fd = syscall5(SYS_openat, dirfd, (long)path, flags, NEEDS_MODE(flags) ? mode : 0, 0);
+        return fd == -EACCES ? write_open_trapped(dirfd, path, flags, mode, fd) : fd;
     }
     return syscall5(SYS_openat, dirfd, (long)path, flags, NEEDS_MODE(flags) ? mode : 0, 0);
 }
@@ -305,11 +327,33 @@ static int other_mode_flags(const char *mode)
     return flags;
 }
 
+/* glibc's own fopen of a mode that writes only ('w', 'a', no '+'), made
+ * again as write_open_trapped makes an open when the kernel refused it:
+ * the C library opens through an internal call this library cannot
+ * reach (`tee /dev/stderr` with stderr a host file, as root). */
+static FILE *fopen_for_writing(const char *path, const char *mode)
+{
+    FILE *file = _IO_fopen(path, mode);
+    int flags = other_mode_flags(mode);
+    if (file != NULL || errno != EACCES || flags < 0 || (flags & O_ACCMODE) != O_WRONLY)
+        return file;
+    long fd = write_open_trapped(AT_FDCWD, path, flags, 0666, -EACCES);
+    if (fd < 0)
+        return NULL;
+    file = fdopen((int)fd, mode);
+    if (file == NULL) {
+        int saved = errno;
+        syscall2(SYS_close, fd, 0);
+        errno = saved;
+    }
+    return file;
+}
+
 static FILE *fopen_common(const char *path, const char *mode)
 {
     int flags = read_mode_flags(mode);
     if (flags < 0 && _IO_fopen != NULL)
-        return _IO_fopen(path, mode);
+        return fopen_for_writing(path, mode);
     if (flags < 0)
         flags = other_mode_flags(mode);
     if (flags < 0) {

@@ -37,6 +37,9 @@ pub struct Context {
     /// file systems (`handlers/mknod.rs`); `None` when the supervisor
     /// cannot (no CAP_MKNOD): the kernel's EPERM.
     pub(crate) nodes: Option<std::sync::Arc<dyn crate::DeviceNodes>>,
+    /// The regular files of the guest's stdio, whose reopen by name is
+    /// served (`handed.rs`); recorded as the guest is let go.
+    pub(crate) handed: std::sync::Arc<crate::Handed>,
 }
 
 impl Context {
@@ -54,6 +57,7 @@ impl Context {
             fence: None,
             net: std::sync::Arc::default(),
             nodes: None,
+            handed: std::sync::Arc::default(),
         }
     }
 
@@ -70,6 +74,13 @@ impl Context {
     /// Makes the guest's device nodes with `nodes` (`handlers/mknod.rs`).
     pub fn set_device_nodes(&mut self, nodes: std::sync::Arc<dyn crate::DeviceNodes>) {
         self.nodes = Some(nodes);
+    }
+
+    /// Where the guest's stdio files are recorded
+    /// ([`crate::Handed::record_own_stdio`]), for the one who lets the
+    /// guest go, which may be after the context serves.
+    pub fn handed(&self) -> std::sync::Arc<crate::Handed> {
+        self.handed.clone()
     }
 
     /// The guest's id mapping.
@@ -178,6 +189,7 @@ impl Context {
             fence: None,
             net: std::sync::Arc::default(),
             nodes: None,
+            handed: std::sync::Arc::default(),
         }
     }
 }

@@ -175,6 +175,15 @@ pub trait Guest {
         let _ = (wanted, act);
         Err(Errno::EPERM)
     }
+
+    /// Runs `act` with the supervisor's own file-system ids (the
+    /// invoker's, and the file capabilities they bring), then takes the
+    /// caller's back: for the reopen of a file the guest was handed
+    /// (`handlers/open/handed.rs`), which the invoker opened for it. The
+    /// default: the worker's ids are its own already.
+    fn with_own_ids(&self, act: &mut dyn FnMut() -> Result<(), Errno>) -> Result<(), Errno> {
+        act()
+    }
 }
 
 /// Capability bits for [`Guest::with_caller_caps`].

@@ -15,12 +15,14 @@
 
 mod context;
 pub mod guest;
+mod handed;
 pub mod handlers;
 pub mod policy;
 pub mod trace;
 
 pub use context::Context;
 pub use guest::{Guest, Reply, SyscallArgs};
+pub use handed::Handed;
 pub use handlers::dispatch;
 pub use handlers::mknod::{DeviceNodes, Node};
 pub use procfs::GuestLimits;

@@ -13,5 +13,6 @@ mod coreutils;
 mod jit;
 mod python;
 mod stdio;
+mod stdio_files;
 mod threads;
 mod tools;

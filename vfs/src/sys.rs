@@ -95,6 +95,30 @@ pub fn fstat(fd: BorrowedFd<'_>) -> Result<libc::stat, Errno> {
     Ok(unsafe { st.assume_init() })
 }
 
+/// The id of the mount `fd`'s file was opened through (`statx`'s
+/// `stx_mnt_id`): two descriptors of one inode through different mounts
+/// (a host file and the view's bind of its directory) differ here.
+pub fn mount_id(fd: BorrowedFd<'_>) -> Result<u64, Errno> {
+    let mut stx = MaybeUninit::<libc::statx>::zeroed();
+    // SAFETY: the empty name is NUL-terminated and static; `stx` is
+    // writable memory of the right size for the kernel.
+    check(unsafe {
+        libc::statx(
+            fd.as_raw_fd(),
+            c"".as_ptr(),
+            libc::AT_EMPTY_PATH,
+            libc::STATX_MNT_ID,
+            stx.as_mut_ptr(),
+        )
+    })?;
+    // SAFETY: zero-initialised and, on success, filled by the kernel.
+    let stx = unsafe { stx.assume_init() };
+    match stx.stx_mask & libc::STATX_MNT_ID {
+        0 => Err(Errno::ENOSYS),
+        _ => Ok(stx.stx_mnt_id),
+    }
+}
+
 /// `fstatat(dir, name, flags)`.
 pub fn fstatat(dir: BorrowedFd<'_>, name: &CStr, flags: i32) -> Result<libc::stat, Errno> {
     let mut st = MaybeUninit::<libc::stat>::zeroed();

@@ -147,6 +147,9 @@ pub const ALLOWED: &[S] = &[
     S::setfsuid,
     S::setfsgid,
     S::setgroups,
+    // ...and the groups it acts with, to take them back after an open
+    // made with the supervisor's own (`creds::with_own`).
+    S::getgroups,
 ];
 
 /// Calls allowed only when `--allow-net` gives egress: the host

@@ -53,8 +53,9 @@
 //! write: only a process that can already follow a holder's
 //! `/proc/<pid>/fd` links can reopen an anonymous pipe, and one holding
 //! it can read or write it anyway. Not restored after the run: another
-//! run may share the pipe. A regular file or FIFO stays as it is (a
-//! reopen of a host file outside the view is the fence's refusal too).
+//! run may share the pipe. A regular file or FIFO stays as it is: the
+//! supervisor serves a reopen of a regular file within the access the
+//! guest was handed (the syscalls crate's `handed.rs`).
 
 use std::fs::OpenOptions;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};

@@ -202,7 +202,11 @@ fn serve_and_wait(
         false if config.schedule.confine_before_wait => ConfineAt::BeforeWait,
         false => ConfineAt::JustBeforeStart,
     };
+    // The regular files of the guest's stdio (ours, which it inherits,
+    // or the pool client's by then): their reopen by name is served.
+    let handed = ctx.handed();
     if early {
+        handed.record_own_stdio();
         start_guest(config, guards, &mut sandbox, None)?;
     }
     ctx.set_sockets(sockets).map_err(supervisor_error)?;
@@ -280,6 +284,7 @@ fn serve_and_wait(
     report.limits.timeout_s = limits.timeout.map(|d| d.as_secs_f64());
     confine_at.here(ConfineAt::JustBeforeStart, &hooks)?;
     if !early {
+        handed.record_own_stdio();
         start_guest(config, guards, &mut sandbox, late.as_ref())?;
     }
     // A pty the guest was not given: closed once it has its start, not

@@ -27,6 +27,19 @@ pub fn set_fsuid(uid: u32) -> Result<(), Errno> {
     }
 }
 
+/// The calling thread's filesystem uid and gid.
+pub fn fs_ids() -> (u32, u32) {
+    // SAFETY: integer arguments only; the "leave unchanged" id changes
+    // nothing and returns the current one.
+    let (uid, gid) = unsafe {
+        (
+            libc::syscall(libc::SYS_setfsuid, QUERY),
+            libc::syscall(libc::SYS_setfsgid, QUERY),
+        )
+    };
+    (uid as u32, gid as u32)
+}
+
 /// Sets the calling thread's filesystem gid, as [`set_fsuid`].
 pub fn set_fsgid(gid: u32) -> Result<(), Errno> {
     // SAFETY: as in set_fsuid.

@@ -180,6 +180,40 @@ pub fn remember_own() {
     OWN.get_or_init(Ids::own);
 }
 
+/// Runs `act` on this worker thread with the supervisor's own ids, then
+/// takes back those the thread acted with (the caller's): for the one
+/// open the handlers make as the invoker (a reopen of a file the guest
+/// was handed, `Guest::with_own_ids`). A root supervisor's fsuid 0 brings
+/// back the file capabilities its worker keeps permitted, for that open
+/// alone. EPERM when the thread cannot switch; a thread that cannot take
+/// the caller's ids back ends the supervisor, as [`Acting::restore`].
+pub fn with_own<R>(act: impl FnOnce() -> R) -> Result<R, Errno> {
+    let Some(own) = OWN.get() else {
+        return Ok(act());
+    };
+    let (uid, gid) = thread_ids::fs_ids();
+    let groups = nix::unistd::getgroups()
+        .map(|g| g.into_iter().map(|g| g.as_raw()).collect())
+        .map_err(|_| Errno::EPERM)?;
+    let now = Ids { uid, gid, groups };
+    if now == *own {
+        return Ok(act());
+    }
+    let switched = switch_to(own);
+    let r = switched.map(|()| act());
+    if switch_to(&now).is_err() {
+        eprintln!("supervisor: a worker cannot take back its caller's ids");
+        std::process::abort();
+    }
+    r
+}
+
+fn switch_to(ids: &Ids) -> Result<(), Errno> {
+    thread_ids::set_groups(&ids.groups)
+        .and_then(|()| thread_ids::set_fsgid(ids.gid))
+        .and_then(|()| thread_ids::set_fsuid(ids.uid))
+}
+
 /// One worker thread's ids: its own, and those it acts with now.
 pub struct Acting {
     own: Ids,

@@ -147,6 +147,10 @@ impl Guest for NotifGuest<'_> {
         }
         r
     }
+
+    fn with_own_ids(&self, act: &mut dyn FnMut() -> Result<(), Errno>) -> Result<(), Errno> {
+        super::creds::with_own(act)?
+    }
 }
 
 /// The effective capabilities thread `tid` holds in its own user

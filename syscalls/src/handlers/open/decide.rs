@@ -12,15 +12,19 @@ use std::os::fd::{AsFd, OwnedFd};
 use nix::errno::Errno;
 use procfs::Named;
 
-use super::how::{plain_read, read_write, will_create, O_ACCMODE, O_PATH};
+use super::how::{plain_read, read_write, will_create, O_ACCMODE, O_CREAT, O_PATH};
 use super::Context;
+use crate::handed::HandedFile;
 
 /// Whether the kernel may do an open itself, or the supervisor serves it.
-pub(super) enum Decision {
+pub(super) enum Decision<'a> {
     /// The kernel opens (or creates) it for the guest: CONTINUE.
     Kernel,
     /// The supervisor opens it; for a plain read, with the object found.
     Serve(Option<ServedRead>),
+    /// A file of the guest's stdio, reached outside the view: the
+    /// supervisor reopens it within the handed access (`handed.rs`).
+    Handed(&'a HandedFile),
 }
 
 /// The object a plain read resolved to, which the sandbox serves: a
@@ -37,16 +41,21 @@ pub(super) struct ServedRead {
 /// kernel from opening (`procfs/fence.rs`: the kernel's own procfs, names made
 /// at the root since the start). Resolution errors are the open's, except
 /// a missing final name when the open creates it.
-pub(super) fn decide(
-    ctx: &Context,
+pub(super) fn decide<'a>(
+    ctx: &'a Context,
     at: &vfs::At<'_>,
     path: &std::ffi::CStr,
     flags: u64,
     res: u64,
     known: vfs::Known,
-) -> Result<Decision, Errno> {
+) -> Result<Decision<'a>, Errno> {
     if plain_read(flags, res) {
         let probe = ctx.fs.probe(at, path, flags as i32, known)?;
+        if ctx.handed.any() {
+            if let Some(file) = ctx.handed.find(&probe.st, probe.fd.as_fd()) {
+                return Ok(Decision::Handed(file));
+            }
+        }
         let named = Named::new(&probe.fd);
         ready_if_network(ctx, &named, &probe.st);
         let synthetic = ctx.synthetic.which_stat(&named, &probe.st);
@@ -67,6 +76,11 @@ pub(super) fn decide(
         }
         Err(e) => return Err(e),
     };
+    if ctx.handed.any() {
+        if let Some(file) = handed(ctx, &object, flags)? {
+            return Ok(Decision::Handed(file));
+        }
+    }
     if read_write(flags) {
         return open_read_write(ctx, &object);
     }
@@ -87,18 +101,38 @@ pub(super) fn decide(
 }
 
 /// Whether an `O_RDWR` open that creates nothing may be CONTINUEd
-/// without a lookup: the root's entries are those granted. (Apart, so
-/// that the handler's common paths keep their code.)
+/// without a lookup: the root's entries are those granted, and no file
+/// of the guest's stdio, which lies beneath no grant, may be its object.
+/// (Apart, so that the handler's common paths keep their code.)
 #[inline(never)]
 pub(super) fn continues_at_once(ctx: &Context) -> bool {
-    ctx.continue_plain_opens && root_as_granted(ctx)
+    ctx.continue_plain_opens && root_as_granted(ctx) && !ctx.handed.any()
+}
+
+/// The file of the guest's stdio that `object` (resolved for an open
+/// that is no plain read) is, if any. Not for `O_CREAT | O_EXCL`, whose
+/// answer (EEXIST) stays the kernel's. (Apart, so that the handler's
+/// common paths keep their code.)
+#[cold]
+#[inline(never)]
+fn handed<'a>(
+    ctx: &'a Context,
+    object: &OwnedFd,
+    flags: u64,
+) -> Result<Option<&'a HandedFile>, Errno> {
+    let excl = O_CREAT | libc::O_EXCL as u64;
+    if flags & O_PATH != 0 || flags & excl == excl {
+        return Ok(None);
+    }
+    let st = vfs::sys::fstat(object.as_fd())?;
+    Ok(ctx.handed.find(&st, object.as_fd()))
 }
 
 /// Who opens an existing `object` for reading and writing: the kernel,
 /// unless the guest's domain, which checks it as a read, would refuse it
 /// (`procfs/fence.rs`); then the supervisor, as the caller.
 #[inline(never)]
-fn open_read_write(ctx: &Context, object: &OwnedFd) -> Result<Decision, Errno> {
+fn open_read_write(ctx: &Context, object: &OwnedFd) -> Result<Decision<'static>, Errno> {
     Ok(match &ctx.fence {
         Some(fence) if !fence.root_as_granted(&ctx.fs) => {
             let st = vfs::sys::fstat(object.as_fd())?;
@@ -124,7 +158,7 @@ fn create_read_write(
     at: &vfs::At<'_>,
     path: &std::ffi::CStr,
     res: u64,
-) -> Decision {
+) -> Decision<'static> {
     let Some(parent) = parent_of(path.to_bytes()) else {
         // A trailing slash: the kernel's EISDIR.
         return Decision::Kernel;

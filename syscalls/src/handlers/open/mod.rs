@@ -6,12 +6,15 @@
 //! and the answer: the supervisor's own descriptor (always `O_CLOEXEC`,
 //! opened by `serve.rs`) installed in the guest with the guest's
 //! `O_CLOEXEC` as the install flag; a clean path under /proc goes
-//! procfs's direct route first (`direct.rs`). Resolution, including the guest's
+//! procfs's direct route first (`direct.rs`); a file of the guest's stdio
+//! reached outside the view is reopened within its handed access
+//! (`handed.rs`). Resolution, including the guest's
 //! `RESOLVE_*` flags, is [`vfs::Resolver::open`]'s; the synthetic /proc
 //! files that may replace the result are [`procfs`]'s.
 
 mod decide;
 mod direct;
+mod handed;
 mod how;
 mod serve;
 
@@ -156,6 +159,11 @@ fn open_common(
             // nothing it could not ask for.
             Decision::Kernel => return Ok(Reply::Continue),
             Decision::Serve(resolved) => resolved,
+            Decision::Handed(file) => {
+                let fd = handed::open(g, file, (flags & !O_CLOEXEC) as i32)?;
+                let cloexec = flags & O_CLOEXEC != 0;
+                return Ok(Reply::InstallFd { fd, cloexec });
+            }
         }
     } else {
         None

@@ -1,0 +1,246 @@
+//! A guest's reopen of its own stdio by name when the invoker redirected
+//! it to regular host files (`supervisor run -- prog < in.txt > out.txt`):
+//! `cat /dev/stdin`, `echo x >> /dev/stdout`, `tee -a /dev/stderr`,
+//! Python's `open('/dev/stdout', 'a')`, `/proc/self/fd/N`, `/dev/fd/N`.
+//! The files lie outside the view, and a root invoker's guest runs as
+//! ids of a range of its own: the supervisor serves such a reopen within
+//! the access the handed descriptor gave (`syscalls/src/handed.rs`). Each
+//! case is compared with the same script run natively on files made
+//! afresh with the same contents, as root and as `tester`, by `run` and
+//! through the pool; then the refusals: no reopen beyond the handed
+//! access, no other host file.
+
+use std::fs::{File, OpenOptions};
+use std::os::unix::fs::{chown, PermissionsExt};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use crate::common;
+use common::pool::Pool;
+use common::*;
+
+/// Reads, writes, appends and a truncation, each by another name.
+const SCRIPT: &str = r#"
+read first < /dev/stdin
+echo "first: $first"
+echo "lines: $(cat /proc/self/fd/0 | wc -l)"
+echo "by name" >> /dev/stdout
+echo "to stderr" >> /dev/stderr
+echo "by fd" >> /dev/fd/1
+/usr/bin/python3 -c 'print("python:", open("/dev/fd/0").read().split()[-1], file=open("/dev/stdout", "a"))'
+echo tee | tee -a /dev/stderr > /dev/null
+echo "truncated" > /proc/self/fd/2
+echo "end"
+"#;
+
+const INPUT: &str = "one\ntwo\nthree\n";
+
+/// What a run left: its exit code and stdin, stdout and stderr files.
+#[derive(Debug, PartialEq)]
+struct Left {
+    code: Option<i32>,
+    input: String,
+    out: String,
+    err: String,
+}
+
+/// Runs `c` (whose user is `user`, if any) with stdin from `in.txt` and
+/// stdout and stderr to `out.txt`, `err.txt` in `dir`, made afresh
+/// (owned by `user`, mode 0644; stdout and stderr appended to when
+/// `append`, else truncated as the shell's `>` does).
+fn with_files(mut c: Command, dir: &Path, user: Option<(u32, u32)>, append: bool) -> Left {
+    let path = |name: &str| dir.join(name);
+    for (name, text) in [
+        ("in.txt", INPUT),
+        ("out.txt", "old out\n"),
+        ("err.txt", "old err\n"),
+    ] {
+        std::fs::write(path(name), text).expect("write");
+        std::fs::set_permissions(path(name), PermissionsExt::from_mode(0o644)).expect("chmod");
+        if let Some((uid, gid)) = user {
+            chown(path(name), Some(uid), Some(gid)).expect("chown");
+        }
+    }
+    let output = |name: &str| -> File {
+        let mut o = OpenOptions::new();
+        o.write(true);
+        match append {
+            true => o.append(true),
+            false => o.truncate(true),
+        };
+        o.open(path(name)).expect("open")
+    };
+    c.stdin(File::open(path("in.txt")).expect("open"))
+        .stdout(output("out.txt"))
+        .stderr(output("err.txt"))
+        .current_dir(dir)
+        .env_clear()
+        .env("PATH", "/usr/local/bin:/usr/bin:/bin");
+    if let Some((uid, gid)) = user {
+        c.uid(uid).gid(gid);
+    }
+    let mut child = c.spawn().expect("spawn");
+    let guard = kill_after(child.id(), Duration::from_secs(60));
+    let status = child.wait().expect("wait");
+    drop(guard);
+    let read = |name: &str| std::fs::read_to_string(path(name)).expect("read");
+    Left {
+        code: status.code(),
+        input: read("in.txt"),
+        out: read("out.txt"),
+        err: read("err.txt"),
+    }
+}
+
+fn sh(script: &str) -> Command {
+    let mut c = Command::new("/bin/sh");
+    c.args(["-c", script]);
+    c
+}
+
+fn supervised(bin: &Path, sup: &[String], script: &str) -> Command {
+    let mut c = Command::new(bin);
+    c.arg("run").args(sup).args(["--", "/bin/sh", "-c", script]);
+    c
+}
+
+/// A directory `user` (or root) owns, searchable by all.
+fn dir_for(user: Option<(u32, u32)>) -> Tree {
+    let t = Tree::new();
+    std::fs::set_permissions(t.path(), PermissionsExt::from_mode(0o755)).expect("chmod");
+    if let Some((uid, gid)) = user {
+        t.give_to(uid, gid);
+    }
+    t
+}
+
+/// SCRIPT natively and supervised (`sup`, by `bin`), stdout and stderr
+/// truncated and then appended to: the same files left.
+fn compare(bin: &Path, sup: &[String], user: Option<(u32, u32)>) {
+    let t = dir_for(user);
+    for append in [false, true] {
+        let native = with_files(sh(SCRIPT), t.path(), user, append);
+        assert_eq!(native.code, Some(0), "{native:?}");
+        assert!(native.out.contains("python: three"), "{native:?}");
+        let sandboxed = with_files(supervised(bin, sup, SCRIPT), t.path(), user, append);
+        assert_eq!(sandboxed, native, "append: {append}");
+    }
+}
+
+fn tester() -> Option<(u32, u32, PathBuf)> {
+    tester_bin().ok()
+}
+
+#[test]
+fn a_guest_reopens_its_stdio_files_as_natively() {
+    if !is_root() {
+        skip!("the files are a root invoker's only when the test is root");
+    }
+    compare(&bin(), &[], None);
+}
+
+#[test]
+fn an_unprivileged_invoker_s_guest_reopens_its_stdio_files_as_natively() {
+    let Some((uid, gid, bin)) = tester() else {
+        skip!("needs root and the user tester");
+    };
+    compare(&bin, &[], Some((uid, gid)));
+}
+
+#[test]
+fn a_pooled_guest_reopens_its_stdio_files_as_natively() {
+    if !is_root() {
+        skip!("the files are a root invoker's only when the test is root");
+    }
+    let pool = Pool::start(&[]);
+    compare(&bin(), &pool.flag(), None);
+}
+
+#[test]
+fn an_unprivileged_pooled_guest_reopens_its_stdio_files_as_natively() {
+    let Some((uid, gid, bin)) = tester() else {
+        skip!("needs root and the user tester");
+    };
+    let pool = Pool::start_as(&[], Some((uid, gid)), &bin);
+    compare(&bin, &pool.flag(), Some((uid, gid)));
+}
+
+/// Each attempt prints `NAME ok` or `NAME ERRNO`: reopens of stdin (open
+/// for reading only) for writing, for reading and writing, truncating;
+/// another host file beside it, by path and from stdin's descriptor.
+const BEYOND: &str = r#"
+import os, sys
+def attempt(name, f):
+    try:
+        f()
+        print(name, "ok")
+    except OSError as e:
+        print(name, e.errno)
+attempt("read", lambda: os.open("/dev/stdin", os.O_RDONLY))
+attempt("write", lambda: os.open("/dev/stdin", os.O_WRONLY))
+attempt("append", lambda: os.open("/proc/self/fd/0", os.O_WRONLY | os.O_APPEND))
+attempt("read-write", lambda: os.open("/dev/fd/0", os.O_RDWR))
+attempt("truncate", lambda: os.open("/dev/stdin", os.O_RDONLY | os.O_TRUNC))
+attempt("secret", lambda: os.open(sys.argv[1], os.O_RDONLY))
+attempt("beside", lambda: os.open("/proc/self/fd/0/../secret", os.O_RDONLY))
+attempt("from-fd", lambda: os.open("../secret", os.O_RDONLY, dir_fd=os.open("/proc/self/fd/0", os.O_PATH)))
+attempt("init", lambda: os.open("/proc/1/fd/0", os.O_RDONLY))
+"#;
+
+/// A root invoker's guest, handed a stdin file open for reading only,
+/// reopens it for reading and for nothing more (natively root could:
+/// refused by rule), and reaches no other host file; the file is left
+/// as it was. Natively the same attempts succeed where root may: the
+/// test can tell.
+#[test]
+fn a_guest_reopens_its_stdin_file_for_no_more_than_reading() {
+    if !is_root() {
+        skip!("compares with what root may do natively");
+    }
+    // Outside the guest's view: not the current directory, and beneath
+    // the host's /tmp, which the guest's own /tmp hides.
+    let host = dir_for(None);
+    std::fs::write(host.join("secret"), "secret\n").expect("write");
+    let secret = host.join("secret").display().to_string();
+    let cwd = dir_for(None);
+    let run = |mut c: Command| {
+        c.arg(&secret)
+            .stdin(File::open(host.join("in.txt")).expect("open"))
+            .current_dir(cwd.path())
+            .env_clear()
+            .env("PATH", "/usr/bin:/bin");
+        let out = c.output().expect("run");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    std::fs::write(host.join("in.txt"), INPUT).expect("write");
+    let mut native = Command::new("/usr/bin/python3");
+    native.args(["-c", BEYOND]);
+    let native = run(native);
+    let native_lines: Vec<&str> = native.lines().collect();
+    let opened = [
+        "read ok",
+        "write ok",
+        "append ok",
+        "read-write ok",
+        "truncate ok",
+    ];
+    assert_eq!(native_lines[..5], opened, "{native}");
+    assert!(native.contains("secret ok"), "{native}");
+    std::fs::write(host.join("in.txt"), INPUT).expect("write");
+    let mut sandboxed = Command::new(bin());
+    sandboxed.args(["run", "--", "/usr/bin/python3", "-c", BEYOND]);
+    let sandboxed = run(sandboxed);
+    let eacces = libc::EACCES;
+    let expected = format!(
+        "read ok\nwrite {eacces}\nappend {eacces}\nread-write {eacces}\ntruncate {eacces}\n\
+         secret {}\nbeside {}\nfrom-fd {}\ninit {eacces}\n",
+        libc::ENOENT,
+        libc::ENOTDIR,
+        libc::ENOTDIR
+    );
+    assert_eq!(sandboxed, expected);
+    let left = std::fs::read_to_string(host.join("in.txt")).expect("read");
+    assert_eq!(left, INPUT, "the stdin file changed");
+}
