@@ -3,8 +3,9 @@
 //! write the device but never change the host's node.
 //!
 //! Why: a descriptor the guest inherits is the host's inode on the host's
-//! mount. Root's sandbox maps its root to the host's root, the owner of
-//! the host's /dev/null and of root's terminal, and an owner needs no
+//! mount. Root's sandbox without a range of subordinate ids
+//! (`subids.rs`) maps its root to the host's root, the owner of the
+//! host's /dev/null and of root's terminal, and an owner needs no
 //! capability to `fchmod`, `fchown`, `futimens` or set an ACL on what it
 //! owns (`fchown`, `futimens`, `fsetxattr` pass the filter; `chmod
 //! /proc/self/fd/0` reaches the same node through a path): `supervisor
