@@ -14,7 +14,7 @@ use crate::common;
 use common::*;
 
 const PY: &str = "/usr/bin/python3";
-const CROSSING: &str = include_str!("crossing.py");
+const CROSSING: &str = concat!(include_str!("faces.py"), include_str!("crossing.py"));
 
 /// Lines that differ from Linux, each by design (docs/network.md,
 /// "Sockets that cross processes"): the start of the native line and

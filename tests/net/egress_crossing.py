@@ -8,52 +8,8 @@
 # destinations, and /proc/net/netlink. No line may carry a host name (a
 # unix family, an abstract name), a host pid, or the supervisor's sockets.
 # argv: CASE, then the case's ports; roles as NAME=PORT after "--".
+# Runs after faces.py (p, err, role, addr, call, raw_opt, sockaddr, ROLES).
 import ctypes, errno, os, socket, struct, sys
-
-libc = ctypes.CDLL(None, use_errno=True)
-ROLES = {}
-
-
-def p(*a):
-    print(*a, flush=True)
-
-
-def err(e):
-    return errno.errorcode.get(e.errno, str(e)) if e.errno else "timed out"
-
-
-def role(port):
-    return ROLES.get(port, "port0" if port == 0 else "eph" if 32768 <= port <= 60999 else "?%d" % port)
-
-
-def addr(a):
-    if isinstance(a, tuple):
-        return "%s:%s" % (a[0], role(a[1]))
-    return "unix:%r" % (a,)
-
-
-def call(f):
-    try:
-        return f()
-    except OSError as e:
-        return err(e)
-
-
-def raw_opt(fd, level, name, size):
-    buf = ctypes.create_string_buffer(size)
-    ln = ctypes.c_uint32(size)
-    if libc.getsockopt(fd, level, name, buf, ctypes.byref(ln)) < 0:
-        return errno.errorcode[ctypes.get_errno()]
-    return buf.raw[:ln.value]
-
-
-def sockaddr(raw):
-    fam = struct.unpack_from("H", raw)[0]
-    if fam == socket.AF_INET:
-        return "%s:%s" % (socket.inet_ntop(socket.AF_INET, raw[4:8]), role(struct.unpack_from("!H", raw, 2)[0]))
-    if fam == socket.AF_INET6 and len(raw) >= 24:
-        return "%s:%s" % (socket.inet_ntop(socket.AF_INET6, raw[8:24]), role(struct.unpack_from("!H", raw, 2)[0]))
-    return "family %d %r" % (fam, raw[2:])
 
 
 def face(tag, s):

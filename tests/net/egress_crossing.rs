@@ -18,7 +18,7 @@ use common::*;
 
 use std::process::Command;
 
-const GUEST: &str = include_str!("egress_crossing.py");
+const GUEST: &str = concat!(include_str!("faces.py"), include_str!("egress_crossing.py"));
 const DRIVER: &str = include_str!("egress_crossing_driver.py");
 
 /// Lines that differ from Linux by design: the start of the native line
