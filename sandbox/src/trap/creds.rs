@@ -208,6 +208,8 @@ pub fn with_own<R>(act: impl FnOnce() -> R) -> Result<R, Errno> {
     r
 }
 
+/// Sets this thread's groups, filesystem gid and uid to `ids` (what
+/// [`Acting::take`] and [`with_own`] switch to).
 fn switch_to(ids: &Ids) -> Result<(), Errno> {
     thread_ids::set_groups(&ids.groups)
         .and_then(|()| thread_ids::set_fsgid(ids.gid))
@@ -270,10 +272,7 @@ impl Acting {
         if *ids == self.own {
             return Ok(());
         }
-        let switched = thread_ids::set_groups(&ids.groups)
-            .and_then(|()| thread_ids::set_fsgid(ids.gid))
-            .and_then(|()| thread_ids::set_fsuid(ids.uid));
-        match switched {
+        match switch_to(ids) {
             Ok(()) => {
                 self.now = ids.clone();
                 Ok(())
