@@ -9,7 +9,7 @@
 //! own: what the handlers do with them.
 
 use std::fs::{self, OpenOptions};
-use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::os::unix::fs::OpenOptionsExt;
 
 use nix::errno::Errno;
@@ -178,7 +178,7 @@ fn leader_ns_ids(tid: i32, pidfd: BorrowedFd<'_>) -> Option<(i32, i32)> {
     if i64::from(pid) != i64::from(tid) || pid != tgid {
         return None;
     }
-    let info = fdinfo_of_own(pidfd)?;
+    let info = signals::fdinfo_start("self", pidfd.as_raw_fd()).ok()?;
     let host = field_of(&info, "Pid:")?.trim().parse::<i32>().ok()?;
     let inner = field_of(&info, "NSpid:")?
         .split_whitespace()
@@ -187,21 +187,6 @@ fn leader_ns_ids(tid: i32, pidfd: BorrowedFd<'_>) -> Option<(i32, i32)> {
         .ok()?;
     (host == tid && inner > 0).then_some((inner, inner))
 }
-
-/// This process's `fdinfo` text of its descriptor `fd` (its first
-/// [`FDINFO_ROOM`] bytes, one read: procfs renders it whole at the first).
-fn fdinfo_of_own(fd: BorrowedFd<'_>) -> Option<String> {
-    use std::io::Read;
-    use std::os::fd::AsRawFd;
-    let mut f = fs::File::open(format!("/proc/self/fdinfo/{}", fd.as_raw_fd())).ok()?;
-    let mut buf = [0u8; FDINFO_ROOM];
-    let n = f.read(&mut buf).ok()?;
-    std::str::from_utf8(buf.get(..n)?).ok().map(str::to_owned)
-}
-
-/// Room for a pidfd's `fdinfo` (`pos`, `flags`, `mnt_id`, `ino`, `Pid`,
-/// `NSpid` with one number per nested namespace: about 100 bytes).
-const FDINFO_ROOM: usize = 512;
 
 /// Thread `tid`'s (tgid, tid) in the innermost pid namespace, from its
 /// status text.

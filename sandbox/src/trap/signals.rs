@@ -36,7 +36,7 @@ pub fn catchable_pending(tid: i32) -> bool {
 /// pieces of 32 bytes to the end: three calls fewer on every rewind of a
 /// served /proc file, which puts a fresh text in at the same number.
 pub fn fd_cloexec(tid: i32, fd: i32) -> Result<bool, Errno> {
-    let text = fdinfo_start(tid, fd)?;
+    let text = fdinfo_start(&tid.to_string(), fd)?;
     let flags = text
         .lines()
         .find_map(|l| l.strip_prefix("flags:"))
@@ -45,11 +45,12 @@ pub fn fd_cloexec(tid: i32, fd: i32) -> Result<bool, Errno> {
     Ok(flags & libc::O_CLOEXEC as u32 != 0)
 }
 
-/// The first [`FDINFO_START`] bytes of `/proc/<tid>/fdinfo/<fd>` (EBADF
-/// when there is no such descriptor).
-fn fdinfo_start(tid: i32, fd: i32) -> Result<String, Errno> {
+/// The first [`FDINFO_START`] bytes of `/proc/<task>/fdinfo/<fd>`
+/// (`task`: a tid, or `self`), in one read (EBADF when there is no such
+/// descriptor): also what `guest.rs` reads of a pidfd's.
+pub(super) fn fdinfo_start(task: &str, fd: i32) -> Result<String, Errno> {
     use std::io::Read;
-    let mut f = fs::File::open(format!("/proc/{tid}/fdinfo/{fd}")).map_err(|_| Errno::EBADF)?;
+    let mut f = fs::File::open(format!("/proc/{task}/fdinfo/{fd}")).map_err(|_| Errno::EBADF)?;
     let mut buf = [0u8; FDINFO_START];
     let n = loop {
         match f.read(&mut buf) {
@@ -62,8 +63,10 @@ fn fdinfo_start(tid: i32, fd: i32) -> Result<String, Errno> {
 }
 
 /// Room for `fdinfo`'s first lines (`pos:`, `flags:`, `mnt_id:`, `ino:`:
-/// about 60 bytes; the lists some files add come after them).
-const FDINFO_START: usize = 256;
+/// about 60 bytes; the lists some files add come after them) and for a
+/// pidfd's whole text (those, `Pid:` and `NSpid:` with one number per
+/// nested namespace: about 100 bytes).
+const FDINFO_START: usize = 512;
 
 #[cfg(test)]
 mod tests {
