@@ -193,11 +193,11 @@ long fast_open(int dirfd, const char *path, int flags, mode_t mode)
         else if (fd != -EACCES)
             return fd;
         /* procfs, a cover, or refused by the fence: the supervisor's. */
-    } else if ((flags & (O_ACCMODE | O_PATH)) == O_WRONLY) {
-        fd = syscall5(SYS_openat, dirfd, (long)path, flags, NEEDS_MODE(flags) ? mode : 0, 0);
-        return fd == -EACCES ? write_open_trapped(dirfd, path, flags, mode, fd) : fd;
     }
-    return syscall5(SYS_openat, dirfd, (long)path, flags, NEEDS_MODE(flags) ? mode : 0, 0);
+    fd = syscall5(SYS_openat, dirfd, (long)path, flags, NEEDS_MODE(flags) ? mode : 0, 0);
+    if (fd == -EACCES && (flags & (O_ACCMODE | O_PATH)) == O_WRONLY)
+        return write_open_trapped(dirfd, path, flags, mode, fd);
+    return fd;
 }
 
 static int open_at(int dirfd, const char *path, int flags, mode_t mode)
