@@ -42,7 +42,7 @@ use super::mount_tables::Table;
 use super::net::NetFile;
 use super::proc_sys::{SysBaseline, SysFile};
 use super::sealed::{read_all, read_view, LastSealed};
-use super::stat::{Baseline, CpuClock, HighWater};
+use super::stat::{Baseline, CpuClock, HighWater, LastUptime};
 use super::tasks::{self, PerProcess, ProcessFile};
 use super::texts::{boottime, host_source, text, HostText};
 use super::timens_autogroup::AutogroupIds;
@@ -182,6 +182,8 @@ pub struct Synthetic {
     /// The CPU counters, context switches and forks last served in
     /// /proc/stat.
     pub(super) cpu_clock: CpuClock,
+    /// The last `/proc/uptime` served, and its tick.
+    pub(super) last_uptime: LastUptime,
     pub(super) ctxt: HighWater,
     pub(super) processes: HighWater,
     /// The sandbox's numbers of the host's autogroups (`timens_autogroup.rs`).
@@ -224,6 +226,7 @@ impl Synthetic {
             baseline,
             sys_baseline,
             cpu_clock: CpuClock::default(),
+            last_uptime: LastUptime::default(),
             ctxt: HighWater::default(),
             processes: HighWater::default(),
             autogroups: AutogroupIds::default(),

@@ -102,14 +102,47 @@ pub fn start_secs(stat: &str) -> Option<i64> {
     Some(ticks / hz)
 }
 
-/// `/proc/uptime` of the sandbox, given the host's boot time now
-/// (seconds) and the CPU lines of the sandbox's `/proc/stat`: the time
-/// since the sandbox's clocks started, and the idle time of its CPUs
-/// since then (the `cpu` line's idle: their sum).
-pub fn uptime(base: &Baseline, host_boottime: f64, cpus: &[CpuLine]) -> String {
-    let up = base.uptime(host_boottime);
+/// `/proc/uptime` of the sandbox `tick` USER_HZ after its clocks started,
+/// given the CPU lines of its `/proc/stat` then: that time, and the idle
+/// time of its CPUs since the start (the `cpu` line's idle: their sum),
+/// in seconds with their hundredths cut, not rounded, as the kernel
+/// prints them.
+pub fn uptime(tick: u64, cpus: &[CpuLine]) -> String {
     let idle: u64 = cpus.iter().map(|l| l[IDLE]).sum();
-    format!("{up:.2} {:.2}\n", idle as f64 / USER_HZ as f64)
+    let (hz, up) = (USER_HZ, tick);
+    format!("{}.{:02} {}.{:02}\n", up / hz, up % hz, idle / hz, idle % hz)
+}
+
+/// The last `/proc/uptime` text served, with the USER_HZ tick of the
+/// sandbox's uptime it was made at. A text asked for again within the
+/// same tick is that one, without a census: its first figure is the
+/// tick's alone, and its idle time would be the same, since the CPU
+/// lines are raised to what was served before ([`CpuClock`]) and a
+/// busier census only lowers the idle they would have; only a task's
+/// time dropping out of the census (reaped into a parent not counted, an
+/// unreaped zombie) could raise it, an artefact of the census the kernel
+/// has no match for (its idle time is the CPUs' own). `ps` opens the file
+/// twice a few hundred microseconds apart.
+#[derive(Debug, Default)]
+pub struct LastUptime(Mutex<Option<(u64, String)>>);
+
+impl LastUptime {
+    /// The text kept for `tick`, or `make()`'s, then kept unless a later
+    /// tick's was kept meanwhile.
+    pub fn at(&self, tick: u64, make: impl FnOnce() -> String) -> String {
+        let lock = || self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((t, text)) = &*lock() {
+            if *t == tick {
+                return text.clone();
+            }
+        }
+        let text = make();
+        let mut last = lock();
+        if last.as_ref().is_none_or(|(t, _)| *t <= tick) {
+            *last = Some((tick, text.clone()));
+        }
+        text
+    }
 }
 
 /// The sandbox's CPU time as `n` CPU lines, `elapsed` USER_HZ after it
@@ -308,9 +341,10 @@ btime 123\nprocesses 6\nprocs_running 2\nprocs_blocked 0\nsoftirq 0 0 0\n"
             ),
             "{all}"
         );
-        assert_eq!(uptime(&base, 1012.5, &one), "12.50 12.40\n");
+        assert_eq!(uptime(1250, &one), "12.50 12.40\n");
         // The `cpu` line's idle: the sum of the CPUs'.
-        assert_eq!(uptime(&base, 1012.5, &two), "12.50 24.90\n");
+        assert_eq!(uptime(1250, &two), "12.50 24.90\n");
+        assert_eq!(base.uptime(1012.5), 12.5);
         assert_eq!(
             vmstat("nr_free_pages 900\npgpgin 70\nnew 5\n", &base),
             "nr_free_pages 0\npgpgin 20\nnew 5\n"
@@ -324,6 +358,19 @@ btime 123\nprocesses 6\nprocs_running 2\nprocs_blocked 0\nsoftirq 0 0 0\n"
         assert_eq!(clock_origin_secs(init), Some(origin.max(0)));
         let early = "1 (supervisor-init) S 0 1 1 0 -1 4194560 0 0 0 0 0 0 0 0 20 0 1 0 1 1 2";
         assert_eq!(clock_origin_secs(early), Some(0));
+    }
+
+    #[test]
+    fn an_uptime_asked_for_within_its_tick_is_the_one_made() {
+        let last = LastUptime::default();
+        assert_eq!(last.at(7, || "0.07 0.10\n".into()), "0.07 0.10\n");
+        // The same tick: kept, nothing made.
+        assert_eq!(last.at(7, || unreachable!()), "0.07 0.10\n");
+        assert_eq!(last.at(8, || "0.08 0.12\n".into()), "0.08 0.12\n");
+        // An earlier tick (a worker that read the clock before another
+        // served a later one) is made, and leaves the later one kept.
+        assert_eq!(last.at(7, || "0.07 0.11\n".into()), "0.07 0.11\n");
+        assert_eq!(last.at(8, || unreachable!()), "0.08 0.12\n");
     }
 
     #[test]

@@ -80,11 +80,7 @@ pub(super) fn text(ctx: &Scope<'_>, kind: ProcFile, host: String) -> String {
         (ProcFile::KernelCmdline, _) => masked::CMDLINE.to_owned(),
         (ProcFile::Stat, _) => sandbox_stat(ctx, &host, base.btime(boottime())),
         (ProcFile::VmStat, _) => stat::vmstat(&host, base),
-        // Only the idle time of its CPU lines: no switches counted.
-        (ProcFile::Uptime, _) => {
-            let cpus = cpu_lines(ctx, &kept_census(ctx, tasks::TaskFile::Stat));
-            stat::uptime(base, boottime(), &cpus)
-        }
+        (ProcFile::Uptime, _) => uptime(ctx),
         (ProcFile::LoadAvg, _) => tasks::loadavg(&kept_census(ctx, tasks::TaskFile::Stat)),
         (ProcFile::BootId, _) => base.boot_id.clone(),
         (ProcFile::PerProcess(PerProcess::Status), limits @ GuestLimits { cpus: Some(n), .. }) => {
@@ -162,14 +158,35 @@ fn sandbox_stat(ctx: &Scope<'_>, host: &str, btime: u64) -> String {
     stat::stat(host, &cpus, &census, &own, btime)
 }
 
+/// The sandbox's /proc/uptime now: the one made within this USER_HZ tick
+/// if there is one (`stat::LastUptime` says why it is the same), else
+/// from a census of its tasks' CPU time (only the idle time of its CPU
+/// lines: no switches counted).
+fn uptime(ctx: &Scope<'_>) -> String {
+    let tick = uptime_tick(ctx);
+    ctx.synthetic.last_uptime.at(tick, || {
+        let census = kept_census(ctx, tasks::TaskFile::Stat);
+        stat::uptime(tick, &cpu_lines_at(ctx, &census, tick))
+    })
+}
+
+/// The sandbox's uptime now, in whole USER_HZ ticks.
+fn uptime_tick(ctx: &Scope<'_>) -> u64 {
+    (ctx.synthetic.uptime() * USER_HZ as f64) as u64
+}
+
 /// The sandbox's tasks' CPU time as the CPU lines of its /proc/stat: over
 /// the CPUs it may use (without a `--cpus` limit the host's online CPUs,
 /// which the host's /proc/stat lists), kept monotonic (`stat.rs`).
 fn cpu_lines(ctx: &Scope<'_>, census: &tasks::Census) -> Vec<stat::CpuLine> {
-    let syn = &ctx.synthetic;
+    cpu_lines_at(ctx, census, uptime_tick(ctx))
+}
+
+/// [`cpu_lines`] `elapsed` USER_HZ ticks after the sandbox started.
+fn cpu_lines_at(ctx: &Scope<'_>, census: &tasks::Census, elapsed: u64) -> Vec<stat::CpuLine> {
     let n = ctx.limits.cpus_limit().unwrap_or_else(online_cpus);
-    let elapsed = (syn.uptime() * USER_HZ as f64) as u64;
-    syn.cpu_clock.monotonic(stat::cpu_times(n, census, elapsed))
+    let clock = &ctx.synthetic.cpu_clock;
+    clock.monotonic(stat::cpu_times(n, census, elapsed))
 }
 
 /// The host's online CPUs now, at least 1: the CPUs listed in

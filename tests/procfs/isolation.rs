@@ -234,6 +234,39 @@ fn check_clocks(out: &Out) {
     );
 }
 
+/// Reads of /proc/uptime back to back, by fresh opens and by rewinds (as
+/// `ps` and `top` make them): each in the kernel's format, its uptime the
+/// reader's CLOCK_BOOTTIME between its two clock reads with the
+/// hundredths cut (so a text made for an earlier hundredth is never
+/// served again), and neither figure ever going back; as natively.
+#[test]
+fn uptime_read_back_to_back_keeps_to_the_clock() {
+    if !have(PY) {
+        skip!("{PY} not installed");
+    }
+    let code = r"import re, time
+form = re.compile(r'\d+\.\d\d \d+\.\d\d\n\Z')
+kept = open('/proc/uptime')
+last = [0, 0]
+for i in range(400):
+    before = time.clock_gettime_ns(time.CLOCK_BOOTTIME) // 10**7
+    if i % 2:
+        kept.seek(0); text = kept.read()
+    else:
+        text = open('/proc/uptime').read()
+    after = time.clock_gettime_ns(time.CLOCK_BOOTTIME) // 10**7
+    assert form.match(text), repr(text)
+    up, idle = (int(w.replace('.', '')) for w in text.split())
+    assert before <= up <= after, (before, text, after)
+    assert up >= last[0] and idle >= last[1], (last, text)
+    last = [up, idle]
+print('uptime kept to the clock')
+";
+    let native = Run::new(&[PY, "-c", code]).native().ok("native");
+    let out = Run::new(&[PY, "-c", code]).supervised().ok("uptime");
+    assert_eq!(out.stdout, native.stdout, "{}", out.dump());
+}
+
 /// /proc/loadavg and /proc/stat count the sandbox's tasks and, under
 /// --cpus, only its CPUs; natively they count the host's.
 #[test]
