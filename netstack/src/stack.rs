@@ -155,14 +155,29 @@ impl Stack {
     /// The queues of the namespace's unix sockets by inode
     /// (`queues.rs`); empty when the kernel will not say.
     pub fn queues(&self) -> HashMap<u64, Queue> {
-        let mut diag = self.diag.lock();
-        if diag.is_none() {
-            *diag = self.sockets.diag().ok();
-        }
+        let diag = self.diag();
         let Some(fd) = diag.as_ref() else {
             return HashMap::new();
         };
         crate::queues::dump(fd.as_fd()).unwrap_or_default()
+    }
+
+    /// Whether the supervisor holds the namespace's `NETLINK_SOCK_DIAG`
+    /// socket (asked for here when it was not yet): the one socket the
+    /// sockets' source keeps in the namespace that its unix listing does
+    /// not show (`/proc/net/sockstat` leaves it out of the guest's count).
+    pub fn holds_diag(&self) -> bool {
+        self.diag().is_some()
+    }
+
+    /// The namespace's `NETLINK_SOCK_DIAG` socket, asked for at the first
+    /// use (`None` when the source has none).
+    fn diag(&self) -> parking_lot::MutexGuard<'_, Option<OwnedFd>> {
+        let mut diag = self.diag.lock();
+        if diag.is_none() {
+            *diag = self.sockets.diag().ok();
+        }
+        diag
     }
 
     pub fn egress(&self) -> &dyn Egress {

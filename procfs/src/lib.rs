@@ -19,7 +19,7 @@
 //!   /proc/stat, vmstat and uptime, `stat_line.rs` for a task's `stat`
 //!   line, read by every crate above this one, `tasks.rs` for the census of the
 //!   sandbox's tasks, loadavg and status, `timens_autogroup.rs`, `net.rs`
-//!   for /proc/net, `proc_sys.rs` for /proc/sys), reading the view's
+//!   for /proc/net and `sockstat.rs` for its sockets' count, `proc_sys.rs` for /proc/sys), reading the view's
 //!   procfs as a directory (`view_dir.rs`), naming and reopening the
 //!   supervisor's own descriptors (`own_fds.rs`), and the direct route of
 //!   a read by a clean path under /proc (`direct.rs`);
@@ -57,6 +57,7 @@ mod own_fds;
 mod proc_sys;
 mod sealed;
 mod served;
+mod sockstat;
 mod stat;
 mod stat_line;
 mod sys_cpu;

@@ -13,7 +13,9 @@
 //! the guest's servers. `netlink` is the kernel's without the sockets
 //! the supervisor holds (the socket factory's `NETLINK_SOCK_DIAG` socket,
 //! whose port id, once the supervisor dumps through it, is the
-//! supervisor's host pid).
+//! supervisor's host pid). `sockstat` is the kernel's with its
+//! `sockets: used` count less the sockets the supervisor keeps in the
+//! guest's namespace (`sockstat.rs`).
 //!
 //! Owns: recognising those files by the path the kernel gives them, and
 //! their texts. Does not own: serving the text (`served::substitute`),
@@ -26,6 +28,8 @@ use std::net::{IpAddr, SocketAddr};
 use netstack::queues::Queue;
 use netstack::{addr, Proto, Stack};
 
+use super::sockstat;
+
 /// A served `/proc/<pid>/net/` file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum NetFile {
@@ -35,6 +39,7 @@ pub enum NetFile {
     Udp,
     Udp6,
     Netlink,
+    Sockstat,
 }
 
 impl NetFile {
@@ -46,6 +51,7 @@ impl NetFile {
             NetFile::Udp => c"udp",
             NetFile::Udp6 => c"udp6",
             NetFile::Netlink => c"netlink",
+            NetFile::Sockstat => c"sockstat",
         }
     }
 
@@ -68,6 +74,7 @@ impl NetFile {
             "udp" => Some(NetFile::Udp),
             "udp6" => Some(NetFile::Udp6),
             "netlink" => Some(NetFile::Netlink),
+            "sockstat" => Some(NetFile::Sockstat),
             _ => None,
         }
     }
@@ -78,7 +85,7 @@ impl NetFile {
             NetFile::Tcp6 => proto == Proto::Tcp && domain == libc::AF_INET6,
             NetFile::Udp => proto == Proto::Udp && domain == libc::AF_INET,
             NetFile::Udp6 => proto == Proto::Udp && domain == libc::AF_INET6,
-            NetFile::Unix | NetFile::Netlink => false,
+            NetFile::Unix | NetFile::Netlink | NetFile::Sockstat => false,
         }
     }
 }
@@ -140,6 +147,9 @@ pub struct Sources<'a> {
     pub uid: u32,
     /// The namespace's unix sockets' queues by inode (`Stack::queues`).
     pub queues: HashMap<u64, Queue>,
+    /// Whether the supervisor holds the namespace's sock_diag socket
+    /// (`Stack::holds_diag`; asked for `sockstat` only).
+    pub diag: bool,
 }
 
 /// The text of `file`, whose kernel text (the guest's namespace) is `host`.
@@ -147,6 +157,7 @@ pub fn text(file: NetFile, host: &str, src: &Sources<'_>) -> String {
     match file {
         NetFile::Unix => guest_unix(host, src),
         NetFile::Netlink => guest_netlink(host, &src.held),
+        NetFile::Sockstat => sockstat::guest_sockstat(host, supervisors_sockets(src)),
         _ => inet(file, src),
     }
 }
@@ -187,6 +198,17 @@ fn guest_unix(host: &str, src: &Sources<'_>) -> String {
     out
 }
 
+/// How many sockets of the guest's namespace are the supervisor's: the
+/// unix sockets it holds that stand for no guest socket (the spares of
+/// the netstack's pool, relays, stand-ins, the DNS stub), and the
+/// socket factory's sock_diag socket, which no listing shows.
+fn supervisors_sockets(src: &Sources<'_>) -> u64 {
+    let held = unix_lines(&src.listing)
+        .filter(|l| src.held.contains(&l.inode) && src.net.table.get(l.inode).is_none())
+        .count();
+    held as u64 + u64::from(src.diag)
+}
+
 /// TCP states as `/proc/net/tcp` numbers them.
 const ESTABLISHED: u8 = 0x01;
 const CLOSE: u8 = 0x07;
@@ -221,7 +243,7 @@ pub fn inet_header(file: NetFile) -> Option<String> {
             format!("   sl  local_address rem_address   {COLUMNS} ref pointer drops")
         ),
         NetFile::Udp6 => format!("{V6} {COLUMNS} ref pointer drops"),
-        NetFile::Unix | NetFile::Netlink => return None,
+        NetFile::Unix | NetFile::Netlink | NetFile::Sockstat => return None,
     };
     Some(line)
 }

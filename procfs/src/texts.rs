@@ -126,9 +126,10 @@ fn net_text(ctx: &Scope<'_>, file: NetFile, host: &str) -> String {
         held: net::held_sockets(),
         uid: net::socket_owner(&uid_map, nix::unistd::geteuid().as_raw()),
         queues: match file {
-            NetFile::Unix => Default::default(),
+            NetFile::Unix | NetFile::Sockstat => Default::default(),
             _ => ctx.net.queues(),
         },
+        diag: file == NetFile::Sockstat && ctx.net.holds_diag(),
     };
     net::text(file, host, &src)
 }

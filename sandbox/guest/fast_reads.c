@@ -16,8 +16,9 @@
  * security, is this file's job: an open that meets procfs or the
  * sandbox's covers (EACCES from the fence, or a descriptor whose device
  * is theirs) is closed and made again unmarked, so that the supervisor
- * serves it as before. An open for reading and writing (O_RDWR without
- * O_EXCL) is made marked too, and again unmarked only where the fence
+ * serves it as before (and so is one refused EPERM for O_NOATIME, which
+ * the kernel checks before the fence). An open for reading and writing
+ * (O_RDWR without O_EXCL) is made marked too, and again unmarked only where the fence
  * refused it (a name made at the view's root since the start). An open
  * for writing only that the kernel refused (EACCES) is made again by
  * openat2, which the filter traps: the supervisor serves a reopen of a
@@ -190,9 +191,10 @@ long fast_open(int dirfd, const char *path, int flags, mode_t mode)
             return fd;
         if (fd >= 0)
             syscall2(SYS_close, fd, 0);
-        else if (fd != -EACCES)
+        else if (!refused_maybe_served(fd, flags))
             return fd;
-        /* procfs, a cover, or refused by the fence: the supervisor's. */
+        /* procfs, a cover, or refused by the fence or for O_NOATIME:
+         * the supervisor's. */
     }
     fd = syscall5(SYS_openat, dirfd, (long)path, flags, NEEDS_MODE(flags) ? mode : 0, 0);
     if (fd == -EACCES && (flags & (O_ACCMODE | O_PATH)) == O_WRONLY)

@@ -1,8 +1,10 @@
 /* The check of a marked plain read open, for the preload (fast_reads.c)
  * and the static loader (static_loader_trap.c), which share no library:
- * whether its path can reach /proc (else it needs no fstat), and whether
- * the file its fstat describes may be one the supervisor serves (then
- * it is made again unmarked). Freestanding: no libc. */
+ * whether its path can reach /proc (else it needs no fstat), whether
+ * the file its fstat describes may be one the supervisor serves, and
+ * whether its error may be one the supervisor answers otherwise (then
+ * it is made again unmarked). Freestanding: no libc, no kernel headers
+ * (the dynamic loader's trampoline includes it too). */
 #ifndef SPELLED_OFF_PROC_H
 #define SPELLED_OFF_PROC_H
 
@@ -43,6 +45,20 @@ static inline int maybe_served_file(unsigned long dev, unsigned int mode, unsign
     if (dev == cover_dev)
         return 1;
     return dev == proc_dev && (mode & 0170000) != 0100000; /* not S_ISREG */
+}
+
+/* Whether `err`, the error (negative) of a marked plain read open with
+ * `flags`, may be the refusal of a file the supervisor serves: the
+ * fence's EACCES, or the EPERM of an O_NOATIME open of a file the
+ * caller does not own, which the kernel checks before the fence. A
+ * served /proc file is the host root's: a guest root under a range of
+ * ids does not own it, and the supervisor answers it as a root holding
+ * CAP_FOWNER (syscalls/src/handlers/open/serve.rs); for any other file
+ * the handler leaves the open to the kernel, which refuses it again. */
+static inline int refused_maybe_served(long err, int flags)
+{
+    enum { eperm = 1, eacces = 13, o_noatime = 01000000 };
+    return err == -eacces || (err == -eperm && (flags & o_noatime) != 0);
 }
 
 #endif

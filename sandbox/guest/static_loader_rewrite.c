@@ -73,13 +73,39 @@ static int marks(long flags)
  * handler with these registers, and its calls must still meet the
  * stacked filter. Any other call exactly as the program made it. */
 
+/* An open for writing only (no O_PATH) that the kernel refused
+ * (EACCES) made again by openat2, unmarked, which the loader's filter
+ * passes and the supervisor's traps: the supervisor serves the reopen of
+ * a file handed to the guest as its stdio (`> out.txt`, then `echo x >
+ * /dev/stdout` or freopen), which a root invoker's guest, running as ids
+ * of its own, may not open natively (docs/launch-and-view.md), as the
+ * preload's write_open_trapped does. Anything else the handler leaves to
+ * the kernel, whose answer is the same refusal: then the first answer
+ * stands. Only at a rewritten site: the loader's filter traps no such
+ * open. */
+static long write_open_trapped(long dirfd, long path, long flags, long mode, long refused)
+{
+    if (refused != -EACCES || (flags & (O_ACCMODE | O_PATH)) != O_WRONLY)
+        return refused;
+    struct {
+        unsigned long long flags, mode, resolve;
+    } how = {(unsigned)flags, NEEDS_MODE(flags) ? (unsigned long long)(mode & 07777) : 0, 0};
+    long fd = raw_syscall6(NR_openat2, dirfd, path, (long)&how, sizeof how, 0, 0);
+    return fd >= 0 ? fd : refused;
+}
+
 long rewritten_call(const struct saved *s)
 {
     if (s->rax == __NR_openat && marks((long)s->rdx) && s->r8 != FAST_READ_MARK)
         return trapped_open((long)s->rdi, (long)s->rsi, (long)s->rdx, (long)s->r10, 0);
     if (s->rax == __NR_open && marks((long)s->rsi))
         return trapped_open(AT_FDCWD, (long)s->rdi, (long)s->rsi, (long)s->rdx, 0);
-    return raw_syscall(s);
+    long ret = raw_syscall(s);
+    if (s->rax == __NR_openat)
+        return write_open_trapped((long)s->rdi, (long)s->rsi, (long)s->rdx, (long)s->r10, ret);
+    if (s->rax == __NR_open)
+        return write_open_trapped(AT_FDCWD, (long)s->rdi, (long)s->rsi, (long)s->rdx, ret);
+    return ret;
 }
 
 /* rewrite_entry, which calls rewritten_call, is site_patch.c's. */

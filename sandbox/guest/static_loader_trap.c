@@ -66,7 +66,8 @@ static long open_without_symlinks(long dirfd, long path, long flags, long r9)
     return fd;
 }
 
-/* A plain read open made marked, then the preload's check; an O_RDWR
+/* A plain read open made marked, then the preload's check (made again
+ * unmarked after EACCES, or EPERM for O_NOATIME); an O_RDWR
  * open without O_EXCL made marked, and again unmarked if the fence
  * refused it (its answer is otherwise the one the supervisor's CONTINUE
  * or its open as the caller would give: no check). `r9` goes with each
@@ -93,7 +94,7 @@ static long open_plain(long dirfd, long path, long flags, long mode, long r9)
             if (!maybe_served(fd, r9))
                 return fd;
             sys6r9(__NR_close, fd, 0, 0, 0, 0, r9);
-        } else if (fd != -EACCES) {
+        } else if (!refused_maybe_served(fd, flags)) {
             return fd;
         }
     }

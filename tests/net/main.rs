@@ -5,7 +5,8 @@
 //! egress by `--allow-net` and its DNS stub, `--publish`, the network
 //! flags on the command line; the socket factory's confinement and the
 //! sandbox's own network namespace; a Jupyter kernel as a whole-program
-//! check; sends that take a msghdr (`sendpath.rs`).
+//! check; sends that take a msghdr (`sendpath.rs`); the guest's count of
+//! its sockets in `/proc/net/sockstat` (`sockstat.rs`).
 //!
 //! The guest scripts and host-side drivers the modules run are the
 //! `*.py` files beside them.
@@ -30,6 +31,7 @@ mod publish;
 mod queues;
 mod reuseport;
 mod sendpath;
+mod sockstat;
 mod udp;
 mod waits;
 

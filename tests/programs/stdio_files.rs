@@ -7,8 +7,9 @@
 //! the access the handed descriptor gave (`syscalls/src/handed.rs`). Each
 //! case is compared with the same script run natively on files made
 //! afresh with the same contents, as root and as `tester`, by `run` and
-//! through the pool; then the refusals: no reopen beyond the handed
-//! access, no other host file.
+//! through the pool, and by static programs (the static loader's
+//! rewritten open site, `static_stdio.c` and busybox's shell); then the
+//! refusals: no reopen beyond the handed access, no other host file.
 
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::{chown, PermissionsExt};
@@ -243,4 +244,74 @@ fn a_guest_reopens_its_stdin_file_for_no_more_than_reading() {
     assert_eq!(sandboxed, expected);
     let left = std::fs::read_to_string(host.join("in.txt")).expect("read");
     assert_eq!(left, INPUT, "the stdin file changed");
+}
+
+/// A static program's reopens (no preload): `tests/c/static_stdio.c`
+/// (glibc's freopen, fopen and open) and busybox's shell (`>>` and `>`
+/// onto `/dev/stdout`, `/dev/stderr`, `/proc/self/fd/1`). Each reads its
+/// stdin by name first, the trapped open that rewrites the C library's
+/// open site; the static loader makes a write-only open that the kernel
+/// refused there again by openat2, which the supervisor serves
+/// (docs/fast-reads.md, "Rewritten sites").
+const BUSYBOX_SCRIPT: &str = r#"
+read first < /dev/stdin
+echo "first: $first" >> /dev/stdout
+echo "to stderr" >> /dev/stderr
+echo "by fd" >> /proc/self/fd/1
+echo "truncated" > /dev/stderr
+"#;
+
+fn static_stdio() -> PathBuf {
+    built_once("static_stdio.static", |out| {
+        let mut cc = Command::new("cc");
+        cc.args(["-O1", "-Wall", "-static", "-o"])
+            .arg(out)
+            .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c/static_stdio.c"));
+        cc
+    })
+}
+
+/// `argv` natively and supervised (by `bin`), stdout and stderr
+/// truncated and then appended to: the same files left.
+fn compare_static(bin: &Path, argv: &[String], user: Option<(u32, u32)>) {
+    let t = dir_for(user);
+    for append in [false, true] {
+        let mut native = Command::new(&argv[0]);
+        native.args(&argv[1..]);
+        let native = with_files(native, t.path(), user, append);
+        assert_eq!(native.code, Some(0), "{native:?}");
+        assert!(native.out.contains("first: one"), "{native:?}");
+        let mut sandboxed = Command::new(bin);
+        sandboxed.arg("run").args(c_mounts()).arg("--").args(argv);
+        let sandboxed = with_files(sandboxed, t.path(), user, append);
+        assert_eq!(sandboxed, native, "{argv:?} append: {append}");
+    }
+}
+
+fn static_cases() -> Vec<Vec<String>> {
+    let busybox = ["/bin/busybox", "sh", "-c", BUSYBOX_SCRIPT];
+    vec![
+        vec![static_stdio().display().to_string()],
+        busybox.iter().map(|s| s.to_string()).collect(),
+    ]
+}
+
+#[test]
+fn a_static_guest_reopens_its_stdio_files_as_natively() {
+    if !is_root() {
+        skip!("the files are a root invoker's only when the test is root");
+    }
+    for argv in static_cases() {
+        compare_static(&bin(), &argv, None);
+    }
+}
+
+#[test]
+fn an_unprivileged_invoker_s_static_guest_reopens_its_stdio_files_as_natively() {
+    let Some((uid, gid, bin)) = tester() else {
+        skip!("needs root and the user tester");
+    };
+    for argv in static_cases() {
+        compare_static(&bin, &argv, Some((uid, gid)));
+    }
 }
