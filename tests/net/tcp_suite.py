@@ -167,6 +167,26 @@ def options():
     except OSError as e:
         p("unknown ip option", errno.errorcode[e.errno])
 
+def reconnects():
+    # A connect of a connected socket: EISCONN, whether its destination
+    # listens or not, from the client's side and from an accepted socket's;
+    # a non-blocking connect: EINPROGRESS, then 0 once it completed, then
+    # EISCONN.
+    l = socket.socket(); l.bind(("127.0.0.1", 0)); l.listen()
+    port = l.getsockname()[1]
+    free = socket.socket(); free.bind(("127.0.0.1", 0)); closed = free.getsockname()[1]; free.close()
+    c = socket.create_connection(("127.0.0.1", port)); a, _ = l.accept()
+    for who, sock in (("client", c), ("accepted", a)):
+        for what, dst in (("listening", port), ("closed", closed)):
+            p("reconnect", who, what, errno.errorcode.get(sock.connect_ex(("127.0.0.1", dst)), 0))
+    n = socket.socket(); n.setblocking(False)
+    first = n.connect_ex(("127.0.0.1", port))
+    import select
+    select.select([], [n], [], 5)
+    p("non-blocking connects", errno.errorcode.get(first, 0),
+      *(errno.errorcode.get(n.connect_ex(("127.0.0.1", port)), 0) for _ in range(2)))
+    for x in (n, a, c, l): x.close()
+
 asyncio_echo("127.0.0.1")
 if V6:
     asyncio_echo("::1")
@@ -181,4 +201,5 @@ if V6:
 accepted_names()
 conflicts()
 options()
+reconnects()
 p("done")
