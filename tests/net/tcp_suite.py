@@ -185,7 +185,17 @@ def reconnects():
     select.select([], [n], [], 5)
     p("non-blocking connects", errno.errorcode.get(first, 0),
       *(errno.errorcode.get(n.connect_ex(("127.0.0.1", port)), 0) for _ in range(2)))
-    for x in (n, a, c, l): x.close()
+    an, _ = l.accept()
+    # A client the program bound itself keeps its port; one whose connect
+    # was refused connects again.
+    b = socket.socket(); b.bind(("127.0.0.1", 0)); bport = b.getsockname()[1]
+    b.connect(("127.0.0.1", port)); a2, peer = l.accept()
+    p("bound client keeps its port", b.getsockname()[1] == bport, peer[1] == bport)
+    r = socket.socket()
+    p("refused, then", errno.errorcode.get(r.connect_ex(("127.0.0.1", closed)), 0),
+      errno.errorcode.get(r.connect_ex(("127.0.0.1", port)), 0))
+    a3, _ = l.accept(); p("then accepted", a3.getpeername() == r.getsockname())
+    for x in (n, an, a, c, b, a2, r, a3, l): x.close()
 
 asyncio_echo("127.0.0.1")
 if V6:

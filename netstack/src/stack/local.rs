@@ -58,14 +58,16 @@ impl Stack {
         }
     }
 
-    /// Autobinds `s`, then connects it to the first candidate name of
-    /// `dst` that has a socket (ECONNREFUSED when none does).
+    /// Autobinds `s` (a stream socket without asking first whether it is
+    /// bound: a client's usually is not), then connects it to the first
+    /// candidate name of `dst` that has a socket (ECONNREFUSED when none
+    /// does).
     fn connect_candidates(&self, s: &Sock, dst: SocketAddr) -> Result<(), Errno> {
         if s.meta.is_udp() {
             self.autobind_port(s)?;
             self.before_connect(s)?
         } else {
-            self.autobind(s, dst)?
+            self.autobind_unbound(s, dst)?
         }
         for name in self.candidates(s.meta.proto, dst) {
             let ua = UnixAddr::new_abstract(&name)?;
