@@ -167,6 +167,36 @@ def options():
     except OSError as e:
         p("unknown ip option", errno.errorcode[e.errno])
 
+def reconnects():
+    # A connect of a connected socket: EISCONN, whether its destination
+    # listens or not, from the client's side and from an accepted socket's;
+    # a non-blocking connect: EINPROGRESS, then 0 once it completed, then
+    # EISCONN.
+    l = socket.socket(); l.bind(("127.0.0.1", 0)); l.listen()
+    port = l.getsockname()[1]
+    free = socket.socket(); free.bind(("127.0.0.1", 0)); closed = free.getsockname()[1]; free.close()
+    c = socket.create_connection(("127.0.0.1", port)); a, _ = l.accept()
+    for who, sock in (("client", c), ("accepted", a)):
+        for what, dst in (("listening", port), ("closed", closed)):
+            p("reconnect", who, what, errno.errorcode.get(sock.connect_ex(("127.0.0.1", dst)), 0))
+    n = socket.socket(); n.setblocking(False)
+    first = n.connect_ex(("127.0.0.1", port))
+    import select
+    select.select([], [n], [], 5)
+    p("non-blocking connects", errno.errorcode.get(first, 0),
+      *(errno.errorcode.get(n.connect_ex(("127.0.0.1", port)), 0) for _ in range(2)))
+    an, _ = l.accept()
+    # A client the program bound itself keeps its port; one whose connect
+    # was refused connects again.
+    b = socket.socket(); b.bind(("127.0.0.1", 0)); bport = b.getsockname()[1]
+    b.connect(("127.0.0.1", port)); a2, peer = l.accept()
+    p("bound client keeps its port", b.getsockname()[1] == bport, peer[1] == bport)
+    r = socket.socket()
+    p("refused, then", errno.errorcode.get(r.connect_ex(("127.0.0.1", closed)), 0),
+      errno.errorcode.get(r.connect_ex(("127.0.0.1", port)), 0))
+    a3, _ = l.accept(); p("then accepted", a3.getpeername() == r.getsockname())
+    for x in (n, an, a, c, b, a2, r, a3, l): x.close()
+
 asyncio_echo("127.0.0.1")
 if V6:
     asyncio_echo("::1")
@@ -181,4 +211,5 @@ if V6:
 accepted_names()
 conflicts()
 options()
+reconnects()
 p("done")

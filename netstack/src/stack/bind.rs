@@ -115,6 +115,24 @@ impl Stack {
         if self.bound_name(s.fd.as_fd()).is_some() {
             return Ok(());
         }
+        self.bind_ephemeral(s, toward)
+    }
+
+    /// [`Stack::autobind`] for a socket that is most likely unbound (a TCP
+    /// client's before its connect): binds without asking first, and
+    /// takes the kernel's EINVAL (a unix socket is bound already, checked
+    /// before any conflict) as bound. Saves the `getsockname` of the
+    /// common case; a bound socket pays a refused bind instead.
+    pub fn autobind_unbound(&self, s: &Sock, toward: SocketAddr) -> Result<(), Errno> {
+        match self.bind_ephemeral(s, toward) {
+            Err(Errno::EINVAL) => Ok(()),
+            r => r,
+        }
+    }
+
+    /// Binds `s` to a free ephemeral port of the loopback address that
+    /// reaches `toward`.
+    fn bind_ephemeral(&self, s: &Sock, toward: SocketAddr) -> Result<(), Errno> {
         let ip = match toward.ip() {
             IpAddr::V4(v4) if v4.is_loopback() => IpAddr::V4(v4),
             IpAddr::V4(_) => IpAddr::V4(Ipv4Addr::LOCALHOST),

@@ -41,18 +41,33 @@ impl Stack {
     /// wildcard, [`Stack::autobind_port`]), then connects to the first
     /// candidate that has a socket. ECONNREFUSED when none does; other
     /// errors of the host connect (EAGAIN, EISCONN) as they come. A
-    /// connected stream socket is EISCONN first (the host connect would
-    /// answer EAGAIN when the listener's backlog is full).
+    /// connected stream socket is EISCONN (the host connect would answer
+    /// EAGAIN when the listener's backlog is full, ECONNREFUSED when there
+    /// is none): checked first when the table has a peer for it, else
+    /// only once the host connect failed, so that a fresh client's
+    /// connect (no peer, never connected) makes no `getpeername`.
     pub fn connect_local(&self, s: &Sock, dst: SocketAddr) -> Result<(), Errno> {
-        let fd = s.fd.as_raw_fd();
-        if s.meta.proto == Proto::Tcp && socket::getpeername::<UnixAddr>(fd).is_ok() {
+        let tcp = s.meta.proto == Proto::Tcp;
+        if tcp && s.meta.peer.is_some() && host_connected(s) {
             return Err(Errno::EISCONN);
         }
+        let result = self.connect_candidates(s, dst);
+        match result {
+            Err(_) if tcp && host_connected(s) => Err(Errno::EISCONN),
+            r => r,
+        }
+    }
+
+    /// Autobinds `s` (a stream socket without asking first whether it is
+    /// bound: a client's usually is not), then connects it to the first
+    /// candidate name of `dst` that has a socket (ECONNREFUSED when none
+    /// does).
+    fn connect_candidates(&self, s: &Sock, dst: SocketAddr) -> Result<(), Errno> {
         if s.meta.is_udp() {
             self.autobind_port(s)?;
             self.before_connect(s)?
         } else {
-            self.autobind(s, dst)?
+            self.autobind_unbound(s, dst)?
         }
         for name in self.candidates(s.meta.proto, dst) {
             let ua = UnixAddr::new_abstract(&name)?;
@@ -112,4 +127,9 @@ impl Stack {
         }
         Ok(data.len())
     }
+}
+
+/// Whether the host socket behind `s` has a peer.
+fn host_connected(s: &Sock) -> bool {
+    socket::getpeername::<UnixAddr>(s.fd.as_raw_fd()).is_ok()
 }

@@ -66,15 +66,19 @@ pub(crate) fn accept4(
 
 /// One connection from the listener, waiting for it if the guest's
 /// socket blocks. The host accept gives the new file the guest's
-/// O_NONBLOCK (`nonblock`) itself, so delivering it needs no fcntl.
+/// O_NONBLOCK (`nonblock`) itself, so delivering it needs no fcntl. A
+/// listener that polls ready is accepted from at once, blocking or not
+/// (a server accepts after its poll said so): its status flags are read
+/// only when it is not ready.
 fn take(ctx: &Context, g: &dyn Guest, s: &Sock, nonblock: bool) -> Result<OwnedFd, Errno> {
-    let blocking = !nonblocking(s);
+    let ready = wait::ready(s.fd.as_fd(), PollFlags::POLLIN, 0)?;
+    let mut wait_first = !ready && !nonblocking(s);
     loop {
-        if blocking {
+        if wait_first {
             wait::until_ready(g, s.fd.as_fd(), PollFlags::POLLIN)?;
         }
         match stack(ctx).accept(s, nonblock) {
-            Err(Errno::EAGAIN) if blocking => continue,
+            Err(Errno::EAGAIN) if !nonblocking(s) => wait_first = true,
             r => return r,
         }
     }
