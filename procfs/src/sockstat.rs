@@ -33,8 +33,10 @@ mod tests {
 
     #[test]
     fn only_the_count_changes() {
-        let host = "sockets: used 66\nTCP: inuse 0 orphan 0 tw 0 alloc 1 mem 0\nUDP: inuse 0 mem 234\n";
-        let want = "sockets: used 1\nTCP: inuse 0 orphan 0 tw 0 alloc 1 mem 0\nUDP: inuse 0 mem 234\n";
+        let host =
+            "sockets: used 66\nTCP: inuse 0 orphan 0 tw 0 alloc 1 mem 0\nUDP: inuse 0 mem 234\n";
+        let want =
+            "sockets: used 1\nTCP: inuse 0 orphan 0 tw 0 alloc 1 mem 0\nUDP: inuse 0 mem 234\n";
         assert_eq!(guest_sockstat(host, 65), want);
         assert!(guest_sockstat(host, 70).starts_with("sockets: used 0\n"));
         assert_eq!(guest_sockstat("odd\n", 3), "odd\n");

@@ -110,7 +110,13 @@ pub fn start_secs(stat: &str) -> Option<i64> {
 pub fn uptime(tick: u64, cpus: &[CpuLine]) -> String {
     let idle: u64 = cpus.iter().map(|l| l[IDLE]).sum();
     let (hz, up) = (USER_HZ, tick);
-    format!("{}.{:02} {}.{:02}\n", up / hz, up % hz, idle / hz, idle % hz)
+    format!(
+        "{}.{:02} {}.{:02}\n",
+        up / hz,
+        up % hz,
+        idle / hz,
+        idle % hz
+    )
 }
 
 /// The last `/proc/uptime` text served, with the USER_HZ tick of the

@@ -52,5 +52,8 @@ fn sockets_used_counts_the_guests_own_unprivileged() {
         .user(uid, gid)
         .bin(bin)
         .supervised();
-    check(native(true).user(uid, gid).native(), sandboxed.ok("sandboxed"));
+    check(
+        native(true).user(uid, gid).native(),
+        sandboxed.ok("sandboxed"),
+    );
 }

@@ -40,7 +40,9 @@ fn programs() -> Vec<std::path::PathBuf> {
     let stat = |compiler: &'static str| {
         built_once(&format!("noatime_reads.static.{compiler}"), |out| {
             let mut cc = std::process::Command::new(compiler);
-            cc.args(["-O1", "-Wall", "-static", "-o"]).arg(out).arg(&src);
+            cc.args(["-O1", "-Wall", "-static", "-o"])
+                .arg(out)
+                .arg(&src);
             cc
         })
     };
@@ -63,7 +65,13 @@ fn check(paths: &[&str], native: &str, as_user: impl Fn(Run) -> Run, who: &str) 
         }
         for r in runs {
             let out = r.supervised().ok(who);
-            assert_eq!(out.stdout, native, "{who} {prog:?} {:?}: {}", r.sup, out.dump());
+            assert_eq!(
+                out.stdout,
+                native,
+                "{who} {prog:?} {:?}: {}",
+                r.sup,
+                out.dump()
+            );
         }
     }
 }
@@ -86,12 +94,20 @@ fn noatime_reads_of_proc_answer_as_natively_unprivileged() {
         Ok(t) => t,
         Err(why) => skip!("{why}"),
     };
-    let native = run(&programs()[0], PATHS).user(uid, gid).native().ok("native tester");
+    let native = run(&programs()[0], PATHS)
+        .user(uid, gid)
+        .native()
+        .ok("native tester");
     assert!(
         native.stdout.contains("/proc/uptime open: errno 1")
             && native.stdout.contains("/proc/self/status open: ok"),
         "{}",
         native.dump()
     );
-    check(PATHS, &native.stdout, |r| r.user(uid, gid).bin(&bin), "tester");
+    check(
+        PATHS,
+        &native.stdout,
+        |r| r.user(uid, gid).bin(&bin),
+        "tester",
+    );
 }
