@@ -64,11 +64,14 @@ const KNOWN: &[(&str, &str)] = &[
     // unconnected send with ENOTCONN where UDP says EDESTADDRREQ.
     ("sendto addr=null", PASSES_TO_UNIX),
     // A served /proc file opened with RESOLVE_CACHED: the kernel's procfs
-    // lookups are not all cached (EAGAIN); the supervisor's own lookup may
-    // wait, which the flag permits (open.rs, openat2).
+    // lookups are not all cached (EAGAIN, natively too: whether
+    // `/proc/self/status` is depends on what the machine looked up before);
+    // the supervisor's own lookup may wait, which the flag permits (open.rs,
+    // openat2).
     ("openat2 /proc/meminfo resolve=cached", CACHED),
     ("openat2 /proc/cpuinfo resolve=cached", CACHED),
     ("openat2 /proc/stat resolve=cached", CACHED),
+    ("openat2 /proc/self/status resolve=cached", CACHED),
     ("openat2 /proc/uptime resolve=cached", CACHED),
     ("openat2 /proc/loadavg resolve=cached", CACHED),
     // O_TRUNC asks for write access: the host's root has CAP_DAC_OVERRIDE
