@@ -292,7 +292,10 @@ mod tests {
             }
         }
         let (counted, fds) = seen[seen.len() - 1];
-        assert!(counted.abs_diff(fds) <= 2, "counted against read_dir: {seen:?}");
+        assert!(
+            counted.abs_diff(fds) <= 2,
+            "counted against read_dir: {seen:?}"
+        );
         let status = proc.read(&format!("{me}/status")).unwrap();
         assert!(status.starts_with("Name:"), "{status}");
         assert_eq!(proc.read("no-such-file"), None);
