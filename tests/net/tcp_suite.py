@@ -195,7 +195,11 @@ def reconnects():
     p("refused, then", errno.errorcode.get(r.connect_ex(("127.0.0.1", closed)), 0),
       errno.errorcode.get(r.connect_ex(("127.0.0.1", port)), 0))
     a3, _ = l.accept(); p("then accepted", a3.getpeername() == r.getsockname())
-    for x in (n, an, a, c, b, a2, r, a3, l): x.close()
+    # A listener's connect, to another listener and to a closed port:
+    # EISCONN (its state is not TCP_CLOSE).
+    m = socket.socket(); m.bind(("127.0.0.1", 0)); m.listen()
+    p("listener connects", *(errno.errorcode.get(m.connect_ex(("127.0.0.1", d)), 0) for d in (port, closed)))
+    for x in (n, an, a, c, b, a2, r, a3, m, l): x.close()
 
 asyncio_echo("127.0.0.1")
 if V6:

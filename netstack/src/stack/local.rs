@@ -45,7 +45,8 @@ impl Stack {
     /// EAGAIN when the listener's backlog is full, ECONNREFUSED when there
     /// is none): checked first when the table has a peer for it, else
     /// only once the host connect failed, so that a fresh client's
-    /// connect (no peer, never connected) makes no `getpeername`.
+    /// connect (no peer, never connected) makes no `getpeername`. A
+    /// listener's connect is EISCONN too, as Linux answers it.
     pub fn connect_local(&self, s: &Sock, dst: SocketAddr) -> Result<(), Errno> {
         let tcp = s.meta.proto == Proto::Tcp;
         if tcp && s.meta.peer.is_some() && host_connected(s) {
@@ -53,7 +54,7 @@ impl Stack {
         }
         let result = self.connect_candidates(s, dst);
         match result {
-            Err(_) if tcp && host_connected(s) => Err(Errno::EISCONN),
+            Err(_) if tcp && (host_connected(s) || host_listening(s)) => Err(Errno::EISCONN),
             r => r,
         }
     }
@@ -132,4 +133,11 @@ impl Stack {
 /// Whether the host socket behind `s` has a peer.
 fn host_connected(s: &Sock) -> bool {
     socket::getpeername::<UnixAddr>(s.fd.as_raw_fd()).is_ok()
+}
+
+/// Whether the host socket behind `s` listens: a TCP listener's connect
+/// is EISCONN on Linux (its state is not TCP_CLOSE), where the host
+/// `AF_UNIX` listener's answers EINVAL.
+fn host_listening(s: &Sock) -> bool {
+    socket::getsockopt(&s.fd, socket::sockopt::AcceptConn).unwrap_or(false)
 }
