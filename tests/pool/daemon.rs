@@ -3,7 +3,8 @@
 //! refused with one line and 125; SIGTERM tears its idle sandboxes down,
 //! and so does the daemon's death (none keeps the listening socket it
 //! was lent); an unprivileged pool serves its own user and no other,
-//! whoever accepts the connection.
+//! whoever accepts the connection; idle sandboxes add nothing to the
+//! load average.
 //!
 //! Each test starts its own daemon (socket in a temp dir) and stops it by
 //! its pid.
@@ -341,4 +342,87 @@ fn the_sandbox_that_took_a_client_holds_the_socket_no_more() {
     assert_eq!((ours.code, &ours.stdout), (native.code, &native.stdout));
     let _ = client.kill();
     let _ = client.wait();
+}
+
+/// A pool's idle sandboxes sleep as any waiting process does: none of
+/// their processes waits in the kernel's uninterruptible (killable)
+/// sleep, which the load average counts as running (a vfork parent's
+/// wait, as init's was while its main process waited for a command:
+/// a pool of 16 showed a load of 16 with no CPU used).
+#[test]
+fn idle_sandboxes_add_nothing_to_the_load_average() {
+    let pool = Pool::start(&["--size", "2"]);
+    let until = Instant::now() + Duration::from_secs(20);
+    loop {
+        let tree = descendants(pool.pid());
+        // The daemon, each sandbox's process, its init, its main process.
+        let deep = tree.iter().filter(|(_, depth)| *depth >= 3).count();
+        let waiting: Vec<String> = tree
+            .iter()
+            .flat_map(|(pid, _)| thread_states(*pid))
+            .filter(|(_, state)| *state == 'D')
+            .map(|(tid, _)| {
+                format!(
+                    "{tid} {}",
+                    std::fs::read_to_string(format!("/proc/{tid}/wchan")).unwrap_or_default()
+                )
+            })
+            .collect();
+        if deep >= 2 && waiting.is_empty() {
+            return;
+        }
+        let last = format!("{deep} main processes; in D state: {waiting:?}");
+        assert!(
+            Instant::now() < until,
+            "the idle pool never settled: {last}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Every process beneath `root`, with its depth below it (children 1).
+fn descendants(root: u32) -> Vec<(u32, usize)> {
+    let parents: Vec<(u32, u32)> = std::fs::read_dir("/proc")
+        .expect("/proc")
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter_map(|pid| Some((pid, parent_of(pid)?)))
+        .collect();
+    let mut found = vec![(root, 0)];
+    let mut i = 0;
+    while i < found.len() {
+        let (pid, depth) = found[i];
+        found.extend(
+            parents
+                .iter()
+                .filter(|p| p.1 == pid)
+                .map(|p| (p.0, depth + 1)),
+        );
+        i += 1;
+    }
+    found.into_iter().skip(1).collect()
+}
+
+/// The parent pid in `/proc/PID/stat` (after the name's closing paren).
+fn parent_of(pid: u32) -> Option<u32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat.rsplit_once(')')?
+        .1
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()
+}
+
+/// Each thread of `pid` with its state letter.
+fn thread_states(pid: u32) -> Vec<(u32, char)> {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return Vec::new();
+    };
+    tasks
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter_map(|tid| {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/stat")).ok()?;
+            Some((tid, stat.rsplit_once(')')?.1.trim_start().chars().next()?))
+        })
+        .collect()
 }

@@ -8,13 +8,13 @@
 //! where those say instead, so a restored program's clocks continue
 //! those of the sandbox it was saved in: monotonic never goes back.
 //!
-//! Owns: making the namespace (init's children are born in it; init
-//! stays in the host's) and writing its offsets. Does not own the
+//! Owns: making the namespace (init's children are born in it, and init
+//! joins it once its offsets are set) and writing its offsets. Does not own the
 //! realtime clock (namespaces cannot move it) or the served /proc files
 //! (`procfs/src/`).
 
 use nix::errno::Errno;
-use nix::sched::{unshare, CloneFlags};
+use nix::sched::{setns, unshare, CloneFlags};
 use nix::time::{clock_gettime, ClockId};
 
 use crate::config::GuestClocks;
@@ -45,7 +45,21 @@ pub(super) fn fresh_clocks(from: Option<GuestClocks>) -> Result<(), String> {
         }
     };
     std::fs::write("/proc/self/timens_offsets", offsets)
-        .map_err(|e| format!("setting the sandbox's clocks: {e}"))
+        .map_err(|e| format!("setting the sandbox's clocks: {e}"))?;
+    join_childrens()
+}
+
+/// Moves init into the time namespace its children are born in (the
+/// offsets are set, and frozen by this first entry), so that a child of
+/// init may share its memory until it executes: the kernel refuses
+/// `CLONE_VM` across time namespaces without `CLONE_VFORK`, whose wait
+/// `sys::process::spawn_sharing_memory` does without. Init reads no
+/// clock of its own.
+fn join_childrens() -> Result<(), String> {
+    let ns = std::fs::File::open("/proc/self/ns/time_for_children")
+        .map_err(|e| format!("opening the sandbox's time namespace: {e}"))?;
+    setns(ns, CloneFlags::from_bits_retain(libc::CLONE_NEWTIME))
+        .map_err(|e| format!("joining the sandbox's time namespace: {}", e.desc()))
 }
 
 /// `CLOCK_MONOTONIC` (1) and `CLOCK_BOOTTIME` (7) moved back by `start`

@@ -1,5 +1,7 @@
 //! Process creation and signal waiting.
 
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+
 use nix::errno::Errno;
 use nix::sched::CloneFlags;
 use nix::sys::signal::SigSet;
@@ -227,11 +229,23 @@ pub fn prlimit_soft_hard(pid: Pid, resource: u32, soft: u64, hard: u64) -> nix::
 /// only as far as the child goes; the lowest page is a guard).
 const SPAWN_STACK: usize = 1 << 20;
 
-/// `clone(CLONE_VM | CLONE_VFORK | SIGCHLD)` on a stack of its own, as
-/// posix_spawn does: the child runs `child` in the caller's memory while
-/// the caller waits, until the child executes a program or exits. No copy
-/// of the caller's page tables is made, the child takes no copy-on-write
-/// fault, and the program it executes tears nothing down.
+/// `clone(CLONE_VM | SIGCHLD)` on a stack of its own, as posix_spawn
+/// does: the child runs `child` in the caller's memory while the caller
+/// waits, until the child executes a program or exits. No copy of the
+/// caller's page tables is made, the child takes no copy-on-write fault,
+/// and the program it executes tears nothing down.
+///
+/// The caller waits on a close-on-exec pipe, not with `CLONE_VFORK`: a
+/// vfork parent sleeps in the kernel's killable wait, which the load
+/// average counts as running, and the sandbox's init may wait so for
+/// minutes (a pool's or a session's warm sandbox, its main process
+/// waiting for its command; an OCI container created and not started):
+/// a pool of 16 idle sandboxes showed a load of 16 with no CPU used. The
+/// child's end of the pipe closes when it executes, once the kernel has
+/// moved it to the new program's memory, or when it exits, once it has
+/// let go of ours; the caller's read of the pipe is an ordinary sleep.
+/// Whatever `child` does, it must not close that descriptor (it is
+/// numbered 3 or above, above the stdio a child puts in place).
 ///
 /// `child` should end in execve or [`exit_now`] (if it returns, the child
 /// exits 125), and must leave alone what the caller owns (its writes are
@@ -241,15 +255,15 @@ const SPAWN_STACK: usize = 1 << 20;
 /// hold a lock the child needs).
 ///
 /// A kernel that refuses to share memory with a child born in another
-/// time namespace (EINVAL: Debian 12's 6.1 does, for init's children after
-/// `launch::timens`; newer kernels allow it with CLONE_VFORK) gets a
-/// vfork-suspended child with a copy of the memory instead: the same
-/// contract, with page tables copied.
+/// time namespace than the caller (EINVAL; `launch::timens` moves init
+/// into its children's, so that init's children may share its memory)
+/// gets a child with a copy of the memory instead: the same contract,
+/// with page tables copied.
 pub fn spawn_sharing_memory<F: FnOnce()>(child: F) -> nix::Result<Pid> {
     extern "C" fn enter<F: FnOnce()>(arg: *mut libc::c_void) -> libc::c_int {
         // SAFETY: `arg` is the `Option<F>` in spawn_sharing_memory's frame,
         // which stays alive and untouched while the caller waits for this
-        // child (CLONE_VFORK); only this child takes it.
+        // child (on the pipe); only this child takes it.
         let slot = unsafe { &mut *(arg as *mut Option<F>) };
         if let Some(f) = slot.take() {
             f();
@@ -271,6 +285,14 @@ pub fn spawn_sharing_memory<F: FnOnce()>(child: F) -> nix::Result<Pid> {
     if stack == libc::MAP_FAILED {
         return Err(Errno::last());
     }
+    let (done, done_by_child) = match exec_or_exit_pipe() {
+        Ok(pair) => pair,
+        Err(e) => {
+            // SAFETY: the mapping made above, used by nothing yet.
+            unsafe { libc::munmap(stack, SPAWN_STACK) };
+            return Err(e);
+        }
+    };
     // The closure lives here until the child takes it; never dropped here
     // (the child consumed it, or it is forgotten on failure).
     let mut slot = std::mem::ManuallyDrop::new(Some(child));
@@ -282,11 +304,12 @@ pub fn spawn_sharing_memory<F: FnOnce()>(child: F) -> nix::Result<Pid> {
             let clone = |flags: libc::c_int| {
                 // SAFETY: the child runs `enter::<F>` on the top of the
                 // mapping above (stacks grow down), with `slot` as its
-                // argument; with CLONE_VFORK this thread is suspended
-                // until the child has executed a program or exited, so the
-                // child's use of the shared memory never runs beside this
-                // thread's, and `slot` and the stack outlive it (without
-                // CLONE_VM the child runs on its own copy of both).
+                // argument; this thread makes no other call and touches no
+                // memory until `wait_for_close` below has seen the child
+                // execute a program or exit, so the child's use of the
+                // shared memory never runs beside this thread's, and
+                // `slot` and the stack outlive it (without CLONE_VM the
+                // child runs on its own copy of both).
                 Errno::result(unsafe {
                     libc::clone(
                         enter::<F>,
@@ -296,10 +319,15 @@ pub fn spawn_sharing_memory<F: FnOnce()>(child: F) -> nix::Result<Pid> {
                     )
                 })
             };
-            match clone(libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD) {
-                Err(Errno::EINVAL) => clone(libc::CLONE_VFORK | libc::SIGCHLD),
-                done => done,
+            let made = match clone(libc::CLONE_VM | libc::SIGCHLD) {
+                Err(Errno::EINVAL) => clone(libc::SIGCHLD),
+                made => made,
+            };
+            drop(done_by_child);
+            if made.is_ok() {
+                wait_for_close(&done);
             }
+            made
         }
         Err(e) => Err(e),
     };
@@ -307,6 +335,27 @@ pub fn spawn_sharing_memory<F: FnOnce()>(child: F) -> nix::Result<Pid> {
     // exited, or was never made); nothing else refers to the mapping.
     unsafe { libc::munmap(stack, SPAWN_STACK) };
     pid.map(Pid::from_raw)
+}
+
+/// A close-on-exec pipe (read end, write end), both numbered 3 or above.
+fn exec_or_exit_pipe() -> nix::Result<(OwnedFd, OwnedFd)> {
+    let (r, w) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)?;
+    let above_stdio = |fd: OwnedFd| -> nix::Result<OwnedFd> {
+        if fd.as_raw_fd() > 2 {
+            return Ok(fd);
+        }
+        let raw = nix::fcntl::fcntl(fd.as_raw_fd(), nix::fcntl::FcntlArg::F_DUPFD_CLOEXEC(3))?;
+        // SAFETY: `raw` is the descriptor F_DUPFD_CLOEXEC just made, ours alone.
+        Ok(unsafe { OwnedFd::from_raw_fd(raw) })
+    };
+    Ok((above_stdio(r)?, above_stdio(w)?))
+}
+
+/// Reads `done` until every write end has closed (EOF) or the read fails
+/// otherwise; EINTR is read again.
+fn wait_for_close(done: &OwnedFd) {
+    let mut byte = [0u8; 1];
+    while let Err(Errno::EINTR) | Ok(1..) = nix::unistd::read(done.as_raw_fd(), &mut byte) {}
 }
 
 fn page_size() -> usize {
@@ -330,7 +379,7 @@ mod tests {
             exit_now(3)
         })
         .expect("spawn");
-        // CLONE_VFORK: the child has exited by now, and its write is ours.
+        // The caller waited for the child's exit: its write is ours.
         assert_eq!(written, 7);
         assert_eq!(waitpid(pid, None), Ok(WaitStatus::Exited(pid, 3)));
     }
