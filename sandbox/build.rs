@@ -1,5 +1,5 @@
-//! Builds the guest's preload, `guest/fast_reads.c` and
-//! `fast_reads_rewrite.c`, into `$OUT_DIR/fast_reads.so`, which
+//! Builds the guest's preload, `guest/fast_reads.c`,
+//! `fast_reads_rewrite.c` and `fast_reads_next.c`, into `$OUT_DIR/fast_reads.so`, which
 //! `src/launch/fast_reads.rs` embeds, and the static loader,
 //! `guest/static_loader.c`, `static_loader_trap.c`, `static_loader_mm.c`,
 //! `static_loader_rewrite.c` and `static_loader_sites.c`, into
@@ -13,7 +13,7 @@
 //!
 //! The library must load under any x86_64 glibc or musl a `--rootfs`
 //! tree may have: no start files, no C library but the symbols it names
-//! (`__errno_location`, `fdopen`, `dl_iterate_phdr`, `memchr` and
+//! (`__errno_location`, `fdopen`, `fileno`, `dl_iterate_phdr`, `memchr` and
 //! `strncmp`, which both export, versioned GLIBC_2.2.5 for glibc, whose
 //! versions musl's loader ignores; glibc's
 //! `_IO_fopen`, weakly, so that musl's loader leaves it NULL), no stack
@@ -29,16 +29,19 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// The preload's sources; the first names it in messages.
-const SOURCES: [&str; 6] = [
+const SOURCES: [&str; 9] = [
     "guest/fast_reads.c",
     "guest/fast_reads_rewrite.c",
     "guest/site_patch.c",
+    "guest/fast_reads_next.c",
     "guest/fast_reads.h",
     "guest/site_patch.h",
     "guest/raw_syscall.h",
+    "guest/spelled_off_proc.h",
+    "guest/write_reopen.h",
 ];
 /// The static loader's sources; the first names it in messages.
-const LOADER_SOURCES: [&str; 9] = [
+const LOADER_SOURCES: [&str; 10] = [
     "guest/static_loader.c",
     "guest/static_loader_trap.c",
     "guest/static_loader_mm.c",
@@ -47,6 +50,7 @@ const LOADER_SOURCES: [&str; 9] = [
     "guest/site_patch.c",
     "guest/static_loader.h",
     "guest/spelled_off_proc.h",
+    "guest/write_reopen.h",
     "guest/raw_syscall.h",
 ];
 
@@ -94,7 +98,7 @@ fn main() {
         x86_64_linux,
         &cc,
         &out_dir.join("fast_reads.so"),
-        &SOURCES[..3],
+        &SOURCES[..4],
         &[
             "-shared",
             "-fPIC",

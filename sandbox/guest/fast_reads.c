@@ -35,8 +35,13 @@
  * has no _IO_fopen: there any other mode is opened here as musl's own
  * fopen opens it (its flags for the mode, 0666), then fdopen.
  *
+ * freopen and freopen64 of a mode that writes only make the open here,
+ * then put the file under the stream the C library's own freopen
+ * reopened on /dev/null (the C library's freopen, found by
+ * fast_reads_next.c, opens through an internal call).
+ *
  * Built by sandbox/build.rs with no C library headers' inline code
- * and no start files; it needs only __errno_location, fdopen,
+ * and no start files; it needs only __errno_location, fdopen, fileno,
  * dl_iterate_phdr, memchr and strncmp, which
  * glibc (at GLIBC_2.2.5) and musl both export, and _IO_fopen, weakly.
  * One build serves both. Differences from the C library's open and
@@ -55,6 +60,7 @@
 #include "fast_reads.h"
 #include "raw_syscall.h"
 #include "spelled_off_proc.h"
+#include "write_reopen.h"
 
 /* Must equal sandbox_syscalls::policy::FAST_READ_MARK (a unit test in
  * sandbox/src/launch/fast_reads.rs compares them). */
@@ -140,17 +146,13 @@ static long open_without_symlinks(int dirfd, const char *path, int flags)
 }
 
 /* An open for writing only that the kernel refused (EACCES) made again
- * by openat2, which the filter always traps: the supervisor serves the
- * reopen of a file the guest was handed as its stdio (`> out.txt`, then
- * `echo x > /dev/stdout`), which a root invoker's guest, running as ids
- * of its own, may not open natively (docs/launch-and-view.md). Anything
- * else the handler leaves to the kernel, whose answer is the same
- * refusal: then the first answer stands, whatever the second was. */
+ * by openat2, which the filter always traps (write_reopen.h): the first
+ * answer `refused` stands unless the second is a descriptor. */
 static long write_open_trapped(int dirfd, const char *path, int flags, mode_t mode, long refused)
 {
-    struct {
-        unsigned long long flags, mode, resolve;
-    } how = {(unsigned)flags, NEEDS_MODE(flags) ? (mode & 07777) : 0, 0};
+    struct write_reopen_how how;
+    if (!write_reopen(refused, flags, mode, &how))
+        return refused;
     long fd = syscall5(437 /* openat2 */, dirfd, (long)path, (long)&how, sizeof how, 0);
     return fd >= 0 ? fd : refused;
 }
@@ -197,9 +199,7 @@ long fast_open(int dirfd, const char *path, int flags, mode_t mode)
          * the supervisor's. */
     }
     fd = syscall5(SYS_openat, dirfd, (long)path, flags, NEEDS_MODE(flags) ? mode : 0, 0);
-    if (fd == -EACCES && (flags & (O_ACCMODE | O_PATH)) == O_WRONLY)
-        return write_open_trapped(dirfd, path, flags, mode, fd);
-    return fd;
+    return write_open_trapped(dirfd, path, flags, mode, fd);
 }
 
 static int open_at(int dirfd, const char *path, int flags, mode_t mode)
@@ -337,7 +337,7 @@ static FILE *fopen_for_writing(const char *path, const char *mode)
 {
     FILE *file = _IO_fopen(path, mode);
     int flags = other_mode_flags(mode);
-    if (file != NULL || errno != EACCES || flags < 0 || (flags & O_ACCMODE) != O_WRONLY)
+    if (file != NULL || errno != EACCES || flags < 0)
         return file;
     long fd = write_open_trapped(AT_FDCWD, path, flags, 0666, -EACCES);
     if (fd < 0)
@@ -382,4 +382,51 @@ EXPORT FILE *fopen(const char *path, const char *mode)
 EXPORT FILE *fopen64(const char *path, const char *mode)
 {
     return fopen_common(path, mode);
+}
+
+typedef FILE *freopen_fn(const char *path, const char *mode, FILE *file);
+
+/* freopen of a mode that writes only ('w' or 'a', no '+' or 'x') and a
+ * path: the open made here (so a write-only open the kernel refused is
+ * made again by openat2, which the C library's own freopen, opening
+ * through an internal call, cannot do), then the stream reopened on
+ * /dev/null by the C library's freopen (its state, its descriptor's
+ * number and close-on-exec flag as for `path`) and the file put in its
+ * descriptor's place, as the C library's freopen puts its own open's.
+ * Where this open fails, or there is no /dev/null, the C library's
+ * freopen of `path` gives the answer. Any other call is the C
+ * library's. */
+static FILE *freopen_common(const char *path, const char *mode, FILE *file, const char *name,
+                            const char *other)
+{
+    freopen_fn *own = next_definition(name);
+    if (own == NULL)
+        own = next_definition(other);
+    if (own == NULL) {
+        errno = ENOSYS;
+        return NULL;
+    }
+    int flags = path != NULL ? other_mode_flags(mode) : -1;
+    if (flags < 0 || (flags & (O_ACCMODE | O_EXCL)) != O_WRONLY)
+        return own(path, mode, file);
+    int fd = open_at(AT_FDCWD, path, flags, 0666);
+    if (fd < 0)
+        return own(path, mode, file);
+    FILE *got = own("/dev/null", mode, file);
+    if (got == NULL || syscall5(SYS_dup3, fd, fileno(got), flags & O_CLOEXEC, 0, 0) < 0) {
+        syscall2(SYS_close, fd, 0);
+        return own(path, mode, got != NULL ? got : file);
+    }
+    syscall2(SYS_close, fd, 0);
+    return got;
+}
+
+EXPORT FILE *freopen(const char *path, const char *mode, FILE *file)
+{
+    return freopen_common(path, mode, file, "freopen", "freopen64");
+}
+
+EXPORT FILE *freopen64(const char *path, const char *mode, FILE *file)
+{
+    return freopen_common(path, mode, file, "freopen64", "freopen");
 }

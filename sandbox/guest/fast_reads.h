@@ -1,7 +1,8 @@
 /*
- * fast_reads.h: what the preload's two files share (fast_reads.c, the
+ * fast_reads.h: what the preload's files share (fast_reads.c, the
  * open family; fast_reads_rewrite.c, the rewrite of the dynamic loader's
- * and the C library's own opens).
+ * and the C library's own opens; fast_reads_next.c, the C library's own
+ * definitions).
  */
 #ifndef FAST_READS_H
 #define FAST_READS_H
@@ -11,6 +12,10 @@
  * again unmarked where the answer may be the supervisor's); the answer
  * as the kernel's, -errno on failure. */
 long fast_open(int dirfd, const char *path, int flags, mode_t mode);
+
+/* The address of the function `name` as the next object after this
+ * library defines it (the C library's), or NULL (fast_reads_next.c). */
+void *next_definition(const char *name);
 
 /* The switch the supervisor finds in the library's bytes: the letter
  * after it is '1' (rewrite the loader's and the C library's own open

@@ -2,7 +2,8 @@
  * static_loader_rewrite.c: rewriting a trapped open site of the loaded
  * program into a jump to a trampoline (docs/fast-reads.md, "Rewritten
  * sites"). The handler (static_loader_trap.c) calls rewrite_site after
- * it has answered a trapped plain read open; when the site is one of the
+ * it has answered a trapped open (a plain read, or one for writing
+ * only); when the site is one of the
  * patterns of static_loader_sites.c, from then on its calls go through a
  * slot of the trampoline page and the loader's rewritten_call, with no
  * signal. Owns the trampoline page, the slots, the patch and go_entry;
@@ -19,7 +20,8 @@
  * the registers, and returns. Go's slot differs: its calls run on a
  * goroutine's stack, of which a Go function in a system call may own as
  * little as a hundred bytes, so the slot makes every call but a plain
- * read openat itself (`syscall` in the slot, nothing on the stack), and
+ * read or write-only openat itself (`syscall` in the slot, nothing on
+ * the stack), and
  * calls go_entry for those, which runs rewritten_call on a stack of the
  * loader's own (a pool claimed with one locked instruction), or when all
  * are taken on the thread's signal stack, or else makes the call itself,
@@ -35,6 +37,7 @@
  * page made writable and then given back its own protection.
  */
 #include "static_loader.h"
+#include "write_reopen.h"
 
 int rewriting;
 struct text_range program_text[MAX_TEXT];
@@ -60,58 +63,33 @@ static long raw_syscall(const struct saved *s)
                         (long)s->r9);
 }
 
-/* Whether an open with `flags` is one trapped_open makes marked: a
- * plain read, or O_RDWR without O_EXCL. */
-static int marks(long flags)
+/* Whether an open with `flags` is one trapped_open makes: a plain read
+ * or O_RDWR without O_EXCL (marked), or one for writing only (made again
+ * where the kernel refused it). */
+static int trapped(long flags)
 {
-    return (flags & NOT_PLAIN) == 0 || (flags & READ_WRITE_MASK) == O_RDWR;
+    return (flags & NOT_PLAIN) == 0 || (flags & READ_WRITE_MASK) == O_RDWR || write_only(flags);
 }
 
-/* A rewritten site's call: a plain read or O_RDWR open as the handler
- * makes it (marked, then the preload's check), but with no LOADER_MARK
- * in r9: a signal delivered at one of these calls' return starts its
- * handler with these registers, and its calls must still meet the
- * stacked filter. Any other call exactly as the program made it. */
-
-/* An open for writing only (no O_PATH) that the kernel refused
- * (EACCES) made again by openat2, unmarked, which the loader's filter
- * passes and the supervisor's traps: the supervisor serves the reopen of
- * a file handed to the guest as its stdio (`> out.txt`, then `echo x >
- * /dev/stdout` or freopen), which a root invoker's guest, running as ids
- * of its own, may not open natively (docs/launch-and-view.md), as the
- * preload's write_open_trapped does. Anything else the handler leaves to
- * the kernel, whose answer is the same refusal: then the first answer
- * stands. Only at a rewritten site: the loader's filter traps no such
- * open. */
-static long write_open_trapped(long dirfd, long path, long flags, long mode, long refused)
-{
-    if (refused != -EACCES || (flags & (O_ACCMODE | O_PATH)) != O_WRONLY)
-        return refused;
-    struct {
-        unsigned long long flags, mode, resolve;
-    } how = {(unsigned)flags, NEEDS_MODE(flags) ? (unsigned long long)(mode & 07777) : 0, 0};
-    long fd = raw_syscall6(NR_openat2, dirfd, path, (long)&how, sizeof how, 0, 0);
-    return fd >= 0 ? fd : refused;
-}
-
+/* A rewritten site's call: an open of trapped()'s as the handler makes
+ * it (marked, then the preload's check; or a write-only open made again
+ * by openat2 where refused), but with no LOADER_MARK in r9: a signal
+ * delivered at one of these calls' return starts its handler with these
+ * registers, and its calls must still meet the stacked filter. Any
+ * other call exactly as the program made it. */
 long rewritten_call(const struct saved *s)
 {
-    if (s->rax == __NR_openat && marks((long)s->rdx) && s->r8 != FAST_READ_MARK)
+    if (s->rax == __NR_openat && trapped((long)s->rdx) && s->r8 != FAST_READ_MARK)
         return trapped_open((long)s->rdi, (long)s->rsi, (long)s->rdx, (long)s->r10, 0);
-    if (s->rax == __NR_open && marks((long)s->rsi))
+    if (s->rax == __NR_open && trapped((long)s->rsi))
         return trapped_open(AT_FDCWD, (long)s->rdi, (long)s->rsi, (long)s->rdx, 0);
-    long ret = raw_syscall(s);
-    if (s->rax == __NR_openat)
-        return write_open_trapped((long)s->rdi, (long)s->rsi, (long)s->rdx, (long)s->r10, ret);
-    if (s->rax == __NR_open)
-        return write_open_trapped(AT_FDCWD, (long)s->rdi, (long)s->rsi, (long)s->rdx, ret);
-    return ret;
+    return raw_syscall(s);
 }
 
 /* rewrite_entry, which calls rewritten_call, is site_patch.c's. */
 
-/* Stacks for Go's plain read openats: GO_STACKS slices, each a guard
- * page then the stack, claimed by clearing a bit of go_stacks_free and
+/* Stacks for Go's plain read and write-only openats: GO_STACKS slices,
+ * each a guard page then the stack, claimed by clearing a bit of go_stacks_free and
  * given back by setting it (each a locked instruction, so threads,
  * signal handlers and a vforked child each claim their own; a forked
  * child keeps the parent's other threads' bits claimed, and falls back
@@ -136,9 +114,9 @@ static void ready_go_stacks(void)
     __atomic_store_n(&go_stacks_free, (1UL << GO_STACKS) - 1, __ATOMIC_RELEASE);
 }
 
-/* Go's plain read openat, from its slot, with the program's registers
- * and only its return address on the goroutine's stack: onto a free
- * stack of go_stacks for rewrite_entry; when none is free, onto the
+/* Go's plain read or write-only openat, from its slot, with the
+ * program's registers and only its return address on the goroutine's
+ * stack: onto a free stack of go_stacks for rewrite_entry; when none is free, onto the
  * thread's signal stack when it has one of GO_STACK_MIN bytes or more
  * and is not on it (`sigaltstack`, one more call); else the call made
  * here, unmarked (the stacked filter traps it to the handler). A signal
@@ -270,8 +248,8 @@ static int store_atomic(ul at, const unsigned char *bytes, int n, const struct t
 
 /* The slot at `slot` for `site` into `t`: the instructions its jump
  * replaced, then the call through the page's pointer and the jump back
- * (Go's: the call for a plain read openat only, every other call made
- * in the slot). Its length, at most SLOT_MAX. */
+ * (Go's: the call for a plain read or write-only openat only, every
+ * other call made in the slot). Its length, at most SLOT_MAX. */
 static int write_slot(unsigned char *t, ul slot, const struct site *site)
 {
     if (site->kind != SITE_GO)
@@ -279,11 +257,15 @@ static int write_slot(unsigned char *t, ul slot, const struct site *site)
     int n = 0;
     copy(t, (const void *)site->jump_at, (ul)site->copied);
     n += site->copied;
-    /* cmp $257, %eax; jne raw; test $NOT_PLAIN, %edx; jne raw */
-    static const unsigned char test[] = {0x3d, 0x01, 0x01, 0x00, 0x00, 0x75, 19,
-                                         0xf7, 0xc2, 0, 0, 0, 0, 0x75, 11};
+    /* cmp $257, %eax; jne raw; test $NOT_PLAIN, %edx; je call;
+     * mov %edx, %ecx; and $(O_ACCMODE | O_PATH), %ecx; cmp $O_WRONLY, %ecx;
+     * jne raw (rcx is the `syscall`'s to clobber) */
+    static const unsigned char test[] = {0x3d, 0x01, 0x01, 0x00, 0x00, 0x75, 32, 0xf7, 0xc2, 0,    0,
+                                         0,    0,    0x74, 13,   0x89, 0xd1, 0x81, 0xe1, 0,    0,    0,
+                                         0,    0x83, 0xf9, 0x01, 0x75, 11};
     copy(t + n, test, sizeof test);
     put32(t + n + 9, NOT_PLAIN);
+    put32(t + n + 19, O_ACCMODE | O_PATH);
     n += sizeof test;
     t[n] = 0xff; /* call *go_entry */
     t[n + 1] = 0x15;

@@ -7,6 +7,7 @@
  */
 #include "static_loader.h"
 #include "spelled_off_proc.h"
+#include "write_reopen.h"
 
 /* ---- state, in the loader's own image (it stays mapped) ---- */
 
@@ -72,7 +73,9 @@ static long open_without_symlinks(long dirfd, long path, long flags, long r9)
  * refused it (its answer is otherwise the one the supervisor's CONTINUE
  * or its open as the caller would give: no check). `r9` goes with each
  * call (LOADER_MARK from the handler; 0 from a rewritten site, whose
- * unmarked open the stacked filter then traps to the handler). */
+ * unmarked open the stacked filter then traps to the handler). An open
+ * for writing only is made marked (the supervisor's filter passes it
+ * either way; the stacked filter only marked), its answer the kernel's. */
 static long open_plain(long dirfd, long path, long flags, long mode, long r9)
 {
     long fd;
@@ -98,12 +101,23 @@ static long open_plain(long dirfd, long path, long flags, long mode, long r9)
             return fd;
         }
     }
-    return sys6r9(__NR_openat, dirfd, path, flags, NEEDS_MODE(flags) ? mode : 0, 0, r9);
+    long mark = write_only(flags) ? (long)FAST_READ_MARK : 0;
+    return sys6r9(__NR_openat, dirfd, path, flags, NEEDS_MODE(flags) ? mode : 0, mark, r9);
 }
 
+/* A trapped open (the handler's, or a rewritten site's call): made as
+ * open_plain makes it; a write-only one the kernel refused made again by
+ * openat2 (write_reopen.h), which the stacked filter passes and the
+ * supervisor's traps; a plain read of the program's own exe made of the
+ * program's file. */
 long trapped_open(long dirfd, long path, long flags, long mode, long r9)
 {
     long fd = open_plain(dirfd, path, flags, mode, r9);
+    struct write_reopen_how how;
+    if (write_reopen(fd, flags, mode, &how)) {
+        long again = sys6r9(NR_openat2, dirfd, path, (long)&how, sizeof how, 0, r9);
+        return again >= 0 ? again : fd;
+    }
     if (fd >= 0 && (flags & NOT_PLAIN) == 0 && names_own_exe((const char *)path)) {
         sys6r9(__NR_close, fd, 0, 0, 0, 0, r9);
         fd = sys6r9(__NR_openat, AT_FDCWD, (long)program_path, flags, 0, (long)FAST_READ_MARK, r9);
@@ -423,11 +437,13 @@ long stack_filter(void)
      * number without running any filter (it emulates a filter per number
      * and caches ALLOW only where no argument is read; an argument read
      * before the number made every call of the program run both this
-     * filter and the supervisor's). The index of each instruction in its
-     * comment: TRAP is 42, ALLOW 43. */
+     * filter and the supervisor's). Trapped: an unmarked plain read or
+     * write-only openat, a plain read or write-only open, and the calls
+     * below. The index of each instruction in its comment: TRAP is 46,
+     * ALLOW 47. */
     struct sock_filter f[] = {
         /* 0 */ LD(offsetof(struct seccomp_data, arch)),
-        /* 1 */ JEQ(AUDIT_ARCH_X86_64, 0, 41),
+        /* 1 */ JEQ(AUDIT_ARCH_X86_64, 0, 45),
         /* 2 */ LD(offsetof(struct seccomp_data, nr)),
         /* 3 */ JEQ(__NR_openat, 7, 0),
         /* 4 */ JEQ(__NR_open, 6, 0),
@@ -436,46 +452,51 @@ long stack_filter(void)
         /* 7 */ JEQ(__NR_execveat, 3, 0),
         /* 8 */ JEQ(__NR_readlink, 2, 0),
         /* 9 */ JEQ(__NR_readlinkat, 1, 0),
-        /* 10 */ JEQ(__NR_rt_sigprocmask, 0, 32),
+        /* 10 */ JEQ(__NR_rt_sigprocmask, 0, 36),
         /* 11: the loader's own calls pass */
         LD(ARG_LO(5)),
         /* 12 */ JEQ((unsigned)LOADER_MARK, 0, 2),
         /* 13 */ LD(ARG_HI(5)),
-        /* 14 */ JEQ((unsigned)(LOADER_MARK >> 32), 28, 0),
+        /* 14 */ JEQ((unsigned)(LOADER_MARK >> 32), 32, 0),
         /* 15 */ LD(offsetof(struct seccomp_data, nr)),
         /* 16 */ JEQ(__NR_openat, 7, 0),
-        /* 17 */ JEQ(__NR_open, 12, 0),
-        /* 18 */ JEQ(__NR_rt_sigaction, 17, 0),
-        /* 19 */ JEQ(__NR_execve, 22, 0),
-        /* 20 */ JEQ(__NR_execveat, 21, 0),
-        /* 21 */ JEQ(__NR_readlink, 20, 0),
-        /* 22 */ JEQ(__NR_readlinkat, 19, 0),
-        /* 23 */ JEQ(__NR_rt_sigprocmask, 8, 19),
-        /* 24: openat, a plain read without the fast-read mark */
+        /* 17 */ JEQ(__NR_open, 14, 0),
+        /* 18 */ JEQ(__NR_rt_sigaction, 21, 0),
+        /* 19 */ JEQ(__NR_execve, 26, 0),
+        /* 20 */ JEQ(__NR_execveat, 25, 0),
+        /* 21 */ JEQ(__NR_readlink, 24, 0),
+        /* 22 */ JEQ(__NR_readlinkat, 23, 0),
+        /* 23 */ JEQ(__NR_rt_sigprocmask, 12, 23),
+        /* 24: openat, a plain read or a write-only open, without the
+         * fast-read mark */
         LD(ARG_LO(2)),
-        /* 25 */ BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, PLAIN_MASK, 17, 0),
-        /* 26 */ LD(ARG_LO(4)),
-        /* 27 */ JEQ((unsigned)FAST_READ_MARK, 0, 14),
-        /* 28 */ LD(ARG_HI(4)),
-        /* 29 */ JEQ((unsigned)(FAST_READ_MARK >> 32), 13, 12),
-        /* 30: open, a plain read */
+        /* 25 */ BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, PLAIN_MASK, 0, 2),
+        /* 26 */ BPF_STMT(BPF_ALU | BPF_AND | BPF_K, O_ACCMODE | O_PATH),
+        /* 27 */ JEQ(O_WRONLY, 0, 19),
+        /* 28 */ LD(ARG_LO(4)),
+        /* 29 */ JEQ((unsigned)FAST_READ_MARK, 0, 16),
+        /* 30 */ LD(ARG_HI(4)),
+        /* 31 */ JEQ((unsigned)(FAST_READ_MARK >> 32), 15, 14),
+        /* 32: open, a plain read or a write-only open */
         LD(ARG_LO(1)),
-        /* 31 */ BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, PLAIN_MASK, 11, 10),
-        /* 32: rt_sigprocmask with a set (a query passes) */
+        /* 33 */ BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, PLAIN_MASK, 0, 12),
+        /* 34 */ BPF_STMT(BPF_ALU | BPF_AND | BPF_K, O_ACCMODE | O_PATH),
+        /* 35 */ JEQ(O_WRONLY, 10, 11),
+        /* 36: rt_sigprocmask with a set (a query passes) */
         LD(ARG_LO(1)),
-        /* 33 */ JEQ(0, 0, 8),
-        /* 34 */ LD(ARG_HI(1)),
-        /* 35 */ JEQ(0, 7, 6),
-        /* 36: rt_sigaction with a new action, or of SIGSYS (a query of
+        /* 37 */ JEQ(0, 0, 8),
+        /* 38 */ LD(ARG_HI(1)),
+        /* 39 */ JEQ(0, 7, 6),
+        /* 40: rt_sigaction with a new action, or of SIGSYS (a query of
          * another signal passes: the kernel's answer is the handler's) */
         LD(ARG_LO(1)),
-        /* 37 */ JEQ(0, 0, 4),
-        /* 38 */ LD(ARG_HI(1)),
-        /* 39 */ JEQ(0, 0, 2),
-        /* 40 */ LD(ARG_LO(0)),
-        /* 41 */ JEQ(SIGSYS, 0, 1),
-        /* 42 */ RET(SECCOMP_RET_TRAP | TRAP_DATA),
-        /* 43 */ RET(SECCOMP_RET_ALLOW),
+        /* 41 */ JEQ(0, 0, 4),
+        /* 42 */ LD(ARG_HI(1)),
+        /* 43 */ JEQ(0, 0, 2),
+        /* 44 */ LD(ARG_LO(0)),
+        /* 45 */ JEQ(SIGSYS, 0, 1),
+        /* 46 */ RET(SECCOMP_RET_TRAP | TRAP_DATA),
+        /* 47 */ RET(SECCOMP_RET_ALLOW),
     };
     struct sock_fprog prog = {sizeof f / sizeof f[0], f};
     sys2(__NR_prctl, PR_SET_NO_NEW_PRIVS, 1);

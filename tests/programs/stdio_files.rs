@@ -271,20 +271,32 @@ fn static_stdio() -> PathBuf {
     })
 }
 
-/// `argv` natively and supervised (by `bin`), stdout and stderr
-/// truncated and then appended to: the same files left.
-fn compare_static(bin: &Path, argv: &[String], user: Option<(u32, u32)>) {
+/// `argv` natively and supervised (by `bin`, with `flags`), stdout and
+/// stderr truncated and then appended to: the same files left, the
+/// native stdout holding `marker`.
+fn compare_static(
+    bin: &Path,
+    flags: &[&str],
+    argv: &[String],
+    user: Option<(u32, u32)>,
+    marker: &str,
+) {
     let t = dir_for(user);
     for append in [false, true] {
         let mut native = Command::new(&argv[0]);
         native.args(&argv[1..]);
         let native = with_files(native, t.path(), user, append);
         assert_eq!(native.code, Some(0), "{native:?}");
-        assert!(native.out.contains("first: one"), "{native:?}");
+        assert!(native.out.contains(marker), "{native:?}");
         let mut sandboxed = Command::new(bin);
-        sandboxed.arg("run").args(c_mounts()).arg("--").args(argv);
+        sandboxed
+            .arg("run")
+            .args(flags)
+            .args(c_mounts())
+            .arg("--")
+            .args(argv);
         let sandboxed = with_files(sandboxed, t.path(), user, append);
-        assert_eq!(sandboxed, native, "{argv:?} append: {append}");
+        assert_eq!(sandboxed, native, "{flags:?} {argv:?} append: {append}");
     }
 }
 
@@ -302,7 +314,7 @@ fn a_static_guest_reopens_its_stdio_files_as_natively() {
         skip!("the files are a root invoker's only when the test is root");
     }
     for argv in static_cases() {
-        compare_static(&bin(), &argv, None);
+        compare_static(&bin(), &[], &argv, None, "first: one");
     }
 }
 
@@ -312,6 +324,78 @@ fn an_unprivileged_invoker_s_static_guest_reopens_its_stdio_files_as_natively() 
         skip!("needs root and the user tester");
     };
     for argv in static_cases() {
-        compare_static(&bin, &argv, Some((uid, gid)));
+        compare_static(&bin, &[], &argv, Some((uid, gid)), "first: one");
     }
+}
+
+/// `tests/c/stdio_write.c` built by `compiler` (`cc` or `musl-gcc`),
+/// dynamic or `-static`.
+fn stdio_write(compiler: &str, linking: &str) -> PathBuf {
+    let name = format!("stdio_write.{compiler}{linking}");
+    built_once(&name, |out| {
+        let mut cc = Command::new(compiler);
+        cc.args(["-O1", "-Wall", linking, "-o"])
+            .arg(out)
+            .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c/stdio_write.c"));
+        cc
+    })
+}
+
+/// `tests/go/stdio_write.go` built without cgo: a static program.
+fn go_stdio_write() -> PathBuf {
+    let cache = tempfile::tempdir().expect("tempdir");
+    built_once("stdio_write.go", |out| {
+        let mut go = Command::new("go");
+        go.args(["build", "-o"])
+            .arg(out)
+            .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/go/stdio_write.go"))
+            .env("CGO_ENABLED", "0")
+            .env("GO111MODULE", "off")
+            .env("GOCACHE", cache.path())
+            .env("HOME", cache.path());
+        go
+    })
+}
+
+/// Programs whose first opens reopen their stdio for writing, by every
+/// route a C library or Go takes: glibc's and musl's open, fopen and
+/// freopen (the preload's, or a static program's site not yet rewritten,
+/// which the static loader's filter traps), Go's openat. Each with its
+/// native stdout's marker.
+fn write_cases() -> Vec<(Vec<String>, &'static str)> {
+    let c = |p: PathBuf| vec![p.display().to_string()];
+    vec![
+        (c(stdio_write("cc", "-pthread")), "by freopen, fd 1"),
+        (c(stdio_write("cc", "-static")), "by freopen, fd 1"),
+        (c(stdio_write("musl-gcc", "-static")), "by freopen, fd 1"),
+        (c(musl_prog("stdio_write")), "by freopen, fd 1"),
+        (c(go_stdio_write()), "go: again"),
+    ]
+}
+
+/// Each of write_cases, as the sandbox runs it and with the program's
+/// text as built (`--no-rewrite`: every open the static loader's filter
+/// traps pays a signal, none is rewritten).
+fn compare_writes(bin: &Path, user: Option<(u32, u32)>) {
+    for (argv, marker) in write_cases() {
+        for flags in [&[][..], &["--no-rewrite"][..]] {
+            compare_static(bin, flags, &argv, user, marker);
+        }
+    }
+}
+
+#[test]
+fn a_guest_reopens_its_stdio_files_for_writing_as_natively_whatever_its_library() {
+    if !is_root() {
+        skip!("the files are a root invoker's only when the test is root");
+    }
+    compare_writes(&bin(), None);
+}
+
+#[test]
+fn an_unprivileged_guest_reopens_its_stdio_files_for_writing_as_natively_whatever_its_library() {
+    let Some((uid, gid, bin)) = tester() else {
+        skip!("needs root and the user tester");
+    };
+    compare_writes(&bin, Some((uid, gid)));
 }

@@ -19,6 +19,10 @@ pub(super) const O_PATH: u64 = libc::O_PATH as u64;
 /// `__O_TMPFILE` (O_TMPFILE without its O_DIRECTORY).
 pub(super) const O_TMPFILE_BIT: u64 = (libc::O_TMPFILE & !libc::O_DIRECTORY) as u64;
 
+/// The kernel's `O_LARGEFILE` on x86_64, which openat2 accepts (musl's
+/// open and fopen pass it); the C library's constant is 0 there.
+const O_LARGEFILE: i32 = 0o100000;
+
 /// The kernel's VALID_OPEN_FLAGS for x86_64.
 pub(super) const VALID_OPEN_FLAGS: u64 = (libc::O_ACCMODE
     | libc::O_CREAT
@@ -31,7 +35,7 @@ pub(super) const VALID_OPEN_FLAGS: u64 = (libc::O_ACCMODE
     | libc::O_DSYNC
     | libc::O_ASYNC
     | libc::O_DIRECT
-    | libc::O_LARGEFILE
+    | O_LARGEFILE
     | libc::O_DIRECTORY
     | libc::O_NOFOLLOW
     | libc::O_NOATIME
@@ -129,6 +133,7 @@ mod tests {
         assert_eq!(check_how(libc::O_TMPFILE as u64 | 2, 0o600, 0), Ok(()));
         assert_eq!(check_how(O_PATH | O_TRUNC, 0, 0), Err(Errno::EINVAL));
         assert_eq!(check_how(1 << 40, 0, 0), Err(Errno::EINVAL));
+        assert_eq!(check_how(libc::O_WRONLY as u64 | 0o100000, 0, 0), Ok(()));
         assert_eq!(check_how(rd, 0, 0x40), Err(Errno::EINVAL));
         assert_eq!(
             check_how(rd, 0, resolve::BENEATH | resolve::IN_ROOT),
