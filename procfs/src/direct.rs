@@ -46,7 +46,7 @@ const PROC_ROOT_INO: u64 = 1;
 /// The flags a read on this route may carry besides `O_RDONLY` (the open
 /// handler's: none that an open by the supervisor would answer
 /// differently from the guest's).
-const PASSED_FLAGS: i32 = libc::O_NONBLOCK | libc::O_LARGEFILE | libc::O_NOCTTY;
+const PASSED_FLAGS: i32 = libc::O_NONBLOCK | vfs::sys::O_LARGEFILE | libc::O_NOCTTY;
 
 /// A file of the view's procfs opened on the direct route.
 pub struct Direct {

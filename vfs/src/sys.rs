@@ -12,6 +12,12 @@ use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 
 use nix::errno::Errno;
 
+/// The kernel's `O_LARGEFILE` on x86_64, which the kernel sets on every
+/// open a 64-bit caller makes and musl passes itself; libc's constant for
+/// it there is 0 (a 64-bit glibc never asks). A mask of the flags an open
+/// may carry names this one.
+pub const O_LARGEFILE: i32 = 0o100000;
+
 /// `AT_FDCWD` for the few calls that name an absolute supervisor path.
 const CWD: RawFd = libc::AT_FDCWD;
 

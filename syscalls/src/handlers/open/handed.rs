@@ -33,7 +33,7 @@ const KEPT: i32 = libc::O_ACCMODE
     | libc::O_DSYNC
     | libc::O_SYNC
     | libc::O_DIRECT
-    | libc::O_LARGEFILE
+    | vfs::sys::O_LARGEFILE
     | libc::O_NOCTTY
     | libc::O_NOATIME;
 

@@ -19,10 +19,6 @@ pub(super) const O_PATH: u64 = libc::O_PATH as u64;
 /// `__O_TMPFILE` (O_TMPFILE without its O_DIRECTORY).
 pub(super) const O_TMPFILE_BIT: u64 = (libc::O_TMPFILE & !libc::O_DIRECTORY) as u64;
 
-/// The kernel's `O_LARGEFILE` on x86_64, which openat2 accepts (musl's
-/// open and fopen pass it); the C library's constant is 0 there.
-const O_LARGEFILE: i32 = 0o100000;
-
 /// The kernel's VALID_OPEN_FLAGS for x86_64.
 pub(super) const VALID_OPEN_FLAGS: u64 = (libc::O_ACCMODE
     | libc::O_CREAT
@@ -35,7 +31,7 @@ pub(super) const VALID_OPEN_FLAGS: u64 = (libc::O_ACCMODE
     | libc::O_DSYNC
     | libc::O_ASYNC
     | libc::O_DIRECT
-    | O_LARGEFILE
+    | vfs::sys::O_LARGEFILE
     | libc::O_DIRECTORY
     | libc::O_NOFOLLOW
     | libc::O_NOATIME

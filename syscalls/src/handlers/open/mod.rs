@@ -37,7 +37,7 @@ use serve::{is_regular, open_without_blocking, readable_by_all, reopen_served};
 /// readable procfs file with these alone cannot fail. The same flags let
 /// a read take procfs's direct route (`direct.rs`).
 pub(super) const UNOPENED_FLAGS: i32 =
-    libc::O_NONBLOCK | libc::O_LARGEFILE | libc::O_NOCTTY | libc::O_NOFOLLOW;
+    libc::O_NONBLOCK | vfs::sys::O_LARGEFILE | libc::O_NOCTTY | libc::O_NOFOLLOW;
 
 /// open and openat (open with `AT_FDCWD`).
 pub fn openat(ctx: &Context, g: &dyn Guest, dirfd: i32, path: u64, flags: u32, mode: u32) -> Res {
