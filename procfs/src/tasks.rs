@@ -280,8 +280,11 @@ fn cut_list(list: &str, n: usize) -> String {
 /// mount tables.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PerProcess {
-    /// `status` under a cpu limit.
+    /// `status` under a cpu limit, or when the guest's ids read otherwise
+    /// than the supervisor's (`guest_ids.rs`).
     Status,
+    /// `loginuid` when the guest's ids read otherwise (`guest_ids.rs`).
+    Loginuid,
     /// `timens_offsets` and `autogroup`, always (`timens_autogroup.rs`).
     TimensOffsets,
     Autogroup,
