@@ -89,6 +89,8 @@ pub use fence::Fence;
 pub use own_fds::reopen as reopen_own_fd;
 pub use rewound::{changes, refreshed};
 pub use sealed::sealed_file;
-pub use served::{substitute, synthetic_file, synthetic_unopened, ProcFile, Scope, Synthetic};
+pub use served::{
+    substitute, synthetic_direct, synthetic_file, synthetic_unopened, ProcFile, Scope, Synthetic,
+};
 pub use tasks::{fd_name, task_count, Named};
 pub use texts::{warm, with_view_proc};

@@ -449,14 +449,43 @@ pub fn synthetic_file(
     kind: ProcFile,
     flags: i32,
 ) -> Result<OwnedFd, Errno> {
+    let cover = ctx.synthetic.is_cover(&fd);
+    let name = (cover || kind.per_process())
+        .then(|| tasks::fd_name(&fd))
+        .flatten();
+    serve_opened(ctx, fd, name.as_deref(), cover, kind, flags)
+}
+
+/// [`synthetic_file`] of a file the direct route opened (`direct.rs`):
+/// its name, `name`, is known, and it is no cover (a cover is a mount,
+/// which the route never crosses).
+pub fn synthetic_direct(
+    ctx: &Scope<'_>,
+    fd: OwnedFd,
+    name: &str,
+    kind: ProcFile,
+    flags: i32,
+) -> Result<OwnedFd, Errno> {
+    serve_opened(ctx, fd, Some(name), false, kind, flags)
+}
+
+/// The synthetic file of `kind` from `fd`, the file the guest's open
+/// found, which the kernel names `name` (asked only of a cover or a
+/// per-process file) and which is one of the view's covers or not.
+fn serve_opened(
+    ctx: &Scope<'_>,
+    fd: OwnedFd,
+    name: Option<&str>,
+    cover: bool,
+    kind: ProcFile,
+    flags: i32,
+) -> Result<OwnedFd, Errno> {
     ctx.synthetic.served_any.store(true, Ordering::SeqCst);
-    let name = memfd_name(kind, &fd);
+    let memfd = memfd_name(kind, name);
     let host = match host_source(kind) {
         HostText::None => String::new(),
         HostText::StatLayout => stat_layout()?,
-        HostText::Opened if ctx.synthetic.is_cover(&fd) => {
-            read_host(&tasks::fd_name(&fd).ok_or(Errno::EIO)?)?
-        }
+        HostText::Opened if cover => read_host(name.ok_or(Errno::EIO)?)?,
         // A process's `status` and `loginuid` are made whole at the
         // first read (`read_record`).
         HostText::Opened
@@ -471,16 +500,16 @@ pub fn synthetic_file(
     };
     let text = text(ctx, kind, host);
     ctx.synthetic
-        .sealed(kind, &name, text.as_bytes(), flags & libc::O_NONBLOCK)
+        .sealed(kind, &memfd, text.as_bytes(), flags & libc::O_NONBLOCK)
 }
 
-/// The name of the memfd serving `fd`, a file of `kind`: a per-process
-/// file's names its process, for a rewind to find it again.
-fn memfd_name(kind: ProcFile, fd: &OwnedFd) -> CString {
-    let own = kind.per_process().then(|| {
-        let path = tasks::fd_name(fd)?;
-        ProcessFile::at(&path)?.memfd_name()
-    });
+/// The name of the memfd serving a file of `kind` that the kernel names
+/// `name`: a per-process file's names its process, for a rewind to find
+/// it again.
+fn memfd_name(kind: ProcFile, name: Option<&str>) -> CString {
+    let own = kind
+        .per_process()
+        .then(|| ProcessFile::at(name?)?.memfd_name());
     own.flatten()
         .unwrap_or_else(|| kind.memfd_name().to_owned())
 }

@@ -387,6 +387,12 @@ impl<'a> Named<'a> {
     pub fn name(&self) -> Option<&str> {
         self.name.get_or_init(|| fd_name(self.fd)).as_deref()
     }
+
+    /// [`Named::name`], owned, the descriptor let go.
+    pub fn into_name(self) -> Option<String> {
+        self.name.get_or_init(|| fd_name(self.fd));
+        self.name.into_inner().flatten()
+    }
 }
 
 /// What the kernel names `fd`, if it fits 64 bytes (every per-process
