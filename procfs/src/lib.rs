@@ -13,12 +13,14 @@
 //!   `outside.rs`) turned into the [`GuestLimits`] the files are served
 //!   under (`limits.rs`);
 //! - recognising a served file by what was opened and serving it
-//!   (`served.rs`), in a sealed memfd (`sealed.rs`); the texts
+//!   (`served.rs`), in a sealed memfd (`sealed.rs`), and again for a
+//!   reader that rewinds (`rewound.rs`); the texts
 //!   (`texts.rs` picks and feeds the renderer: `limit_texts.rs` for
 //!   meminfo and cpuinfo, `mount_tables.rs`, `masked.rs`, `stat.rs` for
 //!   /proc/stat, vmstat and uptime, `stat_line.rs` for a task's `stat`
 //!   line, read by every crate above this one, `tasks.rs` for the census of the
-//!   sandbox's tasks, loadavg and status, `timens_autogroup.rs`, `net.rs`
+//!   sandbox's tasks, loadavg and status, `guest_ids.rs` for the ids
+//!   of status and loginuid, `timens_autogroup.rs`, `net.rs`
 //!   for /proc/net and `sockstat.rs` for its sockets' count, `proc_sys.rs` for /proc/sys), reading the view's
 //!   procfs as a directory (`view_dir.rs`), naming and reopening the
 //!   supervisor's own descriptors (`own_fds.rs`), and the direct route of
@@ -47,6 +49,7 @@
 mod covers;
 mod direct;
 mod fence;
+mod guest_ids;
 mod limit_texts;
 mod limits;
 mod masked;
@@ -55,6 +58,7 @@ mod net;
 mod outside;
 mod own_fds;
 mod proc_sys;
+mod rewound;
 mod sealed;
 mod served;
 mod sockstat;
@@ -83,9 +87,10 @@ pub use sys_cpu::{write_sys_cpu, SysCpu};
 pub use direct::{direct_rel, Direct};
 pub use fence::Fence;
 pub use own_fds::reopen as reopen_own_fd;
+pub use rewound::{changes, refreshed};
 pub use sealed::sealed_file;
 pub use served::{
-    changes, refreshed, substitute, synthetic_file, synthetic_unopened, ProcFile, Scope, Synthetic,
+    substitute, synthetic_direct, synthetic_file, synthetic_unopened, ProcFile, Scope, Synthetic,
 };
 pub use tasks::{fd_name, task_count, Named};
 pub use texts::{warm, with_view_proc};

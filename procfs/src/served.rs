@@ -1,19 +1,19 @@
 //! Recognising and serving every rewritten /proc file.
 //!
-//! Owns: which files the view's limits ([`Synthetic::set_limits`]) and the
-//! sandbox itself have rewritten, recognising them at an open and
-//! serving them (the text in a sealed, read-only memfd, `sealed.rs`):
-//! `/proc/meminfo` and `/proc/cpuinfo` when a limit is set
-//! (`limit_texts.rs`), the mount tables (`mount_tables.rs`), the kernel's
-//! command line and the masked files (`masked.rs`), `/proc/stat`,
-//! `vmstat` and `uptime` (`stat.rs`), `loadavg`, the boot id and
-//! every `status` under a cpu limit (`tasks.rs`), every
+//! Owns: which files the view's limits ([`Synthetic::set_limits`]), the
+//! guest's ids ([`Synthetic::set_ids`]) and the sandbox itself have
+//! rewritten, recognising them at an open and serving them (the text in
+//! a sealed, read-only memfd, `sealed.rs`): `/proc/meminfo` and
+//! `/proc/cpuinfo` when a limit is set (`limit_texts.rs`), the mount
+//! tables (`mount_tables.rs`), the kernel's command line and the masked
+//! files (`masked.rs`), `/proc/stat`, `vmstat` and `uptime` (`stat.rs`),
+//! `loadavg`, the boot id and every `status` under a cpu limit
+//! (`tasks.rs`), every `status` and `loginuid` whose ids the guest reads
+//! otherwise than the supervisor (`guest_ids.rs`), every
 //! `timens_offsets` and `autogroup` (`timens_autogroup.rs`), the guest's
 //! `/proc/net` socket lists (`net.rs`), and the /proc/sys
-//! files of host counts and sizes (`proc_sys.rs`); and a fresh copy of
-//! those whose figures change, for a reader that rewinds (`refreshed`,
-//! used by `handlers/lseek.rs`), global and per-process ones. Does not
-//! own: the texts (`texts.rs` picks and feeds the renderers, those
+//! files of host counts and sizes (`proc_sys.rs`). Does not own: a
+//! fresh copy for a reader that rewinds (`rewound.rs`), the texts (`texts.rs` picks and feeds the renderers, those
 //! modules render), the limits (`limits.rs`) or enforcing them (cgroups,
 //! in the supervisor), or `/sys/devices/system/cpu`, which the view
 //! holds as plain files (`sys_cpu.rs`).
@@ -36,12 +36,13 @@ use vfs::Resolver;
 
 use super::covers::read_host;
 use super::direct::ProcRoot;
+use super::guest_ids::{GuestIds, Inherited};
 use super::limits::GuestLimits;
 use super::masked;
 use super::mount_tables::Table;
 use super::net::NetFile;
 use super::proc_sys::{SysBaseline, SysFile};
-use super::sealed::{read_all, read_view, LastSealed};
+use super::sealed::{read_all, read_record, read_view, sealed_file, LastSealed};
 use super::stat::{Baseline, CpuClock, HighWater, LastUptime};
 use super::tasks::{self, PerProcess, ProcessFile};
 use super::texts::{boottime, host_source, text, HostText};
@@ -90,7 +91,7 @@ pub enum ProcFile {
 
 impl ProcFile {
     /// The name of the memfd that serves it.
-    fn memfd_name(self) -> &'static CStr {
+    pub(super) fn memfd_name(self) -> &'static CStr {
         match self {
             ProcFile::MemInfo => c"meminfo",
             ProcFile::CpuInfo => c"cpuinfo",
@@ -104,6 +105,7 @@ impl ProcFile {
             ProcFile::LoadAvg => c"loadavg",
             ProcFile::BootId => c"boot_id",
             ProcFile::PerProcess(PerProcess::Status) => c"status",
+            ProcFile::PerProcess(PerProcess::Loginuid) => c"loginuid",
             ProcFile::PerProcess(PerProcess::TimensOffsets) => c"timens_offsets",
             ProcFile::PerProcess(PerProcess::Autogroup) => c"autogroup",
             ProcFile::Sys(f) => f.memfd_name(),
@@ -114,41 +116,10 @@ impl ProcFile {
 }
 
 impl ProcFile {
-    /// The served global file whose memfd is named `name`, if its figures
-    /// change while a reader holds it open.
-    fn changing(name: &str) -> Option<ProcFile> {
-        let kind = match name {
-            "meminfo" => ProcFile::MemInfo,
-            "stat" => ProcFile::Stat,
-            "vmstat" => ProcFile::VmStat,
-            "uptime" => ProcFile::Uptime,
-            "loadavg" => ProcFile::LoadAvg,
-            "file-nr" => ProcFile::Sys(SysFile::FileNr),
-            "inode-nr" => ProcFile::Sys(SysFile::InodeNr),
-            "dentry-state" => ProcFile::Sys(SysFile::DentryState),
-            _ => return None,
-        };
-        Some(kind)
-    }
-
     /// Whether a per-process file is of this kind (served in a memfd
     /// named for its process, `tasks::ProcessFile::memfd_name`).
     fn per_process(self) -> bool {
         matches!(self, ProcFile::PerProcess(_) | ProcFile::MountTable(_))
-    }
-
-    /// The view's path of a global file (as `changing` knows them).
-    fn view_path(self) -> Option<&'static str> {
-        let path = match self {
-            ProcFile::MemInfo => "/proc/meminfo",
-            ProcFile::Stat => "/proc/stat",
-            ProcFile::VmStat => "/proc/vmstat",
-            ProcFile::Sys(SysFile::FileNr) => "/proc/sys/fs/file-nr",
-            ProcFile::Sys(SysFile::InodeNr) => "/proc/sys/fs/inode-nr",
-            ProcFile::Sys(SysFile::DentryState) => "/proc/sys/fs/dentry-state",
-            _ => return None,
-        };
-        Some(path)
     }
 }
 
@@ -175,6 +146,10 @@ pub struct Synthetic {
     cover_dev: Option<u64>,
     /// The cpu limit, for the per-process files cut to it.
     cpus: Option<usize>,
+    /// The guest's ids where its `status` and `loginuid` read them
+    /// otherwise than the supervisor's open does (`guest_ids.rs`).
+    /// Boxed, as `kept`.
+    pub(super) ids: Option<Box<GuestIds>>,
     /// What /proc/stat and the boot id are relative to.
     pub(super) baseline: Baseline,
     /// What /proc/sys's host counts are relative to.
@@ -223,6 +198,7 @@ impl Synthetic {
             proc_dev,
             cover_dev,
             cpus: None,
+            ids: None,
             baseline,
             sys_baseline,
             cpu_clock: CpuClock::default(),
@@ -235,10 +211,22 @@ impl Synthetic {
         }
     }
 
-    /// The sealed memfd serving `data` as `name` (`sealed.rs`'s
-    /// [`LastSealed`]: the last one made with that text, if any).
-    fn sealed(&self, name: &CStr, data: &[u8], extra: i32) -> Result<OwnedFd, Errno> {
-        self.kept.sealed.file(name, data, extra)
+    /// The sealed memfd serving `data` as `name`, a file of `kind`
+    /// (`sealed.rs`'s [`LastSealed`]: the last one made with that text,
+    /// if any; but a `status`, whose text changes with every switch of its
+    /// task and whose names, one per task, would push the global files'
+    /// texts out of it).
+    pub(super) fn sealed(
+        &self,
+        kind: ProcFile,
+        name: &CStr,
+        data: &[u8],
+        extra: i32,
+    ) -> Result<OwnedFd, Errno> {
+        match kind {
+            ProcFile::PerProcess(PerProcess::Status) => sealed_file(name, data, extra),
+            _ => self.kept.sealed.file(name, data, extra),
+        }
     }
 
     /// The device of the view's procfs, if it has one.
@@ -280,6 +268,14 @@ impl Synthetic {
         files.retain(|f| !matches!(f.1, ProcFile::MemInfo | ProcFile::CpuInfo));
         files.extend(Synthetic::limit_files(fs, limits));
         self.cpus = limits.cpus;
+    }
+
+    /// Serve the ids of every process's `status` and `loginuid` as the
+    /// guest's user namespace, whose maps are `ids`, sees them, where
+    /// they read otherwise in the supervisor's (`guest_ids.rs`). Call it
+    /// before any call is served.
+    pub fn set_ids(&mut self, ids: &vfs::IdMap) {
+        self.ids = GuestIds::new(ids, &Inherited::own()).map(Box::new);
     }
 
     /// The sandbox's uptime in seconds now.
@@ -326,28 +322,19 @@ impl Synthetic {
     }
 
     /// The served per-process file named `name` (in `/proc/<pid>`).
-    fn per_process(&self, name: &str) -> Option<ProcFile> {
+    pub(super) fn per_process(&self, name: &str) -> Option<ProcFile> {
         match name {
             "mountinfo" => Some(ProcFile::MountTable(Table::MountInfo)),
             "mounts" => Some(ProcFile::MountTable(Table::Mounts)),
             "mountstats" => Some(ProcFile::MountTable(Table::MountStats)),
-            "status" if self.cpus.is_some() => Some(ProcFile::PerProcess(PerProcess::Status)),
+            "status" if self.cpus.is_some() || self.ids.is_some() => {
+                Some(ProcFile::PerProcess(PerProcess::Status))
+            }
+            "loginuid" if self.ids.is_some() => Some(ProcFile::PerProcess(PerProcess::Loginuid)),
             "timens_offsets" => Some(ProcFile::PerProcess(PerProcess::TimensOffsets)),
             "autogroup" => Some(ProcFile::PerProcess(PerProcess::Autogroup)),
             _ => None,
         }
-    }
-
-    /// When `memfd` names a served per-process file whose text changes
-    /// while a reader holds it open (all but `timens_offsets`): its kind
-    /// and view path, if still served.
-    fn changing_process_file(&self, memfd: &str) -> Option<Option<(ProcFile, CString)>> {
-        let file = ProcessFile::served(memfd)?;
-        let kind = self.per_process(file.name);
-        if kind == Some(ProcFile::PerProcess(PerProcess::TimensOffsets)) {
-            return None;
-        }
-        Some(kind.zip(file.view_path()))
     }
 
     /// Whether `fd` is one of the view's covers of a global /proc file.
@@ -445,8 +432,12 @@ pub fn synthetic_unopened(
     ctx.synthetic.served_any.store(true, Ordering::SeqCst);
     Some(host.and_then(|host| {
         let text = text(ctx, kind, host);
-        ctx.synthetic
-            .sealed(kind.memfd_name(), text.as_bytes(), flags & libc::O_NONBLOCK)
+        ctx.synthetic.sealed(
+            kind,
+            kind.memfd_name(),
+            text.as_bytes(),
+            flags & libc::O_NONBLOCK,
+        )
     }))
 }
 
@@ -458,73 +449,67 @@ pub fn synthetic_file(
     kind: ProcFile,
     flags: i32,
 ) -> Result<OwnedFd, Errno> {
+    let cover = ctx.synthetic.is_cover(&fd);
+    let name = (cover || kind.per_process())
+        .then(|| tasks::fd_name(&fd))
+        .flatten();
+    serve_opened(ctx, fd, name.as_deref(), cover, kind, flags)
+}
+
+/// [`synthetic_file`] of a file the direct route opened (`direct.rs`):
+/// its name, `name`, is known, and it is no cover (a cover is a mount,
+/// which the route never crosses).
+pub fn synthetic_direct(
+    ctx: &Scope<'_>,
+    fd: OwnedFd,
+    name: &str,
+    kind: ProcFile,
+    flags: i32,
+) -> Result<OwnedFd, Errno> {
+    serve_opened(ctx, fd, Some(name), false, kind, flags)
+}
+
+/// The synthetic file of `kind` from `fd`, the file the guest's open
+/// found, which the kernel names `name` (asked only of a cover or a
+/// per-process file) and which is one of the view's covers or not.
+fn serve_opened(
+    ctx: &Scope<'_>,
+    fd: OwnedFd,
+    name: Option<&str>,
+    cover: bool,
+    kind: ProcFile,
+    flags: i32,
+) -> Result<OwnedFd, Errno> {
     ctx.synthetic.served_any.store(true, Ordering::SeqCst);
-    let name = memfd_name(kind, &fd);
+    let memfd = memfd_name(kind, name);
     let host = match host_source(kind) {
         HostText::None => String::new(),
         HostText::StatLayout => stat_layout()?,
-        HostText::Opened if ctx.synthetic.is_cover(&fd) => {
-            read_host(&tasks::fd_name(&fd).ok_or(Errno::EIO)?)?
+        HostText::Opened if cover => read_host(name.ok_or(Errno::EIO)?)?,
+        // A process's `status` and `loginuid` are made whole at the
+        // first read (`read_record`).
+        HostText::Opened
+            if matches!(
+                kind,
+                ProcFile::PerProcess(PerProcess::Status | PerProcess::Loginuid)
+            ) =>
+        {
+            read_record(fd)?
         }
         HostText::Opened => read_all(fd)?,
     };
     let text = text(ctx, kind, host);
     ctx.synthetic
-        .sealed(&name, text.as_bytes(), flags & libc::O_NONBLOCK)
+        .sealed(kind, &memfd, text.as_bytes(), flags & libc::O_NONBLOCK)
 }
 
-/// The name of the memfd serving `fd`, a file of `kind`: a per-process
-/// file's names its process, for a rewind to find it again.
-fn memfd_name(kind: ProcFile, fd: &OwnedFd) -> CString {
-    let own = kind.per_process().then(|| {
-        let path = tasks::fd_name(fd)?;
-        ProcessFile::at(&path)?.memfd_name()
-    });
+/// The name of the memfd serving a file of `kind` that the kernel names
+/// `name`: a per-process file's names its process, for a rewind to find
+/// it again.
+fn memfd_name(kind: ProcFile, name: Option<&str>) -> CString {
+    let own = kind
+        .per_process()
+        .then(|| ProcessFile::at(name?)?.memfd_name());
     own.flatten()
         .unwrap_or_else(|| kind.memfd_name().to_owned())
-}
-
-/// A fresh copy, at offset 0, of the served file whose memfd is named
-/// `memfd_name`, for a reader that rewinds (`handlers/lseek.rs`); `None` when no
-/// such file changes while it is open (its snapshot stays right), or
-/// when a per-process file can no longer be read (its process ended:
-/// the reader keeps the text it has).
-pub fn refreshed(
-    ctx: &Scope<'_>,
-    memfd_name: &str,
-    nonblock: i32,
-) -> Option<Result<OwnedFd, Errno>> {
-    if let Some(file) = ctx.synthetic.changing_process_file(memfd_name) {
-        let (kind, path) = file?;
-        let host = match host_source(kind) {
-            HostText::None => String::new(),
-            _ => read_view(ctx.fs, &path).ok()?,
-        };
-        let text = text(ctx, kind, host);
-        return Some(ctx.synthetic.sealed(
-            &CString::new(memfd_name).ok()?,
-            text.as_bytes(),
-            nonblock,
-        ));
-    }
-    let kind = ProcFile::changing(memfd_name)?;
-    let host = match (host_source(kind), kind.view_path()) {
-        (HostText::None, _) => Ok(String::new()),
-        (HostText::StatLayout, _) => stat_layout(),
-        (HostText::Opened, Some(path)) => read_host(path),
-        (HostText::Opened, None) => return None,
-    };
-    let sealed = host.and_then(|host| {
-        let text = text(ctx, kind, host);
-        ctx.synthetic
-            .sealed(kind.memfd_name(), text.as_bytes(), nonblock)
-    });
-    Some(sealed)
-}
-
-/// Whether the served file whose memfd is named `memfd_name` changes
-/// while a reader holds it open (a rewind then re-serves it).
-pub fn changes(ctx: &Scope<'_>, memfd_name: &str) -> bool {
-    ProcFile::changing(memfd_name).is_some()
-        || ctx.synthetic.changing_process_file(memfd_name).is_some()
 }

@@ -280,8 +280,11 @@ fn cut_list(list: &str, n: usize) -> String {
 /// mount tables.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PerProcess {
-    /// `status` under a cpu limit.
+    /// `status` under a cpu limit, or when the guest's ids read otherwise
+    /// than the supervisor's (`guest_ids.rs`).
     Status,
+    /// `loginuid` when the guest's ids read otherwise (`guest_ids.rs`).
+    Loginuid,
     /// `timens_offsets` and `autogroup`, always (`timens_autogroup.rs`).
     TimensOffsets,
     Autogroup,
@@ -383,6 +386,12 @@ impl<'a> Named<'a> {
     /// [`fd_name`] of the descriptor.
     pub fn name(&self) -> Option<&str> {
         self.name.get_or_init(|| fd_name(self.fd)).as_deref()
+    }
+
+    /// [`Named::name`], owned, the descriptor let go.
+    pub fn into_name(self) -> Option<String> {
+        self.name.get_or_init(|| fd_name(self.fd));
+        self.name.into_inner().flatten()
     }
 }
 

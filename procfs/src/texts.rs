@@ -83,9 +83,11 @@ pub(super) fn text(ctx: &Scope<'_>, kind: ProcFile, host: String) -> String {
         (ProcFile::Uptime, _) => uptime(ctx),
         (ProcFile::LoadAvg, _) => tasks::loadavg(&kept_census(ctx, tasks::TaskFile::Stat)),
         (ProcFile::BootId, _) => base.boot_id.clone(),
-        (ProcFile::PerProcess(PerProcess::Status), limits @ GuestLimits { cpus: Some(n), .. }) => {
-            tasks::status(&host, limits.cpus_limit().unwrap_or(*n))
-        }
+        (ProcFile::PerProcess(PerProcess::Status), limits) => status(ctx, limits, host),
+        (ProcFile::PerProcess(PerProcess::Loginuid), _) => match &ctx.synthetic.ids {
+            Some(ids) => ids.loginuid(&host),
+            None => host,
+        },
         (ProcFile::PerProcess(PerProcess::TimensOffsets), _) => {
             timens_autogroup::timens_offsets(&host)
         }
@@ -110,6 +112,20 @@ pub(super) fn text(ctx: &Scope<'_>, kind: ProcFile, host: String) -> String {
         (ProcFile::Masked, _) => String::new(),
         (ProcFile::Net(file), _) => net_text(ctx, file, &host),
         _ => host,
+    }
+}
+
+/// A process's `status`: under a cpu limit its `Cpus_allowed` cut to
+/// it (`tasks::status`), and its ids as the guest's user namespace
+/// sees them where they read otherwise (`guest_ids.rs`).
+fn status(ctx: &Scope<'_>, limits: &GuestLimits, host: String) -> String {
+    let cut = match limits.cpus {
+        Some(n) => tasks::status(&host, limits.cpus_limit().unwrap_or(n)),
+        None => host,
+    };
+    match &ctx.synthetic.ids {
+        Some(ids) => ids.status(&cut),
+        None => cut,
     }
 }
 

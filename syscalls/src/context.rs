@@ -63,11 +63,14 @@ impl Context {
 
     /// The guest's id mapping ([`Context::new`]: the invoker's ids alone).
     /// With more than one id, no resolved directory is kept across calls
-    /// ([`vfs::Resolver::keep_no_dirs`] says why).
+    /// ([`vfs::Resolver::keep_no_dirs`] says why). The /proc files that
+    /// print ids for their opener's user namespace are served as the
+    /// guest's reads them ([`procfs::Synthetic::set_ids`]).
     pub fn set_ids(&mut self, ids: IdMap) {
         if ids.count() > 1 {
             self.fs.keep_no_dirs();
         }
+        self.synthetic.set_ids(&ids);
         self.ids = ids;
     }
 

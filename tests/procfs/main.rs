@@ -1,7 +1,8 @@
 //! /proc and /sys as the guest sees them: only the sandbox's processes
 //! and its own global figures (`isolation`), `/proc/self` naming the
 //! caller, the direct route of a read by a clean path answering as the
-//! general one (`direct`), read opens with `O_NOATIME` (`noatime`),
+//! general one (`direct`), the ids in `status` and `loginuid` as the
+//! guest's own (`ids`), read opens with `O_NOATIME` (`noatime`),
 //! readers that rewind an open file, races against the kernel's
 //! own /proc, the survey of every file for host-only facts (`survey`,
 //! with `survey.py` and `survey/checks.rs`), the CPU accounting of
@@ -13,6 +14,7 @@
 mod common;
 
 mod direct;
+mod ids;
 mod isolation;
 mod noatime;
 mod proc_self;

@@ -41,7 +41,8 @@ pub(super) fn open(ctx: &Context, g: &dyn Guest, path: &CStr, flags: u64) -> Opt
         None if !fenced(ctx, &named, &direct.st) => return Some(Ok(Reply::Continue)),
         None if direct.readable => Ok(direct.fd),
         Some(kind) if direct.readable => {
-            procfs::synthetic_file(&ctx.proc(), direct.fd, kind, flags)
+            let name = named.into_name().unwrap_or_default();
+            procfs::synthetic_direct(&ctx.proc(), direct.fd, &name, kind, flags)
         }
         // Opened O_PATH: a text of the sandbox's own, made without
         // opening the file (readable by all, so the guest's open could

@@ -1,0 +1,116 @@
+//! Serving a rewound file again: a reader that keeps a served /proc
+//! file open and rewinds it (`lseek(fd, 0, SEEK_SET)`, `handlers/lseek.rs`)
+//! gets a fresh copy, as procfs renders a fresh text at offset 0, of the
+//! files whose figures change while it is open: the global ones
+//! (`/proc/stat`, `vmstat`, `uptime`, `loadavg`, `meminfo`, /proc/sys's
+//! counts) and every served per-process file but `timens_offsets`, whose
+//! memfd is named for its process (`tasks::ProcessFile::memfd_name`).
+//!
+//! Owns: which memfd names are such files, and the fresh copy. Does not
+//! own: the texts (`texts.rs`), recognising files at an open or serving
+//! them (`served.rs`).
+
+use std::ffi::CString;
+use std::os::fd::OwnedFd;
+
+use nix::errno::Errno;
+
+use super::covers::read_host;
+use super::proc_sys::SysFile;
+use super::sealed::read_view;
+use super::served::{stat_layout, ProcFile, Scope, Synthetic};
+use super::tasks::{PerProcess, ProcessFile};
+use super::texts::{host_source, text, HostText};
+
+impl ProcFile {
+    /// The served global file whose memfd is named `name`, if its figures
+    /// change while a reader holds it open.
+    fn changing(name: &str) -> Option<ProcFile> {
+        let kind = match name {
+            "meminfo" => ProcFile::MemInfo,
+            "stat" => ProcFile::Stat,
+            "vmstat" => ProcFile::VmStat,
+            "uptime" => ProcFile::Uptime,
+            "loadavg" => ProcFile::LoadAvg,
+            "file-nr" => ProcFile::Sys(SysFile::FileNr),
+            "inode-nr" => ProcFile::Sys(SysFile::InodeNr),
+            "dentry-state" => ProcFile::Sys(SysFile::DentryState),
+            _ => return None,
+        };
+        Some(kind)
+    }
+
+    /// The view's path of a global file (as `changing` knows them).
+    fn view_path(self) -> Option<&'static str> {
+        let path = match self {
+            ProcFile::MemInfo => "/proc/meminfo",
+            ProcFile::Stat => "/proc/stat",
+            ProcFile::VmStat => "/proc/vmstat",
+            ProcFile::Sys(SysFile::FileNr) => "/proc/sys/fs/file-nr",
+            ProcFile::Sys(SysFile::InodeNr) => "/proc/sys/fs/inode-nr",
+            ProcFile::Sys(SysFile::DentryState) => "/proc/sys/fs/dentry-state",
+            _ => return None,
+        };
+        Some(path)
+    }
+}
+
+impl Synthetic {
+    /// When `memfd` names a served per-process file whose text changes
+    /// while a reader holds it open (all but `timens_offsets`): its kind
+    /// and view path, if still served.
+    fn changing_process_file(&self, memfd: &str) -> Option<Option<(ProcFile, CString)>> {
+        let file = ProcessFile::served(memfd)?;
+        let kind = self.per_process(file.name);
+        if kind == Some(ProcFile::PerProcess(PerProcess::TimensOffsets)) {
+            return None;
+        }
+        Some(kind.zip(file.view_path()))
+    }
+}
+
+/// A fresh copy, at offset 0, of the served file whose memfd is named
+/// `memfd_name`, for a reader that rewinds (`handlers/lseek.rs`); `None` when no
+/// such file changes while it is open (its snapshot stays right), or
+/// when a per-process file can no longer be read (its process ended:
+/// the reader keeps the text it has).
+pub fn refreshed(
+    ctx: &Scope<'_>,
+    memfd_name: &str,
+    nonblock: i32,
+) -> Option<Result<OwnedFd, Errno>> {
+    if let Some(file) = ctx.synthetic.changing_process_file(memfd_name) {
+        let (kind, path) = file?;
+        let host = match host_source(kind) {
+            HostText::None => String::new(),
+            _ => read_view(ctx.fs, &path).ok()?,
+        };
+        let text = text(ctx, kind, host);
+        return Some(ctx.synthetic.sealed(
+            kind,
+            &CString::new(memfd_name).ok()?,
+            text.as_bytes(),
+            nonblock,
+        ));
+    }
+    let kind = ProcFile::changing(memfd_name)?;
+    let host = match (host_source(kind), kind.view_path()) {
+        (HostText::None, _) => Ok(String::new()),
+        (HostText::StatLayout, _) => stat_layout(),
+        (HostText::Opened, Some(path)) => read_host(path),
+        (HostText::Opened, None) => return None,
+    };
+    let sealed = host.and_then(|host| {
+        let text = text(ctx, kind, host);
+        ctx.synthetic
+            .sealed(kind, kind.memfd_name(), text.as_bytes(), nonblock)
+    });
+    Some(sealed)
+}
+
+/// Whether the served file whose memfd is named `memfd_name` changes
+/// while a reader holds it open (a rewind then re-serves it).
+pub fn changes(ctx: &Scope<'_>, memfd_name: &str) -> bool {
+    ProcFile::changing(memfd_name).is_some()
+        || ctx.synthetic.changing_process_file(memfd_name).is_some()
+}
