@@ -103,7 +103,8 @@ static void keep(int fd, const struct note *n)
 }
 
 /* A consistent copy of descriptor `fd`'s slot into `out`; 0 when there
- * is none (or a thread is writing it). */
+ * is none (or a thread is writing it, or its length is one no note has:
+ * the table is the guest's to scribble on). */
 static int lookup(int fd, struct slot *out)
 {
     const struct slot *s = &slots[(unsigned)fd % SLOTS];
@@ -115,7 +116,7 @@ static int lookup(int fd, struct slot *out)
         out->name[i] = __atomic_load_n(&s->name[i], __ATOMIC_RELAXED);
     __atomic_thread_fence(__ATOMIC_ACQUIRE);
     return !(seq & 1) && seq == __atomic_load_n(&s->seq, __ATOMIC_RELAXED) && out->fd == fd &&
-           out->ino != 0;
+           out->ino != 0 && out->len <= sizeof out->name;
 }
 
 /* Forgets descriptor `fd`'s note: a later getsockname makes the call.
