@@ -14,11 +14,10 @@
  * a forged or stale one changes only what the guest tells itself
  * (docs/network.md, "Names without a round trip").
  *
- * The caller's pointers are hostile: getsockname's length is read only
- * once a futex compare proved it readable, and written only once
- * getrandom wrote it (the kernel reports EFAULT for both, never a
- * fault); the name's buffer is proved writable by getrandom before the
- * name is copied there. Any failed proof makes the call itself, whose
+ * The caller's pointers are hostile: getsockname's length is read and
+ * written only once FUTEX_WAKE_OP added 0 to it (the kernel reports
+ * EFAULT, never a fault); the name's buffer is proved writable by
+ * getrandom before the name is copied there. Any failed proof makes the call itself, whose
  * served answer is the kernel's (EFAULT, EINVAL). Notes are kept by
  * descriptor number in a table whose slots a sequence count guards, so
  * that a thread reads a whole note or none. Not a thread cancellation
@@ -168,14 +167,13 @@ EXPORT int accept(int fd, struct sockaddr *addr, socklen_t *len)
     return (int)answer(accept_noted(SYS_accept, fd, addr, len, 0));
 }
 
-/* Whether the 4-byte `int` at `p` is readable: FUTEX_WAIT compares it
- * (EFAULT when it cannot) and, with a zero timeout, never sleeps. An
+/* Whether the 4-byte `int` at `p` can be read and written: FUTEX_WAKE_OP
+ * adds 0 to it atomically (EFAULT when it cannot) and wakes no one. An
  * unaligned pointer is EINVAL: not proved. */
-static int readable_int(const int *p)
+static int readable_writable_int(int *p)
 {
-    struct timespec zero = {0, 0};
-    long r = raw_syscall6(SYS_futex, (long)p, FUTEX_WAIT_PRIVATE, 0x5eedc0de, (long)&zero, 0, 0);
-    return r == -EAGAIN || r == -ETIMEDOUT;
+    long add_zero = (long)FUTEX_OP_ADD << 28;
+    return raw_syscall6(SYS_futex, (long)p, FUTEX_WAKE_OP_PRIVATE, 0, 0, (long)p, add_zero) == 0;
 }
 
 /* Whether the `n` bytes at `p` are writable, by writing them: getrandom
@@ -198,15 +196,12 @@ static long noted_name(int fd, void *addr, socklen_t *lenp)
     if (raw_syscall6(SYS_fstat, fd, (long)&st, 0, 0, 0, 0) != 0 || !S_ISSOCK(st.st_mode) ||
         st.st_ino != s.ino)
         return NOT_NOTED;
-    if (!readable_int((const int *)lenp))
+    if (!readable_writable_int((int *)lenp))
         return NOT_NOTED;
     int room = *(volatile int *)lenp;
     if (room < 0)
         return -EINVAL;
     unsigned long n = (unsigned long)room < s.len ? (unsigned long)room : s.len;
-    if (!writable(lenp, sizeof *lenp))
-        return NOT_NOTED;
-    *(volatile int *)lenp = room;
     if (n > 0 && !writable(addr, n))
         return NOT_NOTED;
     const unsigned char *name = (const unsigned char *)s.name;
