@@ -20,8 +20,9 @@
  * getrandom before the name is copied there. Any failed proof makes the call itself, whose
  * served answer is the kernel's (EFAULT, EINVAL). Notes are kept by
  * descriptor number in a table whose slots a sequence count guards, so
- * that a thread reads a whole note or none. Not a thread cancellation
- * point, unlike the C library's accept.
+ * that a thread reads a whole note or none. accept is a cancellation
+ * point, as the C library's is (asynchronous cancellation around the
+ * call).
  *
  * A connection's name changes once after its accept: a connect to
  * AF_UNSPEC (a TCP disconnect) of a wildcard listener's connection
@@ -147,11 +148,27 @@ EXPORT int connect(int fd, const struct sockaddr *addr, socklen_t len)
     return (int)answer(raw_syscall6(SYS_connect, fd, (long)addr, len, 0, 0, 0));
 }
 
-/* accept (nr 43) or accept4 (288), marked; the note kept on success. */
+/* The C library's, weakly: glibc before 2.34 has it in libpthread only,
+ * which a program without threads does not load (and then nothing
+ * cancels). The same values in glibc and musl. */
+extern int pthread_setcanceltype(int type, int *old) __attribute__((weak));
+#define CANCEL_DEFERRED 0
+#define CANCEL_ASYNCHRONOUS 1
+
+/* accept (nr 43) or accept4 (288), marked; the note kept on success. A
+ * cancellation point as the C library's accept is: the call is made with
+ * asynchronous cancellation on, as glibc made its cancellable calls
+ * before 2.34, so a thread cancelled while the call blocks (in the
+ * supervisor's wait, which a signal interrupts) is cancelled. */
 static long accept_noted(long nr, int fd, struct sockaddr *addr, socklen_t *len, int flags)
 {
     struct note n = {0};
+    int old = CANCEL_DEFERRED;
+    if (pthread_setcanceltype != 0)
+        pthread_setcanceltype(CANCEL_ASYNCHRONOUS, &old);
     long ret = raw_syscall6(nr, fd, (long)addr, (long)len, flags, NAME_NOTE_MARK, (long)&n);
+    if (pthread_setcanceltype != 0 && old != CANCEL_ASYNCHRONOUS)
+        pthread_setcanceltype(old, &old);
     if (ret >= 0 && __atomic_load_n(&n.ino, __ATOMIC_RELAXED) != 0)
         keep((int)ret, &n);
     return ret;

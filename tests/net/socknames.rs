@@ -4,8 +4,9 @@
 //! and read-only pointers, a descriptor number reused by another socket,
 //! a TCP disconnect, threads, and raw marked accepts with bad note
 //! pointers; the transcript must be native's. Then that the answers take
-//! no round trip (the report's count), and that a guest that scribbles
-//! on its own note table misleads only itself.
+//! no round trip (the report's count), that a guest that scribbles on
+//! its own note table misleads only itself, and that the preload's accept
+//! is still a cancellation point.
 
 use crate::common;
 use common::*;
@@ -90,4 +91,17 @@ fn a_forged_note_misleads_only_its_process() {
         "forge next True",
         "done",
     ]);
+}
+
+/// The preload's accept is a cancellation point as the C library's is: a
+/// thread cancelled while its accept waits in the supervisor ends
+/// cancelled (tests/c/accept_cancel.c), as natively.
+#[test]
+fn a_thread_blocked_in_accept_is_cancelled() {
+    let prog = c_prog("accept_cancel");
+    let run = Run::new(&[prog.as_os_str()]).sup(&c_mounts());
+    let native = run.native().ok("native");
+    assert_eq!(native.stdout, "accept cancelled\naccept4 cancelled\n");
+    let sandboxed = run.supervised().ok("sandboxed");
+    assert_eq!(sandboxed.stdout, native.stdout, "{}", sandboxed.dump());
 }
