@@ -16,7 +16,9 @@
 //! (`__errno_location`, `fdopen`, `dl_iterate_phdr`, `memchr` and
 //! `strncmp`, which both export, versioned GLIBC_2.2.5 for glibc, whose
 //! versions musl's loader ignores; glibc's
-//! `_IO_fopen` and `__connect`, weakly, so that musl's loader leaves them NULL), no stack
+//! `_IO_fopen` and `__connect`, and `pthread_setcanceltype`, weakly, so
+//! that musl's loader leaves the first two NULL and a glibc before 2.34
+//! the third where libpthread is not loaded), no stack
 //! protector or fortified calls that would pull in newer symbols; general
 //! registers only, so that a rewritten site's call keeps the caller's
 //! vector registers as a `syscall` does. Without a C compiler
