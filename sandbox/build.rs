@@ -1,5 +1,6 @@
 //! Builds the guest's preload, `guest/fast_reads.c`,
-//! `fast_reads_rewrite.c` and `fast_reads_next.c`, into `$OUT_DIR/fast_reads.so`, which
+//! `fast_reads_rewrite.c`, `fast_reads_next.c` and `socket_names.c`, into
+//! `$OUT_DIR/fast_reads.so`, which
 //! `src/launch/fast_reads.rs` embeds, and the static loader,
 //! `guest/static_loader.c`, `static_loader_trap.c`, `static_loader_mm.c`,
 //! `static_loader_rewrite.c` and `static_loader_sites.c`, into
@@ -16,7 +17,9 @@
 //! (`__errno_location`, `fdopen`, `fileno`, `dl_iterate_phdr`, `memchr` and
 //! `strncmp`, which both export, versioned GLIBC_2.2.5 for glibc, whose
 //! versions musl's loader ignores; glibc's
-//! `_IO_fopen`, weakly, so that musl's loader leaves it NULL), no stack
+//! `_IO_fopen` and `__connect`, and `pthread_setcanceltype`, weakly, so
+//! that musl's loader leaves the first two NULL and a glibc before 2.34
+//! the third where libpthread is not loaded), no stack
 //! protector or fortified calls that would pull in newer symbols; general
 //! registers only, so that a rewritten site's call keeps the caller's
 //! vector registers as a `syscall` does. Without a C compiler
@@ -29,11 +32,12 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// The preload's sources; the first names it in messages.
-const SOURCES: [&str; 9] = [
+const SOURCES: [&str; 10] = [
     "guest/fast_reads.c",
     "guest/fast_reads_rewrite.c",
     "guest/site_patch.c",
     "guest/fast_reads_next.c",
+    "guest/socket_names.c",
     "guest/fast_reads.h",
     "guest/site_patch.h",
     "guest/raw_syscall.h",

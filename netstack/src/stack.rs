@@ -86,6 +86,15 @@ impl Default for Stack {
     }
 }
 
+/// A connection [`Stack::adopt`] recorded: its peer's and its own
+/// address, and its host socket's inode.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Adopted {
+    pub peer: SocketAddr,
+    pub local: SocketAddr,
+    pub inode: u64,
+}
+
 /// A socket the guest holds that is the netstack's.
 pub struct Sock {
     pub fd: OwnedFd,
@@ -235,19 +244,19 @@ impl Stack {
     }
 
     /// Records a connection accepted on `listener` (inheriting its
-    /// metadata); returns the peer's address. A wildcard listener's
+    /// metadata); returns its names and inode. A wildcard listener's
     /// connection reports the address the client dialled, which is the
     /// client's own (clients bind to the loopback address they dial).
-    pub fn adopt(&self, conn: BorrowedFd<'_>, listener: &Sock) -> Result<SocketAddr, Errno> {
+    pub fn adopt(&self, conn: BorrowedFd<'_>, listener: &Sock) -> Result<Adopted, Errno> {
         let ua: UnixAddr = socket::getpeername(conn.as_raw_fd())?;
         let peer = self.decode_peer(&ua, listener.meta.domain);
         let mut local = self.local_addr(listener);
         if addr::is_wildcard(local) {
             local = SocketAddr::new(peer.ip(), local.port());
         }
-        self.table
-            .insert(inode_of(conn)?, listener.meta.accepted(local, peer));
-        Ok(peer)
+        let inode = inode_of(conn)?;
+        self.table.insert(inode, listener.meta.accepted(local, peer));
+        Ok(Adopted { peer, local, inode })
     }
 
     /// Keeps `e` as the socket's error for its next call ([`Meta::error`]).

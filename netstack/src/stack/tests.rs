@@ -7,7 +7,7 @@ use std::os::fd::{AsFd, OwnedFd};
 use nix::errno::Errno;
 use nix::sys::socket;
 
-use super::{Sock, Stack, EPHEMERAL};
+use super::{inode_of, Sock, Stack, EPHEMERAL};
 use crate::name::Proto;
 
 fn sock(stack: &Stack, domain: i32, proto: Proto) -> Sock {
@@ -42,7 +42,10 @@ fn bind_listen_connect_accept_by_address() {
     let client = st.identify(client.fd).unwrap();
     let listener = std::os::unix::net::UnixListener::from(server.fd.try_clone().unwrap());
     let conn = OwnedFd::from(listener.accept().unwrap().0);
-    let peer = st.adopt(conn.as_fd(), &server).unwrap();
+    let adopted = st.adopt(conn.as_fd(), &server).unwrap();
+    let peer = adopted.peer;
+    assert_eq!(adopted.local, dst);
+    assert_eq!(adopted.inode, inode_of(conn.as_fd()).unwrap());
     assert_eq!(peer.ip(), sa("127.0.0.1:1").ip());
     assert_eq!(peer, st.local_addr(&client));
     assert_eq!(st.peer_addr(&client).unwrap(), dst);

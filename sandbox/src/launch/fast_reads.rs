@@ -306,6 +306,19 @@ mod tests {
         assert!(source.contains(&line), "fast_reads.c lacks `{line}`");
     }
 
+    /// The C source and the accept handler agree on the name note's mark
+    /// and size.
+    #[test]
+    fn the_name_note_is_the_handlers() {
+        let source = include_str!("../../guest/socket_names.c");
+        let mark = sandbox_syscalls::handlers::NAME_NOTE_MARK;
+        let line = format!("#define NAME_NOTE_MARK {mark:#x}UL");
+        assert!(source.contains(&line), "socket_names.c lacks `{line}`");
+        let note = "unsigned long ino;\n    unsigned int len;\n    unsigned int pad;\n    unsigned long name[4];";
+        assert!(source.contains(note), "socket_names.c's struct note changed");
+        assert_eq!(sandbox_syscalls::handlers::NOTE_LEN, 8 + 4 + 4 + 32);
+    }
+
     /// The library loads under any x86_64 glibc: it asks for no symbol
     /// version but GLIBC_2.2.5 (a newer one would make every exec under
     /// an older tree print a loader error).

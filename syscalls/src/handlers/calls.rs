@@ -8,7 +8,7 @@
 //! entry point (the policy table, [`crate::policy::entry`], names the
 //! entry point of each serviced number), or the work (the families).
 
-use super::net::{accept, dgram, mmsg, msg, names, socket};
+use super::net::{accept, dgram, mmsg, msg, names, note, socket};
 use super::{
     affinity, attr, clock, lseek, mknod, namei, notify, numa, open, refused, sync, sysinfo,
     task_stat, xattr, Context, Res,
@@ -220,11 +220,13 @@ pub(crate) fn listen(ctx: &Context, g: &dyn Guest, c: &SyscallArgs) -> Res {
 }
 
 pub(crate) fn accept(ctx: &Context, g: &dyn Guest, c: &SyscallArgs) -> Res {
-    accept::accept4(ctx, g, c.int(0), c.args[1], c.args[2], 0)
+    let note = note::requested(c);
+    accept::accept4(ctx, g, c.int(0), (c.args[1], c.args[2]), 0, note)
 }
 
 pub(crate) fn accept4(ctx: &Context, g: &dyn Guest, c: &SyscallArgs) -> Res {
-    accept::accept4(ctx, g, c.int(0), c.args[1], c.args[2], c.int(3))
+    let note = note::requested(c);
+    accept::accept4(ctx, g, c.int(0), (c.args[1], c.args[2]), c.int(3), note)
 }
 
 pub(crate) fn getsockname(ctx: &Context, g: &dyn Guest, c: &SyscallArgs) -> Res {

@@ -62,6 +62,8 @@ use nix::errno::Errno;
 use crate::guest::{Guest, Reply, SyscallArgs};
 use crate::Context;
 
+pub use net::note::{NAME_NOTE_MARK, NOTE_LEN};
+
 /// A handler's answer.
 pub(crate) type Res = Result<Reply, Errno>;
 

@@ -10,6 +10,7 @@
 //! installed with ADDFD+SEND. If the guest cannot take it (the thread died,
 //! its address buffer is bad, its table is full), the connection goes to
 //! the listener's queue, which the next accept serves first: none is lost.
+//! A marked accept also gets the connection's name note ([`note`]).
 
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 
@@ -19,18 +20,19 @@ use nix::errno::Errno;
 use nix::fcntl::{fcntl, FcntlArg, OFlag};
 use nix::poll::PollFlags;
 
-use super::{nonblocking, ours, read_len, stack, wait, write_sockaddr, Res};
+use super::{nonblocking, note, ours, read_len, stack, wait, write_sockaddr, Res};
 use crate::guest::{Guest, Reply};
 use crate::Context;
 
-/// accept4(fd, addr, addrlen, flags) (accept: flags 0).
+/// accept4(fd, addr, addrlen, flags) (accept: flags 0); `note`: where a
+/// marked call asks for its name note.
 pub(crate) fn accept4(
     ctx: &Context,
     g: &dyn Guest,
     fd: i32,
-    ptr: u64,
-    len_ptr: u64,
+    (ptr, len_ptr): (u64, u64),
     flags: i32,
+    note: Option<u64>,
 ) -> Res {
     if flags & !(libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC) != 0 {
         return Err(Errno::EINVAL);
@@ -61,7 +63,17 @@ pub(crate) fn accept4(
             return Err(e);
         }
     };
-    deliver(ctx, g, &s, conn, ptr, len_ptr, room, flags)
+    let to = Delivery { ptr, len_ptr, room, flags, note };
+    deliver(ctx, g, &s, conn, &to)
+}
+
+/// Where and how an accepted connection goes to the guest.
+struct Delivery {
+    ptr: u64,
+    len_ptr: u64,
+    room: Option<usize>,
+    flags: i32,
+    note: Option<u64>,
 }
 
 /// One connection from the listener, waiting for it if the guest's
@@ -94,35 +106,27 @@ fn set_status(conn: &OwnedFd, nonblock: bool) -> Result<(), Errno> {
     fcntl(conn.as_raw_fd(), FcntlArg::F_SETFL(flags)).map(drop)
 }
 
-/// Writes the peer's address and installs the connection; on failure the
-/// connection waits in the listener's queue.
-#[allow(clippy::too_many_arguments)]
-fn deliver(
-    ctx: &Context,
-    g: &dyn Guest,
-    s: &Sock,
-    conn: OwnedFd,
-    ptr: u64,
-    len_ptr: u64,
-    room: Option<usize>,
-    flags: i32,
-) -> Res {
+/// Writes the peer's address (and the note, if asked) and installs the
+/// connection; on failure the connection waits in the listener's queue.
+fn deliver(ctx: &Context, g: &dyn Guest, s: &Sock, conn: OwnedFd, to: &Delivery) -> Res {
     let net = stack(ctx);
-    let peer = match net.adopt(conn.as_fd(), s) {
-        Ok(peer) => peer,
+    let adopted = match net.adopt(conn.as_fd(), s) {
+        Ok(adopted) => adopted,
         Err(e) => {
             net.requeue(s.inode, conn);
             return Err(e);
         }
     };
-    if let Some(room) = room {
-        let bytes = addr::encode(s.meta.domain, peer);
-        if let Err(e) = write_sockaddr(g, ptr, len_ptr, room, &bytes) {
+    if let Some(room) = to.room {
+        let bytes = addr::encode(s.meta.domain, adopted.peer);
+        if let Err(e) = write_sockaddr(g, to.ptr, to.len_ptr, room, &bytes) {
             net.requeue(s.inode, conn);
             return Err(e);
         }
     }
-    match g.install_fd(conn, flags & libc::SOCK_CLOEXEC != 0) {
+    // Before the install: the guest's call returns as ADDFD completes.
+    note::leave(g, to.note, s.meta.domain, &adopted);
+    match g.install_fd(conn, to.flags & libc::SOCK_CLOEXEC != 0) {
         Ok(n) => Ok(Reply::Answered(i64::from(n))),
         Err((e, conn)) => {
             net.requeue(s.inode, conn);

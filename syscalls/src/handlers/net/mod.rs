@@ -12,7 +12,8 @@
 //! Families: [`socket`] (socket, bind, connect), [`accept`], [`names`]
 //! (getsockname, getpeername, getsockopt, setsockopt), [`dgram`]
 //! (sendto, recvfrom with addresses), [`msg`] (sendmsg, recvmsg) and
-//! their control messages ([`ancil`]); egress TCP connects in the
+//! their control messages ([`ancil`]); the note a marked accept leaves
+//! for the guest's preload ([`note`]); egress TCP connects in the
 //! background ([`dial`]), as are non-blocking loopback connects to a full
 //! backlog ([`backlog`]).
 
@@ -25,6 +26,7 @@ mod gate;
 pub(crate) mod mmsg;
 pub(crate) mod msg;
 pub(crate) mod names;
+pub mod note;
 pub(crate) mod socket;
 mod wait;
 

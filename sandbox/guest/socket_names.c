@@ -1,0 +1,237 @@
+/*
+ * socket_names.c: the preload's accept, accept4 and getsockname. An
+ * accepted connection's own name is fixed at its accept, and servers ask
+ * for it at once (CPython's accept does, on every connection); the
+ * supervisor's netstack answers getsockname with a round trip. Here a
+ * marked accept (NAME_NOTE_MARK in r8, a note's address in r9, both
+ * ignored by the kernel) gets that name written into the note by the
+ * supervisor with the host socket's inode (syscalls/src/handlers/net/
+ * note.rs), and getsockname answers from it while fstat of the
+ * descriptor still shows that inode; anything else makes the call,
+ * which the filter traps as before.
+ *
+ * Nothing here is trusted by the supervisor, which never reads a note:
+ * a forged or stale one changes only what the guest tells itself
+ * (docs/network.md, "Names without a round trip").
+ *
+ * The caller's pointers are hostile: getsockname's length is read and
+ * written only once FUTEX_WAKE_OP added 0 to it (the kernel reports
+ * EFAULT, never a fault); the name's buffer is proved writable by
+ * getrandom before the name is copied there. Any failed proof makes the call itself, whose
+ * served answer is the kernel's (EFAULT, EINVAL). Notes are kept by
+ * descriptor number in a table whose slots a sequence count guards, so
+ * that a thread reads a whole note or none. accept is a cancellation
+ * point, as the C library's is (asynchronous cancellation around the
+ * call).
+ *
+ * A connection's name changes once after its accept: a connect to
+ * AF_UNSPEC (a TCP disconnect) of a wildcard listener's connection
+ * unsets its address. connect is wrapped only to forget the note of the
+ * descriptor it is given, then made by glibc's __connect (a cancellation
+ * point still), or, where the C library has none (musl), by a raw call.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <linux/futex.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+
+#include "raw_syscall.h"
+
+/* Must equal sandbox_syscalls::handlers::NAME_NOTE_MARK (a unit test in
+ * sandbox/src/launch/fast_reads.rs compares them). */
+#define NAME_NOTE_MARK 0x6e616d655eedc0deUL
+
+#define EXPORT __attribute__((visibility("default")))
+
+/* The C library's own types of these calls are left out: glibc declares
+ * the address argument as a transparent union. */
+typedef unsigned int socklen_t;
+struct sockaddr;
+
+/* What the supervisor writes (NOTE_LEN, 48 bytes): the connection's host
+ * socket inode (0: not written), its name's length and the name. */
+struct note {
+    unsigned long ino;
+    unsigned int len;
+    unsigned int pad;
+    unsigned long name[4];
+};
+
+/* One descriptor's note. seq is odd while a thread writes the slot. */
+struct slot {
+    unsigned int seq;
+    int fd;
+    unsigned long ino;
+    unsigned long len;
+    unsigned long name[4];
+};
+
+#define SLOTS 256
+static struct slot slots[SLOTS];
+
+/* Made when a getsockname is not answered here. */
+#define NOT_NOTED 1
+
+static long answer(long ret)
+{
+    if (ret < 0) {
+        errno = (int)-ret;
+        return -1;
+    }
+    return ret;
+}
+
+/* Keeps the note of descriptor `fd`; skipped when another thread is
+ * writing the same slot (the call is then made, as without a note). */
+static void keep(int fd, const struct note *n)
+{
+    struct slot *s = &slots[(unsigned)fd % SLOTS];
+    unsigned int seq = __atomic_load_n(&s->seq, __ATOMIC_RELAXED);
+    if ((seq & 1) || n->ino == 0 || n->len > sizeof n->name)
+        return;
+    if (!__atomic_compare_exchange_n(&s->seq, &seq, seq + 1, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+        return;
+    __atomic_thread_fence(__ATOMIC_RELEASE);
+    __atomic_store_n(&s->fd, fd, __ATOMIC_RELAXED);
+    __atomic_store_n(&s->ino, n->ino, __ATOMIC_RELAXED);
+    __atomic_store_n(&s->len, n->len, __ATOMIC_RELAXED);
+    for (int i = 0; i < 4; i++)
+        __atomic_store_n(&s->name[i], n->name[i], __ATOMIC_RELAXED);
+    __atomic_store_n(&s->seq, seq + 2, __ATOMIC_RELEASE);
+}
+
+/* A consistent copy of descriptor `fd`'s slot into `out`; 0 when there
+ * is none (or a thread is writing it, or its length is one no note has:
+ * the table is the guest's to scribble on). */
+static int lookup(int fd, struct slot *out)
+{
+    const struct slot *s = &slots[(unsigned)fd % SLOTS];
+    unsigned int seq = __atomic_load_n(&s->seq, __ATOMIC_ACQUIRE);
+    out->fd = __atomic_load_n(&s->fd, __ATOMIC_RELAXED);
+    out->ino = __atomic_load_n(&s->ino, __ATOMIC_RELAXED);
+    out->len = __atomic_load_n(&s->len, __ATOMIC_RELAXED);
+    for (int i = 0; i < 4; i++)
+        out->name[i] = __atomic_load_n(&s->name[i], __ATOMIC_RELAXED);
+    __atomic_thread_fence(__ATOMIC_ACQUIRE);
+    return !(seq & 1) && seq == __atomic_load_n(&s->seq, __ATOMIC_RELAXED) && out->fd == fd &&
+           out->ino != 0 && out->len <= sizeof out->name;
+}
+
+/* Forgets descriptor `fd`'s note: a later getsockname makes the call.
+ * A slot another thread is writing is left: a thread keeps only the
+ * note of a descriptor its own accept just returned, which no other
+ * thread can have connected yet, so that note is another descriptor's
+ * and fd's is gone with it. Never waits (a signal handler may call). */
+static void forget(int fd)
+{
+    struct slot *s = &slots[(unsigned)fd % SLOTS];
+    unsigned int seq = __atomic_load_n(&s->seq, __ATOMIC_ACQUIRE);
+    if ((seq & 1) || __atomic_load_n(&s->fd, __ATOMIC_RELAXED) != fd)
+        return;
+    if (!__atomic_compare_exchange_n(&s->seq, &seq, seq + 1, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+        return;
+    __atomic_store_n(&s->ino, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&s->seq, seq + 2, __ATOMIC_RELEASE);
+}
+
+/* glibc's connect under its other exported name. Weak: musl has none. */
+extern int __connect(int fd, const struct sockaddr *addr, socklen_t len) __attribute__((weak));
+
+EXPORT int connect(int fd, const struct sockaddr *addr, socklen_t len)
+{
+    if (fd >= 0)
+        forget(fd);
+    if (__connect != 0)
+        return __connect(fd, addr, len);
+    return (int)answer(raw_syscall6(SYS_connect, fd, (long)addr, len, 0, 0, 0));
+}
+
+/* The C library's, weakly: glibc before 2.34 has it in libpthread only,
+ * which a program without threads does not load (and then nothing
+ * cancels). The same values in glibc and musl. */
+extern int pthread_setcanceltype(int type, int *old) __attribute__((weak));
+#define CANCEL_DEFERRED 0
+#define CANCEL_ASYNCHRONOUS 1
+
+/* accept (nr 43) or accept4 (288), marked; the note kept on success. A
+ * cancellation point as the C library's accept is: the call is made with
+ * asynchronous cancellation on, as glibc made its cancellable calls
+ * before 2.34, so a thread cancelled while the call blocks (in the
+ * supervisor's wait, which a signal interrupts) is cancelled. */
+static long accept_noted(long nr, int fd, struct sockaddr *addr, socklen_t *len, int flags)
+{
+    struct note n = {0};
+    int old = CANCEL_DEFERRED;
+    if (pthread_setcanceltype != 0)
+        pthread_setcanceltype(CANCEL_ASYNCHRONOUS, &old);
+    long ret = raw_syscall6(nr, fd, (long)addr, (long)len, flags, NAME_NOTE_MARK, (long)&n);
+    if (pthread_setcanceltype != 0 && old != CANCEL_ASYNCHRONOUS)
+        pthread_setcanceltype(old, &old);
+    if (ret >= 0 && __atomic_load_n(&n.ino, __ATOMIC_RELAXED) != 0)
+        keep((int)ret, &n);
+    return ret;
+}
+
+EXPORT int accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags)
+{
+    return (int)answer(accept_noted(SYS_accept4, fd, addr, len, flags));
+}
+
+EXPORT int accept(int fd, struct sockaddr *addr, socklen_t *len)
+{
+    return (int)answer(accept_noted(SYS_accept, fd, addr, len, 0));
+}
+
+/* Whether the 4-byte `int` at `p` can be read and written: FUTEX_WAKE_OP
+ * adds 0 to it atomically (EFAULT when it cannot) and wakes no one. An
+ * unaligned pointer is EINVAL: not proved. */
+static int readable_writable_int(int *p)
+{
+    long add_zero = (long)FUTEX_OP_ADD << 28;
+    return raw_syscall6(SYS_futex, (long)p, FUTEX_WAKE_OP_PRIVATE, 0, 0, (long)p, add_zero) == 0;
+}
+
+/* Whether the `n` bytes at `p` are writable, by writing them: getrandom
+ * copies out as the kernel's getsockname would (EFAULT, or fewer bytes
+ * where the range ends in memory that is not). */
+static int writable(void *p, unsigned long n)
+{
+    return raw_syscall6(SYS_getrandom, (long)p, n, 1 /* GRND_NONBLOCK */, 0, 0, 0) == (long)n;
+}
+
+/* getsockname answered from the note of `fd`, as the kernel's
+ * move_addr_to_user writes it; NOT_NOTED when there is no note for the
+ * socket `fd` is now, or a pointer is not proved good. */
+static long noted_name(int fd, void *addr, socklen_t *lenp)
+{
+    struct slot s;
+    struct stat st;
+    if (fd < 0 || !lookup(fd, &s))
+        return NOT_NOTED;
+    if (raw_syscall6(SYS_fstat, fd, (long)&st, 0, 0, 0, 0) != 0 || !S_ISSOCK(st.st_mode) ||
+        st.st_ino != s.ino)
+        return NOT_NOTED;
+    if (!readable_writable_int((int *)lenp))
+        return NOT_NOTED;
+    int room = *(volatile int *)lenp;
+    if (room < 0)
+        return -EINVAL;
+    unsigned long n = (unsigned long)room < s.len ? (unsigned long)room : s.len;
+    if (n > 0 && !writable(addr, n))
+        return NOT_NOTED;
+    const unsigned char *name = (const unsigned char *)s.name;
+    for (unsigned long i = 0; i < n; i++)
+        ((volatile unsigned char *)addr)[i] = name[i];
+    *(volatile int *)lenp = (int)s.len;
+    return 0;
+}
+
+EXPORT int getsockname(int fd, struct sockaddr *addr, socklen_t *len)
+{
+    long r = noted_name(fd, addr, len);
+    if (r == NOT_NOTED)
+        r = raw_syscall6(SYS_getsockname, fd, (long)addr, (long)len, 0, 0, 0);
+    return (int)answer(r);
+}
