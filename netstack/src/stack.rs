@@ -255,7 +255,8 @@ impl Stack {
             local = SocketAddr::new(peer.ip(), local.port());
         }
         let inode = inode_of(conn)?;
-        self.table.insert(inode, listener.meta.accepted(local, peer));
+        self.table
+            .insert(inode, listener.meta.accepted(local, peer));
         Ok(Adopted { peer, local, inode })
     }
 

@@ -67,11 +67,16 @@ fn accepted_names_take_no_round_trip() {
         .ok("supervised");
     assert_eq!(out.stdout, "served\n", "{}", out.dump());
     let r = read_report(rep.path());
-    let names = r["syscalls"]["serviced"]["getsockname"].as_u64().unwrap_or(0);
+    let names = r["syscalls"]["serviced"]["getsockname"]
+        .as_u64()
+        .unwrap_or(0);
     let accepts = r["syscalls"]["serviced"]["accept4"].as_u64().unwrap_or(0);
     assert_eq!(accepts, 50, "{r}");
     // CPython asks once a connection, and twice a loop for the listener's.
-    assert!(names <= 101, "{names} getsockname serviced for 50 accepts: {r}");
+    assert!(
+        names <= 101,
+        "{names} getsockname serviced for 50 accepts: {r}"
+    );
     assert!(names >= 50, "the listener's own are served: {names}");
 }
 

@@ -315,7 +315,10 @@ mod tests {
         let line = format!("#define NAME_NOTE_MARK {mark:#x}UL");
         assert!(source.contains(&line), "socket_names.c lacks `{line}`");
         let note = "unsigned long ino;\n    unsigned int len;\n    unsigned int pad;\n    unsigned long name[4];";
-        assert!(source.contains(note), "socket_names.c's struct note changed");
+        assert!(
+            source.contains(note),
+            "socket_names.c's struct note changed"
+        );
         assert_eq!(sandbox_syscalls::handlers::NOTE_LEN, 8 + 4 + 4 + 32);
     }
 

@@ -63,7 +63,13 @@ pub(crate) fn accept4(
             return Err(e);
         }
     };
-    let to = Delivery { ptr, len_ptr, room, flags, note };
+    let to = Delivery {
+        ptr,
+        len_ptr,
+        room,
+        flags,
+        note,
+    };
     deliver(ctx, g, &s, conn, &to)
 }
 

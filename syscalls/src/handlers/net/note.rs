@@ -71,7 +71,10 @@ mod tests {
         assert_eq!(note[8..12], 28u32.to_ne_bytes());
         assert_eq!(note[16..44], addr::encode(libc::AF_INET6, conn.local)[..]);
         assert_eq!(note[44..], [0; 4]);
-        let v4 = Adopted { local: "127.0.0.1:80".parse().unwrap(), ..conn };
+        let v4 = Adopted {
+            local: "127.0.0.1:80".parse().unwrap(),
+            ..conn
+        };
         let note = encode(libc::AF_INET, &v4);
         assert_eq!(note[8..12], 16u32.to_ne_bytes());
         assert_eq!(note[32..], [0; 16]);
