@@ -13,7 +13,8 @@
 //!   `outside.rs`) turned into the [`GuestLimits`] the files are served
 //!   under (`limits.rs`);
 //! - recognising a served file by what was opened and serving it
-//!   (`served.rs`), in a sealed memfd (`sealed.rs`); the texts
+//!   (`served.rs`), in a sealed memfd (`sealed.rs`) or, for a file a
+//!   rewind rewrites, one the guest cannot write (`in_place.rs`); the texts
 //!   (`texts.rs` picks and feeds the renderer: `limit_texts.rs` for
 //!   meminfo and cpuinfo, `mount_tables.rs`, `masked.rs`, `stat.rs` for
 //!   /proc/stat, vmstat and uptime, `stat_line.rs` for a task's `stat`
@@ -47,6 +48,7 @@
 mod covers;
 mod direct;
 mod fence;
+mod in_place;
 mod limit_texts;
 mod limits;
 mod masked;
@@ -85,7 +87,8 @@ pub use fence::Fence;
 pub use own_fds::reopen as reopen_own_fd;
 pub use sealed::sealed_file;
 pub use served::{
-    changes, refreshed, substitute, synthetic_file, synthetic_unopened, ProcFile, Scope, Synthetic,
+    changes, refreshed, rewritten, substitute, synthetic_file, synthetic_unopened, ProcFile, Scope,
+    Synthetic,
 };
 pub use tasks::{fd_name, task_count, Named};
 pub use texts::{warm, with_view_proc};

@@ -36,6 +36,7 @@ use vfs::Resolver;
 
 use super::covers::read_host;
 use super::direct::ProcRoot;
+use super::in_place::InPlace;
 use super::limits::GuestLimits;
 use super::masked;
 use super::mount_tables::Table;
@@ -131,6 +132,13 @@ impl ProcFile {
         Some(kind)
     }
 
+    /// Whether a rewind rewrites this global file in place, where the
+    /// sandbox allows it (`in_place.rs`): `/proc/stat`, whose figures
+    /// move at every read, so that no two opens would share a text anyway.
+    fn rewritten_in_place(self) -> bool {
+        self == ProcFile::Stat
+    }
+
     /// Whether a per-process file is of this kind (served in a memfd
     /// named for its process, `tasks::ProcessFile::memfd_name`).
     fn per_process(self) -> bool {
@@ -154,12 +162,14 @@ impl ProcFile {
 
 /// What serving keeps open between calls: the view's procfs for the
 /// census behind `/proc/stat`, `uptime` and `loadavg` (`view_dir.rs`),
-/// the last text served under each memfd name (`sealed.rs`), and the
-/// view's procfs root the direct route opens beneath (`direct.rs`).
+/// the last text served under each memfd name (`sealed.rs`), the files
+/// a rewind rewrites in place (`in_place.rs`), and the view's procfs
+/// root the direct route opens beneath (`direct.rs`).
 #[derive(Debug, Default)]
 pub(super) struct Kept {
     pub(super) proc: KeptProc,
     sealed: LastSealed,
+    in_place: InPlace,
     /// The view's procfs root, for the direct route (`direct.rs`).
     pub(super) proc_root: ProcRoot,
 }
@@ -230,14 +240,25 @@ impl Synthetic {
             ctxt: HighWater::default(),
             processes: HighWater::default(),
             autogroups: AutogroupIds::default(),
-            kept: Box::default(),
+            kept: Box::new(Kept {
+                in_place: InPlace::new(read(c"/proc/1/uid_map").as_deref()),
+                ..Kept::default()
+            }),
             served_any: AtomicBool::new(false),
         }
     }
 
-    /// The sealed memfd serving `data` as `name` (`sealed.rs`'s
-    /// [`LastSealed`]: the last one made with that text, if any).
+    /// The memfd serving `data` as `name`: for a file a rewind rewrites
+    /// in place, one of `in_place.rs`'s where this sandbox allows it;
+    /// else a sealed one (`sealed.rs`'s [`LastSealed`]: the last one made
+    /// with that text, if any).
     fn sealed(&self, name: &CStr, data: &[u8], extra: i32) -> Result<OwnedFd, Errno> {
+        let in_place = name.to_str().ok().and_then(ProcFile::changing);
+        if in_place.is_some_and(ProcFile::rewritten_in_place) {
+            if let Some(file) = self.kept.in_place.file(name, data, extra) {
+                return file;
+            }
+        }
         self.kept.sealed.file(name, data, extra)
     }
 
@@ -508,18 +529,35 @@ pub fn refreshed(
         ));
     }
     let kind = ProcFile::changing(memfd_name)?;
+    let sealed = global_text(ctx, kind)?.and_then(|text| {
+        ctx.synthetic
+            .sealed(kind.memfd_name(), text.as_bytes(), nonblock)
+    });
+    Some(sealed)
+}
+
+/// The fresh text of the changing global file `kind`; `None` when it is
+/// not one that can be made again.
+fn global_text(ctx: &Scope<'_>, kind: ProcFile) -> Option<Result<String, Errno>> {
     let host = match (host_source(kind), kind.view_path()) {
         (HostText::None, _) => Ok(String::new()),
         (HostText::StatLayout, _) => stat_layout(),
         (HostText::Opened, Some(path)) => read_host(path),
         (HostText::Opened, None) => return None,
     };
-    let sealed = host.and_then(|host| {
-        let text = text(ctx, kind, host);
-        ctx.synthetic
-            .sealed(kind.memfd_name(), text.as_bytes(), nonblock)
-    });
-    Some(sealed)
+    Some(host.map(|host| text(ctx, kind, host)))
+}
+
+/// For a reader that rewinds the guest's `file`, whose memfd is named
+/// `memfd_name`: its fresh text written into it in place, when it is a
+/// memfd `in_place.rs` keeps (the kernel then seeks); `None` otherwise
+/// (then [`refreshed`] makes a new file).
+pub fn rewritten(ctx: &Scope<'_>, memfd_name: &str, file: &OwnedFd) -> Option<Result<(), Errno>> {
+    let kind = ProcFile::changing(memfd_name).filter(|k| k.rewritten_in_place())?;
+    let in_place = &ctx.synthetic.kept.in_place;
+    in_place.rewrite(memfd_name, file, || {
+        global_text(ctx, kind).unwrap_or(Err(Errno::EIO))
+    })
 }
 
 /// Whether the served file whose memfd is named `memfd_name` changes
