@@ -167,6 +167,41 @@ fn a_rewind_is_shared_by_dups_and_forked_copies() {
     }
 }
 
+/// What a guest root tries on the `/proc/stat` a rewind rewrites in place
+/// (its memfd the supervisor's, unmapped in the guest): it cannot make it
+/// writable, open it for writing, cut it or write it.
+const UNWRITABLE: &str = r#"
+import os
+fd = os.open("/proc/stat", os.O_RDONLY)
+tries = [
+    ("fchmod", lambda: os.fchmod(fd, 0o666)),
+    ("open rw", lambda: os.open(f"/proc/self/fd/{fd}", os.O_RDWR)),
+    ("open wo", lambda: os.open(f"/proc/self/fd/{fd}", os.O_WRONLY)),
+    ("truncate", lambda: os.truncate(f"/proc/self/fd/{fd}", 0)),
+    ("write", lambda: os.write(fd, b"x")),
+]
+for what, act in tries:
+    try:
+        act()
+        print(what, "done")
+    except OSError as e:
+        print(what, e.strerror)
+os.lseek(fd, 0, os.SEEK_SET)
+print(os.read(fd, 4))
+"#;
+
+#[test]
+fn a_guest_root_cannot_write_the_stat_a_rewind_rewrites() {
+    if !is_root() {
+        skip!("the memfd is rewritten in place for a root supervisor only");
+    }
+    let out = Run::new(&[PY, "-c", UNWRITABLE]).supervised().ok("supervised");
+    let want = "fchmod Operation not permitted\nopen rw Permission denied\n\
+                open wo Permission denied\ntruncate Permission denied\n\
+                write Bad file descriptor\nb'cpu '\n";
+    assert_eq!(out.stdout, want, "{}", out.dump());
+}
+
 /// Under `--memory`, a rewound /proc/meminfo shows the guest's own
 /// allocation (the sandbox's usage, not the host's).
 const MEMINFO: &str = r#"
