@@ -13,8 +13,9 @@
 //!   `outside.rs`) turned into the [`GuestLimits`] the files are served
 //!   under (`limits.rs`);
 //! - recognising a served file by what was opened and serving it
-//!   (`served.rs`), in a sealed memfd (`sealed.rs`), and again for a
-//!   reader that rewinds (`rewound.rs`); the texts
+//!   (`served.rs`), in a sealed memfd (`sealed.rs`) or, for a file a
+//!   rewind rewrites, one the guest cannot write (`in_place.rs`), and
+//!   again for a reader that rewinds (`rewound.rs`); the texts
 //!   (`texts.rs` picks and feeds the renderer: `limit_texts.rs` for
 //!   meminfo and cpuinfo, `mount_tables.rs`, `masked.rs`, `stat.rs` for
 //!   /proc/stat, vmstat and uptime, `stat_line.rs` for a task's `stat`
@@ -50,6 +51,7 @@ mod covers;
 mod direct;
 mod fence;
 mod guest_ids;
+mod in_place;
 mod limit_texts;
 mod limits;
 mod masked;
@@ -87,7 +89,7 @@ pub use sys_cpu::{write_sys_cpu, SysCpu};
 pub use direct::{direct_rel, Direct};
 pub use fence::Fence;
 pub use own_fds::reopen as reopen_own_fd;
-pub use rewound::{changes, refreshed};
+pub use rewound::{changes, refreshed, rewritten};
 pub use sealed::sealed_file;
 pub use served::{
     substitute, synthetic_direct, synthetic_file, synthetic_unopened, ProcFile, Scope, Synthetic,

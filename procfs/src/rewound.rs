@@ -6,9 +6,13 @@
 //! counts) and every served per-process file but `timens_offsets`, whose
 //! memfd is named for its process (`tasks::ProcessFile::memfd_name`).
 //!
+//! A rewound `/proc/stat` is rewritten in the guest's own memfd where the
+//! sandbox allows it (`in_place.rs`, [`rewritten`]); every other gets a
+//! new one ([`refreshed`]).
+//!
 //! Owns: which memfd names are such files, and the fresh copy. Does not
 //! own: the texts (`texts.rs`), recognising files at an open or serving
-//! them (`served.rs`).
+//! them (`served.rs`), the in-place memfds (`in_place.rs`).
 
 use std::ffi::CString;
 use std::os::fd::OwnedFd;
@@ -38,6 +42,13 @@ impl ProcFile {
             _ => return None,
         };
         Some(kind)
+    }
+
+    /// Whether a rewind rewrites this global file in place, where the
+    /// sandbox allows it (`in_place.rs`): `/proc/stat`, whose figures
+    /// move at every read, so that no two opens would share a text anyway.
+    pub(super) fn rewritten_in_place(self) -> bool {
+        self == ProcFile::Stat
     }
 
     /// The view's path of a global file (as `changing` knows them).
@@ -94,18 +105,35 @@ pub fn refreshed(
         ));
     }
     let kind = ProcFile::changing(memfd_name)?;
+    let sealed = global_text(ctx, kind)?.and_then(|text| {
+        ctx.synthetic
+            .sealed(kind, kind.memfd_name(), text.as_bytes(), nonblock)
+    });
+    Some(sealed)
+}
+
+/// The fresh text of the changing global file `kind`; `None` when it is
+/// not one that can be made again.
+fn global_text(ctx: &Scope<'_>, kind: ProcFile) -> Option<Result<String, Errno>> {
     let host = match (host_source(kind), kind.view_path()) {
         (HostText::None, _) => Ok(String::new()),
         (HostText::StatLayout, _) => stat_layout(),
         (HostText::Opened, Some(path)) => read_host(path),
         (HostText::Opened, None) => return None,
     };
-    let sealed = host.and_then(|host| {
-        let text = text(ctx, kind, host);
-        ctx.synthetic
-            .sealed(kind, kind.memfd_name(), text.as_bytes(), nonblock)
-    });
-    Some(sealed)
+    Some(host.map(|host| text(ctx, kind, host)))
+}
+
+/// For a reader that rewinds the guest's `file`, whose memfd is named
+/// `memfd_name`: its fresh text written into it in place, when it is a
+/// memfd `in_place.rs` keeps (the kernel then seeks); `None` otherwise
+/// (then [`refreshed`] makes a new file).
+pub fn rewritten(ctx: &Scope<'_>, memfd_name: &str, file: &OwnedFd) -> Option<Result<(), Errno>> {
+    let kind = ProcFile::changing(memfd_name).filter(|k| k.rewritten_in_place())?;
+    let in_place = &ctx.synthetic.kept.in_place;
+    in_place.rewrite(memfd_name, file, || {
+        global_text(ctx, kind).unwrap_or(Err(Errno::EIO))
+    })
 }
 
 /// Whether the served file whose memfd is named `memfd_name` changes

@@ -37,6 +37,7 @@ use vfs::Resolver;
 use super::covers::read_host;
 use super::direct::ProcRoot;
 use super::guest_ids::{GuestIds, Inherited};
+use super::in_place::InPlace;
 use super::limits::GuestLimits;
 use super::masked;
 use super::mount_tables::Table;
@@ -125,12 +126,14 @@ impl ProcFile {
 
 /// What serving keeps open between calls: the view's procfs for the
 /// census behind `/proc/stat`, `uptime` and `loadavg` (`view_dir.rs`),
-/// the last text served under each memfd name (`sealed.rs`), and the
-/// view's procfs root the direct route opens beneath (`direct.rs`).
+/// the last text served under each memfd name (`sealed.rs`), the files
+/// a rewind rewrites in place (`in_place.rs`), and the view's procfs
+/// root the direct route opens beneath (`direct.rs`).
 #[derive(Debug, Default)]
 pub(super) struct Kept {
     pub(super) proc: KeptProc,
     sealed: LastSealed,
+    pub(super) in_place: InPlace,
     /// The view's procfs root, for the direct route (`direct.rs`).
     pub(super) proc_root: ProcRoot,
 }
@@ -206,16 +209,20 @@ impl Synthetic {
             ctxt: HighWater::default(),
             processes: HighWater::default(),
             autogroups: AutogroupIds::default(),
-            kept: Box::default(),
+            kept: Box::new(Kept {
+                in_place: InPlace::new(read(c"/proc/1/uid_map").as_deref()),
+                ..Kept::default()
+            }),
             served_any: AtomicBool::new(false),
         }
     }
 
-    /// The sealed memfd serving `data` as `name`, a file of `kind`
-    /// (`sealed.rs`'s [`LastSealed`]: the last one made with that text,
-    /// if any; but a `status`, whose text changes with every switch of its
-    /// task and whose names, one per task, would push the global files'
-    /// texts out of it).
+    /// The memfd serving `data` as `name`, a file of `kind`: for a file a
+    /// rewind rewrites in place, one of `in_place.rs`'s where this sandbox
+    /// allows it; else a sealed one (`sealed.rs`'s [`LastSealed`]: the
+    /// last one made with that text, if any; but a `status`, whose text
+    /// changes with every switch of its task and whose names, one per
+    /// task, would push the global files' texts out of it).
     pub(super) fn sealed(
         &self,
         kind: ProcFile,
@@ -223,6 +230,11 @@ impl Synthetic {
         data: &[u8],
         extra: i32,
     ) -> Result<OwnedFd, Errno> {
+        if kind.rewritten_in_place() {
+            if let Some(file) = self.kept.in_place.file(name, data, extra) {
+                return file;
+            }
+        }
         match kind {
             ProcFile::PerProcess(PerProcess::Status) => sealed_file(name, data, extra),
             _ => self.kept.sealed.file(name, data, extra),

@@ -114,6 +114,94 @@ fn seeks_behave_as_natively() {
     assert_eq!(out.stdout, native.stdout, "under limits: {}", out.dump());
 }
 
+/// A rewind of /proc/stat renders a fresh text for that open file
+/// description, as procfs does: a `dup` of it and a forked child's copy
+/// share the text and the offset. The child rewinds through its copy and
+/// reads the first word (the parent's offset moves with it) while it lives
+/// (so `processes`, the forks, or the highest pid, has grown); the parent
+/// reads on through its `dup`, then rewinds through the `dup` and reads
+/// through the first descriptor.
+const SHARED_REWIND: &str = r#"
+import os
+def procs(text):
+    return int(next(l for l in text.splitlines() if l.startswith("processes ")).split()[1])
+def read_all(fd):
+    parts = []
+    while True:
+        part = os.read(fd, 65536)
+        if not part:
+            return b"".join(parts).decode()
+        parts.append(part)
+fd = os.open("/proc/stat", os.O_RDONLY)
+first = read_all(fd)
+dup = os.dup(fd)
+print("dup at the end" if os.lseek(dup, 0, os.SEEK_CUR) == len(first) else "dup elsewhere")
+pid = os.fork()
+if pid == 0:
+    os.lseek(fd, 0, os.SEEK_SET)
+    os._exit(0 if os.read(fd, 4) == b"cpu " else 1)
+print("child read", os.waitpid(pid, 0)[1])
+print("offset after the child's read", os.lseek(dup, 0, os.SEEK_CUR))
+second = "cpu " + read_all(dup)
+print("fresh" if procs(second) > procs(first) else f"stale: {procs(first)} {procs(second)}")
+print("rewound through the dup", os.lseek(dup, 0, os.SEEK_SET), os.lseek(fd, 0, os.SEEK_CUR))
+third = read_all(fd)
+print("whole" if third.startswith("cpu ") and "\nbtime " in third else f"part: {third[:20]!r}")
+"#;
+
+#[test]
+fn a_rewind_is_shared_by_dups_and_forked_copies() {
+    let run = Run::new(&[PY, "-c", SHARED_REWIND]);
+    let native = run.native().ok("native");
+    let want = "dup at the end\nchild read 0\noffset after the child's read 4\nfresh\n\
+                rewound through the dup 0 0\nwhole\n";
+    assert_eq!(native.stdout, want, "natively: {}", native.dump());
+    // As root, the supervisor's id is not the guest's: the memfd is
+    // rewritten in place. Unprivileged, a rewind swaps it (docs/procfs.md).
+    if is_root() {
+        let out = run.supervised().ok("supervised");
+        assert_eq!(out.stdout, want, "supervised: {}", out.dump());
+        let limited = run.clone().sup(&["--cpus", "1"]);
+        let out = limited.supervised().ok("supervised under --cpus");
+        assert_eq!(out.stdout, want, "under --cpus: {}", out.dump());
+    }
+}
+
+/// What a guest root tries on the `/proc/stat` a rewind rewrites in place
+/// (its memfd the supervisor's, unmapped in the guest): it cannot make it
+/// writable, open it for writing, cut it or write it.
+const UNWRITABLE: &str = r#"
+import os
+fd = os.open("/proc/stat", os.O_RDONLY)
+tries = [
+    ("fchmod", lambda: os.fchmod(fd, 0o666)),
+    ("open rw", lambda: os.open(f"/proc/self/fd/{fd}", os.O_RDWR)),
+    ("open wo", lambda: os.open(f"/proc/self/fd/{fd}", os.O_WRONLY)),
+    ("truncate", lambda: os.truncate(f"/proc/self/fd/{fd}", 0)),
+    ("write", lambda: os.write(fd, b"x")),
+]
+for what, act in tries:
+    try:
+        act()
+        print(what, "done")
+    except OSError as e:
+        print(what, e.strerror)
+os.lseek(fd, 0, os.SEEK_SET)
+print(os.read(fd, 4))
+"#;
+
+#[test]
+fn a_guest_root_cannot_write_the_stat_a_rewind_rewrites() {
+    if !is_root() {
+        skip!("the memfd is rewritten in place for a root supervisor only");
+    }
+    let out = Run::new(&[PY, "-c", UNWRITABLE]).supervised().ok("supervised");
+    let want = "fchmod Operation not permitted\nopen rw Permission denied\n\
+                open wo Permission denied\ntruncate Permission denied\n\
+                write Bad file descriptor\nb'cpu '\n";
+    assert_eq!(out.stdout, want, "{}", out.dump());
+}
+
 /// Under `--memory`, a rewound /proc/meminfo shows the guest's own
 /// allocation (the sandbox's usage, not the host's).
 const MEMINFO: &str = r#"

@@ -29,7 +29,12 @@
 //! is made and put at the same number (`SECCOMP_ADDFD_FLAG_SETFD`, as
 //! dup2, keeping close-on-exec and `O_NONBLOCK`), and the call answers 0:
 //! the next read starts at the new text's beginning. Any other descriptor
-//! is left to the kernel (CONTINUE).
+//! is left to the kernel (CONTINUE). Where the sandbox's memfd of
+//! `/proc/stat` is one the guest can never write
+//! (`procfs`'s `in_place.rs`: a root supervisor, its id unmapped in the
+//! guest), the fresh text is written into the guest's very file and the
+//! call CONTINUEd: the kernel seeks, and a `dup` or a forked child's copy
+//! reads the fresh text too, as on procfs.
 //!
 //! Owns: recognising a served memfd behind a guest descriptor and the
 //! swap. Does not own: the texts or which files change (`procfs/served.rs`).
@@ -45,7 +50,7 @@ use nix::fcntl::{fcntl, FcntlArg, OFlag, SealFlag};
 
 use super::{live, value, Context, Res};
 use crate::guest::{Guest, Reply};
-use procfs::{changes, fd_name, refreshed};
+use procfs::{changes, fd_name, refreshed, rewritten};
 
 /// `lseek(fd, offset, whence)`, trapped only as a rewind.
 pub(crate) fn lseek(ctx: &Context, g: &dyn Guest, fd: i32, offset: u64, whence: u32) -> Res {
@@ -70,6 +75,11 @@ pub(crate) fn lseek(ctx: &Context, g: &dyn Guest, fd: i32, offset: u64, whence: 
     let Ok(file) = g.dup_fd(fd) else {
         return Ok(Reply::Continue);
     };
+    if let Some(done) = rewritten(&ctx.proc(), name, &file) {
+        // The fresh text is in that very file: the kernel seeks.
+        done?;
+        return Ok(Reply::Continue);
+    }
     if served_name(&file).as_deref() != Some(name) {
         return Ok(Reply::Continue);
     }
@@ -86,16 +96,17 @@ pub(crate) fn lseek(ctx: &Context, g: &dyn Guest, fd: i32, offset: u64, whence: 
 }
 
 /// The memfd name of `file` when it is a file the sandbox serves: a
-/// memfd sealed as `sealed.rs` seals, mode 0444.
+/// memfd sealed as `sealed.rs` seals, or made unsealable as
+/// `procfs`'s `in_place.rs` makes one, mode 0444.
 fn served_name(file: &OwnedFd) -> Option<String> {
     let path = fd_name(file)?;
     let name = memfd_name(&path)?;
     let seals = fcntl(file.as_raw_fd(), FcntlArg::F_GET_SEALS).ok()?;
-    let ours = SealFlag::F_SEAL_SEAL
+    let sealed = SealFlag::F_SEAL_SEAL
         | SealFlag::F_SEAL_SHRINK
         | SealFlag::F_SEAL_GROW
         | SealFlag::F_SEAL_WRITE;
-    if seals != ours.bits() {
+    if seals != sealed.bits() && seals != SealFlag::F_SEAL_SEAL.bits() {
         return None;
     }
     let st = nix::sys::stat::fstat(file.as_raw_fd()).ok()?;
@@ -127,6 +138,10 @@ mod tests {
         let flags = nix::sys::memfd::MemFdCreateFlag::MFD_CLOEXEC;
         let plain = nix::sys::memfd::memfd_create(c"stat", flags).unwrap();
         assert_eq!(served_name(&plain), None);
+        // Unsealable, as `in_place.rs` makes them, once mode 0444.
+        let mode = nix::sys::stat::Mode::from_bits_truncate(0o444);
+        nix::sys::stat::fchmod(plain.as_raw_fd(), mode).unwrap();
+        assert_eq!(served_name(&plain).as_deref(), Some("stat"));
         let file = std::fs::File::open("/proc/self/stat").unwrap();
         assert_eq!(served_name(&OwnedFd::from(file)), None);
     }
