@@ -195,7 +195,9 @@ fn a_guest_root_cannot_write_the_stat_a_rewind_rewrites() {
     if !is_root() {
         skip!("the memfd is rewritten in place for a root supervisor only");
     }
-    let out = Run::new(&[PY, "-c", UNWRITABLE]).supervised().ok("supervised");
+    let out = Run::new(&[PY, "-c", UNWRITABLE])
+        .supervised()
+        .ok("supervised");
     let want = "fchmod Operation not permitted\nopen rw Permission denied\n\
                 open wo Permission denied\ntruncate Permission denied\n\
                 write Bad file descriptor\nb'cpu '\n";
