@@ -102,7 +102,7 @@ fn main() {
         x86_64_linux,
         &cc,
         &out_dir.join("fast_reads.so"),
-        &SOURCES[..4],
+        &SOURCES,
         &[
             "-shared",
             "-fPIC",
@@ -133,7 +133,7 @@ fn main() {
         x86_64_linux,
         &cc,
         &out_dir.join("static_loader"),
-        &LOADER_SOURCES[..6],
+        &LOADER_SOURCES,
         &[
             FREESTANDING,
             &[
@@ -156,7 +156,7 @@ fn main() {
         x86_64_linux,
         &cc,
         &elf,
-        &LDSO_SOURCES[..2],
+        &LDSO_SOURCES,
         &[
             FREESTANDING,
             &[
@@ -196,8 +196,10 @@ fn flatten(elf: &Path, out: &Path, without: &str) {
     }
 }
 
-/// Builds `sources` into `out` with `cc` and `flags`; an empty file where
-/// that is impossible or fails (a warning says what is lost).
+/// Builds the C files among `sources` into `out` with `cc` and `flags`
+/// (the others are what they include or link by, watched for changes
+/// alone); an empty file where that is impossible or fails (a warning
+/// says what is lost).
 fn build(
     x86_64_linux: bool,
     cc: &str,
@@ -215,7 +217,7 @@ fn build(
         .args(flags)
         .arg("-o")
         .arg(out)
-        .args(sources)
+        .args(sources.iter().filter(|s| s.ends_with(".c")))
         .args(libs)
         .status();
     match built {
