@@ -6,6 +6,7 @@
  */
 #ifndef FAST_READS_H
 #define FAST_READS_H
+#include <link.h>
 #include <sys/types.h>
 
 /* An open as the preload makes it (marked where the flags allow, made
@@ -16,6 +17,8 @@ long fast_open(int dirfd, const char *path, int flags, mode_t mode);
 /* The address of the function `name` as the next object after this
  * library defines it (the C library's), or NULL (fast_reads_next.c). */
 void *next_definition(const char *name);
+/* fast_reads_next.c: the function `name` as one loaded object defines it. */
+const ElfW(Sym) *object_function(const struct dl_phdr_info *info, const char *name);
 
 /* The switch the supervisor finds in the library's bytes: the letter
  * after it is '1' (rewrite the loader's and the C library's own open

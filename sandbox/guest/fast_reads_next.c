@@ -5,8 +5,9 @@
  * library. The preload's freopen (fast_reads.c) calls the C library's
  * through it: neither glibc nor musl exports freopen under another name
  * (as glibc does fopen, `_IO_fopen`), and dlsym is glibc's only from
- * 2.34 (libdl's before). Owns the search of the symbol tables (GNU or
- * SysV hash); not what the caller does with the answer.
+ * 2.34 (libdl's before). Owns the search of an object's symbol tables
+ * (GNU or SysV hash, `object_function`, which the preload's rewrite also
+ * asks); not what the caller does with the answer.
  */
 #define _GNU_SOURCE
 #include <link.h>
@@ -83,27 +84,12 @@ static const ElfW(Sym) *by_sysv_hash(const uint32_t *h, const ElfW(Sym) *sym, co
     return 0;
 }
 
-/* Whether `info` is the object holding this file's code. */
-static int is_self(struct dl_phdr_info *info)
+/* The function `name` as the object `info` defines it, from its dynamic
+ * symbol table (through its GNU hash table, else its SysV one); 0 if
+ * none. Also the preload's search of libc for `__open_nocancel`
+ * (fast_reads_rewrite.c). */
+const ElfW(Sym) *object_function(const struct dl_phdr_info *info, const char *name)
 {
-    uintptr_t self = (uintptr_t)next_definition;
-    for (int i = 0; i < info->dlpi_phnum; i++) {
-        const ElfW(Phdr) *p = &info->dlpi_phdr[i];
-        uintptr_t lo = info->dlpi_addr + p->p_vaddr;
-        if (p->p_type == PT_LOAD && self >= lo && self < lo + p->p_memsz)
-            return 1;
-    }
-    return 0;
-}
-
-static int each_object(struct dl_phdr_info *info, size_t size, void *data)
-{
-    (void)size;
-    struct lookup *l = data;
-    if (!l->after_self || (l->any && is_self(info))) {
-        l->after_self = l->any || is_self(info);
-        return 0;
-    }
     const ElfW(Dyn) *dyn = 0;
     for (int i = 0; i < info->dlpi_phnum; i++)
         if (info->dlpi_phdr[i].p_type == PT_DYNAMIC)
@@ -126,7 +112,31 @@ static int each_object(struct dl_phdr_info *info, size_t size, void *data)
     }
     if (!sym || !str)
         return 0;
-    const ElfW(Sym) *s = gnu ? by_gnu_hash(gnu, sym, str, l->name) : sysv ? by_sysv_hash(sysv, sym, str, l->name) : 0;
+    return gnu ? by_gnu_hash(gnu, sym, str, name) : sysv ? by_sysv_hash(sysv, sym, str, name) : 0;
+}
+
+/* Whether `info` is the object holding this file's code. */
+static int is_self(struct dl_phdr_info *info)
+{
+    uintptr_t self = (uintptr_t)next_definition;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *p = &info->dlpi_phdr[i];
+        uintptr_t lo = info->dlpi_addr + p->p_vaddr;
+        if (p->p_type == PT_LOAD && self >= lo && self < lo + p->p_memsz)
+            return 1;
+    }
+    return 0;
+}
+
+static int each_object(struct dl_phdr_info *info, size_t size, void *data)
+{
+    (void)size;
+    struct lookup *l = data;
+    if (!l->after_self || (l->any && is_self(info))) {
+        l->after_self = l->any || is_self(info);
+        return 0;
+    }
+    const ElfW(Sym) *s = object_function(info, l->name);
     if (!s)
         return 0;
     l->found = (void *)(info->dlpi_addr + s->st_value);

@@ -135,54 +135,15 @@ static void search_loader(const struct dl_phdr_info *info, struct search *s)
     }
 }
 
-/* A dynamic entry's address: glibc's loader relocates them in place,
- * musl's does not. */
-static ul dyn_ptr(const struct dl_phdr_info *info, ul v)
-{
-    return v < info->dlpi_addr ? v + info->dlpi_addr : v;
-}
-
-/* The address and size of the symbol `name` in the object's dynamic
- * symbol table, looked up through its GNU hash table; 0 if none. */
+/* The address and size of the function `name` in the object's dynamic
+ * symbol table (fast_reads_next.c's `object_function`); 0 if none. */
 static ul lookup(const struct dl_phdr_info *info, const char *name, ul *size)
 {
-    const ElfW(Dyn) *dyn = 0;
-    for (int i = 0; i < info->dlpi_phnum; i++)
-        if (info->dlpi_phdr[i].p_type == PT_DYNAMIC)
-            dyn = (const ElfW(Dyn) *)(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr);
-    if (!dyn)
+    const ElfW(Sym) *s = object_function(info, name);
+    if (!s)
         return 0;
-    const unsigned *gnu = 0;
-    const ElfW(Sym) *syms = 0;
-    const char *strs = 0;
-    for (; dyn->d_tag != DT_NULL; dyn++) {
-        if (dyn->d_tag == DT_GNU_HASH)
-            gnu = (const unsigned *)dyn_ptr(info, dyn->d_un.d_ptr);
-        else if (dyn->d_tag == DT_SYMTAB)
-            syms = (const ElfW(Sym) *)dyn_ptr(info, dyn->d_un.d_ptr);
-        else if (dyn->d_tag == DT_STRTAB)
-            strs = (const char *)dyn_ptr(info, dyn->d_un.d_ptr);
-    }
-    if (!gnu || !syms || !strs || gnu[0] == 0)
-        return 0;
-    unsigned h = 5381;
-    for (const char *p = name; *p; p++)
-        h = h * 33 + (unsigned char)*p;
-    unsigned nbuckets = gnu[0], symoffset = gnu[1], bloom_size = gnu[2];
-    const unsigned *buckets = gnu + 4 + bloom_size * (sizeof(ul) / 4);
-    const unsigned *chain = buckets + nbuckets;
-    unsigned i = buckets[h % nbuckets];
-    if (i < symoffset)
-        return 0;
-    for (;; i++) {
-        unsigned ch = chain[i - symoffset];
-        if ((ch | 1) == (h | 1) && strcmp(strs + syms[i].st_name, name) == 0 && syms[i].st_value) {
-            *size = syms[i].st_size;
-            return info->dlpi_addr + syms[i].st_value;
-        }
-        if (ch & 1)
-            return 0;
-    }
+    *size = s->st_size;
+    return info->dlpi_addr + s->st_value;
 }
 
 /* libc.so: the function it exports as __open_nocancel (GLIBC_PRIVATE),
