@@ -254,3 +254,34 @@ fn egress_relay_figures() {
     );
     println!("egress relay figures (64 MiB bulk, 1-byte round trip):\n{out}");
 }
+
+/// Listeners on port 0 reached by their own names, 32 times over.
+const SELF_DIALS: &str = "\
+import socket
+for i in range(32):
+    l = socket.socket(); l.bind(('127.0.0.1', 0)); l.listen(1)
+    c = socket.create_connection(l.getsockname(), timeout=5)
+    a, _ = l.accept(); c.sendall(b'x')
+    assert a.recv(1) == b'x', i
+    for s in (a, c, l): s.close()
+print('32 self dials')
+";
+
+/// A rule naming most of the host's ephemeral loopback ports: the
+/// sandbox's own port-0 listeners never take one of them (where the rule
+/// would send a connect to the host instead: a listener no one reaches).
+/// In a fresh network namespace, so a host port it reached by mistake
+/// would refuse.
+#[test]
+fn ephemeral_ports_avoid_the_host_ports_a_rule_names() {
+    if !is_root() {
+        skip!("needs root for unshare -n");
+    }
+    let run = Run::new(&["/usr/bin/python3", "-c", SELF_DIALS])
+        .sup(&["--allow-net", "127.0.0.1:32768-50000"]);
+    let native = run.native().ok("native self dials");
+    let mut isolated = run;
+    isolated.wrap = vec!["unshare".into(), "-n".into()];
+    let sandboxed = isolated.supervised().ok("sandboxed self dials");
+    assert_eq!(sandboxed.stdout, native.stdout, "{}", sandboxed.dump());
+}

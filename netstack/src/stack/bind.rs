@@ -1,7 +1,8 @@
 //! The bind rules of one sandbox's netstack: loopback and wildcard
 //! addresses only, ephemeral ports (explicit port 0, the autobind before
 //! a connect or first send — a UDP socket's to its family's wildcard —
-//! and listen's), and the conflicts the names
+//! and listen's, never a host loopback port an egress rule names),
+//! and the conflicts the names
 //! cannot show (a wildcard against a specific address of the same port,
 //! `::` against IPv4 unless v6-only), checked against the sandbox's bound
 //! names under one lock; SO_REUSEPORT members join a group
@@ -45,8 +46,11 @@ impl Stack {
             return Ok(());
         }
         for _ in 0..EPHEMERAL_TRIES {
+            let Some(port) = self.ephemeral_port(s.meta.proto) else {
+                continue;
+            };
             let mut p = a;
-            p.set_port(random_port());
+            p.set_port(port);
             match self.bind_checked(s, p) {
                 Err(Errno::EADDRINUSE) => continue,
                 r => return r,
@@ -139,7 +143,10 @@ impl Stack {
             IpAddr::V6(_) => IpAddr::V6(Ipv6Addr::LOCALHOST),
         };
         for _ in 0..EPHEMERAL_TRIES {
-            match self.bind_name(s, SocketAddr::new(ip, random_port())) {
+            let Some(port) = self.ephemeral_port(s.meta.proto) else {
+                continue;
+            };
+            match self.bind_name(s, SocketAddr::new(ip, port)) {
                 Err(Errno::EADDRINUSE) => continue,
                 r => return r,
             }
@@ -164,7 +171,10 @@ impl Stack {
         }
         let any = addr::unspecified(s.meta.domain);
         for _ in 0..EPHEMERAL_TRIES {
-            match self.bind_name(s, SocketAddr::new(any.ip(), random_port())) {
+            let Some(port) = self.ephemeral_port(s.meta.proto) else {
+                continue;
+            };
+            match self.bind_name(s, SocketAddr::new(any.ip(), port)) {
                 Err(Errno::EADDRINUSE) => continue,
                 r => return r,
             }
@@ -183,6 +193,24 @@ impl Stack {
         match self.bind(s, addr::unspecified(s.meta.domain)) {
             Err(Errno::EINVAL) => Ok(()),
             r => r,
+        }
+    }
+}
+
+impl Stack {
+    /// A random ephemeral port, or `None` when the one drawn is a host
+    /// loopback port an egress rule names (`--allow-net 127.0.0.1:PORT`):
+    /// a connect to that port on the loopback goes to the host
+    /// ([`crate::Egress::takes_loopback`]), so a socket the sandbox
+    /// names there by chance could not be reached by its own name. The
+    /// kernel never hands out a port in use either; a caller counts
+    /// `None` as a draw that found the port taken.
+    fn ephemeral_port(&self, proto: crate::Proto) -> Option<u16> {
+        let port = random_port();
+        let host = |ip: IpAddr| self.egress.takes_loopback(SocketAddr::new(ip, port), proto);
+        match host(Ipv4Addr::LOCALHOST.into()) || host(Ipv6Addr::LOCALHOST.into()) {
+            true => None,
+            false => Some(port),
         }
     }
 }

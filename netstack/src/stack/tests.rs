@@ -228,3 +228,35 @@ fn queued_datagrams_stay_when_the_peer_changes() {
         assert_eq!(received_from(&st, &u), at1);
     }
 }
+
+/// An egress that names every even loopback port as the host's.
+struct EvenPortsToHost;
+
+impl crate::Egress for EvenPortsToHost {
+    fn connect(&self, dst: SocketAddr, _proto: Proto) -> Result<OwnedFd, crate::Refusal> {
+        Err(crate::Refusal::Failed(match dst.port() % 2 {
+            0 => Errno::ECONNREFUSED,
+            _ => Errno::ENETUNREACH,
+        }))
+    }
+
+    fn takes_loopback(&self, dst: SocketAddr, _proto: Proto) -> bool {
+        dst.port() % 2 == 0
+    }
+}
+
+#[test]
+fn ephemeral_ports_skip_the_hosts_loopback_ports() {
+    let st = Stack::new(Box::new(EvenPortsToHost));
+    for _ in 0..64 {
+        let listener = sock(&st, libc::AF_INET, Proto::Tcp);
+        st.bind(&listener, sa("127.0.0.1:0")).unwrap();
+        let client = sock(&st, libc::AF_INET6, Proto::Tcp);
+        st.autobind(&client, sa("[::1]:9")).unwrap();
+        let udp = sock(&st, libc::AF_INET, Proto::Udp);
+        st.autobind_port(&udp).unwrap();
+        for s in [&listener, &client, &udp] {
+            assert_eq!(st.local_addr(s).port() % 2, 1, "{}", st.local_addr(s));
+        }
+    }
+}
