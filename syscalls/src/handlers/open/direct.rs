@@ -31,9 +31,17 @@ pub(super) fn open(ctx: &Context, g: &dyn Guest, path: &CStr, flags: u64) -> Opt
     }
     let follow = flags & libc::O_NOFOLLOW == 0;
     let rel = procfs::direct_rel(path.to_bytes(), follow, &Caller(g))?;
-    let direct = ctx
+    let direct = match ctx
         .synthetic
-        .open_direct(&ctx.fs, &rel, flags & !libc::O_NOFOLLOW)?;
+        .open_direct(&ctx.fs, &rel, flags & !libc::O_NOFOLLOW)?
+    {
+        Ok(direct) => direct,
+        // A regular file of procfs the fence keeps from the guest, whose
+        // read the kernel refused this caller: the general route's answer
+        // (its reopen as the same caller is refused the same way).
+        Err(e) if ctx.fence.is_some() => return Some(Err(e)),
+        Err(_) => return None,
+    };
     let named = Named::known(&direct.fd, direct.name);
     ready_if_network(ctx, &named, &direct.st);
     let synthetic = ctx.synthetic.which_stat(&named, &direct.st);
