@@ -15,8 +15,9 @@
 //! empty one), the walk follows no symlink and stays on the mount of the
 //! view's procfs root, whose own name is `/proc`, so the file is that
 //! component of that directory, as the kernel prints it. A path that
-//! does not qualify, and any error, go the general way (`None`), which
-//! answers as before; the covers, masked directories and read-only
+//! does not qualify, and any error but the kernel's refusal of a read of
+//! a regular file (EACCES, answered here: see `refused`), go the general
+//! way (`None`), which answers as before; the covers, masked directories and read-only
 //! parts of the view's /proc are mounts, so their files never come this
 //! way, nor /proc/sys and /proc/sysvipc, which the guest opens itself.
 //! The files this route opens for reading are those the general route
@@ -132,7 +133,7 @@ impl Synthetic {
     /// read with `flags` (`O_RDONLY` and [`PASSED_FLAGS`] only): a regular
     /// file of procfs's own mount; `Err(EACCES)` when the kernel refuses
     /// that read of a regular file of that mount (a process's `environ`
-    /// or `mem` that the caller may not trace: see [`refused`]); or
+    /// or `mem` that the caller may not trace: see `refused`); or
     /// `None` (the general route then answers, other errors included).
     pub fn open_direct(
         &self,

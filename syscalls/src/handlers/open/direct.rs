@@ -2,8 +2,10 @@
 //! route (`procfs/src/direct.rs`): the file opened beneath the view's
 //! procfs, named by its path, and answered as the general route answers
 //! it (`decide.rs`, `mod.rs`): the sandbox's text, the file itself where
-//! the guest's domain fences it off, or CONTINUE. `None` sends the open
-//! the general way, which then answers it, errors included.
+//! the guest's domain fences it off, CONTINUE, or the kernel's refusal of
+//! that read of a fenced regular file (EACCES, which the general route's
+//! reopen would meet again). `None` sends the open the general way, which
+//! then answers it, other errors included.
 //!
 //! Owns: taking the route in the open handler. Does not own: which paths
 //! qualify or the open (procfs), the decision's rules (`decide.rs`).
