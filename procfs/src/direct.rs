@@ -15,8 +15,9 @@
 //! empty one), the walk follows no symlink and stays on the mount of the
 //! view's procfs root, whose own name is `/proc`, so the file is that
 //! component of that directory, as the kernel prints it. A path that
-//! does not qualify, and any error, go the general way (`None`), which
-//! answers as before; the covers, masked directories and read-only
+//! does not qualify, and any error but the kernel's refusal of a read of
+//! a regular file (EACCES, answered here: see `refused`), go the general
+//! way (`None`), which answers as before; the covers, masked directories and read-only
 //! parts of the view's /proc are mounts, so their files never come this
 //! way, nor /proc/sys and /proc/sysvipc, which the guest opens itself.
 //! The files this route opens for reading are those the general route
@@ -32,6 +33,7 @@ use std::fmt::Write as _;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::sync::OnceLock;
 
+use nix::errno::Errno;
 use vfs::resolve::flags::{BENEATH, IN_ROOT, NO_MAGICLINKS, NO_SYMLINKS, NO_XDEV};
 use vfs::Resolver;
 
@@ -129,9 +131,16 @@ impl Synthetic {
 
     /// `rel` ([`direct_rel`]) opened beneath the view's procfs root for a
     /// read with `flags` (`O_RDONLY` and [`PASSED_FLAGS`] only): a regular
-    /// file of procfs's own mount, or `None` (the general route then
-    /// answers, errors included).
-    pub fn open_direct(&self, fs: &Resolver, rel: &str, flags: i32) -> Option<Direct> {
+    /// file of procfs's own mount; `Err(EACCES)` when the kernel refuses
+    /// that read of a regular file of that mount (a process's `environ`
+    /// or `mem` that the caller may not trace: see `refused`); or
+    /// `None` (the general route then answers, other errors included).
+    pub fn open_direct(
+        &self,
+        fs: &Resolver,
+        rel: &str,
+        flags: i32,
+    ) -> Option<Result<Direct, Errno>> {
         if flags & !PASSED_FLAGS != 0 {
             return None;
         }
@@ -142,26 +151,55 @@ impl Synthetic {
             true => flags | libc::O_CLOEXEC,
             false => libc::O_PATH | libc::O_CLOEXEC,
         };
-        let scope = BENEATH | NO_SYMLINKS | NO_MAGICLINKS | NO_XDEV;
         let rel = std::ffi::CString::new(rel).ok()?;
-        let fd = vfs::sys::openat2(root, &rel, flags as u64, 0, scope).ok()?;
+        let fd = match vfs::sys::openat2(root, &rel, flags as u64, 0, SCOPE) {
+            Ok(fd) => fd,
+            Err(Errno::EACCES) if readable => {
+                return refused(root, &rel).then_some(Err(Errno::EACCES))
+            }
+            Err(_) => return None,
+        };
         let st = vfs::sys::fstat(fd.as_fd()).ok()?;
-        if st.st_mode & libc::S_IFMT != libc::S_IFREG {
+        if !is_regular(&st) {
             return None;
         }
-        Some(Direct {
+        Some(Ok(Direct {
             fd,
             st,
             name,
             readable,
-        })
+        }))
     }
+}
+
+/// How the route resolves beneath the view's procfs root.
+const SCOPE: u64 = BENEATH | NO_SYMLINKS | NO_MAGICLINKS | NO_XDEV;
+
+fn is_regular(st: &libc::stat) -> bool {
+    st.st_mode & libc::S_IFMT == libc::S_IFREG
+}
+
+/// Whether a read of `rel` that the kernel refused (EACCES) is the
+/// refusal of a regular file of procfs's own mount: it resolves (`O_PATH`,
+/// which checks no permission on the file itself) to one. The general
+/// route would find that same file and, the fence keeping it from the
+/// guest, open it again for the read as the same caller, to be refused
+/// the same way (procfs checks a read's permission at the open: the
+/// file's mode, and for `environ`, `mem`, `auxv` and the like whether
+/// the opener may trace the process); so that answer is given here,
+/// without the general route's second resolution and open. A directory
+/// (which the general route leaves to the guest's own open) or a name
+/// whose walk was refused is not.
+fn refused(root: BorrowedFd<'_>, rel: &std::ffi::CStr) -> bool {
+    let flags = (libc::O_PATH | libc::O_CLOEXEC) as u64;
+    vfs::sys::openat2(root, rel, flags, 0, SCOPE)
+        .and_then(|fd| vfs::sys::fstat(fd.as_fd()))
+        .is_ok_and(|st| is_regular(&st))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use nix::errno::Errno;
 
     struct Ids;
 
@@ -251,7 +289,8 @@ mod tests {
         let syn = Synthetic::always(&fs);
         let me = std::process::id();
         let rel = format!("{me}/stat");
-        let stat = syn.open_direct(&fs, &rel, libc::O_RDONLY).unwrap();
+        let open = |rel: &str, flags| syn.open_direct(&fs, rel, flags).map(Result::unwrap);
+        let stat = open(&rel, libc::O_RDONLY).unwrap();
         assert!(stat.readable);
         assert_eq!(stat.name, format!("/proc/{me}/stat"));
         let printed = crate::tasks::fd_name(&stat.fd);
@@ -259,7 +298,7 @@ mod tests {
         let text = crate::sealed::read_all(stat.fd).unwrap();
         assert!(text.starts_with(&format!("{me} (")), "{text}");
         // A text of the sandbox's own: O_PATH, the open's flags its own.
-        let up = syn.open_direct(&fs, "uptime", libc::O_NONBLOCK).unwrap();
+        let up = open("uptime", libc::O_NONBLOCK).unwrap();
         assert!(!up.readable);
         assert_eq!(
             crate::tasks::fd_name(&up.fd).as_deref(),
@@ -268,7 +307,7 @@ mod tests {
         assert_eq!(status_flags(&up.fd) & libc::O_PATH, libc::O_PATH);
         // The guest's flags on a file opened for reading.
         let rel = format!("{me}/status");
-        let status = syn.open_direct(&fs, &rel, libc::O_NONBLOCK).unwrap();
+        let status = open(&rel, libc::O_NONBLOCK).unwrap();
         let flags = status_flags(&status.fd);
         assert_eq!(
             flags & (libc::O_ACCMODE | libc::O_NONBLOCK),
@@ -293,5 +332,29 @@ mod tests {
         let rel = format!("{me}/stat");
         assert!(syn.open_direct(&fs, &rel, libc::O_NOATIME).is_none());
         assert!(syn.open_direct(&fs, &rel, libc::O_RDWR).is_none());
+    }
+
+    #[test]
+    fn a_refused_read_of_a_regular_file_is_answered() {
+        let fs = Resolver::new(std::fs::File::open("/").unwrap().into());
+        let syn = Synthetic::always(&fs);
+        let root = syn.kept.proc_root.get(&fs, syn.proc_dev()).unwrap();
+        // A regular file of procfs: its refusal is the route's answer.
+        let me = std::process::id();
+        assert!(refused(
+            root,
+            &std::ffi::CString::new(format!("{me}/environ")).unwrap()
+        ));
+        // A directory, a missing name, a symlink: the general route's.
+        for rel in [
+            format!("{me}"),
+            format!("{me}/nothing"),
+            format!("{me}/exe"),
+        ] {
+            assert!(
+                !refused(root, &std::ffi::CString::new(rel.clone()).unwrap()),
+                "{rel}"
+            );
+        }
     }
 }

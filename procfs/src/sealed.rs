@@ -86,7 +86,14 @@ fn read_from(
         }
     }
     bytes.truncate(len);
-    Ok(String::from_utf8_lossy(&bytes).into_owned())
+    Ok(text_of(bytes))
+}
+
+/// `bytes` as text, invalid UTF-8 replaced: kept as they are when they
+/// are valid (procfs's texts nearly always are), where
+/// `String::from_utf8_lossy` walks them in chunks and then copies them.
+fn text_of(bytes: Vec<u8>) -> String {
+    String::from_utf8(bytes).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
 }
 
 /// A memfd named `name` holding `data`, mode 0444 and sealed against any
@@ -205,7 +212,13 @@ mod tests {
         std::fs::remove_file(&path).unwrap();
     }
 
-    fn text_of(fd: OwnedFd) -> (String, u64) {
+    #[test]
+    fn invalid_utf8_is_replaced() {
+        assert_eq!(text_of(b"Name:\tsh\n".to_vec()), "Name:\tsh\n");
+        assert_eq!(text_of(b"Name:\t\xffsh\n".to_vec()), "Name:\t\u{fffd}sh\n");
+    }
+
+    fn text_of_fd(fd: OwnedFd) -> (String, u64) {
         let st = vfs::sys::fstat(fd.as_fd()).unwrap();
         (read_all(fd).unwrap(), st.st_ino)
     }
@@ -213,14 +226,14 @@ mod tests {
     #[test]
     fn a_text_served_again_is_the_same_sealed_memfd() {
         let last = LastSealed::default();
-        let (a, ino_a) = text_of(last.file(c"uptime", b"1.00 2.00\n", 0).unwrap());
-        let (b, ino_b) = text_of(last.file(c"uptime", b"1.00 2.00\n", 0).unwrap());
+        let (a, ino_a) = text_of_fd(last.file(c"uptime", b"1.00 2.00\n", 0).unwrap());
+        let (b, ino_b) = text_of_fd(last.file(c"uptime", b"1.00 2.00\n", 0).unwrap());
         assert_eq!((a.as_str(), b.as_str()), ("1.00 2.00\n", "1.00 2.00\n"));
         assert_eq!(ino_a, ino_b);
         // Another text, another memfd; another name keeps its own.
-        let (c, ino_c) = text_of(last.file(c"uptime", b"1.01 2.00\n", 0).unwrap());
+        let (c, ino_c) = text_of_fd(last.file(c"uptime", b"1.01 2.00\n", 0).unwrap());
         assert_eq!((c.as_str(), ino_c == ino_a), ("1.01 2.00\n", false));
-        let (d, ino_d) = text_of(last.file(c"loadavg", b"1.01 2.00\n", 0).unwrap());
+        let (d, ino_d) = text_of_fd(last.file(c"loadavg", b"1.01 2.00\n", 0).unwrap());
         assert_eq!((d.as_str(), ino_d == ino_c), ("1.01 2.00\n", false));
         // Its owner made it writable by mode: never served again.
         let fd = last
@@ -232,7 +245,7 @@ mod tests {
             libc::O_RDONLY | libc::O_NONBLOCK
         );
         fchmod(fd.as_raw_fd(), Mode::from_bits_truncate(0o644)).unwrap();
-        let (e, ino_e) = text_of(last.file(c"uptime", b"1.01 2.00\n", 0).unwrap());
+        let (e, ino_e) = text_of_fd(last.file(c"uptime", b"1.01 2.00\n", 0).unwrap());
         assert_eq!((e.as_str(), ino_e == ino_c), ("1.01 2.00\n", false));
         // The served descriptor can never be written, nor its memfd grown.
         assert_eq!(nix::unistd::write(&fd, b"x"), Err(Errno::EBADF));

@@ -6,7 +6,8 @@
 //! errno, the guest's `O_NONBLOCK` and close-on-exec, for a process's
 //! files, `self`, `thread-self`, `mounts` and `net`, the sandbox's own
 //! global files, symlinks and magic links (which the route leaves to the
-//! general one), directories, and pids that are gone. Checked against the
+//! general one), directories, pids that are gone, and reads the kernel
+//! refuses the caller (a process that is not dumpable). Checked against the
 //! same script run natively, as root and as the unprivileged `tester`.
 
 use crate::common;
@@ -63,7 +64,20 @@ if child == 0:
     os._exit(0)
 os.waitpid(child, 0)
 me, parent = os.getpid(), os.getppid()
+# A process that is not dumpable: its environ and auxv only a tracer
+# may read (the unprivileged caller's read is refused, on either route).
+r, w = os.pipe()
+dumpless = os.fork()
+if dumpless == 0:
+    libc.prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE, 0
+    os.close(w)
+    os.read(r, 1)
+    os._exit(0)
+os.close(r)
+while open(f"/proc/{dumpless}/stat").read().split()[2] not in "SD":
+    pass
 paths = [
+    ("DUMPLESS/environ", f"/proc/{dumpless}/environ"), ("DUMPLESS/auxv", f"/proc/{dumpless}/auxv"),
     ("ME/stat", f"/proc/{me}/stat"), ("ME/status", f"/proc/{me}/status"),
     ("ME/cmdline", f"/proc/{me}/cmdline"), ("ME/environ", f"/proc/{me}/environ"),
     ("ME/mountinfo", f"/proc/{me}/mountinfo"), ("ME/task/ME/stat", f"/proc/{me}/task/{me}/stat"),
@@ -93,6 +107,8 @@ for label, p in paths:
 t = threading.Thread(target=check, args=("thread", "/proc/thread-self/status"))
 t.start()
 t.join()
+os.close(w)
+os.waitpid(dumpless, 0)
 "#;
 
 fn run() -> Run {

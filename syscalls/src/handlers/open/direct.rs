@@ -2,8 +2,10 @@
 //! route (`procfs/src/direct.rs`): the file opened beneath the view's
 //! procfs, named by its path, and answered as the general route answers
 //! it (`decide.rs`, `mod.rs`): the sandbox's text, the file itself where
-//! the guest's domain fences it off, or CONTINUE. `None` sends the open
-//! the general way, which then answers it, errors included.
+//! the guest's domain fences it off, CONTINUE, or the kernel's refusal of
+//! that read of a fenced regular file (EACCES, which the general route's
+//! reopen would meet again). `None` sends the open the general way, which
+//! then answers it, other errors included.
 //!
 //! Owns: taking the route in the open handler. Does not own: which paths
 //! qualify or the open (procfs), the decision's rules (`decide.rs`).
@@ -31,9 +33,17 @@ pub(super) fn open(ctx: &Context, g: &dyn Guest, path: &CStr, flags: u64) -> Opt
     }
     let follow = flags & libc::O_NOFOLLOW == 0;
     let rel = procfs::direct_rel(path.to_bytes(), follow, &Caller(g))?;
-    let direct = ctx
+    let direct = match ctx
         .synthetic
-        .open_direct(&ctx.fs, &rel, flags & !libc::O_NOFOLLOW)?;
+        .open_direct(&ctx.fs, &rel, flags & !libc::O_NOFOLLOW)?
+    {
+        Ok(direct) => direct,
+        // A regular file of procfs the fence keeps from the guest, whose
+        // read the kernel refused this caller: the general route's answer
+        // (its reopen as the same caller is refused the same way).
+        Err(e) if ctx.fence.is_some() => return Some(Err(e)),
+        Err(_) => return None,
+    };
     let named = Named::known(&direct.fd, direct.name);
     ready_if_network(ctx, &named, &direct.st);
     let synthetic = ctx.synthetic.which_stat(&named, &direct.st);
