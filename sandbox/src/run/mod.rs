@@ -153,9 +153,9 @@ fn serve_and_wait(
         Some(std::net::IpAddr::V4(stub)) => Some(stub),
         _ => None,
     };
-    let counters = Arc::new(guards.enforcement.counters());
     // What the guest may change (its root) is measured while init drops
-    // its privileges (`InitHooks::view_built`).
+    // its privileges (`InitHooks::view_built`), with the counters of the
+    // cgroup made by then.
     let measured = RefCell::new(None);
     let mut hooks = RunHooks::new(
         &guards.enforcement,
@@ -166,8 +166,9 @@ fn serve_and_wait(
         (config.net.shared_loopback.as_ref()).map(|s| nix::unistd::Pid::from_raw(s.init)),
     );
     hooks.on_view_built(Box::new(|root, fenced| {
+        let counters = Arc::new(guards.enforcement.counters());
         let ctx = measure_view(root, fenced, launching, view, &counters)?;
-        *measured.borrow_mut() = Some(ctx);
+        *measured.borrow_mut() = Some((ctx, counters));
         Ok(())
     }));
     let launched = launch::launch_with(launching, &hooks);
@@ -188,7 +189,7 @@ fn serve_and_wait(
     let workers = config.workers.unwrap_or(1);
     let listener = sandbox.listener.try_clone().map_err(supervisor_error)?;
     let layer = sandbox.root.try_clone().map_err(supervisor_error)?;
-    let Some(mut ctx) = measured.take() else {
+    let Some((mut ctx, counters)) = measured.take() else {
         sandbox.kill();
         return Err(setup_error("the guest's view was not measured".to_string()));
     };
