@@ -3,8 +3,9 @@
 //! guest; rlimits once it is set up), and forking the socket factory
 //! while this process is single-threaded (it idles until the first
 //! socket call, and enters the sandbox's namespaces then:
-//! `socket_factory.rs`), and compiling the supervisor's own filter, which
-//! would otherwise be compiled after the view is built.
+//! `socket_factory.rs`), compiling the supervisor's own filter, which
+//! would otherwise be compiled after the view is built, and measuring the
+//! view while init drops its privileges.
 //!
 //! Owns: that ordering only. Does not own the factory itself
 //! (`socket_factory.rs`), the limits (`limits/`), the filter
@@ -12,7 +13,7 @@
 
 use std::cell::RefCell;
 use std::net::Ipv4Addr;
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 
 use nix::unistd::Pid;
 
@@ -36,7 +37,13 @@ pub struct RunHooks<'a> {
     own_filter: RefCell<Option<confine::OwnFilters>>,
     /// The init of the sandbox whose loopback this one shares, if any.
     shared_loopback: Option<Pid>,
+    /// What measures the view once init is rooted in it.
+    on_view_built: RefCell<Option<ViewMeasure<'a>>>,
 }
+
+/// Measures the view from its root (and whether it is fenced), while init
+/// finishes its set-up ([`InitHooks::view_built`]).
+pub type ViewMeasure<'a> = Box<dyn FnOnce(BorrowedFd<'_>, bool) -> Result<(), String> + 'a>;
 
 impl<'a> RunHooks<'a> {
     /// `network`: whether `--allow-net` was given, and the DNS stub's
@@ -55,7 +62,13 @@ impl<'a> RunHooks<'a> {
             dns_stub,
             own_filter: RefCell::new(None),
             shared_loopback: None,
+            on_view_built: RefCell::new(None),
         }
+    }
+
+    /// `measure` is called once init is rooted in the view.
+    pub fn on_view_built(&mut self, measure: ViewMeasure<'a>) {
+        *self.on_view_built.get_mut() = Some(measure);
     }
 
     /// The socket factory makes the netstack's sockets in the network
@@ -108,6 +121,12 @@ impl InitHooks for RunHooks<'_> {
         *self.factory.borrow_mut() = Some(factory);
         *self.own_filter.borrow_mut() = Some(confine::compiled(self.egress));
         Ok(())
+    }
+
+    /// Init drops its privileges meanwhile: the measure runs beside it.
+    fn view_built(&self, root: BorrowedFd<'_>, fenced: bool) -> Result<(), String> {
+        let measure = self.on_view_built.borrow_mut().take();
+        measure.map_or(Ok(()), |measure| measure(root, fenced))
     }
 
     /// Before init forks the guest's main process, while this process

@@ -20,6 +20,7 @@ pub mod limits;
 mod mountinfo;
 pub mod network;
 pub mod output;
+mod proc_text;
 pub mod report;
 pub mod run;
 pub mod socket_factory;

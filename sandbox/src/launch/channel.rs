@@ -7,8 +7,9 @@
 //! where the supervisor moves it), sent while init builds the view;
 //! then `Net` with the sandbox's network namespace attached, for init
 //! to join once the view is built (`netns.rs`).
-//! init → supervisor: `Failed(msg)` if setting up failed; `Ready` once the
-//! view is entered and the filter installed, with the *numbers* of init's
+//! init → supervisor: `Failed(msg)` if setting up failed; `Built` once
+//! init is rooted in the view (the supervisor measures it meanwhile:
+//! `InitHooks::view_built`); `Ready` once the filter is installed, with the *numbers* of init's
 //! seccomp listener and, when the guest's stdio is to be a terminal, of
 //! the master of its pseudo-terminal, which the supervisor copies with
 //! `pidfd_getfd` before it answers `Go` ([`Held`]);
@@ -40,6 +41,7 @@ const STATUS: u8 = b'S';
 const EXEC: u8 = b'X';
 const JOIN: u8 = b'J';
 const NET: u8 = b'N';
+const BUILT: u8 = b'V';
 
 /// The numbers of init's descriptors that `Ready` names: its seccomp
 /// listener and the master of the guest's pseudo-terminal, if any.
@@ -66,6 +68,9 @@ impl Held {
 /// One message on the channel.
 pub enum Msg {
     Go,
+    /// init → supervisor: the view is built and init is rooted in it
+    /// (pivoted, the old root detached); its privileges follow.
+    Built,
     /// init → supervisor, sent with [`Channel::send_ready`] only.
     Ready(Held),
     Failed(String),
@@ -108,6 +113,7 @@ impl Channel {
         let sock = self.0.as_fd();
         match msg {
             Msg::Go => send_with_fd(sock, &[GO], None),
+            Msg::Built => send_plain(sock, &[BUILT]),
             Msg::Ready(held) => self.send_ready(*held),
             Msg::Exec(fd) => send_with_fd(sock, &[EXEC], Some(fd.as_fd())),
             Msg::Net(fd) => send_with_fd(sock, &[NET], Some(fd.as_fd())),
@@ -151,6 +157,7 @@ impl Channel {
         Ok(match (buf[0], n, fd) {
             (_, 0, _) => None,
             (GO, _, _) => Some(Msg::Go),
+            (BUILT, 1, None) => Some(Msg::Built),
             (READY, 9, None) => {
                 let word = |at: usize| {
                     i32::from_le_bytes([body[at], body[at + 1], body[at + 2], body[at + 3]])
@@ -218,6 +225,8 @@ mod tests {
         assert!(matches!(b.recv().unwrap(), Some(Msg::Go)));
         a.send(&Msg::Go).unwrap();
         assert!(b.recv_go());
+        b.send(&Msg::Built).unwrap();
+        assert!(matches!(a.recv().unwrap(), Some(Msg::Built)));
         b.send(&Msg::Failed("--ro x: bad".into())).unwrap();
         assert!(matches!(a.recv().unwrap(), Some(Msg::Failed(m)) if m == "--ro x: bad"));
         b.send(&Msg::Status(3 << 8, Some(7))).unwrap();

@@ -18,7 +18,7 @@ use nix::errno::Errno;
 use nix::unistd::{close, dup2, execve, read, setsid, write};
 
 use super::LaunchError;
-use crate::sys::process::{exit_now, reset_signals};
+use crate::sys::process::{exit_now, reset_signal_dispositions, unblock_signals};
 use crate::sys::term::set_controlling_terminal;
 
 /// PATH when the guest's environment has none.
@@ -179,6 +179,10 @@ pub(super) fn run_guest(
         let _ = write(report, &(e as i32).to_le_bytes());
         exit_now(126);
     }
+    // Default dispositions before the wait (the mask, which keeps the
+    // forwarded signals pending, after it): fewer calls between the
+    // start and the exec.
+    reset_signal_dispositions();
     let late;
     // A late command's message buffer: made before the wait and not
     // freed (the exec leaves it to init's memory, shared until then), so
@@ -207,7 +211,7 @@ pub(super) fn run_guest(
             None => exit_now(125),
         },
     };
-    reset_signals();
+    unblock_signals();
     let err = exec_first(plan);
     let _ = write(report, &(err as i32).to_le_bytes());
     exit_now(exit_code_for(err))

@@ -279,6 +279,10 @@ fn setup(args: &InitArgs<'_>) -> Result<(OwnedFd, Option<Pty>, Rest), String> {
     // namespace (`socket_factory.rs`): most runs never do.
     let become_root = args.shifted_ids.then_some(!args.invoker_is_root);
     view::build(args.plan, args.idmapped, become_root)?;
+    // The supervisor measures the view while we drop our privileges.
+    args.channel
+        .send(&Msg::Built)
+        .map_err(|e| format!("reporting the view: {}", e.desc()))?;
     chdir(args.workdir).map_err(|e| format!("workdir {}: {}", args.workdir.display(), e.desc()))?;
     super::host_stdio::take_view_devices(args.view_stdio)?;
     enter_sandbox_cgroup(args)?;
@@ -352,7 +356,7 @@ fn fence_grants() -> Result<Vec<OwnedFd>, Errno> {
 /// pivot), as its mountinfo names them. Unreadable, none: the fence then
 /// grants the top-level entries alone, which cover the mounts as well.
 fn mount_points() -> Vec<Vec<u8>> {
-    let Ok(text) = std::fs::read_to_string("/proc/self/mountinfo") else {
+    let Ok(text) = crate::proc_text::read("/proc/self/mountinfo", 16 * 1024) else {
         return Vec::new();
     };
     text.lines()

@@ -22,7 +22,8 @@
 //! loader stays as built and the preload rewrites it at its start).
 //!
 //! The supervisor reads the file once per identity of it (a pool reads
-//! it once) and keeps only the edits; init copies the file into the layer
+//! it once), mapped (`sys/mapped.rs`: the host's loader, which only the
+//! host's root could cut short under the map), and keeps only the edits; init copies the file into the layer
 //! with `copy_file_range`, writes the edits over it and binds the copy.
 //!
 //! Owns: the patch of the file (its edits), which loader the host's view
@@ -32,7 +33,6 @@
 
 use std::fmt;
 use std::fs;
-use std::io::Read;
 use std::os::fd::{AsFd, BorrowedFd};
 use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt};
 use std::path::{Component, Path, PathBuf};
@@ -44,6 +44,7 @@ use parking_lot::Mutex;
 use super::bind::{bind, open_source};
 use super::elf_fields::{u16_at, u32_at, u64_at};
 use super::plan::{TopDir, TopKind};
+use crate::sys::mapped::Mapped;
 
 /// `guest/ldso_trampoline.c`'s image, built by `sandbox/build.rs`; empty
 /// where it could not be built, and then no loader is patched.
@@ -123,15 +124,16 @@ pub fn for_host_view(tops: &[TopDir]) -> Option<Patched> {
     if !shown {
         return None;
     }
-    let mut file = fs::File::open(&real).ok()?;
+    let file = fs::File::open(&real).ok()?;
     let identity = Identity::of(&real, &file.metadata().ok()?);
     let mut made = MADE.lock();
     let edits = match made.as_ref() {
         Some((known, edits)) if *known == identity => edits.clone(),
         _ => {
-            let mut read = Vec::with_capacity(usize::try_from(identity.3).ok()?);
-            file.read_to_end(&mut read).ok()?;
-            let edits = edits(&read, IMAGE).map(Arc::new);
+            // Mapped, not read: the page cache's pages in place of a copy
+            // into fresh ones (PERFORMANCE.md, 2026-12-07, branch runstart).
+            let mapped = Mapped::file(&file).ok()?;
+            let edits = edits(&mapped, IMAGE).map(Arc::new);
             *made = Some((identity.clone(), edits.clone()));
             edits
         }

@@ -24,7 +24,8 @@
 //!    (`channel.rs`), for the supervisor to copy with `pidfd_getfd`. `launch` returns with the listener and a
 //!    descriptor of the view's root.
 //! 3. The caller measures the view (its root, the fence's grants: before
-//!    the guest can change them) and calls [`Sandbox::start`]: the
+//!    the guest can change them; from [`InitHooks::view_built`], while
+//!    init finishes, or once `launch` returns) and calls [`Sandbox::start`]: the
 //!    guest's main process, paused before execve, executes the command
 //!    (`exec.rs`). The caller may start serving the listener before or
 //!    after: a serviced call waits in the listener's queue until a worker
@@ -196,6 +197,13 @@ pub trait InitHooks {
     /// the sandbox's namespaces (init joins the network namespace only
     /// later: its own `/proc/<pid>/ns/net` is not yet the sandbox's).
     fn setting_up(&self, init: Pid, ns: Namespaces<'_>) -> Result<(), String>;
+    /// Called once init is rooted in the view (`root`: its root, as
+    /// [`Sandbox::root`]), while it drops its privileges and installs the
+    /// filter: the view is final, the guest not yet made, so measuring it
+    /// here overlaps init's last steps. `fenced`: [`Sandbox::fenced`].
+    fn view_built(&self, _root: BorrowedFd<'_>, _fenced: bool) -> Result<(), String> {
+        Ok(())
+    }
     /// Called once init is set up, before it forks the guest (rlimits
     /// set here do not constrain init's own setup).
     fn set_up(&self, init: Pid) -> Result<(), String>;

@@ -73,24 +73,30 @@ impl Sandbox {
         if let Err(step) = hooks.setting_up(pid, ns) {
             return Err(self.init_failure_or(step));
         }
+        match self.channel.recv() {
+            Ok(Some(Msg::Built)) => {}
+            other => return Err(init_gone(other)),
+        }
+        // Init goes on meanwhile: if it fails (a workdir not in the view),
+        // and is gone before its root is opened, its reason is the one.
+        let root = OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_PATH | libc::O_DIRECTORY)
+            .open(format!("/proc/{pid}/root"));
+        self.root = match root {
+            Ok(root) => OwnedFd::from(root),
+            Err(e) => return Err(self.init_failure_or(format!("opening the sandbox's root: {e}"))),
+        };
+        if let Err(step) = hooks.view_built(self.root.as_fd(), self.fenced) {
+            return Err(self.init_failure_or(step));
+        }
         let held = match self.channel.recv() {
             Ok(Some(Msg::Ready(held))) => held,
-            Ok(Some(Msg::Failed(msg))) => return Err(LaunchError::setup(msg)),
-            _ => {
-                return Err(LaunchError::setup(
-                    "the sandbox's init died while setting up",
-                ))
-            }
+            other => return Err(init_gone(other)),
         };
         (self.listener, self.pty_master) = held.copy_from(pid).map_err(|e| {
             LaunchError::setup(format!("taking the sandbox's listener: {}", e.desc()))
         })?;
-        self.root = OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_PATH | libc::O_DIRECTORY)
-            .open(format!("/proc/{pid}/root"))
-            .map(OwnedFd::from)
-            .map_err(|e| LaunchError::setup(format!("opening the sandbox's root: {e}")))?;
         hooks.set_up(pid).map_err(LaunchError::setup)?;
         // Init may now hide itself from the guest (see init.rs).
         self.channel
@@ -99,10 +105,11 @@ impl Sandbox {
         Ok(maker)
     }
 
-    /// A step of ours that failed while init built the view, which init
-    /// finishes whatever happens (it has every message it waits for):
-    /// when init failed first, its reason is the real one (our step then
-    /// found init gone, e.g. its namespaces no longer open).
+    /// A step of ours that failed while init built the view (or dropped
+    /// its privileges), which init finishes whatever happens (it has
+    /// every message it waits for): when init failed first, its reason is
+    /// the real one (our step then found init gone, e.g. its namespaces
+    /// or its root no longer open).
     fn init_failure_or(&self, step: String) -> LaunchError {
         match self.channel.recv() {
             Ok(Some(Msg::Failed(msg))) => LaunchError::setup(msg),
@@ -262,5 +269,14 @@ impl Drop for Sandbox {
             self.kill();
             self.reap();
         }
+    }
+}
+
+/// What init's message instead of the one awaited during its set-up says:
+/// its own reason, or that it died.
+fn init_gone(got: nix::Result<Option<Msg>>) -> LaunchError {
+    match got {
+        Ok(Some(Msg::Failed(msg))) => LaunchError::setup(msg),
+        _ => LaunchError::setup("the sandbox's init died while setting up"),
     }
 }

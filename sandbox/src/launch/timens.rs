@@ -100,7 +100,7 @@ fn nanos(t: &nix::sys::time::TimeSpec) -> i128 {
 /// process's start (`/proc/self/stat`'s 22nd field, in clock ticks) less
 /// the lead, as the served /proc/uptime computes it.
 fn own_clock_origin() -> Option<i64> {
-    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    let stat = crate::proc_text::read("/proc/self/stat", 4096).ok()?;
     procfs::clock_origin_secs(&stat)
 }
 

@@ -10,8 +10,8 @@
 //! `launch_config.rs`; the signal thread: `signals.rs`), nor the
 //! configuration (`config.rs`).
 
-use std::cell::Cell;
-use std::os::fd::{AsFd, OwnedFd};
+use std::cell::{Cell, RefCell};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -153,6 +153,10 @@ fn serve_and_wait(
         Some(std::net::IpAddr::V4(stub)) => Some(stub),
         _ => None,
     };
+    // What the guest may change (its root) is measured while init drops
+    // its privileges (`InitHooks::view_built`), with the counters of the
+    // cgroup made by then.
+    let measured = RefCell::new(None);
     let mut hooks = RunHooks::new(
         &guards.enforcement,
         (egress, dns_stub),
@@ -161,6 +165,12 @@ fn serve_and_wait(
     hooks.share_loopback(
         (config.net.shared_loopback.as_ref()).map(|s| nix::unistd::Pid::from_raw(s.init)),
     );
+    hooks.on_view_built(Box::new(|root, fenced| {
+        let counters = Arc::new(guards.enforcement.counters());
+        let ctx = measure_view(root, fenced, launching, view, &counters)?;
+        *measured.borrow_mut() = Some((ctx, counters));
+        Ok(())
+    }));
     let launched = launch::launch_with(launching, &hooks);
     if let Some(capture) = &mut capture {
         capture.restore();
@@ -178,24 +188,13 @@ fn serve_and_wait(
     umask(Mode::empty()); // handlers apply the guest's own umask
     let workers = config.workers.unwrap_or(1);
     let listener = sandbox.listener.try_clone().map_err(supervisor_error)?;
-    let root = sandbox.root.try_clone().map_err(supervisor_error)?;
     let layer = sandbox.root.try_clone().map_err(supervisor_error)?;
-    let counters = Arc::new(guards.enforcement.counters());
-    let mut ctx = Context::new(root, getuid().as_raw(), getgid().as_raw());
-    ctx.set_ids(launching.id_map());
-    ctx.set_limits(view.into_limits(|| {
-        let usage = counters.clone();
-        let reading = move || usage.memory_usage();
-        counters.has_memory().then(|| Box::new(reading) as Reading)
-    }));
-    if sandbox.fenced {
-        if let Err(e) = ctx.fence_reads() {
-            sandbox.kill();
-            return Err(setup_error(format!("the guest's view: {}", e.desc())));
-        }
-    }
-    // What the guest may change (its root) is measured: from here on it
-    // may run, unless it has a terminal (see `Schedule::start_early`).
+    let Some((mut ctx, counters)) = measured.take() else {
+        sandbox.kill();
+        return Err(setup_error("the guest's view was not measured".to_string()));
+    };
+    // The view is measured: from here on the guest may run, unless it
+    // has a terminal (see `Schedule::start_early`).
     let early = config.schedule.start_early && launching.pty.is_none();
     let confine_at = match early {
         true => ConfineAt::BeforeServing,
@@ -341,6 +340,31 @@ fn serve_and_wait(
     let code = ending.conclude(config.fs.disk, &limits, report);
     embedding.event(Event::GuestEnded(code));
     Ok(code)
+}
+
+/// The handlers' context on the view whose root is `root`: the guest's
+/// ids, what it is told of its limits, and, where the view is `fenced`,
+/// the fence's grants read (before the guest can change them).
+fn measure_view(
+    root: BorrowedFd<'_>,
+    fenced: bool,
+    launching: &LaunchConfig,
+    view: GuestView,
+    counters: &Arc<crate::limits::counters::Counters>,
+) -> Result<Context, String> {
+    let root = root.try_clone_to_owned().map_err(|e| e.to_string())?;
+    let mut ctx = Context::new(root, getuid().as_raw(), getgid().as_raw());
+    ctx.set_ids(launching.id_map());
+    ctx.set_limits(view.into_limits(|| {
+        let usage = counters.clone();
+        let reading = move || usage.memory_usage();
+        counters.has_memory().then(|| Box::new(reading) as Reading)
+    }));
+    if fenced {
+        ctx.fence_reads()
+            .map_err(|e| format!("the guest's view: {}", e.desc()))?;
+    }
+    Ok(ctx)
 }
 
 /// When the supervisor confines itself (its own filter, `confine.rs`):

@@ -7,7 +7,10 @@
 //! is mapped makes a read past its new end raise `SIGBUS`, which ends
 //! this process: only the checkpoint helper maps images, and its end
 //! kills the processes it holds (`PTRACE_O_EXITKILL`), so a file changed
-//! under it fails the restore rather than run anything.
+//! under it fails the restore rather than run anything. The launch maps
+//! the host's dynamic loader to find its open site (`ldso_patch.rs`),
+//! before any sandbox process exists: only the host's root could cut that
+//! file, and the run would then fail before it starts.
 //!
 //! Owns the map and its `unsafe`; not what is read from it.
 

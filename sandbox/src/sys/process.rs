@@ -94,8 +94,13 @@ pub fn reset_signal_dispositions() {
 
 /// Default dispositions and an empty signal mask, as a fresh program expects.
 pub fn reset_signals() {
-    use nix::sys::signal::{sigprocmask, SigmaskHow};
     reset_signal_dispositions();
+    unblock_signals();
+}
+
+/// An empty signal mask (the dispositions reset before: see [`reset_signals`]).
+pub fn unblock_signals() {
+    use nix::sys::signal::{sigprocmask, SigmaskHow};
     let _ = sigprocmask(SigmaskHow::SIG_SETMASK, Some(&SigSet::empty()), None);
 }
 
@@ -135,7 +140,7 @@ pub fn scrub_cmdline_and_environ() {
 
 /// arg_start, arg_end, env_start, env_end: fields 48–51 of /proc/self/stat.
 fn string_areas() -> Option<[usize; 4]> {
-    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    let stat = crate::proc_text::read("/proc/self/stat", 4096).ok()?;
     let mut areas = procfs::StatLine::parse(&stat)?
         .fields_from(48)
         .map(|f| f.parse::<usize>().ok());
