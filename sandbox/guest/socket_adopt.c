@@ -10,7 +10,11 @@
  * supervisor checks the socket and answers its number, installing
  * nothing. Its EBADF (a socket call's answer otherwise never) says it did
  * not take it: the socket is closed and the call made unmarked, as
- * without the preload. Any other error is the socket call's own.
+ * without the preload. Any other error is the socket call's own. A socket
+ * made here a moment ago is refused only where adoption cannot work (a
+ * kernel without SO_NETNS_COOKIE, a guest outside the sandbox's network
+ * namespace) or where another thread raced on its number; the process
+ * then stops trying, so that no later socket pays two round trips.
  *
  * Nothing here is trusted: the supervisor checks what it is handed
  * (docs/network.md, "Sockets the guest makes").
@@ -31,9 +35,14 @@
 /* The socket types the kernel takes, and the flags beside them. */
 #define TYPE_MASK 0xf
 
+/* Set at the first refusal: every later socket takes the unmarked call. */
+static int refused;
+
 /* Whether socket(domain, type) is one the supervisor may adopt. */
 static int adoptable(int domain, int type)
 {
+    if (__atomic_load_n(&refused, __ATOMIC_RELAXED))
+        return 0;
     int base = type & TYPE_MASK;
     int flags = type & ~TYPE_MASK;
     return (domain == AF_INET || domain == AF_INET6) && (base == SOCK_STREAM || base == SOCK_DGRAM) &&
@@ -50,6 +59,8 @@ static long adopted(int domain, int type, int protocol)
     long ret = raw_syscall6(SYS_socket, domain, type, protocol, (long)ADOPT_MARK, own, 0);
     if (ret < 0)
         raw_syscall6(SYS_close, own, 0, 0, 0, 0, 0);
+    if (ret == -EBADF)
+        __atomic_store_n(&refused, 1, __ATOMIC_RELAXED);
     return ret;
 }
 

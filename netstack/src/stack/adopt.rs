@@ -81,3 +81,62 @@ impl Stack {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::os::fd::OwnedFd;
+
+    use nix::errno::Errno;
+    use nix::sys::socket::{self, AddressFamily, SockFlag, SockType, UnixAddr};
+
+    use crate::{Proto, Stack};
+
+    fn unix(ty: SockType) -> OwnedFd {
+        socket::socket(AddressFamily::Unix, ty, SockFlag::SOCK_CLOEXEC, None).unwrap()
+    }
+
+    #[test]
+    fn a_fresh_socket_is_adopted_once() {
+        let st = Stack::default();
+        let fd = unix(SockType::Stream);
+        let inode = st.adopt_socket(&fd, libc::AF_INET6, Proto::Tcp, 0).unwrap();
+        let s = st.identify(fd.try_clone().unwrap()).unwrap();
+        assert_eq!(
+            (s.inode, s.meta.domain, s.meta.proto),
+            (inode, libc::AF_INET6, Proto::Tcp)
+        );
+        let again = st.adopt_socket(&fd, libc::AF_INET6, Proto::Tcp, 0);
+        assert_eq!(again, Err(Errno::EBADF));
+        let made = st.create(libc::AF_INET, Proto::Udp, 0, false).unwrap();
+        let made_again = st.adopt_socket(&made, libc::AF_INET, Proto::Udp, 0);
+        assert_eq!(made_again, Err(Errno::EBADF));
+    }
+
+    #[test]
+    fn anything_but_a_fresh_socket_of_the_type_is_refused() {
+        let st = Stack::default();
+        let refused = |fd: &OwnedFd, proto| {
+            let before = st.table.len();
+            let r = st.adopt_socket(fd, libc::AF_INET, proto, 0);
+            assert_eq!(r, Err(Errno::EBADF));
+            assert_eq!(st.table.len(), before);
+        };
+        refused(&unix(SockType::Datagram), Proto::Tcp);
+        refused(&unix(SockType::Stream), Proto::Udp);
+        refused(&unix(SockType::SeqPacket), Proto::Tcp);
+        let bound = unix(SockType::Stream);
+        let name = UnixAddr::new_abstract(format!("adopt-{}", std::process::id()).as_bytes());
+        socket::bind(std::os::fd::AsRawFd::as_raw_fd(&bound), &name.unwrap()).unwrap();
+        refused(&bound, Proto::Tcp);
+        let (a, _b) = socket::socketpair(
+            AddressFamily::Unix,
+            SockType::Datagram,
+            None,
+            SockFlag::SOCK_CLOEXEC,
+        )
+        .unwrap();
+        refused(&a, Proto::Udp);
+        let file = OwnedFd::from(std::fs::File::open("/proc/self/status").unwrap());
+        refused(&file, Proto::Tcp);
+    }
+}
