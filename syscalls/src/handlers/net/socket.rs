@@ -2,7 +2,8 @@
 //!
 //! socket: `AF_INET`/`AF_INET6` stream and datagram sockets become host
 //! `AF_UNIX` sockets installed in the guest, as are ICMP datagram
-//! ("ping") sockets; raw and packet sockets are denied (EPERM); `AF_UNIX` and `NETLINK_ROUTE` sockets are
+//! ("ping") sockets (or, handed over by the preload, the guest's own
+//! `AF_UNIX` socket is adopted: [`adopt`]); raw and packet sockets are denied (EPERM); `AF_UNIX` and `NETLINK_ROUTE` sockets are
 //! the guest kernel's own (CONTINUE: its namespace has only `lo`); other
 //! families are EAFNOSUPPORT. bind: names from [`netstack::Stack::bind`];
 //! a UDP socket bound to a wildcard address and a given port is told to
