@@ -15,6 +15,7 @@
 //! guest descriptors or blocking (the handlers in `syscalls/` do that;
 //! every call here returns at once unless the host socket itself blocks).
 
+mod adopt;
 mod bind;
 mod local;
 mod pending;
@@ -69,6 +70,9 @@ pub struct Stack {
     /// Told of each TCP listener the guest opens and each UDP socket it
     /// binds to a wildcard address ([`Stack::on_listen`]).
     listen_hook: std::sync::OnceLock<ListenHook>,
+    /// The network namespace cookie of `sockets`' sockets, once asked
+    /// for (`adopt.rs`).
+    netns: std::sync::OnceLock<Option<u64>>,
 }
 
 /// What [`Stack::on_listen`] calls with a listener's address and protocol.
@@ -117,6 +121,7 @@ impl Stack {
             diag: Mutex::new(None),
             over_v4: source::OverV4::default(),
             listen_hook: std::sync::OnceLock::new(),
+            netns: std::sync::OnceLock::new(),
         }
     }
 
@@ -148,6 +153,7 @@ impl Stack {
     pub fn set_sockets(&mut self, sockets: Arc<dyn UnixSockets>) {
         self.table.set_listing(sockets.listing());
         self.sockets = sockets;
+        self.netns = std::sync::OnceLock::new();
     }
 
     /// The source of this stack's host sockets (for egress and the DNS
@@ -228,11 +234,8 @@ impl Stack {
         if nonblock {
             fcntl(fd.as_raw_fd(), FcntlArg::F_SETFL(OFlag::O_NONBLOCK))?;
         }
-        let mut meta = Meta::new(domain, proto);
-        if protocol != 0 {
-            meta.protocol = protocol;
-        }
-        self.table.insert(inode_of(fd.as_fd())?, meta);
+        self.table
+            .insert(inode_of(fd.as_fd())?, new_meta(domain, proto, protocol));
         Ok(fd)
     }
 
@@ -329,6 +332,16 @@ impl Stack {
     pub fn has_pending(&self) -> bool {
         self.pending.any()
     }
+}
+
+/// The metadata of a new socket of `socket(domain, _, protocol)`
+/// (`protocol` 0: the transport's own number).
+fn new_meta(domain: i32, proto: Proto, protocol: i32) -> Meta {
+    let mut meta = Meta::new(domain, proto);
+    if protocol != 0 {
+        meta.protocol = protocol;
+    }
+    meta
 }
 
 /// The inode of a socket.

@@ -3,7 +3,8 @@
 //! `AF_UNSPEC` address, which `unix_dgram_connect` takes as a
 //! disconnect), and an `accept4` that hands back an owned descriptor
 //! with the flags asked for (nix's gives a raw number; std's listener
-//! would need a dup of the guest's socket first).
+//! would need a dup of the guest's socket first), and a socket's network
+//! namespace cookie (`SO_NETNS_COOKIE`, which nix does not wrap).
 //!
 //! Owns: those calls and their `unsafe`. Does not own: when to make
 //! them (`stack/source.rs`, `stack.rs`).
@@ -45,6 +46,29 @@ pub fn accept(fd: BorrowedFd<'_>, nonblock: bool) -> Result<OwnedFd, Errno> {
     // SAFETY: accept4 succeeded, so `conn` is a new descriptor nothing
     // else owns.
     Ok(unsafe { OwnedFd::from_raw_fd(conn) })
+}
+
+/// The cookie of the network namespace socket `fd` was made in
+/// (`SO_NETNS_COOKIE`, Linux 5.14): equal cookies, the same namespace.
+pub fn netns_cookie(fd: BorrowedFd<'_>) -> Result<u64, Errno> {
+    let mut cookie: u64 = 0;
+    let mut len = std::mem::size_of::<u64>() as libc::socklen_t;
+    // SAFETY: `cookie` and `len` are valid for writes of the sizes given
+    // and outlive the call; `fd` is a descriptor we hold open.
+    let r = unsafe {
+        libc::getsockopt(
+            fd.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_NETNS_COOKIE,
+            (&mut cookie as *mut u64).cast(),
+            &mut len,
+        )
+    };
+    Errno::result(r)?;
+    if len as usize != std::mem::size_of::<u64>() {
+        return Err(Errno::EINVAL);
+    }
+    Ok(cookie)
 }
 
 #[cfg(test)]

@@ -133,6 +133,17 @@ impl Table {
 
     /// Records a socket, collecting dead entries first when due.
     pub fn insert(&self, inode: u64, meta: Meta) {
+        self.record(inode, meta, true);
+    }
+
+    /// Records a socket the table does not hold yet; `false` (nothing
+    /// changed) when it holds it already.
+    pub fn insert_new(&self, inode: u64, meta: Meta) -> bool {
+        self.record(inode, meta, false)
+    }
+
+    /// [`Table::insert`], replacing an entry only when `replace`.
+    fn record(&self, inode: u64, meta: Meta, replace: bool) -> bool {
         let due = {
             let inner = self.inner.lock();
             inner.map.len() >= inner.collect_at
@@ -149,7 +160,11 @@ impl Table {
         if due {
             inner.collect_at = (inner.map.len() * 2).max(GC_FLOOR);
         }
+        if !replace && inner.map.contains_key(&inode) {
+            return false;
+        }
         inner.map.insert(inode, meta);
+        true
     }
 
     /// The metadata of a socket, if it is the netstack's.

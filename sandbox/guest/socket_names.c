@@ -28,7 +28,8 @@
  * AF_UNSPEC (a TCP disconnect) of a wildcard listener's connection
  * unsets its address. connect is wrapped only to forget the note of the
  * descriptor it is given, then made by glibc's __connect (a cancellation
- * point still), or, where the C library has none (musl), by a raw call.
+ * point still), or, where the C library has none (musl), by a raw call
+ * that is a cancellation point as accept's is.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -136,6 +137,29 @@ static void forget(int fd)
     __atomic_store_n(&s->seq, seq + 2, __ATOMIC_RELEASE);
 }
 
+/* The C library's, weakly: glibc before 2.34 has it in libpthread only,
+ * which a program without threads does not load (and then nothing
+ * cancels). The same values in glibc and musl. */
+extern int pthread_setcanceltype(int type, int *old) __attribute__((weak));
+#define CANCEL_DEFERRED 0
+#define CANCEL_ASYNCHRONOUS 1
+
+/* A raw call that is a cancellation point as the C library's blocking
+ * calls are: made with asynchronous cancellation on, as glibc made its
+ * cancellable calls before 2.34, so a thread cancelled while the call
+ * blocks (in the supervisor's wait, which a signal interrupts) is
+ * cancelled. */
+static long cancellable(long nr, long a, long b, long c, long d, long e, long f)
+{
+    int old = CANCEL_DEFERRED;
+    if (pthread_setcanceltype != 0)
+        pthread_setcanceltype(CANCEL_ASYNCHRONOUS, &old);
+    long ret = raw_syscall6(nr, a, b, c, d, e, f);
+    if (pthread_setcanceltype != 0 && old != CANCEL_ASYNCHRONOUS)
+        pthread_setcanceltype(old, &old);
+    return ret;
+}
+
 /* glibc's connect under its other exported name. Weak: musl has none. */
 extern int __connect(int fd, const struct sockaddr *addr, socklen_t len) __attribute__((weak));
 
@@ -145,30 +169,15 @@ EXPORT int connect(int fd, const struct sockaddr *addr, socklen_t len)
         forget(fd);
     if (__connect != 0)
         return __connect(fd, addr, len);
-    return (int)answer(raw_syscall6(SYS_connect, fd, (long)addr, len, 0, 0, 0));
+    return (int)answer(cancellable(SYS_connect, fd, (long)addr, len, 0, 0, 0));
 }
 
-/* The C library's, weakly: glibc before 2.34 has it in libpthread only,
- * which a program without threads does not load (and then nothing
- * cancels). The same values in glibc and musl. */
-extern int pthread_setcanceltype(int type, int *old) __attribute__((weak));
-#define CANCEL_DEFERRED 0
-#define CANCEL_ASYNCHRONOUS 1
-
-/* accept (nr 43) or accept4 (288), marked; the note kept on success. A
- * cancellation point as the C library's accept is: the call is made with
- * asynchronous cancellation on, as glibc made its cancellable calls
- * before 2.34, so a thread cancelled while the call blocks (in the
- * supervisor's wait, which a signal interrupts) is cancelled. */
+/* accept (nr 43) or accept4 (288), marked and a cancellation point as
+ * the C library's accept is; the note kept on success. */
 static long accept_noted(long nr, int fd, struct sockaddr *addr, socklen_t *len, int flags)
 {
     struct note n = {0};
-    int old = CANCEL_DEFERRED;
-    if (pthread_setcanceltype != 0)
-        pthread_setcanceltype(CANCEL_ASYNCHRONOUS, &old);
-    long ret = raw_syscall6(nr, fd, (long)addr, (long)len, flags, NAME_NOTE_MARK, (long)&n);
-    if (pthread_setcanceltype != 0 && old != CANCEL_ASYNCHRONOUS)
-        pthread_setcanceltype(old, &old);
+    long ret = cancellable(nr, fd, (long)addr, (long)len, flags, NAME_NOTE_MARK, (long)&n);
     if (ret >= 0 && __atomic_load_n(&n.ino, __ATOMIC_RELAXED) != 0)
         keep((int)ret, &n);
     return ret;

@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -65,9 +66,12 @@ static int learn_name(int b, struct sockaddr_un *from, socklen_t *len) {
     return ok ? 0 : -1;
 }
 
-/* Our own unix socket to the unix name behind a bound UDP socket. */
+/* Our own unix socket to the unix name behind a bound UDP socket that
+ * the supervisor made (a raw call: the preload's socket() would make it
+ * in the guest, inside its own Landlock domain, as any socket of its
+ * own; docs/network.md, "Sockets the guest makes"). */
 static void own_to_netstack_name(int own) {
-    int b = socket(AF_INET, SOCK_DGRAM, 0);
+    int b = (int)syscall(SYS_socket, AF_INET, SOCK_DGRAM, 0);
     struct sockaddr_in me = {.sin_family = AF_INET};
     inet_pton(AF_INET, "127.0.0.1", &me.sin_addr);
     socklen_t len = sizeof me;

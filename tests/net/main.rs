@@ -31,6 +31,7 @@ mod publish;
 mod queues;
 mod reuseport;
 mod sendpath;
+mod sockadopt;
 mod socknames;
 mod sockstat;
 mod udp;

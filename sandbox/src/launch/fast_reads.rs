@@ -322,6 +322,15 @@ mod tests {
         assert_eq!(sandbox_syscalls::handlers::NOTE_LEN, 8 + 4 + 4 + 32);
     }
 
+    /// The C source and the socket handler agree on the adoption mark.
+    #[test]
+    fn the_adoption_mark_is_the_handlers() {
+        let source = include_str!("../../guest/socket_adopt.c");
+        let mark = sandbox_syscalls::handlers::ADOPT_MARK;
+        let line = format!("#define ADOPT_MARK {mark:#x}UL");
+        assert!(source.contains(&line), "socket_adopt.c lacks `{line}`");
+    }
+
     /// The library loads under any x86_64 glibc: it asks for no symbol
     /// version but GLIBC_2.2.5 (a newer one would make every exec under
     /// an older tree print a loader error).

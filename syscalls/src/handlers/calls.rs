@@ -8,7 +8,7 @@
 //! entry point (the policy table, [`crate::policy::entry`], names the
 //! entry point of each serviced number), or the work (the families).
 
-use super::net::{accept, dgram, mmsg, msg, names, note, socket};
+use super::net::{accept, adopt, dgram, mmsg, msg, names, note, socket};
 use super::{
     affinity, attr, clock, lseek, mknod, namei, notify, numa, open, refused, sync, sysinfo,
     task_stat, xattr, Context, Res,
@@ -204,7 +204,8 @@ pub(crate) fn sched_get_priority_min(_ctx: &Context, _g: &dyn Guest, c: &Syscall
 // ---- Sockets (`net/`). ----------------------------------------------------------
 
 pub(crate) fn socket(ctx: &Context, g: &dyn Guest, c: &SyscallArgs) -> Res {
-    socket::socket(ctx, g, c.int(0), c.int(1), c.int(2))
+    let args = (c.int(0), c.int(1), c.int(2));
+    socket::socket(ctx, g, args, adopt::requested(c))
 }
 
 pub(crate) fn bind(ctx: &Context, g: &dyn Guest, c: &SyscallArgs) -> Res {

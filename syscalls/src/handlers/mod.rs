@@ -62,6 +62,7 @@ use nix::errno::Errno;
 use crate::guest::{Guest, Reply, SyscallArgs};
 use crate::Context;
 
+pub use net::adopt::ADOPT_MARK;
 pub use net::note::{NAME_NOTE_MARK, NOTE_LEN};
 
 /// A handler's answer.

@@ -9,7 +9,8 @@
 //! behalf without losing signals ([`wait`]), and the errnos the guest
 //! sees. Does not own: names, binding rules or egress (`netstack`).
 //!
-//! Families: [`socket`] (socket, bind, connect), [`accept`], [`names`]
+//! Families: [`socket`] (socket, bind, connect; a socket the guest's
+//! preload made itself, [`adopt`]), [`accept`], [`names`]
 //! (getsockname, getpeername, getsockopt, setsockopt), [`dgram`]
 //! (sendto, recvfrom with addresses), [`msg`] (sendmsg, recvmsg) and
 //! their control messages ([`ancil`]); the note a marked accept leaves
@@ -18,6 +19,7 @@
 //! backlog ([`backlog`]).
 
 pub(crate) mod accept;
+pub mod adopt;
 mod ancil;
 mod backlog;
 pub(crate) mod dgram;

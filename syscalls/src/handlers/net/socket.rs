@@ -2,7 +2,8 @@
 //!
 //! socket: `AF_INET`/`AF_INET6` stream and datagram sockets become host
 //! `AF_UNIX` sockets installed in the guest, as are ICMP datagram
-//! ("ping") sockets; raw and packet sockets are denied (EPERM); `AF_UNIX` and `NETLINK_ROUTE` sockets are
+//! ("ping") sockets (or, handed over by the preload, the guest's own
+//! `AF_UNIX` socket is adopted: [`adopt`]); raw and packet sockets are denied (EPERM); `AF_UNIX` and `NETLINK_ROUTE` sockets are
 //! the guest kernel's own (CONTINUE: its namespace has only `lo`); other
 //! families are EAFNOSUPPORT. bind: names from [`netstack::Stack::bind`];
 //! a UDP socket bound to a wildcard address and a given port is told to
@@ -25,15 +26,21 @@ use nix::fcntl::{fcntl, FcntlArg, OFlag};
 use nix::poll::PollFlags;
 
 use super::{
-    address_domain, autobind_udp, backlog, check_family, dial, family_of, guest_addr, ours,
+    address_domain, adopt, autobind_udp, backlog, check_family, dial, family_of, guest_addr, ours,
     parse_addr, read_sockaddr, stack, wait, Res,
 };
 use crate::guest::{Guest, Reply};
 use crate::handlers::live;
 use crate::Context;
 
-/// socket(domain, type, protocol).
-pub(crate) fn socket(ctx: &Context, _g: &dyn Guest, domain: i32, ty: i32, protocol: i32) -> Res {
+/// socket(domain, type, protocol); `adopt`: the guest's own socket
+/// handed over for it ([`adopt`]).
+pub(crate) fn socket(
+    ctx: &Context,
+    g: &dyn Guest,
+    (domain, ty, protocol): (i32, i32, i32),
+    adopt: Option<i32>,
+) -> Res {
     let base = ty & 0xf;
     let flags = ty & !0xf;
     if flags & !(libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC) != 0 {
@@ -64,6 +71,9 @@ pub(crate) fn socket(ctx: &Context, _g: &dyn Guest, domain: i32, ty: i32, protoc
         Ok(p) => p,
         Err(denied) => return Ok(Reply::Deny(denied)),
     };
+    if let Some(own) = adopt {
+        return adopt::adopt(ctx, g, own, domain, proto, protocol);
+    }
     // No liveness check: a new socket acts on nothing of the guest's,
     // and the install fails by itself when the call is gone.
     let fd = stack(ctx).create(domain, proto, protocol, flags & libc::SOCK_NONBLOCK != 0)?;
