@@ -241,7 +241,7 @@ impl crate::Egress for EvenPortsToHost {
     }
 
     fn takes_loopback(&self, dst: SocketAddr, _proto: Proto) -> bool {
-        dst.port() % 2 == 0
+        dst.port().is_multiple_of(2)
     }
 }
 
