@@ -9,12 +9,13 @@
 //! namespace's `/proc/<pid>/net/unix` are dropped), so a guest making millions of sockets
 //! cannot grow it without bound. Does not own: the sockets themselves.
 
+use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use nix::errno::Errno;
-use parking_lot::Mutex;
+use parking_lot::{Mutex, MutexGuard};
 
 use crate::bound;
 use crate::name::Proto;
@@ -133,17 +134,23 @@ impl Table {
 
     /// Records a socket, collecting dead entries first when due.
     pub fn insert(&self, inode: u64, meta: Meta) {
-        self.record(inode, meta, true);
+        self.collected().map.insert(inode, meta);
     }
 
     /// Records a socket the table does not hold yet; `false` (nothing
     /// changed) when it holds it already.
     pub fn insert_new(&self, inode: u64, meta: Meta) -> bool {
-        self.record(inode, meta, false)
+        match self.collected().map.entry(inode) {
+            Entry::Vacant(e) => {
+                e.insert(meta);
+                true
+            }
+            Entry::Occupied(_) => false,
+        }
     }
 
-    /// [`Table::insert`], replacing an entry only when `replace`.
-    fn record(&self, inode: u64, meta: Meta, replace: bool) -> bool {
+    /// The table, locked, with its dead entries collected first when due.
+    fn collected(&self) -> MutexGuard<'_, Inner> {
         let due = {
             let inner = self.inner.lock();
             inner.map.len() >= inner.collect_at
@@ -160,11 +167,7 @@ impl Table {
         if due {
             inner.collect_at = (inner.map.len() * 2).max(GC_FLOOR);
         }
-        if !replace && inner.map.contains_key(&inode) {
-            return false;
-        }
-        inner.map.insert(inode, meta);
-        true
+        inner
     }
 
     /// The metadata of a socket, if it is the netstack's.
