@@ -111,9 +111,13 @@ impl Sandbox {
     /// the real one (our step then found init gone, e.g. its namespaces
     /// or its root no longer open).
     fn init_failure_or(&self, step: String) -> LaunchError {
-        match self.channel.recv() {
-            Ok(Some(Msg::Failed(msg))) => LaunchError::setup(msg),
-            _ => LaunchError::setup(step),
+        loop {
+            match self.channel.recv() {
+                // The view was built before init failed: its reason follows.
+                Ok(Some(Msg::Built)) => continue,
+                Ok(Some(Msg::Failed(msg))) => return LaunchError::setup(msg),
+                _ => return LaunchError::setup(step),
+            }
         }
     }
 
