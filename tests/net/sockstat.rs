@@ -12,7 +12,10 @@ use common::*;
 const SCRIPT: &str = include_str!("sockstat.py");
 
 /// Natively in a new network namespace (`map_root` for an unprivileged
-/// user), its loopback up, then the script.
+/// user), its loopback up, then the script once the namespace counts no
+/// socket: `ip`'s netlink sockets are uncounted only when the kernel
+/// frees them, after an RCU grace period, so the script could start
+/// while they still count (at most 5 s).
 fn native(map_root: bool) -> Run {
     let unshare = if map_root { "-rn" } else { "-n" };
     Run::new(&[
@@ -20,7 +23,9 @@ fn native(map_root: bool) -> Run {
         unshare,
         "sh",
         "-c",
-        "ip link set lo up && exec /usr/bin/python3 -c \"$0\"",
+        "ip link set lo up && timeout 5 sh -c \
+         'until grep -qx \"sockets: used 0\" /proc/net/sockstat; do sleep 0.01; done'; \
+         exec /usr/bin/python3 -c \"$0\"",
         SCRIPT,
     ])
 }
