@@ -293,6 +293,15 @@ pub fn late_readying(
     )
 }
 
+/// Asserts that the C source `source` (of `file`) defines `name` as
+/// `value`, as `#define NAME 0x…UL`: the guest's side of a constant the
+/// supervisor's side also holds (a test helper).
+#[cfg(test)]
+pub(super) fn assert_c_defines(file: &str, source: &str, name: &str, value: u64) {
+    let line = format!("#define {name} {value:#x}UL");
+    assert!(source.contains(&line), "{file} lacks `{line}`");
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -302,8 +311,7 @@ mod tests {
     fn the_mark_is_the_filters() {
         let source = include_str!("../../guest/fast_reads.c");
         let mark = sandbox_syscalls::policy::FAST_READ_MARK;
-        let line = format!("#define FAST_READ_MARK {mark:#x}UL");
-        assert!(source.contains(&line), "fast_reads.c lacks `{line}`");
+        assert_c_defines("fast_reads.c", source, "FAST_READ_MARK", mark);
     }
 
     /// The C source and the accept handler agree on the name note's mark
@@ -312,8 +320,7 @@ mod tests {
     fn the_name_note_is_the_handlers() {
         let source = include_str!("../../guest/socket_names.c");
         let mark = sandbox_syscalls::handlers::NAME_NOTE_MARK;
-        let line = format!("#define NAME_NOTE_MARK {mark:#x}UL");
-        assert!(source.contains(&line), "socket_names.c lacks `{line}`");
+        assert_c_defines("socket_names.c", source, "NAME_NOTE_MARK", mark);
         let note = "unsigned long ino;\n    unsigned int len;\n    unsigned int pad;\n    unsigned long name[4];";
         assert!(
             source.contains(note),
@@ -327,8 +334,7 @@ mod tests {
     fn the_adoption_mark_is_the_handlers() {
         let source = include_str!("../../guest/socket_adopt.c");
         let mark = sandbox_syscalls::handlers::ADOPT_MARK;
-        let line = format!("#define ADOPT_MARK {mark:#x}UL");
-        assert!(source.contains(&line), "socket_adopt.c lacks `{line}`");
+        assert_c_defines("socket_adopt.c", source, "ADOPT_MARK", mark);
     }
 
     /// The library loads under any x86_64 glibc: it asks for no symbol

@@ -140,8 +140,12 @@ mod tests {
     fn the_mark_is_the_filters() {
         let source = include_str!("../../guest/static_loader.h");
         let mark = sandbox_syscalls::policy::FAST_READ_MARK;
-        let line = format!("#define FAST_READ_MARK {mark:#x}UL");
-        assert!(source.contains(&line), "static_loader.h lacks `{line}`");
+        super::super::fast_reads::assert_c_defines(
+            "static_loader.h",
+            source,
+            "FAST_READ_MARK",
+            mark,
+        );
     }
 
     /// The loader is a static-pie with no relocations and no interpreter:
