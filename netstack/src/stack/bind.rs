@@ -45,18 +45,11 @@ impl Stack {
             self.table.update(s.inode, |m| m.port_locked = true);
             return Ok(());
         }
-        for _ in 0..EPHEMERAL_TRIES {
-            let Some(port) = self.ephemeral_port(s.meta.proto) else {
-                continue;
-            };
+        self.on_ephemeral_port(s.meta.proto, |port| {
             let mut p = a;
             p.set_port(port);
-            match self.bind_checked(s, p) {
-                Err(Errno::EADDRINUSE) => continue,
-                r => return r,
-            }
-        }
-        Err(Errno::EADDRINUSE)
+            self.bind_checked(s, p)
+        })
     }
 
     fn bind_checked(&self, s: &Sock, a: SocketAddr) -> Result<(), Errno> {
@@ -142,16 +135,9 @@ impl Stack {
             IpAddr::V4(_) => IpAddr::V4(Ipv4Addr::LOCALHOST),
             IpAddr::V6(_) => IpAddr::V6(Ipv6Addr::LOCALHOST),
         };
-        for _ in 0..EPHEMERAL_TRIES {
-            let Some(port) = self.ephemeral_port(s.meta.proto) else {
-                continue;
-            };
-            match self.bind_name(s, SocketAddr::new(ip, port)) {
-                Err(Errno::EADDRINUSE) => continue,
-                r => return r,
-            }
-        }
-        Err(Errno::EADDRINUSE)
+        self.on_ephemeral_port(s.meta.proto, |port| {
+            self.bind_name(s, SocketAddr::new(ip, port))
+        })
     }
 
     /// Binds an unbound UDP socket to an ephemeral port of its family's
@@ -170,16 +156,9 @@ impl Stack {
             return Ok(());
         }
         let any = addr::unspecified(s.meta.domain);
-        for _ in 0..EPHEMERAL_TRIES {
-            let Some(port) = self.ephemeral_port(s.meta.proto) else {
-                continue;
-            };
-            match self.bind_name(s, SocketAddr::new(any.ip(), port)) {
-                Err(Errno::EADDRINUSE) => continue,
-                r => return r,
-            }
-        }
-        Err(Errno::EADDRINUSE)
+        self.on_ephemeral_port(s.meta.proto, |port| {
+            self.bind_name(s, SocketAddr::new(any.ip(), port))
+        })
     }
 
     /// Binds a socket about to listen that has no name yet (and no
@@ -195,9 +174,26 @@ impl Stack {
             r => r,
         }
     }
-}
 
-impl Stack {
+    /// `bind` of a random ephemeral port, tried again on another while
+    /// the port is taken (EADDRINUSE), at most [`EPHEMERAL_TRIES`] draws.
+    fn on_ephemeral_port(
+        &self,
+        proto: crate::Proto,
+        mut bind: impl FnMut(u16) -> Result<(), Errno>,
+    ) -> Result<(), Errno> {
+        for _ in 0..EPHEMERAL_TRIES {
+            let Some(port) = self.ephemeral_port(proto) else {
+                continue;
+            };
+            match bind(port) {
+                Err(Errno::EADDRINUSE) => continue,
+                r => return r,
+            }
+        }
+        Err(Errno::EADDRINUSE)
+    }
+
     /// A random ephemeral port, or `None` when the one drawn is a host
     /// loopback port an egress rule names (`--allow-net 127.0.0.1:PORT`):
     /// a connect to that port on the loopback goes to the host
