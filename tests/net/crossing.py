@@ -216,9 +216,19 @@ def recvmmsg(fd, count=1, flags=0):
     return n, [(sockaddr(names[i].raw[:ms[i].hdr.namelen]) if ms[i].hdr.namelen else "no name", data[i].raw[:ms[i].len])
                for i in range(n)]
 
+def unlabelled_udp():
+    """A UDP socket on an ephemeral 127.0.0.1 port that no role names:
+    the kernel may give a UDP socket the number of a TCP listener
+    labelled L (another protocol's port), which would print as L."""
+    while True:
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(("127.0.0.1", 0))
+        if s.getsockname()[1] not in ROLES:
+            return s
+        s.close()
+
 def mmsg_batch():
     r = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); r.bind(("127.0.0.1", 0)); ROLES[r.getsockname()[1]] = "R"
-    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s = unlabelled_udp()
     for d in (b"a", b"bb", b"ccc"):
         s.sendto(d, r.getsockname())
     p("recvmmsg waitforone", recvmmsg(r.fileno(), 4, 0x10000))  # MSG_WAITFORONE
