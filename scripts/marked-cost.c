@@ -9,9 +9,16 @@
  * the supervisor's costs on itself:
  *
  *   cc -O2 -static -o /tmp/marked-cost scripts/marked-cost.c
- *   marked-cost [-n N] [-r] [-f FILTERS] [-l LAYERS [-L DIR]] FILE
+ *   marked-cost [-n N] [-r] [-m HOW] [-f FILTERS] [-l LAYERS [-L DIR]] FILE
  *
  *   -r          read up to 256 bytes after each open
+ *   -m HOW      how each open is made: `openat` (the default: marked
+ *               openat), `openat2` (marked openat2 with
+ *               RESOLVE_NO_SYMLINKS, the call the static loader's
+ *               rewritten site makes) or `libc` (the C library's open,
+ *               unmarked: built static and run under the supervisor, the
+ *               static loader rewrites its site, so this is the rewritten
+ *               site's whole route)
  *   -f FILTERS  stack that many seccomp filters that test openat's r8 for
  *               the mark and allow everything (9 instructions each)
  *   -l LAYERS   stack that many Landlock layers handling READ_FILE (and
@@ -21,12 +28,15 @@
  *               then ends there)
  */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <fcntl.h>
 #include <linux/filter.h>
 #include <linux/landlock.h>
+#include <linux/openat2.h>
 #include <linux/seccomp.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -45,6 +55,31 @@ static long openat_marked(long dirfd, const char *path, long flags)
                      : "0"(257L), "D"(dirfd), "S"(path), "d"(flags), "r"(r10), "r"(r8)
                      : "rcx", "r11", "memory");
     return ret;
+}
+
+static long openat2_marked(long dirfd, const char *path, long flags)
+{
+    struct open_how how = {.flags = (unsigned long long)flags, .resolve = RESOLVE_NO_SYMLINKS};
+    register long r10 __asm__("r10") = sizeof how;
+    register long r8 __asm__("r8") = (long)mark;
+    long ret;
+    __asm__ volatile("syscall"
+                     : "=a"(ret)
+                     : "0"(437L), "D"(dirfd), "S"(path), "d"(&how), "r"(r10), "r"(r8)
+                     : "rcx", "r11", "memory");
+    return ret;
+}
+
+/* One open of `path` made as `how` says (-m): the descriptor or -errno. */
+static long open_as(char how, const char *path)
+{
+    if (how == '2')
+        return openat2_marked(AT_FDCWD, path, O_RDONLY | O_CLOEXEC);
+    if (how == 'c') {
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        return fd < 0 ? -errno : fd;
+    }
+    return openat_marked(AT_FDCWD, path, O_RDONLY | O_CLOEXEC);
 }
 
 static double cpu_ns(void)
@@ -111,12 +146,21 @@ static int stack_layer(const char *extra)
 int main(int argc, char **argv)
 {
     int filters = 0, layers = 0, do_read = 0, opt;
+    char how = 'o';
     long n = 20000;
     const char *extra = NULL;
-    while ((opt = getopt(argc, argv, "n:rf:l:L:")) != -1) {
+    while ((opt = getopt(argc, argv, "n:rm:f:l:L:")) != -1) {
         switch (opt) {
         case 'n': n = atol(optarg); break;
         case 'r': do_read = 1; break;
+        case 'm':
+            if (strcmp(optarg, "openat2") == 0)
+                how = '2';
+            else if (strcmp(optarg, "libc") == 0)
+                how = 'c';
+            else if (strcmp(optarg, "openat") != 0)
+                return 2;
+            break;
         case 'f': filters = atoi(optarg); break;
         case 'l': layers = atoi(optarg); break;
         case 'L': extra = optarg; break;
@@ -124,7 +168,8 @@ int main(int argc, char **argv)
         }
     }
     if (optind + 1 != argc || n <= 0) {
-        fprintf(stderr, "usage: marked-cost [-n N] [-r] [-f FILTERS] [-l LAYERS [-L DIR]] FILE\n");
+        fprintf(stderr, "usage: marked-cost [-n N] [-r] [-m openat|openat2|libc] [-f FILTERS] "
+                        "[-l LAYERS [-L DIR]] FILE\n");
         return 2;
     }
     const char *path = argv[optind];
@@ -147,7 +192,7 @@ int main(int argc, char **argv)
     for (int b = 0; b < 5; b++) {
         double t = cpu_ns();
         for (long i = 0; i < n; i++) {
-            long fd = openat_marked(AT_FDCWD, path, O_RDONLY | O_CLOEXEC);
+            long fd = open_as(how, path);
             if (fd < 0) {
                 fprintf(stderr, "marked-cost: open %s: error %ld\n", path, -fd);
                 return 1;
