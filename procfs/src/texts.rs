@@ -281,6 +281,17 @@ pub fn warm(ctx: &Scope<'_>) {
     ctx.synthetic.kept.in_place.warm();
 }
 
+/// The sandbox's tasks, as sysinfo(2) counts them (`tasks::task_count`),
+/// listed in the census's kept procfs (`view_dir::KeptProc`: a rewind and
+/// the processes' entries alone, where a fresh open of the view's /proc
+/// costs two opens, two closes and a listing of its ~60 named entries).
+pub fn sandbox_tasks(ctx: &Scope<'_>) -> u64 {
+    let kept = &ctx.synthetic.kept.proc;
+    kept.with(ctx.fs, tasks::task_count)
+        .or_else(|| with_view_proc(ctx.fs, tasks::task_count))
+        .unwrap_or(0)
+}
+
 /// `f` of the view's procfs, as a directory descriptor.
 pub fn with_view_proc<T>(fs: &Resolver, f: impl FnOnce(&ProcDir) -> T) -> Option<T> {
     let flags = (libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC) as u64;
