@@ -1,6 +1,7 @@
 //! The served files a rewind rewrites in place: `/proc/stat`, whose
 //! figures change at every read (and which `ps` rewinds twice), and, in a
-//! sandbox set up before its command, its first processes' `status`, in
+//! sandbox set up before its command, its first `/proc/uptime` and
+//! processes' `status`, in
 //! memfds the guest can never write, so that a rewind (`lseek(fd, 0,
 //! SEEK_SET)`) renders the fresh text into the same file and the kernel
 //! itself then seeks. As on procfs, the fresh text is that open file
@@ -29,15 +30,15 @@
 //! [`SPARES`] for `/proc/stat` when the sandbox's handlers are (each
 //! one's owner checked; a memfd's name is fixed at its creation: `stat`),
 //! and, for a sandbox set up before its command (a pool's, a session's:
-//! [`InPlace::warm`], on the set-up's time), more of them and
-//! [`WARM_STATUS`] for `status` (all named `status`: the processes do not
-//! exist yet; the process each serves is kept beside it), each opened
-//! read-only ahead. An open of `/proc/stat` or of a process's `status`
-//! takes one; once they are spent, the files are sealed and swapped as
-//! before.
+//! [`InPlace::warm`], on the set-up's time), more of them, some for
+//! `/proc/uptime`, and [`WARM_STATUS`] for `status` (all named `status`:
+//! the processes do not exist yet; the process each serves is kept beside
+//! it), each opened read-only ahead ([`FILES`]). An open of one of these
+//! files takes one; once they are spent, the files are sealed and swapped
+//! as before.
 //!
 //! The supervisor keeps each such memfd open for writing (at most
-//! [`WARM_STAT`] + [`WARM_STATUS`] a sandbox), and a rewind is recognised
+//! the sum of [`FILES`]' counts a sandbox), and a rewind is recognised
 //! by the (device, inode) of the guest's file against these: a kept
 //! descriptor pins its inode, so a match is that very file, whatever its
 //! name says.
@@ -68,6 +69,10 @@ const WARM_STAT: usize = 4;
 /// five for its two processes (its own twice first).
 const WARM_STATUS: usize = 8;
 
+/// How many `/proc/uptime` memfds such a sandbox has ready: `ps` opens
+/// it twice.
+const WARM_UPTIME: usize = 2;
+
 /// The memfd name of `/proc/stat` served in place.
 const STAT: &CStr = c"stat";
 
@@ -81,6 +86,17 @@ const STATUS: &CStr = c"status";
 /// `tasks::ProcessFile::memfd_name`) starts so.
 const STATUS_OF: &str = "status:";
 
+/// The memfd name of `/proc/uptime` served in place.
+const UPTIME: &CStr = c"uptime";
+
+/// The files served in place, by the memfd name of their spares, and
+/// how many spares a sandbox set up ahead has of each.
+const FILES: [(&CStr, usize); 3] = [
+    (STAT, WARM_STAT),
+    (STATUS, WARM_STATUS),
+    (UPTIME, WARM_UPTIME),
+];
+
 /// The memfds of one sandbox's served files a rewind rewrites.
 #[derive(Debug, Default)]
 pub struct InPlace {
@@ -92,12 +108,9 @@ pub struct InPlace {
     kept: Mutex<Vec<Kept>>,
 }
 
-/// The empty memfds ready, by the file they will serve.
+/// The empty memfds ready, by the file they will serve (as [`FILES`]).
 #[derive(Debug, Default)]
-struct Spares {
-    stat: Vec<Spare>,
-    status: Vec<Spare>,
-}
+struct Spares([Vec<Spare>; FILES.len()]);
 
 /// An empty memfd open for writing; once [`InPlace::warm`] readied it,
 /// also its read-only open and identity, so that serving it costs one
@@ -135,23 +148,20 @@ impl InPlace {
     pub fn new(uid_map: Option<&str>) -> InPlace {
         let euid = nix::unistd::geteuid().as_raw();
         let allowed = uid_map.is_some_and(|map| !maps(map, euid));
-        let stat = match allowed {
-            true => (0..SPARES).map_while(|_| spare(STAT, euid)).collect(),
-            false => Vec::new(),
-        };
+        let mut spares = Spares::default();
+        if allowed {
+            spares.0[0] = (0..SPARES).map_while(|_| spare(STAT, euid)).collect();
+        }
         InPlace {
             allowed,
-            spares: Mutex::new(Spares {
-                stat,
-                status: Vec::new(),
-            }),
+            spares: Mutex::new(spares),
             kept: Mutex::default(),
         }
     }
 
     /// For a sandbox set up before its command: makes the spares a
-    /// command's first `/proc/stat` and `status` opens take
-    /// ([`WARM_STAT`], [`WARM_STATUS`]) and opens each read-only ahead,
+    /// command's first `/proc/stat`, `status` and `/proc/uptime` opens
+    /// take ([`FILES`]) and opens each read-only ahead,
     /// so that an open of one costs a `pwrite`, not also the `fstat`,
     /// the reopen and its `getpid`. Call it with the supervisor's own ids.
     pub fn warm(&self) {
@@ -160,8 +170,7 @@ impl InPlace {
         }
         let euid = nix::unistd::geteuid().as_raw();
         let mut spares = self.spares.lock().unwrap_or_else(|e| e.into_inner());
-        let Spares { stat, status } = &mut *spares;
-        for (list, name, wanted) in [(stat, STAT, WARM_STAT), (status, STATUS, WARM_STATUS)] {
+        for (list, &(name, wanted)) in spares.0.iter_mut().zip(&FILES) {
             while list.len() < wanted {
                 let Some(spare) = spare(name, euid) else {
                     break;
@@ -174,8 +183,8 @@ impl InPlace {
         }
     }
 
-    /// A memfd serving the file named `name` (`stat`, or a process's
-    /// `status:PID[:TID]`) with `data`, kept to be rewritten in place,
+    /// A memfd serving the file named `name` (`stat`, `uptime`, or a
+    /// process's `status:PID[:TID]`) with `data`, kept to be rewritten in place,
     /// opened read-only with `extra` open flags; `None` when this sandbox
     /// does not rewrite that file in place or its spares of it are spent
     /// (the caller seals one instead).
@@ -184,15 +193,17 @@ impl InPlace {
             return None;
         }
         let name = name.to_str().ok()?;
+        let of = match name.starts_with(STATUS_OF) {
+            true => STATUS,
+            false => FILES
+                .iter()
+                .map(|f| f.0)
+                .find(|&n| n != STATUS && n.to_bytes() == name.as_bytes())?,
+        };
         let spare = {
             let mut spares = self.spares.lock().unwrap_or_else(|e| e.into_inner());
-            if name.as_bytes() == STAT.to_bytes() {
-                spares.stat.pop()?
-            } else if name.starts_with(STATUS_OF) {
-                spares.status.pop()?
-            } else {
-                return None;
-            }
+            let at = FILES.iter().position(|f| f.0 == of)?;
+            spares.0[at].pop()?
         };
         Some(self.make(spare, name, data, extra))
     }
@@ -221,14 +232,14 @@ impl InPlace {
     /// Whether a memfd named `memfd_name` may be one of these (the
     /// names their memfds are made with).
     pub fn may_be(memfd_name: &str) -> bool {
-        [STAT, STATUS]
+        FILES
             .iter()
-            .any(|n| n.to_bytes() == memfd_name.as_bytes())
+            .any(|f| f.0.to_bytes() == memfd_name.as_bytes())
     }
 
     /// Rewrites the kept memfd that `file` (the guest's, whose memfd is
     /// named `memfd_name`) is, with the text `text` gives for the name of
-    /// the file it serves (`stat`, `status:2`; `Ok(None)`: keep the text it
+    /// the file it serves (`stat`, `uptime`, `status:2`; `Ok(None)`: keep the text it
     /// has); `None` when `file` is none of them.
     pub fn rewrite(
         &self,
@@ -374,8 +385,9 @@ mod tests {
         }
         assert!(in_place.file(c"stat", b"", 0).is_none());
         assert_eq!(in_place.rewrite("stat", &fd, shorter), Some(Ok(())));
-        // No status spares but in a warmed sandbox.
+        // No status or uptime spares but in a warmed sandbox.
         assert!(in_place.file(c"status:2", b"Name:\tps\n", 0).is_none());
+        assert!(in_place.file(c"uptime", b"1.00 2.00\n", 0).is_none());
     }
 
     #[test]
@@ -426,5 +438,16 @@ mod tests {
             in_place.file(c"stat", b"cpu 1\n", 0).unwrap().unwrap();
         }
         assert!(in_place.file(c"stat", b"", 0).is_none());
+        let up = in_place
+            .file(c"uptime", b"1.00 2.00\n", 0)
+            .unwrap()
+            .unwrap();
+        let again = |_: &str| Ok(Some("1.01 2.02\n".to_owned()));
+        assert_eq!(in_place.rewrite("uptime", &up, again), Some(Ok(())));
+        assert_eq!(text_of(&up), "1.01 2.02\n");
+        for _ in 1..WARM_UPTIME {
+            in_place.file(c"uptime", b"", 0).unwrap().unwrap();
+        }
+        assert!(in_place.file(c"uptime", b"", 0).is_none());
     }
 }

@@ -6,8 +6,8 @@
 //! counts) and every served per-process file but `timens_offsets`, whose
 //! memfd is named for its process (`tasks::ProcessFile::memfd_name`).
 //!
-//! A rewound `/proc/stat`, and a `status` served from the spares of a
-//! sandbox set up ahead, is rewritten in the guest's own memfd where the
+//! A rewound `/proc/stat`, and a `/proc/uptime` or `status` served from
+//! the spares of a sandbox set up ahead, is rewritten in the guest's own memfd where the
 //! sandbox allows it (`in_place.rs`, [`rewritten`]); every other gets a
 //! new one ([`refreshed`]).
 //!
@@ -49,12 +49,12 @@ impl ProcFile {
     /// Whether a rewind rewrites this file in place, where the sandbox
     /// allows it and it was served so (`in_place.rs`): `/proc/stat`, whose
     /// figures move at every read, so that no two opens would share a text
-    /// anyway, and a process's `status`, whose text changes with every
-    /// switch of its task.
+    /// anyway, `/proc/uptime` and a process's `status`, whose text changes
+    /// with every switch of its task.
     pub(super) fn rewritten_in_place(self) -> bool {
         matches!(
             self,
-            ProcFile::Stat | ProcFile::PerProcess(PerProcess::Status)
+            ProcFile::Stat | ProcFile::Uptime | ProcFile::PerProcess(PerProcess::Status)
         )
     }
 
