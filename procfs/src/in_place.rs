@@ -10,7 +10,7 @@
 //! memfd put at the guest's number) costs a memfd's creation, writing,
 //! mode and seals, its reopen, the guest descriptor's flags read, an ADDFD
 //! (the guest woken twice) and the old memfd's release; this costs a
-//! `pwrite` and an `ftruncate`.
+//! `pwrite` (and an `ftruncate` after a shorter text).
 //!
 //! When: only where the guest cannot change the memfd by any means. It
 //! is made without `MFD_ALLOW_SEALING` (so sealed against new seals),
@@ -138,6 +138,9 @@ struct Kept {
     /// The name of the file it serves (`stat`, `status:2`), whose text a
     /// rewind writes.
     name: String,
+    /// The length of its text (only this process writes it): a rewind
+    /// cuts the memfd only after a shorter text.
+    len: usize,
 }
 
 impl InPlace {
@@ -225,6 +228,7 @@ impl InPlace {
             id,
             mem,
             name: name.to_owned(),
+            len: data.len(),
         });
         Ok(fd)
     }
@@ -251,14 +255,29 @@ impl InPlace {
             return None;
         }
         let st = vfs::sys::fstat(file.as_fd()).ok()?;
-        let kept = self.kept.lock().unwrap_or_else(|e| e.into_inner());
-        let mem = kept.iter().find(|k| {
+        let mut kept = self.kept.lock().unwrap_or_else(|e| e.into_inner());
+        let file = kept.iter_mut().find(|k| {
             k.id == (st.st_dev, st.st_ino) && memfd_name_of(&k.name) == memfd_name.as_bytes()
         })?;
-        Some(text(&mem.name).and_then(|text| match text {
-            Some(text) => write_text(&mem.mem, text.as_bytes()),
+        Some(text(&file.name).and_then(|text| match text {
+            Some(text) => file.write(text.as_bytes()),
             None => Ok(()),
         }))
+    }
+}
+
+impl Kept {
+    /// Writes `data` over the text, cut after it when it is shorter (a
+    /// `pwrite`, and an `ftruncate` then only).
+    fn write(&mut self, data: &[u8]) -> Result<(), Errno> {
+        // Unknown until the write is done: a failed one may leave more.
+        let before = std::mem::replace(&mut self.len, usize::MAX);
+        write_over(&self.mem, data)?;
+        if data.len() < before {
+            nix::unistd::ftruncate(&self.mem, data.len() as libc::off_t)?;
+        }
+        self.len = data.len();
+        Ok(())
     }
 }
 
@@ -292,12 +311,6 @@ fn spare(name: &CStr, euid: u32) -> Option<Spare> {
     fchmod(mem.as_raw_fd(), Mode::from_bits_truncate(0o444)).ok()?;
     let st = vfs::sys::fstat(mem.as_fd()).ok()?;
     (st.st_uid == euid).then_some(Spare { mem, opened: None })
-}
-
-/// Writes `data` over `mem`'s text from its start, and cuts it there.
-fn write_text(mem: &OwnedFd, data: &[u8]) -> Result<(), Errno> {
-    write_over(mem, data)?;
-    nix::unistd::ftruncate(mem, data.len() as libc::off_t)
 }
 
 /// Writes `data` over `mem`'s text from its start.
