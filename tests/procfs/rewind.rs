@@ -228,8 +228,8 @@ fn a_pooled_status_and_uptime_rewind_is_shared_by_dups() {
 /// (its memfd the supervisor's, unmapped in the guest): it cannot make it
 /// writable, open it for writing, cut it or write it.
 const UNWRITABLE: &str = r#"
-import os
-fd = os.open("/proc/stat", os.O_RDONLY)
+import os, sys
+fd = os.open(sys.argv[1] if len(sys.argv) > 1 else "/proc/stat", os.O_RDONLY)
 tries = [
     ("fchmod", lambda: os.fchmod(fd, 0o666)),
     ("open rw", lambda: os.open(f"/proc/self/fd/{fd}", os.O_RDWR)),
@@ -259,6 +259,36 @@ fn a_guest_root_cannot_write_the_stat_a_rewind_rewrites() {
                 open wo Permission denied\ntruncate Permission denied\n\
                 write Bad file descriptor\nb'cpu '\n";
     assert_eq!(out.stdout, want, "{}", out.dump());
+}
+
+/// The same through a pool, whose sandboxes serve `status` and
+/// `/proc/uptime` in place too (from memfds made at their set-up).
+#[test]
+fn a_guest_root_cannot_write_a_pooled_status_or_uptime() {
+    if !is_root() {
+        skip!("the memfds are served in place for a root supervisor only");
+    }
+    let pool = Pool::start(&[]);
+    let tries = "fchmod Operation not permitted\nopen rw Permission denied\n\
+                 open wo Permission denied\ntruncate Permission denied\n\
+                 write Bad file descriptor\n";
+    for (file, start) in [
+        ("/proc/self/status", "b'Name'"),
+        ("/proc/uptime", "b'"),
+        ("/proc/stat", "b'cpu '"),
+    ] {
+        let out = Run::new(&[PY, "-c", UNWRITABLE, file])
+            .sup(&pool.flag())
+            .supervised()
+            .ok(file);
+        assert!(
+            out.stdout
+                .strip_prefix(tries)
+                .is_some_and(|read| read.starts_with(start)),
+            "{file}: {}",
+            out.dump()
+        );
+    }
 }
 
 /// Under `--memory`, a rewound /proc/meminfo shows the guest's own
