@@ -94,5 +94,5 @@ pub use sealed::sealed_file;
 pub use served::{
     substitute, synthetic_direct, synthetic_file, synthetic_unopened, ProcFile, Scope, Synthetic,
 };
-pub use tasks::{fd_name, task_count, Named};
-pub use texts::{warm, with_view_proc};
+pub use tasks::{fd_name, Named};
+pub use texts::{sandbox_tasks, warm, with_view_proc};

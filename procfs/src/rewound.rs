@@ -6,7 +6,8 @@
 //! counts) and every served per-process file but `timens_offsets`, whose
 //! memfd is named for its process (`tasks::ProcessFile::memfd_name`).
 //!
-//! A rewound `/proc/stat` is rewritten in the guest's own memfd where the
+//! A rewound `/proc/stat`, and a `/proc/uptime` or `status` served from
+//! the spares of a sandbox set up ahead, is rewritten in the guest's own memfd where the
 //! sandbox allows it (`in_place.rs`, [`rewritten`]); every other gets a
 //! new one ([`refreshed`]).
 //!
@@ -20,6 +21,7 @@ use std::os::fd::OwnedFd;
 use nix::errno::Errno;
 
 use super::covers::read_host;
+use super::in_place::InPlace;
 use super::proc_sys::SysFile;
 use super::sealed::read_view;
 use super::served::{stat_layout, ProcFile, Scope, Synthetic};
@@ -44,11 +46,16 @@ impl ProcFile {
         Some(kind)
     }
 
-    /// Whether a rewind rewrites this global file in place, where the
-    /// sandbox allows it (`in_place.rs`): `/proc/stat`, whose figures
-    /// move at every read, so that no two opens would share a text anyway.
+    /// Whether a rewind rewrites this file in place, where the sandbox
+    /// allows it and it was served so (`in_place.rs`): `/proc/stat`, whose
+    /// figures move at every read, so that no two opens would share a text
+    /// anyway, `/proc/uptime` and a process's `status`, whose text changes
+    /// with every switch of its task.
     pub(super) fn rewritten_in_place(self) -> bool {
-        self == ProcFile::Stat
+        matches!(
+            self,
+            ProcFile::Stat | ProcFile::Uptime | ProcFile::PerProcess(PerProcess::Status)
+        )
     }
 
     /// The view's path of a global file (as `changing` knows them).
@@ -129,11 +136,28 @@ fn global_text(ctx: &Scope<'_>, kind: ProcFile) -> Option<Result<String, Errno>>
 /// memfd `in_place.rs` keeps (the kernel then seeks); `None` otherwise
 /// (then [`refreshed`] makes a new file).
 pub fn rewritten(ctx: &Scope<'_>, memfd_name: &str, file: &OwnedFd) -> Option<Result<(), Errno>> {
-    let kind = ProcFile::changing(memfd_name).filter(|k| k.rewritten_in_place())?;
     let in_place = &ctx.synthetic.kept.in_place;
-    in_place.rewrite(memfd_name, file, || {
-        global_text(ctx, kind).unwrap_or(Err(Errno::EIO))
-    })
+    in_place.rewrite(memfd_name, file, |name| in_place_text(ctx, name))
+}
+
+/// The fresh text of the file named `name` served in place (`stat`,
+/// `status:2`); `Ok(None)` when its process can no longer be read (the
+/// reader keeps the text it has, as [`refreshed`] leaves it).
+fn in_place_text(ctx: &Scope<'_>, name: &str) -> Result<Option<String>, Errno> {
+    if let Some(kind) = ProcFile::changing(name).filter(|k| k.rewritten_in_place()) {
+        return global_text(ctx, kind).unwrap_or(Err(Errno::EIO)).map(Some);
+    }
+    let Some(Some((kind, path))) = ctx.synthetic.changing_process_file(name) else {
+        return Ok(None);
+    };
+    let host = match host_source(kind) {
+        HostText::None => String::new(),
+        _ => match read_view(ctx.fs, &path) {
+            Ok(host) => host,
+            Err(_) => return Ok(None),
+        },
+    };
+    Ok(Some(text(ctx, kind, host)))
 }
 
 /// Whether the served file whose memfd is named `memfd_name` changes
@@ -141,4 +165,5 @@ pub fn rewritten(ctx: &Scope<'_>, memfd_name: &str, file: &OwnedFd) -> Option<Re
 pub fn changes(ctx: &Scope<'_>, memfd_name: &str) -> bool {
     ProcFile::changing(memfd_name).is_some()
         || ctx.synthetic.changing_process_file(memfd_name).is_some()
+        || InPlace::may_be(memfd_name)
 }

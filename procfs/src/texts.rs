@@ -267,7 +267,8 @@ fn kept_census(ctx: &Scope<'_>, file: tasks::TaskFile) -> tasks::Census {
 /// files in it (whether the kernel has `schedstat` found out with them),
 /// the direct route's procfs root (`direct.rs`) and this process's own
 /// descriptor directory (`own_fds.rs`), which the first served /proc open
-/// would otherwise open. For a sandbox set up before its command is known (a pool's, a
+/// would otherwise open; and the memfds its first `/proc/stat` and
+/// `status` opens are served in, opened ahead (`in_place.rs`). For a sandbox set up before its command is known (a pool's, a
 /// session's), where it costs the set-up and not the run; a `run` would
 /// spend it whether or not its guest reads any such file. Nothing it
 /// does is served: the counters served stay as they were.
@@ -277,6 +278,18 @@ pub fn warm(ctx: &Scope<'_>) {
     kept_census(ctx, tasks::TaskFile::Switches);
     ctx.synthetic.warm_direct(ctx.fs);
     super::own_fds::warm();
+    ctx.synthetic.kept.in_place.warm();
+}
+
+/// The sandbox's tasks, as sysinfo(2) counts them (`tasks::task_count`),
+/// listed in the census's kept procfs (`view_dir::KeptProc`: a rewind and
+/// the processes' entries alone, where a fresh open of the view's /proc
+/// costs two opens, two closes and a listing of its ~60 named entries).
+pub fn sandbox_tasks(ctx: &Scope<'_>) -> u64 {
+    let kept = &ctx.synthetic.kept.proc;
+    kept.with(ctx.fs, tasks::task_count)
+        .or_else(|| with_view_proc(ctx.fs, tasks::task_count))
+        .unwrap_or(0)
 }
 
 /// `f` of the view's procfs, as a directory descriptor.

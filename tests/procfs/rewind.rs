@@ -7,6 +7,7 @@
 //! properties must match.
 
 use crate::common;
+use common::pool::Pool;
 use common::*;
 
 const PY: &str = "/usr/bin/python3";
@@ -167,12 +168,68 @@ fn a_rewind_is_shared_by_dups_and_forked_copies() {
     }
 }
 
+/// A process's `status` and `/proc/uptime` kept open and rewound through
+/// a `dup`: the rewind is the open file description's, as on procfs, so
+/// the first descriptor is back at 0 too and reads the fresh text (a
+/// thread more; a later uptime). A sandbox set up ahead (a pool's) serves
+/// them rewritten in place (`procfs/src/in_place.rs`); a swap would leave
+/// the first descriptor at its end, reading nothing.
+const SHARED_PROCESS_REWIND: &str = r#"
+import os, threading, time
+def read_all(fd):
+    parts = []
+    while True:
+        part = os.read(fd, 65536)
+        if not part:
+            return b"".join(parts).decode()
+        parts.append(part)
+def field(text, key):
+    lines = [l for l in text.splitlines() if l.startswith(key + ":")]
+    return int(lines[0].split()[1]) if lines else None
+fd = os.open("/proc/self/status", os.O_RDONLY)
+first = read_all(fd)
+dup = os.dup(fd)
+ev = threading.Event()
+th = threading.Thread(target=ev.wait)
+th.start()
+print("rewound through the dup", os.lseek(dup, 0, os.SEEK_SET), os.lseek(fd, 0, os.SEEK_CUR))
+second = read_all(fd)
+ev.set()
+th.join()
+t0, t1 = field(first, "Threads"), field(second, "Threads")
+print("fresh" if t0 is not None and t1 == t0 + 1 else f"stale: {t0} then {t1}")
+print("uid", second.split("Uid:")[1].split()[0] if "Uid:" in second else "-")
+up = os.open("/proc/uptime", os.O_RDONLY)
+a = read_all(up)
+dup = os.dup(up)
+time.sleep(0.05)
+print("uptime rewound", os.lseek(dup, 0, os.SEEK_SET), os.lseek(up, 0, os.SEEK_CUR))
+b = read_all(up)
+print("uptime fresh" if b and float(b.split()[0]) > float(a.split()[0]) else f"uptime stale: {a!r} {b!r}")
+"#;
+
+#[test]
+fn a_pooled_status_and_uptime_rewind_is_shared_by_dups() {
+    if !is_root() {
+        skip!("the memfds are rewritten in place for a root supervisor only");
+    }
+    let run = Run::new(&[PY, "-c", SHARED_PROCESS_REWIND]);
+    let native = run.native().ok("native");
+    let want = "rewound through the dup 0 0\nfresh\nuid 0\nuptime rewound 0 0\nuptime fresh\n";
+    assert_eq!(native.stdout, want, "natively: {}", native.dump());
+    let pool = Pool::start(&[]);
+    for round in 0..2 {
+        let out = run.clone().sup(&pool.flag()).supervised().ok("pooled");
+        assert_eq!(out.stdout, want, "pooled, round {round}: {}", out.dump());
+    }
+}
+
 /// What a guest root tries on the `/proc/stat` a rewind rewrites in place
 /// (its memfd the supervisor's, unmapped in the guest): it cannot make it
 /// writable, open it for writing, cut it or write it.
 const UNWRITABLE: &str = r#"
-import os
-fd = os.open("/proc/stat", os.O_RDONLY)
+import os, sys
+fd = os.open(sys.argv[1] if len(sys.argv) > 1 else "/proc/stat", os.O_RDONLY)
 tries = [
     ("fchmod", lambda: os.fchmod(fd, 0o666)),
     ("open rw", lambda: os.open(f"/proc/self/fd/{fd}", os.O_RDWR)),
@@ -202,6 +259,36 @@ fn a_guest_root_cannot_write_the_stat_a_rewind_rewrites() {
                 open wo Permission denied\ntruncate Permission denied\n\
                 write Bad file descriptor\nb'cpu '\n";
     assert_eq!(out.stdout, want, "{}", out.dump());
+}
+
+/// The same through a pool, whose sandboxes serve `status` and
+/// `/proc/uptime` in place too (from memfds made at their set-up).
+#[test]
+fn a_guest_root_cannot_write_a_pooled_status_or_uptime() {
+    if !is_root() {
+        skip!("the memfds are served in place for a root supervisor only");
+    }
+    let pool = Pool::start(&[]);
+    let tries = "fchmod Operation not permitted\nopen rw Permission denied\n\
+                 open wo Permission denied\ntruncate Permission denied\n\
+                 write Bad file descriptor\n";
+    for (file, start) in [
+        ("/proc/self/status", "b'Name'"),
+        ("/proc/uptime", "b'"),
+        ("/proc/stat", "b'cpu '"),
+    ] {
+        let out = Run::new(&[PY, "-c", UNWRITABLE, file])
+            .sup(&pool.flag())
+            .supervised()
+            .ok(file);
+        assert!(
+            out.stdout
+                .strip_prefix(tries)
+                .is_some_and(|read| read.starts_with(start)),
+            "{file}: {}",
+            out.dump()
+        );
+    }
 }
 
 /// Under `--memory`, a rewound /proc/meminfo shows the guest's own

@@ -5,8 +5,9 @@
 //!
 //! Owns: the host's answer rewritten — uptime, loads and the task count
 //! the sandbox's (counted cheaply: one stat of each process's `task`
-//! directory in the view's procfs, whose link count procfs makes two
-//! more than the process's threads; no file of the census read); under a memory limit total RAM is the limit, free RAM
+//! directory in the view's procfs the census keeps open, whose link
+//! count procfs makes two more than the process's threads; no file of
+//! the census read); under a memory limit total RAM is the limit, free RAM
 //! the limit less the sandbox's usage, shared and buffer RAM capped, no
 //! swap, no high memory (without one, the host's memory figures) — and
 //! written to the guest's `struct sysinfo` (the x86_64 layout, 112
@@ -14,7 +15,7 @@
 
 use super::{live, value, Context, Res};
 use crate::guest::Guest;
-use procfs::{task_count, with_view_proc};
+use procfs::sandbox_tasks;
 
 /// Size of `struct sysinfo` on x86_64, and the offsets of its fields.
 const SIZE: usize = 112;
@@ -41,7 +42,7 @@ pub fn sysinfo(ctx: &Context, g: &dyn Guest, addr: u64) -> Res {
     let usage = ctx.limits.memory_usage.as_ref().and_then(|f| f());
     let own = Own {
         uptime: ctx.synthetic.uptime() as u64,
-        tasks: u16::try_from(with_view_proc(&ctx.fs, task_count).unwrap_or(0)).unwrap_or(u16::MAX),
+        tasks: u16::try_from(sandbox_tasks(&ctx.proc())).unwrap_or(u16::MAX),
     };
     let out = encode(&host, ctx.limits.memory_limit(), usage, &own);
     live(g)?;
