@@ -1,5 +1,6 @@
 /*
- * socket_names.c: the preload's accept, accept4 and getsockname. An
+ * socket_names.c: the preload's accept, accept4, connect, getsockname,
+ * and the TCP_NODELAY of setsockopt and getsockopt. An
  * accepted connection's own name is fixed at its accept, and servers ask
  * for it at once (CPython's accept does, on every connection); the
  * supervisor's netstack answers getsockname with a round trip. Here a
@@ -24,12 +25,17 @@
  * point, as the C library's is (asynchronous cancellation around the
  * call).
  *
- * A connection's name changes once after its accept: a connect to
- * AF_UNSPEC (a TCP disconnect) of a wildcard listener's connection
- * unsets its address. connect is wrapped only to forget the note of the
- * descriptor it is given, then made by glibc's __connect (a cancellation
- * point still), or, where the C library has none (musl), by a raw call
- * that is a cancellation point as accept's is.
+ * A client's connect is marked too: a TCP connection to a sandbox
+ * listener gets the same note (its own name). A connection's name
+ * changes once after its accept: a connect to AF_UNSPEC (a TCP
+ * disconnect) of a wildcard listener's connection unsets its address;
+ * so connect forgets the note of the descriptor it is given first. It is
+ * a raw call that is a cancellation point as accept's is.
+ *
+ * A noted descriptor is a connection the netstack carries between two of
+ * its own sockets, whose TCP_NODELAY needs no host action: setsockopt
+ * and getsockopt of it are answered by the host socket's flag that
+ * stands for it (at the end of this file).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -43,6 +49,8 @@
 /* Must equal sandbox_syscalls::handlers::NAME_NOTE_MARK (a unit test in
  * sandbox/src/launch/fast_reads.rs compares them). */
 #define NAME_NOTE_MARK 0x6e616d655eedc0deUL
+/* Must equal sandbox_syscalls::policy::NODELAY_MARK (the same test). */
+#define NODELAY_MARK 0x6e6f64656c61795fUL
 
 #define EXPORT __attribute__((visibility("default")))
 
@@ -160,16 +168,19 @@ static long cancellable(long nr, long a, long b, long c, long d, long e, long f)
     return ret;
 }
 
-/* glibc's connect under its other exported name. Weak: musl has none. */
-extern int __connect(int fd, const struct sockaddr *addr, socklen_t len) __attribute__((weak));
-
+/* connect, marked as accept is: a TCP connection to a sandbox listener
+ * gets its note (its own name, as the client's getsockname reports it),
+ * kept when the connect succeeds or is in progress. The old note goes
+ * first (a connect to AF_UNSPEC changes a connection's name). */
 EXPORT int connect(int fd, const struct sockaddr *addr, socklen_t len)
 {
+    struct note n = {0};
     if (fd >= 0)
         forget(fd);
-    if (__connect != 0)
-        return __connect(fd, addr, len);
-    return (int)answer(cancellable(SYS_connect, fd, (long)addr, len, 0, 0, 0));
+    long ret = cancellable(SYS_connect, fd, (long)addr, len, 0, NAME_NOTE_MARK, (long)&n);
+    if ((ret == 0 || ret == -EINPROGRESS) && fd >= 0 && __atomic_load_n(&n.ino, __ATOMIC_RELAXED) != 0)
+        keep(fd, &n);
+    return (int)answer(ret);
 }
 
 /* accept (nr 43) or accept4 (288), marked and a cancellation point as
@@ -210,17 +221,24 @@ static int writable(void *p, unsigned long n)
     return raw_syscall6(SYS_getrandom, (long)p, n, 1 /* GRND_NONBLOCK */, 0, 0, 0) == (long)n;
 }
 
+/* Whether `fd` has a note (copied to `s`) and is still the socket it
+ * was written for (fstat shows its inode). */
+static int noted(int fd, struct slot *s)
+{
+    struct stat st;
+    if (fd < 0 || !lookup(fd, s))
+        return 0;
+    return raw_syscall6(SYS_fstat, fd, (long)&st, 0, 0, 0, 0) == 0 && S_ISSOCK(st.st_mode) &&
+           st.st_ino == s->ino;
+}
+
 /* getsockname answered from the note of `fd`, as the kernel's
  * move_addr_to_user writes it; NOT_NOTED when there is no note for the
  * socket `fd` is now, or a pointer is not proved good. */
 static long noted_name(int fd, void *addr, socklen_t *lenp)
 {
     struct slot s;
-    struct stat st;
-    if (fd < 0 || !lookup(fd, &s))
-        return NOT_NOTED;
-    if (raw_syscall6(SYS_fstat, fd, (long)&st, 0, 0, 0, 0) != 0 || !S_ISSOCK(st.st_mode) ||
-        st.st_ino != s.ino)
+    if (!noted(fd, &s))
         return NOT_NOTED;
     if (!readable_writable_int((int *)lenp))
         return NOT_NOTED;
@@ -243,4 +261,38 @@ EXPORT int getsockname(int fd, struct sockaddr *addr, socklen_t *len)
     if (r == NOT_NOTED)
         r = raw_syscall6(SYS_getsockname, fd, (long)addr, (long)len, 0, 0, 0);
     return (int)answer(r);
+}
+
+/* TCP_NODELAY of a noted connection (one the netstack carries between
+ * two of its own sockets) is its host socket's SO_WIFI_STATUS flag
+ * (netstack/src/nodelay.rs), which a call marked NODELAY_MARK in r9
+ * reads or sets natively: the filter passes it. The kernel checks the
+ * value and length as TCP's do (EINVAL shorter than an int, any
+ * non-zero value sets it; a negative length is EINVAL). A bad pointer
+ * (EFAULT) makes the call unmarked, whose served answer is the
+ * supervisor's, as does any other option or descriptor. */
+#define SOL_SOCKET_LEVEL 1
+#define SO_WIFI_STATUS_FLAG 41
+#define TCP_LEVEL 6
+#define TCP_NODELAY_OPTION 1
+
+static long nodelay_call(long nr, int fd, int level, int name, long val, long len)
+{
+    struct slot s;
+    if (level == TCP_LEVEL && name == TCP_NODELAY_OPTION && noted(fd, &s)) {
+        long r = raw_syscall6(nr, fd, SOL_SOCKET_LEVEL, SO_WIFI_STATUS_FLAG, val, len, NODELAY_MARK);
+        if (r != -EFAULT)
+            return r;
+    }
+    return raw_syscall6(nr, fd, level, name, val, len, 0);
+}
+
+EXPORT int setsockopt(int fd, int level, int name, const void *val, socklen_t len)
+{
+    return (int)answer(nodelay_call(SYS_setsockopt, fd, level, name, (long)val, len));
+}
+
+EXPORT int getsockopt(int fd, int level, int name, void *val, socklen_t *len)
+{
+    return (int)answer(nodelay_call(SYS_getsockopt, fd, level, name, (long)val, (long)len));
 }

@@ -26,8 +26,8 @@ use nix::fcntl::{fcntl, FcntlArg, OFlag};
 use nix::poll::PollFlags;
 
 use super::{
-    address_domain, adopt, autobind_udp, backlog, check_family, dial, family_of, guest_addr, ours,
-    parse_addr, read_sockaddr, stack, wait, Res,
+    address_domain, adopt, autobind_udp, backlog, check_family, dial, family_of, guest_addr, note,
+    ours, parse_addr, read_sockaddr, stack, wait, Res,
 };
 use crate::guest::{Guest, Reply};
 use crate::handlers::live;
@@ -157,8 +157,15 @@ pub(crate) fn listen(ctx: &Context, g: &dyn Guest, fd: i32) -> Res {
     Ok(Reply::Continue)
 }
 
-/// connect(fd, addr, len).
-pub(crate) fn connect(ctx: &Context, g: &dyn Guest, fd: i32, ptr: u64, len: u32) -> Res {
+/// connect(fd, addr, len); `note`: where a marked call asks for the
+/// note of a sandbox-local TCP connection ([`note`]).
+pub(crate) fn connect(
+    ctx: &Context,
+    g: &dyn Guest,
+    fd: i32,
+    (ptr, len): (u64, u32),
+    note: Option<u64>,
+) -> Res {
     let Some(s) = ours(ctx, g, fd) else {
         return Ok(Reply::Continue);
     };
@@ -181,7 +188,7 @@ pub(crate) fn connect(ctx: &Context, g: &dyn Guest, fd: i32, ptr: u64, len: u32)
         Some(_) if stack(ctx).egress().takes_loopback(dst, s.meta.proto) => {
             egress(ctx, g, fd, &s, dst)
         }
-        Some(local) => connect_local(ctx, g, fd, &s, local),
+        Some(local) => connect_local(ctx, g, (fd, note), &s, local),
         None => egress(ctx, g, fd, &s, dst),
     }
 }
@@ -211,13 +218,30 @@ fn connect_addr(
 /// SO_ERROR 0, as on Linux's loopback; when the listener's backlog is
 /// full it connects later ([`backlog`]). A blocking one waits for room
 /// here in slices, so signals and other guest threads go on.
-fn connect_local(ctx: &Context, g: &dyn Guest, fd: i32, s: &Sock, dst: SocketAddr) -> Res {
+fn connect_local(
+    ctx: &Context,
+    g: &dyn Guest,
+    (fd, note): (i32, Option<u64>),
+    s: &Sock,
+    dst: SocketAddr,
+) -> Res {
+    let to = Connected {
+        g,
+        note,
+        nonblocking: false,
+    };
     let flags = OFlag::from_bits_truncate(fcntl(s.fd.as_raw_fd(), FcntlArg::F_GETFL)?);
     let guest_nonblocking = flags.contains(OFlag::O_NONBLOCK);
     if guest_nonblocking && s.meta.proto == Proto::Tcp {
         match stack(ctx).connect_local(s, dst) {
             Err(Errno::EAGAIN) => return backlog::connect_later(ctx, g, fd, s, dst),
-            result => return connected(ctx, s, dst, true, result),
+            result => {
+                let to = Connected {
+                    nonblocking: true,
+                    ..to
+                };
+                return connected(ctx, s, dst, &to, result);
+            }
         }
     }
     if !guest_nonblocking {
@@ -234,7 +258,20 @@ fn connect_local(ctx: &Context, g: &dyn Guest, fd: i32, s: &Sock, dst: SocketAdd
         Err(Errno::ECONNREFUSED) if s.meta.proto == Proto::Udp => udp_unbound(ctx, s),
         r => r,
     };
-    connected(ctx, s, dst, guest_nonblocking, result)
+    let to = Connected {
+        nonblocking: guest_nonblocking,
+        ..to
+    };
+    connected(ctx, s, dst, &to, result)
+}
+
+/// Who a loopback connect answers: the calling thread, where its note
+/// goes (if marked), and whether its socket is non-blocking.
+#[derive(Clone, Copy)]
+struct Connected<'a> {
+    g: &'a dyn Guest,
+    note: Option<u64>,
+    nonblocking: bool,
 }
 
 /// A UDP connect to a loopback port nobody has bound succeeds, as UDP's
@@ -247,25 +284,33 @@ fn udp_unbound(ctx: &Context, s: &Sock) -> Result<(), Errno> {
 /// The answer to a loopback connect whose host connect ended with
 /// `result`: a second connect of a non-blocking socket answers 0 once
 /// (as a TCP connect in progress that has completed), a first one
-/// EINPROGRESS.
+/// EINPROGRESS. A TCP connection gets its note when the call asked.
 fn connected(
     ctx: &Context,
     s: &Sock,
     dst: SocketAddr,
-    guest_nonblocking: bool,
+    to: &Connected<'_>,
     result: Result<(), Errno>,
 ) -> Res {
     let net = stack(ctx);
     if result == Err(Errno::EISCONN) && s.meta.connect_reported {
         net.table.update(s.inode, |m| m.connect_reported = false);
+        if s.meta.nodelay_in_host {
+            note::leave_local(to.g, to.note, s.meta.domain, s.inode, net.local_addr(s));
+        }
         return Ok(Reply::Value(0));
     }
     result?;
-    net.set_peer(s, Some(dst));
-    if s.meta.proto == Proto::Udp {
+    if s.meta.proto == Proto::Tcp {
+        net.connected_locally(s, dst);
+        if to.note.is_some() {
+            note::leave_local(to.g, to.note, s.meta.domain, s.inode, net.local_addr(s));
+        }
+    } else {
+        net.set_peer(s, Some(dst));
         net.connected_to(s, dst);
     }
-    if guest_nonblocking && s.meta.proto == Proto::Tcp {
+    if to.nonblocking && s.meta.proto == Proto::Tcp {
         net.table.update(s.inode, |m| m.connect_reported = true);
         return Err(Errno::EINPROGRESS);
     }
