@@ -60,13 +60,15 @@ impl Stack {
 
     /// Records that the TCP socket `s` is connected to `peer`, a sandbox
     /// listener's: its TCP_NODELAY (set before the connect) moves to its
-    /// host socket.
-    pub fn connected_locally(&self, s: &Sock, peer: std::net::SocketAddr) {
+    /// host socket. `false` where the host socket refused it (kept in
+    /// the table then).
+    pub fn connected_locally(&self, s: &Sock, peer: std::net::SocketAddr) -> bool {
         let in_host = nodelay_to_host(s.fd.as_fd(), &s.meta.options);
         self.table.update(s.inode, |m| {
             m.peer = Some(peer);
             m.nodelay_in_host = in_host;
         });
+        in_host
     }
 }
 

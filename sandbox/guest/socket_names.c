@@ -25,12 +25,12 @@
  * point, as the C library's is (asynchronous cancellation around the
  * call).
  *
- * A client's connect is marked too: a TCP connection to a sandbox
- * listener gets the same note (its own name). A connection's name
- * changes once after its accept: a connect to AF_UNSPEC (a TCP
- * disconnect) of a wildcard listener's connection unsets its address;
- * so connect forgets the note of the descriptor it is given first. It is
- * a raw call that is a cancellation point as accept's is.
+ * A connection's name changes once after its accept: a connect to
+ * AF_UNSPEC (a TCP disconnect) of a wildcard listener's connection
+ * unsets its address; so connect forgets the note of the descriptor it
+ * is given first. It is a raw call that is a cancellation point as
+ * accept's is, marked too: a client learns from its answer that its
+ * connection is sandbox-local, and keeps a note without a name.
  *
  * A noted descriptor is a connection the netstack carries between two of
  * its own sockets, whose TCP_NODELAY needs no host action: setsockopt
@@ -49,7 +49,8 @@
 /* Must equal sandbox_syscalls::handlers::NAME_NOTE_MARK (a unit test in
  * sandbox/src/launch/fast_reads.rs compares them). */
 #define NAME_NOTE_MARK 0x6e616d655eedc0deUL
-/* Must equal sandbox_syscalls::policy::NODELAY_MARK (the same test). */
+/* Must equal sandbox_syscalls::policy::NODELAY_MARK (the same test):
+ * setsockopt's and getsockopt's r9, connect's r8. */
 #define NODELAY_MARK 0x6e6f64656c61795fUL
 
 #define EXPORT __attribute__((visibility("default")))
@@ -77,6 +78,13 @@ struct slot {
     unsigned long name[4];
 };
 
+/* A note's length when it names nothing: a connection the client's
+ * connect learned is local, whose getsockname is made. */
+#define NO_NAME 0xffffffffUL
+/* Set in a marked connect's answer when it is in progress. Must equal
+ * sandbox_syscalls::handlers::CONNECT_IN_PROGRESS (the same test). */
+#define IN_PROGRESS 0x4000000000000000UL
+
 #define SLOTS 256
 static struct slot slots[SLOTS];
 
@@ -98,7 +106,7 @@ static void keep(int fd, const struct note *n)
 {
     struct slot *s = &slots[(unsigned)fd % SLOTS];
     unsigned int seq = __atomic_load_n(&s->seq, __ATOMIC_RELAXED);
-    if ((seq & 1) || n->ino == 0 || n->len > sizeof n->name)
+    if ((seq & 1) || n->ino == 0 || (n->len > sizeof n->name && n->len != NO_NAME))
         return;
     if (!__atomic_compare_exchange_n(&s->seq, &seq, seq + 1, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
         return;
@@ -125,7 +133,7 @@ static int lookup(int fd, struct slot *out)
         out->name[i] = __atomic_load_n(&s->name[i], __ATOMIC_RELAXED);
     __atomic_thread_fence(__ATOMIC_ACQUIRE);
     return !(seq & 1) && seq == __atomic_load_n(&s->seq, __ATOMIC_RELAXED) && out->fd == fd &&
-           out->ino != 0 && out->len <= sizeof out->name;
+           out->ino != 0 && (out->len <= sizeof out->name || out->len == NO_NAME);
 }
 
 /* Forgets descriptor `fd`'s note: a later getsockname makes the call.
@@ -168,18 +176,27 @@ static long cancellable(long nr, long a, long b, long c, long d, long e, long f)
     return ret;
 }
 
-/* connect, marked as accept is: a TCP connection to a sandbox listener
- * gets its note (its own name, as the client's getsockname reports it),
- * kept when the connect succeeds or is in progress. The old note goes
- * first (a connect to AF_UNSPEC changes a connection's name). */
+/* connect, marked with NODELAY_MARK in r8: a TCP connection to a
+ * sandbox listener answers its host socket's inode (with IN_PROGRESS
+ * set where a non-blocking connect answers EINPROGRESS) instead of 0
+ * (syscalls/src/handlers/net/socket.rs, local_answer); the kernel's own
+ * connect never answers more than 0. The descriptor is then kept as a
+ * local connection, without a name, while fstat shows that inode. The
+ * old note goes first (a connect to AF_UNSPEC changes a connection's
+ * name). */
 EXPORT int connect(int fd, const struct sockaddr *addr, socklen_t len)
 {
-    struct note n = {0};
     if (fd >= 0)
         forget(fd);
-    long ret = cancellable(SYS_connect, fd, (long)addr, len, 0, NAME_NOTE_MARK, (long)&n);
-    if ((ret == 0 || ret == -EINPROGRESS) && fd >= 0 && __atomic_load_n(&n.ino, __ATOMIC_RELAXED) != 0)
-        keep(fd, &n);
+    long ret = cancellable(SYS_connect, fd, (long)addr, len, 0, NODELAY_MARK, 0);
+    if (ret > 0) {
+        struct note n = {.ino = (unsigned long)ret & ~IN_PROGRESS, .len = NO_NAME};
+        struct stat st;
+        if (raw_syscall6(SYS_fstat, fd, (long)&st, 0, 0, 0, 0) == 0 && S_ISSOCK(st.st_mode) &&
+            st.st_ino == n.ino)
+            keep(fd, &n);
+        ret = ((unsigned long)ret & IN_PROGRESS) ? -EINPROGRESS : 0;
+    }
     return (int)answer(ret);
 }
 
@@ -238,7 +255,7 @@ static int noted(int fd, struct slot *s)
 static long noted_name(int fd, void *addr, socklen_t *lenp)
 {
     struct slot s;
-    if (!noted(fd, &s))
+    if (!noted(fd, &s) || s.len > sizeof s.name)
         return NOT_NOTED;
     if (!readable_writable_int((int *)lenp))
         return NOT_NOTED;

@@ -29,7 +29,6 @@ SYS_SETSOCKOPT, SYS_GETSOCKOPT, SYS_CONNECT = 54, 55, 42
 TCP, NODELAY = socket.IPPROTO_TCP, socket.TCP_NODELAY
 SO_WIFI_STATUS = 41
 NODELAY_MARK = 0x6E6F64656C61795F
-NAME_MARK = 0x6E616D655EEDC0DE
 PAGE = mmap.PAGESIZE
 
 
@@ -234,20 +233,20 @@ def forge():
     print("forge marked on its own unix socket", marked(SYS_SETSOCKOPT, u1.fileno(), 1)[0], marked(SYS_GETSOCKOPT, u1.fileno(), 0))
     marked(SYS_SETSOCKOPT, cli.fileno(), 1)
     print("forge marked on a connection is its nodelay", raw_get(cli.fileno()), cli.getsockopt(TCP, NODELAY))
-    ro = pages(1)
-    libc.mprotect(ro, PAGE, mmap.PROT_READ)
     ok = []
-    for note in (0, 1, 0xFFFFFFFFFF600000, ro, ro - 8):
+    for blocking in (True, False):
         c = socket.socket()
+        c.setblocking(blocking)
         addr = struct.pack("=H", socket.AF_INET) + struct.pack("!H4s8x", srv.getsockname()[1], socket.inet_aton("127.0.0.1"))
         buf = ctypes.create_string_buffer(addr)
-        r = libc.syscall(SYS_CONNECT, c.fileno(), buf, 16, 0, ctypes.c_uint64(NAME_MARK), ctypes.c_uint64(note))
+        r = libc.syscall(SYS_CONNECT, c.fileno(), buf, 16, 0, ctypes.c_uint64(NODELAY_MARK), 0)
+        c.setblocking(True)
         a, _ = srv.accept()
         a.send(b"y")
-        ok.append((r, c.recv(1)))
+        ok.append((r & ~(1 << 62) == os.fstat(c.fileno()).st_ino, r >> 62, c.recv(1)))
         c.close()
         a.close()
-    print("forge marked connects", ok)
+    print("forge marked connects learn their own inode", ok)
     # A note claimed for the guest's own unix socket: the preload believes it.
     key = struct.pack("=iQ", cli.fileno(), os.fstat(cli.fileno()).st_ino)
     slot = None

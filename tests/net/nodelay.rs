@@ -112,8 +112,8 @@ fn nodelay_takes_no_round_trip_under_either_c_library() {
 /// a marked flag on a listener is not its TCP_NODELAY (nor its
 /// connections'), nor its SO_WIFI_STATUS; on its own unix socket it is
 /// what the kernel would have done anyway; on a connection it is that
-/// connection's TCP_NODELAY; a marked connect with a bad note pointer
-/// connects; a note claimed for a unix socket is believed by the preload
+/// connection's TCP_NODELAY; a marked connect learns its own socket's
+/// inode (which fstat tells it anyway); a note claimed for a unix socket is believed by the preload
 /// while the kernel still refuses the option.
 #[test]
 fn forged_marks_and_notes_mislead_only_the_guest() {
@@ -129,7 +129,7 @@ fn forged_marks_and_notes_mislead_only_the_guest() {
         "forge accepted 0",
         "forge marked on its own unix socket 0 (0, 1)",
         "forge marked on a connection is its nodelay 1 1",
-        "forge marked connects [(0, b'y'), (0, b'y'), (0, b'y'), (0, b'y'), (0, b'y')]",
+        "forge marked connects learn their own inode [(True, 0, b'y'), (True, 1, b'y')]",
         "forge slot found True",
         "forge believed (0, 0) (0, 0, '0x1')",
         "forge kernel (-1, 'ENOTSUP')",

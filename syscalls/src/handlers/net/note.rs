@@ -1,8 +1,9 @@
-//! The name note: what a marked accept or connect leaves in the guest's
-//! own memory so that the guest's preload (`sandbox/guest/socket_names.c`)
-//! answers the connection's getsockname without a round trip, and knows
-//! it for a sandbox-local connection, whose TCP_NODELAY it then answers
-//! too (`netstack::nodelay`).
+//! The name note: what a marked accept leaves in the guest's own memory
+//! so that the guest's preload (`sandbox/guest/socket_names.c`) answers
+//! the accepted connection's getsockname without a round trip (and, the
+//! connection being sandbox-local, its TCP_NODELAY: `netstack::nodelay`;
+//! a client learns that from its marked connect's answer instead,
+//! [`super::socket`]).
 //!
 //! An accept or accept4 made with [`NAME_NOTE_MARK`] in its fifth
 //! register (r8, which the kernel ignores for both) and a pointer in its
@@ -11,20 +12,14 @@
 //! name's length (`u32`), four zero bytes, and the name as getsockname
 //! encodes it (at most 28 bytes, zero-padded to 32). The name is the one
 //! the netstack's table keeps for the connection ([`netstack::Stack::adopt`]),
-//! so a served getsockname and the note agree by construction. A connect
-//! marked the same way gets the note of a TCP connection to a sandbox
-//! listener once its host connect succeeded (the call answers 0 or
-//! EINPROGRESS): the client's inode and own name, as getsockname reads it.
+//! so a served getsockname and the note agree by construction.
 //!
 //! Nothing here is trusted or read back: the write goes to memory the
 //! caller named in its own process, and a bad pointer only leaves the
-//! note unwritten (the write's error is dropped; the call's answer is
+//! note unwritten (the write's error is dropped; the accept's answer is
 //! unchanged). A guest that forges or corrupts a note misleads only
 //! itself (docs/network.md, "Names without a round trip"). Does not own:
-//! the accept or connect itself ([`super::accept`], [`super::socket`]) or
-//! the preload's side.
-
-use std::net::SocketAddr;
+//! the accept itself ([`super::accept`]) or the preload's side.
 
 use netstack::addr;
 use netstack::stack::Adopted;
@@ -39,6 +34,12 @@ pub const NAME_NOTE_MARK: u64 = 0x6e61_6d65_5eed_c0de;
 /// The note's size in bytes: inode, length, padding, 32 name bytes.
 pub const NOTE_LEN: usize = 48;
 
+/// Set in the answer of a connect marked to learn a local connection
+/// (the inode of its host socket) when the connect is in progress: a
+/// non-blocking one's EINPROGRESS. Must equal `IN_PROGRESS` of
+/// `sandbox/guest/socket_names.c` (the unit test of `NAME_NOTE_MARK`).
+pub const CONNECT_IN_PROGRESS: u64 = 1 << 62;
+
 /// Where the call asks for its note (`None`: unmarked, or no pointer).
 pub(crate) fn requested(c: &SyscallArgs) -> Option<u64> {
     (c.args[4] == NAME_NOTE_MARK && c.args[5] != 0).then_some(c.args[5])
@@ -46,16 +47,10 @@ pub(crate) fn requested(c: &SyscallArgs) -> Option<u64> {
 
 /// The note of `conn`, a connection of a socket of `domain`.
 pub fn encode(domain: i32, conn: &Adopted) -> [u8; NOTE_LEN] {
-    encode_local(domain, conn.inode, conn.local)
-}
-
-/// The note of the connection whose host socket is `inode`, a socket of
-/// `domain` whose own address is `local`.
-fn encode_local(domain: i32, inode: u64, local: SocketAddr) -> [u8; NOTE_LEN] {
-    let name = addr::encode(domain, local);
+    let name = addr::encode(domain, conn.local);
     let n = name.len().min(NOTE_LEN - 16);
     let mut note = [0u8; NOTE_LEN];
-    note[..8].copy_from_slice(&inode.to_ne_bytes());
+    note[..8].copy_from_slice(&conn.inode.to_ne_bytes());
     note[8..12].copy_from_slice(&(n as u32).to_ne_bytes());
     note[16..16 + n].copy_from_slice(&name[..n]);
     note
@@ -66,21 +61,6 @@ pub(crate) fn leave(g: &dyn Guest, at: Option<u64>, domain: i32, conn: &Adopted)
     if let Some(ptr) = at {
         // The guest's own memory: a bad pointer costs it its note only.
         let _ = g.write_mem(ptr, &encode(domain, conn));
-    }
-}
-
-/// Writes the note of a sandbox-local connection the guest connected
-/// (host socket `inode`, own address `local`) where it asked.
-pub(crate) fn leave_local(
-    g: &dyn Guest,
-    at: Option<u64>,
-    domain: i32,
-    inode: u64,
-    local: SocketAddr,
-) {
-    if let Some(ptr) = at {
-        // The guest's own memory: a bad pointer costs it its note only.
-        let _ = g.write_mem(ptr, &encode_local(domain, inode, local));
     }
 }
 

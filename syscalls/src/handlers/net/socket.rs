@@ -26,8 +26,8 @@ use nix::fcntl::{fcntl, FcntlArg, OFlag};
 use nix::poll::PollFlags;
 
 use super::{
-    address_domain, adopt, autobind_udp, backlog, check_family, dial, family_of, guest_addr, note,
-    ours, parse_addr, read_sockaddr, stack, wait, Res,
+    address_domain, adopt, autobind_udp, backlog, check_family, dial, family_of, guest_addr, ours,
+    parse_addr, read_sockaddr, stack, wait, Res,
 };
 use crate::guest::{Guest, Reply};
 use crate::handlers::live;
@@ -157,14 +157,14 @@ pub(crate) fn listen(ctx: &Context, g: &dyn Guest, fd: i32) -> Res {
     Ok(Reply::Continue)
 }
 
-/// connect(fd, addr, len); `note`: where a marked call asks for the
-/// note of a sandbox-local TCP connection ([`note`]).
+/// connect(fd, addr, len); `answer_local`: the call is marked to learn a
+/// sandbox-local TCP connection ([`local_answer`]).
 pub(crate) fn connect(
     ctx: &Context,
     g: &dyn Guest,
     fd: i32,
     (ptr, len): (u64, u32),
-    note: Option<u64>,
+    answer_local: bool,
 ) -> Res {
     let Some(s) = ours(ctx, g, fd) else {
         return Ok(Reply::Continue);
@@ -188,7 +188,7 @@ pub(crate) fn connect(
         Some(_) if stack(ctx).egress().takes_loopback(dst, s.meta.proto) => {
             egress(ctx, g, fd, &s, dst)
         }
-        Some(local) => connect_local(ctx, g, (fd, note), &s, local),
+        Some(local) => connect_local(ctx, g, (fd, answer_local), &s, local),
         None => egress(ctx, g, fd, &s, dst),
     }
 }
@@ -221,13 +221,12 @@ fn connect_addr(
 fn connect_local(
     ctx: &Context,
     g: &dyn Guest,
-    (fd, note): (i32, Option<u64>),
+    (fd, answer_local): (i32, bool),
     s: &Sock,
     dst: SocketAddr,
 ) -> Res {
     let to = Connected {
-        g,
-        note,
+        answer_local,
         nonblocking: false,
     };
     let flags = OFlag::from_bits_truncate(fcntl(s.fd.as_raw_fd(), FcntlArg::F_GETFL)?);
@@ -265,13 +264,36 @@ fn connect_local(
     connected(ctx, s, dst, &to, result)
 }
 
-/// Who a loopback connect answers: the calling thread, where its note
-/// goes (if marked), and whether its socket is non-blocking.
+/// How a loopback connect answers: marked to learn a local connection
+/// ([`local_answer`]), and whether its socket is non-blocking.
 #[derive(Clone, Copy)]
-struct Connected<'a> {
-    g: &'a dyn Guest,
-    note: Option<u64>,
+struct Connected {
+    answer_local: bool,
     nonblocking: bool,
+}
+
+/// What a connect marked with [`crate::policy::NODELAY_MARK`] in its fifth register (r8,
+/// which the kernel ignores) answers for a TCP connection to a sandbox
+/// listener, where an unmarked one answers 0 (or EINPROGRESS,
+/// non-blocking): the host socket's inode (a sockfs inode, below 2^32),
+/// with [`IN_PROGRESS`] set for the non-blocking one. The guest's preload
+/// (`sandbox/guest/socket_names.c`) answers its caller 0 or EINPROGRESS,
+/// and keeps the descriptor as a local connection while `fstat` shows
+/// that inode: its TCP_NODELAY is the host socket's (`netstack::nodelay`).
+/// Nothing is written to the guest; a guest that forges the mark learns
+/// its own socket's inode, which `fstat` tells it anyway.
+const IN_PROGRESS: u64 = super::note::CONNECT_IN_PROGRESS;
+
+/// The answer of a loopback TCP connect that connected (`in_progress`:
+/// a non-blocking one's first) the socket `s`, whose TCP_NODELAY is in
+/// its host socket when `in_host`.
+fn local_answer(to: &Connected, s: &Sock, in_host: bool, in_progress: bool) -> Res {
+    match (to.answer_local && in_host, in_progress) {
+        (true, false) => Ok(Reply::Value(s.inode as i64)),
+        (true, true) => Ok(Reply::Value((s.inode | IN_PROGRESS) as i64)),
+        (false, false) => Ok(Reply::Value(0)),
+        (false, true) => Err(Errno::EINPROGRESS),
+    }
 }
 
 /// A UDP connect to a loopback port nobody has bound succeeds, as UDP's
@@ -284,37 +306,31 @@ fn udp_unbound(ctx: &Context, s: &Sock) -> Result<(), Errno> {
 /// The answer to a loopback connect whose host connect ended with
 /// `result`: a second connect of a non-blocking socket answers 0 once
 /// (as a TCP connect in progress that has completed), a first one
-/// EINPROGRESS. A TCP connection gets its note when the call asked.
+/// EINPROGRESS. A marked TCP connect learns its connection is local
+/// ([`local_answer`]).
 fn connected(
     ctx: &Context,
     s: &Sock,
     dst: SocketAddr,
-    to: &Connected<'_>,
+    to: &Connected,
     result: Result<(), Errno>,
 ) -> Res {
     let net = stack(ctx);
     if result == Err(Errno::EISCONN) && s.meta.connect_reported {
         net.table.update(s.inode, |m| m.connect_reported = false);
-        if s.meta.nodelay_in_host {
-            note::leave_local(to.g, to.note, s.meta.domain, s.inode, net.local_addr(s));
-        }
-        return Ok(Reply::Value(0));
+        return local_answer(to, s, s.meta.nodelay_in_host, false);
     }
     result?;
-    if s.meta.proto == Proto::Tcp {
-        net.connected_locally(s, dst);
-        if to.note.is_some() {
-            note::leave_local(to.g, to.note, s.meta.domain, s.inode, net.local_addr(s));
-        }
-    } else {
+    if s.meta.proto == Proto::Udp {
         net.set_peer(s, Some(dst));
         net.connected_to(s, dst);
+        return Ok(Reply::Value(0));
     }
-    if to.nonblocking && s.meta.proto == Proto::Tcp {
+    let in_host = net.connected_locally(s, dst);
+    if to.nonblocking {
         net.table.update(s.inode, |m| m.connect_reported = true);
-        return Err(Errno::EINPROGRESS);
     }
-    Ok(Reply::Value(0))
+    local_answer(to, s, in_host, to.nonblocking)
 }
 
 /// Retries while the listener's backlog is full, until the socket's

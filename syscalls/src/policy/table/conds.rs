@@ -188,7 +188,9 @@ pub(super) const REMOVEDIR_ARG2: &[Cond] = &[Cond {
 
 /// The mark of the preload's TCP_NODELAY (`sandbox/guest/socket_names.c`):
 /// setsockopt's and getsockopt's sixth register (r9), which the kernel
-/// ignores for both.
+/// ignores for both; and connect's fifth (r8), where it asks whether the
+/// connection is sandbox-local (`handlers/net/socket.rs`, serviced either
+/// way).
 pub const NODELAY_MARK: u64 = 0x6e6f_6465_6c61_795f;
 /// `setsockopt`/`getsockopt(fd, SOL_SOCKET, SO_WIFI_STATUS, ..)` marked
 /// with [`NODELAY_MARK`]: passes. The flag, which does nothing to an
