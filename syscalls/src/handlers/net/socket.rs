@@ -11,9 +11,10 @@
 //! listen: an unbound TCP socket first binds to its family's wildcard
 //! address and an ephemeral port, as TCP autobinds. connect:
 //! sandbox loopback through the listener's name (UDP to a port nobody
-//! has bound: connected, refused at the next send); anything else goes to
-//! the egress seam, which by default refuses (ECONNREFUSED for TCP,
-//! ENETUNREACH for UDP, recorded for the report).
+//! has bound: connected, refused at the next send; a marked TCP connect
+//! learns that its connection is local, [`local_answer`]); anything else
+//! goes to the egress seam, which by default refuses (ECONNREFUSED for
+//! TCP, ENETUNREACH for UDP, recorded for the report).
 
 use std::net::SocketAddr;
 use std::os::fd::{AsFd, AsRawFd};
@@ -272,23 +273,27 @@ struct Connected {
     nonblocking: bool,
 }
 
-/// What a connect marked with [`crate::policy::NODELAY_MARK`] in its fifth register (r8,
-/// which the kernel ignores) answers for a TCP connection to a sandbox
-/// listener, where an unmarked one answers 0 (or EINPROGRESS,
-/// non-blocking): the host socket's inode (a sockfs inode, below 2^32),
-/// with [`IN_PROGRESS`] set for the non-blocking one. The guest's preload
-/// (`sandbox/guest/socket_names.c`) answers its caller 0 or EINPROGRESS,
-/// and keeps the descriptor as a local connection while `fstat` shows
-/// that inode: its TCP_NODELAY is the host socket's (`netstack::nodelay`).
-/// Nothing is written to the guest; a guest that forges the mark learns
-/// its own socket's inode, which `fstat` tells it anyway.
+/// Set in a marked connect's answer when it is in progress.
 const IN_PROGRESS: u64 = super::note::CONNECT_IN_PROGRESS;
 
 /// The answer of a loopback TCP connect that connected (`in_progress`:
 /// a non-blocking one's first) the socket `s`, whose TCP_NODELAY is in
-/// its host socket when `in_host`.
+/// its host socket when `in_host`. Unmarked: 0, or EINPROGRESS. Marked
+/// with [`crate::policy::NODELAY_MARK`] in its fifth register (r8, which
+/// the kernel ignores): the host socket's inode (a sockfs inode, below
+/// 2^32), with [`IN_PROGRESS`] set for the non-blocking one. The guest's
+/// preload (`sandbox/guest/socket_names.c`) answers its caller 0 or
+/// EINPROGRESS, and keeps the descriptor as a local connection while
+/// `fstat` shows that inode: its TCP_NODELAY is the host socket's
+/// (`netstack::nodelay`). Nothing is written to the guest; a guest that
+/// forges the mark learns its own socket's inode, which `fstat` tells it
+/// anyway.
 fn local_answer(to: &Connected, s: &Sock, in_host: bool, in_progress: bool) -> Res {
-    match (to.answer_local && in_host, in_progress) {
+    // A sockfs inode is below 2^32; anything else is answered unmarked.
+    match (
+        to.answer_local && in_host && s.inode < IN_PROGRESS,
+        in_progress,
+    ) {
         (true, false) => Ok(Reply::Value(s.inode as i64)),
         (true, true) => Ok(Reply::Value((s.inode | IN_PROGRESS) as i64)),
         (false, false) => Ok(Reply::Value(0)),
