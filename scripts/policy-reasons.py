@@ -95,6 +95,8 @@ REASONS = [
     ("socketpair shutdown", "AF_UNIX and netstack sockets it holds; no addresses"),
     ("socket sendto recvfrom",
      "passes only without an address (or AF_UNIX); else the netstack's"),
+    ("setsockopt getsockopt",
+     "passes marked, for SO_WIFI_STATUS only (a local connection's TCP_NODELAY, docs/network.md); else serviced"),
     ("open openat lseek unlinkat", "the common forms pass; the rare ones are serviced (a served /proc file, rmdir)"),
     ("openat2", "passes marked (the fast reads' opens through no symlink, docs/fast-reads.md); else serviced"),
     ("creat unlink mkdir mkdirat mknod mknodat", "the kernel makes or removes the name in the guest's own view, as the guest"),

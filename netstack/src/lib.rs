@@ -6,12 +6,13 @@
 //! Owns: the naming scheme ([`name`]), guest socket addresses ([`addr`]),
 //! the per-socket metadata the kernel cannot hold ([`table`]), the bound
 //! names as the kernel lists them ([`bound`]), emulated socket options
-//! ([`options`]), control messages of UDP sockets ([`ancillary`]), the egress seam and the denial log ([`egress`]), the
+//! ([`options`]) and where a local connection's TCP_NODELAY is kept
+//! ([`nodelay`]), control messages of UDP sockets ([`ancillary`]), the egress seam and the denial log ([`egress`]), the
 //! state one sandbox shares ([`stack::Stack`]); and the edge: `--allow-net`
 //! rules and special ranges ([`rules`]), the DNS stub ([`dns`]), relays
 //! ([`relay`]) and published ports ([`publish`]); the unix sockets'
-//! queue lengths as the kernel's `unix_diag` reports them ([`queues`]); the one
-//! host call nix does not wrap, a datagram disconnect (`sys`). Does not own: guest
+//! queue lengths as the kernel's `unix_diag` reports them ([`queues`]); the
+//! host calls nix does not wrap (`sys`). Does not own: guest
 //! memory or the trap (the handlers in `syscalls/` drive this crate).
 
 pub mod addr;
@@ -21,6 +22,7 @@ pub mod dns;
 pub mod egress;
 pub mod icmp;
 pub mod name;
+pub mod nodelay;
 pub mod options;
 pub mod outbound;
 pub mod publish;

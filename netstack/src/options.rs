@@ -2,7 +2,7 @@
 //! `AF_UNIX` socket answers itself, which ones the netstack answers
 //! truthfully (type, domain, protocol), and which ones it accepts and
 //! reports back from the socket's metadata (TCP_NODELAY, keep-alive
-//! timers, IP_TOS, IPV6_V6ONLY, SO_REUSEPORT, ...); a fresh TCP
+//! timers, IP_TOS, IPV6_V6ONLY, SO_REUSEPORT, SO_WIFI_STATUS, ...); a fresh TCP
 //! socket's SO_SNDBUF and SO_RCVBUF ([`fresh_buffer`]).
 //!
 //! Owns: the classification, defaults, value checks and stored values.
@@ -70,6 +70,9 @@ fn socket_level(name: i32) -> Class {
         libc::SO_TYPE | libc::SO_DOMAIN | libc::SO_PROTOCOL => Class::Identity,
         // AF_UNIX refuses SO_REUSEPORT (inet only since Linux 6.x).
         libc::SO_REUSEPORT => FLAG,
+        // The host socket's flag carries a local connection's
+        // TCP_NODELAY (`nodelay.rs`): the guest's own is kept here.
+        libc::SO_WIFI_STATUS => FLAG,
         libc::SO_PEERNAME | libc::SO_PEERCRED | libc::SO_PEERGROUPS => Class::Peer,
         libc::SO_PASSCRED | libc::SO_PEERSEC => Class::Unsupported,
         libc::SO_PASSSEC | 76 /* SO_PEERPIDFD */ | 77 /* SO_PASSPIDFD */ => Class::Unsupported,

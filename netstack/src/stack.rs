@@ -258,8 +258,9 @@ impl Stack {
             local = SocketAddr::new(peer.ip(), local.port());
         }
         let inode = inode_of(conn)?;
-        self.table
-            .insert(inode, listener.meta.accepted(local, peer));
+        let mut meta = listener.meta.accepted(local, peer);
+        meta.nodelay_in_host = crate::nodelay::nodelay_to_host(conn, &listener.meta.options);
+        self.table.insert(inode, meta);
         Ok(Adopted { peer, local, inode })
     }
 

@@ -3,8 +3,9 @@
 //! `AF_UNSPEC` address, which `unix_dgram_connect` takes as a
 //! disconnect), and an `accept4` that hands back an owned descriptor
 //! with the flags asked for (nix's gives a raw number; std's listener
-//! would need a dup of the guest's socket first), and a socket's network
-//! namespace cookie (`SO_NETNS_COOKIE`, which nix does not wrap).
+//! would need a dup of the guest's socket first), a socket's network
+//! namespace cookie (`SO_NETNS_COOKIE`, which nix does not wrap), and
+//! its `SO_WIFI_STATUS` flag (neither: `nodelay.rs` says what it carries).
 //!
 //! Owns: those calls and their `unsafe`. Does not own: when to make
 //! them (`stack/source.rs`, `stack.rs`).
@@ -69,6 +70,42 @@ pub fn netns_cookie(fd: BorrowedFd<'_>) -> Result<u64, Errno> {
         return Err(Errno::EINVAL);
     }
     Ok(cookie)
+}
+
+/// The `SO_WIFI_STATUS` flag of socket `fd`.
+pub fn wifi_status(fd: BorrowedFd<'_>) -> Result<bool, Errno> {
+    let mut v: libc::c_int = 0;
+    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: `v` and `len` are valid for writes of the sizes given and
+    // outlive the call; `fd` is a descriptor we hold open.
+    let r = unsafe {
+        libc::getsockopt(
+            fd.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_WIFI_STATUS,
+            (&mut v as *mut libc::c_int).cast(),
+            &mut len,
+        )
+    };
+    Errno::result(r).map(|_| v != 0)
+}
+
+/// Sets or clears the `SO_WIFI_STATUS` flag of socket `fd`.
+pub fn set_wifi_status(fd: BorrowedFd<'_>, on: bool) -> Result<(), Errno> {
+    let v = libc::c_int::from(on);
+    let len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: `v` is a valid int of `len` bytes that outlives the call;
+    // `fd` is a descriptor we hold open.
+    let r = unsafe {
+        libc::setsockopt(
+            fd.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_WIFI_STATUS,
+            (&v as *const libc::c_int).cast(),
+            len,
+        )
+    };
+    Errno::result(r).map(drop)
 }
 
 #[cfg(test)]

@@ -52,6 +52,9 @@ pub struct Meta {
     /// `sk_err`: what a recvmmsg met after its first message), which the
     /// next serviced receive or getsockopt(SO_ERROR) reports once.
     pub error: Option<Errno>,
+    /// A sandbox-local TCP connection: its TCP_NODELAY is its host
+    /// socket's flag, not `options`' ([`crate::nodelay`]).
+    pub nodelay_in_host: bool,
 }
 
 impl Meta {
@@ -71,6 +74,7 @@ impl Meta {
             port_locked: false,
             released: false,
             error: None,
+            nodelay_in_host: false,
         }
     }
 
@@ -85,7 +89,9 @@ impl Meta {
         self.domain == libc::AF_INET6 && self.options.flag(libc::IPPROTO_IPV6, libc::IPV6_V6ONLY)
     }
 
-    /// The metadata of a connection accepted on this listener.
+    /// The metadata of a connection accepted on this listener (its
+    /// TCP_NODELAY, the listener's, goes to its host socket:
+    /// [`crate::Stack::adopt`]).
     pub fn accepted(&self, local: SocketAddr, peer: SocketAddr) -> Meta {
         Meta {
             local: Some(local),

@@ -1,5 +1,6 @@
 /*
- * socket_names.c: the preload's accept, accept4 and getsockname. An
+ * socket_names.c: the preload's accept, accept4, connect, getsockname,
+ * and the TCP_NODELAY of setsockopt and getsockopt. An
  * accepted connection's own name is fixed at its accept, and servers ask
  * for it at once (CPython's accept does, on every connection); the
  * supervisor's netstack answers getsockname with a round trip. Here a
@@ -26,10 +27,15 @@
  *
  * A connection's name changes once after its accept: a connect to
  * AF_UNSPEC (a TCP disconnect) of a wildcard listener's connection
- * unsets its address. connect is wrapped only to forget the note of the
- * descriptor it is given, then made by glibc's __connect (a cancellation
- * point still), or, where the C library has none (musl), by a raw call
- * that is a cancellation point as accept's is.
+ * unsets its address; so connect forgets the note of the descriptor it
+ * is given first. It is a raw call that is a cancellation point as
+ * accept's is, marked too: a client learns from its answer that its
+ * connection is sandbox-local, and keeps a note without a name.
+ *
+ * A noted descriptor is a connection the netstack carries between two of
+ * its own sockets, whose TCP_NODELAY needs no host action: setsockopt
+ * and getsockopt of it are answered by the host socket's flag that
+ * stands for it (at the end of this file).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -43,6 +49,9 @@
 /* Must equal sandbox_syscalls::handlers::NAME_NOTE_MARK (a unit test in
  * sandbox/src/launch/fast_reads.rs compares them). */
 #define NAME_NOTE_MARK 0x6e616d655eedc0deUL
+/* Must equal sandbox_syscalls::policy::NODELAY_MARK (the same test):
+ * setsockopt's and getsockopt's r9, connect's r8. */
+#define NODELAY_MARK 0x6e6f64656c61795fUL
 
 #define EXPORT __attribute__((visibility("default")))
 
@@ -69,6 +78,13 @@ struct slot {
     unsigned long name[4];
 };
 
+/* A note's length when it names nothing: a connection the client's
+ * connect learned is local, whose getsockname is made. */
+#define NO_NAME 0xffffffffUL
+/* Set in a marked connect's answer when it is in progress. Must equal
+ * sandbox_syscalls::handlers::CONNECT_IN_PROGRESS (the same test). */
+#define IN_PROGRESS 0x4000000000000000UL
+
 #define SLOTS 256
 static struct slot slots[SLOTS];
 
@@ -90,7 +106,7 @@ static void keep(int fd, const struct note *n)
 {
     struct slot *s = &slots[(unsigned)fd % SLOTS];
     unsigned int seq = __atomic_load_n(&s->seq, __ATOMIC_RELAXED);
-    if ((seq & 1) || n->ino == 0 || n->len > sizeof n->name)
+    if ((seq & 1) || n->ino == 0 || (n->len > sizeof n->name && n->len != NO_NAME))
         return;
     if (!__atomic_compare_exchange_n(&s->seq, &seq, seq + 1, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
         return;
@@ -117,7 +133,7 @@ static int lookup(int fd, struct slot *out)
         out->name[i] = __atomic_load_n(&s->name[i], __ATOMIC_RELAXED);
     __atomic_thread_fence(__ATOMIC_ACQUIRE);
     return !(seq & 1) && seq == __atomic_load_n(&s->seq, __ATOMIC_RELAXED) && out->fd == fd &&
-           out->ino != 0 && out->len <= sizeof out->name;
+           out->ino != 0 && (out->len <= sizeof out->name || out->len == NO_NAME);
 }
 
 /* Forgets descriptor `fd`'s note: a later getsockname makes the call.
@@ -160,16 +176,28 @@ static long cancellable(long nr, long a, long b, long c, long d, long e, long f)
     return ret;
 }
 
-/* glibc's connect under its other exported name. Weak: musl has none. */
-extern int __connect(int fd, const struct sockaddr *addr, socklen_t len) __attribute__((weak));
-
+/* connect, marked with NODELAY_MARK in r8: a TCP connection to a
+ * sandbox listener answers its host socket's inode (with IN_PROGRESS
+ * set where a non-blocking connect answers EINPROGRESS) instead of 0
+ * (syscalls/src/handlers/net/socket.rs, local_answer); the kernel's own
+ * connect never answers more than 0. The descriptor is then kept as a
+ * local connection, without a name, while fstat shows that inode. The
+ * old note goes first (a connect to AF_UNSPEC changes a connection's
+ * name). */
 EXPORT int connect(int fd, const struct sockaddr *addr, socklen_t len)
 {
     if (fd >= 0)
         forget(fd);
-    if (__connect != 0)
-        return __connect(fd, addr, len);
-    return (int)answer(cancellable(SYS_connect, fd, (long)addr, len, 0, 0, 0));
+    long ret = cancellable(SYS_connect, fd, (long)addr, len, 0, NODELAY_MARK, 0);
+    if (ret > 0) {
+        struct note n = {.ino = (unsigned long)ret & ~IN_PROGRESS, .len = NO_NAME};
+        struct stat st;
+        if (raw_syscall6(SYS_fstat, fd, (long)&st, 0, 0, 0, 0) == 0 && S_ISSOCK(st.st_mode) &&
+            st.st_ino == n.ino)
+            keep(fd, &n);
+        ret = ((unsigned long)ret & IN_PROGRESS) ? -EINPROGRESS : 0;
+    }
+    return (int)answer(ret);
 }
 
 /* accept (nr 43) or accept4 (288), marked and a cancellation point as
@@ -210,17 +238,24 @@ static int writable(void *p, unsigned long n)
     return raw_syscall6(SYS_getrandom, (long)p, n, 1 /* GRND_NONBLOCK */, 0, 0, 0) == (long)n;
 }
 
+/* Whether `fd` has a note (copied to `s`) and is still the socket it
+ * was written for (fstat shows its inode). */
+static int noted(int fd, struct slot *s)
+{
+    struct stat st;
+    if (fd < 0 || !lookup(fd, s))
+        return 0;
+    return raw_syscall6(SYS_fstat, fd, (long)&st, 0, 0, 0, 0) == 0 && S_ISSOCK(st.st_mode) &&
+           st.st_ino == s->ino;
+}
+
 /* getsockname answered from the note of `fd`, as the kernel's
  * move_addr_to_user writes it; NOT_NOTED when there is no note for the
  * socket `fd` is now, or a pointer is not proved good. */
 static long noted_name(int fd, void *addr, socklen_t *lenp)
 {
     struct slot s;
-    struct stat st;
-    if (fd < 0 || !lookup(fd, &s))
-        return NOT_NOTED;
-    if (raw_syscall6(SYS_fstat, fd, (long)&st, 0, 0, 0, 0) != 0 || !S_ISSOCK(st.st_mode) ||
-        st.st_ino != s.ino)
+    if (!noted(fd, &s) || s.len > sizeof s.name)
         return NOT_NOTED;
     if (!readable_writable_int((int *)lenp))
         return NOT_NOTED;
@@ -243,4 +278,38 @@ EXPORT int getsockname(int fd, struct sockaddr *addr, socklen_t *len)
     if (r == NOT_NOTED)
         r = raw_syscall6(SYS_getsockname, fd, (long)addr, (long)len, 0, 0, 0);
     return (int)answer(r);
+}
+
+/* TCP_NODELAY of a noted connection (one the netstack carries between
+ * two of its own sockets) is its host socket's SO_WIFI_STATUS flag
+ * (netstack/src/nodelay.rs), which a call marked NODELAY_MARK in r9
+ * reads or sets natively: the filter passes it. The kernel checks the
+ * value and length as TCP's do (EINVAL shorter than an int, any
+ * non-zero value sets it; a negative length is EINVAL). A bad pointer
+ * (EFAULT) makes the call unmarked, whose served answer is the
+ * supervisor's, as does any other option or descriptor. */
+#define SOL_SOCKET_LEVEL 1
+#define SO_WIFI_STATUS_FLAG 41
+#define TCP_LEVEL 6
+#define TCP_NODELAY_OPTION 1
+
+static long nodelay_call(long nr, int fd, int level, int name, long val, long len)
+{
+    struct slot s;
+    if (level == TCP_LEVEL && name == TCP_NODELAY_OPTION && noted(fd, &s)) {
+        long r = raw_syscall6(nr, fd, SOL_SOCKET_LEVEL, SO_WIFI_STATUS_FLAG, val, len, NODELAY_MARK);
+        if (r != -EFAULT)
+            return r;
+    }
+    return raw_syscall6(nr, fd, level, name, val, len, 0);
+}
+
+EXPORT int setsockopt(int fd, int level, int name, const void *val, socklen_t len)
+{
+    return (int)answer(nodelay_call(SYS_setsockopt, fd, level, name, (long)val, len));
+}
+
+EXPORT int getsockopt(int fd, int level, int name, void *val, socklen_t *len)
+{
+    return (int)answer(nodelay_call(SYS_getsockopt, fd, level, name, (long)val, (long)len));
 }

@@ -6,7 +6,8 @@
 //! flags on the command line; the socket factory's confinement and the
 //! sandbox's own network namespace; a Jupyter kernel as a whole-program
 //! check; sends that take a msghdr (`sendpath.rs`); the guest's count of
-//! its sockets in `/proc/net/sockstat` (`sockstat.rs`).
+//! its sockets in `/proc/net/sockstat` (`sockstat.rs`); TCP_NODELAY of
+//! local connections without a round trip (`nodelay.rs`).
 //!
 //! The guest scripts and host-side drivers the modules run are the
 //! `*.py` files beside them.
@@ -25,6 +26,7 @@ mod gaps;
 mod jupyter;
 mod loopback;
 mod netns;
+mod nodelay;
 mod pending;
 mod ping;
 mod publish;

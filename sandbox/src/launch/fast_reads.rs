@@ -321,6 +321,10 @@ mod tests {
         let source = include_str!("../../guest/socket_names.c");
         let mark = sandbox_syscalls::handlers::NAME_NOTE_MARK;
         assert_c_defines("socket_names.c", source, "NAME_NOTE_MARK", mark);
+        let nodelay = sandbox_syscalls::policy::NODELAY_MARK;
+        assert_c_defines("socket_names.c", source, "NODELAY_MARK", nodelay);
+        let in_progress = sandbox_syscalls::handlers::CONNECT_IN_PROGRESS;
+        assert_c_defines("socket_names.c", source, "IN_PROGRESS", in_progress);
         let note = "unsigned long ino;\n    unsigned int len;\n    unsigned int pad;\n    unsigned long name[4];";
         assert!(
             source.contains(note),

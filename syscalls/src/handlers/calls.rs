@@ -213,7 +213,8 @@ pub(crate) fn bind(ctx: &Context, g: &dyn Guest, c: &SyscallArgs) -> Res {
 }
 
 pub(crate) fn connect(ctx: &Context, g: &dyn Guest, c: &SyscallArgs) -> Res {
-    socket::connect(ctx, g, c.int(0), c.args[1], c.uint(2))
+    let answer_local = c.args[4] == crate::policy::NODELAY_MARK;
+    socket::connect(ctx, g, c.int(0), (c.args[1], c.uint(2)), answer_local)
 }
 
 pub(crate) fn listen(ctx: &Context, g: &dyn Guest, c: &SyscallArgs) -> Res {

@@ -63,7 +63,7 @@ use crate::guest::{Guest, Reply, SyscallArgs};
 use crate::Context;
 
 pub use net::adopt::ADOPT_MARK;
-pub use net::note::{NAME_NOTE_MARK, NOTE_LEN};
+pub use net::note::{CONNECT_IN_PROGRESS, NAME_NOTE_MARK, NOTE_LEN};
 
 /// A handler's answer.
 pub(crate) type Res = Result<Reply, Errno>;

@@ -423,6 +423,13 @@ fn test(b: &mut Builder, cond: &Cond, fail: Label) {
             b.op(LD_W_ABS, off_arg_hi(cond.arg));
             b.jump(JMP_JEQ_K, (v >> 32) as u32, fail, ok);
         }
+        Op::Is64(v) => {
+            let hi = b.label();
+            b.jump(JMP_JEQ_K, v as u32, hi, fail);
+            b.mark(hi);
+            b.op(LD_W_ABS, off_arg_hi(cond.arg));
+            b.jump(JMP_JEQ_K, (v >> 32) as u32, ok, fail);
+        }
     }
     b.mark(ok);
 }

@@ -107,6 +107,7 @@ fn op(o: &Op) -> String {
         ),
         Op::IsNull => "== NULL".to_string(),
         Op::Not64(v) => format!("!= {v:#x}"),
+        Op::Is64(v) => format!("== {v:#x}"),
     }
 }
 

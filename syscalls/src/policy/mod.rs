@@ -13,14 +13,16 @@ pub mod bpf;
 pub mod doc;
 mod table;
 
-pub use table::{entry, rule_for, rule_without_fast_reads, Entry, FAST_READ_MARK, NS_CLONE_FLAGS};
+pub use table::{
+    entry, rule_for, rule_without_fast_reads, Entry, FAST_READ_MARK, NODELAY_MARK, NS_CLONE_FLAGS,
+};
 
 use nix::errno::Errno;
 use sysno::Sysno;
 
 /// One condition on one argument register, tested in BPF.
 ///
-/// All tests but [`Op::IsNull`] and [`Op::Not64`] look at the low 32 bits only: every
+/// All tests but [`Op::IsNull`], [`Op::Not64`] and [`Op::Is64`] look at the low 32 bits only: every
 /// argument they are used on is an `int` or `unsigned int` in the kernel,
 /// which ignores the high half, so a guest cannot dodge a test by setting it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -43,6 +45,8 @@ pub enum Op {
     IsNull,
     /// The whole 64-bit register is anything but this value.
     Not64(u64),
+    /// The whole 64-bit register is this value.
+    Is64(u64),
 }
 
 /// What happens to a call when the argument test of [`Rule::PassIf`] fails.

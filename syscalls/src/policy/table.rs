@@ -23,12 +23,12 @@ use sysno::Sysno as S;
 use super::Rule;
 use crate::handlers::calls;
 use conds::{
-    CLONE_WITHOUT_NS, DEVICE_ARG1, DEVICE_ARG2, FCNTL_KNOWN, IOCTL_SAFE, MADVISE_KNOWN, NULL_ARG4,
-    NULL_ARG4_DATA_ARG2, OPENAT2_UNMARKED, OPEN_READS_ARG1, OPEN_READS_ARG2,
-    OPEN_READS_UNMARKED_ARG2, OPEN_READ_WRITE_EXCL_ARG2, PERSONALITY_KNOWN, PRCTL_KNOWN,
-    REMOVEDIR_ARG2, REWIND, UNIX_SOCKET,
+    CLONE_WITHOUT_NS, DEVICE_ARG1, DEVICE_ARG2, FCNTL_KNOWN, IOCTL_SAFE, MADVISE_KNOWN,
+    NODELAY_CARRIER, NULL_ARG4, NULL_ARG4_DATA_ARG2, OPENAT2_UNMARKED, OPEN_READS_ARG1,
+    OPEN_READS_ARG2, OPEN_READS_UNMARKED_ARG2, OPEN_READ_WRITE_EXCL_ARG2, PERSONALITY_KNOWN,
+    PRCTL_KNOWN, REMOVEDIR_ARG2, REWIND, UNIX_SOCKET,
 };
-pub use conds::{FAST_READ_MARK, NS_CLONE_FLAGS};
+pub use conds::{FAST_READ_MARK, NODELAY_MARK, NS_CLONE_FLAGS};
 pub use entry::Entry;
 use entry::{
     deny, pass_if_else_deny, pass_if_else_serve, refuse, serve, serve_if, serve_if_either, PASS,
@@ -250,8 +250,13 @@ pub fn entry(nr: S) -> Entry {
         S::connect => serve(calls::connect),
         S::getsockname => serve(calls::getsockname),
         S::getpeername => serve(calls::getpeername),
-        S::setsockopt => serve(calls::setsockopt),
-        S::getsockopt => serve(calls::getsockopt),
+        // The preload's TCP_NODELAY of a sandbox-local connection is
+        // a flag of its host socket, which passes when marked: the flag
+        // does nothing to an AF_UNIX socket, the guest's own sockets take
+        // it anyway (CONTINUE), and a netstack socket's is what the
+        // guest is told of its own TCP_NODELAY (netstack/src/nodelay.rs).
+        S::setsockopt => pass_if_else_serve(NODELAY_CARRIER, calls::setsockopt),
+        S::getsockopt => pass_if_else_serve(NODELAY_CARRIER, calls::getsockopt),
         S::accept => serve(calls::accept),
         S::accept4 => serve(calls::accept4),
         S::sendto => pass_if_else_serve(NULL_ARG4_DATA_ARG2, calls::sendto),

@@ -63,7 +63,7 @@ pub(crate) fn getsockopt(
         (None, Class::Unsupported) => return Err(unknown_get(&s.meta, level)),
         (None, Class::Peer) => return peer_option(ctx, g, &s, name, ptr, len_ptr),
         (None, Class::Identity) => identity(&s.meta, name),
-        (None, Class::Stored { .. }) => s.meta.options.get(level, name, class),
+        (None, Class::Stored { .. }) => stack(ctx).stored_option(&s, level, name, class),
     };
     let room = if level == libc::IPPROTO_IPV6 {
         // do_ipv6_getsockopt takes the length as unsigned (min with 4);
@@ -188,9 +188,7 @@ pub(crate) fn setsockopt(
     {
         return Err(Errno::EINVAL);
     }
-    stack(ctx)
-        .table
-        .update(s.inode, |m| m.options.set(level, name, class, v));
+    stack(ctx).set_stored_option(&s, level, name, class, v);
     if let Some(opt) = netstack::HostOption::of(level, name, v) {
         stack(ctx).egress().set_host_option(s.inode, opt);
     }

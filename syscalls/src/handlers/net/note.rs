@@ -1,6 +1,9 @@
 //! The name note: what a marked accept leaves in the guest's own memory
 //! so that the guest's preload (`sandbox/guest/socket_names.c`) answers
-//! the accepted connection's getsockname without a round trip.
+//! the accepted connection's getsockname without a round trip (and, the
+//! connection being sandbox-local, its TCP_NODELAY: `netstack::nodelay`;
+//! a client learns that from its marked connect's answer instead,
+//! [`super::socket`]).
 //!
 //! An accept or accept4 made with [`NAME_NOTE_MARK`] in its fifth
 //! register (r8, which the kernel ignores for both) and a pointer in its
@@ -30,6 +33,12 @@ pub const NAME_NOTE_MARK: u64 = 0x6e61_6d65_5eed_c0de;
 
 /// The note's size in bytes: inode, length, padding, 32 name bytes.
 pub const NOTE_LEN: usize = 48;
+
+/// Set in the answer of a connect marked to learn a local connection
+/// (the inode of its host socket) when the connect is in progress: a
+/// non-blocking one's EINPROGRESS. Must equal `IN_PROGRESS` of
+/// `sandbox/guest/socket_names.c` (the unit test of `NAME_NOTE_MARK`).
+pub const CONNECT_IN_PROGRESS: u64 = 1 << 62;
 
 /// Where the call asks for its note (`None`: unmarked, or no pointer).
 pub(crate) fn requested(c: &SyscallArgs) -> Option<u64> {

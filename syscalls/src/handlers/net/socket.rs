@@ -11,9 +11,10 @@
 //! listen: an unbound TCP socket first binds to its family's wildcard
 //! address and an ephemeral port, as TCP autobinds. connect:
 //! sandbox loopback through the listener's name (UDP to a port nobody
-//! has bound: connected, refused at the next send); anything else goes to
-//! the egress seam, which by default refuses (ECONNREFUSED for TCP,
-//! ENETUNREACH for UDP, recorded for the report).
+//! has bound: connected, refused at the next send; a marked TCP connect
+//! learns that its connection is local, [`local_answer`]); anything else
+//! goes to the egress seam, which by default refuses (ECONNREFUSED for
+//! TCP, ENETUNREACH for UDP, recorded for the report).
 
 use std::net::SocketAddr;
 use std::os::fd::{AsFd, AsRawFd};
@@ -157,8 +158,15 @@ pub(crate) fn listen(ctx: &Context, g: &dyn Guest, fd: i32) -> Res {
     Ok(Reply::Continue)
 }
 
-/// connect(fd, addr, len).
-pub(crate) fn connect(ctx: &Context, g: &dyn Guest, fd: i32, ptr: u64, len: u32) -> Res {
+/// connect(fd, addr, len); `answer_local`: the call is marked to learn a
+/// sandbox-local TCP connection ([`local_answer`]).
+pub(crate) fn connect(
+    ctx: &Context,
+    g: &dyn Guest,
+    fd: i32,
+    (ptr, len): (u64, u32),
+    answer_local: bool,
+) -> Res {
     let Some(s) = ours(ctx, g, fd) else {
         return Ok(Reply::Continue);
     };
@@ -181,7 +189,7 @@ pub(crate) fn connect(ctx: &Context, g: &dyn Guest, fd: i32, ptr: u64, len: u32)
         Some(_) if stack(ctx).egress().takes_loopback(dst, s.meta.proto) => {
             egress(ctx, g, fd, &s, dst)
         }
-        Some(local) => connect_local(ctx, g, fd, &s, local),
+        Some(local) => connect_local(ctx, g, (fd, answer_local), &s, local),
         None => egress(ctx, g, fd, &s, dst),
     }
 }
@@ -211,13 +219,29 @@ fn connect_addr(
 /// SO_ERROR 0, as on Linux's loopback; when the listener's backlog is
 /// full it connects later ([`backlog`]). A blocking one waits for room
 /// here in slices, so signals and other guest threads go on.
-fn connect_local(ctx: &Context, g: &dyn Guest, fd: i32, s: &Sock, dst: SocketAddr) -> Res {
+fn connect_local(
+    ctx: &Context,
+    g: &dyn Guest,
+    (fd, answer_local): (i32, bool),
+    s: &Sock,
+    dst: SocketAddr,
+) -> Res {
+    let to = Connected {
+        answer_local,
+        nonblocking: false,
+    };
     let flags = OFlag::from_bits_truncate(fcntl(s.fd.as_raw_fd(), FcntlArg::F_GETFL)?);
     let guest_nonblocking = flags.contains(OFlag::O_NONBLOCK);
     if guest_nonblocking && s.meta.proto == Proto::Tcp {
         match stack(ctx).connect_local(s, dst) {
             Err(Errno::EAGAIN) => return backlog::connect_later(ctx, g, fd, s, dst),
-            result => return connected(ctx, s, dst, true, result),
+            result => {
+                let to = Connected {
+                    nonblocking: true,
+                    ..to
+                };
+                return connected(ctx, s, dst, &to, result);
+            }
         }
     }
     if !guest_nonblocking {
@@ -234,7 +258,47 @@ fn connect_local(ctx: &Context, g: &dyn Guest, fd: i32, s: &Sock, dst: SocketAdd
         Err(Errno::ECONNREFUSED) if s.meta.proto == Proto::Udp => udp_unbound(ctx, s),
         r => r,
     };
-    connected(ctx, s, dst, guest_nonblocking, result)
+    let to = Connected {
+        nonblocking: guest_nonblocking,
+        ..to
+    };
+    connected(ctx, s, dst, &to, result)
+}
+
+/// How a loopback connect answers: marked to learn a local connection
+/// ([`local_answer`]), and whether its socket is non-blocking.
+#[derive(Clone, Copy)]
+struct Connected {
+    answer_local: bool,
+    nonblocking: bool,
+}
+
+/// Set in a marked connect's answer when it is in progress.
+const IN_PROGRESS: u64 = super::note::CONNECT_IN_PROGRESS;
+
+/// The answer of a loopback TCP connect that connected (`in_progress`:
+/// a non-blocking one's first) the socket `s`, whose TCP_NODELAY is in
+/// its host socket when `in_host`. Unmarked: 0, or EINPROGRESS. Marked
+/// with [`crate::policy::NODELAY_MARK`] in its fifth register (r8, which
+/// the kernel ignores): the host socket's inode (a sockfs inode, below
+/// 2^32), with [`IN_PROGRESS`] set for the non-blocking one. The guest's
+/// preload (`sandbox/guest/socket_names.c`) answers its caller 0 or
+/// EINPROGRESS, and keeps the descriptor as a local connection while
+/// `fstat` shows that inode: its TCP_NODELAY is the host socket's
+/// (`netstack::nodelay`). Nothing is written to the guest; a guest that
+/// forges the mark learns its own socket's inode, which `fstat` tells it
+/// anyway.
+fn local_answer(to: &Connected, s: &Sock, in_host: bool, in_progress: bool) -> Res {
+    // A sockfs inode is below 2^32; anything else is answered unmarked.
+    match (
+        to.answer_local && in_host && s.inode < IN_PROGRESS,
+        in_progress,
+    ) {
+        (true, false) => Ok(Reply::Value(s.inode as i64)),
+        (true, true) => Ok(Reply::Value((s.inode | IN_PROGRESS) as i64)),
+        (false, false) => Ok(Reply::Value(0)),
+        (false, true) => Err(Errno::EINPROGRESS),
+    }
 }
 
 /// A UDP connect to a loopback port nobody has bound succeeds, as UDP's
@@ -247,29 +311,31 @@ fn udp_unbound(ctx: &Context, s: &Sock) -> Result<(), Errno> {
 /// The answer to a loopback connect whose host connect ended with
 /// `result`: a second connect of a non-blocking socket answers 0 once
 /// (as a TCP connect in progress that has completed), a first one
-/// EINPROGRESS.
+/// EINPROGRESS. A marked TCP connect learns its connection is local
+/// ([`local_answer`]).
 fn connected(
     ctx: &Context,
     s: &Sock,
     dst: SocketAddr,
-    guest_nonblocking: bool,
+    to: &Connected,
     result: Result<(), Errno>,
 ) -> Res {
     let net = stack(ctx);
     if result == Err(Errno::EISCONN) && s.meta.connect_reported {
         net.table.update(s.inode, |m| m.connect_reported = false);
-        return Ok(Reply::Value(0));
+        return local_answer(to, s, s.meta.nodelay_in_host, false);
     }
     result?;
-    net.set_peer(s, Some(dst));
     if s.meta.proto == Proto::Udp {
+        net.set_peer(s, Some(dst));
         net.connected_to(s, dst);
+        return Ok(Reply::Value(0));
     }
-    if guest_nonblocking && s.meta.proto == Proto::Tcp {
+    let in_host = net.connected_locally(s, dst);
+    if to.nonblocking {
         net.table.update(s.inode, |m| m.connect_reported = true);
-        return Err(Errno::EINPROGRESS);
     }
-    Ok(Reply::Value(0))
+    local_answer(to, s, in_host, to.nonblocking)
 }
 
 /// Retries while the listener's backlog is full, until the socket's

@@ -13,7 +13,7 @@ use proptest::prelude::*;
 
 use super::*;
 use crate::policy::table::conds::OPEN_NEVER_SERVED;
-use crate::policy::FAST_READ_MARK;
+use crate::policy::{FAST_READ_MARK, NODELAY_MARK};
 
 /// The decision the table gives, computed without any BPF: the reference
 /// the compiled programs must agree with.
@@ -45,6 +45,7 @@ fn cond_holds(cond: Cond, args: [u64; 6]) -> bool {
         Op::NotIn(values) => !values.contains(&low),
         Op::IsNull => full == 0,
         Op::Not64(v) => full != v,
+        Op::Is64(v) => full == v,
     }
 }
 
@@ -68,6 +69,9 @@ fn register() -> impl Strategy<Value = u64> {
         1 => Just(FAST_READ_MARK & !0xffff_ffff),
         1 => Just(FAST_READ_MARK ^ 1),
         1 => Just(!FAST_READ_MARK),
+        1 => Just(NODELAY_MARK),
+        1 => Just(NODELAY_MARK as u32 as u64),
+        1 => prop::sample::select(vec![libc::SOL_SOCKET as u64, libc::SO_WIFI_STATUS as u64]),
         2 => prop::sample::select(vec![
             0u64,
             libc::O_CLOEXEC as u64,
@@ -99,6 +103,8 @@ fn number() -> impl Strategy<Value = u32> {
             Sysno::rt_sigaction.id() as u32,
             Sysno::rt_sigprocmask.id() as u32,
             Sysno::execve.id() as u32,
+            Sysno::setsockopt.id() as u32,
+            Sysno::getsockopt.id() as u32,
         ]),
         4 => 0..=last + 8,
         1 => 0..X32_SYSCALL_BIT,
@@ -166,6 +172,33 @@ proptest! {
                 prop_assert_eq!(eval(&unfenced), SECCOMP_RET_USER_NOTIF);
             } else {
                 prop_assert_eq!(eval(&fenced), eval(&unfenced), "nr {} args {:x?}", nr, a);
+            }
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(1024))]
+
+    /// The TCP_NODELAY mark buys one thing: a setsockopt or getsockopt of
+    /// SOL_SOCKET's SO_WIFI_STATUS marked in r9 passes (either filter);
+    /// the same call unmarked, or marked elsewhere, is serviced.
+    #[test]
+    fn the_nodelay_mark_buys_only_the_carrier(
+        set in any::<bool>(),
+        args in prop::array::uniform6(register()),
+        reg in 0usize..6,
+    ) {
+        let nr = if set { Sysno::setsockopt } else { Sysno::getsockopt }.id() as u32;
+        let mut marked = args;
+        marked[reg] = NODELAY_MARK;
+        for a in [args, marked] {
+            let carrier = a[1] as u32 == libc::SOL_SOCKET as u32
+                && a[2] as u32 == libc::SO_WIFI_STATUS as u32
+                && a[5] == NODELAY_MARK;
+            let want = if carrier { SECCOMP_RET_ALLOW } else { SECCOMP_RET_USER_NOTIF };
+            for (prog, _) in filters() {
+                prop_assert_eq!(evaluate(&prog, AUDIT_ARCH_X86_64, nr, a), want, "args {:x?}", a);
             }
         }
     }

@@ -186,6 +186,35 @@ pub(super) const REMOVEDIR_ARG2: &[Cond] = &[Cond {
     op: Op::MaskSet(libc::AT_REMOVEDIR as u32),
 }];
 
+/// The mark of the preload's TCP_NODELAY (`sandbox/guest/socket_names.c`):
+/// setsockopt's and getsockopt's sixth register (r9), which the kernel
+/// ignores for both; and connect's fifth (r8), where it asks whether the
+/// connection is sandbox-local (`handlers/net/socket.rs`, serviced either
+/// way).
+pub const NODELAY_MARK: u64 = 0x6e6f_6465_6c61_795f;
+/// `setsockopt`/`getsockopt(fd, SOL_SOCKET, SO_WIFI_STATUS, ..)` marked
+/// with [`NODELAY_MARK`]: passes. The flag, which does nothing to an
+/// `AF_UNIX` socket, carries a sandbox-local connection's TCP_NODELAY on
+/// its host socket (`netstack/src/nodelay.rs`); the guest's own unmarked
+/// SO_WIFI_STATUS is served from the table on a netstack socket. Any
+/// guest may mark one: on its own sockets the call would CONTINUE anyway,
+/// on a netstack socket it sets or reads only what that socket's
+/// TCP_NODELAY answers.
+pub(super) const NODELAY_CARRIER: &[Cond] = &[
+    Cond {
+        arg: 1,
+        op: Op::MaskedIn(u32::MAX, &[libc::SOL_SOCKET as u32]),
+    },
+    Cond {
+        arg: 2,
+        op: Op::MaskedIn(u32::MAX, &[libc::SO_WIFI_STATUS as u32]),
+    },
+    Cond {
+        arg: 5,
+        op: Op::Is64(NODELAY_MARK),
+    },
+];
+
 /// `lseek(fd, 0, SEEK_SET)`: a rewind, which re-serves a synthetic /proc
 /// file (`handlers/lseek.rs`). The offset is a 64-bit `off_t` (IsNull
 /// tests the whole register); `whence` an `unsigned int`.

@@ -27,6 +27,8 @@ fn value(cond: &Cond, holds: bool) -> u64 {
         (Op::IsNull, false) => 1,
         (Op::Not64(v), true) => !v,
         (Op::Not64(v), false) => v,
+        (Op::Is64(v), true) => v,
+        (Op::Is64(v), false) => !v,
     }
 }
 
