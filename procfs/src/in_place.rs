@@ -196,13 +196,7 @@ impl InPlace {
             return None;
         }
         let name = name.to_str().ok()?;
-        let of = match name.starts_with(STATUS_OF) {
-            true => STATUS,
-            false => FILES
-                .iter()
-                .map(|f| f.0)
-                .find(|&n| n != STATUS && n.to_bytes() == name.as_bytes())?,
-        };
+        let of = memfd_name_of(name)?;
         let spare = {
             let mut spares = self.spares.lock().unwrap_or_else(|e| e.into_inner());
             let at = FILES.iter().position(|f| f.0 == of)?;
@@ -257,7 +251,8 @@ impl InPlace {
         let st = vfs::sys::fstat(file.as_fd()).ok()?;
         let mut kept = self.kept.lock().unwrap_or_else(|e| e.into_inner());
         let file = kept.iter_mut().find(|k| {
-            k.id == (st.st_dev, st.st_ino) && memfd_name_of(&k.name) == memfd_name.as_bytes()
+            k.id == (st.st_dev, st.st_ino)
+                && memfd_name_of(&k.name).is_some_and(|n| n.to_bytes() == memfd_name.as_bytes())
         })?;
         Some(text(&file.name).and_then(|text| match text {
             Some(text) => file.write(text.as_bytes()),
@@ -281,11 +276,16 @@ impl Kept {
     }
 }
 
-/// The memfd name a file named `name` is served in place under.
-fn memfd_name_of(name: &str) -> &[u8] {
+/// The memfd name a file named `name` (`stat`, `uptime`, a process's
+/// `status:PID[:TID]`) is served in place under; `None` for a file not
+/// served in place.
+fn memfd_name_of(name: &str) -> Option<&'static CStr> {
     match name.starts_with(STATUS_OF) {
-        true => STATUS.to_bytes(),
-        false => name.as_bytes(),
+        true => Some(STATUS),
+        false => FILES
+            .iter()
+            .map(|f| f.0)
+            .find(|&n| n != STATUS && n.to_bytes() == name.as_bytes()),
     }
 }
 

@@ -99,11 +99,7 @@ pub fn refreshed(
 ) -> Option<Result<OwnedFd, Errno>> {
     if let Some(file) = ctx.synthetic.changing_process_file(memfd_name) {
         let (kind, path) = file?;
-        let host = match host_source(kind) {
-            HostText::None => String::new(),
-            _ => read_view(ctx.fs, &path).ok()?,
-        };
-        let text = text(ctx, kind, host);
+        let text = process_text(ctx, kind, &path)?;
         return Some(ctx.synthetic.sealed(
             kind,
             &CString::new(memfd_name).ok()?,
@@ -150,14 +146,17 @@ fn in_place_text(ctx: &Scope<'_>, name: &str) -> Result<Option<String>, Errno> {
     let Some(Some((kind, path))) = ctx.synthetic.changing_process_file(name) else {
         return Ok(None);
     };
+    Ok(process_text(ctx, kind, &path))
+}
+
+/// The fresh text of a process's served file `kind`, whose view path is
+/// `path`; `None` when its process can no longer be read.
+fn process_text(ctx: &Scope<'_>, kind: ProcFile, path: &CString) -> Option<String> {
     let host = match host_source(kind) {
         HostText::None => String::new(),
-        _ => match read_view(ctx.fs, &path) {
-            Ok(host) => host,
-            Err(_) => return Ok(None),
-        },
+        _ => read_view(ctx.fs, path).ok()?,
     };
-    Ok(Some(text(ctx, kind, host)))
+    Some(text(ctx, kind, host))
 }
 
 /// Whether the served file whose memfd is named `memfd_name` changes
