@@ -136,6 +136,15 @@ static int lookup(int fd, struct slot *out)
            out->ino != 0 && (out->len <= sizeof out->name || out->len == NO_NAME);
 }
 
+/* Whether `fd` is now the socket whose inode is `ino` (a sockfs inode is
+ * unique while its socket lives). */
+static int socket_is(int fd, unsigned long ino)
+{
+    struct stat st;
+    return raw_syscall6(SYS_fstat, fd, (long)&st, 0, 0, 0, 0) == 0 && S_ISSOCK(st.st_mode) &&
+           st.st_ino == ino;
+}
+
 /* Forgets descriptor `fd`'s note: a later getsockname makes the call.
  * A slot another thread is writing is left: a thread keeps only the
  * note of a descriptor its own accept just returned, which no other
@@ -191,9 +200,7 @@ EXPORT int connect(int fd, const struct sockaddr *addr, socklen_t len)
     long ret = cancellable(SYS_connect, fd, (long)addr, len, 0, NODELAY_MARK, 0);
     if (ret > 0) {
         struct note n = {.ino = (unsigned long)ret & ~IN_PROGRESS, .len = NO_NAME};
-        struct stat st;
-        if (raw_syscall6(SYS_fstat, fd, (long)&st, 0, 0, 0, 0) == 0 && S_ISSOCK(st.st_mode) &&
-            st.st_ino == n.ino)
+        if (socket_is(fd, n.ino))
             keep(fd, &n);
         ret = ((unsigned long)ret & IN_PROGRESS) ? -EINPROGRESS : 0;
     }
@@ -242,11 +249,7 @@ static int writable(void *p, unsigned long n)
  * was written for (fstat shows its inode). */
 static int noted(int fd, struct slot *s)
 {
-    struct stat st;
-    if (fd < 0 || !lookup(fd, s))
-        return 0;
-    return raw_syscall6(SYS_fstat, fd, (long)&st, 0, 0, 0, 0) == 0 && S_ISSOCK(st.st_mode) &&
-           st.st_ino == s->ino;
+    return fd >= 0 && lookup(fd, s) && socket_is(fd, s->ino);
 }
 
 /* getsockname answered from the note of `fd`, as the kernel's

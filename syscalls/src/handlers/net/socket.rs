@@ -226,22 +226,16 @@ fn connect_local(
     s: &Sock,
     dst: SocketAddr,
 ) -> Res {
-    let to = Connected {
-        answer_local,
-        nonblocking: false,
-    };
     let flags = OFlag::from_bits_truncate(fcntl(s.fd.as_raw_fd(), FcntlArg::F_GETFL)?);
     let guest_nonblocking = flags.contains(OFlag::O_NONBLOCK);
+    let to = Connected {
+        answer_local,
+        nonblocking: guest_nonblocking,
+    };
     if guest_nonblocking && s.meta.proto == Proto::Tcp {
         match stack(ctx).connect_local(s, dst) {
             Err(Errno::EAGAIN) => return backlog::connect_later(ctx, g, fd, s, dst),
-            result => {
-                let to = Connected {
-                    nonblocking: true,
-                    ..to
-                };
-                return connected(ctx, s, dst, &to, result);
-            }
+            result => return connected(ctx, s, dst, &to, result),
         }
     }
     if !guest_nonblocking {
@@ -257,10 +251,6 @@ fn connect_local(
     let result = match result {
         Err(Errno::ECONNREFUSED) if s.meta.proto == Proto::Udp => udp_unbound(ctx, s),
         r => r,
-    };
-    let to = Connected {
-        nonblocking: guest_nonblocking,
-        ..to
     };
     connected(ctx, s, dst, &to, result)
 }
