@@ -9,6 +9,10 @@
  * holding its number.
  * many_reads read DIR N: opens each with open and with fopen "r", reads
  * it, and prints the sums of the numbers read.
+ * many_reads read DIR N cost: the same, then a line "CPU_MS WAIT_MS": the
+ * process's CPU time (getrusage) and the time it waited on a run queue
+ * (/proc/self/schedstat's second field; -1 where that file cannot be
+ * read), what scripts/row-cpu sets against native and the floor.
  * many_reads check DIR: the answers the C library's own open and fopen
  * give (errno numbers, which are Linux's under every C library): a
  * missing file, the modes r+, a, x, w+, an invalid mode, /proc files the
@@ -23,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "read_all.h"
@@ -109,6 +114,25 @@ static int check(const char *dir)
     return 0;
 }
 
+/* Prints "CPU_MS WAIT_MS" of this process (see the head comment). */
+static void print_cost(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    double cpu = (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e3 +
+                 (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e3;
+    char text[128] = {0};
+    unsigned long long ran, waited;
+    double waited_ms = -1;
+    int fd = open("/proc/self/schedstat", O_RDONLY);
+    ssize_t n = fd < 0 ? -1 : read(fd, text, sizeof text - 1);
+    if (fd >= 0)
+        close(fd);
+    if (n > 0 && sscanf(text, "%llu %llu", &ran, &waited) == 2)
+        waited_ms = waited / 1e6;
+    printf("%.2f %.2f\n", cpu, waited_ms);
+}
+
 int main(int argc, char **argv)
 {
     setvbuf(stdout, NULL, _IONBF, 0);
@@ -116,6 +140,12 @@ int main(int argc, char **argv)
         return make(argv[2], atoi(argv[3]));
     if (argc == 4 && strcmp(argv[1], "read") == 0)
         return read_all(argv[2], atoi(argv[3]));
+    if (argc == 5 && strcmp(argv[1], "read") == 0 && strcmp(argv[4], "cost") == 0) {
+        int failed = read_all(argv[2], atoi(argv[3]));
+        if (!failed)
+            print_cost();
+        return failed;
+    }
     if (argc == 3 && strcmp(argv[1], "check") == 0)
         return check(argv[2]);
     if (argc == 3 && strcmp(argv[1], "mapped") == 0) {
@@ -132,6 +162,6 @@ int main(int argc, char **argv)
         printf("%s\n", value != NULL ? value : "(unset)");
         return 0;
     }
-    fprintf(stderr, "usage: many_reads make|read DIR N | check DIR | env NAME | mapped NAME\n");
+    fprintf(stderr, "usage: many_reads make|read DIR N [cost] | check DIR | env NAME | mapped NAME\n");
     return 2;
 }
