@@ -8,8 +8,10 @@
 //! case is compared with the same script run natively on files made
 //! afresh with the same contents, as root and as `tester`, by `run` and
 //! through the pool, and by static programs (the static loader's
-//! rewritten open site, `static_stdio.c` and busybox's shell); then the
-//! refusals: no reopen beyond the handed access, no other host file.
+//! rewritten open site, `static_stdio.c` and busybox's shell), and Go's
+//! and Python's creates of their stdout anew (`O_RDWR|O_TRUNC`, served
+//! write-only); then the refusals: no reopen beyond the handed access,
+//! no other host file.
 
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::{chown, PermissionsExt};
@@ -246,6 +248,64 @@ fn a_guest_reopens_its_stdin_file_for_no_more_than_reading() {
     assert_eq!(left, INPUT, "the stdin file changed");
 }
 
+/// Reopens of a stdout file handed for writing only, reported on
+/// stderr: a read, a read-write open that keeps the content, and one
+/// that truncates (Go's `os.Create`), with what a read and `F_GETFL` of
+/// that one give.
+const STDOUT_BEYOND: &str = r#"
+import fcntl, os, sys
+def attempt(name, flags):
+    try:
+        fd = os.open("/dev/stdout", flags)
+        print(name, "ok", file=sys.stderr)
+        return fd
+    except OSError as e:
+        print(name, e.errno, file=sys.stderr)
+attempt("read", os.O_RDONLY)
+attempt("read-write", os.O_RDWR)
+fd = attempt("create", os.O_RDWR | os.O_CREAT | os.O_TRUNC)
+os.write(fd, b"created\n")
+try:
+    os.pread(fd, 8, 0)
+    print("pread ok", file=sys.stderr)
+except OSError as e:
+    print("pread", e.errno, file=sys.stderr)
+print("access", fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_ACCMODE == os.O_WRONLY, file=sys.stderr)
+"#;
+
+/// A guest handed a stdout file for writing only reopens it for no
+/// reading: a read or read-write open is refused, and a truncating
+/// read-write one (the file's old content gone) is served write-only, its
+/// reads EBADF. Natively all succeed: the test can tell.
+#[test]
+fn a_guest_reopens_its_stdout_file_for_no_reading() {
+    if !is_root() {
+        skip!("compares with what root may do natively");
+    }
+    let t = dir_for(None);
+    let run = |c: Command| {
+        let left = with_files(c, t.path(), None, false);
+        assert_eq!(left.code, Some(0), "{left:?}");
+        assert_eq!(left.out, "created\n", "{left:?}");
+        left.err
+    };
+    let mut native = Command::new("/usr/bin/python3");
+    native.args(["-c", STDOUT_BEYOND]);
+    let native = run(native);
+    assert_eq!(
+        native,
+        "read ok\nread-write ok\ncreate ok\npread ok\naccess False\n"
+    );
+    let mut sandboxed = Command::new(bin());
+    sandboxed.args(["run", "--", "/usr/bin/python3", "-c", STDOUT_BEYOND]);
+    let expected = format!(
+        "read {eacces}\nread-write {eacces}\ncreate ok\npread {}\naccess True\n",
+        libc::EBADF,
+        eacces = libc::EACCES
+    );
+    assert_eq!(run(sandboxed), expected);
+}
+
 /// A static program's reopens (no preload): `tests/c/static_stdio.c`
 /// (glibc's freopen, fopen and open) and busybox's shell (`>>` and `>`
 /// onto `/dev/stdout`, `/dev/stderr`, `/proc/self/fd/1`). Each reads its
@@ -343,18 +403,77 @@ fn stdio_write(compiler: &str, linking: &str) -> PathBuf {
 
 /// `tests/go/stdio_write.go` built without cgo: a static program.
 fn go_stdio_write() -> PathBuf {
+    go_build("stdio_write")
+}
+
+/// `tests/go/NAME.go` built without cgo.
+fn go_build(name: &str) -> PathBuf {
     let cache = tempfile::tempdir().expect("tempdir");
-    built_once("stdio_write.go", |out| {
+    built_once(&format!("{name}.go"), |out| {
         let mut go = Command::new("go");
         go.args(["build", "-o"])
             .arg(out)
-            .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/go/stdio_write.go"))
+            .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/go/{name}.go")))
             .env("CGO_ENABLED", "0")
             .env("GO111MODULE", "off")
             .env("GOCACHE", cache.path())
             .env("HOME", cache.path());
         go
     })
+}
+
+/// `tests/go/stdio_create.go` built without cgo: a static program.
+fn go_stdio_create() -> PathBuf {
+    go_build("stdio_create")
+}
+
+/// Python's `open(name, "w+")` of its stdout and stderr:
+/// `O_RDWR|O_CREAT|O_TRUNC`, as Go's `os.Create`.
+const PYTHON_CREATE: &str = r#"
+print("python: stdout created", file=open("/dev/stdout", "w+"))
+print("python: stderr created", file=open("/dev/fd/2", "w+"))
+"#;
+
+/// Programs that create their stdout and stderr files anew by name
+/// (`O_RDWR|O_CREAT|O_TRUNC`), each with its native stdout's marker.
+fn create_cases() -> Vec<(Vec<String>, &'static str)> {
+    let python = ["/usr/bin/python3", "-c", PYTHON_CREATE];
+    vec![
+        (vec![go_stdio_create().display().to_string()], "go: end"),
+        (
+            python.iter().map(|s| s.to_string()).collect(),
+            "python: stdout created",
+        ),
+    ]
+}
+
+/// Each of create_cases as the sandbox runs it and under
+/// `--no-rewrite`: the same files left as natively. The open is read-write
+/// and the stdout and stderr were handed for writing only: served
+/// write-only (`syscalls/src/handlers/open/handed.rs`), where the old rule
+/// refused it EACCES.
+fn compare_creates(bin: &Path, user: Option<(u32, u32)>) {
+    for (argv, marker) in create_cases() {
+        for flags in [&[][..], &["--no-rewrite"][..]] {
+            compare_static(bin, flags, &argv, user, marker);
+        }
+    }
+}
+
+#[test]
+fn a_guest_creates_its_stdio_files_anew_as_natively() {
+    if !is_root() {
+        skip!("the files are a root invoker's only when the test is root");
+    }
+    compare_creates(&bin(), None);
+}
+
+#[test]
+fn an_unprivileged_guest_creates_its_stdio_files_anew_as_natively() {
+    let Some((uid, gid, bin)) = tester() else {
+        skip!("needs root and the user tester");
+    };
+    compare_creates(&bin, Some((uid, gid)));
 }
 
 /// Programs whose first opens reopen their stdio for writing, by every
