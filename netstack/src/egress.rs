@@ -67,6 +67,15 @@ pub trait Egress: Send + Sync {
     /// for any other socket.
     fn set_host_option(&self, _conn: u64, _opt: HostOption) {}
 
+    /// The error the host socket of the relayed UDP connection whose
+    /// guest end has inode `conn` reported since the guest was last told
+    /// (an ICMP port unreachable: ECONNREFUSED), taken: the guest's
+    /// socket reports it once, as Linux's connected UDP socket reports its
+    /// `sk_err`. None for any other socket.
+    fn take_error(&self, _conn: u64) -> Option<Errno> {
+        None
+    }
+
     /// Whether a loopback destination (127.0.0.0/8, ::1) is the host's
     /// rather than the sandbox's: only when a rule names it explicitly.
     fn takes_loopback(&self, dst: SocketAddr, proto: Proto) -> bool {

@@ -17,6 +17,10 @@
 //! the destination ([`Namer::encode_via`]), connected to the guest
 //! socket's name, so replies arrive from the address the guest sent to.
 //!
+//! A connected UDP relay keeps its host socket's errors (an ICMP port
+//! unreachable: ECONNREFUSED) for the guest socket's next serviced call
+//! ([`Egress::take_error`]); an unconnected session's are dropped.
+//!
 //! Owns: the verdict call, the host sockets and their relay threads.
 //! Does not own: the rules, the relay loops, the denial log (the handlers
 //! record a [`Refusal::Denied`]).
@@ -76,6 +80,10 @@ pub struct Outbound {
     /// TCP_NODELAY and keep-alive are set there
     /// ([`Egress::set_host_option`]).
     carriers: Arc<Mutex<HashMap<u64, OwnedFd>>>,
+    /// The error each connected UDP relay's host socket reported and the
+    /// guest has not been told yet, by the inode of the guest's end, while
+    /// its relay runs ([`Egress::take_error`]).
+    refusals: Arc<Mutex<HashMap<u64, Errno>>>,
 }
 
 impl Outbound {
@@ -97,6 +105,7 @@ impl Outbound {
             next_tag: AtomicU64::new(1),
             relays: Arc::default(),
             carriers: Arc::default(),
+            refusals: Arc::default(),
         }
     }
 
@@ -115,8 +124,10 @@ impl Outbound {
         socket::bind(end.as_raw_fd(), &UnixAddr::new_abstract(&name)?)?;
         socket::connect(end.as_raw_fd(), from)?;
         let relay_host: OwnedFd = host.try_clone().map_err(io_errno)?.into();
+        // The guest's socket is unconnected: Linux tells it no ICMP error
+        // (without IP_RECVERR), so the relay's are dropped.
         let relay = thread::spawn(move || {
-            relay_datagrams(relay_host, end, UDP_IDLE);
+            relay_datagrams(relay_host, end, UDP_IDLE, drop);
         });
         Ok(Session { host, relay })
     }
@@ -142,9 +153,10 @@ impl Egress for Outbound {
             Proto::Udp => {
                 let host = udp_to(dst)?;
                 let (a, b) = self.sockets.pair(SockType::Datagram)?;
+                let refusals = Refusals::new(&self.refusals, &a);
                 spawn_relay(move || {
-                    relay_datagrams(host.into(), b, UDP_IDLE);
-                    drop(slot);
+                    relay_datagrams(host.into(), b, UDP_IDLE, |e| refusals.keep(e));
+                    drop((refusals, slot));
                 });
                 a
             }
@@ -168,6 +180,10 @@ impl Egress for Outbound {
             HostOption::KeepIntvl(s) => socket::setsockopt(host, sockopt::TcpKeepInterval, &s),
             HostOption::KeepCnt(n) => socket::setsockopt(host, sockopt::TcpKeepCount, &n),
         };
+    }
+
+    fn take_error(&self, conn: u64) -> Option<Errno> {
+        self.refusals.lock().remove(&conn)
     }
 
     fn takes_loopback(&self, dst: SocketAddr, proto: Proto) -> bool {
@@ -257,6 +273,38 @@ impl Carried {
 }
 
 impl Drop for Carried {
+    fn drop(&mut self) {
+        if let Some(k) = self.key {
+            self.map.lock().remove(&k);
+        }
+    }
+}
+
+/// A connected UDP relay's entry in [`Outbound::refusals`]: its host
+/// socket's latest error, kept for the guest; removed when the relay ends.
+struct Refusals {
+    map: Arc<Mutex<HashMap<u64, Errno>>>,
+    key: Option<u64>,
+}
+
+impl Refusals {
+    fn new(map: &Arc<Mutex<HashMap<u64, Errno>>>, guest: &OwnedFd) -> Refusals {
+        Refusals {
+            map: map.clone(),
+            key: crate::stack::inode_of(guest.as_fd()).ok(),
+        }
+    }
+
+    /// Keeps `e` for the guest (a later error replaces an untold one, as
+    /// the kernel's `sk_err` does).
+    fn keep(&self, e: Errno) {
+        if let Some(k) = self.key {
+            self.map.lock().insert(k, e);
+        }
+    }
+}
+
+impl Drop for Refusals {
     fn drop(&mut self) {
         if let Some(k) = self.key {
             self.map.lock().remove(&k);

@@ -12,9 +12,13 @@
 //!   so neither end waits forever.
 //! - Datagrams ([`relay_datagrams`]): one thread polls both sockets and
 //!   forwards each datagram whole. A datagram the other side cannot take
-//!   at once is dropped, as UDP may. It ends when either socket hangs up,
-//!   a unix peer is gone, or nothing moved for the idle time (UDP has no
-//!   end of its own; NAT tables time flows out the same way).
+//!   at once is dropped, as UDP may. An error the internet socket reports
+//!   for an earlier datagram (an ICMP port unreachable: ECONNREFUSED, as
+//!   its pending error, a receive's or a send's) is taken from it and
+//!   handed to the caller, and the flow goes on, as a UDP socket's does.
+//!   It ends when either socket hangs up, a unix peer is gone, or nothing
+//!   moved for the idle time (UDP has no end of its own; NAT tables time
+//!   flows out the same way).
 //!
 //! Owns moving bytes. Does not own choosing or opening either side.
 
@@ -25,8 +29,8 @@ use nix::errno::Errno;
 use nix::fcntl::{splice, OFlag, SpliceFFlags};
 use nix::poll::{ppoll, PollFd, PollFlags};
 use nix::sys::socket::{
-    getsockname, recv, send, shutdown, AddressFamily, MsgFlags, Shutdown, SockaddrLike,
-    SockaddrStorage,
+    getsockname, getsockopt, recv, send, shutdown, sockopt, AddressFamily, MsgFlags, Shutdown,
+    SockaddrLike, SockaddrStorage,
 };
 use nix::sys::time::TimeSpec;
 use nix::unistd::pipe2;
@@ -193,7 +197,15 @@ pub struct DatagramStats {
 
 /// Relays datagrams between two connected datagram sockets, each whole,
 /// until one hangs up or `idle` passes with no traffic; then closes both.
-pub fn relay_datagrams(a: OwnedFd, b: OwnedFd, idle: Duration) -> DatagramStats {
+/// `refused` is told of each error an internet (not unix) socket of the
+/// two reports for an earlier datagram, taken from it: the ICMP error a
+/// connected UDP socket keeps (port unreachable: ECONNREFUSED).
+pub fn relay_datagrams(
+    a: OwnedFd,
+    b: OwnedFd,
+    idle: Duration,
+    mut refused: impl FnMut(Errno),
+) -> DatagramStats {
     let fds = [a.as_fd(), b.as_fd()];
     let unix = fds.map(is_unix);
     let mut stats = DatagramStats::default();
@@ -213,8 +225,19 @@ pub fn relay_datagrams(a: OwnedFd, b: OwnedFd, idle: Duration) -> DatagramStats 
             if revents.intersects(PollFlags::POLLHUP | PollFlags::POLLNVAL) {
                 return stats;
             }
+            // A pending error polls POLLERR until it is read: taken here,
+            // or the poll would return at once for ever.
+            if revents.contains(PollFlags::POLLERR) {
+                match (pending_error(from), unix[i]) {
+                    (None, _) => {}
+                    (Some(e), false) => refused(e),
+                    // A unix socket's (ECONNRESET: its peer went elsewhere).
+                    (Some(_), true) => return stats,
+                }
+            }
             if revents.contains(PollFlags::POLLIN) {
-                match forward_datagram(from, to, unix[1 - i], &mut buf) {
+                let sides = (from, to, unix[1 - i]);
+                match forward_datagram(sides, &mut buf, &mut refused) {
                     Forwarded::Sent => *counter(&mut stats, i) += 1,
                     Forwarded::Dropped => stats.dropped += 1,
                     Forwarded::Nothing => {}
@@ -222,6 +245,15 @@ pub fn relay_datagrams(a: OwnedFd, b: OwnedFd, idle: Duration) -> DatagramStats 
                 }
             }
         }
+    }
+}
+
+/// The socket's pending error (SO_ERROR), read and so cleared.
+fn pending_error(fd: BorrowedFd) -> Option<Errno> {
+    match getsockopt(&fd, sockopt::SocketError) {
+        Ok(0) => None,
+        Ok(e) => Some(Errno::from_raw(e)),
+        Err(e) => Some(e),
     }
 }
 
@@ -239,13 +271,22 @@ enum Forwarded {
     End,
 }
 
-fn forward_datagram(from: BorrowedFd, to: BorrowedFd, to_unix: bool, buf: &mut [u8]) -> Forwarded {
+/// One datagram from `from` to `to` (`to_unix`: a unix socket); an
+/// internet socket's error for an earlier datagram goes to `refused`.
+fn forward_datagram(
+    (from, to, to_unix): (BorrowedFd, BorrowedFd, bool),
+    buf: &mut [u8],
+    refused: &mut impl FnMut(Errno),
+) -> Forwarded {
     let n = match recv(from.as_raw_fd(), buf, MsgFlags::MSG_DONTWAIT) {
         Ok(n) => n,
         Err(Errno::EAGAIN | Errno::EINTR) => return Forwarded::Nothing,
         // A UDP socket reports an earlier datagram's ICMP error here; the
         // flow goes on, as it does for the kernel's own sockets.
-        Err(Errno::ECONNREFUSED) => return Forwarded::Nothing,
+        Err(Errno::ECONNREFUSED) => {
+            refused(Errno::ECONNREFUSED);
+            return Forwarded::Nothing;
+        }
         Err(_) => return Forwarded::End,
     };
     let data = buf.get(..n).unwrap_or_default();
@@ -256,7 +297,10 @@ fn forward_datagram(from: BorrowedFd, to: BorrowedFd, to_unix: bool, buf: &mut [
     ) {
         Ok(_) => Forwarded::Sent,
         Err(Errno::EAGAIN | Errno::ENOBUFS | Errno::EMSGSIZE) => Forwarded::Dropped,
-        Err(Errno::ECONNREFUSED) if !to_unix => Forwarded::Dropped,
+        Err(Errno::ECONNREFUSED) if !to_unix => {
+            refused(Errno::ECONNREFUSED);
+            Forwarded::Dropped
+        }
         Err(_) => Forwarded::End,
     }
 }

@@ -270,10 +270,19 @@ impl Stack {
     }
 
     /// The error the socket kept, taken (`sock_error`): reported once.
+    /// Its own ([`Meta::error`]) first, then, for a connected UDP socket,
+    /// its relay's ([`Egress::take_error`]: an ICMP error its host
+    /// socket met).
     pub fn take_error(&self, s: &Sock) -> Option<Errno> {
         // The snapshot says whether there is one to take.
-        s.meta.error?;
-        self.table.update(s.inode, |m| m.error.take()).flatten()
+        let own = s
+            .meta
+            .error
+            .and_then(|_| self.table.update(s.inode, |m| m.error.take()).flatten());
+        match own {
+            None if s.meta.peer.is_some() && s.meta.is_udp() => self.egress.take_error(s.inode),
+            own => own,
+        }
     }
 
     /// Records the peer a socket is now connected to (`None`: dissolved).

@@ -2,7 +2,8 @@
 //! ancillary data, queues and waits as natively, where TCP and the host's
 //! `AF_UNIX` sockets part; sockets crossing processes (SCM_RIGHTS, fork,
 //! exec, dup) and what /proc, `ss` and the peer options show of them;
-//! egress by `--allow-net` and its DNS stub, `--publish`, the network
+//! egress by `--allow-net` and its DNS stub (a connected UDP relay's
+//! port unreachable: `egress_refused.rs`), `--publish`, the network
 //! flags on the command line; the socket factory's confinement and the
 //! sandbox's own network namespace; a Jupyter kernel as a whole-program
 //! check; sends that take a msghdr (`sendpath.rs`); the guest's count of
@@ -20,6 +21,7 @@ mod ancillary;
 mod crossing;
 mod egress;
 mod egress_crossing;
+mod egress_refused;
 mod factory;
 mod flags;
 mod gaps;

@@ -143,7 +143,12 @@ fn datagrams_keep_their_boundaries() {
         .set_read_timeout(Some(Duration::from_secs(30)))
         .unwrap();
     let relay = thread::spawn(move || {
-        relay_datagrams(guest_end.into(), host_end.into(), Duration::from_secs(60))
+        relay_datagrams(
+            guest_end.into(),
+            host_end.into(),
+            Duration::from_secs(60),
+            drop,
+        )
     });
     check_datagrams(
         |d| {
@@ -181,6 +186,7 @@ fn datagrams_through_loopback_udp() {
             guest_end.into(),
             upstream.into(),
             Duration::from_millis(300),
+            |e| panic!("no error expected: {e}"),
         )
     });
     let mut peer = None;
@@ -212,8 +218,45 @@ fn datagram_relay_ends_on_shutdown() {
     let (host_end, _host_app) = UnixDatagram::pair().unwrap();
     let stopper = host_end.try_clone().unwrap();
     let relay = thread::spawn(move || {
-        relay_datagrams(guest_end.into(), host_end.into(), Duration::from_secs(3600))
+        relay_datagrams(
+            guest_end.into(),
+            host_end.into(),
+            Duration::from_secs(3600),
+            drop,
+        )
     });
     stopper.shutdown(NetShutdown::Both).unwrap();
     assert_eq!(relay.join().unwrap(), DatagramStats::default());
+}
+
+/// A connected UDP socket's port unreachable is taken from it and told,
+/// once per datagram refused, and the relay goes on (the pending error no
+/// longer polls POLLERR): idle, it ends.
+#[test]
+fn a_port_unreachable_is_told_and_taken() {
+    let closed = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let upstream = UdpSocket::bind("127.0.0.1:0").unwrap();
+    upstream.connect(closed.local_addr().unwrap()).unwrap();
+    drop(closed);
+    let (guest_app, guest_end) = UnixDatagram::pair().unwrap();
+    let (told, errors) = std::sync::mpsc::channel();
+    let (ended, end) = std::sync::mpsc::channel();
+    thread::spawn(move || {
+        let stats = relay_datagrams(
+            guest_end.into(),
+            upstream.into(),
+            Duration::from_millis(300),
+            |e| told.send(e).unwrap(),
+        );
+        ended.send(stats).unwrap();
+    });
+    let wait = Duration::from_secs(30);
+    for _ in 0..2 {
+        guest_app.send(b"x").unwrap();
+        assert_eq!(errors.recv_timeout(wait), Ok(Errno::ECONNREFUSED));
+    }
+    let stats = end
+        .recv_timeout(wait)
+        .expect("the relay went idle and ended");
+    assert_eq!(stats.a_to_b, 2);
 }

@@ -192,6 +192,11 @@ pub(super) fn send(
     live(g)?;
     let flags = MsgFlags::from_bits_truncate(flags & libc::MSG_DONTWAIT);
     let net = stack(ctx);
+    // A kept error fails the send, which sends nothing (sock_error in
+    // sock_alloc_send_pskb).
+    if let Some(e) = net.take_error(s) {
+        return Err(e);
+    }
     if netstack::icmp::is_ping(s.meta.domain, s.meta.protocol) {
         return ping(net, s, dst, data);
     }
@@ -358,7 +363,8 @@ pub(super) fn receive(
                 });
             }
             Err(Errno::EAGAIN) if !dontwait => {
-                wait::until_ready(g, s.fd.as_fd(), PollFlags::POLLIN)?;
+                let mut kept = || stack(ctx).take_error(s);
+                wait::until_ready_or(g, s.fd.as_fd(), PollFlags::POLLIN, &mut kept)?;
             }
             // An unconnected host stream socket says EINVAL; TCP's
             // receive on a socket never connected is ENOTCONN.

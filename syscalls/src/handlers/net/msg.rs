@@ -133,6 +133,10 @@ pub(super) fn send_msghdr(
         has_destination(ctx, g, s)?;
         let control = read_control(g, m)?;
         ancillary::parse_sent(s.meta.domain, &control, base)?;
+        // A kept error fails the send, as [`send`]'s.
+        if let Some(e) = super::stack(ctx).take_error(s) {
+            return Err(e);
+        }
         if ancillary::carries_unix(&control)? {
             return host_send(g, s, m, flags);
         }

@@ -53,6 +53,19 @@ pub(crate) fn until_ready(
     fd: BorrowedFd<'_>,
     events: PollFlags,
 ) -> Result<(), Errno> {
+    until_ready_or(g, fd, events, &mut || None)
+}
+
+/// [`until_ready`], ending with the error `pending` finds between slices
+/// first: an error the socket comes to keep while the call waits (a
+/// relayed UDP connection's port unreachable), which wakes a blocked
+/// receive as the kernel's `sk_err` does.
+pub(crate) fn until_ready_or(
+    g: &dyn Guest,
+    fd: BorrowedFd<'_>,
+    events: PollFlags,
+    pending: &mut dyn FnMut() -> Option<Errno>,
+) -> Result<(), Errno> {
     if ready(fd, events, 0)? {
         return Ok(());
     }
@@ -75,6 +88,9 @@ pub(crate) fn until_ready(
             return Ok(());
         }
         interrupted(g)?;
+        if let Some(e) = pending() {
+            return Err(e);
+        }
     }
 }
 
