@@ -15,7 +15,8 @@
 //! whose port id, once the supervisor dumps through it, is the
 //! supervisor's host pid). `sockstat` is the kernel's with its
 //! `sockets: used` count less the sockets the supervisor keeps in the
-//! guest's namespace (`sockstat.rs`).
+//! guest's namespace, and the `inuse` of its TCP, UDP and UDP-Lite lines
+//! (and `sockstat6`'s) the count of the guest's own (`sockstat.rs`).
 //!
 //! Owns: recognising those files by the path the kernel gives them, and
 //! their texts. Does not own: serving the text (`served::substitute`),
@@ -40,6 +41,7 @@ pub enum NetFile {
     Udp6,
     Netlink,
     Sockstat,
+    Sockstat6,
 }
 
 impl NetFile {
@@ -52,6 +54,7 @@ impl NetFile {
             NetFile::Udp6 => c"udp6",
             NetFile::Netlink => c"netlink",
             NetFile::Sockstat => c"sockstat",
+            NetFile::Sockstat6 => c"sockstat6",
         }
     }
 
@@ -75,6 +78,7 @@ impl NetFile {
             "udp6" => Some(NetFile::Udp6),
             "netlink" => Some(NetFile::Netlink),
             "sockstat" => Some(NetFile::Sockstat),
+            "sockstat6" => Some(NetFile::Sockstat6),
             _ => None,
         }
     }
@@ -85,7 +89,7 @@ impl NetFile {
             NetFile::Tcp6 => proto == Proto::Tcp && domain == libc::AF_INET6,
             NetFile::Udp => proto == Proto::Udp && domain == libc::AF_INET,
             NetFile::Udp6 => proto == Proto::Udp && domain == libc::AF_INET6,
-            NetFile::Unix | NetFile::Netlink | NetFile::Sockstat => false,
+            NetFile::Unix | NetFile::Netlink | NetFile::Sockstat | NetFile::Sockstat6 => false,
         }
     }
 }
@@ -157,7 +161,13 @@ pub fn text(file: NetFile, host: &str, src: &Sources<'_>) -> String {
     match file {
         NetFile::Unix => guest_unix(host, src),
         NetFile::Netlink => guest_netlink(host, &src.held),
-        NetFile::Sockstat => sockstat::guest_sockstat(host, supervisors_sockets(src)),
+        NetFile::Sockstat => {
+            let in_use = in_use(src, [NetFile::Tcp, NetFile::Udp]);
+            sockstat::guest_sockstat(host, supervisors_sockets(src), in_use)
+        }
+        NetFile::Sockstat6 => {
+            sockstat::guest_sockstat6(host, in_use(src, [NetFile::Tcp6, NetFile::Udp6]))
+        }
         _ => inet(file, src),
     }
 }
@@ -209,6 +219,28 @@ fn supervisors_sockets(src: &Sources<'_>) -> u64 {
     held as u64 + u64::from(src.diag)
 }
 
+/// The guest's sockets Linux's sockstat (IPv4: `[Tcp, Udp]`) or
+/// sockstat6 (`[Tcp6, Udp6]`) counts as in use: those the `tcp` and
+/// `udp` file list (TCP listeners and connections, bound UDP sockets; a
+/// ping socket is ICMP's), and each connection waiting in a listener's
+/// queue (on Linux a socket from its handshake on; here the listener's
+/// host socket's queue, `Sources::queues`).
+fn in_use(src: &Sources<'_>, [tcp, udp]: [NetFile; 2]) -> sockstat::InUse {
+    let mut n = sockstat::InUse::default();
+    for e in entries(tcp, src) {
+        let waiting = if e.state == LISTEN { e.queues.1 } else { 0 };
+        n.tcp += 1 + u64::from(waiting);
+    }
+    for e in entries(udp, src) {
+        match e.protocol {
+            libc::IPPROTO_UDP => n.udp += 1,
+            libc::IPPROTO_UDPLITE => n.udplite += 1,
+            _ => {}
+        }
+    }
+    n
+}
+
 /// TCP states as `/proc/net/tcp` numbers them.
 const ESTABLISHED: u8 = 0x01;
 const CLOSE: u8 = 0x07;
@@ -222,6 +254,8 @@ struct Entry {
     inode: u64,
     /// `tx_queue`, `rx_queue`.
     queues: (u32, u32),
+    /// The protocol number the guest's socket() named (or its default).
+    protocol: i32,
 }
 
 /// The first line of the kernel's `/proc/net/tcp`, `tcp6`, `udp` and
@@ -243,7 +277,7 @@ pub fn inet_header(file: NetFile) -> Option<String> {
             format!("   sl  local_address rem_address   {COLUMNS} ref pointer drops")
         ),
         NetFile::Udp6 => format!("{V6} {COLUMNS} ref pointer drops"),
-        NetFile::Unix | NetFile::Netlink | NetFile::Sockstat => return None,
+        NetFile::Unix | NetFile::Netlink | NetFile::Sockstat | NetFile::Sockstat6 => return None,
     };
     Some(line)
 }
@@ -298,6 +332,7 @@ fn entries(file: NetFile, src: &Sources<'_>) -> Vec<Entry> {
             state,
             inode: l.inode,
             queues: queues(meta.proto, state, l.inode, &src.queues),
+            protocol: meta.protocol,
         });
     }
     // Linux walks the listening sockets first.

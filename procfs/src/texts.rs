@@ -141,11 +141,13 @@ fn net_text(ctx: &Scope<'_>, file: NetFile, host: &str) -> String {
         listing: std::fs::read_to_string(ctx.net.sockets().listing()).unwrap_or_default(),
         held: net::held_sockets(),
         uid: net::socket_owner(&uid_map, nix::unistd::geteuid().as_raw()),
+        // Asked before `queues`, whose first dump makes the sock_diag
+        // socket: `host` was read before it too.
+        diag: file == NetFile::Sockstat && ctx.net.holds_diag(),
         queues: match file {
-            NetFile::Unix | NetFile::Sockstat => Default::default(),
+            NetFile::Unix => Default::default(),
             _ => ctx.net.queues(),
         },
-        diag: file == NetFile::Sockstat && ctx.net.holds_diag(),
     };
     net::text(file, host, &src)
 }

@@ -1,7 +1,10 @@
 //! `/proc/net/sockstat`'s `sockets: used` counts the guest's sockets
 //! only, as a fresh network namespace of its own would: not the socket
 //! factory's sock_diag socket, nor the netstack's spare sockets, which
-//! the kernel counts in the guest's namespace (`procfs/src/sockstat.rs`).
+//! the kernel counts in the guest's namespace; the `inuse` of its TCP,
+//! UDP and UDPLITE lines counts the guest's TCP and UDP sockets, which
+//! the kernel's does not (they are `AF_UNIX` ones: `procfs/src/sockstat.rs`),
+//! and sockstat6's that of the IPv6 ones.
 //! `tests/net/sockstat.py` runs natively under `unshare -n` (its
 //! loopback brought up) and sandboxed, as root and as `tester` (natively
 //! `unshare -rn`), and the transcripts must be equal.
@@ -25,25 +28,48 @@ fn native(map_root: bool) -> Run {
         "-c",
         "ip link set lo up && timeout 5 sh -c \
          'until grep -qx \"sockets: used 0\" /proc/net/sockstat; do sleep 0.01; done'; \
-         exec /usr/bin/python3 -c \"$0\"",
+         exec /usr/bin/python3 -c \"$0\" \"$1\"",
         SCRIPT,
+        lite(),
     ])
+}
+
+/// The script's argument: "udplite" when the host's kernel makes UDP-Lite
+/// sockets (the netstack makes them whatever the kernel).
+fn lite() -> &'static str {
+    let probe =
+        "import socket; socket.socket(socket.AF_INET, socket.SOCK_DGRAM, socket.IPPROTO_UDPLITE)";
+    match Run::new(&["/usr/bin/python3", "-c", probe]).native().code {
+        Some(0) => "udplite",
+        _ => "-",
+    }
 }
 
 fn check(native: Out, sandboxed: Out) {
     let native = native.ok("native");
     assert!(
-        native.stdout.starts_with("fresh 0\nunix pair 2\n")
-            && native.stdout.contains("tcp listener, client, accepted 5\n"),
+        native
+            .stdout
+            .starts_with("fresh 0\ninuse TCP 0 UDP 0 UDPLITE 0 TCP6 0 ")
+            && native.stdout.contains("\nunix pair 2\n")
+            && native.stdout.contains("tcp listener, client, accepted 5\n")
+            && native.stdout.contains("inuse waiting TCP 3 UDP 0 ")
+            && native
+                .stdout
+                .contains("inuse ipv6 TCP 3 UDP 2 UDPLITE 0 TCP6 3 UDP6 1 "),
         "{}",
         native.dump()
     );
     assert_eq!(sandboxed.stdout, native.stdout, "{}", sandboxed.dump());
 }
 
+fn guest() -> Run {
+    Run::new(&["/usr/bin/python3", "-c", SCRIPT, lite()])
+}
+
 #[test]
 fn sockets_used_counts_the_guests_own() {
-    let sandboxed = Run::new(&["/usr/bin/python3", "-c", SCRIPT]).supervised();
+    let sandboxed = guest().supervised();
     check(native(false).native(), sandboxed.ok("sandboxed"));
 }
 
@@ -53,10 +79,7 @@ fn sockets_used_counts_the_guests_own_unprivileged() {
         Ok(t) => t,
         Err(why) => skip!("{why}"),
     };
-    let sandboxed = Run::new(&["/usr/bin/python3", "-c", SCRIPT])
-        .user(uid, gid)
-        .bin(bin)
-        .supervised();
+    let sandboxed = guest().user(uid, gid).bin(bin).supervised();
     check(
         native(true).user(uid, gid).native(),
         sandboxed.ok("sandboxed"),
