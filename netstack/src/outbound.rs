@@ -82,8 +82,8 @@ pub struct Outbound {
     carriers: Arc<Mutex<HashMap<u64, OwnedFd>>>,
     /// The error each connected UDP relay's host socket reported and the
     /// guest has not been told yet, by the inode of the guest's end, while
-    /// its relay runs ([`Egress::take_error`]).
-    refusals: Arc<Mutex<HashMap<u64, Errno>>>,
+    /// its relay runs ([`Egress::take_error`]): a few at a time at most.
+    refusals: Arc<Mutex<Vec<(u64, Errno)>>>,
 }
 
 impl Outbound {
@@ -183,7 +183,9 @@ impl Egress for Outbound {
     }
 
     fn take_error(&self, conn: u64) -> Option<Errno> {
-        self.refusals.lock().remove(&conn)
+        let mut refusals = self.refusals.lock();
+        let at = refusals.iter().position(|(k, _)| *k == conn)?;
+        Some(refusals.swap_remove(at).1)
     }
 
     fn takes_loopback(&self, dst: SocketAddr, proto: Proto) -> bool {
@@ -283,12 +285,12 @@ impl Drop for Carried {
 /// A connected UDP relay's entry in [`Outbound::refusals`]: its host
 /// socket's latest error, kept for the guest; removed when the relay ends.
 struct Refusals {
-    map: Arc<Mutex<HashMap<u64, Errno>>>,
+    map: Arc<Mutex<Vec<(u64, Errno)>>>,
     key: Option<u64>,
 }
 
 impl Refusals {
-    fn new(map: &Arc<Mutex<HashMap<u64, Errno>>>, guest: &OwnedFd) -> Refusals {
+    fn new(map: &Arc<Mutex<Vec<(u64, Errno)>>>, guest: &OwnedFd) -> Refusals {
         Refusals {
             map: map.clone(),
             key: crate::stack::inode_of(guest.as_fd()).ok(),
@@ -298,8 +300,13 @@ impl Refusals {
     /// Keeps `e` for the guest (a later error replaces an untold one, as
     /// the kernel's `sk_err` does).
     fn keep(&self, e: Errno) {
-        if let Some(k) = self.key {
-            self.map.lock().insert(k, e);
+        let Some(k) = self.key else {
+            return;
+        };
+        let mut map = self.map.lock();
+        match map.iter_mut().find(|(key, _)| *key == k) {
+            Some(kept) => kept.1 = e,
+            None => map.push((k, e)),
         }
     }
 }
@@ -307,7 +314,7 @@ impl Refusals {
 impl Drop for Refusals {
     fn drop(&mut self) {
         if let Some(k) = self.key {
-            self.map.lock().remove(&k);
+            self.map.lock().retain(|(key, _)| *key != k);
         }
     }
 }
