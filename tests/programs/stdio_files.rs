@@ -331,10 +331,28 @@ fn static_stdio() -> PathBuf {
     })
 }
 
-/// `argv` natively and supervised (by `bin`, with `flags`), stdout and
-/// stderr truncated and then appended to: the same files left, the
-/// native stdout holding `marker`.
+/// `argv` natively and supervised (by `bin`, with `flags` and the built
+/// programs' directory), stdout and stderr truncated and then appended
+/// to: the same files left, the native stdout holding `marker`.
 fn compare_static(
+    bin: &Path,
+    flags: &[&str],
+    argv: &[String],
+    user: Option<(u32, u32)>,
+    marker: &str,
+) {
+    let mounts = c_mounts();
+    let flags: Vec<&str> = flags
+        .iter()
+        .copied()
+        .chain(mounts.iter().map(String::as_str))
+        .collect();
+    compare_argv(bin, &flags, argv, user, marker);
+}
+
+/// [`compare_static`] with `flags` alone (a pooled run takes no mounts:
+/// its pool's flags shape its sandboxes).
+fn compare_argv(
     bin: &Path,
     flags: &[&str],
     argv: &[String],
@@ -349,12 +367,7 @@ fn compare_static(
         assert_eq!(native.code, Some(0), "{native:?}");
         assert!(native.out.contains(marker), "{native:?}");
         let mut sandboxed = Command::new(bin);
-        sandboxed
-            .arg("run")
-            .args(flags)
-            .args(c_mounts())
-            .arg("--")
-            .args(argv);
+        sandboxed.arg("run").args(flags).arg("--").args(argv);
         let sandboxed = with_files(sandboxed, t.path(), user, append);
         assert_eq!(sandboxed, native, "{flags:?} {argv:?} append: {append}");
     }
@@ -466,6 +479,20 @@ fn a_guest_creates_its_stdio_files_anew_as_natively() {
         skip!("the files are a root invoker's only when the test is root");
     }
     compare_creates(&bin(), None);
+}
+
+#[test]
+fn a_pooled_guest_creates_its_stdio_files_anew_as_natively() {
+    if !is_root() {
+        skip!("the files are a root invoker's only when the test is root");
+    }
+    let mounts = c_mounts();
+    let pool = Pool::start(&mounts.iter().map(String::as_str).collect::<Vec<_>>());
+    let flag = pool.flag();
+    let flags: Vec<&str> = flag.iter().map(String::as_str).collect();
+    for (argv, marker) in create_cases() {
+        compare_argv(&bin(), &flags, &argv, None, marker);
+    }
 }
 
 #[test]
