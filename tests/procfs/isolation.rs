@@ -87,6 +87,27 @@ fn init_memory_is_not_writable() {
     );
 }
 
+/// Init's descriptors and memory are closed to the guest's main process:
+/// it holds no seccomp listener, cannot list /proc/1/fd, and cannot read
+/// /proc/1/environ, as root and as an unprivileged invoker.
+#[test]
+fn inits_descriptors_are_closed_to_the_guest() {
+    let script = "ls /proc/1/fd >/dev/null 2>&1 && echo init-fds-listed; \
+                  ls -l /proc/self/fd | grep -q seccomp && echo holds-listener; \
+                  cat /proc/1/environ >/dev/null 2>&1 && echo init-environ-read; \
+                  echo checked";
+    let mut runs = vec![("root", Run::sh(script, &[]))];
+    match tester_bin() {
+        Ok((uid, gid, bin)) => runs.push(("tester", Run::sh(script, &[]).bin(bin).user(uid, gid))),
+        Err(why) => eprintln!("not as tester: {why}"),
+    }
+    for (who, run) in runs {
+        let out = run.supervised();
+        assert_eq!(out.code, Some(0), "as {who}: {}", out.dump());
+        assert_eq!(out.stdout.trim(), "checked", "as {who}: {}", out.dump());
+    }
+}
+
 /// The mount tables (mountinfo, mounts, mountstats) show the sandbox's mounts at sandbox paths and
 /// nothing of the host: not the host directories the `--ro`/`--rw`
 /// sources come from, not the layer's internals, not the
