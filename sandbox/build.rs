@@ -1,6 +1,6 @@
 //! Builds the guest's preload, `guest/fast_reads.c`,
-//! `fast_reads_rewrite.c`, `fast_reads_next.c`, `socket_names.c` and
-//! `socket_adopt.c`, into
+//! `fast_reads_rewrite.c`, `fast_reads_next.c`, `socket_names.c`,
+//! `socket_adopt.c` and `rewind_mark.c`, into
 //! `$OUT_DIR/fast_reads.so`, which
 //! `src/launch/fast_reads.rs` embeds, and the static loader,
 //! `guest/static_loader.c`, `static_loader_trap.c`, `static_loader_mm.c`,
@@ -33,13 +33,14 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// The preload's sources; the first names it in messages.
-const SOURCES: [&str; 11] = [
+const SOURCES: [&str; 12] = [
     "guest/fast_reads.c",
     "guest/fast_reads_rewrite.c",
     "guest/site_patch.c",
     "guest/fast_reads_next.c",
     "guest/socket_names.c",
     "guest/socket_adopt.c",
+    "guest/rewind_mark.c",
     "guest/fast_reads.h",
     "guest/site_patch.h",
     "guest/raw_syscall.h",

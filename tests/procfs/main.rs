@@ -3,7 +3,9 @@
 //! caller, the direct route of a read by a clean path answering as the
 //! general one (`direct`), the ids in `status` and `loginuid` as the
 //! guest's own (`ids`), read opens with `O_NOATIME` (`noatime`),
-//! readers that rewind an open file, races against the kernel's
+//! readers that rewind an open file (`rewind`; without a round trip
+//! where no served file can be the one rewound: `linked_rewinds`),
+//! races against the kernel's
 //! own /proc, the survey of every file for host-only facts (`survey`,
 //! with `survey.py` and `survey/checks.rs`), the CPU accounting of
 //! /proc/stat (`procstat`) and what the guest reads of its limits
@@ -16,6 +18,7 @@ mod common;
 mod direct;
 mod ids;
 mod isolation;
+mod linked_rewinds;
 mod noatime;
 mod proc_self;
 mod procstat;

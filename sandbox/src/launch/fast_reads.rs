@@ -309,9 +309,11 @@ mod tests {
     /// The C source and the policy table agree on the mark.
     #[test]
     fn the_mark_is_the_filters() {
-        let source = include_str!("../../guest/fast_reads.c");
         let mark = sandbox_syscalls::policy::FAST_READ_MARK;
+        let source = include_str!("../../guest/fast_reads.c");
         assert_c_defines("fast_reads.c", source, "FAST_READ_MARK", mark);
+        let source = include_str!("../../guest/rewind_mark.c");
+        assert_c_defines("rewind_mark.c", source, "FAST_READ_MARK", mark);
     }
 
     /// The C source and the accept handler agree on the name note's mark

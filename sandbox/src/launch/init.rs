@@ -181,7 +181,7 @@ pub(super) fn run(args: InitArgs<'_>) -> ! {
     // see init's end close with init), and drops nothing of init's.
     let terminal = slave.as_ref().map(AsFd::as_fd).zip(args.pty);
     let own_channel = channel.as_fd().as_raw_fd();
-    let main = match spawn_sharing_memory(|| {
+    let (main, _spawned) = match spawn_sharing_memory(|| {
         let _ = nix::unistd::close(own_channel);
         exec::run_guest(
             plan,
@@ -190,14 +190,21 @@ pub(super) fn run(args: InitArgs<'_>) -> ! {
             args.user,
         )
     }) {
-        Ok(pid) => pid,
+        Ok(spawned) => spawned,
         Err(e) => fail(&channel, format!("starting the guest: {}", e.desc())),
     };
-    drop(start);
-    drop(exec_report);
-    // Only the guest holds the slave: when it is gone, the master reads EIO.
-    drop(slave);
-    supervise(main, &channel, &signals, &rest, args.offers)
+    // Init wakes when the main process executes its program, often on the
+    // CPU that program is about to use: it goes straight back to its wait.
+    // The main process's stack (`_spawned`), the start channel's guest end
+    // and our copy of the terminal's slave (`slave`: the master reads EIO
+    // once the guest's copies and this one are gone) are released by
+    // init's exit; the exec report's write end is closed when the main
+    // process has ended, just before its status is sent, so the
+    // supervisor's read of it (`Sandbox::wait_with_stats`) ends there and
+    // does not wake it at the exec either.
+    let _start = start;
+    let _slave = slave;
+    supervise(main, &channel, &signals, &rest, args.offers, exec_report)
 }
 
 /// In a joined pid namespace: joins its user namespace and makes the
@@ -375,7 +382,9 @@ fn supervise(
     signals: &SigSet,
     rest: &Rest,
     offers: super::fast_reads::Offered,
+    exec_report: OwnedFd,
 ) -> ! {
+    let mut exec_report = Some(exec_report);
     loop {
         let info = match sigwaitinfo(signals) {
             Ok(info) => info,
@@ -399,7 +408,15 @@ fn supervise(
                         close_stdio();
                     }
                 }
+                // The exec report ends here (the supervisor reads it once
+                // it has the status).
+                drop(exec_report.take());
                 let _ = channel.send(&Msg::Status(status, tasks));
+                // The send woke the supervisor as a synchronous wake-up,
+                // often onto this CPU, where our exit (the pid namespace's
+                // and the memory's teardown, some 150 µs on these VMs)
+                // would run before it: it answers first.
+                let _ = nix::sched::sched_yield();
                 _exit(0);
             }
         } else if info.code <= 0 {

@@ -30,6 +30,12 @@ pub(super) enum UserNs<'a> {
     Joined(BorrowedFd<'a>),
 }
 
+/// How often, and how far apart, [`Sandbox::main_pid`] looks for init's
+/// child: init forks it as soon as it is told to go, some hundreds of
+/// microseconds at most.
+const MAIN_LOOKS: u32 = 40;
+const MAIN_PAUSE: std::time::Duration = std::time::Duration::from_micros(250);
+
 impl Sandbox {
     /// The supervisor's side of setup: the network namespace's maker, id
     /// maps, go, the network namespace, listener, root. Returns the
@@ -162,6 +168,24 @@ impl Sandbox {
         }
     }
 
+    /// The pid here of the guest's main process, init's one child, once
+    /// init has forked it (`/proc/<init>/task/<init>/children`, read up to
+    /// [`MAIN_LOOKS`] times [`MAIN_PAUSE`] apart while it is empty); `None`
+    /// when init has not forked it by then or the file cannot be read.
+    /// Before the start only (afterwards the guest's own children are
+    /// init's too once orphaned).
+    pub fn main_pid(&self) -> Option<i32> {
+        let path = format!("/proc/{0}/task/{0}/children", self.init_pid);
+        for _ in 0..MAIN_LOOKS {
+            let text = std::fs::read_to_string(&path).ok()?;
+            if let Some(pid) = text.split_whitespace().next() {
+                return pid.parse().ok();
+            }
+            std::thread::sleep(MAIN_PAUSE);
+        }
+        None
+    }
+
     /// argv[0] of the guest's command, as given (for messages).
     pub fn command_name(&self) -> &str {
         &self.command
@@ -182,7 +206,6 @@ impl Sandbox {
             self.reap();
             return Err(LaunchError::setup("the sandbox was never started"));
         }
-        let exec_error = exec::read_exec_error(&self.exec_report);
         let mut tasks = None;
         let status = loop {
             match self.channel.recv() {
@@ -195,6 +218,11 @@ impl Sandbox {
                 Ok(None) | Err(_) => break Ok(None),
             }
         };
+        // Read once the guest has ended: init closes its end just before
+        // it sends the status (or dies), the main process's closed at its
+        // exec or exit, so this read wakes no one at the exec and no
+        // longer waits here.
+        let exec_error = exec::read_exec_error(&self.exec_report);
         let init_status = match status {
             Ok(Some(_)) if self.release => {
                 // Init has ended every other process and is exiting; it

@@ -252,6 +252,14 @@ fn serve_and_wait(
         None => None,
     };
     confine_at.here(ConfineAt::BeforeWait, &hooks)?;
+    // The main process of a late start exists already and keeps its pid
+    // across the exec: what its first served call would read of it is
+    // read while the sandbox waits.
+    if config.start == StartMode::Late {
+        if let Some(pid) = sandbox.main_pid() {
+            trap.warm_process(pid);
+        }
+    }
     let mut late = match embedding.ready(&sandbox).map_err(setup_error)? {
         Start::Configured => None,
         Start::Late(late) => Some(late),

@@ -117,11 +117,7 @@ impl Guest for NotifGuest<'_> {
     }
 
     fn ns_ids(&self) -> Result<(i32, i32), Errno> {
-        pidfds::ns_ids(self.tid, |pidfd| {
-            pidfd
-                .and_then(|p| leader_ns_ids(self.tid, p))
-                .map_or_else(|| read_ns_ids(self.tid), Ok)
-        })
+        ns_ids_of(self.tid)
     }
 
     fn host_tgid(&self) -> Result<i32, Errno> {
@@ -151,6 +147,19 @@ impl Guest for NotifGuest<'_> {
     fn with_own_ids(&self, act: &mut dyn FnMut() -> Result<(), Errno>) -> Result<(), Errno> {
         super::creds::with_own(act)?
     }
+}
+
+/// Thread `tid`'s (tgid, tid) in the sandbox's pid namespace: kept in
+/// `pidfds`, else read (a leader's from its pidfd's `fdinfo`, another
+/// thread's from its status) and kept. Needs no trapped call: a sandbox
+/// that waits for its command reads its main process's ahead
+/// ([`super::Trap::warm_process`]).
+pub(super) fn ns_ids_of(tid: i32) -> Result<(i32, i32), Errno> {
+    pidfds::ns_ids(tid, |pidfd| {
+        pidfd
+            .and_then(|p| leader_ns_ids(tid, p))
+            .map_or_else(|| read_ns_ids(tid), Ok)
+    })
 }
 
 /// The effective capabilities thread `tid` holds in its own user

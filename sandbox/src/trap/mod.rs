@@ -181,6 +181,18 @@ impl Trap {
     pub fn trace_with(&self, tracer: Tracer) {
         let _ = self.shared.tracer.set(tracer);
     }
+
+    /// Reads and keeps what the first served call of process `pid` (a
+    /// guest process that exists before its command: a late start's main
+    /// process, which keeps its pid across the exec) would otherwise read
+    /// on the guest's time: its pidfd and its ids in the sandbox's pid
+    /// namespace (the pidfd's `fdinfo`: an open, a read and a close, and
+    /// the code that parses it), which every `/proc/self` open and a
+    /// trace line need. A process that has gone is not an error: its
+    /// first call reads them as before.
+    pub fn warm_process(&self, pid: i32) {
+        let _ = guest::ns_ids_of(pid);
+    }
 }
 
 fn spawn_worker(shared: &Arc<Shared>) -> std::io::Result<()> {

@@ -216,8 +216,15 @@ pub(super) const NODELAY_CARRIER: &[Cond] = &[
 ];
 
 /// `lseek(fd, 0, SEEK_SET)`: a rewind, which re-serves a synthetic /proc
-/// file (`handlers/lseek.rs`). The offset is a 64-bit `off_t` (IsNull
-/// tests the whole register); `whence` an `unsigned int`.
+/// file (`handlers/lseek.rs`), unless marked with [`FAST_READ_MARK`] in
+/// its fourth register (r10, which the kernel ignores for lseek's three
+/// arguments): the preload (`sandbox/guest/fast_reads.c`) marks the
+/// rewind of a file that a directory links (every served file is a memfd,
+/// which none does). The offset is a 64-bit `off_t` (IsNull tests the
+/// whole register); `whence` an `unsigned int`. Any guest may mark one:
+/// a marked rewind is the kernel's seek, which an unmarked one of
+/// anything but a served file is too (CONTINUE); of a served file, it
+/// keeps the text it had, which only that guest reads.
 pub(super) const REWIND: &[Cond] = &[
     Cond {
         arg: 1,
@@ -226,5 +233,9 @@ pub(super) const REWIND: &[Cond] = &[
     Cond {
         arg: 2,
         op: Op::MaskedIn(u32::MAX, &[libc::SEEK_SET as u32]),
+    },
+    Cond {
+        arg: 3,
+        op: Op::Not64(FAST_READ_MARK),
     },
 ];
