@@ -1,12 +1,13 @@
-//! The guest's `/proc/net/unix`, `tcp`, `tcp6`, `udp`, `udp6` and
-//! `netlink`, live at each open. The guest's TCP/UDP sockets are host `AF_UNIX` sockets
+//! The guest's `/proc/net/unix`, `tcp`, `tcp6`, `udp`, `udp6`, `icmp`,
+//! `icmp6` and `netlink`, live at each open. The guest's TCP/UDP sockets are host `AF_UNIX` sockets
 //! of its own network namespace (the netstack's), so its kernel lists
 //! them in `unix` (with the netstack's names and token) and nothing in
 //! the internet files. Served instead: `unix` without the netstack's
 //! sockets (named behind its token, in its table, or held by the
 //! supervisor: relays, stand-ins, the DNS stub), and the internet files
 //! with one line per live netstack socket as Linux writes it — TCP
-//! listeners and connections, bound UDP sockets — with the guest's
+//! listeners and connections, bound UDP sockets, bound ping sockets
+//! (in `icmp` and `icmp6`, as Linux lists them, not in `udp`) — with the guest's
 //! addresses, the inode its descriptors show and the queues of its host
 //! socket (`netstack::queues`), so netstat, `ss`
 //! (whose netlink query is refused, so it reads these) and psutil see
@@ -27,7 +28,7 @@ use std::fmt::Write;
 use std::net::{IpAddr, SocketAddr};
 
 use netstack::queues::Queue;
-use netstack::{addr, Proto, Stack};
+use netstack::{addr, icmp, Meta, Proto, Stack};
 
 use super::sockstat;
 
@@ -39,6 +40,8 @@ pub enum NetFile {
     Tcp6,
     Udp,
     Udp6,
+    Icmp,
+    Icmp6,
     Netlink,
     Sockstat,
     Sockstat6,
@@ -52,6 +55,8 @@ impl NetFile {
             NetFile::Tcp6 => c"tcp6",
             NetFile::Udp => c"udp",
             NetFile::Udp6 => c"udp6",
+            NetFile::Icmp => c"icmp",
+            NetFile::Icmp6 => c"icmp6",
             NetFile::Netlink => c"netlink",
             NetFile::Sockstat => c"sockstat",
             NetFile::Sockstat6 => c"sockstat6",
@@ -76,6 +81,8 @@ impl NetFile {
             "tcp6" => Some(NetFile::Tcp6),
             "udp" => Some(NetFile::Udp),
             "udp6" => Some(NetFile::Udp6),
+            "icmp" => Some(NetFile::Icmp),
+            "icmp6" => Some(NetFile::Icmp6),
             "netlink" => Some(NetFile::Netlink),
             "sockstat" => Some(NetFile::Sockstat),
             "sockstat6" => Some(NetFile::Sockstat6),
@@ -83,12 +90,20 @@ impl NetFile {
         }
     }
 
-    fn wants(self, domain: i32, proto: Proto) -> bool {
+    /// Whether this file lists the socket `meta` describes: a ping
+    /// socket is `Proto::Udp` to the netstack, ICMP's to Linux.
+    fn wants(self, meta: &Meta) -> bool {
+        let v4 = meta.domain == libc::AF_INET;
+        let v6 = meta.domain == libc::AF_INET6;
+        let ping = icmp::is_ping(meta.domain, meta.protocol);
+        let datagram = meta.proto == Proto::Udp;
         match self {
-            NetFile::Tcp => proto == Proto::Tcp && domain == libc::AF_INET,
-            NetFile::Tcp6 => proto == Proto::Tcp && domain == libc::AF_INET6,
-            NetFile::Udp => proto == Proto::Udp && domain == libc::AF_INET,
-            NetFile::Udp6 => proto == Proto::Udp && domain == libc::AF_INET6,
+            NetFile::Tcp => meta.proto == Proto::Tcp && v4,
+            NetFile::Tcp6 => meta.proto == Proto::Tcp && v6,
+            NetFile::Udp => datagram && !ping && v4,
+            NetFile::Udp6 => datagram && !ping && v6,
+            NetFile::Icmp => datagram && ping && v4,
+            NetFile::Icmp6 => datagram && ping && v6,
             NetFile::Unix | NetFile::Netlink | NetFile::Sockstat | NetFile::Sockstat6 => false,
         }
     }
@@ -258,10 +273,11 @@ struct Entry {
     protocol: i32,
 }
 
-/// The first line of the kernel's `/proc/net/tcp`, `tcp6`, `udp` and
-/// `udp6` (`tcp4_seq_show`, `tcp6_seq_show`, `udp4_seq_show`,
-/// `IPV6_SEQ_DGRAM_HEADER`; the IPv4 files pad theirs as their lines),
-/// unchanged since Linux 2.6; `None` for the other files.
+/// The first line of the kernel's `/proc/net/tcp`, `tcp6`, `udp`,
+/// `udp6`, `icmp` and `icmp6` (`tcp4_seq_show`, `tcp6_seq_show`,
+/// `udp4_seq_show`, `ping_v4_seq_show`, `IPV6_SEQ_DGRAM_HEADER`; the IPv4
+/// files pad theirs as their lines), unchanged since Linux 3.0; `None`
+/// for the other files.
 pub fn inet_header(file: NetFile) -> Option<String> {
     const COLUMNS: &str = "st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode";
     const V6: &str =
@@ -276,7 +292,11 @@ pub fn inet_header(file: NetFile) -> Option<String> {
             "{:127}",
             format!("   sl  local_address rem_address   {COLUMNS} ref pointer drops")
         ),
-        NetFile::Udp6 => format!("{V6} {COLUMNS} ref pointer drops"),
+        NetFile::Icmp => format!(
+            "{:127}",
+            format!("  sl  local_address rem_address   {COLUMNS} ref pointer drops")
+        ),
+        NetFile::Udp6 | NetFile::Icmp6 => format!("{V6} {COLUMNS} ref pointer drops"),
         NetFile::Unix | NetFile::Netlink | NetFile::Sockstat | NetFile::Sockstat6 => return None,
     };
     Some(line)
@@ -287,7 +307,7 @@ pub fn inet_header(file: NetFile) -> Option<String> {
 fn inet(file: NetFile, src: &Sources<'_>) -> String {
     let mut out = inet_header(file).unwrap_or_default();
     out.push('\n');
-    let v6 = matches!(file, NetFile::Tcp6 | NetFile::Udp6);
+    let v6 = matches!(file, NetFile::Tcp6 | NetFile::Udp6 | NetFile::Icmp6);
     for (i, e) in entries(file, src).iter().enumerate() {
         let line = match file {
             NetFile::Tcp | NetFile::Tcp6 => tcp_line(i, e, src.uid, v6),
@@ -306,7 +326,7 @@ fn entries(file: NetFile, src: &Sources<'_>) -> Vec<Entry> {
         let Some(meta) = src.net.table.get(l.inode) else {
             continue;
         };
-        if !file.wants(meta.domain, meta.proto) || !seen.insert(l.inode) {
+        if !file.wants(&meta) || !seen.insert(l.inode) {
             continue;
         }
         let named = l
@@ -400,8 +420,9 @@ fn tcp_line(i: usize, e: &Entry, uid: u32, v6: bool) -> String {
     sock_line(&format!("{i:4}"), e, uid, v6, &rest, 149)
 }
 
-/// A `/proc/net/udp[6]` line (`udp4_format_sock`); the IPv4 file pads
-/// lines to 127 columns.
+/// A `/proc/net/udp[6]` or `icmp[6]` line (`udp4_format_sock`,
+/// `ping_v4_format_sock`, `ip6_dgram_sock_seq_show`: the same columns);
+/// the IPv4 files pad lines to 127 columns.
 fn udp_line(i: usize, e: &Entry, uid: u32, v6: bool) -> String {
     sock_line(&format!("{i:5}"), e, uid, v6, "2 0000000000000000 0", 127)
 }
@@ -480,6 +501,8 @@ mod tests {
             (NetFile::Tcp6, "tcp6"),
             (NetFile::Udp, "udp"),
             (NetFile::Udp6, "udp6"),
+            (NetFile::Icmp, "icmp"),
+            (NetFile::Icmp6, "icmp6"),
         ] {
             let Ok(text) = std::fs::read_to_string(format!("/proc/net/{name}")) else {
                 continue;

@@ -250,3 +250,25 @@ fn ping_three_probes_like_native() {
         ],
     );
 }
+
+/// `/proc/net/icmp` and `icmp6` list the guest's bound ping sockets (an
+/// autobound one with its identifier and no address), `udp` and `udp6`
+/// none of them (`ping_lists.py`).
+#[test]
+fn ping_sockets_are_listed_in_icmp_not_udp_like_native() {
+    if !usable() {
+        skip!("needs root, ping, unshare and setpriv");
+    }
+    like_native(
+        &["/usr/bin/python3", "-c", include_str!("ping_lists.py")],
+        &[
+            "ping4 name ('0.0.0.0', 'eph')\nping6 name ('::', 'eph')\n",
+            "\nicmp ping4 ['00000000:eph', '00000000:0000', '07', ",
+            "\nicmp ping4 bound, connected ['0100007F:1092', '0200007F:0000', '01', ",
+            "\nicmp6 ping6 ['00000000000000000000000000000000:eph', ",
+            "\nudp udp4 ['0100007F:eph', ",
+            "\nudp6 udp6 ['00000000000000000000000001000000:eph', ",
+            "\nicmp6 header ",
+        ],
+    );
+}

@@ -106,8 +106,8 @@ impl Stack {
 
     /// Binds an unbound socket to an ephemeral port of the loopback
     /// address that reaches `toward`: a TCP socket before its connect (its
-    /// name is then the source the listener's side reports), a ping
-    /// socket before its first echo, a UDP socket before an egress send.
+    /// name is then the source the listener's side reports), a UDP socket
+    /// before an egress send.
     pub fn autobind(&self, s: &Sock, toward: SocketAddr) -> Result<(), Errno> {
         if self.bound_name(s.fd.as_fd()).is_some() {
             return Ok(());
@@ -140,7 +140,8 @@ impl Stack {
         })
     }
 
-    /// Binds an unbound UDP socket to an ephemeral port of its family's
+    /// Binds an unbound UDP socket (or a ping socket before its first
+    /// echo) to an ephemeral port of its family's
     /// wildcard address, as the kernel's autobind before a connect or a
     /// first send picks a port and no address: the socket then takes
     /// datagrams to any loopback address of that port (IPv4 ones too,
