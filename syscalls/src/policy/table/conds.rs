@@ -218,7 +218,7 @@ pub(super) const NODELAY_CARRIER: &[Cond] = &[
 /// `lseek(fd, 0, SEEK_SET)`: a rewind, which re-serves a synthetic /proc
 /// file (`handlers/lseek.rs`), unless marked with [`FAST_READ_MARK`] in
 /// its fourth register (r10, which the kernel ignores for lseek's three
-/// arguments): the preload (`sandbox/guest/fast_reads.c`) marks the
+/// arguments): the preload (`sandbox/guest/rewind_mark.c`) marks the
 /// rewind of a file that a directory links (every served file is a memfd,
 /// which none does). The offset is a 64-bit `off_t` (IsNull tests the
 /// whole register); `whence` an `unsigned int`. Any guest may mark one:
