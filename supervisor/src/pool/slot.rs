@@ -12,8 +12,10 @@
 //! every line `run` prints reaches the client, and the output limit's
 //! relays write there), starts a watcher thread for the client's
 //! signals and its end, and lets the guest exec the command. When the run
-//! has ended it sends the answer (exit code, error line, report). Then it
-//! exits, and its sandbox is gone: one command per sandbox.
+//! has ended it gives the client's stdio back (its own 0, 1, 2 are then
+//! /dev/null and the daemon's stderr again) and sends the answer (exit
+//! code, error line, report). Then it exits, and its sandbox is gone: one
+//! command per sandbox.
 //!
 //! Owns the sandbox side of the protocol; not the daemon's bookkeeping
 //! (`daemon/sandboxes.rs`) or the run itself (`run/`).
@@ -47,6 +49,9 @@ use sandbox::trap::trace::Tracer;
 /// The sandbox's state: before a client, and with one.
 struct Slot {
     daemon: OwnedFd,
+    /// What our 0, 1, 2 become again once the run has ended: /dev/null
+    /// (`take_stdin`'s) and the daemon's stderr (its log).
+    own_stdio: OwnOutput,
     /// `--warm`: looked up in the view before the sandbox is ready.
     warm: Vec<PathBuf>,
     client: RefCell<Option<Client>>,
@@ -87,8 +92,16 @@ pub fn main(args: PoolArgs) -> i32 {
             return 125;
         }
     };
+    let own_stdio = match OwnOutput::keep() {
+        Ok(own) => own,
+        Err(e) => {
+            eprintln!("supervisor: pool sandbox: {e}");
+            return 125;
+        }
+    };
     let slot = Slot {
         daemon,
+        own_stdio,
         warm: args.warm,
         client: RefCell::new(None),
         message: RefCell::new(None),
@@ -109,7 +122,51 @@ fn take_stdin() -> Result<OwnedFd, String> {
     Ok(daemon)
 }
 
+/// Our own stdout and stderr, kept while the client's take their place.
+struct OwnOutput {
+    null: OwnedFd,
+    stderr: OwnedFd,
+}
+
+impl OwnOutput {
+    /// Copies of /dev/null and of our stderr (the daemon's), close-on-exec.
+    fn keep() -> Result<OwnOutput, String> {
+        let null = File::open("/dev/null").map_err(|e| format!("/dev/null: {e}"))?;
+        let stderr = std::io::stderr()
+            .as_fd()
+            .try_clone_to_owned()
+            .map_err(|e| format!("stderr: {e}"))?;
+        Ok(OwnOutput {
+            null: null.into(),
+            stderr,
+        })
+    }
+
+    /// Puts /dev/null on 0 and 1 and our stderr on 2 in place of the
+    /// client's: a caller that reads the client's stdout or stderr to
+    /// its end (a shell's `$(...)`, Python's `capture_output`) then sees
+    /// it when the client exits, not when this process does after the
+    /// sandbox's teardown. Nothing of the run writes there any more: its
+    /// lines are printed and the guest has ended. A terminal's relay is
+    /// left alone (it may still drain the pty, and a terminal has no end
+    /// for a caller to wait for).
+    fn restore(&self) {
+        for (fd, target) in [(&self.null, 0), (&self.null, 1), (&self.stderr, 2)] {
+            // dup3: the supervisor's own filter passes it, not dup2.
+            let _ = dup3(fd.as_raw_fd(), target, OFlag::empty());
+        }
+    }
+}
+
 impl Slot {
+    /// Gives the client's stdio back before its answer (not for a
+    /// terminal's: [`OwnOutput::restore`]).
+    fn release_client_stdio(&self, client: &Client) {
+        if !client.request.terminal.is_some_and(|t| t.contains(&true)) {
+            self.own_stdio.restore();
+        }
+    }
+
     /// Waits for a client and reads its request; takes its stdio (a
     /// memory device as the node of the view under `root`:
     /// `host_stdio::view_node_for`).
@@ -269,6 +326,7 @@ impl Slot {
             report: None,
         };
         self.answered.store(true, Ordering::SeqCst);
+        self.release_client_stdio(client);
         let _ = protocol::send_answer(client.conn.as_fd(), &answer);
     }
 
@@ -294,6 +352,7 @@ impl Slot {
                 .then(|| serde_json::to_value(report).ok())
                 .flatten(),
         };
+        self.release_client_stdio(client);
         let _ = protocol::send_answer(client.conn.as_fd(), &answer);
     }
 }
