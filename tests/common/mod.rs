@@ -260,6 +260,18 @@ impl Run {
         c.arg("run").args(&self.sup).arg("--").args(&self.argv);
         self.spawn(c)
     }
+    /// [`Run::supervised`] with `--report` to a temporary file, which
+    /// must succeed: its output and its report.
+    pub fn supervised_reported(&self) -> (Out, serde_json::Value) {
+        let rep = tempfile::NamedTempFile::new().expect("report file");
+        let rep_s = rep.path().display().to_string();
+        let out = self
+            .clone()
+            .sup(&["--report", rep_s.as_str()])
+            .supervised()
+            .ok("supervised");
+        (out, read_report(rep.path()))
+    }
     /// Run `supervisor ARGS...` exactly (for the CLI tests); argv is ignored.
     pub fn supervisor_raw<S: AsRef<std::ffi::OsStr>>(&self, args: &[S]) -> Out {
         let mut c = Command::new(&self.bin);
@@ -434,6 +446,11 @@ pub fn read_report(p: &Path) -> serde_json::Value {
     let s = std::fs::read_to_string(p)
         .unwrap_or_else(|e| panic!("report {} not written: {e}", p.display()));
     serde_json::from_str(&s).unwrap_or_else(|e| panic!("report is not JSON ({e}):\n{s}"))
+}
+
+/// How many `call`s a run's report says the supervisor serviced.
+pub fn serviced(report: &serde_json::Value, call: &str) -> u64 {
+    report["syscalls"]["serviced"][call].as_u64().unwrap_or(0)
 }
 
 /// The invoker's uid and gid.

@@ -103,17 +103,7 @@ print(total)
 "#;
 
 fn serviced_opens(extra: &[&str]) -> (Out, u64) {
-    let rep = tempfile::NamedTempFile::new().expect("report file");
-    let rep_s = rep.path().display().to_string();
-    let mut sup = vec!["--report", rep_s.as_str()];
-    sup.extend_from_slice(extra);
-    let out = Run::new(&["/usr/bin/python3", "-c", READ_MANY])
-        .sup(&sup)
-        .supervised()
-        .ok("supervised");
-    let r = read_report(rep.path());
-    let opens = r["syscalls"]["serviced"]["openat"].as_u64().unwrap_or(0);
-    (out, opens)
+    served_opens(&["/usr/bin/python3", "-c", READ_MANY], extra)
 }
 
 /// The reads pass the filter (the report counts only the loader's own
@@ -274,16 +264,8 @@ fn proc_sys_reads(n: usize) -> (Out, u64) {
 /// `argv`'s output under the supervisor with `extra` flags, and the
 /// `openat` calls the supervisor served for it (its report's count).
 fn served_opens(argv: &[&str], extra: &[&str]) -> (Out, u64) {
-    let rep = tempfile::NamedTempFile::new().expect("report file");
-    let rep_s = rep.path().display().to_string();
-    let mut sup = vec!["--report", rep_s.as_str()];
-    sup.extend_from_slice(extra);
-    let out = Run::new(argv).sup(&sup).supervised().ok("supervised");
-    let r = read_report(rep.path());
-    (
-        out,
-        r["syscalls"]["serviced"]["openat"].as_u64().unwrap_or(0),
-    )
+    let (out, report) = Run::new(argv).sup(extra).supervised_reported();
+    (out, serviced(&report, "openat"))
 }
 
 /// A /proc/sys file no cover hides is read natively, as the handler

@@ -56,16 +56,9 @@ fn nodelay_as_unprivileged_user() {
 /// whose output must be native's.
 fn served_options(run: Run) -> (u64, u64, serde_json::Value) {
     let native = run.native().ok("native");
-    let rep = tempfile::NamedTempFile::new().expect("report file");
-    let rep_s = rep.path().display().to_string();
-    let out = run
-        .sup(&["--report", rep_s.as_str()])
-        .supervised()
-        .ok("supervised");
+    let (out, r) = run.supervised_reported();
     assert_eq!(out.stdout, native.stdout, "{}", out.dump());
-    let r = read_report(rep.path());
-    let n = |call: &str| r["syscalls"]["serviced"][call].as_u64().unwrap_or(0);
-    (n("setsockopt"), n("getsockopt"), r)
+    (serviced(&r, "setsockopt"), serviced(&r, "getsockopt"), r)
 }
 
 /// CPython's client sets TCP_NODELAY after each connect (http.client

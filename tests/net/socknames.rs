@@ -59,18 +59,10 @@ fn accepted_names_take_no_round_trip() {
         \x20   assert conn.getsockname() == srv.getsockname()\n\
         \x20   conn.close(); cli.close()\n\
         print('served')\n";
-    let rep = tempfile::NamedTempFile::new().expect("report file");
-    let rep_s = rep.path().display().to_string();
-    let out = Run::new(&[PY, "-c", SERVER])
-        .sup(&["--report", rep_s.as_str()])
-        .supervised()
-        .ok("supervised");
+    let (out, r) = Run::new(&[PY, "-c", SERVER]).supervised_reported();
     assert_eq!(out.stdout, "served\n", "{}", out.dump());
-    let r = read_report(rep.path());
-    let names = r["syscalls"]["serviced"]["getsockname"]
-        .as_u64()
-        .unwrap_or(0);
-    let accepts = r["syscalls"]["serviced"]["accept4"].as_u64().unwrap_or(0);
+    let names = serviced(&r, "getsockname");
+    let accepts = serviced(&r, "accept4");
     assert_eq!(accepts, 50, "{r}");
     // CPython asks once a connection, and twice a loop for the listener's.
     assert!(

@@ -41,15 +41,9 @@ fn served_rewinds(rounds: &str) -> u64 {
         "{}",
         native.dump()
     );
-    let rep = tempfile::NamedTempFile::new().expect("report file");
-    let rep_s = rep.path().display().to_string();
-    let out = run
-        .sup(&["--report", rep_s.as_str()])
-        .supervised()
-        .ok("supervised");
+    let (out, report) = run.supervised_reported();
     assert_eq!(out.stdout, native.stdout, "{}", out.dump());
-    let r = read_report(rep.path());
-    r["syscalls"]["serviced"]["lseek"].as_u64().unwrap_or(0)
+    serviced(&report, "lseek")
 }
 
 /// The preload marks the rewind of a linked file (no served file is one:
