@@ -409,29 +409,22 @@ fn test(b: &mut Builder, cond: &Cond, fail: Label) {
                 b.mark(next);
             }
         }
-        Op::IsNull => {
-            let hi = b.label();
-            b.jump(JMP_JEQ_K, 0, hi, fail);
-            b.mark(hi);
-            b.op(LD_W_ABS, off_arg_hi(cond.arg));
-            b.jump(JMP_JEQ_K, 0, ok, fail);
-        }
-        Op::Not64(v) => {
-            let hi = b.label();
-            b.jump(JMP_JEQ_K, v as u32, hi, ok);
-            b.mark(hi);
-            b.op(LD_W_ABS, off_arg_hi(cond.arg));
-            b.jump(JMP_JEQ_K, (v >> 32) as u32, fail, ok);
-        }
-        Op::Is64(v) => {
-            let hi = b.label();
-            b.jump(JMP_JEQ_K, v as u32, hi, fail);
-            b.mark(hi);
-            b.op(LD_W_ABS, off_arg_hi(cond.arg));
-            b.jump(JMP_JEQ_K, (v >> 32) as u32, ok, fail);
-        }
+        Op::IsNull => equals_64(b, cond.arg, 0, ok, fail),
+        Op::Not64(v) => equals_64(b, cond.arg, v, fail, ok),
+        Op::Is64(v) => equals_64(b, cond.arg, v, ok, fail),
     }
     b.mark(ok);
+}
+
+/// With argument `arg`'s low word loaded: jumps to `equal` when the whole
+/// 64-bit argument is `v`, to `differ` otherwise (the high word is read
+/// only when the low one matches).
+fn equals_64(b: &mut Builder, arg: u8, v: u64, equal: Label, differ: Label) {
+    let hi = b.label();
+    b.jump(JMP_JEQ_K, v as u32, hi, differ);
+    b.mark(hi);
+    b.op(LD_W_ABS, off_arg_hi(arg));
+    b.jump(JMP_JEQ_K, (v >> 32) as u32, equal, differ);
 }
 
 /// Runs `prog` on a syscall the way the kernel would, for tests and for
