@@ -248,18 +248,7 @@ def forge():
         a.close()
     print("forge marked connects learn their own inode", ok)
     # A note claimed for the guest's own unix socket: the preload believes it.
-    key = struct.pack("=iQ", cli.fileno(), os.fstat(cli.fileno()).st_ino)
-    slot = None
-    with open("/proc/self/maps") as maps:
-        lines = maps.read().splitlines()
-    for i, line in enumerate(lines):
-        if "sandbox-fast-reads" not in line or " rw" not in line:
-            continue
-        for span in [line] + [l for l in lines[i + 1 : i + 2] if len(l.split()) == 5]:
-            lo, hi = (int(x, 16) for x in span.split()[0].split("-"))
-            at = ctypes.string_at(lo, hi - lo).find(key)
-            if at >= 4:
-                slot = lo + at - 4
+    slot = note_slot(cli.fileno())
     print("forge slot found", slot is not None)
     if slot is not None:
         ctypes.memmove(slot + 4, struct.pack("=iQ", cli.fileno(), os.fstat(u1.fileno()).st_ino), 12)

@@ -13,7 +13,7 @@ use crate::common;
 use common::*;
 
 const PY: &str = "/usr/bin/python3";
-const SCRIPT: &str = include_str!("nodelay.py");
+const SCRIPT: &str = concat!(include_str!("preload_note.py"), include_str!("nodelay.py"));
 
 fn expect_native(run: Run, isolate: bool) {
     crate::transcript_matches_native(

@@ -207,20 +207,7 @@ def forge():
     name. A length no note has is ignored; a name is believed, by this
     process only."""
     srv, cli, conn, port = pair(socket.AF_INET, "127.0.0.1", "127.0.0.1")
-    key = struct.pack("=iQ", conn.fileno(), os.fstat(conn.fileno()).st_ino)
-    slot = None
-    with open("/proc/self/maps") as maps:
-        lines = maps.read().splitlines()
-    for i, line in enumerate(lines):
-        if "sandbox-fast-reads" not in line or " rw" not in line:
-            continue
-        spans = [line] + [l for l in lines[i + 1 : i + 2] if len(l.split()) == 5]
-        for span in spans:
-            lo, hi = (int(x, 16) for x in span.split()[0].split("-"))
-            data = ctypes.string_at(lo, hi - lo)
-            at = data.find(key)
-            if at >= 4:
-                slot = lo + at - 4
+    slot = note_slot(conn.fileno())
     print("forge slot found", slot is not None)
     if slot is None:
         return

@@ -12,7 +12,10 @@ use crate::common;
 use common::*;
 
 const PY: &str = "/usr/bin/python3";
-const SCRIPT: &str = include_str!("socknames.py");
+const SCRIPT: &str = concat!(
+    include_str!("preload_note.py"),
+    include_str!("socknames.py")
+);
 
 fn expect_native(run: Run, isolate: bool) {
     crate::transcript_matches_native(
