@@ -69,9 +69,10 @@ pub trait Egress: Send + Sync {
 
     /// The error the host socket of the relayed UDP connection whose
     /// guest end has inode `conn` reported since the guest was last told
-    /// (an ICMP port unreachable: ECONNREFUSED), taken: the guest's
-    /// socket reports it once, as Linux's connected UDP socket reports its
-    /// `sk_err`. None for any other socket.
+    /// (an ICMP port unreachable: ECONNREFUSED), taken: the errno of the
+    /// mark the relay left on the guest's socket (`crate::mark`), which
+    /// the guest's socket reports once, as Linux's connected UDP socket
+    /// reports its `sk_err`. None for any other socket.
     fn take_error(&self, _conn: u64) -> Option<Errno> {
         None
     }

@@ -21,6 +21,7 @@ pub mod bound;
 pub mod dns;
 pub mod egress;
 pub mod icmp;
+pub mod mark;
 pub mod name;
 pub mod nodelay;
 pub mod options;
@@ -40,4 +41,4 @@ pub use egress::{DenialLog, Denied, DeniedConnection, Egress, HostOption, NoEgre
 pub use name::{Namer, Proto};
 pub use sockets::{LocalSockets, UnixSockets};
 pub use stack::Stack;
-pub use table::{Meta, Table};
+pub use table::{Meta, Refusals, Table};

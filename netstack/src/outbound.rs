@@ -18,8 +18,9 @@
 //! socket's name, so replies arrive from the address the guest sent to.
 //!
 //! A connected UDP relay keeps its host socket's errors (an ICMP port
-//! unreachable: ECONNREFUSED) for the guest socket's next serviced call
-//! ([`Egress::take_error`]); an unconnected session's are dropped.
+//! unreachable: ECONNREFUSED) for the guest socket ([`Egress::take_error`])
+//! and marks the guest socket ([`crate::mark`]), so that its next call
+//! reports it; an unconnected session's are dropped.
 //!
 //! Owns: the verdict call, the host sockets and their relay threads.
 //! Does not own: the rules, the relay loops, the denial log (the handlers
@@ -41,6 +42,7 @@ use nix::sys::time::TimeVal;
 use parking_lot::Mutex;
 
 use crate::egress::{Denied, Egress, HostOption, Refusal};
+use crate::mark::Marker;
 use crate::name::{Namer, Proto};
 use crate::relay::{relay_datagrams, relay_stream};
 use crate::rules::{AllowList, Resolved};
@@ -154,8 +156,15 @@ impl Egress for Outbound {
                 let host = udp_to(dst)?;
                 let (a, b) = self.sockets.pair(SockType::Datagram)?;
                 let refusals = Refusals::new(&self.refusals, &a);
+                let end = b.try_clone().map_err(io_errno)?;
+                let marker = Marker::new(end, a.as_fd())?;
                 spawn_relay(move || {
-                    relay_datagrams(host.into(), b, UDP_IDLE, |e| refusals.keep(e));
+                    relay_datagrams(host.into(), b, UDP_IDLE, |e| {
+                        // Kept before the mark: a call that sees the
+                        // mark finds its errno.
+                        refusals.keep(e);
+                        let _ = marker.mark();
+                    });
                     drop((refusals, slot));
                 });
                 a

@@ -270,18 +270,51 @@ impl Stack {
     }
 
     /// The error the socket kept, taken (`sock_error`): reported once.
-    /// Its own ([`Meta::error`]) first, then, for a connected UDP socket,
-    /// its relay's ([`Egress::take_error`]: an ICMP error its host
-    /// socket met).
+    /// Its own ([`Meta::error`]) first, then, for a connected UDP socket
+    /// whose destination's refusals mark it ([`Meta::refusals`]), the
+    /// refusal its host socket's mark stands for (`crate::mark`): a
+    /// relay's errno ([`Egress::take_error`]: an ICMP error its host
+    /// socket met), a stand-in's ECONNREFUSED. Any other socket makes no
+    /// call and takes no lock here.
     pub fn take_error(&self, s: &Sock) -> Option<Errno> {
         // The snapshot says whether there is one to take.
         let own = s
             .meta
             .error
             .and_then(|_| self.table.update(s.inode, |m| m.error.take()).flatten());
-        match own {
-            None if s.meta.peer.is_some() && s.meta.is_udp() => self.egress.take_error(s.inode),
-            own => own,
+        match (own, s.meta.refusals) {
+            (None, Some(by)) if s.meta.is_udp() => {
+                crate::mark::take(s.fd.as_fd()).then(|| self.refusal(s, by))
+            }
+            (own, _) => own,
+        }
+    }
+
+    /// What a host call on the socket failed with, as the guest is told:
+    /// the host socket's ECONNRESET on a socket whose refusals mark it
+    /// is the mark, met by the call itself (it came after
+    /// [`Stack::take_error`] looked): the refusal it stands for.
+    pub fn host_error(&self, s: &Sock, e: Errno) -> Errno {
+        match s.meta.refusals {
+            Some(by) if e == Errno::ECONNRESET && s.meta.is_udp() => self.refusal(s, by),
+            _ => e,
+        }
+    }
+
+    /// The errno of a refusal `by` marked the socket with.
+    fn refusal(&self, s: &Sock, by: crate::table::Refusals) -> Errno {
+        let relayed = match by {
+            crate::table::Refusals::Relay => self.egress.take_error(s.inode),
+            crate::table::Refusals::StandIn => None,
+        };
+        relayed.unwrap_or(Errno::ECONNREFUSED)
+    }
+
+    /// Records who marks the socket when its destination refuses it
+    /// (`None`: nobody; its calls look for no refusal).
+    pub fn set_refusals(&self, s: &Sock, by: Option<crate::table::Refusals>) {
+        if s.meta.refusals != by {
+            self.table.update(s.inode, |m| m.refusals = by);
         }
     }
 

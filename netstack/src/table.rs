@@ -52,9 +52,25 @@ pub struct Meta {
     /// `sk_err`: what a recvmmsg met after its first message), which the
     /// next serviced receive or getsockopt(SO_ERROR) reports once.
     pub error: Option<Errno>,
+    /// A connected UDP socket whose peer end the supervisor holds, which
+    /// marks its host socket when the destination refuses a datagram
+    /// ([`crate::mark`]): who does. `None` for every other socket, whose
+    /// calls never look for a refusal.
+    pub refusals: Option<Refusals>,
     /// A sandbox-local TCP connection: its TCP_NODELAY is its host
     /// socket's flag, not `options`' ([`crate::nodelay`]).
     pub nodelay_in_host: bool,
+}
+
+/// Who marks a connected UDP socket when its destination refuses it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Refusals {
+    /// Its egress relay (the errno is the relay's host socket's:
+    /// [`crate::Egress::take_error`]).
+    Relay,
+    /// A stand-in for a closed loopback port ([`crate::refused`]):
+    /// ECONNREFUSED.
+    StandIn,
 }
 
 impl Meta {
@@ -74,6 +90,7 @@ impl Meta {
             port_locked: false,
             released: false,
             error: None,
+            refusals: None,
             nodelay_in_host: false,
         }
     }
@@ -97,6 +114,7 @@ impl Meta {
             local: Some(local),
             peer: Some(peer),
             error: None,
+            refusals: None,
             ..self.clone()
         }
     }

@@ -35,7 +35,9 @@ def rcvtimeo(s, secs):
 def refused_at_send(s, send):
     """Datagrams until `send` fails: what it failed with."""
     for _ in range(500):
-        s.send(b"d")
+        # A plain send meets a refusal that came late (under the relay,
+        # a thread's poll away) as the mark's ECONNRESET: taken, and on.
+        call(lambda: s.send(b"d"))
         time.sleep(0.01)
         r = call(send)
         if r != "ok":
@@ -70,8 +72,8 @@ rcvtimeo(u, 0.3)
 p("unconnected sendto", call(lambda: u.sendto(b"x", dst)))
 p("unconnected recvfrom", call(lambda: u.recvfrom(100)))
 
-# Last, as it leaves the refusal kept: a receive that passes the filter
-# (recv, read) is the host AF_UNIX socket's own, which cannot report it.
+# Last: a receive that passes the filter (recv, read) is the host AF_UNIX
+# socket's own, which meets the relay's mark as ECONNRESET.
 rcvtimeo(c, 0.3)
 c.send(b"f")
 time.sleep(0.1)

@@ -3,7 +3,9 @@
 //! `AF_UNIX` sockets part; sockets crossing processes (SCM_RIGHTS, fork,
 //! exec, dup) and what /proc, `ss` and the peer options show of them;
 //! egress by `--allow-net` and its DNS stub (a connected UDP relay's
-//! port unreachable: `egress_refused.rs`), `--publish`, the network
+//! port unreachable: `egress_refused.rs`; a connected UDP socket's
+//! refusal, loopback and relayed, as poll and each call see it:
+//! `udp_refused.rs`), `--publish`, the network
 //! flags on the command line; the socket factory's confinement and the
 //! sandbox's own network namespace; a Jupyter kernel as a whole-program
 //! check; sends that take a msghdr (`sendpath.rs`); the guest's count of
@@ -39,6 +41,7 @@ mod sockadopt;
 mod socknames;
 mod sockstat;
 mod udp;
+mod udp_refused;
 mod waits;
 
 /// Runs `run` natively and supervised (in a network namespace of its own

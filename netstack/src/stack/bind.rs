@@ -150,6 +150,11 @@ impl Stack {
     /// is left alone, but for the port a disconnect released, which it
     /// takes again.
     pub fn autobind_port(&self, s: &Sock) -> Result<(), Errno> {
+        // A relay's end is named by the relay (`crate::mark`), and takes
+        // no port of the sandbox's.
+        if s.meta.refusals == Some(crate::table::Refusals::Relay) {
+            return Ok(());
+        }
         if self.bound_name(s.fd.as_fd()).is_some() {
             if s.meta.released {
                 self.table.update(s.inode, |m| m.released = false);

@@ -117,9 +117,11 @@ impl Stack {
     /// cannot be undone). Datagrams queued on it stay (`requeue.rs`).
     pub fn disconnect(&self, s: &Sock) -> Result<(), Errno> {
         let host_peer = socket::getpeername::<UnixAddr>(s.fd.as_raw_fd()).ok();
-        // A relay's pair has an unnamed peer: its association stays.
+        // A relay's pair stays associated (its end is named only for
+        // its marks, `crate::mark`).
         let named = host_peer.as_ref().and_then(crate::name::abstract_of);
-        if s.meta.proto == Proto::Udp && named.is_some() {
+        let relayed = s.meta.refusals == Some(crate::table::Refusals::Relay);
+        if s.meta.proto == Proto::Udp && named.is_some() && !relayed {
             self.keeping_queue(s, || crate::sys::disconnect(s.fd.as_fd()))?;
         }
         let wildcard = self.wildcard_named(s).is_some();
@@ -127,6 +129,9 @@ impl Stack {
             s.meta.is_udp() && !s.meta.port_locked && self.bound_name(s.fd.as_fd()).is_some();
         self.table.update(s.inode, |m| {
             m.peer = None;
+            if !relayed {
+                m.refusals = None;
+            }
             if wildcard {
                 m.local = None;
             }

@@ -200,6 +200,11 @@ pub(super) fn send(
     if netstack::icmp::is_ping(s.meta.domain, s.meta.protocol) {
         return ping(net, s, dst, data);
     }
+    // To the peer of a socket whose refusals are marked (a relay's or a
+    // stand-in's end): down its host socket, where a refusal is seen.
+    if s.meta.refusals.is_some() && s.meta.peer == Some(dst) {
+        return relayed(net, s, data, flags);
+    }
     if let Some(local) =
         addr::local_destination(dst).filter(|_| !net.egress().takes_loopback(dst, Proto::Udp))
     {
@@ -210,7 +215,7 @@ pub(super) fn send(
         return Ok(Reply::Value(net.send_local(s, local, data, flags)? as i64));
     }
     if s.meta.peer == Some(dst) {
-        return relayed(s, data, flags);
+        return relayed(net, s, data, flags);
     }
     // Replies are sent to the guest socket's name: it needs one first.
     net.autobind(s, dst)?;
@@ -231,11 +236,12 @@ pub(super) fn send(
 /// would open a session whose socket cannot reach a connected one
 /// (EPERM). The relay drops what it cannot take, as UDP may: a full
 /// queue is a datagram sent unless the call asked not to wait.
-fn relayed(s: &Sock, data: &[u8], flags: MsgFlags) -> Res {
+fn relayed(net: &netstack::Stack, s: &Sock, data: &[u8], flags: MsgFlags) -> Res {
     let dontwait = flags.contains(MsgFlags::MSG_DONTWAIT) || nonblocking(s);
     match socket::send(s.fd.as_raw_fd(), data, flags | MsgFlags::MSG_DONTWAIT) {
         Err(Errno::EAGAIN) if !dontwait => Ok(Reply::Value(data.len() as i64)),
-        r => Ok(Reply::Value(r? as i64)),
+        Err(e) => Err(net.host_error(s, e)),
+        Ok(n) => Ok(Reply::Value(n as i64)),
     }
 }
 
@@ -369,7 +375,8 @@ pub(super) fn receive(
             // An unconnected host stream socket says EINVAL; TCP's
             // receive on a socket never connected is ENOTCONN.
             Err(Errno::EINVAL) if s.meta.proto == Proto::Tcp => return Err(Errno::ENOTCONN),
-            Err(e) => return Err(e),
+            // The mark of a refusal that came after the look above.
+            Err(e) => return Err(stack(ctx).host_error(s, e)),
         }
     }
 }

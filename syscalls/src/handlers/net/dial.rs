@@ -299,6 +299,8 @@ pub(super) fn install(
     let mut meta = s.meta.clone();
     meta.local = Some(addr::unspecified(s.meta.domain));
     meta.peer = Some(dst);
+    // The relay marks a UDP socket its destination refuses.
+    meta.refusals = (meta.proto == Proto::Udp).then_some(netstack::Refusals::Relay);
     let inode = netstack::stack::inode_of(conn.as_fd())?;
     if meta.proto == Proto::Tcp {
         host_options(net, s, &conn, inode);

@@ -250,6 +250,10 @@ fn connect_local(
     }
     let result = match result {
         Err(Errno::ECONNREFUSED) if s.meta.proto == Proto::Udp => udp_unbound(ctx, s),
+        Ok(()) if s.meta.proto == Proto::Udp => {
+            stack(ctx).set_refusals(s, None);
+            Ok(())
+        }
         r => r,
     };
     connected(ctx, s, dst, &to, result)
@@ -292,10 +296,23 @@ fn local_answer(to: &Connected, s: &Sock, in_host: bool, in_progress: bool) -> R
 }
 
 /// A UDP connect to a loopback port nobody has bound succeeds, as UDP's
-/// only records the peer (the socket is autobound already); the refusal
-/// comes at the next send ([`netstack::refused`]).
+/// only records the peer (the socket is autobound already); a stand-in
+/// refuses each datagram after, as Linux's loopback answers it with a
+/// port unreachable ([`netstack::refused`]). A ping socket's peer closes
+/// at once (its next send is refused).
 fn udp_unbound(ctx: &Context, s: &Sock) -> Result<(), Errno> {
-    netstack::refused::connect_to_closed(stack(ctx).sockets().as_ref(), s.fd.as_fd())
+    use netstack::refused::{self, Refuser};
+    let net = stack(ctx);
+    let sockets = net.sockets();
+    let by = if s.meta.is_udp() {
+        refused::connect_refused(sockets.as_ref(), s.fd.as_fd())?
+    } else {
+        refused::connect_to_closed(sockets.as_ref(), s.fd.as_fd())?;
+        Refuser::Closed
+    };
+    let refusals = (by == Refuser::StandIn).then_some(netstack::Refusals::StandIn);
+    net.set_refusals(s, refusals);
+    Ok(())
 }
 
 /// The answer to a loopback connect whose host connect ended with
