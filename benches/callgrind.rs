@@ -381,9 +381,40 @@ fn socket_table(t: Table) -> (Table, Option<Meta>) {
     (t, m)
 }
 
+/// A stack with an `--allow-net` egress (whose relays keep refusals)
+/// and a UDP socket of it connected to a sandbox-local peer.
+fn connected_udp() -> (::netstack::Stack, ::netstack::stack::Sock) {
+    use std::sync::Arc;
+    let rules = vec![::netstack::rules::Rule::parse("127.0.0.1:9").expect("bench rule")];
+    let egress = ::netstack::outbound::Outbound::new(
+        Arc::new(::netstack::rules::AllowList::new(rules)),
+        Arc::new(::netstack::rules::Resolved::new()),
+        namer(),
+        Arc::new(::netstack::LocalSockets),
+    );
+    let stack = ::netstack::Stack::new(Box::new(egress));
+    let fd = stack
+        .create(libc::AF_INET, Proto::Udp, 0, false)
+        .expect("bench socket");
+    let s = stack.identify(fd).expect("a netstack socket");
+    stack.set_peer(&s, Some("127.0.0.1:53".parse().expect("bench address")));
+    let s = stack.identify(s.fd).expect("a netstack socket");
+    (stack, s)
+}
+
+// The kept-error look every serviced UDP receive and send makes first.
+#[library_benchmark]
+#[bench::connected_local(setup = connected_udp)]
+fn take_error(
+    st: (::netstack::Stack, ::netstack::stack::Sock),
+) -> ((::netstack::Stack, ::netstack::stack::Sock), Option<nix::errno::Errno>) {
+    let e = black_box(st.0.take_error(black_box(&st.1)));
+    (st, e)
+}
+
 library_benchmark_group!(
     name = netstack;
-    benchmarks = name_encode, name_decode, addr_parse, bound_on, socket_table
+    benchmarks = name_encode, name_decode, addr_parse, bound_on, socket_table, take_error
 );
 
 main!(
