@@ -407,7 +407,10 @@ fn connected_udp() -> (::netstack::Stack, ::netstack::stack::Sock) {
 #[bench::connected_local(setup = connected_udp)]
 fn take_error(
     st: (::netstack::Stack, ::netstack::stack::Sock),
-) -> ((::netstack::Stack, ::netstack::stack::Sock), Option<nix::errno::Errno>) {
+) -> (
+    (::netstack::Stack, ::netstack::stack::Sock),
+    Option<nix::errno::Errno>,
+) {
     let e = black_box(st.0.take_error(black_box(&st.1)));
     (st, e)
 }

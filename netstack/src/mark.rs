@@ -13,7 +13,9 @@
 //! makes that happen with the end the supervisor holds (a relay's, or a
 //! loopback stand-in's, `crate::refused`): a datagram queued on the end
 //! (its own, sent to itself while it is unconnected: a connected one
-//! takes datagrams from its peer only), a dissolve, a connect back. The
+//! takes datagrams from its peer only), a dissolve, a connect back;
+//! [`Marker::mark_queued`] for an end that is not connected and holds the
+//! guest's own datagram (a connect, a dissolve). The
 //! mark is the host's `sk_err`, so it is reported exactly once, by
 //! whichever call comes first: a serviced one reads it (SO_ERROR,
 //! [`take`]) and answers the refusal's errno; one that passes the filter
@@ -66,17 +68,16 @@ impl Marker {
         socket::connect(fd, &self.guest)
     }
 
-    /// Marks the guest socket when the end holds a datagram of the
-    /// guest's (a loopback stand-in's): the dissolve drops it and makes
-    /// the mark; then the end connects back.
+    /// Marks the guest socket when the end, unconnected, holds a
+    /// datagram of the guest's (a loopback stand-in's): the end connects
+    /// to the guest socket and dissolves, which drops the datagram and
+    /// makes the mark. The end stays unconnected: a connected end would
+    /// hold the guest's socket (`unix_peer` takes a reference), which
+    /// would outlive the guest's close, counted in `/proc/net/sockstat`.
+    /// Fails when the guest socket is gone.
     pub fn mark_queued(&self) -> Result<(), Errno> {
-        crate::sys::disconnect(self.end())?;
-        self.connect_back()
-    }
-
-    /// Connects the end to the guest socket.
-    pub fn connect_back(&self) -> Result<(), Errno> {
-        socket::connect(self.end.as_raw_fd(), &self.guest)
+        socket::connect(self.end.as_raw_fd(), &self.guest)?;
+        crate::sys::disconnect(self.end())
     }
 
     /// The end's name (for the guest socket to connect to).

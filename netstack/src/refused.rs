@@ -9,7 +9,8 @@
 //! on the refusal (a resolver polls, sees POLLERR and tries its next
 //! server; `nc -u` exits). The host `AF_UNIX` socket cannot connect to a
 //! name nobody holds, so it connects to a stand-in: a socket the
-//! supervisor holds, connected back to it, which a thread of its own
+//! supervisor holds (bound, not connected: it holds no reference to the
+//! guest's socket, which a close releases), which a thread of its own
 //! watches. Each datagram the guest sends is taken by the stand-in as
 //! the port unreachable of Linux's loopback: it marks the guest socket
 //! (`crate::mark`) and is dropped. The stand-in ends after
@@ -61,7 +62,6 @@ pub fn connect_refused(sockets: &dyn UnixSockets, fd: BorrowedFd<'_>) -> Result<
     };
     let marker = Marker::new(sockets.socket(SockType::Datagram)?, fd)?;
     socket::connect(fd.as_raw_fd(), marker.end_name())?;
-    marker.connect_back()?;
     let started = std::thread::Builder::new()
         .name("udp-standin".into())
         .spawn(move || {

@@ -29,11 +29,12 @@ const DRIVER: &str = include_str!("egress_crossing_driver.py");
 /// bound to that address and the stub's answer to a wildcard UDP socket
 /// arrives at it (IP_PKTINFO; Linux picks 127.0.0.1 as the source for
 /// 127.0.0.53); SO_PASSCRED is ENOPROTOOPT (Linux 6.16 and later:
-/// EOPNOTSUPP; before: accepted); a connected UDP relay keeps the
-/// destination's port unreachable for the socket's next serviced call
-/// only, so Python's `recv` with a timeout (a poll, then a plain `recv`,
-/// both the host `AF_UNIX` socket's own) waits until its timeout
-/// (`egress_refused.rs` has the calls that report it).
+/// EOPNOTSUPP; before: accepted); a connected UDP relay marks the
+/// socket with the destination's port unreachable (`netstack::mark`), which
+/// Python's `recv` with a timeout (a poll, then a plain `recv`, both the
+/// host `AF_UNIX` socket's own) meets as the kernel's ECONNRESET
+/// (`egress_refused.rs` and `udp_refused.rs` have the calls that report
+/// it as Linux does).
 const GAPS: &[(&str, &str)] = &[
     ("tcp: tcp name 127.0.0.1:eph", "tcp: tcp name 0.0.0.0:port0"),
     ("tcp: tcp name ::1:eph", "tcp: tcp name :::port0"),
@@ -82,7 +83,7 @@ const GAPS: &[(&str, &str)] = &[
     ),
     (
         "refused: refused connected recv ECONNREFUSED",
-        "refused: refused connected recv timed out",
+        "refused: refused connected recv ECONNRESET",
     ),
     (
         "dns: dns tcp name 127.0.0.1:eph",
