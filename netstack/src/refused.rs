@@ -41,6 +41,9 @@ use crate::sockets::UnixSockets;
 /// Most stand-ins alive at once (one thread each).
 pub const MAX_STANDINS: usize = 256;
 
+/// A stand-in thread's stack: it polls and connects, nothing more.
+const STANDIN_STACK: usize = 64 * 1024;
+
 /// The stand-ins alive.
 static STANDINS: AtomicUsize = AtomicUsize::new(0);
 
@@ -64,6 +67,7 @@ pub fn connect_refused(sockets: &dyn UnixSockets, fd: BorrowedFd<'_>) -> Result<
     socket::connect(fd.as_raw_fd(), marker.end_name())?;
     let started = std::thread::Builder::new()
         .name("udp-standin".into())
+        .stack_size(STANDIN_STACK)
         .spawn(move || {
             stand_in(&marker);
             drop(slot);
