@@ -211,36 +211,28 @@ impl Resolver {
             mode: mode as u64,
             resolve,
         };
+        let bytes = path.to_bytes();
         if resolve & (BENEATH | IN_ROOT) != 0 {
             let dir = at.dir.unwrap_or(self.root());
             return retry(resolve, || {
                 sys::openat2(dir, path, o.flags, o.mode, resolve)
             });
         }
-        match self.open_unscoped(at, path, &o) {
-            Err(Errno::EACCES) => self.open_searching(at, path, &o),
-            r => r,
-        }
-    }
-
-    /// [`Resolver::open`] of a path the guest did not scope.
-    fn open_unscoped(&self, at: &At<'_>, path: &CStr, o: &Open) -> Result<OwnedFd, Errno> {
-        let bytes = path.to_bytes();
-        let resolve = o.resolve;
         if path::is_abs(bytes) {
-            return self.open_abs(at, path, o);
+            return self.open_abs(at, path, &o);
         }
         let dir = at.dir.unwrap_or(self.root());
         match retry(resolve, || {
             sys::openat2(dir, path, o.flags, o.mode, resolve | BENEATH)
         }) {
-            Err(Errno::EXDEV) if resolve & NO_XDEV == 0 => self.open_joined(at, dir, bytes, o),
+            Err(Errno::EXDEV) if resolve & NO_XDEV == 0 => self.open_joined(at, dir, bytes, &o),
             // The EXDEV may be the guest's own mount crossing: only a walk
             // from the start directory tells it from leaving the start.
-            Err(Errno::EXDEV) => self.open_walk(at, dir, bytes, o),
+            Err(Errno::EXDEV) => self.open_walk(at, dir, bytes, &o),
             Err(Errno::ENOENT) if path::maybe_special_relative(bytes) && self.in_special(dir) => {
-                self.open_joined(at, dir, bytes, o)
+                self.open_joined(at, dir, bytes, &o)
             }
+            Err(Errno::EACCES) => self.open_searching(at, dir, path, &o),
             r => r,
         }
     }
@@ -253,7 +245,13 @@ impl Resolver {
     /// the resolutions the kernel allows cost what they did.
     #[cold]
     #[inline(never)]
-    fn open_searching(&self, at: &At<'_>, path: &CStr, o: &Open) -> Result<OwnedFd, Errno> {
+    fn open_searching(
+        &self,
+        at: &At<'_>,
+        start: BorrowedFd<'_>,
+        path: &CStr,
+        o: &Open,
+    ) -> Result<OwnedFd, Errno> {
         let noted = Noted {
             caller: at.caller,
             granted: Cell::new(false),
@@ -262,12 +260,7 @@ impl Resolver {
             dir: at.dir,
             caller: &noted,
         };
-        let bytes = path.to_bytes();
-        let start = match path::is_abs(bytes) {
-            true => self.root(),
-            false => at.dir.unwrap_or(self.root()),
-        };
-        let r = self.open_walk(&at, start, bytes, o);
+        let r = self.open_walk(&at, start, path.to_bytes(), o);
         match noted.granted.get() {
             true => r,
             false => Err(Errno::EACCES),
@@ -470,6 +463,7 @@ impl Resolver {
             Err(Errno::EXDEV) if o.resolve & NO_XDEV == 0 => {
                 self.open_walk(at, root, path.to_bytes(), o)
             }
+            Err(Errno::EACCES) => self.open_searching(at, root, path, o),
             r => r,
         }
     }
