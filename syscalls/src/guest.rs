@@ -189,6 +189,7 @@ pub trait Guest {
 /// Capability bits for [`Guest::with_caller_caps`].
 pub const CAP_CHOWN: u64 = 1 << 0;
 pub const CAP_DAC_OVERRIDE: u64 = 1 << 1;
+pub const CAP_DAC_READ_SEARCH: u64 = 1 << 2;
 pub const CAP_FOWNER: u64 = 1 << 3;
 pub const CAP_FSETID: u64 = 1 << 4;
 pub const CAP_SETFCAP: u64 = 1 << 31;

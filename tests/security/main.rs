@@ -15,6 +15,7 @@ mod fence;
 mod hostile;
 mod ids;
 mod ids_caps;
+mod ids_search;
 mod privileges;
 mod races;
 mod surface;

@@ -1,9 +1,10 @@
 //! The sandbox's filesystem.
 //!
 //! Owns: resolution of guest paths confined to the view ([`Resolver`]:
-//! `openat2` fast paths, the component walk for magic links, the
-//! `/proc/self` family; a cache of resolved directories for parent
-//! lookups, and the paths known to name a plain object, for read opens),
+//! `openat2` fast paths, the component walk for magic links and for the
+//! directories a caller searches by a capability, the `/proc/self`
+//! family; a cache of resolved directories for parent lookups, and the
+//! paths known to name a plain object, for read opens),
 //! lexical path utilities ([`path`]), the id mapping of chown
 //! ([`IdMap`]), the host calls the file handlers make ([`sys`]), and the
 //! mount specs of the view ([`mounts`]).
@@ -26,3 +27,4 @@ pub use cache::CachePolicy;
 pub use idmap::IdMap;
 pub use plain::{Known, Probe};
 pub use resolve::{At, Caller, Dir, Parent, Resolver};
+pub use walk::searched;

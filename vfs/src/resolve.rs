@@ -17,7 +17,16 @@
 //! go through it (`/proc/self`, `/proc/thread-self`, `/dev/fd`,
 //! `/dev/stdin`...) are rewritten lexically to `/proc/<tgid>[/task/<tid>]`
 //! first, asking the caller for its ids only then.
+//!
+//! The kernel resolves with the caller's ids and none of its
+//! capabilities. A resolution it refuses (EACCES) is walked again
+//! component by component, and a directory the caller may not search is
+//! searched as the caller's capabilities allow ([`Caller::search_anyway`]:
+//! a guest root's CAP_DAC_OVERRIDE on a directory of the guest's). Not
+//! for the guest's own `RESOLVE_BENEATH` / `RESOLVE_IN_ROOT` scopes, which
+//! the walk does not keep: those refusals stand.
 
+use std::cell::Cell;
 use std::ffi::{CStr, CString};
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 
@@ -52,10 +61,26 @@ use flags::*;
 /// its kernel never gives. Each try is one lookup (microseconds).
 const EAGAIN_RETRIES: usize = 64;
 
-/// The caller of a resolution, for the prefixes that name it.
+/// The caller of a resolution, for the prefixes that name it and for
+/// the directories it may search by a capability.
 pub trait Caller {
     /// The caller's (tgid, tid) as the view's pid namespace numbers them.
     fn proc_ids(&self) -> Result<(i32, i32), Errno>;
+
+    /// Runs `step`, a lookup of one name in directory `dir` that the
+    /// kernel refused the caller's ids (EACCES: no search permission),
+    /// again with the caller's own capability to search `dir`, where the
+    /// caller's user namespace grants it one on `dir`. `None`: none
+    /// applies and `step` did not run; the refusal stands. The default:
+    /// none ever does.
+    fn search_anyway(
+        &self,
+        dir: BorrowedFd<'_>,
+        step: &mut dyn FnMut() -> Result<(), Errno>,
+    ) -> Option<Result<(), Errno>> {
+        let _ = (dir, step);
+        None
+    }
 }
 
 /// Where a resolution starts.
@@ -207,7 +232,38 @@ impl Resolver {
             Err(Errno::ENOENT) if path::maybe_special_relative(bytes) && self.in_special(dir) => {
                 self.open_joined(at, dir, bytes, &o)
             }
+            Err(Errno::EACCES) => self.open_searching(at, dir, path, &o),
             r => r,
+        }
+    }
+
+    /// A resolution the kernel refused the caller's ids (EACCES) walked
+    /// again, each directory the caller may not search searched as its
+    /// capabilities allow ([`Caller::search_anyway`]). The refusal stands
+    /// unless one was: the walk's answer is then the one the kernel gives
+    /// a caller holding them (ENOENT beyond, or the object). Out of line:
+    /// the resolutions the kernel allows cost what they did.
+    #[cold]
+    #[inline(never)]
+    fn open_searching(
+        &self,
+        at: &At<'_>,
+        start: BorrowedFd<'_>,
+        path: &CStr,
+        o: &Open,
+    ) -> Result<OwnedFd, Errno> {
+        let noted = Noted {
+            caller: at.caller,
+            granted: Cell::new(false),
+        };
+        let at = At {
+            dir: at.dir,
+            caller: &noted,
+        };
+        let r = self.open_walk(&at, start, path.to_bytes(), o);
+        match noted.granted.get() {
+            true => r,
+            false => Err(Errno::EACCES),
         }
     }
 
@@ -407,6 +463,7 @@ impl Resolver {
             Err(Errno::EXDEV) if o.resolve & NO_XDEV == 0 => {
                 self.open_walk(at, root, path.to_bytes(), o)
             }
+            Err(Errno::EACCES) => self.open_searching(at, root, path, o),
             r => r,
         }
     }
@@ -440,11 +497,45 @@ impl Resolver {
     ) -> Result<OwnedFd, Errno> {
         let w = walk::walk(self, at.caller, start, path, o.follows_last(), o.resolve)?;
         let scope = BENEATH | NO_SYMLINKS | (o.resolve & NO_XDEV);
+        let dir = w.dir.as_fd();
+        let last = |name: &CStr| {
+            let open = || sys::openat2(dir, name, o.flags, o.mode, scope);
+            // An O_PATH open asks only the search of `dir`; another's
+            // refusal may be the object's own permissions, which stand.
+            match o.flags & libc::O_PATH as u64 != 0 {
+                true => walk::searched(at.caller, dir, open),
+                false => open(),
+            }
+        };
         match w.last {
-            Last::Dot => sys::openat2(w.dir.as_fd(), c".", o.flags, o.mode, scope),
-            Last::Name(name) => sys::openat2(w.dir.as_fd(), &name, o.flags, o.mode, scope),
-            Last::Magic(name) => sys::openat(w.dir.as_fd(), &name, o.flags as i32, o.mode as u32),
+            Last::Dot => last(c"."),
+            Last::Name(name) => last(&name),
+            Last::Magic(name) => sys::openat(dir, &name, o.flags as i32, o.mode as u32),
         }
+    }
+}
+
+/// A caller whose searches by capability are noted.
+struct Noted<'c> {
+    caller: &'c dyn Caller,
+    granted: Cell<bool>,
+}
+
+impl Caller for Noted<'_> {
+    fn proc_ids(&self) -> Result<(i32, i32), Errno> {
+        self.caller.proc_ids()
+    }
+
+    fn search_anyway(
+        &self,
+        dir: BorrowedFd<'_>,
+        step: &mut dyn FnMut() -> Result<(), Errno>,
+    ) -> Option<Result<(), Errno>> {
+        let r = self.caller.search_anyway(dir, step);
+        if r.is_some() {
+            self.granted.set(true);
+        }
+        r
     }
 }
 

@@ -1,7 +1,8 @@
 //! The slow path of resolution: a component-by-component walk that the
 //! supervisor does itself, for paths that cross a procfs magic link
 //! (`/proc/N/fd/M`, `/proc/N/cwd`, `/proc/N/root`, `/proc/N/exe`, ...),
-//! which scoped `openat2` refuses.
+//! which scoped `openat2` refuses, and for a resolution the kernel refused
+//! the caller's ids (EACCES), to search directories by a capability.
 //!
 //! Owns: the walk. Every step names one component to the kernel with the
 //! current directory as dirfd and without following (`fstatat` with
@@ -13,6 +14,15 @@
 //! processes hold open, which is what the guest would reach natively. In
 //! procfs' root, `self` and `thread-self` are expanded to the caller's ids
 //! in the view's pid namespace (for the supervisor they name nothing).
+//!
+//! A step the kernel refuses for want of search permission on the current
+//! directory (EACCES) is made again as the caller's capabilities allow
+//! ([`searched`], [`Caller::search_anyway`]): each step names one
+//! component, so the permission it needs is the search of that one
+//! directory, which the caller then vouches for. Magic links are not: the
+//! kernel's checks there are of the process the link belongs to; nor is
+//! a final open for more than `O_PATH` (`resolve.rs`), whose refusal may
+//! be the object's own permissions.
 
 use std::ffi::{CStr, CString};
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
@@ -107,7 +117,7 @@ pub fn walk(
                 continue;
             }
             b".." => {
-                cur = dotdot(r, cur, resolve)?;
+                cur = dotdot(r, caller, cur, resolve)?;
                 if is_last {
                     return Ok(Walked {
                         dir: cur,
@@ -126,7 +136,9 @@ pub fn walk(
                 last: Last::Name(final_name()?),
             });
         }
-        let st = match sys::fstatat(cur.as_fd(), &name, libc::AT_SYMLINK_NOFOLLOW) {
+        let st = match searched(caller, cur.as_fd(), || {
+            sys::fstatat(cur.as_fd(), &name, libc::AT_SYMLINK_NOFOLLOW)
+        }) {
             Err(Errno::ENOENT) if is_last => {
                 return Ok(Walked {
                     dir: cur,
@@ -184,13 +196,10 @@ pub fn walk(
             return Err(Errno::ENOTDIR);
         }
         let flags = (libc::O_PATH | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC) as u64;
-        cur = sys::openat2(
-            cur.as_fd(),
-            &name,
-            flags,
-            0,
-            BENEATH | NO_SYMLINKS | (resolve & NO_XDEV),
-        )?;
+        let scope = BENEATH | NO_SYMLINKS | (resolve & NO_XDEV);
+        cur = searched(caller, cur.as_fd(), || {
+            sys::openat2(cur.as_fd(), &name, flags, 0, scope)
+        })?;
     }
 }
 
@@ -207,12 +216,38 @@ fn io_errno(e: std::io::Error) -> Errno {
 }
 
 /// `..` from `cur`, never above the view's root.
-fn dotdot(r: &Resolver, cur: OwnedFd, resolve: u64) -> Result<OwnedFd, Errno> {
+fn dotdot(r: &Resolver, caller: &dyn Caller, cur: OwnedFd, resolve: u64) -> Result<OwnedFd, Errno> {
     if r.is_root(&sys::fstat(cur.as_fd())?) {
         return Ok(cur);
     }
     let flags = (libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC) as u64;
-    sys::openat2(cur.as_fd(), c"..", flags, 0, resolve & NO_XDEV)
+    searched(caller, cur.as_fd(), || {
+        sys::openat2(cur.as_fd(), c"..", flags, 0, resolve & NO_XDEV)
+    })
+}
+
+/// `step`, one lookup in directory `dir`; where the kernel refuses it the
+/// search (EACCES), again as [`Caller::search_anyway`] allows, else that
+/// refusal.
+pub fn searched<T>(
+    caller: &dyn Caller,
+    dir: BorrowedFd<'_>,
+    mut step: impl FnMut() -> Result<T, Errno>,
+) -> Result<T, Errno> {
+    match step() {
+        Err(Errno::EACCES) => {}
+        r => return r,
+    }
+    let mut found = None;
+    let again = caller.search_anyway(dir, &mut || {
+        found = Some(step()?);
+        Ok(())
+    });
+    match again {
+        Some(Ok(())) => found.ok_or(Errno::EACCES),
+        Some(Err(e)) => Err(e),
+        None => Err(Errno::EACCES),
+    }
 }
 
 /// Read the symlink `dir/name`: its target, or Magic for a procfs magic
@@ -234,7 +269,7 @@ fn read_link(caller: &dyn Caller, dir: BorrowedFd<'_>, name: &CStr) -> Result<Li
         }
     }
     let mut buf = vec![0u8; libc::PATH_MAX as usize];
-    let n = sys::readlinkat(dir, name, &mut buf)?;
+    let n = searched(caller, dir, || sys::readlinkat(dir, name, &mut buf))?;
     if n >= buf.len() {
         return Err(Errno::ENAMETOOLONG);
     }

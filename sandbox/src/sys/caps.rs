@@ -116,9 +116,16 @@ fn capset(effective: u64, permitted: u64) -> nix::Result<()> {
 
 /// The (effective, permitted) sets of this thread, as 64-bit masks.
 pub fn current() -> nix::Result<(u64, u64)> {
+    of_thread(0)
+}
+
+/// The (effective, permitted) sets of thread `tid` (as this process's pid
+/// namespace numbers it; 0: this thread), as 64-bit masks, relative to
+/// that thread's own user namespace. Any process may read them.
+pub fn of_thread(tid: i32) -> nix::Result<(u64, u64)> {
     let mut header = CapHeader {
         version: CAP_VERSION_3,
-        pid: 0,
+        pid: tid,
     };
     let mut data = [CapData::default(); 2];
     // SAFETY: `header` is valid for the call and `data` holds the two

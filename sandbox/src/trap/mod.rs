@@ -265,7 +265,8 @@ fn worker(shared: &Arc<Shared>) {
     // they grant no file access), and CAP_CHOWN, CAP_DAC_OVERRIDE,
     // CAP_FOWNER, CAP_FSETID and CAP_SETFCAP permitted only, raised for
     // one call (a chown, a chmod, a rename in another's or a sticky
-    // directory, a namespaced file capability) on
+    // directory, a namespaced file capability) or one lookup (the search
+    // of a directory the caller's ids may not search) on
     // inodes the guest's ids own when the caller holds them in its own
     // namespace (`guest.rs`, `with_caller_caps`, the syscalls crate's
     // `handlers/caller_caps.rs`), and only where no

@@ -84,7 +84,7 @@ pub fn mknodat(ctx: &Context, g: &dyn Guest, dirfd: i32, addr: u64, mode: u32, d
         return Err(Errno::ENOENT);
     }
     let dir = start(g, dirfd, path.to_bytes())?;
-    let caller = Caller(g);
+    let caller = Caller::new(ctx, g);
     let at = At {
         dir: dir.as_ref().map(AsFd::as_fd),
         caller: &caller,

@@ -87,12 +87,30 @@ pub fn dispatch(ctx: &Context, guest: &dyn Guest, call: &SyscallArgs) -> Reply {
 
 // ---- Helpers the families share. ------------------------------------------
 
-/// Adapts the guest to what the resolver asks of a caller.
-pub(crate) struct Caller<'g>(pub &'g dyn Guest);
+/// Adapts the guest to what the resolver asks of a caller: its ids, and
+/// the directories its capabilities let it search (`caller_caps.rs`).
+pub(crate) struct Caller<'g> {
+    ctx: &'g Context,
+    g: &'g dyn Guest,
+}
+
+impl<'g> Caller<'g> {
+    pub(crate) fn new(ctx: &'g Context, g: &'g dyn Guest) -> Caller<'g> {
+        Caller { ctx, g }
+    }
+}
 
 impl vfs::Caller for Caller<'_> {
     fn proc_ids(&self) -> Result<(i32, i32), Errno> {
-        self.0.ns_ids()
+        self.g.ns_ids()
+    }
+
+    fn search_anyway(
+        &self,
+        dir: std::os::fd::BorrowedFd<'_>,
+        step: &mut dyn FnMut() -> Result<(), Errno>,
+    ) -> Option<Result<(), Errno>> {
+        caller_caps::search_anyway(self.ctx, self.g, dir, step)
     }
 }
 
@@ -175,7 +193,7 @@ pub(crate) fn lookup_path(
     let dir = start(g, dirfd, path.to_bytes())?;
     let at = vfs::At {
         dir: dir.as_ref().map(AsFd::as_fd),
-        caller: &Caller(g),
+        caller: &Caller::new(ctx, g),
     };
     ctx.fs.lookup(&at, path, follow)
 }

@@ -13,7 +13,8 @@
 //! made again with the caller's CAP_DAC_OVERRIDE and CAP_FOWNER where the
 //! directories and names it touches are the guest's (`caller_caps.rs`):
 //! a guest root renames and removes in other users' and in sticky
-//! directories, as in a container.
+//! directories, as in a container; the resolutions search the guest's
+//! directories it may not search by its ids alone the same way.
 
 use std::ffi::CString;
 use std::os::fd::{AsFd, OwnedFd};
@@ -73,7 +74,7 @@ pub fn unlinkat(ctx: &Context, g: &dyn Guest, dirfd: i32, addr: u64, flags: i32)
     if flags & !libc::AT_REMOVEDIR != 0 {
         return Err(Errno::EINVAL);
     }
-    let caller = Caller(g);
+    let caller = Caller::new(ctx, g);
     let op = Operand::read(g, dirfd, addr)?;
     let p = op.parent(ctx, &caller)?;
     // Removing a file that is neither a directory nor a symlink leaves
@@ -112,7 +113,7 @@ pub fn renameat2(
     {
         return Err(Errno::EINVAL);
     }
-    let caller = Caller(g);
+    let caller = Caller::new(ctx, g);
     let old = Operand::read(g, dirfds[0], addrs[0])?;
     let op = old.parent(ctx, &caller)?;
     let new = Operand::read(g, dirfds[1], addrs[1])?;
@@ -148,7 +149,7 @@ pub fn linkat(ctx: &Context, g: &dyn Guest, dirfds: [i32; 2], addrs: [u64; 2], f
     if flags & !(libc::AT_SYMLINK_FOLLOW | libc::AT_EMPTY_PATH) != 0 {
         return Err(Errno::EINVAL);
     }
-    let caller = Caller(g);
+    let caller = Caller::new(ctx, g);
     let old_path = read_path(g, addrs[0])?;
     // Its error comes after the old name's whole lookup, as in the kernel.
     let new = Operand::read(g, dirfds[1], addrs[1]);
@@ -171,7 +172,9 @@ pub fn linkat(ctx: &Context, g: &dyn Guest, dirfds: [i32; 2], addrs: [u64; 2], f
             // name's parent lookup's (ENOENT before ENOTDIR). Its parent,
             // then the name in it, not followed: one resolution, not two.
             let p = old.parent(ctx, &caller)?;
-            sys::fstatat(p.dir.as_fd(), p.name, libc::AT_SYMLINK_NOFOLLOW)?;
+            vfs::searched(&caller, p.dir.as_fd(), || {
+                sys::fstatat(p.dir.as_fd(), p.name, libc::AT_SYMLINK_NOFOLLOW)
+            })?;
             Source::Name(p)
         }
     };
@@ -200,7 +203,7 @@ pub fn symlinkat(ctx: &Context, g: &dyn Guest, target: u64, dirfd: i32, addr: u6
     if target.is_empty() {
         return Err(Errno::ENOENT);
     }
-    let caller = Caller(g);
+    let caller = Caller::new(ctx, g);
     let op = Operand::read(g, dirfd, addr)?;
     let p = op.parent(ctx, &caller)?;
     live(g)?;

@@ -32,7 +32,7 @@ pub(super) fn open(ctx: &Context, g: &dyn Guest, path: &CStr, flags: u64) -> Opt
         return None;
     }
     let follow = flags & libc::O_NOFOLLOW == 0;
-    let rel = procfs::direct_rel(path.to_bytes(), follow, &Caller(g))?;
+    let rel = procfs::direct_rel(path.to_bytes(), follow, &Caller::new(ctx, g))?;
     let direct = match ctx
         .synthetic
         .open_direct(&ctx.fs, &rel, flags & !libc::O_NOFOLLOW)?

@@ -148,7 +148,7 @@ fn open_common(
     }
     let at = vfs::At {
         dir: dir.as_ref().map(AsFd::as_fd),
-        caller: &Caller(g),
+        caller: &Caller::new(ctx, g),
     };
     let resolved = if ctx.continue_plain_opens {
         match decide(ctx, &at, &path, flags, res, known)? {
