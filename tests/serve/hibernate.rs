@@ -266,7 +266,8 @@ fn busy_sessions_are_409_and_pipes_422_and_both_keep_running() {
     assert_eq!(v["exit_code"], 0, "{v}");
     let (status, v) = post(&d, &id, "hibernate");
     assert_eq!(status, 422, "{v}");
-    assert!(v["error"].as_str().unwrap().contains("pipe"), "{v}");
+    let error = v["error"].as_str().unwrap().to_string();
+    assert!(error.contains("pipe"), "{v}");
     let v = state(&d, &id);
     assert_eq!(v["state"], "running", "{v}");
     let commands: Vec<_> = v["processes"]
@@ -276,6 +277,16 @@ fn busy_sessions_are_409_and_pipes_422_and_both_keep_running() {
         .map(|p| p["command"].clone())
         .collect();
     assert!(commands.contains(&"sleep 600".into()), "{v}");
+    // The refusal names the processes as the session lists them (pid
+    // inside, and name), not by host pids the user cannot see.
+    let sleeper = v["processes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["command"] == "sleep 600")
+        .map(|p| p["pid"].clone())
+        .unwrap();
+    assert!(error.contains(&format!("{sleeper} (sleep)")), "{error} {v}");
     assert_eq!(d.exec(&id, &["echo", "alive"])["stdout"], "alive\n");
 }
 

@@ -6,7 +6,10 @@
 //! by name (`files`); idle sessions are reaped at their TTL and old ones
 //! at their lifetime, and a killed daemon's sessions are reported ended
 //! at its restart, their sandboxes gone, volumes kept (`lifetime`); a
-//! published port reaches a listener inside (`network`); bad input gets
+//! published port reaches a listener inside (`network`); a command that
+//! brings down the session's memory or process limit is answered with
+//! the limit's reason, and the ended session's state and next request
+//! say which limit it was (`runaway`); bad input gets
 //! 400/404 and one session too many 429 (`refusals`); and the CLI does
 //! all of it for humans (`cli`).
 
@@ -16,3 +19,4 @@ mod files;
 mod lifetime;
 mod network;
 mod refusals;
+mod runaway;

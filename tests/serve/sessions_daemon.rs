@@ -104,6 +104,12 @@ impl Daemon {
         }
     }
 
+    /// Whether the daemon runs in a cgroup of the test's (hostile guests
+    /// may run only then).
+    pub fn confined(&self) -> bool {
+        self.cgroup.is_some()
+    }
+
     pub fn request(&self, method: &str, path: &str, body: &[u8]) -> Response {
         request(&self.socket, method, path, &[], body)
     }

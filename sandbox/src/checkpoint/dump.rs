@@ -77,23 +77,19 @@ pub fn dump(pids: &[i32], dir: &Path) -> Result<Dumped, DumpError> {
         live.push(pid);
         if n != 1 {
             return Err(DumpError::Unsupported(format!(
-                "process {pid} has {n} threads: only single-threaded processes can be saved"
+                "process {} has {n} threads: only single-threaded processes can be saved",
+                maps::named(pid)
             )));
         }
     }
     let pids = live;
-    let fds = pipes_outside(&pids)?;
     let mut seized = Vec::new();
-    let mut gone = Vec::new();
     let result = (|| {
-        for (i, &pid) in pids.iter().enumerate() {
+        for &pid in &pids {
             let p = Pid::from_raw(pid);
             match ptrace::seize(p) {
                 Ok(()) => {}
-                Err(nix::errno::Errno::ESRCH) => {
-                    gone.push(i);
-                    continue;
-                }
+                Err(nix::errno::Errno::ESRCH) => continue,
                 Err(e) => {
                     return Err(DumpError::Other(format!(
                         "attaching to process {pid}: {}",
@@ -110,18 +106,24 @@ pub fn dump(pids: &[i32], dir: &Path) -> Result<Dumped, DumpError> {
                 Ok(true) => {}
                 Ok(false) => {
                     return Err(DumpError::Busy(format!(
-                        "process {p} did not stop: it is inside a call the sandbox is serving"
+                        "process {} did not stop: it is inside a call the sandbox is serving",
+                        maps::named(p.as_raw())
                     )))
                 }
                 Err(e) => return Err(DumpError::Other(format!("process {p} ended: {}", e.desc()))),
             }
         }
+        // Their descriptors are read once all are stopped: a process
+        // caught on its way through an exec (its close-on-exec
+        // descriptors closing) holds still, and what is saved is what it
+        // holds when it stops.
+        let stopped: Vec<i32> = seized.iter().map(|p| p.as_raw()).collect();
+        let fds = pipes_outside(&stopped)?;
         let mut manifest = Manifest::default();
         let mut memory_bytes = 0;
-        let fds = fds.iter().enumerate().filter(|(i, _)| !gone.contains(i));
-        for (n, (&p, (_, fds))) in seized.iter().zip(fds).enumerate() {
+        for (n, (&p, fds)) in seized.iter().zip(fds).enumerate() {
             let file = format!("{n}.img");
-            let (entry, bytes) = dump_one(p, &dir.join(&file), file, fds.clone())?;
+            let (entry, bytes) = dump_one(p, &dir.join(&file), file, fds)?;
             manifest.processes.push(entry);
             memory_bytes += bytes;
         }
@@ -148,8 +150,8 @@ pub fn dump(pids: &[i32], dir: &Path) -> Result<Dumped, DumpError> {
 fn pipes_outside(pids: &[i32]) -> Result<Vec<Vec<image::Fd>>, DumpError> {
     let mut all = Vec::with_capacity(pids.len());
     for &pid in pids {
-        let fds =
-            maps::fds(pid).map_err(|e| DumpError::Unsupported(format!("process {pid}: {e}")))?;
+        let fds = maps::fds(pid)
+            .map_err(|e| DumpError::Unsupported(format!("process {}: {e}", maps::named(pid))))?;
         all.push(fds);
     }
     let owners = |inode: &str, me: usize| {
@@ -163,8 +165,10 @@ fn pipes_outside(pids: &[i32]) -> Result<Vec<Vec<image::Fd>>, DumpError> {
         for f in fds.iter_mut().filter(|f| f.path.starts_with("pipe:[")) {
             if let Some(other) = owners(&f.path, i) {
                 return Err(DumpError::Unsupported(format!(
-                    "process {}: descriptor {} is a pipe to process {other}: pipes between processes cannot be saved",
-                    pids[i], f.fd
+                    "process {}: descriptor {} is a pipe to process {}: pipes between processes cannot be saved",
+                    maps::named(pids[i]),
+                    f.fd,
+                    maps::named(other)
                 )));
             }
             f.path = "/dev/null".into();

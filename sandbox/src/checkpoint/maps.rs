@@ -210,6 +210,31 @@ pub fn alive(pid: i32) -> bool {
     running && !exiting
 }
 
+/// How an error names the process `pid` (a host pid) to the session's
+/// user: its pid in its own pid namespace (what `ps` shows inside and a
+/// session's state lists) and its name, `10 (python3)`; the host pid
+/// when /proc does not say.
+pub fn named(pid: i32) -> String {
+    let status = fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    let field = |key: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(key))
+            .map(str::trim)
+    };
+    let inside = field("NSpid:")
+        .and_then(|ids| ids.split_whitespace().last())
+        .unwrap_or("");
+    let inside = match inside.is_empty() {
+        true => pid.to_string(),
+        false => inside.to_string(),
+    };
+    match field("Name:") {
+        Some(name) => format!("{inside} ({name})"),
+        None => inside,
+    }
+}
+
 /// The number of threads of `pid`.
 pub fn threads(pid: i32) -> Result<usize, String> {
     fs::read_dir(format!("/proc/{pid}/task"))

@@ -61,6 +61,12 @@ pub enum Reason {
     Timeout,
     /// It could not be executed (`exit_code` 127: not found, 126: not executable).
     ExecFailed,
+    /// The session's memory limit killed its sandbox, this command with it (`message`).
+    Memory,
+    /// The session's process limit killed its sandbox (a fork failed), this command with it.
+    Pids,
+    /// The session's sandbox ended otherwise while the command ran (`message`).
+    SandboxExited,
 }
 
 /// One stream's kept output.
@@ -100,8 +106,32 @@ pub fn run(
     init: i32,
     cmd: &Command,
     sink: &mut dyn FnMut(Stream, &[u8]),
-) -> Result<Outcome, String> {
+) -> Result<Outcome, Lost> {
     run_inner(socket, init, cmd, sink, true)
+}
+
+/// The session could not run the command, or its end never came (the
+/// sandbox went away meanwhile): why, and what the command wrote before.
+#[derive(Debug, Default)]
+pub struct Lost {
+    pub error: String,
+    pub stdout: Captured,
+    pub stderr: Captured,
+}
+
+impl From<String> for Lost {
+    fn from(error: String) -> Lost {
+        Lost {
+            error,
+            ..Lost::default()
+        }
+    }
+}
+
+impl std::fmt::Display for Lost {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.error)
+    }
 }
 
 /// How long an ended command's answer may take after its timeout's kill.
@@ -135,7 +165,7 @@ fn run_inner(
     cmd: &Command,
     sink: &mut dyn FnMut(Stream, &[u8]),
     may_kill_inside: bool,
-) -> Result<Outcome, String> {
+) -> Result<Outcome, Lost> {
     let started = Instant::now();
     let conn = crate::oci::exec_socket::connect_to(socket)?;
     let pipe = || pipe2(OFlag::O_CLOEXEC).map_err(|e| format!("pipe: {}", e.desc()));
@@ -182,8 +212,10 @@ fn run_inner(
             true => Duration::from_millis(200),
             false => deadline - now,
         };
-        if let Some(end) = waiting.step(wait, sink)? {
-            break end;
+        match waiting.step(wait, sink) {
+            Ok(Some(end)) => break end,
+            Ok(None) => {}
+            Err(e) => break Answer::Lost(e),
         }
     };
     let Waiting {
@@ -196,6 +228,13 @@ fn run_inner(
     }
     let [stdout, stderr] = kept;
     let mut outcome = match end {
+        Answer::Lost(error) => {
+            return Err(Lost {
+                error,
+                stdout,
+                stderr,
+            })
+        }
         Answer::Failed(e) => Outcome {
             exit_code: Some(if e == Errno::ENOENT { 127 } else { 126 }),
             signal: None,
@@ -270,6 +309,8 @@ enum Answer {
     Failed(Errno),
     /// The raw wait status.
     Done(i32),
+    /// No end came: the connection broke (the sandbox went away).
+    Lost(String),
 }
 
 struct Waiting {

@@ -18,6 +18,9 @@ pub struct SessionInfo {
     pub state: &'static str,
     /// Why it ended: `deleted`, `idle_ttl`, `max_lifetime`, `sandbox_exited`, `daemon_stopped`, `daemon_restarted`.
     pub reason: Option<String>,
+    /// The sandbox's line when it ended by itself (`sandbox_exited`):
+    /// which limit killed it, e.g. `killed: memory limit 256 MiB reached (peak 256 MiB)`.
+    pub message: Option<String>,
     pub created_at: u64,
     pub ended_at: Option<u64>,
     /// Seconds since the last exec or file request ended (0 while one runs).
@@ -66,6 +69,7 @@ impl Session {
                 (true, false) => "running",
             },
             reason: record.ended.as_ref().map(|e| e.reason.clone()),
+            message: record.ended.as_ref().and_then(|e| e.message.clone()),
             created_at: record.created_at,
             ended_at: record.ended.as_ref().map(|e| e.at),
             idle_s: if busy || !running {

@@ -20,6 +20,7 @@
 //! - `templates`: the templates' warm sessions and their filler;
 //! - `hibernate`: saving a session's processes and waking them in a new sandbox.
 
+pub mod ending;
 pub mod error;
 pub mod exec;
 pub mod files;

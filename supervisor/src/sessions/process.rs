@@ -12,6 +12,7 @@ use std::path::Path;
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
+use super::ending;
 use super::host::READY_FILE;
 use super::registry::{mkdir_private, one_line, SessionError};
 
@@ -45,11 +46,15 @@ pub fn start(
     // sandbox starts in an empty one, so the daemon's never shows.
     let empty = dir.join("empty");
     mkdir_private(&empty).map_err(internal)?;
+    // Its report says which limit ended it, if one does (`ending.rs`).
+    ending::forget(dir);
     let child = std::process::Command::new(exe)
         .current_dir(&empty)
         .arg("session-sandbox")
         .arg("--session-dir")
         .arg(dir)
+        .arg("--report")
+        .arg(ending::report_path(dir))
         .args(flags)
         .args(["--", "sleep", "infinity"])
         .stdin(Stdio::from(life_r))

@@ -42,6 +42,10 @@ pub struct Ended {
     pub reason: String,
     /// Seconds since the epoch.
     pub at: u64,
+    /// The sandbox's own line when it ended by itself (`sandbox_exited`):
+    /// which limit killed it (`ending.rs`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
 }
 
 /// The sessions' directory under `data_dir`.
@@ -99,6 +103,7 @@ impl Record {
                 record.ended = Some(Ended {
                     reason: DAEMON_RESTARTED.into(),
                     at: now(),
+                    message: None,
                 });
                 if let Err(e) = record.save(&dir) {
                     eprintln!("supervisor: sessions: {e}");

@@ -17,6 +17,7 @@ use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
+use super::ending;
 use super::exec::Outcome;
 use super::hibernate;
 use super::host::{EXEC_SOCKET, READY_FILE};
@@ -25,6 +26,9 @@ use super::record::{self, Ended, Record};
 use super::spec::{self, SessionSpec};
 use super::templates::{Templates, Warm};
 use super::volume;
+
+/// The reason of a session whose sandbox ended by itself (a limit killed it).
+pub const SANDBOX_EXITED: &str = "sandbox_exited";
 
 /// Bytes of each stream an exec result keeps.
 pub const OUTPUT_CAP: usize = 1 << 20;
@@ -242,6 +246,7 @@ impl Sessions {
         record.ended = Some(Ended {
             reason: format!("start_failed: {e}"),
             at: record::now(),
+            message: None,
         });
         let _ = record.save(dir);
     }
@@ -336,10 +341,28 @@ impl Session {
     }
 
     pub(super) fn ended_error(&self) -> Option<SessionError> {
-        lock(&self.record)
-            .ended
-            .as_ref()
-            .map(|e| SessionError::Ended(format!("session {} has ended ({})", self.id, e.reason)))
+        lock(&self.record).ended.as_ref().map(|e| {
+            let why = match &e.message {
+                Some(m) => format!("{}: {m}", e.reason),
+                None => e.reason.clone(),
+            };
+            SessionError::Ended(format!("session {} has ended ({why})", self.id))
+        })
+    }
+
+    /// Whether the session's sandbox process exits (or the session
+    /// ends otherwise: deleted) within `grace`.
+    pub(super) fn sandbox_exits_within(&self, grace: Duration) -> bool {
+        let deadline = Instant::now() + grace;
+        loop {
+            if lock(&self.record).ended.is_some() || lock(&self.live).process.exited() {
+                return true;
+            }
+            if Instant::now() >= deadline {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
     }
 
     /// The complete environment: the base, the session's, then `extra`;
@@ -362,7 +385,7 @@ impl Session {
                 .then_some("idle_ttl");
         }
         if live.process.exited() {
-            return Some("sandbox_exited");
+            return Some(SANDBOX_EXITED);
         }
         if live.running == 0 && live.last_active.elapsed() >= self.idle_ttl {
             return Some("idle_ttl");
@@ -377,9 +400,14 @@ impl Session {
             if record.ended.is_some() {
                 return;
             }
+            // Its report says which limit, when the sandbox ended by itself.
+            let message = (reason == SANDBOX_EXITED)
+                .then(|| ending::read(&self.dir).and_then(|e| e.message))
+                .flatten();
             record.ended = Some(Ended {
                 reason: reason.into(),
                 at: record::now(),
+                message,
             });
             if let Err(e) = record.save(&self.dir) {
                 eprintln!("supervisor: sessions: {e}");

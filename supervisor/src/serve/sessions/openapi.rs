@@ -162,6 +162,8 @@ pub fn openapi() -> Value {
                     "state": { "type": "string", "enum": ["running", "hibernated", "ended"] },
                     "reason": { "type": "string", "nullable": true,
                         "description": "deleted, idle_ttl, max_lifetime, sandbox_exited, daemon_stopped, daemon_restarted" },
+                    "message": { "type": "string", "nullable": true,
+                        "description": "with sandbox_exited: the sandbox's own line, which limit killed it (killed: memory limit 256 MiB reached (peak 256 MiB))" },
                     "created_at": { "type": "integer" },
                     "ended_at": { "type": "integer", "nullable": true },
                     "idle_s": { "type": "number" },
@@ -207,7 +209,8 @@ pub fn openapi() -> Value {
                 "properties": {
                     "exit_code": { "type": "integer", "nullable": true },
                     "signal": { "type": "integer", "nullable": true },
-                    "reason": { "type": "string", "enum": ["exited", "signaled", "timeout", "exec_failed"] },
+                    "reason": { "type": "string", "enum": ["exited", "signaled", "timeout", "exec_failed", "memory", "pids", "sandbox_exited"],
+                        "description": "memory, pids, sandbox_exited: a limit killed the session's sandbox, the command with it, and the session has ended (message says which)" },
                     "message": { "type": "string", "nullable": true },
                     "stdout": { "type": "string" },
                     "stdout_encoding": { "type": "string", "enum": ["utf-8", "base64"] },
