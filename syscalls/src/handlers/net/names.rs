@@ -53,7 +53,14 @@ pub(crate) fn getsockopt(
     let pending = (level == libc::SOL_SOCKET && name == libc::SO_ERROR)
         .then(|| {
             let kept = || stack(ctx).take_error(&s).map(|e| Ok(e as i32));
-            super::dial::so_error(ctx, g, fd, &s).or_else(kept)
+            // A socket a refusal marks had its host socket's error read
+            // (and so cleared) just now: 0, answered here, for a mark
+            // landing after the read to be the next call's, not the
+            // kernel's ECONNRESET to this one (`netstack::mark`).
+            let unmarked = || s.meta.refusals.map(|_| Ok(0));
+            super::dial::so_error(ctx, g, fd, &s)
+                .or_else(kept)
+                .or_else(unmarked)
         })
         .flatten();
     let fresh = options::fresh_buffer(s.meta.proto, &s.meta.options, level, name);
