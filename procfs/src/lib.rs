@@ -47,6 +47,7 @@
 //! The public interface, below, is all either side uses; the modules are
 //! private.
 
+mod cgroup_memory;
 mod covers;
 mod direct;
 mod fence;
@@ -77,7 +78,7 @@ mod view_dir;
 // /sys CPU layout, the origin of the sandbox's clocks.
 pub use covers::{proc_covers, wants_cover, Limited, MASKED_PROC_DIRS, READ_ONLY_PROC};
 pub use fence::granted as fence_grants;
-pub use limits::{guest_cpus, GuestLimits, GuestView, Reading};
+pub use limits::{guest_cpus, GuestLimits, GuestView, Reading, TextReading};
 pub use outside::{cpus_reader, view_of, OutsideCgroup, OutsideLimits};
 pub use stat::{clock_origin_secs, start_secs, CLOCK_LEAD_SECS};
 // Every crate's (and the tests') reader of a task's `stat` line.
