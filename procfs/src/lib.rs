@@ -17,7 +17,8 @@
 //!   rewind rewrites, one the guest cannot write (`in_place.rs`), and
 //!   again for a reader that rewinds (`rewound.rs`); the texts
 //!   (`texts.rs` picks and feeds the renderer: `limit_texts.rs` for
-//!   meminfo and cpuinfo, `mount_tables.rs`, `masked.rs`, `stat.rs` for
+//!   meminfo, with `cgroup_memory.rs` reading the cgroup's memory.stat, and
+//!   cpuinfo, `mount_tables.rs`, `masked.rs`, `stat.rs` for
 //!   /proc/stat, vmstat and uptime, `stat_line.rs` for a task's `stat`
 //!   line, read by every crate above this one, `tasks.rs` for the census of the
 //!   sandbox's tasks, loadavg and status, `guest_ids.rs` for the ids

@@ -1,9 +1,11 @@
 //! The texts of `/proc/meminfo` and `/proc/cpuinfo` under a limit: the
 //! host's text rewritten to tell of `--memory` (MemTotal the limit, swap
-//! 0) and `--cpus` (the first N processors).
+//! 0, the sandbox cgroup's figures where it has them) and `--cpus` (the
+//! first N processors).
 //!
-//! Does not own: recognising or serving the files (`served.rs`), or
-//! the limits themselves (`GuestLimits`, set by the supervisor).
+//! Does not own: recognising or serving the files (`served.rs`), reading
+//! the cgroup's memory.stat (`cgroup_memory.rs`), or the limits
+//! themselves (`GuestLimits`, set by the supervisor).
 
 use std::fmt::Write as _;
 
@@ -89,8 +91,8 @@ pub fn meminfo(
 
 /// The sandbox's own figures, in kB, from its cgroup: each line the
 /// cgroup tells, within the memory in use (`used`); Cached and
-/// SReclaimable together within it, so that free(1)'s buff/cache does
-/// not pass its used; and MemAvailable what is free plus what the kernel
+/// SReclaimable together within it, so that free(1)'s buff/cache is at
+/// most the memory in use; and MemAvailable what is free plus what the kernel
 /// may reclaim without swap: the page cache less Shmem (tmpfs and shared
 /// memory stay until removed) and the reclaimable slab. So free(1)'s
 /// `used` (MemTotal - MemAvailable) + `free` + `buff/cache` is MemTotal
