@@ -17,7 +17,8 @@
 //!   rewind rewrites, one the guest cannot write (`in_place.rs`), and
 //!   again for a reader that rewinds (`rewound.rs`); the texts
 //!   (`texts.rs` picks and feeds the renderer: `limit_texts.rs` for
-//!   meminfo and cpuinfo, `mount_tables.rs`, `masked.rs`, `stat.rs` for
+//!   meminfo, with `cgroup_memory.rs` reading the cgroup's memory.stat, and
+//!   cpuinfo, `mount_tables.rs`, `masked.rs`, `stat.rs` for
 //!   /proc/stat, vmstat and uptime, `stat_line.rs` for a task's `stat`
 //!   line, read by every crate above this one, `tasks.rs` for the census of the
 //!   sandbox's tasks, loadavg and status, `guest_ids.rs` for the ids
@@ -47,6 +48,7 @@
 //! The public interface, below, is all either side uses; the modules are
 //! private.
 
+mod cgroup_memory;
 mod covers;
 mod direct;
 mod fence;
@@ -77,7 +79,7 @@ mod view_dir;
 // /sys CPU layout, the origin of the sandbox's clocks.
 pub use covers::{proc_covers, wants_cover, Limited, MASKED_PROC_DIRS, READ_ONLY_PROC};
 pub use fence::granted as fence_grants;
-pub use limits::{guest_cpus, GuestLimits, GuestView, Reading};
+pub use limits::{guest_cpus, GuestLimits, GuestView, Reading, TextReading};
 pub use outside::{cpus_reader, view_of, OutsideCgroup, OutsideLimits};
 pub use stat::{clock_origin_secs, start_secs, CLOCK_LEAD_SECS};
 // Every crate's (and the tests') reader of a task's `stat` line.

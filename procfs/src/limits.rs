@@ -18,6 +18,9 @@ use nix::unistd::{sysconf, SysconfVar};
 /// that shows it).
 pub type Reading = Box<dyn Fn() -> Option<u64> + Send + Sync>;
 
+/// Reads a text of the sandbox's cgroup now (its `memory.stat`).
+pub type TextReading = Box<dyn Fn() -> Option<String> + Send + Sync>;
+
 /// What the guest is told of its limits (/proc/meminfo, nproc, the
 /// /proc/sys sizes, and which host files are covered): the run's
 /// memory, CPUs and pids limits, or those enforced outside it (the OCI
@@ -29,6 +32,8 @@ pub struct GuestView {
     pub pids: Option<u64>,
     /// Bytes in use now; without it, the run's own cgroup's.
     pub memory_usage: Option<Reading>,
+    /// The `memory.stat` of the cgroup `memory_usage` reads, if it has one.
+    pub memory_stat: Option<TextReading>,
     /// The memory limit now (an `update` changes it); without it, `memory`.
     pub memory_limit_now: Option<Reading>,
     /// The CPUs now, rounded up (`u64::MAX`: unlimited); without it, `cpus`.
@@ -50,14 +55,22 @@ impl GuestView {
     }
 
     /// What the guest is told of its limits (/proc/meminfo,
-    /// /proc/cpuinfo, sched_getaffinity): this view's, with `own_usage`
-    /// (the memory in use of the run's own cgroup, when there is one)
-    /// when the view brings no usage of its own.
-    pub fn into_limits(self, own_usage: impl FnOnce() -> Option<Reading>) -> GuestLimits {
+    /// /proc/cpuinfo, sched_getaffinity): this view's, with `own_memory`
+    /// (the memory in use of the run's own cgroup and its memory.stat,
+    /// when there is one) when the view brings no usage of its own.
+    pub fn into_limits(
+        self,
+        own_memory: impl FnOnce() -> (Option<Reading>, Option<TextReading>),
+    ) -> GuestLimits {
+        let (memory_usage, memory_stat) = match self.memory_usage {
+            Some(usage) => (Some(usage), self.memory_stat),
+            None => own_memory(),
+        };
         GuestLimits {
             memory_limit: self.memory,
             memory_limit_now: self.memory_limit_now,
-            memory_usage: self.memory_usage.or_else(own_usage),
+            memory_usage,
+            memory_stat,
             cpus: guest_cpus(self.cpus),
             cpus_now: self.cpus_now.map(|read| {
                 Box::new(move || {
@@ -95,6 +108,9 @@ pub struct GuestLimits {
     pub memory_limit_now: Option<Box<dyn Fn() -> Option<u64> + Send + Sync>>,
     /// Bytes the sandbox uses now (for MemFree/MemAvailable), read at each open of /proc/meminfo.
     pub memory_usage: Option<Box<dyn Fn() -> Option<u64> + Send + Sync>>,
+    /// The sandbox cgroup's `memory.stat` now (the rest of
+    /// /proc/meminfo's figures: `cgroup_memory.rs`), read at each open.
+    pub memory_stat: Option<TextReading>,
     /// How many CPUs the guest may use (ceil of --cpus, at most the host's), if limited.
     pub cpus: Option<usize>,
     /// The CPUs now, read at each use (a container's `update` changes
@@ -117,6 +133,7 @@ impl fmt::Debug for GuestLimits {
                 &self.memory_limit_now.as_ref().map(|_| "Fn"),
             )
             .field("memory_usage", &self.memory_usage.as_ref().map(|_| "Fn"))
+            .field("memory_stat", &self.memory_stat.as_ref().map(|_| "Fn"))
             .field("cpus", &self.cpus)
             .field("cpus_now", &self.cpus_now.as_ref().map(|_| "Fn"))
             .field("pids", &self.pids)

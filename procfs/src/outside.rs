@@ -24,7 +24,7 @@ use std::path::{Path, PathBuf};
 use nix::unistd::{sysconf, SysconfVar};
 use serde::{Deserialize, Serialize};
 
-use super::limits::{GuestView, Reading};
+use super::limits::{GuestView, Reading, TextReading};
 
 /// Limits enforced outside the run, by a cgroup its front-end made and
 /// set (the OCI container's `linux.resources`): the guest is told of
@@ -87,6 +87,7 @@ pub fn view_of(limits: &OutsideLimits) -> GuestView {
         view.memory = view.memory.or(Some(host));
         view.memory_usage =
             open(&cgroup.memory, "memory.usage_in_bytes", "memory.current").map(reader);
+        view.memory_stat = open(&cgroup.memory, "memory.stat", "memory.stat").map(text_reader);
         // No limit reads as a huge number (or "max"): the host's memory.
         let read = reader(limit);
         view.memory_limit_now = Some(Box::new(move || read().map(|m| m.min(host))));
@@ -173,6 +174,17 @@ fn read_text(file: &File) -> Option<String> {
 /// no limit, is `u64::MAX`: the host's memory).
 fn reader(file: File) -> Reading {
     Box::new(move || parse_figure(read_text(&file)?.as_bytes()))
+}
+
+/// Reads the whole text of `file` at each call (memory.stat: a few KiB,
+/// made whole by the kernel at each read from its start).
+fn text_reader(file: File) -> TextReading {
+    Box::new(move || {
+        let mut buf = vec![0u8; 16 << 10];
+        let n = file.read_at(&mut buf, 0).ok()?;
+        buf.truncate(n);
+        String::from_utf8(buf).ok()
+    })
 }
 
 fn parse_figure(text: &[u8]) -> Option<u64> {

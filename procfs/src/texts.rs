@@ -15,6 +15,7 @@ use std::sync::OnceLock;
 use vfs::resolve::flags::IN_ROOT;
 use vfs::Resolver;
 
+use super::cgroup_memory::CgroupMemory;
 use super::covers::read_host;
 use super::limit_texts::{cpuinfo, meminfo};
 use super::limits::GuestLimits;
@@ -71,7 +72,14 @@ pub(super) fn text(ctx: &Scope<'_>, kind: ProcFile, host: String) -> String {
     match (kind, ctx.limits) {
         (ProcFile::MemInfo, limits) if limits.memory_limit.is_some() => {
             let usage = limits.memory_usage.as_ref().and_then(|f| f());
-            meminfo(&host, limits.memory_limit().unwrap_or(0), usage)
+            let stat = limits.memory_stat.as_ref().and_then(|f| f());
+            let cgroup = stat.as_deref().and_then(CgroupMemory::new);
+            meminfo(
+                &host,
+                limits.memory_limit().unwrap_or(0),
+                usage,
+                cgroup.as_ref(),
+            )
         }
         (ProcFile::CpuInfo, limits @ GuestLimits { cpus: Some(n), .. }) => {
             cpuinfo(&host, limits.cpus_limit().unwrap_or(*n))

@@ -9,7 +9,7 @@
 //! own /proc, the survey of every file for host-only facts (`survey`,
 //! with `survey.py` and `survey/checks.rs`), the CPU accounting of
 //! /proc/stat (`procstat`) and what the guest reads of its limits
-//! (`sysinfo`).
+//! (`sysinfo`; of its memory in `free` and /proc/meminfo: `meminfo`).
 
 #[macro_use]
 #[path = "../common/mod.rs"]
@@ -19,6 +19,7 @@ mod direct;
 mod ids;
 mod isolation;
 mod linked_rewinds;
+mod meminfo;
 mod noatime;
 mod proc_self;
 mod procstat;

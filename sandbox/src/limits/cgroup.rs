@@ -434,6 +434,7 @@ impl SandboxCgroup {
                 "memory.usage_in_bytes",
                 "memory.current",
             ),
+            memory_stat: open(Controller::Memory, "memory.stat", "memory.stat"),
             memory_peak: open(
                 Controller::Memory,
                 "memory.max_usage_in_bytes",

@@ -13,6 +13,7 @@ use std::fs;
 pub struct Counters {
     pub(super) memory_events: Option<fs::File>,
     pub(super) memory_usage: Option<fs::File>,
+    pub(super) memory_stat: Option<fs::File>,
     pub(super) memory_peak: Option<fs::File>,
     pub(super) pids_events: Option<fs::File>,
     pub(super) cpu_usage: Option<fs::File>,
@@ -32,6 +33,11 @@ impl Counters {
     }
     pub fn memory_usage(&self) -> Option<u64> {
         first_number(&self.memory_usage)
+    }
+    /// The text of memory.stat (v1 or v2: `sandbox_procfs`'s
+    /// `cgroup_memory` reads either).
+    pub fn memory_stat(&self) -> Option<String> {
+        read_whole(&self.memory_stat)
     }
     pub fn memory_peak(&self) -> Option<u64> {
         first_number(&self.memory_peak)
@@ -73,6 +79,27 @@ fn read_all(file: &Option<fs::File>) -> Option<String> {
     let mut buf = [0u8; 1024];
     let n = file.read_at(&mut buf, 0).ok()?;
     Some(String::from_utf8_lossy(&buf[..n]).into_owned())
+}
+
+/// The whole of a file larger than `read_all`'s buffer (memory.stat:
+/// about 1.5 KiB under v1, 3 KiB under v2). A read that leaves room in
+/// the buffer had it all: the kernel's seq files hand over the whole
+/// text they made, and a further read at its end would make it again.
+fn read_whole(file: &Option<fs::File>) -> Option<String> {
+    use std::os::unix::fs::FileExt;
+    let file = file.as_ref()?;
+    let mut buf = vec![0u8; 16 << 10];
+    let mut len = 0;
+    loop {
+        let n = file.read_at(&mut buf[len..], len as u64).ok()?;
+        len += n;
+        if n == 0 || len < buf.len() {
+            break;
+        }
+        buf.resize(len * 2, 0);
+    }
+    buf.truncate(len);
+    String::from_utf8(buf).ok()
 }
 
 fn first_number(file: &Option<fs::File>) -> Option<u64> {

@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use nix::sys::resource::{getrusage, UsageWho};
 use nix::sys::stat::{umask, Mode};
 use nix::unistd::{getgid, getuid};
-use procfs::{GuestView, Reading};
+use procfs::{GuestView, Reading, TextReading};
 use sandbox_syscalls::Context;
 
 use crate::config::{SandboxConfig, StartMode, Terminal};
@@ -364,9 +364,13 @@ fn measure_view(
     let mut ctx = Context::new(root, getuid().as_raw(), getgid().as_raw());
     ctx.set_ids(launching.id_map());
     ctx.set_limits(view.into_limits(|| {
-        let usage = counters.clone();
-        let reading = move || usage.memory_usage();
-        counters.has_memory().then(|| Box::new(reading) as Reading)
+        if !counters.has_memory() {
+            return (None, None);
+        }
+        let (usage, stat) = (counters.clone(), counters.clone());
+        let usage = Box::new(move || usage.memory_usage()) as Reading;
+        let stat = Box::new(move || stat.memory_stat()) as TextReading;
+        (Some(usage), Some(stat))
     }));
     if fenced {
         ctx.fence_reads()

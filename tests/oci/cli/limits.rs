@@ -1,6 +1,7 @@
 //! A container sees its own limits: `linux.resources` (memory 64 MiB,
 //! one CPU of quota, 50 pids) is what /proc/meminfo, `nproc` and
-//! /proc/sys/kernel/threads-max tell the guest — the same answers as
+//! /proc/sys/kernel/threads-max tell the guest (and the rest of meminfo
+//! its cgroup's memory.stat) — the same answers as
 //! `supervisor run --memory 64m --cpus 1 --pids 50` — and an `update` of
 //! the memory limit shows in the next read of /proc/meminfo, one of the
 //! CPUs and pids in `nproc`, `nproc --all`, /sys/devices/system/cpu,
@@ -12,8 +13,10 @@
 use super::common::Run;
 use super::*;
 
-/// What the guest reads of its limits, one line each.
-const SCRIPT: &str = "grep MemTotal /proc/meminfo; nproc; cat /proc/sys/kernel/threads-max";
+/// What the guest reads of its limits, one line each (Buffers: the
+/// cgroup's memory.stat has none, so 0 where meminfo is the cgroup's).
+const SCRIPT: &str = "grep MemTotal /proc/meminfo; nproc; cat /proc/sys/kernel/threads-max; \
+                      grep Buffers /proc/meminfo";
 
 /// Links the applets the script needs beyond the bundle's.
 fn link_applets(rootfs: &Path) {
@@ -100,6 +103,14 @@ fn a_container_sees_its_resources_as_run_sees_its_flags() {
     assert_eq!(lines.next(), Some("1"), "{container}");
     let threads: u64 = lines.next().and_then(|l| l.parse().ok()).unwrap_or(0);
     assert!(threads > 0 && threads < 1000, "threads-max: {container}");
+    // The rest of meminfo from the container's cgroup (its memory.stat).
+    assert_eq!(
+        lines
+            .next()
+            .map(|l| l.split_whitespace().collect::<Vec<_>>()),
+        Some(vec!["Buffers:", "0", "kB"]),
+        "{container}"
+    );
     // The same busybox under `supervisor run` with the flags: the same answers.
     let rootfs = t.join("rootfs").display().to_string();
     let run = Run::sh(SCRIPT, &[])

@@ -119,6 +119,7 @@ fn synthetic_proc_files_whatever_the_path() {
         memory_limit: Some(512 << 20),
         memory_limit_now: None,
         memory_usage: Some(Box::new(|| Some(100 << 20))),
+        memory_stat: None,
         cpus: Some(1),
         cpus_now: None,
         pids: None,
