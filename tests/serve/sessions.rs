@@ -6,7 +6,9 @@
 //! by name (`files`); idle sessions are reaped at their TTL and old ones
 //! at their lifetime, and a killed daemon's sessions are reported ended
 //! at its restart, their sandboxes gone, volumes kept (`lifetime`); a
-//! published port reaches a listener inside (`network`); a command that
+//! published port reaches a listener inside (`network`); the
+//! operator's metadata is shown, filtered on and kept, never the guest's
+//! (`metadata`); a command that
 //! brings down the session's memory or process limit is answered with
 //! the limit's reason, and the ended session's state and next request
 //! say which limit it was (`runaway`); bad input gets
@@ -17,6 +19,7 @@ mod cli;
 mod exec;
 mod files;
 mod lifetime;
+mod metadata;
 mod network;
 mod refusals;
 mod runaway;

@@ -1,5 +1,6 @@
 //! What `GET /v1/sessions/{id}` says of a session: its state (running,
-//! hibernated, ended), lifetimes, idle time, processes and memory.
+//! hibernated, ended), lifetimes, idle time, processes and memory, and
+//! its metadata.
 //!
 //! Owns that answer's form and how it is gathered from the session and
 //! /proc; not the session's lifecycle (`registry.rs`).
@@ -7,6 +8,7 @@
 use serde::Serialize;
 
 use super::hibernate::Saved;
+use super::metadata::{Filter, Metadata};
 use super::procs;
 use super::registry::{lock, Session};
 
@@ -41,6 +43,8 @@ pub struct SessionInfo {
     pub hibernated: Option<Saved>,
     /// Why the last automatic hibernation failed, if it did.
     pub hibernate_error: Option<String>,
+    /// The operator's tags given at creation (`{}`: none).
+    pub metadata: Metadata,
 }
 
 impl Session {
@@ -88,7 +92,13 @@ impl Session {
             idle_hibernate_s: self.idle_hibernate.map(|d| d.as_secs()),
             hibernated: record.hibernated.clone().filter(|_| running),
             hibernate_error,
+            metadata: record.spec.metadata,
         }
+    }
+
+    /// Whether the session's metadata holds every pair of `filter`.
+    pub fn matches(&self, filter: &Filter) -> bool {
+        filter.matches(&lock(&self.record).spec.metadata)
     }
 
     /// The session's processes but its init and the process keeping the

@@ -8,6 +8,7 @@
 //! - `registry`: the sessions, their lifecycle and the reaper;
 //! - `requests`: a session's exec and file requests;
 //! - `info`: a session's state as the API shows it;
+//! - `metadata`: the operator's tags on a session, their bounds and the list's filter;
 //! - `error`: what goes wrong, by who is to blame;
 //! - `host`: the `session-sandbox` process running one session's sandbox;
 //! - `exec`: one command over the sandbox's exec socket, output streamed;
@@ -27,6 +28,7 @@ pub mod files;
 pub mod hibernate;
 pub mod host;
 pub mod info;
+pub mod metadata;
 pub mod process;
 pub mod procs;
 pub mod record;

@@ -21,6 +21,7 @@ use super::ending;
 use super::exec::Outcome;
 use super::hibernate;
 use super::host::{EXEC_SOCKET, READY_FILE};
+use super::metadata;
 use super::process::{self, Process};
 use super::record::{self, Ended, Record};
 use super::spec::{self, SessionSpec};
@@ -132,6 +133,7 @@ impl Sessions {
         }
         let lifetimes = spec.lifetimes().map_err(SessionError::BadRequest)?;
         spec.idle_hibernate().map_err(SessionError::BadRequest)?;
+        metadata::check(&spec.metadata).map_err(SessionError::BadRequest)?;
         let volume = spec.volume_name().map_err(SessionError::BadRequest)?;
         let volume_dir = volume
             .as_ref()
@@ -173,12 +175,14 @@ impl Sessions {
         asked
             .check_template_request()
             .map_err(SessionError::BadRequest)?;
+        metadata::check(&asked.metadata).map_err(SessionError::BadRequest)?;
         let template = self.templates.get(&name)?;
         let mut spec = template.spec.session_spec();
         spec.template = Some(name.clone());
         spec.idle_ttl_s = asked.idle_ttl_s.or(spec.idle_ttl_s);
         spec.max_lifetime_s = asked.max_lifetime_s.or(spec.max_lifetime_s);
         spec.idle_hibernate_s = asked.idle_hibernate_s.or(spec.idle_hibernate_s);
+        spec.metadata = asked.metadata;
         let lifetimes = spec.lifetimes().map_err(SessionError::BadRequest)?;
         spec.idle_hibernate().map_err(SessionError::BadRequest)?;
         self.check_room()?;

@@ -1,6 +1,6 @@
 //! What a client asks for: a session ([`SessionSpec`]: limits, egress
 //! rules, published ports, a volume, the idle TTL and the maximum
-//! lifetime) and one command in it ([`ExecSpec`]). Both come from the
+//! lifetime, the operator's metadata) and one command in it ([`ExecSpec`]). Both come from the
 //! API as JSON and are hostile: unknown fields are refused, and
 //! [`SessionSpec::run_flags`] turns a session into `supervisor run`'s
 //! flags, which the command line's own parser then checks, so a session's
@@ -14,6 +14,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use super::metadata::Metadata;
 use super::volume::VolumeName;
 
 /// Idle TTL when none is asked for.
@@ -58,6 +59,14 @@ pub struct SessionSpec {
     /// hibernates (none: only when asked).
     #[serde(default)]
     pub idle_hibernate_s: Option<u64>,
+    /// The operator's tags (`metadata.rs`): kept, shown and filtered on,
+    /// never passed into the guest.
+    #[serde(
+        default,
+        skip_serializing_if = "BTreeMap::is_empty",
+        deserialize_with = "super::metadata::deserialize"
+    )]
+    pub metadata: Metadata,
 }
 
 /// A session's limits (those of `supervisor run`: the whole sandbox's).
@@ -216,7 +225,7 @@ impl SessionSpec {
             || !self.env.is_empty()
             || self.volume.is_some();
         match shaped {
-            true => Err("a session made from a template takes its limits, egress, env, publish and volume from the template: give only template, idle_ttl_s, max_lifetime_s and idle_hibernate_s".into()),
+            true => Err("a session made from a template takes its limits, egress, env, publish and volume from the template: give only template, idle_ttl_s, max_lifetime_s, idle_hibernate_s and metadata".into()),
             false => Ok(()),
         }
     }
@@ -342,7 +351,7 @@ mod tests {
 
     #[test]
     fn a_template_request_gives_only_lifetimes() {
-        let ok = spec(r#"{"template": "np", "idle_ttl_s": 5}"#).unwrap();
+        let ok = spec(r#"{"template": "np", "idle_ttl_s": 5, "metadata": {"user": "u"}}"#).unwrap();
         assert!(ok.check_template_request().is_ok());
         for bad in [
             r#"{"template": "np", "limits": {"pids": 4}}"#,

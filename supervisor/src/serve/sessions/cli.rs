@@ -1,5 +1,6 @@
 //! `supervisor sessions`: the session API for humans, over the daemon's
-//! Unix socket. `ls` prints a table, `create` prints the new id, `exec`
+//! Unix socket. `ls` prints a table (`--metadata KEY=VALUE` narrows it
+//! to sessions so tagged), `create` prints the new id, `exec`
 //! streams a command's output to this process's stdout and stderr and
 //! exits with its status, `cp` copies a file in (`cp FILE ID:PATH`, a
 //! progress line on stderr as it uploads) or out (`cp ID:PATH FILE`,
@@ -29,8 +30,12 @@ pub struct SessionsArgs {
 
 #[derive(clap::Subcommand, Debug)]
 pub enum SessionsCommand {
-    /// List the sessions.
-    Ls,
+    /// List the sessions (with their metadata).
+    Ls {
+        /// Only sessions whose metadata has KEY=VALUE. Repeatable: every pair must match.
+        #[arg(long = "metadata", short = 'm', value_name = "KEY=VALUE")]
+        metadata: Vec<String>,
+    },
     /// Create a session; prints its id. SPEC: the JSON of `POST /v1/sessions` (default `{}`).
     Create {
         #[arg(value_name = "SPEC", default_value = "{}")]
@@ -113,8 +118,9 @@ pub fn main(args: SessionsArgs) -> i32 {
 async fn run(args: SessionsArgs) -> Result<i32, String> {
     let socket = &args.socket;
     match args.command {
-        SessionsCommand::Ls => {
-            let v = json_call(socket, Method::GET, "/v1/sessions", body(Bytes::new())).await?;
+        SessionsCommand::Ls { metadata } => {
+            let path = list_path(&metadata)?;
+            let v = json_call(socket, Method::GET, &path, body(Bytes::new())).await?;
             print_table(&v);
             Ok(0)
         }
@@ -205,13 +211,29 @@ async fn template(socket: &std::path::Path, command: TemplateCommand) -> Result<
     }
 }
 
+/// The list's path, `--metadata KEY=VALUE` filters as its query.
+fn list_path(metadata: &[String]) -> Result<String, String> {
+    let mut pairs = Vec::new();
+    for m in metadata {
+        let (k, v) = m
+            .split_once('=')
+            .ok_or(format!("--metadata {m:?}: expected KEY=VALUE"))?;
+        pairs.push(format!("metadata.{}={}", encode(k), encode(v)));
+    }
+    Ok(match pairs.is_empty() {
+        true => "/v1/sessions".into(),
+        false => format!("/v1/sessions?{}", pairs.join("&")),
+    })
+}
+
 /// `ID:PATH` (an id is hex digits).
 fn split_remote(s: &str) -> Option<(&str, &str)> {
     let (id, path) = s.split_once(':')?;
     (!id.is_empty() && id.bytes().all(|b| b.is_ascii_hexdigit())).then_some((id, path))
 }
 
-/// A path segment as a URI carries it (anything but unreserved bytes and `/` escaped).
+/// A path segment (or a query's name or value) as a URI carries it
+/// (anything but unreserved bytes and `/` escaped).
 fn encode(s: &str) -> String {
     s.bytes()
         .map(|b| match b {
@@ -241,21 +263,36 @@ async fn json_call(
 
 fn print_table(v: &serde_json::Value) {
     println!(
-        "{:<16}  {:<8}  {:>8}  {:>10}  {:>5}  {:<16}  REASON",
-        "ID", "STATE", "IDLE", "MEMORY", "PROCS", "VOLUME"
+        "{:<16}  {:<8}  {:>8}  {:>10}  {:>5}  {:<16}  {:<16}  METADATA",
+        "ID", "STATE", "IDLE", "MEMORY", "PROCS", "VOLUME", "REASON"
     );
     let empty = Vec::new();
     for s in v["sessions"].as_array().unwrap_or(&empty) {
         println!(
-            "{:<16}  {:<8}  {:>7.0}s  {:>9}K  {:>5}  {:<16}  {}",
+            "{:<16}  {:<8}  {:>7.0}s  {:>9}K  {:>5}  {:<16}  {:<16}  {}",
             s["id"].as_str().unwrap_or(""),
             s["state"].as_str().unwrap_or(""),
             s["idle_s"].as_f64().unwrap_or(0.0),
             s["memory_bytes"].as_u64().unwrap_or(0) / 1024,
             s["processes"].as_array().map_or(0, Vec::len),
             s["volume"]["name"].as_str().unwrap_or("-"),
-            s["reason"].as_str().unwrap_or(""),
+            s["reason"].as_str().unwrap_or("-"),
+            metadata_cell(&s["metadata"]),
         );
+    }
+}
+
+/// A session's metadata as `k=v,k=v` (`-`: none).
+fn metadata_cell(m: &serde_json::Value) -> String {
+    let pairs: Vec<String> = m
+        .as_object()
+        .into_iter()
+        .flatten()
+        .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or("")))
+        .collect();
+    match pairs.is_empty() {
+        true => "-".into(),
+        false => pairs.join(","),
     }
 }
 

@@ -1,8 +1,9 @@
 //! The session API (`/v1/sessions`): create a session, run commands in
 //! it (a JSON result, or with `Accept: application/x-ndjson` the output
 //! streamed as it is written, then the result), put and get its files,
-//! its state, the list, delete. The sessions themselves, their sandboxes,
-//! volumes and reaper are `crate::sessions`'; this module only maps HTTP
+//! its state, the list (narrowed by metadata: `?metadata.KEY=VALUE`),
+//! delete. The sessions themselves, their sandboxes, volumes and reaper
+//! are `crate::sessions`'; this module only maps HTTP
 //! onto them (blocking work on tokio's blocking threads) and their
 //! errors onto statuses: unknown id 404, bad request 400, ended session
 //! or one busy for the request 409, a template name taken 409, a
@@ -24,7 +25,8 @@ pub use openapi::openapi;
 use std::sync::Arc;
 
 use axum::body::{Body, Bytes};
-use axum::extract::{Path, State};
+use axum::extract::rejection::QueryRejection;
+use axum::extract::{Path, Query, State};
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -35,6 +37,7 @@ use super::app::Serve;
 use super::body::Strict;
 use super::error::ApiError;
 use crate::sessions::exec::Stream;
+use crate::sessions::metadata::Filter;
 use crate::sessions::spec::{ExecSpec, SessionSpec};
 use crate::sessions::SessionError;
 
@@ -86,12 +89,20 @@ async fn create(
     Ok((StatusCode::CREATED, Json(info)).into_response())
 }
 
-async fn list(State(serve): State<Arc<Serve>>) -> Result<Json<Value>, ApiError> {
+/// Every session, or with `?metadata.KEY=VALUE...` those whose metadata
+/// holds every pair.
+async fn list(
+    State(serve): State<Arc<Serve>>,
+    query: Result<Query<Vec<(String, String)>>, QueryRejection>,
+) -> Result<Json<Value>, ApiError> {
+    let Query(pairs) = query.map_err(|e| ApiError::bad_request(format!("the query: {e}")))?;
+    let filter = Filter::from_query(pairs).map_err(ApiError::bad_request)?;
     let sessions = serve.sessions.clone();
     let all = blocking(move || {
         Ok(sessions
             .list()
             .iter()
+            .filter(|s| s.matches(&filter))
             .map(|s| serde_json::to_value(s.info()).unwrap_or(Value::Null))
             .collect::<Vec<_>>())
     })

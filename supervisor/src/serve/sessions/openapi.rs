@@ -22,7 +22,7 @@ fn path_param() -> Value {
 }
 
 pub fn openapi() -> Value {
-    let e400 = error_response("Bad request (unknown field, bad limit, bad path)");
+    let e400 = error_response("Bad request (unknown field, bad limit, bad path, bad metadata)");
     let e404 = error_response("No such session (or file)");
     let e409 = error_response("The session has ended (or is busy for this request)");
     let e422 =
@@ -47,9 +47,12 @@ pub fn openapi() -> Value {
                     }
                 },
                 "get": {
-                    "summary": "Every session (running and ended)",
+                    "summary": "Every session (running and ended), or those with given metadata",
+                    "description": "Query parameters `metadata.KEY=VALUE` (percent-encoded, repeatable) narrow the list to sessions whose metadata holds every pair, e.g. `?metadata.user=u_42&metadata.kind=kernel`; any other parameter is a 400.",
                     "operationId": "listSessions",
-                    "responses": { "200": ok_json("The sessions", "SessionList"), "401": e401 }
+                    "responses": { "200": ok_json("The sessions", "SessionList"),
+                        "400": error_response("A query parameter other than metadata.KEY, or a bad key"),
+                        "401": e401 }
                 }
             },
             "/v1/sessions/{id}": {
@@ -150,13 +153,20 @@ pub fn openapi() -> Value {
                     "idle_hibernate_s": { "type": "integer", "minimum": 1, "maximum": 2592000,
                         "description": "idle seconds before the session hibernates; none: only when asked" },
                     "template": { "type": "string",
-                        "description": "Make the session from this template (/v1/templates): its limits, egress and env, its setup's processes already running; only idle_ttl_s, max_lifetime_s and idle_hibernate_s may be given besides" }
+                        "description": "Make the session from this template (/v1/templates): its limits, egress and env, its setup's processes already running; only idle_ttl_s, max_lifetime_s, idle_hibernate_s and metadata may be given besides" },
+                    "metadata": { "$ref": "#/components/schemas/Metadata" }
                 }
+            },
+            "Metadata": {
+                "type": "object",
+                "description": "The operator's tags (tenant, notebook...): kept with the session, shown by its state and the list, filtered on by the list; never passed into the guest. At most 64 keys of 1 to 128 bytes, values of at most 1024 bytes, 16384 bytes of keys and values in all, no control characters.",
+                "maxProperties": 64,
+                "additionalProperties": { "type": "string", "maxLength": 1024 }
             },
             "Session": {
                 "type": "object",
                 "required": ["id", "state", "created_at", "idle_s", "idle_ttl_s", "max_lifetime_s",
-                    "memory_bytes", "processes", "workdir", "publish"],
+                    "memory_bytes", "processes", "workdir", "publish", "metadata"],
                 "properties": {
                     "id": { "type": "string" },
                     "state": { "type": "string", "enum": ["running", "hibernated", "ended"] },
@@ -183,7 +193,8 @@ pub fn openapi() -> Value {
                         "description": "while hibernated: the processes and bytes of memory saved",
                         "properties": { "processes": { "type": "integer" }, "memory_bytes": { "type": "integer" } } },
                     "hibernate_error": { "type": "string", "nullable": true,
-                        "description": "why the last automatic hibernation failed" }
+                        "description": "why the last automatic hibernation failed" },
+                    "metadata": { "$ref": "#/components/schemas/Metadata" }
                 }
             },
             "SessionList": {
