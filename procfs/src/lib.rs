@@ -49,6 +49,7 @@
 //! private.
 
 mod cgroup_memory;
+pub use cgroup_memory::CgroupMemory;
 mod covers;
 mod direct;
 mod fence;

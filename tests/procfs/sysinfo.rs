@@ -265,3 +265,47 @@ fn sysinfo_counts_the_sandbox_s_tasks() {
         .ok("sysinfo procs");
     assert_eq!(out.stdout, "0 6 6\n", "{}", out.dump());
 }
+
+/// sysinfo(2)'s shared RAM under `--memory` is the sandbox's own tmpfs
+/// memory (its cgroup's `shmem`, as its /proc/meminfo's Shmem), and its
+/// buffer RAM 0 (as Buffers), not the host's figures.
+const SHARED: &str = r#"
+import ctypes
+class Info(ctypes.Structure):
+    _fields_ = [("uptime", ctypes.c_long), ("loads", ctypes.c_ulong * 3),
+                ("totalram", ctypes.c_ulong), ("freeram", ctypes.c_ulong),
+                ("sharedram", ctypes.c_ulong), ("bufferram", ctypes.c_ulong),
+                ("pad", ctypes.c_char * 64)]
+libc = ctypes.CDLL(None, use_errno=True)
+def info():
+    i = Info()
+    assert libc.sysinfo(ctypes.byref(i)) == 0, ctypes.get_errno()
+    return i
+def shmem():
+    for l in open("/proc/meminfo"):
+        if l.startswith("Shmem:"):
+            return int(l.split()[1]) * 1024
+before = info()
+with open("/dev/shm/big", "wb") as f:
+    f.write(b"x" * (64 << 20))
+after = info()
+grew = after.sharedram - before.sharedram
+print("grew by the file", 60 << 20 <= grew <= 72 << 20)
+print("within the limit", after.sharedram <= after.totalram)
+print("as meminfo's Shmem", abs(after.sharedram - shmem()) <= 8 << 20)
+print("buffers", after.bufferram)
+"#;
+
+#[test]
+fn sysinfo_shared_ram_is_the_sandbox_s() {
+    let out = Run::new(&[PY, "-c", SHARED])
+        .sup(&["--memory", LIMIT])
+        .supervised()
+        .ok("sysinfo");
+    assert_eq!(
+        out.stdout,
+        "grew by the file True\nwithin the limit True\nas meminfo's Shmem True\nbuffers 0\n",
+        "{}",
+        out.dump()
+    );
+}

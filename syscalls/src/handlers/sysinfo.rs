@@ -8,14 +8,16 @@
 //! directory in the view's procfs the census keeps open, whose link
 //! count procfs makes two more than the process's threads; no file of
 //! the census read); under a memory limit total RAM is the limit, free RAM
-//! the limit less the sandbox's usage, shared and buffer RAM capped, no
-//! swap, no high memory (without one, the host's memory figures) — and
+//! the limit less the sandbox's usage, shared RAM the cgroup's `shmem`
+//! and no buffer RAM, as its /proc/meminfo's Shmem and Buffers (where the
+//! cgroup's memory.stat cannot be read, the host's, capped), no swap, no
+//! high memory (without one, the host's memory figures) — and
 //! written to the guest's `struct sysinfo` (the x86_64 layout, 112
 //! bytes).
 
 use super::{live, value, Context, Res};
 use crate::guest::Guest;
-use procfs::sandbox_tasks;
+use procfs::{sandbox_tasks, CgroupMemory};
 
 /// Size of `struct sysinfo` on x86_64, and the offsets of its fields.
 const SIZE: usize = 112;
@@ -44,7 +46,10 @@ pub fn sysinfo(ctx: &Context, g: &dyn Guest, addr: u64) -> Res {
         uptime: ctx.synthetic.uptime() as u64,
         tasks: u16::try_from(sandbox_tasks(&ctx.proc())).unwrap_or(u16::MAX),
     };
-    let out = encode(&host, ctx.limits.memory_limit(), usage, &own);
+    let limit = ctx.limits.memory_limit();
+    let stat = limit.and(ctx.limits.memory_stat.as_ref()).and_then(|f| f());
+    let cgroup = stat.as_deref().and_then(CgroupMemory::new);
+    let out = encode(&host, limit, cgroup.as_ref(), usage, &own);
     live(g)?;
     g.write_mem(addr, &out)?;
     value(0)
@@ -52,8 +57,15 @@ pub fn sysinfo(ctx: &Context, g: &dyn Guest, addr: u64) -> Res {
 
 /// The guest's `struct sysinfo`: the host's, with the sandbox's uptime,
 /// no load, its tasks, and the memory figures of a sandbox limited to
-/// `limit` bytes (if any) that uses `usage` (when known).
-fn encode(host: &libc::sysinfo, limit: Option<u64>, usage: Option<u64>, own: &Own) -> [u8; SIZE] {
+/// `limit` bytes (if any) that uses `usage` (when known), its shared and
+/// buffer RAM its `cgroup`'s (when its memory.stat was read).
+fn encode(
+    host: &libc::sysinfo,
+    limit: Option<u64>,
+    cgroup: Option<&CgroupMemory>,
+    usage: Option<u64>,
+    own: &Own,
+) -> [u8; SIZE] {
     let unit = u64::from(host.mem_unit.max(1));
     let bytes = |v: u64| v.saturating_mul(unit);
     let total = limit.map_or(bytes(host.totalram), |l| l.min(bytes(host.totalram)));
@@ -69,8 +81,12 @@ fn encode(host: &libc::sysinfo, limit: Option<u64>, usage: Option<u64>, own: &Ow
     // In bytes: mem_unit 1 (the values fit in 64 bits).
     put(&mut out, TOTALRAM, total);
     put(&mut out, FREERAM, free);
-    put(&mut out, SHAREDRAM, bytes(host.sharedram).min(total));
-    put(&mut out, BUFFERRAM, bytes(host.bufferram).min(total - free));
+    let (shared, buffers) = match cgroup {
+        Some(c) => (c.line("Shmem").unwrap_or(0), 0),
+        None => (bytes(host.sharedram), bytes(host.bufferram)),
+    };
+    put(&mut out, SHAREDRAM, shared.min(total));
+    put(&mut out, BUFFERRAM, buffers.min(total - free));
     put(&mut out, TOTALSWAP, swap(host.totalswap));
     put(&mut out, FREESWAP, swap(host.freeswap));
     out[PROCS..PROCS + 2].copy_from_slice(&own.tasks.to_ne_bytes());
@@ -95,7 +111,7 @@ mod tests {
             uptime: 7,
             tasks: 3,
         };
-        let out = encode(&host, Some(512 << 20), Some(100 << 20), &own);
+        let out = encode(&host, Some(512 << 20), None, Some(100 << 20), &own);
         assert_eq!(field(&out, UPTIME), 7);
         assert_eq!(field(&out, 8), 0);
         assert_eq!(&out[PROCS..PROCS + 2], &3u16.to_ne_bytes());
@@ -109,13 +125,30 @@ mod tests {
             1
         );
         // Over the limit: nothing free, never a wrap-around.
-        let out = encode(&host, Some(512 << 20), Some(600 << 20), &own);
+        let out = encode(&host, Some(512 << 20), None, Some(600 << 20), &own);
         assert_eq!(field(&out, FREERAM), 0);
         // No limit: the host's memory, the sandbox's uptime.
-        let out = encode(&host, None, None, &own);
+        let out = encode(&host, None, None, None, &own);
         let unit = u64::from(host.mem_unit);
         assert_eq!(field(&out, TOTALRAM), host.totalram * unit);
         assert_eq!(field(&out, TOTALSWAP), host.totalswap * unit);
         assert_eq!(field(&out, UPTIME), 7);
+    }
+
+    #[test]
+    fn shared_and_buffer_ram_are_the_cgroup_s() {
+        let host = vfs::sys::sysinfo().unwrap();
+        let own = Own {
+            uptime: 1,
+            tasks: 1,
+        };
+        let stat = "anon 104857600\nfile 52428800\nshmem 20971520\n";
+        let cgroup = CgroupMemory::new(stat).unwrap();
+        let out = encode(&host, Some(512 << 20), Some(&cgroup), Some(160 << 20), &own);
+        assert_eq!(field(&out, SHAREDRAM), 20 << 20);
+        assert_eq!(field(&out, BUFFERRAM), 0);
+        // Never above the limit.
+        let out = encode(&host, Some(10 << 20), Some(&cgroup), Some(160 << 20), &own);
+        assert_eq!(field(&out, SHAREDRAM), 10 << 20);
     }
 }
