@@ -14,6 +14,8 @@ use std::fmt;
 
 use nix::unistd::{sysconf, SysconfVar};
 
+use crate::cgroup_memory::CgroupMemory;
+
 /// Reads a figure of the sandbox's cgroup now (at each open of a file
 /// that shows it).
 pub type Reading = Box<dyn Fn() -> Option<u64> + Send + Sync>;
@@ -163,5 +165,13 @@ impl GuestLimits {
         let fixed = self.pids?;
         let now = self.pids_now.as_ref().and_then(|f| f());
         Some(now.unwrap_or(fixed))
+    }
+
+    /// The sandbox cgroup's memory figures now (its `memory.stat`, read
+    /// and parsed), for /proc/meminfo and sysinfo(2); `None` when it
+    /// reads nothing or nothing known.
+    pub fn cgroup_memory(&self) -> Option<CgroupMemory> {
+        let stat = self.memory_stat.as_ref().and_then(|f| f())?;
+        CgroupMemory::new(&stat)
     }
 }

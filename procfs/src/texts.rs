@@ -15,7 +15,6 @@ use std::sync::OnceLock;
 use vfs::resolve::flags::IN_ROOT;
 use vfs::Resolver;
 
-use super::cgroup_memory::CgroupMemory;
 use super::covers::read_host;
 use super::limit_texts::{cpuinfo, meminfo};
 use super::limits::GuestLimits;
@@ -72,8 +71,7 @@ pub(super) fn text(ctx: &Scope<'_>, kind: ProcFile, host: String) -> String {
     match (kind, ctx.limits) {
         (ProcFile::MemInfo, limits) if limits.memory_limit.is_some() => {
             let usage = limits.memory_usage.as_ref().and_then(|f| f());
-            let stat = limits.memory_stat.as_ref().and_then(|f| f());
-            let cgroup = stat.as_deref().and_then(CgroupMemory::new);
+            let cgroup = limits.cgroup_memory();
             meminfo(
                 &host,
                 limits.memory_limit().unwrap_or(0),

@@ -47,8 +47,7 @@ pub fn sysinfo(ctx: &Context, g: &dyn Guest, addr: u64) -> Res {
         tasks: u16::try_from(sandbox_tasks(&ctx.proc())).unwrap_or(u16::MAX),
     };
     let limit = ctx.limits.memory_limit();
-    let stat = limit.and(ctx.limits.memory_stat.as_ref()).and_then(|f| f());
-    let cgroup = stat.as_deref().and_then(CgroupMemory::new);
+    let cgroup = limit.and_then(|_| ctx.limits.cgroup_memory());
     let out = encode(&host, limit, cgroup.as_ref(), usage, &own);
     live(g)?;
     g.write_mem(addr, &out)?;
